@@ -1,0 +1,71 @@
+#pragma once
+// The linear kernel program: what `lower` produces and every renderer (and the reference
+// interpreter) consumes. Values are referred to by their index in `ops`.
+#include "../graph/graph.hpp"
+#include "../util/text.hpp"
+
+namespace tg {
+
+enum class UKind : std::uint8_t {
+  Param,     // arg: parameter index (0 = output); dtype: storage dtype
+  VarParam,  // arg: index into Program::vars
+  Bound,     // arg 0: start, 1: end of the parallel range (set by the launcher)
+  Const,     // value
+  Range,     // loop index; src0 start, src1 end; arg: range id
+  EndRange,  // src0: its Range
+  Load,      // src0 param, src1 index, src2 gate (or -1); value in compute dtype
+  Store,     // src0 param, src1 index, src2 value
+  DefineAcc, // value: initial value
+  AccAssign, // src0 acc, src1 value: acc = op(acc, value)
+  Alu,       // op with 1..3 sources
+  Reduce,    // (lowering only) op over src0 within ranges `ranges`
+};
+
+struct UOp {
+  UKind kind = UKind::Const;
+  Op op = Op::Add;
+  DType dtype = DType::Int64;
+  std::array<int, 3> src{-1, -1, -1};
+  Scalar value;
+  int arg = -1;
+  std::vector<int> ranges; // Reduce: the ranges it runs over
+  constexpr bool operator==(const UOp&) const = default;
+};
+
+struct Program {
+  std::vector<UOp> ops;
+  std::vector<DType> params; // storage dtype of each parameter; 0 is the output
+  std::vector<Var> vars;     // symbolic sizes passed at launch
+  SInt outer;                // size of the parallel range (the launcher splits [0, outer))
+  SInt work;                 // iterations of the whole loop nest (for threading decisions)
+  Text name;
+};
+
+constexpr const char* ukind_name(UKind k) {
+  constexpr const char* names[] = {"param", "var", "bound", "const", "range", "endrange", "load",
+                                   "store", "acc", "accassign", "alu", "reduce"};
+  return names[static_cast<int>(k)];
+}
+
+/// A readable dump of a program (TG_DEBUG=4).
+constexpr Text dump(const Program& p) {
+  Text t;
+  t << "program " << p.name.view() << '\n';
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    t << "  %" << i << " = " << ukind_name(u.kind);
+    if (u.kind == UKind::Alu || u.kind == UKind::AccAssign || u.kind == UKind::Reduce) t << ' ' << op_name(u.op);
+    t << ' ' << dtype_name(u.dtype);
+    for (int s : u.src)
+      if (s >= 0) t << " %" << s;
+    if (u.kind == UKind::Const) {
+      if (is_float(u.dtype)) t << ' ' << std::int64_t(u.value.f * 1000) << "e-3";
+      else t << ' ' << u.value.i;
+    }
+    if (u.arg >= 0) t << " arg=" << u.arg;
+    t << '\n';
+  }
+  return t;
+}
+
+} // namespace tg

@@ -1,0 +1,429 @@
+#pragma once
+// lower: Kernel -> linear program. Walks the kernel's expression from its root, carrying the
+// movement ops between the loop indices and each node (views are pushed down to the loads);
+// merges loop axes that every access walks contiguously; then places every value in the
+// outermost loop it depends on (linearize).
+#include "../schedule/fuse.hpp"
+#include "builder.hpp"
+
+namespace tg {
+
+namespace detail {
+
+class Lowerer {
+public:
+  constexpr Lowerer(const Graph& g, const Schedule& s, const Kernel& k) : g_(g), mat_(s.materialized), k_(k) {
+    params_.push_back(k.root);
+    for (int in : k.inputs) params_.push_back(in);
+  }
+
+  constexpr Program run() {
+    const Node& root = g_[k_.root];
+    // Pass 1: the trackers every access would use, in the unmerged index space.
+    collecting_ = true;
+    space_trackers_.assign(1, {});
+    space_trackers_[0].push_back(ShapeTracker::contiguous(root.shape));
+    value(k_.root, {}, 0);
+    // Merge loop axes that every access of their space walks contiguously.
+    std::size_t n = root.shape.size();
+    out_groups_ = merge_groups(root.shape, 0, n, all_trackers());
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      const Shape& rs = reduce_in_shape(r);
+      Shape a = reduce_axes_shape(r);
+      Shape full = root.shape;
+      for (const SInt& d : a) full.push_back(d);
+      (void)rs;
+      reduce_groups_.push_back(merge_groups(full, n, full.size(), space_trackers_[r + 1]));
+    }
+    Shape m = merged(root.shape, out_groups_, 0);
+    if (m.empty()) m.push_back(1);
+
+    // Pass 2: build the program over the merged loops.
+    collecting_ = false;
+    memo_.clear();
+    reduce_space_.clear();
+    UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
+    UOp bound1 = bound0;
+    bound1.arg = 1;
+    std::int64_t mhi = m[0].max_value();
+    int start = b_.add(bound0, 0, mhi), end = b_.add(bound1, 0, mhi);
+    std::vector<int> idx;
+    for (std::size_t i = 0; i < m.size(); ++i)
+      idx.push_back(i == 0 ? range(start, end, mhi) : range(b_.cint(0), sint(m[i]), m[i].max_value()));
+    out_idx_ = idx;
+    space_idx_.assign(1, idx);
+    std::vector<Movement> to_loops{Movement{MoveOp::Reshape, m, {}}};
+    int v = value(k_.root, to_loops, 0);
+    ShapeTracker out = ShapeTracker::contiguous(root.shape).apply(to_loops);
+    auto [oi, ovalid] = index(out, idx);
+    (void)ovalid;
+    int param0 = param(k_.root);
+    UOp st{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}};
+    b_.add(st);
+
+    Program p = linearize(int(m.size()));
+    for (int pn : params_) p.params.push_back(g_[pn].dtype);
+    p.vars = vars_;
+    p.outer = m[0];
+    SInt work = prod(m);
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) work = work * prod(reduce_axes_shape(r));
+    p.work = work;
+    p.name << (reduce_nodes_.empty() ? "E" : "r");
+    for (const SInt& d : m) {
+      p.name << '_';
+      if (d.is_const()) p.name << d.constant();
+      else p.name << 'n';
+    }
+    return p;
+  }
+
+private:
+  struct Memo {
+    int node, space;
+    std::vector<Movement> pending;
+    int uop;
+  };
+
+  static constexpr bool same_moves(const std::vector<Movement>& a, const std::vector<Movement>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i].op != b[i].op || !(a[i].a == b[i].a) || !(a[i].b == b[i].b)) return false;
+    return true;
+  }
+  static constexpr std::vector<Movement> concat(const std::vector<Movement>& a, const std::vector<Movement>& b) {
+    std::vector<Movement> r = a;
+    r.insert(r.end(), b.begin(), b.end());
+    return r;
+  }
+  static constexpr bool has_pad(const std::vector<Movement>& ms) {
+    for (const Movement& m : ms)
+      if (m.op == MoveOp::Pad) return true;
+    return false;
+  }
+
+  constexpr int param(int node) {
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (params_[i] == node) {
+        UOp u{UKind::Param, Op::Add, g_[node].dtype, {-1, -1, -1}, {}, int(i), {}};
+        return b_.add(u);
+      }
+    throw graph_error{"kernel input not scheduled"};
+  }
+  constexpr int var_index(const Var& v) {
+    for (std::size_t i = 0; i < vars_.size(); ++i)
+      if (vars_[i] == v) return int(i);
+    vars_.push_back(v);
+    return int(vars_.size()) - 1;
+  }
+  constexpr int sint(const SInt& s) {
+    return b_.sint(s, [this](const Var& v) { return var_index(v); });
+  }
+  constexpr int range(int start, int end, std::int64_t max_end) {
+    UOp u{UKind::Range, Op::Add, DType::Int64, {start, end, -1}, {}, nranges_++, {}};
+    return b_.add(u, 0, max_end > 0 ? max_end - 1 : 0);
+  }
+
+  /// The flat offset and validity of a tracker at the given loop indices.
+  constexpr std::pair<int, int> index(const ShapeTracker& t, std::vector<int> idx) {
+    int valid = b_.cbool(true), e = -1;
+    for (std::size_t k = t.views.size(); k-- > 0;) {
+      const View& v = t.views[k];
+      e = sint(v.offset);
+      for (std::size_t d = 0; d < v.ndim(); ++d) {
+        if (v.strides[d] == 0) continue;
+        e = b_.alu(Op::Add, DType::Int64, e, b_.alu(Op::Mul, DType::Int64, idx[d], sint(v.strides[d])));
+      }
+      for (std::size_t d = 0; d < v.mask.size(); ++d) {
+        const auto& [mlo, mhi] = v.mask[d];
+        if (!(mlo == 0))
+          valid = b_.alu(Op::And, DType::Bool, valid, b_.alu(Op::CmpLt, DType::Bool, sint(mlo - 1), idx[d]));
+        if (!(mhi == v.shape[d]))
+          valid = b_.alu(Op::And, DType::Bool, valid, b_.alu(Op::CmpLt, DType::Bool, idx[d], sint(mhi)));
+      }
+      if (k == 0) break;
+      const Shape& below = t.views[k - 1].shape;
+      Shape cs = contiguous_strides(below);
+      idx.assign(below.size(), -1);
+      SInt acc = 1;
+      for (std::size_t d = below.size(); d-- > 0;) {
+        int x = e;
+        if (!(acc == 1)) x = b_.alu(Op::Div, DType::Int64, x, sint(acc));
+        if (d > 0) x = b_.alu(Op::Mod, DType::Int64, x, sint(below[d]));
+        idx[d] = below[d] == 1 ? b_.cint(0) : x;
+        acc = acc * below[d];
+      }
+    }
+    return {e, valid};
+  }
+
+  constexpr int value(int node, const std::vector<Movement>& pending, int space) {
+    if (!collecting_)
+      for (const Memo& m : memo_)
+        if (m.node == node && m.space == space && same_moves(m.pending, pending)) return m.uop;
+    int r = compute(node, pending, space);
+    if (!collecting_) memo_.push_back(Memo{node, space, pending, r});
+    return r;
+  }
+
+  constexpr int compute(int node, const std::vector<Movement>& pending, int space) {
+    const Node& n = g_[node];
+    if ((node != k_.root && mat_[std::size_t(node)]) || n.op == Op::Const) {
+      ShapeTracker t = ShapeTracker::contiguous(n.shape).apply(pending);
+      if (collecting_) {
+        space_trackers_[std::size_t(space)].push_back(t);
+        return -1;
+      }
+      auto [e, valid] = index(t, space_idx_[std::size_t(space)]);
+      bool gated = !(b_.is_const(valid) && b_.ival(valid) == 1);
+      if (n.op == Op::Const) {
+        int c = b_.constant(n.dtype, n.value);
+        return gated ? b_.alu(Op::Where, n.dtype, valid, c, b_.constant(n.dtype, Scalar{})) : c;
+      }
+      UOp u{UKind::Load, Op::Add, n.dtype, {param(node), e, gated ? valid : -1}, {}, -1, {}};
+      return b_.add(u);
+    }
+    if (n.op == Op::View) return value(n.src[0], concat(n.moves, pending), space);
+    if (n.op == Op::Contiguous) return value(n.src[0], pending, space);
+    if (is_reduce(n.op)) return reduce(node, space);
+    // elementwise
+    int s[3] = {-1, -1, -1};
+    for (int i = 0; i < n.nsrc(); ++i) s[i] = value(n.src[std::size_t(i)], pending, space);
+    if (collecting_) return -1;
+    int r = b_.alu(n.op, n.dtype, s[0], s[1], s[2]);
+    if (has_pad(pending)) { // padding reads as zero, whatever the op makes of zero
+      auto [e, valid] = index(ShapeTracker::contiguous(n.shape).apply(pending), space_idx_[std::size_t(space)]);
+      (void)e;
+      if (!(b_.is_const(valid) && b_.ival(valid) == 1))
+        r = b_.alu(Op::Where, n.dtype, valid, r, b_.constant(n.dtype, Scalar{}));
+    }
+    return r;
+  }
+
+  constexpr int reduce(int node, int space) {
+    (void)space;
+    const Node& n = g_[node];
+    std::size_t r = 0;
+    while (r < reduce_nodes_.size() && reduce_nodes_[r] != node) ++r;
+    if (r == reduce_nodes_.size()) {
+      if (!collecting_) throw graph_error{"reduction not seen in the first pass"};
+      reduce_nodes_.push_back(node);
+      space_trackers_.push_back({});
+    }
+    int sp = int(r) + 1;
+    // The input is read with kept axes first (in the output's loops), then the reduced axes.
+    const Shape& in = g_[n.src[0]].shape;
+    Movement perm{MoveOp::Permute, {}, {}};
+    for (std::size_t d = 0; d < in.size(); ++d)
+      if (!reduced(n, d)) perm.a.push_back(std::int64_t(d));
+    for (int a : n.axes) perm.a.push_back(std::int64_t(a));
+    Shape a = reduce_axes_shape(r);
+    Shape loops;
+    if (collecting_) {
+      loops = g_[k_.root].shape;
+      for (const SInt& d : a) loops.push_back(d);
+      std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
+      value(n.src[0], p, sp);
+      return -1;
+    }
+    for (const UOp& existing : b_.ops)
+      if (existing.kind == UKind::Reduce && existing.arg == node) return find_reduce(node);
+    Shape m = merged(g_[k_.root].shape, out_groups_, 0);
+    if (m.empty()) m.push_back(1);
+    std::size_t nout = g_[k_.root].shape.size();
+    Shape ra;
+    {
+      Shape full = g_[k_.root].shape;
+      for (const SInt& d : a) full.push_back(d);
+      ra = merged(full, reduce_groups_[r], nout);
+    }
+    loops = m;
+    std::vector<int> idx = out_idx_, rr;
+    for (const SInt& d : ra) {
+      int rg = range(b_.cint(0), sint(d), d.max_value());
+      rr.push_back(rg);
+      idx.push_back(rg);
+      loops.push_back(d);
+    }
+    if (space_idx_.size() <= std::size_t(sp)) space_idx_.resize(std::size_t(sp) + 1);
+    space_idx_[std::size_t(sp)] = idx;
+    std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
+    int x = value(n.src[0], p, sp);
+    Op op = n.op == Op::ReduceSum ? Op::Add : n.op == Op::ReduceMax ? Op::Max : Op::Mul;
+    UOp u{UKind::Reduce, op, n.dtype, {x, -1, -1}, {}, node, rr};
+    return b_.add(u);
+  }
+  constexpr int find_reduce(int node) const {
+    for (std::size_t i = 0; i < b_.ops.size(); ++i)
+      if (b_.ops[i].kind == UKind::Reduce && b_.ops[i].arg == node) return int(i);
+    return -1;
+  }
+  static constexpr bool reduced(const Node& n, std::size_t d) {
+    for (int a : n.axes)
+      if (std::size_t(a) == d) return true;
+    return false;
+  }
+  constexpr const Shape& reduce_in_shape(std::size_t r) const { return g_[g_[reduce_nodes_[r]].src[0]].shape; }
+  constexpr Shape reduce_axes_shape(std::size_t r) const {
+    const Node& n = g_[reduce_nodes_[r]];
+    Shape a;
+    for (int ax : n.axes) a.push_back(g_[n.src[0]].shape[std::size_t(ax)]);
+    return a;
+  }
+  constexpr std::vector<ShapeTracker> all_trackers() const {
+    std::vector<ShapeTracker> all;
+    for (const auto& sp : space_trackers_) all.insert(all.end(), sp.begin(), sp.end());
+    return all;
+  }
+
+  /// Groups of consecutive axes in [from, to) of `shape` that can run as one loop: every
+  /// tracker's top view steps through them contiguously and unmasked. Size-1 axes vanish.
+  /// The result lists, per axis, the group it belongs to (-1: dropped).
+  static constexpr std::vector<int> merge_groups(const Shape& shape, std::size_t from, std::size_t to,
+                                                 const std::vector<ShapeTracker>& ts) {
+    std::vector<int> group(to - from, -1);
+    auto unmasked = [&](std::size_t d) {
+      for (const ShapeTracker& t : ts) {
+        const View& v = t.views.back();
+        if (v.has_mask() && !(v.mask[d].first == 0 && v.mask[d].second == v.shape[d])) return false;
+      }
+      return true;
+    };
+    int g = -1;
+    std::size_t prev = to;
+    for (std::size_t d = from; d < to; ++d) {
+      if (shape[d] == 1 && unmasked(d)) continue;
+      bool join = prev < to && unmasked(d) && unmasked(prev);
+      for (const ShapeTracker& t : ts) {
+        if (!join) break;
+        const View& v = t.views.back();
+        join = v.strides[prev] == v.strides[d] * v.shape[d];
+      }
+      if (!join) ++g;
+      group[d - from] = g;
+      prev = d;
+    }
+    return group;
+  }
+  static constexpr Shape merged(const Shape& shape, const std::vector<int>& group, std::size_t from) {
+    Shape m;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      if (group[i] < 0) continue;
+      if (std::size_t(group[i]) == m.size()) m.push_back(shape[from + i]);
+      else m.back() = m.back() * shape[from + i];
+    }
+    return m;
+  }
+
+  /// Emits every value in the outermost loop it depends on.
+  constexpr Program linearize(int nout) {
+    const std::vector<UOp>& dag = b_.ops;
+    std::size_t n = dag.size();
+    std::vector<std::uint64_t> deps(n, 0);
+    std::vector<std::uint64_t> reduce_bits(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = dag[i];
+      std::uint64_t d = 0;
+      for (int s : u.src)
+        if (s >= 0) d |= deps[std::size_t(s)];
+      if (u.kind == UKind::Range) {
+        if (u.arg >= 64) throw graph_error{"a kernel with more than 64 loops"};
+        d |= std::uint64_t(1) << u.arg;
+      }
+      if (u.kind == UKind::Reduce) {
+        for (int rg : u.ranges) reduce_bits[i] |= std::uint64_t(1) << dag[std::size_t(rg)].arg;
+        d &= ~reduce_bits[i];
+      }
+      deps[i] = d;
+    }
+    auto highest = [](std::uint64_t d) {
+      int h = -1;
+      for (int b = 0; b < 64; ++b)
+        if (d >> b & 1) h = b;
+      return h;
+    };
+    std::uint64_t outer_mask = nout >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << nout) - 1;
+    Program p;
+    std::vector<int> map(n, -1);
+    std::vector<bool> done(n, false);
+    auto emit = [&](std::size_t i) {
+      UOp u = dag[i];
+      for (int& s : u.src)
+        if (s >= 0) s = map[std::size_t(s)];
+      u.ranges.clear();
+      p.ops.push_back(u);
+      map[i] = int(p.ops.size()) - 1;
+      done[i] = true;
+    };
+    auto end_range = [&](std::size_t r) {
+      UOp e{UKind::EndRange, Op::Add, DType::Int64, {map[r], -1, -1}, {}, -1, {}};
+      p.ops.push_back(e);
+    };
+    auto emit_reduce = [&](std::size_t i) {
+      const UOp& u = dag[i];
+      UOp acc{UKind::DefineAcc, u.op, u.dtype, {-1, -1, -1}, reduce_identity(u.op, u.dtype), -1, {}};
+      p.ops.push_back(acc);
+      int acc_id = int(p.ops.size()) - 1;
+      for (int rg : u.ranges) {
+        emit(std::size_t(rg));
+        int bit = dag[std::size_t(rg)].arg;
+        for (std::size_t j = 0; j < n; ++j)
+          if (!done[j] && dag[j].kind != UKind::Range && (deps[j] & reduce_bits[i]) && highest(deps[j]) == bit) emit(j);
+      }
+      UOp as{UKind::AccAssign, u.op, u.dtype, {acc_id, map[std::size_t(u.src[0])], -1}, {}, -1, {}};
+      p.ops.push_back(as);
+      for (std::size_t k = u.ranges.size(); k-- > 0;) end_range(std::size_t(u.ranges[k]));
+      map[i] = acc_id;
+      done[i] = true;
+    };
+    std::vector<std::size_t> outer_ranges(std::size_t(nout), 0);
+    for (std::size_t i = 0; i < n; ++i)
+      if (dag[i].kind == UKind::Range && dag[i].arg < nout) outer_ranges[std::size_t(dag[i].arg)] = i;
+    for (int level = -1; level < nout; ++level) {
+      if (level >= 0) emit(outer_ranges[std::size_t(level)]);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (done[i] || dag[i].kind == UKind::Range || (deps[i] & ~outer_mask) || highest(deps[i]) != level) continue;
+        if (dag[i].kind == UKind::Reduce) emit_reduce(i);
+        else emit(i);
+      }
+    }
+    for (int level = nout; level-- > 0;) end_range(outer_ranges[std::size_t(level)]);
+    return p;
+  }
+
+public:
+  static constexpr Scalar reduce_identity(Op op, DType t) {
+    if (op == Op::Add) return Scalar::of_int(t, 0);
+    if (op == Op::Mul) return Scalar::of_int(t, 1);
+    if (is_float(t)) return Scalar::of(t, -1.0 / 0.0);
+    if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
+    std::int64_t m = t == DType::Int8 ? -128 : t == DType::Int16 ? -32768 : t == DType::Int32 ? -2147483648ll
+                                                                             : std::numeric_limits<std::int64_t>::min();
+    return Scalar::of_int(t, m);
+  }
+
+private:
+  const Graph& g_;
+  const std::vector<bool>& mat_;
+  const Kernel& k_;
+  UOpBuilder b_;
+  std::vector<int> params_;
+  std::vector<Var> vars_;
+  bool collecting_ = false;
+  std::vector<Memo> memo_;
+  std::vector<std::vector<ShapeTracker>> space_trackers_;
+  std::vector<int> reduce_nodes_;
+  std::vector<int> reduce_space_;
+  std::vector<int> out_groups_;
+  std::vector<std::vector<int>> reduce_groups_;
+  std::vector<int> out_idx_;
+  std::vector<std::vector<int>> space_idx_;
+  int nranges_ = 0;
+};
+
+} // namespace detail
+
+constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel) {
+  return detail::Lowerer(g, s, s.kernels[kernel]).run();
+}
+
+} // namespace tg

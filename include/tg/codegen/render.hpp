@@ -1,0 +1,246 @@
+#pragma once
+// render: linear program -> source text. One C-style renderer; a dialect supplies the
+// differences (type names, the kernel signature, how the parallel loop is written, math names).
+// Every value is its own named variable, so operands are never evaluated twice.
+#include "ir.hpp"
+
+namespace tg {
+
+struct CStyleRenderer {
+  template <class D> static constexpr Text render(const Program& p) {
+    Text t;
+    D::prelude(t, p);
+    D::signature(t, p);
+    int depth = 1;
+    auto indent = [&] { for (int i = 0; i < depth; ++i) t << "  "; };
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const UOp& u = p.ops[i];
+      auto v = [&](int k) -> Text& { return t << 'v' << k; };
+      auto ctype = [&](DType d) { return D::type(is_half(d) ? DType::Float32 : d); };
+      switch (u.kind) {
+      case UKind::Param: case UKind::Bound: case UKind::VarParam:
+        indent();
+        D::declare_param(t, u, p, int(i));
+        break;
+      case UKind::Const:
+        indent();
+        t << "const " << ctype(u.dtype) << ' ';
+        v(int(i)) << " = ";
+        D::constant(t, u.dtype, u.value);
+        t << ";\n";
+        break;
+      case UKind::Range:
+        indent();
+        D::open_range(t, u, int(i), u.src[0], u.src[1]);
+        ++depth;
+        break;
+      case UKind::EndRange:
+        --depth;
+        indent();
+        t << "}\n";
+        break;
+      case UKind::Load: {
+        indent();
+        t << ctype(u.dtype) << ' ';
+        v(int(i)) << " = ";
+        const DType stored = p.ops[std::size_t(u.src[0])].dtype;
+        if (u.src[2] >= 0) v(u.src[2]) << " ? ";
+        D::load(t, stored, u.src[0], u.src[1]);
+        if (u.src[2] >= 0) {
+          t << " : ";
+          D::constant(t, u.dtype, Scalar{});
+        }
+        t << ";\n";
+        break;
+      }
+      case UKind::Store: {
+        indent();
+        Text val;
+        name(val, p, u.src[2]);
+        D::store(t, p.ops[std::size_t(u.src[0])].dtype, u.src[0], u.src[1], val.view());
+        break;
+      }
+      case UKind::DefineAcc:
+        indent();
+        t << ctype(u.dtype) << " acc" << std::int64_t(i) << " = ";
+        D::constant(t, u.dtype, u.value);
+        t << ";\n";
+        break;
+      case UKind::AccAssign: {
+        indent();
+        Text a, b;
+        a << "acc" << std::int64_t(u.src[0]);
+        name(b, p, u.src[1]);
+        t << a.view() << " = ";
+        D::binary(t, u.op, u.dtype, a.view(), b.view());
+        t << ";\n";
+        break;
+      }
+      case UKind::Alu: {
+        indent();
+        t << ctype(u.dtype) << ' ';
+        v(int(i)) << " = ";
+        Text s[3];
+        for (int k = 0; k < 3; ++k)
+          if (u.src[std::size_t(k)] >= 0) name(s[k], p, u.src[std::size_t(k)]);
+        DType in = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
+        if (u.op == Op::Where) t << '(' << s[0].view() << " ? " << s[1].view() << " : " << s[2].view() << ')';
+        else if (u.op == Op::Cast) D::cast(t, in, u.dtype, s[0].view());
+        else if (u.op == Op::Bitcast) D::bitcast(t, in, u.dtype, s[0].view());
+        else if (is_unary(u.op)) D::unary(t, u.op, u.dtype, s[0].view());
+        else D::binary(t, u.op, is_compare(u.op) || u.op == Op::Div || u.op == Op::Mod ? in : u.dtype,
+                       s[0].view(), s[1].view());
+        t << ";\n";
+        break;
+      }
+      case UKind::Reduce: break;
+      }
+    }
+    t << "}\n";
+    return t;
+  }
+  static constexpr void name(Text& t, const Program& p, int k) {
+    t << (p.ops[std::size_t(k)].kind == UKind::DefineAcc ? "acc" : "v") << std::int64_t(k);
+  }
+};
+
+/// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
+struct CDialect {
+  static constexpr const char* type(DType t) {
+    switch (t) {
+    case DType::Bool: return "_Bool";
+    case DType::Int8: return "signed char";
+    case DType::Int16: return "short";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long long";
+    case DType::UInt8: return "unsigned char";
+    case DType::UInt16: case DType::Float16: case DType::BFloat16: return "unsigned short";
+    case DType::UInt32: return "unsigned int";
+    case DType::UInt64: return "unsigned long long";
+    case DType::Float32: return "float";
+    default: return "double";
+    }
+  }
+  static constexpr void prelude(Text& t, const Program&) {
+    t << "#include <math.h>\n"
+         "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
+         "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; }\n"
+         "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; }\n"
+         "static inline float tg_b2f(tg_u16 b) { return tg_u2f((tg_u32)b << 16); }\n"
+         "static inline tg_u16 tg_f2b(float f) { tg_u32 x = tg_f2u(f);\n"
+         "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (tg_u16)((x >> 16) | 0x40u);\n"
+         "  x += 0x7fffu + ((x >> 16) & 1u); return (tg_u16)(x >> 16); }\n"
+         "static inline float tg_h2f(tg_u16 h) { tg_u32 s = (tg_u32)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu;\n"
+         "  if (e == 0) { if (m == 0) return tg_u2f(s); int k = -1; do { m <<= 1; ++k; } while (!(m & 0x400u));\n"
+         "    return tg_u2f(s | ((tg_u32)(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
+         "  if (e == 31) return tg_u2f(s | 0x7f800000u | (m << 13));\n"
+         "  return tg_u2f(s | ((e + 112) << 23) | (m << 13)); }\n"
+         "static inline tg_u16 tg_f2h(float f) { tg_u32 x = tg_f2u(f), s = (x >> 16) & 0x8000u, m = x & 0x7fffffu;\n"
+         "  int e = (int)((x >> 23) & 0xff);\n"
+         "  if (e == 255) return (tg_u16)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
+         "  e = e - 127 + 15; if (e >= 31) return (tg_u16)(s | 0x7c00u);\n"
+         "  if (e <= 0) { if (e < -10) return (tg_u16)s; m |= 0x800000u; int sh = 14 - e;\n"
+         "    tg_u32 h = m >> sh, r = m & ((1u << sh) - 1), hw = 1u << (sh - 1);\n"
+         "    if (r > hw || (r == hw && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
+         "  tg_u32 h = ((tg_u32)e << 10) | (m >> 13), r = m & 0x1fffu;\n"
+         "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n";
+  }
+  static constexpr void signature(Text& t, const Program& p) {
+    t << "void " << p.name.view()
+      << "(void** bufs, const long long* vars, long long start, long long end) {\n";
+  }
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << type(u.dtype) << "* v" << std::int64_t(i) << " = (" << type(u.dtype) << "*)bufs[" << std::int64_t(u.arg) << "];\n";
+    else if (u.kind == UKind::Bound) t << "const long long v" << std::int64_t(i) << " = " << (u.arg == 0 ? "start" : "end") << ";\n";
+    else t << "const long long v" << std::int64_t(i) << " = vars[" << std::int64_t(u.arg) << "]; /* " << p.vars[std::size_t(u.arg)].name.view() << " */\n";
+  }
+  static constexpr void open_range(Text& t, const UOp&, int i, int start, int end) {
+    t << "for (long long v" << std::int64_t(i) << " = v" << std::int64_t(start) << "; v" << std::int64_t(i) << " < v"
+      << std::int64_t(end) << "; ++v" << std::int64_t(i) << ") {\n";
+  }
+  static constexpr void load(Text& t, DType stored, int buf, int idx) {
+    if (stored == DType::Float16) t << "tg_h2f(";
+    if (stored == DType::BFloat16) t << "tg_b2f(";
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
+    if (is_half(stored)) t << ')';
+  }
+  static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << "] = ";
+    if (stored == DType::Float16) t << "tg_f2h(" << val << ");\n";
+    else if (stored == DType::BFloat16) t << "tg_f2b(" << val << ");\n";
+    else t << val << ";\n";
+  }
+  static constexpr void constant(Text& t, DType d, Scalar v) {
+    if (is_float(d)) {
+      if (d == DType::Float64) t.literal(v.f);
+      else {
+        float f = float(v.f);
+        if (f != f || f == 1.0f / 0.0f || f == -1.0f / 0.0f) t.literal(double(f));
+        else t.literal(double(f)) << 'f';
+      }
+    } else if (d == DType::Bool) t << (v.i ? "1" : "0");
+    else if (d == DType::UInt64) t.write_unsigned(std::uint64_t(v.i)) << "ull";
+    else if (d == DType::Int64) {
+      if (v.i == std::numeric_limits<std::int64_t>::min()) t << "(-9223372036854775807ll - 1)";
+      else t << v.i << "ll";
+    } else t << '(' << type(d) << ')' << v.i << (is_unsigned(d) ? "u" : "");
+  }
+  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "" : "f"; }
+  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
+    switch (op) {
+    case Op::Neg: t << (d == DType::Bool ? "!" : "-") << a; break;
+    case Op::Recip: t << '(' << (d == DType::Float64 ? "1.0" : "1.0f") << " / " << a << ')'; break;
+    case Op::Sqrt: t << "sqrt" << fsuffix(d) << '(' << a << ')'; break;
+    case Op::Exp2: t << "exp2" << fsuffix(d) << '(' << a << ')'; break;
+    case Op::Log2: t << "log2" << fsuffix(d) << '(' << a << ')'; break;
+    case Op::Sin: t << "sin" << fsuffix(d) << '(' << a << ')'; break;
+    case Op::Trunc: t << "trunc" << fsuffix(d) << '(' << a << ')'; break;
+    default: t << a;
+    }
+  }
+  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
+    const char* sym = nullptr;
+    switch (op) {
+    case Op::Add: sym = " + "; break;
+    case Op::Mul: sym = " * "; break;
+    case Op::Div: sym = " / "; break;
+    case Op::Mod: sym = " % "; break;
+    case Op::CmpLt: sym = " < "; break;
+    case Op::CmpEq: sym = " == "; break;
+    case Op::CmpNe: sym = " != "; break;
+    case Op::And: sym = " & "; break;
+    case Op::Or: sym = " | "; break;
+    case Op::Xor: sym = " ^ "; break;
+    case Op::Max:
+      if (is_float(d)) t << "((" << a << " > " << b << " || " << a << " != " << a << ") ? " << a << " : " << b << ')';
+      else t << '(' << a << " > " << b << " ? " << a << " : " << b << ')';
+      return;
+    case Op::Pow: t << "pow" << fsuffix(d) << '(' << a << ", " << b << ')'; return;
+    default: break;
+    }
+    t << '(' << a << sym << b << ')';
+  }
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    if (to == DType::Bool) t << '(' << a << " != 0)";
+    else if (to == DType::Float16) t << "tg_h2f(tg_f2h((float)" << a << "))";
+    else if (to == DType::BFloat16) t << "tg_b2f(tg_f2b((float)" << a << "))";
+    else if (is_half(from) && to == DType::Float32) t << a;
+    else t << '(' << type(to) << ')' << a;
+  }
+  static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
+    if (is_half(from)) { // the register holds a float; its bits are those of the 16-bit value
+      t << '(' << type(to) << ')' << (from == DType::Float16 ? "tg_f2h(" : "tg_f2b(") << a << ')';
+      return;
+    }
+    if (is_half(to)) {
+      t << (to == DType::Float16 ? "tg_h2f((tg_u16)" : "tg_b2f((tg_u16)") << a << ')';
+      return;
+    }
+    t << "({ " << type(to) << " _b; __builtin_memcpy(&_b, &" << a << ", sizeof _b); _b; })";
+  }
+};
+
+constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDialect>(p); }
+
+} // namespace tg

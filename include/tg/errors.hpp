@@ -1,0 +1,45 @@
+#pragma once
+// The errors tg throws. Each names the op and, for user mistakes, the user's call site.
+#include <source_location>
+#include <stdexcept>
+#include <string>
+
+namespace tg {
+
+struct error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// Incompatible or invalid shapes, axes, reshapes or slices.
+struct shape_error : error {
+  using error::error;
+};
+/// A dtype an op does not accept, or two dtypes it cannot combine.
+struct dtype_error : error {
+  using error::error;
+};
+/// An index out of range (item(), gather indices checked on the host).
+struct index_error : error {
+  using error::error;
+};
+/// A device that is unavailable, or an operation across devices.
+struct device_error : error {
+  using error::error;
+};
+/// A kernel that did not compile: the compiler's message and the source.
+struct compile_error : error {
+  compile_error(const std::string& message, std::string source_, std::string log_)
+      : error(message), source(std::move(source_)), log(std::move(log_)) {}
+  std::string source, log;
+};
+
+namespace detail {
+inline std::string where(const std::source_location& loc) {
+  std::string file = loc.file_name();
+  return " (at " + file + ":" + std::to_string(loc.line()) + " in " + loc.function_name() + ")";
+}
+template <class E> [[noreturn]] void fail(const std::string& op, const std::string& msg, const std::source_location& loc) {
+  throw E("tg." + op + ": " + msg + where(loc));
+}
+} // namespace detail
+
+} // namespace tg

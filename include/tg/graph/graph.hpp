@@ -1,0 +1,113 @@
+#pragma once
+// The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
+// Both front ends build it; everything below (fuse, lower, render) reads only this.
+#include "dtype.hpp"
+#include "view.hpp"
+
+namespace tg {
+
+enum class Op : std::uint8_t {
+  // leaves
+  Buffer, // a materialized input: `arg` indexes Graph::buffers
+  Const,  // a scalar (shape [])
+  // unary
+  Neg, Recip, Sqrt, Exp2, Log2, Sin, Trunc, Cast, Bitcast,
+  // binary
+  Add, Mul, Div, Mod, Max, Pow, CmpLt, CmpEq, CmpNe, And, Or, Xor,
+  // ternary
+  Where,
+  // reductions over `axes` (kept as size 1)
+  ReduceSum, ReduceMax, ReduceProd,
+  // structure
+  View,       // movement ops in `moves`, zero-copy
+  Contiguous, // forces a materialized, contiguous copy
+};
+
+constexpr const char* op_name(Op op) {
+  constexpr const char* names[] = {"buffer", "const", "neg", "recip", "sqrt", "exp2", "log2",
+                                   "sin", "trunc", "cast", "bitcast", "add", "mul", "div",
+                                   "mod", "max", "pow", "cmplt", "cmpeq", "cmpne", "and", "or",
+                                   "xor", "where", "sum", "max_reduce", "prod", "view",
+                                   "contiguous"};
+  return names[static_cast<int>(op)];
+}
+constexpr bool is_unary(Op op) { return op >= Op::Neg && op <= Op::Bitcast; }
+constexpr bool is_binary(Op op) { return op >= Op::Add && op <= Op::Xor; }
+constexpr bool is_elementwise(Op op) { return op >= Op::Neg && op <= Op::Where; }
+constexpr bool is_reduce(Op op) { return op >= Op::ReduceSum && op <= Op::ReduceProd; }
+constexpr bool is_compare(Op op) { return op >= Op::CmpLt && op <= Op::CmpNe; }
+constexpr int arity(Op op) {
+  return op <= Op::Const ? 0 : is_unary(op) ? 1 : is_binary(op) ? 2 : op == Op::Where ? 3 : 1;
+}
+
+/// A scalar of any dtype: integers in `i` (uint64 bit-cast), floats in `f`.
+struct Scalar {
+  double f = 0;
+  std::int64_t i = 0;
+  static constexpr Scalar of(DType t, double v) {
+    Scalar s;
+    if (is_float(t)) s.f = v;
+    else if (is_bool(t)) s.i = v != 0;
+    else s.i = static_cast<std::int64_t>(v);
+    return s;
+  }
+  static constexpr Scalar of_int(DType t, std::int64_t v) {
+    Scalar s;
+    if (is_float(t)) s.f = static_cast<double>(v);
+    else s.i = is_bool(t) ? (v != 0) : v;
+    return s;
+  }
+  constexpr double as_double(DType t) const {
+    return is_float(t) ? f : is_unsigned(t) ? double(std::uint64_t(i)) : double(i);
+  }
+  constexpr bool operator==(const Scalar&) const = default;
+};
+
+struct Node {
+  Op op = Op::Const;
+  DType dtype = DType::Float32;
+  std::array<int, 3> src{-1, -1, -1};
+  Shape shape;
+  std::vector<Movement> moves; // View
+  std::vector<int> axes;       // reductions
+  Scalar value;                // Const
+  int arg = -1;                // Buffer: index into Graph::buffers
+
+  constexpr int nsrc() const { return arity(op); }
+};
+
+/// A materialized input buffer: its dtype and number of elements (the data lives in a runtime).
+struct BufferInfo {
+  DType dtype;
+  SInt numel;
+};
+
+struct Graph {
+  std::vector<Node> nodes;
+  std::vector<BufferInfo> buffers;
+  std::vector<int> outputs; // nodes whose values the caller wants materialized
+
+  constexpr int add(Node n) {
+    nodes.push_back(std::move(n));
+    return int(nodes.size()) - 1;
+  }
+  constexpr const Node& operator[](int i) const { return nodes[std::size_t(i)]; }
+  constexpr std::size_t size() const { return nodes.size(); }
+  /// consumers[i]: nodes that use node i as a source (with repetition).
+  constexpr std::vector<std::vector<int>> consumers() const {
+    std::vector<std::vector<int>> c(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      for (int k = 0; k < nodes[i].nsrc(); ++k) c[std::size_t(nodes[i].src[std::size_t(k)])].push_back(int(i));
+    return c;
+  }
+  constexpr std::vector<Var> vars() const {
+    std::vector<Var> v;
+    for (const Node& n : nodes)
+      for (const SInt& d : n.shape) d.collect_vars(v);
+    for (const BufferInfo& b : buffers) b.numel.collect_vars(v);
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+};
+
+} // namespace tg

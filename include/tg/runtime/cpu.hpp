@@ -1,0 +1,253 @@
+#pragma once
+// The CPU device: C source from the C renderer, compiled by the system C compiler into a shared
+// object, dlopen'ed, and run on the thread pool over slices of the kernel's outer loop.
+// Compiled kernels are cached on disk, keyed by a hash of source, compiler and flags.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <unordered_map>
+
+#include "../codegen/render.hpp"
+#include "device.hpp"
+#include "launch.hpp"
+#include "thread_pool.hpp"
+
+extern char** environ;
+
+namespace tg {
+
+namespace detail {
+
+inline std::string find_in_path(const std::string& exe) {
+  if (exe.find('/') != std::string::npos) return access(exe.c_str(), X_OK) == 0 ? exe : "";
+  std::string path = env::get("PATH", "/usr/bin:/bin");
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    std::string p = dir + "/" + exe;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+/// Runs argv with stdout and stderr into `log`; returns the exit status (-1: could not start).
+inline int run_process(const std::vector<std::string>& argv, const std::string& log) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// The kernel cache directory: TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg.
+inline std::string cache_dir() {
+  std::string d = env::get("TG_CACHE_DIR");
+  if (d.empty()) {
+    std::string xdg = env::get("XDG_CACHE_HOME");
+    d = !xdg.empty() ? xdg + "/tg" : env::get("HOME", "/tmp") + "/.cache/tg";
+  }
+  return d;
+}
+inline bool disk_cache_enabled() { return env::get("TG_CACHE", "1") != "0"; }
+
+struct SharedObject {
+  void* handle = nullptr;
+  using Fn = void (*)(void**, const long long*, long long, long long);
+  Fn fn = nullptr;
+  ~SharedObject() {
+    if (handle) dlclose(handle);
+  }
+};
+
+} // namespace detail
+
+class CpuRunner : public Runner {
+public:
+  CpuRunner(std::shared_ptr<detail::SharedObject> so, const Program& p)
+      : so_(std::move(so)), outer_(p.outer), work_(p.work), vars_(p.vars) {}
+  void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) override {
+    std::int64_t outer = eval_sint(outer_, vars_, vars), work = eval_sint(work_, vars_, vars);
+    auto* fn = so_->fn;
+    void** bufs = const_cast<void**>(buffers.data());
+    const long long* vs = reinterpret_cast<const long long*>(vars.data());
+    int threads = env::threads();
+    int chunks = work >= (std::int64_t(1) << 15) ? int(std::min<std::int64_t>(threads, outer)) : 1;
+    if (chunks <= 1) fn(bufs, vs, 0, outer);
+    else thread_pool(threads).parallel_for(outer, chunks, [&](std::int64_t b, std::int64_t e) { fn(bufs, vs, b, e); });
+  }
+
+private:
+  std::shared_ptr<detail::SharedObject> so_;
+  SInt outer_, work_;
+  std::vector<Var> vars_;
+};
+
+class CpuDevice : public HostDevice {
+public:
+  CpuDevice() {
+    std::string requested = env::get("TG_CC");
+    std::vector<std::string> candidates = requested.empty() ? std::vector<std::string>{"cc", "gcc", "clang"}
+                                                           : std::vector<std::string>{requested};
+    for (const std::string& c : candidates)
+      if (!(compiler_ = detail::find_in_path(c)).empty()) break;
+    if (!compiler_.empty()) {
+      struct stat st {};
+      if (::stat(compiler_.c_str(), &st) == 0)
+        compiler_id_ = compiler_ + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+    }
+    flags_ = {"-O2", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-w"};
+  }
+  std::string name() const override { return "CPU"; }
+  std::string unavailable_reason() const override {
+    if (compiler_.empty())
+      return "no C compiler found (looked for " + (env::get("TG_CC").empty() ? std::string("cc, gcc, clang") : env::get("TG_CC")) +
+             " on PATH; install gcc or set TG_CC)";
+    return "";
+  }
+
+  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const Program*>& programs) override {
+    std::vector<std::shared_ptr<Runner>> out(programs.size());
+    std::vector<std::string> sources(programs.size()), keys(programs.size());
+    std::vector<std::size_t> to_compile;
+    {
+      std::lock_guard<std::mutex> g(m_);
+      for (std::size_t i = 0; i < programs.size(); ++i) {
+        Text src = render_c(*programs[i]);
+        sources[i] = std::string(src.view());
+        keys[i] = key(sources[i]);
+        if (loaded_.count(keys[i])) detail::stats_storage().cache_hits++;
+        else to_compile.push_back(i);
+      }
+    }
+    // Disk cache, then the compiler, for what is not loaded yet (in parallel).
+    std::vector<std::future<std::shared_ptr<detail::SharedObject>>> jobs;
+    for (std::size_t i : to_compile)
+      jobs.push_back(std::async(std::launch::async, [this, &sources, &keys, &programs, i] {
+        return load_or_compile(keys[i], sources[i], std::string(programs[i]->name.view()));
+      }));
+    std::exception_ptr first_error;
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      try {
+        auto so = jobs[j].get();
+        std::lock_guard<std::mutex> g(m_);
+        loaded_[keys[to_compile[j]]] = so;
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+    if (first_error) std::rethrow_exception(first_error);
+    std::lock_guard<std::mutex> g(m_);
+    for (std::size_t i = 0; i < programs.size(); ++i) {
+      auto r = std::make_shared<CpuRunner>(loaded_[keys[i]], *programs[i]);
+      r->name = std::string(programs[i]->name.view());
+      r->source = sources[i];
+      out[i] = r;
+    }
+    return out;
+  }
+
+  const std::string& compiler() const { return compiler_; }
+  std::string flags() const {
+    std::string f;
+    for (auto& x : flags_) f += (f.empty() ? "" : " ") + x;
+    return f;
+  }
+
+private:
+  std::string key(const std::string& source) const {
+    std::string meta = compiler_id_ + "|" + flags();
+    return detail::hex64(fnv1a(source, fnv1a(meta))) + detail::hex64(fnv1a(meta + source, 0x84222325cbf29ce4ull));
+  }
+
+  std::shared_ptr<detail::SharedObject> load_or_compile(const std::string& key, const std::string& source,
+                                                        const std::string& fn_name) {
+    namespace fs = std::filesystem;
+    bool disk = detail::disk_cache_enabled();
+    std::string dir = disk ? detail::cache_dir() : fs::temp_directory_path().string() + "/tg-nocache";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    std::string so_path = dir + "/" + key + ".so";
+    if (disk && fs::exists(so_path)) {
+      if (auto so = open(so_path, fn_name)) {
+        detail::stats_storage().cache_hits++;
+        return so;
+      }
+    }
+    static std::atomic<int> counter{0};
+    std::string tmp = dir + "/tmp-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    {
+      std::ofstream f(tmp + ".c", std::ios::binary);
+      f << source;
+    }
+    std::vector<std::string> argv{compiler_};
+    argv.insert(argv.end(), flags_.begin(), flags_.end());
+    argv.insert(argv.end(), {"-o", tmp + ".so", tmp + ".c", "-lm"});
+    int rc = detail::run_process(argv, tmp + ".log");
+    detail::stats_storage().kernels_compiled++;
+    std::string log = detail::read_file(tmp + ".log");
+    fs::remove(tmp + ".c", ec);
+    fs::remove(tmp + ".log", ec);
+    if (rc != 0) {
+      fs::remove(tmp + ".so", ec);
+      throw compile_error("tg: kernel " + fn_name + " failed to compile with " + compiler_ + " (exit " +
+                              std::to_string(rc) + "):\n" + log,
+                          source, log);
+    }
+    fs::rename(tmp + ".so", so_path, ec); // atomic: concurrent processes never see half a file
+    if (ec) so_path = tmp + ".so";
+    auto so = open(so_path, fn_name);
+    if (!disk) fs::remove(so_path, ec); // dlopen keeps the mapping
+    if (!so) throw compile_error("tg: cannot load compiled kernel " + so_path + ": " + dlerror(), source, log);
+    return so;
+  }
+
+  static std::shared_ptr<detail::SharedObject> open(const std::string& path, const std::string& fn_name) {
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) return nullptr;
+    auto so = std::make_shared<detail::SharedObject>();
+    so->handle = h;
+    so->fn = reinterpret_cast<detail::SharedObject::Fn>(dlsym(h, fn_name.c_str()));
+    if (!so->fn) return nullptr;
+    return so;
+  }
+
+  std::string compiler_, compiler_id_;
+  std::vector<std::string> flags_;
+  std::mutex m_;
+  std::unordered_map<std::string, std::shared_ptr<detail::SharedObject>> loaded_;
+};
+
+} // namespace tg

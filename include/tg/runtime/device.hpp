@@ -1,0 +1,160 @@
+#pragma once
+// Device = Allocator + Compiler + Program launcher. Devices register by name ("CPU", "INTERP");
+// `TG_DEVICE` picks the default. A device that cannot work here says why, and only when used.
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../codegen/ir.hpp"
+#include "../errors.hpp"
+#include "env.hpp"
+#include "stats.hpp"
+
+namespace tg {
+
+/// A compiled kernel, ready to launch over buffers and symbolic-size values.
+class Runner {
+public:
+  virtual ~Runner() = default;
+  virtual void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) = 0;
+  std::string name, source;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  /// Why the device cannot be used here, or "" when it can.
+  virtual std::string unavailable_reason() const { return ""; }
+  virtual void* alloc(std::size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  virtual void copy_in(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_out(void* dst, const void* src, std::size_t bytes) = 0;
+  /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
+  virtual bool host_memory() const { return false; }
+  /// Compiles the programs (independent ones in parallel); one runner each.
+  virtual std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const Program*>& programs) = 0;
+};
+
+/// Device memory owned by a tensor.
+struct Buffer {
+  std::shared_ptr<Device> device;
+  DType dtype;
+  std::int64_t numel;
+  void* ptr = nullptr;
+  Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n) : device(std::move(d)), dtype(t), numel(n) {
+    std::size_t bytes = nbytes();
+    ptr = device->alloc(bytes ? bytes : 1);
+    detail::stats_storage().bytes_allocated += std::int64_t(bytes);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { device->free(ptr); }
+  std::size_t nbytes() const { return std::size_t(numel) * std::size_t(itemsize(dtype)); }
+};
+
+/// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads).
+class HostDevice : public Device {
+public:
+  void* alloc(std::size_t bytes) override {
+    std::size_t n = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, n);
+    if (!p) throw device_error("tg: out of host memory allocating " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void free(void* p) override { std::free(p); }
+  void copy_in(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_out(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  bool host_memory() const override { return true; }
+};
+
+using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+
+namespace detail {
+struct DeviceRegistry {
+  std::mutex m;
+  std::map<std::string, DeviceFactory> factories;
+  std::map<std::string, std::shared_ptr<Device>> open;
+};
+inline DeviceRegistry& registry() {
+  static DeviceRegistry r;
+  return r;
+}
+inline std::string canonical_device(std::string name) {
+  for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (name.size() > 2 && name.substr(name.size() - 2) == ":0") name.resize(name.size() - 2);
+  return name;
+}
+} // namespace detail
+
+/// Registers the devices tg ships (defined in runtime/devices.hpp, after every runtime).
+inline void register_builtin_devices();
+
+inline void register_device(const std::string& name, DeviceFactory f) {
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> g(r.m);
+  r.factories[name] = std::move(f);
+}
+
+/// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
+inline std::shared_ptr<Device> device(const std::string& requested) {
+  static std::once_flag builtins;
+  std::call_once(builtins, [] { register_builtin_devices(); });
+  std::string name = detail::canonical_device(requested);
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> g(r.m);
+  if (auto it = r.open.find(name); it != r.open.end()) return it->second;
+  auto f = r.factories.find(name);
+  if (f == r.factories.end()) {
+    std::string known;
+    for (auto& [k, v] : r.factories) known += (known.empty() ? "" : ", ") + k;
+    throw device_error("tg: unknown device '" + requested + "' (known: " + known + ")");
+  }
+  auto d = f->second();
+  if (std::string why = d->unavailable_reason(); !why.empty())
+    throw device_error("tg: device " + name + " is unavailable: " + why);
+  r.open[name] = d;
+  return d;
+}
+
+/// The default device: TG_DEVICE, else CPU.
+inline std::string default_device() {
+  static const std::string d = detail::canonical_device(env::get("TG_DEVICE", "CPU"));
+  return d;
+}
+
+struct DeviceInfo {
+  std::string name;
+  bool available;
+  std::string reason; // why not, when unavailable
+};
+
+/// Every registered device and whether it works here.
+inline std::vector<DeviceInfo> devices() {
+  device("INTERP"); // registers the built-in devices
+  std::vector<std::string> names;
+  {
+    auto& r = detail::registry();
+    std::lock_guard<std::mutex> g(r.m);
+    for (auto& [k, v] : r.factories) names.push_back(k);
+  }
+  std::vector<DeviceInfo> out;
+  for (auto& n : names) {
+    try {
+      device(n);
+      out.push_back({n, true, ""});
+    } catch (const std::exception& e) {
+      out.push_back({n, false, e.what()});
+    }
+  }
+  return out;
+}
+
+} // namespace tg

@@ -1,0 +1,99 @@
+#pragma once
+// A fixed pool that runs one function over chunks of a range and waits for all of them.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tg {
+
+class ThreadPool {
+public:
+  explicit ThreadPool(int n) {
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { work(); });
+  }
+  ~ThreadPool() {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  int size() const { return int(workers_.size()) + 1; }
+
+  /// Calls f(begin, end) on `chunks` contiguous slices of [0, n); the caller runs one slice.
+  void parallel_for(std::int64_t n, int chunks, const std::function<void(std::int64_t, std::int64_t)>& f) {
+    if (chunks <= 1 || workers_.empty()) {
+      f(0, n);
+      return;
+    }
+    std::lock_guard<std::mutex> serial(run_m_); // one parallel region at a time
+    {
+      std::lock_guard<std::mutex> g(m_);
+      fn_ = &f;
+      n_ = n;
+      chunks_ = chunks;
+      next_ = 1;
+      pending_ = chunks - 1;
+      ++generation_;
+    }
+    cv_.notify_all();
+    run_chunk(0);
+    while (true) { // help with remaining chunks, then wait
+      int c;
+      {
+        std::lock_guard<std::mutex> g(m_);
+        if (next_ >= chunks_) break;
+        c = next_++;
+      }
+      run_chunk(c);
+      finish_one();
+    }
+    std::unique_lock<std::mutex> g(m_);
+    done_cv_.wait(g, [this] { return pending_ == 0; });
+    fn_ = nullptr;
+  }
+
+private:
+  void run_chunk(int c) {
+    std::int64_t b = n_ * c / chunks_, e = n_ * (c + 1) / chunks_;
+    if (b < e) (*fn_)(b, e);
+  }
+  void finish_one() {
+    std::lock_guard<std::mutex> g(m_);
+    if (--pending_ == 0) done_cv_.notify_all();
+  }
+  void work() {
+    std::uint64_t seen = 0;
+    while (true) {
+      int c;
+      {
+        std::unique_lock<std::mutex> g(m_);
+        cv_.wait(g, [&] { return stop_ || (generation_ != seen && next_ < chunks_); });
+        if (stop_) return;
+        c = next_++;
+        if (next_ >= chunks_) seen = generation_;
+      }
+      run_chunk(c);
+      finish_one();
+    }
+  }
+  std::vector<std::thread> workers_;
+  std::mutex m_, run_m_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(std::int64_t, std::int64_t)>* fn_ = nullptr;
+  std::int64_t n_ = 0;
+  int chunks_ = 0, next_ = 0, pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+inline ThreadPool& thread_pool(int n) {
+  static ThreadPool pool(n);
+  return pool;
+}
+
+} // namespace tg

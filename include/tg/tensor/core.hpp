@@ -1,0 +1,206 @@
+#pragma once
+// The mechanics every op is built from: node creation, broadcasting, views, reductions, casts,
+// and moving data in and out.
+#include "tensor.hpp"
+
+namespace tg {
+
+inline std::vector<std::int64_t> Tensor::shape() const {
+  std::vector<std::int64_t> r;
+  for (const SInt& d : node().shape) r.push_back(d.eval());
+  return r;
+}
+inline std::int64_t Tensor::size(int dim, Loc loc) const {
+  return node().shape[std::size_t(normalize_axis(dim, "size", loc))].eval();
+}
+
+inline int Tensor::normalize_axis(int axis, const char* op, Loc loc, int extra) const {
+  int n = ndim() + extra;
+  int a = axis < 0 ? axis + n : axis;
+  if (a < 0 || a >= std::max(n, 1) || (n == 0 && a != 0))
+    detail::fail<shape_error>(op, "axis " + std::to_string(axis) + " is out of range for a tensor of shape " +
+                                      detail::shape_of(*this),
+                              loc);
+  return a;
+}
+
+inline Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src, const std::string& device) {
+  auto n = std::make_shared<LazyNode>();
+  n->op = op;
+  n->dtype = t;
+  n->shape = std::move(shape);
+  n->src = std::move(src);
+  n->device = device;
+  return Tensor(std::move(n));
+}
+
+inline Tensor Tensor::full_on(const Shape& shape, double v, DType t, const std::string& device) {
+  Tensor c = make(Op::Const, t, {}, {}, device);
+  c.n_->value = Scalar::of(t, v);
+  if (shape.empty()) return c;
+  return c.move({MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}}).move({MoveOp::Expand, shape, {}});
+}
+
+inline Tensor Tensor::move(Movement m) const {
+  const LazyNode& n = node();
+  Shape out = moved_shape(n.shape, m);
+  if (m.op == MoveOp::Reshape && out == n.shape) return *this;
+  if (n.op == Op::View) { // compose with the view below: one View node per chain
+    Tensor r = make(Op::View, n.dtype, out, {n.src[0]}, n.device);
+    r.n_->moves = n.moves;
+    r.n_->moves.push_back(std::move(m));
+    return r;
+  }
+  Tensor r = make(Op::View, n.dtype, out, {n_}, n.device);
+  r.n_->moves.push_back(std::move(m));
+  return r;
+}
+
+inline Tensor Tensor::alu(Op op, Loc) const { return make(op, dtype(), sym_shape(), {n_}, device()); }
+
+inline Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char* name, Loc loc) {
+  if (a0.device() != b0.device())
+    detail::fail<device_error>(name, "tensors are on different devices (" + a0.device() + " and " + b0.device() + ")", loc);
+  Shape out;
+  if (!detail::broadcast_shapes(a0.sym_shape(), b0.sym_shape(), out))
+    detail::fail<shape_error>(name, "shapes " + detail::shape_of(a0) + " and " + detail::shape_of(b0) + " cannot be broadcast",
+                              loc);
+  DType t = promote(a0.dtype(), b0.dtype());
+  Tensor a = a0.cast(t).expand(out), b = b0.cast(t).expand(out);
+  DType rt = is_compare(op) ? DType::Bool : t;
+  return make(op, rt, out, {a.n_, b.n_}, a.device());
+}
+
+inline Tensor Tensor::cast(DType t, Loc) const {
+  if (t == dtype()) return *this;
+  return make(Op::Cast, t, sym_shape(), {n_}, device());
+}
+inline Tensor Tensor::bitcast(DType t, Loc loc) const {
+  if (itemsize(t) != itemsize(dtype()))
+    detail::fail<dtype_error>("bitcast", std::string("cannot reinterpret ") + dtype_name(dtype()) + " as " + dtype_name(t) +
+                                             " (different sizes)",
+                              loc);
+  if (t == dtype()) return *this;
+  return make(Op::Bitcast, t, sym_shape(), {n_}, device());
+}
+
+inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const char* name, Loc loc) const {
+  if (axes.empty())
+    for (int i = 0; i < ndim(); ++i) axes.push_back(i);
+  for (int& a : axes) a = normalize_axis(a, name, loc);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    detail::fail<shape_error>(name, "an axis is repeated", loc);
+  Shape s = sym_shape();
+  for (int a : axes) s[std::size_t(a)] = 1;
+  Tensor r = *this;
+  if (!axes.empty()) {
+    r = make(op, dtype(), s, {n_}, device());
+    r.n_->axes = axes;
+  }
+  if (keepdim) return r;
+  Shape squeezed;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (std::find(axes.begin(), axes.end(), int(i)) == axes.end()) squeezed.push_back(s[i]);
+  return r.reshape(squeezed);
+}
+
+inline Tensor Tensor::contiguous(Loc) const {
+  if (node().op == Op::Buffer) return *this;
+  return make(Op::Contiguous, dtype(), sym_shape(), {n_}, device());
+}
+
+template <Arithmetic E>
+Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
+  DType t = o.dtype.value_or(dtype_of<E>);
+  std::string dev = o.device.empty() ? default_device() : detail::canonical_device(o.device);
+  std::int64_t n = tg::prod(shape).eval();
+  for (const SInt& d : shape)
+    if (d.eval() < 0) detail::fail<shape_error>("tensor", "negative size in shape " + detail::shape_str(shape), loc);
+  auto d = tg::device(dev);
+  auto buf = std::make_shared<Buffer>(d, t, n);
+  std::vector<unsigned char> host(buf->nbytes());
+  visit_dtype(t, [&](auto x) {
+    using D = decltype(x);
+    D* out = reinterpret_cast<D*>(host.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>) out[i] = D(static_cast<float>(data[i]));
+      else if constexpr (std::is_same_v<E, half> || std::is_same_v<E, bfloat16_t>) out[i] = static_cast<D>(static_cast<float>(data[i]));
+      else out[i] = static_cast<D>(data[i]);
+    }
+  });
+  d->copy_in(buf->ptr, host.data(), host.size());
+  Tensor r = make(Op::Buffer, t, std::move(shape), {}, dev);
+  r.n_->buffer = std::move(buf);
+  return r;
+}
+template <Arithmetic E>
+Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions o, Loc loc) {
+  if (shape.empty() && data.size() != 1) shape = {std::int64_t(data.size())};
+  if (tg::prod(shape).eval() != std::int64_t(data.size()))
+    detail::fail<shape_error>("tensor", std::to_string(data.size()) + " values do not fill shape " + detail::shape_str(shape), loc);
+  return from_data(data.data(), std::move(shape), o, loc);
+}
+
+template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc) const {
+  Tensor t = *this;
+  t.realize();
+  // a view that is not the buffer's own layout is copied out by a kernel first
+  if (t.node().op != Op::Buffer) {
+    const LazyNode& v = t.node();
+    ShapeTracker st = ShapeTracker::contiguous(v.src[0]->shape).apply(v.moves);
+    if (!st.is_contiguous()) t = t.contiguous().realize();
+    else t = Tensor(v.src[0]);
+  }
+  std::int64_t n = numel();
+  const Buffer& b = *t.node().buffer;
+  std::vector<unsigned char> host(b.nbytes());
+  b.device->copy_out(host.data(), b.ptr, host.size());
+  std::vector<E> out(static_cast<std::size_t>(n));
+  visit_dtype(b.dtype, [&](auto x) {
+    using D = decltype(x);
+    const D* in = reinterpret_cast<const D*>(host.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>) out[std::size_t(i)] = static_cast<E>(static_cast<float>(in[i]));
+      else out[std::size_t(i)] = static_cast<E>(in[i]);
+    }
+  });
+  return out;
+}
+
+template <Arithmetic E> E Tensor::item(Loc loc) const {
+  if (numel() != 1)
+    detail::fail<shape_error>("item", "a tensor of shape " + detail::shape_of(*this) + " has " + std::to_string(numel()) +
+                                          " elements, not 1",
+                              loc);
+  return to_vector<E>(loc)[0];
+}
+
+inline Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
+  std::string target = detail::canonical_device(dev_name);
+  if (target == device()) return *this;
+  std::shared_ptr<Device> dst;
+  try {
+    dst = tg::device(target);
+  } catch (const device_error& e) {
+    detail::fail<device_error>("to", e.what(), loc);
+  }
+  Tensor src = contiguous().realize();
+  const Buffer& b = *src.node().buffer;
+  auto buf = std::make_shared<Buffer>(dst, b.dtype, b.numel);
+  std::vector<unsigned char> host(b.nbytes());
+  b.device->copy_out(host.data(), b.ptr, host.size());
+  dst->copy_in(buf->ptr, host.data(), host.size());
+  Tensor r = make(Op::Buffer, dtype(), sym_shape(), {}, target);
+  r.n_->buffer = std::move(buf);
+  return r;
+}
+
+/// Realizes several tensors with one schedule.
+inline void realize(std::vector<Tensor> ts) {
+  std::vector<LazyPtr> nodes;
+  for (const Tensor& t : ts) nodes.push_back(t.lazy());
+  detail::realize_nodes(nodes);
+}
+
+} // namespace tg

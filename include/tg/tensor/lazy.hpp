@@ -1,0 +1,113 @@
+#pragma once
+// The run-time front end's lazy graph: each Tensor points at a LazyNode; realizing turns the
+// nodes it needs into a Graph, runs it, and replaces realized nodes by their buffers (so a
+// realized tensor is never recomputed and the graph above it can be freed).
+#include <unordered_map>
+#include <unordered_set>
+
+#include "../engine/realize.hpp"
+
+namespace tg {
+
+struct LazyNode {
+  Op op = Op::Const;
+  DType dtype = DType::Float32;
+  Shape shape;
+  std::string device;
+  std::vector<std::shared_ptr<LazyNode>> src;
+  std::vector<Movement> moves;
+  std::vector<int> axes;
+  Scalar value;
+  std::shared_ptr<Buffer> buffer; // set when op == Buffer
+};
+using LazyPtr = std::shared_ptr<LazyNode>;
+
+namespace detail {
+
+/// True when reading `n` needs no kernel: a buffer, or a view of one.
+inline bool is_materialized(const LazyNode& n) {
+  return n.op == Op::Buffer || (n.op == Op::View && n.src[0]->op == Op::Buffer);
+}
+
+/// Realizes every target (on one device) with one schedule.
+inline void realize_nodes(const std::vector<LazyPtr>& targets) {
+  std::vector<LazyPtr> todo;
+  for (const LazyPtr& t : targets)
+    if (!is_materialized(*t) && std::find(todo.begin(), todo.end(), t) == todo.end()) todo.push_back(t);
+  if (todo.empty()) return;
+  const std::string dev_name = todo[0]->device;
+
+  // Topological order, iteratively (graphs can be deep).
+  std::vector<LazyPtr> order;
+  std::unordered_map<const LazyNode*, int> index;
+  std::unordered_set<const LazyNode*> visiting;
+  std::vector<std::pair<LazyPtr, std::size_t>> stack;
+  for (const LazyPtr& t : todo) {
+    if (index.count(t.get())) continue;
+    stack.push_back({t, 0});
+    visiting.insert(t.get());
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (n->op != Op::Buffer && next < n->src.size()) {
+        LazyPtr c = n->src[next++];
+        if (!index.count(c.get()) && visiting.insert(c.get()).second) stack.push_back({c, 0});
+        continue;
+      }
+      LazyPtr done = n;
+      stack.pop_back();
+      visiting.erase(done.get());
+      if (done->device != dev_name)
+        throw device_error("tg.realize: tensors on different devices (" + done->device + " and " + dev_name +
+                           ") in one computation; move them with .to()");
+      index[done.get()] = int(order.size());
+      order.push_back(std::move(done));
+    }
+  }
+
+  Graph g;
+  std::vector<std::shared_ptr<Buffer>> inputs;
+  std::vector<int> refs(order.size(), 0);
+  for (const LazyPtr& n : order) {
+    Node node;
+    node.op = n->op;
+    node.dtype = n->dtype;
+    node.shape = n->shape;
+    node.moves = n->moves;
+    node.axes = n->axes;
+    node.value = n->value;
+    if (n->op == Op::Buffer) {
+      node.arg = int(inputs.size());
+      inputs.push_back(n->buffer);
+      g.buffers.push_back(BufferInfo{n->dtype, prod(n->shape)});
+    } else {
+      for (std::size_t k = 0; k < n->src.size(); ++k) {
+        int s = index.at(n->src[k].get());
+        node.src[k] = s;
+        refs[std::size_t(s)]++;
+      }
+    }
+    g.add(std::move(node));
+  }
+  for (const LazyPtr& t : todo) g.outputs.push_back(index.at(t.get()));
+
+  // Keep a result beyond this realize when a user (or a node outside this graph) holds it.
+  std::vector<bool> keep(order.size(), false);
+  for (int o : g.outputs) keep[std::size_t(o)] = true;
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (order[i].use_count() > long(refs[i]) + 1) keep[i] = true;
+
+  Realized r = realize_graph(g, inputs, keep, device(dev_name));
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (!r.buffers[i]) continue;
+    LazyNode& n = *order[i];
+    n.op = Op::Buffer;
+    n.buffer = r.buffers[i];
+    n.src.clear();
+    n.moves.clear();
+    n.axes.clear();
+  }
+}
+
+} // namespace detail
+
+} // namespace tg

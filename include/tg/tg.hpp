@@ -1,0 +1,9 @@
+#pragma once
+// tg: a header-only C++20 tensor DSL. Lazy tensors are captured as a graph, fused into few
+// kernels, rendered as C (and other dialects) and run through small device runtimes.
+// This is the only header users include.
+#include "tensor/print.hpp"
+
+namespace tg {
+inline constexpr const char* version = "0.1.0";
+} // namespace tg
