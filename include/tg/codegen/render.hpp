@@ -2,6 +2,8 @@
 // render: linear program -> source text. One C-style renderer; a dialect supplies the
 // differences (type names, the kernel signature, how the parallel loop is written, math names).
 // Every value is its own named variable, so operands are never evaluated twice.
+#include <limits>
+
 #include "ir.hpp"
 
 namespace tg {
@@ -176,7 +178,7 @@ struct CDialect {
       if (d == DType::Float64) t.literal(v.f);
       else {
         float f = float(v.f);
-        if (f != f || f == 1.0f / 0.0f || f == -1.0f / 0.0f) t.literal(double(f));
+        if (f != f || f == std::numeric_limits<float>::infinity() || f == -std::numeric_limits<float>::infinity()) t.literal(double(f));
         else t.literal(double(f)) << 'f';
       }
     } else if (d == DType::Bool) t << (v.i ? "1" : "0");

@@ -15,20 +15,25 @@ namespace detail {
 inline std::string shape_str(const Shape& s) {
   std::string r = "[";
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i) r += ", ";
-    if (s[i].is_const()) r += std::to_string(s[i].constant());
-    else {
-      bool first = true;
-      for (const Term& t : s[i].terms()) {
-        if (!first) r += "+";
-        first = false;
-        if (t.coef != 1) r += std::to_string(t.coef) + "*";
-        for (std::size_t k = 0; k < t.vars.size(); ++k) r += (k ? "*" : "") + std::string(t.vars[k].name.view());
-      }
-      if (s[i].constant()) r += "+" + std::to_string(s[i].constant());
+    if (i) r.append(", ");
+    if (s[i].is_const()) {
+      r.append(std::to_string(s[i].constant()));
+      continue;
     }
+    bool first = true;
+    for (const Term& t : s[i].terms()) {
+      if (!first) r.push_back('+');
+      first = false;
+      if (t.coef != 1) r.append(std::to_string(t.coef)).push_back('*');
+      for (std::size_t k = 0; k < t.vars.size(); ++k) {
+        if (k) r.push_back('*');
+        r.append(t.vars[k].name.view());
+      }
+    }
+    if (s[i].constant()) r.append("+").append(std::to_string(s[i].constant()));
   }
-  return r + "]";
+  r.push_back(']');
+  return r;
 }
 inline std::string dump_graph(const Graph& g) {
   std::string out = "graph\n";

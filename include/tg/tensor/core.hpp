@@ -196,6 +196,27 @@ inline Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
   return r;
 }
 
+/// What realizing these tensors would do, without running it: the graph, its kernels and
+/// memory plan, and each kernel's program (like tinygrad's Tensor.schedule()).
+struct ScheduleInfo {
+  Graph graph;
+  Schedule schedule;
+  MemoryPlan memory;
+  std::vector<Program> programs;
+  std::size_t kernels() const { return schedule.kernels.size(); }
+};
+inline ScheduleInfo schedule(const std::vector<Tensor>& ts) {
+  std::vector<LazyPtr> nodes;
+  for (const Tensor& t : ts) nodes.push_back(t.lazy());
+  detail::GraphBuild b = detail::build_graph(nodes);
+  ScheduleInfo info;
+  info.graph = std::move(b.graph);
+  info.schedule = fuse(info.graph);
+  info.memory = plan_memory(info.graph, info.schedule, b.keep);
+  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k) info.programs.push_back(lower(info.graph, info.schedule, k));
+  return info;
+}
+
 /// Realizes several tensors with one schedule.
 inline void realize(std::vector<Tensor> ts) {
   std::vector<LazyPtr> nodes;

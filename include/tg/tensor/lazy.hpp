@@ -29,16 +29,24 @@ inline bool is_materialized(const LazyNode& n) {
   return n.op == Op::Buffer || (n.op == Op::View && n.src[0]->op == Op::Buffer);
 }
 
-/// Realizes every target (on one device) with one schedule.
-inline void realize_nodes(const std::vector<LazyPtr>& targets) {
+/// The Graph for a set of lazy targets, with what realizing it needs.
+struct GraphBuild {
+  Graph graph;
+  std::vector<LazyPtr> order;                  // graph node i <- order[i]
+  std::vector<std::shared_ptr<Buffer>> inputs; // graph buffer i
+  std::vector<bool> keep;                      // results that outlive the realize
+  std::string device;
+};
+
+inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
+  GraphBuild b;
   std::vector<LazyPtr> todo;
   for (const LazyPtr& t : targets)
     if (!is_materialized(*t) && std::find(todo.begin(), todo.end(), t) == todo.end()) todo.push_back(t);
-  if (todo.empty()) return;
-  const std::string dev_name = todo[0]->device;
+  if (todo.empty()) return b;
+  b.device = todo[0]->device;
 
   // Topological order, iteratively (graphs can be deep).
-  std::vector<LazyPtr> order;
   std::unordered_map<const LazyNode*, int> index;
   std::unordered_set<const LazyNode*> visiting;
   std::vector<std::pair<LazyPtr, std::size_t>> stack;
@@ -56,18 +64,16 @@ inline void realize_nodes(const std::vector<LazyPtr>& targets) {
       LazyPtr done = n;
       stack.pop_back();
       visiting.erase(done.get());
-      if (done->device != dev_name)
-        throw device_error("tg.realize: tensors on different devices (" + done->device + " and " + dev_name +
+      if (done->device != b.device)
+        throw device_error("tg.realize: tensors on different devices (" + done->device + " and " + b.device +
                            ") in one computation; move them with .to()");
-      index[done.get()] = int(order.size());
-      order.push_back(std::move(done));
+      index[done.get()] = int(b.order.size());
+      b.order.push_back(std::move(done));
     }
   }
 
-  Graph g;
-  std::vector<std::shared_ptr<Buffer>> inputs;
-  std::vector<int> refs(order.size(), 0);
-  for (const LazyPtr& n : order) {
+  std::vector<int> refs(b.order.size(), 0);
+  for (const LazyPtr& n : b.order) {
     Node node;
     node.op = n->op;
     node.dtype = n->dtype;
@@ -76,9 +82,9 @@ inline void realize_nodes(const std::vector<LazyPtr>& targets) {
     node.axes = n->axes;
     node.value = n->value;
     if (n->op == Op::Buffer) {
-      node.arg = int(inputs.size());
-      inputs.push_back(n->buffer);
-      g.buffers.push_back(BufferInfo{n->dtype, prod(n->shape)});
+      node.arg = int(b.inputs.size());
+      b.inputs.push_back(n->buffer);
+      b.graph.buffers.push_back(BufferInfo{n->dtype, prod(n->shape)});
     } else {
       for (std::size_t k = 0; k < n->src.size(); ++k) {
         int s = index.at(n->src[k].get());
@@ -86,20 +92,27 @@ inline void realize_nodes(const std::vector<LazyPtr>& targets) {
         refs[std::size_t(s)]++;
       }
     }
-    g.add(std::move(node));
+    b.graph.add(std::move(node));
   }
-  for (const LazyPtr& t : todo) g.outputs.push_back(index.at(t.get()));
+  for (const LazyPtr& t : todo) b.graph.outputs.push_back(index.at(t.get()));
 
-  // Keep a result beyond this realize when a user (or a node outside this graph) holds it.
-  std::vector<bool> keep(order.size(), false);
-  for (int o : g.outputs) keep[std::size_t(o)] = true;
-  for (std::size_t i = 0; i < order.size(); ++i)
-    if (order[i].use_count() > long(refs[i]) + 1) keep[i] = true;
+  // Keep a result beyond this realize when a user (or a node outside this graph) holds it:
+  // references beyond those of this graph's nodes, `order`, and the caller's `targets`.
+  b.keep.assign(b.order.size(), false);
+  for (int o : b.graph.outputs) b.keep[std::size_t(o)] = true;
+  for (std::size_t i = 0; i < b.order.size(); ++i)
+    if (b.order[i].use_count() > long(refs[i]) + 1) b.keep[i] = true;
+  return b;
+}
 
-  Realized r = realize_graph(g, inputs, keep, device(dev_name));
-  for (std::size_t i = 0; i < order.size(); ++i) {
+/// Realizes every target (on one device) with one schedule.
+inline void realize_nodes(const std::vector<LazyPtr>& targets) {
+  GraphBuild b = build_graph(targets);
+  if (b.order.empty()) return;
+  Realized r = realize_graph(b.graph, b.inputs, b.keep, device(b.device));
+  for (std::size_t i = 0; i < b.order.size(); ++i) {
     if (!r.buffers[i]) continue;
-    LazyNode& n = *order[i];
+    LazyNode& n = *b.order[i];
     n.op = Op::Buffer;
     n.buffer = r.buffers[i];
     n.src.clear();

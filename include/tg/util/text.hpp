@@ -2,6 +2,7 @@
 // A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
 #include <bit>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -45,8 +46,8 @@ public:
   /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
   constexpr Text& literal(double d) {
     if (d != d) return *this << "NAN";
-    if (d == 1.0 / 0.0) return *this << "INFINITY";
-    if (d == -1.0 / 0.0) return *this << "(-INFINITY)";
+    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
+    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
     if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
       if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
       return *this << std::int64_t(d) << ".0";

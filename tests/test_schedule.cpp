@@ -1,0 +1,146 @@
+// Fusion is a feature: these tests count kernels (tg::schedule inspects, tg::stats counts launches).
+#include <doctest/doctest.h>
+
+#include <tg/tg.hpp>
+
+namespace {
+tg::Tensor randn(tg::Shape s) { return tg::randn(std::move(s)).realize(); }
+std::int64_t launches(const std::function<void()>& f) {
+  tg::reset_stats();
+  f();
+  return tg::stats().kernels_launched;
+}
+bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+} // namespace
+
+TEST_CASE("elementwise chains fuse into one kernel") {
+  auto a = randn({64, 32}), b = randn({64, 32}), c = randn({64, 32});
+  auto y = (a * b + c).relu();
+  CHECK(tg::schedule({y}).kernels() == 1);
+  CHECK(launches([&] { y.realize(); }) == 1);
+
+  auto z = a;
+  for (int i = 0; i < 20; ++i) z = (i % 2 ? z * 1.01f : z + 0.5f);
+  CHECK(tg::schedule({z}).kernels() == 1);
+  CHECK(launches([&] { z.realize(); }) == 1);
+}
+
+TEST_CASE("a contiguous elementwise kernel is one loop with no division or modulo") {
+  auto a = randn({8, 16, 4}), b = randn({8, 16, 4});
+  auto info = tg::schedule({(a * b + 1.0f).relu()});
+  REQUIRE(info.kernels() == 1);
+  std::string src(tg::render_c(info.programs[0]).view());
+  CHECK(contains(src, "E_512"));
+  CHECK(!contains(src, " / "));
+  CHECK(!contains(src, " % "));
+  // broadcasting keeps two loops, still without division
+  auto bias = randn({4});
+  std::string src2(tg::render_c(tg::schedule({a + bias}).programs[0]).view());
+  CHECK(!contains(src2, " / "));
+  CHECK(!contains(src2, " % "));
+}
+
+TEST_CASE("producers and an elementwise epilogue fuse into the reduction") {
+  auto a = randn({16, 8}), b = randn({16, 8}), d = randn({16});
+  auto y = (a * b).sum(1) + d;
+  CHECK(tg::schedule({y}).kernels() == 1);
+  CHECK(launches([&] { y.realize(); }) == 1);
+  auto expect_a = a.to_vector<float>(), expect_b = b.to_vector<float>(), expect_d = d.to_vector<float>();
+  auto got = y.to_vector<float>();
+  for (int i = 0; i < 16; ++i) {
+    float s = expect_d[std::size_t(i)];
+    for (int k = 0; k < 8; ++k) s += expect_a[std::size_t(i * 8 + k)] * expect_b[std::size_t(i * 8 + k)];
+    CHECK(got[std::size_t(i)] == doctest::Approx(s).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("matmul is one kernel; softmax is three") {
+  auto a = randn({32, 16}), b = randn({16, 24});
+  CHECK(tg::schedule({a.matmul(b)}).kernels() == 1);
+  CHECK(tg::schedule({randn({4, 32, 16}).matmul(randn({16, 8}))}).kernels() == 1);
+  auto x = randn({8, 100});
+  CHECK(tg::schedule({x.softmax(-1)}).kernels() == 3);
+  CHECK(tg::schedule({x.log_softmax(-1)}).kernels() == 3);
+}
+
+TEST_CASE("movement of a realized tensor launches nothing") {
+  auto a = randn({6, 4});
+  CHECK(launches([&] { a.reshape({4, 6}).realize(); }) == 0);
+  CHECK(launches([&] { a.permute({1, 0}).realize(); }) == 0);
+  CHECK(launches([&] { a.slice(0, 1, 5, 2).flip({1}).realize(); }) == 0);
+  CHECK(launches([&] { a.reshape({24}).to_vector<float>(); }) == 0);
+  // reading a permuted view needs one copy kernel
+  CHECK(launches([&] { a.permute({1, 0}).to_vector<float>(); }) == 1);
+}
+
+TEST_CASE("realized tensors are never recomputed") {
+  auto a = randn({32, 32});
+  auto m = (a * 2.0f).sum(1, true); // a reduction that two consumers need
+  m.realize();
+  auto y1 = a - m, y2 = a + m;
+  CHECK(launches([&] { tg::realize({y1, y2}); }) == 2);
+  CHECK(launches([&] { y1.realize(); y2.realize(); }) == 0);
+}
+
+TEST_CASE("an intermediate held by the user is kept; an unheld one is a reused temporary") {
+  auto x = randn({64, 64});
+  // three reductions in a chain: each one's buffer is free once the next has read it
+  auto y = (((x.sum(1, true) + 1.0f).exp().sum(0, true) * 2.0f).sqrt() + x).max(1, true).sum();
+  auto info = tg::schedule({y});
+  CHECK(info.kernels() >= 3);
+  std::size_t temps = 0;
+  for (int s : info.memory.slot) temps += s >= 0;
+  CHECK(info.memory.slot_bytes.size() < temps); // fewer buffers than temporaries: reuse
+  // the same value, held by the user, gets its own buffer and stays realized
+  auto held = x.sum(1, true);
+  auto z = (held + 1.0f).max();
+  z.realize();
+  CHECK(held.is_realized());
+}
+
+TEST_CASE("symbolic sizes: one compiled kernel serves every bound value") {
+  std::vector<float> data(64 * 4);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = float(i % 7);
+  auto run = [&](std::int64_t batch) {
+    auto x = tg::Tensor::from_data(data.data(), {batch * 4}).reshape({tg::sym("batch", 1, 64, batch), 4});
+    return ((x * 2.0f).sum(1) + 1.0f).to_vector<float>();
+  };
+  auto r16 = run(16);
+  tg::reset_stats();
+  auto r32 = run(32);
+  CHECK(tg::stats().kernels_compiled == 0);
+  REQUIRE(r16.size() == 16);
+  REQUIRE(r32.size() == 32);
+  for (std::size_t i = 0; i < 32; ++i) {
+    float expect = 1.0f;
+    for (std::size_t k = 0; k < 4; ++k) expect += 2.0f * data[i * 4 + k];
+    CHECK(r32[i] == expect);
+    if (i < 16) CHECK(r16[i] == expect);
+  }
+  // a symbolic inner size is a kernel argument, not a constant in the source
+  auto x = tg::zeros({3, tg::sym("n", 1, 100, 5)});
+  std::string src(tg::render_c(tg::schedule({x + randn({3, 1})}).programs[0]).view());
+  CHECK(contains(src, "vars[0]"));
+  CHECK(contains(src, "/* n */"));
+  CHECK_THROWS_AS(tg::sym("n", 1, 10, 11), tg::shape_error);
+}
+
+TEST_CASE("pipeline functions run in constant expressions") {
+  constexpr auto kernels = [] {
+    tg::Graph g;
+    g.buffers.push_back({tg::float32, 12});
+    tg::Node in{tg::Op::Buffer, tg::float32, {-1, -1, -1}, {3, 4}, {}, {}, {}, 0};
+    int a = g.add(in);
+    tg::Node mul{tg::Op::Mul, tg::float32, {a, a, -1}, {3, 4}, {}, {}, {}, -1};
+    int m = g.add(mul);
+    tg::Node sum{tg::Op::ReduceSum, tg::float32, {m, -1, -1}, {3, 1}, {}, {1}, {}, -1};
+    g.outputs.push_back(g.add(sum));
+    auto s = tg::fuse(g);
+    auto p = tg::lower(g, s, 0);
+    auto src = tg::render_c(p);
+    return std::pair{s.kernels.size(), src.view().find("acc") != std::string_view::npos};
+  }();
+  static_assert(kernels.first == 1);
+  static_assert(kernels.second);
+  CHECK(kernels.first == 1);
+}
