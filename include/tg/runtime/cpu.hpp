@@ -128,7 +128,12 @@ public:
       if (::stat(compiler_.c_str(), &st) == 0)
         compiler_id_ = compiler_ + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
     }
+    // -O2 keeps compiles fast; GCC's -O2 vectorizer ("very cheap") gives up on loops that need a
+    // run-time alias check, hence the dynamic cost model. No FMA contraction: results match INTERP.
     flags_ = {"-O2", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-w"};
+    std::error_code ec;
+    std::string resolved = compiler_.empty() ? "" : std::filesystem::canonical(compiler_, ec).filename().string();
+    if (resolved.find("clang") == std::string::npos) flags_.push_back("-fvect-cost-model=dynamic");
   }
   std::string name() const override { return "CPU"; }
   std::string unavailable_reason() const override {

@@ -61,18 +61,53 @@ struct Buffer {
 };
 
 /// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads).
+/// Freed blocks are kept by size and reused (up to 1 GiB), so repeated realizes of the same
+/// shapes touch memory that is already mapped instead of page-faulting fresh allocations.
 class HostDevice : public Device {
 public:
+  ~HostDevice() override {
+    for (auto& [n, blocks] : cache_)
+      for (void* p : blocks) std::free(p);
+  }
   void* alloc(std::size_t bytes) override {
     std::size_t n = (bytes + 63) / 64 * 64;
+    {
+      std::lock_guard<std::mutex> g(m_);
+      if (auto it = cache_.find(n); it != cache_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= n;
+        sizes_[p] = n;
+        return p;
+      }
+    }
     void* p = std::aligned_alloc(64, n);
     if (!p) throw device_error("tg: out of host memory allocating " + std::to_string(bytes) + " bytes");
+    std::lock_guard<std::mutex> g(m_);
+    sizes_[p] = n;
     return p;
   }
-  void free(void* p) override { std::free(p); }
+  void free(void* p) override {
+    std::lock_guard<std::mutex> g(m_);
+    auto it = sizes_.find(p);
+    std::size_t n = it->second;
+    sizes_.erase(it);
+    if (cached_bytes_ + n > max_cached_) {
+      std::free(p);
+      return;
+    }
+    cache_[n].push_back(p);
+    cached_bytes_ += n;
+  }
   void copy_in(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_out(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   bool host_memory() const override { return true; }
+
+private:
+  std::mutex m_;
+  std::map<std::size_t, std::vector<void*>> cache_;
+  std::map<void*, std::size_t> sizes_;
+  std::size_t cached_bytes_ = 0, max_cached_ = std::size_t(1) << 30;
 };
 
 using DeviceFactory = std::function<std::shared_ptr<Device>()>;
