@@ -48,8 +48,11 @@ public:
     std::int64_t mhi = m[0].max_value();
     int start = b_.add(bound0, 0, mhi), end = b_.add(bound1, 0, mhi);
     std::vector<int> idx;
-    for (std::size_t i = 0; i < m.size(); ++i)
-      idx.push_back(i == 0 ? range(start, end, mhi) : range(b_.cint(0), sint(m[i]), m[i].max_value()));
+    idx.push_back(range(start, end, mhi));
+    for (std::size_t i = 1; i < m.size(); ++i) {
+      int zero = b_.cint(0), size = sint(m[i]); // named: argument order would vary by compiler
+      idx.push_back(range(zero, size, m[i].max_value()));
+    }
     out_idx_ = idx;
     space_idx_.assign(1, idx);
     std::vector<Movement> to_loops{Movement{MoveOp::Reshape, m, {}}};
@@ -63,11 +66,17 @@ public:
 
     Program p = linearize(int(m.size()));
     for (int pn : params_) p.params.push_back(g_[pn].dtype);
-    p.vars = vars_;
     p.outer = m[0];
     SInt work = prod(m);
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) work = work * prod(reduce_axes_shape(r));
     p.work = work;
+    // the launcher evaluates these too: their variables are launch arguments even when the
+    // source never reads them
+    std::vector<Var> launch_vars;
+    p.outer.collect_vars(launch_vars);
+    p.work.collect_vars(launch_vars);
+    for (const Var& v : launch_vars) var_index(v);
+    p.vars = vars_;
     p.name << (reduce_nodes_.empty() ? "E" : "r");
     for (const SInt& d : m) {
       p.name << '_';
@@ -107,7 +116,7 @@ private:
         UOp u{UKind::Param, Op::Add, g_[node].dtype, {-1, -1, -1}, {}, int(i), {}};
         return b_.add(u);
       }
-    throw graph_error{"kernel input not scheduled"};
+    throw graph_error("kernel input not scheduled");
   }
   constexpr int var_index(const Var& v) {
     for (std::size_t i = 0; i < vars_.size(); ++i)
@@ -205,7 +214,7 @@ private:
     std::size_t r = 0;
     while (r < reduce_nodes_.size() && reduce_nodes_[r] != node) ++r;
     if (r == reduce_nodes_.size()) {
-      if (!collecting_) throw graph_error{"reduction not seen in the first pass"};
+      if (!collecting_) throw graph_error("reduction not seen in the first pass");
       reduce_nodes_.push_back(node);
       space_trackers_.push_back({});
     }
@@ -239,7 +248,8 @@ private:
     loops = m;
     std::vector<int> idx = out_idx_, rr;
     for (const SInt& d : ra) {
-      int rg = range(b_.cint(0), sint(d), d.max_value());
+      int zero = b_.cint(0), size = sint(d);
+      int rg = range(zero, size, d.max_value());
       rr.push_back(rg);
       idx.push_back(rg);
       loops.push_back(d);
@@ -326,7 +336,7 @@ private:
       for (int s : u.src)
         if (s >= 0) d |= deps[std::size_t(s)];
       if (u.kind == UKind::Range) {
-        if (u.arg >= 64) throw graph_error{"a kernel with more than 64 loops"};
+        if (u.arg >= 64) throw graph_error("a kernel with more than 64 loops");
         d |= std::uint64_t(1) << u.arg;
       }
       if (u.kind == UKind::Reduce) {
@@ -344,7 +354,7 @@ private:
     std::uint64_t outer_mask = nout >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << nout) - 1;
     Program p;
     std::vector<int> map(n, -1);
-    std::vector<bool> done(n, false);
+    std::vector<std::uint8_t> done(n, false); // not vector<bool>: see NodeFlags
     auto emit = [&](std::size_t i) {
       UOp u = dag[i];
       for (int& s : u.src)
@@ -375,6 +385,18 @@ private:
       map[i] = acc_id;
       done[i] = true;
     };
+    // values no store depends on are never emitted
+    std::vector<std::uint8_t> live(n, false);
+    for (std::size_t i = n; i-- > 0;) {
+      const UOp& u = dag[i];
+      if (u.kind == UKind::Store || (u.kind == UKind::Range && u.arg < nout)) live[i] = true;
+      if (!live[i]) continue;
+      for (int src : u.src)
+        if (src >= 0) live[std::size_t(src)] = true;
+      for (int rg : u.ranges) live[std::size_t(rg)] = true;
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (!live[i]) done[i] = true;
     std::vector<std::size_t> outer_ranges(std::size_t(nout), 0);
     for (std::size_t i = 0; i < n; ++i)
       if (dag[i].kind == UKind::Range && dag[i].arg < nout) outer_ranges[std::size_t(dag[i].arg)] = i;
@@ -403,7 +425,7 @@ public:
 
 private:
   const Graph& g_;
-  const std::vector<bool>& mat_;
+  const NodeFlags& mat_;
   const Kernel& k_;
   UOpBuilder b_;
   std::vector<int> params_;

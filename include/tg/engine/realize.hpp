@@ -57,10 +57,53 @@ struct Realized {
   std::vector<std::shared_ptr<Buffer>> buffers; // per node (null where not kept)
 };
 
-/// Runs `g` on `dev`. `inputs[i]` backs graph buffer i; `keep[n]` marks results to return.
+namespace detail {
+/// One step of device work, as the JIT records it: a kernel launch, or a buffer copy.
+struct Launch {
+  std::shared_ptr<Runner> runner; // null: copy buffers[1] into buffers[0]
+  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<Var> vars; // the program's symbolic sizes, with their values at capture
+  std::size_t copy_bytes = 0;
+};
+/// Launches recorded while a JIT captures (allocations are sized for the largest bound of
+/// every symbolic size, so a replay may use any value within bounds).
+struct Capture {
+  std::vector<Launch> launches;
+};
+inline Capture*& active_capture() {
+  thread_local Capture* c = nullptr;
+  return c;
+}
+
+/// Whether kernel `k` reads buffer node `b` only at the index it writes (elementwise paths, no
+/// views or reductions in between), so it may write its result into b's memory.
+inline bool reads_in_place(const Graph& g, const NodeFlags& mat, int root, int b) {
+  // (node, whether a view or a reduction lies between it and the output)
+  std::vector<std::pair<int, bool>> stack{{root, false}};
+  std::vector<std::uint8_t> seen(2 * g.size(), 0);
+  while (!stack.empty()) {
+    auto [n, moved] = stack.back();
+    stack.pop_back();
+    if (n == b) {
+      if (moved) return false;
+      continue;
+    }
+    if ((n != root && mat[std::size_t(n)]) || seen[2 * std::size_t(n) + moved]++) continue;
+    const Node& node = g[n];
+    bool m = moved || node.op == Op::View || is_reduce(node.op) || !(node.shape == g[root].shape);
+    for (int k = 0; k < node.nsrc(); ++k) stack.push_back({node.src[std::size_t(k)], m});
+  }
+  return true;
+}
+} // namespace detail
+
+/// Runs `g` on `dev`. `inputs[i]` backs graph buffer i; `keep[n]` marks results to return;
+/// `targets[n]`, when given and set, is the existing buffer node n's result must end up in.
 inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                              const std::vector<bool>& keep, const std::shared_ptr<Device>& dev) {
+                              const NodeFlags& keep, const std::shared_ptr<Device>& dev,
+                              const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
   const int debug = env::debug();
+  detail::Capture* capture = detail::active_capture();
   detail::stats_storage().realizes++;
   if (debug >= 4) std::cerr << detail::dump_graph(g);
   Schedule s = fuse(g);
@@ -90,6 +133,24 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   Realized out;
   out.buffers.assign(g.size(), nullptr);
   std::vector<std::shared_ptr<Buffer>> temps(plan.slot_bytes.size());
+  // sizes: the bound values, or under capture the largest values the bounds allow
+  auto size_of = [&](const SInt& s) { return capture ? s.max_value() : s.eval(); };
+  // a target is written in place unless a later kernel still reads its old value
+  std::vector<int> last_reader(g.size(), -1);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k)
+    for (int in : s.kernels[k].inputs) last_reader[std::size_t(in)] = int(k);
+  std::vector<std::pair<std::shared_ptr<Buffer>, std::shared_ptr<Buffer>>> copies; // (target, fresh)
+  auto in_place = [&](std::size_t k, const std::shared_ptr<Buffer>& target) {
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const Node& n = g.nodes[i];
+      if (n.op != Op::Buffer || inputs[std::size_t(n.arg)] != target) continue;
+      if (last_reader[i] > int(k)) return false;
+      if (std::find(s.kernels[k].inputs.begin(), s.kernels[k].inputs.end(), int(i)) != s.kernels[k].inputs.end() &&
+          !detail::reads_in_place(g, s.materialized, s.kernels[k].root, int(i)))
+        return false;
+    }
+    return true;
+  };
   auto buffer_of = [&](int node) -> std::shared_ptr<Buffer> {
     const Node& n = g[node];
     if (n.op == Op::Buffer) return inputs[std::size_t(n.arg)];
@@ -101,11 +162,19 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     const Node& root = g[kern.root];
     std::int64_t numel = prod(root.shape).eval();
     int slot = plan.slot[std::size_t(kern.root)];
-    if (slot >= 0) {
+    const std::shared_ptr<Buffer>* target = targets ? &(*targets)[std::size_t(kern.root)] : nullptr;
+    if (target && *target) {
+      if (in_place(k, *target)) {
+        out.buffers[std::size_t(kern.root)] = *target;
+      } else {
+        out.buffers[std::size_t(kern.root)] = std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
+        copies.push_back({*target, out.buffers[std::size_t(kern.root)]});
+      }
+    } else if (slot >= 0) {
       auto& t = temps[std::size_t(slot)];
-      if (!t) t = std::make_shared<Buffer>(dev, DType::UInt8, plan.slot_bytes[std::size_t(slot)].eval());
+      if (!t) t = std::make_shared<Buffer>(dev, DType::UInt8, size_of(plan.slot_bytes[std::size_t(slot)]));
     } else {
-      out.buffers[std::size_t(kern.root)] = std::make_shared<Buffer>(dev, root.dtype, numel);
+      out.buffers[std::size_t(kern.root)] = std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
     }
     if (numel == 0) continue;
     std::vector<void*> ptrs_k{buffer_of(kern.root)->ptr};
@@ -115,11 +184,24 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     auto t0 = std::chrono::steady_clock::now();
     runners[k]->run(ptrs_k, vars);
     detail::stats_storage().kernels_launched++;
+    if (capture) {
+      detail::Launch l{runners[k], {buffer_of(kern.root)}, programs[k].vars, 0};
+      for (int in : kern.inputs) l.buffers.push_back(buffer_of(in));
+      capture->launches.push_back(std::move(l));
+    }
     if (debug >= 1) {
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       std::fprintf(stderr, "*** %-6s %-28s %10.1f us\n", dev->name().c_str(), runners[k]->name.c_str(), us);
     }
   }
+  for (auto& [target, fresh] : copies) {
+    std::size_t bytes = std::min(target->nbytes(), fresh->nbytes());
+    dev->copy(target->ptr, fresh->ptr, bytes);
+    if (capture) capture->launches.push_back(detail::Launch{nullptr, {target, fresh}, {}, bytes});
+  }
+  if (targets)
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if ((*targets)[i] && out.buffers[i]) out.buffers[i] = (*targets)[i];
   return out;
 }
 

@@ -3,13 +3,14 @@
 // (offset + sum(idx * stride)) that is valid inside `mask` (padding reads as zero).
 // A ShapeTracker is a stack of views for reshapes that one view cannot express: the flat
 // offset of views[k+1] is unravelled in the shape of views[k].
+#include "../errors.hpp"
 #include "sint.hpp"
 
 namespace tg {
 
 /// Thrown by the graph layer on arguments the front end should have rejected.
-struct graph_error {
-  const char* what;
+struct graph_error : error {
+  using error::error;
 };
 
 enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride };
@@ -84,7 +85,7 @@ struct View {
     v.drop_full_mask();
     return v;
   }
-  constexpr View flip(const std::vector<bool>& axes) const {
+  constexpr View flip(const std::vector<std::uint8_t>& axes) const { // not vector<bool>: constexpr
     View v = *this;
     for (std::size_t i = 0; i < shape.size(); ++i) {
       if (!axes[i]) continue;
@@ -167,7 +168,7 @@ private:
     if (x.is_const() && hi.is_const())
       return std::max<std::int64_t>(0, std::min(x.constant(), hi.constant()));
     if (x == 0 || x == hi) return x;
-    throw graph_error{"a masked view cannot be shrunk on a symbolic axis"};
+    throw graph_error("a masked view cannot be shrunk on a symbolic axis");
   }
   constexpr void drop_full_mask() {
     if (!has_mask()) return;
@@ -204,7 +205,7 @@ struct ShapeTracker {
     case MoveOp::Pad: v = v.pad(m.a, m.b); break;
     case MoveOp::Shrink: v = v.shrink(m.a, m.b); break;
     case MoveOp::Flip: {
-      std::vector<bool> axes;
+      std::vector<std::uint8_t> axes;
       for (const SInt& o : m.a) axes.push_back(o.constant() != 0);
       v = v.flip(axes);
       break;

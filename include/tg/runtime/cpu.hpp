@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "../codegen/render.hpp"
+#include "cache.hpp"
 #include "device.hpp"
 #include "launch.hpp"
 #include "thread_pool.hpp"
@@ -27,61 +28,6 @@ extern char** environ;
 namespace tg {
 
 namespace detail {
-
-inline std::string find_in_path(const std::string& exe) {
-  if (exe.find('/') != std::string::npos) return access(exe.c_str(), X_OK) == 0 ? exe : "";
-  std::string path = env::get("PATH", "/usr/bin:/bin");
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    std::string p = dir + "/" + exe;
-    if (access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "";
-}
-
-/// Runs argv with stdout and stderr into `log`; returns the exit status (-1: could not start).
-inline int run_process(const std::vector<std::string>& argv, const std::string& log) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid;
-  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-inline std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-inline std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-/// The kernel cache directory: TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg.
-inline std::string cache_dir() {
-  std::string d = env::get("TG_CACHE_DIR");
-  if (d.empty()) {
-    std::string xdg = env::get("XDG_CACHE_HOME");
-    d = !xdg.empty() ? xdg + "/tg" : env::get("HOME", "/tmp") + "/.cache/tg";
-  }
-  return d;
-}
-inline bool disk_cache_enabled() { return env::get("TG_CACHE", "1") != "0"; }
 
 struct SharedObject {
   void* handle = nullptr;
@@ -158,22 +104,14 @@ public:
       }
     }
     // Disk cache, then the compiler, for what is not loaded yet (in parallel).
-    std::vector<std::future<std::shared_ptr<detail::SharedObject>>> jobs;
-    for (std::size_t i : to_compile)
-      jobs.push_back(std::async(std::launch::async, [this, &sources, &keys, &programs, i] {
-        return load_or_compile(keys[i], sources[i], std::string(programs[i]->name.view()));
-      }));
-    std::exception_ptr first_error;
-    for (std::size_t j = 0; j < jobs.size(); ++j) {
-      try {
-        auto so = jobs[j].get();
-        std::lock_guard<std::mutex> g(m_);
-        loaded_[keys[to_compile[j]]] = so;
-      } catch (...) {
-        if (!first_error) first_error = std::current_exception();
-      }
+    auto built = parallel_map(to_compile.size(), [&](std::size_t j) {
+      std::size_t i = to_compile[j];
+      return load_or_compile(keys[i], sources[i], std::string(programs[i]->name.view()));
+    });
+    {
+      std::lock_guard<std::mutex> g(m_);
+      for (std::size_t j = 0; j < built.size(); ++j) loaded_[keys[to_compile[j]]] = built[j];
     }
-    if (first_error) std::rethrow_exception(first_error);
     std::lock_guard<std::mutex> g(m_);
     for (std::size_t i = 0; i < programs.size(); ++i) {
       auto r = std::make_shared<CpuRunner>(loaded_[keys[i]], *programs[i]);

@@ -37,6 +37,12 @@ public:
   virtual void free(void* p) = 0;
   virtual void copy_in(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_out(void* dst, const void* src, std::size_t bytes) = 0;
+  /// Device-to-device copy; by default through host memory.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) {
+    std::vector<unsigned char> host(bytes);
+    copy_out(host.data(), src, bytes);
+    copy_in(dst, host.data(), bytes);
+  }
   /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
   virtual bool host_memory() const { return false; }
   /// Compiles the programs (independent ones in parallel); one runner each.
@@ -101,6 +107,7 @@ public:
   }
   void copy_in(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_out(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   bool host_memory() const override { return true; }
 
 private:
@@ -111,12 +118,15 @@ private:
 };
 
 using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
+using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
 
 namespace detail {
 struct DeviceRegistry {
   std::mutex m;
   std::map<std::string, DeviceFactory> factories;
   std::map<std::string, std::shared_ptr<Device>> open;
+  std::map<std::string, std::pair<DeviceFamilyFactory, std::function<int()>>> families;
 };
 inline DeviceRegistry& registry() {
   static DeviceRegistry r;
@@ -138,6 +148,43 @@ inline void register_device(const std::string& name, DeviceFactory f) {
   r.factories[name] = std::move(f);
 }
 
+/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
+/// devices(). Opening NAME:k calls factory(k).
+inline void register_device_family(const std::string& name, DeviceFamilyFactory factory, std::function<int()> count = {}) {
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> g(r.m);
+  r.factories[name] = [factory] { return factory(0); };
+  r.families[name] = {std::move(factory), std::move(count)};
+}
+
+namespace detail {
+/// A registered name that stands in for a device this build cannot offer (it says why).
+class UnavailableDevice : public Device {
+public:
+  UnavailableDevice(std::string name, std::string reason) : name_(std::move(name)), reason_(std::move(reason)) {}
+  std::string name() const override { return name_; }
+  std::string unavailable_reason() const override { return reason_; }
+  void* alloc(std::size_t) override { throw device_error("tg: device " + name_ + " is unavailable: " + reason_); }
+  void free(void*) override {}
+  void copy_in(void*, const void*, std::size_t) override { alloc(0); }
+  void copy_out(void*, const void*, std::size_t) override { alloc(0); }
+  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const Program*>&) override {
+    alloc(0);
+    return {};
+  }
+
+private:
+  std::string name_, reason_;
+};
+/// Registers a placeholder unless the real device registered itself first.
+inline void register_unavailable(const std::string& name, const std::string& reason) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> g(r.m);
+  if (!r.factories.count(name))
+    r.factories[name] = [name, reason] { return std::make_shared<UnavailableDevice>(name, reason); };
+}
+} // namespace detail
+
 /// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
 inline std::shared_ptr<Device> device(const std::string& requested) {
   static std::once_flag builtins;
@@ -147,12 +194,16 @@ inline std::shared_ptr<Device> device(const std::string& requested) {
   std::lock_guard<std::mutex> g(r.m);
   if (auto it = r.open.find(name); it != r.open.end()) return it->second;
   auto f = r.factories.find(name);
-  if (f == r.factories.end()) {
+  std::shared_ptr<Device> d;
+  if (f != r.factories.end()) d = f->second();
+  else if (auto colon = name.rfind(':'); colon != std::string::npos && r.families.count(name.substr(0, colon)) &&
+           colon + 1 < name.size() && name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+    d = r.families[name.substr(0, colon)].first(std::atoi(name.c_str() + colon + 1));
+  else {
     std::string known;
     for (auto& [k, v] : r.factories) known += (known.empty() ? "" : ", ") + k;
     throw device_error("tg: unknown device '" + requested + "' (known: " + known + ")");
   }
-  auto d = f->second();
   if (std::string why = d->unavailable_reason(); !why.empty())
     throw device_error("tg: device " + name + " is unavailable: " + why);
   r.open[name] = d;
@@ -175,10 +226,21 @@ struct DeviceInfo {
 inline std::vector<DeviceInfo> devices() {
   device("INTERP"); // registers the built-in devices
   std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::function<int()>>> counts;
   {
     auto& r = detail::registry();
     std::lock_guard<std::mutex> g(r.m);
     for (auto& [k, v] : r.factories) names.push_back(k);
+    for (auto& [k, v] : r.families)
+      if (v.second) counts.push_back({k, v.second});
+  }
+  for (auto& [family, count] : counts) { // the other instances of a family, where there are any
+    int n = 0;
+    try {
+      n = count();
+    } catch (const std::exception&) {
+    }
+    for (int i = 1; i < n; ++i) names.push_back(family + ":" + std::to_string(i));
   }
   std::vector<DeviceInfo> out;
   for (auto& n : names) {

@@ -1,6 +1,9 @@
 #pragma once
 // A fixed pool that runs one function over chunks of a range and waits for all of them.
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -90,6 +93,32 @@ private:
   std::uint64_t generation_ = 0;
   bool stop_ = false;
 };
+
+/// f(0) ... f(n-1) on at most as many threads as the machine has cores (compiler processes
+/// included: each job may spawn one); results in order; the first exception is rethrown.
+template <class F> auto parallel_map(std::size_t n, F&& f) -> std::vector<decltype(f(std::size_t(0)))> {
+  using R = decltype(f(std::size_t(0)));
+  std::vector<R> out(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < n;) {
+      try {
+        out[i] = f(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < std::min(n, hw); ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
 
 inline ThreadPool& thread_pool(int n) {
   static ThreadPool pool(n);

@@ -15,9 +15,9 @@ inline std::int64_t Tensor::size(int dim, Loc loc) const {
 }
 
 inline int Tensor::normalize_axis(int axis, const char* op, Loc loc, int extra) const {
-  int n = ndim() + extra;
+  int n = std::max(ndim() + extra, 1); // a 0-d tensor takes axis 0 and -1, as PyTorch
   int a = axis < 0 ? axis + n : axis;
-  if (a < 0 || a >= std::max(n, 1) || (n == 0 && a != 0))
+  if (a < 0 || a >= n)
     detail::fail<shape_error>(op, "axis " + std::to_string(axis) + " is out of range for a tensor of shape " +
                                       detail::shape_of(*this),
                               loc);
@@ -31,12 +31,19 @@ inline Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src
   n->shape = std::move(shape);
   n->src = std::move(src);
   n->device = device;
+  if (grad_enabled() && std::any_of(n->src.begin(), n->src.end(), [](const LazyPtr& s) { return s->requires_grad; })) {
+    n->requires_grad = true;
+    n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}});
+  }
   return Tensor(std::move(n));
 }
 
 inline Tensor Tensor::full_on(const Shape& shape, double v, DType t, const std::string& device) {
+  return full_on(shape, Scalar::of(t, v), t, device);
+}
+inline Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::string& device) {
   Tensor c = make(Op::Const, t, {}, {}, device);
-  c.n_->value = Scalar::of(t, v);
+  c.n_->value = v;
   if (shape.empty()) return c;
   return c.move({MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}}).move({MoveOp::Expand, shape, {}});
 }
@@ -49,10 +56,12 @@ inline Tensor Tensor::move(Movement m) const {
     Tensor r = make(Op::View, n.dtype, out, {n.src[0]}, n.device);
     r.n_->moves = n.moves;
     r.n_->moves.push_back(std::move(m));
+    if (r.n_->grad_fn) r.n_->grad_fn->moves = r.n_->moves;
     return r;
   }
   Tensor r = make(Op::View, n.dtype, out, {n_}, n.device);
   r.n_->moves.push_back(std::move(m));
+  if (r.n_->grad_fn) r.n_->grad_fn->moves = r.n_->moves;
   return r;
 }
 
@@ -91,12 +100,14 @@ inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const c
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     detail::fail<shape_error>(name, "an axis is repeated", loc);
+  if (ndim() == 0) axes.clear(); // axis 0 (or -1) of a 0-d tensor, as PyTorch: nothing to reduce
   Shape s = sym_shape();
   for (int a : axes) s[std::size_t(a)] = 1;
   Tensor r = *this;
   if (!axes.empty()) {
     r = make(op, dtype(), s, {n_}, device());
     r.n_->axes = axes;
+    if (r.n_->grad_fn) r.n_->grad_fn->axes = axes;
   }
   if (keepdim) return r;
   Shape squeezed;
@@ -139,7 +150,13 @@ Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions 
   if (shape.empty() && data.size() != 1) shape = {std::int64_t(data.size())};
   if (tg::prod(shape).eval() != std::int64_t(data.size()))
     detail::fail<shape_error>("tensor", std::to_string(data.size()) + " values do not fill shape " + detail::shape_str(shape), loc);
-  return from_data(data.data(), std::move(shape), o, loc);
+  if constexpr (std::is_same_v<E, bool>) { // std::vector<bool> is packed: it has no data()
+    std::unique_ptr<bool[]> flat(new bool[data.size()]);
+    std::copy(data.begin(), data.end(), flat.get());
+    return from_data(static_cast<const bool*>(flat.get()), std::move(shape), o, loc);
+  } else {
+    return from_data(data.data(), std::move(shape), o, loc);
+  }
 }
 
 template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc) const {
@@ -183,7 +200,8 @@ inline Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
   try {
     dst = tg::device(target);
   } catch (const device_error& e) {
-    detail::fail<device_error>("to", e.what(), loc);
+    std::string why = e.what();
+    detail::fail<device_error>("to", why.rfind("tg: ", 0) == 0 ? why.substr(4) : why, loc);
   }
   Tensor src = contiguous().realize();
   const Buffer& b = *src.node().buffer;

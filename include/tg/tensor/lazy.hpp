@@ -9,6 +9,15 @@
 
 namespace tg {
 
+struct LazyNode;
+/// How a node that requires grad was made (kept apart from `src`, which realize clears).
+struct GradRecord {
+  Op op;
+  std::vector<std::shared_ptr<LazyNode>> parents;
+  std::vector<Movement> moves;
+  std::vector<int> axes;
+};
+
 struct LazyNode {
   Op op = Op::Const;
   DType dtype = DType::Float32;
@@ -19,7 +28,27 @@ struct LazyNode {
   std::vector<int> axes;
   Scalar value;
   std::shared_ptr<Buffer> buffer; // set when op == Buffer
+  // autograd
+  bool requires_grad = false;
+  std::shared_ptr<GradRecord> grad_fn; // null for leaves
+  std::shared_ptr<LazyNode> grad;      // accumulated by backward() on leaves
 };
+
+namespace detail {
+inline int& no_grad_depth() {
+  thread_local int depth = 0;
+  return depth;
+}
+} // namespace detail
+
+/// Within its scope, ops record nothing for autograd (as torch.no_grad()).
+struct no_grad {
+  no_grad() { ++detail::no_grad_depth(); }
+  ~no_grad() { --detail::no_grad_depth(); }
+  no_grad(const no_grad&) = delete;
+  no_grad& operator=(const no_grad&) = delete;
+};
+inline bool grad_enabled() { return detail::no_grad_depth() == 0; }
 using LazyPtr = std::shared_ptr<LazyNode>;
 
 namespace detail {
@@ -34,7 +63,7 @@ struct GraphBuild {
   Graph graph;
   std::vector<LazyPtr> order;                  // graph node i <- order[i]
   std::vector<std::shared_ptr<Buffer>> inputs; // graph buffer i
-  std::vector<bool> keep;                      // results that outlive the realize
+  NodeFlags keep;                              // results that outlive the realize
   std::string device;
 };
 
@@ -95,6 +124,28 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
     b.graph.add(std::move(node));
   }
   for (const LazyPtr& t : todo) b.graph.outputs.push_back(index.at(t.get()));
+  // a symbolic size has one value within a computation
+  std::vector<Var> seen;
+  auto check = [&](const SInt& d) {
+    std::vector<Var> vs;
+    d.collect_vars(vs);
+    for (const Var& v : vs) {
+      auto it = std::find(seen.begin(), seen.end(), v);
+      if (it == seen.end()) seen.push_back(v);
+      else if (it->value != v.value || it->lo != v.lo || it->hi != v.hi)
+        throw shape_error("tg.realize: symbolic size '" + std::string(v.name.view()) + "' is bound to both " +
+                          std::to_string(it->value) + " and " + std::to_string(v.value) + " (bounds [" +
+                          std::to_string(it->lo) + ", " + std::to_string(it->hi) + "] and [" + std::to_string(v.lo) +
+                          ", " + std::to_string(v.hi) + "]) in one computation");
+    }
+  };
+  for (const Node& n : b.graph.nodes) {
+    for (const SInt& d : n.shape) check(d);
+    for (const Movement& m : n.moves) {
+      for (const SInt& d : m.a) check(d);
+      for (const SInt& d : m.b) check(d);
+    }
+  }
 
   // Keep a result beyond this realize when a user (or a node outside this graph) holds it:
   // references beyond those of this graph's nodes, `order`, and the caller's `targets`.
@@ -105,11 +156,8 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
   return b;
 }
 
-/// Realizes every target (on one device) with one schedule.
-inline void realize_nodes(const std::vector<LazyPtr>& targets) {
-  GraphBuild b = build_graph(targets);
-  if (b.order.empty()) return;
-  Realized r = realize_graph(b.graph, b.inputs, b.keep, device(b.device));
+/// Realized nodes become buffers: never recomputed, and the graph above them can be freed.
+inline void adopt(const GraphBuild& b, const Realized& r) {
   for (std::size_t i = 0; i < b.order.size(); ++i) {
     if (!r.buffers[i]) continue;
     LazyNode& n = *b.order[i];
@@ -119,6 +167,13 @@ inline void realize_nodes(const std::vector<LazyPtr>& targets) {
     n.moves.clear();
     n.axes.clear();
   }
+}
+
+/// Realizes every target (on one device) with one schedule.
+inline void realize_nodes(const std::vector<LazyPtr>& targets) {
+  GraphBuild b = build_graph(targets);
+  if (b.order.empty()) return;
+  adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
 }
 
 } // namespace detail

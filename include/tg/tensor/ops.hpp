@@ -53,7 +53,8 @@ namespace detail {
 template <class S> Tensor scalar_for(const Tensor& t, S v) {
   DType k = scalar_kind<S>();
   DType d = promote_scalar(t.dtype(), k);
-  if (d == t.dtype() || is_float(d)) return Tensor::full_on({}, double(v), d, t.device());
+  if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>) // exact: no trip through double
+    if (!is_float(d)) return Tensor::full_on({}, Scalar::of_int(d, static_cast<std::int64_t>(v)), d, t.device());
   return Tensor::full_on({}, double(v), d, t.device());
 }
 } // namespace detail
@@ -81,13 +82,18 @@ inline Tensor& operator+=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.lo
 inline Tensor& operator-=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) - b; }
 inline Tensor& operator*=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) * b; }
 inline Tensor& operator/=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) / b; }
+template <Arithmetic S> Tensor& operator+=(Tensor& a, S b) { return a = a + b; }
+template <Arithmetic S> Tensor& operator-=(Tensor& a, S b) { return a = a - b; }
+template <Arithmetic S> Tensor& operator*=(Tensor& a, S b) { return a = a * b; }
+template <Arithmetic S> Tensor& operator/=(Tensor& a, S b) { return a = a / b; }
 
 // ---- elementwise ---------------------------------------------------------------------------
 inline Tensor Tensor::neg(Loc loc) const { return -TensorArg(*this, loc); }
 inline Tensor Tensor::abs(Loc loc) const {
   detail::require_not_bool(*this, "abs", loc);
   if (is_unsigned(dtype())) return *this;
-  return maximum(neg(loc), loc);
+  Tensor m = maximum(neg(loc), loc);
+  return is_float(dtype()) ? m + 0.0 : m; // max(-0, +0) may be -0; adding +0 makes it +0
 }
 inline Tensor Tensor::sign(Loc loc) const {
   detail::require_not_bool(*this, "sign", loc);
@@ -145,13 +151,14 @@ inline Tensor Tensor::ceil(Loc loc) const {
   Tensor t = trunc(loc);
   return where(*this > t, t + 1.0, t, loc);
 }
-/// Round half to even, as PyTorch.
+/// Round half to even, as PyTorch. From trunc: x - trunc(x) is exact, whereas x + 0.5 rounds
+/// (0.49999997f + 0.5 == 1.0f, and 2^23 + 1 + 0.5 is a tie in float32).
 inline Tensor Tensor::round(Loc loc) const {
   if (!is_float(dtype())) return *this;
-  Tensor r = (*this + 0.5).floor(loc);
-  Tensor tie = (r - *this) == 0.5;
-  Tensor odd = (r - 2.0 * (r * 0.5).floor(loc)) == 1.0;
-  return where(tie.logical_and(odd, loc), r - 1.0, r, loc);
+  Tensor t = trunc(loc), frac = *this - t, af = frac.abs(loc);
+  Tensor odd = (t * 0.5).trunc(loc) * 2.0 != t;
+  Tensor away = (af > 0.5).logical_or((af == 0.5).logical_and(odd, loc), loc);
+  return where(away, t + where(frac < 0.0, const_like(-1), const_like(1), loc), t, loc);
 }
 inline Tensor Tensor::isnan(Loc loc) const {
   if (!is_float(dtype())) return full_on(sym_shape(), 0, DType::Bool, device());
@@ -196,8 +203,11 @@ inline Tensor Tensor::minimum(const Tensor& o, Loc loc) const {
 }
 inline Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi, Loc loc) const {
   Tensor r = *this;
-  if (lo) r = r.maximum(detail::scalar_for(r, *lo).cast(r.dtype()), loc);
-  if (hi) r = r.minimum(detail::scalar_for(r, *hi).cast(r.dtype()), loc);
+  // bounds in the tensor's own dtype (not via a float32 constant, which rounds large int64 bounds);
+  // an integer tensor is clamped to the integers inside [lo, hi]
+  bool integral = !is_float(dtype());
+  if (lo) r = r.maximum(full_on({}, integral ? std::ceil(*lo) : *lo, r.dtype(), device()), loc);
+  if (hi) r = r.minimum(full_on({}, integral ? std::floor(*hi) : *hi, r.dtype(), device()), loc);
   return r;
 }
 
@@ -266,6 +276,7 @@ inline Tensor Tensor::argmax(std::optional<int> axis, bool keepdim, Loc loc) con
     return r;
   }
   int a = normalize_axis(*axis, "argmax", loc);
+  if (ndim() == 0) return full_on({}, 0, DType::Int64, device()); // axis 0 of a 0-d tensor, as PyTorch
   SInt n = sym_shape()[std::size_t(a)];
   Tensor m = max(a, true, loc);
   Tensor hit = *this == m;

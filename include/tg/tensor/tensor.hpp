@@ -119,12 +119,27 @@ public:
   /// True when the value is in memory (a buffer or a view of one).
   bool is_realized() const { return detail::is_materialized(node()); }
 
+  // ---- autograd (autograd/backward.hpp) ---------------------------------------------------
+  /// Marks a leaf tensor as a parameter whose gradient backward() accumulates (float dtypes).
+  Tensor& requires_grad_(bool on = true, Loc loc = Loc::current());
+  bool requires_grad() const { return node().requires_grad; }
+  /// The gradient accumulated by backward(); undefined (defined() == false) before.
+  Tensor grad() const { return node().grad ? Tensor(node().grad) : Tensor(); }
+  void set_grad(const Tensor& g) { n_->grad = g.n_; }
+  /// Gradients of this tensor (a scalar, or with `gradient` of its shape) into every leaf
+  /// that requires grad, added to what their .grad() holds.
+  void backward(const Tensor& gradient = Tensor(), Loc loc = Loc::current()) const;
+  /// The same value, cut from the autograd graph.
+  Tensor detach() const;
+
   // ---- evaluation ------------------------------------------------------------------------
   Tensor& realize() {
     detail::realize_nodes({n_});
     return *this;
   }
   Tensor contiguous(Loc loc = Loc::current()) const;
+  /// Writes `value` into this tensor's buffer (engine/jit.hpp; see tg::assign).
+  Tensor& assign(const Tensor& value, Loc loc = Loc::current());
   Tensor to(const std::string& device, Loc loc = Loc::current()) const;
   Tensor cast(DType t, Loc loc = Loc::current()) const;
   Tensor bitcast(DType t, Loc loc = Loc::current()) const;
@@ -220,7 +235,13 @@ public:
   Tensor slice(int dim, std::optional<std::int64_t> start, std::optional<std::int64_t> stop, std::int64_t step = 1,
                Loc loc = Loc::current()) const;
   Tensor index(std::vector<Index> idx, Loc loc = Loc::current()) const;
-  Tensor operator[](std::int64_t i) const { return index({Index(i)}); }
+  /// x[i]: an integer index that remembers the caller's line (operator[] takes one argument).
+  struct At {
+    std::int64_t i;
+    std::source_location loc;
+    template <std::integral I> At(I i_, std::source_location l = std::source_location::current()) : i(std::int64_t(i_)), loc(l) {}
+  };
+  Tensor operator[](At at) const { return index({Index(at.i)}, at.loc); }
   Tensor flip(std::vector<int> dims, Loc loc = Loc::current()) const;
   std::vector<Tensor> split(std::int64_t size, int dim = 0, Loc loc = Loc::current()) const;
   std::vector<Tensor> split(std::vector<std::int64_t> sizes, int dim = 0, Loc loc = Loc::current()) const;
@@ -244,6 +265,8 @@ public:
   Tensor reduce(Op op, std::vector<int> axes, bool keepdim, const char* name, Loc loc) const;
   /// A constant of this tensor's device, broadcast to `shape`.
   static Tensor full_on(const Shape& shape, double v, DType t, const std::string& device);
+  /// The same with an exact value (integers beyond 2^53 do not survive a double).
+  static Tensor full_on(const Shape& shape, Scalar v, DType t, const std::string& device);
   Tensor const_like(double v, std::optional<DType> t = std::nullopt) const { return full_on(sym_shape(), v, t.value_or(dtype()), device()); }
   int normalize_axis(int axis, const char* op, Loc loc, int extra = 0) const;
   /// A float tensor for float math: ints and bools become float32.
@@ -267,7 +290,7 @@ inline bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
   for (std::size_t i = 0; i < n; ++i) {
     SInt x = i < n - a.size() ? SInt(1) : a[i - (n - a.size())];
     SInt y = i < n - b.size() ? SInt(1) : b[i - (n - b.size())];
-    if (x == y || y == 1) out[i] = x;
+    if ((x == y && x.eval() == y.eval()) || y == 1) out[i] = x; // same name, same bound value
     else if (x == 1) out[i] = y;
     else return false;
   }

@@ -1,0 +1,249 @@
+#pragma once
+// Reverse-mode autograd over the lazy graph. Gradient rules exist for the primitive ops only;
+// every composite op (softmax, matmul, conv, losses) is differentiated through its primitives.
+// Gradients are ordinary lazy tensors, so they fuse like any other work.
+#include <unordered_map>
+
+#include "../tensor/print.hpp"
+
+namespace tg {
+
+namespace detail {
+
+/// The gradient of a movement op's input, given the gradient of its output.
+inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
+  switch (m.op) {
+  case MoveOp::Reshape: return g.reshape(in);
+  case MoveOp::Permute: {
+    std::vector<int> inv(m.a.size());
+    for (std::size_t i = 0; i < m.a.size(); ++i) inv[std::size_t(m.a[i].constant())] = int(i);
+    return g.permute(inv);
+  }
+  case MoveOp::Expand: {
+    std::vector<int> axes;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      if (!(in[i] == m.a[i])) axes.push_back(int(i));
+    return axes.empty() ? g : g.reduce(Op::ReduceSum, axes, true, "expand.backward", std::source_location::current());
+  }
+  case MoveOp::Pad: {
+    std::vector<SInt> lo = m.a, hi = m.a;
+    for (std::size_t i = 0; i < in.size(); ++i) hi[i] = m.a[i] + in[i];
+    return g.move({MoveOp::Shrink, lo, hi});
+  }
+  case MoveOp::Shrink: {
+    std::vector<SInt> before = m.a, after = m.a;
+    for (std::size_t i = 0; i < in.size(); ++i) after[i] = in[i] - m.b[i];
+    return g.move({MoveOp::Pad, before, after});
+  }
+  case MoveOp::Flip: return g.move(m);
+  case MoveOp::Stride: {
+    // scatter back: every output element to position i*k; pad each with k-1 zeros, then crop
+    Tensor r = g;
+    for (std::size_t ax = 0; ax < in.size(); ++ax) {
+      std::int64_t k = m.a[ax].constant();
+      if (k == 1) continue;
+      std::int64_t n = in[ax].constant(), cnt = r.sym_shape()[ax].constant();
+      Shape s = r.sym_shape(), split = s;
+      split.insert(split.begin() + std::ptrdiff_t(ax) + 1, SInt(1));
+      std::vector<SInt> before(split.size(), SInt(0)), after = before;
+      after[ax + 1] = k - 1;
+      Tensor spread = r.reshape(split).move({MoveOp::Pad, before, after});
+      s[ax] = cnt * k;
+      spread = spread.reshape(s);
+      std::vector<SInt> lo(s.size(), SInt(0)), hi = s, b2(s.size(), SInt(0)), a2 = b2;
+      if (cnt * k >= n) { hi[ax] = n; spread = spread.move({MoveOp::Shrink, lo, hi}); }
+      else { a2[ax] = n - cnt * k; spread = spread.move({MoveOp::Pad, b2, a2}); }
+      r = spread;
+    }
+    return r;
+  }
+  }
+  return g;
+}
+
+/// Gradients of one node's parents (undefined where a parent gets none).
+inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const Tensor& g) {
+  auto P = [&](std::size_t i) { return Tensor(r.parents[i]); };
+  Tensor out(node);
+  const DType t = node->dtype;
+  auto c = [&](double v) { return Tensor::full_on({}, v, t, node->device); };
+  switch (r.op) {
+  case Op::Neg: return {-g};
+  case Op::Recip: return {-g * out * out};
+  case Op::Sqrt: return {g / (out * c(2))};
+  case Op::Exp2: return {g * out * c(kLn2)};
+  case Op::Log2: return {g / (P(0) * c(kLn2))};
+  case Op::Sin: return {g * (c(kPi / 2) - P(0)).alu(Op::Sin, std::source_location::current())};
+  case Op::Trunc: return {g * c(0)};
+  case Op::Cast: return {is_float(r.parents[0]->dtype) ? g.cast(r.parents[0]->dtype) : Tensor()};
+  case Op::Add: return {g, g};
+  case Op::Mul: return {g * P(1), g * P(0)};
+  case Op::Div: return {g / P(1), -g * P(0) / (P(1) * P(1))};
+  case Op::Max: {
+    // ties split the gradient evenly
+    Tensor a = P(0), b = P(1);
+    Tensor wa = (a > b).cast(t) + (a == b).cast(t) * c(0.5);
+    return {g * wa, g * (c(1) - wa)};
+  }
+  case Op::Pow: {
+    Tensor a = P(0), b = P(1);
+    Tensor da = g * b * a.pow(b - c(1));
+    Tensor db = g * out * where(a > c(0), a, c(1)).log();
+    return {da, db};
+  }
+  case Op::Where: {
+    Tensor zero = Tensor::full_on({}, 0, t, node->device);
+    return {Tensor(), where(P(0), g, zero), where(P(0), zero, g)};
+  }
+  case Op::ReduceSum: return {g.expand(r.parents[0]->shape)};
+  case Op::ReduceMax: {
+    // the gradient goes to the maxima, split evenly among ties
+    Tensor x = P(0);
+    Tensor hit = (x == out.expand(x.sym_shape())).cast(t);
+    Tensor count = hit.reduce(Op::ReduceSum, r.axes, true, "max.backward", std::source_location::current());
+    return {hit * (g / count).expand(x.sym_shape())};
+  }
+  case Op::ReduceProd: {
+    // product of the others: out / x where x != 0; with zeros, the product of the rest
+    Tensor x = P(0);
+    Tensor nz = x != c(0);
+    Tensor safe = where(nz, x, c(1));
+    Tensor zeros = (x == c(0)).cast(t).reduce(Op::ReduceSum, r.axes, true, "prod.backward", std::source_location::current());
+    Tensor prod_nz = safe.reduce(Op::ReduceProd, r.axes, true, "prod.backward", std::source_location::current());
+    Tensor others = where(nz, where(zeros.expand(x.sym_shape()) > c(0), c(0), prod_nz.expand(x.sym_shape()) / safe),
+                          where(zeros.expand(x.sym_shape()) == c(1), prod_nz.expand(x.sym_shape()), c(0)));
+    return {g.expand(x.sym_shape()) * others};
+  }
+  case Op::View: {
+    std::vector<Shape> shapes{r.parents[0]->shape};
+    for (const Movement& m : r.moves) shapes.push_back(moved_shape(shapes.back(), m));
+    Tensor gi = g;
+    for (std::size_t i = r.moves.size(); i-- > 0;) gi = unmove(r.moves[i], shapes[i], gi);
+    return {gi};
+  }
+  case Op::Contiguous: return {g};
+  default: return std::vector<Tensor>(r.parents.size()); // comparisons, bitwise ops, bitcast: no gradient
+  }
+}
+
+/// d(outputs)/d(inputs) weighted by `seeds`; a leaf with no path gets an undefined Tensor.
+inline std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vector<Tensor>& seeds,
+                                     const std::vector<LazyPtr>& wanted, bool accumulate_leaves) {
+  no_grad guard;
+  // reverse topological order over nodes that require grad
+  std::vector<LazyPtr> order;
+  std::unordered_map<const LazyNode*, int> state; // 1 visiting, 2 done
+  std::vector<std::pair<LazyPtr, std::size_t>> stack;
+  for (const Tensor& o : outputs) {
+    if (!o.lazy()->requires_grad || state.count(o.lazy().get())) continue;
+    stack.push_back({o.lazy(), 0});
+    state[o.lazy().get()] = 1;
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (n->grad_fn && next < n->grad_fn->parents.size()) {
+        LazyPtr p = n->grad_fn->parents[next++];
+        if (p->requires_grad && !state.count(p.get())) {
+          state[p.get()] = 1;
+          stack.push_back({p, 0});
+        }
+        continue;
+      }
+      state[n.get()] = 2;
+      order.push_back(n);
+      stack.pop_back();
+    }
+  }
+  std::unordered_map<const LazyNode*, Tensor> grads;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].lazy()->requires_grad) continue;
+    auto& acc = grads[outputs[i].lazy().get()];
+    acc = acc.defined() ? acc + seeds[i] : seeds[i];
+  }
+  for (std::size_t k = order.size(); k-- > 0;) {
+    const LazyPtr& n = order[k];
+    auto it = grads.find(n.get());
+    if (it == grads.end() || !n->grad_fn) continue;
+    std::vector<Tensor> gs = vjp(n, *n->grad_fn, it->second);
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      const LazyPtr& p = n->grad_fn->parents[i];
+      if (!gs[i].defined() || !p->requires_grad) continue;
+      Tensor gi = gs[i].dtype() == p->dtype ? gs[i] : gs[i].cast(p->dtype);
+      auto& acc = grads[p.get()];
+      acc = acc.defined() ? acc + gi : gi;
+    }
+  }
+  if (accumulate_leaves)
+    for (const LazyPtr& n : order) {
+      if (n->grad_fn) continue;
+      auto it = grads.find(n.get());
+      if (it == grads.end()) continue;
+      n->grad = n->grad ? (Tensor(n->grad) + it->second).lazy() : it->second.lazy();
+    }
+  std::vector<Tensor> out;
+  for (const LazyPtr& w : wanted) {
+    auto it = grads.find(w.get());
+    out.push_back(it == grads.end() ? Tensor() : it->second);
+  }
+  return out;
+}
+
+} // namespace detail
+
+inline Tensor& Tensor::requires_grad_(bool on, Loc loc) {
+  if (on && !is_float(dtype()))
+    detail::fail<dtype_error>("requires_grad_", std::string("only floating point tensors can require grad, got ") + dtype_name(dtype()), loc);
+  if (n_->grad_fn) detail::fail<error>("requires_grad_", "only leaf tensors can be made to require grad (use detach())", loc);
+  n_->requires_grad = on;
+  return *this;
+}
+
+inline Tensor Tensor::detach() const {
+  if (!requires_grad()) return *this;
+  if (node().op == Op::Buffer) {
+    Tensor r = make(Op::Buffer, dtype(), sym_shape(), {}, device());
+    r.n_->buffer = n_->buffer;
+    return r;
+  }
+  no_grad guard;
+  return make(Op::Contiguous, dtype(), sym_shape(), {n_}, device());
+}
+
+inline void Tensor::backward(const Tensor& gradient, Loc loc) const {
+  if (!requires_grad())
+    detail::fail<error>("backward", "the tensor does not require grad (no input of it called requires_grad_())", loc);
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    if (numel() != 1)
+      detail::fail<shape_error>("backward", "needs a gradient for a non-scalar tensor of shape " + detail::shape_of(*this), loc);
+    seed = full_on(sym_shape(), 1, dtype(), device());
+  } else if (!(seed.sym_shape() == sym_shape())) {
+    detail::fail<shape_error>("backward", "gradient of shape " + detail::shape_of(seed) + " for a tensor of shape " +
+                                              detail::shape_of(*this),
+                              loc);
+  }
+  detail::gradients({*this}, {seed.cast(dtype())}, {}, true);
+}
+
+/// torch.autograd.grad: the gradients of `outputs` (scalars, or weighted by `grad_outputs`)
+/// with respect to `inputs`, without touching any .grad().
+inline std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                std::vector<Tensor> grad_outputs = {},
+                                std::source_location loc = std::source_location::current()) {
+  if (grad_outputs.empty())
+    for (const Tensor& o : outputs) {
+      if (o.numel() != 1)
+        detail::fail<shape_error>("grad", "needs grad_outputs for a non-scalar output of shape " + detail::shape_of(o), loc);
+      grad_outputs.push_back(Tensor::full_on(o.sym_shape(), 1, o.dtype(), o.device()));
+    }
+  std::vector<LazyPtr> wanted;
+  for (const Tensor& i : inputs) {
+    if (!i.requires_grad()) detail::fail<error>("grad", "an input does not require grad", loc);
+    wanted.push_back(i.lazy());
+  }
+  std::vector<Tensor> gs = detail::gradients(outputs, grad_outputs, wanted, false);
+  for (std::size_t k = 0; k < gs.size(); ++k)
+    if (!gs[k].defined()) gs[k] = zeros_like(inputs[k]);
+  return gs;
+}
+
+} // namespace tg

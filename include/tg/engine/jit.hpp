@@ -1,0 +1,231 @@
+#pragma once
+// assign: write values into existing buffers (parameters and optimizer state update in place).
+// jit: capture the device work of a function on an early call and replay it afterwards: no graph
+// building, scheduling or compiling on replay (tinygrad's TinyJit, tensorgrad's compiled step).
+#include <tuple>
+
+#include "../autograd/backward.hpp"
+
+namespace tg {
+
+/// Realizes every value into the buffer of its target (a realized tensor of the same shape;
+/// values are cast to the target's dtype) in one schedule. Afterwards each value tensor aliases
+/// its target's memory.
+inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
+                   std::source_location loc = std::source_location::current()) {
+  std::vector<LazyPtr> nodes;
+  std::vector<std::shared_ptr<Buffer>> buffers;
+  for (const auto& [target, value0] : pairs) {
+    const LazyPtr& t = target.lazy();
+    if (!t || t->op != Op::Buffer)
+      detail::fail<error>("assign", "the target must be a realized tensor that owns its buffer (not a view; call "
+                                    "contiguous().realize() first)", loc);
+    if (!(target.sym_shape() == value0.sym_shape()) && target.shape() != value0.shape())
+      detail::fail<shape_error>("assign", "value of shape " + detail::shape_of(value0) + " for a target of shape " +
+                                              detail::shape_of(target), loc);
+    if (target.device() != value0.device())
+      detail::fail<device_error>("assign", "value on " + value0.device() + " for a target on " + target.device(), loc);
+    Tensor v = value0.cast(target.dtype());
+    if (v.is_realized() || v.lazy() == t) // already in memory: a copy kernel
+      v = Tensor::make(Op::Contiguous, v.dtype(), v.sym_shape(), {v.lazy()}, v.device());
+    if (std::find(nodes.begin(), nodes.end(), v.lazy()) != nodes.end())
+      detail::fail<error>("assign", "one value is assigned to two targets", loc);
+    nodes.push_back(v.lazy());
+    buffers.push_back(t->buffer);
+  }
+  detail::GraphBuild b = detail::build_graph(nodes);
+  if (b.order.empty()) return;
+  std::vector<std::shared_ptr<Buffer>> targets(b.order.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    for (std::size_t j = 0; j < b.order.size(); ++j)
+      if (b.order[j] == nodes[i]) targets[j] = buffers[i];
+  Realized r = realize_graph(b.graph, b.inputs, b.keep, device(b.device), &targets);
+  detail::adopt(b, r);
+}
+
+inline Tensor& Tensor::assign(const Tensor& value, Loc loc) {
+  tg::assign({{*this, value}}, loc);
+  return *this;
+}
+
+namespace detail {
+template <class R> struct JitResult; // how a function's result is flattened to tensors and rebuilt
+template <> struct JitResult<Tensor> {
+  static std::vector<Tensor> flatten(const Tensor& t) { return {t}; }
+  static Tensor rebuild(const std::vector<Tensor>& ts) { return ts[0]; }
+};
+template <> struct JitResult<std::vector<Tensor>> {
+  static std::vector<Tensor> flatten(const std::vector<Tensor>& t) { return t; }
+  static std::vector<Tensor> rebuild(const std::vector<Tensor>& ts) { return ts; }
+};
+template <> struct JitResult<void> {};
+template <class... T> struct JitResult<std::tuple<T...>> {
+  static std::vector<Tensor> flatten(const std::tuple<T...>& t) {
+    return std::apply([](const auto&... x) { return std::vector<Tensor>{x...}; }, t);
+  }
+  static std::tuple<T...> rebuild(const std::vector<Tensor>& ts) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple<T...>{ts[I]...}; }(std::index_sequence_for<T...>{});
+  }
+};
+} // namespace detail
+
+/// A function of tensors whose device work is captured once and replayed. The first call runs
+/// normally (kernels compile); the second runs while recording every launch; later calls copy
+/// nothing and build nothing: they rebind the inputs' buffers and replay the launches.
+/// Rules, as for TinyJit: inputs are tensors of the captured shapes, dtypes and devices (a
+/// symbolic size may change within its bounds); state must change through tg::assign (parameters,
+/// optimizer moments, a learning rate held in a tensor); host values made inside the function
+/// are frozen at capture; the returned tensors alias buffers that the next replay overwrites.
+template <class F> class Jit {
+public:
+  explicit Jit(F f) : fn_(std::move(f)) {}
+
+  template <class... Args> auto operator()(const Args&... args) {
+    static_assert((std::is_same_v<Args, Tensor> && ...), "tg::jit: every argument must be a tg::Tensor");
+    using R = decltype(fn_(args...));
+    std::vector<Tensor> inputs{args...};
+    for (Tensor& t : inputs) { // inputs become plain buffers, outside any capture
+      if (t.lazy()->op != Op::Buffer) t = t.contiguous().realize();
+    }
+    if (calls_ >= 2) {
+      check(inputs);
+      if constexpr (std::is_void_v<R>) replay(inputs);
+      else return detail::JitResult<R>::rebuild(replay(inputs));
+    } else if (calls_++ == 0) { // warm-up: compiles everything
+      if constexpr (std::is_void_v<R>) call(inputs, std::index_sequence_for<Args...>{});
+      else {
+        R r = call(inputs, std::index_sequence_for<Args...>{});
+        realize(detail::JitResult<R>::flatten(r));
+        return r;
+      }
+    } else { // capture
+      detail::Capture cap;
+      detail::active_capture() = &cap;
+      struct Reset {
+        ~Reset() { detail::active_capture() = nullptr; }
+      } reset;
+      for (const Tensor& t : inputs) {
+        input_buffers_.push_back(t.lazy()->buffer);
+        input_shapes_.push_back(t.sym_shape());
+        input_dtypes_.push_back(t.dtype());
+        input_devices_.push_back(t.device());
+      }
+      if constexpr (std::is_void_v<R>) {
+        call(inputs, std::index_sequence_for<Args...>{});
+        launches_ = std::move(cap.launches);
+      } else {
+        R r = call(inputs, std::index_sequence_for<Args...>{});
+        std::vector<Tensor> outs = detail::JitResult<R>::flatten(r);
+        for (Tensor& o : outs) o = o.contiguous();
+        realize(outs);
+        for (const Tensor& o : outs) outputs_.push_back(o.lazy());
+        launches_ = std::move(cap.launches);
+        prepare_replay();
+        return detail::JitResult<R>::rebuild(outs);
+      }
+      prepare_replay();
+    }
+  }
+
+  /// The number of device steps a replay runs (kernels and copies).
+  std::size_t captured_launches() const { return launches_.size(); }
+
+private:
+  template <std::size_t... I> auto call(const std::vector<Tensor>& inputs, std::index_sequence<I...>) {
+    return fn_(inputs[I]...);
+  }
+
+  void check(const std::vector<Tensor>& inputs) const {
+    if (inputs.size() != input_shapes_.size())
+      throw error("tg.jit: called with " + std::to_string(inputs.size()) + " tensors, captured with " +
+                  std::to_string(input_shapes_.size()));
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      bool same = t.dtype() == input_dtypes_[i] && t.device() == input_devices_[i] && t.ndim() == int(input_shapes_[i].size());
+      for (std::size_t d = 0; same && d < input_shapes_[i].size(); ++d) {
+        const SInt& cap = input_shapes_[i][d];
+        const SInt& now = t.sym_shape()[d];
+        if (cap.is_const()) same = now.is_const() && now.constant() == cap.constant();
+        else same = now == cap && now.eval() <= cap.max_value(); // same variable, any value within bounds
+      }
+      if (!same)
+        throw error("tg.jit: input " + std::to_string(i) + " is " + detail::shape_of(t) + " " + dtype_name(t.dtype()) +
+                    " on " + t.device() + ", but the function was captured with " + detail::shape_str(input_shapes_[i]) +
+                    " " + dtype_name(input_dtypes_[i]) + " on " + input_devices_[i] + " (make a new tg::jit for new shapes)");
+    }
+  }
+
+  void prepare_replay() {
+    // per launch, which argument slots hold a captured input buffer
+    for (std::size_t l = 0; l < launches_.size(); ++l)
+      for (std::size_t k = 0; k < launches_[l].buffers.size(); ++k)
+        for (std::size_t i = 0; i < input_buffers_.size(); ++i)
+          if (launches_[l].buffers[k] == input_buffers_[i]) slots_.push_back({l, k, i});
+    ptrs_.resize(launches_.size());
+    for (std::size_t l = 0; l < launches_.size(); ++l)
+      for (auto& b : launches_[l].buffers) ptrs_[l].push_back(b->ptr);
+  }
+
+  std::vector<Tensor> replay(const std::vector<Tensor>& inputs) {
+    for (auto [l, k, i] : slots_) ptrs_[l][k] = inputs[i].lazy()->buffer->ptr;
+    // symbolic sizes take their values from the inputs
+    std::vector<Var> bound;
+    for (const Tensor& t : inputs)
+      for (const SInt& d : t.sym_shape()) d.collect_vars(bound);
+    auto value_of = [&](const Var& v) {
+      for (const Var& b : bound)
+        if (b == v) return b.value;
+      return v.value;
+    };
+    for (std::size_t l = 0; l < launches_.size(); ++l) {
+      const detail::Launch& launch = launches_[l];
+      if (!launch.runner) {
+        launch.buffers[0]->device->copy(ptrs_[l][0], ptrs_[l][1], launch.copy_bytes);
+        continue;
+      }
+      std::vector<std::int64_t> vars;
+      for (const Var& v : launch.vars) vars.push_back(value_of(v));
+      launch.runner->run(ptrs_[l], vars);
+      detail::stats_storage().kernels_launched++;
+    }
+    std::vector<Tensor> outs;
+    for (const LazyPtr& o : outputs_) {
+      Shape s = o->shape;
+      for (SInt& d : s) d = substitute(d, bound);
+      Tensor t = Tensor::make(Op::Buffer, o->dtype, s, {}, o->device);
+      t.lazy()->buffer = o->buffer;
+      outs.push_back(t);
+    }
+    return outs;
+  }
+  static SInt substitute(const SInt& d, const std::vector<Var>& bound) {
+    if (d.is_const()) return d;
+    SInt r = d.constant();
+    for (const Term& t : d.terms()) {
+      SInt p = t.coef;
+      for (Var v : t.vars) {
+        for (const Var& b : bound)
+          if (b == v) v.value = b.value;
+        p = p * SInt(v);
+      }
+      r = r + p;
+    }
+    return r;
+  }
+
+  F fn_;
+  int calls_ = 0;
+  std::vector<detail::Launch> launches_;
+  std::vector<std::vector<void*>> ptrs_;
+  std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> slots_;
+  std::vector<std::shared_ptr<Buffer>> input_buffers_;
+  std::vector<Shape> input_shapes_;
+  std::vector<DType> input_dtypes_;
+  std::vector<std::string> input_devices_;
+  std::vector<LazyPtr> outputs_;
+};
+
+/// Wraps a function of tensors in a Jit (see Jit).
+template <class F> Jit<F> jit(F f) { return Jit<F>(std::move(f)); }
+
+} // namespace tg

@@ -1,0 +1,205 @@
+// Every differentiable op's gradient against central finite differences, in float64.
+#include <doctest/doctest.h>
+
+#include <tg/tg.hpp>
+
+#include <functional>
+#include <random>
+
+namespace {
+using Fn = std::function<tg::Tensor(const std::vector<tg::Tensor>&)>;
+
+/// Random values in [lo, hi] kept at least `gap` away from each other and from zero, so that
+/// kinks (relu, abs, max ties) are not straddled by the finite difference.
+std::vector<double> values(std::size_t n, std::mt19937& rng, double lo = -2, double hi = 2, bool distinct = true) {
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<double> v;
+  const double gap = std::min(0.02, (hi - lo) / double(4 * n + 4));
+  while (v.size() < n) {
+    double x = d(rng);
+    bool ok = std::abs(x) > 0.05 || !distinct;
+    for (double y : v) ok = ok && (!distinct || std::abs(x - y) > gap);
+    if (ok) v.push_back(x);
+  }
+  return v;
+}
+
+double loss_value(const Fn& f, const std::vector<std::vector<double>>& data, const std::vector<tg::Shape>& shapes,
+                  const std::vector<double>& w) {
+  tg::no_grad guard;
+  std::vector<tg::Tensor> xs;
+  for (std::size_t i = 0; i < data.size(); ++i) xs.push_back(tg::Tensor::from_data(data[i], shapes[i]));
+  tg::Tensor y = f(xs).cast(tg::float64);
+  auto yv = y.to_vector<double>();
+  double s = 0;
+  for (std::size_t k = 0; k < yv.size(); ++k) s += yv[k] * w[k];
+  return s;
+}
+
+void check_grad(const std::string& name, const Fn& f, const std::vector<tg::Shape>& shapes, double lo = -2, double hi = 2,
+                std::uint32_t seed = 1) {
+  CAPTURE(name);
+  std::mt19937 rng(seed);
+  std::vector<std::vector<double>> data;
+  std::vector<tg::Tensor> xs;
+  for (const tg::Shape& s : shapes) {
+    data.push_back(values(std::size_t(tg::prod(s).eval()), rng, lo, hi));
+    xs.push_back(tg::Tensor::from_data(data.back(), s).requires_grad_());
+  }
+  tg::Tensor y = f(xs);
+  std::vector<double> w = values(std::size_t(y.numel()), rng, 0.5, 1.5, false);
+  tg::Tensor wt = tg::Tensor::from_data(w, y.sym_shape()).cast(y.dtype());
+  (y * wt).sum().backward();
+  const double eps = 1e-6;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    REQUIRE(xs[i].grad().defined());
+    auto g = xs[i].grad().to_vector<double>();
+    for (std::size_t j = 0; j < data[i].size(); ++j) {
+      auto plus = data, minus = data;
+      plus[i][j] += eps;
+      minus[i][j] -= eps;
+      double num = (loss_value(f, plus, shapes, w) - loss_value(f, minus, shapes, w)) / (2 * eps);
+      CAPTURE(i);
+      CAPTURE(j);
+      CHECK(g[j] == doctest::Approx(num).epsilon(1e-5).scale(1.0));
+    }
+  }
+}
+} // namespace
+
+TEST_CASE("unary math") {
+  tg::Shape s{2, 3};
+  check_grad("neg", [](auto& x) { return -x[0]; }, {s});
+  check_grad("abs", [](auto& x) { return x[0].abs(); }, {s});
+  check_grad("exp", [](auto& x) { return x[0].exp(); }, {s});
+  check_grad("exp2", [](auto& x) { return x[0].exp2(); }, {s});
+  check_grad("log", [](auto& x) { return x[0].log(); }, {s}, 0.1, 3);
+  check_grad("log2", [](auto& x) { return x[0].log2(); }, {s}, 0.1, 3);
+  check_grad("sqrt", [](auto& x) { return x[0].sqrt(); }, {s}, 0.1, 3);
+  check_grad("rsqrt", [](auto& x) { return x[0].rsqrt(); }, {s}, 0.1, 3);
+  check_grad("reciprocal", [](auto& x) { return x[0].reciprocal(); }, {s}, 0.2, 3);
+  check_grad("sin", [](auto& x) { return x[0].sin(); }, {s});
+  check_grad("cos", [](auto& x) { return x[0].cos(); }, {s});
+  check_grad("tan", [](auto& x) { return x[0].tan(); }, {s}, -1, 1);
+  check_grad("tanh", [](auto& x) { return x[0].tanh(); }, {s});
+  check_grad("sigmoid", [](auto& x) { return x[0].sigmoid(); }, {s});
+  check_grad("relu", [](auto& x) { return x[0].relu(); }, {s});
+  check_grad("leaky_relu", [](auto& x) { return x[0].leaky_relu(0.1); }, {s});
+  check_grad("gelu", [](auto& x) { return x[0].gelu(); }, {s});
+  check_grad("gelu tanh", [](auto& x) { return x[0].gelu("tanh"); }, {s});
+  check_grad("silu", [](auto& x) { return x[0].silu(); }, {s});
+  check_grad("softplus", [](auto& x) { return x[0].softplus(); }, {s});
+  check_grad("square", [](auto& x) { return x[0].square(); }, {s});
+  check_grad("pow scalar", [](auto& x) { return x[0].pow(3.0); }, {s});
+  check_grad("pow tensor", [](auto& x) { return x[0].pow(x[1]); }, {s, s}, 0.2, 2);
+  check_grad("clamp", [](auto& x) { return x[0].clamp(-1.0, 1.0); }, {s});
+}
+
+TEST_CASE("binary ops with broadcasting") {
+  check_grad("add", [](auto& x) { return x[0] + x[1]; }, {{2, 3}, {3}});
+  check_grad("sub", [](auto& x) { return x[0] - x[1]; }, {{2, 1}, {1, 3}});
+  check_grad("mul", [](auto& x) { return x[0] * x[1]; }, {{2, 3}, {2, 3}});
+  check_grad("div", [](auto& x) { return x[0] / x[1]; }, {{2, 3}, {3}}, 0.5, 2);
+  check_grad("scalar mix", [](auto& x) { return 2.0 * x[0] - x[0] / 3.0 + 1.0; }, {{4}});
+  check_grad("maximum", [](auto& x) { return x[0].maximum(x[1]); }, {{2, 3}, {2, 3}});
+  check_grad("minimum", [](auto& x) { return x[0].minimum(x[1]); }, {{2, 3}, {3}});
+  check_grad("where", [](auto& x) { return tg::where(x[0] > 0.0, x[0], x[1] * 2.0); }, {{2, 3}, {2, 3}});
+}
+
+TEST_CASE("reductions") {
+  tg::Shape s{3, 4};
+  check_grad("sum all", [](auto& x) { return x[0].sum(); }, {s});
+  check_grad("sum axis", [](auto& x) { return x[0].sum(1); }, {s});
+  check_grad("sum keepdim", [](auto& x) { return x[0].sum(0, true) * x[0]; }, {s});
+  check_grad("mean", [](auto& x) { return x[0].mean({0, 1}); }, {s});
+  check_grad("max", [](auto& x) { return x[0].max(1); }, {s});
+  check_grad("min", [](auto& x) { return x[0].min(0); }, {s});
+  check_grad("prod", [](auto& x) { return x[0].prod(1); }, {s});
+  check_grad("var", [](auto& x) { return x[0].var({1}); }, {s});
+  check_grad("std", [](auto& x) { return x[0].std({0}); }, {s});
+  check_grad("logsumexp", [](auto& x) { return x[0].logsumexp(1); }, {s});
+  check_grad("softmax", [](auto& x) { return x[0].softmax(-1); }, {s});
+  check_grad("log_softmax", [](auto& x) { return x[0].log_softmax(0); }, {s});
+  check_grad("cumsum", [](auto& x) { return x[0].cumsum(1); }, {s});
+}
+
+TEST_CASE("cast passes the gradient through, in the input's dtype") {
+  auto x = tg::Tensor({1.0, -2.0}).requires_grad_();
+  (x.cast(tg::float32) * 3.0f).sum().backward();
+  CHECK(x.grad().dtype() == tg::float64);
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{3, 3});
+}
+
+TEST_CASE("max ties split the gradient evenly") {
+  auto x = tg::Tensor({1.0, 3.0, 3.0, 2.0}).requires_grad_();
+  x.max().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0.5, 0});
+  auto z = tg::Tensor({2.0, 0.0, 3.0}).requires_grad_();
+  z.prod().backward();
+  CHECK(z.grad().to_vector<double>() == std::vector<double>{0, 6, 0});
+}
+
+TEST_CASE("movement ops") {
+  tg::Shape s{2, 3, 4};
+  check_grad("reshape", [](auto& x) { return x[0].reshape({4, 6}) * x[0].reshape({4, 6}); }, {s});
+  check_grad("permute", [](auto& x) { return x[0].permute({2, 0, 1}); }, {s});
+  check_grad("transpose", [](auto& x) { return x[0].transpose(0, 2); }, {s});
+  check_grad("expand", [](auto& x) { return x[0].expand({3, 2, 3, 4}); }, {{2, 1, 4}});
+  check_grad("squeeze/unsqueeze", [](auto& x) { return x[0].unsqueeze(1).squeeze(); }, {s});
+  check_grad("flatten", [](auto& x) { return x[0].flatten(1); }, {s});
+  check_grad("pad", [](auto& x) { return x[0].pad({1, 2, 0, 1}, 0.5); }, {s});
+  check_grad("pad crop", [](auto& x) { return x[0].pad({-1, 1}); }, {s});
+  check_grad("slice step", [](auto& x) { return x[0].slice(2, 0, std::nullopt, 2); }, {s});
+  check_grad("slice step 3", [](auto& x) { return x[0].slice(2, 1, std::nullopt, 3); }, {s});
+  check_grad("slice negative step", [](auto& x) { return x[0].slice(1, std::nullopt, std::nullopt, -2); }, {s});
+  check_grad("index", [](auto& x) { return x[0].index({1, tg::Slice{1, 3}}); }, {s});
+  check_grad("flip", [](auto& x) { return x[0].flip({0, 2}); }, {s});
+  check_grad("cat", [](auto& x) { return tg::cat({x[0], x[1] * 2.0}, 1); }, {{2, 3}, {2, 2}});
+  check_grad("stack", [](auto& x) { return tg::stack({x[0], x[1]}, 0); }, {{2, 3}, {2, 3}});
+  check_grad("split", [](auto& x) { return x[0].split(2, 2)[1] * x[0].chunk(2, 2)[0]; }, {s});
+  check_grad("repeat", [](auto& x) { return x[0].repeat({2, 1, 3}); }, {{2, 3}});
+  check_grad("gather", [](auto& x) { return x[0].gather(1, tg::Tensor({{0, 2, 2}, {1, 1, 0}})); }, {{2, 3}});
+  check_grad("index_select", [](auto& x) { return x[0].index_select(0, tg::Tensor({2, 0, 2})); }, {{3, 2}});
+}
+
+TEST_CASE("matmul and friends") {
+  check_grad("matmul 2d", [](auto& x) { return x[0].matmul(x[1]); }, {{3, 4}, {4, 2}});
+  check_grad("matmul batched broadcast", [](auto& x) { return x[0].matmul(x[1]); }, {{2, 3, 4}, {4, 2}});
+  check_grad("matmul 1d", [](auto& x) { return x[0].matmul(x[1]); }, {{4}, {4, 2}});
+  check_grad("dot", [](auto& x) { return x[0].dot(x[1]); }, {{5}, {5}});
+  check_grad("mlp", [](auto& x) { return (x[0].matmul(x[1]) + x[2]).relu().matmul(x[1].T()).tanh(); }, {{3, 4}, {4, 5}, {5}});
+}
+
+TEST_CASE("backward accumulates, detach and no_grad cut the graph, tg::grad leaves .grad alone") {
+  auto w = tg::Tensor({1.0, 2.0, 3.0}).requires_grad_();
+  (w * w).sum().backward();
+  (w * 2.0).sum().backward();
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{4, 6, 8});
+  auto d = (w.detach() * w).sum();
+  auto g = tg::grad({d}, {w});
+  CHECK(g[0].to_vector<double>() == std::vector<double>{1, 2, 3});
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{4, 6, 8});
+  {
+    tg::no_grad guard;
+    CHECK(!(w * 2.0).requires_grad());
+  }
+  CHECK((w * 2.0).requires_grad());
+  // a non-scalar output needs an explicit gradient
+  auto v = w * 3.0;
+  CHECK_THROWS_AS(v.backward(), tg::shape_error);
+  v.backward(tg::Tensor({1.0, 0.0, 1.0}));
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{7, 6, 11});
+  CHECK_THROWS_AS(tg::Tensor({1, 2}).requires_grad_(), tg::dtype_error);
+  CHECK_THROWS_AS(tg::Tensor({1.0}).backward(), tg::error);
+}
+
+TEST_CASE("gradients are graph nodes that fuse; realized values are reused") {
+  auto x = tg::randn({32, 16}, tg::float32).realize(), w = tg::randn({16, 8}).realize().requires_grad_();
+  auto loss = x.matmul(w).relu().sum();
+  loss.realize();
+  tg::reset_stats();
+  loss.backward();
+  w.grad().realize();
+  // relu'(h) needs h (one matmul kernel) and dW = x^T g (one reduction): a handful of kernels, not one per op
+  CHECK(tg::stats().kernels_launched <= 3);
+}
