@@ -144,3 +144,42 @@ TEST_CASE("pipeline functions run in constant expressions") {
   static_assert(kernels.second);
   CHECK(kernels.first == 1);
 }
+
+TEST_CASE("upcast reductions compute the same values as plain ones") {
+  // (a @ b) * 2 + bias: a reduction with an epilogue, upcast along its last axis (32 = 2 x 16)
+  for (std::int64_t m : {32, 24, 7}) {
+    CAPTURE(m);
+    auto a = randn({5, 9}), b = randn({9, m}), bias = randn({m});
+    auto y = a.matmul(b) * 2.0f + bias;
+    auto info = tg::schedule({y});
+    REQUIRE(info.kernels() == 1);
+    tg::Program plain = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{1});
+    tg::Program up = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16});
+    CHECK(contains(up.name.view(), m % 8 == 0 ? "u" : "r_"));
+    auto av = a.to_vector<float>(), bv = b.to_vector<float>(), cv = bias.to_vector<float>();
+    std::vector<float> out1(std::size_t(5 * m)), out2(out1.size()), expect(out1.size());
+    for (std::int64_t i = 0; i < 5; ++i)
+      for (std::int64_t j = 0; j < m; ++j) {
+        float s = 0;
+        for (std::int64_t k = 0; k < 9; ++k) s += av[std::size_t(i * 9 + k)] * bv[std::size_t(k * m + j)];
+        expect[std::size_t(i * m + j)] = s * 2.0f + cv[std::size_t(j)];
+      }
+    // kernel parameters: output, then inputs in the kernel's order (graph buffers a, b, bias)
+    std::vector<void*> in;
+    for (int node : info.schedule.kernels[0].inputs) {
+      const tg::Node& n = info.graph[node];
+      in.push_back(n.arg == 0 ? (void*)av.data() : n.arg == 1 ? (void*)bv.data() : (void*)cv.data());
+    }
+    auto run = [&](const tg::Program& p, std::vector<float>& out) {
+      std::vector<void*> bufs{out.data()};
+      bufs.insert(bufs.end(), in.begin(), in.end());
+      tg::interpret(p, bufs, {}, 0, tg::eval_sint(p.outer, p.vars, {}));
+    };
+    run(plain, out1);
+    run(up, out2);
+    for (std::size_t i = 0; i < expect.size(); ++i) {
+      CHECK(out1[i] == doctest::Approx(expect[i]).epsilon(1e-5));
+      CHECK(out2[i] == out1[i]);
+    }
+  }
+}

@@ -8,11 +8,20 @@
 
 namespace tg {
 
+/// Choices the lowering makes beyond correctness (TG_OPT=0 turns them off).
+struct LowerOptions {
+  /// Reductions compute this many consecutive outputs of their last axis at once, each with its
+  /// own accumulator in one shared loop: loads that do not depend on that axis are shared, and
+  /// the others are contiguous, so the C compiler vectorizes them (tinygrad's "upcast").
+  int upcast = 16;
+};
+
 namespace detail {
 
 class Lowerer {
 public:
-  constexpr Lowerer(const Graph& g, const Schedule& s, const Kernel& k) : g_(g), mat_(s.materialized), k_(k) {
+  constexpr Lowerer(const Graph& g, const Schedule& s, const Kernel& k, LowerOptions o = {})
+      : g_(g), mat_(s.materialized), k_(k), opt_(o) {
     params_.push_back(k.root);
     for (int in : k.inputs) params_.push_back(in);
   }
@@ -45,28 +54,45 @@ public:
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
     bound1.arg = 1;
-    std::int64_t mhi = m[0].max_value();
+    // upcast the last output axis of a reduction kernel when it divides evenly
+    std::int64_t lanes = 1;
+    if (!reduce_nodes_.empty() && m.back().is_const())
+      for (std::int64_t w = opt_.upcast; w >= 4; w /= 2)
+        if (m.back().constant() % w == 0 && m.back().constant() >= w) {
+          lanes = w;
+          break;
+        }
+    Shape loops = m;
+    loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
+    std::int64_t mhi = loops[0].max_value();
     int start = b_.add(bound0, 0, mhi), end = b_.add(bound1, 0, mhi);
-    std::vector<int> idx;
-    idx.push_back(range(start, end, mhi));
-    for (std::size_t i = 1; i < m.size(); ++i) {
-      int zero = b_.cint(0), size = sint(m[i]); // named: argument order would vary by compiler
-      idx.push_back(range(zero, size, m[i].max_value()));
+    std::vector<int> ranges;
+    ranges.push_back(range(start, end, mhi));
+    for (std::size_t i = 1; i < loops.size(); ++i) {
+      int zero = b_.cint(0), size = sint(loops[i]); // named: argument order would vary by compiler
+      ranges.push_back(range(zero, size, loops[i].max_value()));
     }
-    out_idx_ = idx;
-    space_idx_.assign(1, idx);
     std::vector<Movement> to_loops{Movement{MoveOp::Reshape, m, {}}};
-    int v = value(k_.root, to_loops, 0);
     ShapeTracker out = ShapeTracker::contiguous(root.shape).apply(to_loops);
-    auto [oi, ovalid] = index(out, idx);
-    (void)ovalid;
     int param0 = param(k_.root);
-    UOp st{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}};
-    b_.add(st);
+    for (lane_ = 0; lane_ < lanes; ++lane_) {
+      std::vector<int> idx = ranges;
+      if (lanes > 1)
+        idx.back() = b_.alu(Op::Add, DType::Int64, b_.alu(Op::Mul, DType::Int64, ranges.back(), b_.cint(lanes)), b_.cint(lane_));
+      out_idx_ = idx;
+      space_idx_.assign(std::max<std::size_t>(space_idx_.size(), 1), {});
+      space_idx_[0] = idx;
+      int v = value(k_.root, to_loops, 0);
+      auto [oi, ovalid] = index(out, idx);
+      (void)ovalid;
+      UOp st{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}};
+      b_.add(st);
+    }
+    lane_ = 0;
 
-    Program p = linearize(int(m.size()));
+    Program p = linearize(int(loops.size()));
     for (int pn : params_) p.params.push_back(g_[pn].dtype);
-    p.outer = m[0];
+    p.outer = loops[0];
     SInt work = prod(m);
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) work = work * prod(reduce_axes_shape(r));
     p.work = work;
@@ -78,7 +104,8 @@ public:
     for (const Var& v : launch_vars) var_index(v);
     p.vars = vars_;
     p.name << (reduce_nodes_.empty() ? "E" : "r");
-    for (const SInt& d : m) {
+    if (lanes > 1) p.name << 'u' << lanes;
+    for (const SInt& d : loops) {
       p.name << '_';
       if (d.is_const()) p.name << d.constant();
       else p.name << 'n';
@@ -88,7 +115,7 @@ public:
 
 private:
   struct Memo {
-    int node, space;
+    int node, space, lane;
     std::vector<Movement> pending;
     int uop;
   };
@@ -168,9 +195,9 @@ private:
   constexpr int value(int node, const std::vector<Movement>& pending, int space) {
     if (!collecting_)
       for (const Memo& m : memo_)
-        if (m.node == node && m.space == space && same_moves(m.pending, pending)) return m.uop;
+        if (m.node == node && m.space == space && m.lane == lane_ && same_moves(m.pending, pending)) return m.uop;
     int r = compute(node, pending, space);
-    if (!collecting_) memo_.push_back(Memo{node, space, pending, r});
+    if (!collecting_) memo_.push_back(Memo{node, space, int(lane_), pending, r});
     return r;
   }
 
@@ -234,8 +261,7 @@ private:
       value(n.src[0], p, sp);
       return -1;
     }
-    for (const UOp& existing : b_.ops)
-      if (existing.kind == UKind::Reduce && existing.arg == node) return find_reduce(node);
+    if (int found = find_reduce(node, lane_); found >= 0) return found;
     Shape m = merged(g_[k_.root].shape, out_groups_, 0);
     if (m.empty()) m.push_back(1);
     std::size_t nout = g_[k_.root].shape.size();
@@ -246,25 +272,31 @@ private:
       ra = merged(full, reduce_groups_[r], nout);
     }
     loops = m;
-    std::vector<int> idx = out_idx_, rr;
-    for (const SInt& d : ra) {
-      int zero = b_.cint(0), size = sint(d);
-      int rg = range(zero, size, d.max_value());
-      rr.push_back(rg);
-      idx.push_back(rg);
-      loops.push_back(d);
+    // every lane of an upcast kernel runs this reduction over the same loops
+    std::vector<int> rr;
+    for (const auto& [rn, existing] : reduce_ranges_)
+      if (rn == node) rr = existing;
+    if (rr.empty()) {
+      for (const SInt& d : ra) {
+        int zero = b_.cint(0), size = sint(d);
+        rr.push_back(range(zero, size, d.max_value()));
+      }
+      reduce_ranges_.push_back({node, rr});
     }
+    std::vector<int> idx = out_idx_;
+    idx.insert(idx.end(), rr.begin(), rr.end());
+    loops.insert(loops.end(), ra.begin(), ra.end());
     if (space_idx_.size() <= std::size_t(sp)) space_idx_.resize(std::size_t(sp) + 1);
     space_idx_[std::size_t(sp)] = idx;
     std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
     int x = value(n.src[0], p, sp);
     Op op = n.op == Op::ReduceSum ? Op::Add : n.op == Op::ReduceMax ? Op::Max : Op::Mul;
-    UOp u{UKind::Reduce, op, n.dtype, {x, -1, -1}, {}, node, rr};
+    UOp u{UKind::Reduce, op, n.dtype, {x, -1, -1}, Scalar::of_int(DType::Int64, lane_), node, rr};
     return b_.add(u);
   }
-  constexpr int find_reduce(int node) const {
+  constexpr int find_reduce(int node, std::int64_t lane) const {
     for (std::size_t i = 0; i < b_.ops.size(); ++i)
-      if (b_.ops[i].kind == UKind::Reduce && b_.ops[i].arg == node) return int(i);
+      if (b_.ops[i].kind == UKind::Reduce && b_.ops[i].arg == node && b_.ops[i].value.i == lane) return int(i);
     return -1;
   }
   static constexpr bool reduced(const Node& n, std::size_t d) {
@@ -368,22 +400,49 @@ private:
       UOp e{UKind::EndRange, Op::Add, DType::Int64, {map[r], -1, -1}, {}, -1, {}};
       p.ops.push_back(e);
     };
+    // Reductions over the same loops (the lanes of an upcast kernel) share one loop nest, each
+    // with its own accumulator.
     auto emit_reduce = [&](std::size_t i) {
+      std::vector<std::size_t> group;
+      for (std::size_t j = i; j < n; ++j)
+        if (!done[j] && dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges) group.push_back(j);
+      // first what the bodies need from outside the loops (later lanes' index math)
+      std::vector<std::uint8_t> need(n, 0);
+      std::vector<std::size_t> stack;
+      for (std::size_t g : group) stack.push_back(std::size_t(dag[g].src[0]));
+      while (!stack.empty()) {
+        std::size_t v = stack.back();
+        stack.pop_back();
+        if (done[v] || need[v] || dag[v].kind == UKind::Range) continue;
+        need[v] = 1;
+        for (int src : dag[v].src)
+          if (src >= 0) stack.push_back(std::size_t(src));
+      }
+      for (std::size_t v = 0; v < n; ++v)
+        if (need[v] && !(deps[v] & reduce_bits[i])) emit(v);
+      std::vector<int> accs;
+      for (std::size_t g : group) {
+        UOp acc{UKind::DefineAcc, dag[g].op, dag[g].dtype, {-1, -1, -1}, reduce_identity(dag[g].op, dag[g].dtype), -1, {}};
+        p.ops.push_back(acc);
+        accs.push_back(int(p.ops.size()) - 1);
+      }
       const UOp& u = dag[i];
-      UOp acc{UKind::DefineAcc, u.op, u.dtype, {-1, -1, -1}, reduce_identity(u.op, u.dtype), -1, {}};
-      p.ops.push_back(acc);
-      int acc_id = int(p.ops.size()) - 1;
       for (int rg : u.ranges) {
         emit(std::size_t(rg));
         int bit = dag[std::size_t(rg)].arg;
         for (std::size_t j = 0; j < n; ++j)
           if (!done[j] && dag[j].kind != UKind::Range && (deps[j] & reduce_bits[i]) && highest(deps[j]) == bit) emit(j);
       }
-      UOp as{UKind::AccAssign, u.op, u.dtype, {acc_id, map[std::size_t(u.src[0])], -1}, {}, -1, {}};
-      p.ops.push_back(as);
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        const UOp& g = dag[group[k]];
+        UOp as{UKind::AccAssign, g.op, g.dtype, {accs[k], map[std::size_t(g.src[0])], -1}, {}, -1, {}};
+        p.ops.push_back(as);
+      }
       for (std::size_t k = u.ranges.size(); k-- > 0;) end_range(std::size_t(u.ranges[k]));
-      map[i] = acc_id;
-      done[i] = true;
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        map[group[k]] = accs[k];
+        done[group[k]] = true;
+      }
     };
     // values no store depends on are never emitted
     std::vector<std::uint8_t> live(n, false);
@@ -440,12 +499,15 @@ private:
   std::vector<int> out_idx_;
   std::vector<std::vector<int>> space_idx_;
   int nranges_ = 0;
+  LowerOptions opt_;
+  std::int64_t lane_ = 0;
+  std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 
 } // namespace detail
 
-constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel) {
-  return detail::Lowerer(g, s, s.kernels[kernel]).run();
+constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel, LowerOptions o = {}) {
+  return detail::Lowerer(g, s, s.kernels[kernel], o).run();
 }
 
 } // namespace tg

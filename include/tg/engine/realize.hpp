@@ -52,6 +52,12 @@ inline std::string dump_graph(const Graph& g) {
 }
 } // namespace detail
 
+/// The lowering's optimizations, unless TG_OPT=0.
+inline LowerOptions lower_options() {
+  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1};
+  return o;
+}
+
 /// What a realize produces: a buffer for every node the caller asked to keep.
 struct Realized {
   std::vector<std::shared_ptr<Buffer>> buffers; // per node (null where not kept)
@@ -117,10 +123,17 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
       std::cerr << "\n";
     }
   }
+  if (debug >= 4) {
+    std::cerr << "memory plan\n";
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if (plan.slot[i] >= 0)
+        std::cerr << "  %" << i << " -> temporary " << plan.slot[i] << " ("
+                  << detail::shape_str({plan.slot_bytes[std::size_t(plan.slot[i])]}) << " bytes)\n";
+  }
   std::vector<Program> programs;
   programs.reserve(s.kernels.size());
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    programs.push_back(lower(g, s, k));
+    programs.push_back(lower(g, s, k, lower_options()));
     if (debug >= 4) std::cerr << dump(programs.back()).view();
   }
   std::vector<const Program*> ptrs;
@@ -191,7 +204,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     }
     if (debug >= 1) {
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "*** %-6s %-28s %10.1f us\n", dev->name().c_str(), runners[k]->name.c_str(), us);
+      std::fprintf(stderr, "*** %-6s %3zu %-28s %10.1f us\n", dev->name().c_str(), k, runners[k]->name.c_str(), us);
     }
   }
   for (auto& [target, fresh] : copies) {

@@ -231,7 +231,7 @@ inline ScheduleInfo schedule(const std::vector<Tensor>& ts) {
   info.graph = std::move(b.graph);
   info.schedule = fuse(info.graph);
   info.memory = plan_memory(info.graph, info.schedule, b.keep);
-  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k) info.programs.push_back(lower(info.graph, info.schedule, k));
+  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k) info.programs.push_back(lower(info.graph, info.schedule, k, lower_options()));
   return info;
 }
 
