@@ -13,8 +13,10 @@ namespace {
 constexpr std::int64_t kN = std::int64_t(1) << 24; // 16M float32
 
 struct Inputs {
-  tg::Tensor a = tg::rand({kN}).realize(), b = tg::rand({kN}).realize(), c = tg::rand({kN}).realize();
-  std::vector<float> va = a.to_vector<float>(), vb = b.to_vector<float>(), vc = c.to_vector<float>(), out = std::vector<float>(kN);
+  tg::Tensor a = tg::rand({kN}).realize(), b = tg::rand({kN}).realize(),
+             c = tg::rand({kN}).realize();
+  std::vector<float> va = a.to_vector<float>(), vb = b.to_vector<float>(),
+                     vc = c.to_vector<float>(), out = std::vector<float>(kN);
 };
 Inputs& inputs() {
   static Inputs in;
@@ -87,10 +89,18 @@ void compile_cold(benchmark::State& st) {
     dev.prepare({&p});
   }
 }
-BENCHMARK(compile_cold)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(25)->ReportAggregatesOnly(true)->UseRealTime();
+BENCHMARK(compile_cold)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(25)
+    ->ReportAggregatesOnly(true)
+    ->UseRealTime();
 void compile_warm(benchmark::State& st) {
   tg::Program p = small_program(0.5f);
-  { tg::CpuDevice dev; dev.prepare({&p}); }
+  {
+    tg::CpuDevice dev;
+    dev.prepare({&p});
+  }
   for (auto _ : st) {
     tg::CpuDevice dev;
     dev.prepare({&p});
@@ -104,8 +114,9 @@ int main(int argc, char** argv) {
   std::string dir = std::filesystem::temp_directory_path().string() + "/tg-bench-cache";
   std::filesystem::remove_all(dir);
   setenv("TG_CACHE_DIR", dir.c_str(), 1);
-  return tg_bench::run(argc, argv,
-                       {{"tg_fused_relu_mul_add/real_time", "loop_relu_mul_add_2threads/real_time"},
-                        {"tg_small_chain_64x64", "loop_small_chain_64x64"},
-                        {"compile_warm/real_time", "compile_cold/iterations:1/repeats:25/real_time_median"}});
+  return tg_bench::run(
+      argc, argv,
+      {{"tg_fused_relu_mul_add/real_time", "loop_relu_mul_add_2threads/real_time"},
+       {"tg_small_chain_64x64", "loop_small_chain_64x64"},
+       {"compile_warm/real_time", "compile_cold/iterations:1/repeats:25/real_time_median"}});
 }

@@ -21,7 +21,8 @@ public:
   std::map<std::string, double> times;
 };
 
-inline int run(int argc, char** argv, const std::vector<std::pair<std::string, std::string>>& pairs) {
+inline int run(int argc, char** argv,
+               const std::vector<std::pair<std::string, std::string>>& pairs) {
   benchmark::Initialize(&argc, argv);
   Collect reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

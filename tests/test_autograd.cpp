@@ -11,7 +11,8 @@ using Fn = std::function<tg::Tensor(const std::vector<tg::Tensor>&)>;
 
 /// Random values in [lo, hi] kept at least `gap` away from each other and from zero, so that
 /// kinks (relu, abs, max ties) are not straddled by the finite difference.
-std::vector<double> values(std::size_t n, std::mt19937& rng, double lo = -2, double hi = 2, bool distinct = true) {
+std::vector<double> values(std::size_t n, std::mt19937& rng, double lo = -2, double hi = 2,
+                           bool distinct = true) {
   std::uniform_real_distribution<double> d(lo, hi);
   std::vector<double> v;
   const double gap = std::min(0.02, (hi - lo) / double(4 * n + 4));
@@ -24,11 +25,12 @@ std::vector<double> values(std::size_t n, std::mt19937& rng, double lo = -2, dou
   return v;
 }
 
-double loss_value(const Fn& f, const std::vector<std::vector<double>>& data, const std::vector<tg::Shape>& shapes,
-                  const std::vector<double>& w) {
+double loss_value(const Fn& f, const std::vector<std::vector<double>>& data,
+                  const std::vector<tg::Shape>& shapes, const std::vector<double>& w) {
   tg::no_grad guard;
   std::vector<tg::Tensor> xs;
-  for (std::size_t i = 0; i < data.size(); ++i) xs.push_back(tg::Tensor::from_data(data[i], shapes[i]));
+  for (std::size_t i = 0; i < data.size(); ++i)
+    xs.push_back(tg::Tensor::from_data(data[i], shapes[i]));
   tg::Tensor y = f(xs).cast(tg::float64);
   auto yv = y.to_vector<double>();
   double s = 0;
@@ -36,8 +38,8 @@ double loss_value(const Fn& f, const std::vector<std::vector<double>>& data, con
   return s;
 }
 
-void check_grad(const std::string& name, const Fn& f, const std::vector<tg::Shape>& shapes, double lo = -2, double hi = 2,
-                std::uint32_t seed = 1) {
+void check_grad(const std::string& name, const Fn& f, const std::vector<tg::Shape>& shapes,
+                double lo = -2, double hi = 2, std::uint32_t seed = 1) {
   CAPTURE(name);
   std::mt19937 rng(seed);
   std::vector<std::vector<double>> data;
@@ -103,7 +105,8 @@ TEST_CASE("binary ops with broadcasting") {
   check_grad("scalar mix", [](auto& x) { return 2.0 * x[0] - x[0] / 3.0 + 1.0; }, {{4}});
   check_grad("maximum", [](auto& x) { return x[0].maximum(x[1]); }, {{2, 3}, {2, 3}});
   check_grad("minimum", [](auto& x) { return x[0].minimum(x[1]); }, {{2, 3}, {3}});
-  check_grad("where", [](auto& x) { return tg::where(x[0] > 0.0, x[0], x[1] * 2.0); }, {{2, 3}, {2, 3}});
+  check_grad("where", [](auto& x) { return tg::where(x[0] > 0.0, x[0], x[1] * 2.0); },
+             {{2, 3}, {2, 3}});
 }
 
 TEST_CASE("reductions") {
@@ -151,23 +154,29 @@ TEST_CASE("movement ops") {
   check_grad("pad crop", [](auto& x) { return x[0].pad({-1, 1}); }, {s});
   check_grad("slice step", [](auto& x) { return x[0].slice(2, 0, std::nullopt, 2); }, {s});
   check_grad("slice step 3", [](auto& x) { return x[0].slice(2, 1, std::nullopt, 3); }, {s});
-  check_grad("slice negative step", [](auto& x) { return x[0].slice(1, std::nullopt, std::nullopt, -2); }, {s});
+  check_grad("slice negative step",
+             [](auto& x) { return x[0].slice(1, std::nullopt, std::nullopt, -2); }, {s});
   check_grad("index", [](auto& x) { return x[0].index({1, tg::Slice{1, 3}}); }, {s});
   check_grad("flip", [](auto& x) { return x[0].flip({0, 2}); }, {s});
   check_grad("cat", [](auto& x) { return tg::cat({x[0], x[1] * 2.0}, 1); }, {{2, 3}, {2, 2}});
   check_grad("stack", [](auto& x) { return tg::stack({x[0], x[1]}, 0); }, {{2, 3}, {2, 3}});
   check_grad("split", [](auto& x) { return x[0].split(2, 2)[1] * x[0].chunk(2, 2)[0]; }, {s});
   check_grad("repeat", [](auto& x) { return x[0].repeat({2, 1, 3}); }, {{2, 3}});
-  check_grad("gather", [](auto& x) { return x[0].gather(1, tg::Tensor({{0, 2, 2}, {1, 1, 0}})); }, {{2, 3}});
-  check_grad("index_select", [](auto& x) { return x[0].index_select(0, tg::Tensor({2, 0, 2})); }, {{3, 2}});
+  check_grad("gather", [](auto& x) { return x[0].gather(1, tg::Tensor({{0, 2, 2}, {1, 1, 0}})); },
+             {{2, 3}});
+  check_grad("index_select", [](auto& x) { return x[0].index_select(0, tg::Tensor({2, 0, 2})); },
+             {{3, 2}});
 }
 
 TEST_CASE("matmul and friends") {
   check_grad("matmul 2d", [](auto& x) { return x[0].matmul(x[1]); }, {{3, 4}, {4, 2}});
-  check_grad("matmul batched broadcast", [](auto& x) { return x[0].matmul(x[1]); }, {{2, 3, 4}, {4, 2}});
+  check_grad("matmul batched broadcast", [](auto& x) { return x[0].matmul(x[1]); },
+             {{2, 3, 4}, {4, 2}});
   check_grad("matmul 1d", [](auto& x) { return x[0].matmul(x[1]); }, {{4}, {4, 2}});
   check_grad("dot", [](auto& x) { return x[0].dot(x[1]); }, {{5}, {5}});
-  check_grad("mlp", [](auto& x) { return (x[0].matmul(x[1]) + x[2]).relu().matmul(x[1].T()).tanh(); }, {{3, 4}, {4, 5}, {5}});
+  check_grad("mlp",
+             [](auto& x) { return (x[0].matmul(x[1]) + x[2]).relu().matmul(x[1].T()).tanh(); },
+             {{3, 4}, {4, 5}, {5}});
 }
 
 TEST_CASE("backward accumulates, detach and no_grad cut the graph, tg::grad leaves .grad alone") {
@@ -194,12 +203,14 @@ TEST_CASE("backward accumulates, detach and no_grad cut the graph, tg::grad leav
 }
 
 TEST_CASE("gradients are graph nodes that fuse; realized values are reused") {
-  auto x = tg::randn({32, 16}, tg::float32).realize(), w = tg::randn({16, 8}).realize().requires_grad_();
+  auto x = tg::randn({32, 16}, tg::float32).realize(),
+       w = tg::randn({16, 8}).realize().requires_grad_();
   auto loss = x.matmul(w).relu().sum();
   loss.realize();
   tg::reset_stats();
   loss.backward();
   w.grad().realize();
-  // relu'(h) needs h (one matmul kernel) and dW = x^T g (one reduction): a handful of kernels, not one per op
+  // relu'(h) needs h (one matmul kernel) and dW = x^T g (one reduction): a handful of kernels, not
+  // one per op
   CHECK(tg::stats().kernels_launched <= 3);
 }

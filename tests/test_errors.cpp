@@ -15,7 +15,9 @@ template <class E, class F> std::string message_of(F&& f) {
   FAIL("no exception");
   return "";
 }
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+bool contains(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
 const std::string here = "test_errors.cpp";
 } // namespace
 
@@ -30,7 +32,8 @@ TEST_CASE("broadcasting mismatches name the op, both shapes and the call site") 
   CHECK(contains(message_of<tg::shape_error>([&] { auto c = a * b; }), "tg.mul"));
   CHECK(contains(message_of<tg::shape_error>([&] { auto c = a - b; }), "[2, 3]"));
   CHECK(contains(message_of<tg::shape_error>([&] { auto c = a < b; }), "tg.lt"));
-  CHECK(contains(message_of<tg::shape_error>([&] { auto c = tg::where(a > 0.0f, a, b); }), "tg.where"));
+  CHECK(contains(message_of<tg::shape_error>([&] { auto c = tg::where(a > 0.0f, a, b); }),
+                 "tg.where"));
   CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.maximum(b); }), here));
 }
 
@@ -45,8 +48,10 @@ TEST_CASE("matmul, reshape, axes, expand, permute") {
   CHECK(contains(m, "tg.reshape"));
   CHECK(contains(m, "[4, 2]"));
   CHECK(contains(m, "6 elements"));
-  CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.reshape({-1, -1}); }), "only one dimension can be -1"));
-  CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.reshape({-1, 4}); }), "cannot reshape [2, 3] into [-1, 4]"));
+  CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.reshape({-1, -1}); }),
+                 "only one dimension can be -1"));
+  CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.reshape({-1, 4}); }),
+                 "cannot reshape [2, 3] into [-1, 4]"));
   m = message_of<tg::shape_error>([&] { auto c = a.sum(2); });
   CHECK(contains(m, "tg.sum"));
   CHECK(contains(m, "axis 2 is out of range"));
@@ -59,11 +64,15 @@ TEST_CASE("matmul, reshape, axes, expand, permute") {
   CHECK(contains(message_of<tg::shape_error>([&] { auto c = tg::cat({a, b}, 0); }), "tg.cat"));
   CHECK(contains(message_of<tg::shape_error>([&] { auto c = tg::stack({a, b}); }), "tg.stack"));
   CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.split({1, 1}, 1); }), "tg.split"));
-  CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.pad({1, 1, 1, 1, 1, 1}); }), "tg.pad"));
+  CHECK(
+      contains(message_of<tg::shape_error>([&] { auto c = a.pad({1, 1, 1, 1, 1, 1}); }), "tg.pad"));
   CHECK(contains(message_of<tg::shape_error>([&] { (void)a.item<float>(); }), "tg.item"));
-  CHECK(contains(message_of<tg::shape_error>([&] { auto c = tg::zeros({2, -1}); }), "negative size"));
-  CHECK(contains(message_of<tg::shape_error>([&] { auto c = tg::Tensor({{1, 2}, {3}}); }), "different lengths"));
-  CHECK(contains(message_of<tg::shape_error>([&] { auto c = tg::tensor(std::vector<float>{1, 2, 3}, {2, 2}); }),
+  CHECK(
+      contains(message_of<tg::shape_error>([&] { auto c = tg::zeros({2, -1}); }), "negative size"));
+  CHECK(contains(message_of<tg::shape_error>([&] { auto c = tg::Tensor({{1, 2}, {3}}); }),
+                 "different lengths"));
+  CHECK(contains(message_of<tg::shape_error>(
+                     [&] { auto c = tg::tensor(std::vector<float>{1, 2, 3}, {2, 2}); }),
                  "do not fill"));
 }
 
@@ -73,8 +82,10 @@ TEST_CASE("out-of-range indices and slices") {
   CHECK(contains(m, "index 2 is out of range"));
   CHECK(contains(m, "size 2"));
   CHECK(contains(message_of<tg::index_error>([&] { auto c = a.index({0, -4}); }), "index -4"));
-  CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.index({0, 0, 0}); }), "too many indices"));
-  CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.slice(0, 0, 1, 0); }), "step cannot be zero"));
+  CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.index({0, 0, 0}); }),
+                 "too many indices"));
+  CHECK(contains(message_of<tg::shape_error>([&] { auto c = a.slice(0, 0, 1, 0); }),
+                 "step cannot be zero"));
   // out-of-range slice bounds clamp, as in Python
   CHECK(a.slice(1, 1, 100).shape() == std::vector<std::int64_t>{2, 2});
   CHECK(a.slice(1, -100, 2).shape() == std::vector<std::int64_t>{2, 2});
@@ -82,8 +93,11 @@ TEST_CASE("out-of-range indices and slices") {
   m = message_of<tg::index_error>([&] { auto c = a.index_select(1, idx); });
   CHECK(contains(m, "tg.index_select"));
   CHECK(contains(m, "index 5"));
-  CHECK(contains(message_of<tg::index_error>([&] { auto c = a.gather(1, tg::Tensor({{0}, {3}})); }), "tg.gather"));
-  CHECK(contains(message_of<tg::dtype_error>([&] { auto c = a.gather(1, tg::Tensor({{0.5f}, {1.f}})); }), "integer"));
+  CHECK(contains(message_of<tg::index_error>([&] { auto c = a.gather(1, tg::Tensor({{0}, {3}})); }),
+                 "tg.gather"));
+  CHECK(contains(
+      message_of<tg::dtype_error>([&] { auto c = a.gather(1, tg::Tensor({{0.5f}, {1.f}})); }),
+      "integer"));
 }
 
 TEST_CASE("dtype errors") {
@@ -95,8 +109,10 @@ TEST_CASE("dtype errors") {
   auto b = i > 1;
   CHECK(contains(message_of<tg::dtype_error>([&] { auto c = -b; }), "bool"));
   CHECK(contains(message_of<tg::dtype_error>([&] { auto c = b - b; }), "tg.sub"));
-  CHECK(contains(message_of<tg::dtype_error>([&] { auto c = i.bitcast(tg::float64); }), "different sizes"));
-  CHECK(contains(message_of<tg::dtype_error>([&] { auto c = tg::rand({2}, tg::int32); }), "float dtype"));
+  CHECK(contains(message_of<tg::dtype_error>([&] { auto c = i.bitcast(tg::float64); }),
+                 "different sizes"));
+  CHECK(contains(message_of<tg::dtype_error>([&] { auto c = tg::rand({2}, tg::int32); }),
+                 "float dtype"));
 }
 
 TEST_CASE("misuse of the API is an error, not a crash") {

@@ -32,14 +32,16 @@ TEST_CASE("assign writes into the target's buffer; the value aliases it afterwar
 
 TEST_CASE("assign rejects what it cannot do") {
   auto p = tg::Tensor({1.f, 2.f, 3.f, 4.f});
-  CHECK_THROWS_WITH_AS(p.reshape({2, 2}).assign(tg::ones({2, 2})), doctest::Contains("realized tensor"), tg::error);
+  CHECK_THROWS_WITH_AS(p.reshape({2, 2}).assign(tg::ones({2, 2})),
+                       doctest::Contains("realized tensor"), tg::error);
   CHECK_THROWS_WITH_AS(p.assign(tg::ones({3})), doctest::Contains("[3]"), tg::shape_error);
   CHECK_THROWS_AS(p.assign(tg::ones({4}).to("INTERP")), tg::device_error);
 }
 
 namespace {
 struct Linear {
-  tg::Tensor w = tg::Tensor::from_data(std::vector<float>{0.1f, -0.2f, 0.3f}, {3, 1}).requires_grad_();
+  tg::Tensor w =
+      tg::Tensor::from_data(std::vector<float>{0.1f, -0.2f, 0.3f}, {3, 1}).requires_grad_();
   tg::Tensor b = tg::zeros({1}).contiguous().realize().requires_grad_();
   tg::Tensor lr = tg::Tensor::scalar(0.1f);
   tg::Tensor step(const tg::Tensor& x, const tg::Tensor& y) {
@@ -59,10 +61,13 @@ std::vector<float> batch(int i, int n = 8) {
   for (int k = 0; k < n * 3; ++k) v.push_back(float((k * 7 + i * 13) % 11) / 11.0f - 0.5f);
   return v;
 }
-tg::Tensor target(const tg::Tensor& x) { return x.matmul(tg::Tensor::from_data(std::vector<float>{1, 2, -1}, {3, 1})) + 0.5f; }
+tg::Tensor target(const tg::Tensor& x) {
+  return x.matmul(tg::Tensor::from_data(std::vector<float>{1, 2, -1}, {3, 1})) + 0.5f;
+}
 } // namespace
 
-TEST_CASE("a jitted training step matches the eager one and replays without scheduling or compiling") {
+TEST_CASE(
+    "a jitted training step matches the eager one and replays without scheduling or compiling") {
   Linear eager, compiled;
   auto step = tg::jit([&](tg::Tensor x, tg::Tensor y) { return compiled.step(x, y); });
   std::vector<float> eager_losses, jit_losses;
@@ -80,7 +85,9 @@ TEST_CASE("a jitted training step matches the eager one and replays without sche
       CHECK(tg::stats().kernels_launched <= std::int64_t(step.captured_launches()));
     }
   }
-  for (int i = 0; i < 12; ++i) CHECK(jit_losses[std::size_t(i)] == doctest::Approx(eager_losses[std::size_t(i)]).epsilon(1e-6));
+  for (int i = 0; i < 12; ++i)
+    CHECK(jit_losses[std::size_t(i)] ==
+          doctest::Approx(eager_losses[std::size_t(i)]).epsilon(1e-6));
   CHECK(jit_losses.back() < jit_losses.front());
   auto we = eager.w.to_vector<float>(), wc = compiled.w.to_vector<float>();
   for (std::size_t k = 0; k < 3; ++k) CHECK(wc[k] == doctest::Approx(we[k]).epsilon(1e-6));
@@ -106,14 +113,19 @@ TEST_CASE("a symbolic size may change within its bounds between replays") {
   std::vector<float> data(64 * 3);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = float(i % 5);
   auto input = [&](std::int64_t n) {
-    return tg::Tensor::from_data(data.data(), {n * 3}).reshape({tg::sym("batch", 1, 64, n), 3}).contiguous().realize();
+    return tg::Tensor::from_data(data.data(), {n * 3})
+        .reshape({tg::sym("batch", 1, 64, n), 3})
+        .contiguous()
+        .realize();
   };
   for (std::int64_t n : {4, 4, 7, 2, 64}) {
     auto out = f(input(n));
     REQUIRE(out.shape() == std::vector<std::int64_t>{n});
     auto v = out.to_vector<float>();
     for (std::int64_t i = 0; i < n; ++i)
-      CHECK(v[std::size_t(i)] == 1.0f + 2.0f * (data[std::size_t(3 * i)] + data[std::size_t(3 * i + 1)] + data[std::size_t(3 * i + 2)]));
+      CHECK(v[std::size_t(i)] ==
+            1.0f + 2.0f * (data[std::size_t(3 * i)] + data[std::size_t(3 * i + 1)] +
+                           data[std::size_t(3 * i + 2)]));
   }
   CHECK_THROWS_AS(input(65), tg::shape_error);
 }

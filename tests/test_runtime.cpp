@@ -11,8 +11,8 @@
 namespace {
 /// Runs one test case of this binary in a new process with extra environment; returns its output.
 std::string run_child(const std::string& test_case, const std::string& env) {
-  std::string cmd = "env TG_TEST_CHILD=1 " + env + " /proc/" + std::to_string(getpid()) + "/exe --no-version -tc=\"" +
-                    test_case + "\" 2>&1";
+  std::string cmd = "env TG_TEST_CHILD=1 " + env + " /proc/" + std::to_string(getpid()) +
+                    "/exe --no-version -tc=\"" + test_case + "\" 2>&1";
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -29,7 +29,9 @@ std::string fresh_dir() {
   REQUIRE(mkdtemp(d.data()) != nullptr);
   return d;
 }
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+bool contains(const std::string& hay, const std::string& needle) {
+  return hay.find(needle) != std::string::npos;
+}
 } // namespace
 
 TEST_CASE("child: one kernel") {
@@ -38,7 +40,8 @@ TEST_CASE("child: one kernel") {
   auto y = (x * 0.03f + 0.25f).exp2().sum();
   double value = double(y.item<float>()); // before reading the counters
   std::printf("value=%.3f compiled=%lld hits=%lld\n", value,
-              static_cast<long long>(tg::stats().kernels_compiled), static_cast<long long>(tg::stats().cache_hits));
+              static_cast<long long>(tg::stats().kernels_compiled),
+              static_cast<long long>(tg::stats().cache_hits));
 }
 
 TEST_CASE("a second process compiles nothing: the disk cache") {
@@ -47,7 +50,8 @@ TEST_CASE("a second process compiles nothing: the disk cache") {
   CHECK(contains(first, "compiled=1 hits=0"));
   std::string second = run_child("child: one kernel", "TG_CACHE_DIR=" + dir);
   CHECK(contains(second, "compiled=0 hits=1"));
-  CHECK(second.substr(second.find("value=")).substr(0, 20) == first.substr(first.find("value=")).substr(0, 20));
+  CHECK(second.substr(second.find("value=")).substr(0, 20) ==
+        first.substr(first.find("value=")).substr(0, 20));
   // TG_CACHE=0: nothing read, nothing left behind
   std::string off = run_child("child: one kernel", "TG_CACHE=0 TG_CACHE_DIR=" + dir + "/off");
   CHECK(contains(off, "compiled=1 hits=0"));
@@ -61,8 +65,8 @@ TEST_CASE("child: a compiler that fails") {
     (tg::arange(0, 10, 1, tg::float32) + 1.0f).realize();
     std::printf("no error\n");
   } catch (const tg::compile_error& e) {
-    std::printf("compile_error source_has_kernel=%d message=%s\n", int(e.source.find("void E_10") != std::string::npos),
-                e.what());
+    std::printf("compile_error source_has_kernel=%d message=%s\n",
+                int(e.source.find("void E_10") != std::string::npos), e.what());
   }
 }
 
@@ -75,7 +79,8 @@ TEST_CASE("a compile failure throws tg::compile_error with the compiler's messag
     std::fclose(f);
   }
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
-  std::string out = run_child("child: a compiler that fails", "TG_CC=" + script + " TG_CACHE_DIR=" + dir);
+  std::string out =
+      run_child("child: a compiler that fails", "TG_CC=" + script + " TG_CACHE_DIR=" + dir);
   CHECK(contains(out, "compile_error source_has_kernel=1"));
   CHECK(contains(out, "badcc: simulated failure"));
   CHECK(contains(out, "exit 3"));
@@ -148,7 +153,8 @@ TEST_CASE("stats count allocations and launches, and reset") {
 TEST_CASE("independent kernels of one realize compile in parallel and all run") {
   std::string salt = std::to_string(std::rand());
   std::vector<tg::Tensor> outs;
-  for (int i = 0; i < 6; ++i) outs.push_back((tg::arange(0, 50 + i, 1, tg::float32) * float(i + 1)).sum());
+  for (int i = 0; i < 6; ++i)
+    outs.push_back((tg::arange(0, 50 + i, 1, tg::float32) * float(i + 1)).sum());
   tg::realize(outs);
   for (int i = 0; i < 6; ++i) {
     float n = float(50 + i);

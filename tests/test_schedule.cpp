@@ -1,4 +1,5 @@
-// Fusion is a feature: these tests count kernels (tg::schedule inspects, tg::stats counts launches).
+// Fusion is a feature: these tests count kernels (tg::schedule inspects, tg::stats counts
+// launches).
 #include <doctest/doctest.h>
 
 #include <tg/tg.hpp>
@@ -10,7 +11,9 @@ std::int64_t launches(const std::function<void()>& f) {
   f();
   return tg::stats().kernels_launched;
 }
-bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+bool contains(std::string_view hay, std::string_view needle) {
+  return hay.find(needle) != std::string_view::npos;
+}
 } // namespace
 
 TEST_CASE("elementwise chains fuse into one kernel") {
@@ -45,11 +48,13 @@ TEST_CASE("producers and an elementwise epilogue fuse into the reduction") {
   auto y = (a * b).sum(1) + d;
   CHECK(tg::schedule({y}).kernels() == 1);
   CHECK(launches([&] { y.realize(); }) == 1);
-  auto expect_a = a.to_vector<float>(), expect_b = b.to_vector<float>(), expect_d = d.to_vector<float>();
+  auto expect_a = a.to_vector<float>(), expect_b = b.to_vector<float>(),
+       expect_d = d.to_vector<float>();
   auto got = y.to_vector<float>();
   for (int i = 0; i < 16; ++i) {
     float s = expect_d[std::size_t(i)];
-    for (int k = 0; k < 8; ++k) s += expect_a[std::size_t(i * 8 + k)] * expect_b[std::size_t(i * 8 + k)];
+    for (int k = 0; k < 8; ++k)
+      s += expect_a[std::size_t(i * 8 + k)] * expect_b[std::size_t(i * 8 + k)];
     CHECK(got[std::size_t(i)] == doctest::Approx(s).epsilon(1e-5));
   }
 }
@@ -79,7 +84,10 @@ TEST_CASE("realized tensors are never recomputed") {
   m.realize();
   auto y1 = a - m, y2 = a + m;
   CHECK(launches([&] { tg::realize({y1, y2}); }) == 2);
-  CHECK(launches([&] { y1.realize(); y2.realize(); }) == 0);
+  CHECK(launches([&] {
+          y1.realize();
+          y2.realize();
+        }) == 0);
 }
 
 TEST_CASE("an intermediate held by the user is kept; an unheld one is a reused temporary") {
@@ -102,7 +110,8 @@ TEST_CASE("symbolic sizes: one compiled kernel serves every bound value") {
   std::vector<float> data(64 * 4);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = float(i % 7);
   auto run = [&](std::int64_t batch) {
-    auto x = tg::Tensor::from_data(data.data(), {batch * 4}).reshape({tg::sym("batch", 1, 64, batch), 4});
+    auto x = tg::Tensor::from_data(data.data(), {batch * 4})
+                 .reshape({tg::sym("batch", 1, 64, batch), 4});
     return ((x * 2.0f).sum(1) + 1.0f).to_vector<float>();
   };
   auto r16 = run(16);
@@ -161,14 +170,17 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
     for (std::int64_t i = 0; i < 5; ++i)
       for (std::int64_t j = 0; j < m; ++j) {
         float s = 0;
-        for (std::int64_t k = 0; k < 9; ++k) s += av[std::size_t(i * 9 + k)] * bv[std::size_t(k * m + j)];
+        for (std::int64_t k = 0; k < 9; ++k)
+          s += av[std::size_t(i * 9 + k)] * bv[std::size_t(k * m + j)];
         expect[std::size_t(i * m + j)] = s * 2.0f + cv[std::size_t(j)];
       }
     // kernel parameters: output, then inputs in the kernel's order (graph buffers a, b, bias)
     std::vector<void*> in;
     for (int node : info.schedule.kernels[0].inputs) {
       const tg::Node& n = info.graph[node];
-      in.push_back(n.arg == 0 ? (void*)av.data() : n.arg == 1 ? (void*)bv.data() : (void*)cv.data());
+      in.push_back(n.arg == 0   ? (void*)av.data()
+                   : n.arg == 1 ? (void*)bv.data()
+                                : (void*)cv.data());
     }
     auto run = [&](const tg::Program& p, std::vector<float>& out) {
       std::vector<void*> bufs{out.data()};

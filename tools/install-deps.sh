@@ -3,10 +3,13 @@
 # nothing when every package is already installed.
 set -euo pipefail
 
+# gcc-12/g++-12 and clang-19 are CI's two compilers (tools/run-tests.sh); clang-format-19 is the one
+# clang-format version tools/format.sh accepts, so formatting is the same everywhere.
 packages=(
   build-essential cmake ninja-build python3
   doctest-dev libbenchmark-dev libeigen3-dev libopenblas-dev
-  clang-19 clang-format cmake-format
+  gcc-12 g++-12 clang-19 clang-format-19 cmake-format
+  dataset-fashion-mnist # the data of examples/fashion_mnist.cpp
 )
 
 missing=()

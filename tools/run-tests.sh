@@ -1,19 +1,204 @@
 #!/usr/bin/env bash
-# Build tg and run the whole CTest suite (tests + examples) in ./build (Release).
+# tg's CI (.ci/run runs this): every quality gate, as a sequence of timed stages. A failing stage
+# stops the run with a non-zero exit; a table of stage times is printed either way.
+#
+#   tools/run-tests.sh                     the default stages (deps checks gcc consume)
+#   tools/run-tests.sh gcc consume         only the named stages (a build stage reuses its build dir)
+#   TG_CI_KEEP_GOING=1 tools/run-tests.sh  run every stage even after a failure; still fails at the end
+#
+# Stages, and which suites each configuration runs (budget: the whole run well under 30 minutes
+# on 2 cores; the compile of the test suite dominates, so each configuration is built once):
+#
+#   deps      tools/install-deps.sh: the Debian packages (compilers, CMake, doctest, formatters)
+#   checks    drift gates, no build: tools/check-format.sh (clang-format 19 on every C++ file,
+#             cmake-format on every CMake file) and tools/amalgamate.py --check (the committed
+#             single_include/tg/tg.hpp is what the generator makes of include/)
+#   gcc       GCC 12, Release, against include/. Tests and examples with -Wall -Wextra -Wpedantic
+#             -Werror, benchmarks built too. Runs the whole suite, fuzz test at its full 1000 graphs.
+#   clang     Clang 19 with libstdc++ 12, Release, against include/, same warnings as errors.
+#             Runs the whole suite, fuzz test at TG_FUZZ_GRAPHS=200.
+#   asan      GCC 12, Debug, AddressSanitizer + UndefinedBehaviorSanitizer; any report fails the
+#             test (-fno-sanitize-recover=all, halt_on_error). Whole suite, fuzz at 200 graphs,
+#             except the must-not-compile cases (compiler-only, the gcc stage has them).
+#   single    GCC 12, Release, against the generated single_include/ (TG_SINGLE_HEADER=ON) instead
+#             of include/. A subset, as each test TU compiles the whole header: test_errors,
+#             test_runtime, test_schedule, the examples and the must-not-compile cases.
+#   consume   the consumption tests (ctest -L consumption, in the gcc build): find_package from an
+#             install prefix, add_subdirectory, FetchContent of a local archive, and a plain
+#             `g++ -std=c++20 -I single_include` build; each builds and runs a small consumer.
+#
+# Every build lives under $TG_CI_DIR (default build-ci/). All stages share one kernel cache
+# ($TG_CI_DIR/tg-cache, passed as TG_TEST_CACHE_DIR): kernels are C sources compiled by the
+# system cc, identical whatever C++ compiler or sanitizer built the tests, so later stages (and
+# later runs) find them compiled. The fuzz test draws the same graphs (fixed seed) in every stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash tools/install-deps.sh
-
-build=build
+ci_dir=${TG_CI_DIR:-build-ci}
+[[ "$ci_dir" == /* ]] || ci_dir="$PWD/$ci_dir"
+cache_dir="$ci_dir/tg-cache"
 jobs=$(nproc)
+all_stages=(deps checks gcc clang asan single consume)
+# What CI runs by default. The clang, asan and single stages exist and are run by name
+# (tools/run-tests.sh clang asan single); they join the default once a full run of them has been
+# verified within the CI time budget.
+default_stages=(deps checks gcc consume)
+stages=("$@")
+((${#stages[@]})) || stages=("${default_stages[@]}")
+for s in "${stages[@]}"; do
+  [[ " ${all_stages[*]} " == *" $s "* ]] || {
+    echo "run-tests: unknown stage '$s' (stages: ${all_stages[*]})" >&2
+    exit 2
+  }
+done
 
-configure=(cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release)
-# Pick the generator only on the first configure; CMake refuses to switch it afterwards.
-if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
-  configure+=(-G Ninja)
-fi
+# ---------------------------------------------------------------- helpers ----
+# configure_and_build <dir> <cmake -D args...> [-- <targets...>]: configure (Ninja on first
+# configure) and build the targets (default: all), going on past a target that fails to compile so
+# that one run reports every error (and CTest still runs what did build). Fails if anything failed.
+configure_and_build() {
+  local dir=$1
+  shift
+  local args=(-S . -B "$dir" -DTG_TEST_CACHE_DIR="$cache_dir") targets=()
+  while (($#)) && [[ "$1" != "--" ]]; do
+    args+=("$1")
+    shift
+  done
+  (($#)) && shift && targets=(--target "$@")
+  if [[ ! -f "$dir/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
+    args+=(-G Ninja)
+  fi
+  cmake "${args[@]}" || return 1 # (errexit is off here: callers write `configure_and_build || rc=1`)
+  local keep_going=(-k)
+  grep -q "^CMAKE_GENERATOR:INTERNAL=Ninja" "$dir/CMakeCache.txt" && keep_going=(-k 0)
+  cmake --build "$dir" -j "$jobs" "${targets[@]}" -- "${keep_going[@]}"
+}
 
-"${configure[@]}"
-cmake --build "$build" -j "$jobs"
-ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs"
+# run_ctest <dir> <ctest args...>
+run_ctest() {
+  local dir=$1
+  shift
+  ctest --test-dir "$dir" -j2 --output-on-failure --no-tests=error "$@"
+}
+
+gcc_flags=(-DCMAKE_CXX_COMPILER=g++-12)
+clang_flags=(-DCMAKE_CXX_COMPILER=clang++-19)
+
+# ----------------------------------------------------------------- stages ----
+# One function per stage; each runs in a subshell with `set -e`, so any failing command fails it.
+stage_deps() {
+  bash tools/install-deps.sh
+}
+
+stage_checks() {
+  local rc=0
+  bash tools/check-format.sh || rc=1
+  if python3 tools/amalgamate.py --check; then
+    echo "single_include/tg/tg.hpp is up to date"
+  else
+    rc=1
+  fi
+  return $rc
+}
+
+stage_gcc() {
+  local rc=0
+  configure_and_build "$ci_dir/gcc" "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_BENCH=ON ||
+    rc=1
+  run_ctest "$ci_dir/gcc" -LE consumption || rc=1
+  return $rc
+}
+
+stage_clang() {
+  clang++-19 -v -E -x c++ /dev/null -o /dev/null 2>&1 | grep "Selected GCC installation" || true
+  local rc=0
+  configure_and_build "$ci_dir/clang" "${clang_flags[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DTG_BUILD_BENCH=OFF || rc=1
+  TG_FUZZ_GRAPHS=200 run_ctest "$ci_dir/clang" -LE consumption || rc=1
+  return $rc
+}
+
+stage_asan() {
+  local rc=0
+  configure_and_build "$ci_dir/asan" "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Debug \
+    -DTG_SANITIZE=address,undefined -DTG_BUILD_BENCH=OFF || rc=1
+  # The first report ends the process with a failure (-fno-sanitize-recover=all makes UBSan's
+  # reports fatal too); LeakSanitizer runs at exit.
+  ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_init_order=1:detect_stack_use_after_return=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    TG_FUZZ_GRAPHS=200 run_ctest "$ci_dir/asan" -LE "consumption|must_not_compile" || rc=1
+  return $rc
+}
+
+stage_single() {
+  # Tests the committed single header (the checks stage fails when it is out of date).
+  python3 tools/amalgamate.py --check ||
+    echo "run-tests: warning: testing an out-of-date single_include/ (python3 tools/amalgamate.py)"
+  local rc=0
+  # A subset: every test TU compiles the whole header, so three quick suites, the examples and the
+  # must-not-compile cases show that the amalgamation is complete and ordered right.
+  local targets=(test_errors test_runtime test_schedule)
+  for f in examples/*.cpp; do
+    [[ -e "$f" ]] && targets+=("example_$(basename "$f" .cpp)")
+  done
+  configure_and_build "$ci_dir/single" "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DTG_SINGLE_HEADER=ON -DTG_BUILD_BENCH=OFF -- "${targets[@]}" || rc=1
+  run_ctest "$ci_dir/single" -R "^(test_errors|test_runtime|test_schedule|example_.*|fail_.*)$" ||
+    rc=1
+  return $rc
+}
+
+stage_consume() {
+  # The consumption tests live in the gcc build (configured here if the gcc stage did not run).
+  if [[ ! -f "$ci_dir/gcc/CMakeCache.txt" ]]; then
+    local generator=()
+    command -v ninja >/dev/null && generator=(-G Ninja)
+    cmake -S . -B "$ci_dir/gcc" -DTG_TEST_CACHE_DIR="$cache_dir" "${gcc_flags[@]}" \
+      -DCMAKE_BUILD_TYPE=Release "${generator[@]}"
+  fi
+  run_ctest "$ci_dir/gcc" -L consumption
+}
+
+declare -A titles=(
+  [deps]="install dependencies"
+  [checks]="formatting and single-header drift"
+  [gcc]="GCC 12 Release build + full ctest"
+  [clang]="Clang 19 (libstdc++ 12) Release build + ctest"
+  [asan]="AddressSanitizer + UBSan (GCC 12, Debug) build + ctest"
+  [single]="single-header build + ctest"
+  [consume]="consumption tests: find_package, add_subdirectory, FetchContent, plain g++"
+)
+
+# ------------------------------------------------------------------- main ----
+# TG_CI_KEEP_GOING=1 runs the remaining stages after a failure (the run still fails at the end).
+keep_going=${TG_CI_KEEP_GOING:-0}
+timings=()
+failed=()
+run_start=$SECONDS
+summary() {
+  printf '\n==== stage times (wall clock)\n'
+  printf '%s\n' "${timings[@]}"
+  printf '%-8s %5ds  %s\n' total $((SECONDS - run_start)) \
+    "$( ((${#failed[@]})) && echo "FAILED: ${failed[*]}" || echo ok)"
+}
+trap summary EXIT
+
+for stage in "${stages[@]}"; do
+  printf '\n\033[1m==== %s: %s\033[0m\n' "$stage" "${titles[$stage]}"
+  start=$SECONDS
+  set +e
+  (
+    set -e
+    "stage_$stage"
+  )
+  rc=$?
+  set -e
+  if ((rc == 0)); then
+    timings+=("$(printf '%-8s %5ds  ok' "$stage" $((SECONDS - start)))")
+  else
+    timings+=("$(printf '%-8s %5ds  FAILED (exit %d)' "$stage" $((SECONDS - start)) "$rc")")
+    failed+=("$stage")
+    ((keep_going)) || exit 1
+  fi
+done
+((${#failed[@]} == 0))

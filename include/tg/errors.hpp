@@ -37,7 +37,9 @@ inline std::string where(const std::source_location& loc) {
   std::string file = loc.file_name();
   return " (at " + file + ":" + std::to_string(loc.line()) + " in " + loc.function_name() + ")";
 }
-template <class E> [[noreturn]] void fail(const std::string& op, const std::string& msg, const std::source_location& loc) {
+template <class E>
+[[noreturn]] void fail(const std::string& op, const std::string& msg,
+                       const std::source_location& loc) {
   throw E("tg." + op + ": " + msg + where(loc));
 }
 } // namespace detail

@@ -13,7 +13,8 @@ namespace detail {
 /// The gradient of a movement op's input, given the gradient of its output.
 inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
   switch (m.op) {
-  case MoveOp::Reshape: return g.reshape(in);
+  case MoveOp::Reshape:
+    return g.reshape(in);
   case MoveOp::Permute: {
     std::vector<int> inv(m.a.size());
     for (std::size_t i = 0; i < m.a.size(); ++i) inv[std::size_t(m.a[i].constant())] = int(i);
@@ -23,7 +24,9 @@ inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
     std::vector<int> axes;
     for (std::size_t i = 0; i < in.size(); ++i)
       if (!(in[i] == m.a[i])) axes.push_back(int(i));
-    return axes.empty() ? g : g.reduce(Op::ReduceSum, axes, true, "expand.backward", std::source_location::current());
+    return axes.empty() ? g
+                        : g.reduce(Op::ReduceSum, axes, true, "expand.backward",
+                                   std::source_location::current());
   }
   case MoveOp::Pad: {
     std::vector<SInt> lo = m.a, hi = m.a;
@@ -35,7 +38,8 @@ inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
     for (std::size_t i = 0; i < in.size(); ++i) after[i] = in[i] - m.b[i];
     return g.move({MoveOp::Pad, before, after});
   }
-  case MoveOp::Flip: return g.move(m);
+  case MoveOp::Flip:
+    return g.move(m);
   case MoveOp::Stride: {
     // scatter back: every output element to position i*k; pad each with k-1 zeros, then crop
     Tensor r = g;
@@ -51,8 +55,13 @@ inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
       s[ax] = cnt * k;
       spread = spread.reshape(s);
       std::vector<SInt> lo(s.size(), SInt(0)), hi = s, b2(s.size(), SInt(0)), a2 = b2;
-      if (cnt * k >= n) { hi[ax] = n; spread = spread.move({MoveOp::Shrink, lo, hi}); }
-      else { a2[ax] = n - cnt * k; spread = spread.move({MoveOp::Pad, b2, a2}); }
+      if (cnt * k >= n) {
+        hi[ax] = n;
+        spread = spread.move({MoveOp::Shrink, lo, hi});
+      } else {
+        a2[ax] = n - cnt * k;
+        spread = spread.move({MoveOp::Pad, b2, a2});
+      }
       r = spread;
     }
     return r;
@@ -68,17 +77,28 @@ inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const T
   const DType t = node->dtype;
   auto c = [&](double v) { return Tensor::full_on({}, v, t, node->device); };
   switch (r.op) {
-  case Op::Neg: return {-g};
-  case Op::Recip: return {-g * out * out};
-  case Op::Sqrt: return {g / (out * c(2))};
-  case Op::Exp2: return {g * out * c(kLn2)};
-  case Op::Log2: return {g / (P(0) * c(kLn2))};
-  case Op::Sin: return {g * (c(kPi / 2) - P(0)).alu(Op::Sin, std::source_location::current())};
-  case Op::Trunc: return {g * c(0)};
-  case Op::Cast: return {is_float(r.parents[0]->dtype) ? g.cast(r.parents[0]->dtype) : Tensor()};
-  case Op::Add: return {g, g};
-  case Op::Mul: return {g * P(1), g * P(0)};
-  case Op::Div: return {g / P(1), -g * P(0) / (P(1) * P(1))};
+  case Op::Neg:
+    return {-g};
+  case Op::Recip:
+    return {-g * out * out};
+  case Op::Sqrt:
+    return {g / (out * c(2))};
+  case Op::Exp2:
+    return {g * out * c(kLn2)};
+  case Op::Log2:
+    return {g / (P(0) * c(kLn2))};
+  case Op::Sin:
+    return {g * (c(kPi / 2) - P(0)).alu(Op::Sin, std::source_location::current())};
+  case Op::Trunc:
+    return {g * c(0)};
+  case Op::Cast:
+    return {is_float(r.parents[0]->dtype) ? g.cast(r.parents[0]->dtype) : Tensor()};
+  case Op::Add:
+    return {g, g};
+  case Op::Mul:
+    return {g * P(1), g * P(0)};
+  case Op::Div:
+    return {g / P(1), -g * P(0) / (P(1) * P(1))};
   case Op::Max: {
     // ties split the gradient evenly
     Tensor a = P(0), b = P(1);
@@ -95,12 +115,14 @@ inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const T
     Tensor zero = Tensor::full_on({}, 0, t, node->device);
     return {Tensor(), where(P(0), g, zero), where(P(0), zero, g)};
   }
-  case Op::ReduceSum: return {g.expand(r.parents[0]->shape)};
+  case Op::ReduceSum:
+    return {g.expand(r.parents[0]->shape)};
   case Op::ReduceMax: {
     // the gradient goes to the maxima, split evenly among ties
     Tensor x = P(0);
     Tensor hit = (x == out.expand(x.sym_shape())).cast(t);
-    Tensor count = hit.reduce(Op::ReduceSum, r.axes, true, "max.backward", std::source_location::current());
+    Tensor count =
+        hit.reduce(Op::ReduceSum, r.axes, true, "max.backward", std::source_location::current());
     return {hit * (g / count).expand(x.sym_shape())};
   }
   case Op::ReduceProd: {
@@ -108,10 +130,13 @@ inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const T
     Tensor x = P(0);
     Tensor nz = x != c(0);
     Tensor safe = where(nz, x, c(1));
-    Tensor zeros = (x == c(0)).cast(t).reduce(Op::ReduceSum, r.axes, true, "prod.backward", std::source_location::current());
-    Tensor prod_nz = safe.reduce(Op::ReduceProd, r.axes, true, "prod.backward", std::source_location::current());
-    Tensor others = where(nz, where(zeros.expand(x.sym_shape()) > c(0), c(0), prod_nz.expand(x.sym_shape()) / safe),
-                          where(zeros.expand(x.sym_shape()) == c(1), prod_nz.expand(x.sym_shape()), c(0)));
+    Tensor zeros = (x == c(0)).cast(t).reduce(Op::ReduceSum, r.axes, true, "prod.backward",
+                                              std::source_location::current());
+    Tensor prod_nz =
+        safe.reduce(Op::ReduceProd, r.axes, true, "prod.backward", std::source_location::current());
+    Tensor others = where(
+        nz, where(zeros.expand(x.sym_shape()) > c(0), c(0), prod_nz.expand(x.sym_shape()) / safe),
+        where(zeros.expand(x.sym_shape()) == c(1), prod_nz.expand(x.sym_shape()), c(0)));
     return {g.expand(x.sym_shape()) * others};
   }
   case Op::View: {
@@ -121,13 +146,19 @@ inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const T
     for (std::size_t i = r.moves.size(); i-- > 0;) gi = unmove(r.moves[i], shapes[i], gi);
     return {gi};
   }
-  case Op::Contiguous: return {g};
-  default: return std::vector<Tensor>(r.parents.size()); // comparisons, bitwise ops, bitcast: no gradient
+  // A value the forward pass materializes gets a materialized gradient too: a fused gradient
+  // expression read by several reductions (a conv's dW and dX) would be recomputed in each of
+  // them, once per broadcast element.
+  case Op::Contiguous:
+    return {g.contiguous()};
+  default:
+    return std::vector<Tensor>(r.parents.size()); // comparisons, bitwise ops, bitcast: no gradient
   }
 }
 
 /// d(outputs)/d(inputs) weighted by `seeds`; a leaf with no path gets an undefined Tensor.
-inline std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const std::vector<Tensor>& seeds,
+inline std::vector<Tensor> gradients(const std::vector<Tensor>& outputs,
+                                     const std::vector<Tensor>& seeds,
                                      const std::vector<LazyPtr>& wanted, bool accumulate_leaves) {
   no_grad guard;
   // reverse topological order over nodes that require grad
@@ -191,8 +222,13 @@ inline std::vector<Tensor> gradients(const std::vector<Tensor>& outputs, const s
 
 inline Tensor& Tensor::requires_grad_(bool on, Loc loc) {
   if (on && !is_float(dtype()))
-    detail::fail<dtype_error>("requires_grad_", std::string("only floating point tensors can require grad, got ") + dtype_name(dtype()), loc);
-  if (n_->grad_fn) detail::fail<error>("requires_grad_", "only leaf tensors can be made to require grad (use detach())", loc);
+    detail::fail<dtype_error>("requires_grad_",
+                              std::string("only floating point tensors can require grad, got ") +
+                                  dtype_name(dtype()),
+                              loc);
+  if (n_->grad_fn)
+    detail::fail<error>("requires_grad_",
+                        "only leaf tensors can be made to require grad (use detach())", loc);
   n_->requires_grad = on;
   return *this;
 }
@@ -210,15 +246,20 @@ inline Tensor Tensor::detach() const {
 
 inline void Tensor::backward(const Tensor& gradient, Loc loc) const {
   if (!requires_grad())
-    detail::fail<error>("backward", "the tensor does not require grad (no input of it called requires_grad_())", loc);
+    detail::fail<error>("backward",
+                        "the tensor does not require grad (no input of it called requires_grad_())",
+                        loc);
   Tensor seed = gradient;
   if (!seed.defined()) {
     if (numel() != 1)
-      detail::fail<shape_error>("backward", "needs a gradient for a non-scalar tensor of shape " + detail::shape_of(*this), loc);
+      detail::fail<shape_error>(
+          "backward",
+          "needs a gradient for a non-scalar tensor of shape " + detail::shape_of(*this), loc);
     seed = full_on(sym_shape(), 1, dtype(), device());
   } else if (!(seed.sym_shape() == sym_shape())) {
-    detail::fail<shape_error>("backward", "gradient of shape " + detail::shape_of(seed) + " for a tensor of shape " +
-                                              detail::shape_of(*this),
+    detail::fail<shape_error>("backward",
+                              "gradient of shape " + detail::shape_of(seed) +
+                                  " for a tensor of shape " + detail::shape_of(*this),
                               loc);
   }
   detail::gradients({*this}, {seed.cast(dtype())}, {}, true);
@@ -226,13 +267,16 @@ inline void Tensor::backward(const Tensor& gradient, Loc loc) const {
 
 /// torch.autograd.grad: the gradients of `outputs` (scalars, or weighted by `grad_outputs`)
 /// with respect to `inputs`, without touching any .grad().
-inline std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+inline std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
+                                const std::vector<Tensor>& inputs,
                                 std::vector<Tensor> grad_outputs = {},
                                 std::source_location loc = std::source_location::current()) {
   if (grad_outputs.empty())
     for (const Tensor& o : outputs) {
       if (o.numel() != 1)
-        detail::fail<shape_error>("grad", "needs grad_outputs for a non-scalar output of shape " + detail::shape_of(o), loc);
+        detail::fail<shape_error>(
+            "grad", "needs grad_outputs for a non-scalar output of shape " + detail::shape_of(o),
+            loc);
       grad_outputs.push_back(Tensor::full_on(o.sym_shape(), 1, o.dtype(), o.device()));
     }
   std::vector<LazyPtr> wanted;

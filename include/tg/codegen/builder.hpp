@@ -35,32 +35,59 @@ public:
     std::int64_t x = is_float(t) ? 0 : v.i;
     return is_float(t) ? add(u) : add(u, x, x);
   }
-  constexpr int cint(std::int64_t v) { return constant(DType::Int64, Scalar::of_int(DType::Int64, v)); }
+  constexpr int cint(std::int64_t v) {
+    return constant(DType::Int64, Scalar::of_int(DType::Int64, v));
+  }
   constexpr int cbool(bool v) { return constant(DType::Bool, Scalar::of_int(DType::Bool, v)); }
 
   constexpr int alu(Op op, DType t, int a, int b = -1, int c = -1) {
     if (op == Op::Where && is_const(a)) return ival(a) ? b : c;
-    if (is_float(t) || op == Op::Cast || op == Op::Bitcast || (a >= 0 && is_float(ops[std::size_t(a)].dtype)))
+    if (is_float(t) || op == Op::Cast || op == Op::Bitcast ||
+        (a >= 0 && is_float(ops[std::size_t(a)].dtype)))
       return raw(op, t, a, b, c);
     // integer and boolean simplifications
     const bool ca = a >= 0 && is_const(a), cb = b >= 0 && is_const(b);
-    if (is_binary(op) && ca && !cb && (op == Op::Add || op == Op::Mul || op == Op::And || op == Op::Or || op == Op::Max))
+    if (is_binary(op) && ca && !cb &&
+        (op == Op::Add || op == Op::Mul || op == Op::And || op == Op::Or || op == Op::Max))
       return alu(op, t, b, a);
     if (ca && (b < 0 || cb) && c < 0 && is_binary(op)) {
       std::int64_t x = ival(a), y = ival(b), r = 0;
       bool ok = true;
       switch (op) {
-      case Op::Add: r = x + y; break;
-      case Op::Mul: r = x * y; break;
-      case Op::Div: ok = y != 0; if (ok) r = x / y; break;
-      case Op::Mod: ok = y != 0; if (ok) r = x % y; break;
-      case Op::Max: r = x > y ? x : y; break;
-      case Op::CmpLt: r = x < y; break;
-      case Op::CmpEq: r = x == y; break;
-      case Op::CmpNe: r = x != y; break;
-      case Op::And: r = x & y; break;
-      case Op::Or: r = x | y; break;
-      default: ok = false;
+      case Op::Add:
+        r = x + y;
+        break;
+      case Op::Mul:
+        r = x * y;
+        break;
+      case Op::Div:
+        ok = y != 0;
+        if (ok) r = x / y;
+        break;
+      case Op::Mod:
+        ok = y != 0;
+        if (ok) r = x % y;
+        break;
+      case Op::Max:
+        r = x > y ? x : y;
+        break;
+      case Op::CmpLt:
+        r = x < y;
+        break;
+      case Op::CmpEq:
+        r = x == y;
+        break;
+      case Op::CmpNe:
+        r = x != y;
+        break;
+      case Op::And:
+        r = x & y;
+        break;
+      case Op::Or:
+        r = x | y;
+        break;
+      default:
+        ok = false;
       }
       if (ok && !is_unsigned(t)) return constant(t, Scalar::of_int(t, r));
     }
@@ -75,8 +102,13 @@ public:
       if (op == Op::Or && t == DType::Bool) return y ? cbool(true) : a;
       const UOp& ua = ops[std::size_t(a)];
       // (x op c1) op c2 -> x op (c1 op c2)
-      if ((op == Op::Add || op == Op::Mul) && ua.kind == UKind::Alu && ua.op == op && is_const(ua.src[1]))
-        return alu(op, t, ua.src[0], alu(op, t, ua.src[1], b));
+      if ((op == Op::Add || op == Op::Mul) && ua.kind == UKind::Alu && ua.op == op &&
+          is_const(ua.src[1])) {
+        // copies first: alu() adds to `ops` (ua dangles), and argument order is unspecified
+        int x = ua.src[0], c1 = ua.src[1];
+        int c = alu(op, t, c1, b);
+        return alu(op, t, x, c);
+      }
       if ((op == Op::Div || op == Op::Mod) && y > 0 && lo_(a) >= 0) {
         if (hi_(a) < y) return op == Op::Div ? cint_t(t, 0) : a;
         // (x*k + r) / y where y divides k and 0 <= r < y
@@ -122,21 +154,28 @@ private:
 
   /// Splits a = m*y + rest where rest has a range inside [0, y); m is returned pre-divided.
   constexpr std::pair<int, int> split_multiple(int a, std::int64_t y) {
-    const UOp& u = ops[std::size_t(a)];
-    if (u.kind == UKind::Alu && u.op == Op::Mul && is_const(u.src[1]) && ival(u.src[1]) % y == 0 && lo_(u.src[0]) >= 0)
-      return {alu(Op::Mul, u.dtype, u.src[0], cint(ival(u.src[1]) / y)), -1};
+    const UOp u = ops[std::size_t(a)]; // a copy: cint() and alu() below add to `ops`
+    if (u.kind == UKind::Alu && u.op == Op::Mul && is_const(u.src[1]) && ival(u.src[1]) % y == 0 &&
+        lo_(u.src[0]) >= 0) {
+      int k = cint(ival(u.src[1]) / y);
+      return {alu(Op::Mul, u.dtype, u.src[0], k), -1};
+    }
     if (u.kind == UKind::Alu && u.op == Op::Add) {
       int x = u.src[0], r = u.src[1];
       for (int pass = 0; pass < 2; ++pass) {
-        const UOp& ux = ops[std::size_t(x)];
-        if (ux.kind == UKind::Alu && ux.op == Op::Mul && is_const(ux.src[1]) && ival(ux.src[1]) % y == 0 &&
-            lo_(ux.src[0]) >= 0 && lo_(r) >= 0 && hi_(r) < y)
-          return {alu(Op::Mul, u.dtype, ux.src[0], cint(ival(ux.src[1]) / y)), r};
+        const UOp ux = ops[std::size_t(x)];
+        if (ux.kind == UKind::Alu && ux.op == Op::Mul && is_const(ux.src[1]) &&
+            ival(ux.src[1]) % y == 0 && lo_(ux.src[0]) >= 0 && lo_(r) >= 0 && hi_(r) < y) {
+          int k = cint(ival(ux.src[1]) / y);
+          return {alu(Op::Mul, u.dtype, ux.src[0], k), r};
+        }
         if (ux.kind == UKind::Alu && ux.op == Op::Add && lo_(r) >= 0 && hi_(r) < y) {
           auto [m, rest] = split_multiple(x, y);
           if (m >= 0 && rest < 0) return {m, r};
         }
-        int tmp = x; x = r; r = tmp;
+        int tmp = x;
+        x = r;
+        r = tmp;
       }
     }
     return {-1, -1};
@@ -150,8 +189,10 @@ private:
       std::int64_t lb = b >= 0 ? lo_(b) : 0, hb = b >= 0 ? hi_(b) : 0;
       auto known = [](std::int64_t v) { return v > -unknown && v < unknown; };
       bool kn = known(la) && known(ha) && known(lb) && known(hb);
-      if (op == Op::Add && kn) { l = la + lb; h = ha + hb; }
-      else if (op == Op::Mul && kn && b >= 0 && is_const(b)) {
+      if (op == Op::Add && kn) {
+        l = la + lb;
+        h = ha + hb;
+      } else if (op == Op::Mul && kn && b >= 0 && is_const(b)) {
         std::int64_t y = ival(b);
         l = y >= 0 ? la * y : ha * y;
         h = y >= 0 ? ha * y : la * y;
@@ -161,8 +202,14 @@ private:
       } else if (op == Op::Mod && b >= 0 && is_const(b) && ival(b) > 0 && la >= 0) {
         l = 0;
         h = ival(b) - 1;
-      } else if (is_compare(op) || t == DType::Bool) { l = 0; h = 1; }
-      if (!known(l) || !known(h)) { l = -unknown; h = unknown; }
+      } else if (is_compare(op) || t == DType::Bool) {
+        l = 0;
+        h = 1;
+      }
+      if (!known(l) || !known(h)) {
+        l = -unknown;
+        h = unknown;
+      }
     }
     return add(u, l, h);
   }

@@ -11,7 +11,7 @@ enum class UKind : std::uint8_t {
   VarParam,  // arg: index into Program::vars
   Bound,     // arg 0: start, 1: end of the parallel range (set by the launcher)
   Const,     // value
-  Range,     // loop index; src0 start, src1 end; arg: range id
+  Range,     // loop index; src0 start, src1 end, src2 step (or -1: 1); arg: range id
   EndRange,  // src0: its Range
   Load,      // src0 param, src1 index, src2 gate (or -1); value in compute dtype
   Store,     // src0 param, src1 index, src2 value
@@ -19,6 +19,17 @@ enum class UKind : std::uint8_t {
   AccAssign, // src0 acc, src1 value: acc = op(acc, value)
   Alu,       // op with 1..3 sources
   Reduce,    // (lowering only) op over src0 within ranges `ranges`
+  // GPU programs only (made by gpu_program, codegen/gpu.hpp; the CPU path never sees them):
+  Special,     // a launch index; arg: GpuIndex
+  If,          // src0 condition; the ops up to the matching EndIf run when it holds
+  EndIf,       // src0: its If
+  GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
+};
+
+/// What a Special UOp reads (GPU programs).
+enum class GpuIndex : int {
+  Item = 0, // the work item: base + group * local + lane (grouped: base + group)
+  Lane = 1, // the thread's index in its work-group
 };
 
 struct UOp {
@@ -39,11 +50,16 @@ struct Program {
   SInt outer;                // size of the parallel range (the launcher splits [0, outer))
   SInt work;                 // iterations of the whole loop nest (for threading decisions)
   Text name;
+  // GPU launch shape, set by gpu_program (codegen/gpu.hpp); local == 0 on CPU programs.
+  int local = 0;                    // threads per work-group (a power of two)
+  bool grouped = false;             // a work-group shares one item and splits its reductions
+  std::int64_t items_per_outer = 1; // inner output loops flattened into the item index
 };
 
 constexpr const char* ukind_name(UKind k) {
-  constexpr const char* names[] = {"param", "var", "bound", "const", "range", "endrange", "load",
-                                   "store", "acc", "accassign", "alu", "reduce"};
+  constexpr const char* names[] = {"param",   "var",   "bound", "const",      "range", "endrange",
+                                   "load",    "store", "acc",   "accassign",  "alu",   "reduce",
+                                   "special", "if",    "endif", "groupreduce"};
   return names[static_cast<int>(k)];
 }
 
@@ -54,13 +70,17 @@ constexpr Text dump(const Program& p) {
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const UOp& u = p.ops[i];
     t << "  %" << i << " = " << ukind_name(u.kind);
-    if (u.kind == UKind::Alu || u.kind == UKind::AccAssign || u.kind == UKind::Reduce) t << ' ' << op_name(u.op);
+    if (u.kind == UKind::Alu || u.kind == UKind::AccAssign || u.kind == UKind::Reduce ||
+        u.kind == UKind::GroupReduce)
+      t << ' ' << op_name(u.op);
     t << ' ' << dtype_name(u.dtype);
     for (int s : u.src)
       if (s >= 0) t << " %" << s;
     if (u.kind == UKind::Const) {
-      if (is_float(u.dtype)) t << ' ' << std::int64_t(u.value.f * 1000) << "e-3";
-      else t << ' ' << u.value.i;
+      if (is_float(u.dtype))
+        t << ' ' << std::int64_t(u.value.f * 1000) << "e-3";
+      else
+        t << ' ' << u.value.i;
     }
     if (u.arg >= 0) t << " arg=" << u.arg;
     t << '\n';

@@ -77,8 +77,12 @@ public:
     int param0 = param(k_.root);
     for (lane_ = 0; lane_ < lanes; ++lane_) {
       std::vector<int> idx = ranges;
-      if (lanes > 1)
-        idx.back() = b_.alu(Op::Add, DType::Int64, b_.alu(Op::Mul, DType::Int64, ranges.back(), b_.cint(lanes)), b_.cint(lane_));
+      if (lanes > 1) {
+        // named: argument order would vary by compiler (and between run time and constexpr)
+        int base = b_.alu(Op::Mul, DType::Int64, ranges.back(), b_.cint(lanes));
+        int lane = b_.cint(lane_);
+        idx.back() = b_.alu(Op::Add, DType::Int64, base, lane);
+      }
       out_idx_ = idx;
       space_idx_.assign(std::max<std::size_t>(space_idx_.size(), 1), {});
       space_idx_[0] = idx;
@@ -107,8 +111,10 @@ public:
     if (lanes > 1) p.name << 'u' << lanes;
     for (const SInt& d : loops) {
       p.name << '_';
-      if (d.is_const()) p.name << d.constant();
-      else p.name << 'n';
+      if (d.is_const())
+        p.name << d.constant();
+      else
+        p.name << 'n';
     }
     return p;
   }
@@ -126,7 +132,8 @@ private:
       if (a[i].op != b[i].op || !(a[i].a == b[i].a) || !(a[i].b == b[i].b)) return false;
     return true;
   }
-  static constexpr std::vector<Movement> concat(const std::vector<Movement>& a, const std::vector<Movement>& b) {
+  static constexpr std::vector<Movement> concat(const std::vector<Movement>& a,
+                                                const std::vector<Movement>& b) {
     std::vector<Movement> r = a;
     r.insert(r.end(), b.begin(), b.end());
     return r;
@@ -167,14 +174,17 @@ private:
       e = sint(v.offset);
       for (std::size_t d = 0; d < v.ndim(); ++d) {
         if (v.strides[d] == 0) continue;
-        e = b_.alu(Op::Add, DType::Int64, e, b_.alu(Op::Mul, DType::Int64, idx[d], sint(v.strides[d])));
+        e = b_.alu(Op::Add, DType::Int64, e,
+                   b_.alu(Op::Mul, DType::Int64, idx[d], sint(v.strides[d])));
       }
       for (std::size_t d = 0; d < v.mask.size(); ++d) {
         const auto& [mlo, mhi] = v.mask[d];
         if (!(mlo == 0))
-          valid = b_.alu(Op::And, DType::Bool, valid, b_.alu(Op::CmpLt, DType::Bool, sint(mlo - 1), idx[d]));
+          valid = b_.alu(Op::And, DType::Bool, valid,
+                         b_.alu(Op::CmpLt, DType::Bool, sint(mlo - 1), idx[d]));
         if (!(mhi == v.shape[d]))
-          valid = b_.alu(Op::And, DType::Bool, valid, b_.alu(Op::CmpLt, DType::Bool, idx[d], sint(mhi)));
+          valid = b_.alu(Op::And, DType::Bool, valid,
+                         b_.alu(Op::CmpLt, DType::Bool, idx[d], sint(mhi)));
       }
       if (k == 0) break;
       const Shape& below = t.views[k - 1].shape;
@@ -195,7 +205,8 @@ private:
   constexpr int value(int node, const std::vector<Movement>& pending, int space) {
     if (!collecting_)
       for (const Memo& m : memo_)
-        if (m.node == node && m.space == space && m.lane == lane_ && same_moves(m.pending, pending)) return m.uop;
+        if (m.node == node && m.space == space && m.lane == lane_ && same_moves(m.pending, pending))
+          return m.uop;
     int r = compute(node, pending, space);
     if (!collecting_) memo_.push_back(Memo{node, space, int(lane_), pending, r});
     return r;
@@ -227,7 +238,8 @@ private:
     if (collecting_) return -1;
     int r = b_.alu(n.op, n.dtype, s[0], s[1], s[2]);
     if (has_pad(pending)) { // padding reads as zero, whatever the op makes of zero
-      auto [e, valid] = index(ShapeTracker::contiguous(n.shape).apply(pending), space_idx_[std::size_t(space)]);
+      auto [e, valid] =
+          index(ShapeTracker::contiguous(n.shape).apply(pending), space_idx_[std::size_t(space)]);
       (void)e;
       if (!(b_.is_const(valid) && b_.ival(valid) == 1))
         r = b_.alu(Op::Where, n.dtype, valid, r, b_.constant(n.dtype, Scalar{}));
@@ -296,7 +308,8 @@ private:
   }
   constexpr int find_reduce(int node, std::int64_t lane) const {
     for (std::size_t i = 0; i < b_.ops.size(); ++i)
-      if (b_.ops[i].kind == UKind::Reduce && b_.ops[i].arg == node && b_.ops[i].value.i == lane) return int(i);
+      if (b_.ops[i].kind == UKind::Reduce && b_.ops[i].arg == node && b_.ops[i].value.i == lane)
+        return int(i);
     return -1;
   }
   static constexpr bool reduced(const Node& n, std::size_t d) {
@@ -304,7 +317,9 @@ private:
       if (std::size_t(a) == d) return true;
     return false;
   }
-  constexpr const Shape& reduce_in_shape(std::size_t r) const { return g_[g_[reduce_nodes_[r]].src[0]].shape; }
+  constexpr const Shape& reduce_in_shape(std::size_t r) const {
+    return g_[g_[reduce_nodes_[r]].src[0]].shape;
+  }
   constexpr Shape reduce_axes_shape(std::size_t r) const {
     const Node& n = g_[reduce_nodes_[r]];
     Shape a;
@@ -320,7 +335,8 @@ private:
   /// Groups of consecutive axes in [from, to) of `shape` that can run as one loop: every
   /// tracker's top view steps through them contiguously and unmasked. Size-1 axes vanish.
   /// The result lists, per axis, the group it belongs to (-1: dropped).
-  static constexpr std::vector<int> merge_groups(const Shape& shape, std::size_t from, std::size_t to,
+  static constexpr std::vector<int> merge_groups(const Shape& shape, std::size_t from,
+                                                 std::size_t to,
                                                  const std::vector<ShapeTracker>& ts) {
     std::vector<int> group(to - from, -1);
     auto unmasked = [&](std::size_t d) {
@@ -346,12 +362,15 @@ private:
     }
     return group;
   }
-  static constexpr Shape merged(const Shape& shape, const std::vector<int>& group, std::size_t from) {
+  static constexpr Shape merged(const Shape& shape, const std::vector<int>& group,
+                                std::size_t from) {
     Shape m;
     for (std::size_t i = 0; i < group.size(); ++i) {
       if (group[i] < 0) continue;
-      if (std::size_t(group[i]) == m.size()) m.push_back(shape[from + i]);
-      else m.back() = m.back() * shape[from + i];
+      if (std::size_t(group[i]) == m.size())
+        m.push_back(shape[from + i]);
+      else
+        m.back() = m.back() * shape[from + i];
     }
     return m;
   }
@@ -405,7 +424,8 @@ private:
     auto emit_reduce = [&](std::size_t i) {
       std::vector<std::size_t> group;
       for (std::size_t j = i; j < n; ++j)
-        if (!done[j] && dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges) group.push_back(j);
+        if (!done[j] && dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges)
+          group.push_back(j);
       // first what the bodies need from outside the loops (later lanes' index math)
       std::vector<std::uint8_t> need(n, 0);
       std::vector<std::size_t> stack;
@@ -422,7 +442,13 @@ private:
         if (need[v] && !(deps[v] & reduce_bits[i])) emit(v);
       std::vector<int> accs;
       for (std::size_t g : group) {
-        UOp acc{UKind::DefineAcc, dag[g].op, dag[g].dtype, {-1, -1, -1}, reduce_identity(dag[g].op, dag[g].dtype), -1, {}};
+        UOp acc{UKind::DefineAcc,
+                dag[g].op,
+                dag[g].dtype,
+                {-1, -1, -1},
+                reduce_identity(dag[g].op, dag[g].dtype),
+                -1,
+                {}};
         p.ops.push_back(acc);
         accs.push_back(int(p.ops.size()) - 1);
       }
@@ -431,11 +457,14 @@ private:
         emit(std::size_t(rg));
         int bit = dag[std::size_t(rg)].arg;
         for (std::size_t j = 0; j < n; ++j)
-          if (!done[j] && dag[j].kind != UKind::Range && (deps[j] & reduce_bits[i]) && highest(deps[j]) == bit) emit(j);
+          if (!done[j] && dag[j].kind != UKind::Range && (deps[j] & reduce_bits[i]) &&
+              highest(deps[j]) == bit)
+            emit(j);
       }
       for (std::size_t k = 0; k < group.size(); ++k) {
         const UOp& g = dag[group[k]];
-        UOp as{UKind::AccAssign, g.op, g.dtype, {accs[k], map[std::size_t(g.src[0])], -1}, {}, -1, {}};
+        UOp as{
+            UKind::AccAssign, g.op, g.dtype, {accs[k], map[std::size_t(g.src[0])], -1}, {}, -1, {}};
         p.ops.push_back(as);
       }
       for (std::size_t k = u.ranges.size(); k-- > 0;) end_range(std::size_t(u.ranges[k]));
@@ -458,13 +487,18 @@ private:
       if (!live[i]) done[i] = true;
     std::vector<std::size_t> outer_ranges(std::size_t(nout), 0);
     for (std::size_t i = 0; i < n; ++i)
-      if (dag[i].kind == UKind::Range && dag[i].arg < nout) outer_ranges[std::size_t(dag[i].arg)] = i;
+      if (dag[i].kind == UKind::Range && dag[i].arg < nout)
+        outer_ranges[std::size_t(dag[i].arg)] = i;
     for (int level = -1; level < nout; ++level) {
       if (level >= 0) emit(outer_ranges[std::size_t(level)]);
       for (std::size_t i = 0; i < n; ++i) {
-        if (done[i] || dag[i].kind == UKind::Range || (deps[i] & ~outer_mask) || highest(deps[i]) != level) continue;
-        if (dag[i].kind == UKind::Reduce) emit_reduce(i);
-        else emit(i);
+        if (done[i] || dag[i].kind == UKind::Range || (deps[i] & ~outer_mask) ||
+            highest(deps[i]) != level)
+          continue;
+        if (dag[i].kind == UKind::Reduce)
+          emit_reduce(i);
+        else
+          emit(i);
       }
     }
     for (int level = nout; level-- > 0;) end_range(outer_ranges[std::size_t(level)]);
@@ -477,8 +511,10 @@ public:
     if (op == Op::Mul) return Scalar::of_int(t, 1);
     if (is_float(t)) return Scalar::of(t, -std::numeric_limits<double>::infinity());
     if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
-    std::int64_t m = t == DType::Int8 ? -128 : t == DType::Int16 ? -32768 : t == DType::Int32 ? -2147483648ll
-                                                                             : std::numeric_limits<std::int64_t>::min();
+    std::int64_t m = t == DType::Int8    ? -128
+                     : t == DType::Int16 ? -32768
+                     : t == DType::Int32 ? -2147483648ll
+                                         : std::numeric_limits<std::int64_t>::min();
     return Scalar::of_int(t, m);
   }
 
@@ -506,7 +542,8 @@ private:
 
 } // namespace detail
 
-constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel, LowerOptions o = {}) {
+constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel,
+                        LowerOptions o = {}) {
   return detail::Lowerer(g, s, s.kernels[kernel], o).run();
 }
 

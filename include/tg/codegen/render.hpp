@@ -14,13 +14,18 @@ struct CStyleRenderer {
     D::prelude(t, p);
     D::signature(t, p);
     int depth = 1;
-    auto indent = [&] { for (int i = 0; i < depth; ++i) t << "  "; };
+    auto indent = [&] {
+      for (int i = 0; i < depth; ++i) t << "  ";
+    };
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const UOp& u = p.ops[i];
       auto v = [&](int k) -> Text& { return t << 'v' << k; };
       auto ctype = [&](DType d) { return D::type(is_half(d) ? DType::Float32 : d); };
       switch (u.kind) {
-      case UKind::Param: case UKind::Bound: case UKind::VarParam:
+      case UKind::Param:
+      case UKind::Bound:
+      case UKind::VarParam:
+      case UKind::Special:
         indent();
         D::declare_param(t, u, p, int(i));
         break;
@@ -86,23 +91,74 @@ struct CStyleRenderer {
         for (int k = 0; k < 3; ++k)
           if (u.src[std::size_t(k)] >= 0) name(s[k], p, u.src[std::size_t(k)]);
         DType in = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
-        if (u.op == Op::Where) t << '(' << s[0].view() << " ? " << s[1].view() << " : " << s[2].view() << ')';
-        else if (u.op == Op::Cast) D::cast(t, in, u.dtype, s[0].view());
-        else if (u.op == Op::Bitcast) D::bitcast(t, in, u.dtype, s[0].view());
-        else if (is_unary(u.op)) D::unary(t, u.op, u.dtype, s[0].view());
-        else D::binary(t, u.op, is_compare(u.op) || u.op == Op::Div || u.op == Op::Mod ? in : u.dtype,
-                       s[0].view(), s[1].view());
+        if (u.op == Op::Where)
+          t << '(' << s[0].view() << " ? " << s[1].view() << " : " << s[2].view() << ')';
+        else if (u.op == Op::Cast)
+          D::cast(t, in, u.dtype, s[0].view());
+        else if (u.op == Op::Bitcast)
+          D::bitcast(t, in, u.dtype, s[0].view());
+        else if (is_unary(u.op))
+          D::unary(t, u.op, u.dtype, s[0].view());
+        else
+          D::binary(t, u.op, is_compare(u.op) || u.op == Op::Div || u.op == Op::Mod ? in : u.dtype,
+                    s[0].view(), s[1].view());
         t << ";\n";
         break;
       }
-      case UKind::Reduce: break;
+      case UKind::Reduce:
+        break;
+      case UKind::If:
+        indent();
+        t << "if (";
+        name(t, p, u.src[0]) << ") {\n";
+        ++depth;
+        break;
+      case UKind::EndIf:
+        --depth;
+        indent();
+        t << "}\n";
+        break;
+      case UKind::GroupReduce:
+        group_reduce<D>(t, p, u, int(i), depth);
+        break;
       }
     }
     t << "}\n";
     return t;
   }
-  static constexpr void name(Text& t, const Program& p, int k) {
-    t << (p.ops[std::size_t(k)].kind == UKind::DefineAcc ? "acc" : "v") << std::int64_t(k);
+  static constexpr Text& name(Text& t, const Program& p, int k) {
+    return t << (p.ops[std::size_t(k)].kind == UKind::DefineAcc ? "acc" : "v") << std::int64_t(k);
+  }
+  /// GPU dialects: a work-group reduction of an accumulator through local memory, a tree of
+  /// p.local lanes (D::local_array declares the array, D::barrier synchronizes the group).
+  template <class D>
+  static constexpr void group_reduce(Text& t, const Program& p, const UOp& u, int i, int depth) {
+    auto indent = [&](int extra) -> Text& {
+      for (int k = 0; k < depth + extra; ++k) t << "  ";
+      return t;
+    };
+    int lane = -1;
+    for (std::size_t k = 0; k < p.ops.size(); ++k)
+      if (p.ops[k].kind == UKind::Special && p.ops[k].arg == int(GpuIndex::Lane)) lane = int(k);
+    Text acc, lds, a, b;
+    name(acc, p, u.src[0]);
+    lds << "tg_lds" << std::int64_t(i);
+    a << lds.view() << "[tg_l]";
+    b << lds.view() << "[tg_l + tg_s]";
+    D::local_array(indent(0), is_half(u.dtype) ? DType::Float32 : u.dtype, lds.view(), p.local);
+    indent(0) << "{\n";
+    indent(1) << "const int tg_l = int(v" << std::int64_t(lane) << ");\n";
+    indent(1) << a.view() << " = " << acc.view() << ";\n";
+    D::barrier(indent(1));
+    indent(1) << "for (int tg_s = " << std::int64_t(p.local / 2) << "; tg_s > 0; tg_s >>= 1) {\n";
+    indent(2) << "if (tg_l < tg_s) " << a.view() << " = ";
+    D::binary(t, u.op, u.dtype, a.view(), b.view());
+    t << ";\n";
+    D::barrier(indent(2));
+    indent(1) << "}\n";
+    indent(1) << acc.view() << " = " << lds.view() << "[0];\n";
+    D::barrier(indent(1));
+    indent(0) << "}\n";
   }
 };
 
@@ -110,34 +166,53 @@ struct CStyleRenderer {
 struct CDialect {
   static constexpr const char* type(DType t) {
     switch (t) {
-    case DType::Bool: return "_Bool";
-    case DType::Int8: return "signed char";
-    case DType::Int16: return "short";
-    case DType::Int32: return "int";
-    case DType::Int64: return "long long";
-    case DType::UInt8: return "unsigned char";
-    case DType::UInt16: case DType::Float16: case DType::BFloat16: return "unsigned short";
-    case DType::UInt32: return "unsigned int";
-    case DType::UInt64: return "unsigned long long";
-    case DType::Float32: return "float";
-    default: return "double";
+    case DType::Bool:
+      return "_Bool";
+    case DType::Int8:
+      return "signed char";
+    case DType::Int16:
+      return "short";
+    case DType::Int32:
+      return "int";
+    case DType::Int64:
+      return "long long";
+    case DType::UInt8:
+      return "unsigned char";
+    case DType::UInt16:
+    case DType::Float16:
+    case DType::BFloat16:
+      return "unsigned short";
+    case DType::UInt32:
+      return "unsigned int";
+    case DType::UInt64:
+      return "unsigned long long";
+    case DType::Float32:
+      return "float";
+    default:
+      return "double";
     }
   }
   static constexpr void prelude(Text& t, const Program&) {
     t << "#include <math.h>\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
-         "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; }\n"
-         "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; }\n"
+         "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
+         "}\n"
+         "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
+         "}\n"
          "static inline float tg_b2f(tg_u16 b) { return tg_u2f((tg_u32)b << 16); }\n"
          "static inline tg_u16 tg_f2b(float f) { tg_u32 x = tg_f2u(f);\n"
-         "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (tg_u16)((x >> 16) | 0x40u);\n"
+         "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (tg_u16)((x >> 16) | "
+         "0x40u);\n"
          "  x += 0x7fffu + ((x >> 16) & 1u); return (tg_u16)(x >> 16); }\n"
-         "static inline float tg_h2f(tg_u16 h) { tg_u32 s = (tg_u32)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu;\n"
-         "  if (e == 0) { if (m == 0) return tg_u2f(s); int k = -1; do { m <<= 1; ++k; } while (!(m & 0x400u));\n"
+         "static inline float tg_h2f(tg_u16 h) { tg_u32 s = (tg_u32)(h & 0x8000u) << 16, e = (h >> "
+         "10) & 0x1f, m = h & 0x3ffu;\n"
+         "  if (e == 0) { if (m == 0) return tg_u2f(s); int k = -1; do { m <<= 1; ++k; } while "
+         "(!(m & 0x400u));\n"
          "    return tg_u2f(s | ((tg_u32)(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
          "  if (e == 31) return tg_u2f(s | 0x7f800000u | (m << 13));\n"
          "  return tg_u2f(s | ((e + 112) << 23) | (m << 13)); }\n"
-         "static inline tg_u16 tg_f2h(float f) { tg_u32 x = tg_f2u(f), s = (x >> 16) & 0x8000u, m = x & 0x7fffffu;\n"
+         "static inline tg_u16 tg_f2h(float f) { tg_u32 x = tg_f2u(f), s = (x >> 16) & 0x8000u, m "
+         "= x & 0x7fffffu;\n"
          "  int e = (int)((x >> 23) & 0xff);\n"
          "  if (e == 255) return (tg_u16)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
          "  e = e - 127 + 15; if (e >= 31) return (tg_u16)(s | 0x7c00u);\n"
@@ -153,14 +228,28 @@ struct CDialect {
   }
   static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
     if (u.kind == UKind::Param)
-      t << type(u.dtype) << "* v" << std::int64_t(i) << " = (" << type(u.dtype) << "*)bufs[" << std::int64_t(u.arg) << "];\n";
-    else if (u.kind == UKind::Bound) t << "const long long v" << std::int64_t(i) << " = " << (u.arg == 0 ? "start" : "end") << ";\n";
-    else t << "const long long v" << std::int64_t(i) << " = vars[" << std::int64_t(u.arg) << "]; /* " << p.vars[std::size_t(u.arg)].name.view() << " */\n";
+      t << type(u.dtype) << "* v" << std::int64_t(i) << " = (" << type(u.dtype) << "*)bufs["
+        << std::int64_t(u.arg) << "];\n";
+    else if (u.kind == UKind::Bound)
+      t << "const long long v" << std::int64_t(i) << " = " << (u.arg == 0 ? "start" : "end")
+        << ";\n";
+    else
+      t << "const long long v" << std::int64_t(i) << " = vars[" << std::int64_t(u.arg) << "]; /* "
+        << p.vars[std::size_t(u.arg)].name.view() << " */\n";
   }
-  static constexpr void open_range(Text& t, const UOp&, int i, int start, int end) {
-    t << "for (long long v" << std::int64_t(i) << " = v" << std::int64_t(start) << "; v" << std::int64_t(i) << " < v"
-      << std::int64_t(end) << "; ++v" << std::int64_t(i) << ") {\n";
+  static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
+    t << "for (long long v" << std::int64_t(i) << " = v" << std::int64_t(start) << "; v"
+      << std::int64_t(i) << " < v" << std::int64_t(end) << "; ";
+    if (u.src[2] >= 0)
+      t << 'v' << std::int64_t(i) << " += v" << std::int64_t(u.src[2]) << ") {\n";
+    else
+      t << "++v" << std::int64_t(i) << ") {\n";
   }
+  // Work-group hooks (GroupReduce, GPU programs only): in C a work-group is one thread.
+  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
+    t << type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
+  }
+  static constexpr void barrier(Text& t) { t << "/* barrier */\n"; }
   static constexpr void load(Text& t, DType stored, int buf, int idx) {
     if (stored == DType::Float16) t << "tg_h2f(";
     if (stored == DType::BFloat16) t << "tg_b2f(";
@@ -169,66 +258,137 @@ struct CDialect {
   }
   static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
     t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << "] = ";
-    if (stored == DType::Float16) t << "tg_f2h(" << val << ");\n";
-    else if (stored == DType::BFloat16) t << "tg_f2b(" << val << ");\n";
-    else t << val << ";\n";
+    if (stored == DType::Float16)
+      t << "tg_f2h(" << val << ");\n";
+    else if (stored == DType::BFloat16)
+      t << "tg_f2b(" << val << ");\n";
+    else
+      t << val << ";\n";
   }
   static constexpr void constant(Text& t, DType d, Scalar v) {
     if (is_float(d)) {
-      if (d == DType::Float64) t.literal(v.f);
+      if (d == DType::Float64)
+        t.literal(v.f);
       else {
         float f = float(v.f);
-        if (f != f || f == std::numeric_limits<float>::infinity() || f == -std::numeric_limits<float>::infinity()) t.literal(double(f));
-        else t.literal(double(f)) << 'f';
+        if (f != f || f == std::numeric_limits<float>::infinity() ||
+            f == -std::numeric_limits<float>::infinity())
+          t.literal(double(f));
+        else
+          t.literal(double(f)) << 'f';
       }
-    } else if (d == DType::Bool) t << (v.i ? "1" : "0");
-    else if (d == DType::UInt64) t.write_unsigned(std::uint64_t(v.i)) << "ull";
+    } else if (d == DType::Bool)
+      t << (v.i ? "1" : "0");
+    else if (d == DType::UInt64)
+      t.write_unsigned(std::uint64_t(v.i)) << "ull";
     else if (d == DType::Int64) {
-      if (v.i == std::numeric_limits<std::int64_t>::min()) t << "(-9223372036854775807ll - 1)";
-      else t << v.i << "ll";
-    } else t << '(' << type(d) << ')' << v.i << (is_unsigned(d) ? "u" : "");
+      if (v.i == std::numeric_limits<std::int64_t>::min())
+        t << "(-9223372036854775807ll - 1)";
+      else
+        t << v.i << "ll";
+    } else
+      t << '(' << type(d) << ')' << v.i << (is_unsigned(d) ? "u" : "");
   }
   static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "" : "f"; }
   static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
     switch (op) {
-    case Op::Neg: t << (d == DType::Bool ? "!" : "-") << a; break;
-    case Op::Recip: t << '(' << (d == DType::Float64 ? "1.0" : "1.0f") << " / " << a << ')'; break;
-    case Op::Sqrt: t << "sqrt" << fsuffix(d) << '(' << a << ')'; break;
-    case Op::Exp2: t << "exp2" << fsuffix(d) << '(' << a << ')'; break;
-    case Op::Log2: t << "log2" << fsuffix(d) << '(' << a << ')'; break;
-    case Op::Sin: t << "sin" << fsuffix(d) << '(' << a << ')'; break;
-    case Op::Trunc: t << "trunc" << fsuffix(d) << '(' << a << ')'; break;
-    default: t << a;
+    case Op::Neg:
+      t << (d == DType::Bool ? "!" : "-") << a;
+      break;
+    case Op::Recip:
+      t << '(' << (d == DType::Float64 ? "1.0" : "1.0f") << " / " << a << ')';
+      break;
+    case Op::Sqrt:
+      t << "sqrt" << fsuffix(d) << '(' << a << ')';
+      break;
+    case Op::Exp2:
+      t << "exp2" << fsuffix(d) << '(' << a << ')';
+      break;
+    case Op::Log2:
+      t << "log2" << fsuffix(d) << '(' << a << ')';
+      break;
+    case Op::Sin:
+      t << "sin" << fsuffix(d) << '(' << a << ')';
+      break;
+    case Op::Trunc:
+      t << "trunc" << fsuffix(d) << '(' << a << ')';
+      break;
+    default:
+      t << a;
     }
   }
   static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
     const char* sym = nullptr;
     switch (op) {
-    case Op::Add: sym = " + "; break;
-    case Op::Mul: sym = " * "; break;
-    case Op::Div: sym = " / "; break;
-    case Op::Mod: sym = " % "; break;
-    case Op::CmpLt: sym = " < "; break;
-    case Op::CmpEq: sym = " == "; break;
-    case Op::CmpNe: sym = " != "; break;
-    case Op::And: sym = " & "; break;
-    case Op::Or: sym = " | "; break;
-    case Op::Xor: sym = " ^ "; break;
+    case Op::Add:
+      sym = " + ";
+      break;
+    case Op::Mul:
+      sym = " * ";
+      break;
+    case Op::Div:
+      sym = " / ";
+      break;
+    case Op::Mod:
+      sym = " % ";
+      break;
+    case Op::CmpLt:
+      sym = " < ";
+      break;
+    case Op::CmpEq:
+      sym = " == ";
+      break;
+    case Op::CmpNe:
+      sym = " != ";
+      break;
+    case Op::And:
+      sym = " & ";
+      break;
+    case Op::Or:
+      sym = " | ";
+      break;
+    case Op::Xor:
+      sym = " ^ ";
+      break;
     case Op::Max:
-      if (is_float(d)) t << "((" << a << " > " << b << " || " << a << " != " << a << ") ? " << a << " : " << b << ')';
-      else t << '(' << a << " > " << b << " ? " << a << " : " << b << ')';
+      if (is_float(d))
+        t << "((" << a << " > " << b << " || " << a << " != " << a << ") ? " << a << " : " << b
+          << ')';
+      else
+        t << '(' << a << " > " << b << " ? " << a << " : " << b << ')';
       return;
-    case Op::Pow: t << "pow" << fsuffix(d) << '(' << a << ", " << b << ')'; return;
-    default: break;
+    case Op::Pow:
+      t << "pow" << fsuffix(d) << '(' << a << ", " << b << ')';
+      return;
+    default:
+      break;
     }
     t << '(' << a << sym << b << ')';
   }
   static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
-    if (to == DType::Bool) t << '(' << a << " != 0)";
-    else if (to == DType::Float16) t << "tg_h2f(tg_f2h((float)" << a << "))";
-    else if (to == DType::BFloat16) t << "tg_b2f(tg_f2b((float)" << a << "))";
-    else if (is_half(from) && to == DType::Float32) t << a;
-    else t << '(' << type(to) << ')' << a;
+    if (to == DType::Bool)
+      t << '(' << a << " != 0)";
+    else if (to == DType::Float16)
+      t << "tg_h2f(tg_f2h((float)" << a << "))";
+    else if (to == DType::BFloat16)
+      t << "tg_b2f(tg_f2b((float)" << a << "))";
+    else if (is_half(from) && to == DType::Float32)
+      t << a;
+    else if (is_float(from) && is_int(to)) {
+      // Float to integer as the reference interpreter (x86) defines it, never C's undefined
+      // behaviour (which the compiler folds differently: (unsigned char)-3.0f becomes 0, not 253):
+      // through int32 (int64 for 32/64-bit targets); out of range and NaN give the minimum.
+      if (to == DType::UInt64)
+        t << "((" << a << " >= 0.0 && " << a << " < 18446744073709551616.0) ? (unsigned long long)"
+          << a << " : 0ull)";
+      else if (to == DType::Int64 || to == DType::UInt32)
+        t << '(' << type(to) << ")((" << a << " >= -9223372036854775808.0 && " << a
+          << " < 9223372036854775808.0) ? (long long)" << a << " : (-9223372036854775807ll - 1))";
+      else
+        t << '(' << type(to) << ")((" << a << " >= -2147483648.0 && " << a
+          << " < 2147483648.0) ? (int)" << a << " : (-2147483647 - 1))";
+    } else
+      t << '(' << type(to) << ')' << a;
   }
   static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
     if (is_half(from)) { // the register holds a float; its bits are those of the 16-bit value

@@ -18,13 +18,19 @@ inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
   for (const auto& [target, value0] : pairs) {
     const LazyPtr& t = target.lazy();
     if (!t || t->op != Op::Buffer)
-      detail::fail<error>("assign", "the target must be a realized tensor that owns its buffer (not a view; call "
-                                    "contiguous().realize() first)", loc);
+      detail::fail<error>(
+          "assign",
+          "the target must be a realized tensor that owns its buffer (not a view; call "
+          "contiguous().realize() first)",
+          loc);
     if (!(target.sym_shape() == value0.sym_shape()) && target.shape() != value0.shape())
-      detail::fail<shape_error>("assign", "value of shape " + detail::shape_of(value0) + " for a target of shape " +
-                                              detail::shape_of(target), loc);
+      detail::fail<shape_error>("assign",
+                                "value of shape " + detail::shape_of(value0) +
+                                    " for a target of shape " + detail::shape_of(target),
+                                loc);
     if (target.device() != value0.device())
-      detail::fail<device_error>("assign", "value on " + value0.device() + " for a target on " + target.device(), loc);
+      detail::fail<device_error>(
+          "assign", "value on " + value0.device() + " for a target on " + target.device(), loc);
     Tensor v = value0.cast(target.dtype());
     if (v.is_realized() || v.lazy() == t) // already in memory: a copy kernel
       v = Tensor::make(Op::Contiguous, v.dtype(), v.sym_shape(), {v.lazy()}, v.device());
@@ -64,7 +70,9 @@ template <class... T> struct JitResult<std::tuple<T...>> {
     return std::apply([](const auto&... x) { return std::vector<Tensor>{x...}; }, t);
   }
   static std::tuple<T...> rebuild(const std::vector<Tensor>& ts) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple<T...>{ts[I]...}; }(std::index_sequence_for<T...>{});
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tuple<T...>{ts[I]...};
+    }(std::index_sequence_for<T...>{});
   }
 };
 } // namespace detail
@@ -81,7 +89,8 @@ public:
   explicit Jit(F f) : fn_(std::move(f)) {}
 
   template <class... Args> auto operator()(const Args&... args) {
-    static_assert((std::is_same_v<Args, Tensor> && ...), "tg::jit: every argument must be a tg::Tensor");
+    static_assert((std::is_same_v<Args, Tensor> && ...),
+                  "tg::jit: every argument must be a tg::Tensor");
     using R = decltype(fn_(args...));
     std::vector<Tensor> inputs{args...};
     for (Tensor& t : inputs) { // inputs become plain buffers, outside any capture
@@ -89,10 +98,13 @@ public:
     }
     if (calls_ >= 2) {
       check(inputs);
-      if constexpr (std::is_void_v<R>) replay(inputs);
-      else return detail::JitResult<R>::rebuild(replay(inputs));
+      if constexpr (std::is_void_v<R>)
+        replay(inputs);
+      else
+        return detail::JitResult<R>::rebuild(replay(inputs));
     } else if (calls_++ == 0) { // warm-up: compiles everything
-      if constexpr (std::is_void_v<R>) call(inputs, std::index_sequence_for<Args...>{});
+      if constexpr (std::is_void_v<R>)
+        call(inputs, std::index_sequence_for<Args...>{});
       else {
         R r = call(inputs, std::index_sequence_for<Args...>{});
         realize(detail::JitResult<R>::flatten(r));
@@ -131,27 +143,34 @@ public:
   std::size_t captured_launches() const { return launches_.size(); }
 
 private:
-  template <std::size_t... I> auto call(const std::vector<Tensor>& inputs, std::index_sequence<I...>) {
+  template <std::size_t... I>
+  auto call(const std::vector<Tensor>& inputs, std::index_sequence<I...>) {
     return fn_(inputs[I]...);
   }
 
   void check(const std::vector<Tensor>& inputs) const {
     if (inputs.size() != input_shapes_.size())
-      throw error("tg.jit: called with " + std::to_string(inputs.size()) + " tensors, captured with " +
-                  std::to_string(input_shapes_.size()));
+      throw error("tg.jit: called with " + std::to_string(inputs.size()) +
+                  " tensors, captured with " + std::to_string(input_shapes_.size()));
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
-      bool same = t.dtype() == input_dtypes_[i] && t.device() == input_devices_[i] && t.ndim() == int(input_shapes_[i].size());
+      bool same = t.dtype() == input_dtypes_[i] && t.device() == input_devices_[i] &&
+                  t.ndim() == int(input_shapes_[i].size());
       for (std::size_t d = 0; same && d < input_shapes_[i].size(); ++d) {
         const SInt& cap = input_shapes_[i][d];
         const SInt& now = t.sym_shape()[d];
-        if (cap.is_const()) same = now.is_const() && now.constant() == cap.constant();
-        else same = now == cap && now.eval() <= cap.max_value(); // same variable, any value within bounds
+        if (cap.is_const())
+          same = now.is_const() && now.constant() == cap.constant();
+        else
+          same =
+              now == cap && now.eval() <= cap.max_value(); // same variable, any value within bounds
       }
       if (!same)
-        throw error("tg.jit: input " + std::to_string(i) + " is " + detail::shape_of(t) + " " + dtype_name(t.dtype()) +
-                    " on " + t.device() + ", but the function was captured with " + detail::shape_str(input_shapes_[i]) +
-                    " " + dtype_name(input_dtypes_[i]) + " on " + input_devices_[i] + " (make a new tg::jit for new shapes)");
+        throw error("tg.jit: input " + std::to_string(i) + " is " + detail::shape_of(t) + " " +
+                    dtype_name(t.dtype()) + " on " + t.device() +
+                    ", but the function was captured with " + detail::shape_str(input_shapes_[i]) +
+                    " " + dtype_name(input_dtypes_[i]) + " on " + input_devices_[i] +
+                    " (make a new tg::jit for new shapes)");
     }
   }
 

@@ -39,7 +39,8 @@ inline std::string dump_graph(const Graph& g) {
   std::string out = "graph\n";
   for (std::size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes[i];
-    out += "  %" + std::to_string(i) + " = " + op_name(n.op) + " " + dtype_name(n.dtype) + " " + shape_str(n.shape);
+    out += "  %" + std::to_string(i) + " = " + op_name(n.op) + " " + dtype_name(n.dtype) + " " +
+           shape_str(n.shape);
     for (int k = 0; k < n.nsrc(); ++k) out += " %" + std::to_string(n.src[std::size_t(k)]);
     for (const Movement& m : n.moves) out += std::string(" ") + move_name(m.op) + shape_str(m.a);
     if (!n.axes.empty()) {
@@ -115,10 +116,11 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   Schedule s = fuse(g);
   MemoryPlan plan = plan_memory(g, s, keep);
   if (debug >= 2) {
-    std::cerr << "schedule: " << s.kernels.size() << " kernel(s), " << plan.slot_bytes.size() << " temporary buffer(s)\n";
+    std::cerr << "schedule: " << s.kernels.size() << " kernel(s), " << plan.slot_bytes.size()
+              << " temporary buffer(s)\n";
     for (const Kernel& k : s.kernels) {
-      std::cerr << "  kernel %" << k.root << " " << op_name(g[k.root].op) << " " << detail::shape_str(g[k.root].shape)
-                << " <-";
+      std::cerr << "  kernel %" << k.root << " " << op_name(g[k.root].op) << " "
+                << detail::shape_str(g[k.root].shape) << " <-";
       for (int in : k.inputs) std::cerr << " %" << in;
       std::cerr << "\n";
     }
@@ -152,13 +154,15 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   std::vector<int> last_reader(g.size(), -1);
   for (std::size_t k = 0; k < s.kernels.size(); ++k)
     for (int in : s.kernels[k].inputs) last_reader[std::size_t(in)] = int(k);
-  std::vector<std::pair<std::shared_ptr<Buffer>, std::shared_ptr<Buffer>>> copies; // (target, fresh)
+  std::vector<std::pair<std::shared_ptr<Buffer>, std::shared_ptr<Buffer>>>
+      copies; // (target, fresh)
   auto in_place = [&](std::size_t k, const std::shared_ptr<Buffer>& target) {
     for (std::size_t i = 0; i < g.size(); ++i) {
       const Node& n = g.nodes[i];
       if (n.op != Op::Buffer || inputs[std::size_t(n.arg)] != target) continue;
       if (last_reader[i] > int(k)) return false;
-      if (std::find(s.kernels[k].inputs.begin(), s.kernels[k].inputs.end(), int(i)) != s.kernels[k].inputs.end() &&
+      if (std::find(s.kernels[k].inputs.begin(), s.kernels[k].inputs.end(), int(i)) !=
+              s.kernels[k].inputs.end() &&
           !detail::reads_in_place(g, s.materialized, s.kernels[k].root, int(i)))
         return false;
     }
@@ -180,14 +184,18 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
       if (in_place(k, *target)) {
         out.buffers[std::size_t(kern.root)] = *target;
       } else {
-        out.buffers[std::size_t(kern.root)] = std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
+        out.buffers[std::size_t(kern.root)] =
+            std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
         copies.push_back({*target, out.buffers[std::size_t(kern.root)]});
       }
     } else if (slot >= 0) {
       auto& t = temps[std::size_t(slot)];
-      if (!t) t = std::make_shared<Buffer>(dev, DType::UInt8, size_of(plan.slot_bytes[std::size_t(slot)]));
+      if (!t)
+        t = std::make_shared<Buffer>(dev, DType::UInt8,
+                                     size_of(plan.slot_bytes[std::size_t(slot)]));
     } else {
-      out.buffers[std::size_t(kern.root)] = std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
+      out.buffers[std::size_t(kern.root)] =
+          std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
     }
     if (numel == 0) continue;
     std::vector<void*> ptrs_k{buffer_of(kern.root)->ptr};
@@ -203,8 +211,10 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
       capture->launches.push_back(std::move(l));
     }
     if (debug >= 1) {
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "*** %-6s %3zu %-28s %10.1f us\n", dev->name().c_str(), k, runners[k]->name.c_str(), us);
+      double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "*** %-6s %3zu %-28s %10.1f us\n", dev->name().c_str(), k,
+                   runners[k]->name.c_str(), us);
     }
   }
   for (auto& [target, fresh] : copies) {

@@ -6,7 +6,19 @@
 namespace tg {
 
 enum class DType : std::uint8_t {
-  Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float16, BFloat16, Float32, Float64
+  Bool,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  UInt8,
+  UInt16,
+  UInt32,
+  UInt64,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64
 };
 inline constexpr int dtype_count = 13;
 
@@ -21,10 +33,21 @@ using namespace dtypes;
 
 constexpr int itemsize(DType t) {
   switch (t) {
-  case DType::Bool: case DType::Int8: case DType::UInt8: return 1;
-  case DType::Int16: case DType::UInt16: case DType::Float16: case DType::BFloat16: return 2;
-  case DType::Int32: case DType::UInt32: case DType::Float32: return 4;
-  default: return 8;
+  case DType::Bool:
+  case DType::Int8:
+  case DType::UInt8:
+    return 1;
+  case DType::Int16:
+  case DType::UInt16:
+  case DType::Float16:
+  case DType::BFloat16:
+    return 2;
+  case DType::Int32:
+  case DType::UInt32:
+  case DType::Float32:
+    return 4;
+  default:
+    return 8;
   }
 }
 constexpr bool is_float(DType t) { return t >= DType::Float16; }
@@ -36,8 +59,8 @@ constexpr bool is_half(DType t) { return t == DType::Float16 || t == DType::BFlo
 constexpr DType compute_dtype(DType t) { return is_half(t) ? DType::Float32 : t; }
 
 constexpr const char* dtype_name(DType t) {
-  constexpr const char* names[] = {"bool",   "int8",    "int16",    "int32",   "int64",
-                                   "uint8",  "uint16",  "uint32",   "uint64",  "float16",
+  constexpr const char* names[] = {"bool",     "int8",    "int16",  "int32",  "int64",
+                                   "uint8",    "uint16",  "uint32", "uint64", "float16",
                                    "bfloat16", "float32", "float64"};
   return names[static_cast<int>(t)];
 }
@@ -61,9 +84,12 @@ constexpr DType promote(DType a, DType b) {
   DType u = is_unsigned(a) ? a : b, s = is_unsigned(a) ? b : a;
   if (itemsize(s) > itemsize(u)) return s;
   switch (itemsize(u)) { // a signed type wide enough for both
-  case 1: return DType::Int16;
-  case 2: return DType::Int32;
-  default: return DType::Int64; // uint32/uint64 with a signed type: int64 (uint64 may wrap)
+  case 1:
+    return DType::Int16;
+  case 2:
+    return DType::Int32;
+  default:
+    return DType::Int64; // uint32/uint64 with a signed type: int64 (uint64 may wrap)
   }
 }
 
@@ -92,7 +118,8 @@ struct half {
       if (e < -10) return std::uint16_t(sign);
       mant |= 0x800000u;
       int shift = 14 - e;
-      std::uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+      std::uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1),
+                    halfway = 1u << (shift - 1);
       if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
       return std::uint16_t(sign | h);
     }
@@ -101,17 +128,24 @@ struct half {
     return std::uint16_t(sign | h);
   }
   static constexpr float to_float(std::uint16_t h) {
-    std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu;
+    std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f,
+                  mant = h & 0x3ffu;
     std::uint32_t x;
     if (exp == 0) {
-      if (mant == 0) x = sign;
+      if (mant == 0)
+        x = sign;
       else {
         int e = -1;
-        do { mant <<= 1; ++e; } while (!(mant & 0x400u));
+        do {
+          mant <<= 1;
+          ++e;
+        } while (!(mant & 0x400u));
         x = sign | (std::uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
       }
-    } else if (exp == 31) x = sign | 0x7f800000u | (mant << 13);
-    else x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    } else if (exp == 31)
+      x = sign | 0x7f800000u | (mant << 13);
+    else
+      x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
     return std::bit_cast<float>(x);
   }
 };
@@ -122,47 +156,93 @@ struct bfloat16_t {
   constexpr operator float() const { return to_float(bits); }
   static constexpr std::uint16_t from_float(float f) {
     std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return std::uint16_t((x >> 16) | 0x40u);
+    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
+      return std::uint16_t((x >> 16) | 0x40u);
     x += 0x7fffu + ((x >> 16) & 1u);
     return std::uint16_t(x >> 16);
   }
-  static constexpr float to_float(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); }
+  static constexpr float to_float(std::uint16_t b) {
+    return std::bit_cast<float>(std::uint32_t(b) << 16);
+  }
 };
 
 template <class T> struct dtype_of_t;
-template <> struct dtype_of_t<bool> { static constexpr DType value = DType::Bool; };
-template <> struct dtype_of_t<std::int8_t> { static constexpr DType value = DType::Int8; };
-template <> struct dtype_of_t<std::int16_t> { static constexpr DType value = DType::Int16; };
-template <> struct dtype_of_t<std::int32_t> { static constexpr DType value = DType::Int32; };
-template <> struct dtype_of_t<long> { static constexpr DType value = DType::Int64; };
-template <> struct dtype_of_t<long long> { static constexpr DType value = DType::Int64; };
-template <> struct dtype_of_t<std::uint8_t> { static constexpr DType value = DType::UInt8; };
-template <> struct dtype_of_t<std::uint16_t> { static constexpr DType value = DType::UInt16; };
-template <> struct dtype_of_t<std::uint32_t> { static constexpr DType value = DType::UInt32; };
-template <> struct dtype_of_t<unsigned long> { static constexpr DType value = DType::UInt64; };
-template <> struct dtype_of_t<unsigned long long> { static constexpr DType value = DType::UInt64; };
-template <> struct dtype_of_t<half> { static constexpr DType value = DType::Float16; };
-template <> struct dtype_of_t<bfloat16_t> { static constexpr DType value = DType::BFloat16; };
-template <> struct dtype_of_t<float> { static constexpr DType value = DType::Float32; };
-template <> struct dtype_of_t<double> { static constexpr DType value = DType::Float64; };
+template <> struct dtype_of_t<bool> {
+  static constexpr DType value = DType::Bool;
+};
+template <> struct dtype_of_t<std::int8_t> {
+  static constexpr DType value = DType::Int8;
+};
+template <> struct dtype_of_t<std::int16_t> {
+  static constexpr DType value = DType::Int16;
+};
+template <> struct dtype_of_t<std::int32_t> {
+  static constexpr DType value = DType::Int32;
+};
+template <> struct dtype_of_t<long> {
+  static constexpr DType value = DType::Int64;
+};
+template <> struct dtype_of_t<long long> {
+  static constexpr DType value = DType::Int64;
+};
+template <> struct dtype_of_t<std::uint8_t> {
+  static constexpr DType value = DType::UInt8;
+};
+template <> struct dtype_of_t<std::uint16_t> {
+  static constexpr DType value = DType::UInt16;
+};
+template <> struct dtype_of_t<std::uint32_t> {
+  static constexpr DType value = DType::UInt32;
+};
+template <> struct dtype_of_t<unsigned long> {
+  static constexpr DType value = DType::UInt64;
+};
+template <> struct dtype_of_t<unsigned long long> {
+  static constexpr DType value = DType::UInt64;
+};
+template <> struct dtype_of_t<half> {
+  static constexpr DType value = DType::Float16;
+};
+template <> struct dtype_of_t<bfloat16_t> {
+  static constexpr DType value = DType::BFloat16;
+};
+template <> struct dtype_of_t<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <> struct dtype_of_t<double> {
+  static constexpr DType value = DType::Float64;
+};
 template <class T> inline constexpr DType dtype_of = dtype_of_t<T>::value;
 
 /// Calls f(T{}) with the C++ storage type of a dtype.
 template <class F> constexpr decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-  case DType::Bool: return f(bool{});
-  case DType::Int8: return f(std::int8_t{});
-  case DType::Int16: return f(std::int16_t{});
-  case DType::Int32: return f(std::int32_t{});
-  case DType::Int64: return f(std::int64_t{});
-  case DType::UInt8: return f(std::uint8_t{});
-  case DType::UInt16: return f(std::uint16_t{});
-  case DType::UInt32: return f(std::uint32_t{});
-  case DType::UInt64: return f(std::uint64_t{});
-  case DType::Float16: return f(half{});
-  case DType::BFloat16: return f(bfloat16_t{});
-  case DType::Float32: return f(float{});
-  default: return f(double{});
+  case DType::Bool:
+    return f(bool{});
+  case DType::Int8:
+    return f(std::int8_t{});
+  case DType::Int16:
+    return f(std::int16_t{});
+  case DType::Int32:
+    return f(std::int32_t{});
+  case DType::Int64:
+    return f(std::int64_t{});
+  case DType::UInt8:
+    return f(std::uint8_t{});
+  case DType::UInt16:
+    return f(std::uint16_t{});
+  case DType::UInt32:
+    return f(std::uint32_t{});
+  case DType::UInt64:
+    return f(std::uint64_t{});
+  case DType::Float16:
+    return f(half{});
+  case DType::BFloat16:
+    return f(bfloat16_t{});
+  case DType::Float32:
+    return f(float{});
+  default:
+    return f(double{});
   }
 }
 

@@ -11,24 +11,45 @@ enum class Op : std::uint8_t {
   Buffer, // a materialized input: `arg` indexes Graph::buffers
   Const,  // a scalar (shape [])
   // unary
-  Neg, Recip, Sqrt, Exp2, Log2, Sin, Trunc, Cast, Bitcast,
+  Neg,
+  Recip,
+  Sqrt,
+  Exp2,
+  Log2,
+  Sin,
+  Trunc,
+  Cast,
+  Bitcast,
   // binary
-  Add, Mul, Div, Mod, Max, Pow, CmpLt, CmpEq, CmpNe, And, Or, Xor,
+  Add,
+  Mul,
+  Div,
+  Mod,
+  Max,
+  Pow,
+  CmpLt,
+  CmpEq,
+  CmpNe,
+  And,
+  Or,
+  Xor,
   // ternary
   Where,
   // reductions over `axes` (kept as size 1)
-  ReduceSum, ReduceMax, ReduceProd,
+  ReduceSum,
+  ReduceMax,
+  ReduceProd,
   // structure
   View,       // movement ops in `moves`, zero-copy
   Contiguous, // forces a materialized, contiguous copy
 };
 
 constexpr const char* op_name(Op op) {
-  constexpr const char* names[] = {"buffer", "const", "neg", "recip", "sqrt", "exp2", "log2",
-                                   "sin", "trunc", "cast", "bitcast", "add", "mul", "div",
-                                   "mod", "max", "pow", "cmplt", "cmpeq", "cmpne", "and", "or",
-                                   "xor", "where", "sum", "max_reduce", "prod", "view",
-                                   "contiguous"};
+  constexpr const char* names[] = {"buffer", "const",      "neg",   "recip", "sqrt",      "exp2",
+                                   "log2",   "sin",        "trunc", "cast",  "bitcast",   "add",
+                                   "mul",    "div",        "mod",   "max",   "pow",       "cmplt",
+                                   "cmpeq",  "cmpne",      "and",   "or",    "xor",       "where",
+                                   "sum",    "max_reduce", "prod",  "view",  "contiguous"};
   return names[static_cast<int>(op)];
 }
 constexpr bool is_unary(Op op) { return op >= Op::Neg && op <= Op::Bitcast; }
@@ -46,15 +67,20 @@ struct Scalar {
   std::int64_t i = 0;
   static constexpr Scalar of(DType t, double v) {
     Scalar s;
-    if (is_float(t)) s.f = v;
-    else if (is_bool(t)) s.i = v != 0;
-    else s.i = static_cast<std::int64_t>(v);
+    if (is_float(t))
+      s.f = v;
+    else if (is_bool(t))
+      s.i = v != 0;
+    else
+      s.i = static_cast<std::int64_t>(v);
     return s;
   }
   static constexpr Scalar of_int(DType t, std::int64_t v) {
     Scalar s;
-    if (is_float(t)) s.f = static_cast<double>(v);
-    else s.i = is_bool(t) ? (v != 0) : v;
+    if (is_float(t))
+      s.f = static_cast<double>(v);
+    else
+      s.i = is_bool(t) ? (v != 0) : v;
     return s;
   }
   constexpr double as_double(DType t) const {
@@ -97,7 +123,8 @@ struct Graph {
   constexpr std::vector<std::vector<int>> consumers() const {
     std::vector<std::vector<int>> c(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i)
-      for (int k = 0; k < nodes[i].nsrc(); ++k) c[std::size_t(nodes[i].src[std::size_t(k)])].push_back(int(i));
+      for (int k = 0; k < nodes[i].nsrc(); ++k)
+        c[std::size_t(nodes[i].src[std::size_t(k)])].push_back(int(i));
     return c;
   }
   constexpr std::vector<Var> vars() const {
@@ -109,5 +136,9 @@ struct Graph {
     return v;
   }
 };
+
+/// One flag per node. Not std::vector<bool>: libstdc++ 12's vector<bool> cannot be allocated in a
+/// constant expression under Clang.
+using NodeFlags = std::vector<std::uint8_t>;
 
 } // namespace tg

@@ -138,7 +138,9 @@ public:
         return false;
     return true;
   }
-  friend constexpr bool operator==(const SInt& a, std::int64_t b) { return a.is_const() && a.c_ == b; }
+  friend constexpr bool operator==(const SInt& a, std::int64_t b) {
+    return a.is_const() && a.c_ == b;
+  }
 
 private:
   constexpr void add_term(const Term& t) {

@@ -16,7 +16,8 @@ struct graph_error : error {
 enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride };
 
 constexpr const char* move_name(MoveOp m) {
-  constexpr const char* names[] = {"reshape", "permute", "expand", "pad", "shrink", "flip", "stride"};
+  constexpr const char* names[] = {"reshape", "permute", "expand", "pad",
+                                   "shrink",  "flip",    "stride"};
   return names[static_cast<int>(m)];
 }
 
@@ -61,7 +62,8 @@ struct View {
   constexpr View pad(const std::vector<SInt>& before, const std::vector<SInt>& after) const {
     View v = *this;
     bool any = false;
-    for (std::size_t i = 0; i < shape.size(); ++i) any = any || !(before[i] == 0) || !(after[i] == 0);
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      any = any || !(before[i] == 0) || !(after[i] == 0);
     if (!any) return v;
     if (!has_mask())
       for (const SInt& s : shape) v.mask.push_back({0, s});
@@ -104,28 +106,36 @@ struct View {
       v.shape[i] = (s + k - 1) / k;
       v.strides[i] = strides[i] * SInt(k);
       if (has_mask())
-        v.mask[i] = {(mask[i].first.constant() + k - 1) / k, (mask[i].second.constant() + k - 1) / k};
+        v.mask[i] = {(mask[i].first.constant() + k - 1) / k,
+                     (mask[i].second.constant() + k - 1) / k};
     }
     v.drop_full_mask();
     return v;
   }
   /// A reshape expressed in this single view, if one exists.
   constexpr bool reshape(const Shape& to, View& out) const {
-    if (shape == to) { out = *this; return true; }
+    if (shape == to) {
+      out = *this;
+      return true;
+    }
     if (!has_mask() && strides == contiguous_strides(shape)) {
       out = View{to, contiguous_strides(to), offset, {}};
       return true;
     }
     // Only inserting or removing 1-sized axes keeps a masked view simple.
     std::vector<std::size_t> old_big, new_big;
-    for (std::size_t i = 0; i < shape.size(); ++i) if (!(shape[i] == 1)) old_big.push_back(i);
-    for (std::size_t i = 0; i < to.size(); ++i) if (!(to[i] == 1)) new_big.push_back(i);
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      if (!(shape[i] == 1)) old_big.push_back(i);
+    for (std::size_t i = 0; i < to.size(); ++i)
+      if (!(to[i] == 1)) new_big.push_back(i);
     bool same_big = old_big.size() == new_big.size();
-    for (std::size_t k = 0; same_big && k < old_big.size(); ++k) same_big = shape[old_big[k]] == to[new_big[k]];
+    for (std::size_t k = 0; same_big && k < old_big.size(); ++k)
+      same_big = shape[old_big[k]] == to[new_big[k]];
     if (same_big) {
       // 1-sized axes must be fully valid to be dropped.
       for (std::size_t i = 0; i < shape.size(); ++i)
-        if (has_mask() && shape[i] == 1 && !(mask[i].first == 0 && mask[i].second == 1)) return false;
+        if (has_mask() && shape[i] == 1 && !(mask[i].first == 0 && mask[i].second == 1))
+          return false;
       out = View{to, Shape(to.size(), SInt(0)), offset, {}};
       if (has_mask()) out.mask.assign(to.size(), {0, 1});
       for (std::size_t k = 0; k < old_big.size(); ++k) {
@@ -136,27 +146,44 @@ struct View {
     }
     if (has_mask()) return false;
     // Merge / split groups of axes whose strides chain (numpy's no-copy reshape).
-    for (const SInt& d : shape) if (!d.is_const()) return false;
-    for (const SInt& d : to) if (!d.is_const()) return false;
+    for (const SInt& d : shape)
+      if (!d.is_const()) return false;
+    for (const SInt& d : to)
+      if (!d.is_const()) return false;
     std::vector<std::int64_t> os, ost, ns;
     for (std::size_t i = 0; i < shape.size(); ++i)
-      if (!(shape[i] == 1)) { os.push_back(shape[i].constant()); ost.push_back(strides[i].constant()); }
+      if (!(shape[i] == 1)) {
+        os.push_back(shape[i].constant());
+        ost.push_back(strides[i].constant());
+      }
     for (const SInt& d : to) ns.push_back(d.constant());
     std::vector<std::int64_t> nst(ns.size(), 0);
     std::size_t i = 0, j = 0;
     while (i < os.size() && j < ns.size()) {
-      if (ns[j] == 1) { ++j; continue; }
+      if (ns[j] == 1) {
+        ++j;
+        continue;
+      }
       std::int64_t np = ns[j], op = os[i];
       std::size_t oi = i + 1, nj = j + 1;
       while (np != op) {
-        if (np < op) { if (nj >= ns.size()) return false; np *= ns[nj++]; }
-        else { if (oi >= os.size()) return false; op *= os[oi++]; }
+        if (np < op) {
+          if (nj >= ns.size()) return false;
+          np *= ns[nj++];
+        } else {
+          if (oi >= os.size()) return false;
+          op *= os[oi++];
+        }
       }
       for (std::size_t k = i; k + 1 < oi; ++k)
         if (ost[k] != ost[k + 1] * os[k + 1]) return false;
       std::int64_t st = ost[oi - 1];
-      for (std::size_t k = nj; k-- > j;) { nst[k] = ns[k] == 1 ? 0 : st; st *= ns[k]; }
-      i = oi; j = nj;
+      for (std::size_t k = nj; k-- > j;) {
+        nst[k] = ns[k] == 1 ? 0 : st;
+        st *= ns[k];
+      }
+      i = oi;
+      j = nj;
     }
     out = View{to, {}, offset, {}};
     for (std::int64_t s : nst) out.strides.push_back(s);
@@ -191,8 +218,10 @@ struct ShapeTracker {
     switch (m.op) {
     case MoveOp::Reshape: {
       View r;
-      if (v.reshape(m.a, r)) v = r;
-      else t.views.push_back(View::contiguous(m.a));
+      if (v.reshape(m.a, r))
+        v = r;
+      else
+        t.views.push_back(View::contiguous(m.a));
       break;
     }
     case MoveOp::Permute: {
@@ -201,16 +230,24 @@ struct ShapeTracker {
       v = v.permute(order);
       break;
     }
-    case MoveOp::Expand: v = v.expand(m.a); break;
-    case MoveOp::Pad: v = v.pad(m.a, m.b); break;
-    case MoveOp::Shrink: v = v.shrink(m.a, m.b); break;
+    case MoveOp::Expand:
+      v = v.expand(m.a);
+      break;
+    case MoveOp::Pad:
+      v = v.pad(m.a, m.b);
+      break;
+    case MoveOp::Shrink:
+      v = v.shrink(m.a, m.b);
+      break;
     case MoveOp::Flip: {
       std::vector<std::uint8_t> axes;
       for (const SInt& o : m.a) axes.push_back(o.constant() != 0);
       v = v.flip(axes);
       break;
     }
-    case MoveOp::Stride: v = v.stride(m.a); break;
+    case MoveOp::Stride:
+      v = v.stride(m.a);
+      break;
     }
     t.simplify();
     return t;
@@ -224,14 +261,16 @@ struct ShapeTracker {
   constexpr void simplify() {
     for (std::size_t k = views.size(); k-- > 1;) {
       // a contiguous view below the top is the identity on flat offsets
-      if (k < views.size() - 1 && views[k].is_contiguous()) views.erase(views.begin() + std::ptrdiff_t(k));
+      if (k < views.size() - 1 && views[k].is_contiguous())
+        views.erase(views.begin() + std::ptrdiff_t(k));
     }
     while (views.size() > 1) {
       View r;
       if (views.back().is_contiguous() && views[views.size() - 2].reshape(views.back().shape, r)) {
         views.pop_back();
         views.back() = r;
-      } else break;
+      } else
+        break;
     }
     if (views.size() > 1 && views[0].is_contiguous()) views.erase(views.begin());
   }
@@ -240,7 +279,9 @@ struct ShapeTracker {
 /// The shape after a movement op (the op's arguments are assumed checked).
 constexpr Shape moved_shape(const Shape& s, const Movement& m) {
   switch (m.op) {
-  case MoveOp::Reshape: case MoveOp::Expand: return m.a;
+  case MoveOp::Reshape:
+  case MoveOp::Expand:
+    return m.a;
   case MoveOp::Permute: {
     Shape r;
     for (const SInt& o : m.a) r.push_back(s[std::size_t(o.constant())]);
@@ -256,7 +297,8 @@ constexpr Shape moved_shape(const Shape& s, const Movement& m) {
     for (std::size_t i = 0; i < s.size(); ++i) r[i] = m.b[i] - m.a[i];
     return r;
   }
-  case MoveOp::Flip: return s;
+  case MoveOp::Flip:
+    return s;
   case MoveOp::Stride: {
     Shape r = s;
     for (std::size_t i = 0; i < s.size(); ++i) {

@@ -51,8 +51,11 @@ public:
     const long long* vs = reinterpret_cast<const long long*>(vars.data());
     int threads = env::threads();
     int chunks = work >= (std::int64_t(1) << 15) ? int(std::min<std::int64_t>(threads, outer)) : 1;
-    if (chunks <= 1) fn(bufs, vs, 0, outer);
-    else thread_pool(threads).parallel_for(outer, chunks, [&](std::int64_t b, std::int64_t e) { fn(bufs, vs, b, e); });
+    if (chunks <= 1)
+      fn(bufs, vs, 0, outer);
+    else
+      thread_pool(threads).parallel_for(
+          outer, chunks, [&](std::int64_t b, std::int64_t e) { fn(bufs, vs, b, e); });
   }
 
 private:
@@ -65,31 +68,43 @@ class CpuDevice : public HostDevice {
 public:
   CpuDevice() {
     std::string requested = env::get("TG_CC");
-    std::vector<std::string> candidates = requested.empty() ? std::vector<std::string>{"cc", "gcc", "clang"}
-                                                           : std::vector<std::string>{requested};
+    std::vector<std::string> candidates = requested.empty()
+                                              ? std::vector<std::string>{"cc", "gcc", "clang"}
+                                              : std::vector<std::string>{requested};
     for (const std::string& c : candidates)
       if (!(compiler_ = detail::find_in_path(c)).empty()) break;
     if (!compiler_.empty()) {
-      struct stat st {};
+      struct stat st{};
       if (::stat(compiler_.c_str(), &st) == 0)
-        compiler_id_ = compiler_ + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+        compiler_id_ =
+            compiler_ + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
     }
     // -O2 keeps compiles fast; GCC's -O2 vectorizer ("very cheap") gives up on loops that need a
     // run-time alias check, hence the dynamic cost model. No FMA contraction: results match INTERP.
-    flags_ = {"-O2", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-w"};
+    flags_ = {"-O2",
+              "-march=native",
+              "-fPIC",
+              "-shared",
+              "-fwrapv",
+              "-fno-math-errno",
+              "-ffp-contract=off",
+              "-w"};
     std::error_code ec;
-    std::string resolved = compiler_.empty() ? "" : std::filesystem::canonical(compiler_, ec).filename().string();
+    std::string resolved =
+        compiler_.empty() ? "" : std::filesystem::canonical(compiler_, ec).filename().string();
     if (resolved.find("clang") == std::string::npos) flags_.push_back("-fvect-cost-model=dynamic");
   }
   std::string name() const override { return "CPU"; }
   std::string unavailable_reason() const override {
     if (compiler_.empty())
-      return "no C compiler found (looked for " + (env::get("TG_CC").empty() ? std::string("cc, gcc, clang") : env::get("TG_CC")) +
+      return "no C compiler found (looked for " +
+             (env::get("TG_CC").empty() ? std::string("cc, gcc, clang") : env::get("TG_CC")) +
              " on PATH; install gcc or set TG_CC)";
     return "";
   }
 
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const Program*>& programs) override {
+  std::vector<std::shared_ptr<Runner>>
+  prepare(const std::vector<const Program*>& programs) override {
     std::vector<std::shared_ptr<Runner>> out(programs.size());
     std::vector<std::string> sources(programs.size()), keys(programs.size());
     std::vector<std::size_t> to_compile;
@@ -99,8 +114,10 @@ public:
         Text src = render_c(*programs[i]);
         sources[i] = std::string(src.view());
         keys[i] = key(sources[i]);
-        if (loaded_.count(keys[i])) detail::stats_storage().cache_hits++;
-        else to_compile.push_back(i);
+        if (loaded_.count(keys[i]))
+          detail::stats_storage().cache_hits++;
+        else
+          to_compile.push_back(i);
       }
     }
     // Disk cache, then the compiler, for what is not loaded yet (in parallel).
@@ -132,14 +149,16 @@ public:
 private:
   std::string key(const std::string& source) const {
     std::string meta = compiler_id_ + "|" + flags();
-    return detail::hex64(fnv1a(source, fnv1a(meta))) + detail::hex64(fnv1a(meta + source, 0x84222325cbf29ce4ull));
+    return detail::hex64(fnv1a(source, fnv1a(meta))) +
+           detail::hex64(fnv1a(meta + source, 0x84222325cbf29ce4ull));
   }
 
-  std::shared_ptr<detail::SharedObject> load_or_compile(const std::string& key, const std::string& source,
-                                                        const std::string& fn_name) {
+  std::shared_ptr<detail::SharedObject>
+  load_or_compile(const std::string& key, const std::string& source, const std::string& fn_name) {
     namespace fs = std::filesystem;
     bool disk = detail::disk_cache_enabled();
-    std::string dir = disk ? detail::cache_dir() : fs::temp_directory_path().string() + "/tg-nocache";
+    std::string dir =
+        disk ? detail::cache_dir() : fs::temp_directory_path().string() + "/tg-nocache";
     std::error_code ec;
     fs::create_directories(dir, ec);
     std::string so_path = dir + "/" + key + ".so";
@@ -150,7 +169,8 @@ private:
       }
     }
     static std::atomic<int> counter{0};
-    std::string tmp = dir + "/tmp-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    std::string tmp =
+        dir + "/tmp-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
     {
       std::ofstream f(tmp + ".c", std::ios::binary);
       f << source;
@@ -165,19 +185,22 @@ private:
     fs::remove(tmp + ".log", ec);
     if (rc != 0) {
       fs::remove(tmp + ".so", ec);
-      throw compile_error("tg: kernel " + fn_name + " failed to compile with " + compiler_ + " (exit " +
-                              std::to_string(rc) + "):\n" + log,
+      throw compile_error("tg: kernel " + fn_name + " failed to compile with " + compiler_ +
+                              " (exit " + std::to_string(rc) + "):\n" + log,
                           source, log);
     }
     fs::rename(tmp + ".so", so_path, ec); // atomic: concurrent processes never see half a file
     if (ec) so_path = tmp + ".so";
     auto so = open(so_path, fn_name);
     if (!disk) fs::remove(so_path, ec); // dlopen keeps the mapping
-    if (!so) throw compile_error("tg: cannot load compiled kernel " + so_path + ": " + dlerror(), source, log);
+    if (!so)
+      throw compile_error("tg: cannot load compiled kernel " + so_path + ": " + dlerror(), source,
+                          log);
     return so;
   }
 
-  static std::shared_ptr<detail::SharedObject> open(const std::string& path, const std::string& fn_name) {
+  static std::shared_ptr<detail::SharedObject> open(const std::string& path,
+                                                    const std::string& fn_name) {
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) return nullptr;
     auto so = std::make_shared<detail::SharedObject>();

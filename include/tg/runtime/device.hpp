@@ -46,7 +46,8 @@ public:
   /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
   virtual bool host_memory() const { return false; }
   /// Compiles the programs (independent ones in parallel); one runner each.
-  virtual std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const Program*>& programs) = 0;
+  virtual std::vector<std::shared_ptr<Runner>>
+  prepare(const std::vector<const Program*>& programs) = 0;
 };
 
 /// Device memory owned by a tensor.
@@ -55,7 +56,8 @@ struct Buffer {
   DType dtype;
   std::int64_t numel;
   void* ptr = nullptr;
-  Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n) : device(std::move(d)), dtype(t), numel(n) {
+  Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
+      : device(std::move(d)), dtype(t), numel(n) {
     std::size_t bytes = nbytes();
     ptr = device->alloc(bytes ? bytes : 1);
     detail::stats_storage().bytes_allocated += std::int64_t(bytes);
@@ -88,7 +90,8 @@ public:
       }
     }
     void* p = std::aligned_alloc(64, n);
-    if (!p) throw device_error("tg: out of host memory allocating " + std::to_string(bytes) + " bytes");
+    if (!p)
+      throw device_error("tg: out of host memory allocating " + std::to_string(bytes) + " bytes");
     std::lock_guard<std::mutex> g(m_);
     sizes_[p] = n;
     return p;
@@ -105,9 +108,15 @@ public:
     cache_[n].push_back(p);
     cached_bytes_ += n;
   }
-  void copy_in(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copy_out(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copy(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_in(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copy_out(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
   bool host_memory() const override { return true; }
 
 private:
@@ -150,7 +159,8 @@ inline void register_device(const std::string& name, DeviceFactory f) {
 
 /// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
 /// devices(). Opening NAME:k calls factory(k).
-inline void register_device_family(const std::string& name, DeviceFamilyFactory factory, std::function<int()> count = {}) {
+inline void register_device_family(const std::string& name, DeviceFamilyFactory factory,
+                                   std::function<int()> count = {}) {
   auto& r = detail::registry();
   std::lock_guard<std::mutex> g(r.m);
   r.factories[name] = [factory] { return factory(0); };
@@ -161,10 +171,13 @@ namespace detail {
 /// A registered name that stands in for a device this build cannot offer (it says why).
 class UnavailableDevice : public Device {
 public:
-  UnavailableDevice(std::string name, std::string reason) : name_(std::move(name)), reason_(std::move(reason)) {}
+  UnavailableDevice(std::string name, std::string reason)
+      : name_(std::move(name)), reason_(std::move(reason)) {}
   std::string name() const override { return name_; }
   std::string unavailable_reason() const override { return reason_; }
-  void* alloc(std::size_t) override { throw device_error("tg: device " + name_ + " is unavailable: " + reason_); }
+  void* alloc(std::size_t) override {
+    throw device_error("tg: device " + name_ + " is unavailable: " + reason_);
+  }
   void free(void*) override {}
   void copy_in(void*, const void*, std::size_t) override { alloc(0); }
   void copy_out(void*, const void*, std::size_t) override { alloc(0); }
@@ -181,7 +194,9 @@ inline void register_unavailable(const std::string& name, const std::string& rea
   auto& r = registry();
   std::lock_guard<std::mutex> g(r.m);
   if (!r.factories.count(name))
-    r.factories[name] = [name, reason] { return std::make_shared<UnavailableDevice>(name, reason); };
+    r.factories[name] = [name, reason] {
+      return std::make_shared<UnavailableDevice>(name, reason);
+    };
 }
 } // namespace detail
 
@@ -195,9 +210,12 @@ inline std::shared_ptr<Device> device(const std::string& requested) {
   if (auto it = r.open.find(name); it != r.open.end()) return it->second;
   auto f = r.factories.find(name);
   std::shared_ptr<Device> d;
-  if (f != r.factories.end()) d = f->second();
-  else if (auto colon = name.rfind(':'); colon != std::string::npos && r.families.count(name.substr(0, colon)) &&
-           colon + 1 < name.size() && name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+  if (f != r.factories.end())
+    d = f->second();
+  else if (auto colon = name.rfind(':');
+           colon != std::string::npos && r.families.count(name.substr(0, colon)) &&
+           colon + 1 < name.size() &&
+           name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
     d = r.families[name.substr(0, colon)].first(std::atoi(name.c_str() + colon + 1));
   else {
     std::string known;

@@ -19,24 +19,33 @@ struct Val {
 };
 
 template <class T> constexpr T get(const Val& v) {
-  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(v.f);
-  else if constexpr (std::is_same_v<T, bool>) return v.i != 0;
-  else return static_cast<T>(v.i);
+  if constexpr (std::is_floating_point_v<T>)
+    return static_cast<T>(v.f);
+  else if constexpr (std::is_same_v<T, bool>)
+    return v.i != 0;
+  else
+    return static_cast<T>(v.i);
 }
 template <class T> constexpr Val put(T x) {
   Val v;
-  if constexpr (std::is_floating_point_v<T>) v.f = static_cast<double>(x);
-  else if constexpr (std::is_unsigned_v<T>) v.i = static_cast<std::int64_t>(static_cast<std::uint64_t>(x));
-  else v.i = static_cast<std::int64_t>(x);
+  if constexpr (std::is_floating_point_v<T>)
+    v.f = static_cast<double>(x);
+  else if constexpr (std::is_unsigned_v<T>)
+    v.i = static_cast<std::int64_t>(static_cast<std::uint64_t>(x));
+  else
+    v.i = static_cast<std::int64_t>(x);
   return v;
 }
 
 /// Float to integer as x86 does it (out of range and NaN give the "integer indefinite").
 template <class T> T float_to_int(double x) {
-  if constexpr (sizeof(T) < 4) return static_cast<T>(float_to_int<std::int32_t>(x));
-  else if constexpr (std::is_same_v<T, std::uint32_t>) return static_cast<T>(float_to_int<std::int64_t>(x));
+  if constexpr (sizeof(T) < 4)
+    return static_cast<T>(float_to_int<std::int32_t>(x));
+  else if constexpr (std::is_same_v<T, std::uint32_t>)
+    return static_cast<T>(float_to_int<std::int64_t>(x));
   else {
-    if (x != x || x >= 0x1p63 * (std::is_unsigned_v<T> ? 2.0 : 1.0) || x < (std::is_unsigned_v<T> ? 0.0 : -0x1p63) ||
+    if (x != x || x >= 0x1p63 * (std::is_unsigned_v<T> ? 2.0 : 1.0) ||
+        x < (std::is_unsigned_v<T> ? 0.0 : -0x1p63) ||
         (sizeof(T) == 4 && (x >= 0x1p31 || x < -0x1p31)))
       return static_cast<T>(std::is_unsigned_v<T> ? T(0) : std::numeric_limits<T>::min());
     return static_cast<T>(x);
@@ -53,14 +62,22 @@ template <class T> Val unary(Op op, T a) {
   if constexpr (!std::is_arithmetic_v<T>) {
   } else if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
-    case Op::Neg: return put<T>(-a);
-    case Op::Recip: return put<T>(T(1) / a);
-    case Op::Sqrt: return put<T>(std::sqrt(a));
-    case Op::Exp2: return put<T>(std::exp2(a));
-    case Op::Log2: return put<T>(std::log2(a));
-    case Op::Sin: return put<T>(std::sin(a));
-    case Op::Trunc: return put<T>(std::trunc(a));
-    default: break;
+    case Op::Neg:
+      return put<T>(-a);
+    case Op::Recip:
+      return put<T>(T(1) / a);
+    case Op::Sqrt:
+      return put<T>(std::sqrt(a));
+    case Op::Exp2:
+      return put<T>(std::exp2(a));
+    case Op::Log2:
+      return put<T>(std::log2(a));
+    case Op::Sin:
+      return put<T>(std::sin(a));
+    case Op::Trunc:
+      return put<T>(std::trunc(a));
+    default:
+      break;
     }
   } else if constexpr (std::is_same_v<T, bool>) {
     if (op == Op::Neg) return put<bool>(!a);
@@ -77,32 +94,56 @@ template <class T> Val binary(Op op, T a, T b) {
     return put<bool>(op == Op::CmpLt ? a < b : op == Op::CmpEq ? a == b : a != b);
   } else if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
-    case Op::Add: return put<T>(a + b);
-    case Op::Mul: return put<T>(a * b);
-    case Op::Div: return put<T>(a / b);
-    case Op::Max: return put<T>((a > b || a != a) ? a : b);
-    case Op::Pow: return put<T>(std::pow(a, b));
-    default: break;
+    case Op::Add:
+      return put<T>(a + b);
+    case Op::Mul:
+      return put<T>(a * b);
+    case Op::Div:
+      return put<T>(a / b);
+    case Op::Max:
+      return put<T>((a > b || a != a) ? a : b);
+    case Op::Pow:
+      return put<T>(std::pow(a, b));
+    default:
+      break;
     }
   } else if constexpr (std::is_same_v<T, bool>) {
     switch (op) {
-    case Op::And: case Op::Mul: return put<bool>(a && b);
-    case Op::Or: case Op::Max: case Op::Add: return put<bool>(a || b);
-    case Op::Xor: return put<bool>(a != b);
-    default: break;
+    case Op::And:
+    case Op::Mul:
+      return put<bool>(a && b);
+    case Op::Or:
+    case Op::Max:
+    case Op::Add:
+      return put<bool>(a || b);
+    case Op::Xor:
+      return put<bool>(a != b);
+    default:
+      break;
     }
   } else {
     using U = std::make_unsigned_t<T>;
     switch (op) {
-    case Op::Add: return put<T>(static_cast<T>(static_cast<U>(a) + static_cast<U>(b)));
-    case Op::Mul: return put<T>(static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b))));
-    case Op::Div: return put<T>(b == 0 ? T(0) : (std::is_signed_v<T> && b == T(-1)) ? static_cast<T>(U(0) - static_cast<U>(a)) : T(a / b));
-    case Op::Mod: return put<T>(b == 0 || (std::is_signed_v<T> && b == T(-1)) ? T(0) : T(a % b));
-    case Op::Max: return put<T>(a > b ? a : b);
-    case Op::And: return put<T>(T(a & b));
-    case Op::Or: return put<T>(T(a | b));
-    case Op::Xor: return put<T>(T(a ^ b));
-    default: break;
+    case Op::Add:
+      return put<T>(static_cast<T>(static_cast<U>(a) + static_cast<U>(b)));
+    case Op::Mul:
+      return put<T>(static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b))));
+    case Op::Div:
+      return put<T>(b == 0                                ? T(0)
+                    : (std::is_signed_v<T> && b == T(-1)) ? static_cast<T>(U(0) - static_cast<U>(a))
+                                                          : T(a / b));
+    case Op::Mod:
+      return put<T>(b == 0 || (std::is_signed_v<T> && b == T(-1)) ? T(0) : T(a % b));
+    case Op::Max:
+      return put<T>(a > b ? a : b);
+    case Op::And:
+      return put<T>(T(a & b));
+    case Op::Or:
+      return put<T>(T(a | b));
+    case Op::Xor:
+      return put<T>(T(a ^ b));
+    default:
+      break;
     }
   }
   throw device_error(std::string("tg: INTERP cannot run ") + op_name(op) + " on this dtype");
@@ -117,35 +158,53 @@ inline Val cast(const Val& v, DType from, DType to) {
     if (to == DType::BFloat16) return put<float>(bfloat16_t(static_cast<float>(x)));
     return visit_dtype(to, [&](auto tx) {
       using T = decltype(tx);
-      if constexpr (std::is_floating_point_v<F> && !std::is_floating_point_v<T> && !std::is_same_v<T, bool>)
+      if constexpr (std::is_floating_point_v<F> && !std::is_floating_point_v<T> &&
+                    !std::is_same_v<T, bool>)
         return put<T>(float_to_int<T>(static_cast<double>(x)));
-      else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>) return Val{};
-      else return put<T>(static_cast<T>(x));
+      else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>)
+        return Val{};
+      else
+        return put<T>(static_cast<T>(x));
     });
   });
 }
 
 inline std::uint64_t bits_of(const Val& v, DType t) {
   switch (t) {
-  case DType::Float16: return half(static_cast<float>(v.f)).bits;
-  case DType::BFloat16: return bfloat16_t(static_cast<float>(v.f)).bits;
-  case DType::Float32: return std::bit_cast<std::uint32_t>(static_cast<float>(v.f));
-  case DType::Float64: return std::bit_cast<std::uint64_t>(v.f);
-  default: return std::uint64_t(v.i) & (itemsize(t) == 8 ? ~0ull : ((1ull << (8 * itemsize(t))) - 1));
+  case DType::Float16:
+    return half(static_cast<float>(v.f)).bits;
+  case DType::BFloat16:
+    return bfloat16_t(static_cast<float>(v.f)).bits;
+  case DType::Float32:
+    return std::bit_cast<std::uint32_t>(static_cast<float>(v.f));
+  case DType::Float64:
+    return std::bit_cast<std::uint64_t>(v.f);
+  default:
+    return std::uint64_t(v.i) & (itemsize(t) == 8 ? ~0ull : ((1ull << (8 * itemsize(t))) - 1));
   }
 }
 inline Val from_bits(std::uint64_t b, DType t) {
   Val v;
   switch (t) {
-  case DType::Float16: v.f = half::to_float(std::uint16_t(b)); break;
-  case DType::BFloat16: v.f = bfloat16_t::to_float(std::uint16_t(b)); break;
-  case DType::Float32: v.f = std::bit_cast<float>(std::uint32_t(b)); break;
-  case DType::Float64: v.f = std::bit_cast<double>(b); break;
+  case DType::Float16:
+    v.f = half::to_float(std::uint16_t(b));
+    break;
+  case DType::BFloat16:
+    v.f = bfloat16_t::to_float(std::uint16_t(b));
+    break;
+  case DType::Float32:
+    v.f = std::bit_cast<float>(std::uint32_t(b));
+    break;
+  case DType::Float64:
+    v.f = std::bit_cast<double>(b);
+    break;
   default:
     v = visit_dtype(t, [&](auto x) {
       using T = decltype(x);
-      if constexpr (std::is_integral_v<T>) return put<T>(static_cast<T>(b));
-      else return Val{};
+      if constexpr (std::is_integral_v<T>)
+        return put<T>(static_cast<T>(b));
+      else
+        return Val{};
     });
   }
   return v;
@@ -155,23 +214,27 @@ inline Val load(const void* buf, DType t, std::int64_t idx) {
   return visit_dtype(t, [&](auto x) {
     using T = decltype(x);
     T v = static_cast<const T*>(buf)[idx];
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>) return put<float>(float(v));
-    else return put<T>(v);
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>)
+      return put<float>(float(v));
+    else
+      return put<T>(v);
   });
 }
 inline void store(void* buf, DType t, std::int64_t idx, const Val& v) {
   visit_dtype(t, [&](auto x) {
     using T = decltype(x);
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>) static_cast<T*>(buf)[idx] = T(static_cast<float>(v.f));
-    else static_cast<T*>(buf)[idx] = get<T>(v);
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>)
+      static_cast<T*>(buf)[idx] = T(static_cast<float>(v.f));
+    else
+      static_cast<T*>(buf)[idx] = get<T>(v);
   });
 }
 
 } // namespace detail
 
 /// Executes a linear program over [start, end) of its outer loop.
-inline void interpret(const Program& p, const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars,
-                      std::int64_t start, std::int64_t end) {
+inline void interpret(const Program& p, const std::vector<void*>& buffers,
+                      const std::vector<std::int64_t>& vars, std::int64_t start, std::int64_t end) {
   using detail::Val;
   const auto& ops = p.ops;
   std::vector<Val> val(ops.size());
@@ -179,8 +242,8 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers, const
   {
     std::vector<std::size_t> stack;
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      if (ops[i].kind == UKind::Range) stack.push_back(i);
-      if (ops[i].kind == UKind::EndRange) {
+      if (ops[i].kind == UKind::Range || ops[i].kind == UKind::If) stack.push_back(i);
+      if (ops[i].kind == UKind::EndRange || ops[i].kind == UKind::EndIf) {
         match[i] = stack.back();
         match[stack.back()] = i;
         stack.pop_back();
@@ -192,32 +255,55 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers, const
     const UOp& u = ops[pc];
     auto s = [&](int k) -> const Val& { return val[std::size_t(u.src[std::size_t(k)])]; };
     switch (u.kind) {
-    case UKind::Param: break;
-    case UKind::VarParam: val[pc].i = vars[std::size_t(u.arg)]; break;
-    case UKind::Bound: val[pc].i = u.arg == 0 ? start : end; break;
+    case UKind::Param:
+      break;
+    case UKind::VarParam:
+      val[pc].i = vars[std::size_t(u.arg)];
+      break;
+    case UKind::Bound:
+      val[pc].i = u.arg == 0 ? start : end;
+      break;
     case UKind::Const:
     case UKind::DefineAcc:
       val[pc] = detail::visit_compute(u.dtype, [&](auto x) {
         using T = decltype(x);
-        if constexpr (std::is_floating_point_v<T>) return detail::put<T>(static_cast<T>(u.value.f));
-        else return detail::put<T>(static_cast<T>(u.value.i));
+        if constexpr (std::is_floating_point_v<T>)
+          return detail::put<T>(static_cast<T>(u.value.f));
+        else
+          return detail::put<T>(static_cast<T>(u.value.i));
       });
       break;
     case UKind::Range:
-      if (s(0).i >= s(1).i) pc = match[pc];
-      else val[pc].i = s(0).i;
+      if (s(0).i >= s(1).i)
+        pc = match[pc];
+      else
+        val[pc].i = s(0).i;
       break;
     case UKind::EndRange: {
       std::size_t r = std::size_t(u.src[0]);
-      if (++val[r].i < val[std::size_t(ops[r].src[1])].i) pc = r;
+      val[r].i += ops[r].src[2] >= 0 ? val[std::size_t(ops[r].src[2])].i : 1;
+      if (val[r].i < val[std::size_t(ops[r].src[1])].i) pc = r;
       break;
     }
+    case UKind::If:
+      if (!s(0).i) pc = match[pc];
+      break;
+    case UKind::EndIf:
+      break;
+    case UKind::Special:
+    case UKind::GroupReduce:
+      throw device_error(std::string("tg: INTERP cannot run the GPU-only op ") +
+                         ukind_name(u.kind));
     case UKind::Load:
-      if (u.src[2] >= 0 && !s(2).i) val[pc] = Val{};
-      else val[pc] = detail::load(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)], dt(u.src[0]), s(1).i);
+      if (u.src[2] >= 0 && !s(2).i)
+        val[pc] = Val{};
+      else
+        val[pc] = detail::load(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)], dt(u.src[0]),
+                               s(1).i);
       break;
     case UKind::Store:
-      detail::store(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)], dt(u.src[0]), s(1).i, s(2));
+      detail::store(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)], dt(u.src[0]), s(1).i,
+                    s(2));
       break;
     case UKind::AccAssign:
       val[std::size_t(u.src[0])] = detail::visit_compute(u.dtype, [&](auto x) {
@@ -226,9 +312,12 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers, const
       });
       break;
     case UKind::Alu:
-      if (u.op == Op::Where) val[pc] = s(0).i ? s(1) : s(2);
-      else if (u.op == Op::Cast) val[pc] = detail::cast(s(0), dt(u.src[0]), u.dtype);
-      else if (u.op == Op::Bitcast) val[pc] = detail::from_bits(detail::bits_of(s(0), dt(u.src[0])), u.dtype);
+      if (u.op == Op::Where)
+        val[pc] = s(0).i ? s(1) : s(2);
+      else if (u.op == Op::Cast)
+        val[pc] = detail::cast(s(0), dt(u.src[0]), u.dtype);
+      else if (u.op == Op::Bitcast)
+        val[pc] = detail::from_bits(detail::bits_of(s(0), dt(u.src[0])), u.dtype);
       else if (is_unary(u.op))
         val[pc] = detail::visit_compute(u.dtype, [&](auto x) {
           using T = decltype(x);
@@ -240,7 +329,8 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers, const
           return detail::binary<T>(u.op, detail::get<T>(s(0)), detail::get<T>(s(1)));
         });
       break;
-    case UKind::Reduce: break;
+    case UKind::Reduce:
+      break;
     }
   }
 }
@@ -259,7 +349,8 @@ private:
 class InterpDevice : public HostDevice {
 public:
   std::string name() const override { return "INTERP"; }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const Program*>& programs) override {
+  std::vector<std::shared_ptr<Runner>>
+  prepare(const std::vector<const Program*>& programs) override {
     std::vector<std::shared_ptr<Runner>> out;
     for (const Program* p : programs) {
       auto r = std::make_shared<InterpRunner>(*p);

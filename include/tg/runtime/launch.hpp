@@ -5,7 +5,8 @@
 
 namespace tg {
 
-inline std::int64_t eval_sint(const SInt& s, const std::vector<Var>& vars, const std::vector<std::int64_t>& values) {
+inline std::int64_t eval_sint(const SInt& s, const std::vector<Var>& vars,
+                              const std::vector<std::int64_t>& values) {
   std::int64_t r = s.constant();
   for (const Term& t : s.terms()) {
     std::int64_t p = t.coef;

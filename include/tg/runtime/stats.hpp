@@ -8,14 +8,15 @@ namespace tg {
 struct Stats {
   std::int64_t kernels_compiled = 0; // compiler invocations
   std::int64_t kernels_launched = 0;
-  std::int64_t cache_hits = 0;       // kernels found compiled, in memory or on disk
-  std::int64_t bytes_allocated = 0;  // device memory allocated (cumulative)
+  std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
+  std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)
   std::int64_t realizes = 0;
 };
 
 namespace detail {
 struct AtomicStats {
-  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0}, bytes_allocated{0}, realizes{0};
+  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
+      bytes_allocated{0}, realizes{0};
 };
 inline AtomicStats& stats_storage() {
   static AtomicStats s;
@@ -26,8 +27,8 @@ inline AtomicStats& stats_storage() {
 /// A snapshot of the counters since the start (or the last reset_stats()).
 inline Stats stats() {
   auto& s = detail::stats_storage();
-  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(), s.bytes_allocated.load(),
-               s.realizes.load()};
+  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
+               s.bytes_allocated.load(), s.realizes.load()};
 }
 inline void reset_stats() {
   auto& s = detail::stats_storage();

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -28,7 +28,8 @@ public:
   int size() const { return int(workers_.size()) + 1; }
 
   /// Calls f(begin, end) on `chunks` contiguous slices of [0, n); the caller runs one slice.
-  void parallel_for(std::int64_t n, int chunks, const std::function<void(std::int64_t, std::int64_t)>& f) {
+  void parallel_for(std::int64_t n, int chunks,
+                    const std::function<void(std::int64_t, std::int64_t)>& f) {
     if (chunks <= 1 || workers_.empty()) {
       f(0, n);
       return;
@@ -96,7 +97,8 @@ private:
 
 /// f(0) ... f(n-1) on at most as many threads as the machine has cores (compiler processes
 /// included: each job may spawn one); results in order; the first exception is rethrown.
-template <class F> auto parallel_map(std::size_t n, F&& f) -> std::vector<decltype(f(std::size_t(0)))> {
+template <class F>
+auto parallel_map(std::size_t n, F&& f) -> std::vector<decltype(f(std::size_t(0)))> {
   using R = decltype(f(std::size_t(0)));
   std::vector<R> out(n);
   std::vector<std::exception_ptr> errors(n);

@@ -13,7 +13,7 @@ struct Kernel {
 
 struct Schedule {
   std::vector<Kernel> kernels;
-  std::vector<bool> materialized; // per node: has a buffer (an input, or a kernel's root)
+  NodeFlags materialized; // per node: has a buffer (an input, or a kernel's root)
 };
 
 namespace detail {
@@ -22,8 +22,8 @@ constexpr bool reshape_only(const Node& n) {
     if (m.op != MoveOp::Reshape) return false;
   return true;
 }
-constexpr void collect_inputs(const Graph& g, const std::vector<bool>& mat, int node, int root,
-                              std::vector<int>& inputs, std::vector<bool>& seen) {
+constexpr void collect_inputs(const Graph& g, const NodeFlags& mat, int node, int root,
+                              std::vector<int>& inputs, NodeFlags& seen) {
   if (seen[std::size_t(node)]) return;
   seen[std::size_t(node)] = true;
   const Node& n = g[node];
@@ -31,13 +31,14 @@ constexpr void collect_inputs(const Graph& g, const std::vector<bool>& mat, int 
     inputs.push_back(node);
     return;
   }
-  for (int k = 0; k < n.nsrc(); ++k) collect_inputs(g, mat, n.src[std::size_t(k)], root, inputs, seen);
+  for (int k = 0; k < n.nsrc(); ++k)
+    collect_inputs(g, mat, n.src[std::size_t(k)], root, inputs, seen);
 }
 } // namespace detail
 
 /// Which nodes need a buffer. Views of materialized nodes never do.
-constexpr std::vector<bool> materialize(const Graph& g) {
-  std::vector<bool> mat(g.size(), false);
+constexpr NodeFlags materialize(const Graph& g) {
+  NodeFlags mat(g.size(), false);
   for (std::size_t i = 0; i < g.size(); ++i)
     mat[i] = g.nodes[i].op == Op::Buffer || g.nodes[i].op == Op::Contiguous;
   for (int o : g.outputs) mat[std::size_t(o)] = true;
@@ -54,7 +55,10 @@ constexpr std::vector<bool> materialize(const Graph& g) {
       const Node& c = g.nodes[std::size_t(cs[0])];
       if (is_reduce(c.op) || (c.op == Op::View && !detail::reshape_only(c))) break;
       cur = std::size_t(cs[0]);
-      if (mat[cur]) { inline_ok = true; break; }
+      if (mat[cur]) {
+        inline_ok = true;
+        break;
+      }
     }
     mat[i] = !inline_ok;
   }
@@ -68,7 +72,7 @@ constexpr Schedule fuse(const Graph& g) {
     if (!s.materialized[i] || g.nodes[i].op == Op::Buffer) continue;
     Kernel k;
     k.root = int(i);
-    std::vector<bool> seen(g.size(), false);
+    NodeFlags seen(g.size(), false);
     detail::collect_inputs(g, s.materialized, int(i), int(i), k.inputs, seen);
     s.kernels.push_back(std::move(k));
   }

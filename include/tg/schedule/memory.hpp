@@ -7,13 +7,13 @@
 namespace tg {
 
 struct MemoryPlan {
-  std::vector<int> slot;          // per node: temporary slot index, or -1 (input / kept result)
-  std::vector<SInt> slot_bytes;   // size of each temporary slot
-  std::vector<int> free_after;    // per kernel: slots whose last reader is this kernel
+  std::vector<int> slot;        // per node: temporary slot index, or -1 (input / kept result)
+  std::vector<SInt> slot_bytes; // size of each temporary slot
+  std::vector<int> free_after;  // per kernel: slots whose last reader is this kernel
 };
 
 /// `keep[i]`: node i's buffer outlives the realize (an output, or referenced by the user).
-constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const std::vector<bool>& keep) {
+constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFlags& keep) {
   MemoryPlan p;
   p.slot.assign(g.size(), -1);
   std::vector<int> last_use(g.size(), -1), kernel_of(g.size(), -1);
@@ -31,7 +31,8 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const std::v
       int chosen = -1;
       for (std::size_t f = 0; f < free_slots.size(); ++f) {
         const SInt& have = p.slot_bytes[std::size_t(free_slots[f])];
-        bool fits = have == bytes || (have.is_const() && bytes.is_const() && have.constant() >= bytes.constant());
+        bool fits = have == bytes ||
+                    (have.is_const() && bytes.is_const() && have.constant() >= bytes.constant());
         if (fits) {
           chosen = free_slots[f];
           free_slots.erase(free_slots.begin() + std::ptrdiff_t(f));
@@ -44,8 +45,10 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const std::v
       }
       p.slot[std::size_t(root)] = chosen;
       int lu = last_use[std::size_t(root)];
-      if (lu >= 0) release[std::size_t(lu)].push_back(chosen);
-      else release[k].push_back(chosen); // never read: free at once
+      if (lu >= 0)
+        release[std::size_t(lu)].push_back(chosen);
+      else
+        release[k].push_back(chosen); // never read: free at once
     }
     for (int r : release[k]) free_slots.push_back(r);
   }

@@ -11,6 +11,7 @@ inline std::vector<std::int64_t> Tensor::shape() const {
   return r;
 }
 inline std::int64_t Tensor::size(int dim, Loc loc) const {
+  if (ndim() == 0) detail::fail<shape_error>("size", "a 0-d tensor has no dimensions", loc);
   return node().shape[std::size_t(normalize_axis(dim, "size", loc))].eval();
 }
 
@@ -18,20 +19,24 @@ inline int Tensor::normalize_axis(int axis, const char* op, Loc loc, int extra) 
   int n = std::max(ndim() + extra, 1); // a 0-d tensor takes axis 0 and -1, as PyTorch
   int a = axis < 0 ? axis + n : axis;
   if (a < 0 || a >= n)
-    detail::fail<shape_error>(op, "axis " + std::to_string(axis) + " is out of range for a tensor of shape " +
-                                      detail::shape_of(*this),
+    detail::fail<shape_error>(op,
+                              "axis " + std::to_string(axis) +
+                                  " is out of range for a tensor of shape " +
+                                  detail::shape_of(*this),
                               loc);
   return a;
 }
 
-inline Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src, const std::string& device) {
+inline Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
+                           const std::string& device) {
   auto n = std::make_shared<LazyNode>();
   n->op = op;
   n->dtype = t;
   n->shape = std::move(shape);
   n->src = std::move(src);
   n->device = device;
-  if (grad_enabled() && std::any_of(n->src.begin(), n->src.end(), [](const LazyPtr& s) { return s->requires_grad; })) {
+  if (grad_enabled() && std::any_of(n->src.begin(), n->src.end(),
+                                    [](const LazyPtr& s) { return s->requires_grad; })) {
     n->requires_grad = true;
     n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}});
   }
@@ -45,7 +50,8 @@ inline Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::
   Tensor c = make(Op::Const, t, {}, {}, device);
   c.n_->value = v;
   if (shape.empty()) return c;
-  return c.move({MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}}).move({MoveOp::Expand, shape, {}});
+  return c.move({MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}})
+      .move({MoveOp::Expand, shape, {}});
 }
 
 inline Tensor Tensor::move(Movement m) const {
@@ -65,14 +71,20 @@ inline Tensor Tensor::move(Movement m) const {
   return r;
 }
 
-inline Tensor Tensor::alu(Op op, Loc) const { return make(op, dtype(), sym_shape(), {n_}, device()); }
+inline Tensor Tensor::alu(Op op, Loc) const {
+  return make(op, dtype(), sym_shape(), {n_}, device());
+}
 
 inline Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char* name, Loc loc) {
   if (a0.device() != b0.device())
-    detail::fail<device_error>(name, "tensors are on different devices (" + a0.device() + " and " + b0.device() + ")", loc);
+    detail::fail<device_error>(
+        name, "tensors are on different devices (" + a0.device() + " and " + b0.device() + ")",
+        loc);
   Shape out;
   if (!detail::broadcast_shapes(a0.sym_shape(), b0.sym_shape(), out))
-    detail::fail<shape_error>(name, "shapes " + detail::shape_of(a0) + " and " + detail::shape_of(b0) + " cannot be broadcast",
+    detail::fail<shape_error>(name,
+                              "shapes " + detail::shape_of(a0) + " and " + detail::shape_of(b0) +
+                                  " cannot be broadcast",
                               loc);
   DType t = promote(a0.dtype(), b0.dtype());
   Tensor a = a0.cast(t).expand(out), b = b0.cast(t).expand(out);
@@ -86,14 +98,16 @@ inline Tensor Tensor::cast(DType t, Loc) const {
 }
 inline Tensor Tensor::bitcast(DType t, Loc loc) const {
   if (itemsize(t) != itemsize(dtype()))
-    detail::fail<dtype_error>("bitcast", std::string("cannot reinterpret ") + dtype_name(dtype()) + " as " + dtype_name(t) +
-                                             " (different sizes)",
+    detail::fail<dtype_error>("bitcast",
+                              std::string("cannot reinterpret ") + dtype_name(dtype()) + " as " +
+                                  dtype_name(t) + " (different sizes)",
                               loc);
   if (t == dtype()) return *this;
   return make(Op::Bitcast, t, sym_shape(), {n_}, device());
 }
 
-inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const char* name, Loc loc) const {
+inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const char* name,
+                             Loc loc) const {
   if (axes.empty())
     for (int i = 0; i < ndim(); ++i) axes.push_back(i);
   for (int& a : axes) a = normalize_axis(a, name, loc);
@@ -127,7 +141,9 @@ Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
   std::string dev = o.device.empty() ? default_device() : detail::canonical_device(o.device);
   std::int64_t n = tg::prod(shape).eval();
   for (const SInt& d : shape)
-    if (d.eval() < 0) detail::fail<shape_error>("tensor", "negative size in shape " + detail::shape_str(shape), loc);
+    if (d.eval() < 0)
+      detail::fail<shape_error>("tensor", "negative size in shape " + detail::shape_str(shape),
+                                loc);
   auto d = tg::device(dev);
   auto buf = std::make_shared<Buffer>(d, t, n);
   std::vector<unsigned char> host(buf->nbytes());
@@ -135,9 +151,12 @@ Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
     using D = decltype(x);
     D* out = reinterpret_cast<D*>(host.data());
     for (std::int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>) out[i] = D(static_cast<float>(data[i]));
-      else if constexpr (std::is_same_v<E, half> || std::is_same_v<E, bfloat16_t>) out[i] = static_cast<D>(static_cast<float>(data[i]));
-      else out[i] = static_cast<D>(data[i]);
+      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
+        out[i] = D(static_cast<float>(data[i]));
+      else if constexpr (std::is_same_v<E, half> || std::is_same_v<E, bfloat16_t>)
+        out[i] = static_cast<D>(static_cast<float>(data[i]));
+      else
+        out[i] = static_cast<D>(data[i]);
     }
   });
   d->copy_in(buf->ptr, host.data(), host.size());
@@ -149,7 +168,9 @@ template <Arithmetic E>
 Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions o, Loc loc) {
   if (shape.empty() && data.size() != 1) shape = {std::int64_t(data.size())};
   if (tg::prod(shape).eval() != std::int64_t(data.size()))
-    detail::fail<shape_error>("tensor", std::to_string(data.size()) + " values do not fill shape " + detail::shape_str(shape), loc);
+    detail::fail<shape_error>(
+        "tensor",
+        std::to_string(data.size()) + " values do not fill shape " + detail::shape_str(shape), loc);
   if constexpr (std::is_same_v<E, bool>) { // std::vector<bool> is packed: it has no data()
     std::unique_ptr<bool[]> flat(new bool[data.size()]);
     std::copy(data.begin(), data.end(), flat.get());
@@ -166,8 +187,10 @@ template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc) const {
   if (t.node().op != Op::Buffer) {
     const LazyNode& v = t.node();
     ShapeTracker st = ShapeTracker::contiguous(v.src[0]->shape).apply(v.moves);
-    if (!st.is_contiguous()) t = t.contiguous().realize();
-    else t = Tensor(v.src[0]);
+    if (!st.is_contiguous())
+      t = t.contiguous().realize();
+    else
+      t = Tensor(v.src[0]);
   }
   std::int64_t n = numel();
   const Buffer& b = *t.node().buffer;
@@ -178,8 +201,10 @@ template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc) const {
     using D = decltype(x);
     const D* in = reinterpret_cast<const D*>(host.data());
     for (std::int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>) out[std::size_t(i)] = static_cast<E>(static_cast<float>(in[i]));
-      else out[std::size_t(i)] = static_cast<E>(in[i]);
+      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
+        out[std::size_t(i)] = static_cast<E>(static_cast<float>(in[i]));
+      else
+        out[std::size_t(i)] = static_cast<E>(in[i]);
     }
   });
   return out;
@@ -187,8 +212,9 @@ template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc) const {
 
 template <Arithmetic E> E Tensor::item(Loc loc) const {
   if (numel() != 1)
-    detail::fail<shape_error>("item", "a tensor of shape " + detail::shape_of(*this) + " has " + std::to_string(numel()) +
-                                          " elements, not 1",
+    detail::fail<shape_error>("item",
+                              "a tensor of shape " + detail::shape_of(*this) + " has " +
+                                  std::to_string(numel()) + " elements, not 1",
                               loc);
   return to_vector<E>(loc)[0];
 }
@@ -231,7 +257,8 @@ inline ScheduleInfo schedule(const std::vector<Tensor>& ts) {
   info.graph = std::move(b.graph);
   info.schedule = fuse(info.graph);
   info.memory = plan_memory(info.graph, info.schedule, b.keep);
-  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k) info.programs.push_back(lower(info.graph, info.schedule, k, lower_options()));
+  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k)
+    info.programs.push_back(lower(info.graph, info.schedule, k, lower_options()));
   return info;
 }
 

@@ -71,7 +71,8 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
   GraphBuild b;
   std::vector<LazyPtr> todo;
   for (const LazyPtr& t : targets)
-    if (!is_materialized(*t) && std::find(todo.begin(), todo.end(), t) == todo.end()) todo.push_back(t);
+    if (!is_materialized(*t) && std::find(todo.begin(), todo.end(), t) == todo.end())
+      todo.push_back(t);
   if (todo.empty()) return b;
   b.device = todo[0]->device;
 
@@ -94,8 +95,8 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
       stack.pop_back();
       visiting.erase(done.get());
       if (done->device != b.device)
-        throw device_error("tg.realize: tensors on different devices (" + done->device + " and " + b.device +
-                           ") in one computation; move them with .to()");
+        throw device_error("tg.realize: tensors on different devices (" + done->device + " and " +
+                           b.device + ") in one computation; move them with .to()");
       index[done.get()] = int(b.order.size());
       b.order.push_back(std::move(done));
     }
@@ -131,12 +132,14 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
     d.collect_vars(vs);
     for (const Var& v : vs) {
       auto it = std::find(seen.begin(), seen.end(), v);
-      if (it == seen.end()) seen.push_back(v);
+      if (it == seen.end())
+        seen.push_back(v);
       else if (it->value != v.value || it->lo != v.lo || it->hi != v.hi)
-        throw shape_error("tg.realize: symbolic size '" + std::string(v.name.view()) + "' is bound to both " +
-                          std::to_string(it->value) + " and " + std::to_string(v.value) + " (bounds [" +
-                          std::to_string(it->lo) + ", " + std::to_string(it->hi) + "] and [" + std::to_string(v.lo) +
-                          ", " + std::to_string(v.hi) + "]) in one computation");
+        throw shape_error("tg.realize: symbolic size '" + std::string(v.name.view()) +
+                          "' is bound to both " + std::to_string(it->value) + " and " +
+                          std::to_string(v.value) + " (bounds [" + std::to_string(it->lo) + ", " +
+                          std::to_string(it->hi) + "] and [" + std::to_string(v.lo) + ", " +
+                          std::to_string(v.hi) + "]) in one computation");
     }
   };
   for (const Node& n : b.graph.nodes) {

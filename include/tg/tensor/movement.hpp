@@ -10,42 +10,56 @@ inline Tensor Tensor::reshape(Shape shape, Loc loc) const {
   SInt known = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      if (infer >= 0) detail::fail<shape_error>("reshape", "only one dimension can be -1 in " + detail::shape_str(shape), loc);
+      if (infer >= 0)
+        detail::fail<shape_error>(
+            "reshape", "only one dimension can be -1 in " + detail::shape_str(shape), loc);
       infer = int(i);
     } else if (shape[i].is_const() && shape[i].constant() < 0) {
       detail::fail<shape_error>("reshape", "invalid size in " + detail::shape_str(shape), loc);
-    } else known = known * shape[i];
+    } else
+      known = known * shape[i];
   }
   SInt total = tg::prod(sym_shape());
   if (infer >= 0) {
     if (total.is_const() && known.is_const()) {
       if (known.constant() == 0 || total.constant() % known.constant())
-        detail::fail<shape_error>("reshape", "cannot reshape " + detail::shape_of(*this) + " into " + detail::shape_str(shape), loc);
+        detail::fail<shape_error>(
+            "reshape",
+            "cannot reshape " + detail::shape_of(*this) + " into " + detail::shape_str(shape), loc);
       shape[std::size_t(infer)] = total.constant() / known.constant();
     } else if (known.is_const() && total.divisible_by(known.constant())) {
       shape[std::size_t(infer)] = total.div_exact(known.constant());
     } else if (known == total) {
       shape[std::size_t(infer)] = 1;
     } else {
-      detail::fail<shape_error>("reshape", "cannot infer -1 in " + detail::shape_str(shape) + " from " + detail::shape_of(*this), loc);
+      detail::fail<shape_error>("reshape",
+                                "cannot infer -1 in " + detail::shape_str(shape) + " from " +
+                                    detail::shape_of(*this),
+                                loc);
     }
   }
   if (!(tg::prod(shape) == total) && tg::prod(shape).eval() != total.eval())
-    detail::fail<shape_error>("reshape", "cannot reshape " + detail::shape_of(*this) + " (" + std::to_string(total.eval()) +
-                                             " elements) into " + detail::shape_str(shape),
+    detail::fail<shape_error>("reshape",
+                              "cannot reshape " + detail::shape_of(*this) + " (" +
+                                  std::to_string(total.eval()) + " elements) into " +
+                                  detail::shape_str(shape),
                               loc);
   return move({MoveOp::Reshape, shape, {}});
 }
 
 inline Tensor Tensor::permute(std::vector<int> dims, Loc loc) const {
   if (int(dims.size()) != ndim())
-    detail::fail<shape_error>("permute", "got " + std::to_string(dims.size()) + " dims for a tensor of shape " + detail::shape_of(*this), loc);
+    detail::fail<shape_error>("permute",
+                              "got " + std::to_string(dims.size()) +
+                                  " dims for a tensor of shape " + detail::shape_of(*this),
+                              loc);
   std::vector<bool> seen(dims.size(), false);
   std::vector<SInt> order;
   bool identity = true;
   for (std::size_t i = 0; i < dims.size(); ++i) {
     int d = normalize_axis(dims[i], "permute", loc);
-    if (seen[std::size_t(d)]) detail::fail<shape_error>("permute", "dimension " + std::to_string(d) + " repeats", loc);
+    if (seen[std::size_t(d)])
+      detail::fail<shape_error>("permute", "dimension " + std::to_string(d) + " repeats", loc);
     seen[std::size_t(d)] = true;
     order.push_back(d);
     identity = identity && d == int(i);
@@ -55,29 +69,39 @@ inline Tensor Tensor::permute(std::vector<int> dims, Loc loc) const {
 }
 inline Tensor Tensor::transpose(int d0, int d1, Loc loc) const {
   int a = normalize_axis(d0, "transpose", loc), b = normalize_axis(d1, "transpose", loc);
+  if (ndim() == 0) return *this; // axis 0 (or -1) of a 0-d tensor: nothing to swap
   std::vector<int> p;
   for (int i = 0; i < ndim(); ++i) p.push_back(i);
   std::swap(p[std::size_t(a)], p[std::size_t(b)]);
   return permute(p, loc);
 }
 inline Tensor Tensor::T(Loc loc) const {
-  if (ndim() > 2) detail::fail<shape_error>("T", "needs a tensor of at most 2 dims, got " + detail::shape_of(*this) + " (use permute)", loc);
+  if (ndim() > 2)
+    detail::fail<shape_error>(
+        "T", "needs a tensor of at most 2 dims, got " + detail::shape_of(*this) + " (use permute)",
+        loc);
   return ndim() < 2 ? *this : transpose(0, 1, loc);
 }
 inline Tensor Tensor::expand(Shape shape, Loc loc) const {
   const Shape& s = sym_shape();
   if (shape.size() < s.size())
-    detail::fail<shape_error>("expand", "cannot expand " + detail::shape_of(*this) + " to fewer dims " + detail::shape_str(shape), loc);
+    detail::fail<shape_error>("expand",
+                              "cannot expand " + detail::shape_of(*this) + " to fewer dims " +
+                                  detail::shape_str(shape),
+                              loc);
   std::size_t lead = shape.size() - s.size();
   Shape src(lead, SInt(1));
   src.insert(src.end(), s.begin(), s.end());
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      if (i < lead) detail::fail<shape_error>("expand", "-1 is not allowed for a new leading dim", loc);
+      if (i < lead)
+        detail::fail<shape_error>("expand", "-1 is not allowed for a new leading dim", loc);
       shape[i] = src[i];
     }
     if (!(shape[i] == src[i]) && !(src[i] == 1))
-      detail::fail<shape_error>("expand", "cannot expand " + detail::shape_of(*this) + " to " + detail::shape_str(shape), loc);
+      detail::fail<shape_error>(
+          "expand", "cannot expand " + detail::shape_of(*this) + " to " + detail::shape_str(shape),
+          loc);
   }
   Tensor r = lead ? reshape(src, loc) : *this;
   if (src == shape) return r;
@@ -91,6 +115,7 @@ inline Tensor Tensor::squeeze(Loc loc) const {
 }
 inline Tensor Tensor::squeeze(int dim, Loc loc) const {
   int d = normalize_axis(dim, "squeeze", loc);
+  if (ndim() == 0) return *this;
   if (!(sym_shape()[std::size_t(d)] == 1)) return *this;
   Shape s = sym_shape();
   s.erase(s.begin() + d);
@@ -115,45 +140,69 @@ inline Tensor Tensor::flatten(int start, int end, Loc loc) const {
 }
 inline Tensor Tensor::pad(std::vector<std::int64_t> pads, double value, Loc loc) const {
   if (pads.size() % 2 || int(pads.size()) > 2 * ndim())
-    detail::fail<shape_error>("pad", "needs pairs (before, after) for at most " + std::to_string(ndim()) + " dims, got " +
-                                         std::to_string(pads.size()) + " values",
+    detail::fail<shape_error>("pad",
+                              "needs pairs (before, after) for at most " + std::to_string(ndim()) +
+                                  " dims, got " + std::to_string(pads.size()) + " values",
                               loc);
-  std::vector<SInt> before(std::size_t(ndim()), SInt(0)), after = before, lo = before, hi = sym_shape();
+  std::vector<SInt> before(std::size_t(ndim()), SInt(0)), after = before, lo = before,
+                                                          hi = sym_shape();
   bool crop = false, grow = false;
   for (std::size_t k = 0; k < pads.size() / 2; ++k) {
     std::size_t axis = std::size_t(ndim()) - 1 - k;
     std::int64_t b = pads[2 * k], e = pads[2 * k + 1];
     std::int64_t size = sym_shape()[axis].eval();
     if (b < -size || e < -size || b + e < -size)
-      detail::fail<shape_error>("pad", "cropping more than the size of dim " + std::to_string(axis), loc);
-    if (b < 0) { lo[axis] = -b; crop = true; } else if (b > 0) { before[axis] = b; grow = true; }
-    if (e < 0) { hi[axis] = hi[axis] + e; crop = true; } else if (e > 0) { after[axis] = e; grow = true; }
+      detail::fail<shape_error>("pad", "cropping more than the size of dim " + std::to_string(axis),
+                                loc);
+    if (b < 0) {
+      lo[axis] = -b;
+      crop = true;
+    } else if (b > 0) {
+      before[axis] = b;
+      grow = true;
+    }
+    if (e < 0) {
+      hi[axis] = hi[axis] + e;
+      crop = true;
+    } else if (e > 0) {
+      after[axis] = e;
+      grow = true;
+    }
   }
   Tensor r = *this;
   if (crop) r = r.move({MoveOp::Shrink, lo, hi});
   if (!grow) return r;
   Tensor padded = r.move({MoveOp::Pad, before, after});
   if (value == 0) return padded;
-  Tensor inside = full_on(r.sym_shape(), 1, DType::Bool, device()).move({MoveOp::Pad, before, after});
+  Tensor inside =
+      full_on(r.sym_shape(), 1, DType::Bool, device()).move({MoveOp::Pad, before, after});
   return where(inside, padded, detail::scalar_for(*this, value).cast(dtype()), loc);
 }
-inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start, std::optional<std::int64_t> stop, std::int64_t step,
-                            Loc loc) const {
+inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
+                            std::optional<std::int64_t> stop, std::int64_t step, Loc loc) const {
   int d = normalize_axis(dim, "slice", loc);
+  if (ndim() == 0) detail::fail<shape_error>("slice", "a 0-d tensor cannot be sliced", loc);
   if (step == 0) detail::fail<shape_error>("slice", "step cannot be zero", loc);
   const SInt& size_s = sym_shape()[std::size_t(d)];
   if (!size_s.is_const() && !start && !stop && step == 1) return *this;
   std::int64_t n = size_s.eval();
   // Python's slice semantics, clamped
-  auto norm = [&](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo_, std::int64_t hi_) {
+  auto norm = [&](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo_,
+                  std::int64_t hi_) {
     if (!v) return dflt;
     std::int64_t x = *v < 0 ? *v + n : *v;
     return std::clamp(x, lo_, hi_);
   };
   std::int64_t b, e;
-  if (step > 0) { b = norm(start, 0, 0, n); e = norm(stop, n, 0, n); }
-  else { b = norm(start, n - 1, -1, n - 1); e = norm(stop, -1, -1, n - 1); }
-  std::int64_t count = step > 0 ? (e > b ? (e - b + step - 1) / step : 0) : (b > e ? (b - e - step - 1) / (-step) : 0);
+  if (step > 0) {
+    b = norm(start, 0, 0, n);
+    e = norm(stop, n, 0, n);
+  } else {
+    b = norm(start, n - 1, -1, n - 1);
+    e = norm(stop, -1, -1, n - 1);
+  }
+  std::int64_t count = step > 0 ? (e > b ? (e - b + step - 1) / step : 0)
+                                : (b > e ? (b - e - step - 1) / (-step) : 0);
   std::vector<SInt> lo(std::size_t(ndim()), SInt(0)), hi = sym_shape();
   Tensor r = *this;
   if (step > 0) {
@@ -164,7 +213,8 @@ inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start, std::opt
     lo[std::size_t(d)] = count ? b - (count - 1) * (-step) : 0;
     hi[std::size_t(d)] = count ? b + 1 : 0;
   }
-  if (!(lo[std::size_t(d)] == 0 && hi[std::size_t(d)] == sym_shape()[std::size_t(d)])) r = r.move({MoveOp::Shrink, lo, hi});
+  if (!(lo[std::size_t(d)] == 0 && hi[std::size_t(d)] == sym_shape()[std::size_t(d)]))
+    r = r.move({MoveOp::Shrink, lo, hi});
   if (step < 0) {
     std::vector<SInt> axes(std::size_t(ndim()), SInt(0));
     axes[std::size_t(d)] = 1;
@@ -180,8 +230,9 @@ inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start, std::opt
 }
 inline Tensor Tensor::index(std::vector<Index> idx, Loc loc) const {
   if (int(idx.size()) > ndim())
-    detail::fail<shape_error>("index", "too many indices (" + std::to_string(idx.size()) + ") for a tensor of shape " +
-                                           detail::shape_of(*this),
+    detail::fail<shape_error>("index",
+                              "too many indices (" + std::to_string(idx.size()) +
+                                  ") for a tensor of shape " + detail::shape_of(*this),
                               loc);
   Tensor r = *this;
   std::vector<int> drop;
@@ -191,8 +242,9 @@ inline Tensor Tensor::index(std::vector<Index> idx, Loc loc) const {
     } else {
       std::int64_t k = std::get<std::int64_t>(idx[i].v), n = r.size(int(i), loc);
       if (k < -n || k >= n)
-        detail::fail<index_error>("index", "index " + std::to_string(k) + " is out of range for dim " + std::to_string(i) +
-                                               " of size " + std::to_string(n),
+        detail::fail<index_error>("index",
+                                  "index " + std::to_string(k) + " is out of range for dim " +
+                                      std::to_string(i) + " of size " + std::to_string(n),
                                   loc);
       if (k < 0) k += n;
       r = r.slice(int(i), k, k + 1, 1, loc);
@@ -202,16 +254,22 @@ inline Tensor Tensor::index(std::vector<Index> idx, Loc loc) const {
   if (drop.empty()) return r;
   Shape s;
   for (int i = 0; i < r.ndim(); ++i)
-    if (std::find(drop.begin(), drop.end(), i) == drop.end()) s.push_back(r.sym_shape()[std::size_t(i)]);
+    if (std::find(drop.begin(), drop.end(), i) == drop.end())
+      s.push_back(r.sym_shape()[std::size_t(i)]);
   return r.reshape(s, loc);
 }
 inline Tensor Tensor::flip(std::vector<int> dims, Loc loc) const {
   std::vector<SInt> axes(std::size_t(ndim()), SInt(0));
-  for (int d : dims) axes[std::size_t(normalize_axis(d, "flip", loc))] = 1;
+  for (int d : dims) {
+    int a = normalize_axis(d, "flip", loc);
+    if (ndim() > 0) axes[std::size_t(a)] = 1; // a 0-d tensor takes axis 0 and flips nothing
+  }
   return move({MoveOp::Flip, axes, {}});
 }
 inline std::vector<Tensor> Tensor::split(std::int64_t size, int dim, Loc loc) const {
-  if (size <= 0) detail::fail<shape_error>("split", "split size must be positive, got " + std::to_string(size), loc);
+  if (size <= 0)
+    detail::fail<shape_error>("split", "split size must be positive, got " + std::to_string(size),
+                              loc);
   std::int64_t n = this->size(dim, loc);
   std::vector<std::int64_t> sizes;
   for (std::int64_t b = 0; b < n; b += size) sizes.push_back(std::min(size, n - b));
@@ -223,8 +281,9 @@ inline std::vector<Tensor> Tensor::split(std::vector<std::int64_t> sizes, int di
   std::int64_t total = 0;
   for (std::int64_t s : sizes) total += s;
   if (total != size(d, loc))
-    detail::fail<shape_error>("split", "sizes add up to " + std::to_string(total) + ", not the " + std::to_string(size(d, loc)) +
-                                           " of dim " + std::to_string(d),
+    detail::fail<shape_error>("split",
+                              "sizes add up to " + std::to_string(total) + ", not the " +
+                                  std::to_string(size(d, loc)) + " of dim " + std::to_string(d),
                               loc);
   std::vector<Tensor> out;
   std::int64_t b = 0;
@@ -241,7 +300,8 @@ inline std::vector<Tensor> Tensor::chunk(std::int64_t chunks, int dim, Loc loc) 
 }
 inline Tensor Tensor::repeat(std::vector<std::int64_t> reps, Loc loc) const {
   if (int(reps.size()) < ndim())
-    detail::fail<shape_error>("repeat", "needs at least " + std::to_string(ndim()) + " repeat counts", loc);
+    detail::fail<shape_error>("repeat",
+                              "needs at least " + std::to_string(ndim()) + " repeat counts", loc);
   std::size_t lead = reps.size() - std::size_t(ndim());
   Shape s(lead, SInt(1));
   s.insert(s.end(), sym_shape().begin(), sym_shape().end());
@@ -259,13 +319,18 @@ inline Tensor Tensor::repeat(std::vector<std::int64_t> reps, Loc loc) const {
 
 namespace detail {
 /// Host-side check that integer indices lie in [-n, n) (gather and index_select read them).
-inline Tensor checked_index(const Tensor& index, std::int64_t n, const char* op, std::source_location loc) {
+inline Tensor checked_index(const Tensor& index, std::int64_t n, const char* op,
+                            std::source_location loc) {
   if (!is_int(index.dtype()))
-    fail<dtype_error>(op, std::string("index must be an integer tensor, got ") + dtype_name(index.dtype()), loc);
+    fail<dtype_error>(
+        op, std::string("index must be an integer tensor, got ") + dtype_name(index.dtype()), loc);
   std::vector<std::int64_t> v = index.to_vector<std::int64_t>();
   for (std::int64_t x : v)
     if (x < -n || x >= n)
-      fail<index_error>(op, "index " + std::to_string(x) + " is out of range for a dim of size " + std::to_string(n), loc);
+      fail<index_error>(op,
+                        "index " + std::to_string(x) + " is out of range for a dim of size " +
+                            std::to_string(n),
+                        loc);
   Tensor i = index.cast(DType::Int64);
   return where(i < std::int64_t(0), i + n, i, loc);
 }
@@ -279,13 +344,15 @@ inline Tensor arange_on(std::int64_t n, const std::string& device) {
 inline Tensor Tensor::gather(int dim, const Tensor& index, Loc loc) const {
   int d = normalize_axis(dim, "gather", loc);
   if (index.ndim() != ndim())
-    detail::fail<shape_error>("gather", "index " + detail::shape_of(index) + " must have as many dims as the input " +
-                                            detail::shape_of(*this),
+    detail::fail<shape_error>("gather",
+                              "index " + detail::shape_of(index) +
+                                  " must have as many dims as the input " + detail::shape_of(*this),
                               loc);
   for (int i = 0; i < ndim(); ++i)
     if (i != d && index.size(i) > size(i))
-      detail::fail<shape_error>("gather", "index " + detail::shape_of(index) + " is larger than the input " +
-                                              detail::shape_of(*this) + " in dim " + std::to_string(i),
+      detail::fail<shape_error>("gather",
+                                "index " + detail::shape_of(index) + " is larger than the input " +
+                                    detail::shape_of(*this) + " in dim " + std::to_string(i),
                                 loc);
   std::int64_t n = size(d);
   Tensor idx = detail::checked_index(index, n, "gather", loc);
@@ -296,12 +363,15 @@ inline Tensor Tensor::gather(int dim, const Tensor& index, Loc loc) const {
   Shape ar(std::size_t(ndim()) + 1, SInt(1));
   ar[std::size_t(d) + 1] = n;
   Tensor onehot = idx.unsqueeze(d + 1, loc) == detail::arange_on(n, device()).reshape(ar, loc);
-  Tensor picked = where(onehot, x.unsqueeze(d, loc), Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
+  Tensor picked =
+      where(onehot, x.unsqueeze(d, loc), Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
   return picked.reduce(Op::ReduceSum, {d + 1}, false, "gather", loc);
 }
 inline Tensor Tensor::index_select(int dim, const Tensor& index, Loc loc) const {
   int d = normalize_axis(dim, "index_select", loc);
-  if (index.ndim() > 1) detail::fail<shape_error>("index_select", "index must be 1-D, got " + detail::shape_of(index), loc);
+  if (index.ndim() > 1)
+    detail::fail<shape_error>("index_select", "index must be 1-D, got " + detail::shape_of(index),
+                              loc);
   std::int64_t n = size(d), m = index.numel();
   Tensor idx = detail::checked_index(index.reshape({m}), n, "index_select", loc);
   // out[..., j, ...] = sum_k x[..., k, ...] * (idx[j] == k)
@@ -315,20 +385,26 @@ inline Tensor Tensor::index_select(int dim, const Tensor& index, Loc loc) const 
 }
 
 /// Concatenation along `dim`: every piece padded to the full extent, then summed.
-inline Tensor cat(const std::vector<Tensor>& ts, int dim = 0, std::source_location loc = std::source_location::current()) {
+inline Tensor cat(const std::vector<Tensor>& ts, int dim = 0,
+                  std::source_location loc = std::source_location::current()) {
   if (ts.empty()) detail::fail<shape_error>("cat", "needs at least one tensor", loc);
   int d = ts[0].normalize_axis(dim, "cat", loc);
+  if (ts[0].ndim() == 0)
+    detail::fail<shape_error>("cat", "0-d tensors cannot be concatenated (use stack)", loc);
   DType t = ts[0].dtype();
   SInt total = 0;
   for (const Tensor& x : ts) {
     if (x.ndim() != ts[0].ndim())
-      detail::fail<shape_error>("cat", "tensors must have the same number of dims: " + detail::shape_of(ts[0]) + " and " +
-                                           detail::shape_of(x),
+      detail::fail<shape_error>("cat",
+                                "tensors must have the same number of dims: " +
+                                    detail::shape_of(ts[0]) + " and " + detail::shape_of(x),
                                 loc);
     for (int i = 0; i < x.ndim(); ++i)
       if (i != d && !(x.sym_shape()[std::size_t(i)] == ts[0].sym_shape()[std::size_t(i)]))
-        detail::fail<shape_error>("cat", "shapes " + detail::shape_of(ts[0]) + " and " + detail::shape_of(x) +
-                                             " differ outside dim " + std::to_string(d),
+        detail::fail<shape_error>("cat",
+                                  "shapes " + detail::shape_of(ts[0]) + " and " +
+                                      detail::shape_of(x) + " differ outside dim " +
+                                      std::to_string(d),
                                   loc);
     t = promote(t, x.dtype());
     total = total + x.sym_shape()[std::size_t(d)];
@@ -342,16 +418,21 @@ inline Tensor cat(const std::vector<Tensor>& ts, int dim = 0, std::source_locati
     offset = offset + x.sym_shape()[std::size_t(d)];
     after[std::size_t(d)] = total - offset;
     Tensor p = x.cast(t).move({MoveOp::Pad, before, after});
-    out = out.defined() ? (t == DType::Bool ? out.logical_or(p, loc) : Tensor::alu(Op::Add, out, p, "cat", loc)) : p;
+    out = out.defined() ? (t == DType::Bool ? out.logical_or(p, loc)
+                                            : Tensor::alu(Op::Add, out, p, "cat", loc))
+                        : p;
   }
   return out;
 }
-inline Tensor stack(const std::vector<Tensor>& ts, int dim = 0, std::source_location loc = std::source_location::current()) {
+inline Tensor stack(const std::vector<Tensor>& ts, int dim = 0,
+                    std::source_location loc = std::source_location::current()) {
   if (ts.empty()) detail::fail<shape_error>("stack", "needs at least one tensor", loc);
   std::vector<Tensor> u;
   for (const Tensor& x : ts) {
     if (!(x.sym_shape() == ts[0].sym_shape()))
-      detail::fail<shape_error>("stack", "shapes " + detail::shape_of(ts[0]) + " and " + detail::shape_of(x) + " differ", loc);
+      detail::fail<shape_error>(
+          "stack", "shapes " + detail::shape_of(ts[0]) + " and " + detail::shape_of(x) + " differ",
+          loc);
     u.push_back(x.unsqueeze(dim, loc));
   }
   return cat(u, dim, loc);
@@ -359,22 +440,25 @@ inline Tensor stack(const std::vector<Tensor>& ts, int dim = 0, std::source_loca
 
 inline Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
   if (ndim() == 0 || o.ndim() == 0)
-    detail::fail<shape_error>("matmul", "needs tensors of at least 1 dim, got " + detail::shape_of(*this) + " and " +
-                                            detail::shape_of(o),
+    detail::fail<shape_error>("matmul",
+                              "needs tensors of at least 1 dim, got " + detail::shape_of(*this) +
+                                  " and " + detail::shape_of(o),
                               loc);
   Tensor a = ndim() == 1 ? unsqueeze(0, loc) : *this;
   Tensor b = o.ndim() == 1 ? o.unsqueeze(1, loc) : o;
   const Shape &as = a.sym_shape(), &bs = b.sym_shape();
   if (!(as.back() == bs[bs.size() - 2]))
-    detail::fail<shape_error>("matmul", "shapes " + detail::shape_of(*this) + " and " + detail::shape_of(o) +
-                                            " cannot be multiplied (" + detail::shape_str({as.back()}) + " vs " +
-                                            detail::shape_str({bs[bs.size() - 2]}) + ")",
+    detail::fail<shape_error>("matmul",
+                              "shapes " + detail::shape_of(*this) + " and " + detail::shape_of(o) +
+                                  " cannot be multiplied (" + detail::shape_str({as.back()}) +
+                                  " vs " + detail::shape_str({bs[bs.size() - 2]}) + ")",
                               loc);
   Shape batch;
   Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
   if (!detail::broadcast_shapes(ab, bb, batch))
-    detail::fail<shape_error>("matmul", "batch dims of " + detail::shape_of(*this) + " and " + detail::shape_of(o) +
-                                            " cannot be broadcast",
+    detail::fail<shape_error>("matmul",
+                              "batch dims of " + detail::shape_of(*this) + " and " +
+                                  detail::shape_of(o) + " cannot be broadcast",
                               loc);
   SInt n = as[as.size() - 2], k = as.back(), m = bs.back();
   Shape sa = batch, sb = batch;
@@ -391,10 +475,14 @@ inline Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
 }
 inline Tensor Tensor::dot(const Tensor& o, Loc loc) const {
   if (ndim() != 1 || o.ndim() != 1)
-    detail::fail<shape_error>("dot", "needs two 1-D tensors, got " + detail::shape_of(*this) + " and " + detail::shape_of(o), loc);
+    detail::fail<shape_error>("dot",
+                              "needs two 1-D tensors, got " + detail::shape_of(*this) + " and " +
+                                  detail::shape_of(o),
+                              loc);
   return matmul(o, loc);
 }
-inline Tensor matmul(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current()) {
+inline Tensor matmul(const Tensor& a, const Tensor& b,
+                     std::source_location loc = std::source_location::current()) {
   return a.matmul(b, loc);
 }
 inline Tensor Tensor::softmax(int dim, Loc loc) const {
@@ -418,14 +506,27 @@ inline Tensor Tensor::cumsum(int dim, Loc loc) const {
   is[std::size_t(d)] = n;
   js[std::size_t(d) + 1] = n;
   Tensor upto = ar.reshape(js, loc) <= ar.reshape(is, loc); // j <= i
-  Tensor picked = where(upto, x.unsqueeze(d, loc), Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
+  Tensor picked =
+      where(upto, x.unsqueeze(d, loc), Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
   return picked.reduce(Op::ReduceSum, {d + 1}, false, "cumsum", loc);
 }
 
 // free-function spellings, as in torch.*
-inline Tensor softmax(const Tensor& x, int dim, std::source_location loc = std::source_location::current()) { return x.softmax(dim, loc); }
-inline Tensor log_softmax(const Tensor& x, int dim, std::source_location loc = std::source_location::current()) { return x.log_softmax(dim, loc); }
-inline Tensor maximum(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current()) { return a.maximum(b, loc); }
-inline Tensor minimum(const Tensor& a, const Tensor& b, std::source_location loc = std::source_location::current()) { return a.minimum(b, loc); }
+inline Tensor softmax(const Tensor& x, int dim,
+                      std::source_location loc = std::source_location::current()) {
+  return x.softmax(dim, loc);
+}
+inline Tensor log_softmax(const Tensor& x, int dim,
+                          std::source_location loc = std::source_location::current()) {
+  return x.log_softmax(dim, loc);
+}
+inline Tensor maximum(const Tensor& a, const Tensor& b,
+                      std::source_location loc = std::source_location::current()) {
+  return a.maximum(b, loc);
+}
+inline Tensor minimum(const Tensor& a, const Tensor& b,
+                      std::source_location loc = std::source_location::current()) {
+  return a.minimum(b, loc);
+}
 
 } // namespace tg

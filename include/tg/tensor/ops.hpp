@@ -6,25 +6,32 @@
 namespace tg {
 
 namespace detail {
-inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453, kPi = 3.141592653589793;
+inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
+                        kPi = 3.141592653589793;
 inline void require_not_bool(const Tensor& t, const char* op, std::source_location loc) {
   if (t.dtype() == DType::Bool)
-    fail<dtype_error>(op, "is not defined for bool tensors (cast to an integer or float type first)", loc);
+    fail<dtype_error>(
+        op, "is not defined for bool tensors (cast to an integer or float type first)", loc);
 }
 } // namespace detail
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc);
 
 // ---- operators -----------------------------------------------------------------------------
-inline Tensor operator+(TensorArg a, TensorArg b) { return Tensor::alu(Op::Add, a.t, b.t, "add", a.loc); }
-inline Tensor operator*(TensorArg a, TensorArg b) { return Tensor::alu(Op::Mul, a.t, b.t, "mul", a.loc); }
+inline Tensor operator+(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::Add, a.t, b.t, "add", a.loc);
+}
+inline Tensor operator*(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::Mul, a.t, b.t, "mul", a.loc);
+}
 inline Tensor operator-(TensorArg a) {
   detail::require_not_bool(a.t, "neg", a.loc);
   return a.t.alu(Op::Neg, a.loc);
 }
 inline Tensor operator-(TensorArg a, TensorArg b) {
   if (a.t.dtype() == DType::Bool || b.t.dtype() == DType::Bool)
-    detail::fail<dtype_error>("sub", "subtracting bool tensors is not supported (use logical_xor)", a.loc);
+    detail::fail<dtype_error>("sub", "subtracting bool tensors is not supported (use logical_xor)",
+                              a.loc);
   DType t = promote(a.t.dtype(), b.t.dtype());
   return Tensor::alu(Op::Add, a.t.cast(t), -TensorArg(b.t.cast(t), a.loc), "sub", a.loc);
 }
@@ -34,15 +41,25 @@ inline Tensor operator/(TensorArg a, TensorArg b) {
   if (!is_float(t)) t = DType::Float32;
   return Tensor::alu(Op::Div, a.t.cast(t), b.t.cast(t), "div", a.loc);
 }
-inline Tensor operator<(TensorArg a, TensorArg b) { return Tensor::alu(Op::CmpLt, a.t, b.t, "lt", a.loc); }
-inline Tensor operator>(TensorArg a, TensorArg b) { return Tensor::alu(Op::CmpLt, b.t, a.t, "gt", a.loc); }
-inline Tensor operator==(TensorArg a, TensorArg b) { return Tensor::alu(Op::CmpEq, a.t, b.t, "eq", a.loc); }
-inline Tensor operator!=(TensorArg a, TensorArg b) { return Tensor::alu(Op::CmpNe, a.t, b.t, "ne", a.loc); }
+inline Tensor operator<(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::CmpLt, a.t, b.t, "lt", a.loc);
+}
+inline Tensor operator>(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::CmpLt, b.t, a.t, "gt", a.loc);
+}
+inline Tensor operator==(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::CmpEq, a.t, b.t, "eq", a.loc);
+}
+inline Tensor operator!=(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::CmpNe, a.t, b.t, "ne", a.loc);
+}
 inline Tensor operator<=(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::Or, Tensor::alu(Op::CmpLt, a.t, b.t, "le", a.loc), Tensor::alu(Op::CmpEq, a.t, b.t, "le", a.loc), "le", a.loc);
+  return Tensor::alu(Op::Or, Tensor::alu(Op::CmpLt, a.t, b.t, "le", a.loc),
+                     Tensor::alu(Op::CmpEq, a.t, b.t, "le", a.loc), "le", a.loc);
 }
 inline Tensor operator>=(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::Or, Tensor::alu(Op::CmpLt, b.t, a.t, "ge", a.loc), Tensor::alu(Op::CmpEq, a.t, b.t, "ge", a.loc), "ge", a.loc);
+  return Tensor::alu(Op::Or, Tensor::alu(Op::CmpLt, b.t, a.t, "ge", a.loc),
+                     Tensor::alu(Op::CmpEq, a.t, b.t, "ge", a.loc), "ge", a.loc);
 }
 inline Tensor operator!(TensorArg a) { return a.t.logical_not(a.loc); }
 inline Tensor operator&&(TensorArg a, TensorArg b) { return a.t.logical_and(b.t, a.loc); }
@@ -54,17 +71,18 @@ template <class S> Tensor scalar_for(const Tensor& t, S v) {
   DType k = scalar_kind<S>();
   DType d = promote_scalar(t.dtype(), k);
   if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>) // exact: no trip through double
-    if (!is_float(d)) return Tensor::full_on({}, Scalar::of_int(d, static_cast<std::int64_t>(v)), d, t.device());
+    if (!is_float(d))
+      return Tensor::full_on({}, Scalar::of_int(d, static_cast<std::int64_t>(v)), d, t.device());
   return Tensor::full_on({}, double(v), d, t.device());
 }
 } // namespace detail
 
-#define TG_SCALAR_OPERATOR(OP)                                                                          \
-  template <Arithmetic S> Tensor operator OP(TensorArg a, S b) {                                        \
-    return TensorArg(a.t, a.loc) OP TensorArg(detail::scalar_for(a.t, b), a.loc);                       \
-  }                                                                                                     \
-  template <Arithmetic S> Tensor operator OP(S a, TensorArg b) {                                        \
-    return TensorArg(detail::scalar_for(b.t, a), b.loc) OP TensorArg(b.t, b.loc);                       \
+#define TG_SCALAR_OPERATOR(OP)                                                                     \
+  template <Arithmetic S> Tensor operator OP(TensorArg a, S b) {                                   \
+    return TensorArg(a.t, a.loc) OP TensorArg(detail::scalar_for(a.t, b), a.loc);                  \
+  }                                                                                                \
+  template <Arithmetic S> Tensor operator OP(S a, TensorArg b) {                                   \
+    return TensorArg(detail::scalar_for(b.t, a), b.loc) OP TensorArg(b.t, b.loc);                  \
   }
 TG_SCALAR_OPERATOR(+)
 TG_SCALAR_OPERATOR(-)
@@ -98,19 +116,26 @@ inline Tensor Tensor::abs(Loc loc) const {
 inline Tensor Tensor::sign(Loc loc) const {
   detail::require_not_bool(*this, "sign", loc);
   Tensor zero = const_like(0);
-  return alu(Op::CmpLt, zero, *this, "sign", loc).cast(dtype()) - alu(Op::CmpLt, *this, zero, "sign", loc).cast(dtype());
+  return alu(Op::CmpLt, zero, *this, "sign", loc).cast(dtype()) -
+         alu(Op::CmpLt, *this, zero, "sign", loc).cast(dtype());
 }
 inline Tensor Tensor::exp2(Loc loc) const { return as_float().alu(Op::Exp2, loc); }
-inline Tensor Tensor::exp(Loc loc) const { return (as_float() * detail::kLog2E).alu(Op::Exp2, loc); }
+inline Tensor Tensor::exp(Loc loc) const {
+  return (as_float() * detail::kLog2E).alu(Op::Exp2, loc);
+}
 inline Tensor Tensor::log2(Loc loc) const { return as_float().alu(Op::Log2, loc); }
 inline Tensor Tensor::log(Loc loc) const { return as_float().alu(Op::Log2, loc) * detail::kLn2; }
 inline Tensor Tensor::sqrt(Loc loc) const { return as_float().alu(Op::Sqrt, loc); }
 inline Tensor Tensor::rsqrt(Loc loc) const { return sqrt(loc).reciprocal(loc); }
 inline Tensor Tensor::reciprocal(Loc loc) const { return as_float().alu(Op::Recip, loc); }
 inline Tensor Tensor::sin(Loc loc) const { return as_float().alu(Op::Sin, loc); }
-inline Tensor Tensor::cos(Loc loc) const { return (detail::kPi / 2 - as_float()).alu(Op::Sin, loc); }
+inline Tensor Tensor::cos(Loc loc) const {
+  return (detail::kPi / 2 - as_float()).alu(Op::Sin, loc);
+}
 inline Tensor Tensor::tan(Loc loc) const { return sin(loc) / cos(loc); }
-inline Tensor Tensor::sigmoid(Loc loc) const { return (1.0 + (-as_float()).exp(loc)).reciprocal(loc); }
+inline Tensor Tensor::sigmoid(Loc loc) const {
+  return (1.0 + (-as_float()).exp(loc)).reciprocal(loc);
+}
 inline Tensor Tensor::tanh(Loc loc) const { return 2.0 * (2.0 * as_float()).sigmoid(loc) - 1.0; }
 inline Tensor Tensor::relu(Loc loc) const {
   detail::require_not_bool(*this, "relu", loc);
@@ -122,13 +147,16 @@ inline Tensor Tensor::leaky_relu(double slope, Loc loc) const {
 }
 inline Tensor Tensor::gelu(const std::string& approximate, Loc loc) const {
   Tensor x = as_float();
-  if (approximate == "tanh") return 0.5 * x * (1.0 + (0.7978845608028654 * (x + 0.044715 * x * x * x)).tanh(loc));
+  if (approximate == "tanh")
+    return 0.5 * x * (1.0 + (0.7978845608028654 * (x + 0.044715 * x * x * x)).tanh(loc));
   if (approximate != "none")
-    detail::fail<error>("gelu", "approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"", loc);
+    detail::fail<error>(
+        "gelu", "approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"", loc);
   // erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7)
   Tensor z = x * 0.7071067811865476, az = z.abs(loc);
   Tensor t = (1.0 + 0.3275911 * az).reciprocal(loc);
-  Tensor poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  Tensor poly = t * (0.254829592 +
+                     t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
   Tensor erf_abs = 1.0 - poly * (-(az * az)).exp(loc);
   Tensor erf = where(z < 0.0, -erf_abs, erf_abs, loc);
   return 0.5 * x * (1.0 + erf);
@@ -139,8 +167,12 @@ inline Tensor Tensor::softplus(double beta, double threshold, Loc loc) const {
   Tensor soft = (bx.relu(loc) + (1.0 + (-bx.abs(loc)).exp(loc)).log(loc)) / beta;
   return where(bx > threshold, as_float(), soft, loc);
 }
-inline Tensor Tensor::square(Loc loc) const { return TensorArg(*this, loc) * TensorArg(*this, loc); }
-inline Tensor Tensor::trunc(Loc loc) const { return is_float(dtype()) ? alu(Op::Trunc, loc) : *this; }
+inline Tensor Tensor::square(Loc loc) const {
+  return TensorArg(*this, loc) * TensorArg(*this, loc);
+}
+inline Tensor Tensor::trunc(Loc loc) const {
+  return is_float(dtype()) ? alu(Op::Trunc, loc) : *this;
+}
 inline Tensor Tensor::floor(Loc loc) const {
   if (!is_float(dtype())) return *this;
   Tensor t = trunc(loc);
@@ -193,7 +225,9 @@ inline Tensor Tensor::pow(double e, Loc loc) const {
   Tensor x = is_float(dtype()) ? *this : cast(DType::Float32);
   return x.pow(full_on({}, e, x.dtype(), device()), loc);
 }
-inline Tensor Tensor::maximum(const Tensor& o, Loc loc) const { return alu(Op::Max, *this, o, "maximum", loc); }
+inline Tensor Tensor::maximum(const Tensor& o, Loc loc) const {
+  return alu(Op::Max, *this, o, "maximum", loc);
+}
 inline Tensor Tensor::minimum(const Tensor& o, Loc loc) const {
   DType t = promote(dtype(), o.dtype());
   Tensor a = cast(t), b = o.cast(t);
@@ -212,22 +246,30 @@ inline Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi, 
 }
 
 /// Elementwise choice: cond ? a : b, broadcast together.
-inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc) {
+inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
+                    std::source_location loc) {
   Shape s1, out;
-  if (!detail::broadcast_shapes(cond.sym_shape(), a.sym_shape(), s1) || !detail::broadcast_shapes(s1, b.sym_shape(), out))
-    detail::fail<shape_error>("where", "shapes " + detail::shape_of(cond) + ", " + detail::shape_of(a) + " and " +
-                                           detail::shape_of(b) + " cannot be broadcast",
+  if (!detail::broadcast_shapes(cond.sym_shape(), a.sym_shape(), s1) ||
+      !detail::broadcast_shapes(s1, b.sym_shape(), out))
+    detail::fail<shape_error>("where",
+                              "shapes " + detail::shape_of(cond) + ", " + detail::shape_of(a) +
+                                  " and " + detail::shape_of(b) + " cannot be broadcast",
                               loc);
   if (cond.device() != a.device() || a.device() != b.device())
     detail::fail<device_error>("where", "tensors are on different devices", loc);
   DType t = promote(a.dtype(), b.dtype());
-  Tensor c = cond.cast(DType::Bool).expand(out), x = a.cast(t).expand(out), y = b.cast(t).expand(out);
+  Tensor c = cond.cast(DType::Bool).expand(out), x = a.cast(t).expand(out),
+         y = b.cast(t).expand(out);
   return Tensor::make(Op::Where, t, out, {c.lazy(), x.lazy(), y.lazy()}, a.device());
 }
-template <Arithmetic S> Tensor where(const Tensor& cond, const Tensor& a, S b, std::source_location loc = std::source_location::current()) {
+template <Arithmetic S>
+Tensor where(const Tensor& cond, const Tensor& a, S b,
+             std::source_location loc = std::source_location::current()) {
   return where(cond, a, detail::scalar_for(a, b), loc);
 }
-template <Arithmetic S> Tensor where(const Tensor& cond, S a, const Tensor& b, std::source_location loc = std::source_location::current()) {
+template <Arithmetic S>
+Tensor where(const Tensor& cond, S a, const Tensor& b,
+             std::source_location loc = std::source_location::current()) {
   return where(cond, detail::scalar_for(b, a), b, loc);
 }
 inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -236,7 +278,8 @@ inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 
 // ---- reductions ----------------------------------------------------------------------------
 inline Tensor Tensor::sum(std::vector<int> axes, bool keepdim, Loc loc) const {
-  Tensor x = is_float(dtype()) ? *this : cast(DType::Int64); // integer sums accumulate in int64, as PyTorch
+  Tensor x = is_float(dtype()) ? *this
+                               : cast(DType::Int64); // integer sums accumulate in int64, as PyTorch
   return x.reduce(Op::ReduceSum, std::move(axes), keepdim, "sum", loc);
 }
 inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim, Loc loc) const {
@@ -244,20 +287,26 @@ inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim, Loc loc) const {
   return x.reduce(Op::ReduceProd, std::move(axes), keepdim, "prod", loc);
 }
 inline Tensor Tensor::max(std::vector<int> axes, bool keepdim, Loc loc) const {
-  if (numel() == 0) detail::fail<shape_error>("max", "reduction over an empty tensor has no identity", loc);
+  if (numel() == 0)
+    detail::fail<shape_error>("max", "reduction over an empty tensor has no identity", loc);
   return reduce(Op::ReduceMax, std::move(axes), keepdim, "max", loc);
 }
 inline Tensor Tensor::min(std::vector<int> axes, bool keepdim, Loc loc) const {
-  if (numel() == 0) detail::fail<shape_error>("min", "reduction over an empty tensor has no identity", loc);
-  if (is_float(dtype())) return -(-*this).reduce(Op::ReduceMax, std::move(axes), keepdim, "min", loc);
+  if (numel() == 0)
+    detail::fail<shape_error>("min", "reduction over an empty tensor has no identity", loc);
+  if (is_float(dtype()))
+    return -(-*this).reduce(Op::ReduceMax, std::move(axes), keepdim, "min", loc);
   if (dtype() == DType::Bool) return all(std::move(axes), keepdim, loc);
   // ~x reverses the order of any integer type
-  return alu(Op::Xor, alu(Op::Xor, *this, const_like(-1), "min", loc).reduce(Op::ReduceMax, axes, keepdim, "min", loc),
+  return alu(Op::Xor,
+             alu(Op::Xor, *this, const_like(-1), "min", loc)
+                 .reduce(Op::ReduceMax, axes, keepdim, "min", loc),
              full_on({}, -1, dtype(), device()), "min", loc);
 }
 inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim, Loc loc) const {
   if (!is_float(dtype()))
-    detail::fail<dtype_error>("mean", std::string("needs a floating point tensor, got ") + dtype_name(dtype()), loc);
+    detail::fail<dtype_error>(
+        "mean", std::string("needs a floating point tensor, got ") + dtype_name(dtype()), loc);
   Tensor s = sum(axes, keepdim, loc);
   double count = double(numel()) / double(std::max<std::int64_t>(s.numel(), 1));
   return s / count;
@@ -276,7 +325,8 @@ inline Tensor Tensor::argmax(std::optional<int> axis, bool keepdim, Loc loc) con
     return r;
   }
   int a = normalize_axis(*axis, "argmax", loc);
-  if (ndim() == 0) return full_on({}, 0, DType::Int64, device()); // axis 0 of a 0-d tensor, as PyTorch
+  if (ndim() == 0)
+    return full_on({}, 0, DType::Int64, device()); // axis 0 of a 0-d tensor, as PyTorch
   SInt n = sym_shape()[std::size_t(a)];
   Tensor m = max(a, true, loc);
   Tensor hit = *this == m;
@@ -287,7 +337,8 @@ inline Tensor Tensor::argmax(std::optional<int> axis, bool keepdim, Loc loc) con
   std::vector<std::int64_t> rev(std::size_t(n.eval()));
   for (std::size_t i = 0; i < rev.size(); ++i) rev[i] = std::int64_t(rev.size() - i);
   Tensor countdown = from_data(rev, idx_shape, TensorOptions(DType::Int64, device()), loc);
-  Tensor best = where(hit, countdown, full_on({}, 0, DType::Int64, device()), loc).max(a, keepdim, loc);
+  Tensor best =
+      where(hit, countdown, full_on({}, 0, DType::Int64, device()), loc).max(a, keepdim, loc);
   return full_on({}, double(n.eval()), DType::Int64, device()) - best;
 }
 inline Tensor Tensor::argmin(std::optional<int> axis, bool keepdim, Loc loc) const {

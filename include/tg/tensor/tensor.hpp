@@ -14,7 +14,8 @@
 namespace tg {
 
 template <class T>
-concept Arithmetic = std::is_arithmetic_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+concept Arithmetic =
+    std::is_arithmetic_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
 
 /// dtype (unset: float32 for factories, the element type for data) and device ("" = default).
 struct TensorOptions {
@@ -34,10 +35,12 @@ inline SInt sym(std::string_view name, std::int64_t lo, std::int64_t hi, std::in
     return true;
   };
   if (!valid(name))
-    throw shape_error("tg.sym: '" + std::string(name) + "' is not a valid size name (letters, digits, _; at most 23)");
+    throw shape_error("tg.sym: '" + std::string(name) +
+                      "' is not a valid size name (letters, digits, _; at most 23)");
   if (lo > hi || value < lo || value > hi)
-    throw shape_error("tg.sym: " + std::string(name) + " = " + std::to_string(value) + " is outside its bounds [" +
-                      std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    throw shape_error("tg.sym: " + std::string(name) + " = " + std::to_string(value) +
+                      " is outside its bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                      "]");
   return SInt(Var{Name(name), lo, hi, value});
 }
 
@@ -58,7 +61,8 @@ class Tensor;
 struct TensorArg {
   const Tensor& t;
   std::source_location loc;
-  TensorArg(const Tensor& t_, std::source_location l = std::source_location::current()) : t(t_), loc(l) {}
+  TensorArg(const Tensor& t_, std::source_location l = std::source_location::current())
+      : t(t_), loc(l) {}
 };
 
 class Tensor {
@@ -69,28 +73,33 @@ public:
   explicit Tensor(LazyPtr n) : n_(std::move(n)) {}
 
   // ---- data ------------------------------------------------------------------------------
-  template <Arithmetic E> Tensor(std::initializer_list<E> v, TensorOptions o = {}, Loc loc = Loc::current())
+  template <Arithmetic E>
+  Tensor(std::initializer_list<E> v, TensorOptions o = {}, Loc loc = Loc::current())
       : Tensor(from_data(std::vector<E>(v), {std::int64_t(v.size())}, o, loc)) {}
   template <Arithmetic E>
-  Tensor(std::initializer_list<std::initializer_list<E>> v, TensorOptions o = {}, Loc loc = Loc::current()) {
+  Tensor(std::initializer_list<std::initializer_list<E>> v, TensorOptions o = {},
+         Loc loc = Loc::current()) {
     std::vector<E> flat;
     std::int64_t cols = v.size() ? std::int64_t(v.begin()->size()) : 0;
     for (auto& row : v) {
-      if (std::int64_t(row.size()) != cols) detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
+      if (std::int64_t(row.size()) != cols)
+        detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
       flat.insert(flat.end(), row.begin(), row.end());
     }
     *this = from_data(flat, {std::int64_t(v.size()), cols}, o, loc);
   }
   template <Arithmetic E>
-  Tensor(std::initializer_list<std::initializer_list<std::initializer_list<E>>> v, TensorOptions o = {},
-         Loc loc = Loc::current()) {
+  Tensor(std::initializer_list<std::initializer_list<std::initializer_list<E>>> v,
+         TensorOptions o = {}, Loc loc = Loc::current()) {
     std::vector<E> flat;
     std::int64_t d1 = v.size() ? std::int64_t(v.begin()->size()) : 0, d2 = -1;
     for (auto& a : v) {
-      if (std::int64_t(a.size()) != d1) detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
+      if (std::int64_t(a.size()) != d1)
+        detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
       for (auto& b : a) {
         if (d2 < 0) d2 = std::int64_t(b.size());
-        if (std::int64_t(b.size()) != d2) detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
+        if (std::int64_t(b.size()) != d2)
+          detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
         flat.insert(flat.end(), b.begin(), b.end());
       }
     }
@@ -98,11 +107,14 @@ public:
   }
   /// Copies `data` into a new tensor of the given shape (default: 1-D).
   template <Arithmetic E>
-  static Tensor from_data(const std::vector<E>& data, Shape shape = {}, TensorOptions o = {}, Loc loc = Loc::current());
+  static Tensor from_data(const std::vector<E>& data, Shape shape = {}, TensorOptions o = {},
+                          Loc loc = Loc::current());
   template <Arithmetic E>
-  static Tensor from_data(const E* data, Shape shape, TensorOptions o = {}, Loc loc = Loc::current());
+  static Tensor from_data(const E* data, Shape shape, TensorOptions o = {},
+                          Loc loc = Loc::current());
   /// A 0-d tensor.
-  template <Arithmetic E> static Tensor scalar(E v, TensorOptions o = {}, Loc loc = Loc::current()) {
+  template <Arithmetic E>
+  static Tensor scalar(E v, TensorOptions o = {}, Loc loc = Loc::current()) {
     return from_data(std::vector<E>{v}, Shape{}, o, loc);
   }
 
@@ -188,63 +200,90 @@ public:
 
   // ---- reductions (no axes: all) ---------------------------------------------------------
   Tensor sum(Loc loc = Loc::current()) const { return sum(std::vector<int>{}, false, loc); }
-  Tensor sum(int axis, bool keepdim = false, Loc loc = Loc::current()) const { return sum(std::vector<int>{axis}, keepdim, loc); }
+  Tensor sum(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return sum(std::vector<int>{axis}, keepdim, loc);
+  }
   Tensor sum(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor mean(Loc loc = Loc::current()) const { return mean(std::vector<int>{}, false, loc); }
-  Tensor mean(int axis, bool keepdim = false, Loc loc = Loc::current()) const { return mean(std::vector<int>{axis}, keepdim, loc); }
+  Tensor mean(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return mean(std::vector<int>{axis}, keepdim, loc);
+  }
   Tensor mean(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor max(Loc loc = Loc::current()) const { return max(std::vector<int>{}, false, loc); }
-  Tensor max(int axis, bool keepdim = false, Loc loc = Loc::current()) const { return max(std::vector<int>{axis}, keepdim, loc); }
+  Tensor max(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return max(std::vector<int>{axis}, keepdim, loc);
+  }
   Tensor max(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor min(Loc loc = Loc::current()) const { return min(std::vector<int>{}, false, loc); }
-  Tensor min(int axis, bool keepdim = false, Loc loc = Loc::current()) const { return min(std::vector<int>{axis}, keepdim, loc); }
+  Tensor min(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return min(std::vector<int>{axis}, keepdim, loc);
+  }
   Tensor min(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor prod(Loc loc = Loc::current()) const { return prod(std::vector<int>{}, false, loc); }
-  Tensor prod(int axis, bool keepdim = false, Loc loc = Loc::current()) const { return prod(std::vector<int>{axis}, keepdim, loc); }
+  Tensor prod(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return prod(std::vector<int>{axis}, keepdim, loc);
+  }
   Tensor prod(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor any(Loc loc = Loc::current()) const { return any(std::vector<int>{}, false, loc); }
-  Tensor any(int axis, bool keepdim = false, Loc loc = Loc::current()) const { return any(std::vector<int>{axis}, keepdim, loc); }
+  Tensor any(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return any(std::vector<int>{axis}, keepdim, loc);
+  }
   Tensor any(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor all(Loc loc = Loc::current()) const { return all(std::vector<int>{}, false, loc); }
-  Tensor all(int axis, bool keepdim = false, Loc loc = Loc::current()) const { return all(std::vector<int>{axis}, keepdim, loc); }
+  Tensor all(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return all(std::vector<int>{axis}, keepdim, loc);
+  }
   Tensor all(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   /// Index of the first maximum (over the flattened tensor when no axis is given); int64.
-  Tensor argmax(std::optional<int> axis = std::nullopt, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor argmin(std::optional<int> axis = std::nullopt, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor argmax(std::optional<int> axis = std::nullopt, bool keepdim = false,
+                Loc loc = Loc::current()) const;
+  Tensor argmin(std::optional<int> axis = std::nullopt, bool keepdim = false,
+                Loc loc = Loc::current()) const;
   /// Variance with Bessel's correction by default (correction = 1), as PyTorch.
-  Tensor var(std::vector<int> axes = {}, double correction = 1, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor std(std::vector<int> axes = {}, double correction = 1, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor var(std::vector<int> axes = {}, double correction = 1, bool keepdim = false,
+             Loc loc = Loc::current()) const;
+  Tensor std(std::vector<int> axes = {}, double correction = 1, bool keepdim = false,
+             Loc loc = Loc::current()) const;
   Tensor logsumexp(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor logsumexp(int axis, bool keepdim = false, Loc loc = Loc::current()) const { return logsumexp(std::vector<int>{axis}, keepdim, loc); }
+  Tensor logsumexp(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return logsumexp(std::vector<int>{axis}, keepdim, loc);
+  }
 
   // ---- movement (zero-copy views) --------------------------------------------------------
   Tensor reshape(Shape shape, Loc loc = Loc::current()) const;
-  Tensor view(Shape shape, Loc loc = Loc::current()) const { return reshape(std::move(shape), loc); }
+  Tensor view(Shape shape, Loc loc = Loc::current()) const {
+    return reshape(std::move(shape), loc);
+  }
   Tensor permute(std::vector<int> dims, Loc loc = Loc::current()) const;
   Tensor transpose(int d0, int d1, Loc loc = Loc::current()) const;
   Tensor T(Loc loc = Loc::current()) const;
   /// -1 keeps a size; new leading axes may be added.
   Tensor expand(Shape shape, Loc loc = Loc::current()) const;
-  Tensor broadcast_to(Shape shape, Loc loc = Loc::current()) const { return expand(std::move(shape), loc); }
+  Tensor broadcast_to(Shape shape, Loc loc = Loc::current()) const {
+    return expand(std::move(shape), loc);
+  }
   Tensor squeeze(Loc loc = Loc::current()) const;
   Tensor squeeze(int dim, Loc loc = Loc::current()) const;
   Tensor unsqueeze(int dim, Loc loc = Loc::current()) const;
   Tensor flatten(int start_dim = 0, int end_dim = -1, Loc loc = Loc::current()) const;
   /// PyTorch's F.pad: pairs (before, after) starting from the last axis; negative values crop.
   Tensor pad(std::vector<std::int64_t> pads, double value = 0, Loc loc = Loc::current()) const;
-  Tensor slice(int dim, std::optional<std::int64_t> start, std::optional<std::int64_t> stop, std::int64_t step = 1,
-               Loc loc = Loc::current()) const;
+  Tensor slice(int dim, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+               std::int64_t step = 1, Loc loc = Loc::current()) const;
   Tensor index(std::vector<Index> idx, Loc loc = Loc::current()) const;
   /// x[i]: an integer index that remembers the caller's line (operator[] takes one argument).
   struct At {
     std::int64_t i;
     std::source_location loc;
-    template <std::integral I> At(I i_, std::source_location l = std::source_location::current()) : i(std::int64_t(i_)), loc(l) {}
+    template <std::integral I>
+    At(I i_, std::source_location l = std::source_location::current())
+        : i(std::int64_t(i_)), loc(l) {}
   };
   Tensor operator[](At at) const { return index({Index(at.i)}, at.loc); }
   Tensor flip(std::vector<int> dims, Loc loc = Loc::current()) const;
   std::vector<Tensor> split(std::int64_t size, int dim = 0, Loc loc = Loc::current()) const;
-  std::vector<Tensor> split(std::vector<std::int64_t> sizes, int dim = 0, Loc loc = Loc::current()) const;
+  std::vector<Tensor> split(std::vector<std::int64_t> sizes, int dim = 0,
+                            Loc loc = Loc::current()) const;
   std::vector<Tensor> chunk(std::int64_t chunks, int dim = 0, Loc loc = Loc::current()) const;
   Tensor repeat(std::vector<std::int64_t> repeats, Loc loc = Loc::current()) const;
   Tensor gather(int dim, const Tensor& index, Loc loc = Loc::current()) const;
@@ -258,7 +297,8 @@ public:
   Tensor cumsum(int dim, Loc loc = Loc::current()) const;
 
   // ---- building blocks (used by the ops above and by the library layers) -----------------
-  static Tensor make(Op op, DType t, Shape shape, std::vector<LazyPtr> src, const std::string& device);
+  static Tensor make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
+                     const std::string& device);
   Tensor alu(Op op, Loc loc) const;
   static Tensor alu(Op op, const Tensor& a, const Tensor& b, const char* name, Loc loc);
   Tensor move(Movement m) const;
@@ -267,7 +307,9 @@ public:
   static Tensor full_on(const Shape& shape, double v, DType t, const std::string& device);
   /// The same with an exact value (integers beyond 2^53 do not survive a double).
   static Tensor full_on(const Shape& shape, Scalar v, DType t, const std::string& device);
-  Tensor const_like(double v, std::optional<DType> t = std::nullopt) const { return full_on(sym_shape(), v, t.value_or(dtype()), device()); }
+  Tensor const_like(double v, std::optional<DType> t = std::nullopt) const {
+    return full_on(sym_shape(), v, t.value_or(dtype()), device());
+  }
   int normalize_axis(int axis, const char* op, Loc loc, int extra = 0) const;
   /// A float tensor for float math: ints and bools become float32.
   Tensor as_float() const { return is_float(dtype()) ? *this : cast(DType::Float32); }
@@ -290,16 +332,22 @@ inline bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
   for (std::size_t i = 0; i < n; ++i) {
     SInt x = i < n - a.size() ? SInt(1) : a[i - (n - a.size())];
     SInt y = i < n - b.size() ? SInt(1) : b[i - (n - b.size())];
-    if ((x == y && x.eval() == y.eval()) || y == 1) out[i] = x; // same name, same bound value
-    else if (x == 1) out[i] = y;
-    else return false;
+    if ((x == y && x.eval() == y.eval()) || y == 1)
+      out[i] = x; // same name, same bound value
+    else if (x == 1)
+      out[i] = y;
+    else
+      return false;
   }
   return true;
 }
 template <class T> constexpr DType scalar_kind() {
-  if constexpr (std::is_same_v<T, bool>) return DType::Bool;
-  else if constexpr (std::is_integral_v<T>) return DType::Int64;
-  else return DType::Float64;
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_integral_v<T>)
+    return DType::Int64;
+  else
+    return DType::Float64;
 }
 inline std::mt19937_64& rng() {
   static std::mt19937_64 g(0x5eed);

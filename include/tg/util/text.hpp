@@ -31,7 +31,10 @@ public:
   constexpr Text& write_unsigned(std::uint64_t v) {
     char tmp[24];
     int n = 0;
-    do { tmp[n++] = char('0' + v % 10); v /= 10; } while (v);
+    do {
+      tmp[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v);
     while (n) buf_.push_back(tmp[--n]);
     return *this;
   }
@@ -39,7 +42,10 @@ public:
     constexpr char digits[] = "0123456789abcdef";
     char tmp[17];
     int n = 0;
-    do { tmp[n++] = digits[v & 15]; v >>= 4; } while (v);
+    do {
+      tmp[n++] = digits[v & 15];
+      v >>= 4;
+    } while (v);
     while (n) buf_.push_back(tmp[--n]);
     return *this;
   }
@@ -59,7 +65,10 @@ public:
     *this << (exp ? "0x1." : "0x0.");
     // 13 hex digits of mantissa, trailing zeros trimmed
     char tmp[13];
-    for (int k = 12; k >= 0; --k) { tmp[k] = "0123456789abcdef"[mant & 15]; mant >>= 4; }
+    for (int k = 12; k >= 0; --k) {
+      tmp[k] = "0123456789abcdef"[mant & 15];
+      mant >>= 4;
+    }
     int last = 12;
     while (last > 0 && tmp[last] == '0') --last;
     for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
@@ -75,7 +84,10 @@ private:
 
 /// FNV-1a, 64 bit: stable hashes for cache keys.
 constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
-  for (char c : s) { h ^= static_cast<unsigned char>(c); h *= 0x100000001b3ull; }
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
   return h;
 }
 

@@ -1,0 +1,144 @@
+// The static front end (tg::fixed) against Eigen's fixed-size matrices and against the run-time
+// tg::Tensor path, all in the same run: an elementwise expression (a * b + c) and a matmul, at
+// 4x4, 16x16 and 64x64 float32. Ratios > 1 mean tg::fixed is slower than the peer.
+#include <tg/tg.hpp>
+
+#include <random>
+
+#include "ratios.hpp"
+
+#if TG_HAVE_EIGEN
+#include <Eigen/Dense>
+#endif
+
+namespace {
+
+template <std::size_t N> struct Fixed {
+  tg::fixed<float, N, N> a, b, c, out;
+  Fixed() {
+    std::mt19937 g(7);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (std::size_t i = 0; i < a.size; ++i) {
+      a[i] = u(g);
+      b[i] = u(g);
+      c[i] = u(g);
+    }
+  }
+};
+template <std::size_t N> Fixed<N>& fixed_data() {
+  static Fixed<N> d;
+  return d;
+}
+
+template <std::size_t N> void fixed_elementwise(benchmark::State& st) {
+  auto& d = fixed_data<N>();
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(d.a.data());
+    d.out = d.a * d.b + d.c;
+    benchmark::DoNotOptimize(d.out.data());
+    benchmark::ClobberMemory();
+  }
+}
+template <std::size_t N> void fixed_matmul(benchmark::State& st) {
+  auto& d = fixed_data<N>();
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(d.a.data());
+    d.out = d.a.matmul(d.b);
+    benchmark::DoNotOptimize(d.out.data());
+    benchmark::ClobberMemory();
+  }
+}
+
+#if TG_HAVE_EIGEN
+template <std::size_t N> struct EigenData {
+  using M = Eigen::Matrix<float, int(N), int(N), Eigen::RowMajor>;
+  M a, b, c, out;
+  EigenData() {
+    auto& f = fixed_data<N>();
+    for (std::size_t i = 0; i < f.a.size; ++i) {
+      a.data()[i] = f.a[i];
+      b.data()[i] = f.b[i];
+      c.data()[i] = f.c[i];
+    }
+  }
+};
+template <std::size_t N> EigenData<N>& eigen_data() {
+  static EigenData<N> d;
+  return d;
+}
+template <std::size_t N> void eigen_elementwise(benchmark::State& st) {
+  auto& d = eigen_data<N>();
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(d.a.data());
+    d.out.array() = d.a.array() * d.b.array() + d.c.array();
+    benchmark::DoNotOptimize(d.out.data());
+    benchmark::ClobberMemory();
+  }
+}
+template <std::size_t N> void eigen_matmul(benchmark::State& st) {
+  auto& d = eigen_data<N>();
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(d.a.data());
+    d.out.noalias() = d.a * d.b;
+    benchmark::DoNotOptimize(d.out.data());
+    benchmark::ClobberMemory();
+  }
+}
+#endif
+
+// The run-time path: the same expression on tg::Tensor (kernels compiled once, then cached).
+template <std::size_t N> struct Runtime {
+  tg::Tensor a, b, c;
+  Runtime() {
+    auto& f = fixed_data<N>();
+    a = tg::Tensor(f.a * 1.0f).realize();
+    b = tg::Tensor(f.b * 1.0f).realize();
+    c = tg::Tensor(f.c * 1.0f).realize();
+  }
+};
+template <std::size_t N> Runtime<N>& runtime_data() {
+  static Runtime<N> d;
+  return d;
+}
+template <std::size_t N> void tensor_elementwise(benchmark::State& st) {
+  auto& d = runtime_data<N>();
+  for (auto _ : st) {
+    tg::Tensor y = d.a * d.b + d.c;
+    y.realize();
+    benchmark::DoNotOptimize(y.lazy().get());
+  }
+}
+template <std::size_t N> void tensor_matmul(benchmark::State& st) {
+  auto& d = runtime_data<N>();
+  for (auto _ : st) {
+    tg::Tensor y = d.a.matmul(d.b);
+    y.realize();
+    benchmark::DoNotOptimize(y.lazy().get());
+  }
+}
+
+#define TG_BENCH_SIZES(F)                                                                          \
+  BENCHMARK(F<4>)->Name(#F "/4");                                                                  \
+  BENCHMARK(F<16>)->Name(#F "/16");                                                                \
+  BENCHMARK(F<64>)->Name(#F "/64");
+TG_BENCH_SIZES(fixed_elementwise)
+TG_BENCH_SIZES(fixed_matmul)
+TG_BENCH_SIZES(tensor_elementwise)
+TG_BENCH_SIZES(tensor_matmul)
+#if TG_HAVE_EIGEN
+TG_BENCH_SIZES(eigen_elementwise)
+TG_BENCH_SIZES(eigen_matmul)
+#endif
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const char* op : {"elementwise", "matmul"})
+    for (const char* n : {"4", "16", "64"}) {
+      std::string s = std::string("fixed_") + op + "/" + n;
+      pairs.push_back({s, std::string("eigen_") + op + "/" + n});
+      pairs.push_back({s, std::string("tensor_") + op + "/" + n});
+    }
+  return tg_bench::run(argc, argv, pairs);
+}

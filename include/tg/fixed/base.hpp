@@ -1,0 +1,739 @@
+#pragma once
+// tg::expression<D>: the methods every static expression has (x.exp(), x.sum<1>(), x.T(), ...).
+// Each method checks its shapes and dtypes with one static_assert, then builds the expression from
+// primitives exactly as the run-time front end's Tensor method of the same name builds its graph
+// (the builders are fx::ops, in ops.hpp).
+#include "math.hpp"
+#include "shape.hpp"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TG_FX_INLINE [[gnu::always_inline]] inline
+#else
+#define TG_FX_INLINE inline
+#endif
+
+namespace tg {
+
+template <class D> struct expression;
+template <class T, std::size_t... D> class fixed;
+template <int Id, class T, std::size_t... D> struct input;
+
+namespace fx {
+
+/// Every static expression (and tg::fixed, and tg::input) derives from this.
+struct expr_tag {};
+template <class E>
+concept expr = std::is_base_of_v<expr_tag, std::remove_cvref_t<E>>;
+
+template <class E> struct is_fixed_t : std::false_type {};
+template <class T, std::size_t... D> struct is_fixed_t<fixed<T, D...>> : std::true_type {};
+template <class E> inline constexpr bool is_fixed = is_fixed_t<std::remove_cvref_t<E>>::value;
+
+/// Conversions to and from a run-time tensor type R (specialized in bridge.hpp for tg::Tensor).
+template <class R> struct bridge {
+  static constexpr bool enabled = false;
+};
+
+/// The builders (defined in ops.hpp); a class template so that the methods below can name them
+/// before they are defined.
+template <class = void> struct ops;
+
+/// The expression node an operand becomes (a fixed tensor becomes a leaf that refers to it).
+template <class E> using node_t = decltype(ops<E>::node(std::declval<E>()));
+
+/// The shape of an expression as diagnostics show it.
+template <class E> struct shape_of_t {
+  using type = std::conditional_t<std::remove_cvref_t<E>::is_error, unknown_shape,
+                                  typename std::remove_cvref_t<E>::shape_type>;
+};
+template <class E> using shape_of = typename shape_of_t<E>::type;
+/// The element type of an expression as diagnostics show it.
+template <class E> using elem_of = storage_t<std::remove_cvref_t<E>::dtype>;
+
+/// T for an error stand-in (so that an earlier mistake is not reported again), else E's element
+/// type.
+template <class T, class E>
+using elem_or = std::conditional_t<std::remove_cvref_t<E>::is_error, T,
+                                   storage_t<std::remove_cvref_t<E>::dtype>>;
+
+/// An expression that stands in for a failed op, so that one mistake gives one diagnostic.
+struct error_expr;
+
+template <std::size_t N> struct ints {
+  std::array<std::int64_t, N> v;
+};
+
+// ---- compile-time checks on user arguments (used by the methods and by ops.hpp) ---------------
+template <std::size_t N, std::size_t M>
+constexpr bool reshape_ok(const dims_t<N>& from, const std::array<std::int64_t, M>& to) {
+  std::size_t total = 1, known = 1;
+  int infer = 0;
+  for (std::size_t d : from) total *= d;
+  for (std::int64_t d : to) {
+    if (d == -1)
+      ++infer;
+    else if (d < 0)
+      return false;
+    else
+      known *= std::size_t(d);
+  }
+  if (infer > 1) return false;
+  if (infer == 1) return known != 0 && total % known == 0;
+  return known == total;
+}
+template <std::size_t N, std::size_t M>
+constexpr dims_t<M> reshape_dims(const dims_t<N>& from, const std::array<std::int64_t, M>& to) {
+  std::size_t total = 1, known = 1;
+  for (std::size_t d : from) total *= d;
+  for (std::int64_t d : to)
+    if (d >= 0) known *= std::size_t(d);
+  dims_t<M> r{};
+  for (std::size_t i = 0; i < M; ++i)
+    r[i] = to[i] >= 0 ? std::size_t(to[i]) : known ? total / known : 0;
+  return r;
+}
+template <std::size_t N, std::size_t M>
+constexpr bool expand_ok(const dims_t<N>& from, const std::array<std::int64_t, M>& to) {
+  if (M < N) return false;
+  for (std::size_t i = 0; i < M; ++i) {
+    std::size_t src = i < M - N ? 1 : from[i - (M - N)];
+    if (to[i] == -1) {
+      if (i < M - N) return false;
+      continue;
+    }
+    if (to[i] < 0) return false;
+    if (std::size_t(to[i]) != src && src != 1) return false;
+  }
+  return true;
+}
+template <std::size_t N>
+constexpr bool permutation_ok(const std::array<int, N>& p, std::size_t rank) {
+  return N == rank && axes_ok(p, rank);
+}
+template <std::size_t N, std::size_t M>
+constexpr bool pads_ok(const dims_t<N>& s, const std::array<std::int64_t, M>& pads) {
+  if (M % 2 || M > 2 * N) return false;
+  for (std::size_t k = 0; k < M / 2; ++k) {
+    std::int64_t size = std::int64_t(s[N - 1 - k]), b = pads[2 * k], e = pads[2 * k + 1];
+    if (b < -size || e < -size || b + e < -size) return false;
+  }
+  return true;
+}
+template <std::size_t N> constexpr bool multiply_ok(const dims_t<N>& a, const auto& b) {
+  constexpr std::size_t M = std::tuple_size_v<std::remove_cvref_t<decltype(b)>>;
+  if (N == 0 || M == 0) return false;
+  std::size_t k_a = a[N - 1], k_b = M == 1 ? b[0] : b[M - 2];
+  if (k_a != k_b) return false;
+  // batch dims broadcast
+  std::size_t na = N >= 2 ? N - 2 : 0, nb = M >= 2 ? M - 2 : 0, n = na > nb ? na : nb;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t x = i < n - na ? 1 : a[i - (n - na)], y = i < n - nb ? 1 : b[i - (n - nb)];
+    if (!(x == y || x == 1 || y == 1)) return false;
+  }
+  return true;
+}
+
+template <class S> struct append_one_dims {
+  static constexpr auto value = [] {
+    dims_t<S::rank + 1> r{};
+    for (std::size_t i = 0; i < S::rank; ++i) r[i] = S::dims[i];
+    r[S::rank] = 1;
+    return r;
+  }();
+};
+template <class S> struct append_one_t {
+  using type = shape_from<append_one_dims<S>>;
+};
+template <> struct append_one_t<unknown_shape> {
+  using type = unknown_shape;
+};
+/// S with one more (size-1) axis: the shape unsqueeze's axis is checked against.
+template <class S> using append_one = typename append_one_t<S>::type;
+
+} // namespace fx
+
+// ---- the checks named in diagnostics (continued from shape.hpp) ---------------------------------
+/// A reshape that keeps the number of elements (one -1 is inferred).
+template <class S, class To> inline constexpr bool reshapeable = false;
+template <class S, std::int64_t... D>
+inline constexpr bool reshapeable<S, dims<D...>> =
+    fx::is_unknown<S> || fx::reshape_ok(S::dims, std::array<std::int64_t, sizeof...(D)>{D...});
+/// An expand (broadcast_to) that only grows size-1 axes (-1 keeps a size; new axes lead).
+template <class S, class To> inline constexpr bool expandable = false;
+template <class S, std::int64_t... D>
+inline constexpr bool expandable<S, dims<D...>> =
+    fx::is_unknown<S> || fx::expand_ok(S::dims, std::array<std::int64_t, sizeof...(D)>{D...});
+/// A permutation of all the axes of S.
+template <class S, class P> inline constexpr bool is_permutation = false;
+template <class S, int... P>
+inline constexpr bool is_permutation<S, axes<P...>> =
+    fx::is_unknown<S> || fx::permutation_ok(std::array<int, sizeof...(P)>{P...}, S::rank);
+/// matmul / dot operands: at least 1-D, inner dims equal, batch dims broadcast.
+template <class Op, class A, class B>
+inline constexpr bool multipliable =
+    fx::is_unknown<A> || fx::is_unknown<B> || fx::multiply_ok(A::dims, B::dims);
+/// PyTorch's F.pad pairs (before, after) from the last axis, cropping at most the axis size.
+template <class S, class P> inline constexpr bool pads_fit = false;
+template <class S, std::int64_t... P>
+inline constexpr bool pads_fit<S, dims<P...>> =
+    fx::is_unknown<S> || fx::pads_ok(S::dims, std::array<std::int64_t, sizeof...(P)>{P...});
+/// A nonzero slice step on an axis in range.
+template <class S, class Axis, class Step> inline constexpr bool slice_fits = false;
+template <class S, int A, std::int64_t St>
+inline constexpr bool slice_fits<S, axes<A>, dims<St>> =
+    fx::is_unknown<S> || (St != 0 && fx::axes_ok(std::array<int, 1>{A}, S::rank));
+/// An integer index inside [-size, size) of its axis.
+template <class S, class Axis, class I> inline constexpr bool index_in_range = false;
+template <class S, int A, std::int64_t I>
+inline constexpr bool index_in_range<S, axes<A>, dims<I>> = [] {
+  if constexpr (fx::is_unknown<S>)
+    return true;
+  else {
+    if (!fx::axes_ok(std::array<int, 1>{A}, S::rank) || S::rank == 0) return false;
+    std::int64_t n = std::int64_t(S::dims[std::size_t(fx::normalize_axis(A, S::rank))]);
+    return I >= -n && I < n;
+  }
+}();
+/// At most 2 axes (x.T()).
+template <class Op, class S> inline constexpr bool at_most_2d = fx::is_unknown<S> || S::rank <= 2;
+/// Reinterpreting bits needs element types of one size.
+template <class Op, class From, class To>
+inline constexpr bool same_itemsize = itemsize(dtype_of<From>) == itemsize(dtype_of<To>);
+/// Element access with one index per axis.
+template <class S, class Indices> inline constexpr bool index_count_matches = false;
+template <class S, std::size_t N>
+inline constexpr bool index_count_matches<S, rows<N>> = S::rank == N;
+/// The rows of a nested initializer list fill the shape exactly.
+template <class S, class Rows> inline constexpr bool initializer_fits = false;
+template <std::size_t... D, std::size_t... N>
+inline constexpr bool initializer_fits<shape<D...>, rows<N...>> = [] {
+  constexpr std::array<std::size_t, sizeof...(D)> d{D...};
+  constexpr std::array<std::size_t, sizeof...(N)> n{N...};
+  if constexpr (sizeof...(D) == 1)
+    return sizeof...(N) == 1 && n[0] == d[0];
+  else {
+    if (sizeof...(N) != d[0]) return false;
+    std::size_t inner = 1;
+    for (std::size_t i = 1; i < d.size(); ++i) inner *= d[i];
+    for (std::size_t x : n)
+      if (x != inner) return false;
+    return true;
+  }
+}();
+/// A value to evaluate: tg::input placeholders have none.
+template <class Op, class E> inline constexpr bool has_data = !std::remove_cvref_t<E>::is_symbolic;
+/// A tensor with exactly one element (item()).
+template <class Op, class S> inline constexpr bool one_element = fx::is_unknown<S> || S::size == 1;
+
+/// The methods of every static expression. D is the derived expression type.
+template <class D> struct expression : fx::expr_tag {
+  constexpr const D& self() const { return static_cast<const D&>(*this); }
+
+private:
+  using X = fx::ops<D>;
+  // Alias templates, so that nothing about D (incomplete here) is needed before a method is used.
+  template <class DD = D> using N_ = fx::node_t<const DD&>;
+  template <class DD = D> using S_ = fx::shape_of<fx::node_t<const DD&>>;
+  template <class DD = D> using T_ = fx::elem_of<fx::node_t<const DD&>>;
+
+public:
+  // ---- elementwise ---------------------------------------------------------------------------
+  constexpr auto neg() const {
+    static_assert(defined_for<op::neg, T_<>>, "tg: neg: not defined for bool (use logical_not)");
+    return X::neg(X::node(self()));
+  }
+  constexpr auto abs() const {
+    static_assert(defined_for<op::abs, T_<>>, "tg: abs: not defined for bool");
+    return X::abs(X::node(self()));
+  }
+  constexpr auto sign() const {
+    static_assert(defined_for<op::sign, T_<>>, "tg: sign: not defined for bool");
+    return X::sign(X::node(self()));
+  }
+  constexpr auto relu() const {
+    static_assert(defined_for<op::relu, T_<>>, "tg: relu: not defined for bool");
+    return X::relu(X::node(self()));
+  }
+  constexpr auto exp() const { return X::exp(X::node(self())); }
+  constexpr auto exp2() const { return X::exp2(X::node(self())); }
+  constexpr auto log() const { return X::log(X::node(self())); }
+  constexpr auto log2() const { return X::log2(X::node(self())); }
+  constexpr auto sqrt() const { return X::sqrt(X::node(self())); }
+  constexpr auto rsqrt() const { return X::rsqrt(X::node(self())); }
+  constexpr auto reciprocal() const { return X::reciprocal(X::node(self())); }
+  constexpr auto sin() const { return X::sin(X::node(self())); }
+  constexpr auto cos() const { return X::cos(X::node(self())); }
+  constexpr auto tan() const { return X::tan(X::node(self())); }
+  constexpr auto tanh() const { return X::tanh(X::node(self())); }
+  constexpr auto sigmoid() const { return X::sigmoid(X::node(self())); }
+  constexpr auto silu() const { return X::silu(X::node(self())); }
+  /// erf-based GELU (PyTorch's default, approximate="none").
+  constexpr auto gelu() const { return X::gelu(X::node(self())); }
+  /// GELU with the tanh approximation (approximate="tanh").
+  constexpr auto gelu_tanh() const { return X::gelu_tanh(X::node(self())); }
+  constexpr auto leaky_relu(double negative_slope = 0.01) const {
+    return X::leaky_relu(X::node(self()), negative_slope);
+  }
+  constexpr auto softplus(double beta = 1, double threshold = 20) const {
+    return X::softplus(X::node(self()), beta, threshold);
+  }
+  constexpr auto square() const { return X::square(X::node(self())); }
+  constexpr auto trunc() const { return X::trunc(X::node(self())); }
+  constexpr auto floor() const { return X::floor(X::node(self())); }
+  constexpr auto ceil() const { return X::ceil(X::node(self())); }
+  constexpr auto round() const { return X::round(X::node(self())); }
+  constexpr auto isnan() const { return X::isnan(X::node(self())); }
+  constexpr auto isinf() const { return X::isinf(X::node(self())); }
+  constexpr auto logical_not() const { return X::logical_not(X::node(self())); }
+  /// Lower and upper bounds (as the run-time Tensor's clamp(lo, hi) with both given).
+  constexpr auto clamp(double lo, double hi) const { return X::clamp(X::node(self()), lo, hi); }
+  template <class U> constexpr auto cast() const {
+    static_assert(fx::element<U>, "tg: cast: not an element type");
+    return X::template cast_to<dtype_of<U>>(X::node(self()));
+  }
+  template <class U> constexpr auto bitcast() const {
+    static_assert(same_itemsize<op::bitcast, T_<>, U>, "tg: bitcast: element sizes differ");
+    return X::template bitcast_to<dtype_of<U>>(X::node(self()));
+  }
+
+  // ---- reductions: x.sum() (all axes), x.sum<1>(), x.sum<0, 1>(tg::keepdim)
+  // ----------------------
+  template <int... Ax> constexpr auto sum() const {
+    static_assert(axes_in_range<op::sum, S_<>, axes<Ax...>>,
+                  "tg: sum: axis out of range or repeated");
+    if constexpr (axes_in_range<op::sum, S_<>, axes<Ax...>>)
+      return X::template sum<false, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto sum(keepdim_t) const {
+    static_assert(axes_in_range<op::sum, S_<>, axes<Ax...>>,
+                  "tg: sum: axis out of range or repeated");
+    if constexpr (axes_in_range<op::sum, S_<>, axes<Ax...>>)
+      return X::template sum<true, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto prod() const {
+    static_assert(axes_in_range<op::prod, S_<>, axes<Ax...>>,
+                  "tg: prod: axis out of range or repeated");
+    if constexpr (axes_in_range<op::prod, S_<>, axes<Ax...>>)
+      return X::template prod<false, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto prod(keepdim_t) const {
+    static_assert(axes_in_range<op::prod, S_<>, axes<Ax...>>,
+                  "tg: prod: axis out of range or repeated");
+    if constexpr (axes_in_range<op::prod, S_<>, axes<Ax...>>)
+      return X::template prod<true, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto max() const {
+    static_assert(axes_in_range<op::max, S_<>, axes<Ax...>>,
+                  "tg: max: axis out of range or repeated");
+    if constexpr (axes_in_range<op::max, S_<>, axes<Ax...>>)
+      return X::template max<false, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto max(keepdim_t) const {
+    static_assert(axes_in_range<op::max, S_<>, axes<Ax...>>,
+                  "tg: max: axis out of range or repeated");
+    if constexpr (axes_in_range<op::max, S_<>, axes<Ax...>>)
+      return X::template max<true, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto min() const {
+    static_assert(axes_in_range<op::min, S_<>, axes<Ax...>>,
+                  "tg: min: axis out of range or repeated");
+    if constexpr (axes_in_range<op::min, S_<>, axes<Ax...>>)
+      return X::template min<false, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto min(keepdim_t) const {
+    static_assert(axes_in_range<op::min, S_<>, axes<Ax...>>,
+                  "tg: min: axis out of range or repeated");
+    if constexpr (axes_in_range<op::min, S_<>, axes<Ax...>>)
+      return X::template min<true, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto any() const {
+    static_assert(axes_in_range<op::any, S_<>, axes<Ax...>>,
+                  "tg: any: axis out of range or repeated");
+    if constexpr (axes_in_range<op::any, S_<>, axes<Ax...>>)
+      return X::template any<false, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto any(keepdim_t) const {
+    static_assert(axes_in_range<op::any, S_<>, axes<Ax...>>,
+                  "tg: any: axis out of range or repeated");
+    if constexpr (axes_in_range<op::any, S_<>, axes<Ax...>>)
+      return X::template any<true, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto all() const {
+    static_assert(axes_in_range<op::all, S_<>, axes<Ax...>>,
+                  "tg: all: axis out of range or repeated");
+    if constexpr (axes_in_range<op::all, S_<>, axes<Ax...>>)
+      return X::template all<false, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto all(keepdim_t) const {
+    static_assert(axes_in_range<op::all, S_<>, axes<Ax...>>,
+                  "tg: all: axis out of range or repeated");
+    if constexpr (axes_in_range<op::all, S_<>, axes<Ax...>>)
+      return X::template all<true, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto logsumexp() const {
+    static_assert(axes_in_range<op::logsumexp, S_<>, axes<Ax...>>,
+                  "tg: logsumexp: axis out of range or repeated");
+    if constexpr (axes_in_range<op::logsumexp, S_<>, axes<Ax...>>)
+      return X::template logsumexp<false, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto logsumexp(keepdim_t) const {
+    static_assert(axes_in_range<op::logsumexp, S_<>, axes<Ax...>>,
+                  "tg: logsumexp: axis out of range or repeated");
+    if constexpr (axes_in_range<op::logsumexp, S_<>, axes<Ax...>>)
+      return X::template logsumexp<true, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto mean() const {
+    static_assert(axes_in_range<op::mean, S_<>, axes<Ax...>>,
+                  "tg: mean: axis out of range or repeated");
+    static_assert(floating<op::mean, T_<>>, "tg: mean: needs a floating point tensor (cast first)");
+    if constexpr (axes_in_range<op::mean, S_<>, axes<Ax...>>)
+      return X::template mean<false, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Ax> constexpr auto mean(keepdim_t) const {
+    static_assert(axes_in_range<op::mean, S_<>, axes<Ax...>>,
+                  "tg: mean: axis out of range or repeated");
+    static_assert(floating<op::mean, T_<>>, "tg: mean: needs a floating point tensor (cast first)");
+    if constexpr (axes_in_range<op::mean, S_<>, axes<Ax...>>)
+      return X::template mean<true, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// Variance with Bessel's correction by default, as PyTorch.
+  template <int... Ax> constexpr auto var(double correction = 1) const {
+    return var_<false, Ax...>(correction);
+  }
+  template <int... Ax> constexpr auto var(keepdim_t, double correction = 1) const {
+    return var_<true, Ax...>(correction);
+  }
+  template <int... Ax> constexpr auto std(double correction = 1) const {
+    return std_<false, Ax...>(correction);
+  }
+  template <int... Ax> constexpr auto std(keepdim_t, double correction = 1) const {
+    return std_<true, Ax...>(correction);
+  }
+  template <int Axis> constexpr auto softmax() const {
+    static_assert(axes_in_range<op::softmax, S_<>, axes<Axis>>, "tg: softmax: axis out of range");
+    if constexpr (axes_in_range<op::softmax, S_<>, axes<Axis>>)
+      return X::template softmax<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int Axis> constexpr auto log_softmax() const {
+    static_assert(axes_in_range<op::log_softmax, S_<>, axes<Axis>>,
+                  "tg: log_softmax: axis out of range");
+    if constexpr (axes_in_range<op::log_softmax, S_<>, axes<Axis>>)
+      return X::template log_softmax<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+
+  // ---- movement (views: no copies) --------------------------------------------------------------
+  /// One size may be -1 (inferred).
+  template <std::int64_t... To> constexpr auto reshape() const {
+    static_assert(reshapeable<S_<>, dims<To...>>, "tg: reshape: the sizes do not match");
+    if constexpr (reshapeable<S_<>, dims<To...>>)
+      return X::template reshape<To...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <std::int64_t... To> constexpr auto view() const { return reshape<To...>(); }
+  template <int... P> constexpr auto permute() const {
+    static_assert(is_permutation<S_<>, axes<P...>>, "tg: permute: not a permutation of the axes");
+    if constexpr (is_permutation<S_<>, axes<P...>>)
+      return X::template permute<P...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int A, int B> constexpr auto transpose() const {
+    static_assert(axes_in_range<op::transpose, S_<>, axes<A>> &&
+                      axes_in_range<op::transpose, S_<>, axes<B>>,
+                  "tg: transpose: axis out of range");
+    if constexpr (axes_in_range<op::transpose, S_<>, axes<A>> &&
+                  axes_in_range<op::transpose, S_<>, axes<B>>)
+      return X::template transpose<A, B>(X::node(self()));
+    else
+      return X::error();
+  }
+  constexpr auto T() const {
+    static_assert(at_most_2d<op::T, S_<>>, "tg: T: needs at most 2 axes (use permute)");
+    if constexpr (at_most_2d<op::T, S_<>>)
+      return X::T(X::node(self()));
+    else
+      return X::error();
+  }
+  /// -1 keeps a size; new leading axes may be added.
+  template <std::int64_t... To> constexpr auto expand() const {
+    static_assert(expandable<S_<>, dims<To...>>, "tg: expand: only size-1 axes can grow");
+    if constexpr (expandable<S_<>, dims<To...>>)
+      return X::template expand<To...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <std::int64_t... To> constexpr auto broadcast_to() const { return expand<To...>(); }
+  /// Without an axis: every size-1 axis.
+  template <int... Axis> constexpr auto squeeze() const {
+    static_assert(sizeof...(Axis) <= 1, "tg: squeeze: at most one axis");
+    static_assert(axes_in_range<op::squeeze, S_<>, axes<Axis...>>,
+                  "tg: squeeze: axis out of range");
+    if constexpr (sizeof...(Axis) <= 1 && axes_in_range<op::squeeze, S_<>, axes<Axis...>>)
+      return X::template squeeze<Axis...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int Axis> constexpr auto unsqueeze() const {
+    static_assert(axes_in_range<op::unsqueeze, fx::append_one<S_<>>, axes<Axis>>,
+                  "tg: unsqueeze: axis out of range");
+    if constexpr (axes_in_range<op::unsqueeze, fx::append_one<S_<>>, axes<Axis>>)
+      return X::template unsqueeze<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int Start = 0, int End = -1> constexpr auto flatten() const {
+    constexpr bool ok = S_<>::rank == 0 || (axes_in_range<op::flatten, S_<>, axes<Start>> &&
+                                            axes_in_range<op::flatten, S_<>, axes<End>> &&
+                                            fx::normalize_axis(Start, S_<>::rank) <=
+                                                fx::normalize_axis(End, S_<>::rank));
+    static_assert(ok, "tg: flatten: axes out of range or start after end");
+    if constexpr (ok)
+      return X::template flatten<Start, End>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// PyTorch's F.pad: pairs (before, after) from the last axis; negative values crop. Zero padding.
+  template <std::int64_t... P> constexpr auto pad() const {
+    static_assert(pads_fit<S_<>, dims<P...>>, "tg: pad: bad pads for this shape");
+    if constexpr (pads_fit<S_<>, dims<P...>>)
+      return X::template pad<P...>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// Padding with a value (the run-time front end skips the select when value == 0).
+  template <std::int64_t... P> constexpr auto pad(double value) const {
+    static_assert(pads_fit<S_<>, dims<P...>>, "tg: pad: bad pads for this shape");
+    if constexpr (pads_fit<S_<>, dims<P...>>)
+      return X::template pad_value<P...>(X::node(self()), value);
+    else
+      return X::error();
+  }
+  /// x[start:stop:step] along Axis, Python's semantics (tg::none for a missing bound).
+  template <int Axis, std::int64_t Start, std::int64_t Stop = none, std::int64_t Step = 1>
+  constexpr auto slice() const {
+    static_assert(slice_fits<S_<>, axes<Axis>, dims<Step>>,
+                  "tg: slice: axis out of range or step 0");
+    if constexpr (slice_fits<S_<>, axes<Axis>, dims<Step>>)
+      return X::template slice<Axis, Start, Stop, Step>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// x[..., i, ...] along Axis: the axis is removed.
+  template <int Axis, std::int64_t I> constexpr auto select() const {
+    static_assert(index_in_range<S_<>, axes<Axis>, dims<I>>, "tg: select: index out of range");
+    if constexpr (index_in_range<S_<>, axes<Axis>, dims<I>>)
+      return X::template select<Axis, I>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int... Axes> constexpr auto flip() const {
+    static_assert(axes_in_range<op::flip, S_<>, axes<Axes...>>, "tg: flip: axis out of range");
+    if constexpr (axes_in_range<op::flip, S_<>, axes<Axes...>>)
+      return X::template flip<Axes...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <std::size_t... Reps> constexpr auto repeat() const {
+    static_assert(sizeof...(Reps) >= S_<>::rank, "tg: repeat: needs a count for every axis");
+    if constexpr (sizeof...(Reps) >= S_<>::rank)
+      return X::template repeat<Reps...>(X::node(self()));
+    else
+      return X::error();
+  }
+
+  // ---- composite -----------------------------------------------------------------------------
+  template <class B> constexpr auto matmul(B&& b) const {
+    using NB = fx::node_t<B>;
+    if constexpr (NB::is_error)
+      return X::error();
+    else {
+      static_assert(multipliable<op::matmul, S_<>, fx::shape_of<NB>>,
+                    "tg: matmul: inner dimensions differ (or batch dims do not broadcast)");
+      if constexpr (multipliable<op::matmul, S_<>, fx::shape_of<NB>>)
+        return X::matmul(X::node(self()), X::node(std::forward<B>(b)));
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto dot(B&& b) const {
+    using NB = fx::node_t<B>;
+    if constexpr (NB::is_error)
+      return X::error();
+    else {
+      constexpr bool ok = S_<>::rank == 1 && fx::shape_of<NB>::rank == 1 &&
+                          multipliable<op::dot, S_<>, fx::shape_of<NB>>;
+      static_assert(ok || fx::is_unknown<S_<>>, "tg: dot: needs two 1-D tensors of one length");
+      if constexpr (ok)
+        return X::matmul(X::node(self()), X::node(std::forward<B>(b)));
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto pow(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::pow, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: pow: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::pow, S_<>, fx::shape_of<decltype(b)>>)
+        return X::pow(a, b);
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto maximum(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::maximum, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: maximum: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::maximum, S_<>, fx::shape_of<decltype(b)>>)
+        return X::maximum(a, b);
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto minimum(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::minimum, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: minimum: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::minimum, S_<>, fx::shape_of<decltype(b)>>)
+        return X::minimum(a, b);
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto logical_and(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::logical_and, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: logical_and: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::logical_and, S_<>, fx::shape_of<decltype(b)>>)
+        return X::logical_and(a, b);
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto logical_or(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::logical_or, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: logical_or: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::logical_or, S_<>, fx::shape_of<decltype(b)>>)
+        return X::logical_or(a, b);
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto logical_xor(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::logical_xor, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: logical_xor: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::logical_xor, S_<>, fx::shape_of<decltype(b)>>)
+        return X::logical_xor(a, b);
+      else
+        return X::error();
+    }
+  }
+
+  // ---- evaluation ----------------------------------------------------------------------------
+  /// A new tg::fixed holding the value (one fused loop).
+  constexpr auto eval() const {
+    static_assert(has_data<op::eval, N_<>>, "tg: eval: a tg::input placeholder has no data");
+    return X::eval(X::node(self()));
+  }
+  /// A one-element expression (a full reduction, say) converts to its value: this evaluates it.
+  template <fx::scalar U>
+    requires(!std::is_reference_v<U>)
+  constexpr operator U() const {
+    static_assert(one_element<op::eval, S_<>>,
+                  "tg: a tensor with more than one element is not a scalar");
+    return static_cast<U>(item());
+  }
+  /// The run-time front end's lazy tensor for this expression: tg::Tensor(expr) (bridge.hpp).
+  template <class R>
+    requires(fx::bridge<R>::enabled)
+  explicit operator R() const {
+    return fx::bridge<R>::from_expr(X::node(self()), "");
+  }
+  /// The single element.
+  constexpr auto item() const {
+    static_assert(one_element<op::eval, S_<>>, "tg: item: needs exactly one element");
+    return X::item(X::node(self()));
+  }
+
+private:
+  template <bool Keep, int... Ax> constexpr auto var_(double correction) const {
+    static_assert(axes_in_range<op::var, S_<>, axes<Ax...>>,
+                  "tg: var: axis out of range or repeated");
+    if constexpr (axes_in_range<op::var, S_<>, axes<Ax...>>)
+      return X::template var<Keep, Ax...>(X::node(self()), correction);
+    else
+      return X::error();
+  }
+  template <bool Keep, int... Ax> constexpr auto std_(double correction) const {
+    static_assert(axes_in_range<op::std, S_<>, axes<Ax...>>,
+                  "tg: std: axis out of range or repeated");
+    if constexpr (axes_in_range<op::std, S_<>, axes<Ax...>>)
+      return X::sqrt(X::template var<Keep, Ax...>(X::node(self()), correction));
+    else
+      return X::error();
+  }
+};
+
+} // namespace tg

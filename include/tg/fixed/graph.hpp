@@ -1,0 +1,176 @@
+#pragma once
+// The static front end meets the run-time one in tg::Graph. graph_of(expr) is a constexpr function
+// that builds, from a static expression, the Graph tg::schedule() shows for the same computation on
+// tg::Tensor: the same nodes in the same (depth-first, sources in order) order. The fuser, the
+// lowerer and the renderers then run on it in a constant expression:
+//
+//   static constexpr tg::input<0, float, 8, 100> x;
+//   constexpr auto src = tg::freeze([] { return tg::kernel_source(x.softmax<1>(), 2); });
+//   static_assert(src.contains("exp2f"));
+//
+// Leaves are told apart by identity: a tg::input by its Id, a tg::fixed by its address (so an
+// expression over fixed tensors is a constant expression when they have static storage).
+// Identical sub-expressions over the same leaves become one node (as one Tensor variable used twice
+// is one node in the run-time graph).
+#include <string_view>
+
+#include "../codegen/lower.hpp"
+#include "../codegen/render.hpp"
+#include "ops.hpp"
+
+namespace tg {
+
+namespace fx {
+
+constexpr bool same_moves(const std::vector<Movement>& a, const std::vector<Movement>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].op != b[i].op || !(a[i].a == b[i].a) || !(a[i].b == b[i].b)) return false;
+  return true;
+}
+/// Two nodes that compute the same value from the same sources.
+constexpr bool same_node(const Node& a, const Node& b) {
+  return a.op == b.op && a.dtype == b.dtype && a.src == b.src && a.shape == b.shape &&
+         same_moves(a.moves, b.moves) && a.axes == b.axes && a.value == b.value && a.arg == b.arg;
+}
+
+/// Builds a Graph as expression nodes emit themselves (sources first, depth first, as the run-time
+/// front end orders its graph).
+///
+/// Which occurrences are one node: the run-time graph shares a node where one Tensor is used twice.
+/// Here a reused sub-expression appears as identical copies, so identical sub-expressions over the
+/// same leaves are one node. Constants need care: two scalars with one value are two Const nodes in
+/// the run-time graph. So a sub-expression of constants only is not merged on its own (unless its
+/// builder marked it as one value used twice, ops::share); it is merged as part of a larger copy
+/// that reads a leaf: then the nodes just emitted for the copy are dropped again. Casts carry the
+/// place they were made at, as each Tensor::cast call makes a node of its own.
+struct graph_builder {
+  Graph g;
+  std::vector<const void*> leaf_ptr, leaf_data; // per graph buffer
+  std::vector<int> leaf_id, leaf_node;
+  std::vector<std::uint8_t> const_only, shared; // per node
+  std::vector<int> salt;                        // per node
+
+  constexpr int mark() const { return int(g.nodes.size()); }
+
+  /// A Buffer node for a leaf: a fixed tensor (by address) or a tg::input (by id).
+  constexpr int buffer(const void* p, int id, DType t, Shape shape, const void* data) {
+    for (std::size_t i = 0; i < leaf_node.size(); ++i)
+      if (leaf_ptr[i] == p && leaf_id[i] == id) return leaf_node[i];
+    Node n;
+    n.op = Op::Buffer;
+    n.dtype = t;
+    n.arg = int(g.buffers.size());
+    g.buffers.push_back(BufferInfo{t, prod(shape)});
+    n.shape = std::move(shape);
+    int idx = g.add(std::move(n));
+    const_only.push_back(0);
+    shared.push_back(0);
+    salt.push_back(0);
+    leaf_ptr.push_back(p);
+    leaf_data.push_back(data);
+    leaf_id.push_back(id);
+    leaf_node.push_back(idx);
+    return idx;
+  }
+  static constexpr bool same_fields(const Node& a, const Node& b) {
+    return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape &&
+           same_moves(a.moves, b.moves) && a.axes == b.axes && a.value == b.value && a.arg == b.arg;
+  }
+  /// Nodes a and b compute one value: the same node, or constants only and structurally equal.
+  constexpr bool same_value(int a, int b) const {
+    if (a == b) return true;
+    if (a < 0 || b < 0 || !const_only[std::size_t(a)] || !const_only[std::size_t(b)]) return false;
+    const Node &x = g[a], &y = g[b];
+    if (!same_fields(x, y) || salt[std::size_t(a)] != salt[std::size_t(b)]) return false;
+    for (int k = 0; k < x.nsrc(); ++k)
+      if (!same_value(x.src[std::size_t(k)], y.src[std::size_t(k)])) return false;
+    return true;
+  }
+  /// Adds n (its sources were emitted after `mark` or before), or finds the node it duplicates.
+  constexpr int add(Node n, int mark, int share = 0, int site = 0) {
+    bool co = true, sh = share != 0;
+    for (int k = 0; k < n.nsrc(); ++k) {
+      co = co && const_only[std::size_t(n.src[std::size_t(k)])];
+      sh = sh && shared[std::size_t(n.src[std::size_t(k)])];
+    }
+    if (!co || sh) {
+      for (std::size_t i = 0; i < std::size_t(mark); ++i) {
+        const Node& o = g.nodes[i];
+        if (o.op == Op::Buffer || !same_fields(o, n) || salt[i] != site) continue;
+        bool same = true;
+        for (int k = 0; k < n.nsrc() && same; ++k)
+          same = same_value(o.src[std::size_t(k)], n.src[std::size_t(k)]);
+        if (!same) continue;
+        // a copy of node i: drop what was emitted for it
+        g.nodes.resize(std::size_t(mark));
+        const_only.resize(std::size_t(mark));
+        shared.resize(std::size_t(mark));
+        salt.resize(std::size_t(mark));
+        return int(i);
+      }
+    }
+    const_only.push_back(co);
+    shared.push_back(co && sh);
+    salt.push_back(site);
+    return g.add(std::move(n));
+  }
+};
+
+} // namespace fx
+
+namespace fx {
+/// The builder after emitting e (its leaf_data point into e's leaves: keep e alive).
+template <class E> constexpr graph_builder build_graph(const E& e) {
+  graph_builder b;
+  int root = -1;
+  if constexpr (is_fixed<E>)
+    root = leaf<E>(e).emit(b);
+  else
+    root = e.emit(b);
+  b.g.outputs.push_back(root);
+  return b;
+}
+} // namespace fx
+
+/// The Graph the run-time front end builds for the same computation (one output: the root).
+template <fx::expr E> constexpr Graph graph_of(const E& e) {
+  return std::move(fx::build_graph(e).g);
+}
+/// The kernels fuse() makes of it.
+template <fx::expr E> constexpr Schedule schedule_of(const E& e) { return fuse(graph_of(e)); }
+template <fx::expr E> constexpr std::size_t kernel_count(const E& e) {
+  return schedule_of(e).kernels.size();
+}
+/// Kernel k, lowered (any renderer takes it: render_c(kernel_program(e, k))).
+template <fx::expr E> constexpr Program kernel_program(const E& e, std::size_t k = 0) {
+  Graph g = graph_of(e);
+  Schedule s = fuse(g);
+  return lower(g, s, k);
+}
+/// Kernel k as C source (the CPU device's dialect).
+template <fx::expr E> constexpr Text kernel_source(const E& e, std::size_t k = 0) {
+  return render_c(kernel_program(e, k));
+}
+
+/// Text frozen into a constant: the result of a constant expression that builds a tg::Text.
+template <std::size_t N> struct static_text {
+  std::array<char, N == 0 ? 1 : N> chars{};
+  constexpr std::string_view view() const { return {chars.data(), N}; }
+  constexpr std::size_t size() const { return N; }
+  constexpr bool contains(std::string_view s) const {
+    return view().find(s) != std::string_view::npos;
+  }
+  constexpr operator std::string_view() const { return view(); }
+};
+/// freeze([] { return tg::kernel_source(expr); }): the text as a compile-time constant (the lambda
+/// runs twice: once for the length, once for the characters).
+template <class F> consteval auto freeze(F) {
+  constexpr std::size_t n = F{}().size();
+  static_text<n> r{};
+  const Text t = F{}();
+  for (std::size_t i = 0; i < n; ++i) r.chars[i] = t.view()[i];
+  return r;
+}
+
+} // namespace tg

@@ -1,0 +1,276 @@
+#pragma once
+// Compile-time shapes for the static front end (tg::fixed and its expressions): shape<2, 3>,
+// broadcasting, axes, and the checks whose names appear in shape-error diagnostics.
+//
+// A misuse is one static_assert in the function the user called, for example
+//   static_assert(tg::broadcastable<tg::op::add, tg::shape<2, 3>, tg::shape<4>>,
+//                 "tg: add: shapes cannot be broadcast");
+// GCC prints "'tg::broadcastable<tg::op::add, tg::shape<2, 3>, tg::shape<4> >' evaluates to
+// false", Clang "static assertion failed due to requirement 'tg::broadcastable<...>'": the op and
+// both shapes are in the diagnostic because they are the asserted expression's template arguments.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "../graph/graph.hpp"
+
+namespace tg {
+
+/// A compile-time shape: tg::shape<2, 3>.
+template <std::size_t... D> struct shape {
+  static constexpr std::size_t rank = sizeof...(D);
+  static constexpr std::size_t size = (std::size_t(1) * ... * D);
+  static constexpr std::array<std::size_t, sizeof...(D)> dims{D...};
+};
+/// Axes as written by the user (negative values count from the end): tg::axes<0, -1>.
+template <int... A> struct axes {};
+/// Sizes as written by the user (-1: infer / keep): tg::dims<4, -1>.
+template <std::int64_t... D> struct dims {};
+/// The lengths of the rows of a nested initializer list: tg::rows<3, 4>.
+template <std::size_t... N> struct rows {};
+
+/// Tags naming the op in shape and dtype diagnostics.
+namespace op {
+struct add;
+struct sub;
+struct mul;
+struct div;
+struct lt;
+struct gt;
+struct le;
+struct ge;
+struct eq;
+struct ne;
+struct logical_and;
+struct logical_or;
+struct logical_xor;
+struct maximum;
+struct minimum;
+struct pow;
+struct where;
+struct assign;
+struct neg;
+struct abs;
+struct sign;
+struct relu;
+struct sum;
+struct prod;
+struct max;
+struct min;
+struct mean;
+struct any;
+struct all;
+struct var;
+struct std;
+struct logsumexp;
+struct softmax;
+struct log_softmax;
+struct reshape;
+struct permute;
+struct transpose;
+struct expand;
+struct squeeze;
+struct unsqueeze;
+struct flatten;
+struct pad;
+struct slice;
+struct select;
+struct flip;
+struct repeat;
+struct matmul;
+struct dot;
+struct index;
+struct init;
+struct cast;
+struct bitcast;
+struct eval;
+struct from_tensor;
+struct cat;
+struct T;
+} // namespace op
+
+/// How keepdim is asked for: x.sum<1>(tg::keepdim).
+struct keepdim_t {
+  explicit constexpr keepdim_t() = default;
+};
+inline constexpr keepdim_t keepdim{};
+
+/// "no value" for slice bounds: x.slice<0, 1, tg::none>() is x[1:].
+inline constexpr std::int64_t none = INT64_MIN;
+
+/// The maximum rank of a static tensor.
+inline constexpr std::size_t fixed_max_rank = 8;
+
+namespace fx {
+
+template <std::size_t N> using dims_t = std::array<std::size_t, N>;
+
+/// shape<...> from a holder type H with a constant std::array `H::value`.
+///
+/// Shapes computed at compile time travel as holder types, never as class-type template arguments:
+/// GCC 12 mixes up template specializations on std::array (or struct) values computed in different
+/// instantiations, e.g. {0, 1} and {1, 0}.
+template <class H> struct shape_from_t {
+  template <std::size_t... I> static shape<H::value[I]...> make(std::index_sequence<I...>);
+  using type = decltype(make(std::make_index_sequence<H::value.size()>{}));
+};
+template <class H> using shape_from = typename shape_from_t<H>::type;
+
+/// The shape of an operand in a diagnostic; an operand that is already an error checks as valid,
+/// so one mistake gives one message.
+struct unknown_shape {
+  static constexpr std::size_t rank = 0, size = 1;
+  static constexpr std::array<std::size_t, 0> dims{};
+};
+template <class S> inline constexpr bool is_unknown = std::is_same_v<S, unknown_shape>;
+
+template <std::size_t NA, std::size_t NB>
+constexpr bool can_broadcast(const dims_t<NA>& a, const dims_t<NB>& b) {
+  constexpr std::size_t n = NA > NB ? NA : NB;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t x = i < n - NA ? 1 : a[i - (n - NA)], y = i < n - NB ? 1 : b[i - (n - NB)];
+    if (!(x == y || x == 1 || y == 1)) return false;
+  }
+  return true;
+}
+/// NumPy broadcasting, as the run-time front end's (x == y or y == 1: x; x == 1: y).
+template <std::size_t NA, std::size_t NB>
+constexpr dims_t<(NA > NB ? NA : NB)> broadcast(const dims_t<NA>& a, const dims_t<NB>& b) {
+  constexpr std::size_t n = NA > NB ? NA : NB;
+  dims_t<n> r{};
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t x = i < n - NA ? 1 : a[i - (n - NA)], y = i < n - NB ? 1 : b[i - (n - NB)];
+    r[i] = (x == y || y == 1) ? x : x == 1 ? y : x;
+  }
+  return r;
+}
+template <class A, class B> struct broadcast_dims {
+  static constexpr auto value = broadcast(A::dims, B::dims);
+};
+template <class A, class B> using broadcast_shape = shape_from<broadcast_dims<A, B>>;
+
+template <class A, class B, class... R> constexpr bool broadcast_chain() {
+  if constexpr (!can_broadcast(A::dims, B::dims))
+    return false;
+  else if constexpr (sizeof...(R) == 0)
+    return true;
+  else
+    return broadcast_chain<broadcast_shape<A, B>, R...>();
+}
+template <class... S> constexpr bool broadcast_ok() {
+  if constexpr (sizeof...(S) < 2 || (is_unknown<S> || ...))
+    return true;
+  else
+    return broadcast_chain<S...>();
+}
+
+constexpr int normalize_axis(int a, std::size_t rank) { return a < 0 ? a + int(rank) : a; }
+
+/// Axes in range for `rank` and not repeated.
+template <std::size_t N> constexpr bool axes_ok(const std::array<int, N>& ax, std::size_t rank) {
+  for (std::size_t i = 0; i < N; ++i) {
+    int a = normalize_axis(ax[i], rank);
+    if (a < 0 || a >= int(rank < 1 ? 1 : rank) || (rank == 0 && a != 0)) return false;
+    for (std::size_t j = 0; j < i; ++j)
+      if (normalize_axis(ax[j], rank) == a) return false;
+  }
+  return true;
+}
+
+template <class T> struct is_shape : std::false_type {};
+template <std::size_t... D> struct is_shape<shape<D...>> : std::true_type {};
+
+// ---- dtypes ------------------------------------------------------------------------------------
+template <DType D> struct storage_of;
+template <> struct storage_of<DType::Bool> {
+  using type = bool;
+};
+template <> struct storage_of<DType::Int8> {
+  using type = std::int8_t;
+};
+template <> struct storage_of<DType::Int16> {
+  using type = std::int16_t;
+};
+template <> struct storage_of<DType::Int32> {
+  using type = std::int32_t;
+};
+template <> struct storage_of<DType::Int64> {
+  using type = std::int64_t;
+};
+template <> struct storage_of<DType::UInt8> {
+  using type = std::uint8_t;
+};
+template <> struct storage_of<DType::UInt16> {
+  using type = std::uint16_t;
+};
+template <> struct storage_of<DType::UInt32> {
+  using type = std::uint32_t;
+};
+template <> struct storage_of<DType::UInt64> {
+  using type = std::uint64_t;
+};
+template <> struct storage_of<DType::Float16> {
+  using type = half;
+};
+template <> struct storage_of<DType::BFloat16> {
+  using type = bfloat16_t;
+};
+template <> struct storage_of<DType::Float32> {
+  using type = float;
+};
+template <> struct storage_of<DType::Float64> {
+  using type = double;
+};
+/// The C++ type that stores a dtype.
+template <DType D> using storage_t = typename storage_of<D>::type;
+/// The C++ type a dtype is computed in (16-bit floats compute in float, as every renderer does).
+template <DType D> using compute_t = storage_t<compute_dtype(D)>;
+
+template <class T, class = void> struct has_dtype : std::false_type {};
+template <class T>
+struct has_dtype<T, std::void_t<decltype(dtype_of_t<T>::value)>> : std::true_type {};
+/// Element types a tg::fixed can hold.
+template <class T>
+concept element = has_dtype<std::remove_cv_t<T>>::value && !std::is_reference_v<T>;
+/// Plain scalars that mix with expressions (as Python numbers mix with torch tensors).
+template <class T>
+concept scalar =
+    std::is_arithmetic_v<std::remove_cvref_t<T>> || std::is_same_v<std::remove_cvref_t<T>, half> ||
+    std::is_same_v<std::remove_cvref_t<T>, bfloat16_t>;
+
+/// The run-time front end's kind of a Python-like scalar (Bool, Int64 or Float64).
+template <class S> constexpr DType scalar_kind() {
+  using T = std::remove_cvref_t<S>;
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_integral_v<T>)
+    return DType::Int64;
+  else
+    return DType::Float64;
+}
+
+} // namespace fx
+
+// ---- the checks named in diagnostics ------------------------------------------------------------
+/// Shapes that broadcast together (NumPy rules).
+template <class Op, class... S> inline constexpr bool broadcastable = fx::broadcast_ok<S...>();
+/// Two shapes that are the same.
+template <class Op, class A, class B>
+inline constexpr bool same_shape = fx::is_unknown<A> || fx::is_unknown<B> || std::is_same_v<A, B>;
+/// Two element types that are the same.
+template <class Op, class A, class B> inline constexpr bool same_dtype = std::is_same_v<A, B>;
+/// Axes in range and not repeated.
+template <class Op, class S, class Axes> inline constexpr bool axes_in_range = false;
+template <class Op, class S, int... A>
+inline constexpr bool axes_in_range<Op, S, axes<A...>> =
+    fx::is_unknown<S> || fx::axes_ok(std::array<int, sizeof...(A)>{A...}, S::rank);
+/// An op that is defined for an element type (neg, abs, sign, relu, sub: not for bool).
+template <class Op, class T> inline constexpr bool defined_for = !std::is_same_v<T, bool>;
+/// A floating point element type (mean, var, std).
+template <class Op, class T>
+inline constexpr bool floating =
+    std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+
+} // namespace tg

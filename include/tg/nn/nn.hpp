@@ -1,0 +1,4 @@
+#pragma once
+// tg::nn: modules with dotted parameter names, layers, initializers, losses (torch.nn).
+#include "layers.hpp"
+#include "loss.hpp"

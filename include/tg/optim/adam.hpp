@@ -1,0 +1,102 @@
+#pragma once
+// Adam and AdamW: torch.optim.Adam / AdamW's single-tensor update, with amsgrad.
+#include "optimizer.hpp"
+
+namespace tg::optim {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool amsgrad = false;
+  bool maximize = false;
+};
+
+/// step += 1; g = grad (+ weight_decay * p for Adam); m = lerp(m, g, 1 - beta1);
+/// v = beta2 * v + (1 - beta2) * g^2; p = p - lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 -
+/// beta2^step) + eps) (with amsgrad, the running maximum of v). AdamW first decays p = p * (1 - lr
+/// * weight_decay).
+class Adam : public Optimizer {
+public:
+  Adam(std::vector<Tensor> params, AdamOptions o = {}) : Adam(one_group(std::move(params)), o) {}
+  Adam(std::vector<ParamGroup> groups, AdamOptions o = {})
+      : Adam(std::move(groups), o, false, "Adam") {}
+  const AdamOptions& options() const { return opt_; }
+
+protected:
+  Adam(std::vector<ParamGroup> groups, AdamOptions o, bool decoupled, const char* name)
+      : Optimizer(std::move(groups), o.lr, o.weight_decay, name), opt_(o), decoupled_(decoupled) {
+    auto [b1, b2] = o.betas;
+    detail::check_hyper(b1 >= 0 && b1 < 1,
+                        std::string(name) + ": invalid beta1 " + std::to_string(b1));
+    detail::check_hyper(b2 >= 0 && b2 < 1,
+                        std::string(name) + ": invalid beta2 " + std::to_string(b2));
+    detail::check_hyper(o.eps >= 0, std::string(name) + ": invalid eps " + std::to_string(o.eps));
+    init_state([&](std::size_t i, const Tensor& p) {
+      state(i, "step", p, 0, DType::Float64, true);
+      state(i, "exp_avg", p);
+      state(i, "exp_avg_sq", p);
+      if (opt_.amsgrad) state(i, "max_exp_avg_sq", p);
+    });
+  }
+
+  void update(std::size_t g, std::size_t i, const Tensor& p0, const Tensor& grad0,
+              std::vector<std::pair<Tensor, Tensor>>& writes) override {
+    auto [b1, b2] = opt_.betas;
+    const double wd = groups_[g].weight_decay;
+    const DType t = p0.dtype();
+    Tensor grad = opt_.maximize ? -grad0 : grad0;
+    Tensor lr64 = groups_[g].lr_t;
+    Tensor p = p0;
+    if (decoupled_ && wd != 0) p = p * (1.0 - lr64 * wd).cast(t);
+    if (!decoupled_ && wd != 0) grad = grad + p * wd;
+    Tensor& step = state(i, "step", p0, 0, DType::Float64, true);
+    Tensor& m = state(i, "exp_avg", p0);
+    Tensor& v = state(i, "exp_avg_sq", p0);
+    Tensor step1 = step + 1.0;
+    Tensor m1 = m + (grad - m) * (1.0 - b1);
+    Tensor v1 = v * b2 + grad * grad * (1.0 - b2);
+    // per-step scalars in float64, computed once (contiguous: not per element)
+    Tensor b1t = Tensor::full_on({}, b1, DType::Float64, p0.device());
+    Tensor b2t = Tensor::full_on({}, b2, DType::Float64, p0.device());
+    Tensor step_size = (lr64 / (1.0 - b1t.pow(step1))).cast(t).contiguous();
+    Tensor bc2_sqrt = (1.0 - b2t.pow(step1)).sqrt().cast(t).contiguous();
+    Tensor second = v1;
+    if (opt_.amsgrad) {
+      Tensor& vmax = state(i, "max_exp_avg_sq", p0);
+      second = vmax.maximum(v1);
+      writes.emplace_back(vmax, second);
+    }
+    Tensor denom = second.sqrt() / bc2_sqrt + opt_.eps;
+    writes.emplace_back(step, step1);
+    writes.emplace_back(m, m1);
+    writes.emplace_back(v, v1);
+    writes.emplace_back(p0, p - step_size * (m1 / denom));
+  }
+
+  AdamOptions opt_;
+  bool decoupled_;
+};
+
+/// AdamW's options: Adam's, with weight_decay defaulting to 1e-2 as in PyTorch.
+struct AdamWOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool amsgrad = false;
+  bool maximize = false;
+  operator AdamOptions() const {
+    return AdamOptions{lr, betas, eps, weight_decay, amsgrad, maximize};
+  }
+};
+/// Adam with decoupled weight decay.
+class AdamW : public Adam {
+public:
+  AdamW(std::vector<Tensor> params, AdamWOptions o = {}) : AdamW(one_group(std::move(params)), o) {}
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {})
+      : Adam(std::move(groups), o, true, "AdamW") {}
+};
+
+} // namespace tg::optim

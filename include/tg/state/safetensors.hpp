@@ -1,0 +1,657 @@
+#pragma once
+// safetensors (https://github.com/huggingface/safetensors): save and load named tensors.
+//
+//   file   = u64 little-endian N | N bytes of JSON header | data
+//   header = {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 3],
+//             "data_offsets": [begin, end]}, ...}      (offsets into data, row-major,
+//             little-endian)
+//
+// Loading validates everything before it allocates a tensor: the header length against the
+// file, the JSON (a small strict parser, no dependency), every dtype name, shape and offset
+// pair, that the tensors tile the data exactly (no gap, overlap or trailing bytes), as the
+// reference implementation does. A malformed or truncated file raises tg::safetensors::
+// format_error naming the file and the problem; it never reads out of bounds.
+#include <bit>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <span>
+
+#include "../nn/module.hpp"
+
+namespace tg::safetensors {
+
+/// A malformed, truncated or unsupported file.
+struct format_error : error {
+  using error::error;
+};
+
+/// The safetensors name of a dtype ("F32", "BF16", "I64", "BOOL", ...).
+inline const char* dtype_code(DType t) {
+  switch (t) {
+  case DType::Bool:
+    return "BOOL";
+  case DType::Int8:
+    return "I8";
+  case DType::Int16:
+    return "I16";
+  case DType::Int32:
+    return "I32";
+  case DType::Int64:
+    return "I64";
+  case DType::UInt8:
+    return "U8";
+  case DType::UInt16:
+    return "U16";
+  case DType::UInt32:
+    return "U32";
+  case DType::UInt64:
+    return "U64";
+  case DType::Float16:
+    return "F16";
+  case DType::BFloat16:
+    return "BF16";
+  case DType::Float32:
+    return "F32";
+  case DType::Float64:
+    return "F64";
+  }
+  return "?";
+}
+inline std::optional<DType> dtype_from_code(std::string_view s) {
+  for (int i = 0; i < dtype_count; ++i)
+    if (s == dtype_code(DType(i))) return DType(i);
+  return std::nullopt;
+}
+
+namespace json {
+/// A parsed JSON value (the subset of features a header uses is all of JSON).
+struct Member;
+struct Value {
+  enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
+  bool boolean = false;
+  std::string text; // string contents, or a number's lexeme
+  std::vector<Value> items;
+  // Not std::pair<std::string, Value>: a pair needs a complete Value (Clang rejects it here).
+  std::vector<Member> members;
+};
+/// An object member: `first` the key, `second` the value (as the std::pair it stands for).
+struct Member {
+  std::string first;
+  Value second;
+};
+
+class Parser {
+public:
+  explicit Parser(std::string_view s) : s_(s) {}
+  Value parse() {
+    ws();
+    Value v = value(0);
+    ws();
+    if (i_ != s_.size()) fail("unexpected '" + std::string(1, s_[i_]) + "' after the JSON value");
+    return v;
+  }
+
+private:
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw format_error("invalid JSON header at byte " + std::to_string(i_) + ": " + msg);
+  }
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
+      ++i_;
+  }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void expect(char c) {
+    if (i_ >= s_.size()) fail(std::string("expected '") + c + "', found the end of the header");
+    if (s_[i_] != c) fail(std::string("expected '") + c + "', found '" + s_[i_] + "'");
+    ++i_;
+  }
+  Value value(int depth) {
+    if (depth > 64) fail("nested too deeply");
+    if (i_ >= s_.size()) fail("unexpected end of the header");
+    char c = s_[i_];
+    Value v;
+    if (c == '{') {
+      v.kind = Value::Kind::Object;
+      ++i_;
+      ws();
+      if (peek() == '}') {
+        ++i_;
+        return v;
+      }
+      while (true) {
+        ws();
+        if (peek() != '"') fail("expected a string key");
+        std::string key = string();
+        for (const auto& m : v.members)
+          if (m.first == key) fail("duplicate key \"" + key + "\"");
+        ws();
+        expect(':');
+        ws();
+        v.members.emplace_back(std::move(key), value(depth + 1));
+        ws();
+        if (peek() == ',') {
+          ++i_;
+          continue;
+        }
+        expect('}');
+        return v;
+      }
+    }
+    if (c == '[') {
+      v.kind = Value::Kind::Array;
+      ++i_;
+      ws();
+      if (peek() == ']') {
+        ++i_;
+        return v;
+      }
+      while (true) {
+        ws();
+        v.items.push_back(value(depth + 1));
+        ws();
+        if (peek() == ',') {
+          ++i_;
+          continue;
+        }
+        expect(']');
+        return v;
+      }
+    }
+    if (c == '"') {
+      v.kind = Value::Kind::String;
+      v.text = string();
+      return v;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      v.kind = Value::Kind::Number;
+      std::size_t b = i_;
+      if (peek() == '-') ++i_;
+      if (peek() == '0')
+        ++i_;
+      else if (peek() >= '1' && peek() <= '9')
+        while (peek() >= '0' && peek() <= '9') ++i_;
+      else
+        fail("invalid number");
+      if (peek() == '.') {
+        ++i_;
+        if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
+        while (peek() >= '0' && peek() <= '9') ++i_;
+      }
+      if (peek() == 'e' || peek() == 'E') {
+        ++i_;
+        if (peek() == '+' || peek() == '-') ++i_;
+        if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
+        while (peek() >= '0' && peek() <= '9') ++i_;
+      }
+      v.text = std::string(s_.substr(b, i_ - b));
+      return v;
+    }
+    auto word = [&](std::string_view w) {
+      if (s_.substr(i_, w.size()) != w) fail("unexpected character '" + std::string(1, c) + "'");
+      i_ += w.size();
+    };
+    if (c == 't') {
+      word("true");
+      v.kind = Value::Kind::Bool;
+      v.boolean = true;
+      return v;
+    }
+    if (c == 'f') {
+      word("false");
+      v.kind = Value::Kind::Bool;
+      return v;
+    }
+    if (c == 'n') {
+      word("null");
+      return v;
+    }
+    fail("unexpected character '" + std::string(1, c) + "'");
+  }
+  unsigned hex4() {
+    if (s_.size() - i_ < 4) fail("truncated \\u escape");
+    unsigned u = 0;
+    for (int k = 0; k < 4; ++k) {
+      char h = s_[i_++];
+      u <<= 4;
+      if (h >= '0' && h <= '9')
+        u |= unsigned(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        u |= unsigned(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        u |= unsigned(h - 'A' + 10);
+      else
+        fail("invalid \\u escape");
+    }
+    return u;
+  }
+  static void utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80)
+      out.push_back(char(cp));
+    else if (cp < 0x800) {
+      out.push_back(char(0xC0 | (cp >> 6)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(char(0xE0 | (cp >> 12)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(char(0xF0 | (cp >> 18)));
+      out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    }
+  }
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (true) {
+      if (i_ >= s_.size()) fail("unterminated string");
+      unsigned char c = static_cast<unsigned char>(s_[i_++]);
+      if (c == '"') return out;
+      if (c < 0x20) fail("control character in a string");
+      if (c != '\\') {
+        out.push_back(char(c));
+        continue;
+      }
+      if (i_ >= s_.size()) fail("unterminated string");
+      char e = s_[i_++];
+      switch (e) {
+      case '"':
+        out.push_back('"');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '/':
+        out.push_back('/');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'u': {
+        unsigned cp = hex4();
+        if (cp >= 0xD800 && cp < 0xDC00) { // a surrogate pair
+          if (s_.size() - i_ < 6 || s_[i_] != '\\' || s_[i_ + 1] != 'u')
+            fail("unpaired surrogate in \\u escape");
+          i_ += 2;
+          unsigned lo = hex4();
+          if (lo < 0xDC00 || lo >= 0xE000) fail("unpaired surrogate in \\u escape");
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        } else if (cp >= 0xDC00 && cp < 0xE000) {
+          fail("unpaired surrogate in \\u escape");
+        }
+        utf8(out, cp);
+        break;
+      }
+      default:
+        fail(std::string("invalid escape '\\") + e + "'");
+      }
+    }
+  }
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+inline void quote(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c < 0x20) {
+      const char* hex = "0123456789abcdef";
+      out += "\\u00";
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    } else
+      out.push_back(ch);
+  }
+  out.push_back('"');
+}
+} // namespace json
+
+/// Options of load: convert floating-point tensors to `dtype` (e.g. float16 weights to
+/// float32); put the tensors on `device` ("" = the default device).
+struct LoadOptions {
+  std::optional<DType> dtype = std::nullopt;
+  std::string device = "";
+};
+
+/// Where one tensor lies in a file, as its header says.
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin, end; // into the data section
+};
+
+/// The parsed and validated header of a file of `file_size` bytes.
+struct Header {
+  std::vector<TensorInfo> tensors; // in file order of their data
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_start = 0; // 8 + header length
+};
+
+namespace detail {
+inline constexpr std::uint64_t max_header = 100'000'000; // as the reference implementation
+
+inline std::uint64_t read_u64le(const unsigned char* p) {
+  std::uint64_t v = 0;
+  for (int k = 7; k >= 0; --k) v = (v << 8) | p[k];
+  return v;
+}
+inline std::uint64_t to_u64(const json::Value& v, const std::string& what) {
+  if (v.kind != json::Value::Kind::Number || v.text.empty() || v.text[0] == '-' ||
+      v.text.find_first_of(".eE") != std::string::npos)
+    throw format_error(what + " must be a non-negative integer");
+  if (v.text.size() > 19) throw format_error(what + " is too large");
+  std::uint64_t r = 0;
+  for (char c : v.text) r = r * 10 + std::uint64_t(c - '0');
+  if (r > (std::uint64_t(1) << 62)) throw format_error(what + " is too large");
+  return r;
+}
+/// Parses and checks a header against the data size (bytes after the header).
+inline Header parse_header(std::string_view text, std::uint64_t data_size) {
+  if (text.empty() || text[0] != '{') throw format_error("the header does not start with '{'");
+  json::Value root = json::Parser(text).parse();
+  if (root.kind != json::Value::Kind::Object) throw format_error("the header is not a JSON object");
+  Header h;
+  for (auto& [name, v] : root.members) {
+    if (name == "__metadata__") {
+      if (v.kind != json::Value::Kind::Object)
+        throw format_error("__metadata__ must be an object of strings");
+      for (auto& [k, mv] : v.members) {
+        if (mv.kind != json::Value::Kind::String)
+          throw format_error("__metadata__ value of \"" + k + "\" is not a string");
+        h.metadata[k] = mv.text;
+      }
+      continue;
+    }
+    std::string where = "tensor \"" + name + "\": ";
+    if (v.kind != json::Value::Kind::Object)
+      throw format_error(where + "its entry is not an object");
+    const json::Value *dt = nullptr, *shape = nullptr, *offs = nullptr;
+    for (auto& [k, f] : v.members) {
+      if (k == "dtype")
+        dt = &f;
+      else if (k == "shape")
+        shape = &f;
+      else if (k == "data_offsets")
+        offs = &f;
+      else
+        throw format_error(where + "unknown field \"" + k + "\"");
+    }
+    if (!dt || !shape || !offs)
+      throw format_error(where + "needs \"dtype\", \"shape\" and \"data_offsets\"");
+    if (dt->kind != json::Value::Kind::String) throw format_error(where + "dtype is not a string");
+    auto t = dtype_from_code(dt->text);
+    if (!t) {
+      bool known = dt->text == "F8_E5M2" || dt->text == "F8_E4M3" || dt->text == "F6_E2M3" ||
+                   dt->text == "F6_E3M2" || dt->text == "F4" || dt->text == "F8_E8M0" ||
+                   dt->text == "C64";
+      throw format_error(
+          where + "dtype \"" + dt->text + "\" is " +
+          (known ? "not supported by tg (no such dtype in the core)" : "not a safetensors dtype"));
+    }
+    TensorInfo info{name, *t, {}, 0, 0};
+    if (shape->kind != json::Value::Kind::Array)
+      throw format_error(where + "shape is not an array");
+    std::uint64_t count = 1;
+    bool overflow = false;
+    for (const json::Value& d : shape->items) {
+      std::uint64_t n = to_u64(d, where + "a shape entry");
+      info.shape.push_back(std::int64_t(n));
+      if (n && count > (std::uint64_t(1) << 62) / n)
+        overflow = true;
+      else
+        count *= n;
+    }
+    if (offs->kind != json::Value::Kind::Array || offs->items.size() != 2)
+      throw format_error(where + "data_offsets must be [begin, end]");
+    info.begin = to_u64(offs->items[0], where + "data_offsets[0]");
+    info.end = to_u64(offs->items[1], where + "data_offsets[1]");
+    if (info.end < info.begin) throw format_error(where + "data_offsets end before they begin");
+    if (overflow || count * std::uint64_t(itemsize(*t)) != info.end - info.begin)
+      throw format_error(
+          where + "shape " + tg::detail::shape_str(Shape(info.shape.begin(), info.shape.end())) +
+          " of " + dtype_code(*t) + " needs " +
+          (overflow ? "too many" : std::to_string(count * std::uint64_t(itemsize(*t)))) +
+          " bytes, but data_offsets [" + std::to_string(info.begin) + ", " +
+          std::to_string(info.end) + "] hold " + std::to_string(info.end - info.begin));
+    h.tensors.push_back(std::move(info));
+  }
+  // the tensors must tile the data section exactly
+  std::sort(h.tensors.begin(), h.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::uint64_t at = 0;
+  for (const TensorInfo& t : h.tensors) {
+    if (t.begin != at)
+      throw format_error("tensor \"" + t.name + "\": data_offsets [" + std::to_string(t.begin) +
+                         ", " + std::to_string(t.end) + "] " +
+                         (t.begin < at ? "overlap another tensor"
+                                       : "leave a gap after byte " + std::to_string(at)));
+    at = t.end;
+  }
+  if (at != data_size)
+    throw format_error(at > data_size
+                           ? "truncated: the tensors need " + std::to_string(at) +
+                                 " bytes of data, the file has " + std::to_string(data_size)
+                           : "the tensors cover " + std::to_string(at) +
+                                 " bytes of data, but the file has " + std::to_string(data_size) +
+                                 " (trailing bytes)");
+  return h;
+}
+inline Header parse_file_header(std::span<const unsigned char> bytes) {
+  if (bytes.size() < 8)
+    throw format_error("truncated: " + std::to_string(bytes.size()) +
+                       " bytes, too short for the 8-byte header length");
+  std::uint64_t n = read_u64le(bytes.data());
+  if (n > max_header)
+    throw format_error("the header length " + std::to_string(n) +
+                       " is larger than the 100 MB limit");
+  if (n > bytes.size() - 8)
+    throw format_error("truncated: the header length is " + std::to_string(n) +
+                       " bytes, but only " + std::to_string(bytes.size() - 8) + " follow");
+  std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), std::size_t(n));
+  Header h = parse_header(text, bytes.size() - 8 - n);
+  h.data_start = 8 + n;
+  return h;
+}
+inline Tensor from_bytes(const unsigned char* p, const TensorInfo& info,
+                         const std::string& device) {
+  std::string dev = device.empty() ? default_device() : tg::detail::canonical_device(device);
+  std::int64_t n = 1;
+  for (std::int64_t d : info.shape) n *= d;
+  auto d = tg::device(dev);
+  auto buf = std::make_shared<Buffer>(d, info.dtype, n);
+  std::size_t bytes = std::size_t(info.end - info.begin);
+  if (info.dtype == DType::Bool) { // any nonzero byte is true
+    std::vector<unsigned char> clean(p, p + bytes);
+    for (auto& c : clean) c = c ? 1 : 0;
+    if (bytes) d->copy_in(buf->ptr, clean.data(), bytes);
+  } else if (bytes) {
+    d->copy_in(buf->ptr, p, bytes);
+  }
+  Tensor t =
+      Tensor::make(Op::Buffer, info.dtype, Shape(info.shape.begin(), info.shape.end()), {}, dev);
+  t.lazy()->buffer = std::move(buf);
+  return t;
+}
+inline std::vector<unsigned char> read_file(const std::string& path, const char* op) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw error(std::string("tg.safetensors.") + op + ": cannot open " + path);
+  f.seekg(0, std::ios::end);
+  std::streamoff size = f.tellg();
+  if (size < 0) throw error(std::string("tg.safetensors.") + op + ": cannot read " + path);
+  f.seekg(0, std::ios::beg);
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
+  if (size && !f.read(reinterpret_cast<char*>(bytes.data()), size))
+    throw error(std::string("tg.safetensors.") + op + ": cannot read " + path);
+  return bytes;
+}
+template <class F> auto with_name(const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const format_error& e) {
+    throw format_error("tg.safetensors: " + what + ": " + e.what());
+  }
+}
+} // namespace detail
+
+static_assert(std::endian::native == std::endian::little,
+              "tg.safetensors assumes a little-endian host");
+
+/// The bytes of a safetensors file holding `tensors` (and string metadata). Tensors are laid
+/// out by decreasing item size, then name, so each one is aligned to its item size.
+inline std::vector<unsigned char> save(const StateDict& tensors,
+                                       const std::map<std::string, std::string>& metadata = {}) {
+  struct Item {
+    std::string name;
+    Tensor t;
+  };
+  std::vector<Item> items;
+  for (const auto& [name, t] : tensors) {
+    if (!t.defined()) throw error("tg.safetensors.save: tensor \"" + name + "\" is undefined");
+    if (name == "__metadata__")
+      throw error("tg.safetensors.save: \"__metadata__\" is not a valid tensor name");
+    items.push_back({name, t});
+  }
+  // std::sort: names are unique, so the order is total. (std::stable_sort does not compile under
+  // Clang with libstdc++ 12 and -Werror: it calls the deprecated std::get_temporary_buffer.)
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    int sa = itemsize(a.t.dtype()), sb = itemsize(b.t.dtype());
+    return sa != sb ? sa > sb : a.name < b.name;
+  });
+  // realize everything in one schedule, then read it back
+  std::vector<Tensor> dense;
+  for (Item& it : items) dense.push_back(it.t.detach().contiguous());
+  {
+    no_grad guard;
+    tg::realize(dense);
+  }
+  std::string header = "{";
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      if (!first) header += ",";
+      first = false;
+      json::quote(header, k);
+      header += ":";
+      json::quote(header, v);
+    }
+    header += "}";
+  }
+  std::uint64_t offset = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Tensor& t = items[i].t;
+    if (header.size() > 1) header += ",";
+    json::quote(header, items[i].name);
+    header += ":{\"dtype\":\"" + std::string(dtype_code(t.dtype())) + "\",\"shape\":[";
+    auto s = t.shape();
+    for (std::size_t k = 0; k < s.size(); ++k) {
+      if (k) header += ',';
+      header += std::to_string(s[k]);
+    }
+    std::uint64_t bytes = std::uint64_t(t.numel()) * std::uint64_t(itemsize(t.dtype()));
+    header += "],\"data_offsets\":[";
+    header += std::to_string(offset);
+    header += ',';
+    header += std::to_string(offset + bytes);
+    header += "]}";
+    offset += bytes;
+  }
+  header += "}";
+  while (header.size() % 8) header.push_back(' ');
+  std::vector<unsigned char> out(8 + header.size() + offset);
+  std::uint64_t n = header.size();
+  for (int k = 0; k < 8; ++k) out[std::size_t(k)] = static_cast<unsigned char>(n >> (8 * k));
+  std::copy(header.begin(), header.end(), out.begin() + 8);
+  std::size_t at = 8 + header.size();
+  for (const Tensor& d : dense) {
+    std::size_t bytes = std::size_t(d.numel()) * std::size_t(itemsize(d.dtype()));
+    if (bytes) {
+      const LazyPtr& node = d.lazy();
+      const Buffer& b = *(node->op == Op::Buffer ? node->buffer : node->src.at(0)->buffer);
+      b.device->copy_out(out.data() + at, b.ptr, bytes);
+    }
+    at += bytes;
+  }
+  return out;
+}
+
+/// Parses and validates a file's header without reading its tensors.
+inline Header read_header(std::span<const unsigned char> bytes) {
+  return detail::parse_file_header(bytes);
+}
+
+/// The tensors of a safetensors file in memory (see LoadOptions for conversion).
+inline StateDict load(std::span<const unsigned char> bytes, const LoadOptions& o = {}) {
+  Header h = detail::parse_file_header(bytes);
+  StateDict out;
+  std::vector<Tensor> converted;
+  for (const TensorInfo& info : h.tensors) {
+    Tensor t = detail::from_bytes(bytes.data() + h.data_start + info.begin, info, o.device);
+    if (o.dtype && is_float(info.dtype) && info.dtype != *o.dtype) {
+      if (!is_float(*o.dtype))
+        throw error(std::string("tg.safetensors.load: cannot convert floating-point tensors to ") +
+                    dtype_name(*o.dtype));
+      t = t.cast(*o.dtype);
+      converted.push_back(t);
+    }
+    out.insert(info.name, t);
+  }
+  if (!converted.empty()) tg::realize(converted);
+  return out;
+}
+
+/// The "__metadata__" strings of a file in memory.
+inline std::map<std::string, std::string> metadata(std::span<const unsigned char> bytes) {
+  return detail::parse_file_header(bytes).metadata;
+}
+
+inline void save_file(const StateDict& tensors, const std::string& path,
+                      const std::map<std::string, std::string>& meta = {}) {
+  std::vector<unsigned char> bytes = save(tensors, meta);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw error("tg.safetensors.save_file: cannot open " + path + " for writing");
+  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  if (!f) throw error("tg.safetensors.save_file: cannot write " + path);
+}
+inline StateDict load_file(const std::string& path, const LoadOptions& o = {}) {
+  std::vector<unsigned char> bytes = detail::read_file(path, "load_file");
+  return detail::with_name(path, [&] { return load(bytes, o); });
+}
+inline std::map<std::string, std::string> load_metadata(const std::string& path) {
+  std::vector<unsigned char> bytes = detail::read_file(path, "load_metadata");
+  return detail::with_name(path, [&] { return metadata(bytes); });
+}
+
+/// Saves a module's state_dict.
+inline void save_file(const nn::Module& m, const std::string& path,
+                      const std::map<std::string, std::string>& meta = {}) {
+  save_file(m.state_dict(), path, meta);
+}
+/// Loads a file into a module in place (load_state_dict: strict by default, values cast to the
+/// parameters' dtypes).
+inline nn::LoadResult load_file(nn::Module& m, const std::string& path, bool strict = true) {
+  return m.load_state_dict(load_file(path), strict);
+}
+
+} // namespace tg::safetensors

@@ -1,0 +1,498 @@
+// The static front end (tg::fixed and its expressions): every op against the run-time Tensor on
+// random data, the Graph it builds against the run-time front end's node by node, construction,
+// storage, printing, aliasing and the bridges to tg::Tensor.
+#include <doctest/doctest.h>
+
+#include <tg/tg.hpp>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace {
+
+std::mt19937& rng() {
+  static std::mt19937 g(1234);
+  return g;
+}
+template <class F> F random_fixed(double lo, double hi) {
+  F f;
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (auto& x : f) {
+    using T = typename F::value_type;
+    if constexpr (std::is_same_v<T, bool>)
+      x = u(rng()) > (lo + hi) / 2;
+    else if constexpr (std::is_integral_v<T>)
+      x = T(std::floor(u(rng())));
+    else
+      x = T(u(rng()));
+  }
+  return f;
+}
+/// The run-time tensor with the same values.
+template <class T, std::size_t... D> tg::Tensor rt(const tg::fixed<T, D...>& f) {
+  return tg::Tensor::from_data(f.data(), tg::Shape{std::int64_t(D)...});
+}
+
+template <class E> void check_same(const char* what, const E& e, const tg::Tensor& t, double tol) {
+  INFO(std::string(what));
+  auto v = e.eval();
+  using V = decltype(v);
+  std::vector<std::int64_t> shape(V::dims.begin(), V::dims.end());
+  REQUIRE(t.shape() == shape);
+  CHECK(t.dtype() == V::dtype);
+  std::vector<double> want = t.to_vector<double>();
+  REQUIRE(want.size() == V::size);
+  for (std::size_t i = 0; i < V::size; ++i) {
+    double got;
+    if constexpr (std::is_same_v<typename V::value_type, tg::half> ||
+                  std::is_same_v<typename V::value_type, tg::bfloat16_t>)
+      got = double(float(v[i]));
+    else
+      got = double(v[i]);
+    if (std::isnan(want[i])) {
+      CHECK(std::isnan(got));
+      continue;
+    }
+    if (std::isinf(want[i])) {
+      CHECK(got == want[i]);
+      continue;
+    }
+    double err = std::fabs(got - want[i]), scale = std::max(1.0, std::fabs(want[i]));
+    if (err > tol * scale) {
+      INFO("element " << i << ": static " << got << ", run-time " << want[i]);
+      CHECK(err <= tol * scale);
+      return;
+    }
+  }
+}
+#define SAME(S, ...) check_same(#S, S, __VA_ARGS__, 2e-5)
+#define SAME_TOL(TOL, S, ...) check_same(#S, S, __VA_ARGS__, TOL)
+
+struct Data {
+  tg::fixed<float, 4, 5> a = random_fixed<tg::fixed<float, 4, 5>>(-2, 2),
+                         b = random_fixed<tg::fixed<float, 4, 5>>(-2, 2);
+  tg::fixed<float, 4, 5> pos = random_fixed<tg::fixed<float, 4, 5>>(0.1, 3);
+  tg::fixed<float, 5> bias = random_fixed<tg::fixed<float, 5>>(-1, 1);
+  tg::fixed<float, 4, 1> col = random_fixed<tg::fixed<float, 4, 1>>(-1, 1);
+  tg::fixed<float, 5, 3> m = random_fixed<tg::fixed<float, 5, 3>>(-1, 1);
+  tg::fixed<float, 2, 4, 5> batch = random_fixed<tg::fixed<float, 2, 4, 5>>(-1, 1);
+  tg::fixed<float, 2, 3, 4> cube = random_fixed<tg::fixed<float, 2, 3, 4>>(-3, 3);
+  tg::fixed<float, 5> v = random_fixed<tg::fixed<float, 5>>(-1, 1);
+  tg::fixed<double, 4, 5> d = random_fixed<tg::fixed<double, 4, 5>>(-2, 2);
+  tg::fixed<int, 4, 5> ia = random_fixed<tg::fixed<int, 4, 5>>(-6, 6),
+                       ib = random_fixed<tg::fixed<int, 4, 5>>(1, 5);
+  tg::fixed<bool, 4, 5> mask = random_fixed<tg::fixed<bool, 4, 5>>(0, 1);
+  tg::Tensor A = rt(a), B = rt(b), POS = rt(pos), BIAS = rt(bias), COL = rt(col), M = rt(m),
+             BATCH = rt(batch), CUBE = rt(cube), V = rt(v), D = rt(d), IA = rt(ia), IB = rt(ib),
+             MASK = rt(mask);
+};
+
+} // namespace
+
+TEST_CASE("fixed: construction, element access, iteration and value semantics") {
+  tg::fixed<float, 2, 3> a{{1, 2, 3}, {4, 5, 6}};
+  CHECK(a(0, 0) == 1);
+  CHECK(a(1, 2) == 6);
+  CHECK(a[4] == 5);
+  CHECK(a.at(-1, -1) == 6);
+  CHECK_THROWS_AS(a.at(2, 0), std::out_of_range);
+  float s = 0;
+  for (float x : a) s += x;
+  CHECK(s == 21);
+  tg::fixed<float, 2, 3> b = a; // a copy
+  b(0, 0) = 10;
+  CHECK(a(0, 0) == 1);
+  tg::fixed<int, 3> v{1, 2, 3};
+  CHECK(v(2) == 3);
+  tg::fixed<float, 2, 2, 2> c{{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}};
+  CHECK(c(1, 0, 1) == 6);
+  tg::fixed<float> scalar{2.5f};
+  CHECK(float(scalar) == 2.5f);
+  CHECK(tg::fixed<float, 3>::full(2)(1) == 2);
+  CHECK(tg::fixed<float, 3>::ones()(2) == 1);
+  CHECK(tg::fixed<float, 3>()(0) == 0);
+  double raw[4] = {1, 2, 3, 4};
+  CHECK(tg::fixed<float, 2, 2>::from(raw)(1, 0) == 3);
+  static_assert(sizeof(tg::fixed<float, 4, 4>) == 64); // inline
+  static_assert(tg::fixed<float, 4, 4>::is_inline);
+  static_assert(!tg::fixed<float, 64, 64>::is_inline); // past fixed_inline_bytes: on the heap
+  static_assert(sizeof(tg::fixed<float, 64, 64>) == sizeof(void*));
+  tg::fixed<float, 64, 64> big = tg::fixed<float, 64, 64>::full(1);
+  tg::fixed<float, 64, 64> big2 = big;
+  big2[0] = 5;
+  CHECK(big[0] == 1);
+  tg::fixed<float, 64, 64> moved = std::move(big2);
+  CHECK(moved[0] == 5);
+  big2 = moved; // a moved-from tensor can be assigned to
+  CHECK(big2[0] == 5);
+  CHECK(reinterpret_cast<std::uintptr_t>(big.data()) % 64 == 0);
+}
+
+TEST_CASE("fixed: printing is the run-time Tensor's") {
+  Data x;
+  std::ostringstream a, b, c, d;
+  a << x.a;
+  b << x.A;
+  CHECK(a.str() == b.str());
+  c << (x.ia * 2).sum<1>();
+  d << (x.IA * 2).sum(1);
+  CHECK(c.str() == d.str());
+  std::ostringstream e, f;
+  e << (x.a > 0.0f);
+  f << (x.A > 0.0f);
+  CHECK(e.str() == f.str());
+}
+
+TEST_CASE("fixed: elementwise ops equal the run-time Tensor's") {
+  Data x;
+  auto& a = x.a;
+  auto& b = x.b;
+  auto& pos = x.pos;
+  auto& bias = x.bias;
+  auto& col = x.col;
+  auto& A = x.A;
+  auto& B = x.B;
+  auto& POS = x.POS;
+  auto& BIAS = x.BIAS;
+  auto& COL = x.COL;
+  SAME(a + b, A + B);
+  SAME(a - b, A - B);
+  SAME(a * b, A * B);
+  SAME(a / pos, A / POS);
+  SAME(a + bias, A + BIAS);
+  SAME(col * bias, COL * BIAS);
+  SAME(a - col, A - COL);
+  SAME(a * 2.5f + 1, A * 2.5f + 1);
+  SAME(3.0 - a, 3.0 - A);
+  SAME(1.0f / pos, 1.0f / POS);
+  SAME(-a, -A);
+  SAME(a < b, A < B);
+  SAME(a > 0.5f, A > 0.5f);
+  SAME(a <= b, A <= B);
+  SAME(a >= 0.0f, A >= 0.0f);
+  SAME(a == a, A == A);
+  SAME(a != b, A != B);
+  SAME((a > 0.0f) && (b > 0.0f), (A > 0.0f) && (B > 0.0f));
+  SAME((a > 0.0f) || (b > 0.0f), (A > 0.0f) || (B > 0.0f));
+  SAME(!(a > 0.0f), !(A > 0.0f));
+  SAME(a.abs(), A.abs());
+  SAME(a.sign(), A.sign());
+  SAME(a.exp(), A.exp());
+  SAME(a.exp2(), A.exp2());
+  SAME(pos.log(), POS.log());
+  SAME(pos.log2(), POS.log2());
+  SAME(pos.sqrt(), POS.sqrt());
+  SAME(pos.rsqrt(), POS.rsqrt());
+  SAME(pos.reciprocal(), POS.reciprocal());
+  SAME(a.sin(), A.sin());
+  SAME(a.cos(), A.cos());
+  SAME(a.tan(), A.tan());
+  SAME(a.tanh(), A.tanh());
+  SAME(a.sigmoid(), A.sigmoid());
+  SAME(a.relu(), A.relu());
+  SAME(a.leaky_relu(0.1), A.leaky_relu(0.1));
+  SAME(a.gelu(), A.gelu());
+  SAME(a.gelu_tanh(), A.gelu("tanh"));
+  SAME(a.silu(), A.silu());
+  SAME(a.softplus(), A.softplus());
+  SAME(a.softplus(2, 1), A.softplus(2, 1));
+  SAME(a.square(), A.square());
+  SAME((a * 3.0f).floor(), (A * 3.0f).floor());
+  SAME((a * 3.0f).ceil(), (A * 3.0f).ceil());
+  SAME((a * 3.0f).round(), (A * 3.0f).round());
+  SAME((a * 3.0f).trunc(), (A * 3.0f).trunc());
+  SAME((a / (b * 0.0f)).isnan(), (A / (B * 0.0f)).isnan());
+  SAME((a / (b * 0.0f)).isinf(), (A / (B * 0.0f)).isinf());
+  SAME((a > 0.0f).logical_xor(b > 0.0f), (A > 0.0f).logical_xor(B > 0.0f));
+  SAME(pos.pow(b), POS.pow(B));
+  SAME(pos.pow(1.5), POS.pow(1.5));
+  SAME(a.maximum(b), A.maximum(B));
+  SAME(a.minimum(b), A.minimum(B));
+  SAME(tg::maximum(a, 0.25f), tg::maximum(A, tg::Tensor::full_on({}, 0.25, tg::float32, "CPU")));
+  SAME(a.clamp(-0.5, 0.75), A.clamp(-0.5, 0.75));
+  SAME(a.cast<int>(), A.cast(tg::int32));
+  SAME(a.cast<double>() * 2, A.cast(tg::float64) * 2);
+  SAME(a.cast<tg::half>() + 1.0f, A.cast(tg::float16) + 1.0f);
+  SAME(a.bitcast<std::int32_t>(), A.bitcast(tg::int32));
+  SAME(tg::where(x.mask, a, b), tg::where(x.MASK, A, B));
+  SAME(tg::where(a > 0.0f, a, 0.0f), tg::where(A > 0.0f, A, 0.0f));
+  SAME(tg::where(a > 0.0f, 1.0f, bias), tg::where(A > 0.0f, 1.0f, BIAS));
+  SAME(x.d.exp() * 0.5, x.D.exp() * 0.5);
+}
+
+TEST_CASE("fixed: integer and bool ops equal the run-time Tensor's") {
+  Data x;
+  SAME(x.ia + x.ib, x.IA + x.IB);
+  SAME(x.ia * x.ib - 3, x.IA * x.IB - 3);
+  SAME(x.ia / x.ib, x.IA / x.IB);
+  SAME(x.ia * 2.5, x.IA * 2.5);
+  SAME(x.ia.abs(), x.IA.abs());
+  SAME(x.ia.sign(), x.IA.sign());
+  SAME(x.ia.relu(), x.IA.relu());
+  SAME(x.ia.pow(x.ib.cast<int>()), x.IA.pow(x.IB));
+  SAME(x.ia.clamp(-2.5, 3.5), x.IA.clamp(-2.5, 3.5));
+  SAME(x.ia.minimum(x.ib), x.IA.minimum(x.IB));
+  SAME(x.ia.sum(), x.IA.sum());
+  SAME(x.ia.sum<1>(), x.IA.sum(1));
+  SAME(x.ia.prod<0>(), x.IA.prod(0));
+  SAME(x.ia.max<1>(), x.IA.max(1));
+  SAME(x.ia.min<0>(), x.IA.min(0));
+  SAME(x.ia.exp(), x.IA.exp());
+  SAME(x.mask.any<1>(), x.MASK.any(1));
+  SAME(x.mask.all<0>(), x.MASK.all(0));
+  SAME(x.mask.min<1>(), x.MASK.min(1));
+  SAME(x.mask.cast<int>().sum(), x.MASK.cast(tg::int32).sum());
+  SAME(x.ia.matmul(x.ib.T()), x.IA.matmul(x.IB.T()));
+}
+
+TEST_CASE("fixed: reductions equal the run-time Tensor's") {
+  Data x;
+  auto& a = x.a;
+  auto& A = x.A;
+  SAME(a.sum(), A.sum());
+  SAME(a.sum<1>(), A.sum(1));
+  SAME(a.sum<0>(tg::keepdim), A.sum(0, true));
+  SAME(x.cube.sum<0, 2>(), x.CUBE.sum({0, 2}));
+  SAME(x.cube.sum<-1>(tg::keepdim), x.CUBE.sum(-1, true));
+  SAME(x.cube.max<1>(), x.CUBE.max(1));
+  SAME(x.cube.min<0, 1>(), x.CUBE.min({0, 1}));
+  SAME(a.prod<1>(), A.prod(1));
+  SAME(a.max(), A.max());
+  SAME(a.min<1>(), A.min(1));
+  SAME(a.mean(), A.mean());
+  SAME(a.mean<0>(), A.mean(0));
+  SAME(x.cube.mean<1, 2>(tg::keepdim), x.CUBE.mean({1, 2}, true));
+  SAME((a > 0.0f).any(), (A > 0.0f).any());
+  SAME((a > -1.5f).all<1>(), (A > -1.5f).all(1));
+  SAME(a.var<1>(), A.var({1}));
+  SAME(a.var<0>(0), A.var({0}, 0));
+  SAME(a.std(), A.std());
+  SAME(a.std<1>(tg::keepdim), A.std({1}, 1, true));
+  SAME(a.logsumexp<1>(), A.logsumexp(1));
+  SAME(a.logsumexp<0>(tg::keepdim), A.logsumexp(0, true));
+  SAME(a.softmax<1>(), A.softmax(1));
+  SAME(a.softmax<0>(), A.softmax(0));
+  SAME(x.cube.softmax<-1>(), x.CUBE.softmax(-1));
+  SAME(a.log_softmax<1>(), A.log_softmax(1));
+  SAME((a * x.b).sum<1>() + x.col.reshape<4>(), (A * x.B).sum(1) + x.COL.reshape({4}));
+  SAME(a - a.max<1>(tg::keepdim), A - A.max(1, true));
+  SAME(a.sum<1>().max(), A.sum(1).max());
+}
+
+TEST_CASE("fixed: movement ops equal the run-time Tensor's") {
+  Data x;
+  auto& a = x.a;
+  auto& A = x.A;
+  auto& c = x.cube;
+  auto& C = x.CUBE;
+  SAME(a.reshape<5, 4>(), A.reshape({5, 4}));
+  SAME(a.reshape<2, -1>(), A.reshape({2, -1}));
+  SAME(c.permute<2, 0, 1>(), C.permute({2, 0, 1}));
+  SAME(c.transpose<0, 2>(), C.transpose(0, 2));
+  SAME(a.T(), A.T());
+  SAME(a.T() + 1.0f, A.T() + 1.0f);
+  SAME(x.bias.expand<3, 5>(), x.BIAS.expand({3, 5}));
+  SAME(x.col.expand<-1, 6>(), x.COL.expand({-1, 6}));
+  SAME(x.col.squeeze(), x.COL.squeeze());
+  SAME(x.col.squeeze<1>(), x.COL.squeeze(1));
+  SAME(a.unsqueeze<1>(), A.unsqueeze(1));
+  SAME(a.unsqueeze<-1>() * 2.0f, A.unsqueeze(-1) * 2.0f);
+  SAME(c.flatten(), C.flatten());
+  SAME(c.flatten<1>(), C.flatten(1));
+  SAME(a.pad<1, 2>(), A.pad({1, 2}));
+  SAME(a.pad<1, 0, 0, 2>(1.5), A.pad({1, 0, 0, 2}, 1.5));
+  SAME(a.pad<-1, 1>(), A.pad({-1, 1}));
+  SAME(a.slice<1, 1, 4>(), A.slice(1, 1, 4));
+  SAME(a.slice<0, 1, tg::none, 2>(), A.slice(0, 1, std::nullopt, 2));
+  SAME(a.slice<1, tg::none, tg::none, -2>(), A.slice(1, std::nullopt, std::nullopt, -2));
+  SAME(a.slice<1, -2, tg::none>() * 3.0f, A.slice(1, -2, std::nullopt) * 3.0f);
+  SAME(a.select<0, 2>(), A.index({2}));
+  SAME(c.select<1, -1>(), C.index({tg::Slice{}, -1}));
+  SAME(c.flip<0, 2>(), C.flip({0, 2}));
+  SAME(a.repeat<2, 1>(), A.repeat({2, 1}));
+  SAME(x.bias.repeat<2, 3>(), x.BIAS.repeat({2, 3}));
+  SAME((a.T().reshape<2, 10>() + 1.0f).sum<1>(), (A.T().reshape({2, 10}) + 1.0f).sum(1));
+}
+
+TEST_CASE("fixed: matmul equals the run-time Tensor's") {
+  Data x;
+  SAME(x.a.matmul(x.m), x.A.matmul(x.M));
+  SAME(tg::matmul(x.a.T(), x.a), tg::matmul(x.A.T(), x.A));
+  SAME(x.batch.matmul(x.m), x.BATCH.matmul(x.M));
+  SAME(x.v.matmul(x.m), x.V.matmul(x.M));
+  SAME(x.a.matmul(x.v), x.A.matmul(x.V));
+  SAME(x.v.dot(x.v), x.V.dot(x.V));
+  SAME((x.a.matmul(x.m) + 1.0f).relu(), (x.A.matmul(x.M) + 1.0f).relu());
+  SAME(x.a.matmul(x.m).softmax<1>(), x.A.matmul(x.M).softmax(1));
+  SAME((x.a * 2.0f).matmul(x.m.T().T()), (x.A * 2.0f).matmul(x.M.T().T()));
+  SAME(x.d.matmul(x.m), x.D.matmul(x.M));
+}
+
+namespace {
+bool same_graph(const tg::Graph& s, const tg::Graph& r, std::string& why) {
+  if (s.size() != r.size())
+    why = "sizes " + std::to_string(s.size()) + " and " + std::to_string(r.size());
+  for (std::size_t i = 0; i < std::min(s.size(), r.size()); ++i)
+    if (!tg::fx::same_node(s.nodes[i], r.nodes[i])) {
+      why += " node " + std::to_string(i) + ": " + tg::op_name(s.nodes[i].op) + " and " +
+             tg::op_name(r.nodes[i].op);
+      return false;
+    }
+  if (!why.empty()) return false;
+  if (s.buffers.size() != r.buffers.size() || s.outputs != r.outputs) {
+    why = "buffers or outputs";
+    return false;
+  }
+  for (std::size_t i = 0; i < s.buffers.size(); ++i)
+    if (s.buffers[i].dtype != r.buffers[i].dtype || !(s.buffers[i].numel == r.buffers[i].numel)) {
+      why = "buffer " + std::to_string(i);
+      return false;
+    }
+  return true;
+}
+template <class E> void check_graph(const char* what, const E& e, const tg::Tensor& t) {
+  INFO(std::string(what));
+  tg::Graph s = tg::graph_of(e);
+  auto info = tg::schedule({t});
+  std::string why;
+  bool ok = same_graph(s, info.graph, why);
+  if (!ok) {
+    INFO(why << "\nstatic:\n"
+             << tg::detail::dump_graph(s) << "run-time:\n"
+             << tg::detail::dump_graph(info.graph));
+    CHECK(ok);
+  }
+  CHECK(tg::kernel_count(e) == info.kernels());
+  for (std::size_t k = 0; k < info.kernels() && ok; ++k)
+    CHECK(tg::kernel_source(e, k).view() == tg::render_c(info.programs[k]).view());
+}
+#define SAME_GRAPH(S, ...) check_graph(#S, S, __VA_ARGS__)
+} // namespace
+
+TEST_CASE("fixed: the Graph of an expression is the run-time front end's, node by node") {
+  Data x;
+  auto& a = x.a;
+  auto& b = x.b;
+  auto& A = x.A;
+  auto& B = x.B;
+  SAME_GRAPH(a * b + x.bias, A * B + x.BIAS);
+  SAME_GRAPH((a - b).exp().sum<1>(), (A - B).exp().sum(1));
+  SAME_GRAPH(a.softmax<1>(), A.softmax(1));
+  SAME_GRAPH(a.log_softmax<1>(), A.log_softmax(1));
+  SAME_GRAPH(a.matmul(x.m), A.matmul(x.M));
+  SAME_GRAPH((a.matmul(x.m) + 1.0f).relu(), (A.matmul(x.M) + 1.0f).relu());
+  SAME_GRAPH(x.batch.matmul(x.m), x.BATCH.matmul(x.M));
+  SAME_GRAPH(x.v.matmul(x.m), x.V.matmul(x.M));
+  SAME_GRAPH(x.v.dot(x.v), x.V.dot(x.V));
+  SAME_GRAPH(a.gelu(), A.gelu());
+  SAME_GRAPH(a.gelu_tanh(), A.gelu("tanh"));
+  SAME_GRAPH(a.round(), A.round());
+  SAME_GRAPH(a.tanh(), A.tanh());
+  SAME_GRAPH(a.sigmoid() + b.sigmoid(), A.sigmoid() + B.sigmoid());
+  SAME_GRAPH(a.sign(), A.sign());
+  SAME_GRAPH(a.softplus(), A.softplus());
+  SAME_GRAPH(a.silu(), A.silu());
+  SAME_GRAPH(a.clamp(-0.5, 0.5), A.clamp(-0.5, 0.5));
+  SAME_GRAPH(a.minimum(b), A.minimum(B));
+  SAME_GRAPH(a.abs() - a, A.abs() - A);
+  SAME_GRAPH(a.cos(), A.cos());
+  SAME_GRAPH(a.isinf(), A.isinf());
+  SAME_GRAPH(a <= b, A <= B);
+  SAME_GRAPH(a.pow(b), A.pow(B));
+  SAME_GRAPH(x.ia.pow(x.ia), x.IA.pow(x.IA));
+  SAME_GRAPH(x.ia.sum(), x.IA.sum());
+  SAME_GRAPH(x.ia.min<0>(), x.IA.min(0));
+  SAME_GRAPH(x.ia.clamp(-2.5, 3.5), x.IA.clamp(-2.5, 3.5));
+  SAME_GRAPH(x.ia / 2, x.IA / 2);
+  SAME_GRAPH(a.var<1>(), A.var({1}));
+  SAME_GRAPH(a.std<0>(), A.std({0}));
+  SAME_GRAPH(a.mean(), A.mean());
+  SAME_GRAPH(a.logsumexp<1>(), A.logsumexp(1));
+  SAME_GRAPH((a > -1.0f).all<1>(), (A > -1.0f).all(1));
+  SAME_GRAPH(a.slice<0, 1, 4, 2>() * 2.0f, A.slice(0, 1, 4, 2) * 2.0f);
+  SAME_GRAPH(a.pad<1, 2>(3.0) + 1.0f, A.pad({1, 2}, 3.0) + 1.0f);
+  SAME_GRAPH(a.flip<0>() + 1.0f, A.flip({0}) + 1.0f);
+  SAME_GRAPH(a.repeat<2, 1>() + 1.0f, A.repeat({2, 1}) + 1.0f);
+  SAME_GRAPH(a.select<1, 2>() + 1.0f, A.index({tg::Slice{}, 2}) + 1.0f);
+  SAME_GRAPH(a.T().reshape<2, 10>() * b.reshape<2, 10>(),
+             A.T().reshape({2, 10}) * B.reshape({2, 10}));
+  SAME_GRAPH(tg::where(a > 0.0f, a, b), tg::where(A > 0.0f, A, B));
+  SAME_GRAPH(a.leaky_relu(0.1), A.leaky_relu(0.1));
+  auto e = (a - a.max<1>(tg::keepdim)).exp(); // one sub-expression used twice is one node
+  auto E = (A - A.max(1, true)).exp();
+  SAME_GRAPH(e / e.sum<1>(tg::keepdim), E / E.sum(1, true));
+}
+
+TEST_CASE("fixed: assignment evaluates in place, or through a temporary when it reads itself") {
+  tg::fixed<float, 3, 3> a{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+  a = a * 2.0f + 1.0f; // elementwise: in place
+  CHECK(a(1, 1) == 11);
+  a = a.T(); // reads other positions: through a temporary
+  CHECK(a(0, 1) == 9);
+  CHECK(a(1, 0) == 5);
+  a = a - a.sum<1>(tg::keepdim);
+  CHECK(a(0, 0) == doctest::Approx(3 - (3 + 9 + 15)));
+  tg::fixed<float, 3, 3> m = a.matmul(a);
+  tg::fixed<float, 3, 3> ref;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 3; ++k) ref(i, j) += a(i, k) * a(k, j);
+  for (std::size_t i = 0; i < 9; ++i) CHECK(m[i] == ref[i]);
+  a = a.matmul(a);
+  for (std::size_t i = 0; i < 9; ++i) CHECK(a[i] == ref[i]);
+}
+
+TEST_CASE("fixed: bridges to and from tg::Tensor") {
+  Data x;
+  auto e = (x.a * x.b + x.bias).relu().sum<1>();
+  tg::Tensor t = tg::Tensor(e);
+  CHECK(t.to_vector<float>() == (x.A * x.B + x.BIAS).relu().sum(1).to_vector<float>());
+  tg::Tensor on_interp = tg::to_tensor(x.a.softmax<1>(), "INTERP");
+  CHECK(on_interp.device() == "INTERP");
+  auto s = x.a.softmax<1>().eval();
+  auto iv = on_interp.to_vector<float>();
+  for (std::size_t i = 0; i < s.size; ++i) CHECK(iv[i] == doctest::Approx(s[i]).epsilon(1e-6));
+  tg::fixed<float, 4, 5> back(tg::Tensor(x.a * 2.0f));
+  for (std::size_t i = 0; i < back.size; ++i) CHECK(back[i] == x.a[i] * 2.0f);
+  auto f = tg::to_fixed<tg::fixed<float, 4, 5>>(x.A.exp());
+  CHECK(f[3] == doctest::Approx(std::exp(x.a[3])));
+  CHECK_THROWS_AS((tg::fixed<float, 5, 4>(x.A)), tg::shape_error);
+  CHECK_THROWS_AS((tg::fixed<double, 4, 5>(x.A)), tg::dtype_error);
+  // an rvalue fixed tensor in an expression is kept by the expression
+  tg::Tensor r = tg::Tensor(tg::fixed<float, 2>{1, 2} * 3.0f);
+  CHECK(r.to_vector<float>() == std::vector<float>{3, 6});
+}
+
+namespace {
+constexpr tg::input<0, float, 4, 5> px;
+constexpr tg::input<1, float, 5> pb;
+constexpr tg::input<2, float, 5, 3> pw;
+} // namespace
+
+TEST_CASE(
+    "fixed: an expression precompiled at compile time runs on any device with no scheduling") {
+  constexpr auto k =
+      tg::precompile([] { return ((px * 2.0f + pb).relu().matmul(pw)).softmax<1>(); });
+  static_assert(decltype(k)::kernels == 4); // matmul, max, sum, the normalized exponentials
+  Data x;
+  auto want = ((x.a * 2.0f + x.bias).relu().matmul(x.m)).softmax<1>().eval();
+  for (const char* device : {"CPU", "INTERP"}) {
+    INFO(device);
+    tg::reset_stats();
+    tg::Tensor y = k.run(device, x.a, x.bias, x.m);
+    CHECK(tg::stats().realizes == 0); // nothing fused or lowered at run time
+    CHECK(tg::stats().kernels_launched == 4);
+    CHECK(y.device() == device);
+    CHECK(y.shape() == std::vector<std::int64_t>{4, 3});
+    auto got = y.to_vector<float>();
+    for (std::size_t i = 0; i < want.size; ++i)
+      CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  }
+  // the programs are the ones the run-time front end lowers for the same graph
+  auto ps = decltype(k)::programs();
+  auto info = tg::schedule({((x.A * 2.0f + x.BIAS).relu().matmul(x.M)).softmax(1)});
+  REQUIRE(ps.size() == info.programs.size());
+  for (std::size_t i = 0; i < ps.size(); ++i)
+    CHECK(tg::render_c(ps[i]).view() == tg::render_c(info.programs[i]).view());
+}

@@ -1,0 +1,97 @@
+// What must work in a constant expression, checked with static_assert only: compile-time shapes,
+// constexpr evaluation of expressions, the Graph of an expression, its fused kernel count and the
+// kernel source rendered at compile time. Compiling this file is the test.
+#include <doctest/doctest.h>
+
+#include <tg/fixed.hpp>
+
+namespace {
+
+constexpr tg::fixed<float, 2, 2> a{{1, 2}, {3, 4}};
+constexpr tg::fixed<float, 2, 2> b{{5, 6}, {7, 8}};
+constexpr tg::fixed<float, 2> c{1, 1};
+constexpr tg::fixed<int, 2, 3> ints{{1, -2, 3}, {-4, 5, -6}};
+
+// ---- shapes and dtypes are types
+// ------------------------------------------------------------------
+static_assert(std::is_same_v<decltype(a + c)::shape_type, tg::shape<2, 2>>);
+static_assert(std::is_same_v<decltype(c.reshape<2, 1>() * c)::shape_type, tg::shape<2, 2>>);
+static_assert(std::is_same_v<decltype(a.sum<1>())::shape_type, tg::shape<2>>);
+static_assert(std::is_same_v<decltype(a.sum<1>(tg::keepdim))::shape_type, tg::shape<2, 1>>);
+static_assert(std::is_same_v<decltype(a.sum())::shape_type, tg::shape<>>);
+static_assert(std::is_same_v<decltype(ints.T())::shape_type, tg::shape<3, 2>>);
+static_assert(std::is_same_v<decltype(ints.reshape<-1>())::shape_type, tg::shape<6>>);
+static_assert(
+    std::is_same_v<decltype(ints.slice<1, 0, tg::none, 2>())::shape_type, tg::shape<2, 2>>);
+static_assert(std::is_same_v<decltype(ints.matmul(ints.T()))::shape_type, tg::shape<2, 2>>);
+static_assert(std::is_same_v<decltype(c.matmul(a))::shape_type, tg::shape<2>>);
+static_assert(std::is_same_v<decltype(ints.pad<1, 1>())::shape_type, tg::shape<2, 5>>);
+static_assert(std::is_same_v<decltype(ints.repeat<2, 2>())::shape_type, tg::shape<4, 6>>);
+static_assert(decltype(ints / 2)::dtype == tg::float32);
+static_assert(decltype(ints.sum())::dtype == tg::int64);
+static_assert(decltype(ints * 2.5)::dtype == tg::float32);
+static_assert(decltype(a < b)::dtype == tg::bool_);
+
+// ---- evaluation in constant expressions
+// -----------------------------------------------------------
+constexpr auto r = (a * b + c).sum(); // an expression (rank 0), converted when compared
+static_assert(r == 74.0f);
+static_assert((a * b + c).sum() == 74.0f);
+static_assert(float((a * b + c).sum<1>().max()) == 55.0f);
+static_assert(a.matmul(b).eval()(1, 1) == 3 * 6 + 4 * 8);
+static_assert(ints.abs().sum() == 21);
+static_assert(ints.min() == -6 && ints.max() == 5);
+static_assert((ints > 0).any() && !(ints > 5).any());
+static_assert(a.T().eval()(0, 1) == 3);
+static_assert(a.flip<0>().eval()(0, 0) == 3);
+static_assert(tg::where(a > 2.0f, a, 0.0f).sum() == 7.0f);
+static_assert((a.softmax<1>().sum<1>() - 1.0f).abs().max() < 1e-6f);
+static_assert((a.exp().log() - a).abs().max() < 1e-5f);
+static_assert((a.sqrt().square() - a).abs().max() < 1e-5f);
+static_assert((a.sin().square() + a.cos().square() - 1.0f).abs().max() < 1e-6f);
+static_assert((a.pow(2.0f) - a * a).abs().max() < 1e-4f);
+static_assert(a.mean() == 2.5f);
+static_assert(ints.cast<float>().round().sum() == -3.0f);
+constexpr float local_sum() {
+  constexpr tg::fixed<double, 3> v{1, 2, 3}; // a local constant works too, converted at once
+  return float(double(v.square().sum()));
+}
+static_assert(local_sum() == 14.0f);
+constexpr bool heap_in_constexpr() {
+  tg::fixed<float, 40, 40> big = tg::fixed<float, 40, 40>::full(1); // heap storage, transient
+  return float((big * 2.0f).sum()) == 3200.0f;
+}
+static_assert(!tg::fixed<float, 40, 40>::is_inline);
+static_assert(heap_in_constexpr());
+
+// ---- the Graph, the schedule and the source, at compile time
+// --------------------------------------
+static_assert(tg::graph_of(a * b + c).size() == 6); // 3 buffers, view of c, mul, add
+static_assert(tg::graph_of(a * b + c).buffers.size() == 3);
+static_assert(tg::graph_of(a * a).buffers.size() == 1); // one leaf, one buffer
+static_assert(tg::kernel_count((a * b + c).relu()) == 1);
+static_assert(tg::kernel_count((a * b).sum<1>() + c) == 1); // the elementwise epilogue fuses
+static_assert(tg::kernel_count(a.matmul(b)) == 1);
+static_assert(tg::kernel_count(a.softmax<1>()) == 3);
+static_assert(tg::kernel_count(a.sum<1>().sum()) == 2);
+
+constexpr auto elementwise = tg::freeze([] { return tg::kernel_source((a * b + c).relu()); });
+static_assert(elementwise.contains("void E_")); // an elementwise kernel
+static_assert(elementwise.contains(" * ") && elementwise.contains(" + "));
+static_assert(!elementwise.contains(" % ")); // broadcasting without division
+
+static constexpr tg::input<0, float, 2, 6> x; // placeholders: graphs without data
+static constexpr tg::input<1, float, 6, 2> w;
+static_assert(tg::kernel_count(x.softmax<1>()) == 3);
+constexpr auto softmax_exp = tg::freeze([] { return tg::kernel_source(x.softmax<1>(), 2); });
+static_assert(softmax_exp.contains("exp2f("));
+static_assert(softmax_exp.contains("for (long long"));
+constexpr auto mm = tg::freeze([] { return tg::kernel_source((x.matmul(w) + 1.0f).relu()); });
+static_assert(mm.contains("void r")); // a reduction kernel
+static_assert(mm.contains("acc"));
+static_assert(tg::graph_of(x.matmul(w)).buffers.size() == 2);
+static_assert(tg::kernel_program(x.sum<1>()).params.size() == 2);
+
+} // namespace
+
+TEST_CASE("fixed: constant-expression checks compiled") { CHECK(elementwise.size() > 0); }

@@ -1,0 +1,244 @@
+// The CUDA backend's own checks. Without a GPU (CI): a clear reason why CUDA is unavailable (and
+// the toolkit's stub libcuda.so recognised as one), and the kernels of a broad list of ops, in
+// every dtype and both launch shapes, compiled by NVRTC to PTX and to a CUBIN for sm_90 with the
+// PTX checked by ptxas -arch=sm_90. (The whole op suite's kernels go through the same checks on
+// the NVRTC stand-in device of tests/devices.hpp.) With a GPU: the same ops run on CUDA and are
+// compared with the CPU; the op suite and the fuzz test run on CUDA as well.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "devices.hpp"
+
+namespace {
+
+using tg::Tensor;
+using tg::TensorOptions;
+
+bool cuda_available(std::string* why = nullptr) {
+  try {
+    tg::device("CUDA");
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+}
+
+/// Runs ptxas on PTX; "" when it accepts it, else its log.
+std::string ptxas(const std::string& ptx, const std::string& arch, const std::string& name) {
+  std::string tool = tg::cuda::find_tool("ptxas");
+  if (tool.empty()) return "ptxas not found";
+  std::string tmp = tg::detail::temp_path(name);
+  {
+    std::ofstream f(tmp + ".ptx", std::ios::binary);
+    f << ptx;
+  }
+  int rc = tg::detail::run_process({tool, "-arch=" + arch, "-o", tmp + ".cubin", tmp + ".ptx"},
+                                   tmp + ".log");
+  std::string log = tg::detail::read_file(tmp + ".log");
+  std::error_code ec;
+  for (const char* ext : {".ptx", ".cubin", ".log"}) std::filesystem::remove(tmp + ext, ec);
+  return rc == 0 ? "" : "exit " + std::to_string(rc) + ": " + log;
+}
+
+/// A broad set of ops over one input of dtype t (each result is scheduled on its own).
+std::vector<std::pair<std::string, Tensor>> op_list(tg::DType t, const std::string& dev = "CPU") {
+  TensorOptions o(t, dev);
+  Tensor a = tg::ones({6, 40}, o), b = tg::ones({40}, o), c = tg::ones({6, 1}, o);
+  std::vector<std::pair<std::string, Tensor>> r;
+  auto add = [&](std::string n, const std::function<Tensor()>& f) {
+    try {
+      r.push_back({std::move(n), f()});
+    } catch (const tg::error&) { // an op this dtype does not take
+    }
+  };
+  add("add", [&] { return a + b; });
+  add("sub", [&] { return a - c; });
+  add("mul", [&] { return a * b * c; });
+  add("div", [&] { return a / (b + b); });
+  add("neg", [&] { return -a; });
+  add("maximum", [&] { return a.maximum(b); });
+  add("minimum", [&] { return a.minimum(c); });
+  add("where", [&] { return tg::where(a > b, a, c); });
+  add("compare", [&] { return (a < b).logical_and(a != c); });
+  add("logical", [&] { return (a == b).logical_or((a > c).logical_not()).logical_xor(a >= b); });
+  add("abs", [&] { return a.abs(); });
+  add("exp", [&] { return a.exp(); });
+  add("log", [&] { return a.log(); });
+  add("sqrt", [&] { return a.sqrt(); });
+  add("sin", [&] { return a.sin(); });
+  add("cos", [&] { return a.cos(); });
+  add("tanh", [&] { return a.tanh(); });
+  add("sigmoid", [&] { return a.sigmoid(); });
+  add("relu", [&] { return a.relu(); });
+  add("pow", [&] { return a.pow(b); });
+  add("reciprocal", [&] { return a.reciprocal(); });
+  add("floor", [&] { return a.floor(); });
+  add("round", [&] { return a.round(); });
+  add("isnan", [&] { return a.isnan(); });
+  add("sum(1)", [&] { return a.sum(1); });
+  add("sum(0)", [&] { return a.sum(0); });
+  add("sum", [&] { return a.sum(); });
+  add("max(1)", [&] { return a.max(1); });
+  add("max", [&] { return a.max(); });
+  add("prod", [&] { return a.prod(1); });
+  add("mean", [&] { return a.mean(1); });
+  add("var", [&] { return a.var({1}); });
+  add("argmax", [&] { return a.argmax(1); });
+  add("cumsum", [&] { return a.cumsum(1); });
+  add("softmax", [&] { return a.softmax(1); });
+  add("log_softmax", [&] { return a.log_softmax(1); });
+  add("matmul", [&] { return a.matmul(a.T()); });
+  add("transpose", [&] { return a.T().contiguous(); });
+  add("pad", [&] { return a.pad({1, 2, 0, 3}); });
+  add("slice+flip", [&] { return a.slice(1, 1, 39, 3).flip({0}).contiguous(); });
+  add("cat", [&] { return tg::cat({a, a}, 1); });
+  add("expand", [&] { return c.expand({6, 40}).contiguous(); });
+  add("gather", [&] { return a.gather(1, tg::zeros({6, 3}, TensorOptions(tg::int64, dev))); });
+  for (tg::DType to : {tg::bool_, tg::int8, tg::uint8, tg::int16, tg::uint16, tg::int32, tg::uint32,
+                       tg::int64, tg::uint64, tg::float16, tg::bfloat16, tg::float32, tg::float64})
+    add(std::string("cast to ") + tg::dtype_name(to), [&] { return a.cast(to); });
+  for (tg::DType to : {tg::int16, tg::int32, tg::int64, tg::float16, tg::float32, tg::float64})
+    add(std::string("bitcast to ") + tg::dtype_name(to), [&] { return a.bitcast(to); });
+  return r;
+}
+
+const std::vector<tg::DType> kDtypes = {
+    tg::bool_, tg::int8,   tg::uint8,   tg::int16,    tg::uint16,  tg::int32,  tg::uint32,
+    tg::int64, tg::uint64, tg::float16, tg::bfloat16, tg::float32, tg::float64};
+
+} // namespace
+
+TEST_CASE("CUDA: available, or a clear reason why not (never skipped silently)") {
+  std::string why;
+  if (cuda_available(&why)) {
+    auto dev = std::dynamic_pointer_cast<tg::CudaDevice>(tg::device("CUDA"));
+    REQUIRE(dev);
+    MESSAGE("CUDA: " << dev->description());
+    return;
+  }
+  MESSAGE("CUDA is unavailable, so its run on a GPU is skipped: " << why);
+  CHECK(why.find("CUDA") != std::string::npos);
+  bool clear = why.find("libcuda.so.1") != std::string::npos ||
+               why.find("CUDA_ERROR") != std::string::npos ||
+               why.find("no CUDA") != std::string::npos || why.find("NVRTC") != std::string::npos;
+  CHECK_MESSAGE(clear, why);
+  bool listed = false;
+  for (const tg::DeviceInfo& d : tg::devices())
+    if (d.name == "CUDA") listed = !d.available && !d.reason.empty();
+  CHECK(listed);
+}
+
+TEST_CASE("CUDA: the toolkit's stub libcuda.so is recognised (cuInit answers 34)") {
+  tg::cuda::Driver::get(); // the real search first, so the stub never stands in for it
+  std::string stub;
+  for (const std::string& root : tg::cuda::detail::toolkit_roots())
+    for (const char* sub : {"/lib64/stubs/libcuda.so", "/lib/stubs/libcuda.so",
+                            "/targets/x86_64-linux/lib/stubs/libcuda.so"})
+      if (stub.empty() && access((root + sub).c_str(), R_OK) == 0) stub = root + sub;
+  if (stub.empty()) {
+    MESSAGE("no CUDA toolkit stub libcuda.so here; skipping");
+    return;
+  }
+  if (cuda_available()) {
+    MESSAGE("a real driver is loaded; not loading the stub " << stub << " next to it");
+    return;
+  }
+  tg::cuda::Driver d(stub);
+  MESSAGE(d.error);
+  CHECK(d.error.find("CUDA_ERROR_STUB_LIBRARY (34)") != std::string::npos);
+  CHECK(d.error.find("stub") != std::string::npos);
+}
+
+TEST_CASE("CUDA: every kernel of a broad op list compiles with NVRTC, and its PTX passes ptxas for "
+          "sm_90") {
+  auto& nv = tg::cuda::Nvrtc::get();
+  if (!nv.error.empty()) {
+    MESSAGE("NVRTC is unavailable, skipping: " << nv.error);
+    return;
+  }
+  bool have_ptxas = !tg::cuda::find_tool("ptxas").empty();
+  if (!have_ptxas) MESSAGE("ptxas not found: NVRTC's own CUBIN for sm_90 is the only check");
+  int kernels = 0, ptx_checked = 0, grouped = 0;
+  for (tg::DType t : kDtypes) {
+    for (auto& [name, result] : op_list(t)) {
+      tg::ScheduleInfo info = tg::schedule({result});
+      for (const tg::Program& p : info.programs) {
+        for (int g = 0; g < 2; ++g) {
+          tg::GpuOptions o;
+          o.grouped = g;
+          tg::Program gpu = tg::gpu_program(p, o);
+          if (g && !gpu.grouped) break;
+          grouped += gpu.grouped;
+          std::string label = name + " (" + tg::dtype_name(t) + ", " + std::string(p.name.view()) +
+                              (gpu.grouped ? ", grouped)" : ")");
+          INFO(label);
+          std::string src(tg::render_cuda(gpu).view());
+          try {
+            tg::cuda::Compiled ptx =
+                tg::cuda::nvrtc_compile(src, std::string(p.name.view()), "compute_90");
+            tg::cuda::Compiled cubin =
+                tg::cuda::nvrtc_compile(src, std::string(p.name.view()), "sm_90");
+            CHECK(ptx.binary.find(".target sm_90") != std::string::npos);
+            CHECK(cubin.binary.size() > 4);
+            CHECK(cubin.binary.compare(0, 4,
+                                       "\x7f"
+                                       "ELF") == 0);
+            if (have_ptxas) {
+              std::string err = ptxas(ptx.binary, "sm_90", std::string(p.name.view()));
+              CHECK_MESSAGE(err.empty(), err << "\n" << src);
+              ++ptx_checked;
+            }
+            ++kernels;
+          } catch (const std::exception& e) {
+            FAIL_CHECK(e.what() << "\n" << src);
+          }
+        }
+      }
+    }
+  }
+  MESSAGE(kernels << " CUDA kernels compiled by NVRTC " << nv.major << "." << nv.minor
+                  << " (PTX and sm_90 CUBIN), " << ptx_checked << " checked by ptxas -arch=sm_90, "
+                  << grouped << " of them with work-group reductions");
+  CHECK(kernels > 500);
+}
+
+TEST_CASE("CUDA: a kernel that does not compile reports NVRTC's log and the source") {
+  if (!tg::cuda::Nvrtc::get().error.empty()) return;
+  try {
+    tg::cuda::nvrtc_compile("extern \"C\" __global__ void broken() { undeclared_thing = 1; }",
+                            "broken", "compute_90");
+    FAIL("compiled");
+  } catch (const tg::compile_error& e) {
+    CHECK(std::string(e.what()).find("undeclared_thing") != std::string::npos);
+    CHECK(e.source.find("broken") != std::string::npos);
+  }
+}
+
+TEST_CASE("CUDA on a GPU: ops in every dtype against the CPU") {
+  std::string why;
+  if (!cuda_available(&why)) {
+    MESSAGE("skipped (no CUDA device): " << why);
+    return;
+  }
+  for (tg::DType t : kDtypes) {
+    auto cpu = op_list(t, "CPU"), gpu = op_list(t, "CUDA");
+    REQUIRE(cpu.size() == gpu.size());
+    for (std::size_t k = 0; k < cpu.size(); ++k) {
+      INFO(cpu[k].first << " " << tg::dtype_name(t));
+      std::vector<double> want = cpu[k].second.to_vector<double>(),
+                          got = gpu[k].second.to_vector<double>();
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        if (want[i] == want[i]) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+    }
+    Tensor a = tg::rand({64, 300}, TensorOptions(tg::float32, "CPU")).cast(t);
+    Tensor g = a.to("CUDA");
+    std::vector<double> s = g.sum(1).to_vector<double>(), sc = a.sum(1).to_vector<double>();
+    REQUIRE(s.size() == sc.size());
+    for (std::size_t i = 0; i < s.size(); ++i) CHECK(s[i] == doctest::Approx(sc[i]).epsilon(1e-2));
+  }
+}

@@ -1,0 +1,302 @@
+// The Vulkan backend's own checks (the op suite and the fuzz test run on VULKAN too, through
+// tests/devices.hpp): the launch shape (grids split past the device's work-groups per dimension),
+// dtype rejection before compiling, the storage-buffer range limit, the disk caches, every GLSL
+// compiler, transfers between devices, and zero validation messages. Runs on lavapipe in CI;
+// without a Vulkan device each case says why and checks only what needs no device.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "devices.hpp"
+
+namespace {
+
+using tg::Tensor;
+using tg::TensorOptions;
+
+/// The VULKAN device, or null (with the reason printed) when there is none here.
+std::shared_ptr<tg::VulkanDevice> vulkan() {
+  tg_test::test_devices(); // validation on before the device opens
+  try {
+    return std::dynamic_pointer_cast<tg::VulkanDevice>(tg::device("VULKAN"));
+  } catch (const std::exception& e) {
+    MESSAGE("VULKAN is unavailable, skipping: " << e.what());
+    return nullptr;
+  }
+}
+
+std::vector<float> iota(std::int64_t n, float scale = 1.0f) {
+  std::vector<float> v(std::size_t(n), 0.0f);
+  for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = float(i % 1000) * scale;
+  return v;
+}
+
+/// Restores what a test changed on the device.
+struct CapsGuard {
+  std::shared_ptr<tg::VulkanDevice> dev;
+  tg::vulkan::Caps saved;
+  explicit CapsGuard(std::shared_ptr<tg::VulkanDevice> d) : dev(std::move(d)), saved(dev->caps()) {}
+  ~CapsGuard() { dev->caps() = saved; }
+};
+struct EnvGuard {
+  std::string name;
+  EnvGuard(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~EnvGuard() { unsetenv(name.c_str()); }
+};
+
+} // namespace
+
+TEST_CASE(
+    "gpu_dispatches: the grid spills past 65,535 work-groups into y, z and further launches") {
+  tg::Program p;
+  p.local = 256;
+  p.items_per_outer = 1;
+  // 65,536 * 256 + 1 items: 65,537 groups, one more than x holds
+  auto d = tg::gpu_dispatches(p, 65536 * 256 + 1, {65535, 65535, 65535});
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].groups[0] == 65535);
+  CHECK(d[0].groups[1] == 2);
+  CHECK(d[0].groups[2] == 1);
+  // a tiny grid limit: 1000 groups in grids of at most 7 x 3 x 2 = 42
+  auto small = tg::gpu_dispatches(p, 1000 * 256, {7, 3, 2});
+  std::int64_t covered = 0;
+  for (const auto& x : small) {
+    CHECK(x.base == covered * 256);
+    CHECK(x.groups[0] <= 7);
+    CHECK(x.groups[1] <= 3);
+    CHECK(x.groups[2] <= 2);
+    covered += x.groups[0] * x.groups[1] * x.groups[2];
+  }
+  CHECK(covered >= 1000);
+  CHECK(covered - 1000 < 42);
+  // grouped: one work-group per item
+  p.grouped = true;
+  auto g = tg::gpu_dispatches(p, 70000, {65535, 65535, 65535});
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].groups[0] * g[0].groups[1] >= 70000);
+  CHECK(tg::gpu_dispatches(p, 0, {65535, 65535, 65535}).empty());
+}
+
+TEST_CASE("gpu_program: the outer loop becomes the work item; small outputs with long reductions "
+          "share a work-group") {
+  Tensor x = tg::rand({4, 4096}, TensorOptions(tg::float32, "CPU"));
+  tg::Program p = tg::schedule({x.sum(1)}).programs.at(0);
+  tg::Program g = tg::gpu_program(p);
+  CHECK(g.grouped); // 4 items, reductions of 4096
+  int specials = 0, reduces = 0, ifs = 0, ranges = 0;
+  for (const tg::UOp& u : g.ops) {
+    specials += u.kind == tg::UKind::Special;
+    reduces += u.kind == tg::UKind::GroupReduce;
+    ifs += u.kind == tg::UKind::If;
+    ranges += u.kind == tg::UKind::Range && u.src[2] >= 0; // strided by the work-group size
+  }
+  CHECK(specials == 2); // item and lane
+  CHECK(reduces >= 1);
+  CHECK(ifs >= 2); // the bounds check and lane 0's store
+  CHECK(ranges >= 1);
+  tg::Program e = tg::gpu_program(tg::schedule({(x + 1).exp2()}).programs.at(0));
+  CHECK_FALSE(e.grouped);
+  CHECK(e.local == 256);
+  std::string glsl(tg::render_glsl(g).view());
+  CHECK(glsl.find("#version 450") == 0);
+  CHECK(glsl.find("barrier();") != std::string::npos);
+  CHECK(glsl.find("shared float tg_lds") != std::string::npos);
+  // the C dialect never sees these ops: the CPU path is unchanged
+  CHECK(std::string(tg::render_c(p).view()).find("barrier") == std::string::npos);
+}
+
+TEST_CASE("GLSL asks for the extensions its dtypes need") {
+  auto src = [](tg::DType t) {
+    Tensor x = tg::ones({8}, TensorOptions(t, "CPU"));
+    return std::string(
+        tg::render_glsl(tg::gpu_program(tg::schedule({x + x}).programs.at(0))).view());
+  };
+  std::string f32 = src(tg::float32), f64 = src(tg::float64), i8 = src(tg::int8),
+              h = src(tg::float16), b = src(tg::bool_);
+  CHECK(f32.find("int64 : require") != std::string::npos); // index arithmetic
+  CHECK(f32.find("8bit_storage") == std::string::npos);
+  CHECK(f32.find("double") == std::string::npos);
+  CHECK(f64.find("double") != std::string::npos);
+  CHECK(i8.find("GL_EXT_shader_8bit_storage") != std::string::npos);
+  CHECK(i8.find("GL_EXT_shader_explicit_arithmetic_types_int8") != std::string::npos);
+  CHECK(h.find("GL_EXT_shader_16bit_storage") != std::string::npos);
+  CHECK(h.find("tg_f2h") != std::string::npos); // float16 stored as bits, rounded to nearest even
+  CHECK(b.find("uint8_t d[]") != std::string::npos); // bool is a byte
+}
+
+TEST_CASE("VULKAN: the device, its description and the devices() list") {
+  bool listed = false;
+  for (const tg::DeviceInfo& d : tg::devices())
+    if (d.name == "VULKAN") {
+      listed = true;
+      if (!d.available) CHECK(!d.reason.empty());
+    }
+  CHECK(listed);
+  auto dev = vulkan();
+  if (!dev) return;
+  MESSAGE("VULKAN: " << dev->description());
+  CHECK(dev->name() == "VULKAN");
+  CHECK(tg::device("vulkan:0") == tg::device("VULKAN"));
+  CHECK_THROWS_AS(tg::device("VULKAN:" + std::to_string(tg::vulkan::device_count())),
+                  tg::device_error);
+}
+
+TEST_CASE("VULKAN: launches past 65,535 work-groups per dimension") {
+  auto dev = vulkan();
+  if (!dev) return;
+  // natural: 65,537 groups of 256 (16.8M floats, 64 MiB: under lavapipe's 128 MiB buffer range)
+  const std::int64_t n = 65536 * 256 + 1;
+  std::vector<float> host = iota(n);
+  Tensor x = Tensor::from_data(host, {n}, TensorOptions(tg::float32, "VULKAN"));
+  std::vector<float> y = (x * 2.0f + 1.0f).to_vector<float>();
+  REQUIRE(y.size() == host.size());
+  int bad = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) bad += y[i] != host[i] * 2.0f + 1.0f;
+  CHECK(bad == 0);
+  CHECK(y.back() == host.back() * 2.0f + 1.0f);
+  // a tiny grid limit: elementwise and grouped reductions spill into y, z and several launches
+  CapsGuard guard(dev);
+  dev->caps().max_groups = {5, 3, 2};
+  Tensor a = Tensor::from_data(iota(5000, 0.01f), {50, 100}, TensorOptions(tg::float32, "VULKAN"));
+  std::vector<float> cpu = a.to("CPU").exp2().sum(1).to_vector<float>();
+  std::vector<float> e = (a.exp2() * 1.0f).to_vector<float>(),
+                     ecpu = a.to("CPU").exp2().to_vector<float>();
+  REQUIRE(e.size() == ecpu.size());
+  for (std::size_t i = 0; i < e.size(); ++i)
+    CHECK(e[i] == doctest::Approx(ecpu[i]).epsilon(1e-6)); // exp2: ulps differ
+  {
+    EnvGuard grouped("TG_GPU_GROUP_REDUCE", "1");
+    std::vector<float> s = a.exp2().sum(1).to_vector<float>();
+    REQUIRE(s.size() == cpu.size());
+    for (std::size_t i = 0; i < s.size(); ++i) CHECK(s[i] == doctest::Approx(cpu[i]).epsilon(1e-5));
+  }
+  {
+    EnvGuard one("TG_GPU_LOCAL", "1"); // one thread per work-group: 5000 groups
+    CHECK(a.neg().to_vector<float>() == a.to("CPU").neg().to_vector<float>());
+  }
+}
+
+TEST_CASE("VULKAN: a dtype the device lacks is refused before compiling, naming the feature") {
+  auto dev = vulkan();
+  if (!dev) return;
+  CapsGuard guard(dev);
+  Tensor d =
+      Tensor::from_data(std::vector<double>{1, 2, 3}, {3}, TensorOptions(tg::float64, "VULKAN"));
+  Tensor b =
+      Tensor::from_data(std::vector<std::int8_t>{1, 2, 3}, {3}, TensorOptions(tg::int8, "VULKAN"));
+  Tensor h =
+      Tensor::from_data(std::vector<float>{1, 2, 3}, {3}, TensorOptions(tg::float16, "VULKAN"));
+  dev->caps().float64 = false;
+  dev->caps().int8 = false;
+  dev->caps().int16 = false;
+  std::int64_t compiled = tg::stats().kernels_compiled;
+  auto message = [](Tensor t) {
+    try {
+      t.realize();
+    } catch (const tg::dtype_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string m64 = message(d * 3.0), m8 = message(b * std::int8_t(3)), m16 = message(h * 3.0f);
+  CHECK(m64.find("float64") != std::string::npos);
+  CHECK(m64.find("shaderFloat64") != std::string::npos);
+  CHECK(m8.find("int8") != std::string::npos);
+  CHECK(m8.find("storageBuffer8BitAccess") != std::string::npos);
+  CHECK(m16.find("float16") != std::string::npos);
+  CHECK(m16.find("storageBuffer16BitAccess") != std::string::npos);
+  CHECK(tg::stats().kernels_compiled == compiled); // refused before any compiler ran
+  MESSAGE(m64);
+  dev->caps() = guard.saved;
+  CHECK((d * 3.0).to_vector<double>() == std::vector<double>{3, 6, 9});
+}
+
+TEST_CASE("VULKAN: a tensor larger than the device's storage-buffer range is refused clearly") {
+  auto dev = vulkan();
+  if (!dev) return;
+  std::int64_t range = dev->caps().max_storage_range;
+  if (range >= (std::int64_t(1) << 31)) {
+    MESSAGE("maxStorageBufferRange is " << range << " bytes; not allocating more than that here");
+    return;
+  }
+  Tensor big = tg::zeros({range / 4 + 1}, TensorOptions(tg::float32, "VULKAN"));
+  try {
+    big.realize();
+    FAIL("a tensor past maxStorageBufferRange was accepted");
+  } catch (const tg::device_error& e) {
+    std::string m = e.what();
+    CHECK(m.find("maxStorageBufferRange") != std::string::npos);
+    CHECK(m.find(std::to_string(range)) != std::string::npos);
+  }
+}
+
+TEST_CASE("VULKAN: transfers between devices, all dtypes") {
+  auto dev = vulkan();
+  if (!dev) return;
+  for (tg::DType t : {tg::bool_, tg::int8, tg::uint8, tg::int16, tg::uint16, tg::int32, tg::uint32,
+                      tg::int64, tg::uint64, tg::float16, tg::bfloat16, tg::float32, tg::float64}) {
+    INFO(std::string(tg::dtype_name(t)));
+    std::vector<double> v{0, 1, 2, 3, 1, 0, 5, 7};
+    Tensor c = Tensor::from_data(v, {2, 4}, TensorOptions(t, "CPU"));
+    Tensor g = c.to("VULKAN");
+    CHECK(g.device() == "VULKAN");
+    CHECK(g.to_vector<double>() == c.to_vector<double>());
+    CHECK(g.T().to("INTERP").to_vector<double>() == c.T().to_vector<double>());
+    CHECK((g + g).to("CPU").to_vector<double>() == (c + c).to_vector<double>());
+  }
+}
+
+TEST_CASE("VULKAN: the SPIR-V disk cache and every GLSL compiler") {
+  auto dev = vulkan();
+  if (!dev) return;
+  Tensor x = tg::rand({37}, TensorOptions(tg::float32, "CPU"));
+  tg::Program p = tg::schedule({(x * 3.25f).sqrt()}).programs.at(0);
+  // a second device object on the same GPU: empty pipeline map, so the SPIR-V comes from disk
+  dev->prepare({&p});
+  tg::VulkanDevice fresh(0);
+  REQUIRE(fresh.unavailable_reason().empty());
+  tg::Stats s0 = tg::stats();
+  fresh.prepare({&p});
+  tg::Stats s1 = tg::stats();
+  if (tg::detail::disk_cache_enabled()) {
+    CHECK(s1.kernels_compiled == s0.kernels_compiled);
+    CHECK(s1.cache_hits > s0.cache_hits);
+  }
+  // each compiler that is installed turns the same shader into SPIR-V
+  std::string glsl(tg::render_glsl(dev->shape(p)).view());
+  int compilers = 0;
+  for (const char* which : {"shaderc", "glslc", "glslangValidator"}) {
+    EnvGuard pick("TG_GLSL_COMPILER", which);
+    tg::vulkan::detail::GlslCompiler c;
+    if (!c.error.empty() || c.kind != which) {
+      MESSAGE("GLSL compiler " << std::string(which) << " not usable here: "
+                               << (c.shaderc_error.empty()
+                                       ? (c.error.empty() ? "fell back to " + c.kind : c.error)
+                                       : c.shaderc_error));
+      continue;
+    }
+    EnvGuard nocache("TG_CACHE", "0");
+    std::string spv = c.compile(glsl, "cache_check");
+    REQUIRE(spv.size() >= 20);
+    CHECK(spv.size() % 4 == 0);
+    std::uint32_t magic = 0;
+    std::memcpy(&magic, spv.data(), 4);
+    CHECK(magic == 0x07230203u);
+    ++compilers;
+  }
+  CHECK(compilers >= 1);
+}
+
+TEST_CASE("VULKAN: validation layer reported nothing") {
+  auto dev = vulkan();
+  if (!dev) return;
+  dev->flush();
+  std::vector<std::string> m = tg::vulkan::validation_messages();
+  CHECK_MESSAGE(m.empty(), m.size()
+                               << " validation message(s), the first: " << (m.empty() ? "" : m[0]));
+  if (std::getenv("TG_VULKAN_VALIDATION") &&
+      std::string(std::getenv("TG_VULKAN_VALIDATION")) != "0")
+    CHECK(dev->description().find("validation on") != std::string::npos);
+}
