@@ -12,9 +12,12 @@
 // TG_TEST_DEVICES=CPU,INTERP,VULKAN (a comma-separated list) restricts the list, for local runs.
 #include <tg/vulkan.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tg_test {
@@ -30,8 +33,8 @@ public:
       std::printf("tg tests: NVRTC: %lld CUDA kernels compiled by NVRTC %d.%d and checked by ptxas "
                   "-arch=%s, %lld of them "
                   "already checked in the disk cache\n",
-                  compiled_, tg::cuda::Nvrtc::get().major, tg::cuda::Nvrtc::get().minor, arch,
-                  cached_);
+                  compiled_.load(), tg::cuda::Nvrtc::get().major, tg::cuda::Nvrtc::get().minor,
+                  arch, cached_.load());
   }
   std::string name() const override { return "NVRTC"; }
   std::string unavailable_reason() const override {
@@ -42,54 +45,91 @@ public:
   }
   std::vector<std::shared_ptr<tg::Runner>>
   prepare(const std::vector<const tg::Program*>& programs) override {
-    std::vector<std::shared_ptr<tg::Runner>> out;
-    for (const tg::Program* p : programs) {
-      std::string name(p->name.view());
-      for (int grouped = 0; grouped < 2; ++grouped) { // both launch shapes of a reduction
+    std::vector<Kernel> todo; // every kernel in both launch shapes of a reduction, not yet checked
+    for (const tg::Program* p : programs)
+      for (int grouped = 0; grouped < 2; ++grouped) {
         tg::GpuOptions o;
         o.grouped = grouped;
         tg::Program gpu = tg::gpu_program(*p, o);
         if (grouped && !gpu.grouped) break;
-        std::string src(tg::render_cuda(gpu).view());
-        tg::cuda::Compiled ptx = tg::cuda::nvrtc_compile(src, name, "compute_90");
-        check_ptx(ptx.binary, name, src);
+        Kernel k{std::string(p->name.view()), std::string(tg::render_cuda(gpu).view()), ""};
+        k.ok = tg::detail::cache_path("cuda-" + tg::detail::cache_key(k.src, meta()) + ".ok");
+        std::string seen;
+        bool dup = false;
+        for (const Kernel& t : todo) dup = dup || t.src == k.src;
+        ++compiled_;
+        if (dup || tg::detail::read_cached(k.ok, seen))
+          ++cached_;
+        else
+          todo.push_back(std::move(k));
       }
+    // One NVRTC program and one ptxas run per core, like the CPU runtime's batches: most of a
+    // one-kernel NVRTC or ptxas run is fixed cost.
+    std::size_t n =
+        std::min<std::size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+    tg::parallel_map(n, [&](std::size_t b) {
+      std::vector<const Kernel*> batch;
+      for (std::size_t k = b; k < todo.size(); k += n) batch.push_back(&todo[k]);
+      check(batch);
+      return 0;
+    });
+    std::vector<std::shared_ptr<tg::Runner>> out;
+    for (const tg::Program* p : programs) {
       auto r = std::make_shared<tg::InterpRunner>(*p);
-      r->name = name;
+      r->name = std::string(p->name.view());
       out.push_back(r);
     }
     return out;
   }
 
 private:
-  void check_ptx(const std::string& ptx, const std::string& name, const std::string& src) {
-    ++compiled_;
-    std::string ok = tg::detail::cache_path("cuda-" + tg::detail::cache_key(ptx, ptxas_) +
-                                            ".ptxas-" + arch + ".ok");
-    std::string seen;
-    if (tg::detail::read_cached(ok, seen)) {
-      ++cached_;
+  struct Kernel {
+    std::string name, src, ok; // ok: the cache entry that says it was checked
+  };
+  std::string meta() const {
+    return "nvrtc " + std::to_string(tg::cuda::Nvrtc::get().major) + "." +
+           std::to_string(tg::cuda::Nvrtc::get().minor) + " compute_90, " + ptxas_ +
+           " -arch=" + arch;
+  }
+  /// NVRTC and ptxas on the kernels of `batch` as one program (each kernel renamed, its prelude
+  /// guarded); when that fails, kernel by kernel, so that the error names the kernel.
+  void check(const std::vector<const Kernel*>& batch) {
+    std::string src;
+    for (std::size_t k = 0; k < batch.size(); ++k)
+      src += "#define " + batch[k]->name + " tg_k" + std::to_string(k) + "\n" + batch[k]->src +
+             "#undef " + batch[k]->name + "\n";
+    if (batch.size() == 1) src = batch[0]->src;
+    std::string name = batch[0]->name, log;
+    int rc = 0;
+    try {
+      std::string ptx = tg::cuda::nvrtc_compile(src, name, "compute_90").binary;
+      std::string tmp = tg::detail::temp_path(name);
+      {
+        std::ofstream f(tmp + ".ptx", std::ios::binary);
+        f << ptx;
+      }
+      rc = tg::detail::run_process(
+          {ptxas_, std::string("-arch=") + arch, "-o", tmp + ".cubin", tmp + ".ptx"}, tmp + ".log");
+      log = tg::detail::read_file(tmp + ".log");
+      std::error_code ec;
+      for (const char* ext : {".ptx", ".cubin", ".log"}) std::filesystem::remove(tmp + ext, ec);
+    } catch (const tg::compile_error&) {
+      if (batch.size() == 1) throw;
+      rc = -1;
+    }
+    if (rc != 0 && batch.size() > 1) {
+      for (const Kernel* k : batch) check({k});
       return;
     }
-    std::string tmp = tg::detail::temp_path(name);
-    {
-      std::ofstream f(tmp + ".ptx", std::ios::binary);
-      f << ptx;
-    }
-    int rc = tg::detail::run_process(
-        {ptxas_, std::string("-arch=") + arch, "-o", tmp + ".cubin", tmp + ".ptx"}, tmp + ".log");
-    std::string log = tg::detail::read_file(tmp + ".log");
-    std::error_code ec;
-    for (const char* ext : {".ptx", ".cubin", ".log"}) std::filesystem::remove(tmp + ext, ec);
     if (rc != 0)
-      throw tg::compile_error("tg tests: ptxas -arch=" + std::string(arch) +
-                                  " rejected the PTX of kernel " + name + " (exit " +
-                                  std::to_string(rc) + "):\n" + log + "\nCUDA source:\n" + src,
-                              src, log);
-    tg::detail::write_cached(ok, "ok");
+      throw tg::compile_error(
+          "tg tests: ptxas -arch=" + std::string(arch) + " rejected the PTX of kernel " + name +
+              " (" + tg::detail::process_status(rc) + "):\n" + log + "\nCUDA source:\n" + src,
+          src, log);
+    for (const Kernel* k : batch) tg::detail::write_cached(k->ok, "ok");
   }
   std::string ptxas_;
-  long long compiled_ = 0, cached_ = 0;
+  std::atomic<long long> compiled_{0}, cached_{0};
 };
 
 /// Vulkan validation on before any device opens (static initialization of every test program).

@@ -10,6 +10,12 @@ packages=(
   doctest-dev libbenchmark-dev libeigen3-dev libopenblas-dev
   gcc-12 g++-12 clang-19 clang-format-19 cmake-format
   dataset-fashion-mnist # the data of examples/fashion_mnist.cpp
+  # The VULKAN device and its tests: Vulkan-Hpp headers and the loader, Mesa's lavapipe (a Vulkan
+  # 1.3 driver on the CPU), GLSL -> SPIR-V compilers (glslc brings libshaderc1), SPIR-V tools, and
+  # the validation layers the tests run with. None of this is needed for the CPU path. (CUDA needs
+  # no package: its runtime loads the driver and NVRTC with dlopen; the tests use the CUDA toolkit
+  # under /usr/local/cuda* when the machine has one.)
+  libvulkan-dev mesa-vulkan-drivers glslang-tools glslc spirv-tools vulkan-validationlayers
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tg's CI (.ci/run runs this): every quality gate, as a sequence of timed stages. A failing stage
-# stops the run with a non-zero exit; a table of stage times is printed either way.
+# stops the run with a non-zero exit; a table of stage times (wall clock and CPU seconds) is
+# printed either way.
 #
 #   tools/run-tests.sh                     the default stages (deps checks gcc consume)
 #   tools/run-tests.sh gcc consume         only the named stages (a build stage reuses its build dir)
@@ -12,7 +13,7 @@
 #   deps      tools/install-deps.sh: the Debian packages (compilers, CMake, doctest, formatters)
 #   checks    drift gates, no build: tools/check-format.sh (clang-format 19 on every C++ file,
 #             cmake-format on every CMake file) and tools/amalgamate.py --check (the committed
-#             single_include/tg/tg.hpp is what the generator makes of include/)
+#             single_include/tg/ is what the generator makes of include/)
 #   gcc       GCC 12, Release, against include/. Tests and examples with -Wall -Wextra -Wpedantic
 #             -Werror, benchmarks built too. Runs the whole suite, fuzz test at its full 1000 graphs.
 #   clang     Clang 19 with libstdc++ 12, Release, against include/, same warnings as errors.
@@ -22,7 +23,7 @@
 #             except the must-not-compile cases (compiler-only, the gcc stage has them).
 #   single    GCC 12, Release, against the generated single_include/ (TG_SINGLE_HEADER=ON) instead
 #             of include/. A subset, as each test TU compiles the whole header: test_errors,
-#             test_runtime, test_schedule, the examples and the must-not-compile cases.
+#             test_runtime, test_schedule, example_demo and the must-not-compile cases.
 #   consume   the consumption tests (ctest -L consumption, in the gcc build): find_package from an
 #             install prefix, add_subdirectory, FetchContent of a local archive, and a plain
 #             `g++ -std=c++20 -I single_include` build; each builds and runs a small consumer.
@@ -135,15 +136,12 @@ stage_single() {
   python3 tools/amalgamate.py --check ||
     echo "run-tests: warning: testing an out-of-date single_include/ (python3 tools/amalgamate.py)"
   local rc=0
-  # A subset: every test TU compiles the whole header, so three quick suites, the examples and the
+  # A subset: every test TU compiles the whole header, so three quick suites, the demo and the
   # must-not-compile cases show that the amalgamation is complete and ordered right.
-  local targets=(test_errors test_runtime test_schedule)
-  for f in examples/*.cpp; do
-    [[ -e "$f" ]] && targets+=("example_$(basename "$f" .cpp)")
-  done
+  local targets=(test_errors test_runtime test_schedule example_demo)
   configure_and_build "$ci_dir/single" "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DTG_SINGLE_HEADER=ON -DTG_BUILD_BENCH=OFF -- "${targets[@]}" || rc=1
-  run_ctest "$ci_dir/single" -R "^(test_errors|test_runtime|test_schedule|example_.*|fail_.*)$" ||
+  run_ctest "$ci_dir/single" -R "^(test_errors|test_runtime|test_schedule|example_demo|fail_.*)$" ||
     rc=1
   return $rc
 }
@@ -175,17 +173,33 @@ keep_going=${TG_CI_KEEP_GOING:-0}
 timings=()
 failed=()
 run_start=$SECONDS
+cpu_file=$(mktemp)
+
+# Sets cpu_now: CPU seconds (user + sys) used so far by this script's finished child processes.
+# With the wall time it shows what a stage costs on a busy machine: cpu / cores is about its wall
+# time on an idle one. (Not called as $(...): `times` in a subshell sees none of our children.)
+children_cpu() {
+  times >"$cpu_file"
+  read -r cpu_now < <(awk 'NR == 2 {
+    n = 0
+    for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); n += p[1] * 60 + p[2] }
+    printf "%.0f\n", n }' "$cpu_file")
+}
 summary() {
-  printf '\n==== stage times (wall clock)\n'
+  printf '\n==== stage times: wall clock, and CPU (user + sys, all processes)\n'
   printf '%s\n' "${timings[@]}"
-  printf '%-8s %5ds  %s\n' total $((SECONDS - run_start)) \
+  children_cpu
+  printf '%-8s %5ds %6ds cpu  %s\n' total $((SECONDS - run_start)) "$cpu_now" \
     "$( ((${#failed[@]})) && echo "FAILED: ${failed[*]}" || echo ok)"
+  rm -f "$cpu_file"
 }
 trap summary EXIT
 
 for stage in "${stages[@]}"; do
   printf '\n\033[1m==== %s: %s\033[0m\n' "$stage" "${titles[$stage]}"
   start=$SECONDS
+  children_cpu
+  cpu_start=$cpu_now
   set +e
   (
     set -e
@@ -193,10 +207,12 @@ for stage in "${stages[@]}"; do
   )
   rc=$?
   set -e
+  children_cpu
+  cpu=$((cpu_now - cpu_start))
   if ((rc == 0)); then
-    timings+=("$(printf '%-8s %5ds  ok' "$stage" $((SECONDS - start)))")
+    timings+=("$(printf '%-8s %5ds %6ds cpu  ok' "$stage" $((SECONDS - start)) "$cpu")")
   else
-    timings+=("$(printf '%-8s %5ds  FAILED (exit %d)' "$stage" $((SECONDS - start)) "$rc")")
+    timings+=("$(printf '%-8s %5ds %6ds cpu  FAILED (exit %d)' "$stage" $((SECONDS - start)) "$cpu" "$rc")")
     failed+=("$stage")
     ((keep_going)) || exit 1
   fi

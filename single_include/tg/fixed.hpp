@@ -1709,6 +1709,9 @@ private:
       }
       auto [e, valid] = index(t, space_idx_[std::size_t(space)]);
       bool gated = !(b_.is_const(valid) && b_.ival(valid) == 1);
+      // never valid (e.g. padding only): zero, with no load whose index may be out of range (a
+      // constant negative index does not even compile as GLSL)
+      if (b_.is_const(valid) && b_.ival(valid) == 0) return b_.constant(n.dtype, Scalar{});
       if (n.op == Op::Const) {
         int c = b_.constant(n.dtype, n.value);
         return gated ? b_.alu(Op::Where, n.dtype, valid, c, b_.constant(n.dtype, Scalar{})) : c;
@@ -1868,20 +1871,33 @@ private:
     std::size_t n = dag.size();
     std::vector<std::uint64_t> deps(n, 0);
     std::vector<std::uint64_t> reduce_bits(n, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      const UOp& u = dag[i];
-      std::uint64_t d = 0;
-      for (int s : u.src)
-        if (s >= 0) d |= deps[std::size_t(s)];
-      if (u.kind == UKind::Range) {
-        if (u.arg >= 64) throw graph_error("a kernel with more than 64 loops");
-        d |= std::uint64_t(1) << u.arg;
+    // Reductions sharing loops (the lanes of an upcast kernel) are emitted as one loop nest, so
+    // each depends on every loop any of them needs (a lane may not read the upcast axis at all).
+    std::vector<std::uint64_t> shared(n, 0);
+    for (bool again = true; again;) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const UOp& u = dag[i];
+        std::uint64_t d = 0;
+        for (int s : u.src)
+          if (s >= 0) d |= deps[std::size_t(s)];
+        if (u.kind == UKind::Range) {
+          if (u.arg >= 64) throw graph_error("a kernel with more than 64 loops");
+          d |= std::uint64_t(1) << u.arg;
+        }
+        if (u.kind == UKind::Reduce) {
+          for (int rg : u.ranges) reduce_bits[i] |= std::uint64_t(1) << dag[std::size_t(rg)].arg;
+          d = (d & ~reduce_bits[i]) | shared[i];
+        }
+        deps[i] = d;
       }
-      if (u.kind == UKind::Reduce) {
-        for (int rg : u.ranges) reduce_bits[i] |= std::uint64_t(1) << dag[std::size_t(rg)].arg;
-        d &= ~reduce_bits[i];
-      }
-      deps[i] = d;
+      again = false;
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n && dag[i].kind == UKind::Reduce; ++j)
+          if (dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges &&
+              (deps[j] & ~deps[i])) {
+            shared[i] |= deps[j];
+            again = true;
+          }
     }
     auto highest = [](std::uint64_t d) {
       int h = -1;
@@ -2108,7 +2124,7 @@ struct CStyleRenderer {
       }
       case UKind::DefineAcc:
         indent();
-        t << ctype(u.dtype) << " acc" << std::int64_t(i) << " = ";
+        t << D::qualifier(u.dtype) << ctype(u.dtype) << " acc" << std::int64_t(i) << " = ";
         D::constant(t, u.dtype, u.value);
         t << ";\n";
         break;
@@ -2124,7 +2140,7 @@ struct CStyleRenderer {
       }
       case UKind::Alu: {
         indent();
-        t << ctype(u.dtype) << ' ';
+        t << D::qualifier(u.dtype) << ctype(u.dtype) << ' ';
         v(int(i)) << " = ";
         Text s[3];
         for (int k = 0; k < 3; ++k)
@@ -2157,8 +2173,14 @@ struct CStyleRenderer {
         indent();
         t << "}\n";
         break;
-      case UKind::GroupReduce:
-        group_reduce<D>(t, p, u, int(i), depth);
+      case UKind::GroupReduce: // a dialect may have its own (GLSL: subgroup operations), else the
+                               // tree
+        if constexpr (requires(Text& tt, const Program& pp, const UOp& uu) {
+                        D::group_reduce(tt, pp, uu, 0, 0);
+                      })
+          D::group_reduce(t, p, u, int(i), depth);
+        else
+          group_reduce<D>(t, p, u, int(i), depth);
         break;
       }
     }
@@ -2203,6 +2225,8 @@ struct CStyleRenderer {
 
 /// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
 struct CDialect {
+  /// Before the type of a computed value: the C compilers are told exact IEEE math by their flags.
+  static constexpr const char* qualifier(DType) { return ""; }
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:
@@ -2231,8 +2255,16 @@ struct CDialect {
       return "double";
     }
   }
+  // The guard lets the CPU device compile several kernels as one file (one compiler run). The
+  // libm functions are declared rather than taken from <math.h>: parsing that header was a
+  // quarter of a small kernel's compile time.
   static constexpr void prelude(Text& t, const Program&) {
-    t << "#include <math.h>\n"
+    t << "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
+         "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
+         "float log2f(float); double log2(double); float sinf(float); double sin(double);\n"
+         "float truncf(float); double trunc(double); float powf(float, float);\n"
+         "double pow(double, double);\n"
+         "#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
@@ -2259,7 +2291,8 @@ struct CDialect {
          "    tg_u32 h = m >> sh, r = m & ((1u << sh) - 1), hw = 1u << (sh - 1);\n"
          "    if (r > hw || (r == hw && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
          "  tg_u32 h = ((tg_u32)e << 10) | (m >> 13), r = m & 0x1fffu;\n"
-         "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n";
+         "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
+         "#endif\n";
   }
   static constexpr void signature(Text& t, const Program& p) {
     t << "void " << p.name.view()

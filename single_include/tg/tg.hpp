@@ -1759,6 +1759,9 @@ private:
       }
       auto [e, valid] = index(t, space_idx_[std::size_t(space)]);
       bool gated = !(b_.is_const(valid) && b_.ival(valid) == 1);
+      // never valid (e.g. padding only): zero, with no load whose index may be out of range (a
+      // constant negative index does not even compile as GLSL)
+      if (b_.is_const(valid) && b_.ival(valid) == 0) return b_.constant(n.dtype, Scalar{});
       if (n.op == Op::Const) {
         int c = b_.constant(n.dtype, n.value);
         return gated ? b_.alu(Op::Where, n.dtype, valid, c, b_.constant(n.dtype, Scalar{})) : c;
@@ -1918,20 +1921,33 @@ private:
     std::size_t n = dag.size();
     std::vector<std::uint64_t> deps(n, 0);
     std::vector<std::uint64_t> reduce_bits(n, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      const UOp& u = dag[i];
-      std::uint64_t d = 0;
-      for (int s : u.src)
-        if (s >= 0) d |= deps[std::size_t(s)];
-      if (u.kind == UKind::Range) {
-        if (u.arg >= 64) throw graph_error("a kernel with more than 64 loops");
-        d |= std::uint64_t(1) << u.arg;
+    // Reductions sharing loops (the lanes of an upcast kernel) are emitted as one loop nest, so
+    // each depends on every loop any of them needs (a lane may not read the upcast axis at all).
+    std::vector<std::uint64_t> shared(n, 0);
+    for (bool again = true; again;) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const UOp& u = dag[i];
+        std::uint64_t d = 0;
+        for (int s : u.src)
+          if (s >= 0) d |= deps[std::size_t(s)];
+        if (u.kind == UKind::Range) {
+          if (u.arg >= 64) throw graph_error("a kernel with more than 64 loops");
+          d |= std::uint64_t(1) << u.arg;
+        }
+        if (u.kind == UKind::Reduce) {
+          for (int rg : u.ranges) reduce_bits[i] |= std::uint64_t(1) << dag[std::size_t(rg)].arg;
+          d = (d & ~reduce_bits[i]) | shared[i];
+        }
+        deps[i] = d;
       }
-      if (u.kind == UKind::Reduce) {
-        for (int rg : u.ranges) reduce_bits[i] |= std::uint64_t(1) << dag[std::size_t(rg)].arg;
-        d &= ~reduce_bits[i];
-      }
-      deps[i] = d;
+      again = false;
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n && dag[i].kind == UKind::Reduce; ++j)
+          if (dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges &&
+              (deps[j] & ~deps[i])) {
+            shared[i] |= deps[j];
+            again = true;
+          }
     }
     auto highest = [](std::uint64_t d) {
       int h = -1;
@@ -2185,7 +2201,7 @@ struct CStyleRenderer {
       }
       case UKind::DefineAcc:
         indent();
-        t << ctype(u.dtype) << " acc" << std::int64_t(i) << " = ";
+        t << D::qualifier(u.dtype) << ctype(u.dtype) << " acc" << std::int64_t(i) << " = ";
         D::constant(t, u.dtype, u.value);
         t << ";\n";
         break;
@@ -2201,7 +2217,7 @@ struct CStyleRenderer {
       }
       case UKind::Alu: {
         indent();
-        t << ctype(u.dtype) << ' ';
+        t << D::qualifier(u.dtype) << ctype(u.dtype) << ' ';
         v(int(i)) << " = ";
         Text s[3];
         for (int k = 0; k < 3; ++k)
@@ -2234,8 +2250,14 @@ struct CStyleRenderer {
         indent();
         t << "}\n";
         break;
-      case UKind::GroupReduce:
-        group_reduce<D>(t, p, u, int(i), depth);
+      case UKind::GroupReduce: // a dialect may have its own (GLSL: subgroup operations), else the
+                               // tree
+        if constexpr (requires(Text& tt, const Program& pp, const UOp& uu) {
+                        D::group_reduce(tt, pp, uu, 0, 0);
+                      })
+          D::group_reduce(t, p, u, int(i), depth);
+        else
+          group_reduce<D>(t, p, u, int(i), depth);
         break;
       }
     }
@@ -2280,6 +2302,8 @@ struct CStyleRenderer {
 
 /// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
 struct CDialect {
+  /// Before the type of a computed value: the C compilers are told exact IEEE math by their flags.
+  static constexpr const char* qualifier(DType) { return ""; }
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:
@@ -2308,8 +2332,16 @@ struct CDialect {
       return "double";
     }
   }
+  // The guard lets the CPU device compile several kernels as one file (one compiler run). The
+  // libm functions are declared rather than taken from <math.h>: parsing that header was a
+  // quarter of a small kernel's compile time.
   static constexpr void prelude(Text& t, const Program&) {
-    t << "#include <math.h>\n"
+    t << "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
+         "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
+         "float log2f(float); double log2(double); float sinf(float); double sin(double);\n"
+         "float truncf(float); double trunc(double); float powf(float, float);\n"
+         "double pow(double, double);\n"
+         "#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
@@ -2336,7 +2368,8 @@ struct CDialect {
          "    tg_u32 h = m >> sh, r = m & ((1u << sh) - 1), hw = 1u << (sh - 1);\n"
          "    if (r > hw || (r == hw && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
          "  tg_u32 h = ((tg_u32)e << 10) | (m >> 13), r = m & 0x1fffu;\n"
-         "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n";
+         "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
+         "#endif\n";
   }
   static constexpr void signature(Text& t, const Program& p) {
     t << "void " << p.name.view()
@@ -2533,6 +2566,7 @@ constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDiale
 // concurrent processes never see half a file), and running a compiler as a subprocess.
 
 #include <cerrno>
+#include <cstring>
 
 
 // ---- tg/runtime/env.hpp ----
@@ -2588,8 +2622,11 @@ inline std::string find_in_path(const std::string& exe) {
   return "";
 }
 
-/// Runs argv with stdout and stderr into `log`; returns the exit status (-1: could not start).
-inline int run_process(const std::vector<std::string>& argv, const std::string& log) {
+/// Runs argv with stdout and stderr into `log` (in directory `cwd` when given); returns the exit
+/// status, 128 + the signal number when a signal ended it (as shells do), or -1 when it could not
+/// be started.
+inline int run_process(const std::vector<std::string>& argv, const std::string& log,
+                       const std::string& cwd = "") {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -2597,6 +2634,7 @@ inline int run_process(const std::vector<std::string>& argv, const std::string& 
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   pid_t pid;
   int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -2604,7 +2642,16 @@ inline int run_process(const std::vector<std::string>& argv, const std::string& 
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// How a run_process status reads in an error message: "exit 1", "killed by signal 11 (...)".
+inline std::string process_status(int rc) {
+  if (rc < 0) return "could not be started";
+  if (rc > 128)
+    return "killed by signal " + std::to_string(rc - 128) + " (" + strsignal(rc - 128) + ")";
+  return "exit " + std::to_string(rc);
 }
 
 inline std::string read_file(const std::string& path) {
@@ -2698,7 +2745,6 @@ inline std::string temp_path(const std::string& stem) {
 // `TG_DEVICE` picks the default. A device that cannot work here says why, and only when used.
 #include <cctype>
 #include <chrono>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -2713,7 +2759,7 @@ inline std::string temp_path(const std::string& stem) {
 namespace tg {
 
 struct Stats {
-  std::int64_t kernels_compiled = 0; // compiler invocations
+  std::int64_t kernels_compiled = 0; // kernels the compiler built (several may share one run)
   std::int64_t kernels_launched = 0;
   std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
   std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)
@@ -3243,32 +3289,49 @@ public:
 
   std::vector<std::shared_ptr<Runner>>
   prepare(const std::vector<const Program*>& programs) override {
-    std::vector<std::shared_ptr<Runner>> out(programs.size());
-    std::vector<std::string> sources(programs.size()), keys(programs.size());
-    std::vector<std::size_t> to_compile;
+    const std::size_t n = programs.size();
+    std::vector<std::string> sources(n), keys(n);
+    std::vector<std::shared_ptr<detail::SharedObject>> so(n);
+    std::vector<std::size_t> missing; // the first program of each distinct kernel not loaded yet
     {
       std::lock_guard<std::mutex> g(m_);
-      for (std::size_t i = 0; i < programs.size(); ++i) {
-        Text src = render_c(*programs[i]);
-        sources[i] = std::string(src.view());
+      std::unordered_map<std::string, int> seen;
+      for (std::size_t i = 0; i < n; ++i) {
+        sources[i] = std::string(render_c(*programs[i]).view());
         keys[i] = key(sources[i]);
-        if (loaded_.count(keys[i]))
+        if (auto it = loaded_.find(keys[i]); it != loaded_.end()) {
+          so[i] = it->second;
           detail::stats_storage().cache_hits++;
-        else
-          to_compile.push_back(i);
+        } else if (!seen[keys[i]]++) {
+          missing.push_back(i);
+        }
       }
     }
-    // Disk cache, then the compiler, for what is not loaded yet (in parallel).
-    auto built = parallel_map(to_compile.size(), [&](std::size_t j) {
-      std::size_t i = to_compile[j];
-      return load_or_compile(keys[i], sources[i], std::string(programs[i]->name.view()));
-    });
-    {
-      std::lock_guard<std::mutex> g(m_);
-      for (std::size_t j = 0; j < built.size(); ++j) loaded_[keys[to_compile[j]]] = built[j];
+    // The disk cache, then the compiler for what is not there: most of a small kernel's compile
+    // time is starting the compiler and the linker, so the kernels are split into one file per
+    // core, each built by one compiler run, the files in parallel.
+    std::vector<std::size_t> to_compile;
+    for (std::size_t i : missing)
+      if (!(so[i] = load_cached(keys[i]))) to_compile.push_back(i);
+    if (!to_compile.empty()) {
+      std::size_t files = std::min<std::size_t>(to_compile.size(),
+                                                std::max(1u, std::thread::hardware_concurrency()));
+      std::vector<std::vector<std::size_t>> batch(files); // balanced by source length
+      std::vector<std::size_t> chars(files, 0);
+      for (std::size_t i : to_compile) {
+        std::size_t b = std::size_t(std::min_element(chars.begin(), chars.end()) - chars.begin());
+        batch[b].push_back(i);
+        chars[b] += sources[i].size();
+      }
+      auto built = parallel_map(
+          files, [&](std::size_t b) { return compile(batch[b], programs, sources, keys); });
+      for (std::size_t b = 0; b < files; ++b)
+        for (std::size_t k = 0; k < batch[b].size(); ++k) so[batch[b][k]] = built[b][k];
     }
+    std::vector<std::shared_ptr<Runner>> out(n);
     std::lock_guard<std::mutex> g(m_);
-    for (std::size_t i = 0; i < programs.size(); ++i) {
+    for (std::size_t i : missing) loaded_[keys[i]] = so[i];
+    for (std::size_t i = 0; i < n; ++i) {
       auto r = std::make_shared<CpuRunner>(loaded_[keys[i]], *programs[i]);
       r->name = std::string(programs[i]->name.view());
       r->source = sources[i];
@@ -3291,24 +3354,44 @@ private:
            detail::hex64(fnv1a(meta + source, 0x84222325cbf29ce4ull));
   }
 
-  std::shared_ptr<detail::SharedObject>
-  load_or_compile(const std::string& key, const std::string& source, const std::string& fn_name) {
+  /// A kernel's function in its shared object: named by the kernel's key, so that several
+  /// kernels (with the same name, E_10, but other code) can share one file.
+  static std::string symbol(const std::string& key) { return "tg_" + key; }
+
+  std::string dir() const {
+    return detail::disk_cache_enabled()
+               ? detail::cache_dir()
+               : std::filesystem::temp_directory_path().string() + "/tg-nocache";
+  }
+
+  std::shared_ptr<detail::SharedObject> load_cached(const std::string& key) const {
+    if (!detail::disk_cache_enabled()) return nullptr;
+    std::string path = dir() + "/" + key + ".so";
+    if (!std::filesystem::exists(path)) return nullptr;
+    auto so = open(path, symbol(key));
+    if (so) detail::stats_storage().cache_hits++;
+    return so;
+  }
+
+  /// Compiles the kernels programs[i], i in `which`, as one C file into one shared object, then
+  /// files it in the cache once per kernel (hard links). When that file fails to compile, each
+  /// kernel is compiled alone, so that the error names the kernel (and its source) at fault.
+  std::vector<std::shared_ptr<detail::SharedObject>>
+  compile(const std::vector<std::size_t>& which, const std::vector<const Program*>& programs,
+          const std::vector<std::string>& sources, const std::vector<std::string>& keys) {
     namespace fs = std::filesystem;
-    bool disk = detail::disk_cache_enabled();
-    std::string dir =
-        disk ? detail::cache_dir() : fs::temp_directory_path().string() + "/tg-nocache";
+    const std::string d = dir();
     std::error_code ec;
-    fs::create_directories(dir, ec);
-    std::string so_path = dir + "/" + key + ".so";
-    if (disk && fs::exists(so_path)) {
-      if (auto so = open(so_path, fn_name)) {
-        detail::stats_storage().cache_hits++;
-        return so;
-      }
-    }
+    fs::create_directories(d, ec);
     static std::atomic<int> counter{0};
-    std::string tmp =
-        dir + "/tmp-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    std::string tmp = d + "/tmp-" + keys[which[0]] + "-" + std::to_string(getpid()) + "-" +
+                      std::to_string(counter++);
+    std::string source;
+    for (std::size_t i : which) {
+      std::string name(programs[i]->name.view());
+      source +=
+          "#define " + name + " " + symbol(keys[i]) + "\n" + sources[i] + "#undef " + name + "\n";
+    }
     {
       std::ofstream f(tmp + ".c", std::ios::binary);
       f << source;
@@ -3317,24 +3400,47 @@ private:
     argv.insert(argv.end(), flags_.begin(), flags_.end());
     argv.insert(argv.end(), {"-o", tmp + ".so", tmp + ".c", "-lm"});
     int rc = detail::run_process(argv, tmp + ".log");
-    detail::stats_storage().kernels_compiled++;
     std::string log = detail::read_file(tmp + ".log");
     fs::remove(tmp + ".c", ec);
     fs::remove(tmp + ".log", ec);
     if (rc != 0) {
       fs::remove(tmp + ".so", ec);
-      throw compile_error("tg: kernel " + fn_name + " failed to compile with " + compiler_ +
-                              " (exit " + std::to_string(rc) + "):\n" + log,
-                          source, log);
+      if (which.size() > 1) {
+        std::vector<std::shared_ptr<detail::SharedObject>> out;
+        for (std::size_t i : which) out.push_back(compile({i}, programs, sources, keys)[0]);
+        return out; // (only if the file failed for a reason no single kernel has)
+      }
+      std::string name(programs[which[0]]->name.view());
+      throw compile_error("tg: kernel " + name + " failed to compile with " + compiler_ + " (" +
+                              detail::process_status(rc) + "):\n" + log,
+                          sources[which[0]], log);
     }
-    fs::rename(tmp + ".so", so_path, ec); // atomic: concurrent processes never see half a file
-    if (ec) so_path = tmp + ".so";
-    auto so = open(so_path, fn_name);
-    if (!disk) fs::remove(so_path, ec); // dlopen keeps the mapping
-    if (!so)
-      throw compile_error("tg: cannot load compiled kernel " + so_path + ": " + dlerror(), source,
-                          log);
-    return so;
+    detail::stats_storage().kernels_compiled += std::int64_t(which.size());
+    const bool disk = detail::disk_cache_enabled();
+    std::vector<std::shared_ptr<detail::SharedObject>> out;
+    for (std::size_t i : which) {
+      // Filed under each kernel's key: a link, atomic, so concurrent processes never see half a
+      // file (a copy where links are refused). Without the disk cache, the temporary file is
+      // opened and removed (dlopen keeps the mapping).
+      std::string path = d + "/" + keys[i] + ".so";
+      if (disk) {
+        fs::create_hard_link(tmp + ".so", path, ec);
+        if (ec && !fs::exists(path)) {
+          std::string part = tmp + "-" + std::to_string(out.size()) + ".part";
+          fs::copy_file(tmp + ".so", part, ec);
+          fs::rename(part, path, ec);
+        }
+      }
+      auto so = open(disk && fs::exists(path) ? path : tmp + ".so", symbol(keys[i]));
+      if (!so)
+        throw compile_error("tg: cannot load compiled kernel " +
+                                std::string(programs[i]->name.view()) + " from " + tmp +
+                                ".so: " + dlerror(),
+                            sources[i], log);
+      out.push_back(so);
+    }
+    fs::remove(tmp + ".so", ec);
+    return out;
   }
 
   static std::shared_ptr<detail::SharedObject> open(const std::string& path,
@@ -3460,8 +3566,8 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
     for (std::size_t i = 0; i < n; ++i) {
       const UOp& u = ops[i];
       if (u.kind == UKind::DefineAcc) open_accs.push_back(int(i));
-      if (u.kind ==
-          UKind::AccAssign) // closes its accumulator (upcast lanes close several, in order)
+      // an AccAssign closes its accumulator (the lanes of an upcast kernel close several)
+      if (u.kind == UKind::AccAssign)
         for (std::size_t k = 0; k < open_accs.size(); ++k)
           if (open_accs[k] == u.src[0]) open_accs.erase(open_accs.begin() + std::ptrdiff_t(k));
       if (u.kind == UKind::Range) {
@@ -3690,7 +3796,9 @@ struct CudaDialect : CDialect {
   }
 
   static constexpr void prelude(Text& t, const Program&) {
+    // guarded, as the C prelude: several kernels can share one NVRTC program
     t << "// tg CUDA kernel (NVRTC, no headers)\n"
+         "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "#define INFINITY __int_as_float(0x7f800000)\n"
          "#define NAN __int_as_float(0x7fffffff)\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
@@ -3713,7 +3821,8 @@ struct CudaDialect : CDialect {
          "t; } u; u.f = f; return u.t; }\n"
          "__device__ __forceinline__ unsigned long long tg_group() {\n"
          "  return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long "
-         "long)gridDim.y * blockIdx.z); }\n";
+         "long)gridDim.y * blockIdx.z); }\n"
+         "#endif\n";
   }
   static constexpr void signature(Text& t, const Program& p) {
     t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
@@ -7461,6 +7570,7 @@ public:
       if constexpr (std::is_void_v<R>) {
         call(inputs, std::index_sequence_for<Args...>{});
         launches_ = std::move(cap.launches);
+        prepare_replay();
       } else {
         R r = call(inputs, std::index_sequence_for<Args...>{});
         std::vector<Tensor> outs = detail::JitResult<R>::flatten(r);
@@ -7471,7 +7581,6 @@ public:
         prepare_replay();
         return detail::JitResult<R>::rebuild(outs);
       }
-      prepare_replay();
     }
   }
 
@@ -11883,10 +11992,11 @@ template <class F> F to_fixed(const Tensor& t) { return F(t); }
 // nn::functional (torch.nn.functional): the layers' computations as functions of tensors, all
 // composed from tg's primitives, so they fuse and are differentiable.
 //
-// Convolution and pooling gather their windows with movement ops only (pad, then a repeat and
-// a skewing reshape that turns each spatial axis into (output position, kernel tap), a strided
-// slice for the stride): im2col as a view, no copy. The product with the weight and the sum over
-// (channel, tap) is then one reduction kernel, and its gradients are reductions too.
+// Convolution and pooling gather their windows with movement ops only: each spatial axis
+// becomes (output position, kernel tap) through padding and strided slices stacked per tap (a
+// repeat and a skewing reshape for kernels above 8 taps), so pooling is one reduction over a
+// view. A convolution materializes those columns once (im2col) and multiplies them with the
+// weight as a matmul whose reductions run along contiguous memory, forward and backward.
 
 
 // ---- tg/nn/init.hpp ----
@@ -12662,15 +12772,14 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
   const std::int64_t OH = win.size(2), OW = win.size(3), g = groups, Cg = C / g, Og = O / g,
                      K = Cg * KH * KW;
   const std::int64_t R = N * OH * OW;
-  // The window view's index arithmetic (a div/mod per view level) is paid once per im2col
-  // element rather than once per multiply-add: the columns [N * OH * OW, Cg * KH * KW] (per
-  // group) are materialized, and the product is a matmul whose reduction runs along contiguous
-  // memory (measured on a 16 -> 32 channel 3x3 conv of 64 x 14 x 14: forward and backward
-  // 2.9 s fused into one reduction, 0.16 s through materialized columns).
+  // The columns [N * OH * OW, Cg * KH * KW] (per group) are materialized once, and the product
+  // is a matmul whose reductions run along contiguous memory, forward and backward (measured on a
+  // 16 -> 32 channel 3x3 conv of 64 x 14 x 14: forward and backward 2.9 s as one reduction over
+  // the window view, 0.16 s through materialized columns). The product, with the bias, is
+  // materialized in its own layout ([R, O]: channels last) by contiguous(), so its gradient is
+  // materialized there too, once, for the dW, db and dX reductions to read; the result is a
+  // view as [N, O, OH, OW].
   Tensor col = win.permute({0, 2, 3, 1, 4, 5}, loc).reshape({R, g, K}, loc);
-  // The product is materialized in its own layout ([R, O]: channels last) with contiguous(), so
-  // that its gradient is materialized there too, once, and the dW and dX reductions read it
-  // along contiguous memory instead of recomputing it; the result is a view as [N, O, OH, OW].
   if (g == 1) {
     col = col.reshape({R, K}, loc).contiguous(loc);
     Tensor out = col.matmul(weight.reshape({O, K}, loc).T(loc), loc);

@@ -74,8 +74,8 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
     for (std::size_t i = 0; i < n; ++i) {
       const UOp& u = ops[i];
       if (u.kind == UKind::DefineAcc) open_accs.push_back(int(i));
-      if (u.kind ==
-          UKind::AccAssign) // closes its accumulator (upcast lanes close several, in order)
+      // an AccAssign closes its accumulator (the lanes of an upcast kernel close several)
+      if (u.kind == UKind::AccAssign)
         for (std::size_t k = 0; k < open_accs.size(); ++k)
           if (open_accs[k] == u.src[0]) open_accs.erase(open_accs.begin() + std::ptrdiff_t(k));
       if (u.kind == UKind::Range) {

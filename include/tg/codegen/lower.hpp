@@ -222,6 +222,9 @@ private:
       }
       auto [e, valid] = index(t, space_idx_[std::size_t(space)]);
       bool gated = !(b_.is_const(valid) && b_.ival(valid) == 1);
+      // never valid (e.g. padding only): zero, with no load whose index may be out of range (a
+      // constant negative index does not even compile as GLSL)
+      if (b_.is_const(valid) && b_.ival(valid) == 0) return b_.constant(n.dtype, Scalar{});
       if (n.op == Op::Const) {
         int c = b_.constant(n.dtype, n.value);
         return gated ? b_.alu(Op::Where, n.dtype, valid, c, b_.constant(n.dtype, Scalar{})) : c;
@@ -381,20 +384,33 @@ private:
     std::size_t n = dag.size();
     std::vector<std::uint64_t> deps(n, 0);
     std::vector<std::uint64_t> reduce_bits(n, 0);
-    for (std::size_t i = 0; i < n; ++i) {
-      const UOp& u = dag[i];
-      std::uint64_t d = 0;
-      for (int s : u.src)
-        if (s >= 0) d |= deps[std::size_t(s)];
-      if (u.kind == UKind::Range) {
-        if (u.arg >= 64) throw graph_error("a kernel with more than 64 loops");
-        d |= std::uint64_t(1) << u.arg;
+    // Reductions sharing loops (the lanes of an upcast kernel) are emitted as one loop nest, so
+    // each depends on every loop any of them needs (a lane may not read the upcast axis at all).
+    std::vector<std::uint64_t> shared(n, 0);
+    for (bool again = true; again;) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const UOp& u = dag[i];
+        std::uint64_t d = 0;
+        for (int s : u.src)
+          if (s >= 0) d |= deps[std::size_t(s)];
+        if (u.kind == UKind::Range) {
+          if (u.arg >= 64) throw graph_error("a kernel with more than 64 loops");
+          d |= std::uint64_t(1) << u.arg;
+        }
+        if (u.kind == UKind::Reduce) {
+          for (int rg : u.ranges) reduce_bits[i] |= std::uint64_t(1) << dag[std::size_t(rg)].arg;
+          d = (d & ~reduce_bits[i]) | shared[i];
+        }
+        deps[i] = d;
       }
-      if (u.kind == UKind::Reduce) {
-        for (int rg : u.ranges) reduce_bits[i] |= std::uint64_t(1) << dag[std::size_t(rg)].arg;
-        d &= ~reduce_bits[i];
-      }
-      deps[i] = d;
+      again = false;
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n && dag[i].kind == UKind::Reduce; ++j)
+          if (dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges &&
+              (deps[j] & ~deps[i])) {
+            shared[i] |= deps[j];
+            again = true;
+          }
     }
     auto highest = [](std::uint64_t d) {
       int h = -1;

@@ -16,7 +16,9 @@ struct CudaDialect : CDialect {
   }
 
   static constexpr void prelude(Text& t, const Program&) {
+    // guarded, as the C prelude: several kernels can share one NVRTC program
     t << "// tg CUDA kernel (NVRTC, no headers)\n"
+         "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "#define INFINITY __int_as_float(0x7f800000)\n"
          "#define NAN __int_as_float(0x7fffffff)\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
@@ -39,7 +41,8 @@ struct CudaDialect : CDialect {
          "t; } u; u.f = f; return u.t; }\n"
          "__device__ __forceinline__ unsigned long long tg_group() {\n"
          "  return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long "
-         "long)gridDim.y * blockIdx.z); }\n";
+         "long)gridDim.y * blockIdx.z); }\n"
+         "#endif\n";
   }
   static constexpr void signature(Text& t, const Program& p) {
     t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "

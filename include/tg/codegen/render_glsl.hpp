@@ -33,6 +33,9 @@ constexpr GlslNeeds glsl_needs(const Program& p) {
 }
 
 struct GlslDialect {
+  /// Computed floats are `precise`: without it the driver may reassociate and simplify float
+  /// math as if it were exact (lavapipe turns log_softmax of [inf] into 0, not NaN).
+  static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:
@@ -131,12 +134,21 @@ struct GlslDialect {
          "  if (isnan(a) || a == 0.0) return uintBitsToFloat(0x7fc00000u);\n"
          "  return uintBitsToFloat(((floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u) | "
          "0x7f800000u); }\n";
-    if (n.float64)
+    if (n.float64) {
       t << "double tg_ddiv(double a, double b) {\n"
            "  if (b != 0.0LF) return a / b;\n"
            "  if (isnan(a) || a == 0.0LF) return int64BitsToDouble(0x7ff8000000000000L);\n"
            "  return int64BitsToDouble(((doubleBitsToInt64(a) ^ doubleBitsToInt64(b)) & "
            "(-9223372036854775807L - 1L)) | 0x7ff0000000000000L); }\n";
+      // Mesa's trunc(double) (lavapipe) returns 2^52 - 0.5 unchanged, and so does a round trip
+      // through int64 there: the fraction bits are cleared by hand.
+      t << "double tg_truncd(double x) {\n"
+           "  int64_t b = doubleBitsToInt64(x);\n"
+           "  int e = int((b >> 52) & 0x7ffL) - 1023;\n"
+           "  if (e >= 52) return x;\n"
+           "  if (e < 0) return int64BitsToDouble(b & (-9223372036854775807L - 1L));\n"
+           "  return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L)); }\n";
+    }
     bool pow32 = false;
     for (const UOp& u : p.ops)
       if (u.kind == UKind::Alu && u.op == Op::Pow && u.dtype != DType::Float64) pow32 = true;
@@ -188,7 +200,8 @@ struct GlslDialect {
            "  const double inf = tg_d(0x7ff0000000000000L);\n"
            "  if (b == 0.0LF || a == 1.0LF) return 1.0LF;\n"
            "  if (isnan(a) || isnan(b)) return tg_d(0x7ff8000000000000L);\n"
-           "  bool bi = b == trunc(b), odd = bi && abs(b) < 9007199254740992.0LF && b - 2.0LF * "
+           "  bool bi = b == tg_truncd(b), odd = bi && abs(b) < 9007199254740992.0LF && b - 2.0LF "
+           "* "
            "floor(b * 0.5LF) == 1.0LF;\n"
            "  if (a == 0.0LF) return b < 0.0LF ? (odd ? sign(1.0LF / a) * inf : inf) : (odd ? a : "
            "0.0LF);\n"
@@ -318,7 +331,7 @@ struct GlslDialect {
       t << (f64 ? "tg_sind(" : "sin(") << a << ')';
       break;
     case Op::Trunc:
-      t << "trunc(" << a << ')';
+      t << (f64 ? "tg_truncd(" : "trunc(") << a << ')';
       break;
     default:
       t << a;
@@ -509,7 +522,65 @@ struct GlslDialect {
   static constexpr void barrier(Text& t) { t << "barrier();\n"; }
 };
 
-/// The GLSL compute shader of a program shaped by gpu_program.
-constexpr Text render_glsl(const Program& gpu) { return CStyleRenderer::render<GlslDialect>(gpu); }
+/// GLSL for devices with subgroup arithmetic in compute shaders: a work-group reduction of a
+/// 32-bit sum, product or integer maximum is first reduced within each subgroup
+/// (GL_KHR_shader_subgroup_arithmetic), then across the subgroups through local memory. Other
+/// reductions (float max, which must propagate NaN; 8/16/64-bit and bool) use the tree.
+struct GlslSubgroupDialect : GlslDialect {
+  static constexpr bool fits(const UOp& u) {
+    if (u.dtype == DType::Float32) return u.op == Op::Add || u.op == Op::Mul;
+    if (u.dtype == DType::Int32 || u.dtype == DType::UInt32)
+      return u.op == Op::Add || u.op == Op::Mul || u.op == Op::Max;
+    return false;
+  }
+  static constexpr void prelude(Text& t, const Program& p) {
+    Text base;
+    GlslDialect::prelude(base, p);
+    std::string_view b = base.view();
+    bool any = false;
+    for (const UOp& u : p.ops) any = any || (u.kind == UKind::GroupReduce && fits(u));
+    std::size_t eol = b.find('\n') + 1;
+    t << b.substr(0, eol);
+    if (any)
+      t << "#extension GL_KHR_shader_subgroup_basic : require\n"
+           "#extension GL_KHR_shader_subgroup_arithmetic : require\n";
+    t << b.substr(eol);
+  }
+  static constexpr void group_reduce(Text& t, const Program& p, const UOp& u, int i, int depth) {
+    if (!fits(u)) return CStyleRenderer::group_reduce<GlslSubgroupDialect>(t, p, u, i, depth);
+    auto indent = [&](int extra) -> Text& {
+      for (int k = 0; k < depth + extra; ++k) t << "  ";
+      return t;
+    };
+    Text acc, lds, a, b;
+    CStyleRenderer::name(acc, p, u.src[0]);
+    lds << "tg_lds" << std::int64_t(i);
+    a << lds.view() << "[0]";
+    b << lds.view() << "[tg_k]";
+    const char* fn = u.op == Op::Add   ? "subgroupAdd("
+                     : u.op == Op::Mul ? "subgroupMul("
+                                       : "subgroupMax(";
+    indent(0) << "{ // " << lds.view() << ": shared, declared above; one value per subgroup\n";
+    indent(1) << acc.view() << " = " << fn << acc.view() << ");\n";
+    indent(1) << "if (subgroupElect()) " << lds.view() << "[gl_SubgroupID] = " << acc.view()
+              << ";\n";
+    indent(1) << "barrier();\n";
+    indent(1) << "if (gl_LocalInvocationIndex == 0u)\n";
+    indent(2) << "for (uint tg_k = 1u; tg_k < gl_NumSubgroups; ++tg_k) " << a.view() << " = ";
+    binary(t, u.op, u.dtype, a.view(), b.view());
+    t << ";\n";
+    indent(1) << "barrier();\n";
+    indent(1) << acc.view() << " = " << a.view() << ";\n";
+    indent(1) << "barrier();\n";
+    indent(0) << "}\n";
+  }
+};
+
+/// The GLSL compute shader of a program shaped by gpu_program (`subgroups`: the device has
+/// subgroup arithmetic in compute shaders).
+constexpr Text render_glsl(const Program& gpu, bool subgroups = false) {
+  return subgroups ? CStyleRenderer::render<GlslSubgroupDialect>(gpu)
+                   : CStyleRenderer::render<GlslDialect>(gpu);
+}
 
 } // namespace tg

@@ -125,6 +125,7 @@ public:
       if constexpr (std::is_void_v<R>) {
         call(inputs, std::index_sequence_for<Args...>{});
         launches_ = std::move(cap.launches);
+        prepare_replay();
       } else {
         R r = call(inputs, std::index_sequence_for<Args...>{});
         std::vector<Tensor> outs = detail::JitResult<R>::flatten(r);
@@ -135,7 +136,6 @@ public:
         prepare_replay();
         return detail::JitResult<R>::rebuild(outs);
       }
-      prepare_replay();
     }
   }
 

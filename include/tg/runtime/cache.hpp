@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -37,8 +38,11 @@ inline std::string find_in_path(const std::string& exe) {
   return "";
 }
 
-/// Runs argv with stdout and stderr into `log`; returns the exit status (-1: could not start).
-inline int run_process(const std::vector<std::string>& argv, const std::string& log) {
+/// Runs argv with stdout and stderr into `log` (in directory `cwd` when given); returns the exit
+/// status, 128 + the signal number when a signal ended it (as shells do), or -1 when it could not
+/// be started.
+inline int run_process(const std::vector<std::string>& argv, const std::string& log,
+                       const std::string& cwd = "") {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -46,6 +50,7 @@ inline int run_process(const std::vector<std::string>& argv, const std::string& 
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   pid_t pid;
   int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -53,7 +58,16 @@ inline int run_process(const std::vector<std::string>& argv, const std::string& 
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// How a run_process status reads in an error message: "exit 1", "killed by signal 11 (...)".
+inline std::string process_status(int rc) {
+  if (rc < 0) return "could not be started";
+  if (rc > 128)
+    return "killed by signal " + std::to_string(rc - 128) + " (" + strsignal(rc - 128) + ")";
+  return "exit " + std::to_string(rc);
 }
 
 inline std::string read_file(const std::string& path) {

@@ -105,32 +105,49 @@ public:
 
   std::vector<std::shared_ptr<Runner>>
   prepare(const std::vector<const Program*>& programs) override {
-    std::vector<std::shared_ptr<Runner>> out(programs.size());
-    std::vector<std::string> sources(programs.size()), keys(programs.size());
-    std::vector<std::size_t> to_compile;
+    const std::size_t n = programs.size();
+    std::vector<std::string> sources(n), keys(n);
+    std::vector<std::shared_ptr<detail::SharedObject>> so(n);
+    std::vector<std::size_t> missing; // the first program of each distinct kernel not loaded yet
     {
       std::lock_guard<std::mutex> g(m_);
-      for (std::size_t i = 0; i < programs.size(); ++i) {
-        Text src = render_c(*programs[i]);
-        sources[i] = std::string(src.view());
+      std::unordered_map<std::string, int> seen;
+      for (std::size_t i = 0; i < n; ++i) {
+        sources[i] = std::string(render_c(*programs[i]).view());
         keys[i] = key(sources[i]);
-        if (loaded_.count(keys[i]))
+        if (auto it = loaded_.find(keys[i]); it != loaded_.end()) {
+          so[i] = it->second;
           detail::stats_storage().cache_hits++;
-        else
-          to_compile.push_back(i);
+        } else if (!seen[keys[i]]++) {
+          missing.push_back(i);
+        }
       }
     }
-    // Disk cache, then the compiler, for what is not loaded yet (in parallel).
-    auto built = parallel_map(to_compile.size(), [&](std::size_t j) {
-      std::size_t i = to_compile[j];
-      return load_or_compile(keys[i], sources[i], std::string(programs[i]->name.view()));
-    });
-    {
-      std::lock_guard<std::mutex> g(m_);
-      for (std::size_t j = 0; j < built.size(); ++j) loaded_[keys[to_compile[j]]] = built[j];
+    // The disk cache, then the compiler for what is not there: most of a small kernel's compile
+    // time is starting the compiler and the linker, so the kernels are split into one file per
+    // core, each built by one compiler run, the files in parallel.
+    std::vector<std::size_t> to_compile;
+    for (std::size_t i : missing)
+      if (!(so[i] = load_cached(keys[i]))) to_compile.push_back(i);
+    if (!to_compile.empty()) {
+      std::size_t files = std::min<std::size_t>(to_compile.size(),
+                                                std::max(1u, std::thread::hardware_concurrency()));
+      std::vector<std::vector<std::size_t>> batch(files); // balanced by source length
+      std::vector<std::size_t> chars(files, 0);
+      for (std::size_t i : to_compile) {
+        std::size_t b = std::size_t(std::min_element(chars.begin(), chars.end()) - chars.begin());
+        batch[b].push_back(i);
+        chars[b] += sources[i].size();
+      }
+      auto built = parallel_map(
+          files, [&](std::size_t b) { return compile(batch[b], programs, sources, keys); });
+      for (std::size_t b = 0; b < files; ++b)
+        for (std::size_t k = 0; k < batch[b].size(); ++k) so[batch[b][k]] = built[b][k];
     }
+    std::vector<std::shared_ptr<Runner>> out(n);
     std::lock_guard<std::mutex> g(m_);
-    for (std::size_t i = 0; i < programs.size(); ++i) {
+    for (std::size_t i : missing) loaded_[keys[i]] = so[i];
+    for (std::size_t i = 0; i < n; ++i) {
       auto r = std::make_shared<CpuRunner>(loaded_[keys[i]], *programs[i]);
       r->name = std::string(programs[i]->name.view());
       r->source = sources[i];
@@ -153,24 +170,44 @@ private:
            detail::hex64(fnv1a(meta + source, 0x84222325cbf29ce4ull));
   }
 
-  std::shared_ptr<detail::SharedObject>
-  load_or_compile(const std::string& key, const std::string& source, const std::string& fn_name) {
+  /// A kernel's function in its shared object: named by the kernel's key, so that several
+  /// kernels (with the same name, E_10, but other code) can share one file.
+  static std::string symbol(const std::string& key) { return "tg_" + key; }
+
+  std::string dir() const {
+    return detail::disk_cache_enabled()
+               ? detail::cache_dir()
+               : std::filesystem::temp_directory_path().string() + "/tg-nocache";
+  }
+
+  std::shared_ptr<detail::SharedObject> load_cached(const std::string& key) const {
+    if (!detail::disk_cache_enabled()) return nullptr;
+    std::string path = dir() + "/" + key + ".so";
+    if (!std::filesystem::exists(path)) return nullptr;
+    auto so = open(path, symbol(key));
+    if (so) detail::stats_storage().cache_hits++;
+    return so;
+  }
+
+  /// Compiles the kernels programs[i], i in `which`, as one C file into one shared object, then
+  /// files it in the cache once per kernel (hard links). When that file fails to compile, each
+  /// kernel is compiled alone, so that the error names the kernel (and its source) at fault.
+  std::vector<std::shared_ptr<detail::SharedObject>>
+  compile(const std::vector<std::size_t>& which, const std::vector<const Program*>& programs,
+          const std::vector<std::string>& sources, const std::vector<std::string>& keys) {
     namespace fs = std::filesystem;
-    bool disk = detail::disk_cache_enabled();
-    std::string dir =
-        disk ? detail::cache_dir() : fs::temp_directory_path().string() + "/tg-nocache";
+    const std::string d = dir();
     std::error_code ec;
-    fs::create_directories(dir, ec);
-    std::string so_path = dir + "/" + key + ".so";
-    if (disk && fs::exists(so_path)) {
-      if (auto so = open(so_path, fn_name)) {
-        detail::stats_storage().cache_hits++;
-        return so;
-      }
-    }
+    fs::create_directories(d, ec);
     static std::atomic<int> counter{0};
-    std::string tmp =
-        dir + "/tmp-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    std::string tmp = d + "/tmp-" + keys[which[0]] + "-" + std::to_string(getpid()) + "-" +
+                      std::to_string(counter++);
+    std::string source;
+    for (std::size_t i : which) {
+      std::string name(programs[i]->name.view());
+      source +=
+          "#define " + name + " " + symbol(keys[i]) + "\n" + sources[i] + "#undef " + name + "\n";
+    }
     {
       std::ofstream f(tmp + ".c", std::ios::binary);
       f << source;
@@ -179,24 +216,47 @@ private:
     argv.insert(argv.end(), flags_.begin(), flags_.end());
     argv.insert(argv.end(), {"-o", tmp + ".so", tmp + ".c", "-lm"});
     int rc = detail::run_process(argv, tmp + ".log");
-    detail::stats_storage().kernels_compiled++;
     std::string log = detail::read_file(tmp + ".log");
     fs::remove(tmp + ".c", ec);
     fs::remove(tmp + ".log", ec);
     if (rc != 0) {
       fs::remove(tmp + ".so", ec);
-      throw compile_error("tg: kernel " + fn_name + " failed to compile with " + compiler_ +
-                              " (exit " + std::to_string(rc) + "):\n" + log,
-                          source, log);
+      if (which.size() > 1) {
+        std::vector<std::shared_ptr<detail::SharedObject>> out;
+        for (std::size_t i : which) out.push_back(compile({i}, programs, sources, keys)[0]);
+        return out; // (only if the file failed for a reason no single kernel has)
+      }
+      std::string name(programs[which[0]]->name.view());
+      throw compile_error("tg: kernel " + name + " failed to compile with " + compiler_ + " (" +
+                              detail::process_status(rc) + "):\n" + log,
+                          sources[which[0]], log);
     }
-    fs::rename(tmp + ".so", so_path, ec); // atomic: concurrent processes never see half a file
-    if (ec) so_path = tmp + ".so";
-    auto so = open(so_path, fn_name);
-    if (!disk) fs::remove(so_path, ec); // dlopen keeps the mapping
-    if (!so)
-      throw compile_error("tg: cannot load compiled kernel " + so_path + ": " + dlerror(), source,
-                          log);
-    return so;
+    detail::stats_storage().kernels_compiled += std::int64_t(which.size());
+    const bool disk = detail::disk_cache_enabled();
+    std::vector<std::shared_ptr<detail::SharedObject>> out;
+    for (std::size_t i : which) {
+      // Filed under each kernel's key: a link, atomic, so concurrent processes never see half a
+      // file (a copy where links are refused). Without the disk cache, the temporary file is
+      // opened and removed (dlopen keeps the mapping).
+      std::string path = d + "/" + keys[i] + ".so";
+      if (disk) {
+        fs::create_hard_link(tmp + ".so", path, ec);
+        if (ec && !fs::exists(path)) {
+          std::string part = tmp + "-" + std::to_string(out.size()) + ".part";
+          fs::copy_file(tmp + ".so", part, ec);
+          fs::rename(part, path, ec);
+        }
+      }
+      auto so = open(disk && fs::exists(path) ? path : tmp + ".so", symbol(keys[i]));
+      if (!so)
+        throw compile_error("tg: cannot load compiled kernel " +
+                                std::string(programs[i]->name.view()) + " from " + tmp +
+                                ".so: " + dlerror(),
+                            sources[i], log);
+      out.push_back(so);
+    }
+    fs::remove(tmp + ".so", ec);
+    return out;
   }
 
   static std::shared_ptr<detail::SharedObject> open(const std::string& path,

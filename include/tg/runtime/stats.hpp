@@ -6,7 +6,7 @@
 namespace tg {
 
 struct Stats {
-  std::int64_t kernels_compiled = 0; // compiler invocations
+  std::int64_t kernels_compiled = 0; // kernels the compiler built (several may share one run)
   std::int64_t kernels_launched = 0;
   std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
   std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)

@@ -265,22 +265,83 @@ struct GlslCompiler {
     return file + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
   }
 
-  /// SPIR-V for a GLSL compute shader (Vulkan 1.2 target), through the disk cache.
-  std::string compile(const std::string& glsl, const std::string& name) {
+  /// SPIR-V for GLSL compute shaders (Vulkan 1.2 target), through the disk cache. glslc compiles
+  /// the missing ones in one process per core: a glslc run spends most of its time initializing
+  /// glslang's built-in tables (about 100 ms alone, 6 ms per shader in a batch of 20). A batch
+  /// that fails is compiled shader by shader, so that the error names its shader.
+  std::vector<std::string> compile(const std::vector<std::string>& glsl,
+                                   const std::vector<std::string>& names) {
     if (!error.empty()) throw device_error("tg: VULKAN: " + error);
-    std::string file = cache_path("vulkan-" + cache_key(glsl, id + " vulkan1.2 -O") + ".spv");
-    std::string spv;
-    if (read_cached(file, spv) && spv.size() % 4 == 0) {
-      tg::detail::stats_storage().cache_hits++;
-      return spv;
+    std::vector<std::string> spv(glsl.size());
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < glsl.size(); ++i)
+      if (read_cached(cache_file(glsl[i]), spv[i]) && spv[i].size() % 4 == 0)
+        tg::detail::stats_storage().cache_hits++;
+      else
+        spv[i].clear(), todo.push_back(i);
+    if (kind == "glslc" && todo.size() > 1) {
+      std::size_t n =
+          std::min<std::size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+      parallel_map(n, [&](std::size_t b) {
+        std::vector<std::size_t> batch;
+        for (std::size_t k = b; k < todo.size(); k += n) batch.push_back(todo[k]);
+        compile_batch(glsl, batch, spv);
+        return 0;
+      });
     }
+    std::vector<std::size_t> left;
+    for (std::size_t i : todo)
+      if (spv[i].empty()) left.push_back(i);
+    parallel_map(left.size(), [&](std::size_t k) {
+      std::size_t i = left[k];
+      spv[i] = compile_one(glsl[i], names[i]);
+      return 0;
+    });
+    return spv;
+  }
+
+private:
+  std::string cache_file(const std::string& glsl) const {
+    return cache_path("vulkan-" + cache_key(glsl, id + " vulkan1.2") + ".spv");
+  }
+  /// glslc -c on the shaders `batch` in a scratch directory (it writes <input>.spv to its working
+  /// directory); fills spv[i] for each shader when the whole batch compiled.
+  void compile_batch(const std::vector<std::string>& glsl, const std::vector<std::size_t>& batch,
+                     std::vector<std::string>& spv) {
+    std::string dir = tg::detail::temp_path("glslc");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::vector<std::string> argv{path, "-c", "--target-env=vulkan1.2", "-fshader-stage=compute"};
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      std::ofstream f(dir + "/" + std::to_string(k) + ".comp", std::ios::binary);
+      f << glsl[batch[k]];
+      argv.push_back(dir + "/" + std::to_string(k) + ".comp");
+    }
+    std::vector<std::string> out(batch.size());
+    bool ok = tg::detail::run_process(argv, dir + "/log", dir) == 0;
+    for (std::size_t k = 0; ok && k < batch.size(); ++k)
+      ok = read_cached(dir + "/" + std::to_string(k) + ".comp.spv", out[k]) && !out[k].empty() &&
+           out[k].size() % 4 == 0;
+    std::filesystem::remove_all(dir, ec);
+    if (!ok) return;
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      tg::detail::stats_storage().kernels_compiled++;
+      write_cached(cache_file(glsl[batch[k]]), out[k]);
+      spv[batch[k]] = std::move(out[k]);
+    }
+  }
+  /// One shader, by shaderc in process or one compiler run.
+  std::string compile_one(const std::string& glsl, const std::string& name) {
+    std::string spv;
     std::string log;
     tg::detail::stats_storage().kernels_compiled++;
     if (kind == "shaderc") {
       void* c = compiler_initialize();
       void* o = options_initialize();
       options_set_target_env(o, 0 /* vulkan */, (1u << 22) | (2u << 12) /* 1.2 */);
-      options_set_optimization_level(o, 2 /* performance */);
+      // No SPIR-V optimization (level 0, as for glslc below): the driver optimizes anyway, and
+      // Debian's shaderc 2023.2 optimizer crashes (SIGSEGV) on some float16 kernels.
+      options_set_optimization_level(o, 0);
       void* r = compile_into_spv(c, glsl.data(), glsl.size(), 2 /* compute */,
                                  (name + ".comp").c_str(), "main", o);
       bool ok = r && result_get_compilation_status(r) == 0;
@@ -306,7 +367,6 @@ struct GlslCompiler {
               ? std::vector<std::string>{path,
                                          "--target-env=vulkan1.2",
                                          "-fshader-stage=compute",
-                                         "-O",
                                          "-o",
                                          tmp + ".spv",
                                          tmp + ".comp"}
@@ -318,11 +378,11 @@ struct GlslCompiler {
       std::error_code ec;
       for (const char* ext : {".comp", ".spv", ".log"}) std::filesystem::remove(tmp + ext, ec);
       if (rc != 0 || spv.empty())
-        throw compile_error("tg: kernel " + name + " failed to compile with " + path + " (exit " +
-                                std::to_string(rc) + "):\n" + log,
+        throw compile_error("tg: kernel " + name + " failed to compile with " + path + " (" +
+                                tg::detail::process_status(rc) + "):\n" + log,
                             glsl, log);
     }
-    write_cached(file, spv);
+    write_cached(cache_file(glsl), spv);
     return spv;
   }
 };
@@ -347,6 +407,7 @@ inline int device_count() {
 /// What a device offers tg (filled from its features and limits; tests may switch dtypes off).
 struct Caps {
   bool int64 = false, float64 = false, int16 = false, int8 = false;
+  bool subgroups = false; // subgroup arithmetic in compute shaders (used by work-group reductions)
   std::int64_t max_storage_range = 0, max_buffers = 0, max_push = 0, max_local = 1;
   std::array<std::int64_t, 3> max_groups{65535, 65535, 65535};
 };
@@ -544,7 +605,7 @@ public:
     for (const Program* p : programs) {
       gpu.push_back(shape(*p));
       if (std::string why = cannot_run(gpu.back()); !why.empty()) throw dtype_error(why);
-      sources.push_back(std::string(render_glsl(gpu.back()).view()));
+      sources.push_back(std::string(render_glsl(gpu.back(), caps_.subgroups).view()));
     }
     std::vector<std::shared_ptr<Pipeline>> pipes(gpu.size());
     std::vector<std::size_t> todo; // one per distinct new source
@@ -560,15 +621,33 @@ public:
           todo.push_back(i);
       }
     }
-    std::vector<std::string> spirv = parallel_map(todo.size(), [&](std::size_t j) {
-      std::size_t i = todo[j];
-      return detail::GlslCompiler::get().compile(sources[i], std::string(gpu[i].name.view()));
+    std::vector<std::string> glsl, names;
+    for (std::size_t i : todo) {
+      glsl.push_back(sources[i]);
+      names.emplace_back(gpu[i].name.view());
+    }
+    std::vector<std::string> spirv = detail::GlslCompiler::get().compile(glsl, names);
+    // Pipeline creation (the driver's compile) runs in parallel, outside the lock: vkCreate* calls
+    // need no external synchronization, and the pipeline cache is internally synchronized.
+    // Pipelines that were created are kept even when another one failed.
+    struct Built {
+      std::shared_ptr<Pipeline> pipe;
+      std::exception_ptr error;
+    };
+    std::vector<Built> built = parallel_map(todo.size(), [&](std::size_t j) -> Built {
+      try {
+        return {make_pipeline(gpu[todo[j]], spirv[j]), nullptr};
+      } catch (...) {
+        return {nullptr, std::current_exception()};
+      }
     });
     std::lock_guard<std::mutex> g(m_);
     for (std::size_t k = 0; k < todo.size(); ++k)
-      pipelines_[sources[todo[k]]] = make_pipeline(gpu[todo[k]], spirv[k]);
-    for (std::size_t i = 0; i < gpu.size(); ++i) pipes[i] = pipelines_.at(sources[i]);
+      if (built[k].pipe) pipelines_[sources[todo[k]]] = built[k].pipe;
     if (!todo.empty()) save_pipeline_cache();
+    for (const Built& b : built)
+      if (b.error) std::rethrow_exception(b.error);
+    for (std::size_t i = 0; i < gpu.size(); ++i) pipes[i] = pipelines_.at(sources[i]);
     check_messages("creating pipelines");
     std::vector<std::shared_ptr<Runner>> out;
     for (std::size_t i = 0; i < gpu.size(); ++i) {
@@ -659,6 +738,17 @@ private:
     caps_.float64 = f.shaderFloat64;
     caps_.int16 = f.shaderInt16 && f11.storageBuffer16BitAccess;
     caps_.int8 = f12.shaderInt8 && f12.storageBuffer8BitAccess;
+    {
+      auto pc =
+          pd.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceVulkan11Properties>(
+              d());
+      const auto& p11 = pc.get<vk::PhysicalDeviceVulkan11Properties>();
+      caps_.subgroups =
+          (p11.subgroupSupportedStages & vk::ShaderStageFlagBits::eCompute) &&
+          (p11.subgroupSupportedOperations & vk::SubgroupFeatureFlagBits::eBasic) &&
+          (p11.subgroupSupportedOperations & vk::SubgroupFeatureFlagBits::eArithmetic) &&
+          detail::env_int("TG_VULKAN_SUBGROUPS", 1) != 0;
+    }
     const auto& lim = props.limits;
     caps_.max_storage_range = lim.maxStorageBufferRange;
     caps_.max_buffers = lim.maxPerStageDescriptorStorageBuffers;
@@ -735,6 +825,7 @@ private:
              ? ""
              : " (shaderc did not load: " + detail::GlslCompiler::get().shaderc_error + ")") +
         (host_visible_ ? ", host-visible buffers" : ", device-local buffers + staging") +
+        (caps_.subgroups ? ", subgroup reductions" : "") +
         (inst_->validation ? ", validation on" : "");
     check_messages("opening the device");
   }

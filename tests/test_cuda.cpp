@@ -162,7 +162,11 @@ TEST_CASE("CUDA: every kernel of a broad op list compiles with NVRTC, and its PT
   }
   bool have_ptxas = !tg::cuda::find_tool("ptxas").empty();
   if (!have_ptxas) MESSAGE("ptxas not found: NVRTC's own CUBIN for sm_90 is the only check");
-  int kernels = 0, ptx_checked = 0, grouped = 0;
+  struct Job {
+    std::string label, name, src;
+  };
+  std::vector<Job> jobs;
+  int grouped = 0;
   for (tg::DType t : kDtypes) {
     for (auto& [name, result] : op_list(t)) {
       tg::ScheduleInfo info = tg::schedule({result});
@@ -173,32 +177,34 @@ TEST_CASE("CUDA: every kernel of a broad op list compiles with NVRTC, and its PT
           tg::Program gpu = tg::gpu_program(p, o);
           if (g && !gpu.grouped) break;
           grouped += gpu.grouped;
-          std::string label = name + " (" + tg::dtype_name(t) + ", " + std::string(p.name.view()) +
-                              (gpu.grouped ? ", grouped)" : ")");
-          INFO(label);
-          std::string src(tg::render_cuda(gpu).view());
-          try {
-            tg::cuda::Compiled ptx =
-                tg::cuda::nvrtc_compile(src, std::string(p.name.view()), "compute_90");
-            tg::cuda::Compiled cubin =
-                tg::cuda::nvrtc_compile(src, std::string(p.name.view()), "sm_90");
-            CHECK(ptx.binary.find(".target sm_90") != std::string::npos);
-            CHECK(cubin.binary.size() > 4);
-            CHECK(cubin.binary.compare(0, 4,
-                                       "\x7f"
-                                       "ELF") == 0);
-            if (have_ptxas) {
-              std::string err = ptxas(ptx.binary, "sm_90", std::string(p.name.view()));
-              CHECK_MESSAGE(err.empty(), err << "\n" << src);
-              ++ptx_checked;
-            }
-            ++kernels;
-          } catch (const std::exception& e) {
-            FAIL_CHECK(e.what() << "\n" << src);
-          }
+          jobs.push_back({name + " (" + tg::dtype_name(t) + ", " + std::string(p.name.view()) +
+                              (gpu.grouped ? ", grouped)" : ")"),
+                          std::string(p.name.view()), std::string(tg::render_cuda(gpu).view())});
         }
       }
     }
+  }
+  // compiled in parallel; what went wrong with each kernel ("" when nothing did)
+  std::vector<std::string> errors = tg::parallel_map(jobs.size(), [&](std::size_t i) {
+    const Job& j = jobs[i];
+    try {
+      tg::cuda::Compiled ptx = tg::cuda::nvrtc_compile(j.src, j.name, "compute_90");
+      tg::cuda::Compiled cubin = tg::cuda::nvrtc_compile(j.src, j.name, "sm_90");
+      if (ptx.binary.find(".target sm_90") == std::string::npos)
+        return std::string("the PTX does not target sm_90");
+      if (cubin.binary.size() <= 4 || cubin.binary.compare(0, 4,
+                                                           "\x7f"
+                                                           "ELF") != 0)
+        return std::string("the CUBIN is not an ELF file");
+      return have_ptxas ? ptxas(ptx.binary, "sm_90", j.name) : std::string();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+  });
+  int kernels = 0, ptx_checked = have_ptxas ? int(jobs.size()) : 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    CHECK_MESSAGE(errors[i].empty(), jobs[i].label << ": " << errors[i] << "\n" << jobs[i].src);
+    kernels += errors[i].empty();
   }
   MESSAGE(kernels << " CUDA kernels compiled by NVRTC " << nv.major << "." << nv.minor
                   << " (PTX and sm_90 CUBIN), " << ptx_checked << " checked by ptxas -arch=sm_90, "

@@ -5,6 +5,9 @@
 // without a Vulkan device each case says why and checks only what needs no device.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -103,6 +106,12 @@ TEST_CASE("gpu_program: the outer loop becomes the work item; small outputs with
   CHECK(glsl.find("#version 450") == 0);
   CHECK(glsl.find("barrier();") != std::string::npos);
   CHECK(glsl.find("shared float tg_lds") != std::string::npos);
+  std::string sub(tg::render_glsl(g, true).view()); // a float sum: within subgroups first
+  CHECK(sub.find("GL_KHR_shader_subgroup_arithmetic") != std::string::npos);
+  CHECK(sub.find("subgroupAdd(") != std::string::npos);
+  std::string mx(
+      tg::render_glsl(tg::gpu_program(tg::schedule({x.max(1)}).programs.at(0)), true).view());
+  CHECK(mx.find("subgroupMax") == std::string::npos); // float max propagates NaN: the tree
   // the C dialect never sees these ops: the CPU path is unchanged
   CHECK(std::string(tg::render_c(p).view()).find("barrier") == std::string::npos);
 }
@@ -248,6 +257,26 @@ TEST_CASE("VULKAN: transfers between devices, all dtypes") {
   }
 }
 
+TEST_CASE("child: TG_DEVICE=VULKAN") {
+  if (!std::getenv("TG_TEST_CHILD")) return;
+  Tensor x = Tensor::from_data(std::vector<float>{1, 2, 3}, {3});
+  std::printf("device=%s sum=%.1f\n", x.device().c_str(), (x * 2.0f).sum().item<float>());
+}
+
+TEST_CASE("VULKAN: TG_DEVICE=VULKAN makes it the default device") {
+  if (!vulkan()) return;
+  std::string cmd = "env TG_TEST_CHILD=1 TG_DEVICE=VULKAN /proc/" + std::to_string(getpid()) +
+                    "/exe --no-version -tc=\"child: TG_DEVICE=VULKAN\" 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  while (std::size_t k = std::fread(buf, 1, sizeof buf, p)) out.append(buf, k);
+  CHECK(pclose(p) == 0);
+  INFO(out);
+  CHECK(out.find("device=VULKAN sum=12.0") != std::string::npos);
+}
+
 TEST_CASE("VULKAN: the SPIR-V disk cache and every GLSL compiler") {
   auto dev = vulkan();
   if (!dev) return;
@@ -278,12 +307,27 @@ TEST_CASE("VULKAN: the SPIR-V disk cache and every GLSL compiler") {
       continue;
     }
     EnvGuard nocache("TG_CACHE", "0");
-    std::string spv = c.compile(glsl, "cache_check");
-    REQUIRE(spv.size() >= 20);
-    CHECK(spv.size() % 4 == 0);
-    std::uint32_t magic = 0;
-    std::memcpy(&magic, spv.data(), 4);
-    CHECK(magic == 0x07230203u);
+    // two shaders (glslc compiles them in one run), then a batch with a broken one: the error
+    // names the shader at fault
+    std::vector<std::string> spvs =
+        c.compile({glsl, glsl + "// a second shader\n"}, {"cache_check", "cache_check2"});
+    REQUIRE(spvs.size() == 2);
+    for (const std::string& spv : spvs) {
+      REQUIRE(spv.size() >= 20);
+      CHECK(spv.size() % 4 == 0);
+      std::uint32_t magic = 0;
+      std::memcpy(&magic, spv.data(), 4);
+      CHECK(magic == 0x07230203u);
+    }
+    std::string bad = "#version 450\nlayout(local_size_x = 1) in;\nvoid main() { nope(); }\n";
+    try {
+      c.compile({glsl, bad}, {"good_shader", "broken_shader"});
+      FAIL("a broken shader compiled with " << which);
+    } catch (const tg::compile_error& e) {
+      CHECK(std::string(e.what()).find("broken_shader") != std::string::npos);
+      CHECK(std::string(e.what()).find("good_shader") == std::string::npos);
+      CHECK(e.source == bad);
+    }
     ++compilers;
   }
   CHECK(compilers >= 1);

@@ -133,16 +133,19 @@ struct MLP : nn::Module {
 
 struct CNN : nn::Module {
   nn::Conv2d conv1{1, 16, 3, 1, 1}, conv2{16, 32, 3, 1, 1};
+  nn::BatchNorm2d bn1{16}, bn2{32};
   nn::Linear fc1{32 * 7 * 7, 128}, fc2{128, 10};
   CNN() {
     register_module("conv1", conv1);
+    register_module("bn1", bn1);
     register_module("conv2", conv2);
+    register_module("bn2", bn2);
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
   Tensor forward(const Tensor& x) override {
-    Tensor h = F::max_pool2d(conv1(x).relu(), 2); // [N, 16, 14, 14]
-    h = F::max_pool2d(conv2(h).relu(), 2);        // [N, 32, 7, 7]
+    Tensor h = F::max_pool2d(bn1(conv1(x)).relu(), 2); // [N, 16, 14, 14]
+    h = F::max_pool2d(bn2(conv2(h)).relu(), 2);        // [N, 32, 7, 7]
     return fc2(fc1(h.flatten(1)).relu());
   }
   std::string type_name() const override { return "CNN"; }

@@ -1,11 +1,18 @@
 // Randomized differential test: random graphs of tg ops (random shapes, broadcasting, movement,
-// dtypes, reductions, matmul, softmax, ...) evaluated three ways and compared element by element:
+// dtypes, reductions, matmul, softmax, ...) evaluated several ways and compared element by element:
 //   1. fused on CPU: the whole expression is built lazily and realized once;
 //   2. unfused on CPU: the same ops, each realized on its own (every op is its own kernel);
-//   3. the whole expression on the reference interpreter (device INTERP).
+//   3. the whole expression on the reference interpreter (device INTERP);
+//   4. fused on every other test device (tests/devices.hpp: VULKAN, NVRTC or CUDA), against INTERP;
+//   5. for one graph in five, on CPU with a random subset of the values realized on the way.
+//
+// Graphs are evaluated in waves (TG_FUZZ_WAVE, default 40): the graphs of a wave are built in lock
+// step and realized together, so that their kernels compile in batches (a cold run is dominated by
+// kernel compiles); the graphs share no tensors, so each still gets its own kernels.
 //
 // Environment: TG_FUZZ_SEED (default fixed), TG_FUZZ_GRAPHS (default 1000), TG_FUZZ_ONLY=<i>
-// (run only graph i and print its op sequence), TG_FUZZ_VERBOSE=1 (print every graph).
+// (run only graph i and print its op sequence), TG_FUZZ_VERBOSE=1 (print every graph),
+// TG_FUZZ_WAVE=<n> (graphs per wave).
 // A failure prints the seed, the graph index and the op sequence with every value's shape.
 #include <doctest/doctest.h>
 #include <tg/tg.hpp>
@@ -108,23 +115,41 @@ struct Case {
 };
 
 enum class Eval { Fused, Unfused, Mixed };
-/// Runs the steps on `device`. Unfused: every value is realized as soon as it is built; mixed:
-/// the values in c.mixed are; fused: only the outputs, at the end.
-std::vector<Tensor> run_case(const Case& c, const std::string& device, Eval how) {
-  Ctx ctx{device, {}, nullptr};
-  for (std::size_t i = 0; i < c.steps.size(); ++i) {
-    Tensor t = c.steps[i].fn(ctx);
-    if (how == Eval::Unfused || (how == Eval::Mixed && c.mixed[i])) t.realize();
-    ctx.v.push_back(t);
+/// Runs the cases of a wave in lock step on `device` and returns each case's outputs, realized and
+/// contiguous. Step i of every case is built, then the values this evaluation realizes at that step
+/// (unfused: every value; mixed: those in c.mixed) are realized by one tg::realize, as are the
+/// outputs at the end (fused: nothing earlier). The cases share no tensors, so each keeps its own
+/// kernels; batching them lets the runtimes compile a wave's kernels together.
+std::vector<std::vector<Tensor>> run_wave(const std::vector<const Case*>& cs,
+                                          const std::string& device, Eval how) {
+  std::vector<Ctx> ctx(cs.size(), Ctx{device, {}, nullptr});
+  std::size_t most = 0;
+  for (const Case* c : cs) most = std::max(most, c->steps.size());
+  for (std::size_t i = 0; i < most; ++i) {
+    std::vector<Tensor> now;
+    for (std::size_t k = 0; k < cs.size(); ++k) {
+      const Case& c = *cs[k];
+      if (i >= c.steps.size()) continue;
+      Tensor t = c.steps[i].fn(ctx[k]);
+      if (how == Eval::Unfused || (how == Eval::Mixed && c.mixed[i])) now.push_back(t);
+      ctx[k].v.push_back(t);
+    }
+    if (!now.empty()) tg::realize(now);
   }
-  std::vector<Tensor> outs;
-  for (int o : c.outputs) outs.push_back(ctx.v[std::size_t(o)]);
-  if (how != Eval::Unfused) {
-    if (outs.size() == 1)
-      outs[0].realize();
-    else
-      tg::realize(outs);
-  }
+  std::vector<std::vector<Tensor>> outs(cs.size());
+  std::vector<Tensor> all;
+  for (std::size_t k = 0; k < cs.size(); ++k)
+    for (int o : cs[k]->outputs) {
+      outs[k].push_back(ctx[k].v[std::size_t(o)]);
+      all.push_back(outs[k].back());
+    }
+  tg::realize(all);
+  // an output that is a view of a buffer is copied out (as to_vector would, one by one)
+  all.clear();
+  for (auto& o : outs)
+    for (Tensor& t : o)
+      if (t.lazy()->op != tg::Op::Buffer) all.push_back(t = t.contiguous());
+  if (!all.empty()) tg::realize(all);
   return outs;
 }
 
@@ -1117,58 +1142,72 @@ std::string what_of(const std::exception_ptr& e) {
 
 std::int64_t compiled_fused = 0, compiled_unfused = 0; // kernels compiled, per evaluation
 
-Outcome check_case(const Case& c) {
-  std::vector<Values> fused, unfused, interp, mixed;
-  std::vector<std::pair<std::string, std::vector<Values>>>
-      others; // tg_test::test_devices() beyond CPU and INTERP
+/// Evaluates a wave of cases every way and compares each case's outputs. When an evaluation of the
+/// wave throws, each case is checked on its own, so that the error names its graph.
+std::vector<Outcome> check_wave(const std::vector<const Case*>& cs) {
+  using Wave = std::vector<std::vector<Values>>; // [case][output]
+  auto read_all = [](const std::vector<std::vector<Tensor>>& outs) {
+    Wave w;
+    for (const auto& o : outs) {
+      w.emplace_back();
+      for (const Tensor& t : o) w.back().push_back(read(t));
+    }
+    return w;
+  };
+  std::vector<const Case*> partly; // the cases with a mixed evaluation
+  for (const Case* c : cs)
+    if (!c->mixed.empty()) partly.push_back(c);
+  Wave fused, unfused, interp, mixed;
+  std::vector<std::pair<std::string, Wave>> others; // tg_test::test_devices() beyond CPU, INTERP
   const char* stage = "fused CPU";
   try {
     std::int64_t n0 = tg::stats().kernels_compiled;
-    for (const Tensor& t : run_case(c, "CPU", Eval::Fused)) fused.push_back(read(t));
+    fused = read_all(run_wave(cs, "CPU", Eval::Fused));
     std::int64_t n1 = tg::stats().kernels_compiled;
     stage = "unfused CPU";
-    for (const Tensor& t : run_case(c, "CPU", Eval::Unfused)) unfused.push_back(read(t));
+    unfused = read_all(run_wave(cs, "CPU", Eval::Unfused));
     compiled_fused += n1 - n0;
     compiled_unfused += tg::stats().kernels_compiled - n1;
     stage = "INTERP";
-    for (const Tensor& t : run_case(c, "INTERP", Eval::Fused)) interp.push_back(read(t));
+    interp = read_all(run_wave(cs, "INTERP", Eval::Fused));
     for (const std::string& dev : tg_test::test_devices()) {
       if (dev == "CPU" || dev == "INTERP") continue;
       stage = dev.c_str();
-      others.push_back({dev, {}});
-      for (const Tensor& t : run_case(c, dev, Eval::Fused)) others.back().second.push_back(read(t));
+      others.push_back({dev, read_all(run_wave(cs, dev, Eval::Fused))});
     }
-    if (!c.mixed.empty()) {
-      stage = "partly realized CPU";
-      for (const Tensor& t : run_case(c, "CPU", Eval::Mixed)) mixed.push_back(read(t));
-    }
+    stage = "partly realized CPU";
+    if (!partly.empty()) mixed = read_all(run_wave(partly, "CPU", Eval::Mixed));
   } catch (...) {
-    return {false, std::string(stage) + " threw: " + what_of(std::current_exception()) + "\n"};
-  }
-  std::string msg;
-  for (std::size_t o = 0; o < c.outputs.size(); ++o) {
-    std::string d = compare(fused[o], unfused[o], c.rtol, c.atol);
-    if (!d.empty())
-      msg += "output v" + std::to_string(c.outputs[o]) + ": fused CPU vs unfused CPU: " + d;
-    d = compare(fused[o], interp[o], c.rtol, c.atol);
-    if (!d.empty())
-      msg += "output v" + std::to_string(c.outputs[o]) + ": fused CPU vs INTERP: " + d;
-    for (const auto& [dev, values] : others) {
-      d = compare(interp[o], values[o], c.rtol, c.atol);
-      if (!d.empty())
-        msg += "output v" + std::to_string(c.outputs[o]) + ": INTERP vs " + dev + ": " + d;
+    if (cs.size() > 1) {
+      std::vector<Outcome> r;
+      for (const Case* c : cs) r.push_back(check_wave({c})[0]);
+      return r;
     }
-    if (mixed.empty()) continue;
-    d = compare(fused[o], mixed[o], c.rtol, c.atol);
-    if (!d.empty()) {
-      msg += "output v" + std::to_string(c.outputs[o]) +
-             ": fused CPU vs partly realized CPU (realized:";
+    return {{false, std::string(stage) + " threw: " + what_of(std::current_exception()) + "\n"}};
+  }
+  std::vector<Outcome> result;
+  for (std::size_t k = 0, m = 0; k < cs.size(); ++k) {
+    const Case& c = *cs[k];
+    std::string msg;
+    auto differ = [&](const char* what, const std::string& d, std::size_t o) {
+      if (!d.empty()) msg += "output v" + std::to_string(c.outputs[o]) + ": " + what + ": " + d;
+    };
+    for (std::size_t o = 0; o < c.outputs.size(); ++o) {
+      differ("fused CPU vs unfused CPU", compare(fused[k][o], unfused[k][o], c.rtol, c.atol), o);
+      differ("fused CPU vs INTERP", compare(fused[k][o], interp[k][o], c.rtol, c.atol), o);
+      for (const auto& [dev, values] : others)
+        differ(("INTERP vs " + dev).c_str(), compare(interp[k][o], values[k][o], c.rtol, c.atol),
+               o);
+      if (c.mixed.empty()) continue;
+      std::string what = "fused CPU vs partly realized CPU (realized:";
       for (std::size_t i = 0; i < c.mixed.size(); ++i)
-        if (c.mixed[i]) msg += " v" + std::to_string(i);
-      msg += "): " + d;
+        if (c.mixed[i]) what += " v" + std::to_string(i);
+      differ((what + ")").c_str(), compare(fused[k][o], mixed[m][o], c.rtol, c.atol), o);
     }
+    if (!c.mixed.empty()) ++m;
+    result.push_back({msg.empty(), msg});
   }
-  return {msg.empty(), msg};
+  return result;
 }
 
 /// Checks a hand-written graph three ways (for the regression cases below).
@@ -1179,7 +1218,7 @@ void check_fixed(const std::function<Tensor(const std::string& device)>& build) 
   c.atol = 1e-6;
   c.steps.push_back({"fixed graph", [build](Ctx& ctx) { return build(ctx.device); }});
   c.outputs = {0};
-  Outcome r = check_case(c);
+  Outcome r = check_wave({&c})[0];
   INFO(r.message);
   CHECK(r.ok);
 }
@@ -1192,31 +1231,45 @@ TEST_CASE("fuzz: random graphs, fused CPU vs unfused CPU vs INTERP") {
   const bool only = std::getenv("TG_FUZZ_ONLY") && *std::getenv("TG_FUZZ_ONLY");
   const std::uint64_t only_index = env_u64("TG_FUZZ_ONLY", 0);
   const bool verbose = env_u64("TG_FUZZ_VERBOSE", 0) != 0;
+  // graphs are checked in waves of this many (see run_wave); 1 checks each graph on its own
+  const std::uint64_t wave_size = std::max<std::uint64_t>(1, env_u64("TG_FUZZ_WAVE", 40));
   auto t0 = std::chrono::steady_clock::now();
   tg::Stats s0 = tg::stats();
   int failures = 0;
   std::size_t steps = 0;
-  for (std::uint64_t g = only ? only_index : 0; g < (only ? only_index + 1 : graphs); ++g) {
-    Gen gen(seed, g);
-    Case c;
-    std::string head =
-        "TG_FUZZ_SEED=" + std::to_string(seed) + " TG_FUZZ_ONLY=" + std::to_string(g);
-    try {
-      c = gen.make();
-    } catch (...) {
-      ++failures;
-      FAIL_CHECK(head << ": building the graph threw: " << what_of(std::current_exception()) << "\n"
-                      << gen.partial().describe());
-      continue;
+  const std::uint64_t first = only ? only_index : 0, end = only ? only_index + 1 : graphs;
+  for (std::uint64_t w = first; w < end && failures < 20; w += wave_size) {
+    std::vector<Case> cases;
+    std::vector<std::uint64_t> index;
+    auto head = [&](std::uint64_t g) {
+      return "TG_FUZZ_SEED=" + std::to_string(seed) + " TG_FUZZ_ONLY=" + std::to_string(g);
+    };
+    for (std::uint64_t g = w; g < std::min(end, w + wave_size); ++g) {
+      Gen gen(seed, g);
+      try {
+        cases.push_back(gen.make());
+        index.push_back(g);
+      } catch (...) {
+        ++failures;
+        FAIL_CHECK(head(g) << ": building the graph threw: " << what_of(std::current_exception())
+                           << "\n"
+                           << gen.partial().describe());
+        continue;
+      }
+      steps += cases.back().steps.size();
+      if (verbose || only) std::cout << head(g) << "\n" << cases.back().describe() << std::flush;
     }
-    steps += c.steps.size();
-    if (verbose || only) std::cout << head << "\n" << c.describe() << std::flush;
-    Outcome r = check_case(c);
-    if (!r.ok) {
-      ++failures;
-      FAIL_CHECK(head << " (graph " << g << "):\n" << c.describe() << r.message);
-      if (failures >= 20) break;
-    }
+    std::vector<const Case*> wave;
+    for (const Case& c : cases) wave.push_back(&c);
+    std::vector<Outcome> r = check_wave(wave);
+    for (std::size_t k = 0; k < r.size(); ++k)
+      if (!r[k].ok) {
+        ++failures;
+        FAIL_CHECK(head(index[k]) << " (graph " << index[k] << ", checked in a wave of "
+                                  << wave.size() << " graphs from " << w
+                                  << "; TG_FUZZ_WAVE=1 checks it alone):\n"
+                                  << cases[k].describe() << r[k].message);
+      }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   tg::Stats s1 = tg::stats();
@@ -1272,4 +1325,30 @@ TEST_CASE("fuzz regression: axis 0 and -1 of a 0-d tensor (reductions, argmax, v
   CHECK_THROWS_AS(t.slice(0, 0, 1), tg::shape_error);
   CHECK_THROWS_AS(tg::cat({t, t}, 0), tg::shape_error);
   CHECK(tg::stack({t, t}, -1).shape() == std::vector<std::int64_t>{2});
+}
+
+TEST_CASE("fuzz regression: log_softmax of inf is NaN on every device (no driver reassociation)") {
+  // lavapipe simplified the GLSL of log_softmax([inf]) (inf - inf - log(exp(nan))) to 0; computed
+  // floats are now `precise` in GLSL.
+  check_fixed([](const std::string& dev) {
+    Tensor b =
+        Tensor::from_data(std::vector<int>{0, 2}, {2, 1, 1}, tg::TensorOptions(DType::Int32, dev));
+    return (b > 1.5).reciprocal().log_softmax(2);
+  });
+}
+
+TEST_CASE("fuzz regression: a read that is never valid is no load (GLSL rejects a negative "
+          "constant index)") {
+  // cat + gather over a size-1 axis lowered to a load at the constant index -3 under a constant
+  // false gate; glslc refused the shader.
+  check_fixed([](const std::string& dev) {
+    Tensor v0 =
+        Tensor::from_data(std::vector<int>{0, 1, 1}, {3, 1}, tg::TensorOptions(DType::Bool, dev));
+    Tensor v2 = v0.tanh().sum(1, true);
+    Tensor v5 = tg::cat({v2, v2}, -2).log_softmax(1).trunc();
+    Tensor idx = Tensor::from_data(std::vector<std::int64_t>{-1, -1, -1}, {1, 3},
+                                   tg::TensorOptions(DType::Int64, dev));
+    Tensor v7 = v5.gather(1, idx);
+    return tg::where(v0, v7, v7).pow(3);
+  });
 }
