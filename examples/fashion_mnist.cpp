@@ -1,10 +1,10 @@
 // Fashion-MNIST: an MLP and a small CNN trained with a compiled training step (tg::jit) on the
 // default device, test accuracy after every epoch, the model saved as safetensors and reloaded.
 //
-//   sudo apt-get install dataset-fashion-mnist       # /usr/share/datasets/fashion-mnist/*-ubyte.gz
-//   build/examples/example_fashion_mnist              # MLP 2 epochs (>= 85%), CNN 3 epochs (>=
-//   89%) build/examples/example_fashion_mnist --model cnn --epochs 5 --data DIR TG_QUICK=1
-//   build/examples/example_fashion_mnist   # CI: a few hundred steps on a subset
+// Usage (the data: Debian's dataset-fashion-mnist, /usr/share/datasets/fashion-mnist/*-ubyte.gz):
+//   example_fashion_mnist                            MLP 2 epochs (>= 85%), CNN 3 epochs (>= 89%)
+//   example_fashion_mnist --model cnn --epochs 5 --data DIR
+//   TG_QUICK=1 example_fashion_mnist                 CI: a few hundred steps on a subset
 //
 // Options: --data DIR (or TG_FASHION_MNIST), --model mlp|cnn|both, --epochs N, --batch N, --lr X,
 // --out DIR (where the .safetensors go), --quick. Exit status: 0 when every model reaches its

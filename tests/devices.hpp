@@ -139,39 +139,46 @@ inline const bool vulkan_validation_on = (setenv("TG_VULKAN_VALIDATION", "1", 0)
 inline const std::vector<std::string>& test_devices() {
   static const std::vector<std::string> list = [] {
     setenv("TG_VULKAN_VALIDATION", "1", 0);
-    std::vector<std::string> out = {"CPU", "INTERP"};
+    // TG_TEST_DEVICES=CPU,VULKAN: only those are opened (a device that is not wanted is not even
+    // probed, so its driver is never loaded)
+    const char* only = std::getenv("TG_TEST_DEVICES");
+    const std::string wanted = only && *only ? std::string(",") + only + "," : "";
+    auto want = [&](const std::string& d) {
+      if (wanted.empty() || wanted.find("," + d + ",") != std::string::npos) return true;
+      std::printf("tg tests: device %s skipped: not in TG_TEST_DEVICES=%s\n", d.c_str(), only);
+      return false;
+    };
+    std::vector<std::string> out;
+    for (const char* d : {"CPU", "INTERP"})
+      if (want(d)) out.push_back(d);
     bool cuda = false;
-    for (const tg::DeviceInfo& d : tg::devices()) {
-      if (d.name == "CPU" || d.name == "INTERP" || d.name == "NVRTC") continue;
-      if (d.available) {
-        out.push_back(d.name);
-        if (d.name.rfind("CUDA", 0) == 0) cuda = true;
-      } else {
-        std::printf("tg tests: device %s skipped: %s\n", d.name.c_str(), d.reason.c_str());
+    std::vector<std::string> names;
+    if (wanted.empty()) {
+      for (const tg::DeviceInfo& d : tg::devices()) names.push_back(d.name);
+    } else {
+      for (std::size_t i = 1, j; (j = wanted.find(',', i)) != std::string::npos; i = j + 1)
+        names.push_back(wanted.substr(i, j - i));
+    }
+    for (const std::string& name : names) {
+      if (name == "CPU" || name == "INTERP" || name == "NVRTC" || name.empty()) continue;
+      try {
+        tg::device(name);
+        out.push_back(name);
+        if (name.rfind("CUDA", 0) == 0) cuda = true;
+      } catch (const std::exception& e) {
+        std::printf("tg tests: device %s skipped: %s\n", name.c_str(), e.what());
       }
     }
-    if (!cuda) {
+    if (!cuda && want("NVRTC")) {
       tg::register_device("NVRTC", [] { return std::make_shared<NvrtcCheckDevice>(); });
       try {
         tg::device("NVRTC");
         out.push_back("NVRTC");
         std::printf("tg tests: no CUDA GPU, so device NVRTC checks every kernel with NVRTC + ptxas "
-                    "-arch=sm_90 "
-                    "(results from INTERP)\n");
+                    "-arch=sm_90 (results from INTERP)\n");
       } catch (const std::exception& e) {
         std::printf("tg tests: CUDA compile checks skipped: %s\n", e.what());
       }
-    }
-    if (const char* only = std::getenv("TG_TEST_DEVICES");
-        only && *only) { // e.g. TG_TEST_DEVICES=CPU,VULKAN
-      std::string list = std::string(",") + only + ",";
-      std::vector<std::string> kept;
-      for (const std::string& d : out)
-        if (list.find("," + d + ",") != std::string::npos)
-          kept.push_back(d);
-        else
-          std::printf("tg tests: device %s skipped: not in TG_TEST_DEVICES=%s\n", d.c_str(), only);
-      out = kept;
     }
     std::fflush(stdout);
     return out;

@@ -186,6 +186,18 @@ TEST_CASE("Adam and AdamW equal PyTorch's update rules (weight decay, amsgrad, m
                        tg::error);
 }
 
+TEST_CASE("after step() the gradients are the ones the update used, stored, not recomputed") {
+  // A lazy gradient read after the update would be recomputed from the new parameter values.
+  Tensor w = Tensor({1.0f, 2.0f}).requires_grad_();
+  optim::SGD opt({w}, {.lr = 0.1});
+  (w * w).sum().backward(); // grad 2w = [2, 4]
+  opt.step();               // w = [0.8, 1.6]
+  CHECK(w.to_vector<float>()[0] == doctest::Approx(0.8f));
+  CHECK(w.to_vector<float>()[1] == doctest::Approx(1.6f));
+  CHECK(w.grad().is_realized());
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{2.0f, 4.0f});
+}
+
 TEST_CASE("parameter groups have their own learning rate and weight decay; parameters without a "
           "gradient stay") {
   auto ps = make_params();

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Build and run examples/demo.cpp (target example_demo, build dir ./build). Extra arguments are
-# passed to the demo.
+# Build and run the main demo, examples/fashion_mnist.cpp (target example_fashion_mnist, build dir
+# ./build): an MLP and a CNN trained on Fashion-MNIST on the CPU, with test accuracy per epoch.
+# Extra arguments are passed to it (--model mlp|cnn|both, --epochs N, ...). The pipeline tour,
+# examples/demo.cpp, is built by the same build as build/examples/example_demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,5 +17,5 @@ if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
 fi
 
 "${configure[@]}"
-cmake --build "$build" --target example_demo -j "$(nproc)"
-exec "$build/examples/example_demo" "$@"
+cmake --build "$build" --target example_fashion_mnist example_demo -j "$(nproc)"
+exec "$build/examples/example_fashion_mnist" "$@"

@@ -3,30 +3,36 @@
 # stops the run with a non-zero exit; a table of stage times (wall clock and CPU seconds) is
 # printed either way.
 #
-#   tools/run-tests.sh                     the default stages (deps checks gcc consume)
+#   tools/run-tests.sh                     every stage, in order
 #   tools/run-tests.sh gcc consume         only the named stages (a build stage reuses its build dir)
 #   TG_CI_KEEP_GOING=1 tools/run-tests.sh  run every stage even after a failure; still fails at the end
 #
 # Stages, and which suites each configuration runs (budget: the whole run well under 30 minutes
-# on 2 cores; the compile of the test suite dominates, so each configuration is built once):
+# on 2 cores; compiling the test suite dominates, so only the gcc stage builds all of it):
 #
-#   deps      tools/install-deps.sh: the Debian packages (compilers, CMake, doctest, formatters)
+#   deps      tools/install-deps.sh: the Debian packages (compilers, CMake, doctest, formatters,
+#             Vulkan and lavapipe, the Fashion-MNIST data)
 #   checks    drift gates, no build: tools/check-format.sh (clang-format 19 on every C++ file,
 #             cmake-format on every CMake file) and tools/amalgamate.py --check (the committed
 #             single_include/tg/ is what the generator makes of include/)
 #   gcc       GCC 12, Release, against include/. Tests and examples with -Wall -Wextra -Wpedantic
-#             -Werror, benchmarks built too. Runs the whole suite, fuzz test at its full 1000 graphs.
-#   clang     Clang 19 with libstdc++ 12, Release, against include/, same warnings as errors.
-#             Runs the whole suite, fuzz test at TG_FUZZ_GRAPHS=200.
+#             -Werror, benchmarks built too. Runs the whole suite on every test device, the fuzz
+#             test at its full 1000 graphs.
+#   clang     Clang 19 with libstdc++ 12, Release, against include/, same warnings as errors. The
+#             core suites (errors, runtime, schedule, jit, autograd, nn, optim, safetensors, the
+#             demo, the fuzz test at 100 graphs), the static-shape suites (constexpr fusion and
+#             rendering), and the must-not-compile cases; on CPU and INTERP.
 #   asan      GCC 12, Debug, AddressSanitizer + UndefinedBehaviorSanitizer; any report fails the
-#             test (-fno-sanitize-recover=all, halt_on_error). Whole suite, fuzz at 200 graphs,
-#             except the must-not-compile cases (compiler-only, the gcc stage has them).
+#             test (-fno-sanitize-recover=all, halt_on_error). The core suites as in clang.
 #   single    GCC 12, Release, against the generated single_include/ (TG_SINGLE_HEADER=ON) instead
 #             of include/. A subset, as each test TU compiles the whole header: test_errors,
 #             test_runtime, test_schedule, example_demo and the must-not-compile cases.
 #   consume   the consumption tests (ctest -L consumption, in the gcc build): find_package from an
 #             install prefix, add_subdirectory, FetchContent of a local archive, and a plain
 #             `g++ -std=c++20 -I single_include` build; each builds and runs a small consumer.
+#
+# The op suite, the full fuzz test and the GPU backends run in the gcc stage only: what they test
+# is the generated C, GLSL and CUDA, the same whichever compiler built the tests.
 #
 # Every build lives under $TG_CI_DIR (default build-ci/). All stages share one kernel cache
 # ($TG_CI_DIR/tg-cache, passed as TG_TEST_CACHE_DIR): kernels are C sources compiled by the
@@ -40,10 +46,7 @@ ci_dir=${TG_CI_DIR:-build-ci}
 cache_dir="$ci_dir/tg-cache"
 jobs=$(nproc)
 all_stages=(deps checks gcc clang asan single consume)
-# What CI runs by default. The clang, asan and single stages exist and are run by name
-# (tools/run-tests.sh clang asan single); they join the default once a full run of them has been
-# verified within the CI time budget.
-default_stages=(deps checks gcc consume)
+default_stages=("${all_stages[@]}")
 stages=("$@")
 ((${#stages[@]})) || stages=("${default_stages[@]}")
 for s in "${stages[@]}"; do
@@ -110,40 +113,64 @@ stage_gcc() {
   return $rc
 }
 
-stage_clang() {
-  clang++-19 -v -E -x c++ /dev/null -o /dev/null 2>&1 | grep "Selected GCC installation" || true
-  local rc=0
-  configure_and_build "$ci_dir/clang" "${clang_flags[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTG_BUILD_BENCH=OFF || rc=1
-  TG_FUZZ_GRAPHS=200 run_ctest "$ci_dir/clang" -LE consumption || rc=1
+# A subset of the suite in a build of its own: builds only `targets` and runs those tests and the
+# must-not-compile cases (which compile at test time with this build's compiler and flags).
+# subset_stage <dir> <ctest env (VAR=value ...) or -> <cmake -D args...> -- <targets...>
+subset_stage() {
+  local dir=$1 envs=$2
+  shift 2
+  local args=()
+  while [[ "$1" != "--" ]]; do
+    args+=("$1")
+    shift
+  done
+  shift
+  local targets=("$@") rc=0
+  configure_and_build "$dir" "${args[@]}" -- "${targets[@]}" || rc=1
+  local regex
+  regex="^($(
+    IFS='|'
+    echo "${targets[*]}"
+  )|fail_.*)$"
+  [[ "$envs" == "-" ]] && envs=""
+  # shellcheck disable=SC2086 # envs is a list of VAR=value words
+  env $envs ctest --test-dir "$dir" -j2 --output-on-failure --no-tests=error -R "$regex" || rc=1
   return $rc
 }
 
+# The suites the clang and asan stages run: the core, autograd, jit, nn/optim, safetensors and
+# static-shape suites, not the long op suite, fuzz test and GPU backends (the gcc stage runs
+# those; what they test is generated C/GLSL/CUDA, the same whatever compiled the tests), plus
+# the fuzz test at 100 graphs on CPU and INTERP.
+core_suites=(test_errors test_runtime test_schedule test_jit test_autograd test_nn test_optim
+  test_safetensors test_fuzz example_demo)
+
+stage_clang() {
+  clang++-19 -v -E -x c++ /dev/null -o /dev/null 2>&1 | grep "Selected GCC installation" || true
+  # and the static-shape suites: constexpr fusion and rendering is where compilers differ most
+  subset_stage "$ci_dir/clang" "TG_FUZZ_GRAPHS=100 TG_TEST_DEVICES=CPU,INTERP" \
+    "${clang_flags[@]}" -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_BENCH=OFF -- \
+    "${core_suites[@]}" test_fixed test_fixed_static example_static_mlp
+}
+
 stage_asan() {
-  local rc=0
-  configure_and_build "$ci_dir/asan" "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Debug \
-    -DTG_SANITIZE=address,undefined -DTG_BUILD_BENCH=OFF || rc=1
   # The first report ends the process with a failure (-fno-sanitize-recover=all makes UBSan's
   # reports fatal too); LeakSanitizer runs at exit.
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_init_order=1:detect_stack_use_after_return=1 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    TG_FUZZ_GRAPHS=200 run_ctest "$ci_dir/asan" -LE "consumption|must_not_compile" || rc=1
-  return $rc
+    subset_stage "$ci_dir/asan" "TG_FUZZ_GRAPHS=100 TG_TEST_DEVICES=CPU,INTERP" \
+    "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=address,undefined \
+    -DTG_BUILD_BENCH=OFF -- "${core_suites[@]}"
 }
 
 stage_single() {
   # Tests the committed single header (the checks stage fails when it is out of date).
   python3 tools/amalgamate.py --check ||
     echo "run-tests: warning: testing an out-of-date single_include/ (python3 tools/amalgamate.py)"
-  local rc=0
   # A subset: every test TU compiles the whole header, so three quick suites, the demo and the
   # must-not-compile cases show that the amalgamation is complete and ordered right.
-  local targets=(test_errors test_runtime test_schedule example_demo)
-  configure_and_build "$ci_dir/single" "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTG_SINGLE_HEADER=ON -DTG_BUILD_BENCH=OFF -- "${targets[@]}" || rc=1
-  run_ctest "$ci_dir/single" -R "^(test_errors|test_runtime|test_schedule|example_demo|fail_.*)$" ||
-    rc=1
-  return $rc
+  subset_stage "$ci_dir/single" - "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DTG_SINGLE_HEADER=ON -DTG_BUILD_BENCH=OFF -- test_errors test_runtime test_schedule example_demo
 }
 
 stage_consume() {

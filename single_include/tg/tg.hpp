@@ -7455,8 +7455,10 @@ namespace tg {
 
 /// Realizes every value into the buffer of its target (a realized tensor of the same shape;
 /// values are cast to the target's dtype) in one schedule. Afterwards each value tensor aliases
-/// its target's memory.
+/// its target's memory. The tensors in `realize_too` are realized in the same schedule, from the
+/// targets' old contents (an optimizer keeps the gradients it read this way).
 inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
+                   const std::vector<Tensor>& realize_too,
                    std::source_location loc = std::source_location::current()) {
   std::vector<LazyPtr> nodes;
   std::vector<std::shared_ptr<Buffer>> buffers;
@@ -7484,6 +7486,11 @@ inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
     nodes.push_back(v.lazy());
     buffers.push_back(t->buffer);
   }
+  for (const Tensor& t : realize_too)
+    if (std::find(nodes.begin(), nodes.end(), t.lazy()) == nodes.end()) {
+      nodes.push_back(t.lazy());
+      buffers.push_back(nullptr); // a fresh buffer
+    }
   detail::GraphBuild b = detail::build_graph(nodes);
   if (b.order.empty()) return;
   std::vector<std::shared_ptr<Buffer>> targets(b.order.size());
@@ -7492,6 +7499,11 @@ inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
       if (b.order[j] == nodes[i]) targets[j] = buffers[i];
   Realized r = realize_graph(b.graph, b.inputs, b.keep, device(b.device), &targets);
   detail::adopt(b, r);
+}
+
+inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
+                   std::source_location loc = std::source_location::current()) {
+  assign(pairs, {}, loc);
 }
 
 inline Tensor& Tensor::assign(const Tensor& value, Loc loc) {
@@ -13790,18 +13802,25 @@ public:
   Optimizer& operator=(const Optimizer&) = delete;
 
   /// One update of every parameter that has a gradient: one tg::assign for the parameters and
-  /// the optimizer's state together.
+  /// the optimizer's state together. The gradients are realized in the same schedule (stored as
+  /// the kernels compute them): a lazy gradient would be recomputed from the updated parameters
+  /// when read after the step, and it references its own parameter (a cycle of shared pointers
+  /// that would outlive the model).
   void step() {
     no_grad guard;
     std::vector<std::pair<Tensor, Tensor>> writes;
+    std::vector<Tensor> grads;
     std::size_t index = 0;
     for (std::size_t g = 0; g < groups_.size(); ++g)
       for (const Tensor& p : groups_[g].params) {
         Tensor grad = p.grad();
-        if (grad.defined()) update(g, index, p, grad.detach(), writes);
+        if (grad.defined()) {
+          update(g, index, p, grad.detach(), writes);
+          grads.push_back(grad);
+        }
         ++index;
       }
-    if (!writes.empty()) tg::assign(writes);
+    if (!writes.empty()) tg::assign(writes, grads);
   }
   /// Sets every gradient to undefined (zero_grad(set_to_none=True), PyTorch's default).
   void zero_grad() {

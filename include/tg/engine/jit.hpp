@@ -10,8 +10,10 @@ namespace tg {
 
 /// Realizes every value into the buffer of its target (a realized tensor of the same shape;
 /// values are cast to the target's dtype) in one schedule. Afterwards each value tensor aliases
-/// its target's memory.
+/// its target's memory. The tensors in `realize_too` are realized in the same schedule, from the
+/// targets' old contents (an optimizer keeps the gradients it read this way).
 inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
+                   const std::vector<Tensor>& realize_too,
                    std::source_location loc = std::source_location::current()) {
   std::vector<LazyPtr> nodes;
   std::vector<std::shared_ptr<Buffer>> buffers;
@@ -39,6 +41,11 @@ inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
     nodes.push_back(v.lazy());
     buffers.push_back(t->buffer);
   }
+  for (const Tensor& t : realize_too)
+    if (std::find(nodes.begin(), nodes.end(), t.lazy()) == nodes.end()) {
+      nodes.push_back(t.lazy());
+      buffers.push_back(nullptr); // a fresh buffer
+    }
   detail::GraphBuild b = detail::build_graph(nodes);
   if (b.order.empty()) return;
   std::vector<std::shared_ptr<Buffer>> targets(b.order.size());
@@ -47,6 +54,11 @@ inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
       if (b.order[j] == nodes[i]) targets[j] = buffers[i];
   Realized r = realize_graph(b.graph, b.inputs, b.keep, device(b.device), &targets);
   detail::adopt(b, r);
+}
+
+inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
+                   std::source_location loc = std::source_location::current()) {
+  assign(pairs, {}, loc);
 }
 
 inline Tensor& Tensor::assign(const Tensor& value, Loc loc) {

@@ -61,18 +61,25 @@ public:
   Optimizer& operator=(const Optimizer&) = delete;
 
   /// One update of every parameter that has a gradient: one tg::assign for the parameters and
-  /// the optimizer's state together.
+  /// the optimizer's state together. The gradients are realized in the same schedule (stored as
+  /// the kernels compute them): a lazy gradient would be recomputed from the updated parameters
+  /// when read after the step, and it references its own parameter (a cycle of shared pointers
+  /// that would outlive the model).
   void step() {
     no_grad guard;
     std::vector<std::pair<Tensor, Tensor>> writes;
+    std::vector<Tensor> grads;
     std::size_t index = 0;
     for (std::size_t g = 0; g < groups_.size(); ++g)
       for (const Tensor& p : groups_[g].params) {
         Tensor grad = p.grad();
-        if (grad.defined()) update(g, index, p, grad.detach(), writes);
+        if (grad.defined()) {
+          update(g, index, p, grad.detach(), writes);
+          grads.push_back(grad);
+        }
         ++index;
       }
-    if (!writes.empty()) tg::assign(writes);
+    if (!writes.empty()) tg::assign(writes, grads);
   }
   /// Sets every gradient to undefined (zero_grad(set_to_none=True), PyTorch's default).
   void zero_grad() {

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""PyTorch's side of bench_train: the MLP 784-256-256-10 training step (batch 128, Adam,
+cross-entropy) on the CPU, eager as PyTorch users write it. Prints "ms_per_step <median ms>"."""
+import statistics
+import time
+
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(
+    torch.nn.Linear(784, 256), torch.nn.ReLU(),
+    torch.nn.Linear(256, 256), torch.nn.ReLU(),
+    torch.nn.Linear(256, 10))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+x = torch.randn(128, 784)
+y = torch.randint(0, 10, (128,))
+
+
+def step():
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+for _ in range(20):
+    step()
+times = []
+for _ in range(7):
+    t0 = time.perf_counter()
+    for _ in range(50):
+        step()
+    times.append((time.perf_counter() - t0) / 50)
+print(f"ms_per_step {statistics.median(times) * 1e3:.4f}")
