@@ -410,6 +410,26 @@ TEST_CASE("tg::jit: a compiled training step gives the parameters of the eager o
     CHECK(lc[std::size_t(s)] == doctest::Approx(le[std::size_t(s)]).epsilon(1e-5));
   same_params(eager, compiled, 1e-5);
   CHECK(le.back() < le.front());
+  // an inference function compiled beside the step reads the same parameter buffers: after a
+  // training step its replay gives the updated model's output
+  auto infer = tg::jit([&](Tensor xb) {
+    tg::no_grad g;
+    return compiled(xb);
+  });
+  auto [xi, yi] = batch(1);
+  for (int k = 0; k < 3; ++k) infer(xi); // warm-up, capture, replay
+  std::vector<float> before = infer(xi).to_vector<float>();
+  step(xi, yi);
+  std::vector<float> after = infer(xi).to_vector<float>();
+  CHECK(infer.captured_launches() > 0);
+  CHECK(after != before);
+  {
+    tg::no_grad g;
+    std::vector<float> fresh = compiled(xi).to_vector<float>();
+    REQUIRE(fresh.size() == after.size());
+    for (std::size_t k = 0; k < fresh.size(); ++k)
+      CHECK(after[k] == doctest::Approx(fresh[k]).epsilon(1e-5));
+  }
   // a changed input shape is refused with both shapes named
   auto [x, y] = batch(0, 12);
   CHECK_THROWS_WITH_AS(step(x, y), doctest::Contains("captured with"), tg::error);
