@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <future>
 #include <iostream>
 #include <map>
 #include <mutex>
