@@ -4,6 +4,8 @@
 
 #include <tg/tg.hpp>
 
+#include "gradcheck.hpp"
+
 #include <cmath>
 #include <functional>
 #include <random>
@@ -15,61 +17,7 @@ using tg::Tensor;
 namespace {
 const tg::TensorOptions f64(tg::float64);
 
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-/// Values in [lo, hi] at least 0.02 apart and away from zero (no kink straddled).
-std::vector<double> values(std::size_t n, std::mt19937& rng, double lo = -2, double hi = 2) {
-  std::uniform_real_distribution<double> d(lo, hi);
-  std::vector<double> v;
-  while (v.size() < n) {
-    double x = d(rng);
-    bool ok = std::abs(x) > 0.05;
-    for (double y : v) ok = ok && std::abs(x - y) > 0.02;
-    if (ok || n > 60) v.push_back(x);
-  }
-  return v;
-}
-
-double loss_value(const Fn& f, const std::vector<std::vector<double>>& data,
-                  const std::vector<tg::Shape>& shapes, const std::vector<double>& w) {
-  tg::no_grad guard;
-  std::vector<Tensor> xs;
-  for (std::size_t i = 0; i < data.size(); ++i) xs.push_back(Tensor::from_data(data[i], shapes[i]));
-  auto yv = f(xs).cast(tg::float64).to_vector<double>();
-  double s = 0;
-  for (std::size_t k = 0; k < yv.size(); ++k) s += yv[k] * w[k];
-  return s;
-}
-
-/// d(sum(f(xs) * w))/dxs by backward() against central differences, in float64.
-void check_grad(const std::string& name, const Fn& f, const std::vector<tg::Shape>& shapes,
-                double lo = -2, double hi = 2, std::uint32_t seed = 1, double tol = 1e-5) {
-  CAPTURE(name);
-  std::mt19937 rng(seed);
-  std::vector<std::vector<double>> data;
-  std::vector<Tensor> xs;
-  for (const tg::Shape& s : shapes) {
-    data.push_back(values(std::size_t(tg::prod(s).eval()), rng, lo, hi));
-    xs.push_back(Tensor::from_data(data.back(), s).requires_grad_());
-  }
-  Tensor y = f(xs);
-  std::vector<double> w = values(std::size_t(y.numel()), rng, 0.5, 1.5);
-  (y * Tensor::from_data(w, y.sym_shape()).cast(y.dtype())).sum().backward();
-  const double eps = 1e-6;
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    REQUIRE(xs[i].grad().defined());
-    auto g = xs[i].grad().to_vector<double>();
-    for (std::size_t j = 0; j < data[i].size(); ++j) {
-      auto plus = data, minus = data;
-      plus[i][j] += eps;
-      minus[i][j] -= eps;
-      double num = (loss_value(f, plus, shapes, w) - loss_value(f, minus, shapes, w)) / (2 * eps);
-      CAPTURE(i);
-      CAPTURE(j);
-      CHECK(g[j] == doctest::Approx(num).epsilon(tol).scale(1.0));
-    }
-  }
-}
+using tg_test::check_grad;
 
 /// The same for a module: its input and every parameter (swapped in through get_parameter).
 void check_module_grad(const std::string& name, nn::Module& m, const tg::Shape& input,
@@ -424,9 +372,8 @@ TEST_CASE("gradients of every layer (finite differences, float64)") {
   SUBCASE("conv2d") {
     check_grad("conv2d", [](auto& v) { return F::conv2d(v[0], v[1], v[2]); },
                {{1, 2, 4, 4}, {3, 2, 3, 3}, {3}});
-    check_grad("conv2d stride/padding/dilation",
-               [](auto& v) { return F::conv2d(v[0], v[1], Tensor(), {2, 1}, {1, 2}, {1, 2}); },
-               {{1, 2, 5, 5}, {2, 2, 2, 3}});
+    auto strided = [](auto& v) { return F::conv2d(v[0], v[1], Tensor(), {2, 1}, {1, 2}, {1, 2}); };
+    check_grad("conv2d stride/padding/dilation", strided, {{1, 2, 5, 5}, {2, 2, 2, 3}});
     check_grad("conv2d groups", [](auto& v) { return F::conv2d(v[0], v[1], v[2], 1, 1, 1, 2); },
                {{1, 4, 3, 3}, {4, 2, 2, 2}, {4}});
   }

@@ -118,11 +118,8 @@ struct CStyleRenderer {
         indent();
         t << "}\n";
         break;
-      case UKind::GroupReduce: // a dialect may have its own (GLSL: subgroup operations), else the
-                               // tree
-        if constexpr (requires(Text& tt, const Program& pp, const UOp& uu) {
-                        D::group_reduce(tt, pp, uu, 0, 0);
-                      })
+      case UKind::GroupReduce: // the dialect's own (GLSL subgroups) or the shared tree
+        if constexpr (D::own_group_reduce)
           D::group_reduce(t, p, u, int(i), depth);
         else
           group_reduce<D>(t, p, u, int(i), depth);
@@ -172,6 +169,8 @@ struct CStyleRenderer {
 struct CDialect {
   /// Before the type of a computed value: the C compilers are told exact IEEE math by their flags.
   static constexpr const char* qualifier(DType) { return ""; }
+  /// Whether the dialect writes group reductions itself (D::group_reduce), else the shared tree.
+  static constexpr bool own_group_reduce = false;
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:

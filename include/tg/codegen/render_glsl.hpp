@@ -36,6 +36,7 @@ struct GlslDialect {
   /// Computed floats are `precise`: without it the driver may reassociate and simplify float
   /// math as if it were exact (lavapipe turns log_softmax of [inf] into 0, not NaN).
   static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
+  static constexpr bool own_group_reduce = false; // the shared tree (subgroups: below)
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:
@@ -527,6 +528,7 @@ struct GlslDialect {
 /// (GL_KHR_shader_subgroup_arithmetic), then across the subgroups through local memory. Other
 /// reductions (float max, which must propagate NaN; 8/16/64-bit and bool) use the tree.
 struct GlslSubgroupDialect : GlslDialect {
+  static constexpr bool own_group_reduce = true; // subgroup operations
   static constexpr bool fits(const UOp& u) {
     if (u.dtype == DType::Float32) return u.op == Op::Add || u.op == Op::Mul;
     if (u.dtype == DType::Int32 || u.dtype == DType::UInt32)

@@ -82,9 +82,11 @@ template <class... T> struct JitResult<std::tuple<T...>> {
     return std::apply([](const auto&... x) { return std::vector<Tensor>{x...}; }, t);
   }
   static std::tuple<T...> rebuild(const std::vector<Tensor>& ts) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::tuple<T...>{ts[I]...};
-    }(std::index_sequence_for<T...>{});
+    return rebuild(ts, std::index_sequence_for<T...>{});
+  }
+  template <std::size_t... I>
+  static std::tuple<T...> rebuild(const std::vector<Tensor>& ts, std::index_sequence<I...>) {
+    return std::tuple<T...>{ts[I]...};
   }
 };
 } // namespace detail

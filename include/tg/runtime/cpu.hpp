@@ -74,7 +74,7 @@ public:
     for (const std::string& c : candidates)
       if (!(compiler_ = detail::find_in_path(c)).empty()) break;
     if (!compiler_.empty()) {
-      struct stat st{};
+      struct stat st = {};
       if (::stat(compiler_.c_str(), &st) == 0)
         compiler_id_ =
             compiler_ + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);

@@ -259,7 +259,7 @@ struct GlslCompiler {
     if (!want.empty()) error += " [TG_GLSL_COMPILER=" + want + "]";
   }
   static std::string stamp(const std::string& file) {
-    struct stat st{};
+    struct stat st = {};
     if (::stat(file.c_str(), &st) != 0) return file;
     return file + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
   }
