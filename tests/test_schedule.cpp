@@ -134,6 +134,47 @@ TEST_CASE("symbolic sizes: one compiled kernel serves every bound value") {
   CHECK_THROWS_AS(tg::sym("n", 1, 10, 11), tg::shape_error);
 }
 
+TEST_CASE("a realize of the same computation reuses its plan, with this realize's values") {
+  auto run = [](std::int64_t n) {
+    auto x = tg::ones({3, tg::sym("n", 1, 100, n)}) * 2.0f;
+    return (x.exp().sum(1) + 1.0f).to_vector<float>();
+  };
+  run(5);
+  tg::reset_stats();
+  auto r = run(7); // another value of n: the same plan
+  CHECK(tg::stats().plans_reused == 1);
+  CHECK(tg::stats().kernels_compiled == 0);
+  REQUIRE(r.size() == 3);
+  for (float v : r) CHECK(v == doctest::Approx(7 * std::exp(2.0f) + 1));
+
+  // other data, same structure: reused; a held intermediate changes what is kept: planned anew
+  auto a = randn({4, 8}), b = randn({4, 8});
+  auto f = [](const tg::Tensor& x, const tg::Tensor& y) { return (x * y + 1.0f).relu(); };
+  auto first = f(a, b).to_vector<float>();
+  tg::reset_stats();
+  auto second = f(b, a * 2.0f).to_vector<float>();
+  CHECK(tg::stats().plans_reused == 0); // a * 2 is one more node
+  auto av = a.to_vector<float>(), bv = b.to_vector<float>();
+  auto c = randn({4, 8}), d = randn({4, 8});
+  tg::reset_stats();
+  auto third = f(c, d).to_vector<float>();
+  CHECK(tg::stats().plans_reused == 1);
+  auto cv = c.to_vector<float>(), dv = d.to_vector<float>();
+  for (std::size_t i = 0; i < third.size(); ++i) {
+    CHECK(first[i] == std::max(av[i] * bv[i] + 1.0f, 0.0f));
+    CHECK(second[i] == std::max(bv[i] * (av[i] * 2.0f) + 1.0f, 0.0f));
+    CHECK(third[i] == std::max(cv[i] * dv[i] + 1.0f, 0.0f));
+  }
+  // what the user holds is part of the plan (a held value may need its own buffer): planned anew
+  auto inlined = ((a * b).sum(1, true) + 1.0f).to_vector<float>();
+  auto held = (a * b).sum(1, true);
+  auto y = held + 1.0f;
+  tg::reset_stats();
+  y.realize();
+  CHECK(tg::stats().plans_reused == 0);
+  CHECK(y.to_vector<float>() == inlined);
+}
+
 TEST_CASE("pipeline functions run in constant expressions") {
   constexpr auto kernels = [] {
     tg::Graph g;
@@ -155,19 +196,38 @@ TEST_CASE("pipeline functions run in constant expressions") {
 }
 
 TEST_CASE("upcast reductions compute the same values as plain ones") {
-  // (a @ b) * 2 + bias: a reduction with an epilogue, upcast along its last axis (32 = 2 x 16)
-  for (std::int64_t m : {32, 24, 7}) {
+  // (a @ b) * 2 + bias: a reduction with an epilogue, upcast along its last axis (32 = 2 x 16),
+  // and with rows n divisible by 2 or 4 also along the axis before it (a register tile)
+  for (auto [n, m] : {std::pair<std::int64_t, std::int64_t>{5, 32},
+                      {5, 24},
+                      {5, 7},
+                      {8, 32},
+                      {6, 16},
+                      {12, 8},
+                      {8, 4}}) {
+    CAPTURE(n);
     CAPTURE(m);
-    auto a = randn({5, 9}), b = randn({9, m}), bias = randn({m});
+    auto a = randn({n, 9}), b = randn({9, m}), bias = randn({m});
     auto y = a.matmul(b) * 2.0f + bias;
     auto info = tg::schedule({y});
     REQUIRE(info.kernels() == 1);
-    tg::Program plain = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{1});
-    tg::Program up = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16});
-    CHECK(contains(up.name.view(), m % 8 == 0 ? "u" : "r_"));
+    tg::Program plain = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{1, 1});
+    tg::Program up = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16, 4});
+    auto pow2_divisor = [](std::int64_t d, std::int64_t most) {
+      std::int64_t w = most;
+      while (w > 1 && d % w) w /= 2;
+      return w;
+    };
+    std::int64_t lanes = pow2_divisor(m, 16), rows = 1;
+    if (lanes < 4) lanes = m <= 16 ? m : 1; // a short axis whole
+    if (lanes >= 8) rows = pow2_divisor(n, 4);
+    std::string name = rows > 1    ? "u" + std::to_string(rows) + "x" + std::to_string(lanes) + "_"
+                       : lanes > 1 ? "u" + std::to_string(lanes) + "_"
+                                   : "r_";
+    CHECK_MESSAGE(contains(up.name.view(), name), up.name.view());
     auto av = a.to_vector<float>(), bv = b.to_vector<float>(), cv = bias.to_vector<float>();
-    std::vector<float> out1(std::size_t(5 * m)), out2(out1.size()), expect(out1.size());
-    for (std::int64_t i = 0; i < 5; ++i)
+    std::vector<float> out1(std::size_t(n * m)), out2(out1.size()), expect(out1.size());
+    for (std::int64_t i = 0; i < n; ++i)
       for (std::int64_t j = 0; j < m; ++j) {
         float s = 0;
         for (std::int64_t k = 0; k < 9; ++k)
@@ -177,10 +237,10 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
     // kernel parameters: output, then inputs in the kernel's order (graph buffers a, b, bias)
     std::vector<void*> in;
     for (int node : info.schedule.kernels[0].inputs) {
-      const tg::Node& n = info.graph[node];
-      in.push_back(n.arg == 0   ? (void*)av.data()
-                   : n.arg == 1 ? (void*)bv.data()
-                                : (void*)cv.data());
+      const tg::Node& nd = info.graph[node];
+      in.push_back(nd.arg == 0   ? (void*)av.data()
+                   : nd.arg == 1 ? (void*)bv.data()
+                                 : (void*)cv.data());
     }
     auto run = [&](const tg::Program& p, std::vector<float>& out) {
       std::vector<void*> bufs{out.data()};
@@ -193,5 +253,7 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
       CHECK(out1[i] == doctest::Approx(expect[i]).epsilon(1e-5));
       CHECK(out2[i] == out1[i]);
     }
+    // and the compiled kernel on the CPU device, same bits
+    CHECK(y.to_vector<float>() == out1);
   }
 }

@@ -1500,6 +1500,12 @@ struct LowerOptions {
   /// own accumulator in one shared loop: loads that do not depend on that axis are shared, and
   /// the others are contiguous, so the C compiler vectorizes them (tinygrad's "upcast").
   int upcast = 16;
+  /// With an upcast last axis, a reduction whose loads include one that every index of the
+  /// axis before it reads alike (matmul's right operand) also computes this many consecutive
+  /// outputs of that axis: a register tile of upcast_rows x upcast lanes, each load shared by a
+  /// row or a column of it (4 x 16 took matmul from 18 to 48 GFLOP/s a core; larger tiles were
+  /// no longer vectorized by GCC).
+  int upcast_rows = 4;
 };
 
 namespace detail {
@@ -1540,16 +1546,32 @@ public:
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
     bound1.arg = 1;
-    // upcast the last output axis of a reduction kernel when it divides evenly
-    std::int64_t lanes = 1;
-    if (!reduce_nodes_.empty() && m.back().is_const())
-      for (std::int64_t w = opt_.upcast; w >= 4; w /= 2)
-        if (m.back().constant() % w == 0 && m.back().constant() >= w) {
-          lanes = w;
-          break;
-        }
+    // upcast the last output axis of a reduction kernel when it divides evenly, and the one
+    // before it for a register tile when a load is shared along it
+    std::int64_t lanes = 1, rows = 1;
+    auto divisor = [](const SInt& d, std::int64_t most) -> std::int64_t {
+      if (d.is_const())
+        for (std::int64_t w = most; w >= 2; w /= 2)
+          if (d.constant() % w == 0) return w;
+      return 1;
+    };
+    if (!reduce_nodes_.empty()) {
+      lanes = divisor(m.back(), opt_.upcast);
+      // a short axis (10 classes) whole: independent accumulators instead of one chain of adds
+      // whose latency bounds the loop
+      if (lanes < 4)
+        lanes = m.back().is_const() && m.back().constant() <= opt_.upcast && opt_.upcast > 1
+                    ? m.back().constant()
+                    : 1;
+      if (lanes < 2) lanes = 1;
+    }
+    std::size_t row_axis = m.size() - 2;
+    if (lanes >= 8 && m.size() >= 2 && reduce_nodes_.size() == 1 && shared_along(row_axis) &&
+        lanes_contiguous(m.size() - 1))
+      rows = divisor(m[row_axis], opt_.upcast_rows);
     Shape loops = m;
     loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
+    if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
     std::int64_t mhi = loops[0].max_value();
     int start = b_.add(bound0, 0, mhi), end = b_.add(bound1, 0, mhi);
     std::vector<int> ranges;
@@ -1561,23 +1583,30 @@ public:
     std::vector<Movement> to_loops{Movement{MoveOp::Reshape, m, {}}};
     ShapeTracker out = ShapeTracker::contiguous(root.shape).apply(to_loops);
     int param0 = param(k_.root);
-    for (lane_ = 0; lane_ < lanes; ++lane_) {
+    // lane_ = row * lanes + column of the tile
+    auto tile_index = [&](std::size_t axis, std::int64_t size, std::int64_t at) {
+      // named: argument order would vary by compiler (and between run time and constexpr)
+      int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
+      int offset = b_.cint(at);
+      return b_.alu(Op::Add, DType::Int64, base, offset);
+    };
+    // Every lane's value first, then the stores: a store between two lanes' loads may alias
+    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all (a
+    // matmul with a bias epilogue ran at 5 instead of 46 GFLOP/s).
+    std::vector<UOp> stores;
+    for (lane_ = 0; lane_ < rows * lanes; ++lane_) {
       std::vector<int> idx = ranges;
-      if (lanes > 1) {
-        // named: argument order would vary by compiler (and between run time and constexpr)
-        int base = b_.alu(Op::Mul, DType::Int64, ranges.back(), b_.cint(lanes));
-        int lane = b_.cint(lane_);
-        idx.back() = b_.alu(Op::Add, DType::Int64, base, lane);
-      }
+      if (lanes > 1) idx.back() = tile_index(ranges.size() - 1, lanes, lane_ % lanes);
+      if (rows > 1) idx[row_axis] = tile_index(row_axis, rows, lane_ / lanes);
       out_idx_ = idx;
       space_idx_.assign(std::max<std::size_t>(space_idx_.size(), 1), {});
       space_idx_[0] = idx;
       int v = value(k_.root, to_loops, 0);
       auto [oi, ovalid] = index(out, idx);
       (void)ovalid;
-      UOp st{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}};
-      b_.add(st);
+      stores.push_back(UOp{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}});
     }
+    for (const UOp& st : stores) b_.add(st);
     lane_ = 0;
 
     Program p = linearize(int(loops.size()));
@@ -1594,7 +1623,10 @@ public:
     for (const Var& v : launch_vars) var_index(v);
     p.vars = vars_;
     p.name << (reduce_nodes_.empty() ? "E" : "r");
-    if (lanes > 1) p.name << 'u' << lanes;
+    if (rows > 1)
+      p.name << 'u' << rows << 'x' << lanes;
+    else if (lanes > 1)
+      p.name << 'u' << lanes;
     for (const SInt& d : loops) {
       p.name << '_';
       if (d.is_const())
@@ -1704,6 +1736,7 @@ private:
       ShapeTracker t = ShapeTracker::contiguous(n.shape).apply(pending);
       if (collecting_) {
         space_trackers_[std::size_t(space)].push_back(t);
+        if (space > 0 && n.op != Op::Const) operand_trackers_.push_back(t);
         return -1;
       }
       auto [e, valid] = index(t, space_idx_[std::size_t(space)]);
@@ -1814,6 +1847,38 @@ private:
     Shape a;
     for (int ax : n.axes) a.push_back(g_[n.src[0]].shape[std::size_t(ax)]);
     return a;
+  }
+  /// Whether some load inside a reduction reads the same element at every index of merged output
+  /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
+  constexpr bool shared_along(std::size_t axis) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      const View& v = t.views.back();
+      bool along = true, elsewhere = false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) {
+        bool fixed = v.strides[d] == 0 &&
+                     !(v.has_mask() && !(v.mask[d].first == 0 && v.mask[d].second == v.shape[d]));
+        if (out_groups_[d] == int(axis))
+          along = along && fixed;
+        else if (out_groups_[d] >= 0)
+          elsewhere = elsewhere || !fixed;
+      }
+      if (along && elsewhere) return true;
+    }
+    return false;
+  }
+  /// Whether every load inside a reduction reads consecutive elements along merged output axis
+  /// `axis` (or one element for all of it): the lanes of a tile then load as vectors. (A
+  /// transposed operand, strided along the lanes, gained nothing from a tile.)
+  constexpr bool lanes_contiguous(std::size_t axis) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      std::size_t inner = out_groups_.size();
+      for (std::size_t d = 0; d < out_groups_.size(); ++d)
+        if (out_groups_[d] == int(axis)) inner = d;
+      if (inner == out_groups_.size()) continue;
+      const SInt& stride = t.views.back().strides[inner];
+      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return false;
+    }
+    return true;
   }
   constexpr std::vector<ShapeTracker> all_trackers() const {
     std::vector<ShapeTracker> all;
@@ -2030,6 +2095,7 @@ private:
   bool collecting_ = false;
   std::vector<Memo> memo_;
   std::vector<std::vector<ShapeTracker>> space_trackers_;
+  std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;
   std::vector<int> reduce_space_;
   std::vector<int> out_groups_;
@@ -2262,6 +2328,9 @@ struct CDialect {
          "float truncf(float); double trunc(double); float powf(float, float);\n"
          "double pow(double, double);\n"
          "#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
+         "#if defined(__GNUC__) && !defined(__clang__)\n"
+         "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
+         "#else\n#define TG_REDUCE_KERNEL\n#endif\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
@@ -2291,7 +2360,15 @@ struct CDialect {
          "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
          "#endif\n";
   }
+  // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
+  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
+  // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels.
   static constexpr void signature(Text& t, const Program& p) {
+    for (const UOp& u : p.ops)
+      if (u.kind == UKind::DefineAcc) {
+        t << "TG_REDUCE_KERNEL ";
+        break;
+      }
     t << "void " << p.name.view()
       << "(void** bufs, const long long* vars, long long start, long long end) {\n";
   }

@@ -75,7 +75,10 @@
 // realize: run a Graph on a device. The pass list, top to bottom: fuse -> plan_memory -> lower
 // -> (the device) render + compile -> launch. TG_DEBUG=2 prints the schedule, 3 the sources,
 // 4 the graph and the IR after each pass.
+#include <cstring>
 #include <iostream>
+#include <memory>
+#include <mutex>
 
 // ---- tg/codegen/lower.hpp ----
 #ifndef TG_SI_TG_CODEGEN_LOWER_HPP
@@ -1546,6 +1549,12 @@ struct LowerOptions {
   /// own accumulator in one shared loop: loads that do not depend on that axis are shared, and
   /// the others are contiguous, so the C compiler vectorizes them (tinygrad's "upcast").
   int upcast = 16;
+  /// With an upcast last axis, a reduction whose loads include one that every index of the
+  /// axis before it reads alike (matmul's right operand) also computes this many consecutive
+  /// outputs of that axis: a register tile of upcast_rows x upcast lanes, each load shared by a
+  /// row or a column of it (4 x 16 took matmul from 18 to 48 GFLOP/s a core; larger tiles were
+  /// no longer vectorized by GCC).
+  int upcast_rows = 4;
 };
 
 namespace detail {
@@ -1586,16 +1595,32 @@ public:
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
     bound1.arg = 1;
-    // upcast the last output axis of a reduction kernel when it divides evenly
-    std::int64_t lanes = 1;
-    if (!reduce_nodes_.empty() && m.back().is_const())
-      for (std::int64_t w = opt_.upcast; w >= 4; w /= 2)
-        if (m.back().constant() % w == 0 && m.back().constant() >= w) {
-          lanes = w;
-          break;
-        }
+    // upcast the last output axis of a reduction kernel when it divides evenly, and the one
+    // before it for a register tile when a load is shared along it
+    std::int64_t lanes = 1, rows = 1;
+    auto divisor = [](const SInt& d, std::int64_t most) -> std::int64_t {
+      if (d.is_const())
+        for (std::int64_t w = most; w >= 2; w /= 2)
+          if (d.constant() % w == 0) return w;
+      return 1;
+    };
+    if (!reduce_nodes_.empty()) {
+      lanes = divisor(m.back(), opt_.upcast);
+      // a short axis (10 classes) whole: independent accumulators instead of one chain of adds
+      // whose latency bounds the loop
+      if (lanes < 4)
+        lanes = m.back().is_const() && m.back().constant() <= opt_.upcast && opt_.upcast > 1
+                    ? m.back().constant()
+                    : 1;
+      if (lanes < 2) lanes = 1;
+    }
+    std::size_t row_axis = m.size() - 2;
+    if (lanes >= 8 && m.size() >= 2 && reduce_nodes_.size() == 1 && shared_along(row_axis) &&
+        lanes_contiguous(m.size() - 1))
+      rows = divisor(m[row_axis], opt_.upcast_rows);
     Shape loops = m;
     loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
+    if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
     std::int64_t mhi = loops[0].max_value();
     int start = b_.add(bound0, 0, mhi), end = b_.add(bound1, 0, mhi);
     std::vector<int> ranges;
@@ -1607,23 +1632,30 @@ public:
     std::vector<Movement> to_loops{Movement{MoveOp::Reshape, m, {}}};
     ShapeTracker out = ShapeTracker::contiguous(root.shape).apply(to_loops);
     int param0 = param(k_.root);
-    for (lane_ = 0; lane_ < lanes; ++lane_) {
+    // lane_ = row * lanes + column of the tile
+    auto tile_index = [&](std::size_t axis, std::int64_t size, std::int64_t at) {
+      // named: argument order would vary by compiler (and between run time and constexpr)
+      int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
+      int offset = b_.cint(at);
+      return b_.alu(Op::Add, DType::Int64, base, offset);
+    };
+    // Every lane's value first, then the stores: a store between two lanes' loads may alias
+    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all (a
+    // matmul with a bias epilogue ran at 5 instead of 46 GFLOP/s).
+    std::vector<UOp> stores;
+    for (lane_ = 0; lane_ < rows * lanes; ++lane_) {
       std::vector<int> idx = ranges;
-      if (lanes > 1) {
-        // named: argument order would vary by compiler (and between run time and constexpr)
-        int base = b_.alu(Op::Mul, DType::Int64, ranges.back(), b_.cint(lanes));
-        int lane = b_.cint(lane_);
-        idx.back() = b_.alu(Op::Add, DType::Int64, base, lane);
-      }
+      if (lanes > 1) idx.back() = tile_index(ranges.size() - 1, lanes, lane_ % lanes);
+      if (rows > 1) idx[row_axis] = tile_index(row_axis, rows, lane_ / lanes);
       out_idx_ = idx;
       space_idx_.assign(std::max<std::size_t>(space_idx_.size(), 1), {});
       space_idx_[0] = idx;
       int v = value(k_.root, to_loops, 0);
       auto [oi, ovalid] = index(out, idx);
       (void)ovalid;
-      UOp st{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}};
-      b_.add(st);
+      stores.push_back(UOp{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}});
     }
+    for (const UOp& st : stores) b_.add(st);
     lane_ = 0;
 
     Program p = linearize(int(loops.size()));
@@ -1640,7 +1672,10 @@ public:
     for (const Var& v : launch_vars) var_index(v);
     p.vars = vars_;
     p.name << (reduce_nodes_.empty() ? "E" : "r");
-    if (lanes > 1) p.name << 'u' << lanes;
+    if (rows > 1)
+      p.name << 'u' << rows << 'x' << lanes;
+    else if (lanes > 1)
+      p.name << 'u' << lanes;
     for (const SInt& d : loops) {
       p.name << '_';
       if (d.is_const())
@@ -1750,6 +1785,7 @@ private:
       ShapeTracker t = ShapeTracker::contiguous(n.shape).apply(pending);
       if (collecting_) {
         space_trackers_[std::size_t(space)].push_back(t);
+        if (space > 0 && n.op != Op::Const) operand_trackers_.push_back(t);
         return -1;
       }
       auto [e, valid] = index(t, space_idx_[std::size_t(space)]);
@@ -1860,6 +1896,38 @@ private:
     Shape a;
     for (int ax : n.axes) a.push_back(g_[n.src[0]].shape[std::size_t(ax)]);
     return a;
+  }
+  /// Whether some load inside a reduction reads the same element at every index of merged output
+  /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
+  constexpr bool shared_along(std::size_t axis) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      const View& v = t.views.back();
+      bool along = true, elsewhere = false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) {
+        bool fixed = v.strides[d] == 0 &&
+                     !(v.has_mask() && !(v.mask[d].first == 0 && v.mask[d].second == v.shape[d]));
+        if (out_groups_[d] == int(axis))
+          along = along && fixed;
+        else if (out_groups_[d] >= 0)
+          elsewhere = elsewhere || !fixed;
+      }
+      if (along && elsewhere) return true;
+    }
+    return false;
+  }
+  /// Whether every load inside a reduction reads consecutive elements along merged output axis
+  /// `axis` (or one element for all of it): the lanes of a tile then load as vectors. (A
+  /// transposed operand, strided along the lanes, gained nothing from a tile.)
+  constexpr bool lanes_contiguous(std::size_t axis) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      std::size_t inner = out_groups_.size();
+      for (std::size_t d = 0; d < out_groups_.size(); ++d)
+        if (out_groups_[d] == int(axis)) inner = d;
+      if (inner == out_groups_.size()) continue;
+      const SInt& stride = t.views.back().strides[inner];
+      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return false;
+    }
+    return true;
   }
   constexpr std::vector<ShapeTracker> all_trackers() const {
     std::vector<ShapeTracker> all;
@@ -2076,6 +2144,7 @@ private:
   bool collecting_ = false;
   std::vector<Memo> memo_;
   std::vector<std::vector<ShapeTracker>> space_trackers_;
+  std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;
   std::vector<int> reduce_space_;
   std::vector<int> out_groups_;
@@ -2334,6 +2403,9 @@ struct CDialect {
          "float truncf(float); double trunc(double); float powf(float, float);\n"
          "double pow(double, double);\n"
          "#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
+         "#if defined(__GNUC__) && !defined(__clang__)\n"
+         "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
+         "#else\n#define TG_REDUCE_KERNEL\n#endif\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
@@ -2363,7 +2435,15 @@ struct CDialect {
          "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
          "#endif\n";
   }
+  // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
+  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
+  // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels.
   static constexpr void signature(Text& t, const Program& p) {
+    for (const UOp& u : p.ops)
+      if (u.kind == UKind::DefineAcc) {
+        t << "TG_REDUCE_KERNEL ";
+        break;
+      }
     t << "void " << p.name.view()
       << "(void** bufs, const long long* vars, long long start, long long end) {\n";
   }
@@ -2558,7 +2638,6 @@ constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDiale
 // concurrent processes never see half a file), and running a compiler as a subprocess.
 
 #include <cerrno>
-#include <cstring>
 
 // ---- tg/runtime/env.hpp ----
 #ifndef TG_SI_TG_RUNTIME_ENV_HPP
@@ -2738,8 +2817,6 @@ inline std::string temp_path(const std::string& stem) {
 #include <chrono>
 #include <functional>
 #include <map>
-#include <memory>
-#include <mutex>
 
 // ---- tg/runtime/stats.hpp ----
 #ifndef TG_SI_TG_RUNTIME_STATS_HPP
@@ -2754,12 +2831,13 @@ struct Stats {
   std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
   std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)
   std::int64_t realizes = 0;
+  std::int64_t plans_reused = 0; // realizes that found their kernels planned by an earlier one
 };
 
 namespace detail {
 struct AtomicStats {
   std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
-      bytes_allocated{0}, realizes{0};
+      bytes_allocated{0}, realizes{0}, plans_reused{0};
 };
 inline AtomicStats& stats_storage() {
   static AtomicStats s;
@@ -2771,7 +2849,7 @@ inline AtomicStats& stats_storage() {
 inline Stats stats() {
   auto& s = detail::stats_storage();
   return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
-               s.bytes_allocated.load(), s.realizes.load()};
+               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load()};
 }
 inline void reset_stats() {
   auto& s = detail::stats_storage();
@@ -2780,6 +2858,7 @@ inline void reset_stats() {
   s.cache_hits = 0;
   s.bytes_allocated = 0;
   s.realizes = 0;
+  s.plans_reused = 0;
 }
 
 } // namespace tg
@@ -4990,7 +5069,7 @@ inline std::string dump_graph(const Graph& g) {
 
 /// The lowering's optimizations, unless TG_OPT=0.
 inline LowerOptions lower_options() {
-  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1};
+  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1, 1};
   return o;
 }
 
@@ -5039,17 +5118,23 @@ inline bool reads_in_place(const Graph& g, const NodeFlags& mat, int root, int b
 }
 } // namespace detail
 
-/// Runs `g` on `dev`. `inputs[i]` backs graph buffer i; `keep[n]` marks results to return;
-/// `targets[n]`, when given and set, is the existing buffer node n's result must end up in.
-inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                              const NodeFlags& keep, const std::shared_ptr<Device>& dev,
-                              const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
-  const int debug = env::debug();
-  detail::Capture* capture = detail::active_capture();
-  detail::stats_storage().realizes++;
-  if (debug >= 4) std::cerr << detail::dump_graph(g);
-  Schedule s = fuse(g);
-  MemoryPlan plan = plan_memory(g, s, keep);
+namespace detail {
+/// What a realize derives from a graph's structure alone: its kernels, their memory plan and
+/// their compiled runners.
+struct Plan {
+  Schedule schedule;
+  MemoryPlan memory;
+  std::vector<std::vector<Var>> vars; // per kernel: the symbolic sizes it takes at launch
+  std::vector<std::shared_ptr<Runner>> runners;
+};
+
+inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& keep,
+                                             const std::shared_ptr<Device>& dev, int debug) {
+  auto made = std::make_shared<Plan>();
+  Schedule& s = made->schedule;
+  s = fuse(g);
+  MemoryPlan& plan = made->memory;
+  plan = plan_memory(g, s, keep);
   if (debug >= 2) {
     std::cerr << "schedule: " << s.kernels.size() << " kernel(s), " << plan.slot_bytes.size()
               << " temporary buffer(s)\n";
@@ -5075,16 +5160,115 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   }
   std::vector<const Program*> ptrs;
   for (const Program& p : programs) ptrs.push_back(&p);
-  auto runners = dev->prepare(ptrs);
+  made->runners = dev->prepare(ptrs);
+  for (const Program& p : programs) made->vars.push_back(p.vars);
   if (debug >= 3)
-    for (auto& r : runners)
+    for (auto& r : made->runners)
       if (!r->source.empty()) std::cerr << r->source << "\n";
+  return made;
+}
+
+/// A key for everything a Plan depends on: the graph's nodes, buffers and outputs, with symbolic
+/// sizes by name and bounds (their values are launch arguments), which nodes are kept, the device.
+inline std::string plan_key(const Graph& g, const NodeFlags& keep, const std::string& device) {
+  std::string k = device;
+  k.push_back('\0');
+  auto put = [&k](std::int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto put_sint = [&](const SInt& d) {
+    put(d.constant());
+    put(std::int64_t(d.terms().size()));
+    for (const Term& t : d.terms()) {
+      put(t.coef);
+      put(std::int64_t(t.vars.size()));
+      for (const Var& v : t.vars) {
+        k.append(v.name.view()).push_back('\0');
+        put(v.lo);
+        put(v.hi);
+      }
+    }
+  };
+  auto put_shape = [&](const Shape& sh) {
+    put(std::int64_t(sh.size()));
+    for (const SInt& d : sh) put_sint(d);
+  };
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes[i];
+    put(std::int64_t(n.op) << 8 | std::int64_t(n.dtype));
+    for (int src : n.src) put(src);
+    put_shape(n.shape);
+    put(std::int64_t(n.moves.size()));
+    for (const Movement& m : n.moves) {
+      put(std::int64_t(m.op));
+      put_shape(m.a);
+      put_shape(m.b);
+    }
+    put(std::int64_t(n.axes.size()));
+    for (int a : n.axes) put(a);
+    std::int64_t f = 0;
+    std::memcpy(&f, &n.value.f, sizeof f);
+    put(f);
+    put(n.value.i);
+    put(n.arg);
+    put(keep[i]);
+  }
+  for (const BufferInfo& b : g.buffers) {
+    put(std::int64_t(b.dtype));
+    put_sint(b.numel);
+  }
+  for (int o : g.outputs) put(o);
+  return k;
+}
+
+/// The plan for `g`, from the plans of earlier realizes with the same structure when there is
+/// one: realizing the same computation again (an eager training loop, a model called once per
+/// token) then skips fuse, lower, render and the kernel cache. TG_DEBUG >= 2 plans every realize
+/// afresh, so that each prints its schedule and programs.
+inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& keep,
+                                            const std::shared_ptr<Device>& dev, int debug) {
+  static std::mutex m;
+  static std::unordered_map<std::string, std::shared_ptr<const Plan>> plans;
+  if (debug >= 2) return make_plan(g, keep, dev, debug);
+  std::string key = plan_key(g, keep, dev->name());
+  {
+    std::lock_guard<std::mutex> lock(m);
+    if (auto it = plans.find(key); it != plans.end()) {
+      stats_storage().plans_reused++;
+      return it->second;
+    }
+  }
+  auto made = make_plan(g, keep, dev, debug);
+  std::lock_guard<std::mutex> lock(m);
+  if (plans.size() >= 4096) plans.clear(); // a bound, for programs that make endless shapes
+  plans.emplace(std::move(key), made);
+  return made;
+}
+} // namespace detail
+
+/// Runs `g` on `dev`. `inputs[i]` backs graph buffer i; `keep[n]` marks results to return;
+/// `targets[n]`, when given and set, is the existing buffer node n's result must end up in.
+inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
+                              const NodeFlags& keep, const std::shared_ptr<Device>& dev,
+                              const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
+  const int debug = env::debug();
+  detail::Capture* capture = detail::active_capture();
+  detail::stats_storage().realizes++;
+  if (debug >= 4) std::cerr << detail::dump_graph(g);
+  auto cached = detail::plan_for(g, keep, dev, debug);
+  const Schedule& s = cached->schedule;
+  const MemoryPlan& plan = cached->memory;
+  const auto& runners = cached->runners;
+  // symbolic sizes take this realize's values (the plan may have been made by another)
+  std::vector<Var> bound = g.vars();
+  std::vector<std::int64_t> values;
+  for (const Var& v : bound) values.push_back(v.value);
 
   Realized out;
   out.buffers.assign(g.size(), nullptr);
   std::vector<std::shared_ptr<Buffer>> temps(plan.slot_bytes.size());
   // sizes: the bound values, or under capture the largest values the bounds allow
-  auto size_of = [&](const SInt& s) { return capture ? s.max_value() : s.eval(); };
+  auto size_of = [&](const SInt& s) {
+    return capture ? s.max_value() : eval_sint(s, bound, values);
+  };
   // a target is written in place unless a later kernel still reads its old value
   std::vector<int> last_reader(g.size(), -1);
   for (std::size_t k = 0; k < s.kernels.size(); ++k)
@@ -5136,12 +5320,16 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     std::vector<void*> ptrs_k{buffer_of(kern.root)->ptr};
     for (int in : kern.inputs) ptrs_k.push_back(buffer_of(in)->ptr);
     std::vector<std::int64_t> vars;
-    for (const Var& v : programs[k].vars) vars.push_back(v.value);
+    std::vector<Var> kernel_vars = cached->vars[k];
+    for (Var& v : kernel_vars) {
+      v.value = eval_sint(SInt(v), bound, values);
+      vars.push_back(v.value);
+    }
     auto t0 = std::chrono::steady_clock::now();
     runners[k]->run(ptrs_k, vars);
     detail::stats_storage().kernels_launched++;
     if (capture) {
-      detail::Launch l{runners[k], {buffer_of(kern.root)}, programs[k].vars, 0};
+      detail::Launch l{runners[k], {buffer_of(kern.root)}, kernel_vars, 0};
       for (int in : kern.inputs) l.buffers.push_back(buffer_of(in));
       capture->launches.push_back(std::move(l));
     }
@@ -6763,6 +6951,26 @@ inline Tensor stack(const std::vector<Tensor>& ts, int dim = 0,
   return cat(u, dim, loc);
 }
 
+namespace detail {
+/// Whether matmul copies its right operand first: a transposed view (x @ w.t(), as nn::Linear
+/// computes) is read along its strided axis by every lane of the kernel's register tile, which
+/// ran 4x slower than the same product over a contiguous copy. Not for small operands, whose copy
+/// costs more than it saves, nor when TG_OPT=0.
+inline bool copy_transposed_operand(const Tensor& a, const Tensor& b) {
+  const LazyNode& n = *b.lazy();
+  const Shape &as = a.sym_shape(), &bs = b.sym_shape();
+  if (n.op != Op::View || b.ndim() < 2 || lower_options().upcast_rows < 2) return false;
+  const SInt &rows = as[as.size() - 2], &k = bs[bs.size() - 2], &m = bs.back();
+  if (!rows.is_const() || !k.is_const() || !m.is_const() || rows.constant() < 8 ||
+      k.constant() * m.constant() < 4096)
+    return false;
+  ShapeTracker st = ShapeTracker::contiguous(n.src[0]->shape).apply(n.moves);
+  const View& v = st.views.back();
+  return st.views.size() == 1 && v.strides[v.ndim() - 2] == 1 && !(v.strides.back() == 0) &&
+         !(v.strides.back() == 1);
+}
+} // namespace detail
+
 inline Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
   if (ndim() == 0 || o.ndim() == 0)
     detail::fail<shape_error>("matmul",
@@ -6771,6 +6979,7 @@ inline Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
                               loc);
   Tensor a = ndim() == 1 ? unsqueeze(0, loc) : *this;
   Tensor b = o.ndim() == 1 ? o.unsqueeze(1, loc) : o;
+  bool copy = detail::copy_transposed_operand(a, b);
   const Shape &as = a.sym_shape(), &bs = b.sym_shape();
   if (!(as.back() == bs[bs.size() - 2]))
     detail::fail<shape_error>("matmul",
@@ -6791,8 +7000,14 @@ inline Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
   sb.insert(sb.end(), {SInt(1), k, m});
   Shape full = batch;
   full.insert(full.end(), {n, k, m});
+  auto broadcast_b = [&](const Tensor& t) {
+    return t.unsqueeze(-3, loc).expand(sb, loc).expand(full, loc);
+  };
   Tensor prodt = alu(Op::Mul, a.unsqueeze(-1, loc).expand(sa, loc).expand(full, loc),
-                     b.unsqueeze(-3, loc).expand(sb, loc).expand(full, loc), "matmul", loc);
+                     broadcast_b(copy ? b.contiguous(loc) : b), "matmul", loc);
+  // The backward reads the operand as the caller laid it out, not the copy: the gradient of x in
+  // x @ w.t() sums over w's rows, along which w itself is contiguous and the copy is not.
+  if (copy && prodt.lazy()->grad_fn) prodt.lazy()->grad_fn->parents[1] = broadcast_b(b).lazy();
   Tensor r = prodt.reduce(Op::ReduceSum, {int(full.size()) - 2}, false, "matmul", loc);
   if (ndim() == 1) r = r.squeeze(-2, loc);
   if (o.ndim() == 1) r = r.squeeze(-1, loc);

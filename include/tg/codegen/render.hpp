@@ -209,6 +209,9 @@ struct CDialect {
          "float truncf(float); double trunc(double); float powf(float, float);\n"
          "double pow(double, double);\n"
          "#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
+         "#if defined(__GNUC__) && !defined(__clang__)\n"
+         "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
+         "#else\n#define TG_REDUCE_KERNEL\n#endif\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
@@ -238,7 +241,15 @@ struct CDialect {
          "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
          "#endif\n";
   }
+  // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
+  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
+  // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels.
   static constexpr void signature(Text& t, const Program& p) {
+    for (const UOp& u : p.ops)
+      if (u.kind == UKind::DefineAcc) {
+        t << "TG_REDUCE_KERNEL ";
+        break;
+      }
     t << "void " << p.name.view()
       << "(void** bufs, const long long* vars, long long start, long long end) {\n";
   }

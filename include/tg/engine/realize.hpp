@@ -3,7 +3,11 @@
 // -> (the device) render + compile -> launch. TG_DEBUG=2 prints the schedule, 3 the sources,
 // 4 the graph and the IR after each pass.
 #include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "../codegen/lower.hpp"
 #include "../runtime/devices.hpp"
@@ -55,7 +59,7 @@ inline std::string dump_graph(const Graph& g) {
 
 /// The lowering's optimizations, unless TG_OPT=0.
 inline LowerOptions lower_options() {
-  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1};
+  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1, 1};
   return o;
 }
 
@@ -104,17 +108,23 @@ inline bool reads_in_place(const Graph& g, const NodeFlags& mat, int root, int b
 }
 } // namespace detail
 
-/// Runs `g` on `dev`. `inputs[i]` backs graph buffer i; `keep[n]` marks results to return;
-/// `targets[n]`, when given and set, is the existing buffer node n's result must end up in.
-inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                              const NodeFlags& keep, const std::shared_ptr<Device>& dev,
-                              const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
-  const int debug = env::debug();
-  detail::Capture* capture = detail::active_capture();
-  detail::stats_storage().realizes++;
-  if (debug >= 4) std::cerr << detail::dump_graph(g);
-  Schedule s = fuse(g);
-  MemoryPlan plan = plan_memory(g, s, keep);
+namespace detail {
+/// What a realize derives from a graph's structure alone: its kernels, their memory plan and
+/// their compiled runners.
+struct Plan {
+  Schedule schedule;
+  MemoryPlan memory;
+  std::vector<std::vector<Var>> vars; // per kernel: the symbolic sizes it takes at launch
+  std::vector<std::shared_ptr<Runner>> runners;
+};
+
+inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& keep,
+                                             const std::shared_ptr<Device>& dev, int debug) {
+  auto made = std::make_shared<Plan>();
+  Schedule& s = made->schedule;
+  s = fuse(g);
+  MemoryPlan& plan = made->memory;
+  plan = plan_memory(g, s, keep);
   if (debug >= 2) {
     std::cerr << "schedule: " << s.kernels.size() << " kernel(s), " << plan.slot_bytes.size()
               << " temporary buffer(s)\n";
@@ -140,16 +150,115 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   }
   std::vector<const Program*> ptrs;
   for (const Program& p : programs) ptrs.push_back(&p);
-  auto runners = dev->prepare(ptrs);
+  made->runners = dev->prepare(ptrs);
+  for (const Program& p : programs) made->vars.push_back(p.vars);
   if (debug >= 3)
-    for (auto& r : runners)
+    for (auto& r : made->runners)
       if (!r->source.empty()) std::cerr << r->source << "\n";
+  return made;
+}
+
+/// A key for everything a Plan depends on: the graph's nodes, buffers and outputs, with symbolic
+/// sizes by name and bounds (their values are launch arguments), which nodes are kept, the device.
+inline std::string plan_key(const Graph& g, const NodeFlags& keep, const std::string& device) {
+  std::string k = device;
+  k.push_back('\0');
+  auto put = [&k](std::int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto put_sint = [&](const SInt& d) {
+    put(d.constant());
+    put(std::int64_t(d.terms().size()));
+    for (const Term& t : d.terms()) {
+      put(t.coef);
+      put(std::int64_t(t.vars.size()));
+      for (const Var& v : t.vars) {
+        k.append(v.name.view()).push_back('\0');
+        put(v.lo);
+        put(v.hi);
+      }
+    }
+  };
+  auto put_shape = [&](const Shape& sh) {
+    put(std::int64_t(sh.size()));
+    for (const SInt& d : sh) put_sint(d);
+  };
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes[i];
+    put(std::int64_t(n.op) << 8 | std::int64_t(n.dtype));
+    for (int src : n.src) put(src);
+    put_shape(n.shape);
+    put(std::int64_t(n.moves.size()));
+    for (const Movement& m : n.moves) {
+      put(std::int64_t(m.op));
+      put_shape(m.a);
+      put_shape(m.b);
+    }
+    put(std::int64_t(n.axes.size()));
+    for (int a : n.axes) put(a);
+    std::int64_t f = 0;
+    std::memcpy(&f, &n.value.f, sizeof f);
+    put(f);
+    put(n.value.i);
+    put(n.arg);
+    put(keep[i]);
+  }
+  for (const BufferInfo& b : g.buffers) {
+    put(std::int64_t(b.dtype));
+    put_sint(b.numel);
+  }
+  for (int o : g.outputs) put(o);
+  return k;
+}
+
+/// The plan for `g`, from the plans of earlier realizes with the same structure when there is
+/// one: realizing the same computation again (an eager training loop, a model called once per
+/// token) then skips fuse, lower, render and the kernel cache. TG_DEBUG >= 2 plans every realize
+/// afresh, so that each prints its schedule and programs.
+inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& keep,
+                                            const std::shared_ptr<Device>& dev, int debug) {
+  static std::mutex m;
+  static std::unordered_map<std::string, std::shared_ptr<const Plan>> plans;
+  if (debug >= 2) return make_plan(g, keep, dev, debug);
+  std::string key = plan_key(g, keep, dev->name());
+  {
+    std::lock_guard<std::mutex> lock(m);
+    if (auto it = plans.find(key); it != plans.end()) {
+      stats_storage().plans_reused++;
+      return it->second;
+    }
+  }
+  auto made = make_plan(g, keep, dev, debug);
+  std::lock_guard<std::mutex> lock(m);
+  if (plans.size() >= 4096) plans.clear(); // a bound, for programs that make endless shapes
+  plans.emplace(std::move(key), made);
+  return made;
+}
+} // namespace detail
+
+/// Runs `g` on `dev`. `inputs[i]` backs graph buffer i; `keep[n]` marks results to return;
+/// `targets[n]`, when given and set, is the existing buffer node n's result must end up in.
+inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
+                              const NodeFlags& keep, const std::shared_ptr<Device>& dev,
+                              const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
+  const int debug = env::debug();
+  detail::Capture* capture = detail::active_capture();
+  detail::stats_storage().realizes++;
+  if (debug >= 4) std::cerr << detail::dump_graph(g);
+  auto cached = detail::plan_for(g, keep, dev, debug);
+  const Schedule& s = cached->schedule;
+  const MemoryPlan& plan = cached->memory;
+  const auto& runners = cached->runners;
+  // symbolic sizes take this realize's values (the plan may have been made by another)
+  std::vector<Var> bound = g.vars();
+  std::vector<std::int64_t> values;
+  for (const Var& v : bound) values.push_back(v.value);
 
   Realized out;
   out.buffers.assign(g.size(), nullptr);
   std::vector<std::shared_ptr<Buffer>> temps(plan.slot_bytes.size());
   // sizes: the bound values, or under capture the largest values the bounds allow
-  auto size_of = [&](const SInt& s) { return capture ? s.max_value() : s.eval(); };
+  auto size_of = [&](const SInt& s) {
+    return capture ? s.max_value() : eval_sint(s, bound, values);
+  };
   // a target is written in place unless a later kernel still reads its old value
   std::vector<int> last_reader(g.size(), -1);
   for (std::size_t k = 0; k < s.kernels.size(); ++k)
@@ -201,12 +310,16 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     std::vector<void*> ptrs_k{buffer_of(kern.root)->ptr};
     for (int in : kern.inputs) ptrs_k.push_back(buffer_of(in)->ptr);
     std::vector<std::int64_t> vars;
-    for (const Var& v : programs[k].vars) vars.push_back(v.value);
+    std::vector<Var> kernel_vars = cached->vars[k];
+    for (Var& v : kernel_vars) {
+      v.value = eval_sint(SInt(v), bound, values);
+      vars.push_back(v.value);
+    }
     auto t0 = std::chrono::steady_clock::now();
     runners[k]->run(ptrs_k, vars);
     detail::stats_storage().kernels_launched++;
     if (capture) {
-      detail::Launch l{runners[k], {buffer_of(kern.root)}, programs[k].vars, 0};
+      detail::Launch l{runners[k], {buffer_of(kern.root)}, kernel_vars, 0};
       for (int in : kern.inputs) l.buffers.push_back(buffer_of(in));
       capture->launches.push_back(std::move(l));
     }

@@ -438,6 +438,26 @@ inline Tensor stack(const std::vector<Tensor>& ts, int dim = 0,
   return cat(u, dim, loc);
 }
 
+namespace detail {
+/// Whether matmul copies its right operand first: a transposed view (x @ w.t(), as nn::Linear
+/// computes) is read along its strided axis by every lane of the kernel's register tile, which
+/// ran 4x slower than the same product over a contiguous copy. Not for small operands, whose copy
+/// costs more than it saves, nor when TG_OPT=0.
+inline bool copy_transposed_operand(const Tensor& a, const Tensor& b) {
+  const LazyNode& n = *b.lazy();
+  const Shape &as = a.sym_shape(), &bs = b.sym_shape();
+  if (n.op != Op::View || b.ndim() < 2 || lower_options().upcast_rows < 2) return false;
+  const SInt &rows = as[as.size() - 2], &k = bs[bs.size() - 2], &m = bs.back();
+  if (!rows.is_const() || !k.is_const() || !m.is_const() || rows.constant() < 8 ||
+      k.constant() * m.constant() < 4096)
+    return false;
+  ShapeTracker st = ShapeTracker::contiguous(n.src[0]->shape).apply(n.moves);
+  const View& v = st.views.back();
+  return st.views.size() == 1 && v.strides[v.ndim() - 2] == 1 && !(v.strides.back() == 0) &&
+         !(v.strides.back() == 1);
+}
+} // namespace detail
+
 inline Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
   if (ndim() == 0 || o.ndim() == 0)
     detail::fail<shape_error>("matmul",
@@ -446,6 +466,7 @@ inline Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
                               loc);
   Tensor a = ndim() == 1 ? unsqueeze(0, loc) : *this;
   Tensor b = o.ndim() == 1 ? o.unsqueeze(1, loc) : o;
+  bool copy = detail::copy_transposed_operand(a, b);
   const Shape &as = a.sym_shape(), &bs = b.sym_shape();
   if (!(as.back() == bs[bs.size() - 2]))
     detail::fail<shape_error>("matmul",
@@ -466,8 +487,14 @@ inline Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
   sb.insert(sb.end(), {SInt(1), k, m});
   Shape full = batch;
   full.insert(full.end(), {n, k, m});
+  auto broadcast_b = [&](const Tensor& t) {
+    return t.unsqueeze(-3, loc).expand(sb, loc).expand(full, loc);
+  };
   Tensor prodt = alu(Op::Mul, a.unsqueeze(-1, loc).expand(sa, loc).expand(full, loc),
-                     b.unsqueeze(-3, loc).expand(sb, loc).expand(full, loc), "matmul", loc);
+                     broadcast_b(copy ? b.contiguous(loc) : b), "matmul", loc);
+  // The backward reads the operand as the caller laid it out, not the copy: the gradient of x in
+  // x @ w.t() sums over w's rows, along which w itself is contiguous and the copy is not.
+  if (copy && prodt.lazy()->grad_fn) prodt.lazy()->grad_fn->parents[1] = broadcast_b(b).lazy();
   Tensor r = prodt.reduce(Op::ReduceSum, {int(full.size()) - 2}, false, "matmul", loc);
   if (ndim() == 1) r = r.squeeze(-2, loc);
   if (o.ndim() == 1) r = r.squeeze(-1, loc);
