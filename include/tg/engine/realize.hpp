@@ -116,11 +116,13 @@ struct Plan {
   MemoryPlan memory;
   std::vector<std::vector<Var>> vars; // per kernel: the symbolic sizes it takes at launch
   std::vector<std::shared_ptr<Runner>> runners;
+  std::shared_ptr<Device> device; // kept open while its runners may run (and its address unique)
 };
 
 inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& keep,
                                              const std::shared_ptr<Device>& dev, int debug) {
   auto made = std::make_shared<Plan>();
+  made->device = dev;
   Schedule& s = made->schedule;
   s = fuse(g);
   MemoryPlan& plan = made->memory;
@@ -160,10 +162,12 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
 
 /// A key for everything a Plan depends on: the graph's nodes, buffers and outputs, with symbolic
 /// sizes by name and bounds (their values are launch arguments), which nodes are kept, the device.
-inline std::string plan_key(const Graph& g, const NodeFlags& keep, const std::string& device) {
-  std::string k = device;
-  k.push_back('\0');
+inline std::string plan_key(const Graph& g, const NodeFlags& keep, const Device& device) {
+  std::string k;
   auto put = [&k](std::int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  // the device object itself: runners belong to the device that prepared them (two devices of
+  // one kind, each opened under its own name, share no plans)
+  put(std::int64_t(reinterpret_cast<std::uintptr_t>(&device)));
   auto put_sint = [&](const SInt& d) {
     put(d.constant());
     put(std::int64_t(d.terms().size()));
@@ -218,7 +222,7 @@ inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& kee
   static std::mutex m;
   static std::unordered_map<std::string, std::shared_ptr<const Plan>> plans;
   if (debug >= 2) return make_plan(g, keep, dev, debug);
-  std::string key = plan_key(g, keep, dev->name());
+  std::string key = plan_key(g, keep, *dev);
   {
     std::lock_guard<std::mutex> lock(m);
     if (auto it = plans.find(key); it != plans.end()) {
