@@ -2892,6 +2892,9 @@ public:
   }
   /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
   virtual bool host_memory() const { return false; }
+  /// Whether reductions are lowered with register tiles (LowerOptions::upcast_rows): a CPU's
+  /// vector registers gain from them; a GPU's one output per thread would lose parallelism.
+  virtual bool register_tiles() const { return false; }
   /// Compiles the programs (independent ones in parallel); one runner each.
   virtual std::vector<std::shared_ptr<Runner>>
   prepare(const std::vector<const Program*>& programs) = 0;
@@ -3348,6 +3351,7 @@ public:
     if (resolved.find("clang") == std::string::npos) flags_.push_back("-fvect-cost-model=dynamic");
   }
   std::string name() const override { return "CPU"; }
+  bool register_tiles() const override { return true; }
   std::string unavailable_reason() const override {
     if (compiler_.empty())
       return "no C compiler found (looked for " +
@@ -4929,6 +4933,7 @@ private:
 class InterpDevice : public HostDevice {
 public:
   std::string name() const override { return "INTERP"; }
+  bool register_tiles() const override { return true; } // it checks the CPU's programs
   std::vector<std::shared_ptr<Runner>>
   prepare(const std::vector<const Program*>& programs) override {
     std::vector<std::shared_ptr<Runner>> out;
@@ -5156,8 +5161,10 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   }
   std::vector<Program> programs;
   programs.reserve(s.kernels.size());
+  LowerOptions options = lower_options();
+  if (!dev->register_tiles()) options.upcast_rows = 1;
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    programs.push_back(lower(g, s, k, lower_options()));
+    programs.push_back(lower(g, s, k, options));
     if (debug >= 4) std::cerr << dump(programs.back()).view();
   }
   std::vector<const Program*> ptrs;

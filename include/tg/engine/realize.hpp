@@ -146,8 +146,10 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   }
   std::vector<Program> programs;
   programs.reserve(s.kernels.size());
+  LowerOptions options = lower_options();
+  if (!dev->register_tiles()) options.upcast_rows = 1;
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    programs.push_back(lower(g, s, k, lower_options()));
+    programs.push_back(lower(g, s, k, options));
     if (debug >= 4) std::cerr << dump(programs.back()).view();
   }
   std::vector<const Program*> ptrs;

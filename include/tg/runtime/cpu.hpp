@@ -95,6 +95,7 @@ public:
     if (resolved.find("clang") == std::string::npos) flags_.push_back("-fvect-cost-model=dynamic");
   }
   std::string name() const override { return "CPU"; }
+  bool register_tiles() const override { return true; }
   std::string unavailable_reason() const override {
     if (compiler_.empty())
       return "no C compiler found (looked for " +

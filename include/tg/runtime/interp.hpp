@@ -349,6 +349,7 @@ private:
 class InterpDevice : public HostDevice {
 public:
   std::string name() const override { return "INTERP"; }
+  bool register_tiles() const override { return true; } // it checks the CPU's programs
   std::vector<std::shared_ptr<Runner>>
   prepare(const std::vector<const Program*>& programs) override {
     std::vector<std::shared_ptr<Runner>> out;
