@@ -280,6 +280,75 @@ TEST_CASE("fixed: reductions equal the run-time Tensor's") {
   SAME(a.sum<1>().max(), A.sum(1).max());
 }
 
+TEST_CASE("fixed: argmax and argmin equal the run-time Tensor's") {
+  Data x;
+  auto& a = x.a;
+  auto& A = x.A;
+  SAME(a.argmax<1>(), A.argmax(1));
+  SAME(a.argmax<0>(tg::keepdim), A.argmax(0, true));
+  SAME(a.argmax(), A.argmax());
+  SAME(a.argmax(tg::keepdim), A.argmax(std::nullopt, true));
+  SAME(a.argmin<-1>(), A.argmin(-1));
+  SAME(a.argmin(), A.argmin());
+  SAME(x.cube.argmax<1>(), x.CUBE.argmax(1));
+  SAME(x.cube.argmin<2>(tg::keepdim), x.CUBE.argmin(2, true));
+  SAME(x.d.argmax<0>(), x.D.argmax(0));
+  SAME(x.ia.argmax<1>(), x.IA.argmax(1)); // small integers: ties, the first index wins
+  SAME(x.ia.argmin<0>(), x.IA.argmin(0));
+  SAME(x.ia.argmin(tg::keepdim), x.IA.argmin(std::nullopt, true));
+  SAME(x.mask.argmax<1>(), x.MASK.argmax(1));
+  SAME((a * x.b).argmax<1>() + 1, (A * x.B).argmax(1) + 1);
+  tg::fixed<float, 3> nan{1, NAN, 2}; // NaN is the maximum, as in PyTorch
+  SAME(nan.argmax(), rt(nan).argmax());
+}
+
+TEST_CASE("fixed: cumsum equals the run-time Tensor's") {
+  Data x;
+  SAME(x.a.cumsum<1>(), x.A.cumsum(1));
+  SAME(x.a.cumsum<0>(), x.A.cumsum(0));
+  SAME(x.cube.cumsum<1>(), x.CUBE.cumsum(1));
+  SAME(x.cube.cumsum<-1>() * 2.0f, x.CUBE.cumsum(-1) * 2.0f);
+  SAME(x.v.cumsum<0>(), x.V.cumsum(0));
+  SAME(x.d.cumsum<1>(), x.D.cumsum(1));
+  SAME(x.ia.cumsum<1>(), x.IA.cumsum(1)); // int64, as on tg::Tensor
+  SAME(x.mask.cumsum<0>(), x.MASK.cumsum(0));
+  SAME((x.a + x.b).cumsum<1>().sum<0>(), (x.A + x.B).cumsum(1).sum(0));
+}
+
+TEST_CASE("fixed: cat and stack equal the run-time Tensor's") {
+  Data x;
+  SAME(tg::cat<0>(x.a, x.b), tg::cat({x.A, x.B}, 0));
+  SAME(tg::cat<1>(x.a, x.col, x.b), tg::cat({x.A, x.COL, x.B}, 1));
+  SAME(tg::cat<-1>(x.a, x.ia), tg::cat({x.A, x.IA}, -1)); // promoted to float32
+  SAME(tg::cat<1>(x.cube, x.cube * 2.0f), tg::cat({x.CUBE, x.CUBE * 2.0f}, 1));
+  SAME(tg::cat<0>(x.v, x.bias, x.v), tg::cat({x.V, x.BIAS, x.V}, 0));
+  SAME(tg::cat<0>(x.a), tg::cat({x.A}, 0));
+  SAME(tg::cat<0>(x.mask, x.mask), tg::cat({x.MASK, x.MASK}, 0));
+  SAME(tg::cat<1>(x.a.T(), x.m).sum<0>(), tg::cat({x.A.T(), x.M}, 1).sum(0));
+  SAME(tg::stack<0>(x.a, x.b), tg::stack({x.A, x.B}, 0));
+  SAME(tg::stack<1>(x.a, x.b, x.pos), tg::stack({x.A, x.B, x.POS}, 1));
+  SAME(tg::stack<-1>(x.ia, x.ib), tg::stack({x.IA, x.IB}, -1));
+}
+
+TEST_CASE("fixed: gather and index_select equal the run-time Tensor's") {
+  Data x;
+  // indices in [-n, n): negative ones count from the end
+  auto g0 = random_fixed<tg::fixed<std::int64_t, 3, 5>>(-4, 4);
+  auto g1 = random_fixed<tg::fixed<int, 4, 7>>(-5, 5);
+  auto g2 = random_fixed<tg::fixed<std::int64_t, 2, 2, 4>>(-3, 3);
+  auto s0 = random_fixed<tg::fixed<int, 6>>(-4, 4);
+  auto s1 = random_fixed<tg::fixed<std::int64_t, 3>>(0, 5);
+  SAME(x.a.gather<0>(g0), x.A.gather(0, rt(g0)));
+  SAME(x.a.gather<1>(g1), x.A.gather(1, rt(g1)));
+  SAME(x.a.gather<-1>(g1.slice<1, 0, 3>()), x.A.gather(-1, rt(g1).slice(1, 0, 3)));
+  SAME(x.cube.gather<1>(g2), x.CUBE.gather(1, rt(g2)));
+  SAME(x.ia.gather<1>(g1) * 2, x.IA.gather(1, rt(g1)) * 2);
+  SAME(x.a.index_select<0>(s0), x.A.index_select(0, rt(s0)));
+  SAME(x.a.index_select<1>(s1), x.A.index_select(1, rt(s1)));
+  SAME(x.cube.index_select<2>(s1 - 1), x.CUBE.index_select(2, rt(s1) - 1));
+  SAME(x.v.index_select<0>(s0), x.V.index_select(0, rt(s0)));
+}
+
 TEST_CASE("fixed: movement ops equal the run-time Tensor's") {
   Data x;
   auto& a = x.a;
@@ -419,6 +488,29 @@ TEST_CASE("fixed: the Graph of an expression is the run-time front end's, node b
              A.T().reshape({2, 10}) * B.reshape({2, 10}));
   SAME_GRAPH(tg::where(a > 0.0f, a, b), tg::where(A > 0.0f, A, B));
   SAME_GRAPH(a.leaky_relu(0.1), A.leaky_relu(0.1));
+  SAME_GRAPH(a.argmax<1>(), A.argmax(1));
+  SAME_GRAPH(a.argmax<0>(tg::keepdim), A.argmax(0, true));
+  SAME_GRAPH(a.argmax(), A.argmax());
+  SAME_GRAPH(a.argmin<1>(), A.argmin(1));
+  SAME_GRAPH(x.cube.argmax<2>(tg::keepdim), x.CUBE.argmax(2, true));
+  SAME_GRAPH(x.ia.argmin<0>(), x.IA.argmin(0));
+  SAME_GRAPH(x.ia.argmax(tg::keepdim), x.IA.argmax(std::nullopt, true));
+  SAME_GRAPH(a.cumsum<1>(), A.cumsum(1));
+  SAME_GRAPH(x.cube.cumsum<0>() + 1.0f, x.CUBE.cumsum(0) + 1.0f);
+  SAME_GRAPH(x.ia.cumsum<-1>(), x.IA.cumsum(-1));
+  SAME_GRAPH(tg::cat<1>(a, x.col, b), tg::cat({A, x.COL, B}, 1));
+  SAME_GRAPH(tg::cat<0>(a, x.ia) * 2.0f, tg::cat({A, x.IA}, 0) * 2.0f);
+  SAME_GRAPH(tg::cat<0>(x.mask, x.mask), tg::cat({x.MASK, x.MASK}, 0));
+  SAME_GRAPH(tg::cat<1>(a.T(), x.m), tg::cat({A.T(), x.M}, 1));
+  SAME_GRAPH(tg::stack<1>(a, b), tg::stack({A, B}, 1));
+  tg::fixed<std::int64_t, 3, 5> g0{{0, 1, 2, 3, -1}, {3, 2, 1, 0, 0}, {1, 1, 1, -4, 2}};
+  tg::fixed<int, 4, 2> g1{{0, 4}, {1, 3}, {2, -2}, {3, 1}};
+  tg::fixed<int, 3> s0{3, -1, 0};
+  SAME_GRAPH(a.gather<0>(g0), A.gather(0, rt(g0)));
+  SAME_GRAPH(a.gather<1>(g1) + 1.0f, A.gather(1, rt(g1)) + 1.0f);
+  SAME_GRAPH(a.gather<1>(g1.slice<0, 0, 2>()), A.gather(1, rt(g1).slice(0, 0, 2))); // crops a
+  SAME_GRAPH(a.index_select<0>(s0), A.index_select(0, rt(s0)));
+  SAME_GRAPH(x.cube.index_select<2>(s0), x.CUBE.index_select(2, rt(s0)));
   auto e = (a - a.max<1>(tg::keepdim)).exp(); // one sub-expression used twice is one node
   auto E = (A - A.max(1, true)).exp();
   SAME_GRAPH(e / e.sum<1>(tg::keepdim), E / E.sum(1, true));

@@ -3,6 +3,8 @@
 // kernel source rendered at compile time. Compiling this file is the test.
 #include <doctest/doctest.h>
 
+#include <tg/codegen/render_cuda.hpp>
+#include <tg/codegen/render_glsl.hpp>
 #include <tg/fixed.hpp>
 
 namespace {
@@ -64,6 +66,32 @@ constexpr bool heap_in_constexpr() {
 static_assert(!tg::fixed<float, 40, 40>::is_inline);
 static_assert(heap_in_constexpr());
 
+// ---- index ops, cumsum, cat and stack: shapes, dtypes and values at compile time
+constexpr tg::fixed<float, 2, 3> f{{1, 5, 3}, {4, 2, 4}};
+constexpr tg::fixed<int, 2, 2> gi{{2, 0}, {-1, 1}};
+constexpr tg::fixed<int, 3> si{1, 0, -2};
+static_assert(std::is_same_v<decltype(f.argmax<1>())::shape_type, tg::shape<2>>);
+static_assert(std::is_same_v<decltype(f.argmin<0>(tg::keepdim))::shape_type, tg::shape<1, 3>>);
+static_assert(decltype(f.argmax<0>())::dtype == tg::int64);
+static_assert(f.argmax<1>().eval()(0) == 1 && f.argmax<1>().eval()(1) == 0); // the first maximum
+static_assert(f.argmax() == 1 && f.argmin() == 0 && ints.argmin<1>().eval()(1) == 2);
+static_assert(tg::argmax<0>(f).eval()(2) == 1);
+static_assert(decltype(ints.cumsum<1>())::dtype == tg::int64);
+static_assert(f.cumsum<1>().eval()(1, 2) == 10 && tg::cumsum<0>(f).eval()(1, 1) == 7);
+static_assert(std::is_same_v<decltype(f.gather<1>(gi))::shape_type, tg::shape<2, 2>>);
+static_assert(f.gather<1>(gi).eval()(0, 0) == 3 && f.gather<1>(gi).eval()(1, 0) == 4);
+static_assert(std::is_same_v<decltype(f.index_select<1>(si))::shape_type, tg::shape<2, 3>>);
+static_assert(f.index_select<1>(si).eval()(1, 2) == 2);
+static_assert(std::is_same_v<decltype(tg::cat<1>(f, ints))::shape_type, tg::shape<2, 6>>);
+static_assert(decltype(tg::cat<1>(f, ints))::dtype == tg::float32);
+static_assert(tg::cat<1>(f, ints).eval()(1, 5) == -6 && tg::cat<0>(f, f).eval()(3, 1) == 2);
+static_assert(std::is_same_v<decltype(tg::stack<1>(f, f))::shape_type, tg::shape<2, 2, 3>>);
+static_assert(tg::stack<0>(f, f * 2.0f).eval()(1, 0, 1) == 10);
+static_assert(tg::kernel_count(f.cumsum<1>()) == 1);
+static_assert(tg::kernel_count(f.argmax<1>()) == 2); // the max, then the countdown's max
+static_assert(tg::kernel_count(tg::cat<1>(f, ints)) == 1);
+static_assert(tg::graph_of(f.cumsum<1>()).buffers.size() == 2); // f and the arange
+
 // ---- the Graph, the schedule and the source, at compile time
 // --------------------------------------
 static_assert(tg::graph_of(a * b + c).size() == 6); // 3 buffers, view of c, mul, add
@@ -91,6 +119,31 @@ static_assert(mm.contains("void r")); // a reduction kernel
 static_assert(mm.contains("acc"));
 static_assert(tg::graph_of(x.matmul(w)).buffers.size() == 2);
 static_assert(tg::kernel_program(x.sum<1>()).params.size() == 2);
+
+// GPU dialects: gpu_program shapes the kernel for a launch, render_glsl / render_cuda print it.
+constexpr auto glsl = tg::freeze(
+    [] { return tg::render_glsl(tg::gpu_program(tg::kernel_program((x * 2.0f + 1.0f).relu()))); });
+static_assert(glsl.contains("#version 450"));
+static_assert(glsl.contains("layout(local_size_x = 256) in;"));
+static_assert(glsl.contains("void main() {"));
+static_assert(glsl.contains("if (v")); // the bounds check of a thread's item
+constexpr auto cuda = tg::freeze(
+    [] { return tg::render_cuda(tg::gpu_program(tg::kernel_program((x * 2.0f + 1.0f).relu()))); });
+static_assert(cuda.contains("extern \"C\" __global__ void __launch_bounds__(256) E_"));
+static_assert(cuda.contains("threadIdx.x"));
+// one item per work-group: the reduction is split across the lanes and combined in shared memory
+constexpr tg::GpuOptions grouped{.local = 32, .max_local = 1024, .grouped = 1};
+constexpr auto glsl_grouped = tg::freeze(
+    [] { return tg::render_glsl(tg::gpu_program(tg::kernel_program(x.sum<1>()), grouped)); });
+static_assert(glsl_grouped.contains("one item per work-group"));
+static_assert(glsl_grouped.contains("shared float tg_lds") && glsl_grouped.contains("barrier();"));
+constexpr auto glsl_subgroups = tg::freeze(
+    [] { return tg::render_glsl(tg::gpu_program(tg::kernel_program(x.sum<1>()), grouped), true); });
+static_assert(glsl_subgroups.contains("subgroup"));
+constexpr auto cuda_grouped = tg::freeze(
+    [] { return tg::render_cuda(tg::gpu_program(tg::kernel_program(x.sum<1>()), grouped)); });
+static_assert(cuda_grouped.contains("__shared__ float tg_lds") &&
+              cuda_grouped.contains("__syncthreads();"));
 
 } // namespace
 

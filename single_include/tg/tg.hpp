@@ -1613,6 +1613,10 @@ public:
                     ? m.back().constant()
                     : 1;
       if (lanes < 2) lanes = 1;
+      // lanes that read along a strided axis (sums of rows): 16 rows 16 KiB apart share one L1
+      // set and evict each other; 4 ran 1.5x faster than 16 on rows of 4096
+      if (lanes > 4 && lanes == divisor(m.back(), opt_.upcast) && !lanes_contiguous(m.size() - 1))
+        lanes = 4;
     }
     std::size_t row_axis = m.size() - 2;
     if (lanes >= 8 && m.size() >= 2 && reduce_nodes_.size() == 1 && shared_along(row_axis) &&
@@ -8240,6 +8244,12 @@ struct eval;
 struct from_tensor;
 struct cat;
 struct T;
+struct argmax;
+struct argmin;
+struct cumsum;
+struct stack;
+struct gather;
+struct index_select;
 } // namespace op
 
 /// How keepdim is asked for: x.sum<1>(tg::keepdim).
@@ -8404,6 +8414,50 @@ template <class S> constexpr DType scalar_kind() {
 
 } // namespace fx
 
+namespace fx {
+// The conditions of the cat, stack, gather and index_select checks (an unknown shape passes).
+template <class S0, class... S, int A> constexpr bool concat_ok(axes<A>) {
+  if constexpr (is_unknown<S0> || (is_unknown<S> || ...))
+    return true;
+  else {
+    constexpr int r = int(S0::rank);
+    if (r == 0 || A < -r || A >= r || ((int(S::rank) != r) || ...)) return false;
+    if constexpr (((S::rank == S0::rank) && ...)) {
+      const int d = A < 0 ? A + r : A;
+      for (int i = 0; i < r; ++i)
+        if (i != d && ((S::dims[std::size_t(i)] != S0::dims[std::size_t(i)]) || ...)) return false;
+    }
+    return true;
+  }
+}
+template <class S0, class... S, int A> constexpr bool stack_ok(axes<A>) {
+  if constexpr (is_unknown<S0> || (is_unknown<S> || ...))
+    return true;
+  else
+    return (std::is_same_v<S0, S> && ...) && A >= -int(S0::rank) - 1 && A <= int(S0::rank);
+}
+template <class S, class I, int A> constexpr bool gather_ok(axes<A>) {
+  if constexpr (is_unknown<S> || is_unknown<I>)
+    return true;
+  else {
+    constexpr int r = int(S::rank);
+    if (r == 0 || A < -r || A >= r || int(I::rank) != r) return false;
+    if constexpr (S::rank == I::rank) {
+      const int d = A < 0 ? A + r : A;
+      for (int i = 0; i < r; ++i)
+        if (i != d && I::dims[std::size_t(i)] > S::dims[std::size_t(i)]) return false;
+    }
+    return true;
+  }
+}
+template <class S, class I, int A> constexpr bool select_ok(axes<A>) {
+  if constexpr (is_unknown<S> || is_unknown<I>)
+    return true;
+  else
+    return int(S::rank) > 0 && A >= -int(S::rank) && A < int(S::rank) && I::rank <= 1;
+}
+} // namespace fx
+
 // ---- the checks named in diagnostics ------------------------------------------------------------
 /// Shapes that broadcast together (NumPy rules).
 template <class Op, class... S> inline constexpr bool broadcastable = fx::broadcast_ok<S...>();
@@ -8417,6 +8471,21 @@ template <class Op, class S, class Axes> inline constexpr bool axes_in_range = f
 template <class Op, class S, int... A>
 inline constexpr bool axes_in_range<Op, S, axes<A...>> =
     fx::is_unknown<S> || fx::axes_ok(std::array<int, sizeof...(A)>{A...}, S::rank);
+/// Shapes that concatenate along axis A: the same rank (at least 1), the same sizes elsewhere.
+template <class Op, class Axis, class... S>
+inline constexpr bool concatenable = fx::concat_ok<S...>(Axis{});
+/// Shapes that stack along a new axis A: all the same.
+template <class Op, class Axis, class... S>
+inline constexpr bool stackable = fx::stack_ok<S...>(Axis{});
+/// tg::gather's operands: axis A in range, an index of the same rank, no larger outside A.
+template <class Op, class Axis, class S, class I>
+inline constexpr bool gatherable = fx::gather_ok<S, I>(Axis{});
+/// tg::index_select's operands: axis A in range, an index of at most one axis.
+template <class Op, class Axis, class S, class I>
+inline constexpr bool selectable = fx::select_ok<S, I>(Axis{});
+/// An integer element type (indices).
+template <class Op, class T>
+inline constexpr bool integral = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 /// An op that is defined for an element type (neg, abs, sign, relu, sub: not for bool).
 template <class Op, class T> inline constexpr bool defined_for = !std::is_same_v<T, bool>;
 /// A floating point element type (mean, var, std).
@@ -8878,6 +8947,53 @@ public:
       return X::error();
   }
 
+  /// The index of the first maximum along Axis (int64; NaN counts as the maximum, as PyTorch).
+  template <int Axis> constexpr auto argmax() const { return argmax_<false, Axis>(); }
+  template <int Axis> constexpr auto argmax(keepdim_t) const { return argmax_<true, Axis>(); }
+  /// Without an axis: the flat index of the first maximum.
+  constexpr auto argmax() const { return arg_all_<false, false>(); }
+  constexpr auto argmax(keepdim_t) const { return arg_all_<false, true>(); }
+  template <int Axis> constexpr auto argmin() const { return argmin_<false, Axis>(); }
+  template <int Axis> constexpr auto argmin(keepdim_t) const { return argmin_<true, Axis>(); }
+  constexpr auto argmin() const { return arg_all_<true, false>(); }
+  constexpr auto argmin(keepdim_t) const { return arg_all_<true, true>(); }
+
+  /// Running sum along Axis (integers and bool accumulate in int64, as on tg::Tensor).
+  template <int Axis> constexpr auto cumsum() const {
+    static_assert(axes_in_range<op::cumsum, S_<>, axes<Axis>>, "tg: cumsum: axis out of range");
+    if constexpr (axes_in_range<op::cumsum, S_<>, axes<Axis>>)
+      return X::template cumsum<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+
+  /// out[i][j] = x[index[i][j]][j] (Axis 0), as torch.gather; int64 or narrower integer indices.
+  template <int Axis, class I> constexpr auto gather(I&& index) const {
+    using IN = fx::node_t<I>;
+    static_assert(gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>>,
+                  "tg: gather: axis out of range, or the index's shape does not fit");
+    static_assert(integral<op::gather, fx::elem_or<int, IN>>,
+                  "tg: gather: the index must have an integer type");
+    if constexpr (gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>> &&
+                  integral<op::gather, fx::elem_or<int, IN>> && !IN::is_error)
+      return X::template gather<Axis>(X::node(self()), X::node(std::forward<I>(index)));
+    else
+      return X::error();
+  }
+  /// The entries at 1-D `index` along Axis.
+  template <int Axis, class I> constexpr auto index_select(I&& index) const {
+    using IN = fx::node_t<I>;
+    static_assert(selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>>,
+                  "tg: index_select: axis out of range, or the index has more than one axis");
+    static_assert(integral<op::index_select, fx::elem_or<int, IN>>,
+                  "tg: index_select: the index must have an integer type");
+    if constexpr (selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>> &&
+                  integral<op::index_select, fx::elem_or<int, IN>> && !IN::is_error)
+      return X::template index_select<Axis>(X::node(self()), X::node(std::forward<I>(index)));
+    else
+      return X::error();
+  }
+
   // ---- movement (views: no copies) --------------------------------------------------------------
   /// One size may be -1 (inferred).
   template <std::int64_t... To> constexpr auto reshape() const {
@@ -9147,6 +9263,30 @@ private:
     else
       return X::error();
   }
+  template <bool Keep, int Axis> constexpr auto argmax_() const {
+    static_assert(axes_in_range<op::argmax, S_<>, axes<Axis>>, "tg: argmax: axis out of range");
+    if constexpr (axes_in_range<op::argmax, S_<>, axes<Axis>>)
+      return X::template argmax<Keep, Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <bool Keep, int Axis> constexpr auto argmin_() const {
+    static_assert(axes_in_range<op::argmin, S_<>, axes<Axis>>, "tg: argmin: axis out of range");
+    static_assert(defined_for<op::argmin, T_<>>, "tg: argmin: not defined for bool");
+    if constexpr (axes_in_range<op::argmin, S_<>, axes<Axis>> && defined_for<op::argmin, T_<>>)
+      return X::template argmax<Keep, Axis>(X::argmin_operand(X::node(self())));
+    else
+      return X::error();
+  }
+  template <bool Min, bool Keep> constexpr auto arg_all_() const {
+    static_assert(!Min || defined_for<op::argmin, T_<>>, "tg: argmin: not defined for bool");
+    if constexpr (Min && !defined_for<op::argmin, T_<>>)
+      return X::error();
+    else if constexpr (Min)
+      return X::template argmax_all<Keep>(X::argmin_operand(X::node(self())));
+    else
+      return X::template argmax_all<Keep>(X::node(self()));
+  }
   template <bool Keep, int... Ax> constexpr auto std_(double correction) const {
     static_assert(axes_in_range<op::std, S_<>, axes<Ax...>>,
                   "tg: std: axis out of range or repeated");
@@ -9402,6 +9542,11 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(logical_and)
   TG_FX_ABSORB(logical_or)
   TG_FX_ABSORB(logical_xor)
+  TG_FX_ABSORB(argmax)
+  TG_FX_ABSORB(argmin)
+  TG_FX_ABSORB(cumsum)
+  TG_FX_ABSORB(gather)
+  TG_FX_ABSORB(index_select)
   TG_FX_ABSORB(eval)
   TG_FX_ABSORB(item)
 #undef TG_FX_ABSORB
@@ -9456,6 +9601,32 @@ struct owned : expression<owned<F>>, node_info<F::dtype, typename F::shape_type>
   }
   constexpr bool reads(const void*) const { return false; }
   constexpr const typename F::value_type* contiguous_data() const { return value.data(); }
+};
+
+/// The index constants that the run-time argmax, cumsum, gather and index_select upload with
+/// Tensor::from_data (n - i for argmax, i for the others), as static data: one Buffer.
+enum class index_kind { countdown, arange };
+template <index_kind K, std::size_t N>
+inline constexpr auto index_data = [] {
+  std::array<std::int64_t, N == 0 ? 1 : N> r{};
+  for (std::size_t i = 0; i < N; ++i)
+    r[i] = K == index_kind::countdown ? std::int64_t(N - i) : std::int64_t(i);
+  return r;
+}();
+/// index_data<K, S::size> as a leaf of shape S.
+template <index_kind K, class S>
+struct index_leaf : expression<index_leaf<K, S>>, node_info<DType::Int64, S> {
+  static constexpr bool is_symbolic = false, has_reduce = false, aligned = false;
+  struct evaluator_t {
+    const std::int64_t* d;
+    TG_FX_INLINE constexpr std::int64_t coeff(std::size_t i) const { return d[i]; }
+  };
+  constexpr evaluator_t evaluator() const { return {index_data<K, S::size>.data()}; }
+  template <class B> constexpr int emit(B& b) const {
+    const auto* p = &index_data<K, S::size>;
+    return b.buffer(p, -1, DType::Int64, sym<S>(), p->data());
+  }
+  constexpr bool reads(const void*) const { return false; }
 };
 
 /// A scalar constant (shape []), Op::Const.
@@ -9926,6 +10097,9 @@ struct view : expression<view<C, M...>>, node_info<C::dtype, moved<typename C::s
   C c;
   /// Nonzero: a view of a constant that its builder uses more than once (see ops::share).
   int share = 0;
+  /// Nonzero: made at a place of the builders where the run-time front end makes a second, equal
+  /// View node (graph.hpp keeps nodes of different sites apart).
+  int site = 0;
   constexpr explicit view(C c_, int share_ = 0) : c(std::move(c_)), share(share_) {}
   using child_type = C;
   using map = view_map<typename C::shape_type, M...>;
@@ -9969,7 +10143,7 @@ struct view : expression<view<C, M...>>, node_info<C::dtype, moved<typename C::s
     n.src = {s, -1, -1};
     n.shape = sym<typename view::shape_type>();
     (n.moves.push_back(M::movement()), ...);
-    return b.add(std::move(n), mark, share);
+    return b.add(std::move(n), mark, share, site);
   }
   constexpr bool reads(const void* q) const { return c.reads(q); }
 };
@@ -10280,6 +10454,11 @@ template <class A, class B> struct matmul_node;
 
 // ---- compile-time shape computations, as holder types (see shape_from)
 // -----------------------------
+/// The dtype of an op over tensors of these dtypes (tg::cat).
+constexpr DType promote_all(DType t) { return t; }
+template <class... D> constexpr DType promote_all(DType a, DType b, D... rest) {
+  return promote_all(promote(a, b), rest...);
+}
 template <std::size_t N> struct ones_dims {
   static constexpr auto value = [] {
     dims_t<N> r{};
@@ -10317,6 +10496,30 @@ template <class S, std::int64_t... To> struct expand_dims_h {
     dims_t<M> r{};
     for (std::size_t i = 0; i < M; ++i)
       r[i] = t[i] == -1 ? S::dims[i - (M - N)] : std::size_t(t[i]);
+    return r;
+  }();
+};
+/// Shape [1, ..., N, ..., 1] (N at axis D of Rank).
+template <std::size_t Rank, std::size_t D, std::size_t N> struct one_axis_dims {
+  static constexpr auto value = [] {
+    dims_t<Rank> r{};
+    for (std::size_t i = 0; i < Rank; ++i) r[i] = i == D ? N : 1;
+    return r;
+  }();
+};
+/// Rank sizes of Fill, V at axis D.
+template <std::size_t Rank, std::size_t D, std::size_t V, std::size_t Fill> struct at_axis_dims {
+  static constexpr auto value = [] {
+    dims_t<Rank> r{};
+    for (std::size_t i = 0; i < Rank; ++i) r[i] = i == D ? V : Fill;
+    return r;
+  }();
+};
+/// The index's shape, with N at axis D (tg::gather crops the input to it).
+template <class I, std::size_t D, std::size_t N> struct gather_hi_dims {
+  static constexpr auto value = [] {
+    auto r = I::dims;
+    r[D] = N;
     return r;
   }();
 };
@@ -10976,6 +11179,168 @@ template <class> struct ops {
     return sub(s, log(sum<true, A>(exp(s))));
   }
 
+  /// Tensor::argmax(axis, keepdim): n - i of the first maximum (NaN counts as one) is the largest
+  /// of a countdown where the maximum is; the first i is n minus it.
+  template <bool Keep, int A, class E> static constexpr auto argmax(const E& e) {
+    if constexpr (E::rank == 0)
+      return full<shape<>, DType::Int64>(0);
+    else {
+      constexpr int d = normalize_axis(A, E::rank);
+      constexpr std::size_t n = E::shape_type::dims[std::size_t(d)];
+      auto m = max<true, d>(e);
+      auto hit = [&] {
+        if constexpr (is_float(E::dtype))
+          return logical_or(eq(e, m), isnan(e));
+        else
+          return eq(e, m);
+      }();
+      return argmax_rest<Keep, d, n>(e, hit);
+    }
+  }
+  template <bool Keep, int D, std::size_t N, class E, class H>
+  static constexpr auto argmax_rest(const E&, const H& hit) {
+    using idx = shape_from<one_axis_dims<E::rank, std::size_t(D), N>>;
+    index_leaf<index_kind::countdown, idx> countdown;
+    auto best = max<Keep, D>(where3(hit, countdown, full<shape<>, DType::Int64>(0)));
+    return sub(full<shape<>, DType::Int64>(double(N)), best);
+  }
+  /// Tensor::argmax() (no axis): over the flattened tensor; keepdim keeps every axis as size 1.
+  template <bool Keep, class E> static constexpr auto argmax_all(const E& e) {
+    auto r = argmax<false, 0>(flatten<0, -1>(e));
+    if constexpr (Keep)
+      return reshape_to<shape_from<ones_dims<E::rank>>>(r);
+    else
+      return r;
+  }
+  /// Tensor::argmin: argmax of the negation (floats) or of the bitwise complement (integers).
+  template <class E> static constexpr auto argmin_operand(const E& e) {
+    if constexpr (is_float(E::dtype))
+      return neg(e);
+    else
+      return alu<Op::Xor>(e, const_like(e, -1));
+  }
+
+  /// e, its View node apart from equal ones made elsewhere (see view::site).
+  template <class E> static constexpr E with_site(E e, int s) {
+    if constexpr (is_view<E>) e.site = s;
+    return e;
+  }
+  /// expand_to<S>(e) a second time: a new View node where the expansion makes one.
+  template <class S, class E> static constexpr auto expanded_again(const E& e) {
+    auto r = expand_to<S>(e);
+    if constexpr (std::is_same_v<decltype(r), E>)
+      return r;
+    else
+      return with_site(r, site(std::source_location::current()));
+  }
+  /// Tensor::cumsum: out[i] = sum over j <= i of x[j], as a masked sum over a new axis (one
+  /// kernel, n^2 work along the axis).
+  template <int A, class E> static constexpr auto cumsum(const E& e) {
+    auto x = [&] {
+      if constexpr (is_float(E::dtype))
+        return e;
+      else
+        return cast_to<DType::Int64>(e);
+    }();
+    if constexpr (E::rank == 0)
+      return x;
+    else {
+      constexpr int d = normalize_axis(A, E::rank);
+      constexpr std::size_t n = E::shape_type::dims[std::size_t(d)];
+      index_leaf<index_kind::arange, shape<n>> ar;
+      // j <= i is CmpLt or CmpEq; each alu call of the run-time <= expands its operands anew (two
+      // View nodes each), and the two reshapes of ar are two nodes even when they are equal
+      auto j =
+          with_site(reshape_to<shape_from<one_axis_dims<E::rank + 1, std::size_t(d) + 1, n>>>(ar),
+                    site(std::source_location::current()));
+      auto i = with_site(reshape_to<shape_from<one_axis_dims<E::rank + 1, std::size_t(d), n>>>(ar),
+                         site(std::source_location::current()));
+      using Out =
+          broadcast_shape<typename decltype(j)::shape_type, typename decltype(i)::shape_type>;
+      auto upto = alu<Op::Or>(alu<Op::CmpLt>(j, i),
+                              alu<Op::CmpEq>(expanded_again<Out>(j), expanded_again<Out>(i)));
+      auto picked = where3(upto, unsqueeze<d>(x), full<shape<>, decltype(x)::dtype>(0));
+      return reduce<Op::ReduceSum, false, d + 1>(picked);
+    }
+  }
+
+  /// tg::cat: every piece cast to the common dtype and padded to the full extent along D, then
+  /// summed (or'ed, for bool) left to right.
+  template <int A, class E0, class... E> static constexpr auto cat(const E0& e0, const E&... es) {
+    constexpr DType t = promote_all(E0::dtype, E::dtype...);
+    constexpr std::size_t d = std::size_t(normalize_axis(A, E0::rank));
+    constexpr std::size_t total =
+        E0::shape_type::dims[d] + (std::size_t(0) + ... + E::shape_type::dims[d]);
+    if constexpr (sizeof...(E) == 0)
+      return cast_to<t>(e0);
+    else
+      return cat_rest<t, d, total, E0::shape_type::dims[d]>(cat_piece<t, d, total, 0>(e0), es...);
+  }
+  template <DType T, std::size_t D, std::size_t Total, std::size_t Offset, class E>
+  static constexpr auto cat_piece(const E& e) {
+    constexpr std::size_t r = E::rank, n = E::shape_type::dims[D];
+    using Before = shape_from<at_axis_dims<r, D, Offset, 0>>;
+    using After = shape_from<at_axis_dims<r, D, Total - Offset - n, 0>>;
+    return move<mv::pad<Before, After>>(cast_to<T>(e));
+  }
+  template <DType T, std::size_t D, std::size_t Total, std::size_t Offset, class O, class E,
+            class... Es>
+  static constexpr auto cat_rest(const O& out, const E& e, const Es&... es) {
+    auto p = cat_piece<T, D, Total, Offset>(e);
+    auto sum = [&] {
+      if constexpr (T == DType::Bool)
+        return logical_or(out, p);
+      else
+        return alu<Op::Add>(out, p);
+    }();
+    if constexpr (sizeof...(Es) == 0)
+      return sum;
+    else
+      return cat_rest<T, D, Total, Offset + E::shape_type::dims[D]>(sum, es...);
+  }
+  /// tg::stack: cat of the pieces unsqueezed at A.
+  template <int A, class... E> static constexpr auto stack(const E&... es) {
+    return cat<A>(unsqueeze<A>(es)...);
+  }
+
+  /// detail::checked_index without the check: negative indices count from the end. (The run-time
+  /// version also rejects indices out of [-n, n); here such an index selects nothing: 0.)
+  template <std::size_t N, class I> static constexpr auto wrapped_index(const I& index) {
+    auto i = cast_to<DType::Int64>(index);
+    return where3(lt(i, scalar_for(i, std::int64_t(0))), add(i, scalar_for(i, std::int64_t(N))), i);
+  }
+  /// Tensor::gather: crop the input to the index's extent (except along D), then a one-hot select
+  /// along D summed over a new axis.
+  template <int A, class E, class I> static constexpr auto gather(const E& e, const I& index) {
+    constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
+    constexpr std::size_t n = E::shape_type::dims[d];
+    auto idx = wrapped_index<n>(index);
+    using Hi = shape_from<gather_hi_dims<typename I::shape_type, d, n>>;
+    auto x = [&] {
+      if constexpr (std::is_same_v<Hi, typename E::shape_type>)
+        return e;
+      else
+        return move<mv::shrink<shape_from<at_axis_dims<r, d, 0, 0>>, Hi>>(e);
+    }();
+    index_leaf<index_kind::arange, shape<n>> ar;
+    auto onehot = eq(unsqueeze<int(d) + 1>(idx),
+                     reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));
+    auto picked = where3(onehot, unsqueeze<int(d)>(x), full<shape<>, E::dtype>(0));
+    return reduce<Op::ReduceSum, false, int(d) + 1>(picked);
+  }
+  /// Tensor::index_select: out[..., j, ...] = sum over k of x[..., k, ...] * (idx[j] == k).
+  template <int A, class E, class I>
+  static constexpr auto index_select(const E& e, const I& index) {
+    constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
+    constexpr std::size_t n = E::shape_type::dims[d], m = I::size;
+    auto idx = wrapped_index<n>(reshape_to<shape<m>>(index));
+    index_leaf<index_kind::arange, shape<n>> ar;
+    auto onehot = eq(reshape_to<shape_from<at_axis_dims<r + 1, d, m, 1>>>(idx),
+                     reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));
+    auto picked = where3(onehot, unsqueeze<int(d)>(e), full<shape<>, E::dtype>(0));
+    return reduce<Op::ReduceSum, false, int(d) + 1>(picked);
+  }
+
   // ---- movement (tensor/movement.hpp)
   // ------------------------------------------------------------
   template <std::int64_t... To, class E> static constexpr auto reshape(const E& e) {
@@ -11331,6 +11696,31 @@ template <class A, class B> constexpr auto rhs(A&& a, B&& b) {
 template <class A, class B>
 concept operands = (expr<A> || expr<B>) && (expr<A> || scalar<A>) && (expr<B> || scalar<B>);
 
+/// tg::cat and tg::stack over expression nodes: one check, then the builder.
+template <int Axis, class... E> constexpr auto cat_nodes(const E&... e) {
+  if constexpr ((E::is_error || ...))
+    return ops<>::error();
+  else {
+    static_assert(concatenable<op::cat, axes<Axis>, shape_of<E>...>,
+                  "tg: cat: axis out of range, or shapes differ outside it");
+    if constexpr (concatenable<op::cat, axes<Axis>, shape_of<E>...>)
+      return ops<>::cat<Axis>(e...);
+    else
+      return ops<>::error();
+  }
+}
+template <int Axis, class... E> constexpr auto stack_nodes(const E&... e) {
+  if constexpr ((E::is_error || ...))
+    return ops<>::error();
+  else {
+    static_assert(stackable<op::stack, axes<Axis>, shape_of<E>...>,
+                  "tg: stack: axis out of range, or shapes differ");
+    if constexpr (stackable<op::stack, axes<Axis>, shape_of<E>...>)
+      return ops<>::stack<Axis>(e...);
+    else
+      return ops<>::error();
+  }
+}
 } // namespace fx
 
 // ---- operators
@@ -11588,6 +11978,16 @@ template <fx::expr A, class B> constexpr auto maximum(A&& a, B&& b) {
 template <fx::expr A, class B> constexpr auto minimum(A&& a, B&& b) {
   return a.minimum(std::forward<B>(b));
 }
+/// Concatenation along a compile-time axis: tg::cat<1>(a, b, c).
+template <int Axis = 0, fx::expr E0, fx::expr... E> constexpr auto cat(E0&& e0, E&&... e) {
+  return fx::cat_nodes<Axis>(fx::ops<>::node(std::forward<E0>(e0)),
+                             fx::ops<>::node(std::forward<E>(e))...);
+}
+/// Stacking along a new compile-time axis: tg::stack<0>(a, b) has shape [2, a's shape...].
+template <int Axis = 0, fx::expr E0, fx::expr... E> constexpr auto stack(E0&& e0, E&&... e) {
+  return fx::stack_nodes<Axis>(fx::ops<>::node(std::forward<E0>(e0)),
+                               fx::ops<>::node(std::forward<E>(e))...);
+}
 /// The value of an expression as a new tg::fixed.
 template <fx::expr E> constexpr auto eval(E&& e) { return e.eval(); }
 
@@ -11628,6 +12028,21 @@ template <int Axis, fx::expr E> constexpr auto softmax(const E& e) {
 }
 template <int Axis, fx::expr E> constexpr auto log_softmax(const E& e) {
   return e.template log_softmax<Axis>();
+}
+template <int Axis, fx::expr E> constexpr auto argmax(const E& e) {
+  return e.template argmax<Axis>();
+}
+template <int Axis, fx::expr E> constexpr auto argmin(const E& e) {
+  return e.template argmin<Axis>();
+}
+template <int Axis, fx::expr E> constexpr auto cumsum(const E& e) {
+  return e.template cumsum<Axis>();
+}
+template <int Axis, fx::expr E, class I> constexpr auto gather(const E& e, I&& index) {
+  return e.template gather<Axis>(std::forward<I>(index));
+}
+template <int Axis, fx::expr E, class I> constexpr auto index_select(const E& e, I&& index) {
+  return e.template index_select<Axis>(std::forward<I>(index));
 }
 template <std::int64_t... To, fx::expr E> constexpr auto reshape(const E& e) {
   return e.template reshape<To...>();

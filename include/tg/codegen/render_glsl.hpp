@@ -581,8 +581,9 @@ struct GlslSubgroupDialect : GlslDialect {
 /// The GLSL compute shader of a program shaped by gpu_program (`subgroups`: the device has
 /// subgroup arithmetic in compute shaders).
 constexpr Text render_glsl(const Program& gpu, bool subgroups = false) {
-  return subgroups ? CStyleRenderer::render<GlslSubgroupDialect>(gpu)
-                   : CStyleRenderer::render<GlslDialect>(gpu);
+  // if, not ?: (GCC 12 destroys a ?: class prvalue twice in constant evaluation)
+  if (subgroups) return CStyleRenderer::render<GlslSubgroupDialect>(gpu);
+  return CStyleRenderer::render<GlslDialect>(gpu);
 }
 
 } // namespace tg

@@ -457,6 +457,53 @@ public:
       return X::error();
   }
 
+  /// The index of the first maximum along Axis (int64; NaN counts as the maximum, as PyTorch).
+  template <int Axis> constexpr auto argmax() const { return argmax_<false, Axis>(); }
+  template <int Axis> constexpr auto argmax(keepdim_t) const { return argmax_<true, Axis>(); }
+  /// Without an axis: the flat index of the first maximum.
+  constexpr auto argmax() const { return arg_all_<false, false>(); }
+  constexpr auto argmax(keepdim_t) const { return arg_all_<false, true>(); }
+  template <int Axis> constexpr auto argmin() const { return argmin_<false, Axis>(); }
+  template <int Axis> constexpr auto argmin(keepdim_t) const { return argmin_<true, Axis>(); }
+  constexpr auto argmin() const { return arg_all_<true, false>(); }
+  constexpr auto argmin(keepdim_t) const { return arg_all_<true, true>(); }
+
+  /// Running sum along Axis (integers and bool accumulate in int64, as on tg::Tensor).
+  template <int Axis> constexpr auto cumsum() const {
+    static_assert(axes_in_range<op::cumsum, S_<>, axes<Axis>>, "tg: cumsum: axis out of range");
+    if constexpr (axes_in_range<op::cumsum, S_<>, axes<Axis>>)
+      return X::template cumsum<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+
+  /// out[i][j] = x[index[i][j]][j] (Axis 0), as torch.gather; int64 or narrower integer indices.
+  template <int Axis, class I> constexpr auto gather(I&& index) const {
+    using IN = fx::node_t<I>;
+    static_assert(gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>>,
+                  "tg: gather: axis out of range, or the index's shape does not fit");
+    static_assert(integral<op::gather, fx::elem_or<int, IN>>,
+                  "tg: gather: the index must have an integer type");
+    if constexpr (gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>> &&
+                  integral<op::gather, fx::elem_or<int, IN>> && !IN::is_error)
+      return X::template gather<Axis>(X::node(self()), X::node(std::forward<I>(index)));
+    else
+      return X::error();
+  }
+  /// The entries at 1-D `index` along Axis.
+  template <int Axis, class I> constexpr auto index_select(I&& index) const {
+    using IN = fx::node_t<I>;
+    static_assert(selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>>,
+                  "tg: index_select: axis out of range, or the index has more than one axis");
+    static_assert(integral<op::index_select, fx::elem_or<int, IN>>,
+                  "tg: index_select: the index must have an integer type");
+    if constexpr (selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>> &&
+                  integral<op::index_select, fx::elem_or<int, IN>> && !IN::is_error)
+      return X::template index_select<Axis>(X::node(self()), X::node(std::forward<I>(index)));
+    else
+      return X::error();
+  }
+
   // ---- movement (views: no copies) --------------------------------------------------------------
   /// One size may be -1 (inferred).
   template <std::int64_t... To> constexpr auto reshape() const {
@@ -725,6 +772,30 @@ private:
       return X::template var<Keep, Ax...>(X::node(self()), correction);
     else
       return X::error();
+  }
+  template <bool Keep, int Axis> constexpr auto argmax_() const {
+    static_assert(axes_in_range<op::argmax, S_<>, axes<Axis>>, "tg: argmax: axis out of range");
+    if constexpr (axes_in_range<op::argmax, S_<>, axes<Axis>>)
+      return X::template argmax<Keep, Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <bool Keep, int Axis> constexpr auto argmin_() const {
+    static_assert(axes_in_range<op::argmin, S_<>, axes<Axis>>, "tg: argmin: axis out of range");
+    static_assert(defined_for<op::argmin, T_<>>, "tg: argmin: not defined for bool");
+    if constexpr (axes_in_range<op::argmin, S_<>, axes<Axis>> && defined_for<op::argmin, T_<>>)
+      return X::template argmax<Keep, Axis>(X::argmin_operand(X::node(self())));
+    else
+      return X::error();
+  }
+  template <bool Min, bool Keep> constexpr auto arg_all_() const {
+    static_assert(!Min || defined_for<op::argmin, T_<>>, "tg: argmin: not defined for bool");
+    if constexpr (Min && !defined_for<op::argmin, T_<>>)
+      return X::error();
+    else if constexpr (Min)
+      return X::template argmax_all<Keep>(X::argmin_operand(X::node(self())));
+    else
+      return X::template argmax_all<Keep>(X::node(self()));
   }
   template <bool Keep, int... Ax> constexpr auto std_(double correction) const {
     static_assert(axes_in_range<op::std, S_<>, axes<Ax...>>,

@@ -252,6 +252,11 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(logical_and)
   TG_FX_ABSORB(logical_or)
   TG_FX_ABSORB(logical_xor)
+  TG_FX_ABSORB(argmax)
+  TG_FX_ABSORB(argmin)
+  TG_FX_ABSORB(cumsum)
+  TG_FX_ABSORB(gather)
+  TG_FX_ABSORB(index_select)
   TG_FX_ABSORB(eval)
   TG_FX_ABSORB(item)
 #undef TG_FX_ABSORB
@@ -306,6 +311,32 @@ struct owned : expression<owned<F>>, node_info<F::dtype, typename F::shape_type>
   }
   constexpr bool reads(const void*) const { return false; }
   constexpr const typename F::value_type* contiguous_data() const { return value.data(); }
+};
+
+/// The index constants that the run-time argmax, cumsum, gather and index_select upload with
+/// Tensor::from_data (n - i for argmax, i for the others), as static data: one Buffer.
+enum class index_kind { countdown, arange };
+template <index_kind K, std::size_t N>
+inline constexpr auto index_data = [] {
+  std::array<std::int64_t, N == 0 ? 1 : N> r{};
+  for (std::size_t i = 0; i < N; ++i)
+    r[i] = K == index_kind::countdown ? std::int64_t(N - i) : std::int64_t(i);
+  return r;
+}();
+/// index_data<K, S::size> as a leaf of shape S.
+template <index_kind K, class S>
+struct index_leaf : expression<index_leaf<K, S>>, node_info<DType::Int64, S> {
+  static constexpr bool is_symbolic = false, has_reduce = false, aligned = false;
+  struct evaluator_t {
+    const std::int64_t* d;
+    TG_FX_INLINE constexpr std::int64_t coeff(std::size_t i) const { return d[i]; }
+  };
+  constexpr evaluator_t evaluator() const { return {index_data<K, S::size>.data()}; }
+  template <class B> constexpr int emit(B& b) const {
+    const auto* p = &index_data<K, S::size>;
+    return b.buffer(p, -1, DType::Int64, sym<S>(), p->data());
+  }
+  constexpr bool reads(const void*) const { return false; }
 };
 
 /// A scalar constant (shape []), Op::Const.
@@ -776,6 +807,9 @@ struct view : expression<view<C, M...>>, node_info<C::dtype, moved<typename C::s
   C c;
   /// Nonzero: a view of a constant that its builder uses more than once (see ops::share).
   int share = 0;
+  /// Nonzero: made at a place of the builders where the run-time front end makes a second, equal
+  /// View node (graph.hpp keeps nodes of different sites apart).
+  int site = 0;
   constexpr explicit view(C c_, int share_ = 0) : c(std::move(c_)), share(share_) {}
   using child_type = C;
   using map = view_map<typename C::shape_type, M...>;
@@ -819,7 +853,7 @@ struct view : expression<view<C, M...>>, node_info<C::dtype, moved<typename C::s
     n.src = {s, -1, -1};
     n.shape = sym<typename view::shape_type>();
     (n.moves.push_back(M::movement()), ...);
-    return b.add(std::move(n), mark, share);
+    return b.add(std::move(n), mark, share, site);
   }
   constexpr bool reads(const void* q) const { return c.reads(q); }
 };

@@ -41,6 +41,11 @@ template <class A, class B> struct matmul_node;
 
 // ---- compile-time shape computations, as holder types (see shape_from)
 // -----------------------------
+/// The dtype of an op over tensors of these dtypes (tg::cat).
+constexpr DType promote_all(DType t) { return t; }
+template <class... D> constexpr DType promote_all(DType a, DType b, D... rest) {
+  return promote_all(promote(a, b), rest...);
+}
 template <std::size_t N> struct ones_dims {
   static constexpr auto value = [] {
     dims_t<N> r{};
@@ -78,6 +83,30 @@ template <class S, std::int64_t... To> struct expand_dims_h {
     dims_t<M> r{};
     for (std::size_t i = 0; i < M; ++i)
       r[i] = t[i] == -1 ? S::dims[i - (M - N)] : std::size_t(t[i]);
+    return r;
+  }();
+};
+/// Shape [1, ..., N, ..., 1] (N at axis D of Rank).
+template <std::size_t Rank, std::size_t D, std::size_t N> struct one_axis_dims {
+  static constexpr auto value = [] {
+    dims_t<Rank> r{};
+    for (std::size_t i = 0; i < Rank; ++i) r[i] = i == D ? N : 1;
+    return r;
+  }();
+};
+/// Rank sizes of Fill, V at axis D.
+template <std::size_t Rank, std::size_t D, std::size_t V, std::size_t Fill> struct at_axis_dims {
+  static constexpr auto value = [] {
+    dims_t<Rank> r{};
+    for (std::size_t i = 0; i < Rank; ++i) r[i] = i == D ? V : Fill;
+    return r;
+  }();
+};
+/// The index's shape, with N at axis D (tg::gather crops the input to it).
+template <class I, std::size_t D, std::size_t N> struct gather_hi_dims {
+  static constexpr auto value = [] {
+    auto r = I::dims;
+    r[D] = N;
     return r;
   }();
 };
@@ -737,6 +766,168 @@ template <class> struct ops {
     return sub(s, log(sum<true, A>(exp(s))));
   }
 
+  /// Tensor::argmax(axis, keepdim): n - i of the first maximum (NaN counts as one) is the largest
+  /// of a countdown where the maximum is; the first i is n minus it.
+  template <bool Keep, int A, class E> static constexpr auto argmax(const E& e) {
+    if constexpr (E::rank == 0)
+      return full<shape<>, DType::Int64>(0);
+    else {
+      constexpr int d = normalize_axis(A, E::rank);
+      constexpr std::size_t n = E::shape_type::dims[std::size_t(d)];
+      auto m = max<true, d>(e);
+      auto hit = [&] {
+        if constexpr (is_float(E::dtype))
+          return logical_or(eq(e, m), isnan(e));
+        else
+          return eq(e, m);
+      }();
+      return argmax_rest<Keep, d, n>(e, hit);
+    }
+  }
+  template <bool Keep, int D, std::size_t N, class E, class H>
+  static constexpr auto argmax_rest(const E&, const H& hit) {
+    using idx = shape_from<one_axis_dims<E::rank, std::size_t(D), N>>;
+    index_leaf<index_kind::countdown, idx> countdown;
+    auto best = max<Keep, D>(where3(hit, countdown, full<shape<>, DType::Int64>(0)));
+    return sub(full<shape<>, DType::Int64>(double(N)), best);
+  }
+  /// Tensor::argmax() (no axis): over the flattened tensor; keepdim keeps every axis as size 1.
+  template <bool Keep, class E> static constexpr auto argmax_all(const E& e) {
+    auto r = argmax<false, 0>(flatten<0, -1>(e));
+    if constexpr (Keep)
+      return reshape_to<shape_from<ones_dims<E::rank>>>(r);
+    else
+      return r;
+  }
+  /// Tensor::argmin: argmax of the negation (floats) or of the bitwise complement (integers).
+  template <class E> static constexpr auto argmin_operand(const E& e) {
+    if constexpr (is_float(E::dtype))
+      return neg(e);
+    else
+      return alu<Op::Xor>(e, const_like(e, -1));
+  }
+
+  /// e, its View node apart from equal ones made elsewhere (see view::site).
+  template <class E> static constexpr E with_site(E e, int s) {
+    if constexpr (is_view<E>) e.site = s;
+    return e;
+  }
+  /// expand_to<S>(e) a second time: a new View node where the expansion makes one.
+  template <class S, class E> static constexpr auto expanded_again(const E& e) {
+    auto r = expand_to<S>(e);
+    if constexpr (std::is_same_v<decltype(r), E>)
+      return r;
+    else
+      return with_site(r, site(std::source_location::current()));
+  }
+  /// Tensor::cumsum: out[i] = sum over j <= i of x[j], as a masked sum over a new axis (one
+  /// kernel, n^2 work along the axis).
+  template <int A, class E> static constexpr auto cumsum(const E& e) {
+    auto x = [&] {
+      if constexpr (is_float(E::dtype))
+        return e;
+      else
+        return cast_to<DType::Int64>(e);
+    }();
+    if constexpr (E::rank == 0)
+      return x;
+    else {
+      constexpr int d = normalize_axis(A, E::rank);
+      constexpr std::size_t n = E::shape_type::dims[std::size_t(d)];
+      index_leaf<index_kind::arange, shape<n>> ar;
+      // j <= i is CmpLt or CmpEq; each alu call of the run-time <= expands its operands anew (two
+      // View nodes each), and the two reshapes of ar are two nodes even when they are equal
+      auto j =
+          with_site(reshape_to<shape_from<one_axis_dims<E::rank + 1, std::size_t(d) + 1, n>>>(ar),
+                    site(std::source_location::current()));
+      auto i = with_site(reshape_to<shape_from<one_axis_dims<E::rank + 1, std::size_t(d), n>>>(ar),
+                         site(std::source_location::current()));
+      using Out =
+          broadcast_shape<typename decltype(j)::shape_type, typename decltype(i)::shape_type>;
+      auto upto = alu<Op::Or>(alu<Op::CmpLt>(j, i),
+                              alu<Op::CmpEq>(expanded_again<Out>(j), expanded_again<Out>(i)));
+      auto picked = where3(upto, unsqueeze<d>(x), full<shape<>, decltype(x)::dtype>(0));
+      return reduce<Op::ReduceSum, false, d + 1>(picked);
+    }
+  }
+
+  /// tg::cat: every piece cast to the common dtype and padded to the full extent along D, then
+  /// summed (or'ed, for bool) left to right.
+  template <int A, class E0, class... E> static constexpr auto cat(const E0& e0, const E&... es) {
+    constexpr DType t = promote_all(E0::dtype, E::dtype...);
+    constexpr std::size_t d = std::size_t(normalize_axis(A, E0::rank));
+    constexpr std::size_t total =
+        E0::shape_type::dims[d] + (std::size_t(0) + ... + E::shape_type::dims[d]);
+    if constexpr (sizeof...(E) == 0)
+      return cast_to<t>(e0);
+    else
+      return cat_rest<t, d, total, E0::shape_type::dims[d]>(cat_piece<t, d, total, 0>(e0), es...);
+  }
+  template <DType T, std::size_t D, std::size_t Total, std::size_t Offset, class E>
+  static constexpr auto cat_piece(const E& e) {
+    constexpr std::size_t r = E::rank, n = E::shape_type::dims[D];
+    using Before = shape_from<at_axis_dims<r, D, Offset, 0>>;
+    using After = shape_from<at_axis_dims<r, D, Total - Offset - n, 0>>;
+    return move<mv::pad<Before, After>>(cast_to<T>(e));
+  }
+  template <DType T, std::size_t D, std::size_t Total, std::size_t Offset, class O, class E,
+            class... Es>
+  static constexpr auto cat_rest(const O& out, const E& e, const Es&... es) {
+    auto p = cat_piece<T, D, Total, Offset>(e);
+    auto sum = [&] {
+      if constexpr (T == DType::Bool)
+        return logical_or(out, p);
+      else
+        return alu<Op::Add>(out, p);
+    }();
+    if constexpr (sizeof...(Es) == 0)
+      return sum;
+    else
+      return cat_rest<T, D, Total, Offset + E::shape_type::dims[D]>(sum, es...);
+  }
+  /// tg::stack: cat of the pieces unsqueezed at A.
+  template <int A, class... E> static constexpr auto stack(const E&... es) {
+    return cat<A>(unsqueeze<A>(es)...);
+  }
+
+  /// detail::checked_index without the check: negative indices count from the end. (The run-time
+  /// version also rejects indices out of [-n, n); here such an index selects nothing: 0.)
+  template <std::size_t N, class I> static constexpr auto wrapped_index(const I& index) {
+    auto i = cast_to<DType::Int64>(index);
+    return where3(lt(i, scalar_for(i, std::int64_t(0))), add(i, scalar_for(i, std::int64_t(N))), i);
+  }
+  /// Tensor::gather: crop the input to the index's extent (except along D), then a one-hot select
+  /// along D summed over a new axis.
+  template <int A, class E, class I> static constexpr auto gather(const E& e, const I& index) {
+    constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
+    constexpr std::size_t n = E::shape_type::dims[d];
+    auto idx = wrapped_index<n>(index);
+    using Hi = shape_from<gather_hi_dims<typename I::shape_type, d, n>>;
+    auto x = [&] {
+      if constexpr (std::is_same_v<Hi, typename E::shape_type>)
+        return e;
+      else
+        return move<mv::shrink<shape_from<at_axis_dims<r, d, 0, 0>>, Hi>>(e);
+    }();
+    index_leaf<index_kind::arange, shape<n>> ar;
+    auto onehot = eq(unsqueeze<int(d) + 1>(idx),
+                     reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));
+    auto picked = where3(onehot, unsqueeze<int(d)>(x), full<shape<>, E::dtype>(0));
+    return reduce<Op::ReduceSum, false, int(d) + 1>(picked);
+  }
+  /// Tensor::index_select: out[..., j, ...] = sum over k of x[..., k, ...] * (idx[j] == k).
+  template <int A, class E, class I>
+  static constexpr auto index_select(const E& e, const I& index) {
+    constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
+    constexpr std::size_t n = E::shape_type::dims[d], m = I::size;
+    auto idx = wrapped_index<n>(reshape_to<shape<m>>(index));
+    index_leaf<index_kind::arange, shape<n>> ar;
+    auto onehot = eq(reshape_to<shape_from<at_axis_dims<r + 1, d, m, 1>>>(idx),
+                     reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));
+    auto picked = where3(onehot, unsqueeze<int(d)>(e), full<shape<>, E::dtype>(0));
+    return reduce<Op::ReduceSum, false, int(d) + 1>(picked);
+  }
+
   // ---- movement (tensor/movement.hpp)
   // ------------------------------------------------------------
   template <std::int64_t... To, class E> static constexpr auto reshape(const E& e) {
@@ -1092,6 +1283,31 @@ template <class A, class B> constexpr auto rhs(A&& a, B&& b) {
 template <class A, class B>
 concept operands = (expr<A> || expr<B>) && (expr<A> || scalar<A>) && (expr<B> || scalar<B>);
 
+/// tg::cat and tg::stack over expression nodes: one check, then the builder.
+template <int Axis, class... E> constexpr auto cat_nodes(const E&... e) {
+  if constexpr ((E::is_error || ...))
+    return ops<>::error();
+  else {
+    static_assert(concatenable<op::cat, axes<Axis>, shape_of<E>...>,
+                  "tg: cat: axis out of range, or shapes differ outside it");
+    if constexpr (concatenable<op::cat, axes<Axis>, shape_of<E>...>)
+      return ops<>::cat<Axis>(e...);
+    else
+      return ops<>::error();
+  }
+}
+template <int Axis, class... E> constexpr auto stack_nodes(const E&... e) {
+  if constexpr ((E::is_error || ...))
+    return ops<>::error();
+  else {
+    static_assert(stackable<op::stack, axes<Axis>, shape_of<E>...>,
+                  "tg: stack: axis out of range, or shapes differ");
+    if constexpr (stackable<op::stack, axes<Axis>, shape_of<E>...>)
+      return ops<>::stack<Axis>(e...);
+    else
+      return ops<>::error();
+  }
+}
 } // namespace fx
 
 // ---- operators
@@ -1349,6 +1565,16 @@ template <fx::expr A, class B> constexpr auto maximum(A&& a, B&& b) {
 template <fx::expr A, class B> constexpr auto minimum(A&& a, B&& b) {
   return a.minimum(std::forward<B>(b));
 }
+/// Concatenation along a compile-time axis: tg::cat<1>(a, b, c).
+template <int Axis = 0, fx::expr E0, fx::expr... E> constexpr auto cat(E0&& e0, E&&... e) {
+  return fx::cat_nodes<Axis>(fx::ops<>::node(std::forward<E0>(e0)),
+                             fx::ops<>::node(std::forward<E>(e))...);
+}
+/// Stacking along a new compile-time axis: tg::stack<0>(a, b) has shape [2, a's shape...].
+template <int Axis = 0, fx::expr E0, fx::expr... E> constexpr auto stack(E0&& e0, E&&... e) {
+  return fx::stack_nodes<Axis>(fx::ops<>::node(std::forward<E0>(e0)),
+                               fx::ops<>::node(std::forward<E>(e))...);
+}
 /// The value of an expression as a new tg::fixed.
 template <fx::expr E> constexpr auto eval(E&& e) { return e.eval(); }
 
@@ -1389,6 +1615,21 @@ template <int Axis, fx::expr E> constexpr auto softmax(const E& e) {
 }
 template <int Axis, fx::expr E> constexpr auto log_softmax(const E& e) {
   return e.template log_softmax<Axis>();
+}
+template <int Axis, fx::expr E> constexpr auto argmax(const E& e) {
+  return e.template argmax<Axis>();
+}
+template <int Axis, fx::expr E> constexpr auto argmin(const E& e) {
+  return e.template argmin<Axis>();
+}
+template <int Axis, fx::expr E> constexpr auto cumsum(const E& e) {
+  return e.template cumsum<Axis>();
+}
+template <int Axis, fx::expr E, class I> constexpr auto gather(const E& e, I&& index) {
+  return e.template gather<Axis>(std::forward<I>(index));
+}
+template <int Axis, fx::expr E, class I> constexpr auto index_select(const E& e, I&& index) {
+  return e.template index_select<Axis>(std::forward<I>(index));
 }
 template <std::int64_t... To, fx::expr E> constexpr auto reshape(const E& e) {
   return e.template reshape<To...>();

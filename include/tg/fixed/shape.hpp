@@ -89,6 +89,12 @@ struct eval;
 struct from_tensor;
 struct cat;
 struct T;
+struct argmax;
+struct argmin;
+struct cumsum;
+struct stack;
+struct gather;
+struct index_select;
 } // namespace op
 
 /// How keepdim is asked for: x.sum<1>(tg::keepdim).
@@ -253,6 +259,50 @@ template <class S> constexpr DType scalar_kind() {
 
 } // namespace fx
 
+namespace fx {
+// The conditions of the cat, stack, gather and index_select checks (an unknown shape passes).
+template <class S0, class... S, int A> constexpr bool concat_ok(axes<A>) {
+  if constexpr (is_unknown<S0> || (is_unknown<S> || ...))
+    return true;
+  else {
+    constexpr int r = int(S0::rank);
+    if (r == 0 || A < -r || A >= r || ((int(S::rank) != r) || ...)) return false;
+    if constexpr (((S::rank == S0::rank) && ...)) {
+      const int d = A < 0 ? A + r : A;
+      for (int i = 0; i < r; ++i)
+        if (i != d && ((S::dims[std::size_t(i)] != S0::dims[std::size_t(i)]) || ...)) return false;
+    }
+    return true;
+  }
+}
+template <class S0, class... S, int A> constexpr bool stack_ok(axes<A>) {
+  if constexpr (is_unknown<S0> || (is_unknown<S> || ...))
+    return true;
+  else
+    return (std::is_same_v<S0, S> && ...) && A >= -int(S0::rank) - 1 && A <= int(S0::rank);
+}
+template <class S, class I, int A> constexpr bool gather_ok(axes<A>) {
+  if constexpr (is_unknown<S> || is_unknown<I>)
+    return true;
+  else {
+    constexpr int r = int(S::rank);
+    if (r == 0 || A < -r || A >= r || int(I::rank) != r) return false;
+    if constexpr (S::rank == I::rank) {
+      const int d = A < 0 ? A + r : A;
+      for (int i = 0; i < r; ++i)
+        if (i != d && I::dims[std::size_t(i)] > S::dims[std::size_t(i)]) return false;
+    }
+    return true;
+  }
+}
+template <class S, class I, int A> constexpr bool select_ok(axes<A>) {
+  if constexpr (is_unknown<S> || is_unknown<I>)
+    return true;
+  else
+    return int(S::rank) > 0 && A >= -int(S::rank) && A < int(S::rank) && I::rank <= 1;
+}
+} // namespace fx
+
 // ---- the checks named in diagnostics ------------------------------------------------------------
 /// Shapes that broadcast together (NumPy rules).
 template <class Op, class... S> inline constexpr bool broadcastable = fx::broadcast_ok<S...>();
@@ -266,6 +316,21 @@ template <class Op, class S, class Axes> inline constexpr bool axes_in_range = f
 template <class Op, class S, int... A>
 inline constexpr bool axes_in_range<Op, S, axes<A...>> =
     fx::is_unknown<S> || fx::axes_ok(std::array<int, sizeof...(A)>{A...}, S::rank);
+/// Shapes that concatenate along axis A: the same rank (at least 1), the same sizes elsewhere.
+template <class Op, class Axis, class... S>
+inline constexpr bool concatenable = fx::concat_ok<S...>(Axis{});
+/// Shapes that stack along a new axis A: all the same.
+template <class Op, class Axis, class... S>
+inline constexpr bool stackable = fx::stack_ok<S...>(Axis{});
+/// tg::gather's operands: axis A in range, an index of the same rank, no larger outside A.
+template <class Op, class Axis, class S, class I>
+inline constexpr bool gatherable = fx::gather_ok<S, I>(Axis{});
+/// tg::index_select's operands: axis A in range, an index of at most one axis.
+template <class Op, class Axis, class S, class I>
+inline constexpr bool selectable = fx::select_ok<S, I>(Axis{});
+/// An integer element type (indices).
+template <class Op, class T>
+inline constexpr bool integral = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 /// An op that is defined for an element type (neg, abs, sign, relu, sub: not for bool).
 template <class Op, class T> inline constexpr bool defined_for = !std::is_same_v<T, bool>;
 /// A floating point element type (mean, var, std).
