@@ -3,8 +3,10 @@
 // times measured in this same run (a ratio > 1 means the subject is slower).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,10 +17,14 @@ class Collect : public benchmark::ConsoleReporter {
 public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs)
-      if (!r.error_occurred) times[r.benchmark_name()] = r.GetAdjustedRealTime();
+      if (r.error_occurred)
+        errors.insert(r.benchmark_name());
+      else
+        times[r.benchmark_name()] = r.GetAdjustedRealTime();
     ConsoleReporter::ReportRuns(runs);
   }
   std::map<std::string, double> times;
+  std::set<std::string> errors; // skipped with an error: the table above says why
 };
 
 inline int run(int argc, char** argv,
@@ -26,11 +32,23 @@ inline int run(int argc, char** argv,
   benchmark::Initialize(&argc, argv);
   Collect reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  std::printf("\n%-44s %-44s %8s\n", "subject", "peer (same run)", "ratio");
+  int w = 44; // the columns widen to the longest name
+  for (const auto& [subject, peer] : pairs)
+    w = std::max({w, int(subject.size()), int(peer.size())});
+  std::printf("\n%-*s %-*s %8s\n", w, "subject", w, "peer (same run)", "ratio");
   for (const auto& [subject, peer] : pairs) {
-    auto s = reporter.times.find(subject), p = reporter.times.find(peer);
+    if (reporter.errors.count(subject) || reporter.errors.count(peer)) {
+      std::printf("%-*s %-*s %8s\n", w, subject.c_str(), w, peer.c_str(), "ERROR");
+      continue;
+    }
+    // With --benchmark_repetitions=N, the median of the repetitions.
+    auto time = [&](const std::string& name) {
+      auto it = reporter.times.find(name + "_median");
+      return it != reporter.times.end() ? it : reporter.times.find(name);
+    };
+    auto s = time(subject), p = time(peer);
     if (s == reporter.times.end() || p == reporter.times.end()) continue;
-    std::printf("%-44s %-44s %8.3f\n", subject.c_str(), peer.c_str(), s->second / p->second);
+    std::printf("%-*s %-*s %8.3f\n", w, subject.c_str(), w, peer.c_str(), s->second / p->second);
   }
   benchmark::Shutdown();
   return 0;
