@@ -1555,19 +1555,13 @@ public:
           if (d.constant() % w == 0) return w;
       return 1;
     };
-    if (!reduce_nodes_.empty()) {
+    if (!reduce_nodes_.empty() && m.back().is_const()) {
+      std::int64_t size = m.back().constant();
       lanes = divisor(m.back(), opt_.upcast);
-      // a short axis (10 classes) whole: independent accumulators instead of one chain of adds
-      // whose latency bounds the loop
-      if (lanes < 4)
-        lanes = m.back().is_const() && m.back().constant() <= opt_.upcast && opt_.upcast > 1
-                    ? m.back().constant()
-                    : 1;
-      if (lanes < 2) lanes = 1;
-      // lanes that read along a strided axis (sums of rows): 16 rows 16 KiB apart share one L1
-      // set and evict each other; 4 ran 1.5x faster than 16 on rows of 4096
-      if (lanes > 4 && lanes == divisor(m.back(), opt_.upcast) && !lanes_contiguous(m.size() - 1))
-        lanes = 4;
+      if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
+        lanes = size <= opt_.upcast ? std::max<std::int64_t>(size, 1) : 1;
+      else if (lanes > 4 && !lanes_contiguous(m.size() - 1))
+        lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
     }
     std::size_t row_axis = m.size() - 2;
     if (lanes >= 8 && m.size() >= 2 && reduce_nodes_.size() == 1 && shared_along(row_axis) &&
