@@ -8280,6 +8280,7 @@ struct unknown_shape {
   static constexpr std::array<std::size_t, 0> dims{};
 };
 template <class S> inline constexpr bool is_unknown = std::is_same_v<S, unknown_shape>;
+template <class... S> inline constexpr bool any_unknown = (is_unknown<S> || ...);
 
 template <std::size_t NA, std::size_t NB>
 constexpr bool can_broadcast(const dims_t<NA>& a, const dims_t<NB>& b) {
@@ -8339,45 +8340,19 @@ template <std::size_t... D> struct is_shape<shape<D...>> : std::true_type {};
 
 // ---- dtypes ------------------------------------------------------------------------------------
 template <DType D> struct storage_of;
-template <> struct storage_of<DType::Bool> {
-  using type = bool;
-};
-template <> struct storage_of<DType::Int8> {
-  using type = std::int8_t;
-};
-template <> struct storage_of<DType::Int16> {
-  using type = std::int16_t;
-};
-template <> struct storage_of<DType::Int32> {
-  using type = std::int32_t;
-};
-template <> struct storage_of<DType::Int64> {
-  using type = std::int64_t;
-};
-template <> struct storage_of<DType::UInt8> {
-  using type = std::uint8_t;
-};
-template <> struct storage_of<DType::UInt16> {
-  using type = std::uint16_t;
-};
-template <> struct storage_of<DType::UInt32> {
-  using type = std::uint32_t;
-};
-template <> struct storage_of<DType::UInt64> {
-  using type = std::uint64_t;
-};
-template <> struct storage_of<DType::Float16> {
-  using type = half;
-};
-template <> struct storage_of<DType::BFloat16> {
-  using type = bfloat16_t;
-};
-template <> struct storage_of<DType::Float32> {
-  using type = float;
-};
-template <> struct storage_of<DType::Float64> {
-  using type = double;
-};
+template <> struct storage_of<DType::Bool> : std::type_identity<bool> {};
+template <> struct storage_of<DType::Int8> : std::type_identity<std::int8_t> {};
+template <> struct storage_of<DType::Int16> : std::type_identity<std::int16_t> {};
+template <> struct storage_of<DType::Int32> : std::type_identity<std::int32_t> {};
+template <> struct storage_of<DType::Int64> : std::type_identity<std::int64_t> {};
+template <> struct storage_of<DType::UInt8> : std::type_identity<std::uint8_t> {};
+template <> struct storage_of<DType::UInt16> : std::type_identity<std::uint16_t> {};
+template <> struct storage_of<DType::UInt32> : std::type_identity<std::uint32_t> {};
+template <> struct storage_of<DType::UInt64> : std::type_identity<std::uint64_t> {};
+template <> struct storage_of<DType::Float16> : std::type_identity<half> {};
+template <> struct storage_of<DType::BFloat16> : std::type_identity<bfloat16_t> {};
+template <> struct storage_of<DType::Float32> : std::type_identity<float> {};
+template <> struct storage_of<DType::Float64> : std::type_identity<double> {};
 /// The C++ type that stores a dtype.
 template <DType D> using storage_t = typename storage_of<D>::type;
 /// The C++ type a dtype is computed in (16-bit floats compute in float, as every renderer does).
@@ -8394,6 +8369,9 @@ template <class T>
 concept scalar =
     std::is_arithmetic_v<std::remove_cvref_t<T>> || std::is_same_v<std::remove_cvref_t<T>, half> ||
     std::is_same_v<std::remove_cvref_t<T>, bfloat16_t>;
+/// A scalar type a one-element expression converts to (by value).
+template <class T>
+concept by_value_scalar = scalar<T> && !std::is_reference_v<T>;
 
 /// The run-time front end's kind of a Python-like scalar (Bool, Int64 or Float64).
 template <class S> constexpr DType scalar_kind() {
@@ -8457,14 +8435,14 @@ template <class S, class I, int A> constexpr bool select_ok(axes<A>) {
 template <class Op, class... S> inline constexpr bool broadcastable = fx::broadcast_ok<S...>();
 /// Two shapes that are the same.
 template <class Op, class A, class B>
-inline constexpr bool same_shape = fx::is_unknown<A> || fx::is_unknown<B> || std::is_same_v<A, B>;
+inline constexpr bool same_shape = fx::any_unknown<A, B> || std::is_same_v<A, B>;
 /// Two element types that are the same.
 template <class Op, class A, class B> inline constexpr bool same_dtype = std::is_same_v<A, B>;
 /// Axes in range and not repeated.
 template <class Op, class S, class Axes> inline constexpr bool axes_in_range = false;
 template <class Op, class S, int... A>
 inline constexpr bool axes_in_range<Op, S, axes<A...>> =
-    fx::is_unknown<S> || fx::axes_ok(std::array<int, sizeof...(A)>{A...}, S::rank);
+    (fx::is_unknown<S> || fx::axes_ok(std::array<int, sizeof...(A)>{A...}, S::rank));
 /// Shapes that concatenate along axis A: the same rank (at least 1), the same sizes elsewhere.
 template <class Op, class Axis, class... S>
 inline constexpr bool concatenable = fx::concat_ok<S...>(Axis{});
@@ -8515,8 +8493,11 @@ template <class E> inline constexpr bool is_fixed = is_fixed_t<std::remove_cvref
 
 /// Conversions to and from a run-time tensor type R (specialized in bridge.hpp for tg::Tensor).
 template <class R> struct bridge {
+  // true in a specialization that defines from_expr and copy_to
   static constexpr bool enabled = false;
 };
+template <class R>
+concept bridged = bridge<R>::enabled;
 
 /// The builders (defined in ops.hpp); a class template so that the methods below can name them
 /// before they are defined.
@@ -8542,10 +8523,6 @@ using elem_or = std::conditional_t<std::remove_cvref_t<E>::is_error, T,
 
 /// An expression that stands in for a failed op, so that one mistake gives one diagnostic.
 struct error_expr;
-
-template <std::size_t N> struct ints {
-  std::array<std::int64_t, N> v;
-};
 
 // ---- compile-time checks on user arguments (used by the methods and by ops.hpp) ---------------
 template <std::size_t N, std::size_t M>
@@ -8625,12 +8602,8 @@ template <class S> struct append_one_dims {
     return r;
   }();
 };
-template <class S> struct append_one_t {
-  using type = shape_from<append_one_dims<S>>;
-};
-template <> struct append_one_t<unknown_shape> {
-  using type = unknown_shape;
-};
+template <class S> struct append_one_t : std::type_identity<shape_from<append_one_dims<S>>> {};
+template <> struct append_one_t<unknown_shape> : std::type_identity<unknown_shape> {};
 /// S with one more (size-1) axis: the shape unsqueeze's axis is checked against.
 template <class S> using append_one = typename append_one_t<S>::type;
 
@@ -8654,18 +8627,17 @@ inline constexpr bool is_permutation<S, axes<P...>> =
     fx::is_unknown<S> || fx::permutation_ok(std::array<int, sizeof...(P)>{P...}, S::rank);
 /// matmul / dot operands: at least 1-D, inner dims equal, batch dims broadcast.
 template <class Op, class A, class B>
-inline constexpr bool multipliable =
-    fx::is_unknown<A> || fx::is_unknown<B> || fx::multiply_ok(A::dims, B::dims);
+inline constexpr bool multipliable = fx::any_unknown<A, B> || fx::multiply_ok(A::dims, B::dims);
 /// PyTorch's F.pad pairs (before, after) from the last axis, cropping at most the axis size.
 template <class S, class P> inline constexpr bool pads_fit = false;
 template <class S, std::int64_t... P>
 inline constexpr bool pads_fit<S, dims<P...>> =
-    fx::is_unknown<S> || fx::pads_ok(S::dims, std::array<std::int64_t, sizeof...(P)>{P...});
+    (fx::is_unknown<S> || fx::pads_ok(S::dims, std::array<std::int64_t, sizeof...(P)>{P...}));
 /// A nonzero slice step on an axis in range.
 template <class S, class Axis, class Step> inline constexpr bool slice_fits = false;
 template <class S, int A, std::int64_t St>
 inline constexpr bool slice_fits<S, axes<A>, dims<St>> =
-    fx::is_unknown<S> || (St != 0 && fx::axes_ok(std::array<int, 1>{A}, S::rank));
+    (fx::is_unknown<S> || (St != 0 && fx::axes_ok(std::array<int, 1>{A}, S::rank)));
 /// An integer index inside [-size, size) of its axis.
 template <class S, class Axis, class I> inline constexpr bool index_in_range = false;
 template <class S, int A, std::int64_t I>
@@ -9229,17 +9201,13 @@ public:
     return X::eval(X::node(self()));
   }
   /// A one-element expression (a full reduction, say) converts to its value: this evaluates it.
-  template <fx::scalar U>
-    requires(!std::is_reference_v<U>)
-  constexpr operator U() const {
+  template <fx::by_value_scalar U> constexpr operator U() const {
     static_assert(one_element<op::eval, S_<>>,
                   "tg: a tensor with more than one element is not a scalar");
     return static_cast<U>(item());
   }
   /// The run-time front end's lazy tensor for this expression: tg::Tensor(expr) (bridge.hpp).
-  template <class R>
-    requires(fx::bridge<R>::enabled)
-  explicit operator R() const {
+  template <fx::bridged R> explicit operator R() const {
     return fx::bridge<R>::from_expr(X::node(self()), "");
   }
   /// The single element.
@@ -9888,11 +9856,12 @@ struct reduce_node : expression<reduce_node<O, C, Ax...>>,
     }
     constexpr value_type coeff(std::size_t o) const {
       constexpr const auto& I = info::value;
-      const std::int64_t base = [&]<std::size_t... D>(std::index_sequence<D...>) {
+      auto base_of = [&]<std::size_t... D>(std::index_sequence<D...>) {
         std::int64_t b = 0;
         (add_dim<D>(std::int64_t(o), b), ...);
         return b;
-      }(std::make_index_sequence<info::rank>{});
+      };
+      const std::int64_t base = base_of(std::make_index_sequence<info::rank>{});
       value_type acc = reduce_identity<O, C::dtype>();
       if constexpr (I.suffix) {
         for (std::int64_t r = 0; r < I.R; ++r)
@@ -9902,11 +9871,12 @@ struct reduce_node : expression<reduce_node<O, C, Ax...>>,
           acc = accumulate<O, C::dtype>(acc, e.coeff(std::size_t(base + r * I.r_stride[0])));
       } else {
         for (std::int64_t r = 0; r < I.R; ++r) {
-          std::int64_t off = [&]<std::size_t... J>(std::index_sequence<J...>) {
+          auto offset_of = [&]<std::size_t... J>(std::index_sequence<J...>) {
             std::int64_t b = base;
             (add_red<J>(r, b), ...);
             return b;
-          }(std::make_index_sequence<info::nred>{});
+          };
+          std::int64_t off = offset_of(std::make_index_sequence<info::nred>{});
           acc = accumulate<O, C::dtype>(acc, e.coeff(std::size_t(off)));
         }
       }
@@ -9991,9 +9961,7 @@ template <class Steps> struct stride {
 };
 } // namespace mv
 
-template <class S, class... M> struct moved_t {
-  using type = S;
-};
+template <class S, class... M> struct moved_t : std::type_identity<S> {};
 template <class S, class M, class... R> struct moved_t<S, M, R...> {
   using type = typename moved_t<typename M::template out<S>, R...>::type;
 };
@@ -10067,18 +10035,20 @@ template <class Map> struct view_index {
   }
   template <std::size_t K>
   TG_FX_INLINE static constexpr std::int64_t step(std::int64_t i, bool& valid) {
-    return [&]<std::size_t... D>(std::index_sequence<D...>) {
+    auto through_view = [&]<std::size_t... D>(std::index_sequence<D...>) {
       std::int64_t e = T.views[K].offset;
       (dim<K, D>(i, e, valid), ...);
       return e;
-    }(std::make_index_sequence<T.views[K].ndim>{});
+    };
+    return through_view(std::make_index_sequence<T.views[K].ndim>{});
   }
   TG_FX_INLINE static constexpr std::int64_t map(std::int64_t i, bool& valid) {
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto through_views = [&]<std::size_t... K>(std::index_sequence<K...>) {
       std::int64_t e = i;
       ((e = step<T.n - 1 - K>(e, valid)), ...);
       return e;
-    }(std::make_index_sequence<T.n>{});
+    };
+    return through_views(std::make_index_sequence<T.n>{});
   }
 };
 
@@ -10844,12 +10814,13 @@ template <class> struct ops {
   /// Tensor::reduce(op, axes, keepdim).
   template <Op O, bool Keep, int... Ax, class E> static constexpr auto reduce(const E& e) {
     using NA = norm_axes<E::rank, Ax...>;
-    auto res = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    auto reduced = [&]<std::size_t... I>(std::index_sequence<I...>) {
       if constexpr (NA::count == 0)
         return e;
       else
         return reduce_node<O, E, NA::value[I]...>(e);
-    }(std::make_index_sequence<NA::count>{});
+    };
+    auto res = reduced(std::make_index_sequence<NA::count>{});
     if constexpr (Keep)
       return res;
     else {
@@ -11354,9 +11325,10 @@ template <class> struct ops {
   }
   template <int A, int B, class E> static constexpr auto transpose(const E& e) {
     constexpr int a = normalize_axis(A, E::rank), b = normalize_axis(B, E::rank);
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    auto swapped = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return permute<(int(I) == a ? b : int(I) == b ? a : int(I))...>(e);
-    }(std::make_index_sequence<E::rank>{});
+    };
+    return swapped(std::make_index_sequence<E::rank>{});
   }
   template <class E> static constexpr auto T(const E& e) {
     if constexpr (E::rank < 2)
@@ -11523,6 +11495,7 @@ template <class A, class B> struct matmul_dims {
     return r;
   }
   template <std::size_t... Tail> struct with_h {
+    // the dims with the batch dims in front, held for shape_from
     static constexpr auto value = with<Tail...>();
   };
   using keep_shape = shape_from<with_h<n, 1, m>>;
@@ -11687,8 +11660,16 @@ template <class A, class B> constexpr auto rhs(A&& a, B&& b) {
   else
     return ops<>::node(std::forward<B>(b));
 }
+/// An operand of a binary op: an expression or a scalar.
+template <class T>
+concept operand = expr<T> || scalar<T>;
 template <class A, class B>
-concept operands = (expr<A> || expr<B>) && (expr<A> || scalar<A>) && (expr<B> || scalar<B>);
+concept either_expr = expr<A> || expr<B>;
+/// The second operand B of a binary op whose first is A: an operand, and one of them an
+/// expression (a type constraint, so `template <operand A, operand_with<A> B>` needs no
+/// requires-clause).
+template <class B, class A>
+concept operand_with = operand<B> && either_expr<A, B>;
 
 /// tg::cat and tg::stack over expression nodes: one check, then the builder.
 template <int Axis, class... E> constexpr auto cat_nodes(const E&... e) {
@@ -11719,9 +11700,7 @@ template <int Axis, class... E> constexpr auto stack_nodes(const E&... e) {
 
 // ---- operators
 // --------------------------------------------------------------------------------------
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator+(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator+(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11737,9 +11716,7 @@ constexpr auto operator+(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator-(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator-(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11757,9 +11734,7 @@ constexpr auto operator-(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator*(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator*(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11775,9 +11750,7 @@ constexpr auto operator*(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator/(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator/(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11793,9 +11766,7 @@ constexpr auto operator/(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator<(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator<(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11811,9 +11782,7 @@ constexpr auto operator<(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator>(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator>(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11829,9 +11798,7 @@ constexpr auto operator>(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator<=(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator<=(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11847,9 +11814,7 @@ constexpr auto operator<=(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator>=(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator>=(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11865,9 +11830,7 @@ constexpr auto operator>=(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator==(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator==(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11883,9 +11846,7 @@ constexpr auto operator==(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator!=(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator!=(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11901,9 +11862,7 @@ constexpr auto operator!=(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator&&(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator&&(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11919,9 +11878,7 @@ constexpr auto operator&&(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator||(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator||(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -11942,9 +11899,7 @@ template <fx::expr A> constexpr auto operator-(A&& a) { return a.neg(); }
 template <fx::expr A> constexpr auto operator!(A&& a) { return a.logical_not(); }
 
 /// cond ? a : b elementwise, broadcast together (a or b may be a scalar).
-template <class C, class A, class B>
-  requires fx::expr<C> && (fx::expr<A> || fx::expr<B>) && (fx::expr<A> || fx::scalar<A>) &&
-           (fx::expr<B> || fx::scalar<B>)
+template <fx::expr C, fx::operand A, fx::operand_with<A> B>
 constexpr auto where(C&& c, A&& a, B&& b) {
   auto cn = fx::ops<>::node(std::forward<C>(c));
   auto x = fx::lhs(std::forward<A>(a), b);

@@ -31,8 +31,11 @@ template <class E> inline constexpr bool is_fixed = is_fixed_t<std::remove_cvref
 
 /// Conversions to and from a run-time tensor type R (specialized in bridge.hpp for tg::Tensor).
 template <class R> struct bridge {
+  // true in a specialization that defines from_expr and copy_to
   static constexpr bool enabled = false;
 };
+template <class R>
+concept bridged = bridge<R>::enabled;
 
 /// The builders (defined in ops.hpp); a class template so that the methods below can name them
 /// before they are defined.
@@ -58,10 +61,6 @@ using elem_or = std::conditional_t<std::remove_cvref_t<E>::is_error, T,
 
 /// An expression that stands in for a failed op, so that one mistake gives one diagnostic.
 struct error_expr;
-
-template <std::size_t N> struct ints {
-  std::array<std::int64_t, N> v;
-};
 
 // ---- compile-time checks on user arguments (used by the methods and by ops.hpp) ---------------
 template <std::size_t N, std::size_t M>
@@ -141,12 +140,8 @@ template <class S> struct append_one_dims {
     return r;
   }();
 };
-template <class S> struct append_one_t {
-  using type = shape_from<append_one_dims<S>>;
-};
-template <> struct append_one_t<unknown_shape> {
-  using type = unknown_shape;
-};
+template <class S> struct append_one_t : std::type_identity<shape_from<append_one_dims<S>>> {};
+template <> struct append_one_t<unknown_shape> : std::type_identity<unknown_shape> {};
 /// S with one more (size-1) axis: the shape unsqueeze's axis is checked against.
 template <class S> using append_one = typename append_one_t<S>::type;
 
@@ -170,18 +165,17 @@ inline constexpr bool is_permutation<S, axes<P...>> =
     fx::is_unknown<S> || fx::permutation_ok(std::array<int, sizeof...(P)>{P...}, S::rank);
 /// matmul / dot operands: at least 1-D, inner dims equal, batch dims broadcast.
 template <class Op, class A, class B>
-inline constexpr bool multipliable =
-    fx::is_unknown<A> || fx::is_unknown<B> || fx::multiply_ok(A::dims, B::dims);
+inline constexpr bool multipliable = fx::any_unknown<A, B> || fx::multiply_ok(A::dims, B::dims);
 /// PyTorch's F.pad pairs (before, after) from the last axis, cropping at most the axis size.
 template <class S, class P> inline constexpr bool pads_fit = false;
 template <class S, std::int64_t... P>
 inline constexpr bool pads_fit<S, dims<P...>> =
-    fx::is_unknown<S> || fx::pads_ok(S::dims, std::array<std::int64_t, sizeof...(P)>{P...});
+    (fx::is_unknown<S> || fx::pads_ok(S::dims, std::array<std::int64_t, sizeof...(P)>{P...}));
 /// A nonzero slice step on an axis in range.
 template <class S, class Axis, class Step> inline constexpr bool slice_fits = false;
 template <class S, int A, std::int64_t St>
 inline constexpr bool slice_fits<S, axes<A>, dims<St>> =
-    fx::is_unknown<S> || (St != 0 && fx::axes_ok(std::array<int, 1>{A}, S::rank));
+    (fx::is_unknown<S> || (St != 0 && fx::axes_ok(std::array<int, 1>{A}, S::rank)));
 /// An integer index inside [-size, size) of its axis.
 template <class S, class Axis, class I> inline constexpr bool index_in_range = false;
 template <class S, int A, std::int64_t I>
@@ -745,17 +739,13 @@ public:
     return X::eval(X::node(self()));
   }
   /// A one-element expression (a full reduction, say) converts to its value: this evaluates it.
-  template <fx::scalar U>
-    requires(!std::is_reference_v<U>)
-  constexpr operator U() const {
+  template <fx::by_value_scalar U> constexpr operator U() const {
     static_assert(one_element<op::eval, S_<>>,
                   "tg: a tensor with more than one element is not a scalar");
     return static_cast<U>(item());
   }
   /// The run-time front end's lazy tensor for this expression: tg::Tensor(expr) (bridge.hpp).
-  template <class R>
-    requires(fx::bridge<R>::enabled)
-  explicit operator R() const {
+  template <fx::bridged R> explicit operator R() const {
     return fx::bridge<R>::from_expr(X::node(self()), "");
   }
   /// The single element.

@@ -604,11 +604,12 @@ struct reduce_node : expression<reduce_node<O, C, Ax...>>,
     }
     constexpr value_type coeff(std::size_t o) const {
       constexpr const auto& I = info::value;
-      const std::int64_t base = [&]<std::size_t... D>(std::index_sequence<D...>) {
+      auto base_of = [&]<std::size_t... D>(std::index_sequence<D...>) {
         std::int64_t b = 0;
         (add_dim<D>(std::int64_t(o), b), ...);
         return b;
-      }(std::make_index_sequence<info::rank>{});
+      };
+      const std::int64_t base = base_of(std::make_index_sequence<info::rank>{});
       value_type acc = reduce_identity<O, C::dtype>();
       if constexpr (I.suffix) {
         for (std::int64_t r = 0; r < I.R; ++r)
@@ -618,11 +619,12 @@ struct reduce_node : expression<reduce_node<O, C, Ax...>>,
           acc = accumulate<O, C::dtype>(acc, e.coeff(std::size_t(base + r * I.r_stride[0])));
       } else {
         for (std::int64_t r = 0; r < I.R; ++r) {
-          std::int64_t off = [&]<std::size_t... J>(std::index_sequence<J...>) {
+          auto offset_of = [&]<std::size_t... J>(std::index_sequence<J...>) {
             std::int64_t b = base;
             (add_red<J>(r, b), ...);
             return b;
-          }(std::make_index_sequence<info::nred>{});
+          };
+          std::int64_t off = offset_of(std::make_index_sequence<info::nred>{});
           acc = accumulate<O, C::dtype>(acc, e.coeff(std::size_t(off)));
         }
       }
@@ -707,9 +709,7 @@ template <class Steps> struct stride {
 };
 } // namespace mv
 
-template <class S, class... M> struct moved_t {
-  using type = S;
-};
+template <class S, class... M> struct moved_t : std::type_identity<S> {};
 template <class S, class M, class... R> struct moved_t<S, M, R...> {
   using type = typename moved_t<typename M::template out<S>, R...>::type;
 };
@@ -783,18 +783,20 @@ template <class Map> struct view_index {
   }
   template <std::size_t K>
   TG_FX_INLINE static constexpr std::int64_t step(std::int64_t i, bool& valid) {
-    return [&]<std::size_t... D>(std::index_sequence<D...>) {
+    auto through_view = [&]<std::size_t... D>(std::index_sequence<D...>) {
       std::int64_t e = T.views[K].offset;
       (dim<K, D>(i, e, valid), ...);
       return e;
-    }(std::make_index_sequence<T.views[K].ndim>{});
+    };
+    return through_view(std::make_index_sequence<T.views[K].ndim>{});
   }
   TG_FX_INLINE static constexpr std::int64_t map(std::int64_t i, bool& valid) {
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto through_views = [&]<std::size_t... K>(std::index_sequence<K...>) {
       std::int64_t e = i;
       ((e = step<T.n - 1 - K>(e, valid)), ...);
       return e;
-    }(std::make_index_sequence<T.n>{});
+    };
+    return through_views(std::make_index_sequence<T.n>{});
   }
 };
 

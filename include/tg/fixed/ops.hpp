@@ -437,12 +437,13 @@ template <class> struct ops {
   /// Tensor::reduce(op, axes, keepdim).
   template <Op O, bool Keep, int... Ax, class E> static constexpr auto reduce(const E& e) {
     using NA = norm_axes<E::rank, Ax...>;
-    auto res = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    auto reduced = [&]<std::size_t... I>(std::index_sequence<I...>) {
       if constexpr (NA::count == 0)
         return e;
       else
         return reduce_node<O, E, NA::value[I]...>(e);
-    }(std::make_index_sequence<NA::count>{});
+    };
+    auto res = reduced(std::make_index_sequence<NA::count>{});
     if constexpr (Keep)
       return res;
     else {
@@ -947,9 +948,10 @@ template <class> struct ops {
   }
   template <int A, int B, class E> static constexpr auto transpose(const E& e) {
     constexpr int a = normalize_axis(A, E::rank), b = normalize_axis(B, E::rank);
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    auto swapped = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return permute<(int(I) == a ? b : int(I) == b ? a : int(I))...>(e);
-    }(std::make_index_sequence<E::rank>{});
+    };
+    return swapped(std::make_index_sequence<E::rank>{});
   }
   template <class E> static constexpr auto T(const E& e) {
     if constexpr (E::rank < 2)
@@ -1116,6 +1118,7 @@ template <class A, class B> struct matmul_dims {
     return r;
   }
   template <std::size_t... Tail> struct with_h {
+    // the dims with the batch dims in front, held for shape_from
     static constexpr auto value = with<Tail...>();
   };
   using keep_shape = shape_from<with_h<n, 1, m>>;
@@ -1280,8 +1283,16 @@ template <class A, class B> constexpr auto rhs(A&& a, B&& b) {
   else
     return ops<>::node(std::forward<B>(b));
 }
+/// An operand of a binary op: an expression or a scalar.
+template <class T>
+concept operand = expr<T> || scalar<T>;
 template <class A, class B>
-concept operands = (expr<A> || expr<B>) && (expr<A> || scalar<A>) && (expr<B> || scalar<B>);
+concept either_expr = expr<A> || expr<B>;
+/// The second operand B of a binary op whose first is A: an operand, and one of them an
+/// expression (a type constraint, so `template <operand A, operand_with<A> B>` needs no
+/// requires-clause).
+template <class B, class A>
+concept operand_with = operand<B> && either_expr<A, B>;
 
 /// tg::cat and tg::stack over expression nodes: one check, then the builder.
 template <int Axis, class... E> constexpr auto cat_nodes(const E&... e) {
@@ -1312,9 +1323,7 @@ template <int Axis, class... E> constexpr auto stack_nodes(const E&... e) {
 
 // ---- operators
 // --------------------------------------------------------------------------------------
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator+(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator+(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1330,9 +1339,7 @@ constexpr auto operator+(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator-(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator-(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1350,9 +1357,7 @@ constexpr auto operator-(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator*(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator*(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1368,9 +1373,7 @@ constexpr auto operator*(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator/(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator/(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1386,9 +1389,7 @@ constexpr auto operator/(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator<(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator<(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1404,9 +1405,7 @@ constexpr auto operator<(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator>(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator>(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1422,9 +1421,7 @@ constexpr auto operator>(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator<=(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator<=(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1440,9 +1437,7 @@ constexpr auto operator<=(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator>=(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator>=(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1458,9 +1453,7 @@ constexpr auto operator>=(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator==(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator==(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1476,9 +1469,7 @@ constexpr auto operator==(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator!=(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator!=(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1494,9 +1485,7 @@ constexpr auto operator!=(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator&&(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator&&(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1512,9 +1501,7 @@ constexpr auto operator&&(A&& a, B&& b) {
       return fx::ops<>::error();
   }
 }
-template <class A, class B>
-  requires fx::operands<A, B>
-constexpr auto operator||(A&& a, B&& b) {
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator||(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
   using XN = decltype(x);
@@ -1535,9 +1522,7 @@ template <fx::expr A> constexpr auto operator-(A&& a) { return a.neg(); }
 template <fx::expr A> constexpr auto operator!(A&& a) { return a.logical_not(); }
 
 /// cond ? a : b elementwise, broadcast together (a or b may be a scalar).
-template <class C, class A, class B>
-  requires fx::expr<C> && (fx::expr<A> || fx::expr<B>) && (fx::expr<A> || fx::scalar<A>) &&
-           (fx::expr<B> || fx::scalar<B>)
+template <fx::expr C, fx::operand A, fx::operand_with<A> B>
 constexpr auto where(C&& c, A&& a, B&& b) {
   auto cn = fx::ops<>::node(std::forward<C>(c));
   auto x = fx::lhs(std::forward<A>(a), b);

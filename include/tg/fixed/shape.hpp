@@ -131,6 +131,7 @@ struct unknown_shape {
   static constexpr std::array<std::size_t, 0> dims{};
 };
 template <class S> inline constexpr bool is_unknown = std::is_same_v<S, unknown_shape>;
+template <class... S> inline constexpr bool any_unknown = (is_unknown<S> || ...);
 
 template <std::size_t NA, std::size_t NB>
 constexpr bool can_broadcast(const dims_t<NA>& a, const dims_t<NB>& b) {
@@ -190,45 +191,19 @@ template <std::size_t... D> struct is_shape<shape<D...>> : std::true_type {};
 
 // ---- dtypes ------------------------------------------------------------------------------------
 template <DType D> struct storage_of;
-template <> struct storage_of<DType::Bool> {
-  using type = bool;
-};
-template <> struct storage_of<DType::Int8> {
-  using type = std::int8_t;
-};
-template <> struct storage_of<DType::Int16> {
-  using type = std::int16_t;
-};
-template <> struct storage_of<DType::Int32> {
-  using type = std::int32_t;
-};
-template <> struct storage_of<DType::Int64> {
-  using type = std::int64_t;
-};
-template <> struct storage_of<DType::UInt8> {
-  using type = std::uint8_t;
-};
-template <> struct storage_of<DType::UInt16> {
-  using type = std::uint16_t;
-};
-template <> struct storage_of<DType::UInt32> {
-  using type = std::uint32_t;
-};
-template <> struct storage_of<DType::UInt64> {
-  using type = std::uint64_t;
-};
-template <> struct storage_of<DType::Float16> {
-  using type = half;
-};
-template <> struct storage_of<DType::BFloat16> {
-  using type = bfloat16_t;
-};
-template <> struct storage_of<DType::Float32> {
-  using type = float;
-};
-template <> struct storage_of<DType::Float64> {
-  using type = double;
-};
+template <> struct storage_of<DType::Bool> : std::type_identity<bool> {};
+template <> struct storage_of<DType::Int8> : std::type_identity<std::int8_t> {};
+template <> struct storage_of<DType::Int16> : std::type_identity<std::int16_t> {};
+template <> struct storage_of<DType::Int32> : std::type_identity<std::int32_t> {};
+template <> struct storage_of<DType::Int64> : std::type_identity<std::int64_t> {};
+template <> struct storage_of<DType::UInt8> : std::type_identity<std::uint8_t> {};
+template <> struct storage_of<DType::UInt16> : std::type_identity<std::uint16_t> {};
+template <> struct storage_of<DType::UInt32> : std::type_identity<std::uint32_t> {};
+template <> struct storage_of<DType::UInt64> : std::type_identity<std::uint64_t> {};
+template <> struct storage_of<DType::Float16> : std::type_identity<half> {};
+template <> struct storage_of<DType::BFloat16> : std::type_identity<bfloat16_t> {};
+template <> struct storage_of<DType::Float32> : std::type_identity<float> {};
+template <> struct storage_of<DType::Float64> : std::type_identity<double> {};
 /// The C++ type that stores a dtype.
 template <DType D> using storage_t = typename storage_of<D>::type;
 /// The C++ type a dtype is computed in (16-bit floats compute in float, as every renderer does).
@@ -245,6 +220,9 @@ template <class T>
 concept scalar =
     std::is_arithmetic_v<std::remove_cvref_t<T>> || std::is_same_v<std::remove_cvref_t<T>, half> ||
     std::is_same_v<std::remove_cvref_t<T>, bfloat16_t>;
+/// A scalar type a one-element expression converts to (by value).
+template <class T>
+concept by_value_scalar = scalar<T> && !std::is_reference_v<T>;
 
 /// The run-time front end's kind of a Python-like scalar (Bool, Int64 or Float64).
 template <class S> constexpr DType scalar_kind() {
@@ -308,14 +286,14 @@ template <class S, class I, int A> constexpr bool select_ok(axes<A>) {
 template <class Op, class... S> inline constexpr bool broadcastable = fx::broadcast_ok<S...>();
 /// Two shapes that are the same.
 template <class Op, class A, class B>
-inline constexpr bool same_shape = fx::is_unknown<A> || fx::is_unknown<B> || std::is_same_v<A, B>;
+inline constexpr bool same_shape = fx::any_unknown<A, B> || std::is_same_v<A, B>;
 /// Two element types that are the same.
 template <class Op, class A, class B> inline constexpr bool same_dtype = std::is_same_v<A, B>;
 /// Axes in range and not repeated.
 template <class Op, class S, class Axes> inline constexpr bool axes_in_range = false;
 template <class Op, class S, int... A>
 inline constexpr bool axes_in_range<Op, S, axes<A...>> =
-    fx::is_unknown<S> || fx::axes_ok(std::array<int, sizeof...(A)>{A...}, S::rank);
+    (fx::is_unknown<S> || fx::axes_ok(std::array<int, sizeof...(A)>{A...}, S::rank));
 /// Shapes that concatenate along axis A: the same rank (at least 1), the same sizes elsewhere.
 template <class Op, class Axis, class... S>
 inline constexpr bool concatenable = fx::concat_ok<S...>(Axis{});
