@@ -68,6 +68,18 @@ template <class E> void check_same(const char* what, const E& e, const tg::Tenso
 }
 #define SAME(S, ...) check_same(#S, S, __VA_ARGS__, 2e-5)
 #define SAME_TOL(TOL, S, ...) check_same(#S, S, __VA_ARGS__, TOL)
+/// Every piece of a static split (a std::tuple) against the run-time split's tensors.
+template <class Tuple>
+void check_pieces(const char* what, const Tuple& pieces, const std::vector<tg::Tensor>& ts) {
+  INFO(std::string(what));
+  constexpr std::size_t n = std::tuple_size_v<Tuple>;
+  REQUIRE(n == ts.size());
+  auto each = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    (check_same(what, std::get<K>(pieces), ts[K], 0), ...);
+  };
+  each(std::make_index_sequence<n>{});
+}
+#define SAME_PIECES(S, ...) check_pieces(#S, S, __VA_ARGS__)
 
 struct Data {
   tg::fixed<float, 4, 5> a = random_fixed<tg::fixed<float, 4, 5>>(-2, 2),
@@ -349,6 +361,100 @@ TEST_CASE("fixed: gather and index_select equal the run-time Tensor's") {
   SAME(x.v.index_select<0>(s0), x.V.index_select(0, rt(s0)));
 }
 
+TEST_CASE("fixed: split and chunk equal the run-time Tensor's") {
+  Data x;
+  auto& a = x.a; // [4, 5]
+  auto& A = x.A;
+  auto& c = x.cube; // [2, 3, 4]
+  auto& C = x.CUBE;
+  auto w = random_fixed<tg::fixed<float, 3, 7, 2>>(-1, 1);
+  tg::Tensor W = rt(w);
+  SAME_PIECES(a.split<2, 1>(), A.split(2, 1));   // 2, 2, 1: the last piece is shorter
+  SAME_PIECES(a.split<3>(), A.split(3));         // 3, 1
+  SAME_PIECES(a.split<5, -1>(), A.split(5, -1)); // one piece, the whole axis
+  SAME_PIECES(a.split<7, 1>(), A.split(7, 1));   // a size past the axis: one piece
+  SAME_PIECES(a.split<1, 0>(), A.split(1, 0));
+  SAME_PIECES(c.split<2, -1>(), C.split(2, -1));
+  SAME_PIECES(w.split<3, 1>(), W.split(3, 1)); // 3, 3, 1
+  SAME_PIECES(w.split<1, 2>(), W.split(1, 2));
+  SAME_PIECES(x.ia.split<3, 1>(), x.IA.split(3, 1));
+  SAME_PIECES((a + x.b).split<3, 0>(), (A + x.B).split(3, 0));
+  SAME_PIECES(c.split<tg::dims<1, 2>, 1>(), C.split(std::vector<std::int64_t>{1, 2}, 1));
+  SAME_PIECES(w.split<tg::dims<2, 4, 1>, -2>(), W.split(std::vector<std::int64_t>{2, 4, 1}, -2));
+  SAME_PIECES(tg::split<tg::dims<4>, 0>(a), A.split(std::vector<std::int64_t>{4}, 0));
+  SAME_PIECES(c.split<tg::dims<2, 0, 2>, -1>(), C.split(std::vector<std::int64_t>{2, 0, 2}, -1));
+  SAME_PIECES(a.chunk<2, 1>(), A.chunk(2, 1));   // 3, 2
+  SAME_PIECES(a.chunk<3, 0>(), A.chunk(3, 0));   // pieces of 2: two chunks, not three
+  SAME_PIECES(a.chunk<4, 1>(), A.chunk(4, 1));   // 2, 2, 1
+  SAME_PIECES(a.chunk<6, -1>(), A.chunk(6, -1)); // pieces of 1: five
+  SAME_PIECES(c.chunk<2, 2>(), C.chunk(2, 2));
+  SAME_PIECES(w.chunk<3, 1>(), W.chunk(3, 1)); // 3, 3, 1
+  SAME_PIECES(tg::chunk<2>(x.v), x.V.chunk(2));
+  static_assert(std::tuple_size_v<decltype(a.chunk<3, 0>())> == 2);
+  static_assert(std::tuple_size_v<decltype(a.chunk<6, 1>())> == 5);
+  // the pieces are expressions: views of the operand
+  auto [p, q, r] = a.split<2, 1>();
+  static_assert(std::is_same_v<decltype(r)::shape_type, tg::shape<4, 1>>);
+  SAME((p * 2.0f + q).sum<0>(), (A.split(2, 1)[0] * 2.0f + A.split(2, 1)[1]).sum(0));
+  SAME(r.squeeze<1>() + 1.0f, A.split(2, 1)[2].squeeze(1) + 1.0f);
+  tg::fixed<float, 4, 2> p2 = p;
+  CHECK(p2(3, 1) == a(3, 1));
+}
+
+TEST_CASE("fixed: gather and index_select check their indices as the run-time Tensor's") {
+  Data x;
+  // the message of an index_error, and the call site's line in it
+  auto message = [](auto f) {
+    try {
+      f();
+    } catch (const tg::index_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no index_error");
+  };
+  auto before_site = [](const std::string& m) { return m.substr(0, m.find(" (at ")); };
+  tg::fixed<std::int64_t, 2, 5> high{{0, 1, 4, 2, 3}, {-1, -4, 0, 1, 2}}; // 4: axis 0 has 4
+  tg::fixed<int, 2, 5> low{{0, 1, 2, 3, -5}, {0, 0, 0, 0, 0}};            // -5 < -4
+  tg::fixed<int, 3> s_high{0, 5, 1};                                      // 5: axis 1 has 5
+  tg::fixed<std::int64_t, 2> s_low{-6, 0};
+  const int line = __LINE__ + 1;
+  std::string m = message([&] { return x.a.gather<0>(high); });
+  CHECK(m.find("tg.gather: index 4 is out of range for a dim of size 4 (at ") == 0);
+  CHECK(m.find("test_fixed.cpp:" + std::to_string(line) + " ") != std::string::npos);
+  // the run-time gather's message, up to the call site
+  CHECK(before_site(m) == before_site(message([&] { return x.A.gather(0, rt(high)); })));
+  CHECK(before_site(message([&] { return tg::gather<0>(x.a, low); })) ==
+        before_site(message([&] { return x.A.gather(0, rt(low)); })));
+  const int line2 = __LINE__ + 1;
+  std::string m2 = message([&] { return x.a.index_select<1>(s_high); });
+  CHECK(before_site(m2) == "tg.index_select: index 5 is out of range for a dim of size 5");
+  CHECK(m2.find("test_fixed.cpp:" + std::to_string(line2) + " ") != std::string::npos);
+  CHECK(before_site(message([&] { return tg::index_select<0>(x.a, s_low); })) ==
+        before_site(message([&] { return x.A.index_select(0, rt(s_low)); })));
+  // evaluated on the host, and bridged to a run-time tensor
+  CHECK_THROWS_AS((tg::fixed<float, 2, 5>(x.a.gather<0>(high))), tg::index_error);
+  CHECK_THROWS_AS((tg::fixed<float, 4, 3>(x.a.index_select<1>(s_high) * 2.0f)), tg::index_error);
+  CHECK_THROWS_AS(tg::to_tensor(x.a.gather<0>(low) + 1.0f), tg::index_error);
+  CHECK_THROWS_AS((void)tg::Tensor(x.a.index_select<0>(s_low)), tg::index_error);
+  CHECK_THROWS_AS(tg::to_tensor(x.cube.gather<2>(high.reshape<2, 1, 5>()), "INTERP"),
+                  tg::index_error); // a view of an index
+  // a computed index is evaluated and checked too
+  CHECK_THROWS_AS(x.a.gather<1>(high + 1), tg::index_error);
+  CHECK_THROWS_AS(x.a.index_select<0>((s_high - 1).cast<std::int8_t>()), tg::index_error);
+  // negative indices in [-n, n) count from the end
+  tg::fixed<std::int64_t, 2, 5> neg{{-4, -3, -2, -1, 0}, {3, -4, 2, -1, 1}};
+  tg::fixed<int, 4> s_neg{-5, -1, 4, 0};
+  SAME(x.a.gather<0>(neg), x.A.gather(0, rt(neg)));
+  SAME(x.a.gather<0>(neg - 0), x.A.gather(0, rt(neg) - 0));
+  SAME(x.a.index_select<1>(s_neg), x.A.index_select(1, rt(s_neg)));
+  SAME(x.a.index_select<-1>(s_neg * -1 - 1), x.A.index_select(-1, rt(s_neg) * -1 - 1));
+  tg::Tensor t = tg::Tensor(x.a.index_select<1>(s_neg));
+  CHECK(t.to_vector<float>() == x.A.index_select(1, rt(s_neg)).to_vector<float>());
+  tg::fixed<float, 2, 5> g = x.a.gather<0>(neg);
+  CHECK(g(0, 0) == x.a(0, 0));
+  CHECK(g(1, 1) == x.a(0, 1));
+}
+
 TEST_CASE("fixed: movement ops equal the run-time Tensor's") {
   Data x;
   auto& a = x.a;
@@ -511,6 +617,15 @@ TEST_CASE("fixed: the Graph of an expression is the run-time front end's, node b
   SAME_GRAPH(a.gather<1>(g1.slice<0, 0, 2>()), A.gather(1, rt(g1).slice(0, 0, 2))); // crops a
   SAME_GRAPH(a.index_select<0>(s0), A.index_select(0, rt(s0)));
   SAME_GRAPH(x.cube.index_select<2>(s0), x.CUBE.index_select(2, rt(s0)));
+  // a computed index: evaluated when the op is built, a Buffer in both graphs
+  SAME_GRAPH(x.cube.index_select<2>(s0 * 1), x.CUBE.index_select(2, rt(s0) * 1));
+  SAME_GRAPH(a.gather<1>(g1 - 0) * 2.0f, A.gather(1, rt(g1) - 0) * 2.0f);
+  SAME_GRAPH(std::get<1>(a.split<2, 1>()) + 1.0f, A.split(2, 1)[1] + 1.0f);
+  SAME_GRAPH(std::get<2>(a.chunk<3, 1>()) * b.slice<1, 4, 5>(),
+             A.chunk(3, 1)[2] * B.slice(1, 4, 5));
+  SAME_GRAPH(std::get<0>(a.split<4, 0>()).exp(), A.split(4, 0)[0].exp()); // the whole axis
+  SAME_GRAPH(std::get<1>(x.cube.split<tg::dims<1, 3>, -1>()).sum<2>(),
+             x.CUBE.split(std::vector<std::int64_t>{1, 3}, -1)[1].sum(2));
   auto e = (a - a.max<1>(tg::keepdim)).exp(); // one sub-expression used twice is one node
   auto E = (A - A.max(1, true)).exp();
   SAME_GRAPH(e / e.sum<1>(tg::keepdim), E / E.sum(1, true));

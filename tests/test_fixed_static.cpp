@@ -92,6 +92,39 @@ static_assert(tg::kernel_count(f.argmax<1>()) == 2); // the max, then the countd
 static_assert(tg::kernel_count(tg::cat<1>(f, ints)) == 1);
 static_assert(tg::graph_of(f.cumsum<1>()).buffers.size() == 2); // f and the arange
 
+// ---- split and chunk: std::tuples of views, as many as Tensor::split and Tensor::chunk make
+static_assert(std::tuple_size_v<decltype(f.split<2, 1>())> == 2);
+static_assert(std::is_same_v<std::tuple_element_t<1, decltype(f.split<2, 1>())>::shape_type,
+                             tg::shape<2, 1>>);
+static_assert(std::get<1>(f.split<2, 1>()).eval()(1, 0) == 4); // the last piece is shorter
+static_assert(std::get<0>(tg::split<tg::dims<1, 2>, -1>(f)).sum() == 5);
+static_assert(std::get<1>(f.split<tg::dims<1, 2>, 1>()).eval()(1, 1) == 4);
+static_assert(std::tuple_size_v<decltype(f.split<3, 1>())> == 1);
+static_assert(std::tuple_size_v<decltype(ints.chunk<4, 1>())> == 3); // pieces of 1: three
+static_assert(std::tuple_size_v<decltype(tg::chunk<2, 1>(ints))> == 2);
+static_assert(std::get<1>(f.chunk<2>()).eval()(0, 2) == 4);
+constexpr auto rows = f.split<1>(); // views of f (static storage)
+static_assert(std::get<1>(rows).sum() == 10 && std::get<0>(rows).max() == 5);
+static_assert(tg::kernel_count(std::get<1>(f.split<1, 1>()) * 2.0f) == 1);
+static_assert(tg::graph_of(std::get<1>(f.split<1, 1>()) * 2.0f).buffers.size() == 1);
+
+// ---- gather and index_select: an index outside [-n, n) is no constant (a compile error where one
+// is needed; tg::index_error on the host)
+template <auto F, int = (F(), 0)> constexpr bool is_constant(int) { return true; }
+template <auto F> constexpr bool is_constant(long) { return false; }
+constexpr tg::fixed<int, 2, 2> gi_high{{3, 0}, {-1, 1}}; // axis 1 of f has 3
+constexpr tg::fixed<int, 3> si_low{1, -4, 0};
+constexpr float gather_in_range() { return f.gather<1>(gi).sum(); }
+constexpr float gather_high() { return f.gather<1>(gi_high).sum(); }
+constexpr float gather_computed_high() { return f.gather<1>(gi + 1).sum(); }
+constexpr float index_select_low() { return f.index_select<1>(si_low).sum(); }
+static_assert(is_constant<gather_in_range>(0));
+static_assert(!is_constant<gather_high>(0));
+static_assert(!is_constant<gather_computed_high>(0));
+static_assert(!is_constant<index_select_low>(0));
+static_assert(f.gather<1>(gi - 1).eval()(0, 0) == 5); // computed indices, in range: -1 is the last
+static_assert(f.index_select<1>(si * -1).eval()(0, 1) == 1);
+
 // ---- the Graph, the schedule and the source, at compile time
 // --------------------------------------
 static_assert(tg::graph_of(a * b + c).size() == 6); // 3 buffers, view of c, mul, add

@@ -8244,6 +8244,8 @@ struct cumsum;
 struct stack;
 struct gather;
 struct index_select;
+struct split;
+struct chunk;
 } // namespace op
 
 /// How keepdim is asked for: x.sum<1>(tg::keepdim).
@@ -8428,6 +8430,35 @@ template <class S, class I, int A> constexpr bool select_ok(axes<A>) {
   else
     return int(S::rank) > 0 && A >= -int(S::rank) && A < int(S::rank) && I::rank <= 1;
 }
+// The conditions of the split and chunk checks: an axis in range (at least one axis), and a
+// positive size or count, or sizes that are not negative and add up to the axis' size.
+template <class S, int A> constexpr bool split_axis_ok() {
+  return int(S::rank) > 0 && A >= -int(S::rank) && A < int(S::rank);
+}
+template <class S, int A, std::int64_t N> constexpr bool split_ok(axes<A>, dims<N>) {
+  if constexpr (is_unknown<S>)
+    return true;
+  else
+    return split_axis_ok<S, A>() && N > 0;
+}
+/// User sizes as a list that must add up to `n` (split<tg::dims<...>>); anything else fits nothing.
+template <class Sizes> struct split_sizes {
+  static constexpr std::size_t count = 1;
+  static constexpr bool fit(std::size_t) { return false; }
+};
+template <std::int64_t... N> struct split_sizes<dims<N...>> {
+  static constexpr std::size_t count = sizeof...(N);
+  static constexpr bool fit(std::size_t n) {
+    return ((N >= 0) && ...) && (std::int64_t(0) + ... + N) == std::int64_t(n);
+  }
+};
+template <class S, class Sizes, int A> constexpr bool sizes_ok(axes<A>) {
+  if constexpr (is_unknown<S>)
+    return true;
+  else
+    return split_axis_ok<S, A>() &&
+           split_sizes<Sizes>::fit(S::dims[std::size_t(normalize_axis(A, S::rank))]);
+}
 } // namespace fx
 
 // ---- the checks named in diagnostics ------------------------------------------------------------
@@ -8455,6 +8486,16 @@ inline constexpr bool gatherable = fx::gather_ok<S, I>(Axis{});
 /// tg::index_select's operands: axis A in range, an index of at most one axis.
 template <class Op, class Axis, class S, class I>
 inline constexpr bool selectable = fx::select_ok<S, I>(Axis{});
+/// tg::split<Size, Axis>: an axis in range and a positive split size (as Tensor::split's checks).
+template <class Op, class Axis, class S, class Size>
+inline constexpr bool splittable = fx::split_ok<S>(Axis{}, Size{});
+/// tg::split<tg::dims<S0, S1, ...>, Axis>: an axis in range, sizes not negative that add up to its
+/// size.
+template <class Op, class Axis, class S, class Sizes>
+inline constexpr bool sizes_add_up = fx::sizes_ok<S, Sizes>(Axis{});
+/// tg::chunk<Chunks, Axis>: an axis in range and a positive number of chunks.
+template <class Op, class Axis, class S, class Chunks>
+inline constexpr bool chunkable = fx::split_ok<S>(Axis{}, Chunks{});
 /// An integer element type (indices).
 template <class Op, class T>
 inline constexpr bool integral = std::is_integral_v<T> && !std::is_same_v<T, bool>;
@@ -8934,7 +8975,10 @@ public:
   }
 
   /// out[i][j] = x[index[i][j]][j] (Axis 0), as torch.gather; int64 or narrower integer indices.
-  template <int Axis, class I> constexpr auto gather(I&& index) const {
+  /// An index outside [-n, n) throws tg::index_error (a compile error in a constant expression).
+  template <int Axis, class I>
+  constexpr auto gather(I&& index,
+                        std::source_location loc = std::source_location::current()) const {
     using IN = fx::node_t<I>;
     static_assert(gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>>,
                   "tg: gather: axis out of range, or the index's shape does not fit");
@@ -8942,12 +8986,14 @@ public:
                   "tg: gather: the index must have an integer type");
     if constexpr (gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>> &&
                   integral<op::gather, fx::elem_or<int, IN>> && !IN::is_error)
-      return X::template gather<Axis>(X::node(self()), X::node(std::forward<I>(index)));
+      return X::template gather<Axis>(X::node(self()), X::node(std::forward<I>(index)), loc);
     else
       return X::error();
   }
-  /// The entries at 1-D `index` along Axis.
-  template <int Axis, class I> constexpr auto index_select(I&& index) const {
+  /// The entries at 1-D `index` along Axis (checked as gather's).
+  template <int Axis, class I>
+  constexpr auto index_select(I&& index,
+                              std::source_location loc = std::source_location::current()) const {
     using IN = fx::node_t<I>;
     static_assert(selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>>,
                   "tg: index_select: axis out of range, or the index has more than one axis");
@@ -8955,7 +9001,7 @@ public:
                   "tg: index_select: the index must have an integer type");
     if constexpr (selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>> &&
                   integral<op::index_select, fx::elem_or<int, IN>> && !IN::is_error)
-      return X::template index_select<Axis>(X::node(self()), X::node(std::forward<I>(index)));
+      return X::template index_select<Axis>(X::node(self()), X::node(std::forward<I>(index)), loc);
     else
       return X::error();
   }
@@ -9079,6 +9125,36 @@ public:
       return X::template repeat<Reps...>(X::node(self()));
     else
       return X::error();
+  }
+  /// Pieces of Size along Axis, the last one shorter when Size does not divide the axis
+  /// (Tensor::split(size, dim)): a std::tuple of views.
+  template <std::int64_t Size, int Axis = 0> constexpr auto split() const {
+    static_assert(splittable<op::split, axes<Axis>, S_<>, dims<Size>>,
+                  "tg: split: axis out of range, or the split size is not positive");
+    if constexpr (splittable<op::split, axes<Axis>, S_<>, dims<Size>>)
+      return X::template split<Axis, Size>(X::node(self()));
+    else
+      return X::template error_pieces<1>();
+  }
+  /// Pieces of the given sizes along Axis, x.split<tg::dims<2, 3>, Axis>() (Tensor::split(sizes,
+  /// dim)): a std::tuple of views.
+  template <class Sizes, int Axis = 0> constexpr auto split() const {
+    static_assert(sizes_add_up<op::split, axes<Axis>, S_<>, Sizes>,
+                  "tg: split: axis out of range, or the sizes do not add up to its size");
+    if constexpr (sizes_add_up<op::split, axes<Axis>, S_<>, Sizes>)
+      return X::template split_into<Axis, Sizes>(X::node(self()));
+    else
+      return X::template error_pieces<fx::split_sizes<Sizes>::count>();
+  }
+  /// Chunks pieces of ceil(size / Chunks) along Axis, fewer when they cover the axis sooner
+  /// (Tensor::chunk, torch.chunk): a std::tuple of views.
+  template <std::int64_t Chunks, int Axis = 0> constexpr auto chunk() const {
+    static_assert(chunkable<op::chunk, axes<Axis>, S_<>, dims<Chunks>>,
+                  "tg: chunk: axis out of range, or the number of chunks is not positive");
+    if constexpr (chunkable<op::chunk, axes<Axis>, S_<>, dims<Chunks>>)
+      return X::template chunk<Axis, Chunks>(X::node(self()));
+    else
+      return X::template error_pieces<(Chunks > 0 ? std::size_t(Chunks) : 1)>();
   }
 
   // ---- composite -----------------------------------------------------------------------------
@@ -9429,6 +9505,13 @@ constexpr int add_node(B& b, int mark, Op op, DType t, const Shape& shape, int s
 // --------------------------------------------------------------------------
 template <auto... A> constexpr error_expr make_error();
 template <class... A> constexpr error_expr make_error_t();
+/// N error stand-ins, for a failed split or chunk (N: the pieces the user most likely expects).
+template <std::size_t N, class E = error_expr> constexpr auto error_pieces() {
+  auto each = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple((void(I), E{})...);
+  };
+  return each(std::make_index_sequence<N>{});
+}
 } // namespace tg::fx
 
 namespace tg {
@@ -9436,7 +9519,9 @@ namespace tg {
 template <> struct expression<fx::error_expr> : fx::expr_tag {
 #define TG_FX_ABSORB(NAME)                                                                         \
   template <auto... A> constexpr auto NAME(auto&&...) const { return fx::make_error<A...>(); }     \
-  template <class... A> constexpr auto NAME(auto&&...) const { return fx::make_error_t<A...>(); }
+  template <class A0, class... A> constexpr auto NAME(auto&&...) const {                           \
+    return fx::make_error_t<A0, A...>();                                                           \
+  }
   TG_FX_ABSORB(neg)
   TG_FX_ABSORB(abs)
   TG_FX_ABSORB(sign)
@@ -9524,6 +9609,14 @@ struct error_expr : expression<error_expr>, node_info<DType::Float32, shape<>> {
   constexpr evaluator_t evaluator() const { return {}; }
   template <class B> constexpr int emit(B&) const { return -1; }
   constexpr bool reads(const void*) const { return false; }
+  // split and chunk give tuples of stand-ins: one, as many as the sizes given, or Chunks
+  template <auto... A> constexpr auto split(auto&&...) const { return error_pieces<1>(); }
+  template <class Sizes, auto... A> constexpr auto split(auto&&...) const {
+    return error_pieces<split_sizes<Sizes>::count>();
+  }
+  template <std::int64_t Chunks, auto... A> constexpr auto chunk(auto&&...) const {
+    return error_pieces<(Chunks > 0 ? std::size_t(Chunks) : 1)>();
+  }
 };
 template <auto... A> constexpr error_expr make_error() { return {}; }
 template <class... A> constexpr error_expr make_error_t() { return {}; }
@@ -9563,6 +9656,25 @@ struct owned : expression<owned<F>>, node_info<F::dtype, typename F::shape_type>
   }
   constexpr bool reads(const void*) const { return false; }
   constexpr const typename F::value_type* contiguous_data() const { return value.data(); }
+};
+
+/// An index that gather or index_select computed when it was built (the run-time front end
+/// realizes such an index): the expression keeps its values. Told apart by value, not by address:
+/// the builders read an index more than once (copies), and copies are one Buffer node.
+template <class F> struct kept : expression<kept<F>>, node_info<F::dtype, typename F::shape_type> {
+  F value;
+  constexpr explicit kept(F&& f) : value(std::move(f)) {}
+  static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
+  using evaluator_t = typename leaf<F>::evaluator_t;
+  constexpr evaluator_t evaluator() const {
+    return {std::assume_aligned<F::alignment>(value.data())};
+  }
+  template <class B> constexpr int emit(B& b) const {
+    std::vector<std::int64_t> v;
+    for (const auto& x : value) v.push_back(std::int64_t(x));
+    return b.kept_buffer(std::move(v), F::dtype, sym<typename F::shape_type>(), value.data());
+  }
+  constexpr bool reads(const void*) const { return false; }
 };
 
 /// The index constants that the run-time argmax, cumsum, gather and index_select upload with
@@ -10025,9 +10137,10 @@ template <class Map> struct view_index {
     constexpr const fview& V = T.views[K];
     constexpr bool lo = V.masked && V.mlo[D] != 0, hi = V.masked && V.mhi[D] != V.shape[D];
     if constexpr (V.strides[D] != 0 || lo || hi) {
+      // (a view with no elements has sizes and divisors 0: it is never read, only instantiated)
       std::int64_t x = i;
-      if constexpr (V.div[D] != 1) x /= V.div[D];
-      if constexpr (D > 0) x %= V.shape[D];
+      if constexpr (V.div[D] > 1) x /= V.div[D];
+      if constexpr (D > 0 && V.shape[D] != 0) x %= V.shape[D];
       if constexpr (V.strides[D] != 0) e += x * V.strides[D];
       if constexpr (lo) valid = valid && x >= V.mlo[D];
       if constexpr (hi) valid = valid && x < V.mhi[D];
@@ -10676,6 +10789,56 @@ template <class S, std::size_t... Reps> struct repeat_plan {
   };
 };
 
+/// Tensor::split's pieces along an axis of size N: split<Size> cuts pieces of Size (the last one
+/// shorter; one empty piece of an empty axis), split<tg::dims<...>> the sizes given.
+template <std::size_t N, std::int64_t Size> struct split_by_size {
+  static constexpr std::size_t size = std::size_t(Size), count = N == 0 ? 1 : (N + size - 1) / size;
+  static constexpr auto sizes = [] {
+    std::array<std::size_t, count> r{};
+    for (std::size_t k = 0, b = 0; k < count; ++k, b += size) r[k] = N - b < size ? N - b : size;
+    return r;
+  }();
+};
+template <class Sizes> struct split_by_sizes;
+template <std::int64_t... S> struct split_by_sizes<dims<S...>> {
+  static constexpr std::size_t count = sizeof...(S);
+  static constexpr std::array<std::size_t, count> sizes{std::size_t(S)...};
+};
+/// Tensor::chunk(chunks): split by ceil(N / Chunks), at least 1.
+template <std::size_t N, std::int64_t Chunks>
+using chunk_by =
+    split_by_size<N,
+                  std::int64_t(N == 0 ? 1 : (N + std::size_t(Chunks) - 1) / std::size_t(Chunks))>;
+/// Where each piece starts.
+template <class P> struct split_starts {
+  static constexpr auto value = [] {
+    std::array<std::size_t, P::count> r{};
+    for (std::size_t k = 1; k < P::count; ++k) r[k] = r[k - 1] + P::sizes[k - 1];
+    return r;
+  }();
+};
+
+/// A node whose values are stored (a fixed tensor, an index constant) or a view of one: what the
+/// run-time front end reads without a kernel (detail::is_materialized).
+template <class E> inline constexpr bool is_stored = false;
+template <class F> inline constexpr bool is_stored<leaf<F>> = true;
+template <class F> inline constexpr bool is_stored<owned<F>> = true;
+template <class F> inline constexpr bool is_stored<kept<F>> = true;
+template <index_kind K, class S> inline constexpr bool is_stored<index_leaf<K, S>> = true;
+template <class C, class... M> inline constexpr bool is_stored<view<C, M...>> = is_stored<C>;
+
+/// detail::checked_index's error: an index outside [-n, n), naming the op and the call site. Not
+/// constexpr: in a constant expression, reaching it is the compile error (its name and Op show in
+/// the diagnostic).
+template <class Op>
+[[noreturn]] void index_out_of_range(const char* op, std::int64_t index, std::int64_t n,
+                                     const std::source_location& loc) {
+  tg::detail::fail<index_error>(op,
+                                "index " + std::to_string(index) +
+                                    " is out of range for a dim of size " + std::to_string(n),
+                                loc);
+}
+
 template <class> struct ops {
   // ---- operands
   // ----------------------------------------------------------------------------------
@@ -11268,18 +11431,47 @@ template <class> struct ops {
     return cat<A>(unsqueeze<A>(es)...);
   }
 
-  /// detail::checked_index without the check: negative indices count from the end. (The run-time
-  /// version also rejects indices out of [-n, n); here such an index selects nothing: 0.)
+  /// detail::checked_index: every index in [-N, N), or index_out_of_range (a compile error in a
+  /// constant expression). The values are read when the op is built, as Tensor::gather reads them:
+  /// a stored index (a fixed tensor, a view of one) in place; a computed one is first evaluated
+  /// into a tensor the expression keeps, as the run-time front end realizes it (a Buffer in both
+  /// graphs). A tg::input has no values to check.
+  template <std::size_t N, class Op, class I>
+  static constexpr auto checked_index(const I& index, const char* op,
+                                      const std::source_location& loc) {
+    if constexpr (I::is_symbolic)
+      return index;
+    else if constexpr (is_stored<I>) {
+      check_index_values<N, Op>(index, op, loc);
+      return index;
+    } else {
+      kept<fixed_for<I::dtype, typename I::shape_type>> values(eval(index));
+      check_index_values<N, Op>(values, op, loc);
+      return values;
+    }
+  }
+  template <std::size_t N, class Op, class I>
+  static constexpr void check_index_values(const I& index, const char* op,
+                                           const std::source_location& loc) {
+    const auto ev = index.evaluator();
+    for (std::size_t k = 0; k < I::size; ++k) {
+      const auto i = std::int64_t(ev.coeff(k));
+      if (i < -std::int64_t(N) || i >= std::int64_t(N))
+        index_out_of_range<Op>(op, i, std::int64_t(N), loc);
+    }
+  }
+  /// The rest of detail::checked_index: negative indices count from the end.
   template <std::size_t N, class I> static constexpr auto wrapped_index(const I& index) {
     auto i = cast_to<DType::Int64>(index);
     return where3(lt(i, scalar_for(i, std::int64_t(0))), add(i, scalar_for(i, std::int64_t(N))), i);
   }
   /// Tensor::gather: crop the input to the index's extent (except along D), then a one-hot select
   /// along D summed over a new axis.
-  template <int A, class E, class I> static constexpr auto gather(const E& e, const I& index) {
+  template <int A, class E, class I>
+  static constexpr auto gather(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d];
-    auto idx = wrapped_index<n>(index);
+    auto idx = wrapped_index<n>(checked_index<n, op::gather>(index, "gather", loc));
     using Hi = shape_from<gather_hi_dims<typename I::shape_type, d, n>>;
     auto x = [&] {
       if constexpr (std::is_same_v<Hi, typename E::shape_type>)
@@ -11295,10 +11487,11 @@ template <class> struct ops {
   }
   /// Tensor::index_select: out[..., j, ...] = sum over k of x[..., k, ...] * (idx[j] == k).
   template <int A, class E, class I>
-  static constexpr auto index_select(const E& e, const I& index) {
+  static constexpr auto index_select(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d], m = I::size;
-    auto idx = wrapped_index<n>(reshape_to<shape<m>>(index));
+    auto idx = wrapped_index<n>(
+        checked_index<n, op::index_select>(reshape_to<shape<m>>(index), "index_select", loc));
     index_leaf<index_kind::arange, shape<n>> ar;
     auto onehot = eq(reshape_to<shape_from<at_axis_dims<r + 1, d, m, 1>>>(idx),
                      reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));
@@ -11425,6 +11618,29 @@ template <class> struct ops {
     return reshape_to<shape_from<typename P::out_h>>(expand_to<shape_from<typename P::expanded_h>>(
         reshape_to<shape_from<typename P::inter_h>>(e)));
   }
+  /// Tensor::split(sizes, dim): piece k is slice(dim, start_k, start_k + size_k).
+  template <int D, class P, class E> static constexpr auto split_pieces(const E& e) {
+    using St = split_starts<P>;
+    auto pieces = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::make_tuple(
+          slice<D, std::int64_t(St::value[K]), std::int64_t(St::value[K] + P::sizes[K]), 1>(e)...);
+    };
+    return pieces(std::make_index_sequence<P::count>{});
+  }
+  template <int A, std::int64_t Size, class E> static constexpr auto split(const E& e) {
+    constexpr int d = normalize_axis(A, E::rank);
+    return split_pieces<d, split_by_size<E::shape_type::dims[std::size_t(d)], Size>>(e);
+  }
+  template <int A, class Sizes, class E> static constexpr auto split_into(const E& e) {
+    return split_pieces<normalize_axis(A, E::rank), split_by_sizes<Sizes>>(e);
+  }
+  /// Tensor::chunk(chunks, dim): split by ceil(size / chunks).
+  template <int A, std::int64_t Chunks, class E> static constexpr auto chunk(const E& e) {
+    constexpr int d = normalize_axis(A, E::rank);
+    return split_pieces<d, chunk_by<E::shape_type::dims[std::size_t(d)], Chunks>>(e);
+  }
+  /// The stand-in of a failed split or chunk: N pieces.
+  template <std::size_t N> static constexpr auto error_pieces() { return fx::error_pieces<N>(); }
 
   // ---- composite
   // ---------------------------------------------------------------------------------
@@ -11987,11 +12203,25 @@ template <int Axis, fx::expr E> constexpr auto argmin(const E& e) {
 template <int Axis, fx::expr E> constexpr auto cumsum(const E& e) {
   return e.template cumsum<Axis>();
 }
-template <int Axis, fx::expr E, class I> constexpr auto gather(const E& e, I&& index) {
-  return e.template gather<Axis>(std::forward<I>(index));
+template <int Axis, fx::expr E, class I>
+constexpr auto gather(const E& e, I&& index,
+                      std::source_location loc = std::source_location::current()) {
+  return e.template gather<Axis>(std::forward<I>(index), loc);
 }
-template <int Axis, fx::expr E, class I> constexpr auto index_select(const E& e, I&& index) {
-  return e.template index_select<Axis>(std::forward<I>(index));
+template <int Axis, fx::expr E, class I>
+constexpr auto index_select(const E& e, I&& index,
+                            std::source_location loc = std::source_location::current()) {
+  return e.template index_select<Axis>(std::forward<I>(index), loc);
+}
+/// tg::split<Size, Axis>(x), tg::split<tg::dims<S0, S1, ...>, Axis>(x): a std::tuple of views.
+template <std::int64_t Size, int Axis = 0, fx::expr E> constexpr auto split(const E& e) {
+  return e.template split<Size, Axis>();
+}
+template <class Sizes, int Axis = 0, fx::expr E> constexpr auto split(const E& e) {
+  return e.template split<Sizes, Axis>();
+}
+template <std::int64_t Chunks, int Axis = 0, fx::expr E> constexpr auto chunk(const E& e) {
+  return e.template chunk<Chunks, Axis>();
 }
 template <std::int64_t... To, fx::expr E> constexpr auto reshape(const E& e) {
   return e.template reshape<To...>();
@@ -12050,8 +12280,9 @@ struct graph_builder {
   Graph g;
   std::vector<const void*> leaf_ptr, leaf_data; // per graph buffer
   std::vector<int> leaf_id, leaf_node;
-  std::vector<std::uint8_t> const_only, shared; // per node
-  std::vector<int> salt;                        // per node
+  std::vector<std::vector<std::int64_t>> leaf_values; // per graph buffer: a kept index's values
+  std::vector<std::uint8_t> const_only, shared;       // per node
+  std::vector<int> salt;                              // per node
 
   constexpr int mark() const { return int(g.nodes.size()); }
 
@@ -12073,8 +12304,23 @@ struct graph_builder {
     leaf_data.push_back(data);
     leaf_id.push_back(id);
     leaf_node.push_back(idx);
+    leaf_values.emplace_back();
     return idx;
   }
+  /// A Buffer node for an index kept by value (fx::kept): one node per dtype, shape and values.
+  constexpr int kept_buffer(std::vector<std::int64_t> values, DType t, Shape shape,
+                            const void* data) {
+    for (std::size_t i = 0; i < leaf_node.size(); ++i) {
+      const Node& n = g[leaf_node[i]];
+      if (leaf_id[i] == kKept && n.dtype == t && n.shape == shape && leaf_values[i] == values)
+        return leaf_node[i];
+    }
+    int idx = buffer(data, kKept, t, std::move(shape), data);
+    leaf_values.back() = std::move(values);
+    return idx;
+  }
+  /// The id of kept indices' buffers (tg::input ids are not negative, fixed tensors' are -1).
+  static constexpr int kKept = -2;
   static constexpr bool same_fields(const Node& a, const Node& b) {
     return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape &&
            same_moves(a.moves, b.moves) && a.axes == b.axes && a.value == b.value && a.arg == b.arg;

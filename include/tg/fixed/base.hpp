@@ -3,6 +3,8 @@
 // Each method checks its shapes and dtypes with one static_assert, then builds the expression from
 // primitives exactly as the run-time front end's Tensor method of the same name builds its graph
 // (the builders are fx::ops, in ops.hpp).
+#include <source_location>
+
 #include "math.hpp"
 #include "shape.hpp"
 
@@ -472,7 +474,10 @@ public:
   }
 
   /// out[i][j] = x[index[i][j]][j] (Axis 0), as torch.gather; int64 or narrower integer indices.
-  template <int Axis, class I> constexpr auto gather(I&& index) const {
+  /// An index outside [-n, n) throws tg::index_error (a compile error in a constant expression).
+  template <int Axis, class I>
+  constexpr auto gather(I&& index,
+                        std::source_location loc = std::source_location::current()) const {
     using IN = fx::node_t<I>;
     static_assert(gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>>,
                   "tg: gather: axis out of range, or the index's shape does not fit");
@@ -480,12 +485,14 @@ public:
                   "tg: gather: the index must have an integer type");
     if constexpr (gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>> &&
                   integral<op::gather, fx::elem_or<int, IN>> && !IN::is_error)
-      return X::template gather<Axis>(X::node(self()), X::node(std::forward<I>(index)));
+      return X::template gather<Axis>(X::node(self()), X::node(std::forward<I>(index)), loc);
     else
       return X::error();
   }
-  /// The entries at 1-D `index` along Axis.
-  template <int Axis, class I> constexpr auto index_select(I&& index) const {
+  /// The entries at 1-D `index` along Axis (checked as gather's).
+  template <int Axis, class I>
+  constexpr auto index_select(I&& index,
+                              std::source_location loc = std::source_location::current()) const {
     using IN = fx::node_t<I>;
     static_assert(selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>>,
                   "tg: index_select: axis out of range, or the index has more than one axis");
@@ -493,7 +500,7 @@ public:
                   "tg: index_select: the index must have an integer type");
     if constexpr (selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>> &&
                   integral<op::index_select, fx::elem_or<int, IN>> && !IN::is_error)
-      return X::template index_select<Axis>(X::node(self()), X::node(std::forward<I>(index)));
+      return X::template index_select<Axis>(X::node(self()), X::node(std::forward<I>(index)), loc);
     else
       return X::error();
   }
@@ -617,6 +624,36 @@ public:
       return X::template repeat<Reps...>(X::node(self()));
     else
       return X::error();
+  }
+  /// Pieces of Size along Axis, the last one shorter when Size does not divide the axis
+  /// (Tensor::split(size, dim)): a std::tuple of views.
+  template <std::int64_t Size, int Axis = 0> constexpr auto split() const {
+    static_assert(splittable<op::split, axes<Axis>, S_<>, dims<Size>>,
+                  "tg: split: axis out of range, or the split size is not positive");
+    if constexpr (splittable<op::split, axes<Axis>, S_<>, dims<Size>>)
+      return X::template split<Axis, Size>(X::node(self()));
+    else
+      return X::template error_pieces<1>();
+  }
+  /// Pieces of the given sizes along Axis, x.split<tg::dims<2, 3>, Axis>() (Tensor::split(sizes,
+  /// dim)): a std::tuple of views.
+  template <class Sizes, int Axis = 0> constexpr auto split() const {
+    static_assert(sizes_add_up<op::split, axes<Axis>, S_<>, Sizes>,
+                  "tg: split: axis out of range, or the sizes do not add up to its size");
+    if constexpr (sizes_add_up<op::split, axes<Axis>, S_<>, Sizes>)
+      return X::template split_into<Axis, Sizes>(X::node(self()));
+    else
+      return X::template error_pieces<fx::split_sizes<Sizes>::count>();
+  }
+  /// Chunks pieces of ceil(size / Chunks) along Axis, fewer when they cover the axis sooner
+  /// (Tensor::chunk, torch.chunk): a std::tuple of views.
+  template <std::int64_t Chunks, int Axis = 0> constexpr auto chunk() const {
+    static_assert(chunkable<op::chunk, axes<Axis>, S_<>, dims<Chunks>>,
+                  "tg: chunk: axis out of range, or the number of chunks is not positive");
+    if constexpr (chunkable<op::chunk, axes<Axis>, S_<>, dims<Chunks>>)
+      return X::template chunk<Axis, Chunks>(X::node(self()));
+    else
+      return X::template error_pieces<(Chunks > 0 ? std::size_t(Chunks) : 1)>();
   }
 
   // ---- composite -----------------------------------------------------------------------------

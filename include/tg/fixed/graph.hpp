@@ -48,8 +48,9 @@ struct graph_builder {
   Graph g;
   std::vector<const void*> leaf_ptr, leaf_data; // per graph buffer
   std::vector<int> leaf_id, leaf_node;
-  std::vector<std::uint8_t> const_only, shared; // per node
-  std::vector<int> salt;                        // per node
+  std::vector<std::vector<std::int64_t>> leaf_values; // per graph buffer: a kept index's values
+  std::vector<std::uint8_t> const_only, shared;       // per node
+  std::vector<int> salt;                              // per node
 
   constexpr int mark() const { return int(g.nodes.size()); }
 
@@ -71,8 +72,23 @@ struct graph_builder {
     leaf_data.push_back(data);
     leaf_id.push_back(id);
     leaf_node.push_back(idx);
+    leaf_values.emplace_back();
     return idx;
   }
+  /// A Buffer node for an index kept by value (fx::kept): one node per dtype, shape and values.
+  constexpr int kept_buffer(std::vector<std::int64_t> values, DType t, Shape shape,
+                            const void* data) {
+    for (std::size_t i = 0; i < leaf_node.size(); ++i) {
+      const Node& n = g[leaf_node[i]];
+      if (leaf_id[i] == kKept && n.dtype == t && n.shape == shape && leaf_values[i] == values)
+        return leaf_node[i];
+    }
+    int idx = buffer(data, kKept, t, std::move(shape), data);
+    leaf_values.back() = std::move(values);
+    return idx;
+  }
+  /// The id of kept indices' buffers (tg::input ids are not negative, fixed tensors' are -1).
+  static constexpr int kKept = -2;
   static constexpr bool same_fields(const Node& a, const Node& b) {
     return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape &&
            same_moves(a.moves, b.moves) && a.axes == b.axes && a.value == b.value && a.arg == b.arg;

@@ -7,6 +7,7 @@
 // flat row-major index i, as the C renderer's kernel would), emit(builder) (its Graph node, see
 // graph.hpp) and reads(p) (whether it reads the fixed tensor at p).
 #include <memory>
+#include <tuple>
 
 #include "base.hpp"
 
@@ -177,6 +178,13 @@ constexpr int add_node(B& b, int mark, Op op, DType t, const Shape& shape, int s
 // --------------------------------------------------------------------------
 template <auto... A> constexpr error_expr make_error();
 template <class... A> constexpr error_expr make_error_t();
+/// N error stand-ins, for a failed split or chunk (N: the pieces the user most likely expects).
+template <std::size_t N, class E = error_expr> constexpr auto error_pieces() {
+  auto each = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple((void(I), E{})...);
+  };
+  return each(std::make_index_sequence<N>{});
+}
 } // namespace tg::fx
 
 namespace tg {
@@ -184,7 +192,9 @@ namespace tg {
 template <> struct expression<fx::error_expr> : fx::expr_tag {
 #define TG_FX_ABSORB(NAME)                                                                         \
   template <auto... A> constexpr auto NAME(auto&&...) const { return fx::make_error<A...>(); }     \
-  template <class... A> constexpr auto NAME(auto&&...) const { return fx::make_error_t<A...>(); }
+  template <class A0, class... A> constexpr auto NAME(auto&&...) const {                           \
+    return fx::make_error_t<A0, A...>();                                                           \
+  }
   TG_FX_ABSORB(neg)
   TG_FX_ABSORB(abs)
   TG_FX_ABSORB(sign)
@@ -272,6 +282,14 @@ struct error_expr : expression<error_expr>, node_info<DType::Float32, shape<>> {
   constexpr evaluator_t evaluator() const { return {}; }
   template <class B> constexpr int emit(B&) const { return -1; }
   constexpr bool reads(const void*) const { return false; }
+  // split and chunk give tuples of stand-ins: one, as many as the sizes given, or Chunks
+  template <auto... A> constexpr auto split(auto&&...) const { return error_pieces<1>(); }
+  template <class Sizes, auto... A> constexpr auto split(auto&&...) const {
+    return error_pieces<split_sizes<Sizes>::count>();
+  }
+  template <std::int64_t Chunks, auto... A> constexpr auto chunk(auto&&...) const {
+    return error_pieces<(Chunks > 0 ? std::size_t(Chunks) : 1)>();
+  }
 };
 template <auto... A> constexpr error_expr make_error() { return {}; }
 template <class... A> constexpr error_expr make_error_t() { return {}; }
@@ -311,6 +329,25 @@ struct owned : expression<owned<F>>, node_info<F::dtype, typename F::shape_type>
   }
   constexpr bool reads(const void*) const { return false; }
   constexpr const typename F::value_type* contiguous_data() const { return value.data(); }
+};
+
+/// An index that gather or index_select computed when it was built (the run-time front end
+/// realizes such an index): the expression keeps its values. Told apart by value, not by address:
+/// the builders read an index more than once (copies), and copies are one Buffer node.
+template <class F> struct kept : expression<kept<F>>, node_info<F::dtype, typename F::shape_type> {
+  F value;
+  constexpr explicit kept(F&& f) : value(std::move(f)) {}
+  static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
+  using evaluator_t = typename leaf<F>::evaluator_t;
+  constexpr evaluator_t evaluator() const {
+    return {std::assume_aligned<F::alignment>(value.data())};
+  }
+  template <class B> constexpr int emit(B& b) const {
+    std::vector<std::int64_t> v;
+    for (const auto& x : value) v.push_back(std::int64_t(x));
+    return b.kept_buffer(std::move(v), F::dtype, sym<typename F::shape_type>(), value.data());
+  }
+  constexpr bool reads(const void*) const { return false; }
 };
 
 /// The index constants that the run-time argmax, cumsum, gather and index_select upload with
@@ -773,9 +810,10 @@ template <class Map> struct view_index {
     constexpr const fview& V = T.views[K];
     constexpr bool lo = V.masked && V.mlo[D] != 0, hi = V.masked && V.mhi[D] != V.shape[D];
     if constexpr (V.strides[D] != 0 || lo || hi) {
+      // (a view with no elements has sizes and divisors 0: it is never read, only instantiated)
       std::int64_t x = i;
-      if constexpr (V.div[D] != 1) x /= V.div[D];
-      if constexpr (D > 0) x %= V.shape[D];
+      if constexpr (V.div[D] > 1) x /= V.div[D];
+      if constexpr (D > 0 && V.shape[D] != 0) x %= V.shape[D];
       if constexpr (V.strides[D] != 0) e += x * V.strides[D];
       if constexpr (lo) valid = valid && x >= V.mlo[D];
       if constexpr (hi) valid = valid && x < V.mhi[D];

@@ -8,7 +8,10 @@
 // Checks are not made here: the public methods (base.hpp) and operators (below) make them, with
 // one static_assert each, before calling a builder.
 #include <source_location>
+#include <string>
+#include <tuple>
 
+#include "../errors.hpp"
 #include "tensor.hpp"
 
 namespace tg {
@@ -298,6 +301,56 @@ template <class S, std::size_t... Reps> struct repeat_plan {
     static constexpr auto value = repeat_plan::value.out;
   };
 };
+
+/// Tensor::split's pieces along an axis of size N: split<Size> cuts pieces of Size (the last one
+/// shorter; one empty piece of an empty axis), split<tg::dims<...>> the sizes given.
+template <std::size_t N, std::int64_t Size> struct split_by_size {
+  static constexpr std::size_t size = std::size_t(Size), count = N == 0 ? 1 : (N + size - 1) / size;
+  static constexpr auto sizes = [] {
+    std::array<std::size_t, count> r{};
+    for (std::size_t k = 0, b = 0; k < count; ++k, b += size) r[k] = N - b < size ? N - b : size;
+    return r;
+  }();
+};
+template <class Sizes> struct split_by_sizes;
+template <std::int64_t... S> struct split_by_sizes<dims<S...>> {
+  static constexpr std::size_t count = sizeof...(S);
+  static constexpr std::array<std::size_t, count> sizes{std::size_t(S)...};
+};
+/// Tensor::chunk(chunks): split by ceil(N / Chunks), at least 1.
+template <std::size_t N, std::int64_t Chunks>
+using chunk_by =
+    split_by_size<N,
+                  std::int64_t(N == 0 ? 1 : (N + std::size_t(Chunks) - 1) / std::size_t(Chunks))>;
+/// Where each piece starts.
+template <class P> struct split_starts {
+  static constexpr auto value = [] {
+    std::array<std::size_t, P::count> r{};
+    for (std::size_t k = 1; k < P::count; ++k) r[k] = r[k - 1] + P::sizes[k - 1];
+    return r;
+  }();
+};
+
+/// A node whose values are stored (a fixed tensor, an index constant) or a view of one: what the
+/// run-time front end reads without a kernel (detail::is_materialized).
+template <class E> inline constexpr bool is_stored = false;
+template <class F> inline constexpr bool is_stored<leaf<F>> = true;
+template <class F> inline constexpr bool is_stored<owned<F>> = true;
+template <class F> inline constexpr bool is_stored<kept<F>> = true;
+template <index_kind K, class S> inline constexpr bool is_stored<index_leaf<K, S>> = true;
+template <class C, class... M> inline constexpr bool is_stored<view<C, M...>> = is_stored<C>;
+
+/// detail::checked_index's error: an index outside [-n, n), naming the op and the call site. Not
+/// constexpr: in a constant expression, reaching it is the compile error (its name and Op show in
+/// the diagnostic).
+template <class Op>
+[[noreturn]] void index_out_of_range(const char* op, std::int64_t index, std::int64_t n,
+                                     const std::source_location& loc) {
+  tg::detail::fail<index_error>(op,
+                                "index " + std::to_string(index) +
+                                    " is out of range for a dim of size " + std::to_string(n),
+                                loc);
+}
 
 template <class> struct ops {
   // ---- operands
@@ -891,18 +944,47 @@ template <class> struct ops {
     return cat<A>(unsqueeze<A>(es)...);
   }
 
-  /// detail::checked_index without the check: negative indices count from the end. (The run-time
-  /// version also rejects indices out of [-n, n); here such an index selects nothing: 0.)
+  /// detail::checked_index: every index in [-N, N), or index_out_of_range (a compile error in a
+  /// constant expression). The values are read when the op is built, as Tensor::gather reads them:
+  /// a stored index (a fixed tensor, a view of one) in place; a computed one is first evaluated
+  /// into a tensor the expression keeps, as the run-time front end realizes it (a Buffer in both
+  /// graphs). A tg::input has no values to check.
+  template <std::size_t N, class Op, class I>
+  static constexpr auto checked_index(const I& index, const char* op,
+                                      const std::source_location& loc) {
+    if constexpr (I::is_symbolic)
+      return index;
+    else if constexpr (is_stored<I>) {
+      check_index_values<N, Op>(index, op, loc);
+      return index;
+    } else {
+      kept<fixed_for<I::dtype, typename I::shape_type>> values(eval(index));
+      check_index_values<N, Op>(values, op, loc);
+      return values;
+    }
+  }
+  template <std::size_t N, class Op, class I>
+  static constexpr void check_index_values(const I& index, const char* op,
+                                           const std::source_location& loc) {
+    const auto ev = index.evaluator();
+    for (std::size_t k = 0; k < I::size; ++k) {
+      const auto i = std::int64_t(ev.coeff(k));
+      if (i < -std::int64_t(N) || i >= std::int64_t(N))
+        index_out_of_range<Op>(op, i, std::int64_t(N), loc);
+    }
+  }
+  /// The rest of detail::checked_index: negative indices count from the end.
   template <std::size_t N, class I> static constexpr auto wrapped_index(const I& index) {
     auto i = cast_to<DType::Int64>(index);
     return where3(lt(i, scalar_for(i, std::int64_t(0))), add(i, scalar_for(i, std::int64_t(N))), i);
   }
   /// Tensor::gather: crop the input to the index's extent (except along D), then a one-hot select
   /// along D summed over a new axis.
-  template <int A, class E, class I> static constexpr auto gather(const E& e, const I& index) {
+  template <int A, class E, class I>
+  static constexpr auto gather(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d];
-    auto idx = wrapped_index<n>(index);
+    auto idx = wrapped_index<n>(checked_index<n, op::gather>(index, "gather", loc));
     using Hi = shape_from<gather_hi_dims<typename I::shape_type, d, n>>;
     auto x = [&] {
       if constexpr (std::is_same_v<Hi, typename E::shape_type>)
@@ -918,10 +1000,11 @@ template <class> struct ops {
   }
   /// Tensor::index_select: out[..., j, ...] = sum over k of x[..., k, ...] * (idx[j] == k).
   template <int A, class E, class I>
-  static constexpr auto index_select(const E& e, const I& index) {
+  static constexpr auto index_select(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d], m = I::size;
-    auto idx = wrapped_index<n>(reshape_to<shape<m>>(index));
+    auto idx = wrapped_index<n>(
+        checked_index<n, op::index_select>(reshape_to<shape<m>>(index), "index_select", loc));
     index_leaf<index_kind::arange, shape<n>> ar;
     auto onehot = eq(reshape_to<shape_from<at_axis_dims<r + 1, d, m, 1>>>(idx),
                      reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));
@@ -1048,6 +1131,29 @@ template <class> struct ops {
     return reshape_to<shape_from<typename P::out_h>>(expand_to<shape_from<typename P::expanded_h>>(
         reshape_to<shape_from<typename P::inter_h>>(e)));
   }
+  /// Tensor::split(sizes, dim): piece k is slice(dim, start_k, start_k + size_k).
+  template <int D, class P, class E> static constexpr auto split_pieces(const E& e) {
+    using St = split_starts<P>;
+    auto pieces = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::make_tuple(
+          slice<D, std::int64_t(St::value[K]), std::int64_t(St::value[K] + P::sizes[K]), 1>(e)...);
+    };
+    return pieces(std::make_index_sequence<P::count>{});
+  }
+  template <int A, std::int64_t Size, class E> static constexpr auto split(const E& e) {
+    constexpr int d = normalize_axis(A, E::rank);
+    return split_pieces<d, split_by_size<E::shape_type::dims[std::size_t(d)], Size>>(e);
+  }
+  template <int A, class Sizes, class E> static constexpr auto split_into(const E& e) {
+    return split_pieces<normalize_axis(A, E::rank), split_by_sizes<Sizes>>(e);
+  }
+  /// Tensor::chunk(chunks, dim): split by ceil(size / chunks).
+  template <int A, std::int64_t Chunks, class E> static constexpr auto chunk(const E& e) {
+    constexpr int d = normalize_axis(A, E::rank);
+    return split_pieces<d, chunk_by<E::shape_type::dims[std::size_t(d)], Chunks>>(e);
+  }
+  /// The stand-in of a failed split or chunk: N pieces.
+  template <std::size_t N> static constexpr auto error_pieces() { return fx::error_pieces<N>(); }
 
   // ---- composite
   // ---------------------------------------------------------------------------------
@@ -1610,11 +1716,25 @@ template <int Axis, fx::expr E> constexpr auto argmin(const E& e) {
 template <int Axis, fx::expr E> constexpr auto cumsum(const E& e) {
   return e.template cumsum<Axis>();
 }
-template <int Axis, fx::expr E, class I> constexpr auto gather(const E& e, I&& index) {
-  return e.template gather<Axis>(std::forward<I>(index));
+template <int Axis, fx::expr E, class I>
+constexpr auto gather(const E& e, I&& index,
+                      std::source_location loc = std::source_location::current()) {
+  return e.template gather<Axis>(std::forward<I>(index), loc);
 }
-template <int Axis, fx::expr E, class I> constexpr auto index_select(const E& e, I&& index) {
-  return e.template index_select<Axis>(std::forward<I>(index));
+template <int Axis, fx::expr E, class I>
+constexpr auto index_select(const E& e, I&& index,
+                            std::source_location loc = std::source_location::current()) {
+  return e.template index_select<Axis>(std::forward<I>(index), loc);
+}
+/// tg::split<Size, Axis>(x), tg::split<tg::dims<S0, S1, ...>, Axis>(x): a std::tuple of views.
+template <std::int64_t Size, int Axis = 0, fx::expr E> constexpr auto split(const E& e) {
+  return e.template split<Size, Axis>();
+}
+template <class Sizes, int Axis = 0, fx::expr E> constexpr auto split(const E& e) {
+  return e.template split<Sizes, Axis>();
+}
+template <std::int64_t Chunks, int Axis = 0, fx::expr E> constexpr auto chunk(const E& e) {
+  return e.template chunk<Chunks, Axis>();
 }
 template <std::int64_t... To, fx::expr E> constexpr auto reshape(const E& e) {
   return e.template reshape<To...>();

@@ -95,6 +95,8 @@ struct cumsum;
 struct stack;
 struct gather;
 struct index_select;
+struct split;
+struct chunk;
 } // namespace op
 
 /// How keepdim is asked for: x.sum<1>(tg::keepdim).
@@ -279,6 +281,35 @@ template <class S, class I, int A> constexpr bool select_ok(axes<A>) {
   else
     return int(S::rank) > 0 && A >= -int(S::rank) && A < int(S::rank) && I::rank <= 1;
 }
+// The conditions of the split and chunk checks: an axis in range (at least one axis), and a
+// positive size or count, or sizes that are not negative and add up to the axis' size.
+template <class S, int A> constexpr bool split_axis_ok() {
+  return int(S::rank) > 0 && A >= -int(S::rank) && A < int(S::rank);
+}
+template <class S, int A, std::int64_t N> constexpr bool split_ok(axes<A>, dims<N>) {
+  if constexpr (is_unknown<S>)
+    return true;
+  else
+    return split_axis_ok<S, A>() && N > 0;
+}
+/// User sizes as a list that must add up to `n` (split<tg::dims<...>>); anything else fits nothing.
+template <class Sizes> struct split_sizes {
+  static constexpr std::size_t count = 1;
+  static constexpr bool fit(std::size_t) { return false; }
+};
+template <std::int64_t... N> struct split_sizes<dims<N...>> {
+  static constexpr std::size_t count = sizeof...(N);
+  static constexpr bool fit(std::size_t n) {
+    return ((N >= 0) && ...) && (std::int64_t(0) + ... + N) == std::int64_t(n);
+  }
+};
+template <class S, class Sizes, int A> constexpr bool sizes_ok(axes<A>) {
+  if constexpr (is_unknown<S>)
+    return true;
+  else
+    return split_axis_ok<S, A>() &&
+           split_sizes<Sizes>::fit(S::dims[std::size_t(normalize_axis(A, S::rank))]);
+}
 } // namespace fx
 
 // ---- the checks named in diagnostics ------------------------------------------------------------
@@ -306,6 +337,16 @@ inline constexpr bool gatherable = fx::gather_ok<S, I>(Axis{});
 /// tg::index_select's operands: axis A in range, an index of at most one axis.
 template <class Op, class Axis, class S, class I>
 inline constexpr bool selectable = fx::select_ok<S, I>(Axis{});
+/// tg::split<Size, Axis>: an axis in range and a positive split size (as Tensor::split's checks).
+template <class Op, class Axis, class S, class Size>
+inline constexpr bool splittable = fx::split_ok<S>(Axis{}, Size{});
+/// tg::split<tg::dims<S0, S1, ...>, Axis>: an axis in range, sizes not negative that add up to its
+/// size.
+template <class Op, class Axis, class S, class Sizes>
+inline constexpr bool sizes_add_up = fx::sizes_ok<S, Sizes>(Axis{});
+/// tg::chunk<Chunks, Axis>: an axis in range and a positive number of chunks.
+template <class Op, class Axis, class S, class Chunks>
+inline constexpr bool chunkable = fx::split_ok<S>(Axis{}, Chunks{});
 /// An integer element type (indices).
 template <class Op, class T>
 inline constexpr bool integral = std::is_integral_v<T> && !std::is_same_v<T, bool>;
