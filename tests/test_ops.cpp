@@ -2246,7 +2246,9 @@ TEST_CASE("GPU launch shape: every accumulator of an upcast reduction is combine
   REQUIRE(info.programs.size() == 1);
   tg::GpuOptions o;
   o.grouped = 1;
-  tg::Program g = tg::gpu_program(info.programs[0], o);
+  // lowered as for a GPU, with upcast lanes whatever TG_OPT says
+  tg::Program p = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16, 1, 1});
+  tg::Program g = tg::gpu_program(p, o);
   REQUIRE(g.grouped);
   int accs = 0, combined = 0;
   for (const tg::UOp& u : g.ops) {

@@ -1,5 +1,7 @@
 // Fusion is a feature: these tests count kernels (tg::schedule inspects, tg::stats counts
 // launches).
+#include <bit>
+#include <cmath>
 #include <doctest/doctest.h>
 
 #include <tg/tg.hpp>
@@ -255,5 +257,80 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
     }
     // and the compiled kernel on the CPU device, same bits
     CHECK(y.to_vector<float>() == out1);
+  }
+}
+
+TEST_CASE("split reductions: vectorizable partial sums, the same bits on CPU and INTERP") {
+  // (rows, length, expected split): the reduced axis is contiguous; a split needs at least 64
+  // elements and a power-of-two divisor of at least 4
+  struct Case {
+    std::int64_t rows, len, split;
+  };
+  for (Case c : {Case{3, 4096, 16}, Case{5, 72, 8}, Case{2, 64, 16}, Case{4, 100, 4},
+                 Case{3, 48, 1}, Case{3, 90, 1}}) {
+    CAPTURE(c.rows);
+    CAPTURE(c.len);
+    auto x = randn({c.rows, c.len});
+    auto xs = x.to_vector<float>();
+    for (int which = 0; which < 3; ++which) {
+      CAPTURE(which);
+      tg::Tensor y = which == 0   ? x.sum(1)
+                     : which == 1 ? x.max(1)
+                                  : (x - x.max(1, true).detach()).exp().sum(1);
+      auto info = tg::schedule({y});
+      std::size_t last = std::size_t(info.kernels()) - 1;
+      tg::Program split = tg::lower(info.graph, info.schedule, last);
+      tg::Program plain = tg::lower(info.graph, info.schedule, last, tg::LowerOptions{1, 1, 1});
+      CHECK(split.reduce_split == c.split);
+      if (c.split > 1)
+        CHECK_MESSAGE(contains(split.name.view(), "rs" + std::to_string(c.split) + "_"),
+                      split.name.view());
+      std::vector<float> on_cpu = y.to_vector<float>();
+      std::vector<float> on_interp = y.to("INTERP").to_vector<float>();
+      CHECK(on_cpu == on_interp); // one program, one order of operations
+      for (std::int64_t r = 0; r < c.rows; ++r) {
+        double expect = which == 1 ? -INFINITY : 0, mx = -INFINITY;
+        for (std::int64_t k = 0; k < c.len; ++k)
+          mx = std::max(mx, double(xs[std::size_t(r * c.len + k)]));
+        for (std::int64_t k = 0; k < c.len; ++k) {
+          double v = xs[std::size_t(r * c.len + k)];
+          expect = which == 0   ? expect + v
+                   : which == 1 ? std::max(expect, v)
+                                : expect + std::exp(v - mx);
+        }
+        CHECK(on_cpu[std::size_t(r)] == doctest::Approx(expect).epsilon(1e-5));
+      }
+    }
+  }
+  // a sum over the first axis reads the reduced axis with a stride: not split
+  auto x = randn({64, 32});
+  auto info = tg::schedule({x.sum(0)});
+  CHECK(tg::lower(info.graph, info.schedule, 0).reduce_split == 1);
+}
+
+TEST_CASE("exp2 on float: the C kernels' polynomial is within 2 ulp of libm, the same on INTERP") {
+  std::vector<float> v;
+  for (float f = -160.0f; f <= 140.0f; f += 0.37f) v.push_back(f);
+  for (float f : {0.0f, -0.0f, 1.0f, 3.0f, -149.0f, -150.0f, -126.0f, 127.0f, 127.99f, 128.0f,
+                  1e-30f, -1e-30f, 0.5f, -0.5f, 0.49999997f, INFINITY, -INFINITY, NAN})
+    v.push_back(f);
+  auto x = tg::Tensor::from_data(v, {std::int64_t(v.size())});
+  std::vector<float> cpu = x.exp2().to_vector<float>();
+  std::vector<float> interp = x.to("INTERP").exp2().to_vector<float>();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    CAPTURE(v[i]);
+    float want = float(std::exp2(double(v[i])));
+    if (std::isnan(want)) {
+      CHECK(std::isnan(cpu[i]));
+      CHECK(std::isnan(interp[i]));
+      continue;
+    }
+    CHECK(std::bit_cast<std::uint32_t>(cpu[i]) == std::bit_cast<std::uint32_t>(interp[i]));
+    if (std::isinf(want) || want == 0 || v[i] == std::trunc(v[i])) {
+      CHECK(cpu[i] == want); // exact: powers of two, overflow, underflow
+      continue;
+    }
+    float ulp = std::nextafter(want, INFINITY) - want;
+    CHECK(std::fabs(cpu[i] - want) <= 2 * ulp);
   }
 }

@@ -1275,6 +1275,9 @@ struct Program {
   SInt outer;                // size of the parallel range (the launcher splits [0, outer))
   SInt work;                 // iterations of the whole loop nest (for threading decisions)
   Text name;
+  /// Its reduction split into this many partial accumulators (LowerOptions::split_reduce): the C
+  /// compiler may vectorize that loop, as each vector lane keeps its own sum in order.
+  int reduce_split = 1;
   // GPU launch shape, set by gpu_program (codegen/gpu.hpp); local == 0 on CPU programs.
   int local = 0;                    // threads per work-group (a power of two)
   bool grouped = false;             // a work-group shares one item and splits its reductions
@@ -1555,6 +1558,14 @@ struct LowerOptions {
   /// row or a column of it (4 x 16 took matmul from 18 to 48 GFLOP/s a core; larger tiles were
   /// no longer vectorized by GCC).
   int upcast_rows = 4;
+  /// A kernel whose one reduction runs along an axis that every load inside it reads
+  /// contiguously (a row of a softmax, a layer norm, a sum over the last axis) splits it into up
+  /// to this many partial accumulators, acc[j] over elements j, j + n, j + 2n, ..., combined
+  /// pairwise after the loop: the C compiler vectorizes the loop (one vector lane per
+  /// accumulator, each still summed in order, so the C kernel and INTERP agree bit for bit),
+  /// where one accumulator is a chain of dependent adds. It changes the order of a float sum
+  /// (TG_OPT=0 turns it off).
+  int split_reduce = 16;
 };
 
 namespace detail {
@@ -1598,13 +1609,8 @@ public:
     // upcast the last output axis of a reduction kernel when it divides evenly, and the one
     // before it for a register tile when a load is shared along it
     std::int64_t lanes = 1, rows = 1;
-    auto divisor = [](const SInt& d, std::int64_t most) -> std::int64_t {
-      if (d.is_const())
-        for (std::int64_t w = most; w >= 2; w /= 2)
-          if (d.constant() % w == 0) return w;
-      return 1;
-    };
-    if (!reduce_nodes_.empty() && m.back().is_const()) {
+    split_ = split_width();
+    if (split_ == 1 && !reduce_nodes_.empty() && m.back().is_const()) {
       std::int64_t size = m.back().constant();
       lanes = divisor(m.back(), opt_.upcast);
       if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
@@ -1669,8 +1675,11 @@ public:
     p.work.collect_vars(launch_vars);
     for (const Var& v : launch_vars) var_index(v);
     p.vars = vars_;
+    p.reduce_split = int(split_);
     p.name << (reduce_nodes_.empty() ? "E" : "r");
-    if (rows > 1)
+    if (split_ > 1)
+      p.name << 's' << split_;
+    else if (rows > 1)
       p.name << 'u' << rows << 'x' << lanes;
     else if (lanes > 1)
       p.name << 'u' << lanes;
@@ -1686,7 +1695,7 @@ public:
 
 private:
   struct Memo {
-    int node, space, lane;
+    int node, space, lane, part;
     std::vector<Movement> pending;
     int uop;
   };
@@ -1770,10 +1779,11 @@ private:
   constexpr int value(int node, const std::vector<Movement>& pending, int space) {
     if (!collecting_)
       for (const Memo& m : memo_)
-        if (m.node == node && m.space == space && m.lane == lane_ && same_moves(m.pending, pending))
+        if (m.node == node && m.space == space && m.lane == lane_ && m.part == part_ &&
+            same_moves(m.pending, pending))
           return m.uop;
     int r = compute(node, pending, space);
-    if (!collecting_) memo_.push_back(Memo{node, space, int(lane_), pending, r});
+    if (!collecting_) memo_.push_back(Memo{node, space, int(lane_), int(part_), pending, r});
     return r;
   }
 
@@ -1845,20 +1855,15 @@ private:
     if (int found = find_reduce(node, lane_); found >= 0) return found;
     Shape m = merged(g_[k_.root].shape, out_groups_, 0);
     if (m.empty()) m.push_back(1);
-    std::size_t nout = g_[k_.root].shape.size();
-    Shape ra;
-    {
-      Shape full = g_[k_.root].shape;
-      for (const SInt& d : a) full.push_back(d);
-      ra = merged(full, reduce_groups_[r], nout);
-    }
+    Shape ra = reduce_loops(r);
     loops = m;
     // every lane of an upcast kernel runs this reduction over the same loops
     std::vector<int> rr;
     for (const auto& [rn, existing] : reduce_ranges_)
       if (rn == node) rr = existing;
     if (rr.empty()) {
-      for (const SInt& d : ra) {
+      for (std::size_t i = 0; i < ra.size(); ++i) {
+        SInt d = i + 1 == ra.size() && split_ > 1 ? SInt(ra[i].constant() / split_) : ra[i];
         int zero = b_.cint(0), size = sint(d);
         rr.push_back(range(zero, size, d.max_value()));
       }
@@ -1868,12 +1873,27 @@ private:
     idx.insert(idx.end(), rr.begin(), rr.end());
     loops.insert(loops.end(), ra.begin(), ra.end());
     if (space_idx_.size() <= std::size_t(sp)) space_idx_.resize(std::size_t(sp) + 1);
-    space_idx_[std::size_t(sp)] = idx;
     std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
-    int x = value(n.src[0], p, sp);
     Op op = n.op == Op::ReduceSum ? Op::Add : n.op == Op::ReduceMax ? Op::Max : Op::Mul;
-    UOp u{UKind::Reduce, op, n.dtype, {x, -1, -1}, Scalar::of_int(DType::Int64, lane_), node, rr};
-    return b_.add(u);
+    // one partial accumulator per element of a split (part_ tells their values apart in the memo)
+    std::vector<int> parts;
+    for (part_ = 0; part_ < split_; ++part_) {
+      if (split_ > 1) {
+        int base = b_.alu(Op::Mul, DType::Int64, rr.back(), b_.cint(split_));
+        int offset = b_.cint(part_); // named: argument order would vary by compiler
+        idx.back() = b_.alu(Op::Add, DType::Int64, base, offset);
+      }
+      space_idx_[std::size_t(sp)] = idx;
+      int x = value(n.src[0], p, sp);
+      UOp u{UKind::Reduce,          op, n.dtype, {x, -1, -1}, Scalar::of_int(DType::Int64, lane_),
+            split_ > 1 ? -1 : node, rr};
+      parts.push_back(b_.add(u));
+    }
+    part_ = 0;
+    for (std::size_t width = parts.size(); width > 1; width /= 2)
+      for (std::size_t i = 0; i < width / 2; ++i)
+        parts[i] = b_.alu(op, n.dtype, parts[2 * i], parts[2 * i + 1]);
+    return parts[0];
   }
   constexpr int find_reduce(int node, std::int64_t lane) const {
     for (std::size_t i = 0; i < b_.ops.size(); ++i)
@@ -1894,6 +1914,38 @@ private:
     Shape a;
     for (int ax : n.axes) a.push_back(g_[n.src[0]].shape[std::size_t(ax)]);
     return a;
+  }
+  /// The largest power of two up to `most` that divides d (1 if d is symbolic).
+  static constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
+    if (d.is_const())
+      for (std::int64_t w = most; w >= 2; w /= 2)
+        if (d.constant() % w == 0) return w;
+    return 1;
+  }
+  /// The merged reduce loops of reduction r.
+  constexpr Shape reduce_loops(std::size_t r) const {
+    Shape full = g_[k_.root].shape;
+    for (const SInt& d : reduce_axes_shape(r)) full.push_back(d);
+    return merged(full, reduce_groups_[r], g_[k_.root].shape.size());
+  }
+  /// How many partial accumulators the kernel's reduction splits into (LowerOptions::
+  /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
+  /// not at all) by every load inside it.
+  constexpr std::int64_t split_width() const {
+    if (opt_.split_reduce < 4 || reduce_nodes_.size() != 1) return 1;
+    Shape ra = reduce_loops(0);
+    if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
+    std::int64_t w = divisor(ra.back(), opt_.split_reduce);
+    if (w < 4) return 1;
+    std::size_t n = g_[k_.root].shape.size(), inner = 0;
+    const std::vector<int>& groups = reduce_groups_[0];
+    for (std::size_t d = 0; d < groups.size(); ++d)
+      if (groups[d] == int(ra.size()) - 1) inner = n + d;
+    for (const ShapeTracker& t : space_trackers_[1]) {
+      const SInt& stride = t.views.back().strides[inner];
+      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return 1;
+    }
+    return w;
   }
   /// Whether some load inside a reduction reads the same element at every index of merged output
   /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
@@ -2152,6 +2204,7 @@ private:
   int nranges_ = 0;
   LowerOptions opt_;
   std::int64_t lane_ = 0;
+  std::int64_t split_ = 1, part_ = 0; // split_width(), and the partial accumulator being built
   std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 
@@ -2410,6 +2463,21 @@ struct CDialect {
          "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
          "}\n"
          "static inline float tg_b2f(tg_u16 b) { return tg_u2f((tg_u32)b << 16); }\n"
+         // 2^x for float, branch free so that loops of it vectorize (libm's exp2f is one call per
+         // element): 2^n * p(f), x = n + f, |f| <= 1/2, p the degree-7 Taylor polynomial of 2^f
+         // (relative error below 1e-8) by FMA; 2^n in two factors so that subnormal results
+         // round once. INTERP computes the same operations (detail::exp2_float), bit for bit.
+         "static inline float tg_exp2f(float x) {\n"
+         "  tg_u32 lo = -(tg_u32)(x < -151.0f), hi = -(tg_u32)(x > 129.0f);\n"
+         "  x = tg_u2f((tg_f2u(x) & ~(lo | hi)) | (tg_f2u(-151.0f) & lo) | (tg_f2u(129.0f) & "
+         "hi));\n"
+         "  float t = x + 12582912.0f, f = x - (t - 12582912.0f);\n"
+         "  int n = (int)(tg_f2u(t) - 0x4b400000u), n1 = n >> 1;\n"
+         "  float p = __builtin_fmaf(1.5252734e-5f, f, 1.5403530e-4f);\n"
+         "  p = __builtin_fmaf(p, f, 1.3333558e-3f); p = __builtin_fmaf(p, f, 9.6181291e-3f);\n"
+         "  p = __builtin_fmaf(p, f, 5.5504109e-2f); p = __builtin_fmaf(p, f, 2.4022651e-1f);\n"
+         "  p = __builtin_fmaf(p, f, 6.9314718e-1f); p = __builtin_fmaf(p, f, 1.0f);\n"
+         "  return p * tg_u2f((tg_u32)(n1 + 127) << 23) * tg_u2f((tg_u32)(n - n1 + 127) << 23); }\n"
          "static inline tg_u16 tg_f2b(float f) { tg_u32 x = tg_f2u(f);\n"
          "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (tg_u16)((x >> 16) | "
          "0x40u);\n"
@@ -2435,10 +2503,11 @@ struct CDialect {
   }
   // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
   // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
-  // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels.
+  // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
+  // except where the reduction was split into partial accumulators that vector lanes keep.
   static constexpr void signature(Text& t, const Program& p) {
     for (const UOp& u : p.ops)
-      if (u.kind == UKind::DefineAcc) {
+      if (u.kind == UKind::DefineAcc && p.reduce_split == 1) {
         t << "TG_REDUCE_KERNEL ";
         break;
       }
@@ -2521,7 +2590,7 @@ struct CDialect {
       t << "sqrt" << fsuffix(d) << '(' << a << ')';
       break;
     case Op::Exp2:
-      t << "exp2" << fsuffix(d) << '(' << a << ')';
+      t << (d == DType::Float64 ? "exp2(" : "tg_exp2f(") << a << ')';
       break;
     case Op::Log2:
       t << "log2" << fsuffix(d) << '(' << a << ')';
@@ -2570,8 +2639,8 @@ struct CDialect {
       sym = " ^ ";
       break;
     case Op::Max:
-      if (is_float(d))
-        t << "((" << a << " > " << b << " || " << a << " != " << a << ") ? " << a << " : " << b
+      if (is_float(d)) // `|`, not `||`: no branch, so that loops of it vectorize
+        t << "(((" << a << " > " << b << ") | (" << a << " != " << a << ")) ? " << a << " : " << b
           << ')';
       else
         t << '(' << a << " > " << b << " ? " << a << " : " << b << ')';
@@ -2829,13 +2898,15 @@ struct Stats {
   std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
   std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)
   std::int64_t realizes = 0;
-  std::int64_t plans_reused = 0; // realizes that found their kernels planned by an earlier one
+  std::int64_t plans_reused = 0;  // realizes that found their kernels planned by an earlier one
+  std::int64_t beam_searches = 0; // kernels whose lowering TG_BEAM chose by timing variants
+  std::int64_t beam_cached = 0;   // kernels whose TG_BEAM choice was read from the disk cache
 };
 
 namespace detail {
 struct AtomicStats {
   std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
-      bytes_allocated{0}, realizes{0}, plans_reused{0};
+      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
 };
 inline AtomicStats& stats_storage() {
   static AtomicStats s;
@@ -2847,7 +2918,8 @@ inline AtomicStats& stats_storage() {
 inline Stats stats() {
   auto& s = detail::stats_storage();
   return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
-               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load()};
+               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
+               s.beam_searches.load(),    s.beam_cached.load()};
 }
 inline void reset_stats() {
   auto& s = detail::stats_storage();
@@ -2857,6 +2929,8 @@ inline void reset_stats() {
   s.bytes_allocated = 0;
   s.realizes = 0;
   s.plans_reused = 0;
+  s.beam_searches = 0;
+  s.beam_cached = 0;
 }
 
 } // namespace tg
@@ -2890,8 +2964,9 @@ public:
   }
   /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
   virtual bool host_memory() const { return false; }
-  /// Whether reductions are lowered with register tiles (LowerOptions::upcast_rows): a CPU's
-  /// vector registers gain from them; a GPU's one output per thread would lose parallelism.
+  /// Whether reductions are lowered with register tiles and split accumulators (LowerOptions::
+  /// upcast_rows, split_reduce): a CPU's vector registers gain from them; a GPU's one output per
+  /// thread would lose parallelism.
   virtual bool register_tiles() const { return false; }
   /// Compiles the programs (independent ones in parallel); one runner each.
   virtual std::vector<std::shared_ptr<Runner>>
@@ -3933,6 +4008,13 @@ struct CudaDialect : CDialect {
   static constexpr void typed_int(Text& t, DType d, std::int64_t v) {
     constant(t, d, Scalar::of_int(d, v));
   }
+  /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units).
+  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
+    if (op == Op::Exp2 && d != DType::Float64)
+      t << "exp2f(" << a << ')';
+    else
+      CDialect::unary(t, op, d, a);
+  }
   static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
     if (!is_int(d) || (op != Op::Div && op != Op::Mod)) return CDialect::binary(t, op, d, a, b);
     // as the reference interpreter: x / 0 == 0, x % 0 == 0, x / -1 == -x (wrapping), x % -1 == 0
@@ -4640,6 +4722,26 @@ template <class F> decltype(auto) visit_compute(DType t, F&& f) {
   return visit_dtype(t, [&](auto x) -> decltype(auto) { return f(x); });
 }
 
+/// The C kernels' 2^x for float (tg_exp2f in the C prelude, codegen/render.hpp): the same
+/// operations in the same order, so INTERP and CPU agree bit for bit.
+inline float exp2_float(float x) {
+  using u32 = std::uint32_t;
+  u32 lo = -u32(x < -151.0f), hi = -u32(x > 129.0f);
+  x = std::bit_cast<float>((std::bit_cast<u32>(x) & ~(lo | hi)) |
+                           (std::bit_cast<u32>(-151.0f) & lo) | (std::bit_cast<u32>(129.0f) & hi));
+  float t = x + 12582912.0f, f = x - (t - 12582912.0f);
+  int n = int(std::bit_cast<u32>(t) - 0x4b400000u), n1 = n >> 1;
+  float p = std::fma(1.5252734e-5f, f, 1.5403530e-4f);
+  p = std::fma(p, f, 1.3333558e-3f);
+  p = std::fma(p, f, 9.6181291e-3f);
+  p = std::fma(p, f, 5.5504109e-2f);
+  p = std::fma(p, f, 2.4022651e-1f);
+  p = std::fma(p, f, 6.9314718e-1f);
+  p = std::fma(p, f, 1.0f);
+  return p * std::bit_cast<float>(u32(n1 + 127) << 23) *
+         std::bit_cast<float>(u32(n - n1 + 127) << 23);
+}
+
 template <class T> Val unary(Op op, T a) {
   if constexpr (!std::is_arithmetic_v<T>) {
   } else if constexpr (std::is_floating_point_v<T>) {
@@ -4651,7 +4753,10 @@ template <class T> Val unary(Op op, T a) {
     case Op::Sqrt:
       return put<T>(std::sqrt(a));
     case Op::Exp2:
-      return put<T>(std::exp2(a));
+      if constexpr (std::is_same_v<T, float>)
+        return put<T>(exp2_float(a));
+      else
+        return put<T>(std::exp2(a));
     case Op::Log2:
       return put<T>(std::log2(a));
     case Op::Sin:
@@ -5026,6 +5131,120 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
 } // namespace tg
 #endif // TG_SI_TG_SCHEDULE_MEMORY_HPP
 
+// ---- tg/engine/beam.hpp ----
+#ifndef TG_SI_TG_ENGINE_BEAM_HPP
+#define TG_SI_TG_ENGINE_BEAM_HPP
+// beam: with TG_BEAM=N, a reduction kernel is lowered with up to N different choices of
+// LowerOptions (upcast lanes, register tile rows, split accumulators), each variant is compiled
+// and timed on the device, and the fastest is kept. The choice is cached on disk next to the
+// compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device), so a
+// later process lowers the kernel the chosen way without timing it again.
+//
+// The variants run on scratch buffers of zeros: tg's kernels index memory only through affine
+// functions of their loop indices (gather is a one-hot select), so no value read can send a load
+// out of bounds, and every variant computes the same function.
+
+namespace tg {
+
+namespace detail {
+
+/// The variants TG_BEAM tries, in order (the first is the heuristics' own choice).
+inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
+  std::vector<LowerOptions> c{base};
+  for (LowerOptions o : {LowerOptions{16, 1, base.split_reduce}, LowerOptions{8, 4, 16},
+                         LowerOptions{16, 2, 16}, LowerOptions{base.upcast, base.upcast_rows, 8},
+                         LowerOptions{base.upcast, base.upcast_rows, 1}, LowerOptions{4, 4, 4},
+                         LowerOptions{8, 1, 1}, LowerOptions{1, 1, 1}}) {
+    if (base.upcast_rows == 1) o.upcast_rows = 1; // a device without register tiles
+    if (base.split_reduce == 1) o.split_reduce = 1;
+    c.push_back(o);
+  }
+  return c;
+}
+
+/// Seconds one launch of `r` takes on scratch buffers (best of a few runs).
+inline double time_runner(Device& dev, Runner& r, const std::vector<void*>& bufs,
+                          std::size_t out_bytes) {
+  using clock = std::chrono::steady_clock;
+  double best = 1e30;
+  unsigned char probe[8];
+  for (int rep = 0; rep < 4; ++rep) {
+    auto t0 = clock::now();
+    r.run(bufs, {});
+    dev.copy_out(probe, bufs[0], std::min<std::size_t>(out_bytes, sizeof probe)); // waits for it
+    double s = std::chrono::duration<double>(clock::now() - t0).count();
+    if (rep > 0) best = std::min(best, s); // the first run warms caches (and pages in code)
+    if (s > 0.2) break;                    // a slow variant: one timed run is enough
+  }
+  return best == 1e30 ? 1e29 : best;
+}
+
+} // namespace detail
+
+/// Kernel k of the schedule, lowered with the fastest of `width` variants of `base` measured on
+/// `dev` (or the choice cached on disk by an earlier search). Kernels without a reduction, or
+/// with symbolic sizes, have nothing to choose: they are lowered with `base`.
+inline Program beam_lower(const Graph& g, const Schedule& s, std::size_t k, LowerOptions base,
+                          Device& dev, int width) {
+  Program first = lower(g, s, k, base);
+  bool reduces = false;
+  for (const UOp& u : first.ops) reduces = reduces || u.kind == UKind::DefineAcc;
+  if (width <= 1 || !reduces || !first.vars.empty()) return first;
+  std::vector<LowerOptions> options = detail::beam_candidates(base);
+  std::string key = detail::cache_path(
+      "beam-" + detail::cache_key(dump(first).view(), dev.name() + "|" + std::to_string(width)) +
+      ".txt");
+  if (std::string saved; detail::read_cached(key, saved)) {
+    std::size_t i = std::size_t(std::atoi(saved.c_str()));
+    detail::stats_storage().beam_cached++;
+    return i < options.size() ? lower(g, s, k, options[i]) : first;
+  }
+  // distinct programs only, up to `width` of them
+  std::vector<Program> programs{first};
+  std::vector<std::size_t> which{0};
+  for (std::size_t i = 1; i < options.size() && int(programs.size()) < width; ++i) {
+    Program p = lower(g, s, k, options[i]);
+    bool seen = false;
+    for (const Program& q : programs) seen = seen || dump(q).view() == dump(p).view();
+    if (seen) continue;
+    programs.push_back(std::move(p));
+    which.push_back(i);
+  }
+  std::vector<const Program*> ptrs;
+  for (const Program& p : programs) ptrs.push_back(&p);
+  std::vector<std::shared_ptr<Runner>> runners = dev.prepare(ptrs);
+  // scratch buffers of zeros: the output, then the kernel's inputs
+  const Kernel& kernel = s.kernels[k];
+  std::vector<int> nodes{kernel.root};
+  nodes.insert(nodes.end(), kernel.inputs.begin(), kernel.inputs.end());
+  std::vector<std::unique_ptr<Buffer>> scratch;
+  std::vector<void*> bufs;
+  std::shared_ptr<Device> unowned(&dev, [](Device*) {});
+  for (int n : nodes) {
+    std::int64_t numel = prod(g[n].shape).constant();
+    if (numel == 0) return first;
+    scratch.push_back(std::make_unique<Buffer>(unowned, g[n].dtype, numel));
+    std::vector<unsigned char> zeros(scratch.back()->nbytes());
+    if (!zeros.empty()) dev.copy_in(scratch.back()->ptr, zeros.data(), zeros.size());
+    bufs.push_back(scratch.back()->ptr);
+  }
+  std::size_t best = 0;
+  double best_time = 1e30;
+  for (std::size_t i = 0; i < runners.size(); ++i) {
+    double t = detail::time_runner(dev, *runners[i], bufs, scratch[0]->nbytes());
+    if (t < best_time) {
+      best_time = t;
+      best = i;
+    }
+  }
+  detail::stats_storage().beam_searches++;
+  detail::write_cached(key, std::to_string(which[best]));
+  return std::move(programs[best]);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_ENGINE_BEAM_HPP
+
 namespace tg {
 
 namespace detail {
@@ -5072,7 +5291,7 @@ inline std::string dump_graph(const Graph& g) {
 
 /// The lowering's optimizations, unless TG_OPT=0.
 inline LowerOptions lower_options() {
-  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1, 1};
+  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1, 1, 1};
   return o;
 }
 
@@ -5160,9 +5379,11 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   std::vector<Program> programs;
   programs.reserve(s.kernels.size());
   LowerOptions options = lower_options();
-  if (!dev->register_tiles()) options.upcast_rows = 1;
+  if (!dev->register_tiles()) options.upcast_rows = options.split_reduce = 1;
+  static const int beam = int(env::get_int("TG_BEAM", 0));
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    programs.push_back(lower(g, s, k, options));
+    programs.push_back(beam > 1 ? beam_lower(g, s, k, options, *dev, beam)
+                                : lower(g, s, k, options));
     if (debug >= 4) std::cerr << dump(programs.back()).view();
   }
   std::vector<const Program*> ptrs;
@@ -12635,7 +12856,7 @@ template <plan_sizes Z> struct plan {
   std::array<char, Z.names + 1> names{};
   std::array<std::size_t, Z.kernels + 1> op_begin{}, param_begin{}, name_begin{}, input_begin{};
   std::array<std::int64_t, Z.kernels + 1> outer{}, work{}, items_per_outer{};
-  std::array<int, Z.kernels + 1> local{}, root{};
+  std::array<int, Z.kernels + 1> local{}, root{}, reduce_split{};
   std::array<bool, Z.kernels + 1> grouped{};
   std::array<int, Z.inputs + 1> inputs{};
   std::array<DType, Z.nodes + 1> node_dtype{};
@@ -12684,6 +12905,7 @@ template <class F> constexpr auto make_plan() {
     r.work[k] = p.work.constant();
     r.local[k] = p.local;
     r.grouped[k] = p.grouped;
+    r.reduce_split[k] = p.reduce_split;
     r.items_per_outer[k] = p.items_per_outer;
     r.root[k] = s.kernels[k].root;
     r.input_begin[k] = in;
@@ -12737,6 +12959,7 @@ template <class F> struct precompiled {
       p.work = plan.work[k];
       p.local = plan.local[k];
       p.grouped = plan.grouped[k];
+      p.reduce_split = plan.reduce_split[k];
       p.items_per_outer = plan.items_per_outer[k];
       out.push_back(std::move(p));
     }

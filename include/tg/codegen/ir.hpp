@@ -50,6 +50,9 @@ struct Program {
   SInt outer;                // size of the parallel range (the launcher splits [0, outer))
   SInt work;                 // iterations of the whole loop nest (for threading decisions)
   Text name;
+  /// Its reduction split into this many partial accumulators (LowerOptions::split_reduce): the C
+  /// compiler may vectorize that loop, as each vector lane keeps its own sum in order.
+  int reduce_split = 1;
   // GPU launch shape, set by gpu_program (codegen/gpu.hpp); local == 0 on CPU programs.
   int local = 0;                    // threads per work-group (a power of two)
   bool grouped = false;             // a work-group shares one item and splits its reductions

@@ -20,6 +20,14 @@ struct LowerOptions {
   /// row or a column of it (4 x 16 took matmul from 18 to 48 GFLOP/s a core; larger tiles were
   /// no longer vectorized by GCC).
   int upcast_rows = 4;
+  /// A kernel whose one reduction runs along an axis that every load inside it reads
+  /// contiguously (a row of a softmax, a layer norm, a sum over the last axis) splits it into up
+  /// to this many partial accumulators, acc[j] over elements j, j + n, j + 2n, ..., combined
+  /// pairwise after the loop: the C compiler vectorizes the loop (one vector lane per
+  /// accumulator, each still summed in order, so the C kernel and INTERP agree bit for bit),
+  /// where one accumulator is a chain of dependent adds. It changes the order of a float sum
+  /// (TG_OPT=0 turns it off).
+  int split_reduce = 16;
 };
 
 namespace detail {
@@ -63,13 +71,8 @@ public:
     // upcast the last output axis of a reduction kernel when it divides evenly, and the one
     // before it for a register tile when a load is shared along it
     std::int64_t lanes = 1, rows = 1;
-    auto divisor = [](const SInt& d, std::int64_t most) -> std::int64_t {
-      if (d.is_const())
-        for (std::int64_t w = most; w >= 2; w /= 2)
-          if (d.constant() % w == 0) return w;
-      return 1;
-    };
-    if (!reduce_nodes_.empty() && m.back().is_const()) {
+    split_ = split_width();
+    if (split_ == 1 && !reduce_nodes_.empty() && m.back().is_const()) {
       std::int64_t size = m.back().constant();
       lanes = divisor(m.back(), opt_.upcast);
       if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
@@ -134,8 +137,11 @@ public:
     p.work.collect_vars(launch_vars);
     for (const Var& v : launch_vars) var_index(v);
     p.vars = vars_;
+    p.reduce_split = int(split_);
     p.name << (reduce_nodes_.empty() ? "E" : "r");
-    if (rows > 1)
+    if (split_ > 1)
+      p.name << 's' << split_;
+    else if (rows > 1)
       p.name << 'u' << rows << 'x' << lanes;
     else if (lanes > 1)
       p.name << 'u' << lanes;
@@ -151,7 +157,7 @@ public:
 
 private:
   struct Memo {
-    int node, space, lane;
+    int node, space, lane, part;
     std::vector<Movement> pending;
     int uop;
   };
@@ -235,10 +241,11 @@ private:
   constexpr int value(int node, const std::vector<Movement>& pending, int space) {
     if (!collecting_)
       for (const Memo& m : memo_)
-        if (m.node == node && m.space == space && m.lane == lane_ && same_moves(m.pending, pending))
+        if (m.node == node && m.space == space && m.lane == lane_ && m.part == part_ &&
+            same_moves(m.pending, pending))
           return m.uop;
     int r = compute(node, pending, space);
-    if (!collecting_) memo_.push_back(Memo{node, space, int(lane_), pending, r});
+    if (!collecting_) memo_.push_back(Memo{node, space, int(lane_), int(part_), pending, r});
     return r;
   }
 
@@ -310,20 +317,15 @@ private:
     if (int found = find_reduce(node, lane_); found >= 0) return found;
     Shape m = merged(g_[k_.root].shape, out_groups_, 0);
     if (m.empty()) m.push_back(1);
-    std::size_t nout = g_[k_.root].shape.size();
-    Shape ra;
-    {
-      Shape full = g_[k_.root].shape;
-      for (const SInt& d : a) full.push_back(d);
-      ra = merged(full, reduce_groups_[r], nout);
-    }
+    Shape ra = reduce_loops(r);
     loops = m;
     // every lane of an upcast kernel runs this reduction over the same loops
     std::vector<int> rr;
     for (const auto& [rn, existing] : reduce_ranges_)
       if (rn == node) rr = existing;
     if (rr.empty()) {
-      for (const SInt& d : ra) {
+      for (std::size_t i = 0; i < ra.size(); ++i) {
+        SInt d = i + 1 == ra.size() && split_ > 1 ? SInt(ra[i].constant() / split_) : ra[i];
         int zero = b_.cint(0), size = sint(d);
         rr.push_back(range(zero, size, d.max_value()));
       }
@@ -333,12 +335,27 @@ private:
     idx.insert(idx.end(), rr.begin(), rr.end());
     loops.insert(loops.end(), ra.begin(), ra.end());
     if (space_idx_.size() <= std::size_t(sp)) space_idx_.resize(std::size_t(sp) + 1);
-    space_idx_[std::size_t(sp)] = idx;
     std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
-    int x = value(n.src[0], p, sp);
     Op op = n.op == Op::ReduceSum ? Op::Add : n.op == Op::ReduceMax ? Op::Max : Op::Mul;
-    UOp u{UKind::Reduce, op, n.dtype, {x, -1, -1}, Scalar::of_int(DType::Int64, lane_), node, rr};
-    return b_.add(u);
+    // one partial accumulator per element of a split (part_ tells their values apart in the memo)
+    std::vector<int> parts;
+    for (part_ = 0; part_ < split_; ++part_) {
+      if (split_ > 1) {
+        int base = b_.alu(Op::Mul, DType::Int64, rr.back(), b_.cint(split_));
+        int offset = b_.cint(part_); // named: argument order would vary by compiler
+        idx.back() = b_.alu(Op::Add, DType::Int64, base, offset);
+      }
+      space_idx_[std::size_t(sp)] = idx;
+      int x = value(n.src[0], p, sp);
+      UOp u{UKind::Reduce,          op, n.dtype, {x, -1, -1}, Scalar::of_int(DType::Int64, lane_),
+            split_ > 1 ? -1 : node, rr};
+      parts.push_back(b_.add(u));
+    }
+    part_ = 0;
+    for (std::size_t width = parts.size(); width > 1; width /= 2)
+      for (std::size_t i = 0; i < width / 2; ++i)
+        parts[i] = b_.alu(op, n.dtype, parts[2 * i], parts[2 * i + 1]);
+    return parts[0];
   }
   constexpr int find_reduce(int node, std::int64_t lane) const {
     for (std::size_t i = 0; i < b_.ops.size(); ++i)
@@ -359,6 +376,38 @@ private:
     Shape a;
     for (int ax : n.axes) a.push_back(g_[n.src[0]].shape[std::size_t(ax)]);
     return a;
+  }
+  /// The largest power of two up to `most` that divides d (1 if d is symbolic).
+  static constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
+    if (d.is_const())
+      for (std::int64_t w = most; w >= 2; w /= 2)
+        if (d.constant() % w == 0) return w;
+    return 1;
+  }
+  /// The merged reduce loops of reduction r.
+  constexpr Shape reduce_loops(std::size_t r) const {
+    Shape full = g_[k_.root].shape;
+    for (const SInt& d : reduce_axes_shape(r)) full.push_back(d);
+    return merged(full, reduce_groups_[r], g_[k_.root].shape.size());
+  }
+  /// How many partial accumulators the kernel's reduction splits into (LowerOptions::
+  /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
+  /// not at all) by every load inside it.
+  constexpr std::int64_t split_width() const {
+    if (opt_.split_reduce < 4 || reduce_nodes_.size() != 1) return 1;
+    Shape ra = reduce_loops(0);
+    if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
+    std::int64_t w = divisor(ra.back(), opt_.split_reduce);
+    if (w < 4) return 1;
+    std::size_t n = g_[k_.root].shape.size(), inner = 0;
+    const std::vector<int>& groups = reduce_groups_[0];
+    for (std::size_t d = 0; d < groups.size(); ++d)
+      if (groups[d] == int(ra.size()) - 1) inner = n + d;
+    for (const ShapeTracker& t : space_trackers_[1]) {
+      const SInt& stride = t.views.back().strides[inner];
+      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return 1;
+    }
+    return w;
   }
   /// Whether some load inside a reduction reads the same element at every index of merged output
   /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
@@ -617,6 +666,7 @@ private:
   int nranges_ = 0;
   LowerOptions opt_;
   std::int64_t lane_ = 0;
+  std::int64_t split_ = 1, part_ = 0; // split_width(), and the partial accumulator being built
   std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 

@@ -218,6 +218,21 @@ struct CDialect {
          "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
          "}\n"
          "static inline float tg_b2f(tg_u16 b) { return tg_u2f((tg_u32)b << 16); }\n"
+         // 2^x for float, branch free so that loops of it vectorize (libm's exp2f is one call per
+         // element): 2^n * p(f), x = n + f, |f| <= 1/2, p the degree-7 Taylor polynomial of 2^f
+         // (relative error below 1e-8) by FMA; 2^n in two factors so that subnormal results
+         // round once. INTERP computes the same operations (detail::exp2_float), bit for bit.
+         "static inline float tg_exp2f(float x) {\n"
+         "  tg_u32 lo = -(tg_u32)(x < -151.0f), hi = -(tg_u32)(x > 129.0f);\n"
+         "  x = tg_u2f((tg_f2u(x) & ~(lo | hi)) | (tg_f2u(-151.0f) & lo) | (tg_f2u(129.0f) & "
+         "hi));\n"
+         "  float t = x + 12582912.0f, f = x - (t - 12582912.0f);\n"
+         "  int n = (int)(tg_f2u(t) - 0x4b400000u), n1 = n >> 1;\n"
+         "  float p = __builtin_fmaf(1.5252734e-5f, f, 1.5403530e-4f);\n"
+         "  p = __builtin_fmaf(p, f, 1.3333558e-3f); p = __builtin_fmaf(p, f, 9.6181291e-3f);\n"
+         "  p = __builtin_fmaf(p, f, 5.5504109e-2f); p = __builtin_fmaf(p, f, 2.4022651e-1f);\n"
+         "  p = __builtin_fmaf(p, f, 6.9314718e-1f); p = __builtin_fmaf(p, f, 1.0f);\n"
+         "  return p * tg_u2f((tg_u32)(n1 + 127) << 23) * tg_u2f((tg_u32)(n - n1 + 127) << 23); }\n"
          "static inline tg_u16 tg_f2b(float f) { tg_u32 x = tg_f2u(f);\n"
          "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (tg_u16)((x >> 16) | "
          "0x40u);\n"
@@ -243,10 +258,11 @@ struct CDialect {
   }
   // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
   // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
-  // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels.
+  // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
+  // except where the reduction was split into partial accumulators that vector lanes keep.
   static constexpr void signature(Text& t, const Program& p) {
     for (const UOp& u : p.ops)
-      if (u.kind == UKind::DefineAcc) {
+      if (u.kind == UKind::DefineAcc && p.reduce_split == 1) {
         t << "TG_REDUCE_KERNEL ";
         break;
       }
@@ -329,7 +345,7 @@ struct CDialect {
       t << "sqrt" << fsuffix(d) << '(' << a << ')';
       break;
     case Op::Exp2:
-      t << "exp2" << fsuffix(d) << '(' << a << ')';
+      t << (d == DType::Float64 ? "exp2(" : "tg_exp2f(") << a << ')';
       break;
     case Op::Log2:
       t << "log2" << fsuffix(d) << '(' << a << ')';
@@ -378,8 +394,8 @@ struct CDialect {
       sym = " ^ ";
       break;
     case Op::Max:
-      if (is_float(d))
-        t << "((" << a << " > " << b << " || " << a << " != " << a << ") ? " << a << " : " << b
+      if (is_float(d)) // `|`, not `||`: no branch, so that loops of it vectorize
+        t << "(((" << a << " > " << b << ") | (" << a << " != " << a << ")) ? " << a << " : " << b
           << ')';
       else
         t << '(' << a << " > " << b << " ? " << a << " : " << b << ')';

@@ -12,6 +12,7 @@
 #include "../codegen/lower.hpp"
 #include "../runtime/devices.hpp"
 #include "../schedule/memory.hpp"
+#include "beam.hpp"
 
 namespace tg {
 
@@ -59,7 +60,7 @@ inline std::string dump_graph(const Graph& g) {
 
 /// The lowering's optimizations, unless TG_OPT=0.
 inline LowerOptions lower_options() {
-  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1, 1};
+  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1, 1, 1};
   return o;
 }
 
@@ -147,9 +148,11 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   std::vector<Program> programs;
   programs.reserve(s.kernels.size());
   LowerOptions options = lower_options();
-  if (!dev->register_tiles()) options.upcast_rows = 1;
+  if (!dev->register_tiles()) options.upcast_rows = options.split_reduce = 1;
+  static const int beam = int(env::get_int("TG_BEAM", 0));
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    programs.push_back(lower(g, s, k, options));
+    programs.push_back(beam > 1 ? beam_lower(g, s, k, options, *dev, beam)
+                                : lower(g, s, k, options));
     if (debug >= 4) std::cerr << dump(programs.back()).view();
   }
   std::vector<const Program*> ptrs;

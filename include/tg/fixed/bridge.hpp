@@ -96,7 +96,7 @@ template <plan_sizes Z> struct plan {
   std::array<char, Z.names + 1> names{};
   std::array<std::size_t, Z.kernels + 1> op_begin{}, param_begin{}, name_begin{}, input_begin{};
   std::array<std::int64_t, Z.kernels + 1> outer{}, work{}, items_per_outer{};
-  std::array<int, Z.kernels + 1> local{}, root{};
+  std::array<int, Z.kernels + 1> local{}, root{}, reduce_split{};
   std::array<bool, Z.kernels + 1> grouped{};
   std::array<int, Z.inputs + 1> inputs{};
   std::array<DType, Z.nodes + 1> node_dtype{};
@@ -145,6 +145,7 @@ template <class F> constexpr auto make_plan() {
     r.work[k] = p.work.constant();
     r.local[k] = p.local;
     r.grouped[k] = p.grouped;
+    r.reduce_split[k] = p.reduce_split;
     r.items_per_outer[k] = p.items_per_outer;
     r.root[k] = s.kernels[k].root;
     r.input_begin[k] = in;
@@ -198,6 +199,7 @@ template <class F> struct precompiled {
       p.work = plan.work[k];
       p.local = plan.local[k];
       p.grouped = plan.grouped[k];
+      p.reduce_split = plan.reduce_split[k];
       p.items_per_outer = plan.items_per_outer[k];
       out.push_back(std::move(p));
     }

@@ -1,7 +1,9 @@
 #pragma once
 // The reference interpreter (device INTERP): executes the linear program op by op with C's
 // semantics, no compiler involved. It is the oracle the compiled backends are tested against.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -58,6 +60,26 @@ template <class F> decltype(auto) visit_compute(DType t, F&& f) {
   return visit_dtype(t, [&](auto x) -> decltype(auto) { return f(x); });
 }
 
+/// The C kernels' 2^x for float (tg_exp2f in the C prelude, codegen/render.hpp): the same
+/// operations in the same order, so INTERP and CPU agree bit for bit.
+inline float exp2_float(float x) {
+  using u32 = std::uint32_t;
+  u32 lo = -u32(x < -151.0f), hi = -u32(x > 129.0f);
+  x = std::bit_cast<float>((std::bit_cast<u32>(x) & ~(lo | hi)) |
+                           (std::bit_cast<u32>(-151.0f) & lo) | (std::bit_cast<u32>(129.0f) & hi));
+  float t = x + 12582912.0f, f = x - (t - 12582912.0f);
+  int n = int(std::bit_cast<u32>(t) - 0x4b400000u), n1 = n >> 1;
+  float p = std::fma(1.5252734e-5f, f, 1.5403530e-4f);
+  p = std::fma(p, f, 1.3333558e-3f);
+  p = std::fma(p, f, 9.6181291e-3f);
+  p = std::fma(p, f, 5.5504109e-2f);
+  p = std::fma(p, f, 2.4022651e-1f);
+  p = std::fma(p, f, 6.9314718e-1f);
+  p = std::fma(p, f, 1.0f);
+  return p * std::bit_cast<float>(u32(n1 + 127) << 23) *
+         std::bit_cast<float>(u32(n - n1 + 127) << 23);
+}
+
 template <class T> Val unary(Op op, T a) {
   if constexpr (!std::is_arithmetic_v<T>) {
   } else if constexpr (std::is_floating_point_v<T>) {
@@ -69,7 +91,10 @@ template <class T> Val unary(Op op, T a) {
     case Op::Sqrt:
       return put<T>(std::sqrt(a));
     case Op::Exp2:
-      return put<T>(std::exp2(a));
+      if constexpr (std::is_same_v<T, float>)
+        return put<T>(exp2_float(a));
+      else
+        return put<T>(std::exp2(a));
     case Op::Log2:
       return put<T>(std::log2(a));
     case Op::Sin:

@@ -1,0 +1,118 @@
+#pragma once
+// beam: with TG_BEAM=N, a reduction kernel is lowered with up to N different choices of
+// LowerOptions (upcast lanes, register tile rows, split accumulators), each variant is compiled
+// and timed on the device, and the fastest is kept. The choice is cached on disk next to the
+// compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device), so a
+// later process lowers the kernel the chosen way without timing it again.
+//
+// The variants run on scratch buffers of zeros: tg's kernels index memory only through affine
+// functions of their loop indices (gather is a one-hot select), so no value read can send a load
+// out of bounds, and every variant computes the same function.
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "../codegen/lower.hpp"
+#include "../runtime/cache.hpp"
+#include "../runtime/device.hpp"
+
+namespace tg {
+
+namespace detail {
+
+/// The variants TG_BEAM tries, in order (the first is the heuristics' own choice).
+inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
+  std::vector<LowerOptions> c{base};
+  for (LowerOptions o : {LowerOptions{16, 1, base.split_reduce}, LowerOptions{8, 4, 16},
+                         LowerOptions{16, 2, 16}, LowerOptions{base.upcast, base.upcast_rows, 8},
+                         LowerOptions{base.upcast, base.upcast_rows, 1}, LowerOptions{4, 4, 4},
+                         LowerOptions{8, 1, 1}, LowerOptions{1, 1, 1}}) {
+    if (base.upcast_rows == 1) o.upcast_rows = 1; // a device without register tiles
+    if (base.split_reduce == 1) o.split_reduce = 1;
+    c.push_back(o);
+  }
+  return c;
+}
+
+/// Seconds one launch of `r` takes on scratch buffers (best of a few runs).
+inline double time_runner(Device& dev, Runner& r, const std::vector<void*>& bufs,
+                          std::size_t out_bytes) {
+  using clock = std::chrono::steady_clock;
+  double best = 1e30;
+  unsigned char probe[8];
+  for (int rep = 0; rep < 4; ++rep) {
+    auto t0 = clock::now();
+    r.run(bufs, {});
+    dev.copy_out(probe, bufs[0], std::min<std::size_t>(out_bytes, sizeof probe)); // waits for it
+    double s = std::chrono::duration<double>(clock::now() - t0).count();
+    if (rep > 0) best = std::min(best, s); // the first run warms caches (and pages in code)
+    if (s > 0.2) break;                    // a slow variant: one timed run is enough
+  }
+  return best == 1e30 ? 1e29 : best;
+}
+
+} // namespace detail
+
+/// Kernel k of the schedule, lowered with the fastest of `width` variants of `base` measured on
+/// `dev` (or the choice cached on disk by an earlier search). Kernels without a reduction, or
+/// with symbolic sizes, have nothing to choose: they are lowered with `base`.
+inline Program beam_lower(const Graph& g, const Schedule& s, std::size_t k, LowerOptions base,
+                          Device& dev, int width) {
+  Program first = lower(g, s, k, base);
+  bool reduces = false;
+  for (const UOp& u : first.ops) reduces = reduces || u.kind == UKind::DefineAcc;
+  if (width <= 1 || !reduces || !first.vars.empty()) return first;
+  std::vector<LowerOptions> options = detail::beam_candidates(base);
+  std::string key = detail::cache_path(
+      "beam-" + detail::cache_key(dump(first).view(), dev.name() + "|" + std::to_string(width)) +
+      ".txt");
+  if (std::string saved; detail::read_cached(key, saved)) {
+    std::size_t i = std::size_t(std::atoi(saved.c_str()));
+    detail::stats_storage().beam_cached++;
+    return i < options.size() ? lower(g, s, k, options[i]) : first;
+  }
+  // distinct programs only, up to `width` of them
+  std::vector<Program> programs{first};
+  std::vector<std::size_t> which{0};
+  for (std::size_t i = 1; i < options.size() && int(programs.size()) < width; ++i) {
+    Program p = lower(g, s, k, options[i]);
+    bool seen = false;
+    for (const Program& q : programs) seen = seen || dump(q).view() == dump(p).view();
+    if (seen) continue;
+    programs.push_back(std::move(p));
+    which.push_back(i);
+  }
+  std::vector<const Program*> ptrs;
+  for (const Program& p : programs) ptrs.push_back(&p);
+  std::vector<std::shared_ptr<Runner>> runners = dev.prepare(ptrs);
+  // scratch buffers of zeros: the output, then the kernel's inputs
+  const Kernel& kernel = s.kernels[k];
+  std::vector<int> nodes{kernel.root};
+  nodes.insert(nodes.end(), kernel.inputs.begin(), kernel.inputs.end());
+  std::vector<std::unique_ptr<Buffer>> scratch;
+  std::vector<void*> bufs;
+  std::shared_ptr<Device> unowned(&dev, [](Device*) {});
+  for (int n : nodes) {
+    std::int64_t numel = prod(g[n].shape).constant();
+    if (numel == 0) return first;
+    scratch.push_back(std::make_unique<Buffer>(unowned, g[n].dtype, numel));
+    std::vector<unsigned char> zeros(scratch.back()->nbytes());
+    if (!zeros.empty()) dev.copy_in(scratch.back()->ptr, zeros.data(), zeros.size());
+    bufs.push_back(scratch.back()->ptr);
+  }
+  std::size_t best = 0;
+  double best_time = 1e30;
+  for (std::size_t i = 0; i < runners.size(); ++i) {
+    double t = detail::time_runner(dev, *runners[i], bufs, scratch[0]->nbytes());
+    if (t < best_time) {
+      best_time = t;
+      best = i;
+    }
+  }
+  detail::stats_storage().beam_searches++;
+  detail::write_cached(key, std::to_string(which[best]));
+  return std::move(programs[best]);
+}
+
+} // namespace tg
