@@ -75,11 +75,15 @@ struct CStyleRenderer {
         break;
       case UKind::AccAssign: {
         indent();
-        Text a, b;
+        Text a, b, c;
         a << "acc" << std::int64_t(u.src[0]);
         name(b, p, u.src[1]);
         t << a.view() << " = ";
-        D::binary(t, u.op, u.dtype, a.view(), b.view());
+        if (u.src[2] >= 0) {
+          name(c, p, u.src[2]);
+          D::fma(t, u.dtype, b.view(), c.view(), a.view());
+        } else
+          D::binary(t, u.op, u.dtype, a.view(), b.view());
         t << ";\n";
         break;
       }
@@ -359,6 +363,11 @@ struct CDialect {
     default:
       t << a;
     }
+  }
+  /// a * b + c, rounded once.
+  static constexpr void fma(Text& t, DType d, std::string_view a, std::string_view b,
+                            std::string_view c) {
+    t << "__builtin_fma" << fsuffix(d) << '(' << a << ", " << b << ", " << c << ')';
   }
   static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
     const char* sym = nullptr;
