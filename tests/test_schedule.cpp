@@ -249,11 +249,18 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
       bufs.insert(bufs.end(), in.begin(), in.end());
       tg::interpret(p, bufs, {}, 0, tg::eval_sint(p.outer, p.vars, {}));
     };
+    // the same tile with its column tiles in the outer loop (as for an operand past the caches)
+    tg::Program panel =
+        tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16, 4, 16, /*panel_bytes=*/64});
+    CHECK(contains(panel.name.view(), "p_") == (rows > 1));
+    std::vector<float> out3(out1.size());
     run(plain, out1);
     run(up, out2);
+    run(panel, out3);
     for (std::size_t i = 0; i < expect.size(); ++i) {
       CHECK(out1[i] == doctest::Approx(expect[i]).epsilon(1e-5));
       CHECK(out2[i] == out1[i]);
+      CHECK(out3[i] == out1[i]);
     }
     // and the compiled kernel on the CPU device, same bits
     CHECK(y.to_vector<float>() == out1);

@@ -1,15 +1,16 @@
 #pragma once
 // beam: with TG_BEAM=N, a reduction kernel is lowered with up to N different choices of
-// LowerOptions (upcast lanes, register tile rows, split accumulators), each variant is compiled
-// and timed on the device, and the fastest is kept. The choice is cached on disk next to the
-// compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device), so a
-// later process lowers the kernel the chosen way without timing it again.
+// LowerOptions (upcast lanes, register tile rows, split accumulators, loop order); each variant
+// is compiled and timed on the device, and the fastest is kept. The choice is cached on disk next
+// to the compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device),
+// so a later process lowers the kernel the chosen way without timing it again.
 //
 // The variants run on scratch buffers of zeros: tg's kernels index memory only through affine
 // functions of their loop indices (gather is a one-hot select), so no value read can send a load
 // out of bounds, and every variant computes the same function.
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
                          LowerOptions{8, 1, 1}, LowerOptions{1, 1, 1}}) {
     if (base.upcast_rows == 1) o.upcast_rows = 1; // a device without register tiles
     if (base.split_reduce == 1) o.split_reduce = 1;
+    c.push_back(o);
+  }
+  // column tiles outermost always, or never
+  for (std::int64_t panel : {std::int64_t(0), std::numeric_limits<std::int64_t>::max()}) {
+    LowerOptions o = base;
+    o.panel_bytes = panel;
     c.push_back(o);
   }
   return c;
