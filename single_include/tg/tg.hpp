@@ -1241,9 +1241,9 @@ enum class UKind : std::uint8_t {
   Load,      // src0 param, src1 index, src2 gate (or -1); value in compute dtype
   Store,     // src0 param, src1 index, src2 value
   DefineAcc, // value: initial value
-  AccAssign, // src0 acc, src1 value: acc = op(acc, value); with src2, acc = fma(src1, src2, acc)
+  AccAssign, // src0 acc, src1 value: acc = op(acc, value)
   Alu,       // op with 1..3 sources
-  Reduce,    // (lowering only) op over src0 (or src0 * src1, fused) within ranges `ranges`
+  Reduce,    // (lowering only) op over src0 within ranges `ranges`
   // GPU programs only (made by gpu_program, codegen/gpu.hpp; the CPU path never sees them):
   Special,     // a launch index; arg: GpuIndex
   If,          // src0 condition; the ops up to the matching EndIf run when it holds
@@ -2043,31 +2043,9 @@ private:
     return m;
   }
 
-  /// A float sum of products accumulates with a fused multiply-add (acc = fma(a, b, acc)): one
-  /// rounding instead of two, and one instruction (matmul 128x784x256: 45 -> 52 GFLOP/s a core).
-  /// The Reduce takes the product's factors as src0 and src1; the product, used nowhere else,
-  /// is then dead. Every device computes it exactly (fmaf / fma / GLSL's fma).
-  static constexpr std::vector<UOp> fuse_multiply_add(std::vector<UOp> dag) {
-    std::vector<int> uses(dag.size(), 0);
-    for (const UOp& u : dag)
-      for (int src : u.src)
-        if (src >= 0) ++uses[std::size_t(src)];
-    for (UOp& u : dag) {
-      if (u.kind != UKind::Reduce || u.op != Op::Add ||
-          (u.dtype != DType::Float32 && u.dtype != DType::Float64))
-        continue;
-      const UOp& m = dag[std::size_t(u.src[0])];
-      if (m.kind != UKind::Alu || m.op != Op::Mul || m.dtype != u.dtype ||
-          uses[std::size_t(u.src[0])] != 1)
-        continue;
-      u.src = {m.src[0], m.src[1], -1};
-    }
-    return dag;
-  }
-
   /// Emits every value in the outermost loop it depends on.
   constexpr Program linearize(int nout) {
-    std::vector<UOp> dag = fuse_multiply_add(b_.ops);
+    const std::vector<UOp>& dag = b_.ops;
     std::size_t n = dag.size();
     std::vector<std::uint64_t> deps(n, 0);
     std::vector<std::uint64_t> reduce_bits(n, 0);
@@ -2132,9 +2110,7 @@ private:
       // first what the bodies need from outside the loops (later lanes' index math)
       std::vector<std::uint8_t> need(n, 0);
       std::vector<std::size_t> stack;
-      for (std::size_t g : group)
-        for (int src : dag[g].src)
-          if (src >= 0) stack.push_back(std::size_t(src));
+      for (std::size_t g : group) stack.push_back(std::size_t(dag[g].src[0]));
       while (!stack.empty()) {
         std::size_t v = stack.back();
         stack.pop_back();
@@ -2168,14 +2144,8 @@ private:
       }
       for (std::size_t k = 0; k < group.size(); ++k) {
         const UOp& g = dag[group[k]];
-        int factor = g.src[1] >= 0 ? map[std::size_t(g.src[1])] : -1;
-        UOp as{UKind::AccAssign,
-               g.op,
-               g.dtype,
-               {accs[k], map[std::size_t(g.src[0])], factor},
-               {},
-               -1,
-               {}};
+        UOp as{
+            UKind::AccAssign, g.op, g.dtype, {accs[k], map[std::size_t(g.src[0])], -1}, {}, -1, {}};
         p.ops.push_back(as);
       }
       for (std::size_t k = u.ranges.size(); k-- > 0;) end_range(std::size_t(u.ranges[k]));
@@ -2366,15 +2336,11 @@ struct CStyleRenderer {
         break;
       case UKind::AccAssign: {
         indent();
-        Text a, b, c;
+        Text a, b;
         a << "acc" << std::int64_t(u.src[0]);
         name(b, p, u.src[1]);
         t << a.view() << " = ";
-        if (u.src[2] >= 0) {
-          name(c, p, u.src[2]);
-          D::fma(t, u.dtype, b.view(), c.view(), a.view());
-        } else
-          D::binary(t, u.op, u.dtype, a.view(), b.view());
+        D::binary(t, u.op, u.dtype, a.view(), b.view());
         t << ";\n";
         break;
       }
@@ -2654,11 +2620,6 @@ struct CDialect {
     default:
       t << a;
     }
-  }
-  /// a * b + c, rounded once.
-  static constexpr void fma(Text& t, DType d, std::string_view a, std::string_view b,
-                            std::string_view c) {
-    t << "__builtin_fma" << fsuffix(d) << '(' << a << ", " << b << ", " << c << ')';
   }
   static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
     const char* sym = nullptr;
@@ -4063,10 +4024,6 @@ struct CudaDialect : CDialect {
   static constexpr void typed_int(Text& t, DType d, std::int64_t v) {
     constant(t, d, Scalar::of_int(d, v));
   }
-  static constexpr void fma(Text& t, DType d, std::string_view a, std::string_view b,
-                            std::string_view c) {
-    t << "fma" << fsuffix(d) << '(' << a << ", " << b << ", " << c << ')';
-  }
   /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units).
   static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
     if (op == Op::Exp2 && d != DType::Float64)
@@ -5054,10 +5011,6 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
     case UKind::AccAssign:
       val[std::size_t(u.src[0])] = detail::visit_compute(u.dtype, [&](auto x) {
         using T = decltype(x);
-        if constexpr (std::is_floating_point_v<T>)
-          if (u.src[2] >= 0)
-            return detail::put<T>(
-                std::fma(detail::get<T>(s(1)), detail::get<T>(s(2)), detail::get<T>(s(0))));
         return detail::binary<T>(u.op, detail::get<T>(s(0)), detail::get<T>(s(1)));
       });
       break;

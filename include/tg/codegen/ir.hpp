@@ -16,9 +16,9 @@ enum class UKind : std::uint8_t {
   Load,      // src0 param, src1 index, src2 gate (or -1); value in compute dtype
   Store,     // src0 param, src1 index, src2 value
   DefineAcc, // value: initial value
-  AccAssign, // src0 acc, src1 value: acc = op(acc, value); with src2, acc = fma(src1, src2, acc)
+  AccAssign, // src0 acc, src1 value: acc = op(acc, value)
   Alu,       // op with 1..3 sources
-  Reduce,    // (lowering only) op over src0 (or src0 * src1, fused) within ranges `ranges`
+  Reduce,    // (lowering only) op over src0 within ranges `ranges`
   // GPU programs only (made by gpu_program, codegen/gpu.hpp; the CPU path never sees them):
   Special,     // a launch index; arg: GpuIndex
   If,          // src0 condition; the ops up to the matching EndIf run when it holds

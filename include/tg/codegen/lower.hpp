@@ -505,31 +505,9 @@ private:
     return m;
   }
 
-  /// A float sum of products accumulates with a fused multiply-add (acc = fma(a, b, acc)): one
-  /// rounding instead of two, and one instruction (matmul 128x784x256: 45 -> 52 GFLOP/s a core).
-  /// The Reduce takes the product's factors as src0 and src1; the product, used nowhere else,
-  /// is then dead. Every device computes it exactly (fmaf / fma / GLSL's fma).
-  static constexpr std::vector<UOp> fuse_multiply_add(std::vector<UOp> dag) {
-    std::vector<int> uses(dag.size(), 0);
-    for (const UOp& u : dag)
-      for (int src : u.src)
-        if (src >= 0) ++uses[std::size_t(src)];
-    for (UOp& u : dag) {
-      if (u.kind != UKind::Reduce || u.op != Op::Add ||
-          (u.dtype != DType::Float32 && u.dtype != DType::Float64))
-        continue;
-      const UOp& m = dag[std::size_t(u.src[0])];
-      if (m.kind != UKind::Alu || m.op != Op::Mul || m.dtype != u.dtype ||
-          uses[std::size_t(u.src[0])] != 1)
-        continue;
-      u.src = {m.src[0], m.src[1], -1};
-    }
-    return dag;
-  }
-
   /// Emits every value in the outermost loop it depends on.
   constexpr Program linearize(int nout) {
-    std::vector<UOp> dag = fuse_multiply_add(b_.ops);
+    const std::vector<UOp>& dag = b_.ops;
     std::size_t n = dag.size();
     std::vector<std::uint64_t> deps(n, 0);
     std::vector<std::uint64_t> reduce_bits(n, 0);
@@ -594,9 +572,7 @@ private:
       // first what the bodies need from outside the loops (later lanes' index math)
       std::vector<std::uint8_t> need(n, 0);
       std::vector<std::size_t> stack;
-      for (std::size_t g : group)
-        for (int src : dag[g].src)
-          if (src >= 0) stack.push_back(std::size_t(src));
+      for (std::size_t g : group) stack.push_back(std::size_t(dag[g].src[0]));
       while (!stack.empty()) {
         std::size_t v = stack.back();
         stack.pop_back();
@@ -630,14 +606,8 @@ private:
       }
       for (std::size_t k = 0; k < group.size(); ++k) {
         const UOp& g = dag[group[k]];
-        int factor = g.src[1] >= 0 ? map[std::size_t(g.src[1])] : -1;
-        UOp as{UKind::AccAssign,
-               g.op,
-               g.dtype,
-               {accs[k], map[std::size_t(g.src[0])], factor},
-               {},
-               -1,
-               {}};
+        UOp as{
+            UKind::AccAssign, g.op, g.dtype, {accs[k], map[std::size_t(g.src[0])], -1}, {}, -1, {}};
         p.ops.push_back(as);
       }
       for (std::size_t k = u.ranges.size(); k-- > 0;) end_range(std::size_t(u.ranges[k]));

@@ -75,15 +75,11 @@ struct CStyleRenderer {
         break;
       case UKind::AccAssign: {
         indent();
-        Text a, b, c;
+        Text a, b;
         a << "acc" << std::int64_t(u.src[0]);
         name(b, p, u.src[1]);
         t << a.view() << " = ";
-        if (u.src[2] >= 0) {
-          name(c, p, u.src[2]);
-          D::fma(t, u.dtype, b.view(), c.view(), a.view());
-        } else
-          D::binary(t, u.op, u.dtype, a.view(), b.view());
+        D::binary(t, u.op, u.dtype, a.view(), b.view());
         t << ";\n";
         break;
       }
@@ -363,11 +359,6 @@ struct CDialect {
     default:
       t << a;
     }
-  }
-  /// a * b + c, rounded once.
-  static constexpr void fma(Text& t, DType d, std::string_view a, std::string_view b,
-                            std::string_view c) {
-    t << "__builtin_fma" << fsuffix(d) << '(' << a << ", " << b << ", " << c << ')';
   }
   static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
     const char* sym = nullptr;

@@ -84,10 +84,6 @@ struct CudaDialect : CDialect {
   static constexpr void typed_int(Text& t, DType d, std::int64_t v) {
     constant(t, d, Scalar::of_int(d, v));
   }
-  static constexpr void fma(Text& t, DType d, std::string_view a, std::string_view b,
-                            std::string_view c) {
-    t << "fma" << fsuffix(d) << '(' << a << ", " << b << ", " << c << ')';
-  }
   /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units).
   static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
     if (op == Op::Exp2 && d != DType::Float64)

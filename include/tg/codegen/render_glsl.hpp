@@ -338,10 +338,6 @@ struct GlslDialect {
       t << a;
     }
   }
-  static constexpr void fma(Text& t, DType, std::string_view a, std::string_view b,
-                            std::string_view c) {
-    t << "fma(" << a << ", " << b << ", " << c << ')';
-  }
   static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
     if (d == DType::Bool) {
       switch (op) {
