@@ -223,6 +223,7 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
     std::int64_t lanes = pow2_divisor(m, 16), rows = 1;
     if (lanes < 4) lanes = m <= 16 ? m : 1; // a short axis whole
     if (lanes >= 8) rows = pow2_divisor(n, 4);
+    if (rows == 1 && lanes == 16) lanes = pow2_divisor(m, 64); // wide lanes without a tile
     std::string name = rows > 1    ? "u" + std::to_string(rows) + "x" + std::to_string(lanes) + "_"
                        : lanes > 1 ? "u" + std::to_string(lanes) + "_"
                                    : "r_";

@@ -1570,6 +1570,9 @@ struct LowerOptions {
   /// larger than this runs its column tiles in the outer loop (sgemm 2048² on 2 cores: 1.3-1.5 s ->
   /// 0.61 s).
   std::int64_t panel_bytes = std::int64_t(1) << 21;
+  /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
+  /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
+  int wide_upcast = 64;
 };
 
 namespace detail {
@@ -1626,6 +1629,10 @@ public:
     if (lanes >= 8 && m.size() >= 2 && reduce_nodes_.size() == 1 && shared_along(row_axis) &&
         lanes_contiguous(m.size() - 1))
       rows = divisor(m[row_axis], opt_.upcast_rows);
+    // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
+    // then reads 256 bytes of each row it visits, not 64, and crosses 4x fewer pages
+    if (rows == 1 && lanes == opt_.upcast && opt_.upcast > 1 && lanes_contiguous(m.size() - 1))
+      lanes = std::max(lanes, divisor(m.back(), opt_.wide_upcast));
     Shape loops = m;
     loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
     if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
@@ -2980,9 +2987,9 @@ public:
   }
   /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
   virtual bool host_memory() const { return false; }
-  /// Whether reductions are lowered with register tiles and split accumulators (LowerOptions::
-  /// upcast_rows, split_reduce): a CPU's vector registers gain from them; a GPU's one output per
-  /// thread would lose parallelism.
+  /// Whether reductions are lowered with register tiles, split accumulators and wide lanes
+  /// (LowerOptions::upcast_rows, split_reduce, wide_upcast): a CPU's vector registers gain from
+  /// them; a GPU's one output per thread would lose parallelism.
   virtual bool register_tiles() const { return false; }
   /// Compiles the programs (independent ones in parallel); one runner each.
   virtual std::vector<std::shared_ptr<Runner>>
@@ -5173,8 +5180,12 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
                          LowerOptions{8, 1, 1}, LowerOptions{1, 1, 1}}) {
     if (base.upcast_rows == 1) o.upcast_rows = 1; // a device without register tiles
     if (base.split_reduce == 1) o.split_reduce = 1;
+    if (base.wide_upcast == base.upcast) o.wide_upcast = o.upcast;
     c.push_back(o);
   }
+  LowerOptions narrow = base; // no lanes beyond `upcast`
+  narrow.wide_upcast = base.upcast;
+  c.push_back(narrow);
   // column tiles outermost always, or never
   for (std::int64_t panel : {std::int64_t(0), std::numeric_limits<std::int64_t>::max()}) {
     LowerOptions o = base;
@@ -5401,7 +5412,10 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   std::vector<Program> programs;
   programs.reserve(s.kernels.size());
   LowerOptions options = lower_options();
-  if (!dev->register_tiles()) options.upcast_rows = options.split_reduce = 1;
+  if (!dev->register_tiles()) { // a GPU: one output per thread, many threads
+    options.upcast_rows = options.split_reduce = 1;
+    options.wide_upcast = options.upcast;
+  }
   static const int beam = int(env::get_int("TG_BEAM", 0));
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
     programs.push_back(beam > 1 ? beam_lower(g, s, k, options, *dev, beam)

@@ -31,8 +31,12 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
                          LowerOptions{8, 1, 1}, LowerOptions{1, 1, 1}}) {
     if (base.upcast_rows == 1) o.upcast_rows = 1; // a device without register tiles
     if (base.split_reduce == 1) o.split_reduce = 1;
+    if (base.wide_upcast == base.upcast) o.wide_upcast = o.upcast;
     c.push_back(o);
   }
+  LowerOptions narrow = base; // no lanes beyond `upcast`
+  narrow.wide_upcast = base.upcast;
+  c.push_back(narrow);
   // column tiles outermost always, or never
   for (std::int64_t panel : {std::int64_t(0), std::numeric_limits<std::int64_t>::max()}) {
     LowerOptions o = base;

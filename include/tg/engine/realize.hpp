@@ -148,7 +148,10 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   std::vector<Program> programs;
   programs.reserve(s.kernels.size());
   LowerOptions options = lower_options();
-  if (!dev->register_tiles()) options.upcast_rows = options.split_reduce = 1;
+  if (!dev->register_tiles()) { // a GPU: one output per thread, many threads
+    options.upcast_rows = options.split_reduce = 1;
+    options.wide_upcast = options.upcast;
+  }
   static const int beam = int(env::get_int("TG_BEAM", 0));
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
     programs.push_back(beam > 1 ? beam_lower(g, s, k, options, *dev, beam)

@@ -45,9 +45,9 @@ public:
   }
   /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
   virtual bool host_memory() const { return false; }
-  /// Whether reductions are lowered with register tiles and split accumulators (LowerOptions::
-  /// upcast_rows, split_reduce): a CPU's vector registers gain from them; a GPU's one output per
-  /// thread would lose parallelism.
+  /// Whether reductions are lowered with register tiles, split accumulators and wide lanes
+  /// (LowerOptions::upcast_rows, split_reduce, wide_upcast): a CPU's vector registers gain from
+  /// them; a GPU's one output per thread would lose parallelism.
   virtual bool register_tiles() const { return false; }
   /// Compiles the programs (independent ones in parallel); one runner each.
   virtual std::vector<std::shared_ptr<Runner>>
