@@ -152,6 +152,29 @@ TEST_CASE("VULKAN: the device, its description and the devices() list") {
                   tg::device_error);
 }
 
+TEST_CASE("VULKAN on lavapipe: a launch past llvmpipe's 65,535 loop iterations is refused") {
+  auto dev = vulkan();
+  if (!dev) return;
+  if (dev->description().find("llvmpipe") == std::string::npos) {
+    MESSAGE("VULKAN is not lavapipe (" << dev->description() << "), skipping");
+    return;
+  }
+  // one work-group of 256 threads sums 2^24 elements: 65,536 iterations each
+  const std::int64_t n = std::int64_t(1) << 24;
+  Tensor ones = tg::ones({n}, TensorOptions(tg::float32, "VULKAN"));
+  try {
+    float wrong = ones.sum().item<float>();
+    FAIL("a sum of 2^24 ones ran on lavapipe and gave " << wrong);
+  } catch (const tg::device_error& e) {
+    CHECK(std::string(e.what()).find("65535") != std::string::npos);
+  }
+  // in two steps it runs, and is right
+  CHECK(ones.reshape({256, -1}).sum(1).sum().item<float>() == float(n));
+  // just under the limit: 256 x 65,000 elements
+  CHECK(tg::ones({256 * 65000}, TensorOptions(tg::float32, "VULKAN")).sum().item<float>() ==
+        256.0f * 65000.0f);
+}
+
 TEST_CASE("VULKAN: launches past 65,535 work-groups per dimension") {
   auto dev = vulkan();
   if (!dev) return;

@@ -658,12 +658,30 @@ public:
     return out;
   }
 
+  /// lavapipe (llvmpipe) ends a shader's outermost loop, inner loops included, after 65,535
+  /// iterations without an error: a sum of 2^24 floats came out 16 times too small. A launch
+  /// whose invocations would each run that many iterations is refused, not run wrong.
+  void check_loop_limit(const Program& p, std::int64_t outer,
+                        const std::vector<std::int64_t>& vars) const {
+    if (device_name_.find("llvmpipe") == std::string::npos) return;
+    std::int64_t invocations = outer * p.items_per_outer * (p.grouped ? p.local : 1);
+    std::int64_t work = eval_sint(p.work, p.vars, vars);
+    if (invocations <= 0 || work / invocations < 65535) return;
+    throw device_error("tg: VULKAN (" + device_name_ + ") cannot run kernel " +
+                       std::string(p.name.view()) + ": each invocation would loop about " +
+                       std::to_string(work / invocations) +
+                       " times, and llvmpipe stops a shader's loops after 65535 iterations "
+                       "(its result would be wrong). Reduce in two steps (for example "
+                       "x.reshape({k, -1}).sum(1).sum()), or use another device");
+  }
+
   /// Records one launch (VulkanRunner::run).
   void launch(const Pipeline& pipe, const Program& p, const std::vector<void*>& buffers,
               const std::vector<std::int64_t>& vars) {
     std::int64_t outer = eval_sint(p.outer, p.vars, vars);
     std::vector<GpuDispatch> ds = gpu_dispatches(p, outer, caps_.max_groups);
     if (ds.empty()) return;
+    check_loop_limit(p, outer, vars);
     std::lock_guard<std::mutex> g(m_);
     if (sets_used_ + 1 > kMaxSets || descriptors_used_ + pipe.bindings > kMaxDescriptors)
       flush_locked();
