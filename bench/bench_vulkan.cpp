@@ -6,7 +6,7 @@
 // same cores. Once per workload, outside the timing, VULKAN's result is checked against CPU's
 // (within 1e-3 of the largest |value|, as bench_ops checks): a benchmark that times a wrong
 // answer is worthless. bench_ops's sgemm 2048^2 is left out: one run takes about a minute on
-// lavapipe (sgemm 1024^2 takes 8 s), and the whole run should stay within a few minutes.
+// lavapipe (sgemm 1024^2 takes 4 s), and the whole run should stay within a few minutes.
 #include <tg/vulkan.hpp>
 
 #include <algorithm>
