@@ -166,32 +166,7 @@ const std::vector<Tensor>& inputs(Data& d, const std::string& dev) {
   return d.inputs[dev] = in;
 }
 
-/// True when `got` matches `want` within 1e-3 of the largest |want| (as bench_ops checks);
-/// otherwise fails the benchmark with where and by how much.
-bool matches(benchmark::State& st, const Vec& got, const Vec& want, const std::string& what) {
-  if (got.size() != want.size()) {
-    st.SkipWithError((what + ": " + std::to_string(got.size()) + " values, expected " +
-                      std::to_string(want.size()))
-                         .c_str());
-    return false;
-  }
-  double scale = 0, diff = 0;
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    scale = std::max(scale, double(std::abs(want[i])));
-    double d = std::abs(double(got[i]) - double(want[i]));
-    if (std::isnan(d)) d = INFINITY;
-    if (d > diff) diff = d, at = i;
-  }
-  if (diff <= 1e-3 * scale) return true;
-  char msg[320];
-  std::snprintf(msg, sizeof msg,
-                "%s: WRONG RESULT, max |diff| %g at index %zu (got %g, want %g) > 1e-3 * max "
-                "|want| = %g",
-                what.c_str(), diff, at, double(got[at]), double(want[at]), 1e-3 * scale);
-  st.SkipWithError(msg);
-  return false;
-}
+using tg_bench::matches;
 
 /// Times `compute(inputs).realize()` on `dev`, after one untimed run that compiles the kernels
 /// (and, on VULKAN, whose result must match CPU's).

@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -12,6 +13,34 @@
 #include <vector>
 
 namespace tg_bench {
+
+/// True when `got` matches `want` within 1e-3 of the largest |want|; otherwise fails the
+/// benchmark with where and by how much (every benchmark checks its result before timing it).
+inline bool matches(benchmark::State& st, const std::vector<float>& got,
+                    const std::vector<float>& want, const std::string& what) {
+  if (got.size() != want.size()) {
+    st.SkipWithError((what + ": " + std::to_string(got.size()) + " values, expected " +
+                      std::to_string(want.size()))
+                         .c_str());
+    return false;
+  }
+  double scale = 0, diff = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    scale = std::max(scale, double(std::abs(want[i])));
+    double d = std::abs(double(got[i]) - double(want[i]));
+    if (std::isnan(d)) d = INFINITY;
+    if (d > diff) diff = d, at = i;
+  }
+  if (diff <= 1e-3 * scale) return true;
+  char msg[320];
+  std::snprintf(msg, sizeof msg,
+                "%s: WRONG RESULT, max |diff| %g at index %zu (got %g, want %g) > 1e-3 * max "
+                "|want| = %g",
+                what.c_str(), diff, at, double(got[at]), double(want[at]), 1e-3 * scale);
+  st.SkipWithError(msg);
+  return false;
+}
 
 class Collect : public benchmark::ConsoleReporter {
 public:
