@@ -59,6 +59,7 @@
 #include <optional>
 #include <ostream>
 #include <random>
+#include <span>
 #include <variant>
 
 // ---- tg/tensor/lazy.hpp ----
@@ -67,7 +68,6 @@
 // The run-time front end's lazy graph: each Tensor points at a LazyNode; realizing turns the
 // nodes it needs into a Graph, runs it, and replaces realized nodes by their buffers (so a
 // realized tensor is never recomputed and the graph above it can be freed).
-#include <unordered_set>
 
 // ---- tg/engine/realize.hpp ----
 #ifndef TG_SI_TG_ENGINE_REALIZE_HPP
@@ -5434,56 +5434,103 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
 
 /// A key for everything a Plan depends on: the graph's nodes, buffers and outputs, with symbolic
 /// sizes by name and bounds (their values are launch arguments), which nodes are kept, the device.
-inline std::string plan_key(const Graph& g, const NodeFlags& keep, const Device& device) {
-  std::string k;
-  auto put = [&k](std::int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  // the device object itself: runners belong to the device that prepared them (two devices of
-  // one kind, each opened under its own name, share no plans)
-  put(std::int64_t(reinterpret_cast<std::uintptr_t>(&device)));
-  auto put_sint = [&](const SInt& d) {
+/// Words, not a string: appending them is what a realize of a small cached graph spent most on.
+using PlanKey = std::vector<std::int64_t>;
+
+/// Writes a PlanKey. Words go through a small block: a push_back per word (not inlined) cost more
+/// than the rest of building a key.
+class PlanKeyWriter {
+public:
+  explicit PlanKeyWriter(PlanKey& key) : key_(key) { key_.clear(); }
+  void put(std::int64_t v) {
+    if (n_ == block_.size()) flush();
+    block_[n_++] = v;
+  }
+  void put_sint(const SInt& d) {
     put(d.constant());
     put(std::int64_t(d.terms().size()));
     for (const Term& t : d.terms()) {
       put(t.coef);
       put(std::int64_t(t.vars.size()));
       for (const Var& v : t.vars) {
-        k.append(v.name.view()).push_back('\0');
+        // the whole zero-padded name, as Name's operator== compares it
+        std::int64_t name[sizeof v.name.chars / sizeof(std::int64_t)] = {};
+        static_assert(sizeof name == sizeof v.name.chars);
+        std::memcpy(name, v.name.chars.data(), sizeof name);
+        for (std::int64_t word : name) put(word);
         put(v.lo);
         put(v.hi);
       }
     }
-  };
-  auto put_shape = [&](const Shape& sh) {
+  }
+  void put_shape(const Shape& sh) {
     put(std::int64_t(sh.size()));
     for (const SInt& d : sh) put_sint(d);
-  };
+  }
+  void flush() {
+    key_.insert(key_.end(), block_.begin(), block_.begin() + std::ptrdiff_t(n_));
+    n_ = 0;
+  }
+
+private:
+  PlanKey& key_;
+  std::array<std::int64_t, 64> block_;
+  std::size_t n_ = 0;
+};
+
+inline void plan_key(const Graph& g, const NodeFlags& keep, const Device& device, PlanKey& k) {
+  PlanKeyWriter w(k);
+  // the device object itself: runners belong to the device that prepared them (two devices of
+  // one kind, each opened under its own name, share no plans)
+  w.put(std::int64_t(reinterpret_cast<std::uintptr_t>(&device)));
   for (std::size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes[i];
-    put(std::int64_t(n.op) << 8 | std::int64_t(n.dtype));
-    for (int src : n.src) put(src);
-    put_shape(n.shape);
-    put(std::int64_t(n.moves.size()));
+    w.put(std::int64_t(n.op) << 8 | std::int64_t(n.dtype));
+    for (int src : n.src) w.put(src);
+    w.put_shape(n.shape);
+    w.put(std::int64_t(n.moves.size()));
     for (const Movement& m : n.moves) {
-      put(std::int64_t(m.op));
-      put_shape(m.a);
-      put_shape(m.b);
+      w.put(std::int64_t(m.op));
+      w.put_shape(m.a);
+      w.put_shape(m.b);
     }
-    put(std::int64_t(n.axes.size()));
-    for (int a : n.axes) put(a);
+    w.put(std::int64_t(n.axes.size()));
+    for (int a : n.axes) w.put(a);
     std::int64_t f = 0;
     std::memcpy(&f, &n.value.f, sizeof f);
-    put(f);
-    put(n.value.i);
-    put(n.arg);
-    put(keep[i]);
+    w.put(f);
+    w.put(n.value.i);
+    w.put(n.arg);
+    w.put(keep[i]);
   }
   for (const BufferInfo& b : g.buffers) {
-    put(std::int64_t(b.dtype));
-    put_sint(b.numel);
+    w.put(std::int64_t(b.dtype));
+    w.put_sint(b.numel);
   }
-  for (int o : g.outputs) put(o);
+  for (int o : g.outputs) w.put(o);
+  w.flush();
+}
+inline PlanKey plan_key(const Graph& g, const NodeFlags& keep, const Device& device) {
+  PlanKey k;
+  plan_key(g, keep, device, k);
   return k;
 }
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey& k) const {
+    // four independent multiply chains (one chain's latency was most of a lookup), then a final
+    // mix so that every word reaches every bit
+    constexpr std::uint64_t mul = 0x9E3779B97F4A7C15ull;
+    std::uint64_t h[4] = {k.size(), 1, 2, 3};
+    std::size_t i = 0;
+    for (; i + 4 <= k.size(); i += 4)
+      for (std::size_t lane = 0; lane < 4; ++lane)
+        h[lane] = (h[lane] ^ std::uint64_t(k[i + lane])) * mul;
+    for (; i < k.size(); ++i) h[0] = (h[0] ^ std::uint64_t(k[i])) * mul;
+    std::uint64_t r = h[0];
+    for (std::size_t lane = 1; lane < 4; ++lane) r = (r ^ (r >> 29) ^ h[lane]) * mul;
+    return std::size_t(r ^ (r >> 32));
+  }
+};
 
 /// The plan for `g`, from the plans of earlier realizes with the same structure when there is
 /// one: realizing the same computation again (an eager training loop, a model called once per
@@ -5492,9 +5539,10 @@ inline std::string plan_key(const Graph& g, const NodeFlags& keep, const Device&
 inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& keep,
                                             const std::shared_ptr<Device>& dev, int debug) {
   static std::mutex m;
-  static std::unordered_map<std::string, std::shared_ptr<const Plan>> plans;
+  static std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> plans;
   if (debug >= 2) return make_plan(g, keep, dev, debug);
-  std::string key = plan_key(g, keep, *dev);
+  thread_local PlanKey key; // reused: a lookup that finds its plan allocates nothing
+  plan_key(g, keep, *dev, key);
   {
     std::lock_guard<std::mutex> lock(m);
     if (auto it = plans.find(key); it != plans.end()) {
@@ -5502,10 +5550,11 @@ inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& kee
       return it->second;
     }
   }
+  PlanKey missed = key; // a copy: make_plan may realize on this thread, reusing `key`
   auto made = make_plan(g, keep, dev, debug);
   std::lock_guard<std::mutex> lock(m);
   if (plans.size() >= 4096) plans.clear(); // a bound, for programs that make endless shapes
-  plans.emplace(std::move(key), made);
+  plans.emplace(std::move(missed), made);
   return made;
 }
 } // namespace detail
@@ -5680,6 +5729,45 @@ struct GraphBuild {
   std::string device;
 };
 
+/// Graph node index by lazy node, for build_graph: open addressing in one flat array (a
+/// std::unordered_map allocates for every entry, which dominated building small graphs).
+class NodeIndex {
+public:
+  static constexpr int absent = -1, in_progress = -2;
+  int get(const LazyNode* n) const { return slots_[find(n)].second; }
+  void set(const LazyNode* n, int index) {
+    std::size_t at = find(n);
+    if (!slots_[at].first) {
+      if (2 * (used_ + 1) > slots_.size()) { // at most half full: probes stay short
+        grow();
+        at = find(n);
+      }
+      slots_[at].first = n;
+      used_++;
+    }
+    slots_[at].second = index;
+  }
+
+private:
+  std::size_t find(const LazyNode* n) const {
+    const std::size_t mask = slots_.size() - 1;
+    // Fibonacci hashing: nodes are heap blocks, so the low bits of their addresses are alike
+    std::size_t at = std::size_t(std::uint64_t(std::uintptr_t(n)) * 0x9E3779B97F4A7C15ull >> 32);
+    at &= mask;
+    while (slots_[at].first && slots_[at].first != n) at = (at + 1) & mask;
+    return at;
+  }
+  void grow() {
+    std::vector<std::pair<const LazyNode*, int>> old(2 * slots_.size(), {nullptr, absent});
+    old.swap(slots_);
+    for (const auto& [n, index] : old)
+      if (n) slots_[find(n)] = {n, index};
+  }
+  std::vector<std::pair<const LazyNode*, int>> slots_ =
+      std::vector<std::pair<const LazyNode*, int>>(64, {nullptr, absent}); // a power of 2
+  std::size_t used_ = 0;
+};
+
 inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
   GraphBuild b;
   std::vector<LazyPtr> todo;
@@ -5689,33 +5777,37 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
   if (todo.empty()) return b;
   b.device = todo[0]->device;
 
-  // Topological order, iteratively (graphs can be deep).
-  std::unordered_map<const LazyNode*, int> index;
-  std::unordered_set<const LazyNode*> visiting;
-  std::vector<std::pair<LazyPtr, std::size_t>> stack;
+  // Topological order, iteratively (graphs can be deep). The stack points at the shared_ptrs in
+  // `todo` and in the nodes' `src`, which stay put while the graph is built.
+  NodeIndex index;
+  std::vector<std::pair<const LazyPtr*, std::size_t>> stack;
   for (const LazyPtr& t : todo) {
-    if (index.count(t.get())) continue;
-    stack.push_back({t, 0});
-    visiting.insert(t.get());
+    if (index.get(t.get()) != NodeIndex::absent) continue;
+    stack.push_back({&t, 0});
+    index.set(t.get(), NodeIndex::in_progress);
     while (!stack.empty()) {
       auto& [n, next] = stack.back();
-      if (n->op != Op::Buffer && next < n->src.size()) {
-        LazyPtr c = n->src[next++];
-        if (!index.count(c.get()) && visiting.insert(c.get()).second) stack.push_back({c, 0});
+      const LazyNode& node = **n;
+      if (node.op != Op::Buffer && next < node.src.size()) {
+        const LazyPtr& c = node.src[next++];
+        if (index.get(c.get()) == NodeIndex::absent) {
+          index.set(c.get(), NodeIndex::in_progress);
+          stack.push_back({&c, 0});
+        }
         continue;
       }
-      LazyPtr done = n;
+      const LazyPtr& done = *n;
       stack.pop_back();
-      visiting.erase(done.get());
       if (done->device != b.device)
         throw device_error("tg.realize: tensors on different devices (" + done->device + " and " +
                            b.device + ") in one computation; move them with .to()");
-      index[done.get()] = int(b.order.size());
-      b.order.push_back(std::move(done));
+      index.set(done.get(), int(b.order.size()));
+      b.order.push_back(done);
     }
   }
 
   std::vector<int> refs(b.order.size(), 0);
+  b.graph.nodes.reserve(b.order.size());
   for (const LazyPtr& n : b.order) {
     Node node;
     node.op = n->op;
@@ -5730,17 +5822,18 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
       b.graph.buffers.push_back(BufferInfo{n->dtype, prod(n->shape)});
     } else {
       for (std::size_t k = 0; k < n->src.size(); ++k) {
-        int s = index.at(n->src[k].get());
+        int s = index.get(n->src[k].get());
         node.src[k] = s;
         refs[std::size_t(s)]++;
       }
     }
     b.graph.add(std::move(node));
   }
-  for (const LazyPtr& t : todo) b.graph.outputs.push_back(index.at(t.get()));
+  for (const LazyPtr& t : todo) b.graph.outputs.push_back(index.get(t.get()));
   // a symbolic size has one value within a computation
   std::vector<Var> seen;
   auto check = [&](const SInt& d) {
+    if (d.is_const()) return;
     std::vector<Var> vs;
     d.collect_vars(vs);
     for (const Var& v : vs) {
@@ -6088,6 +6181,9 @@ public:
   Tensor alu(Op op, Loc loc) const;
   static Tensor alu(Op op, const Tensor& a, const Tensor& b, const char* name, Loc loc);
   Tensor move(Movement m) const;
+  /// A View node for `moves` applied in order (`out`: the shape after the last), composed with
+  /// the view below as move() does; the moves are moved from.
+  Tensor append_moves(Shape out, std::span<Movement> moves) const;
   Tensor reduce(Op op, std::vector<int> axes, bool keepdim, const char* name, Loc loc) const;
   /// A constant of this tensor's device, broadcast to `shape`.
   static Tensor full_on(const Shape& shape, double v, DType t, const std::string& device);
@@ -6194,24 +6290,28 @@ inline Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::
   Tensor c = make(Op::Const, t, {}, {}, device);
   c.n_->value = v;
   if (shape.empty()) return c;
-  return c.move({MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}})
-      .move({MoveOp::Expand, shape, {}});
+  // reshape to 1s, then expand: one View node, as c.move(reshape).move(expand) would leave
+  Movement moves[] = {{MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}},
+                      {MoveOp::Expand, shape, {}}};
+  return c.append_moves(shape, moves);
 }
 
 inline Tensor Tensor::move(Movement m) const {
   const LazyNode& n = node();
   Shape out = moved_shape(n.shape, m);
   if (m.op == MoveOp::Reshape && out == n.shape) return *this;
-  if (n.op == Op::View) { // compose with the view below: one View node per chain
-    Tensor r = make(Op::View, n.dtype, out, {n.src[0]}, n.device);
-    r.n_->moves = n.moves;
-    r.n_->moves.push_back(std::move(m));
-    if (r.n_->grad_fn) r.n_->grad_fn->moves = r.n_->moves;
-    return r;
-  }
-  Tensor r = make(Op::View, n.dtype, out, {n_}, n.device);
-  r.n_->moves.push_back(std::move(m));
-  if (r.n_->grad_fn) r.n_->grad_fn->moves = r.n_->moves;
+  return append_moves(std::move(out), {&m, 1});
+}
+
+inline Tensor Tensor::append_moves(Shape out, std::span<Movement> moves) const {
+  const LazyNode& n = node();
+  const bool compose = n.op == Op::View; // compose with the view below: one View node per chain
+  Tensor r = make(Op::View, n.dtype, std::move(out), {compose ? n.src[0] : n_}, n.device);
+  std::vector<Movement>& all = r.n_->moves;
+  all.reserve((compose ? n.moves.size() : 0) + moves.size()); // one allocation for them all
+  if (compose) all.assign(n.moves.begin(), n.moves.end());
+  for (Movement& m : moves) all.push_back(std::move(m));
+  if (r.n_->grad_fn) r.n_->grad_fn->moves = all;
   return r;
 }
 
@@ -6231,9 +6331,14 @@ inline Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char*
                                   " cannot be broadcast",
                               loc);
   DType t = promote(a0.dtype(), b0.dtype());
-  Tensor a = a0.cast(t).expand(out), b = b0.cast(t).expand(out);
+  // expand takes its shape by value: skip the copy where the operand has that shape already
+  auto widen = [&](const Tensor& x) {
+    Tensor c = x.cast(t);
+    return c.sym_shape() == out ? c : c.expand(out);
+  };
+  Tensor a = widen(a0), b = widen(b0);
   DType rt = is_compare(op) ? DType::Bool : t;
-  return make(op, rt, out, {a.n_, b.n_}, a.device());
+  return make(op, rt, std::move(out), {a.n_, b.n_}, a.device());
 }
 
 inline Tensor Tensor::cast(DType t, Loc) const {
@@ -6882,9 +6987,11 @@ inline Tensor Tensor::expand(Shape shape, Loc loc) const {
           "expand", "cannot expand " + detail::shape_of(*this) + " to " + detail::shape_str(shape),
           loc);
   }
-  Tensor r = lead ? reshape(src, loc) : *this;
-  if (src == shape) return r;
-  return r.move({MoveOp::Expand, shape, {}});
+  if (!lead) return src == shape ? *this : move({MoveOp::Expand, std::move(shape), {}});
+  // the reshape that adds the leading 1s and the expand as one View node, not a node each
+  const std::size_t count = src == shape ? 1 : 2;
+  Movement moves[] = {{MoveOp::Reshape, std::move(src), {}}, {MoveOp::Expand, shape, {}}};
+  return append_moves(std::move(shape), std::span(moves, count));
 }
 inline Tensor Tensor::squeeze(Loc loc) const {
   Shape s;
@@ -15411,7 +15518,6 @@ private:
 // pair, that the tensors tile the data exactly (no gap, overlap or trailing bytes), as the
 // reference implementation does. A malformed or truncated file raises tg::safetensors::
 // format_error naming the file and the problem; it never reads out of bounds.
-#include <span>
 
 namespace tg::safetensors {
 

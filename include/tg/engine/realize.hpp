@@ -170,56 +170,103 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
 
 /// A key for everything a Plan depends on: the graph's nodes, buffers and outputs, with symbolic
 /// sizes by name and bounds (their values are launch arguments), which nodes are kept, the device.
-inline std::string plan_key(const Graph& g, const NodeFlags& keep, const Device& device) {
-  std::string k;
-  auto put = [&k](std::int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  // the device object itself: runners belong to the device that prepared them (two devices of
-  // one kind, each opened under its own name, share no plans)
-  put(std::int64_t(reinterpret_cast<std::uintptr_t>(&device)));
-  auto put_sint = [&](const SInt& d) {
+/// Words, not a string: appending them is what a realize of a small cached graph spent most on.
+using PlanKey = std::vector<std::int64_t>;
+
+/// Writes a PlanKey. Words go through a small block: a push_back per word (not inlined) cost more
+/// than the rest of building a key.
+class PlanKeyWriter {
+public:
+  explicit PlanKeyWriter(PlanKey& key) : key_(key) { key_.clear(); }
+  void put(std::int64_t v) {
+    if (n_ == block_.size()) flush();
+    block_[n_++] = v;
+  }
+  void put_sint(const SInt& d) {
     put(d.constant());
     put(std::int64_t(d.terms().size()));
     for (const Term& t : d.terms()) {
       put(t.coef);
       put(std::int64_t(t.vars.size()));
       for (const Var& v : t.vars) {
-        k.append(v.name.view()).push_back('\0');
+        // the whole zero-padded name, as Name's operator== compares it
+        std::int64_t name[sizeof v.name.chars / sizeof(std::int64_t)] = {};
+        static_assert(sizeof name == sizeof v.name.chars);
+        std::memcpy(name, v.name.chars.data(), sizeof name);
+        for (std::int64_t word : name) put(word);
         put(v.lo);
         put(v.hi);
       }
     }
-  };
-  auto put_shape = [&](const Shape& sh) {
+  }
+  void put_shape(const Shape& sh) {
     put(std::int64_t(sh.size()));
     for (const SInt& d : sh) put_sint(d);
-  };
+  }
+  void flush() {
+    key_.insert(key_.end(), block_.begin(), block_.begin() + std::ptrdiff_t(n_));
+    n_ = 0;
+  }
+
+private:
+  PlanKey& key_;
+  std::array<std::int64_t, 64> block_;
+  std::size_t n_ = 0;
+};
+
+inline void plan_key(const Graph& g, const NodeFlags& keep, const Device& device, PlanKey& k) {
+  PlanKeyWriter w(k);
+  // the device object itself: runners belong to the device that prepared them (two devices of
+  // one kind, each opened under its own name, share no plans)
+  w.put(std::int64_t(reinterpret_cast<std::uintptr_t>(&device)));
   for (std::size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes[i];
-    put(std::int64_t(n.op) << 8 | std::int64_t(n.dtype));
-    for (int src : n.src) put(src);
-    put_shape(n.shape);
-    put(std::int64_t(n.moves.size()));
+    w.put(std::int64_t(n.op) << 8 | std::int64_t(n.dtype));
+    for (int src : n.src) w.put(src);
+    w.put_shape(n.shape);
+    w.put(std::int64_t(n.moves.size()));
     for (const Movement& m : n.moves) {
-      put(std::int64_t(m.op));
-      put_shape(m.a);
-      put_shape(m.b);
+      w.put(std::int64_t(m.op));
+      w.put_shape(m.a);
+      w.put_shape(m.b);
     }
-    put(std::int64_t(n.axes.size()));
-    for (int a : n.axes) put(a);
+    w.put(std::int64_t(n.axes.size()));
+    for (int a : n.axes) w.put(a);
     std::int64_t f = 0;
     std::memcpy(&f, &n.value.f, sizeof f);
-    put(f);
-    put(n.value.i);
-    put(n.arg);
-    put(keep[i]);
+    w.put(f);
+    w.put(n.value.i);
+    w.put(n.arg);
+    w.put(keep[i]);
   }
   for (const BufferInfo& b : g.buffers) {
-    put(std::int64_t(b.dtype));
-    put_sint(b.numel);
+    w.put(std::int64_t(b.dtype));
+    w.put_sint(b.numel);
   }
-  for (int o : g.outputs) put(o);
+  for (int o : g.outputs) w.put(o);
+  w.flush();
+}
+inline PlanKey plan_key(const Graph& g, const NodeFlags& keep, const Device& device) {
+  PlanKey k;
+  plan_key(g, keep, device, k);
   return k;
 }
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey& k) const {
+    // four independent multiply chains (one chain's latency was most of a lookup), then a final
+    // mix so that every word reaches every bit
+    constexpr std::uint64_t mul = 0x9E3779B97F4A7C15ull;
+    std::uint64_t h[4] = {k.size(), 1, 2, 3};
+    std::size_t i = 0;
+    for (; i + 4 <= k.size(); i += 4)
+      for (std::size_t lane = 0; lane < 4; ++lane)
+        h[lane] = (h[lane] ^ std::uint64_t(k[i + lane])) * mul;
+    for (; i < k.size(); ++i) h[0] = (h[0] ^ std::uint64_t(k[i])) * mul;
+    std::uint64_t r = h[0];
+    for (std::size_t lane = 1; lane < 4; ++lane) r = (r ^ (r >> 29) ^ h[lane]) * mul;
+    return std::size_t(r ^ (r >> 32));
+  }
+};
 
 /// The plan for `g`, from the plans of earlier realizes with the same structure when there is
 /// one: realizing the same computation again (an eager training loop, a model called once per
@@ -228,9 +275,10 @@ inline std::string plan_key(const Graph& g, const NodeFlags& keep, const Device&
 inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& keep,
                                             const std::shared_ptr<Device>& dev, int debug) {
   static std::mutex m;
-  static std::unordered_map<std::string, std::shared_ptr<const Plan>> plans;
+  static std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> plans;
   if (debug >= 2) return make_plan(g, keep, dev, debug);
-  std::string key = plan_key(g, keep, *dev);
+  thread_local PlanKey key; // reused: a lookup that finds its plan allocates nothing
+  plan_key(g, keep, *dev, key);
   {
     std::lock_guard<std::mutex> lock(m);
     if (auto it = plans.find(key); it != plans.end()) {
@@ -238,10 +286,11 @@ inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& kee
       return it->second;
     }
   }
+  PlanKey missed = key; // a copy: make_plan may realize on this thread, reusing `key`
   auto made = make_plan(g, keep, dev, debug);
   std::lock_guard<std::mutex> lock(m);
   if (plans.size() >= 4096) plans.clear(); // a bound, for programs that make endless shapes
-  plans.emplace(std::move(key), made);
+  plans.emplace(std::move(missed), made);
   return made;
 }
 } // namespace detail

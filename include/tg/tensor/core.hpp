@@ -50,24 +50,28 @@ inline Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::
   Tensor c = make(Op::Const, t, {}, {}, device);
   c.n_->value = v;
   if (shape.empty()) return c;
-  return c.move({MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}})
-      .move({MoveOp::Expand, shape, {}});
+  // reshape to 1s, then expand: one View node, as c.move(reshape).move(expand) would leave
+  Movement moves[] = {{MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}},
+                      {MoveOp::Expand, shape, {}}};
+  return c.append_moves(shape, moves);
 }
 
 inline Tensor Tensor::move(Movement m) const {
   const LazyNode& n = node();
   Shape out = moved_shape(n.shape, m);
   if (m.op == MoveOp::Reshape && out == n.shape) return *this;
-  if (n.op == Op::View) { // compose with the view below: one View node per chain
-    Tensor r = make(Op::View, n.dtype, out, {n.src[0]}, n.device);
-    r.n_->moves = n.moves;
-    r.n_->moves.push_back(std::move(m));
-    if (r.n_->grad_fn) r.n_->grad_fn->moves = r.n_->moves;
-    return r;
-  }
-  Tensor r = make(Op::View, n.dtype, out, {n_}, n.device);
-  r.n_->moves.push_back(std::move(m));
-  if (r.n_->grad_fn) r.n_->grad_fn->moves = r.n_->moves;
+  return append_moves(std::move(out), {&m, 1});
+}
+
+inline Tensor Tensor::append_moves(Shape out, std::span<Movement> moves) const {
+  const LazyNode& n = node();
+  const bool compose = n.op == Op::View; // compose with the view below: one View node per chain
+  Tensor r = make(Op::View, n.dtype, std::move(out), {compose ? n.src[0] : n_}, n.device);
+  std::vector<Movement>& all = r.n_->moves;
+  all.reserve((compose ? n.moves.size() : 0) + moves.size()); // one allocation for them all
+  if (compose) all.assign(n.moves.begin(), n.moves.end());
+  for (Movement& m : moves) all.push_back(std::move(m));
+  if (r.n_->grad_fn) r.n_->grad_fn->moves = all;
   return r;
 }
 
@@ -87,9 +91,14 @@ inline Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char*
                                   " cannot be broadcast",
                               loc);
   DType t = promote(a0.dtype(), b0.dtype());
-  Tensor a = a0.cast(t).expand(out), b = b0.cast(t).expand(out);
+  // expand takes its shape by value: skip the copy where the operand has that shape already
+  auto widen = [&](const Tensor& x) {
+    Tensor c = x.cast(t);
+    return c.sym_shape() == out ? c : c.expand(out);
+  };
+  Tensor a = widen(a0), b = widen(b0);
   DType rt = is_compare(op) ? DType::Bool : t;
-  return make(op, rt, out, {a.n_, b.n_}, a.device());
+  return make(op, rt, std::move(out), {a.n_, b.n_}, a.device());
 }
 
 inline Tensor Tensor::cast(DType t, Loc) const {

@@ -2,9 +2,6 @@
 // The run-time front end's lazy graph: each Tensor points at a LazyNode; realizing turns the
 // nodes it needs into a Graph, runs it, and replaces realized nodes by their buffers (so a
 // realized tensor is never recomputed and the graph above it can be freed).
-#include <unordered_map>
-#include <unordered_set>
-
 #include "../engine/realize.hpp"
 
 namespace tg {
@@ -67,6 +64,45 @@ struct GraphBuild {
   std::string device;
 };
 
+/// Graph node index by lazy node, for build_graph: open addressing in one flat array (a
+/// std::unordered_map allocates for every entry, which dominated building small graphs).
+class NodeIndex {
+public:
+  static constexpr int absent = -1, in_progress = -2;
+  int get(const LazyNode* n) const { return slots_[find(n)].second; }
+  void set(const LazyNode* n, int index) {
+    std::size_t at = find(n);
+    if (!slots_[at].first) {
+      if (2 * (used_ + 1) > slots_.size()) { // at most half full: probes stay short
+        grow();
+        at = find(n);
+      }
+      slots_[at].first = n;
+      used_++;
+    }
+    slots_[at].second = index;
+  }
+
+private:
+  std::size_t find(const LazyNode* n) const {
+    const std::size_t mask = slots_.size() - 1;
+    // Fibonacci hashing: nodes are heap blocks, so the low bits of their addresses are alike
+    std::size_t at = std::size_t(std::uint64_t(std::uintptr_t(n)) * 0x9E3779B97F4A7C15ull >> 32);
+    at &= mask;
+    while (slots_[at].first && slots_[at].first != n) at = (at + 1) & mask;
+    return at;
+  }
+  void grow() {
+    std::vector<std::pair<const LazyNode*, int>> old(2 * slots_.size(), {nullptr, absent});
+    old.swap(slots_);
+    for (const auto& [n, index] : old)
+      if (n) slots_[find(n)] = {n, index};
+  }
+  std::vector<std::pair<const LazyNode*, int>> slots_ =
+      std::vector<std::pair<const LazyNode*, int>>(64, {nullptr, absent}); // a power of 2
+  std::size_t used_ = 0;
+};
+
 inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
   GraphBuild b;
   std::vector<LazyPtr> todo;
@@ -76,33 +112,37 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
   if (todo.empty()) return b;
   b.device = todo[0]->device;
 
-  // Topological order, iteratively (graphs can be deep).
-  std::unordered_map<const LazyNode*, int> index;
-  std::unordered_set<const LazyNode*> visiting;
-  std::vector<std::pair<LazyPtr, std::size_t>> stack;
+  // Topological order, iteratively (graphs can be deep). The stack points at the shared_ptrs in
+  // `todo` and in the nodes' `src`, which stay put while the graph is built.
+  NodeIndex index;
+  std::vector<std::pair<const LazyPtr*, std::size_t>> stack;
   for (const LazyPtr& t : todo) {
-    if (index.count(t.get())) continue;
-    stack.push_back({t, 0});
-    visiting.insert(t.get());
+    if (index.get(t.get()) != NodeIndex::absent) continue;
+    stack.push_back({&t, 0});
+    index.set(t.get(), NodeIndex::in_progress);
     while (!stack.empty()) {
       auto& [n, next] = stack.back();
-      if (n->op != Op::Buffer && next < n->src.size()) {
-        LazyPtr c = n->src[next++];
-        if (!index.count(c.get()) && visiting.insert(c.get()).second) stack.push_back({c, 0});
+      const LazyNode& node = **n;
+      if (node.op != Op::Buffer && next < node.src.size()) {
+        const LazyPtr& c = node.src[next++];
+        if (index.get(c.get()) == NodeIndex::absent) {
+          index.set(c.get(), NodeIndex::in_progress);
+          stack.push_back({&c, 0});
+        }
         continue;
       }
-      LazyPtr done = n;
+      const LazyPtr& done = *n;
       stack.pop_back();
-      visiting.erase(done.get());
       if (done->device != b.device)
         throw device_error("tg.realize: tensors on different devices (" + done->device + " and " +
                            b.device + ") in one computation; move them with .to()");
-      index[done.get()] = int(b.order.size());
-      b.order.push_back(std::move(done));
+      index.set(done.get(), int(b.order.size()));
+      b.order.push_back(done);
     }
   }
 
   std::vector<int> refs(b.order.size(), 0);
+  b.graph.nodes.reserve(b.order.size());
   for (const LazyPtr& n : b.order) {
     Node node;
     node.op = n->op;
@@ -117,17 +157,18 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
       b.graph.buffers.push_back(BufferInfo{n->dtype, prod(n->shape)});
     } else {
       for (std::size_t k = 0; k < n->src.size(); ++k) {
-        int s = index.at(n->src[k].get());
+        int s = index.get(n->src[k].get());
         node.src[k] = s;
         refs[std::size_t(s)]++;
       }
     }
     b.graph.add(std::move(node));
   }
-  for (const LazyPtr& t : todo) b.graph.outputs.push_back(index.at(t.get()));
+  for (const LazyPtr& t : todo) b.graph.outputs.push_back(index.get(t.get()));
   // a symbolic size has one value within a computation
   std::vector<Var> seen;
   auto check = [&](const SInt& d) {
+    if (d.is_const()) return;
     std::vector<Var> vs;
     d.collect_vars(vs);
     for (const Var& v : vs) {

@@ -103,9 +103,11 @@ inline Tensor Tensor::expand(Shape shape, Loc loc) const {
           "expand", "cannot expand " + detail::shape_of(*this) + " to " + detail::shape_str(shape),
           loc);
   }
-  Tensor r = lead ? reshape(src, loc) : *this;
-  if (src == shape) return r;
-  return r.move({MoveOp::Expand, shape, {}});
+  if (!lead) return src == shape ? *this : move({MoveOp::Expand, std::move(shape), {}});
+  // the reshape that adds the leading 1s and the expand as one View node, not a node each
+  const std::size_t count = src == shape ? 1 : 2;
+  Movement moves[] = {{MoveOp::Reshape, std::move(src), {}}, {MoveOp::Expand, shape, {}}};
+  return append_moves(std::move(shape), std::span(moves, count));
 }
 inline Tensor Tensor::squeeze(Loc loc) const {
   Shape s;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <random>
+#include <span>
 #include <variant>
 
 #include "lazy.hpp"
@@ -302,6 +303,9 @@ public:
   Tensor alu(Op op, Loc loc) const;
   static Tensor alu(Op op, const Tensor& a, const Tensor& b, const char* name, Loc loc);
   Tensor move(Movement m) const;
+  /// A View node for `moves` applied in order (`out`: the shape after the last), composed with
+  /// the view below as move() does; the moves are moved from.
+  Tensor append_moves(Shape out, std::span<Movement> moves) const;
   Tensor reduce(Op op, std::vector<int> axes, bool keepdim, const char* name, Loc loc) const;
   /// A constant of this tensor's device, broadcast to `shape`.
   static Tensor full_on(const Shape& shape, double v, DType t, const std::string& device);
