@@ -45,6 +45,55 @@ TEST_CASE("a contiguous elementwise kernel is one loop with no division or modul
   CHECK(!contains(src2, " % "));
 }
 
+TEST_CASE("im2col columns: loops over the window axes, taps unrolled, one load per element") {
+  // conv2d's columns [N * OH * OW, C * KH * KW] read a padded 3x3 window view through a reshape
+  // that no single view expresses: the kernel loops over [N, OH, OW, C, KH, KW] (no division),
+  // and unrolls KH x KW so every tap's mask is a constant (9 loads, not 9 gated loads per lane)
+  const std::int64_t N = 2, C = 3, H = 5, W = 6;
+  auto x = randn({N, C, H, W});
+  auto xp = x.pad({1, 1, 1, 1}); // [N, C, H + 2, W + 2]
+  std::vector<tg::Tensor> along_w, along_h;
+  for (std::int64_t t = 0; t < 3; ++t) along_w.push_back(xp.slice(-1, t, t + W));
+  auto taps_w = tg::stack(along_w, -1).permute({0, 1, 3, 4, 2}); // [N, C, OW, KW, H + 2]
+  for (std::int64_t t = 0; t < 3; ++t) along_h.push_back(taps_w.slice(-1, t, t + H));
+  auto win = tg::stack(along_h, -1).permute({0, 1, 4, 2, 5, 3}); // [N, C, OH, OW, KH, KW]
+  auto col = win.permute({0, 2, 3, 1, 4, 5}).reshape({N * H * W, C * 9}).contiguous();
+  auto info = tg::schedule({col});
+  REQUIRE(info.kernels() == 1);
+  auto count = [](const tg::Program& p, tg::UKind kind, tg::Op op) {
+    int n = 0;
+    for (const tg::UOp& u : p.ops) n += u.kind == kind && (kind != tg::UKind::Alu || u.op == op);
+    return n;
+  };
+  const tg::Program& p = info.programs[0];
+  CHECK_MESSAGE(contains(p.name.view(), "Eu3x3_"), p.name.view());
+  CHECK(count(p, tg::UKind::Alu, tg::Op::Div) == 0);
+  CHECK(count(p, tg::UKind::Alu, tg::Op::Mod) == 0);
+  CHECK(count(p, tg::UKind::Load, tg::Op::Add) == 9);
+  // without the optimizations: one flat loop, an index divided per element, 9 loads per element
+  tg::Program plain = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions::off());
+  CHECK(count(plain, tg::UKind::Alu, tg::Op::Div) > 0);
+  CHECK(count(plain, tg::UKind::Load, tg::Op::Add) == 9);
+  auto xv = x.to_vector<float>();
+  std::vector<float> expect(std::size_t(N * H * W * C * 9)), out(expect.size());
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t oh = 0; oh < H; ++oh)
+      for (std::int64_t ow = 0; ow < W; ++ow)
+        for (std::int64_t c = 0; c < C; ++c)
+          for (std::int64_t kh = 0; kh < 3; ++kh)
+            for (std::int64_t kw = 0; kw < 3; ++kw) {
+              std::int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+              bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+              expect[std::size_t((((n * H + oh) * W + ow) * C + c) * 9 + kh * 3 + kw)] =
+                  inside ? xv[std::size_t(((n * C + c) * H + ih) * W + iw)] : 0.0f;
+            }
+  std::vector<void*> bufs{out.data(), xv.data()};
+  tg::interpret(plain, bufs, {}, 0, tg::eval_sint(plain.outer, plain.vars, {}));
+  CHECK(out == expect);
+  CHECK(col.to_vector<float>() == expect);              // the compiled kernel on the CPU device
+  CHECK(col.to("INTERP").to_vector<float>() == expect); // the optimized program, interpreted
+}
+
 TEST_CASE("producers and an elementwise epilogue fuse into the reduction") {
   auto a = randn({16, 8}), b = randn({16, 8}), d = randn({16});
   auto y = (a * b).sum(1) + d;

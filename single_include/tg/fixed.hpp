@@ -1524,6 +1524,24 @@ struct LowerOptions {
   /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
   /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
   int wide_upcast = 64;
+  /// A kernel without reductions that reads its index through a reshape of a view the reshape
+  /// cannot merge into (im2col's columns [R, K] from a masked [N, OH, OW, C, KH, KW] window view)
+  /// loops over the finer axes of both shapes: each index is then a sum of loop variables, where
+  /// it was divided and reduced modulo every axis size per element.
+  bool refine_views = true;
+  /// In a kernel without reductions, its last two axes when a view masks them and they are at
+  /// most this long (a convolution's kernel taps) are unrolled: every mask then folds to a
+  /// constant, and the loads a lane can never read vanish (im2col's columns: 9 gated loads per
+  /// element became 1).
+  int unroll_masked = 8;
+
+  /// Every choice off (TG_OPT=0): one output and one accumulator per loop iteration.
+  static constexpr LowerOptions off() {
+    LowerOptions o;
+    o.upcast = o.upcast_rows = o.split_reduce = o.unroll_masked = 1;
+    o.refine_views = false;
+    return o;
+  }
 };
 
 namespace detail {
@@ -1539,22 +1557,27 @@ public:
   constexpr Program run() {
     const Node& root = g_[k_.root];
     // Pass 1: the trackers every access would use, in the unmerged index space.
-    collecting_ = true;
-    space_trackers_.assign(1, {});
-    space_trackers_[0].push_back(ShapeTracker::contiguous(root.shape));
-    value(k_.root, {}, 0);
+    space_ = root.shape;
+    collect();
+    if (opt_.refine_views && reduce_nodes_.empty()) {
+      Shape finer = refined_space();
+      if (!(finer == space_)) {
+        space_ = finer;
+        collect();
+      }
+    }
     // Merge loop axes that every access of their space walks contiguously.
-    std::size_t n = root.shape.size();
-    out_groups_ = merge_groups(root.shape, 0, n, all_trackers());
+    std::size_t n = space_.size();
+    out_groups_ = merge_groups(space_, 0, n, all_trackers());
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
       const Shape& rs = reduce_in_shape(r);
       Shape a = reduce_axes_shape(r);
-      Shape full = root.shape;
+      Shape full = space_;
       for (const SInt& d : a) full.push_back(d);
       (void)rs;
       reduce_groups_.push_back(merge_groups(full, n, full.size(), space_trackers_[r + 1]));
     }
-    Shape m = merged(root.shape, out_groups_, 0);
+    Shape m = merged(space_, out_groups_, 0);
     if (m.empty()) m.push_back(1);
 
     // Pass 2: build the program over the merged loops.
@@ -1575,6 +1598,11 @@ public:
         lanes = size <= opt_.upcast ? std::max<std::int64_t>(size, 1) : 1;
       else if (lanes > 4 && !lanes_contiguous(m.size() - 1))
         lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
+    } else if (reduce_nodes_.empty() && masked_small(m, m.size() - 1)) {
+      lanes = m.back().constant();
+      if (m.size() >= 2 && masked_small(m, m.size() - 2) &&
+          lanes * m[m.size() - 2].constant() <= 16)
+        rows = m[m.size() - 2].constant();
     }
     std::size_t row_axis = m.size() - 2;
     if (lanes >= 8 && m.size() >= 2 && reduce_nodes_.size() == 1 && shared_along(row_axis) &&
@@ -1688,6 +1716,71 @@ private:
   static constexpr bool has_pad(const std::vector<Movement>& ms) {
     for (const Movement& m : ms)
       if (m.op == MoveOp::Pad) return true;
+    return false;
+  }
+
+  /// Pass 1 over the index space space_.
+  constexpr void collect() {
+    collecting_ = true;
+    space_trackers_.assign(1, {});
+    space_trackers_[0].push_back(ShapeTracker::contiguous(space_));
+    std::vector<Movement> to_space;
+    if (!(space_ == g_[k_.root].shape)) to_space.push_back(Movement{MoveOp::Reshape, space_, {}});
+    value(k_.root, to_space, 0);
+  }
+  /// The finest shape that refines space_ and the shape every load's top view reshapes (without
+  /// masks) into a view below it; space_ when there is none (LowerOptions::refine_views).
+  constexpr Shape refined_space() const {
+    Shape s = space_;
+    for (const ShapeTracker& t : space_trackers_[0]) {
+      std::size_t nv = t.views.size();
+      if (nv < 2 || !t.views.back().is_contiguous()) continue;
+      Shape finer;
+      if (refine(s, t.views[nv - 2].shape, finer)) s = finer;
+    }
+    return s;
+  }
+  /// The shape whose axes split both a and b (both constant, of one size), if there is one: the
+  /// products of their leading axes, in order, each dividing the next.
+  static constexpr bool refine(const Shape& a, const Shape& b, Shape& out) {
+    std::vector<std::int64_t> cuts;
+    std::int64_t size[2] = {1, 1};
+    for (int k = 0; k < 2; ++k) {
+      const Shape& s = k == 0 ? a : b;
+      std::int64_t& p = size[k];
+      for (const SInt& d : s) {
+        if (!d.is_const() || d.constant() < 1) return false;
+        if (d.constant() == 1) continue;
+        p *= d.constant();
+        std::size_t at = 0;
+        while (at < cuts.size() && cuts[at] < p) ++at;
+        if (at == cuts.size() || cuts[at] != p) cuts.insert(cuts.begin() + std::ptrdiff_t(at), p);
+      }
+    }
+    if (cuts.empty() || size[0] != size[1]) return false;
+    out.clear();
+    std::int64_t prev = 1;
+    for (std::int64_t c : cuts) {
+      if (c % prev) return false;
+      out.push_back(c / prev);
+      prev = c;
+    }
+    return true;
+  }
+  /// Whether merged axis `axis` of loop shape m is short enough to unroll and a view masks part
+  /// of it (LowerOptions::unroll_masked).
+  constexpr bool masked_small(const Shape& m, std::size_t axis) const {
+    if (axis >= m.size() || !m[axis].is_const() || m[axis].constant() < 2 ||
+        m[axis].constant() > opt_.unroll_masked)
+      return false;
+    for (const ShapeTracker& t : space_trackers_[0]) {
+      const View& v = t.views.back();
+      if (!v.has_mask()) continue;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d)
+        if (out_groups_[d] == int(axis) &&
+            !(v.mask[d].first == 0 && v.mask[d].second == v.shape[d]))
+          return true;
+    }
     return false;
   }
 
@@ -1819,14 +1912,14 @@ private:
     Shape a = reduce_axes_shape(r);
     Shape loops;
     if (collecting_) {
-      loops = g_[k_.root].shape;
+      loops = space_;
       for (const SInt& d : a) loops.push_back(d);
       std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
       value(n.src[0], p, sp);
       return -1;
     }
     if (int found = find_reduce(node, lane_); found >= 0) return found;
-    Shape m = merged(g_[k_.root].shape, out_groups_, 0);
+    Shape m = merged(space_, out_groups_, 0);
     if (m.empty()) m.push_back(1);
     Shape ra = reduce_loops(r);
     loops = m;
@@ -1897,9 +1990,9 @@ private:
   }
   /// The merged reduce loops of reduction r.
   constexpr Shape reduce_loops(std::size_t r) const {
-    Shape full = g_[k_.root].shape;
+    Shape full = space_;
     for (const SInt& d : reduce_axes_shape(r)) full.push_back(d);
-    return merged(full, reduce_groups_[r], g_[k_.root].shape.size());
+    return merged(full, reduce_groups_[r], space_.size());
   }
   /// How many partial accumulators the kernel's reduction splits into (LowerOptions::
   /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
@@ -1910,7 +2003,7 @@ private:
     if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
     std::int64_t w = divisor(ra.back(), opt_.split_reduce);
     if (w < 4) return 1;
-    std::size_t n = g_[k_.root].shape.size(), inner = 0;
+    std::size_t n = space_.size(), inner = 0;
     const std::vector<int>& groups = reduce_groups_[0];
     for (std::size_t d = 0; d < groups.size(); ++d)
       if (groups[d] == int(ra.size()) - 1) inner = n + d;
@@ -2179,6 +2272,7 @@ private:
   std::int64_t lane_ = 0;
   std::int64_t split_ = 1, part_ = 0; // split_width(), and the partial accumulator being built
   bool panel_ = false;                // column tiles outermost (LowerOptions::panel_bytes)
+  Shape space_;                       // the kernel's index space: its root's shape, or finer
   std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 
@@ -2404,7 +2498,8 @@ struct CDialect {
          "#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
          "#if defined(__GNUC__) && !defined(__clang__)\n"
          "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
-         "#else\n#define TG_REDUCE_KERNEL\n#endif\n"
+         "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
+         "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
@@ -2453,12 +2548,17 @@ struct CDialect {
   // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
   // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
   // except where the reduction was split into partial accumulators that vector lanes keep.
+  // GCC 12 miscompiles some loops with gated loads (a padded view) after if-converting and
+  // vectorizing them: a [2, 3, 4] tensor padded to [2, 5, 5] over loops of 2 x 5 x 5 read its
+  // rows 2 and 3 with an all-false mask (zeros). If-conversion is off in such kernels.
   static constexpr void signature(Text& t, const Program& p) {
-    for (const UOp& u : p.ops)
-      if (u.kind == UKind::DefineAcc && p.reduce_split == 1) {
-        t << "TG_REDUCE_KERNEL ";
-        break;
-      }
+    bool reduce = false, gated = false;
+    for (const UOp& u : p.ops) {
+      reduce = reduce || (u.kind == UKind::DefineAcc && p.reduce_split == 1);
+      gated = gated || (u.kind == UKind::Load && u.src[2] >= 0);
+    }
+    if (reduce) t << "TG_REDUCE_KERNEL ";
+    if (gated) t << "TG_GATED_KERNEL ";
     t << "void " << p.name.view()
       << "(void** bufs, const long long* vars, long long start, long long end) {\n";
   }

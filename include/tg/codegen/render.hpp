@@ -211,7 +211,8 @@ struct CDialect {
          "#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
          "#if defined(__GNUC__) && !defined(__clang__)\n"
          "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
-         "#else\n#define TG_REDUCE_KERNEL\n#endif\n"
+         "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
+         "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
@@ -260,12 +261,17 @@ struct CDialect {
   // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
   // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
   // except where the reduction was split into partial accumulators that vector lanes keep.
+  // GCC 12 miscompiles some loops with gated loads (a padded view) after if-converting and
+  // vectorizing them: a [2, 3, 4] tensor padded to [2, 5, 5] over loops of 2 x 5 x 5 read its
+  // rows 2 and 3 with an all-false mask (zeros). If-conversion is off in such kernels.
   static constexpr void signature(Text& t, const Program& p) {
-    for (const UOp& u : p.ops)
-      if (u.kind == UKind::DefineAcc && p.reduce_split == 1) {
-        t << "TG_REDUCE_KERNEL ";
-        break;
-      }
+    bool reduce = false, gated = false;
+    for (const UOp& u : p.ops) {
+      reduce = reduce || (u.kind == UKind::DefineAcc && p.reduce_split == 1);
+      gated = gated || (u.kind == UKind::Load && u.src[2] >= 0);
+    }
+    if (reduce) t << "TG_REDUCE_KERNEL ";
+    if (gated) t << "TG_GATED_KERNEL ";
     t << "void " << p.name.view()
       << "(void** bufs, const long long* vars, long long start, long long end) {\n";
   }

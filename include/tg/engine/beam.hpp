@@ -32,6 +32,8 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
     if (base.upcast_rows == 1) o.upcast_rows = 1; // a device without register tiles
     if (base.split_reduce == 1) o.split_reduce = 1;
     if (base.wide_upcast == base.upcast) o.wide_upcast = o.upcast;
+    o.refine_views = base.refine_views;
+    o.unroll_masked = base.unroll_masked;
     c.push_back(o);
   }
   LowerOptions narrow = base; // no lanes beyond `upcast`

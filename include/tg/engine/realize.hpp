@@ -60,7 +60,7 @@ inline std::string dump_graph(const Graph& g) {
 
 /// The lowering's optimizations, unless TG_OPT=0.
 inline LowerOptions lower_options() {
-  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions{1, 1, 1};
+  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions::off();
   return o;
 }
 
@@ -149,8 +149,9 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   programs.reserve(s.kernels.size());
   LowerOptions options = lower_options();
   if (!dev->register_tiles()) { // a GPU: one output per thread, many threads
-    options.upcast_rows = options.split_reduce = 1;
+    options.upcast_rows = options.split_reduce = options.unroll_masked = 1;
     options.wide_upcast = options.upcast;
+    options.refine_views = false; // the outer loop is the threads: keep it long
   }
   static const int beam = int(env::get_int("TG_BEAM", 0));
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
