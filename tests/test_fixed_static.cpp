@@ -165,16 +165,21 @@ constexpr auto cuda = tg::freeze(
 static_assert(cuda.contains("extern \"C\" __global__ void __launch_bounds__(256) E_"));
 static_assert(cuda.contains("threadIdx.x"));
 // one item per work-group: the reduction is split across the lanes and combined in shared memory
+// (rows of 32: a sum of at most 9 elements is unrolled, one of 64 or more split)
+static constexpr tg::input<2, float, 2, 32> long_rows;
 constexpr tg::GpuOptions grouped{.local = 32, .max_local = 1024, .grouped = 1};
-constexpr auto glsl_grouped = tg::freeze(
-    [] { return tg::render_glsl(tg::gpu_program(tg::kernel_program(x.sum<1>()), grouped)); });
+constexpr auto glsl_grouped = tg::freeze([] {
+  return tg::render_glsl(tg::gpu_program(tg::kernel_program(long_rows.sum<1>()), grouped));
+});
 static_assert(glsl_grouped.contains("one item per work-group"));
 static_assert(glsl_grouped.contains("shared float tg_lds") && glsl_grouped.contains("barrier();"));
-constexpr auto glsl_subgroups = tg::freeze(
-    [] { return tg::render_glsl(tg::gpu_program(tg::kernel_program(x.sum<1>()), grouped), true); });
+constexpr auto glsl_subgroups = tg::freeze([] {
+  return tg::render_glsl(tg::gpu_program(tg::kernel_program(long_rows.sum<1>()), grouped), true);
+});
 static_assert(glsl_subgroups.contains("subgroup"));
-constexpr auto cuda_grouped = tg::freeze(
-    [] { return tg::render_cuda(tg::gpu_program(tg::kernel_program(x.sum<1>()), grouped)); });
+constexpr auto cuda_grouped = tg::freeze([] {
+  return tg::render_cuda(tg::gpu_program(tg::kernel_program(long_rows.sum<1>()), grouped));
+});
 static_assert(cuda_grouped.contains("__shared__ float tg_lds") &&
               cuda_grouped.contains("__syncthreads();"));
 

@@ -2255,7 +2255,7 @@ TEST_CASE("GPU launch shape: every accumulator of an upcast reduction is combine
   tg::GpuOptions o;
   o.grouped = 1;
   // lowered as for a GPU, with upcast lanes whatever TG_OPT says
-  tg::Program p = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16, 1, 1});
+  tg::Program p = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16}.for_gpu());
   tg::Program g = tg::gpu_program(p, o);
   REQUIRE(g.grouped);
   int accs = 0, combined = 0;

@@ -34,6 +34,7 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
     if (base.wide_upcast == base.upcast) o.wide_upcast = o.upcast;
     o.refine_views = base.refine_views;
     o.unroll_masked = base.unroll_masked;
+    o.unroll_reduce = base.unroll_reduce;
     c.push_back(o);
   }
   LowerOptions narrow = base; // no lanes beyond `upcast`

@@ -148,11 +148,7 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   std::vector<Program> programs;
   programs.reserve(s.kernels.size());
   LowerOptions options = lower_options();
-  if (!dev->register_tiles()) { // a GPU: one output per thread, many threads
-    options.upcast_rows = options.split_reduce = options.unroll_masked = 1;
-    options.wide_upcast = options.upcast;
-    options.refine_views = false; // the outer loop is the threads: keep it long
-  }
+  if (!dev->register_tiles()) options = options.for_gpu();
   static const int beam = int(env::get_int("TG_BEAM", 0));
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
     programs.push_back(beam > 1 ? beam_lower(g, s, k, options, *dev, beam)
