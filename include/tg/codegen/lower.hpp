@@ -104,6 +104,12 @@ public:
     }
     Shape m = merged(space_, out_groups_, 0);
     if (m.empty()) m.push_back(1);
+    // Short reductions unroll, unless one is a product whose operand is shared along an output
+    // axis (a matmul): its lanes already share the loads, and lowering every element of every
+    // lane costs (in constant evaluation too).
+    unroll_ok_ = true;
+    for (std::size_t axis = 0; axis < m.size(); ++axis)
+      unroll_ok_ = unroll_ok_ && !shared_along(axis);
 
     // Pass 2: build the program over the merged loops.
     collecting_ = false;
@@ -298,14 +304,9 @@ private:
     if (axis >= m.size() || !m[axis].is_const() || m[axis].constant() < 2 ||
         m[axis].constant() > opt_.unroll_masked)
       return false;
-    for (const ShapeTracker& t : space_trackers_[0]) {
-      const View& v = t.views.back();
-      if (!v.has_mask()) continue;
+    for (const ShapeTracker& t : space_trackers_[0])
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
-        if (out_groups_[d] == int(axis) &&
-            !(v.mask[d].first == 0 && v.mask[d].second == v.shape[d]))
-          return true;
-    }
+        if (out_groups_[d] == int(axis) && t.views.back().masked(d)) return true;
     return false;
   }
 
@@ -509,10 +510,7 @@ private:
   /// (LowerOptions::unroll_reduce), else 0.
   constexpr std::int64_t unrolled_length(const Shape& ra) const {
     if (split_ > 1 || ra.empty()) return 0;
-    // not a product whose operand is shared along an output axis (a matmul): its lanes already
-    // share the loads, and lowering every element of every lane costs (constant evaluation too)
-    for (std::size_t axis = 0; axis < merged(space_, out_groups_, 0).size(); ++axis)
-      if (shared_along(axis)) return 0;
+    if (!unroll_ok_) return 0;
     std::int64_t total = 1;
     for (const SInt& d : ra) {
       if (!d.is_const()) return 0;
@@ -579,8 +577,7 @@ private:
       const View& v = t.views.back();
       bool along = true, elsewhere = false;
       for (std::size_t d = 0; d < out_groups_.size(); ++d) {
-        bool fixed = v.strides[d] == 0 &&
-                     !(v.has_mask() && !(v.mask[d].first == 0 && v.mask[d].second == v.shape[d]));
+        bool fixed = v.strides[d] == 0 && !v.masked(d);
         if (out_groups_[d] == int(axis))
           along = along && fixed;
         else if (out_groups_[d] >= 0)
@@ -620,7 +617,7 @@ private:
     auto unmasked = [&](std::size_t d) {
       for (const ShapeTracker& t : ts) {
         const View& v = t.views.back();
-        if (v.has_mask() && !(v.mask[d].first == 0 && v.mask[d].second == v.shape[d])) return false;
+        if (v.masked(d)) return false;
       }
       return true;
     };
@@ -832,6 +829,7 @@ private:
   std::int64_t split_ = 1, part_ = 0; // split_width(), and the partial accumulator being built
   bool panel_ = false;                // column tiles outermost (LowerOptions::panel_bytes)
   Shape space_;                       // the kernel's index space: its root's shape, or finer
+  bool unroll_ok_ = false;            // short reductions may unroll (LowerOptions::unroll_reduce)
   std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 

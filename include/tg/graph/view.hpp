@@ -35,6 +35,10 @@ struct View {
   static constexpr View contiguous(const Shape& s) { return View{s, contiguous_strides(s), 0, {}}; }
   constexpr std::size_t ndim() const { return shape.size(); }
   constexpr bool has_mask() const { return !mask.empty(); }
+  /// Whether some index of axis d is masked off.
+  constexpr bool masked(std::size_t d) const {
+    return has_mask() && !(mask[d].first == 0 && mask[d].second == shape[d]);
+  }
   constexpr bool is_contiguous() const {
     return offset == 0 && mask.empty() && strides == contiguous_strides(shape);
   }
