@@ -279,7 +279,8 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
                       {8, 32},
                       {6, 16},
                       {12, 8},
-                      {8, 4}}) {
+                      {8, 4},
+                      {8, 128}}) {
     CAPTURE(n);
     CAPTURE(m);
     auto a = randn({n, 9}), b = randn({9, m}), bias = randn({m});
@@ -326,7 +327,7 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
     // the same tile with its column tiles in the outer loop (as for an operand past the caches)
     tg::Program panel =
         tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16, 4, 16, /*panel_bytes=*/64});
-    CHECK(contains(panel.name.view(), "p_") == (rows > 1));
+    CHECK(contains(panel.name.view(), "p_") == (rows > 1 && m / lanes >= 8)); // 8 column tiles
     std::vector<float> out3(out1.size());
     run(plain, out1);
     run(up, out2);
@@ -338,6 +339,62 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
     }
     // and the compiled kernel on the CPU device, same bits
     CHECK(y.to_vector<float>() == out1);
+  }
+}
+
+TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU and INTERP") {
+  // (rows, reduce length, columns, dtype): a tile of 4 x 16 when rows divide by 4 and columns by
+  // 16; its column tiles outermost (and its right operand's panel copied) past 2 MiB
+  struct Case {
+    std::int64_t n, k, m;
+    tg::DType dtype;
+    bool panel;
+  };
+  for (Case c :
+       {Case{8, 1100, 512, tg::DType::Float32, true}, Case{32, 20, 64, tg::DType::Float32, false},
+        Case{8, 600, 1024, tg::DType::Float64, true},
+        Case{12, 2100, 256, tg::DType::Float32, true}}) {
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.m);
+    auto a = tg::randn({c.n, c.k}, c.dtype).realize(), b = tg::randn({c.k, c.m}, c.dtype).realize();
+    auto bias = tg::randn({c.m}, c.dtype).realize();
+    tg::Tensor y = (a.matmul(b) + bias).relu();
+    auto info = tg::schedule({y});
+    REQUIRE(info.kernels() == 1);
+    tg::Program p = tg::lower(info.graph, info.schedule, 0);
+    CHECK_MESSAGE(contains(p.name.view(), c.panel ? "u4x16p_" : "u4x16_"), p.name.view());
+    tg::Program v = tg::vectorize(p), packed = tg::pack_panels(v);
+    std::string src(tg::render_c(packed).view());
+    CHECK(contains(src, c.dtype == tg::DType::Float64 ? "tg_f64x4 " : "tg_f32x8 "));
+    CHECK(contains(src, "__attribute__((aligned(64)))") == c.panel); // the panel's array
+    CHECK(!contains(tg::render_c(p).view(), "tg_f32x8 v")); // a pass of the CPU device only
+    // the CPU device runs the vectorized program; INTERP the lowered one
+    if (c.dtype == tg::DType::Float64) {
+      std::vector<double> cpu = y.to_vector<double>(), interp = y.to("INTERP").to_vector<double>();
+      CHECK(cpu == interp);
+      auto av = a.to_vector<double>(), bv = b.to_vector<double>(), cv = bias.to_vector<double>();
+      for (std::int64_t i = 0; i < c.n; i += 5)
+        for (std::int64_t j = 0; j < c.m; j += 3) {
+          double s = 0;
+          for (std::int64_t k = 0; k < c.k; ++k)
+            s += av[std::size_t(i * c.k + k)] * bv[std::size_t(k * c.m + j)];
+          CHECK(cpu[std::size_t(i * c.m + j)] ==
+                doctest::Approx(std::max(0.0, s + cv[std::size_t(j)])));
+        }
+    } else {
+      std::vector<float> cpu = y.to_vector<float>(), interp = y.to("INTERP").to_vector<float>();
+      CHECK(cpu == interp);
+      auto av = a.to_vector<float>(), bv = b.to_vector<float>(), cv = bias.to_vector<float>();
+      for (std::int64_t i = 0; i < c.n; i += 5)
+        for (std::int64_t j = 0; j < c.m; j += 3) {
+          double s = 0;
+          for (std::int64_t k = 0; k < c.k; ++k)
+            s += double(av[std::size_t(i * c.k + k)]) * bv[std::size_t(k * c.m + j)];
+          CHECK(cpu[std::size_t(i * c.m + j)] ==
+                doctest::Approx(std::max(0.0, s + cv[std::size_t(j)])).epsilon(1e-4));
+        }
+    }
   }
 }
 

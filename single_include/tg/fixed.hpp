@@ -1204,6 +1204,13 @@ enum class UKind : std::uint8_t {
   If,          // src0 condition; the ops up to the matching EndIf run when it holds
   EndIf,       // src0: its If
   GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
+  // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
+  VecAcc,   // a vector accumulator of arg lanes, all zero
+  VecLoad,  // src0 param, src1 index: arg consecutive elements
+  VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
+  VecLane,  // src0 VecAcc: its lane arg
+  VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
+  Local,    // an array of arg elements of dtype, private to the thread (made by pack_panels)
 };
 
 /// What a Special UOp reads (GPU programs).
@@ -1240,9 +1247,10 @@ struct Program {
 };
 
 constexpr const char* ukind_name(UKind k) {
-  constexpr const char* names[] = {"param",   "var",   "bound", "const",      "range", "endrange",
-                                   "load",    "store", "acc",   "accassign",  "alu",   "reduce",
-                                   "special", "if",    "endif", "groupreduce"};
+  constexpr const char* names[] = {
+      "param",  "var",       "bound",  "const",   "range",    "endrange", "load",  "store",
+      "acc",    "accassign", "alu",    "reduce",  "special",  "if",       "endif", "groupreduce",
+      "vecacc", "vecload",   "vecmac", "veclane", "vecstore", "local"};
   return names[static_cast<int>(k)];
 }
 
@@ -1522,8 +1530,11 @@ struct LowerOptions {
   /// (TG_OPT=0 turns it off).
   int split_reduce = 16;
   /// A register-tiled reduction whose shared operand (reduce length x columns x 4 bytes) is
-  /// larger than this runs its column tiles in the outer loop (sgemm 2048² on 2 cores: 1.3-1.5 s ->
-  /// 0.61 s).
+  /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
+  /// every row tile then reads the same column panel of that operand, which the CPU device
+  /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
+  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. (64 KiB here
+  /// made the MLP training step's smaller matmuls slower: 5.0-5.8 -> 5.7-6.0 ms a step.)
   std::int64_t panel_bytes = std::int64_t(1) << 21;
   /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
   /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
@@ -1645,7 +1656,8 @@ public:
     // instead of the whole operand streaming from memory once per row tile.
     std::vector<std::size_t> order;
     panel_ = rows > 1 && reduce_nodes_.size() == 1 && prod(reduce_loops(0)).is_const() &&
-             prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes;
+             prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes &&
+             loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
     for (std::size_t i = 0; i < loops.size(); ++i)
       if (!panel_ || i + 1 < loops.size()) order.push_back(i);
@@ -2461,6 +2473,18 @@ struct CStyleRenderer {
         else
           group_reduce<D>(t, p, u, int(i), depth);
         break;
+      case UKind::VecAcc:
+      case UKind::VecLoad:
+      case UKind::VecMac:
+      case UKind::VecLane:
+      case UKind::VecStore:
+      case UKind::Local:
+        indent();
+        if constexpr (D::vectors)
+          D::vector_op(t, u, int(i));
+        else
+          throw graph_error(std::string("tg: this renderer has no ") + ukind_name(u.kind));
+        break;
       }
     }
     t << "}\n";
@@ -2508,6 +2532,40 @@ struct CDialect {
   static constexpr const char* qualifier(DType) { return ""; }
   /// Whether the dialect writes group reductions itself (D::group_reduce), else the shared tree.
   static constexpr bool own_group_reduce = false;
+  /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
+  /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
+  static constexpr bool vectors = true;
+  static constexpr void vector_op(Text& t, const UOp& u, int i) {
+    const char* vt = u.dtype == DType::Float64 ? "tg_f64x4" : "tg_f32x8";
+    auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
+    if (u.kind == UKind::VecAcc) {
+      t << vt << ' ';
+      v(i) << " = {0};\n";
+    } else if (u.kind == UKind::VecLoad) { // memcpy: an unaligned load, GCC's vmovups
+      t << vt << ' ';
+      v(i) << "; __builtin_memcpy(&";
+      v(i) << ", &";
+      v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], sizeof ";
+      v(i) << ");\n";
+    } else if (u.kind == UKind::VecStore) {
+      t << "__builtin_memcpy(&";
+      v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], &";
+      v(u.src[2]) << ", sizeof ";
+      v(u.src[2]) << ");\n";
+    } else if (u.kind == UKind::Local) {
+      t << type(u.dtype) << ' ';
+      v(i) << '[' << std::int64_t(u.arg) << "] __attribute__((aligned(64)));\n";
+    } else if (u.kind == UKind::VecMac) {
+      v(u.src[0]) << " = ";
+      v(u.src[0]) << " + ";
+      v(u.src[1]) << " * ";
+      v(u.src[2]) << ";\n";
+    } else {
+      t << type(u.dtype) << ' ';
+      v(i) << " = ";
+      v(u.src[0]) << '[' << std::int64_t(u.arg) << "];\n";
+    }
+  }
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:
@@ -2551,6 +2609,10 @@ struct CDialect {
          "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
          "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
+         "#ifdef __GNUC__\n"
+         "typedef float tg_f32x8 __attribute__((vector_size(32)));\n"
+         "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
+         "#endif\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
          "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
@@ -2604,7 +2666,8 @@ struct CDialect {
   static constexpr void signature(Text& t, const Program& p) {
     bool reduce = false, gated = false;
     for (const UOp& u : p.ops) {
-      reduce = reduce || (u.kind == UKind::DefineAcc && p.reduce_split == 1);
+      reduce = reduce ||
+               ((u.kind == UKind::DefineAcc || u.kind == UKind::VecAcc) && p.reduce_split == 1);
       gated = gated || (u.kind == UKind::Load && u.src[2] >= 0);
     }
     if (reduce) t << "TG_REDUCE_KERNEL ";

@@ -1253,6 +1253,13 @@ enum class UKind : std::uint8_t {
   If,          // src0 condition; the ops up to the matching EndIf run when it holds
   EndIf,       // src0: its If
   GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
+  // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
+  VecAcc,   // a vector accumulator of arg lanes, all zero
+  VecLoad,  // src0 param, src1 index: arg consecutive elements
+  VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
+  VecLane,  // src0 VecAcc: its lane arg
+  VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
+  Local,    // an array of arg elements of dtype, private to the thread (made by pack_panels)
 };
 
 /// What a Special UOp reads (GPU programs).
@@ -1289,9 +1296,10 @@ struct Program {
 };
 
 constexpr const char* ukind_name(UKind k) {
-  constexpr const char* names[] = {"param",   "var",   "bound", "const",      "range", "endrange",
-                                   "load",    "store", "acc",   "accassign",  "alu",   "reduce",
-                                   "special", "if",    "endif", "groupreduce"};
+  constexpr const char* names[] = {
+      "param",  "var",       "bound",  "const",   "range",    "endrange", "load",  "store",
+      "acc",    "accassign", "alu",    "reduce",  "special",  "if",       "endif", "groupreduce",
+      "vecacc", "vecload",   "vecmac", "veclane", "vecstore", "local"};
   return names[static_cast<int>(k)];
 }
 
@@ -1571,8 +1579,11 @@ struct LowerOptions {
   /// (TG_OPT=0 turns it off).
   int split_reduce = 16;
   /// A register-tiled reduction whose shared operand (reduce length x columns x 4 bytes) is
-  /// larger than this runs its column tiles in the outer loop (sgemm 2048² on 2 cores: 1.3-1.5 s ->
-  /// 0.61 s).
+  /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
+  /// every row tile then reads the same column panel of that operand, which the CPU device
+  /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
+  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. (64 KiB here
+  /// made the MLP training step's smaller matmuls slower: 5.0-5.8 -> 5.7-6.0 ms a step.)
   std::int64_t panel_bytes = std::int64_t(1) << 21;
   /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
   /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
@@ -1694,7 +1705,8 @@ public:
     // instead of the whole operand streaming from memory once per row tile.
     std::vector<std::size_t> order;
     panel_ = rows > 1 && reduce_nodes_.size() == 1 && prod(reduce_loops(0)).is_const() &&
-             prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes;
+             prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes &&
+             loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
     for (std::size_t i = 0; i < loops.size(); ++i)
       if (!panel_ || i + 1 < loops.size()) order.push_back(i);
@@ -2411,6 +2423,452 @@ constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel,
 #include <fstream>
 #include <future>
 
+// ---- tg/codegen/pack.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PACK_HPP
+#define TG_SI_TG_CODEGEN_PACK_HPP
+// pack_panels (C programs for the CPU only, after vectorize): a tile's shared operand copied
+// into a contiguous panel. In a matmul whose column tiles run outermost, every row tile reads
+// the same columns of the right operand: 16 floats from each of K rows, rows 4 KiB apart (1024
+// columns), so the K rows fall into a few sets of the L1 cache and are fetched again for every
+// row tile. Copying those columns once per column tile into a local array of K x 16 (each row
+// of the tile 64 bytes after the last) made a standalone 1024² kernel 2x faster (35 -> 68
+// GFLOP/s a core). The copy reads the same elements, so results do not change.
+
+// ---- tg/codegen/vectorize.hpp ----
+#ifndef TG_SI_TG_CODEGEN_VECTORIZE_HPP
+#define TG_SI_TG_CODEGEN_VECTORIZE_HPP
+// vectorize (C programs for the CPU device only): a register tile's lanes as GNU C vectors.
+// A matmul's tile accumulates acc[r][c] += a[r] * b[c] with b[c] consecutive in memory. GCC
+// turned its scalar accumulators into vectors itself, but reloaded b for every row of the tile
+// and ran at 16-18 GFLOP/s a core (1024²). Here every run of W lanes of a row (W = one 256-bit
+// vector) becomes one vector accumulator, updated by one vector load of b and the broadcast of
+// a: the same products and sums, in the same order, for every lane (the C flags forbid
+// contraction), so the kernel still agrees with INTERP bit for bit.
+
+namespace tg {
+
+namespace detail {
+
+/// An integer value as a sum of coefficient * atom plus a constant; atoms are op indices
+/// (ranges, parameters, and whatever is not a sum or a product by a constant).
+struct Affine {
+  std::vector<std::pair<int, std::int64_t>> terms; // sorted by atom
+  std::int64_t c = 0;
+  constexpr bool operator==(const Affine&) const = default;
+};
+
+constexpr Affine affine_add(const Affine& a, const Affine& b, std::int64_t scale_b) {
+  Affine r;
+  r.c = a.c + scale_b * b.c;
+  std::size_t i = 0, j = 0;
+  while (i < a.terms.size() || j < b.terms.size()) {
+    if (j == b.terms.size() || (i < a.terms.size() && a.terms[i].first < b.terms[j].first)) {
+      r.terms.push_back(a.terms[i++]);
+    } else if (i == a.terms.size() || b.terms[j].first < a.terms[i].first) {
+      r.terms.push_back({b.terms[j].first, scale_b * b.terms[j].second});
+      ++j;
+    } else {
+      std::int64_t k = a.terms[i].second + scale_b * b.terms[j].second;
+      if (k != 0) r.terms.push_back({a.terms[i].first, k});
+      ++i;
+      ++j;
+    }
+  }
+  return r;
+}
+
+/// The affine form of every integer op of p (others: empty).
+constexpr std::vector<Affine> affine_forms(const Program& p) {
+  std::vector<Affine> f(p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (!is_int(u.dtype)) continue;
+    if (u.kind == UKind::Const) {
+      f[i].c = u.value.i;
+      continue;
+    }
+    if (u.kind == UKind::Alu && (u.op == Op::Add || u.op == Op::Mul)) {
+      const Affine& a = f[std::size_t(u.src[0])];
+      const Affine& b = f[std::size_t(u.src[1])];
+      if (u.op != Op::Mul) {
+        f[i] = affine_add(a, b, 1);
+        continue;
+      }
+      if (a.terms.empty() || b.terms.empty()) {
+        const Affine& x = a.terms.empty() ? b : a;
+        std::int64_t k = a.terms.empty() ? a.c : b.c;
+        f[i] = affine_add(Affine{}, x, k);
+        continue;
+      }
+    }
+    f[i].terms.push_back({int(i), 1});
+  }
+  return f;
+}
+
+/// Drops pure values nothing uses, renumbering the rest.
+constexpr Program drop_unused(Program p) {
+  std::vector<std::uint8_t> used(p.ops.size(), 0);
+  for (std::size_t i = p.ops.size(); i-- > 0;) {
+    const UOp& u = p.ops[i];
+    bool pure = u.kind == UKind::Const || u.kind == UKind::Alu || u.kind == UKind::Load ||
+                u.kind == UKind::VecLoad || u.kind == UKind::VecLane || u.kind == UKind::Local;
+    if (pure && !used[i]) continue;
+    used[i] = 1;
+    for (int s : u.src)
+      if (s >= 0) used[std::size_t(s)] = 1;
+  }
+  std::vector<int> map(p.ops.size(), -1);
+  std::vector<UOp> ops;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (!used[i]) continue;
+    UOp u = p.ops[i];
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    map[i] = int(ops.size());
+    ops.push_back(u);
+  }
+  p.ops = std::move(ops);
+  return p;
+}
+
+} // namespace detail
+
+/// The vectorize pass (see the top of this file). Programs without such a tile come back as they
+/// were.
+constexpr Program vectorize(const Program& p) {
+  const std::size_t n = p.ops.size();
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<int> depth_of(n, 0); // loops around each op
+  for (std::size_t i = 0, d = 0; i < n; ++i) {
+    if (p.ops[i].kind == UKind::EndRange) --d;
+    depth_of[i] = int(d);
+    if (p.ops[i].kind == UKind::Range) ++d;
+  }
+  // A lane: acc += s * b[i] with b a plain load of the accumulator's own dtype.
+  struct Lane {
+    int assign = -1, acc = -1, scalar = -1, buf = -1, index = -1;
+  };
+  auto lane_of = [&](std::size_t i, int scalar_side) {
+    Lane l;
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::AccAssign || u.op != Op::Add ||
+        (u.dtype != DType::Float32 && u.dtype != DType::Float64))
+      return l;
+    const UOp& acc = p.ops[std::size_t(u.src[0])];
+    const UOp& m = p.ops[std::size_t(u.src[1])];
+    // (a reduction of one element has no loop: its lanes are not worth vectors)
+    if (acc.kind != UKind::DefineAcc || acc.value.f != 0 || m.kind != UKind::Alu ||
+        m.op != Op::Mul || depth_of[i] <= depth_of[std::size_t(u.src[0])])
+      return l;
+    int s = m.src[std::size_t(scalar_side)], b = m.src[std::size_t(1 - scalar_side)];
+    const UOp& ld = p.ops[std::size_t(b)];
+    if (ld.kind != UKind::Load || ld.src[2] >= 0 || p.ops[std::size_t(ld.src[0])].dtype != u.dtype)
+      return l;
+    return Lane{int(i), u.src[0], s, ld.src[0], ld.src[1]};
+  };
+  // Groups of W consecutive lanes with one scalar and consecutive elements of one buffer.
+  struct Group {
+    std::vector<Lane> lanes;
+  };
+  std::vector<Group> groups;
+  std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
+    const std::size_t w = p.ops[i].dtype == DType::Float64 ? 4 : 8;
+    if (i + w > n) continue;
+    for (int side = 0; side < 2; ++side) {
+      Group g;
+      for (std::size_t j = 0; j < w; ++j) {
+        Lane l = lane_of(i + j, side);
+        if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
+        if (j > 0) {
+          const Lane& f = g.lanes[0];
+          detail::Affine d =
+              detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
+          if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
+              d.c != std::int64_t(j) || p.ops[std::size_t(l.acc)].dtype != p.ops[i].dtype)
+            break;
+        }
+        g.lanes.push_back(l);
+      }
+      if (g.lanes.size() != w) continue;
+      for (const Lane& l : g.lanes) {
+        group_of_assign[std::size_t(l.assign)] = int(groups.size());
+        group_of_acc[std::size_t(l.acc)] = int(groups.size());
+      }
+      groups.push_back(g);
+      break;
+    }
+  }
+  if (groups.empty()) return p;
+
+  Program q = p;
+  q.ops.clear();
+  std::vector<std::pair<std::pair<int, int>, int>> loaded; // (buffer, index) -> its VecLoad
+  std::vector<int> map(n, -1), vacc(groups.size(), -1), open_at(groups.size(), -1);
+  int depth = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    UOp u = p.ops[i];
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    if (int g = group_of_acc[i]; g >= 0) { // one vector accumulator per group
+      if (vacc[std::size_t(g)] < 0) {
+        UOp v{UKind::VecAcc,
+              Op::Add,
+              u.dtype,
+              {-1, -1, -1},
+              {},
+              int(groups[std::size_t(g)].lanes.size()),
+              {}};
+        q.ops.push_back(v);
+        vacc[std::size_t(g)] = int(q.ops.size()) - 1;
+        open_at[std::size_t(g)] = depth;
+      }
+      continue;
+    }
+    if (int g = group_of_assign[i]; g >= 0) { // the first lane updates the whole vector
+      const Group& gr = groups[std::size_t(g)];
+      if (gr.lanes[0].assign != int(i)) continue;
+      const Lane& f = gr.lanes[0];
+      int w = int(gr.lanes.size()), ld = -1;
+      std::pair<int, int> at{map[std::size_t(f.buf)], map[std::size_t(f.index)]};
+      for (const auto& [key, id] : loaded)
+        if (key == at) ld = id;
+      if (ld < 0) {
+        q.ops.push_back(
+            UOp{UKind::VecLoad, Op::Add, u.dtype, {at.first, at.second, -1}, {}, w, {}});
+        ld = int(q.ops.size()) - 1;
+        loaded.push_back({at, ld});
+      }
+      UOp mac{UKind::VecMac,
+              Op::Add,
+              u.dtype,
+              {vacc[std::size_t(g)], map[std::size_t(f.scalar)], ld},
+              {},
+              w,
+              {}};
+      q.ops.push_back(mac);
+      continue;
+    }
+    q.ops.push_back(u);
+    map[i] = int(q.ops.size()) - 1;
+    if (u.kind == UKind::Range) ++depth;
+    if (u.kind != UKind::EndRange) continue;
+    --depth;
+    loaded.clear();
+    // after the loop nest that defined them: the lanes as scalars, for the rest of the program
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (vacc[g] < 0 || open_at[g] != depth) continue;
+      for (std::size_t k = 0; k < groups[g].lanes.size(); ++k) {
+        UOp lane{UKind::VecLane, Op::Add, q.ops[std::size_t(vacc[g])].dtype, {vacc[g], -1, -1}, {},
+                 int(k),         {}};
+        q.ops.push_back(lane);
+        map[std::size_t(groups[g].lanes[k].acc)] = int(q.ops.size()) - 1;
+      }
+      open_at[g] = -1;
+    }
+  }
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_VECTORIZE_HPP
+
+namespace tg {
+
+namespace detail {
+/// The ranges each op depends on (bit r: the r-th Range of the program; at most 64 ranges).
+constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<int>& range_bit) {
+  std::vector<std::uint64_t> d(p.ops.size(), 0);
+  range_bit.assign(p.ops.size(), -1);
+  int bits = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind == UKind::Range) {
+      if (bits == 64) return {};
+      range_bit[i] = bits;
+      d[i] = std::uint64_t(1) << bits++;
+    }
+    if (u.kind == UKind::EndRange) continue;
+    for (int s : u.src)
+      if (s >= 0) d[i] |= d[std::size_t(s)];
+  }
+  return d;
+}
+} // namespace detail
+
+/// The pass (see the top of this file). Programs without such a tile come back as they were.
+constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1024) {
+  const std::size_t n = p.ops.size();
+  std::vector<int> bit;
+  std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
+  if (deps.empty()) return p;
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  // the ranges enclosing each op, outermost first
+  std::vector<std::vector<int>> stack(n);
+  std::vector<int> open;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
+    stack[i] = open;
+    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
+  }
+  // One panel per (reduce loop, buffer): its vector loads, their offsets from the first.
+  struct Panel {
+    int loop = -1, buf = -1, hoist = -1; // hoist: the range the copy goes before
+    std::vector<int> loads, cone;        // cone: the index's ops that depend on the loop
+    std::vector<std::int64_t> offsets;
+    std::int64_t columns = 0, length = 0;
+  };
+  std::vector<Panel> panels;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::VecLoad || stack[i].empty()) continue;
+    int loop = stack[i].back(), buf = u.src[0];
+    Panel* pn = nullptr;
+    for (Panel& x : panels)
+      if (x.loop == loop && x.buf == buf) pn = &x;
+    if (!pn) {
+      panels.push_back(Panel{loop, buf, -1, {}, {}, {}, 0, 0});
+      pn = &panels.back();
+    }
+    detail::Affine d = detail::affine_add(
+        aff[std::size_t(u.src[1])],
+        aff[std::size_t(p.ops[std::size_t(pn->loads.empty() ? int(i) : pn->loads[0])].src[1])], -1);
+    pn->loads.push_back(int(i));
+    pn->offsets.push_back(d.terms.empty() ? d.c : -1);
+  }
+  std::vector<int> panel_of_load(n, -1);
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    Panel& pn = panels[k];
+    const UOp& loop = p.ops[std::size_t(pn.loop)];
+    const UOp& first = p.ops[std::size_t(pn.loads[0])];
+    const std::int64_t w = first.arg;
+    // a loop 0..K with constant K, read at offsets 0, w, 2w, ... (in any order)
+    const UOp& lo = p.ops[std::size_t(loop.src[0])];
+    const UOp& hi = p.ops[std::size_t(loop.src[1])];
+    if (lo.kind != UKind::Const || lo.value.i != 0 || hi.kind != UKind::Const || loop.src[2] >= 0)
+      continue;
+    pn.length = hi.value.i;
+    std::int64_t most = 0;
+    bool ok = true;
+    for (std::int64_t o : pn.offsets) {
+      ok = ok && o >= 0 && o % w == 0;
+      most = std::max(most, o);
+    }
+    pn.columns = most + w;
+    std::vector<std::uint8_t> seen(std::size_t(pn.columns / w), 0);
+    for (std::int64_t o : pn.offsets)
+      if (ok) seen[std::size_t(o / w)] = 1;
+    for (std::uint8_t s : seen) ok = ok && s;
+    if (!ok || pn.length * pn.columns * itemsize(first.dtype) > max_bytes) continue;
+    // The copy goes before the outermost enclosing loop from which on no loop changes the
+    // index: that loop (row tiles) then reuses the panel. Everything the index needs besides
+    // the reduce loop must be computed before it.
+    const std::vector<int>& enclosing = stack[std::size_t(pn.loop)];
+    std::uint64_t idx = deps[std::size_t(first.src[1])];
+    std::size_t h = enclosing.size();
+    while (h > 0 && !(idx >> bit[std::size_t(enclosing[h - 1])] & 1)) --h;
+    if (h == enclosing.size()) continue;
+    const int hoist = enclosing[h];
+    const UOp& hend = p.ops[std::size_t(p.ops[std::size_t(hoist)].src[1])];
+    if (hend.kind != UKind::Const || hend.value.i < 2) continue; // nothing to reuse
+    // the index's ops inside the loop (cloned into the copy's loop) must all be arithmetic
+    std::vector<int> todo{first.src[1]};
+    while (ok && !todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (v == pn.loop) continue;
+      if (!(deps[std::size_t(v)] >> bit[std::size_t(pn.loop)] & 1)) {
+        ok = v < hoist;
+        continue;
+      }
+      const UOp& x = p.ops[std::size_t(v)];
+      ok = x.kind == UKind::Alu;
+      pn.cone.push_back(v);
+      for (int s : x.src)
+        if (s >= 0) todo.push_back(s);
+    }
+    if (!ok) continue;
+    pn.hoist = hoist;
+    for (int l : pn.loads) panel_of_load[std::size_t(l)] = int(k);
+  }
+
+  Program q = p;
+  q.ops.clear();
+  std::vector<int> map(n, -1), local(panels.size(), -1), kk(panels.size(), -1);
+  auto add = [&](UOp u) {
+    q.ops.push_back(u);
+    return int(q.ops.size()) - 1;
+  };
+  auto cint = [&](std::int64_t v) {
+    return add(UOp{UKind::Const,
+                   Op::Add,
+                   DType::Int64,
+                   {-1, -1, -1},
+                   Scalar::of_int(DType::Int64, v),
+                   -1,
+                   {}});
+  };
+  // the index of panel element (loop index at, offset o)
+  auto panel_index = [&](const Panel& pn, int at, std::int64_t o) {
+    int row = add(UOp{UKind::Alu, Op::Mul, DType::Int64, {at, cint(pn.columns), -1}, {}, -1, {}});
+    return add(UOp{UKind::Alu, Op::Add, DType::Int64, {row, cint(o), -1}, {}, -1, {}});
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < panels.size(); ++k) {
+      const Panel& pn = panels[k];
+      if (pn.hoist != int(i)) continue;
+      // the copy: for kk in [0, K): panel[kk * columns + o] = buf[index(kk) + o]
+      const UOp& first = p.ops[std::size_t(pn.loads[0])];
+      local[k] = add(UOp{
+          UKind::Local, Op::Add, first.dtype, {-1, -1, -1}, {}, int(pn.length * pn.columns), {}});
+      int zero = cint(0), len = cint(pn.length);
+      kk[k] = add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, len, -1}, {}, -1, {}});
+      std::vector<int> clone(n, -1);
+      clone[std::size_t(pn.loop)] = kk[k];
+      for (std::size_t v = std::size_t(pn.loop) + 1; v <= std::size_t(first.src[1]); ++v) {
+        if (std::find(pn.cone.begin(), pn.cone.end(), int(v)) == pn.cone.end()) continue;
+        UOp c = p.ops[v];
+        for (int& s : c.src)
+          if (s >= 0) s = clone[std::size_t(s)] >= 0 ? clone[std::size_t(s)] : map[std::size_t(s)];
+        clone[v] = add(c);
+      }
+      int base = clone[std::size_t(first.src[1])];
+      for (std::int64_t o = 0; o < pn.columns; o += first.arg) {
+        int src = add(UOp{UKind::Alu, Op::Add, DType::Int64, {base, cint(o), -1}, {}, -1, {}});
+        int v = add(UOp{UKind::VecLoad,
+                        Op::Add,
+                        first.dtype,
+                        {map[std::size_t(pn.buf)], src, -1},
+                        {},
+                        first.arg,
+                        {}});
+        int dst = panel_index(pn, kk[k], o);
+        add(UOp{UKind::VecStore, Op::Add, first.dtype, {local[k], dst, v}, {}, first.arg, {}});
+      }
+      add(UOp{UKind::EndRange, Op::Add, DType::Int64, {kk[k], -1, -1}, {}, -1, {}});
+    }
+    UOp u = p.ops[i];
+    if (int k = panel_of_load[i]; k >= 0 && local[std::size_t(k)] >= 0) {
+      const Panel& pn = panels[std::size_t(k)];
+      std::size_t j = 0;
+      while (pn.loads[j] != int(i)) ++j;
+      int at = panel_index(pn, map[std::size_t(pn.loop)], pn.offsets[j]);
+      u.src = {local[std::size_t(k)], at, -1};
+      map[i] = add(u);
+      continue;
+    }
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    map[i] = add(u);
+  }
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PACK_HPP
+
 // ---- tg/codegen/render.hpp ----
 #ifndef TG_SI_TG_CODEGEN_RENDER_HPP
 #define TG_SI_TG_CODEGEN_RENDER_HPP
@@ -2536,6 +2994,18 @@ struct CStyleRenderer {
         else
           group_reduce<D>(t, p, u, int(i), depth);
         break;
+      case UKind::VecAcc:
+      case UKind::VecLoad:
+      case UKind::VecMac:
+      case UKind::VecLane:
+      case UKind::VecStore:
+      case UKind::Local:
+        indent();
+        if constexpr (D::vectors)
+          D::vector_op(t, u, int(i));
+        else
+          throw graph_error(std::string("tg: this renderer has no ") + ukind_name(u.kind));
+        break;
       }
     }
     t << "}\n";
@@ -2583,6 +3053,40 @@ struct CDialect {
   static constexpr const char* qualifier(DType) { return ""; }
   /// Whether the dialect writes group reductions itself (D::group_reduce), else the shared tree.
   static constexpr bool own_group_reduce = false;
+  /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
+  /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
+  static constexpr bool vectors = true;
+  static constexpr void vector_op(Text& t, const UOp& u, int i) {
+    const char* vt = u.dtype == DType::Float64 ? "tg_f64x4" : "tg_f32x8";
+    auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
+    if (u.kind == UKind::VecAcc) {
+      t << vt << ' ';
+      v(i) << " = {0};\n";
+    } else if (u.kind == UKind::VecLoad) { // memcpy: an unaligned load, GCC's vmovups
+      t << vt << ' ';
+      v(i) << "; __builtin_memcpy(&";
+      v(i) << ", &";
+      v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], sizeof ";
+      v(i) << ");\n";
+    } else if (u.kind == UKind::VecStore) {
+      t << "__builtin_memcpy(&";
+      v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], &";
+      v(u.src[2]) << ", sizeof ";
+      v(u.src[2]) << ");\n";
+    } else if (u.kind == UKind::Local) {
+      t << type(u.dtype) << ' ';
+      v(i) << '[' << std::int64_t(u.arg) << "] __attribute__((aligned(64)));\n";
+    } else if (u.kind == UKind::VecMac) {
+      v(u.src[0]) << " = ";
+      v(u.src[0]) << " + ";
+      v(u.src[1]) << " * ";
+      v(u.src[2]) << ";\n";
+    } else {
+      t << type(u.dtype) << ' ';
+      v(i) << " = ";
+      v(u.src[0]) << '[' << std::int64_t(u.arg) << "];\n";
+    }
+  }
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:
@@ -2626,6 +3130,10 @@ struct CDialect {
          "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
          "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
+         "#ifdef __GNUC__\n"
+         "typedef float tg_f32x8 __attribute__((vector_size(32)));\n"
+         "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
+         "#endif\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
          "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
@@ -2679,7 +3187,8 @@ struct CDialect {
   static constexpr void signature(Text& t, const Program& p) {
     bool reduce = false, gated = false;
     for (const UOp& u : p.ops) {
-      reduce = reduce || (u.kind == UKind::DefineAcc && p.reduce_split == 1);
+      reduce = reduce ||
+               ((u.kind == UKind::DefineAcc || u.kind == UKind::VecAcc) && p.reduce_split == 1);
       gated = gated || (u.kind == UKind::Load && u.src[2] >= 0);
     }
     if (reduce) t << "TG_REDUCE_KERNEL ";
@@ -3616,7 +4125,10 @@ public:
       std::lock_guard<std::mutex> g(m_);
       std::unordered_map<std::string, int> seen;
       for (std::size_t i = 0; i < n; ++i) {
-        sources[i] = std::string(render_c(*programs[i]).view());
+        Program vp = pack_panels(vectorize(*programs[i])); // the CPU's own last passes
+        if (env::debug() >= 4 && vp.ops.size() != programs[i]->ops.size())
+          std::cerr << "after vectorize, pack_panels:\n" << dump(vp).view();
+        sources[i] = std::string(render_c(vp).view());
         keys[i] = key(sources[i]);
         if (auto it = loaded_.find(keys[i]); it != loaded_.end()) {
           so[i] = it->second;
@@ -4108,6 +4620,7 @@ constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t
 namespace tg {
 
 struct CudaDialect : CDialect {
+  static constexpr bool vectors = false;
   static constexpr const char* type(DType t) {
     return t == DType::Bool ? "bool" : CDialect::type(t);
   }
@@ -5152,7 +5665,13 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
       break;
     case UKind::Special:
     case UKind::GroupReduce:
-      throw device_error(std::string("tg: INTERP cannot run the GPU-only op ") +
+    case UKind::VecAcc:
+    case UKind::VecLoad:
+    case UKind::VecMac:
+    case UKind::VecLane:
+    case UKind::VecStore:
+    case UKind::Local:
+      throw device_error(std::string("tg: INTERP cannot run the device-only op ") +
                          ukind_name(u.kind));
     case UKind::Load:
       if (u.src[2] >= 0 && !s(2).i)

@@ -100,6 +100,7 @@ struct GlslDialect {
   /// math as if it were exact (lavapipe turns log_softmax of [inf] into 0, not NaN).
   static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
   static constexpr bool own_group_reduce = false; // the shared tree (subgroups: below)
+  static constexpr bool vectors = false;
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:

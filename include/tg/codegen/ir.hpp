@@ -24,6 +24,13 @@ enum class UKind : std::uint8_t {
   If,          // src0 condition; the ops up to the matching EndIf run when it holds
   EndIf,       // src0: its If
   GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
+  // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
+  VecAcc,   // a vector accumulator of arg lanes, all zero
+  VecLoad,  // src0 param, src1 index: arg consecutive elements
+  VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
+  VecLane,  // src0 VecAcc: its lane arg
+  VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
+  Local,    // an array of arg elements of dtype, private to the thread (made by pack_panels)
 };
 
 /// What a Special UOp reads (GPU programs).
@@ -60,9 +67,10 @@ struct Program {
 };
 
 constexpr const char* ukind_name(UKind k) {
-  constexpr const char* names[] = {"param",   "var",   "bound", "const",      "range", "endrange",
-                                   "load",    "store", "acc",   "accassign",  "alu",   "reduce",
-                                   "special", "if",    "endif", "groupreduce"};
+  constexpr const char* names[] = {
+      "param",  "var",       "bound",  "const",   "range",    "endrange", "load",  "store",
+      "acc",    "accassign", "alu",    "reduce",  "special",  "if",       "endif", "groupreduce",
+      "vecacc", "vecload",   "vecmac", "veclane", "vecstore", "local"};
   return names[static_cast<int>(k)];
 }
 

@@ -29,8 +29,11 @@ struct LowerOptions {
   /// (TG_OPT=0 turns it off).
   int split_reduce = 16;
   /// A register-tiled reduction whose shared operand (reduce length x columns x 4 bytes) is
-  /// larger than this runs its column tiles in the outer loop (sgemm 2048² on 2 cores: 1.3-1.5 s ->
-  /// 0.61 s).
+  /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
+  /// every row tile then reads the same column panel of that operand, which the CPU device
+  /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
+  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. (64 KiB here
+  /// made the MLP training step's smaller matmuls slower: 5.0-5.8 -> 5.7-6.0 ms a step.)
   std::int64_t panel_bytes = std::int64_t(1) << 21;
   /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
   /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
@@ -152,7 +155,8 @@ public:
     // instead of the whole operand streaming from memory once per row tile.
     std::vector<std::size_t> order;
     panel_ = rows > 1 && reduce_nodes_.size() == 1 && prod(reduce_loops(0)).is_const() &&
-             prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes;
+             prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes &&
+             loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
     for (std::size_t i = 0; i < loops.size(); ++i)
       if (!panel_ || i + 1 < loops.size()) order.push_back(i);

@@ -124,6 +124,18 @@ struct CStyleRenderer {
         else
           group_reduce<D>(t, p, u, int(i), depth);
         break;
+      case UKind::VecAcc:
+      case UKind::VecLoad:
+      case UKind::VecMac:
+      case UKind::VecLane:
+      case UKind::VecStore:
+      case UKind::Local:
+        indent();
+        if constexpr (D::vectors)
+          D::vector_op(t, u, int(i));
+        else
+          throw graph_error(std::string("tg: this renderer has no ") + ukind_name(u.kind));
+        break;
       }
     }
     t << "}\n";
@@ -171,6 +183,40 @@ struct CDialect {
   static constexpr const char* qualifier(DType) { return ""; }
   /// Whether the dialect writes group reductions itself (D::group_reduce), else the shared tree.
   static constexpr bool own_group_reduce = false;
+  /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
+  /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
+  static constexpr bool vectors = true;
+  static constexpr void vector_op(Text& t, const UOp& u, int i) {
+    const char* vt = u.dtype == DType::Float64 ? "tg_f64x4" : "tg_f32x8";
+    auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
+    if (u.kind == UKind::VecAcc) {
+      t << vt << ' ';
+      v(i) << " = {0};\n";
+    } else if (u.kind == UKind::VecLoad) { // memcpy: an unaligned load, GCC's vmovups
+      t << vt << ' ';
+      v(i) << "; __builtin_memcpy(&";
+      v(i) << ", &";
+      v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], sizeof ";
+      v(i) << ");\n";
+    } else if (u.kind == UKind::VecStore) {
+      t << "__builtin_memcpy(&";
+      v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], &";
+      v(u.src[2]) << ", sizeof ";
+      v(u.src[2]) << ");\n";
+    } else if (u.kind == UKind::Local) {
+      t << type(u.dtype) << ' ';
+      v(i) << '[' << std::int64_t(u.arg) << "] __attribute__((aligned(64)));\n";
+    } else if (u.kind == UKind::VecMac) {
+      v(u.src[0]) << " = ";
+      v(u.src[0]) << " + ";
+      v(u.src[1]) << " * ";
+      v(u.src[2]) << ";\n";
+    } else {
+      t << type(u.dtype) << ' ';
+      v(i) << " = ";
+      v(u.src[0]) << '[' << std::int64_t(u.arg) << "];\n";
+    }
+  }
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:
@@ -214,6 +260,10 @@ struct CDialect {
          "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
          "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
+         "#ifdef __GNUC__\n"
+         "typedef float tg_f32x8 __attribute__((vector_size(32)));\n"
+         "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
+         "#endif\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
          "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
@@ -267,7 +317,8 @@ struct CDialect {
   static constexpr void signature(Text& t, const Program& p) {
     bool reduce = false, gated = false;
     for (const UOp& u : p.ops) {
-      reduce = reduce || (u.kind == UKind::DefineAcc && p.reduce_split == 1);
+      reduce = reduce ||
+               ((u.kind == UKind::DefineAcc || u.kind == UKind::VecAcc) && p.reduce_split == 1);
       gated = gated || (u.kind == UKind::Load && u.src[2] >= 0);
     }
     if (reduce) t << "TG_REDUCE_KERNEL ";

@@ -11,6 +11,7 @@
 namespace tg {
 
 struct CudaDialect : CDialect {
+  static constexpr bool vectors = false;
   static constexpr const char* type(DType t) {
     return t == DType::Bool ? "bool" : CDialect::type(t);
   }

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "../codegen/pack.hpp"
 #include "../codegen/render.hpp"
 #include "cache.hpp"
 #include "device.hpp"
@@ -114,7 +115,10 @@ public:
       std::lock_guard<std::mutex> g(m_);
       std::unordered_map<std::string, int> seen;
       for (std::size_t i = 0; i < n; ++i) {
-        sources[i] = std::string(render_c(*programs[i]).view());
+        Program vp = pack_panels(vectorize(*programs[i])); // the CPU's own last passes
+        if (env::debug() >= 4 && vp.ops.size() != programs[i]->ops.size())
+          std::cerr << "after vectorize, pack_panels:\n" << dump(vp).view();
+        sources[i] = std::string(render_c(vp).view());
         keys[i] = key(sources[i]);
         if (auto it = loaded_.find(keys[i]); it != loaded_.end()) {
           so[i] = it->second;

@@ -317,7 +317,13 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
       break;
     case UKind::Special:
     case UKind::GroupReduce:
-      throw device_error(std::string("tg: INTERP cannot run the GPU-only op ") +
+    case UKind::VecAcc:
+    case UKind::VecLoad:
+    case UKind::VecMac:
+    case UKind::VecLane:
+    case UKind::VecStore:
+    case UKind::Local:
+      throw device_error(std::string("tg: INTERP cannot run the device-only op ") +
                          ukind_name(u.kind));
     case UKind::Load:
       if (u.src[2] >= 0 && !s(2).i)
