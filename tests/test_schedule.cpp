@@ -398,6 +398,29 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
   }
 }
 
+TEST_CASE("a transposing copy runs in 8 x 8 tiles, with the values of the plain loop") {
+  for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{784, 256}, {24, 40}, {12, 20}}) {
+    CAPTURE(r);
+    CAPTURE(c);
+    auto a = randn({r, c});
+    tg::Tensor y = a.transpose(0, 1) * 2.0f;
+    auto info = tg::schedule({y});
+    REQUIRE(info.kernels() == 1);
+    tg::Program p = tg::lower(info.graph, info.schedule, 0);
+    bool tiled = r % 8 == 0 && c % 8 == 0;
+    CHECK_MESSAGE(contains(p.name.view(), "Eu8x8_") == tiled, p.name.view());
+    CHECK(!contains(tg::lower(info.graph, info.schedule, 0, tg::LowerOptions::off()).name.view(),
+                    "u8x8"));
+    auto av = a.to_vector<float>();
+    std::vector<float> expect(av.size());
+    for (std::int64_t i = 0; i < r; ++i)
+      for (std::int64_t j = 0; j < c; ++j)
+        expect[std::size_t(j * r + i)] = av[std::size_t(i * c + j)] * 2.0f;
+    CHECK(y.to_vector<float>() == expect);
+    CHECK(y.to("INTERP").to_vector<float>() == expect);
+  }
+}
+
 TEST_CASE("split reductions: vectorizable partial sums, the same bits on CPU and INTERP") {
   // (rows, length, expected split): the reduced axis is contiguous; a split needs at least 64
   // elements and a power-of-two divisor of at least 4

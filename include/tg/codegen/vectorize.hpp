@@ -131,32 +131,29 @@ constexpr Program vectorize(const Program& p) {
     return Lane{int(i), u.src[0], s, ld.src[0], ld.src[1]};
   };
   // Groups of W consecutive lanes with one scalar and consecutive elements of one buffer.
-  struct Group {
-    std::vector<Lane> lanes;
-  };
-  std::vector<Group> groups;
+  std::vector<std::vector<Lane>> groups;
   std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
     const std::size_t w = p.ops[i].dtype == DType::Float64 ? 4 : 8;
     if (i + w > n) continue;
     for (int side = 0; side < 2; ++side) {
-      Group g;
+      std::vector<Lane> g;
       for (std::size_t j = 0; j < w; ++j) {
         Lane l = lane_of(i + j, side);
         if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
         if (j > 0) {
-          const Lane& f = g.lanes[0];
+          const Lane& f = g[0];
           detail::Affine d =
               detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
           if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
               d.c != std::int64_t(j) || p.ops[std::size_t(l.acc)].dtype != p.ops[i].dtype)
             break;
         }
-        g.lanes.push_back(l);
+        g.push_back(l);
       }
-      if (g.lanes.size() != w) continue;
-      for (const Lane& l : g.lanes) {
+      if (g.size() != w) continue;
+      for (const Lane& l : g) {
         group_of_assign[std::size_t(l.assign)] = int(groups.size());
         group_of_acc[std::size_t(l.acc)] = int(groups.size());
       }
@@ -170,7 +167,6 @@ constexpr Program vectorize(const Program& p) {
   q.ops.clear();
   std::vector<std::pair<std::pair<int, int>, int>> loaded; // (buffer, index) -> its VecLoad
   std::vector<int> map(n, -1), vacc(groups.size(), -1), open_at(groups.size(), -1);
-  int depth = 0;
   for (std::size_t i = 0; i < n; ++i) {
     UOp u = p.ops[i];
     for (int& s : u.src)
@@ -182,19 +178,19 @@ constexpr Program vectorize(const Program& p) {
               u.dtype,
               {-1, -1, -1},
               {},
-              int(groups[std::size_t(g)].lanes.size()),
+              int(groups[std::size_t(g)].size()),
               {}};
         q.ops.push_back(v);
         vacc[std::size_t(g)] = int(q.ops.size()) - 1;
-        open_at[std::size_t(g)] = depth;
+        open_at[std::size_t(g)] = depth_of[i];
       }
       continue;
     }
     if (int g = group_of_assign[i]; g >= 0) { // the first lane updates the whole vector
-      const Group& gr = groups[std::size_t(g)];
-      if (gr.lanes[0].assign != int(i)) continue;
-      const Lane& f = gr.lanes[0];
-      int w = int(gr.lanes.size()), ld = -1;
+      const std::vector<Lane>& gr = groups[std::size_t(g)];
+      if (gr[0].assign != int(i)) continue;
+      const Lane& f = gr[0];
+      int w = int(gr.size()), ld = -1;
       std::pair<int, int> at{map[std::size_t(f.buf)], map[std::size_t(f.index)]};
       for (const auto& [key, id] : loaded)
         if (key == at) ld = id;
@@ -216,18 +212,16 @@ constexpr Program vectorize(const Program& p) {
     }
     q.ops.push_back(u);
     map[i] = int(q.ops.size()) - 1;
-    if (u.kind == UKind::Range) ++depth;
     if (u.kind != UKind::EndRange) continue;
-    --depth;
     loaded.clear();
     // after the loop nest that defined them: the lanes as scalars, for the rest of the program
     for (std::size_t g = 0; g < groups.size(); ++g) {
-      if (vacc[g] < 0 || open_at[g] != depth) continue;
-      for (std::size_t k = 0; k < groups[g].lanes.size(); ++k) {
+      if (vacc[g] < 0 || open_at[g] != depth_of[i]) continue;
+      for (std::size_t k = 0; k < groups[g].size(); ++k) {
         UOp lane{UKind::VecLane, Op::Add, q.ops[std::size_t(vacc[g])].dtype, {vacc[g], -1, -1}, {},
                  int(k),         {}};
         q.ops.push_back(lane);
-        map[std::size_t(groups[g].lanes[k].acc)] = int(q.ops.size()) - 1;
+        map[std::size_t(groups[g][k].acc)] = int(q.ops.size()) - 1;
       }
       open_at[g] = -1;
     }
