@@ -24,35 +24,9 @@ constexpr int floor_pow2(std::int64_t x) {
   return r;
 }
 
-struct GpuRewriter {
-  const Program& in;
-  std::vector<UOp> out;
-  std::vector<int> map;
-
-  constexpr int add(UOp u) {
-    out.push_back(std::move(u));
-    return int(out.size()) - 1;
-  }
-  constexpr int cint(std::int64_t v) {
-    return add(UOp{UKind::Const,
-                   Op::Add,
-                   DType::Int64,
-                   {-1, -1, -1},
-                   Scalar::of_int(DType::Int64, v),
-                   -1,
-                   {}});
-  }
-  constexpr int alu(Op op, DType t, int a, int b) {
-    return add(UOp{UKind::Alu, op, t, {a, b, -1}, {}, -1, {}});
-  }
+struct GpuRewriter : ProgramRewriter {
   constexpr int special(GpuIndex g) {
     return add(UOp{UKind::Special, Op::Add, DType::Int64, {-1, -1, -1}, {}, int(g), {}});
-  }
-  constexpr UOp remapped(const UOp& u) const {
-    UOp r = u;
-    for (int& s : r.src)
-      if (s >= 0) s = map[std::size_t(s)];
-    return r;
   }
   constexpr bool is_const(int old) const { return in.ops[std::size_t(old)].kind == UKind::Const; }
   constexpr std::int64_t ival(int old) const { return in.ops[std::size_t(old)].value.i; }
@@ -125,7 +99,7 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
   if (grouped && longest < local)
     local = std::max(std::min(local, 32), detail::floor_pow2(longest));
 
-  detail::GpuRewriter w{p, {}, std::vector<int>(n, -1)};
+  detail::GpuRewriter w{{p, {}, std::vector<int>(n, -1)}};
   int item = w.special(GpuIndex::Item);
   int lane = grouped ? w.special(GpuIndex::Lane) : -1;
   int lane0 = grouped ? w.alu(Op::CmpEq, DType::Bool, lane, w.cint(0)) : -1;

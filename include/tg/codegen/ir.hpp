@@ -74,6 +74,39 @@ constexpr const char* ukind_name(UKind k) {
   return names[static_cast<int>(k)];
 }
 
+namespace detail {
+/// Helpers for a pass that copies a program op by op into `out`, inserting ops of its own
+/// (map: each old op's index in `out`).
+struct ProgramRewriter {
+  const Program& in;
+  std::vector<UOp> out;
+  std::vector<int> map;
+
+  constexpr int add(UOp u) {
+    out.push_back(std::move(u));
+    return int(out.size()) - 1;
+  }
+  constexpr int cint(std::int64_t v) {
+    return add(UOp{UKind::Const,
+                   Op::Add,
+                   DType::Int64,
+                   {-1, -1, -1},
+                   Scalar::of_int(DType::Int64, v),
+                   -1,
+                   {}});
+  }
+  constexpr int alu(Op op, DType t, int a, int b) {
+    return add(UOp{UKind::Alu, op, t, {a, b, -1}, {}, -1, {}});
+  }
+  constexpr UOp remapped(const UOp& u) const {
+    UOp r = u;
+    for (int& s : r.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    return r;
+  }
+};
+} // namespace detail
+
 /// A readable dump of a program (TG_DEBUG=4).
 constexpr Text dump(const Program& p) {
   Text t;

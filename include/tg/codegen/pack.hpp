@@ -129,26 +129,13 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
     for (int l : pn.loads) panel_of_load[std::size_t(l)] = int(k);
   }
 
-  Program q = p;
-  q.ops.clear();
-  std::vector<int> map(n, -1), local(panels.size(), -1), kk(panels.size(), -1);
-  auto add = [&](UOp u) {
-    q.ops.push_back(u);
-    return int(q.ops.size()) - 1;
-  };
-  auto cint = [&](std::int64_t v) {
-    return add(UOp{UKind::Const,
-                   Op::Add,
-                   DType::Int64,
-                   {-1, -1, -1},
-                   Scalar::of_int(DType::Int64, v),
-                   -1,
-                   {}});
-  };
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  std::vector<int>& map = w.map;
+  std::vector<int> local(panels.size(), -1), kk(panels.size(), -1);
   // the index of panel element (loop index at, offset o)
   auto panel_index = [&](const Panel& pn, int at, std::int64_t o) {
-    int row = add(UOp{UKind::Alu, Op::Mul, DType::Int64, {at, cint(pn.columns), -1}, {}, -1, {}});
-    return add(UOp{UKind::Alu, Op::Add, DType::Int64, {row, cint(o), -1}, {}, -1, {}});
+    int row = w.alu(Op::Mul, DType::Int64, at, w.cint(pn.columns));
+    return w.alu(Op::Add, DType::Int64, row, w.cint(o));
   };
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t k = 0; k < panels.size(); ++k) {
@@ -156,10 +143,10 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
       if (pn.hoist != int(i)) continue;
       // the copy: for kk in [0, K): panel[kk * columns + o] = buf[index(kk) + o]
       const UOp& first = p.ops[std::size_t(pn.loads[0])];
-      local[k] = add(UOp{
+      local[k] = w.add(UOp{
           UKind::Local, Op::Add, first.dtype, {-1, -1, -1}, {}, int(pn.length * pn.columns), {}});
-      int zero = cint(0), len = cint(pn.length);
-      kk[k] = add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, len, -1}, {}, -1, {}});
+      int zero = w.cint(0), len = w.cint(pn.length);
+      kk[k] = w.add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, len, -1}, {}, -1, {}});
       std::vector<int> clone(n, -1);
       clone[std::size_t(pn.loop)] = kk[k];
       for (std::size_t v = std::size_t(pn.loop) + 1; v <= std::size_t(first.src[1]); ++v) {
@@ -167,22 +154,22 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
         UOp c = p.ops[v];
         for (int& s : c.src)
           if (s >= 0) s = clone[std::size_t(s)] >= 0 ? clone[std::size_t(s)] : map[std::size_t(s)];
-        clone[v] = add(c);
+        clone[v] = w.add(c);
       }
       int base = clone[std::size_t(first.src[1])];
       for (std::int64_t o = 0; o < pn.columns; o += first.arg) {
-        int src = add(UOp{UKind::Alu, Op::Add, DType::Int64, {base, cint(o), -1}, {}, -1, {}});
-        int v = add(UOp{UKind::VecLoad,
-                        Op::Add,
-                        first.dtype,
-                        {map[std::size_t(pn.buf)], src, -1},
-                        {},
-                        first.arg,
-                        {}});
+        int src = w.alu(Op::Add, DType::Int64, base, w.cint(o));
+        int v = w.add(UOp{UKind::VecLoad,
+                          Op::Add,
+                          first.dtype,
+                          {map[std::size_t(pn.buf)], src, -1},
+                          {},
+                          first.arg,
+                          {}});
         int dst = panel_index(pn, kk[k], o);
-        add(UOp{UKind::VecStore, Op::Add, first.dtype, {local[k], dst, v}, {}, first.arg, {}});
+        w.add(UOp{UKind::VecStore, Op::Add, first.dtype, {local[k], dst, v}, {}, first.arg, {}});
       }
-      add(UOp{UKind::EndRange, Op::Add, DType::Int64, {kk[k], -1, -1}, {}, -1, {}});
+      w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {kk[k], -1, -1}, {}, -1, {}});
     }
     UOp u = p.ops[i];
     if (int k = panel_of_load[i]; k >= 0 && local[std::size_t(k)] >= 0) {
@@ -191,13 +178,13 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
       while (pn.loads[j] != int(i)) ++j;
       int at = panel_index(pn, map[std::size_t(pn.loop)], pn.offsets[j]);
       u.src = {local[std::size_t(k)], at, -1};
-      map[i] = add(u);
+      map[i] = w.add(u);
       continue;
     }
-    for (int& s : u.src)
-      if (s >= 0) s = map[std::size_t(s)];
-    map[i] = add(u);
+    map[i] = w.add(w.remapped(u));
   }
+  Program q = p;
+  q.ops = std::move(w.out);
   return detail::drop_unused(std::move(q));
 }
 

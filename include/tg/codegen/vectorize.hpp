@@ -17,7 +17,6 @@ namespace detail {
 struct Affine {
   std::vector<std::pair<int, std::int64_t>> terms; // sorted by atom
   std::int64_t c = 0;
-  constexpr bool operator==(const Affine&) const = default;
 };
 
 constexpr Affine affine_add(const Affine& a, const Affine& b, std::int64_t scale_b) {
