@@ -134,13 +134,100 @@ TEST_CASE("producers and an elementwise epilogue fuse into the reduction") {
   }
 }
 
-TEST_CASE("matmul is one kernel; softmax is three") {
+TEST_CASE("matmul is one kernel; softmax is one (three without row reductions)") {
   auto a = randn({32, 16}), b = randn({16, 24});
   CHECK(tg::schedule({a.matmul(b)}).kernels() == 1);
   CHECK(tg::schedule({randn({4, 32, 16}).matmul(randn({16, 8}))}).kernels() == 1);
   auto x = randn({8, 100});
-  CHECK(tg::schedule({x.softmax(-1)}).kernels() == 3);
-  CHECK(tg::schedule({x.log_softmax(-1)}).kernels() == 3);
+  CHECK(tg::schedule({x.softmax(-1)}).kernels() == 1);
+  CHECK(tg::schedule({x.log_softmax(-1)}).kernels() == 1);
+  CHECK(tg::schedule({x.softmax(-1)}, tg::FuseOptions{}).kernels() == 3);
+  CHECK(tg::schedule({x.log_softmax(-1)}, tg::FuseOptions{}).kernels() == 3);
+}
+
+TEST_CASE("row reductions: computed once per row inside the kernel that reads them") {
+  using F = tg::FuseOptions;
+  auto x = randn({6, 200}), w = randn({200}), b = randn({200});
+  auto xs = x.to_vector<float>();
+  auto mean_of = [&](std::int64_t r) {
+    double s = 0;
+    for (std::int64_t k = 0; k < 200; ++k) s += xs[std::size_t(r * 200 + k)];
+    return s / 200;
+  };
+  struct Case {
+    const char* name;
+    tg::Tensor y;
+    std::int64_t fused, plain; // kernels with and without row reductions
+  };
+  auto centered = x - x.mean(1, true);
+  std::vector<Case> cases{
+      {"softmax", x.softmax(1), 1, 3},
+      {"log_softmax", x.log_softmax(1), 1, 3},
+      {"logsumexp (the max inside the sum's kernel)", x.logsumexp(1), 1, 2},
+      {"layer norm", tg::nn::functional::layer_norm(x, {200}, w, b), 1, 3},
+      {"centered", centered, 1, 2},
+      // a column reduction is broadcast along the outer loop: recomputing it per row would
+      // multiply its work, so it keeps its buffer
+      {"softmax over axis 0", x.softmax(0), 3, 3},
+      // read at its own index by one kernel and broadcast by another: a buffer
+      {"a reduction that is also an output", x.sum(1, true), 1, 1},
+      // rows split 16 ways, not split (30 < 64), read with a stride (transposed), and in
+      // double (the vector max of tg_f64x4)
+      {"softmax of [2, 3, 96]", randn({2, 3, 96}).softmax(-1), 1, 3},
+      {"softmax of rows of 30", randn({5, 30}).softmax(1), 1, 3},
+      {"softmax of a transposed view", randn({96, 5}).transpose(0, 1).softmax(1), 1, 3},
+      {"double softmax", randn({3, 256}).cast(tg::DType::Float64).realize().softmax(1), 1, 3},
+  };
+  for (Case& c : cases) {
+    CAPTURE(c.name);
+    CHECK(tg::schedule({c.y}).kernels() == c.fused);
+    CHECK(tg::schedule({c.y}, F{}).kernels() == c.plain);
+    // the same program on CPU and INTERP: the same bits
+    if (c.y.dtype() == tg::DType::Float64)
+      CHECK(c.y.to_vector<double>() == c.y.to("INTERP").to_vector<double>());
+    else
+      CHECK(c.y.to_vector<float>() == c.y.to("INTERP").to_vector<float>());
+  }
+  // against a plain loop
+  auto got = cases[0].y.to_vector<float>(), centered_got = centered.to_vector<float>();
+  for (std::int64_t r = 0; r < 6; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (std::int64_t k = 0; k < 200; ++k) mx = std::max(mx, double(xs[std::size_t(r * 200 + k)]));
+    for (std::int64_t k = 0; k < 200; ++k) sum += std::exp(xs[std::size_t(r * 200 + k)] - mx);
+    for (std::int64_t k = 0; k < 200; ++k) {
+      std::size_t i = std::size_t(r * 200 + k);
+      CHECK(got[i] == doctest::Approx(std::exp(xs[i] - mx) / sum).epsilon(1e-5));
+      CHECK(centered_got[i] == doctest::Approx(xs[i] - mean_of(r)).epsilon(1e-4));
+    }
+  }
+  // the kernel computes the max and the sum before its row loop: no buffer between them
+  auto info = tg::schedule({x.softmax(1)});
+  CHECK(info.memory.slot_bytes.empty());
+  CHECK(contains(info.programs[0].name.view(), "Eh"));
+  // the CPU device's reuse_values: the sum's loop keeps its exponentials in a local array of the
+  // row, and the output loop reads them there (8 calls of exp2 in the sum's loop, split 8 ways,
+  // and none left in the output loop); the softmax's bits above are the CPU's with it
+  auto count = [](std::string_view s, std::string_view what) {
+    std::size_t k = 0;
+    for (std::size_t at = s.find(what); at != std::string_view::npos; at = s.find(what, at + 1))
+      ++k;
+    return k;
+  };
+  const tg::Program& sm = info.programs[0];
+  tg::Program kept = tg::reuse_values(sm);
+  std::string before(tg::render_c(sm).view()), after(tg::render_c(kept).view());
+  CHECK(count(before, "= tg_exp2f(") == 9);
+  CHECK(count(after, "= tg_exp2f(") == 8);
+  CHECK(contains(after, "[200] __attribute__((aligned(64)))"));
+  CHECK(!contains(before, "__attribute__((aligned(64)))"));
+  // log_softmax computes no costly value twice (its log is of the sum): unchanged
+  auto lsm = tg::schedule({x.log_softmax(1)}).programs[0];
+  CHECK(tg::reuse_values(lsm).ops.size() == lsm.ops.size());
+  // a row with a NaN: the vector max propagates it, like the scalar one
+  std::vector<float> v(3 * 64, 1.0f);
+  v[70] = NAN;
+  auto with_nan = tg::Tensor::from_data(v, {3, 64}).softmax(1).to_vector<float>();
+  for (std::size_t i = 0; i < v.size(); ++i) CHECK((i / 64 == 1) == std::isnan(with_nan[i]));
 }
 
 TEST_CASE("movement of a realized tensor launches nothing") {
@@ -435,8 +522,10 @@ TEST_CASE("split reductions: vectorizable partial sums, the same bits on CPU and
       tg::Program split = tg::lower(info.graph, info.schedule, last);
       tg::Program plain = tg::lower(info.graph, info.schedule, last, tg::LowerOptions{1, 1, 1});
       CHECK(split.reduce_split == c.split);
+      // (the row max under the exponentials is computed in the sum's kernel: "h")
       if (c.split > 1)
-        CHECK_MESSAGE(contains(split.name.view(), "rs" + std::to_string(c.split) + "_"),
+        CHECK_MESSAGE(contains(split.name.view(), std::string(which == 2 ? "rhs" : "rs") +
+                                                      std::to_string(c.split) + "_"),
                       split.name.view());
       std::vector<float> on_cpu = y.to_vector<float>();
       std::vector<float> on_interp = y.to("INTERP").to_vector<float>();

@@ -38,13 +38,16 @@
 // movement ops between the loop indices and each node (views are pushed down to the loads);
 // merges loop axes that every access walks contiguously; then places every value in the
 // outermost loop it depends on (linearize).
+#include <algorithm>
 
 // ---- tg/schedule/fuse.hpp ----
 #ifndef TG_SI_TG_SCHEDULE_FUSE_HPP
 #define TG_SI_TG_SCHEDULE_FUSE_HPP
 // fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
 // reduction is inlined into the one consumer that reads it back at the same index (an
-// elementwise epilogue), otherwise it ends a kernel of its own. Every kernel materializes one node.
+// elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
+// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
+// node.
 
 // ---- tg/graph/graph.hpp ----
 #ifndef TG_SI_TG_GRAPH_GRAPH_HPP
@@ -370,7 +373,6 @@ template <class E>
 // Symbolic integers: dimensions that are polynomials over named variables with bounds
 // ("batch" in [1, 4096]). A variable may carry a bound value, used when a kernel is launched;
 // the kernel's source only names the variable, so one compiled kernel serves every value.
-#include <algorithm>
 #include <array>
 #include <concepts>
 #include <vector>
@@ -1002,6 +1004,18 @@ using NodeFlags = std::vector<std::uint8_t>;
 
 namespace tg {
 
+/// Choices the fuser makes beyond correctness.
+struct FuseOptions {
+  /// A reduction whose every reader broadcasts it back along the axes after the ones its index
+  /// depends on (a softmax's row max and row sum, a layer norm's mean and variance) is computed
+  /// inside the kernels that read it, once per row (the lowering hoists it out of the loops its
+  /// index does not depend on), where it ended a kernel of its own: a softmax is one kernel that
+  /// reads each row from memory once and finds it in cache for the second and third pass, not
+  /// three kernels that each stream the whole tensor. Only for devices where one thread runs a
+  /// whole row (the CPU): a GPU thread per element would compute the row's reduction per element.
+  bool row_reductions = false;
+};
+
 struct Kernel {
   int root = -1;           // the node this kernel materializes
   std::vector<int> inputs; // materialized nodes it reads (kernel parameters 1..n; 0 is the output)
@@ -1013,8 +1027,8 @@ struct Schedule {
 };
 
 namespace detail {
-constexpr bool reshape_only(const Node& n) {
-  for (const Movement& m : n.moves)
+constexpr bool reshape_only(const std::vector<Movement>& moves) {
+  for (const Movement& m : moves)
     if (m.op != MoveOp::Reshape) return false;
   return true;
 }
@@ -1032,8 +1046,58 @@ constexpr void collect_inputs(const Graph& g, const NodeFlags& mat, int node, in
 }
 } // namespace detail
 
+namespace detail {
+/// The readers of a reduction that read_by_rows found: the materialized nodes and reductions
+/// whose index spaces read it, and whether one of them reads it broadcast.
+struct RowReaders {
+  std::vector<int> readers;
+  bool broadcast = false;
+};
+/// Whether reduction `r`'s readers, reached through elementwise ops and views `moves` (reshapes
+/// and expands only) from node `at`, each read it at an index that depends only on axes of their
+/// index space before the ones it is broadcast along (see FuseOptions::row_reductions).
+constexpr bool read_by_rows(const Graph& g, const NodeFlags& mat,
+                            const std::vector<std::vector<int>>& consumers, int r, int at,
+                            const std::vector<Movement>& moves, RowReaders& found) {
+  for (int c : consumers[std::size_t(at)]) {
+    const Node& n = g[c];
+    std::vector<Movement> m = moves;
+    if (n.op == Op::View) {
+      for (const Movement& mv : n.moves) {
+        if (mv.op != MoveOp::Reshape && mv.op != MoveOp::Expand) return false;
+        m.push_back(mv);
+      }
+    } else if (!is_elementwise(n.op) && !is_reduce(n.op) && n.op != Op::Contiguous) {
+      return false;
+    }
+    if (is_reduce(n.op) || mat[std::size_t(c)]) {
+      // the index space that reads r, and which of its axes r's index depends on
+      ShapeTracker t = ShapeTracker::contiguous(g[r].shape).apply(m);
+      const View& v = t.views.back();
+      if (t.views.size() != 1 || v.has_mask()) return false;
+      bool broadcast = false; // some axis along which r is read alike has been met
+      for (std::size_t d = 0; d < v.ndim(); ++d) {
+        if (v.shape[d] == 1) continue;
+        bool along = false; // a reduced axis of the reader: r must not vary along it
+        for (int a : n.axes) along = along || (is_reduce(n.op) && std::size_t(a) == d);
+        bool depends = !(v.strides[d] == 0);
+        if (depends && (along || broadcast)) return false;
+        broadcast = broadcast || (!depends && !along);
+      }
+      found.broadcast = found.broadcast || broadcast || is_reduce(n.op);
+      bool known = false;
+      for (int k : found.readers) known = known || k == c;
+      if (!known) found.readers.push_back(c);
+      continue;
+    }
+    if (!read_by_rows(g, mat, consumers, r, c, m, found)) return false;
+  }
+  return true;
+}
+} // namespace detail
+
 /// Which nodes need a buffer. Views of materialized nodes never do.
-constexpr NodeFlags materialize(const Graph& g) {
+constexpr NodeFlags materialize(const Graph& g, FuseOptions o = {}) {
   NodeFlags mat(g.size(), false);
   for (std::size_t i = 0; i < g.size(); ++i)
     mat[i] = g.nodes[i].op == Op::Buffer || g.nodes[i].op == Op::Contiguous;
@@ -1049,7 +1113,7 @@ constexpr NodeFlags materialize(const Graph& g) {
       const auto& cs = consumers[cur];
       if (cs.size() != 1) break;
       const Node& c = g.nodes[std::size_t(cs[0])];
-      if (is_reduce(c.op) || (c.op == Op::View && !detail::reshape_only(c))) break;
+      if (is_reduce(c.op) || (c.op == Op::View && !detail::reshape_only(c.moves))) break;
       cur = std::size_t(cs[0]);
       if (mat[cur]) {
         inline_ok = true;
@@ -1058,12 +1122,27 @@ constexpr NodeFlags materialize(const Graph& g) {
     }
     mat[i] = !inline_ok;
   }
+  if (o.row_reductions)
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const Node& n = g.nodes[i];
+      bool output = false;
+      for (int out : g.outputs) output = output || out == int(i);
+      if (!is_reduce(n.op) || !mat[i] || output) continue;
+      bool rows = false; // its result has more than one element (one thread would run them all)
+      for (std::size_t d = 0; d < n.shape.size(); ++d) rows = rows || (!(n.shape[d] == 1));
+      // Each reader computes it again: worth it where one reads it broadcast (that kernel reads
+      // the rows anyway), and for at most two readers.
+      detail::RowReaders found;
+      if (rows && detail::read_by_rows(g, mat, consumers, int(i), int(i), {}, found) &&
+          found.broadcast && found.readers.size() <= 2)
+        mat[i] = false;
+    }
   return mat;
 }
 
-constexpr Schedule fuse(const Graph& g) {
+constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
   Schedule s;
-  s.materialized = materialize(g);
+  s.materialized = materialize(g, o);
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (!s.materialized[i] || g.nodes[i].op == Op::Buffer) continue;
     Kernel k;
@@ -1205,12 +1284,13 @@ enum class UKind : std::uint8_t {
   EndIf,       // src0: its If
   GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
   // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
-  VecAcc,   // a vector accumulator of arg lanes, all zero
+  VecAcc,   // a vector accumulator of arg lanes, each `value`
   VecLoad,  // src0 param, src1 index: arg consecutive elements
   VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
   VecLane,  // src0 VecAcc: its lane arg
   VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
   Local,    // an array of arg elements of dtype, private to the thread (made by pack_panels)
+  VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
 };
 
 /// What a Special UOp reads (GPU programs).
@@ -1248,9 +1328,9 @@ struct Program {
 
 constexpr const char* ukind_name(UKind k) {
   constexpr const char* names[] = {
-      "param",  "var",       "bound",  "const",   "range",    "endrange", "load",  "store",
-      "acc",    "accassign", "alu",    "reduce",  "special",  "if",       "endif", "groupreduce",
-      "vecacc", "vecload",   "vecmac", "veclane", "vecstore", "local"};
+      "param",  "var",       "bound",  "const",   "range",    "endrange", "load",   "store",
+      "acc",    "accassign", "alu",    "reduce",  "special",  "if",       "endif",  "groupreduce",
+      "vecacc", "vecload",   "vecmac", "veclane", "vecstore", "local",    "vecfold"};
   return names[static_cast<int>(k)];
 }
 
@@ -1295,7 +1375,7 @@ constexpr Text dump(const Program& p) {
     const UOp& u = p.ops[i];
     t << "  %" << i << " = " << ukind_name(u.kind);
     if (u.kind == UKind::Alu || u.kind == UKind::AccAssign || u.kind == UKind::Reduce ||
-        u.kind == UKind::GroupReduce)
+        u.kind == UKind::GroupReduce || u.kind == UKind::VecFold)
       t << ' ' << op_name(u.op);
     t << ' ' << dtype_name(u.dtype);
     for (int s : u.src)
@@ -1628,6 +1708,7 @@ public:
     // Pass 1: the trackers every access would use, in the unmerged index space.
     space_ = root.shape;
     collect();
+    while (recollect_) collect(); // a reduction turned out to be hoisted (see reduce)
     if (opt_.refine_views && reduce_nodes_.empty()) {
       Shape finer = refined_space();
       if (!(finer == space_)) {
@@ -1637,14 +1718,12 @@ public:
     }
     // Merge loop axes that every access of their space walks contiguously.
     std::size_t n = space_.size();
-    out_groups_ = merge_groups(space_, 0, n, all_trackers());
+    out_groups_ = merge_groups(space_, 0, n, aligned_trackers());
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
-      const Shape& rs = reduce_in_shape(r);
-      Shape a = reduce_axes_shape(r);
-      Shape full = space_;
-      for (const SInt& d : a) full.push_back(d);
-      (void)rs;
-      reduce_groups_.push_back(merge_groups(full, n, full.size(), space_trackers_[r + 1]));
+      Shape full = kept_shape(r), a = reduce_axes_shape(r);
+      std::size_t from = full.size();
+      full.insert(full.end(), a.begin(), a.end());
+      reduce_groups_.push_back(merge_groups(full, from, full.size(), space_trackers_[r + 1]));
     }
     Shape m = merged(space_, out_groups_, 0);
     if (m.empty()) m.push_back(1);
@@ -1658,15 +1737,20 @@ public:
     // Pass 2: build the program over the merged loops.
     collecting_ = false;
     memo_.clear();
-    reduce_space_.clear();
+    space_ctx_.assign(space_trackers_.size(), 0);
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
     bound1.arg = 1;
     // upcast the last output axis of a reduction kernel when it divides evenly, and the one
     // before it for a register tile when a load is shared along it
     std::int64_t lanes = 1, rows = 1;
-    split_ = split_width();
-    if (split_ == 1 && !reduce_nodes_.empty() && m.back().is_const()) {
+    std::size_t naligned = 0;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) naligned += !hoisted_[r];
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      splits_.push_back(split_width(r, naligned));
+      if (!hoisted_[r]) split_ = splits_[r]; // (1 unless it is the one aligned reduction)
+    }
+    if (split_ == 1 && naligned > 0 && m.back().is_const()) {
       std::int64_t size = m.back().constant();
       lanes = divisor(m.back(), opt_.upcast);
       if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
@@ -1682,7 +1766,8 @@ public:
       lanes = rows = opt_.transpose_tile;
     }
     std::size_t row_axis = m.size() - 2;
-    if (lanes >= 8 && m.size() >= 2 && reduce_nodes_.size() == 1 && shared_along(row_axis) &&
+    const bool one_aligned = reduce_nodes_.size() == 1 && !hoisted_[0];
+    if (lanes >= 8 && m.size() >= 2 && one_aligned && shared_along(row_axis) &&
         lanes_contiguous(m.size() - 1))
       rows = divisor(m[row_axis], opt_.upcast_rows);
     // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
@@ -1697,7 +1782,7 @@ public:
     // column panel of that operand then stays in cache while every row tile passes over it,
     // instead of the whole operand streaming from memory once per row tile.
     std::vector<std::size_t> order;
-    panel_ = rows > 1 && reduce_nodes_.size() == 1 && prod(reduce_loops(0)).is_const() &&
+    panel_ = rows > 1 && one_aligned && prod(reduce_loops(0)).is_const() &&
              prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes &&
              loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
@@ -1744,9 +1829,14 @@ public:
     Program p = linearize(int(loops.size()));
     for (int pn : params_) p.params.push_back(g_[pn].dtype);
     p.outer = loops[order[0]];
-    SInt work = prod(m);
-    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) work = work * prod(reduce_axes_shape(r));
-    p.work = work;
+    // a hoisted reduction runs once per element of its own result
+    SInt work = prod(m), hoisted_work = 0;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
+      if (hoisted_[r])
+        hoisted_work = hoisted_work + prod(reduce_in_shape(r));
+      else
+        work = work * prod(reduce_axes_shape(r));
+    p.work = work + hoisted_work;
     // the launcher evaluates these too: their variables are launch arguments even when the
     // source never reads them
     std::vector<Var> launch_vars;
@@ -1754,8 +1844,9 @@ public:
     p.work.collect_vars(launch_vars);
     for (const Var& v : launch_vars) var_index(v);
     p.vars = vars_;
-    p.reduce_split = int(split_);
-    p.name << (reduce_nodes_.empty() ? "E" : "r");
+    // (TG_REDUCE_KERNEL unless every reduction keeps its partials in vector lanes)
+    p.reduce_split = splits_.empty() ? 1 : int(*std::min_element(splits_.begin(), splits_.end()));
+    p.name << (naligned > 0 ? "r" : "E") << (naligned < reduce_nodes_.size() ? "h" : "");
     if (split_ > 1)
       p.name << 's' << split_;
     else if (rows > 1)
@@ -1774,7 +1865,7 @@ public:
 
 private:
   struct Memo {
-    int node, space, lane, part;
+    int node, space, lane, part, ctx;
     std::vector<Movement> pending;
     int uop;
   };
@@ -1800,6 +1891,10 @@ private:
   /// Pass 1 over the index space space_.
   constexpr void collect() {
     collecting_ = true;
+    recollect_ = false;
+    reduce_nodes_.clear();
+    hoisted_.clear();
+    operand_trackers_.clear();
     space_trackers_.assign(1, {});
     space_trackers_[0].push_back(ShapeTracker::contiguous(space_));
     std::vector<Movement> to_space;
@@ -1943,10 +2038,12 @@ private:
     if (!collecting_)
       for (const Memo& m : memo_)
         if (m.node == node && m.space == space && m.lane == lane_ && m.part == part_ &&
-            same_moves(m.pending, pending))
+            m.ctx == space_ctx_[std::size_t(space)] && same_moves(m.pending, pending))
           return m.uop;
     int r = compute(node, pending, space);
-    if (!collecting_) memo_.push_back(Memo{node, space, int(lane_), int(part_), pending, r});
+    if (!collecting_)
+      memo_.push_back(
+          Memo{node, space, int(lane_), int(part_), space_ctx_[std::size_t(space)], pending, r});
     return r;
   }
 
@@ -1956,7 +2053,8 @@ private:
       ShapeTracker t = ShapeTracker::contiguous(n.shape).apply(pending);
       if (collecting_) {
         space_trackers_[std::size_t(space)].push_back(t);
-        if (space > 0 && n.op != Op::Const) operand_trackers_.push_back(t);
+        if (space > 0 && !hoisted_[std::size_t(space) - 1] && n.op != Op::Const)
+          operand_trackers_.push_back(t);
         return -1;
       }
       auto [e, valid] = index(t, space_idx_[std::size_t(space)]);
@@ -1973,7 +2071,7 @@ private:
     }
     if (n.op == Op::View) return value(n.src[0], concat(n.moves, pending), space);
     if (n.op == Op::Contiguous) return value(n.src[0], pending, space);
-    if (is_reduce(n.op)) return reduce(node, space);
+    if (is_reduce(n.op)) return reduce(node, pending, space);
     // elementwise
     int s[3] = {-1, -1, -1};
     for (int i = 0; i < n.nsrc(); ++i) s[i] = value(n.src[std::size_t(i)], pending, space);
@@ -1989,48 +2087,103 @@ private:
     return r;
   }
 
-  constexpr int reduce(int node, int space) {
-    (void)space;
+  /// A reduction read at the kernel's own index (the root, or an epilogue's: reshapes only) runs
+  /// with the kernel's loops as its kept axes ("aligned"). One read through a broadcast (the row
+  /// max under a softmax; fuse's row reductions) is "hoisted": computed at the index the view
+  /// gives, once per distinct index, so it depends only on the loops that index does and
+  /// linearize emits it outside the others.
+  constexpr int reduce(int node, const std::vector<Movement>& pending, int space) {
     const Node& n = g_[node];
+    // (one that is read both ways, as logsumexp's max, is hoisted: collect() runs again)
+    bool hoisted = space != 0 || !reshape_only(pending);
+    for (int h : force_hoisted_) hoisted = hoisted || h == node;
     std::size_t r = 0;
     while (r < reduce_nodes_.size() && reduce_nodes_[r] != node) ++r;
     if (r == reduce_nodes_.size()) {
       if (!collecting_) throw graph_error("reduction not seen in the first pass");
       reduce_nodes_.push_back(node);
+      hoisted_.push_back(hoisted);
       space_trackers_.push_back({});
+    } else if (bool(hoisted_[r]) != hoisted) {
+      force_hoisted_.push_back(node);
+      recollect_ = true;
+      return -1;
     }
     int sp = int(r) + 1;
-    // The input is read with kept axes first (in the output's loops), then the reduced axes.
+    // The input is read with kept axes first, then the reduced axes.
     const Shape& in = g_[n.src[0]].shape;
     Movement perm{MoveOp::Permute, {}, {}};
     for (std::size_t d = 0; d < in.size(); ++d)
       if (!reduced(n, d)) perm.a.push_back(std::int64_t(d));
     for (int a : n.axes) perm.a.push_back(std::int64_t(a));
-    Shape a = reduce_axes_shape(r);
-    Shape loops;
+    Shape loops; // (not a ?: of two temporaries: GCC 12's constant evaluation mishandles it)
+    if (hoisted)
+      loops = kept_shape(r);
+    else
+      loops = merged(space_, out_groups_, 0);
+    ShapeTracker at = ShapeTracker::contiguous(n.shape).apply(pending); // where it is read
     if (collecting_) {
-      loops = space_;
-      for (const SInt& d : a) loops.push_back(d);
+      // (its index takes part in merging the axes of the space that reads it)
+      if (hoisted) space_trackers_[std::size_t(space)].push_back(at);
+      loops = kept_shape(r);
+      for (const SInt& d : reduce_axes_shape(r)) loops.push_back(d);
       std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
       value(n.src[0], p, sp);
       return -1;
     }
-    if (int found = find_reduce(node, lane_); found >= 0) return found;
-    Shape m = merged(space_, out_groups_, 0);
-    if (m.empty()) m.push_back(1);
+    std::vector<int> idx = out_idx_;
+    int valid = -1;
+    if (!hoisted) {
+      if (int found = find_reduce(node, lane_); found >= 0) return found;
+      if (loops.empty()) loops.push_back(1);
+    } else {
+      auto [e, v] = index(at, space_idx_[std::size_t(space)]);
+      valid = v;
+      idx = kept_index(n, e);
+      int found = -1;
+      for (const Hoisted& h : hoisted_done_)
+        if (h.node == node && h.kept == idx) found = h.uop;
+      if (found < 0) {
+        ++space_ctx_[std::size_t(sp)]; // the values memoized in its space were for another index
+        found = reduce_at(r, idx, loops, perm);
+        hoisted_done_.push_back(Hoisted{node, idx, found});
+      }
+      if (b_.is_const(valid) && b_.ival(valid) == 1) return found;
+      return b_.alu(Op::Where, n.dtype, valid, found, b_.constant(n.dtype, Scalar{}));
+    }
+    return reduce_at(r, idx, loops, perm);
+  }
+  /// The kept coordinates of reduction `n`'s input at flat offset `e` of its result.
+  constexpr std::vector<int> kept_index(const Node& n, int e) {
+    std::vector<int> idx;
+    SInt acc = 1;
+    for (std::size_t d = n.shape.size(); d-- > 0;) {
+      int x = e;
+      if (!(acc == 1)) x = b_.alu(Op::Div, DType::Int64, x, sint(acc));
+      if (d > 0) x = b_.alu(Op::Mod, DType::Int64, x, sint(n.shape[d]));
+      if (!reduced(n, d)) idx.insert(idx.begin(), n.shape[d] == 1 ? b_.cint(0) : x);
+      acc = acc * n.shape[d];
+    }
+    return idx;
+  }
+  /// Reduction r over its loops, its kept axes at indices `kept` (of the loops `loops`).
+  constexpr int reduce_at(std::size_t r, std::vector<int> idx, Shape loops, const Movement& perm) {
+    const int node = reduce_nodes_[r], sp = int(r) + 1;
+    const Node& n = g_[node];
+    const std::int64_t split = splits_[r], outer_part = part_;
     Shape ra = reduce_loops(r);
-    loops = m;
     loops.insert(loops.end(), ra.begin(), ra.end());
     if (space_idx_.size() <= std::size_t(sp)) space_idx_.resize(std::size_t(sp) + 1);
     std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
     Op op = n.op == Op::ReduceSum ? Op::Add : n.op == Op::ReduceMax ? Op::Max : Op::Mul;
-    if (std::int64_t total = unrolled_length(ra); total > 0) {
+    // (over no loops at all, its one element: a loop nest of none would be shared with every
+    // other such reduction, the one that reads this one included)
+    if (std::int64_t total = ra.empty() ? 1 : unrolled_length(ra, split); total > 0) {
       // element j at constant reduce indices (part_ tells the elements apart in the memo)
       int acc = b_.constant(n.dtype, reduce_identity(op, n.dtype));
+      std::size_t at = idx.size();
+      idx.resize(at + ra.size());
       for (part_ = 0; part_ < total; ++part_) {
-        std::vector<int> idx = out_idx_;
-        std::size_t at = idx.size();
-        idx.resize(at + ra.size());
         std::int64_t rest = part_;
         for (std::size_t i = ra.size(); i-- > 0;) {
           idx[at + i] = b_.cint(rest % ra[i].constant());
@@ -2040,7 +2193,7 @@ private:
         int x = value(n.src[0], p, sp);
         acc = b_.alu(op, n.dtype, acc, x);
       }
-      part_ = 0;
+      part_ = outer_part;
       return acc;
     }
     // every lane of an upcast kernel runs this reduction over the same loops
@@ -2049,29 +2202,33 @@ private:
       if (rn == node) rr = existing;
     if (rr.empty()) {
       for (std::size_t i = 0; i < ra.size(); ++i) {
-        SInt d = i + 1 == ra.size() && split_ > 1 ? SInt(ra[i].constant() / split_) : ra[i];
+        SInt d = i + 1 == ra.size() && split > 1 ? SInt(ra[i].constant() / split) : ra[i];
         int zero = b_.cint(0), size = sint(d);
         rr.push_back(range(zero, size, d.max_value()));
       }
       reduce_ranges_.push_back({node, rr});
     }
-    std::vector<int> idx = out_idx_;
     idx.insert(idx.end(), rr.begin(), rr.end());
     // one partial accumulator per element of a split (part_ tells their values apart in the memo)
     std::vector<int> parts;
-    for (part_ = 0; part_ < split_; ++part_) {
-      if (split_ > 1) {
-        int base = b_.alu(Op::Mul, DType::Int64, rr.back(), b_.cint(split_));
+    for (part_ = 0; part_ < split; ++part_) {
+      if (split > 1) {
+        int base = b_.alu(Op::Mul, DType::Int64, rr.back(), b_.cint(split));
         int offset = b_.cint(part_); // named: argument order would vary by compiler
         idx.back() = b_.alu(Op::Add, DType::Int64, base, offset);
       }
       space_idx_[std::size_t(sp)] = idx;
       int x = value(n.src[0], p, sp);
-      UOp u{UKind::Reduce,          op, n.dtype, {x, -1, -1}, Scalar::of_int(DType::Int64, lane_),
-            split_ > 1 ? -1 : node, rr};
+      UOp u{UKind::Reduce,
+            op,
+            n.dtype,
+            {x, -1, -1},
+            Scalar::of_int(DType::Int64, hoisted_[r] ? 0 : lane_),
+            split > 1 || hoisted_[r] ? -1 : node,
+            rr};
       parts.push_back(b_.add(u));
     }
-    part_ = 0;
+    part_ = outer_part;
     for (std::size_t width = parts.size(); width > 1; width /= 2)
       for (std::size_t i = 0; i < width / 2; ++i)
         parts[i] = b_.alu(op, n.dtype, parts[2 * i], parts[2 * i + 1]);
@@ -2079,8 +2236,8 @@ private:
   }
   /// The number of elements of a reduction over loops `ra` when it is unrolled
   /// (LowerOptions::unroll_reduce), else 0.
-  constexpr std::int64_t unrolled_length(const Shape& ra) const {
-    if (split_ > 1 || ra.empty()) return 0;
+  constexpr std::int64_t unrolled_length(const Shape& ra, std::int64_t split) const {
+    if (split > 1 || ra.empty()) return 0;
     if (!unroll_ok_) return 0;
     std::int64_t total = 1;
     for (const SInt& d : ra) {
@@ -2118,24 +2275,35 @@ private:
   }
   /// The merged reduce loops of reduction r.
   constexpr Shape reduce_loops(std::size_t r) const {
-    Shape full = space_;
+    Shape full = kept_shape(r);
+    std::size_t from = full.size();
     for (const SInt& d : reduce_axes_shape(r)) full.push_back(d);
-    return merged(full, reduce_groups_[r], space_.size());
+    return merged(full, reduce_groups_[r], from);
+  }
+  /// The axes reduction r's input space puts before its reduced ones: the kernel's index space
+  /// (aligned), or the kept axes of its input (hoisted).
+  constexpr Shape kept_shape(std::size_t r) const {
+    if (!hoisted_[r]) return space_;
+    const Node& n = g_[reduce_nodes_[r]];
+    Shape k;
+    for (std::size_t d = 0; d < n.shape.size(); ++d)
+      if (!reduced(n, d)) k.push_back(n.shape[d]);
+    return k;
   }
   /// How many partial accumulators the kernel's reduction splits into (LowerOptions::
   /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
   /// not at all) by every load inside it.
-  constexpr std::int64_t split_width() const {
-    if (opt_.split_reduce < 4 || reduce_nodes_.size() != 1) return 1;
-    Shape ra = reduce_loops(0);
+  constexpr std::int64_t split_width(std::size_t r, std::size_t naligned) const {
+    if (opt_.split_reduce < 4 || (!hoisted_[r] && naligned != 1)) return 1;
+    Shape ra = reduce_loops(r);
     if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
     std::int64_t w = divisor(ra.back(), opt_.split_reduce);
     if (w < 4) return 1;
-    std::size_t n = space_.size(), inner = 0;
-    const std::vector<int>& groups = reduce_groups_[0];
+    std::size_t n = kept_shape(r).size(), inner = 0;
+    const std::vector<int>& groups = reduce_groups_[r];
     for (std::size_t d = 0; d < groups.size(); ++d)
       if (groups[d] == int(ra.size()) - 1) inner = n + d;
-    for (const ShapeTracker& t : space_trackers_[1]) {
+    for (const ShapeTracker& t : space_trackers_[r + 1]) {
       const SInt& stride = t.views.back().strides[inner];
       if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return 1;
     }
@@ -2172,9 +2340,13 @@ private:
     }
     return true;
   }
-  constexpr std::vector<ShapeTracker> all_trackers() const {
-    std::vector<ShapeTracker> all;
-    for (const auto& sp : space_trackers_) all.insert(all.end(), sp.begin(), sp.end());
+  /// The accesses indexed by the kernel's loops: those of its own space and of its aligned
+  /// reductions' spaces (whose leading axes are that space).
+  constexpr std::vector<ShapeTracker> aligned_trackers() const {
+    std::vector<ShapeTracker> all = space_trackers_[0];
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
+      if (!hoisted_[r])
+        all.insert(all.end(), space_trackers_[r + 1].begin(), space_trackers_[r + 1].end());
     return all;
   }
 
@@ -2317,8 +2489,12 @@ private:
         int bit = dag[std::size_t(rg)].arg;
         for (std::size_t j = 0; j < n; ++j)
           if (!done[j] && dag[j].kind != UKind::Range && (deps[j] & reduce_bits[i]) &&
-              highest(deps[j]) == bit)
+              highest(deps[j]) == bit) {
+            // (fuse keeps a reduction that varies along another's loop in a buffer)
+            if (dag[j].kind == UKind::Reduce)
+              throw graph_error("lower: a reduction nested in another reduction's loop");
             emit(j);
+          }
       }
       for (std::size_t k = 0; k < group.size(); ++k) {
         const UOp& g = dag[group[k]];
@@ -2389,7 +2565,17 @@ private:
   std::vector<std::vector<ShapeTracker>> space_trackers_;
   std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;
-  std::vector<int> reduce_space_;
+  std::vector<std::uint8_t> hoisted_; // per reduction: read through a view (see reduce)
+  std::vector<std::int64_t> splits_;  // per reduction: split_width
+  std::vector<int> space_ctx_;        // per space: which binding of its indices memo_ holds
+  struct Hoisted {
+    int node;
+    std::vector<int> kept; // its kept index
+    int uop;               // its value
+  };
+  std::vector<Hoisted> hoisted_done_;
+  std::vector<int> force_hoisted_; // reductions read both at the kernel's index and through a view
+  bool recollect_ = false;
   std::vector<int> out_groups_;
   std::vector<std::vector<int>> reduce_groups_;
   std::vector<int> out_idx_;
@@ -2545,6 +2731,7 @@ struct CStyleRenderer {
       case UKind::VecLane:
       case UKind::VecStore:
       case UKind::Local:
+      case UKind::VecFold:
         indent();
         if constexpr (D::vectors)
           D::vector_op(t, u, int(i));
@@ -2606,7 +2793,13 @@ struct CDialect {
     auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
     if (u.kind == UKind::VecAcc) {
       t << vt << ' ';
-      v(i) << " = {0};\n";
+      v(i) << " = {0}";
+      if (u.value.f != 0) {
+        t << "; ";
+        v(i) << " += ";
+        constant(t, u.dtype, u.value);
+      }
+      t << ";\n";
     } else if (u.kind == UKind::VecLoad) { // memcpy: an unaligned load, GCC's vmovups
       t << vt << ' ';
       v(i) << "; __builtin_memcpy(&";
@@ -2621,6 +2814,21 @@ struct CDialect {
     } else if (u.kind == UKind::Local) {
       t << type(u.dtype) << ' ';
       v(i) << '[' << std::int64_t(u.arg) << "] __attribute__((aligned(64)));\n";
+    } else if (u.kind == UKind::VecFold && u.op == Op::Max) {
+      // NaN-propagating, as the scalar max: a lane keeps acc where acc > x or acc is NaN
+      const char* it = u.dtype == DType::Float64 ? "tg_i64x4" : "tg_i32x8";
+      t << "{ " << it << " m = (" << it << ")(";
+      v(u.src[0]) << " > ";
+      v(u.src[1]) << ") | (" << it << ")(";
+      v(u.src[0]) << " != ";
+      v(u.src[0]) << "); ";
+      v(u.src[0]) << " = (" << vt << ")(((" << it << ")";
+      v(u.src[0]) << " & m) | ((" << it << ")";
+      v(u.src[1]) << " & ~m)); }\n";
+    } else if (u.kind == UKind::VecFold) {
+      v(u.src[0]) << " = ";
+      v(u.src[0]) << " + ";
+      v(u.src[1]) << ";\n";
     } else if (u.kind == UKind::VecMac) {
       v(u.src[0]) << " = ";
       v(u.src[0]) << " + ";
@@ -2677,6 +2885,8 @@ struct CDialect {
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "#ifdef __GNUC__\n"
          "typedef float tg_f32x8 __attribute__((vector_size(32)));\n"
+         "typedef int tg_i32x8 __attribute__((vector_size(32)));\n"
+         "typedef long long tg_i64x4 __attribute__((vector_size(32)));\n"
          "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
          "#endif\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "

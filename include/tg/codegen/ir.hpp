@@ -25,12 +25,13 @@ enum class UKind : std::uint8_t {
   EndIf,       // src0: its If
   GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
   // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
-  VecAcc,   // a vector accumulator of arg lanes, all zero
+  VecAcc,   // a vector accumulator of arg lanes, each `value`
   VecLoad,  // src0 param, src1 index: arg consecutive elements
   VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
   VecLane,  // src0 VecAcc: its lane arg
   VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
   Local,    // an array of arg elements of dtype, private to the thread (made by pack_panels)
+  VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
 };
 
 /// What a Special UOp reads (GPU programs).
@@ -68,9 +69,9 @@ struct Program {
 
 constexpr const char* ukind_name(UKind k) {
   constexpr const char* names[] = {
-      "param",  "var",       "bound",  "const",   "range",    "endrange", "load",  "store",
-      "acc",    "accassign", "alu",    "reduce",  "special",  "if",       "endif", "groupreduce",
-      "vecacc", "vecload",   "vecmac", "veclane", "vecstore", "local"};
+      "param",  "var",       "bound",  "const",   "range",    "endrange", "load",   "store",
+      "acc",    "accassign", "alu",    "reduce",  "special",  "if",       "endif",  "groupreduce",
+      "vecacc", "vecload",   "vecmac", "veclane", "vecstore", "local",    "vecfold"};
   return names[static_cast<int>(k)];
 }
 
@@ -115,7 +116,7 @@ constexpr Text dump(const Program& p) {
     const UOp& u = p.ops[i];
     t << "  %" << i << " = " << ukind_name(u.kind);
     if (u.kind == UKind::Alu || u.kind == UKind::AccAssign || u.kind == UKind::Reduce ||
-        u.kind == UKind::GroupReduce)
+        u.kind == UKind::GroupReduce || u.kind == UKind::VecFold)
       t << ' ' << op_name(u.op);
     t << ' ' << dtype_name(u.dtype);
     for (int s : u.src)

@@ -3,6 +3,8 @@
 // movement ops between the loop indices and each node (views are pushed down to the loads);
 // merges loop axes that every access walks contiguously; then places every value in the
 // outermost loop it depends on (linearize).
+#include <algorithm>
+
 #include "../schedule/fuse.hpp"
 #include "builder.hpp"
 
@@ -94,6 +96,7 @@ public:
     // Pass 1: the trackers every access would use, in the unmerged index space.
     space_ = root.shape;
     collect();
+    while (recollect_) collect(); // a reduction turned out to be hoisted (see reduce)
     if (opt_.refine_views && reduce_nodes_.empty()) {
       Shape finer = refined_space();
       if (!(finer == space_)) {
@@ -103,14 +106,12 @@ public:
     }
     // Merge loop axes that every access of their space walks contiguously.
     std::size_t n = space_.size();
-    out_groups_ = merge_groups(space_, 0, n, all_trackers());
+    out_groups_ = merge_groups(space_, 0, n, aligned_trackers());
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
-      const Shape& rs = reduce_in_shape(r);
-      Shape a = reduce_axes_shape(r);
-      Shape full = space_;
-      for (const SInt& d : a) full.push_back(d);
-      (void)rs;
-      reduce_groups_.push_back(merge_groups(full, n, full.size(), space_trackers_[r + 1]));
+      Shape full = kept_shape(r), a = reduce_axes_shape(r);
+      std::size_t from = full.size();
+      full.insert(full.end(), a.begin(), a.end());
+      reduce_groups_.push_back(merge_groups(full, from, full.size(), space_trackers_[r + 1]));
     }
     Shape m = merged(space_, out_groups_, 0);
     if (m.empty()) m.push_back(1);
@@ -124,15 +125,20 @@ public:
     // Pass 2: build the program over the merged loops.
     collecting_ = false;
     memo_.clear();
-    reduce_space_.clear();
+    space_ctx_.assign(space_trackers_.size(), 0);
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
     bound1.arg = 1;
     // upcast the last output axis of a reduction kernel when it divides evenly, and the one
     // before it for a register tile when a load is shared along it
     std::int64_t lanes = 1, rows = 1;
-    split_ = split_width();
-    if (split_ == 1 && !reduce_nodes_.empty() && m.back().is_const()) {
+    std::size_t naligned = 0;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) naligned += !hoisted_[r];
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      splits_.push_back(split_width(r, naligned));
+      if (!hoisted_[r]) split_ = splits_[r]; // (1 unless it is the one aligned reduction)
+    }
+    if (split_ == 1 && naligned > 0 && m.back().is_const()) {
       std::int64_t size = m.back().constant();
       lanes = divisor(m.back(), opt_.upcast);
       if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
@@ -148,7 +154,8 @@ public:
       lanes = rows = opt_.transpose_tile;
     }
     std::size_t row_axis = m.size() - 2;
-    if (lanes >= 8 && m.size() >= 2 && reduce_nodes_.size() == 1 && shared_along(row_axis) &&
+    const bool one_aligned = reduce_nodes_.size() == 1 && !hoisted_[0];
+    if (lanes >= 8 && m.size() >= 2 && one_aligned && shared_along(row_axis) &&
         lanes_contiguous(m.size() - 1))
       rows = divisor(m[row_axis], opt_.upcast_rows);
     // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
@@ -163,7 +170,7 @@ public:
     // column panel of that operand then stays in cache while every row tile passes over it,
     // instead of the whole operand streaming from memory once per row tile.
     std::vector<std::size_t> order;
-    panel_ = rows > 1 && reduce_nodes_.size() == 1 && prod(reduce_loops(0)).is_const() &&
+    panel_ = rows > 1 && one_aligned && prod(reduce_loops(0)).is_const() &&
              prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes &&
              loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
@@ -210,9 +217,14 @@ public:
     Program p = linearize(int(loops.size()));
     for (int pn : params_) p.params.push_back(g_[pn].dtype);
     p.outer = loops[order[0]];
-    SInt work = prod(m);
-    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) work = work * prod(reduce_axes_shape(r));
-    p.work = work;
+    // a hoisted reduction runs once per element of its own result
+    SInt work = prod(m), hoisted_work = 0;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
+      if (hoisted_[r])
+        hoisted_work = hoisted_work + prod(reduce_in_shape(r));
+      else
+        work = work * prod(reduce_axes_shape(r));
+    p.work = work + hoisted_work;
     // the launcher evaluates these too: their variables are launch arguments even when the
     // source never reads them
     std::vector<Var> launch_vars;
@@ -220,8 +232,9 @@ public:
     p.work.collect_vars(launch_vars);
     for (const Var& v : launch_vars) var_index(v);
     p.vars = vars_;
-    p.reduce_split = int(split_);
-    p.name << (reduce_nodes_.empty() ? "E" : "r");
+    // (TG_REDUCE_KERNEL unless every reduction keeps its partials in vector lanes)
+    p.reduce_split = splits_.empty() ? 1 : int(*std::min_element(splits_.begin(), splits_.end()));
+    p.name << (naligned > 0 ? "r" : "E") << (naligned < reduce_nodes_.size() ? "h" : "");
     if (split_ > 1)
       p.name << 's' << split_;
     else if (rows > 1)
@@ -240,7 +253,7 @@ public:
 
 private:
   struct Memo {
-    int node, space, lane, part;
+    int node, space, lane, part, ctx;
     std::vector<Movement> pending;
     int uop;
   };
@@ -266,6 +279,10 @@ private:
   /// Pass 1 over the index space space_.
   constexpr void collect() {
     collecting_ = true;
+    recollect_ = false;
+    reduce_nodes_.clear();
+    hoisted_.clear();
+    operand_trackers_.clear();
     space_trackers_.assign(1, {});
     space_trackers_[0].push_back(ShapeTracker::contiguous(space_));
     std::vector<Movement> to_space;
@@ -409,10 +426,12 @@ private:
     if (!collecting_)
       for (const Memo& m : memo_)
         if (m.node == node && m.space == space && m.lane == lane_ && m.part == part_ &&
-            same_moves(m.pending, pending))
+            m.ctx == space_ctx_[std::size_t(space)] && same_moves(m.pending, pending))
           return m.uop;
     int r = compute(node, pending, space);
-    if (!collecting_) memo_.push_back(Memo{node, space, int(lane_), int(part_), pending, r});
+    if (!collecting_)
+      memo_.push_back(
+          Memo{node, space, int(lane_), int(part_), space_ctx_[std::size_t(space)], pending, r});
     return r;
   }
 
@@ -422,7 +441,8 @@ private:
       ShapeTracker t = ShapeTracker::contiguous(n.shape).apply(pending);
       if (collecting_) {
         space_trackers_[std::size_t(space)].push_back(t);
-        if (space > 0 && n.op != Op::Const) operand_trackers_.push_back(t);
+        if (space > 0 && !hoisted_[std::size_t(space) - 1] && n.op != Op::Const)
+          operand_trackers_.push_back(t);
         return -1;
       }
       auto [e, valid] = index(t, space_idx_[std::size_t(space)]);
@@ -439,7 +459,7 @@ private:
     }
     if (n.op == Op::View) return value(n.src[0], concat(n.moves, pending), space);
     if (n.op == Op::Contiguous) return value(n.src[0], pending, space);
-    if (is_reduce(n.op)) return reduce(node, space);
+    if (is_reduce(n.op)) return reduce(node, pending, space);
     // elementwise
     int s[3] = {-1, -1, -1};
     for (int i = 0; i < n.nsrc(); ++i) s[i] = value(n.src[std::size_t(i)], pending, space);
@@ -455,48 +475,103 @@ private:
     return r;
   }
 
-  constexpr int reduce(int node, int space) {
-    (void)space;
+  /// A reduction read at the kernel's own index (the root, or an epilogue's: reshapes only) runs
+  /// with the kernel's loops as its kept axes ("aligned"). One read through a broadcast (the row
+  /// max under a softmax; fuse's row reductions) is "hoisted": computed at the index the view
+  /// gives, once per distinct index, so it depends only on the loops that index does and
+  /// linearize emits it outside the others.
+  constexpr int reduce(int node, const std::vector<Movement>& pending, int space) {
     const Node& n = g_[node];
+    // (one that is read both ways, as logsumexp's max, is hoisted: collect() runs again)
+    bool hoisted = space != 0 || !reshape_only(pending);
+    for (int h : force_hoisted_) hoisted = hoisted || h == node;
     std::size_t r = 0;
     while (r < reduce_nodes_.size() && reduce_nodes_[r] != node) ++r;
     if (r == reduce_nodes_.size()) {
       if (!collecting_) throw graph_error("reduction not seen in the first pass");
       reduce_nodes_.push_back(node);
+      hoisted_.push_back(hoisted);
       space_trackers_.push_back({});
+    } else if (bool(hoisted_[r]) != hoisted) {
+      force_hoisted_.push_back(node);
+      recollect_ = true;
+      return -1;
     }
     int sp = int(r) + 1;
-    // The input is read with kept axes first (in the output's loops), then the reduced axes.
+    // The input is read with kept axes first, then the reduced axes.
     const Shape& in = g_[n.src[0]].shape;
     Movement perm{MoveOp::Permute, {}, {}};
     for (std::size_t d = 0; d < in.size(); ++d)
       if (!reduced(n, d)) perm.a.push_back(std::int64_t(d));
     for (int a : n.axes) perm.a.push_back(std::int64_t(a));
-    Shape a = reduce_axes_shape(r);
-    Shape loops;
+    Shape loops; // (not a ?: of two temporaries: GCC 12's constant evaluation mishandles it)
+    if (hoisted)
+      loops = kept_shape(r);
+    else
+      loops = merged(space_, out_groups_, 0);
+    ShapeTracker at = ShapeTracker::contiguous(n.shape).apply(pending); // where it is read
     if (collecting_) {
-      loops = space_;
-      for (const SInt& d : a) loops.push_back(d);
+      // (its index takes part in merging the axes of the space that reads it)
+      if (hoisted) space_trackers_[std::size_t(space)].push_back(at);
+      loops = kept_shape(r);
+      for (const SInt& d : reduce_axes_shape(r)) loops.push_back(d);
       std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
       value(n.src[0], p, sp);
       return -1;
     }
-    if (int found = find_reduce(node, lane_); found >= 0) return found;
-    Shape m = merged(space_, out_groups_, 0);
-    if (m.empty()) m.push_back(1);
+    std::vector<int> idx = out_idx_;
+    int valid = -1;
+    if (!hoisted) {
+      if (int found = find_reduce(node, lane_); found >= 0) return found;
+      if (loops.empty()) loops.push_back(1);
+    } else {
+      auto [e, v] = index(at, space_idx_[std::size_t(space)]);
+      valid = v;
+      idx = kept_index(n, e);
+      int found = -1;
+      for (const Hoisted& h : hoisted_done_)
+        if (h.node == node && h.kept == idx) found = h.uop;
+      if (found < 0) {
+        ++space_ctx_[std::size_t(sp)]; // the values memoized in its space were for another index
+        found = reduce_at(r, idx, loops, perm);
+        hoisted_done_.push_back(Hoisted{node, idx, found});
+      }
+      if (b_.is_const(valid) && b_.ival(valid) == 1) return found;
+      return b_.alu(Op::Where, n.dtype, valid, found, b_.constant(n.dtype, Scalar{}));
+    }
+    return reduce_at(r, idx, loops, perm);
+  }
+  /// The kept coordinates of reduction `n`'s input at flat offset `e` of its result.
+  constexpr std::vector<int> kept_index(const Node& n, int e) {
+    std::vector<int> idx;
+    SInt acc = 1;
+    for (std::size_t d = n.shape.size(); d-- > 0;) {
+      int x = e;
+      if (!(acc == 1)) x = b_.alu(Op::Div, DType::Int64, x, sint(acc));
+      if (d > 0) x = b_.alu(Op::Mod, DType::Int64, x, sint(n.shape[d]));
+      if (!reduced(n, d)) idx.insert(idx.begin(), n.shape[d] == 1 ? b_.cint(0) : x);
+      acc = acc * n.shape[d];
+    }
+    return idx;
+  }
+  /// Reduction r over its loops, its kept axes at indices `kept` (of the loops `loops`).
+  constexpr int reduce_at(std::size_t r, std::vector<int> idx, Shape loops, const Movement& perm) {
+    const int node = reduce_nodes_[r], sp = int(r) + 1;
+    const Node& n = g_[node];
+    const std::int64_t split = splits_[r], outer_part = part_;
     Shape ra = reduce_loops(r);
-    loops = m;
     loops.insert(loops.end(), ra.begin(), ra.end());
     if (space_idx_.size() <= std::size_t(sp)) space_idx_.resize(std::size_t(sp) + 1);
     std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
     Op op = n.op == Op::ReduceSum ? Op::Add : n.op == Op::ReduceMax ? Op::Max : Op::Mul;
-    if (std::int64_t total = unrolled_length(ra); total > 0) {
+    // (over no loops at all, its one element: a loop nest of none would be shared with every
+    // other such reduction, the one that reads this one included)
+    if (std::int64_t total = ra.empty() ? 1 : unrolled_length(ra, split); total > 0) {
       // element j at constant reduce indices (part_ tells the elements apart in the memo)
       int acc = b_.constant(n.dtype, reduce_identity(op, n.dtype));
+      std::size_t at = idx.size();
+      idx.resize(at + ra.size());
       for (part_ = 0; part_ < total; ++part_) {
-        std::vector<int> idx = out_idx_;
-        std::size_t at = idx.size();
-        idx.resize(at + ra.size());
         std::int64_t rest = part_;
         for (std::size_t i = ra.size(); i-- > 0;) {
           idx[at + i] = b_.cint(rest % ra[i].constant());
@@ -506,7 +581,7 @@ private:
         int x = value(n.src[0], p, sp);
         acc = b_.alu(op, n.dtype, acc, x);
       }
-      part_ = 0;
+      part_ = outer_part;
       return acc;
     }
     // every lane of an upcast kernel runs this reduction over the same loops
@@ -515,29 +590,33 @@ private:
       if (rn == node) rr = existing;
     if (rr.empty()) {
       for (std::size_t i = 0; i < ra.size(); ++i) {
-        SInt d = i + 1 == ra.size() && split_ > 1 ? SInt(ra[i].constant() / split_) : ra[i];
+        SInt d = i + 1 == ra.size() && split > 1 ? SInt(ra[i].constant() / split) : ra[i];
         int zero = b_.cint(0), size = sint(d);
         rr.push_back(range(zero, size, d.max_value()));
       }
       reduce_ranges_.push_back({node, rr});
     }
-    std::vector<int> idx = out_idx_;
     idx.insert(idx.end(), rr.begin(), rr.end());
     // one partial accumulator per element of a split (part_ tells their values apart in the memo)
     std::vector<int> parts;
-    for (part_ = 0; part_ < split_; ++part_) {
-      if (split_ > 1) {
-        int base = b_.alu(Op::Mul, DType::Int64, rr.back(), b_.cint(split_));
+    for (part_ = 0; part_ < split; ++part_) {
+      if (split > 1) {
+        int base = b_.alu(Op::Mul, DType::Int64, rr.back(), b_.cint(split));
         int offset = b_.cint(part_); // named: argument order would vary by compiler
         idx.back() = b_.alu(Op::Add, DType::Int64, base, offset);
       }
       space_idx_[std::size_t(sp)] = idx;
       int x = value(n.src[0], p, sp);
-      UOp u{UKind::Reduce,          op, n.dtype, {x, -1, -1}, Scalar::of_int(DType::Int64, lane_),
-            split_ > 1 ? -1 : node, rr};
+      UOp u{UKind::Reduce,
+            op,
+            n.dtype,
+            {x, -1, -1},
+            Scalar::of_int(DType::Int64, hoisted_[r] ? 0 : lane_),
+            split > 1 || hoisted_[r] ? -1 : node,
+            rr};
       parts.push_back(b_.add(u));
     }
-    part_ = 0;
+    part_ = outer_part;
     for (std::size_t width = parts.size(); width > 1; width /= 2)
       for (std::size_t i = 0; i < width / 2; ++i)
         parts[i] = b_.alu(op, n.dtype, parts[2 * i], parts[2 * i + 1]);
@@ -545,8 +624,8 @@ private:
   }
   /// The number of elements of a reduction over loops `ra` when it is unrolled
   /// (LowerOptions::unroll_reduce), else 0.
-  constexpr std::int64_t unrolled_length(const Shape& ra) const {
-    if (split_ > 1 || ra.empty()) return 0;
+  constexpr std::int64_t unrolled_length(const Shape& ra, std::int64_t split) const {
+    if (split > 1 || ra.empty()) return 0;
     if (!unroll_ok_) return 0;
     std::int64_t total = 1;
     for (const SInt& d : ra) {
@@ -584,24 +663,35 @@ private:
   }
   /// The merged reduce loops of reduction r.
   constexpr Shape reduce_loops(std::size_t r) const {
-    Shape full = space_;
+    Shape full = kept_shape(r);
+    std::size_t from = full.size();
     for (const SInt& d : reduce_axes_shape(r)) full.push_back(d);
-    return merged(full, reduce_groups_[r], space_.size());
+    return merged(full, reduce_groups_[r], from);
+  }
+  /// The axes reduction r's input space puts before its reduced ones: the kernel's index space
+  /// (aligned), or the kept axes of its input (hoisted).
+  constexpr Shape kept_shape(std::size_t r) const {
+    if (!hoisted_[r]) return space_;
+    const Node& n = g_[reduce_nodes_[r]];
+    Shape k;
+    for (std::size_t d = 0; d < n.shape.size(); ++d)
+      if (!reduced(n, d)) k.push_back(n.shape[d]);
+    return k;
   }
   /// How many partial accumulators the kernel's reduction splits into (LowerOptions::
   /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
   /// not at all) by every load inside it.
-  constexpr std::int64_t split_width() const {
-    if (opt_.split_reduce < 4 || reduce_nodes_.size() != 1) return 1;
-    Shape ra = reduce_loops(0);
+  constexpr std::int64_t split_width(std::size_t r, std::size_t naligned) const {
+    if (opt_.split_reduce < 4 || (!hoisted_[r] && naligned != 1)) return 1;
+    Shape ra = reduce_loops(r);
     if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
     std::int64_t w = divisor(ra.back(), opt_.split_reduce);
     if (w < 4) return 1;
-    std::size_t n = space_.size(), inner = 0;
-    const std::vector<int>& groups = reduce_groups_[0];
+    std::size_t n = kept_shape(r).size(), inner = 0;
+    const std::vector<int>& groups = reduce_groups_[r];
     for (std::size_t d = 0; d < groups.size(); ++d)
       if (groups[d] == int(ra.size()) - 1) inner = n + d;
-    for (const ShapeTracker& t : space_trackers_[1]) {
+    for (const ShapeTracker& t : space_trackers_[r + 1]) {
       const SInt& stride = t.views.back().strides[inner];
       if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return 1;
     }
@@ -638,9 +728,13 @@ private:
     }
     return true;
   }
-  constexpr std::vector<ShapeTracker> all_trackers() const {
-    std::vector<ShapeTracker> all;
-    for (const auto& sp : space_trackers_) all.insert(all.end(), sp.begin(), sp.end());
+  /// The accesses indexed by the kernel's loops: those of its own space and of its aligned
+  /// reductions' spaces (whose leading axes are that space).
+  constexpr std::vector<ShapeTracker> aligned_trackers() const {
+    std::vector<ShapeTracker> all = space_trackers_[0];
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
+      if (!hoisted_[r])
+        all.insert(all.end(), space_trackers_[r + 1].begin(), space_trackers_[r + 1].end());
     return all;
   }
 
@@ -783,8 +877,12 @@ private:
         int bit = dag[std::size_t(rg)].arg;
         for (std::size_t j = 0; j < n; ++j)
           if (!done[j] && dag[j].kind != UKind::Range && (deps[j] & reduce_bits[i]) &&
-              highest(deps[j]) == bit)
+              highest(deps[j]) == bit) {
+            // (fuse keeps a reduction that varies along another's loop in a buffer)
+            if (dag[j].kind == UKind::Reduce)
+              throw graph_error("lower: a reduction nested in another reduction's loop");
             emit(j);
+          }
       }
       for (std::size_t k = 0; k < group.size(); ++k) {
         const UOp& g = dag[group[k]];
@@ -855,7 +953,17 @@ private:
   std::vector<std::vector<ShapeTracker>> space_trackers_;
   std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;
-  std::vector<int> reduce_space_;
+  std::vector<std::uint8_t> hoisted_; // per reduction: read through a view (see reduce)
+  std::vector<std::int64_t> splits_;  // per reduction: split_width
+  std::vector<int> space_ctx_;        // per space: which binding of its indices memo_ holds
+  struct Hoisted {
+    int node;
+    std::vector<int> kept; // its kept index
+    int uop;               // its value
+  };
+  std::vector<Hoisted> hoisted_done_;
+  std::vector<int> force_hoisted_; // reductions read both at the kernel's index and through a view
+  bool recollect_ = false;
   std::vector<int> out_groups_;
   std::vector<std::vector<int>> reduce_groups_;
   std::vector<int> out_idx_;

@@ -130,6 +130,7 @@ struct CStyleRenderer {
       case UKind::VecLane:
       case UKind::VecStore:
       case UKind::Local:
+      case UKind::VecFold:
         indent();
         if constexpr (D::vectors)
           D::vector_op(t, u, int(i));
@@ -191,7 +192,13 @@ struct CDialect {
     auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
     if (u.kind == UKind::VecAcc) {
       t << vt << ' ';
-      v(i) << " = {0};\n";
+      v(i) << " = {0}";
+      if (u.value.f != 0) {
+        t << "; ";
+        v(i) << " += ";
+        constant(t, u.dtype, u.value);
+      }
+      t << ";\n";
     } else if (u.kind == UKind::VecLoad) { // memcpy: an unaligned load, GCC's vmovups
       t << vt << ' ';
       v(i) << "; __builtin_memcpy(&";
@@ -206,6 +213,21 @@ struct CDialect {
     } else if (u.kind == UKind::Local) {
       t << type(u.dtype) << ' ';
       v(i) << '[' << std::int64_t(u.arg) << "] __attribute__((aligned(64)));\n";
+    } else if (u.kind == UKind::VecFold && u.op == Op::Max) {
+      // NaN-propagating, as the scalar max: a lane keeps acc where acc > x or acc is NaN
+      const char* it = u.dtype == DType::Float64 ? "tg_i64x4" : "tg_i32x8";
+      t << "{ " << it << " m = (" << it << ")(";
+      v(u.src[0]) << " > ";
+      v(u.src[1]) << ") | (" << it << ")(";
+      v(u.src[0]) << " != ";
+      v(u.src[0]) << "); ";
+      v(u.src[0]) << " = (" << vt << ")(((" << it << ")";
+      v(u.src[0]) << " & m) | ((" << it << ")";
+      v(u.src[1]) << " & ~m)); }\n";
+    } else if (u.kind == UKind::VecFold) {
+      v(u.src[0]) << " = ";
+      v(u.src[0]) << " + ";
+      v(u.src[1]) << ";\n";
     } else if (u.kind == UKind::VecMac) {
       v(u.src[0]) << " = ";
       v(u.src[0]) << " + ";
@@ -262,6 +284,8 @@ struct CDialect {
          "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "#ifdef __GNUC__\n"
          "typedef float tg_f32x8 __attribute__((vector_size(32)));\n"
+         "typedef int tg_i32x8 __attribute__((vector_size(32)));\n"
+         "typedef long long tg_i64x4 __attribute__((vector_size(32)));\n"
          "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
          "#endif\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "

@@ -6,6 +6,9 @@
 // vector) becomes one vector accumulator, updated by one vector load of b and the broadcast of
 // a: the same products and sums, in the same order, for every lane (the C flags forbid
 // contraction), so the kernel still agrees with INTERP bit for bit.
+// The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
+// x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
+// a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
 #include "ir.hpp"
 
 namespace tg {
@@ -107,23 +110,28 @@ constexpr Program vectorize(const Program& p) {
     depth_of[i] = int(d);
     if (p.ops[i].kind == UKind::Range) ++d;
   }
-  // A lane: acc += s * b[i] with b a plain load of the accumulator's own dtype.
+  // A lane: acc += s * b[i] (a product), or acc = op(acc, b[i]) (a fold: scalar -1), with b a
+  // plain load of the accumulator's own dtype.
   struct Lane {
     int assign = -1, acc = -1, scalar = -1, buf = -1, index = -1;
   };
   auto lane_of = [&](std::size_t i, int scalar_side) {
     Lane l;
     const UOp& u = p.ops[i];
-    if (u.kind != UKind::AccAssign || u.op != Op::Add ||
+    if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max) ||
         (u.dtype != DType::Float32 && u.dtype != DType::Float64))
       return l;
     const UOp& acc = p.ops[std::size_t(u.src[0])];
     const UOp& m = p.ops[std::size_t(u.src[1])];
     // (a reduction of one element has no loop: its lanes are not worth vectors)
-    if (acc.kind != UKind::DefineAcc || acc.value.f != 0 || m.kind != UKind::Alu ||
-        m.op != Op::Mul || depth_of[i] <= depth_of[std::size_t(u.src[0])])
+    if (acc.kind != UKind::DefineAcc || depth_of[i] <= depth_of[std::size_t(u.src[0])]) return l;
+    int s = -1, b = u.src[1];
+    if (m.kind == UKind::Alu && m.op == Op::Mul && u.op == Op::Add && acc.value.f == 0) {
+      s = m.src[std::size_t(scalar_side)];
+      b = m.src[std::size_t(1 - scalar_side)];
+    } else if (scalar_side == 1) {
       return l;
-    int s = m.src[std::size_t(scalar_side)], b = m.src[std::size_t(1 - scalar_side)];
+    }
     const UOp& ld = p.ops[std::size_t(b)];
     if (ld.kind != UKind::Load || ld.src[2] >= 0 || p.ops[std::size_t(ld.src[0])].dtype != u.dtype)
       return l;
@@ -146,7 +154,8 @@ constexpr Program vectorize(const Program& p) {
           detail::Affine d =
               detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
           if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
-              d.c != std::int64_t(j) || p.ops[std::size_t(l.acc)].dtype != p.ops[i].dtype)
+              d.c != std::int64_t(j) || !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
+              p.ops[std::size_t(l.assign)].op != p.ops[i].op)
             break;
         }
         g.push_back(l);
@@ -173,10 +182,10 @@ constexpr Program vectorize(const Program& p) {
     if (int g = group_of_acc[i]; g >= 0) { // one vector accumulator per group
       if (vacc[std::size_t(g)] < 0) {
         UOp v{UKind::VecAcc,
-              Op::Add,
+              u.op,
               u.dtype,
               {-1, -1, -1},
-              {},
+              u.value,
               int(groups[std::size_t(g)].size()),
               {}};
         q.ops.push_back(v);
@@ -199,14 +208,17 @@ constexpr Program vectorize(const Program& p) {
         ld = int(q.ops.size()) - 1;
         loaded.push_back({at, ld});
       }
-      UOp mac{UKind::VecMac,
-              Op::Add,
-              u.dtype,
-              {vacc[std::size_t(g)], map[std::size_t(f.scalar)], ld},
-              {},
-              w,
-              {}};
-      q.ops.push_back(mac);
+      if (f.scalar < 0)
+        q.ops.push_back(
+            UOp{UKind::VecFold, u.op, u.dtype, {vacc[std::size_t(g)], ld, -1}, {}, w, {}});
+      else
+        q.ops.push_back(UOp{UKind::VecMac,
+                            Op::Add,
+                            u.dtype,
+                            {vacc[std::size_t(g)], map[std::size_t(f.scalar)], ld},
+                            {},
+                            w,
+                            {}});
       continue;
     }
     q.ops.push_back(u);

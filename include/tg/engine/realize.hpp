@@ -64,6 +64,13 @@ inline LowerOptions lower_options() {
   return o;
 }
 
+/// The fuser's optimizations for a device (row reductions where threads run whole rows: the
+/// CPU and INTERP), unless TG_OPT=0.
+inline FuseOptions fuse_options(bool register_tiles) {
+  static const bool on = env::get_int("TG_OPT", 1) != 0;
+  return FuseOptions{on && register_tiles};
+}
+
 /// What a realize produces: a buffer for every node the caller asked to keep.
 struct Realized {
   std::vector<std::shared_ptr<Buffer>> buffers; // per node (null where not kept)
@@ -125,7 +132,7 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   auto made = std::make_shared<Plan>();
   made->device = dev;
   Schedule& s = made->schedule;
-  s = fuse(g);
+  s = fuse(g, fuse_options(dev->register_tiles()));
   MemoryPlan& plan = made->memory;
   plan = plan_memory(g, s, keep);
   if (debug >= 2) {

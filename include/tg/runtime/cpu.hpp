@@ -19,6 +19,7 @@
 
 #include "../codegen/pack.hpp"
 #include "../codegen/render.hpp"
+#include "../codegen/reuse.hpp"
 #include "cache.hpp"
 #include "device.hpp"
 #include "launch.hpp"
@@ -115,9 +116,10 @@ public:
       std::lock_guard<std::mutex> g(m_);
       std::unordered_map<std::string, int> seen;
       for (std::size_t i = 0; i < n; ++i) {
-        Program vp = pack_panels(vectorize(*programs[i])); // the CPU's own last passes
+        // the CPU's own last passes
+        Program vp = pack_panels(vectorize(reuse_values(*programs[i])));
         if (env::debug() >= 4 && vp.ops.size() != programs[i]->ops.size())
-          std::cerr << "after vectorize, pack_panels:\n" << dump(vp).view();
+          std::cerr << "after reuse_values, vectorize, pack_panels:\n" << dump(vp).view();
         sources[i] = std::string(render_c(vp).view());
         keys[i] = key(sources[i]);
         if (auto it = loaded_.find(keys[i]); it != loaded_.end()) {

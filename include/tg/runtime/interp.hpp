@@ -323,6 +323,7 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
     case UKind::VecLane:
     case UKind::VecStore:
     case UKind::Local:
+    case UKind::VecFold:
       throw device_error(std::string("tg: INTERP cannot run the device-only op ") +
                          ukind_name(u.kind));
     case UKind::Load:

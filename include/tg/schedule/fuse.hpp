@@ -1,10 +1,24 @@
 #pragma once
 // fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
 // reduction is inlined into the one consumer that reads it back at the same index (an
-// elementwise epilogue), otherwise it ends a kernel of its own. Every kernel materializes one node.
+// elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
+// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
+// node.
 #include "../graph/graph.hpp"
 
 namespace tg {
+
+/// Choices the fuser makes beyond correctness.
+struct FuseOptions {
+  /// A reduction whose every reader broadcasts it back along the axes after the ones its index
+  /// depends on (a softmax's row max and row sum, a layer norm's mean and variance) is computed
+  /// inside the kernels that read it, once per row (the lowering hoists it out of the loops its
+  /// index does not depend on), where it ended a kernel of its own: a softmax is one kernel that
+  /// reads each row from memory once and finds it in cache for the second and third pass, not
+  /// three kernels that each stream the whole tensor. Only for devices where one thread runs a
+  /// whole row (the CPU): a GPU thread per element would compute the row's reduction per element.
+  bool row_reductions = false;
+};
 
 struct Kernel {
   int root = -1;           // the node this kernel materializes
@@ -17,8 +31,8 @@ struct Schedule {
 };
 
 namespace detail {
-constexpr bool reshape_only(const Node& n) {
-  for (const Movement& m : n.moves)
+constexpr bool reshape_only(const std::vector<Movement>& moves) {
+  for (const Movement& m : moves)
     if (m.op != MoveOp::Reshape) return false;
   return true;
 }
@@ -36,8 +50,58 @@ constexpr void collect_inputs(const Graph& g, const NodeFlags& mat, int node, in
 }
 } // namespace detail
 
+namespace detail {
+/// The readers of a reduction that read_by_rows found: the materialized nodes and reductions
+/// whose index spaces read it, and whether one of them reads it broadcast.
+struct RowReaders {
+  std::vector<int> readers;
+  bool broadcast = false;
+};
+/// Whether reduction `r`'s readers, reached through elementwise ops and views `moves` (reshapes
+/// and expands only) from node `at`, each read it at an index that depends only on axes of their
+/// index space before the ones it is broadcast along (see FuseOptions::row_reductions).
+constexpr bool read_by_rows(const Graph& g, const NodeFlags& mat,
+                            const std::vector<std::vector<int>>& consumers, int r, int at,
+                            const std::vector<Movement>& moves, RowReaders& found) {
+  for (int c : consumers[std::size_t(at)]) {
+    const Node& n = g[c];
+    std::vector<Movement> m = moves;
+    if (n.op == Op::View) {
+      for (const Movement& mv : n.moves) {
+        if (mv.op != MoveOp::Reshape && mv.op != MoveOp::Expand) return false;
+        m.push_back(mv);
+      }
+    } else if (!is_elementwise(n.op) && !is_reduce(n.op) && n.op != Op::Contiguous) {
+      return false;
+    }
+    if (is_reduce(n.op) || mat[std::size_t(c)]) {
+      // the index space that reads r, and which of its axes r's index depends on
+      ShapeTracker t = ShapeTracker::contiguous(g[r].shape).apply(m);
+      const View& v = t.views.back();
+      if (t.views.size() != 1 || v.has_mask()) return false;
+      bool broadcast = false; // some axis along which r is read alike has been met
+      for (std::size_t d = 0; d < v.ndim(); ++d) {
+        if (v.shape[d] == 1) continue;
+        bool along = false; // a reduced axis of the reader: r must not vary along it
+        for (int a : n.axes) along = along || (is_reduce(n.op) && std::size_t(a) == d);
+        bool depends = !(v.strides[d] == 0);
+        if (depends && (along || broadcast)) return false;
+        broadcast = broadcast || (!depends && !along);
+      }
+      found.broadcast = found.broadcast || broadcast || is_reduce(n.op);
+      bool known = false;
+      for (int k : found.readers) known = known || k == c;
+      if (!known) found.readers.push_back(c);
+      continue;
+    }
+    if (!read_by_rows(g, mat, consumers, r, c, m, found)) return false;
+  }
+  return true;
+}
+} // namespace detail
+
 /// Which nodes need a buffer. Views of materialized nodes never do.
-constexpr NodeFlags materialize(const Graph& g) {
+constexpr NodeFlags materialize(const Graph& g, FuseOptions o = {}) {
   NodeFlags mat(g.size(), false);
   for (std::size_t i = 0; i < g.size(); ++i)
     mat[i] = g.nodes[i].op == Op::Buffer || g.nodes[i].op == Op::Contiguous;
@@ -53,7 +117,7 @@ constexpr NodeFlags materialize(const Graph& g) {
       const auto& cs = consumers[cur];
       if (cs.size() != 1) break;
       const Node& c = g.nodes[std::size_t(cs[0])];
-      if (is_reduce(c.op) || (c.op == Op::View && !detail::reshape_only(c))) break;
+      if (is_reduce(c.op) || (c.op == Op::View && !detail::reshape_only(c.moves))) break;
       cur = std::size_t(cs[0]);
       if (mat[cur]) {
         inline_ok = true;
@@ -62,12 +126,27 @@ constexpr NodeFlags materialize(const Graph& g) {
     }
     mat[i] = !inline_ok;
   }
+  if (o.row_reductions)
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const Node& n = g.nodes[i];
+      bool output = false;
+      for (int out : g.outputs) output = output || out == int(i);
+      if (!is_reduce(n.op) || !mat[i] || output) continue;
+      bool rows = false; // its result has more than one element (one thread would run them all)
+      for (std::size_t d = 0; d < n.shape.size(); ++d) rows = rows || (!(n.shape[d] == 1));
+      // Each reader computes it again: worth it where one reads it broadcast (that kernel reads
+      // the rows anyway), and for at most two readers.
+      detail::RowReaders found;
+      if (rows && detail::read_by_rows(g, mat, consumers, int(i), int(i), {}, found) &&
+          found.broadcast && found.readers.size() <= 2)
+        mat[i] = false;
+    }
   return mat;
 }
 
-constexpr Schedule fuse(const Graph& g) {
+constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
   Schedule s;
-  s.materialized = materialize(g);
+  s.materialized = materialize(g, o);
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (!s.materialized[i] || g.nodes[i].op == Op::Buffer) continue;
     Kernel k;

@@ -258,13 +258,15 @@ struct ScheduleInfo {
   std::vector<Program> programs;
   std::size_t kernels() const { return schedule.kernels.size(); }
 };
-inline ScheduleInfo schedule(const std::vector<Tensor>& ts) {
+/// (`fuse` as the CPU device's realize calls it, unless given other options.)
+inline ScheduleInfo schedule(const std::vector<Tensor>& ts,
+                             FuseOptions fuse_with = fuse_options(true)) {
   std::vector<LazyPtr> nodes;
   for (const Tensor& t : ts) nodes.push_back(t.lazy());
   detail::GraphBuild b = detail::build_graph(nodes);
   ScheduleInfo info;
   info.graph = std::move(b.graph);
-  info.schedule = fuse(info.graph);
+  info.schedule = fuse(info.graph, fuse_with);
   info.memory = plan_memory(info.graph, info.schedule, b.keep);
   for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k)
     info.programs.push_back(lower(info.graph, info.schedule, k, lower_options()));
