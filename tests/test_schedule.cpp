@@ -223,6 +223,31 @@ TEST_CASE("row reductions: computed once per row inside the kernel that reads th
   // log_softmax computes no costly value twice (its log is of the sum): unchanged
   auto lsm = tg::schedule({x.log_softmax(1)}).programs[0];
   CHECK(tg::reuse_values(lsm).ops.size() == lsm.ops.size());
+  // symbolic sizes: a batch of rows, and a row length (neither split nor kept then); one kernel
+  // per shape serves every value
+  std::vector<float> data(64 * 100);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = float(int(i * 37 % 101)) / 17.0f;
+  for (int shape = 0; shape < 2; ++shape)
+    for (std::int64_t n : {5, 37}) {
+      CAPTURE(shape);
+      CAPTURE(n);
+      tg::Tensor t = tg::Tensor::from_data(data.data(), {n * (shape == 0 ? 100 : 4)});
+      t = shape == 0 ? t.reshape({tg::sym("batch", 1, 64, n), 100})
+                     : t.reshape({4, tg::sym("len", 1, 64, n)});
+      tg::reset_stats();
+      auto y = t.softmax(1);
+      CHECK(tg::schedule({y}).kernels() == 1);
+      auto on_cpu = y.to_vector<float>();
+      if (n == 37) CHECK(tg::stats().kernels_compiled == 0);
+      CHECK(on_cpu == y.to("INTERP").to_vector<float>());
+      const std::int64_t cols = t.shape()[1];
+      for (std::size_t r = 0; r < on_cpu.size() / std::size_t(cols); ++r) {
+        double sum = 0;
+        for (std::int64_t k = 0; k < cols; ++k)
+          sum += on_cpu[r * std::size_t(cols) + std::size_t(k)];
+        CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+      }
+    }
   // a row with a NaN: the vector max propagates it, like the scalar one
   std::vector<float> v(3 * 64, 1.0f);
   v[70] = NAN;
