@@ -1011,8 +1011,10 @@ struct FuseOptions {
   /// inside the kernels that read it, once per row (the lowering hoists it out of the loops its
   /// index does not depend on), where it ended a kernel of its own: a softmax is one kernel that
   /// reads each row from memory once and finds it in cache for the second and third pass, not
-  /// three kernels that each stream the whole tensor. Only for devices where one thread runs a
-  /// whole row (the CPU): a GPU thread per element would compute the row's reduction per element.
+  /// three kernels that each stream the whole tensor. Each reader computes it again, so at most
+  /// two may (kernels, or reductions it is read inside), one of them broadcasting it. Only for
+  /// devices where one thread runs a whole row (the CPU): a GPU thread per element would compute
+  /// the row's reduction per element.
   bool row_reductions = false;
 };
 
@@ -1044,9 +1046,7 @@ constexpr void collect_inputs(const Graph& g, const NodeFlags& mat, int node, in
   for (int k = 0; k < n.nsrc(); ++k)
     collect_inputs(g, mat, n.src[std::size_t(k)], root, inputs, seen);
 }
-} // namespace detail
 
-namespace detail {
 /// The readers of a reduction that read_by_rows found: the materialized nodes and reductions
 /// whose index spaces read it, and whether one of them reads it broadcast.
 struct RowReaders {
