@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 namespace {
 /// Runs one test case of this binary in a new process with extra environment; returns its output.
@@ -148,6 +149,39 @@ TEST_CASE("stats count allocations and launches, and reset") {
   CHECK(s.realizes == 1);
   tg::reset_stats();
   CHECK(tg::stats().kernels_launched == 0);
+}
+
+TEST_CASE("the thread pool runs every slice once: back to back, after its workers sleep, from "
+          "two callers at once") {
+  // Workers spin briefly between calls and then block; every path must hand out each slice once.
+  auto check = [](tg::ThreadPool& pool, std::int64_t n, int chunks) {
+    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+    pool.parallel_for(n, chunks, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) hits[std::size_t(i)]++;
+    });
+    int wrong = 0;
+    for (auto& h : hits) wrong += h.load() != 1;
+    return wrong;
+  };
+  {
+    tg::ThreadPool pool(3);
+    CHECK(pool.size() == 3);
+    int wrong = 0;
+    for (int i = 0; i < 2000; ++i) wrong += check(pool, 1 + i % 97, 1 + i % 5); // while spinning
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5)); // past the spin: asleep
+      wrong += check(pool, 1000, 3);
+    }
+    std::atomic<int> wrong2{0};
+    std::thread other([&] {
+      for (int i = 0; i < 500; ++i) wrong2 += check(pool, 64, 3);
+    });
+    for (int i = 0; i < 500; ++i) wrong += check(pool, 63, 2);
+    other.join();
+    CHECK(wrong == 0);
+    CHECK(wrong2 == 0);
+  } // destroyed right after a call, its workers still spinning: joins, does not hang
+  tg::ThreadPool idle(2); // and destroyed without ever running anything
 }
 
 TEST_CASE("independent kernels of one realize compile in parallel and all run") {
