@@ -1695,9 +1695,11 @@ struct LowerOptions {
   /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
   /// every row tile then reads the same column panel of that operand, which the CPU device
   /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
-  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. (64 KiB here
-  /// made the MLP training step's smaller matmuls slower: 5.0-5.8 -> 5.7-6.0 ms a step.)
-  std::int64_t panel_bytes = std::int64_t(1) << 21;
+  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 512 KiB (an
+  /// L2 cache): the MLP step's 128x784x256 product (784 KiB) took 0.98 -> 0.60 ms on one core
+  /// with this order, and the step 2.0 -> 1.95 ms (medians); with no threshold at all its smaller
+  /// products made the step slower (2.4 -> 3.3 ms).
+  std::int64_t panel_bytes = std::int64_t(1) << 19;
   /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
   /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
   int wide_upcast = 64;
@@ -3318,6 +3320,7 @@ struct CDialect {
       v(i) << "; __builtin_memcpy(&";
       v(i) << ", &";
       v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], sizeof ";
+      v(i) << "); TG_IN_REG(";
       v(i) << ");\n";
     } else if (u.kind == UKind::VecStore) {
       t << "__builtin_memcpy(&";
@@ -3402,6 +3405,12 @@ struct CDialect {
          "typedef long long tg_i64x4 __attribute__((vector_size(32)));\n"
          "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
          "#endif\n"
+         // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
+         // the tile's multiplies (8 loads for 8 products, not 2), which bound a matmul whose
+         // panel is in cache by its loads (128x784x256 on one core: 0.81 -> 0.62 ms)
+         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
+         "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
+         "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
          "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
@@ -3589,9 +3598,13 @@ struct CDialect {
       sym = " ^ ";
       break;
     case Op::Max:
-      if (is_float(d)) // `|`, not `||`: no branch, so that loops of it vectorize
-        t << "(((" << a << " > " << b << ") | (" << a << " != " << a << ")) ? " << a << " : " << b
-          << ')';
+      // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
+      // b is a select: `((a > b) | (a != a)) ? a : b` became a branch on the sign in loops GCC
+      // does not vectorize (a matmul's relu(x) operand: 2.4x slower on random signs). Loops of
+      // either form vectorize.
+      if (is_float(d))
+        t << '(' << a << " != " << a << " ? " << a << " : " << a << " > " << b << " ? " << a
+          << " : " << b << ')';
       else
         t << '(' << a << " > " << b << " ? " << a << " : " << b << ')';
       return;
