@@ -456,7 +456,7 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
 
 TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU and INTERP") {
   // (rows, reduce length, columns, dtype): a tile of 4 x 16 when rows divide by 4 and columns by
-  // 16; its column tiles outermost (and its right operand's panel copied) past 2 MiB
+  // 16; its column tiles outermost (and its right operand's panel copied) past 512 KiB
   struct Case {
     std::int64_t n, k, m;
     tg::DType dtype;
@@ -464,8 +464,9 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
   };
   for (Case c :
        {Case{8, 1100, 512, tg::DType::Float32, true}, Case{32, 20, 64, tg::DType::Float32, false},
-        Case{8, 600, 1024, tg::DType::Float64, true},
-        Case{12, 2100, 256, tg::DType::Float32, true}}) {
+        Case{8, 600, 1024, tg::DType::Float64, true}, Case{12, 2100, 256, tg::DType::Float32, true},
+        Case{8, 784, 256, tg::DType::Float32, true}, // the MLP's first layer: 784 KiB
+        Case{8, 256, 256, tg::DType::Float32, false}}) {
     CAPTURE(c.n);
     CAPTURE(c.k);
     CAPTURE(c.m);
@@ -480,6 +481,7 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
     std::string src(tg::render_c(packed).view());
     CHECK(contains(src, c.dtype == tg::DType::Float64 ? "tg_f64x4 " : "tg_f32x8 "));
     CHECK(contains(src, "__attribute__((aligned(64)))") == c.panel); // the panel's array
+    CHECK(contains(src, "); TG_IN_REG(v"));                 // each vector load kept in a register
     CHECK(!contains(tg::render_c(p).view(), "tg_f32x8 v")); // a pass of the CPU device only
     // the CPU device runs the vectorized program; INTERP the lowered one
     auto check = [&]<class T>(T tolerance) {
