@@ -36,8 +36,8 @@ struct LowerOptions {
   /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
   /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 512 KiB (an
   /// L2 cache): the MLP step's 128x784x256 product (784 KiB) took 0.98 -> 0.60 ms on one core
-  /// with this order, and the step 2.0 -> 1.95 ms (medians); with no threshold at all its smaller
-  /// products made the step slower (2.4 -> 3.3 ms).
+  /// with this order, and the step 2.03 -> 1.95 ms (medians of six runs). With no threshold, the
+  /// step was no faster (its other products' operands fit in L2 anyway).
   std::int64_t panel_bytes = std::int64_t(1) << 19;
   /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
   /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).

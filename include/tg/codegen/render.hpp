@@ -483,9 +483,9 @@ struct CDialect {
       break;
     case Op::Max:
       // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
-      // b is a select: `((a > b) | (a != a)) ? a : b` became a branch on the sign in loops GCC
-      // does not vectorize (a matmul's relu(x) operand: 2.4x slower on random signs). Loops of
-      // either form vectorize.
+      // b is a select: GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
+      // loops it does not vectorize (a matmul's relu(x) operand, whose signs are random). Loops
+      // of either form vectorize.
       if (is_float(d))
         t << '(' << a << " != " << a << " ? " << a << " : " << a << " > " << b << " ? " << a
           << " : " << b << ')';
