@@ -22,7 +22,7 @@ public:
     {
       std::lock_guard<std::mutex> g(m_);
       stop_ = true;
-      published_.fetch_add(1, std::memory_order_release); // ends the workers' spinning
+      ++generation_; // ends the workers' spinning
     }
     cv_.notify_all();
     for (auto& w : workers_) w.join();
@@ -44,9 +44,7 @@ public:
       chunks_ = chunks;
       next_ = 1;
       pending_ = chunks - 1;
-      unfinished_.store(chunks - 1, std::memory_order_relaxed);
       ++generation_;
-      published_.store(generation_, std::memory_order_release);
     }
     cv_.notify_all();
     run_chunk(0);
@@ -60,7 +58,7 @@ public:
       run_chunk(c);
       finish_one();
     }
-    spin_while([this] { return unfinished_.load(std::memory_order_acquire) != 0; });
+    spin_while([this] { return pending_.load() != 0; });
     std::unique_lock<std::mutex> g(m_);
     done_cv_.wait(g, [this] { return pending_ == 0; });
     fn_ = nullptr;
@@ -86,13 +84,12 @@ private:
   }
   void finish_one() {
     std::lock_guard<std::mutex> g(m_);
-    unfinished_.fetch_sub(1, std::memory_order_release);
     if (--pending_ == 0) done_cv_.notify_all();
   }
   void work() {
     std::uint64_t seen = 0;
     while (true) {
-      spin_while([&] { return published_.load(std::memory_order_acquire) == seen; });
+      spin_while([&] { return generation_.load() == seen; });
       int c;
       {
         std::unique_lock<std::mutex> g(m_);
@@ -114,12 +111,11 @@ private:
   std::condition_variable cv_, done_cv_;
   const std::function<void(std::int64_t, std::int64_t)>* fn_ = nullptr;
   std::int64_t n_ = 0;
-  int chunks_ = 0, next_ = 0, pending_ = 0;
-  std::uint64_t generation_ = 0;
+  int chunks_ = 0, next_ = 0;
+  // written under m_; atomic so that the spinning can read them without taking it
+  std::atomic<int> pending_{0};
+  std::atomic<std::uint64_t> generation_{0};
   bool stop_ = false;
-  // copies of generation_ and pending_ that the spinning reads without taking the lock
-  std::atomic<std::uint64_t> published_{0};
-  std::atomic<int> unfinished_{0};
 };
 
 /// f(0) ... f(n-1) on at most as many threads as the machine has cores (compiler processes
