@@ -5,7 +5,9 @@
 
 #include "gradcheck.hpp"
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 namespace {
@@ -151,6 +153,47 @@ TEST_CASE("backward accumulates, detach and no_grad cut the graph, tg::grad leav
   CHECK(w.grad().to_vector<double>() == std::vector<double>{7, 6, 11});
   CHECK_THROWS_AS(tg::Tensor({1, 2}).requires_grad_(), tg::dtype_error);
   CHECK_THROWS_AS(tg::Tensor({1.0}).backward(), tg::error);
+}
+
+TEST_CASE("relu: PyTorch's gradient at 0 (none), NaN stays NaN") {
+  auto x = tg::Tensor({-2.0, 0.0, 3.0, -0.0}).requires_grad_();
+  x.relu().sum().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 1, 0});
+  const double inf = std::numeric_limits<double>::infinity();
+  auto y = tg::Tensor({std::nan(""), -inf, inf}).relu().to_vector<double>();
+  CHECK(std::isnan(y[0]));
+  CHECK(y[1] == 0);
+  CHECK(y[2] == inf);
+}
+
+TEST_CASE("the weight gradient of x @ w.t() is computed in w's layout, without a copy") {
+  auto x = tg::randn({32, 48}).realize(), w = tg::randn({40, 48}).realize().requires_grad_();
+  tg::nn::functional::linear(x, w).sum().backward();
+  // linear's output gradient (materialized, as its output is), then dW [40, 48] written by the
+  // product's reduction as it is: no third kernel, a transposing copy
+  CHECK(tg::schedule({w.grad()}).kernels() == 2);
+  auto g = w.grad().to_vector<float>(), xv = x.to_vector<float>();
+  for (std::size_t o = 0; o < 40; o += 3)
+    for (std::size_t i = 0; i < 48; ++i) {
+      double s = 0; // d(sum(x w^T)) / dw[o, i] = sum over the batch of x[b, i]
+      for (std::size_t b = 0; b < 32; ++b) s += xv[b * 48 + i];
+      CHECK(g[o * 48 + i] == doctest::Approx(s).epsilon(1e-5));
+    }
+  // the same view as the caller's moves, with the permute after the expand: its sum is in order
+  tg::Shape in{40, 48};
+  std::vector<tg::Movement> moves{{tg::MoveOp::Permute, {1, 0}, {}},
+                                  {tg::MoveOp::Reshape, {1, 48, 40}, {}},
+                                  {tg::MoveOp::Expand, {32, 48, 40}, {}}};
+  std::vector<tg::Movement> last = tg::detail::permutes_last(in, moves);
+  REQUIRE(last.size() == 3);
+  CHECK(last[0].op == tg::MoveOp::Reshape);
+  CHECK(last[1].op == tg::MoveOp::Expand);
+  CHECK(last[2].op == tg::MoveOp::Permute);
+  auto view = [&](const std::vector<tg::Movement>& m) {
+    tg::View v = tg::ShapeTracker::contiguous(in).apply(m).views.back();
+    return std::pair{v.shape, v.strides};
+  };
+  CHECK(view(last) == view(moves));
 }
 
 TEST_CASE("gradients are graph nodes that fuse; realized values are reused") {

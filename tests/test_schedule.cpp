@@ -145,6 +145,29 @@ TEST_CASE("matmul is one kernel; softmax is one (three without row reductions)")
   CHECK(tg::schedule({x.log_softmax(-1)}, tg::FuseOptions{}).kernels() == 3);
 }
 
+TEST_CASE("an elementwise operand that a reduction reads broadcast gets a kernel of its own") {
+  auto a = randn({32, 64}), b = randn({64, 48});
+  // relu(a) is read once per output column of the product: computed once, by a kernel of its own
+  tg::Tensor y = a.relu().matmul(b);
+  CHECK(tg::schedule({y}).kernels() == 2);
+  CHECK(launches([&] { y.realize(); }) == 2);
+  tg::FuseOptions never = tg::fuse_options(true);
+  never.broadcast_operand_min = 0;
+  CHECK(tg::schedule({a.relu().matmul(b)}, never).kernels() == 1);
+  // Not when fewer output elements than broadcast_operand_min (8) read it alike, nor for a value
+  // that is the same along the reduced axis (a row's scale), nor for one read at its own index.
+  CHECK(tg::schedule({a.relu().matmul(randn({64, 4}))}).kernels() == 1);
+  CHECK(tg::schedule({(a * (randn({32, 1}) * 2.0)).sum(1)}).kernels() == 1);
+  CHECK(tg::schedule({(a.relu() * 2.0).sum(1)}).kernels() == 1);
+  auto av = a.to_vector<float>(), bv = b.to_vector<float>(), got = y.to_vector<float>();
+  for (std::size_t i = 0; i < 32; i += 3)
+    for (std::size_t j = 0; j < 48; j += 5) {
+      double s = 0;
+      for (std::size_t k = 0; k < 64; ++k) s += std::max(av[i * 64 + k], 0.0f) * bv[k * 48 + j];
+      CHECK(got[i * 48 + j] == doctest::Approx(s).epsilon(1e-5));
+    }
+}
+
 TEST_CASE("row reductions: computed once per row inside the kernel that reads them") {
   using F = tg::FuseOptions;
   auto x = randn({6, 200}), w = randn({200}), b = randn({200});
@@ -456,7 +479,7 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
 
 TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU and INTERP") {
   // (rows, reduce length, columns, dtype): a tile of 4 x 16 when rows divide by 4 and columns by
-  // 16; its column tiles outermost (and its right operand's panel copied) past 512 KiB
+  // 16; its column tiles outermost (and its right operand's panel copied) past 128 KiB
   struct Case {
     std::int64_t n, k, m;
     tg::DType dtype;
@@ -465,8 +488,9 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
   for (Case c :
        {Case{8, 1100, 512, tg::DType::Float32, true}, Case{32, 20, 64, tg::DType::Float32, false},
         Case{8, 600, 1024, tg::DType::Float64, true}, Case{12, 2100, 256, tg::DType::Float32, true},
-        Case{8, 784, 256, tg::DType::Float32, true}, // the MLP's first layer: 784 KiB
-        Case{8, 256, 256, tg::DType::Float32, false}}) {
+        Case{8, 784, 256, tg::DType::Float32, true},     // the MLP's first layer: 784 KiB
+        Case{8, 256, 256, tg::DType::Float32, true},     // 256 KiB
+        Case{8, 128, 256, tg::DType::Float32, false}}) { // 128 KiB
     CAPTURE(c.n);
     CAPTURE(c.k);
     CAPTURE(c.m);

@@ -1016,6 +1016,12 @@ struct FuseOptions {
   /// devices where one thread runs a whole row (the CPU): a GPU thread per element would compute
   /// the row's reduction per element.
   bool row_reductions = false;
+  /// An elementwise result (not a bare view or cast of a buffer) that a reduction reads
+  /// broadcast along at least `broadcast_operand_min` of its output elements while varying along
+  /// a reduced axis (a matmul's relu'd operand, read once per output column) is materialized by a
+  /// kernel of its own, so the reduction reads it instead of computing it again for each
+  /// broadcast index. 0: never.
+  std::int64_t broadcast_operand_min = 8;
 };
 
 struct Kernel {
@@ -1094,6 +1100,54 @@ constexpr bool read_by_rows(const Graph& g, const NodeFlags& mat,
   }
   return true;
 }
+/// Whether a reduction that reads node `e` (from node `at`, through elementwise ops and views
+/// `moves`, up to the first reduction or materialized node; each node once: `seen[node] == e`)
+/// reads it alike along at least `min_broadcast` of its output indices while it varies along a
+/// reduced axis (see FuseOptions::broadcast_operand_min).
+constexpr bool read_broadcast_by_reduction(const Graph& g, const NodeFlags& mat,
+                                           const std::vector<std::vector<int>>& consumers, int e,
+                                           int at, const std::vector<Movement>& moves,
+                                           std::int64_t min_broadcast, std::vector<int>& seen) {
+  for (int c : consumers[std::size_t(at)]) {
+    if (seen[std::size_t(c)] == e) continue;
+    seen[std::size_t(c)] = e;
+    const Node& n = g[c];
+    std::vector<Movement> m = moves;
+    if (n.op == Op::View) m.insert(m.end(), n.moves.begin(), n.moves.end());
+    bool expands = false; // no expand, no broadcast (and no view to build: constexpr budget)
+    for (const Movement& mv : m) expands = expands || mv.op == MoveOp::Expand;
+    if (is_reduce(n.op) && expands) {
+      // The last view maps the reduction's index space onto the views before it: a zero stride
+      // there reads every earlier view, and so `e`, alike along that axis.
+      ShapeTracker t = ShapeTracker::contiguous(g[e].shape).apply(m);
+      const View& v = t.views.back();
+      std::int64_t broadcast = 1;
+      bool varies = false;
+      for (std::size_t d = 0; d < v.ndim(); ++d) {
+        bool reduced = false;
+        for (int a : n.axes) reduced = reduced || std::size_t(a) == d;
+        bool zero = v.strides[d] == 0;
+        if (reduced)
+          varies = varies || (!zero && !(v.shape[d] == 1));
+        else if (zero)
+          broadcast *= v.shape[d].max_value();
+      }
+      if (varies && broadcast >= min_broadcast) return true;
+    } else if (!is_reduce(n.op) && (n.op == Op::View || is_elementwise(n.op)) &&
+               !mat[std::size_t(c)] &&
+               read_broadcast_by_reduction(g, mat, consumers, e, c, m, min_broadcast, seen)) {
+      return true;
+    }
+  }
+  return false;
+}
+/// Whether `n` computes something (an elementwise op other than a cast of a buffer or constant).
+constexpr bool computes(const Graph& g, const Node& n) {
+  if (!is_elementwise(n.op)) return false;
+  if (n.op != Op::Cast && n.op != Op::Bitcast) return true;
+  const Node& src = g[n.src[0]];
+  return src.op != Op::Buffer && src.op != Op::Const && src.op != Op::View;
+}
 } // namespace detail
 
 /// Which nodes need a buffer. Views of materialized nodes never do.
@@ -1103,6 +1157,13 @@ constexpr NodeFlags materialize(const Graph& g, FuseOptions o = {}) {
     mat[i] = g.nodes[i].op == Op::Buffer || g.nodes[i].op == Op::Contiguous;
   for (int o : g.outputs) mat[std::size_t(o)] = true;
   auto consumers = g.consumers();
+  std::vector<int> seen(o.broadcast_operand_min > 0 ? g.size() : 0, -1);
+  if (o.broadcast_operand_min > 0)
+    for (std::size_t i = g.size(); i-- > 0;) { // consumers first: the last op of a chain is enough
+      if (mat[i] || !detail::computes(g, g.nodes[i])) continue;
+      mat[i] = detail::read_broadcast_by_reduction(g, mat, consumers, int(i), int(i), {},
+                                                   o.broadcast_operand_min, seen);
+    }
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (!is_reduce(g.nodes[i].op) || mat[i]) continue;
     // Follow the single chain of consumers up to a materialized node; every step must keep
@@ -1646,11 +1707,12 @@ struct LowerOptions {
   /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
   /// every row tile then reads the same column panel of that operand, which the CPU device
   /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
-  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 512 KiB (an
-  /// L2 cache): the MLP step's 128x784x256 product (784 KiB) took 0.98 -> 0.60 ms on one core
-  /// with this order, and the step 2.03 -> 1.95 ms (medians of six runs). With no threshold, the
-  /// step was no faster (its other products' operands fit in L2 anyway).
-  std::int64_t panel_bytes = std::int64_t(1) << 19;
+  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 128 KiB: on
+  /// one core (thread CPU time, alternated runs) sgemm 256³ (a 256 KiB operand) took 0.33 ms in
+  /// this order against 0.39-0.41 in the other, bmm 16x256³ 6.1 against 8.0 ms, and the MLP
+  /// training step 2.10-2.24 against 2.40-2.51 ms; at 512 KiB (an L2) its 256-wide products
+  /// streamed their operands from L2 once per row tile.
+  std::int64_t panel_bytes = std::int64_t(1) << 17;
   /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
   /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
   int wide_upcast = 64;

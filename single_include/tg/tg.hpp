@@ -1065,6 +1065,12 @@ struct FuseOptions {
   /// devices where one thread runs a whole row (the CPU): a GPU thread per element would compute
   /// the row's reduction per element.
   bool row_reductions = false;
+  /// An elementwise result (not a bare view or cast of a buffer) that a reduction reads
+  /// broadcast along at least `broadcast_operand_min` of its output elements while varying along
+  /// a reduced axis (a matmul's relu'd operand, read once per output column) is materialized by a
+  /// kernel of its own, so the reduction reads it instead of computing it again for each
+  /// broadcast index. 0: never.
+  std::int64_t broadcast_operand_min = 8;
 };
 
 struct Kernel {
@@ -1143,6 +1149,54 @@ constexpr bool read_by_rows(const Graph& g, const NodeFlags& mat,
   }
   return true;
 }
+/// Whether a reduction that reads node `e` (from node `at`, through elementwise ops and views
+/// `moves`, up to the first reduction or materialized node; each node once: `seen[node] == e`)
+/// reads it alike along at least `min_broadcast` of its output indices while it varies along a
+/// reduced axis (see FuseOptions::broadcast_operand_min).
+constexpr bool read_broadcast_by_reduction(const Graph& g, const NodeFlags& mat,
+                                           const std::vector<std::vector<int>>& consumers, int e,
+                                           int at, const std::vector<Movement>& moves,
+                                           std::int64_t min_broadcast, std::vector<int>& seen) {
+  for (int c : consumers[std::size_t(at)]) {
+    if (seen[std::size_t(c)] == e) continue;
+    seen[std::size_t(c)] = e;
+    const Node& n = g[c];
+    std::vector<Movement> m = moves;
+    if (n.op == Op::View) m.insert(m.end(), n.moves.begin(), n.moves.end());
+    bool expands = false; // no expand, no broadcast (and no view to build: constexpr budget)
+    for (const Movement& mv : m) expands = expands || mv.op == MoveOp::Expand;
+    if (is_reduce(n.op) && expands) {
+      // The last view maps the reduction's index space onto the views before it: a zero stride
+      // there reads every earlier view, and so `e`, alike along that axis.
+      ShapeTracker t = ShapeTracker::contiguous(g[e].shape).apply(m);
+      const View& v = t.views.back();
+      std::int64_t broadcast = 1;
+      bool varies = false;
+      for (std::size_t d = 0; d < v.ndim(); ++d) {
+        bool reduced = false;
+        for (int a : n.axes) reduced = reduced || std::size_t(a) == d;
+        bool zero = v.strides[d] == 0;
+        if (reduced)
+          varies = varies || (!zero && !(v.shape[d] == 1));
+        else if (zero)
+          broadcast *= v.shape[d].max_value();
+      }
+      if (varies && broadcast >= min_broadcast) return true;
+    } else if (!is_reduce(n.op) && (n.op == Op::View || is_elementwise(n.op)) &&
+               !mat[std::size_t(c)] &&
+               read_broadcast_by_reduction(g, mat, consumers, e, c, m, min_broadcast, seen)) {
+      return true;
+    }
+  }
+  return false;
+}
+/// Whether `n` computes something (an elementwise op other than a cast of a buffer or constant).
+constexpr bool computes(const Graph& g, const Node& n) {
+  if (!is_elementwise(n.op)) return false;
+  if (n.op != Op::Cast && n.op != Op::Bitcast) return true;
+  const Node& src = g[n.src[0]];
+  return src.op != Op::Buffer && src.op != Op::Const && src.op != Op::View;
+}
 } // namespace detail
 
 /// Which nodes need a buffer. Views of materialized nodes never do.
@@ -1152,6 +1206,13 @@ constexpr NodeFlags materialize(const Graph& g, FuseOptions o = {}) {
     mat[i] = g.nodes[i].op == Op::Buffer || g.nodes[i].op == Op::Contiguous;
   for (int o : g.outputs) mat[std::size_t(o)] = true;
   auto consumers = g.consumers();
+  std::vector<int> seen(o.broadcast_operand_min > 0 ? g.size() : 0, -1);
+  if (o.broadcast_operand_min > 0)
+    for (std::size_t i = g.size(); i-- > 0;) { // consumers first: the last op of a chain is enough
+      if (mat[i] || !detail::computes(g, g.nodes[i])) continue;
+      mat[i] = detail::read_broadcast_by_reduction(g, mat, consumers, int(i), int(i), {},
+                                                   o.broadcast_operand_min, seen);
+    }
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (!is_reduce(g.nodes[i].op) || mat[i]) continue;
     // Follow the single chain of consumers up to a materialized node; every step must keep
@@ -1695,11 +1756,12 @@ struct LowerOptions {
   /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
   /// every row tile then reads the same column panel of that operand, which the CPU device
   /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
-  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 512 KiB (an
-  /// L2 cache): the MLP step's 128x784x256 product (784 KiB) took 0.98 -> 0.60 ms on one core
-  /// with this order, and the step 2.03 -> 1.95 ms (medians of six runs). With no threshold, the
-  /// step was no faster (its other products' operands fit in L2 anyway).
-  std::int64_t panel_bytes = std::int64_t(1) << 19;
+  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 128 KiB: on
+  /// one core (thread CPU time, alternated runs) sgemm 256³ (a 256 KiB operand) took 0.33 ms in
+  /// this order against 0.39-0.41 in the other, bmm 16x256³ 6.1 against 8.0 ms, and the MLP
+  /// training step 2.10-2.24 against 2.40-2.51 ms; at 512 KiB (an L2) its 256-wide products
+  /// streamed their operands from L2 once per row tile.
+  std::int64_t panel_bytes = std::int64_t(1) << 17;
   /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
   /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
   int wide_upcast = 64;
@@ -6461,10 +6523,13 @@ inline LowerOptions lower_options() {
 }
 
 /// The fuser's optimizations for a device (row reductions where threads run whole rows: the
-/// CPU and INTERP), unless TG_OPT=0.
+/// CPU and INTERP; broadcast operands everywhere), unless TG_OPT=0.
 inline FuseOptions fuse_options(bool register_tiles) {
   static const bool on = env::get_int("TG_OPT", 1) != 0;
-  return FuseOptions{on && register_tiles};
+  FuseOptions o;
+  o.row_reductions = on && register_tiles;
+  if (!on) o.broadcast_operand_min = 0;
+  return o;
 }
 
 /// What a realize produces: a buffer for every node the caller asked to keep.
@@ -7795,7 +7860,14 @@ inline Tensor Tensor::sigmoid(Loc loc) const {
 inline Tensor Tensor::tanh(Loc loc) const { return 2.0 * (2.0 * as_float()).sigmoid(loc) - 1.0; }
 inline Tensor Tensor::relu(Loc loc) const {
   detail::require_not_bool(*this, "relu", loc);
-  return maximum(const_like(0), loc);
+  Tensor zero = const_like(0);
+  Tensor out = maximum(zero, loc); // NaN stays NaN
+  // PyTorch's gradient, none at 0 (max would split the tie evenly): the record of a select on
+  // x > 0, which is also one compare in the backward kernels.
+  if (out.lazy()->grad_fn)
+    *out.lazy()->grad_fn = GradRecord{
+        Op::Where, {(zero < *this).lazy(), lazy(), zero.expand(sym_shape()).lazy()}, {}, {}};
+  return out;
 }
 inline Tensor Tensor::leaky_relu(double slope, Loc loc) const {
   Tensor x = as_float();
@@ -8872,6 +8944,84 @@ namespace tg {
 
 namespace detail {
 
+/// The same view with its permutes moved after the reshapes that only insert size-1 axes and
+/// the expands that follow them, so that an expand's gradient (a sum) is taken in the source's
+/// axis order: dW of x @ W.T comes out in W's layout, where it came out transposed and went
+/// through a transposing copy. The first other move ends the reordering.
+inline std::vector<Movement> permutes_last(const Shape& in, const std::vector<Movement>& moves) {
+  Shape phys = in;                  // the source's shape after the moves so far, before `perm`
+  std::vector<int> perm(in.size()); // logical axis i is physical axis perm[i]
+  for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
+  auto identity = [&] {
+    for (std::size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != int(i)) return false;
+    return true;
+  };
+  std::vector<Movement> out;
+  std::size_t i = 0;
+  for (; i < moves.size(); ++i) {
+    const Movement& m = moves[i];
+    if (m.op == MoveOp::Permute) {
+      std::vector<int> p(perm.size());
+      for (std::size_t j = 0; j < p.size(); ++j) p[j] = perm[std::size_t(m.a[j].constant())];
+      perm = p;
+    } else if (m.op == MoveOp::Expand) {
+      for (std::size_t j = 0; j < perm.size(); ++j) phys[std::size_t(perm[j])] = m.a[j];
+      out.push_back({MoveOp::Expand, phys, {}});
+    } else if (m.op == MoveOp::Reshape) {
+      // match the new shape's axes to the logical ones; the others must be inserted 1s
+      const Shape& to = m.a;
+      std::vector<int> from(to.size(), -1); // new axis -> logical axis, or -1 (an inserted 1)
+      std::size_t l = 0;
+      bool fits = true;
+      for (std::size_t t = 0; t < to.size() && fits; ++t) {
+        if (l < perm.size() && to[t] == phys[std::size_t(perm[l])])
+          from[t] = int(l++);
+        else
+          fits = to[t] == 1;
+      }
+      if (!fits || l != perm.size()) break;
+      // each inserted axis goes right before the physical axis of the next matched one
+      std::vector<std::vector<int>> before(phys.size() + 1);
+      for (std::size_t t = 0; t < to.size(); ++t) {
+        if (from[t] >= 0) continue;
+        std::size_t at = phys.size();
+        for (std::size_t u = t + 1; u < to.size(); ++u)
+          if (from[u] >= 0) {
+            at = std::size_t(perm[std::size_t(from[u])]);
+            break;
+          }
+        before[at].push_back(int(t));
+      }
+      Shape next;
+      std::vector<int> new_of_old(phys.size()), next_perm(to.size());
+      for (std::size_t p = 0; p <= phys.size(); ++p) {
+        for (int t : before[p]) {
+          next_perm[std::size_t(t)] = int(next.size());
+          next.push_back(SInt(1));
+        }
+        if (p == phys.size()) break;
+        new_of_old[p] = int(next.size());
+        next.push_back(phys[p]);
+      }
+      for (std::size_t t = 0; t < to.size(); ++t)
+        if (from[t] >= 0) next_perm[t] = new_of_old[std::size_t(perm[std::size_t(from[t])])];
+      phys = next;
+      perm = next_perm;
+      out.push_back({MoveOp::Reshape, phys, {}});
+    } else {
+      break;
+    }
+  }
+  if (!identity()) {
+    std::vector<SInt> p;
+    for (int a : perm) p.push_back(SInt(a));
+    out.push_back({MoveOp::Permute, p, {}});
+  }
+  out.insert(out.end(), moves.begin() + std::ptrdiff_t(i), moves.end());
+  return out;
+}
+
 /// The gradient of a movement op's input, given the gradient of its output.
 inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
   switch (m.op) {
@@ -9002,10 +9152,11 @@ inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const T
     return {g.expand(x.sym_shape()) * others};
   }
   case Op::View: {
+    std::vector<Movement> moves = permutes_last(r.parents[0]->shape, r.moves);
     std::vector<Shape> shapes{r.parents[0]->shape};
-    for (const Movement& m : r.moves) shapes.push_back(moved_shape(shapes.back(), m));
+    for (const Movement& m : moves) shapes.push_back(moved_shape(shapes.back(), m));
     Tensor gi = g;
-    for (std::size_t i = r.moves.size(); i-- > 0;) gi = unmove(r.moves[i], shapes[i], gi);
+    for (std::size_t i = moves.size(); i-- > 0;) gi = unmove(moves[i], shapes[i], gi);
     return {gi};
   }
   // A value the forward pass materializes gets a materialized gradient too: a fused gradient

@@ -10,6 +10,84 @@ namespace tg {
 
 namespace detail {
 
+/// The same view with its permutes moved after the reshapes that only insert size-1 axes and
+/// the expands that follow them, so that an expand's gradient (a sum) is taken in the source's
+/// axis order: dW of x @ W.T comes out in W's layout, where it came out transposed and went
+/// through a transposing copy. The first other move ends the reordering.
+inline std::vector<Movement> permutes_last(const Shape& in, const std::vector<Movement>& moves) {
+  Shape phys = in;                  // the source's shape after the moves so far, before `perm`
+  std::vector<int> perm(in.size()); // logical axis i is physical axis perm[i]
+  for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
+  auto identity = [&] {
+    for (std::size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != int(i)) return false;
+    return true;
+  };
+  std::vector<Movement> out;
+  std::size_t i = 0;
+  for (; i < moves.size(); ++i) {
+    const Movement& m = moves[i];
+    if (m.op == MoveOp::Permute) {
+      std::vector<int> p(perm.size());
+      for (std::size_t j = 0; j < p.size(); ++j) p[j] = perm[std::size_t(m.a[j].constant())];
+      perm = p;
+    } else if (m.op == MoveOp::Expand) {
+      for (std::size_t j = 0; j < perm.size(); ++j) phys[std::size_t(perm[j])] = m.a[j];
+      out.push_back({MoveOp::Expand, phys, {}});
+    } else if (m.op == MoveOp::Reshape) {
+      // match the new shape's axes to the logical ones; the others must be inserted 1s
+      const Shape& to = m.a;
+      std::vector<int> from(to.size(), -1); // new axis -> logical axis, or -1 (an inserted 1)
+      std::size_t l = 0;
+      bool fits = true;
+      for (std::size_t t = 0; t < to.size() && fits; ++t) {
+        if (l < perm.size() && to[t] == phys[std::size_t(perm[l])])
+          from[t] = int(l++);
+        else
+          fits = to[t] == 1;
+      }
+      if (!fits || l != perm.size()) break;
+      // each inserted axis goes right before the physical axis of the next matched one
+      std::vector<std::vector<int>> before(phys.size() + 1);
+      for (std::size_t t = 0; t < to.size(); ++t) {
+        if (from[t] >= 0) continue;
+        std::size_t at = phys.size();
+        for (std::size_t u = t + 1; u < to.size(); ++u)
+          if (from[u] >= 0) {
+            at = std::size_t(perm[std::size_t(from[u])]);
+            break;
+          }
+        before[at].push_back(int(t));
+      }
+      Shape next;
+      std::vector<int> new_of_old(phys.size()), next_perm(to.size());
+      for (std::size_t p = 0; p <= phys.size(); ++p) {
+        for (int t : before[p]) {
+          next_perm[std::size_t(t)] = int(next.size());
+          next.push_back(SInt(1));
+        }
+        if (p == phys.size()) break;
+        new_of_old[p] = int(next.size());
+        next.push_back(phys[p]);
+      }
+      for (std::size_t t = 0; t < to.size(); ++t)
+        if (from[t] >= 0) next_perm[t] = new_of_old[std::size_t(perm[std::size_t(from[t])])];
+      phys = next;
+      perm = next_perm;
+      out.push_back({MoveOp::Reshape, phys, {}});
+    } else {
+      break;
+    }
+  }
+  if (!identity()) {
+    std::vector<SInt> p;
+    for (int a : perm) p.push_back(SInt(a));
+    out.push_back({MoveOp::Permute, p, {}});
+  }
+  out.insert(out.end(), moves.begin() + std::ptrdiff_t(i), moves.end());
+  return out;
+}
+
 /// The gradient of a movement op's input, given the gradient of its output.
 inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
   switch (m.op) {
@@ -140,10 +218,11 @@ inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const T
     return {g.expand(x.sym_shape()) * others};
   }
   case Op::View: {
+    std::vector<Movement> moves = permutes_last(r.parents[0]->shape, r.moves);
     std::vector<Shape> shapes{r.parents[0]->shape};
-    for (const Movement& m : r.moves) shapes.push_back(moved_shape(shapes.back(), m));
+    for (const Movement& m : moves) shapes.push_back(moved_shape(shapes.back(), m));
     Tensor gi = g;
-    for (std::size_t i = r.moves.size(); i-- > 0;) gi = unmove(r.moves[i], shapes[i], gi);
+    for (std::size_t i = moves.size(); i-- > 0;) gi = unmove(moves[i], shapes[i], gi);
     return {gi};
   }
   // A value the forward pass materializes gets a materialized gradient too: a fused gradient

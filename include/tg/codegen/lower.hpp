@@ -34,11 +34,12 @@ struct LowerOptions {
   /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
   /// every row tile then reads the same column panel of that operand, which the CPU device
   /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
-  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 512 KiB (an
-  /// L2 cache): the MLP step's 128x784x256 product (784 KiB) took 0.98 -> 0.60 ms on one core
-  /// with this order, and the step 2.03 -> 1.95 ms (medians of six runs). With no threshold, the
-  /// step was no faster (its other products' operands fit in L2 anyway).
-  std::int64_t panel_bytes = std::int64_t(1) << 19;
+  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 128 KiB: on
+  /// one core (thread CPU time, alternated runs) sgemm 256³ (a 256 KiB operand) took 0.33 ms in
+  /// this order against 0.39-0.41 in the other, bmm 16x256³ 6.1 against 8.0 ms, and the MLP
+  /// training step 2.10-2.24 against 2.40-2.51 ms; at 512 KiB (an L2) its 256-wide products
+  /// streamed their operands from L2 once per row tile.
+  std::int64_t panel_bytes = std::int64_t(1) << 17;
   /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
   /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
   int wide_upcast = 64;

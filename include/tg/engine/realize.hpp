@@ -65,10 +65,13 @@ inline LowerOptions lower_options() {
 }
 
 /// The fuser's optimizations for a device (row reductions where threads run whole rows: the
-/// CPU and INTERP), unless TG_OPT=0.
+/// CPU and INTERP; broadcast operands everywhere), unless TG_OPT=0.
 inline FuseOptions fuse_options(bool register_tiles) {
   static const bool on = env::get_int("TG_OPT", 1) != 0;
-  return FuseOptions{on && register_tiles};
+  FuseOptions o;
+  o.row_reductions = on && register_tiles;
+  if (!on) o.broadcast_operand_min = 0;
+  return o;
 }
 
 /// What a realize produces: a buffer for every node the caller asked to keep.

@@ -20,6 +20,12 @@ struct FuseOptions {
   /// devices where one thread runs a whole row (the CPU): a GPU thread per element would compute
   /// the row's reduction per element.
   bool row_reductions = false;
+  /// An elementwise result (not a bare view or cast of a buffer) that a reduction reads
+  /// broadcast along at least `broadcast_operand_min` of its output elements while varying along
+  /// a reduced axis (a matmul's relu'd operand, read once per output column) is materialized by a
+  /// kernel of its own, so the reduction reads it instead of computing it again for each
+  /// broadcast index. 0: never.
+  std::int64_t broadcast_operand_min = 8;
 };
 
 struct Kernel {
@@ -98,6 +104,54 @@ constexpr bool read_by_rows(const Graph& g, const NodeFlags& mat,
   }
   return true;
 }
+/// Whether a reduction that reads node `e` (from node `at`, through elementwise ops and views
+/// `moves`, up to the first reduction or materialized node; each node once: `seen[node] == e`)
+/// reads it alike along at least `min_broadcast` of its output indices while it varies along a
+/// reduced axis (see FuseOptions::broadcast_operand_min).
+constexpr bool read_broadcast_by_reduction(const Graph& g, const NodeFlags& mat,
+                                           const std::vector<std::vector<int>>& consumers, int e,
+                                           int at, const std::vector<Movement>& moves,
+                                           std::int64_t min_broadcast, std::vector<int>& seen) {
+  for (int c : consumers[std::size_t(at)]) {
+    if (seen[std::size_t(c)] == e) continue;
+    seen[std::size_t(c)] = e;
+    const Node& n = g[c];
+    std::vector<Movement> m = moves;
+    if (n.op == Op::View) m.insert(m.end(), n.moves.begin(), n.moves.end());
+    bool expands = false; // no expand, no broadcast (and no view to build: constexpr budget)
+    for (const Movement& mv : m) expands = expands || mv.op == MoveOp::Expand;
+    if (is_reduce(n.op) && expands) {
+      // The last view maps the reduction's index space onto the views before it: a zero stride
+      // there reads every earlier view, and so `e`, alike along that axis.
+      ShapeTracker t = ShapeTracker::contiguous(g[e].shape).apply(m);
+      const View& v = t.views.back();
+      std::int64_t broadcast = 1;
+      bool varies = false;
+      for (std::size_t d = 0; d < v.ndim(); ++d) {
+        bool reduced = false;
+        for (int a : n.axes) reduced = reduced || std::size_t(a) == d;
+        bool zero = v.strides[d] == 0;
+        if (reduced)
+          varies = varies || (!zero && !(v.shape[d] == 1));
+        else if (zero)
+          broadcast *= v.shape[d].max_value();
+      }
+      if (varies && broadcast >= min_broadcast) return true;
+    } else if (!is_reduce(n.op) && (n.op == Op::View || is_elementwise(n.op)) &&
+               !mat[std::size_t(c)] &&
+               read_broadcast_by_reduction(g, mat, consumers, e, c, m, min_broadcast, seen)) {
+      return true;
+    }
+  }
+  return false;
+}
+/// Whether `n` computes something (an elementwise op other than a cast of a buffer or constant).
+constexpr bool computes(const Graph& g, const Node& n) {
+  if (!is_elementwise(n.op)) return false;
+  if (n.op != Op::Cast && n.op != Op::Bitcast) return true;
+  const Node& src = g[n.src[0]];
+  return src.op != Op::Buffer && src.op != Op::Const && src.op != Op::View;
+}
 } // namespace detail
 
 /// Which nodes need a buffer. Views of materialized nodes never do.
@@ -107,6 +161,13 @@ constexpr NodeFlags materialize(const Graph& g, FuseOptions o = {}) {
     mat[i] = g.nodes[i].op == Op::Buffer || g.nodes[i].op == Op::Contiguous;
   for (int o : g.outputs) mat[std::size_t(o)] = true;
   auto consumers = g.consumers();
+  std::vector<int> seen(o.broadcast_operand_min > 0 ? g.size() : 0, -1);
+  if (o.broadcast_operand_min > 0)
+    for (std::size_t i = g.size(); i-- > 0;) { // consumers first: the last op of a chain is enough
+      if (mat[i] || !detail::computes(g, g.nodes[i])) continue;
+      mat[i] = detail::read_broadcast_by_reduction(g, mat, consumers, int(i), int(i), {},
+                                                   o.broadcast_operand_min, seen);
+    }
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (!is_reduce(g.nodes[i].op) || mat[i]) continue;
     // Follow the single chain of consumers up to a materialized node; every step must keep

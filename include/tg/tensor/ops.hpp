@@ -139,7 +139,14 @@ inline Tensor Tensor::sigmoid(Loc loc) const {
 inline Tensor Tensor::tanh(Loc loc) const { return 2.0 * (2.0 * as_float()).sigmoid(loc) - 1.0; }
 inline Tensor Tensor::relu(Loc loc) const {
   detail::require_not_bool(*this, "relu", loc);
-  return maximum(const_like(0), loc);
+  Tensor zero = const_like(0);
+  Tensor out = maximum(zero, loc); // NaN stays NaN
+  // PyTorch's gradient, none at 0 (max would split the tie evenly): the record of a select on
+  // x > 0, which is also one compare in the backward kernels.
+  if (out.lazy()->grad_fn)
+    *out.lazy()->grad_fn = GradRecord{
+        Op::Where, {(zero < *this).lazy(), lazy(), zero.expand(sym_shape()).lazy()}, {}, {}};
+  return out;
 }
 inline Tensor Tensor::leaky_relu(double slope, Loc loc) const {
   Tensor x = as_float();
