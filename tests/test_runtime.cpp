@@ -94,6 +94,17 @@ TEST_CASE("child: debug output") {
   ((a * a).sum() + 1.0f).realize();
 }
 
+TEST_CASE("child: debug output of a compiled step") {
+  if (!child()) return;
+  auto step = tg::jit([](tg::Tensor x) { return (x * x).sum() + 1.0f; });
+  auto x = tg::arange(0, 64, 1, tg::float32).realize();
+  step(x);
+  step(x); // captured
+  std::printf("replays:\n");
+  std::fflush(stdout);
+  step(x);
+}
+
 TEST_CASE("TG_DEBUG prints launches, the schedule, sources and the IR") {
   std::string dir = fresh_dir();
   std::string d1 = run_child("child: debug output", "TG_DEBUG=1 TG_CACHE_DIR=" + dir);
@@ -108,6 +119,13 @@ TEST_CASE("TG_DEBUG prints launches, the schedule, sources and the IR") {
   CHECK(contains(d4, "graph\n"));
   CHECK(contains(d4, "program rs16_1"));
   CHECK(contains(d4, "accassign add"));
+  // a tg::jit replay's launches too, numbered by their place in the step
+  std::string replay =
+      run_child("child: debug output of a compiled step", "TG_DEBUG=1 TG_CACHE_DIR=" + dir);
+  REQUIRE(contains(replay, "replays:\n"));
+  std::string after = replay.substr(replay.find("replays:\n"));
+  CHECK(contains(after, "*** CPU      0 "));
+  CHECK(contains(after, " us (replay)"));
   std::filesystem::remove_all(dir);
 }
 

@@ -9518,6 +9518,7 @@ private:
         if (b == v) return b.value;
       return v.value;
     };
+    static const int debug = env::debug();
     for (std::size_t l = 0; l < launches_.size(); ++l) {
       const detail::Launch& launch = launches_[l];
       if (!launch.runner) {
@@ -9526,8 +9527,15 @@ private:
       }
       std::vector<std::int64_t> vars;
       for (const Var& v : launch.vars) vars.push_back(value_of(v));
+      auto t0 = std::chrono::steady_clock::now();
       launch.runner->run(ptrs_[l], vars);
       detail::stats_storage().kernels_launched++;
+      if (debug >= 1) // as realize prints them, numbered by the launch's place in the replay
+        std::fprintf(
+            stderr, "*** %-6s %3zu %-28s %10.1f us (replay)\n",
+            launch.buffers[0]->device->name().c_str(), l, launch.runner->name.c_str(),
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
     }
     std::vector<Tensor> outs;
     for (const LazyPtr& o : outputs_) {
