@@ -143,9 +143,11 @@ inline Tensor Tensor::relu(Loc loc) const {
   Tensor out = maximum(zero, loc); // NaN stays NaN
   // PyTorch's gradient, none at 0 (max would split the tie evenly): the record of a select on
   // x > 0, which is also one compare in the backward kernels.
-  if (out.lazy()->grad_fn)
+  if (out.lazy()->grad_fn) {
+    no_grad guard; // the mask itself is not differentiated
     *out.lazy()->grad_fn = GradRecord{
         Op::Where, {(zero < *this).lazy(), lazy(), zero.expand(sym_shape()).lazy()}, {}, {}};
+  }
   return out;
 }
 inline Tensor Tensor::leaky_relu(double slope, Loc loc) const {
