@@ -196,6 +196,22 @@ TEST_CASE("the weight gradient of x @ w.t() is computed in w's layout, without a
   CHECK(view(last) == view(moves));
 }
 
+TEST_CASE("an expand's gradient over one long axis is summed in chunks, then over the chunks") {
+  for (std::int64_t rows : {16384, 4096}) {
+    CAPTURE(rows);
+    auto a = tg::randn({rows, 8}).realize(), w = tg::randn({8}).realize().requires_grad_();
+    (a * w).sum().backward();
+    // 16384 rows: 64 partial sums of 256 rows, then their sum; 4096 rows: one sum
+    CHECK(tg::schedule({w.grad()}).kernels() == (rows == 16384 ? 2 : 1));
+    auto g = w.grad().to_vector<float>(), av = a.to_vector<float>();
+    for (std::size_t j = 0; j < 8; ++j) {
+      double s = 0;
+      for (std::size_t r = 0; r < std::size_t(rows); ++r) s += av[r * 8 + j];
+      CHECK(g[j] == doctest::Approx(s).epsilon(1e-4).scale(1.0));
+    }
+  }
+}
+
 TEST_CASE("gradients are graph nodes that fuse; realized values are reused") {
   auto x = tg::randn({32, 16}, tg::float32).realize(),
        w = tg::randn({16, 8}).realize().requires_grad_();
