@@ -491,40 +491,53 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
         Case{8, 784, 256, tg::DType::Float32, true},     // the MLP's first layer: 784 KiB
         Case{8, 256, 256, tg::DType::Float32, true},     // 256 KiB
         Case{8, 128, 256, tg::DType::Float32, false}}) { // 128 KiB
-    CAPTURE(c.n);
-    CAPTURE(c.k);
-    CAPTURE(c.m);
-    auto a = tg::randn({c.n, c.k}, c.dtype).realize(), b = tg::randn({c.k, c.m}, c.dtype).realize();
-    auto bias = tg::randn({c.m}, c.dtype).realize();
-    tg::Tensor y = (a.matmul(b) + bias).relu();
-    auto info = tg::schedule({y});
-    REQUIRE(info.kernels() == 1);
-    tg::Program p = tg::lower(info.graph, info.schedule, 0);
-    CHECK_MESSAGE(contains(p.name.view(), c.panel ? "u4x16p_" : "u4x16_"), p.name.view());
-    tg::Program v = tg::vectorize(p), packed = tg::pack_panels(v);
-    std::string src(tg::render_c(packed).view());
-    CHECK(contains(src, c.dtype == tg::DType::Float64 ? "tg_f64x4 " : "tg_f32x8 "));
-    CHECK(contains(src, "__attribute__((aligned(64)))") == c.panel); // the panel's array
-    CHECK(contains(src, "); TG_IN_REG(v"));                 // each vector load kept in a register
-    CHECK(!contains(tg::render_c(p).view(), "tg_f32x8 v")); // a pass of the CPU device only
-    // the CPU device runs the vectorized program; INTERP the lowered one
-    auto check = [&]<class T>(T tolerance) {
-      std::vector<T> cpu = y.to_vector<T>(), interp = y.to("INTERP").to_vector<T>();
-      CHECK(cpu == interp);
-      auto av = a.to_vector<T>(), bv = b.to_vector<T>(), cv = bias.to_vector<T>();
-      for (std::int64_t i = 0; i < c.n; i += 5)
-        for (std::int64_t j = 0; j < c.m; j += 3) {
-          double s = 0;
-          for (std::int64_t k = 0; k < c.k; ++k)
-            s += double(av[std::size_t(i * c.k + k)]) * bv[std::size_t(k * c.m + j)];
-          CHECK(cpu[std::size_t(i * c.m + j)] ==
-                doctest::Approx(std::max(0.0, s + cv[std::size_t(j)])).epsilon(tolerance));
-        }
-    };
-    if (c.dtype == tg::DType::Float64)
-      check(double(std::numeric_limits<float>::epsilon()) * 100); // doctest's default
-    else
-      check(1e-4f);
+    for (bool transposed : {false, true}) { // b, or the transpose of a [m, k] tensor (nn::Linear)
+      CAPTURE(c.n);
+      CAPTURE(c.k);
+      CAPTURE(c.m);
+      CAPTURE(transposed);
+      auto a = tg::randn({c.n, c.k}, c.dtype).realize();
+      auto b = transposed ? tg::randn({c.m, c.k}, c.dtype).realize().T()
+                          : tg::randn({c.k, c.m}, c.dtype).realize();
+      auto bias = tg::randn({c.m}, c.dtype).realize();
+      tg::Tensor y = (a.matmul(b) + bias).relu();
+      auto info = tg::schedule({y});
+      // a transposed operand is copied first (a kernel of its own) unless the tile packs its
+      // panels itself, reading it in place: large operands (panel order), panels up to 256 KiB
+      const bool in_place = transposed && c.panel && c.k * 16 * 8 <= 256 * 1024;
+      const bool copied = transposed && !in_place && c.k * c.m >= 4096;
+      REQUIRE(info.kernels() == (copied ? 2 : 1));
+      tg::Program p = tg::lower(info.graph, info.schedule, info.kernels() - 1);
+      tg::Program v = tg::vectorize(p), packed = tg::pack_panels(v);
+      std::string src(tg::render_c(packed).view());
+      if (!transposed || in_place || copied) { // (a small transposed operand has no tile)
+        CHECK_MESSAGE(contains(p.name.view(), c.panel ? "u4x16p_" : "u4x16_"), p.name.view());
+        CHECK(contains(src, c.dtype == tg::DType::Float64 ? "tg_f64x4 " : "tg_f32x8 "));
+        CHECK(contains(src, "__attribute__((aligned(64)))") == c.panel); // the panel's array
+        CHECK(contains(src, "); TG_IN_REG(v")); // each vector load kept in a register
+      }
+      CHECK(!contains(tg::render_c(p).view(), "tg_f32x8 v")); // a pass of the CPU device only
+      // in place: the copy into the panel reads b's rows (a vector of elements k apart)
+      CHECK(contains(src, " + " + std::to_string(c.k) + "], ") == in_place);
+      // the CPU device runs the vectorized program; INTERP the lowered one
+      auto check = [&]<class T>(T tolerance) {
+        std::vector<T> cpu = y.to_vector<T>(), interp = y.to("INTERP").to_vector<T>();
+        CHECK(cpu == interp);
+        auto av = a.to_vector<T>(), bv = b.to_vector<T>(), cv = bias.to_vector<T>();
+        for (std::int64_t i = 0; i < c.n; i += 5)
+          for (std::int64_t j = 0; j < c.m; j += 3) {
+            double s = 0;
+            for (std::int64_t k = 0; k < c.k; ++k)
+              s += double(av[std::size_t(i * c.k + k)]) * bv[std::size_t(k * c.m + j)];
+            CHECK(cpu[std::size_t(i * c.m + j)] ==
+                  doctest::Approx(std::max(0.0, s + cv[std::size_t(j)])).epsilon(tolerance));
+          }
+      };
+      if (c.dtype == tg::DType::Float64)
+        check(double(std::numeric_limits<float>::epsilon()) * 100); // doctest's default
+      else
+        check(1e-4f);
+    }
   }
 }
 

@@ -1395,7 +1395,7 @@ enum class UKind : std::uint8_t {
   GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
   // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
   VecAcc,   // a vector accumulator of arg lanes, each `value`
-  VecLoad,  // src0 param, src1 index: arg consecutive elements
+  VecLoad,  // src0 param, src1 index: arg elements, consecutive or value.i (> 1) apart
   VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
   VecLane,  // src0 VecAcc: its lane arg
   VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
@@ -1497,6 +1497,7 @@ constexpr Text dump(const Program& p) {
         t << ' ' << u.value.i;
     }
     if (u.arg >= 0) t << " arg=" << u.arg;
+    if (u.kind == UKind::VecLoad && u.value.i > 1) t << " stride=" << u.value.i;
     t << '\n';
   }
   return t;
@@ -1787,6 +1788,21 @@ struct LowerOptions {
   /// 1 KiB apart in a few L1 sets: 600 us).
   int transpose_tile = 8;
 
+  /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
+  /// length by the tile's output columns) runs its column tiles outermost (panel_bytes).
+  constexpr bool panel_order(std::int64_t k, std::int64_t columns) const {
+    return upcast_rows > 1 && upcast > 1 && k * columns * 4 > panel_bytes && columns / upcast >= 8;
+  }
+  /// Whether such a tile may read that operand with a stride along its columns (x @ w.t(), w
+  /// not copied): in panel order pack_panels copies each column panel of it (k x upcast
+  /// elements, at most kPackBytes) into a contiguous array, whose rows load as vectors. The
+  /// copy reads w's rows contiguously; without it, every lane of the tile read its own row.
+  constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
+    return panel_order(k, columns) && columns % upcast == 0 && k * upcast * 8 <= kPackBytes;
+  }
+  /// The largest panel pack_panels copies.
+  static constexpr std::int64_t kPackBytes = 256 * 1024;
+
   /// These choices for a device without register tiles (a GPU): one tile per thread, and its
   /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling).
   constexpr LowerOptions for_gpu() const {
@@ -1859,6 +1875,13 @@ public:
     std::int64_t lanes = 1, rows = 1;
     std::size_t naligned = 0;
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) naligned += !hoisted_[r];
+    // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
+    // LowerOptions::packs_strided); that tile, not split accumulators along k, then.
+    strided_ok_ = m.size() >= 2 && reduce_nodes_.size() == 1 && !hoisted_[0] &&
+                  m.back().is_const() && prod(reduce_loops(0)).is_const() &&
+                  divisor(m[m.size() - 2], opt_.upcast_rows) > 1 && shared_along(m.size() - 2) &&
+                  opt_.packs_strided(prod(reduce_loops(0)).constant(), m.back().constant());
+    strided_ok_ = strided_ok_ && !lanes_contiguous(m.size() - 1, false);
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
       splits_.push_back(split_width(r, naligned));
       if (!hoisted_[r]) split_ = splits_[r]; // (1 unless it is the one aligned reduction)
@@ -1896,7 +1919,7 @@ public:
     // instead of the whole operand streaming from memory once per row tile.
     std::vector<std::size_t> order;
     panel_ = rows > 1 && one_aligned && prod(reduce_loops(0)).is_const() &&
-             prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes &&
+             opt_.panel_order(prod(reduce_loops(0)).constant(), m.back().constant()) &&
              loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
     for (std::size_t i = 0; i < loops.size(); ++i)
@@ -2407,7 +2430,7 @@ private:
   /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
   /// not at all) by every load inside it.
   constexpr std::int64_t split_width(std::size_t r, std::size_t naligned) const {
-    if (opt_.split_reduce < 4 || (!hoisted_[r] && naligned != 1)) return 1;
+    if (opt_.split_reduce < 4 || (!hoisted_[r] && naligned != 1) || strided_ok_) return 1;
     Shape ra = reduce_loops(r);
     if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
     std::int64_t w = divisor(ra.back(), opt_.split_reduce);
@@ -2441,15 +2464,22 @@ private:
   }
   /// Whether every load inside a reduction reads consecutive elements along merged output axis
   /// `axis` (or one element for all of it): the lanes of a tile then load as vectors. (A
-  /// transposed operand, strided along the lanes, gained nothing from a tile.)
-  constexpr bool lanes_contiguous(std::size_t axis) const {
+  /// transposed operand, strided along the lanes, gained nothing from a tile, unless it is the
+  /// shared operand of a tile whose panels pack_panels copies: strided_ok_.)
+  constexpr bool lanes_contiguous(std::size_t axis, bool strided_ok = true) const {
     for (const ShapeTracker& t : operand_trackers_) {
       std::size_t inner = out_groups_.size();
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
         if (out_groups_[d] == int(axis)) inner = d;
       if (inner == out_groups_.size()) continue;
-      const SInt& stride = t.views.back().strides[inner];
-      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return false;
+      const View& v = t.views.back();
+      const SInt& stride = v.strides[inner];
+      if (stride == 0 || (stride == 1 && t.views.size() == 1)) continue;
+      if (!strided_ok || !strided_ok_ || t.views.size() != 1 || !v.mask.empty() ||
+          !stride.is_const())
+        return false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) // one element for every row
+        if (out_groups_[d] == int(axis) - 1 && !(v.strides[d] == 0)) return false;
     }
     return true;
   }
@@ -2698,8 +2728,10 @@ private:
   std::int64_t lane_ = 0;
   std::int64_t split_ = 1, part_ = 0; // split_width(), and the partial accumulator being built
   bool panel_ = false;                // column tiles outermost (LowerOptions::panel_bytes)
-  Shape space_;                       // the kernel's index space: its root's shape, or finer
-  bool unroll_ok_ = false;            // short reductions may unroll (LowerOptions::unroll_reduce)
+  bool strided_ok_ =
+      false;    // a tile may read its shared operand strided (LowerOptions::packs_strided)
+  Shape space_; // the kernel's index space: its root's shape, or finer
+  bool unroll_ok_ = false; // short reductions may unroll (LowerOptions::unroll_reduce)
   std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 
@@ -2890,8 +2922,11 @@ constexpr Program vectorize(const Program& p) {
       return l;
     return Lane{int(i), u.src[0], s, ld.src[0], ld.src[1]};
   };
-  // Groups of W consecutive lanes with one scalar and consecutive elements of one buffer.
+  // Groups of W consecutive lanes with one scalar and elements of one buffer at a constant
+  // distance: consecutive, or (a transposed operand, which pack_panels copies into a
+  // contiguous panel) `stride` apart.
   std::vector<std::vector<Lane>> groups;
+  std::vector<std::int64_t> strides; // per group
   std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
@@ -2899,6 +2934,7 @@ constexpr Program vectorize(const Program& p) {
     if (i + w > n) continue;
     for (int side = 0; side < 2; ++side) {
       std::vector<Lane> g;
+      std::int64_t stride = 1;
       for (std::size_t j = 0; j < w; ++j) {
         Lane l = lane_of(i + j, side);
         if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
@@ -2906,8 +2942,10 @@ constexpr Program vectorize(const Program& p) {
           const Lane& f = g[0];
           detail::Affine d =
               detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
+          if (j == 1 && d.terms.empty() && d.c > 1 && l.scalar >= 0) stride = d.c;
           if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
-              d.c != std::int64_t(j) || !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
+              d.c != std::int64_t(j) * stride ||
+              !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
               p.ops[std::size_t(l.assign)].op != p.ops[i].op)
             break;
         }
@@ -2919,6 +2957,7 @@ constexpr Program vectorize(const Program& p) {
         group_of_acc[std::size_t(l.acc)] = int(groups.size());
       }
       groups.push_back(g);
+      strides.push_back(stride);
       break;
     }
   }
@@ -2953,11 +2992,13 @@ constexpr Program vectorize(const Program& p) {
       const Lane& f = gr[0];
       int w = int(gr.size()), ld = -1;
       std::pair<int, int> at{map[std::size_t(f.buf)], map[std::size_t(f.index)]};
+      Scalar stride;
+      stride.i = strides[std::size_t(g)] > 1 ? strides[std::size_t(g)] : 0;
       for (const auto& [key, id] : loaded)
-        if (key == at) ld = id;
+        if (key == at && q.ops[std::size_t(id)].value.i == stride.i) ld = id;
       if (ld < 0) {
         q.ops.push_back(
-            UOp{UKind::VecLoad, Op::Add, u.dtype, {at.first, at.second, -1}, {}, w, {}});
+            UOp{UKind::VecLoad, Op::Add, u.dtype, {at.first, at.second, -1}, stride, w, {}});
         ld = int(q.ops.size()) - 1;
         loaded.push_back({at, ld});
       }
@@ -3037,8 +3078,9 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
   // One panel per (reduce loop, buffer): its vector loads, their offsets from the first.
   struct Panel {
     int loop = -1, buf = -1, hoist = -1; // hoist: the range the copy goes before
+    std::int64_t stride = 0;             // of its loads' elements (0: consecutive)
     std::vector<int> loads, cone;        // cone: the index's ops that depend on the loop
-    std::vector<std::int64_t> offsets;
+    std::vector<std::int64_t> offsets;   // in panel columns
     std::int64_t columns = 0, length = 0;
   };
   std::vector<Panel> panels;
@@ -3048,16 +3090,18 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
     int loop = stack[i].back(), buf = u.src[0];
     Panel* pn = nullptr;
     for (Panel& x : panels)
-      if (x.loop == loop && x.buf == buf) pn = &x;
+      if (x.loop == loop && x.buf == buf && x.stride == u.value.i) pn = &x;
     if (!pn) {
-      panels.push_back(Panel{loop, buf, -1, {}, {}, {}, 0, 0});
+      panels.push_back(Panel{loop, buf, -1, u.value.i, {}, {}, {}, 0, 0});
       pn = &panels.back();
     }
     detail::Affine d = detail::affine_add(
         aff[std::size_t(u.src[1])],
         aff[std::size_t(p.ops[std::size_t(pn->loads.empty() ? int(i) : pn->loads[0])].src[1])], -1);
+    // a strided load's elements are `stride` apart: its column is its offset over the stride
+    const std::int64_t s = std::max<std::int64_t>(pn->stride, 1);
     pn->loads.push_back(int(i));
-    pn->offsets.push_back(d.terms.empty() ? d.c : -1);
+    pn->offsets.push_back(d.terms.empty() && d.c % s == 0 ? d.c / s : -1);
   }
   std::vector<int> panel_of_load(n, -1);
   for (std::size_t k = 0; k < panels.size(); ++k) {
@@ -3144,12 +3188,13 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
       }
       int base = clone[std::size_t(first.src[1])];
       for (std::int64_t o = 0; o < pn.columns; o += first.arg) {
-        int src = w.alu(Op::Add, DType::Int64, base, w.cint(o));
+        int src =
+            w.alu(Op::Add, DType::Int64, base, w.cint(o * std::max<std::int64_t>(pn.stride, 1)));
         int v = w.add(UOp{UKind::VecLoad,
                           Op::Add,
                           first.dtype,
                           {map[std::size_t(pn.buf)], src, -1},
-                          {},
+                          first.value,
                           first.arg,
                           {}});
         int dst = panel_index(pn, kk[k], o);
@@ -3164,6 +3209,7 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
       while (pn.loads[j] != int(i)) ++j;
       int at = panel_index(pn, map[std::size_t(pn.loop)], pn.offsets[j]);
       u.src = {local[std::size_t(k)], at, -1};
+      u.value = Scalar{}; // the panel's rows are contiguous
       map[i] = w.add(u);
       continue;
     }
@@ -3377,6 +3423,15 @@ struct CDialect {
         constant(t, u.dtype, u.value);
       }
       t << ";\n";
+    } else if (u.kind == UKind::VecLoad && u.value.i > 1) { // elements a stride apart
+      t << vt << ' ';
+      v(i) << " = {";
+      for (int k = 0; k < u.arg; ++k) {
+        v(u.src[0]) << "[v" << std::int64_t(u.src[1]);
+        if (k > 0) t << " + " << u.value.i * k;
+        t << (k + 1 < u.arg ? "], " : "]");
+      }
+      t << "};\n";
     } else if (u.kind == UKind::VecLoad) { // memcpy: an unaligned load, GCC's vmovups
       t << vt << ' ';
       v(i) << "; __builtin_memcpy(&";
@@ -8540,14 +8595,17 @@ namespace detail {
 /// Whether matmul copies its right operand first: a transposed view (x @ w.t(), as nn::Linear
 /// computes) is read along its strided axis by every lane of the kernel's register tile, which
 /// ran 4x slower than the same product over a contiguous copy. Not for small operands, whose copy
-/// costs more than it saves, nor when TG_OPT=0.
+/// costs more than it saves, nor when TG_OPT=0, nor where the kernel copies the operand's column
+/// panels itself (LowerOptions::packs_strided: large operands, whose tiles run in panel order).
 inline bool copy_transposed_operand(const Tensor& a, const Tensor& b) {
   const LazyNode& n = *b.lazy();
   const Shape &as = a.sym_shape(), &bs = b.sym_shape();
-  if (n.op != Op::View || b.ndim() < 2 || lower_options().upcast_rows < 2) return false;
+  const LowerOptions o = lower_options();
+  if (n.op != Op::View || b.ndim() < 2 || o.upcast_rows < 2) return false;
   const SInt &rows = as[as.size() - 2], &k = bs[bs.size() - 2], &m = bs.back();
   if (!rows.is_const() || !k.is_const() || !m.is_const() || rows.constant() < 8 ||
-      k.constant() * m.constant() < 4096)
+      k.constant() * m.constant() < 4096 ||
+      (rows.constant() % 2 == 0 && o.packs_strided(k.constant(), m.constant())))
     return false;
   ShapeTracker st = ShapeTracker::contiguous(n.src[0]->shape).apply(n.moves);
   const View& v = st.views.back();

@@ -26,7 +26,7 @@ enum class UKind : std::uint8_t {
   GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
   // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
   VecAcc,   // a vector accumulator of arg lanes, each `value`
-  VecLoad,  // src0 param, src1 index: arg consecutive elements
+  VecLoad,  // src0 param, src1 index: arg elements, consecutive or value.i (> 1) apart
   VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
   VecLane,  // src0 VecAcc: its lane arg
   VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
@@ -128,6 +128,7 @@ constexpr Text dump(const Program& p) {
         t << ' ' << u.value.i;
     }
     if (u.arg >= 0) t << " arg=" << u.arg;
+    if (u.kind == UKind::VecLoad && u.value.i > 1) t << " stride=" << u.value.i;
     t << '\n';
   }
   return t;

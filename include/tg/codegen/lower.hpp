@@ -65,6 +65,21 @@ struct LowerOptions {
   /// 1 KiB apart in a few L1 sets: 600 us).
   int transpose_tile = 8;
 
+  /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
+  /// length by the tile's output columns) runs its column tiles outermost (panel_bytes).
+  constexpr bool panel_order(std::int64_t k, std::int64_t columns) const {
+    return upcast_rows > 1 && upcast > 1 && k * columns * 4 > panel_bytes && columns / upcast >= 8;
+  }
+  /// Whether such a tile may read that operand with a stride along its columns (x @ w.t(), w
+  /// not copied): in panel order pack_panels copies each column panel of it (k x upcast
+  /// elements, at most kPackBytes) into a contiguous array, whose rows load as vectors. The
+  /// copy reads w's rows contiguously; without it, every lane of the tile read its own row.
+  constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
+    return panel_order(k, columns) && columns % upcast == 0 && k * upcast * 8 <= kPackBytes;
+  }
+  /// The largest panel pack_panels copies.
+  static constexpr std::int64_t kPackBytes = 256 * 1024;
+
   /// These choices for a device without register tiles (a GPU): one tile per thread, and its
   /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling).
   constexpr LowerOptions for_gpu() const {
@@ -137,6 +152,13 @@ public:
     std::int64_t lanes = 1, rows = 1;
     std::size_t naligned = 0;
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) naligned += !hoisted_[r];
+    // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
+    // LowerOptions::packs_strided); that tile, not split accumulators along k, then.
+    strided_ok_ = m.size() >= 2 && reduce_nodes_.size() == 1 && !hoisted_[0] &&
+                  m.back().is_const() && prod(reduce_loops(0)).is_const() &&
+                  divisor(m[m.size() - 2], opt_.upcast_rows) > 1 && shared_along(m.size() - 2) &&
+                  opt_.packs_strided(prod(reduce_loops(0)).constant(), m.back().constant());
+    strided_ok_ = strided_ok_ && !lanes_contiguous(m.size() - 1, false);
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
       splits_.push_back(split_width(r, naligned));
       if (!hoisted_[r]) split_ = splits_[r]; // (1 unless it is the one aligned reduction)
@@ -174,7 +196,7 @@ public:
     // instead of the whole operand streaming from memory once per row tile.
     std::vector<std::size_t> order;
     panel_ = rows > 1 && one_aligned && prod(reduce_loops(0)).is_const() &&
-             prod(reduce_loops(0)).constant() * m.back().constant() * 4 > opt_.panel_bytes &&
+             opt_.panel_order(prod(reduce_loops(0)).constant(), m.back().constant()) &&
              loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
     for (std::size_t i = 0; i < loops.size(); ++i)
@@ -685,7 +707,7 @@ private:
   /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
   /// not at all) by every load inside it.
   constexpr std::int64_t split_width(std::size_t r, std::size_t naligned) const {
-    if (opt_.split_reduce < 4 || (!hoisted_[r] && naligned != 1)) return 1;
+    if (opt_.split_reduce < 4 || (!hoisted_[r] && naligned != 1) || strided_ok_) return 1;
     Shape ra = reduce_loops(r);
     if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
     std::int64_t w = divisor(ra.back(), opt_.split_reduce);
@@ -719,15 +741,22 @@ private:
   }
   /// Whether every load inside a reduction reads consecutive elements along merged output axis
   /// `axis` (or one element for all of it): the lanes of a tile then load as vectors. (A
-  /// transposed operand, strided along the lanes, gained nothing from a tile.)
-  constexpr bool lanes_contiguous(std::size_t axis) const {
+  /// transposed operand, strided along the lanes, gained nothing from a tile, unless it is the
+  /// shared operand of a tile whose panels pack_panels copies: strided_ok_.)
+  constexpr bool lanes_contiguous(std::size_t axis, bool strided_ok = true) const {
     for (const ShapeTracker& t : operand_trackers_) {
       std::size_t inner = out_groups_.size();
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
         if (out_groups_[d] == int(axis)) inner = d;
       if (inner == out_groups_.size()) continue;
-      const SInt& stride = t.views.back().strides[inner];
-      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return false;
+      const View& v = t.views.back();
+      const SInt& stride = v.strides[inner];
+      if (stride == 0 || (stride == 1 && t.views.size() == 1)) continue;
+      if (!strided_ok || !strided_ok_ || t.views.size() != 1 || !v.mask.empty() ||
+          !stride.is_const())
+        return false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) // one element for every row
+        if (out_groups_[d] == int(axis) - 1 && !(v.strides[d] == 0)) return false;
     }
     return true;
   }
@@ -976,8 +1005,10 @@ private:
   std::int64_t lane_ = 0;
   std::int64_t split_ = 1, part_ = 0; // split_width(), and the partial accumulator being built
   bool panel_ = false;                // column tiles outermost (LowerOptions::panel_bytes)
-  Shape space_;                       // the kernel's index space: its root's shape, or finer
-  bool unroll_ok_ = false;            // short reductions may unroll (LowerOptions::unroll_reduce)
+  bool strided_ok_ =
+      false;    // a tile may read its shared operand strided (LowerOptions::packs_strided)
+  Shape space_; // the kernel's index space: its root's shape, or finer
+  bool unroll_ok_ = false; // short reductions may unroll (LowerOptions::unroll_reduce)
   std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 

@@ -51,8 +51,9 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
   // One panel per (reduce loop, buffer): its vector loads, their offsets from the first.
   struct Panel {
     int loop = -1, buf = -1, hoist = -1; // hoist: the range the copy goes before
+    std::int64_t stride = 0;             // of its loads' elements (0: consecutive)
     std::vector<int> loads, cone;        // cone: the index's ops that depend on the loop
-    std::vector<std::int64_t> offsets;
+    std::vector<std::int64_t> offsets;   // in panel columns
     std::int64_t columns = 0, length = 0;
   };
   std::vector<Panel> panels;
@@ -62,16 +63,18 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
     int loop = stack[i].back(), buf = u.src[0];
     Panel* pn = nullptr;
     for (Panel& x : panels)
-      if (x.loop == loop && x.buf == buf) pn = &x;
+      if (x.loop == loop && x.buf == buf && x.stride == u.value.i) pn = &x;
     if (!pn) {
-      panels.push_back(Panel{loop, buf, -1, {}, {}, {}, 0, 0});
+      panels.push_back(Panel{loop, buf, -1, u.value.i, {}, {}, {}, 0, 0});
       pn = &panels.back();
     }
     detail::Affine d = detail::affine_add(
         aff[std::size_t(u.src[1])],
         aff[std::size_t(p.ops[std::size_t(pn->loads.empty() ? int(i) : pn->loads[0])].src[1])], -1);
+    // a strided load's elements are `stride` apart: its column is its offset over the stride
+    const std::int64_t s = std::max<std::int64_t>(pn->stride, 1);
     pn->loads.push_back(int(i));
-    pn->offsets.push_back(d.terms.empty() ? d.c : -1);
+    pn->offsets.push_back(d.terms.empty() && d.c % s == 0 ? d.c / s : -1);
   }
   std::vector<int> panel_of_load(n, -1);
   for (std::size_t k = 0; k < panels.size(); ++k) {
@@ -158,12 +161,13 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
       }
       int base = clone[std::size_t(first.src[1])];
       for (std::int64_t o = 0; o < pn.columns; o += first.arg) {
-        int src = w.alu(Op::Add, DType::Int64, base, w.cint(o));
+        int src =
+            w.alu(Op::Add, DType::Int64, base, w.cint(o * std::max<std::int64_t>(pn.stride, 1)));
         int v = w.add(UOp{UKind::VecLoad,
                           Op::Add,
                           first.dtype,
                           {map[std::size_t(pn.buf)], src, -1},
-                          {},
+                          first.value,
                           first.arg,
                           {}});
         int dst = panel_index(pn, kk[k], o);
@@ -178,6 +182,7 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1
       while (pn.loads[j] != int(i)) ++j;
       int at = panel_index(pn, map[std::size_t(pn.loop)], pn.offsets[j]);
       u.src = {local[std::size_t(k)], at, -1};
+      u.value = Scalar{}; // the panel's rows are contiguous
       map[i] = w.add(u);
       continue;
     }

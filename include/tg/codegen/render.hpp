@@ -199,6 +199,15 @@ struct CDialect {
         constant(t, u.dtype, u.value);
       }
       t << ";\n";
+    } else if (u.kind == UKind::VecLoad && u.value.i > 1) { // elements a stride apart
+      t << vt << ' ';
+      v(i) << " = {";
+      for (int k = 0; k < u.arg; ++k) {
+        v(u.src[0]) << "[v" << std::int64_t(u.src[1]);
+        if (k > 0) t << " + " << u.value.i * k;
+        t << (k + 1 < u.arg ? "], " : "]");
+      }
+      t << "};\n";
     } else if (u.kind == UKind::VecLoad) { // memcpy: an unaligned load, GCC's vmovups
       t << vt << ' ';
       v(i) << "; __builtin_memcpy(&";

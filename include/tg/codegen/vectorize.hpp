@@ -137,8 +137,11 @@ constexpr Program vectorize(const Program& p) {
       return l;
     return Lane{int(i), u.src[0], s, ld.src[0], ld.src[1]};
   };
-  // Groups of W consecutive lanes with one scalar and consecutive elements of one buffer.
+  // Groups of W consecutive lanes with one scalar and elements of one buffer at a constant
+  // distance: consecutive, or (a transposed operand, which pack_panels copies into a
+  // contiguous panel) `stride` apart.
   std::vector<std::vector<Lane>> groups;
+  std::vector<std::int64_t> strides; // per group
   std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
@@ -146,6 +149,7 @@ constexpr Program vectorize(const Program& p) {
     if (i + w > n) continue;
     for (int side = 0; side < 2; ++side) {
       std::vector<Lane> g;
+      std::int64_t stride = 1;
       for (std::size_t j = 0; j < w; ++j) {
         Lane l = lane_of(i + j, side);
         if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
@@ -153,8 +157,10 @@ constexpr Program vectorize(const Program& p) {
           const Lane& f = g[0];
           detail::Affine d =
               detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
+          if (j == 1 && d.terms.empty() && d.c > 1 && l.scalar >= 0) stride = d.c;
           if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
-              d.c != std::int64_t(j) || !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
+              d.c != std::int64_t(j) * stride ||
+              !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
               p.ops[std::size_t(l.assign)].op != p.ops[i].op)
             break;
         }
@@ -166,6 +172,7 @@ constexpr Program vectorize(const Program& p) {
         group_of_acc[std::size_t(l.acc)] = int(groups.size());
       }
       groups.push_back(g);
+      strides.push_back(stride);
       break;
     }
   }
@@ -200,11 +207,13 @@ constexpr Program vectorize(const Program& p) {
       const Lane& f = gr[0];
       int w = int(gr.size()), ld = -1;
       std::pair<int, int> at{map[std::size_t(f.buf)], map[std::size_t(f.index)]};
+      Scalar stride;
+      stride.i = strides[std::size_t(g)] > 1 ? strides[std::size_t(g)] : 0;
       for (const auto& [key, id] : loaded)
-        if (key == at) ld = id;
+        if (key == at && q.ops[std::size_t(id)].value.i == stride.i) ld = id;
       if (ld < 0) {
         q.ops.push_back(
-            UOp{UKind::VecLoad, Op::Add, u.dtype, {at.first, at.second, -1}, {}, w, {}});
+            UOp{UKind::VecLoad, Op::Add, u.dtype, {at.first, at.second, -1}, stride, w, {}});
         ld = int(q.ops.size()) - 1;
         loaded.push_back({at, ld});
       }

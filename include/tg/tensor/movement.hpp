@@ -444,14 +444,17 @@ namespace detail {
 /// Whether matmul copies its right operand first: a transposed view (x @ w.t(), as nn::Linear
 /// computes) is read along its strided axis by every lane of the kernel's register tile, which
 /// ran 4x slower than the same product over a contiguous copy. Not for small operands, whose copy
-/// costs more than it saves, nor when TG_OPT=0.
+/// costs more than it saves, nor when TG_OPT=0, nor where the kernel copies the operand's column
+/// panels itself (LowerOptions::packs_strided: large operands, whose tiles run in panel order).
 inline bool copy_transposed_operand(const Tensor& a, const Tensor& b) {
   const LazyNode& n = *b.lazy();
   const Shape &as = a.sym_shape(), &bs = b.sym_shape();
-  if (n.op != Op::View || b.ndim() < 2 || lower_options().upcast_rows < 2) return false;
+  const LowerOptions o = lower_options();
+  if (n.op != Op::View || b.ndim() < 2 || o.upcast_rows < 2) return false;
   const SInt &rows = as[as.size() - 2], &k = bs[bs.size() - 2], &m = bs.back();
   if (!rows.is_const() || !k.is_const() || !m.is_const() || rows.constant() < 8 ||
-      k.constant() * m.constant() < 4096)
+      k.constant() * m.constant() < 4096 ||
+      (rows.constant() % 2 == 0 && o.packs_strided(k.constant(), m.constant())))
     return false;
   ShapeTracker st = ShapeTracker::contiguous(n.src[0]->shape).apply(n.moves);
   const View& v = st.views.back();
