@@ -1354,6 +1354,10 @@ enum class UKind : std::uint8_t {
   VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
 };
 
+/// The largest panel the CPU device's pack_panels copies into a local array (codegen/pack.hpp);
+/// the lowering counts on it (LowerOptions::packs_strided).
+inline constexpr std::int64_t kPackBytes = 256 * 1024;
+
 /// What a Special UOp reads (GPU programs).
 enum class GpuIndex : int {
   Item = 0, // the work item: base + group * local + lane (grouped: base + group)
@@ -1751,8 +1755,6 @@ struct LowerOptions {
   constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
     return panel_order(k, columns) && columns % upcast == 0 && k * upcast * 8 <= kPackBytes;
   }
-  /// The largest panel pack_panels copies.
-  static constexpr std::int64_t kPackBytes = 256 * 1024;
 
   /// These choices for a device without register tiles (a GPU): one tile per thread, and its
   /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling).

@@ -1403,6 +1403,10 @@ enum class UKind : std::uint8_t {
   VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
 };
 
+/// The largest panel the CPU device's pack_panels copies into a local array (codegen/pack.hpp);
+/// the lowering counts on it (LowerOptions::packs_strided).
+inline constexpr std::int64_t kPackBytes = 256 * 1024;
+
 /// What a Special UOp reads (GPU programs).
 enum class GpuIndex : int {
   Item = 0, // the work item: base + group * local + lane (grouped: base + group)
@@ -1800,8 +1804,6 @@ struct LowerOptions {
   constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
     return panel_order(k, columns) && columns % upcast == 0 && k * upcast * 8 <= kPackBytes;
   }
-  /// The largest panel pack_panels copies.
-  static constexpr std::int64_t kPackBytes = 256 * 1024;
 
   /// These choices for a device without register tiles (a GPU): one tile per thread, and its
   /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling).
@@ -3061,7 +3063,7 @@ constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<in
 } // namespace detail
 
 /// The pass (see the top of this file). Programs without such a tile come back as they were.
-constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1024) {
+constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBytes) {
   const std::size_t n = p.ops.size();
   std::vector<int> bit;
   std::vector<std::uint64_t> deps = detail::range_deps(p, bit);

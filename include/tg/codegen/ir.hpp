@@ -34,6 +34,10 @@ enum class UKind : std::uint8_t {
   VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
 };
 
+/// The largest panel the CPU device's pack_panels copies into a local array (codegen/pack.hpp);
+/// the lowering counts on it (LowerOptions::packs_strided).
+inline constexpr std::int64_t kPackBytes = 256 * 1024;
+
 /// What a Special UOp reads (GPU programs).
 enum class GpuIndex : int {
   Item = 0, // the work item: base + group * local + lane (grouped: base + group)

@@ -77,8 +77,6 @@ struct LowerOptions {
   constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
     return panel_order(k, columns) && columns % upcast == 0 && k * upcast * 8 <= kPackBytes;
   }
-  /// The largest panel pack_panels copies.
-  static constexpr std::int64_t kPackBytes = 256 * 1024;
 
   /// These choices for a device without register tiles (a GPU): one tile per thread, and its
   /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling).

@@ -34,7 +34,7 @@ constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<in
 } // namespace detail
 
 /// The pass (see the top of this file). Programs without such a tile come back as they were.
-constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = 256 * 1024) {
+constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBytes) {
   const std::size_t n = p.ops.size();
   std::vector<int> bit;
   std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
