@@ -541,6 +541,55 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
   }
 }
 
+TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same bits as INTERP") {
+  // The CPU device asks for them on AVX-512 (Device::tile_lanes); this device asks everywhere.
+  struct WideTiles : tg::CpuDevice {
+    int tile_lanes() const override { return 32; }
+  };
+  static const bool registered =
+      (tg::register_device("CPU_WIDE_TILES", [] { return std::make_shared<WideTiles>(); }), true);
+  CHECK(registered);
+  struct Case {
+    std::int64_t n, k, m;
+    tg::DType dtype;
+    bool epilogue;    // (a @ b + bias).relu(), else a @ b
+    const char* name; // of the kernel lowered with tile_lanes = 32
+  };
+  const auto f32 = tg::DType::Float32;
+  for (Case c : {Case{8, 1100, 512, f32, false, "u4x32p_"}, // panel order, 16 column tiles
+                 Case{8, 784, 256, f32, false, "u4x32p_"},  // 8 column tiles
+                 Case{12, 64, 96, f32, false, "u4x32_"},
+                 Case{8, 256, 48, f32, false, "u4x16_"},    // 48 = 3 x 16
+                 Case{8, 1100, 128, f32, false, "u4x16p_"}, // 32 lanes: 4 column tiles
+                 Case{8, 784, 256, f32, true, "u4x16p_"},   // an epilogue: 16 lanes
+                 Case{8, 600, 1024, tg::DType::Float64, false, "u4x16p_"}}) { // 4 vectors
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.m);
+    CAPTURE(c.epilogue);
+    auto a = tg::randn({c.n, c.k}, c.dtype).realize(), b = tg::randn({c.k, c.m}, c.dtype).realize();
+    auto bias = tg::randn({c.m}, c.dtype).realize();
+    auto product = [&](const std::string& dev) {
+      tg::Tensor y = a.to(dev).matmul(b.to(dev));
+      return c.epilogue ? (y + bias.to(dev)).relu() : y;
+    };
+    auto info = tg::schedule({product("CPU")});
+    REQUIRE(info.kernels() == 1);
+    tg::LowerOptions wide;
+    wide.tile_lanes = 32;
+    tg::Program p = tg::lower(info.graph, info.schedule, 0, wide);
+    CHECK_MESSAGE(contains(p.name.view(), c.name), p.name.view());
+    auto same = [&]<class T>(T) {
+      CHECK(product("CPU_WIDE_TILES").to_vector<T>() == product("INTERP").to_vector<T>());
+      CHECK(product("CPU").to_vector<T>() == product("INTERP").to_vector<T>());
+    };
+    if (c.dtype == tg::DType::Float64)
+      same(0.0);
+    else
+      same(0.0f);
+  }
+}
+
 TEST_CASE("a transposing copy runs in 8 x 8 tiles, with the values of the plain loop") {
   for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{784, 256}, {24, 40}, {12, 20}}) {
     CAPTURE(r);

@@ -33,6 +33,7 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
     if (base.split_reduce == 1) o.split_reduce = 1;
     if (base.wide_upcast == base.upcast) o.wide_upcast = o.upcast;
     o.refine_views = base.refine_views;
+    o.tile_lanes = base.tile_lanes;
     o.unroll_masked = base.unroll_masked;
     o.unroll_reduce = base.unroll_reduce;
     c.push_back(o);

@@ -159,6 +159,7 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   programs.reserve(s.kernels.size());
   LowerOptions options = lower_options();
   if (!dev->register_tiles()) options = options.for_gpu();
+  if (int lanes = dev->tile_lanes(); lanes > 0 && dev->register_tiles()) options.tile_lanes = lanes;
   static const int beam = int(env::get_int("TG_BEAM", 0));
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
     programs.push_back(beam > 1 ? beam_lower(g, s, k, options, *dev, beam)

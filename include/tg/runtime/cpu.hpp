@@ -98,6 +98,15 @@ public:
   }
   std::string name() const override { return "CPU"; }
   bool register_tiles() const override { return true; }
+  /// 32 where the kernels' compiler (-march=native) has 32 vector registers: AVX-512VL.
+  int tile_lanes() const override {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    static const bool avx512 = __builtin_cpu_supports("avx512vl");
+    return avx512 ? 32 : 0;
+#else
+    return 0;
+#endif
+  }
   std::string unavailable_reason() const override {
     if (compiler_.empty())
       return "no C compiler found (looked for " +

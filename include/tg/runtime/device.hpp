@@ -49,6 +49,9 @@ public:
   /// (LowerOptions::upcast_rows, split_reduce, wide_upcast): a CPU's vector registers gain from
   /// them; a GPU's one output per thread would lose parallelism.
   virtual bool register_tiles() const { return false; }
+  /// Columns of a float32 register tile (LowerOptions::tile_lanes) on a device with tiles; 0:
+  /// the default.
+  virtual int tile_lanes() const { return 0; }
   /// Compiles the programs (independent ones in parallel); one runner each.
   virtual std::vector<std::shared_ptr<Runner>>
   prepare(const std::vector<const Program*>& programs) = 0;
