@@ -590,6 +590,64 @@ TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same b
   }
 }
 
+TEST_CASE("a transposed left operand: the tile's rows copied once, k by k, the same bits") {
+  // a.t() @ b, as a weight gradient computes (dy.t() @ x): the tile reads 4 floats from each of
+  // k rows of `a` 4 n bytes apart. pack_rows copies them into a local array once per call (every
+  // row tile, in panel order) or once per row tile (before its column tiles).
+  struct Case {
+    std::int64_t n, k, m;
+    tg::DType dtype;
+    bool transposed, copied;
+  };
+  const auto f32 = tg::DType::Float32, f64 = tg::DType::Float64;
+  for (Case c : {Case{256, 128, 784, f32, true, true},    // the MLP's dW1: panel order
+                 Case{256, 128, 256, f32, true, true},    // dW2: row order, a copy per row tile
+                 Case{64, 100, 512, f64, true, true},     // float64
+                 Case{256, 128, 784, f32, false, false},  // a contiguous operand is read in place
+                 Case{30, 50, 64, f32, true, true},       // rows not in tiles of 4: one by one
+                 Case{256, 128, 16, f32, true, false}}) { // one column tile: nothing to reuse
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.m);
+    CAPTURE(c.transposed);
+    auto a = c.transposed ? tg::randn({c.k, c.n}, c.dtype).realize().T()
+                          : tg::randn({c.n, c.k}, c.dtype).realize();
+    auto b = tg::randn({c.k, c.m}, c.dtype).realize();
+    tg::Tensor y = a.matmul(b);
+    auto info = tg::schedule({y});
+    REQUIRE(info.kernels() == 1);
+    tg::Program packed = tg::pack_panels(tg::vectorize(tg::lower(info.graph, info.schedule, 0)));
+    std::string before(tg::render_c(packed).view()),
+        after(tg::render_c(tg::pack_rows(packed)).view());
+    auto locals = [](const std::string& src) {
+      std::size_t n = 0;
+      for (std::size_t at = 0; (at = src.find("aligned(64)", at)) != std::string::npos; ++at) ++n;
+      return n;
+    };
+    CHECK(locals(after) == locals(before) + (c.copied ? 1 : 0));
+    auto check = [&]<class T>(T tolerance) {
+      std::vector<T> cpu = y.to_vector<T>(), interp = y.to("INTERP").to_vector<T>();
+      CHECK(cpu == interp);
+      auto av = a.contiguous().to_vector<T>(), bv = b.to_vector<T>();
+      for (std::int64_t i = 0; i < c.n; i += 3)
+        for (std::int64_t j = 0; j < c.m; j += 7) {
+          double s = 0;
+          for (std::int64_t k = 0; k < c.k; ++k)
+            s += double(av[std::size_t(i * c.k + k)]) * bv[std::size_t(k * c.m + j)];
+          CHECK(cpu[std::size_t(i * c.m + j)] == doctest::Approx(s).epsilon(tolerance));
+        }
+    };
+    if (c.dtype == f64)
+      check(1e-9);
+    else
+      check(1e-4f);
+  }
+  // batched: the operand's index moves with the batch loop too
+  auto a = tg::randn({3, 64, 48}).realize().transpose(1, 2), b = tg::randn({3, 64, 128}).realize();
+  tg::Tensor y = a.matmul(b);
+  CHECK(y.to_vector<float>() == y.to("INTERP").to_vector<float>());
+}
+
 TEST_CASE("a transposing copy runs in 8 x 8 tiles, with the values of the plain loop") {
   for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{784, 256}, {24, 40}, {12, 20}}) {
     CAPTURE(r);

@@ -17,7 +17,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "../codegen/pack.hpp"
+#include "../codegen/pack_rows.hpp"
 #include "../codegen/render.hpp"
 #include "../codegen/reuse.hpp"
 #include "cache.hpp"
@@ -126,9 +126,10 @@ public:
       std::unordered_map<std::string, int> seen;
       for (std::size_t i = 0; i < n; ++i) {
         // the CPU's own last passes
-        Program vp = pack_panels(vectorize(reuse_values(*programs[i])));
+        Program vp = pack_rows(pack_panels(vectorize(reuse_values(*programs[i]))));
         if (env::debug() >= 4 && vp.ops.size() != programs[i]->ops.size())
-          std::cerr << "after reuse_values, vectorize, pack_panels:\n" << dump(vp).view();
+          std::cerr << "after reuse_values, vectorize, pack_panels, pack_rows:\n"
+                    << dump(vp).view();
         sources[i] = std::string(render_c(vp).view());
         keys[i] = key(sources[i]);
         if (auto it = loaded_.find(keys[i]); it != loaded_.end()) {
