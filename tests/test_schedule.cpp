@@ -552,17 +552,18 @@ TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same b
   struct Case {
     std::int64_t n, k, m;
     tg::DType dtype;
-    bool epilogue;    // (a @ b + bias).relu(), else a @ b
+    int epilogue;     // 1: (a @ b + bias).relu(); 2: (a @ b).contiguous(), as conv2d's; 0: a @ b
     const char* name; // of the kernel lowered with tile_lanes = 32
   };
   const auto f32 = tg::DType::Float32;
-  for (Case c : {Case{8, 1100, 512, f32, false, "u4x32p_"}, // panel order, 16 column tiles
-                 Case{8, 784, 256, f32, false, "u4x32p_"},  // 8 column tiles
-                 Case{12, 64, 96, f32, false, "u4x32_"},
-                 Case{8, 256, 48, f32, false, "u4x16_"},    // 48 = 3 x 16
-                 Case{8, 1100, 128, f32, false, "u4x16p_"}, // 32 lanes: 4 column tiles
-                 Case{8, 784, 256, f32, true, "u4x16p_"},   // an epilogue: 16 lanes
-                 Case{8, 600, 1024, tg::DType::Float64, false, "u4x16p_"}}) { // 4 vectors
+  for (Case c :
+       {Case{8, 1100, 512, f32, 0, "u4x32p_"}, // panel order, 16 column tiles
+        Case{8, 784, 256, f32, 0, "u4x32p_"},  // 8 column tiles
+        Case{12, 64, 96, f32, 0, "u4x32_"}, Case{8, 256, 48, f32, 0, "u4x16_"}, // 48 = 3 x 16
+        Case{8, 1100, 128, f32, 0, "u4x16p_"}, // 32 lanes: 4 column tiles
+        Case{8, 784, 256, f32, 1, "u4x16p_"},  // an epilogue: 16 lanes
+        Case{12, 144, 32, f32, 2, "u4x32_"},   // a 3x3 conv's columns by its 32 filters
+        Case{8, 600, 1024, tg::DType::Float64, 0, "u4x16p_"}}) { // 4 vectors
     CAPTURE(c.n);
     CAPTURE(c.k);
     CAPTURE(c.m);
@@ -571,7 +572,7 @@ TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same b
     auto bias = tg::randn({c.m}, c.dtype).realize();
     auto product = [&](const std::string& dev) {
       tg::Tensor y = a.to(dev).matmul(b.to(dev));
-      return c.epilogue ? (y + bias.to(dev)).relu() : y;
+      return c.epilogue == 1 ? (y + bias.to(dev)).relu() : c.epilogue == 2 ? y.contiguous() : y;
     };
     auto info = tg::schedule({product("CPU")});
     REQUIRE(info.kernels() == 1);
