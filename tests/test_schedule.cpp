@@ -552,27 +552,44 @@ TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same b
   struct Case {
     std::int64_t n, k, m;
     tg::DType dtype;
-    int epilogue;     // 1: (a @ b + bias).relu(); 2: (a @ b).contiguous(), as conv2d's; 0: a @ b
+    int epilogue;     // 0: a @ b; 1: (a @ b + bias).relu(); 2: (a @ b).contiguous(), as conv2d's;
+                      // 3: (a @ b) * (z > 0), a relu's gradient mask
+    bool transposed;  // b is the transpose of a [m, k] tensor (nn::Linear), read in place
     const char* name; // of the kernel lowered with tile_lanes = 32
   };
   const auto f32 = tg::DType::Float32;
-  for (Case c :
-       {Case{8, 1100, 512, f32, 0, "u4x32p_"}, // panel order, 16 column tiles
-        Case{8, 784, 256, f32, 0, "u4x32p_"},  // 8 column tiles
-        Case{12, 64, 96, f32, 0, "u4x32_"}, Case{8, 256, 48, f32, 0, "u4x16_"}, // 48 = 3 x 16
-        Case{8, 1100, 128, f32, 0, "u4x16p_"}, // 32 lanes: 4 column tiles
-        Case{8, 784, 256, f32, 1, "u4x16p_"},  // an epilogue: 16 lanes
-        Case{12, 144, 32, f32, 2, "u4x32_"},   // a 3x3 conv's columns by its 32 filters
-        Case{8, 600, 1024, tg::DType::Float64, 0, "u4x16p_"}}) { // 4 vectors
+  for (Case c : {Case{8, 1100, 512, f32, 0, false, "u4x32p_"}, // panel order, 16 column tiles
+                 Case{8, 784, 256, f32, 0, false, "u4x32p_"},  // 8 column tiles
+                 Case{12, 64, 96, f32, 0, false, "u4x32_"},
+                 Case{8, 256, 48, f32, 0, false, "u4x16_"},    // 48 = 3 x 16
+                 Case{8, 1100, 128, f32, 0, false, "u4x16p_"}, // 32 lanes: 4 column tiles
+                 Case{8, 784, 256, f32, 1, false, "u4x32p_"},  // a bias: one load per column
+                 Case{8, 784, 256, f32, 3, false, "u4x16p_"},  // a load per element: 16 lanes
+                 Case{8, 784, 256, f32, 1, true, "u4x32p_"},   // nn::Linear's x @ W1.t() + b
+                 Case{8, 256, 256, f32, 0, true, "u4x32p_"},
+                 Case{12, 144, 32, f32, 2, false, "u4x32_"}, // a 3x3 conv's columns by 32 filters
+                 Case{8, 600, 1024, tg::DType::Float64, 0, false, "u4x16p_"}}) { // 4 vectors
     CAPTURE(c.n);
     CAPTURE(c.k);
     CAPTURE(c.m);
     CAPTURE(c.epilogue);
-    auto a = tg::randn({c.n, c.k}, c.dtype).realize(), b = tg::randn({c.k, c.m}, c.dtype).realize();
-    auto bias = tg::randn({c.m}, c.dtype).realize();
+    CAPTURE(c.transposed);
+    auto a = tg::randn({c.n, c.k}, c.dtype).realize();
+    auto b = c.transposed ? tg::randn({c.m, c.k}, c.dtype).realize().T()
+                          : tg::randn({c.k, c.m}, c.dtype).realize();
+    auto bias = tg::randn({c.m}, c.dtype).realize(), z = tg::randn({c.n, c.m}, c.dtype).realize();
     auto product = [&](const std::string& dev) {
       tg::Tensor y = a.to(dev).matmul(b.to(dev));
-      return c.epilogue == 1 ? (y + bias.to(dev)).relu() : c.epilogue == 2 ? y.contiguous() : y;
+      switch (c.epilogue) {
+      case 1:
+        return (y + bias.to(dev)).relu();
+      case 2:
+        return y.contiguous();
+      case 3:
+        return y * (z.to(dev) > 0.0f).cast(c.dtype);
+      default:
+        return y;
+      }
     };
     auto info = tg::schedule({product("CPU")});
     REQUIRE(info.kernels() == 1);

@@ -64,12 +64,12 @@ struct LowerOptions {
   /// element from each of its rows (the MLP step's [784, 256] -> [256, 784] gradient copy, rows
   /// 1 KiB apart in a few L1 sets: 600 us).
   int transpose_tile = 8;
-  /// Lanes (columns) of a float32 register tile of a product without an epilogue, when the
-  /// output's last axis divides by them and the tile's order stays the same (more than `upcast`
-  /// only where the C compiler has 32 vector registers: the CPU device on AVX-512,
-  /// Device::tile_lanes). 4 x 32 is 16 accumulators of 8 floats; on a Zen 4 with AVX-512 it took
-  /// sgemm 2048² from 92-97 to 86-88 ms and 1024² from 11.4-11.6 to 10.6-10.7 (best of 7; the
-  /// left operand streams half as often); 4 x 16 leaves 8, FMA latency-bound.
+  /// Lanes (columns) of a float32 register tile of a product whose epilogue loads nothing per row
+  /// (a bias at most), when the output's last axis divides by them and the tile's order stays
+  /// the same (more than `upcast` only where the C compiler has 32 vector registers: the CPU
+  /// device on AVX-512, Device::tile_lanes). 4 x 32 is 16 accumulators of 8 floats; on a Zen 4 with
+  /// AVX-512 it took sgemm 2048² from 92-97 to 86-88 ms and 1024² from 11.4-11.6 to 10.6-10.7 (best
+  /// of 7; the left operand streams half as often); 4 x 16 leaves 8, FMA latency-bound.
   int tile_lanes = 16;
 
   /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
@@ -188,7 +188,7 @@ public:
     if (lanes >= 8 && m.size() >= 2 && one_aligned && shared_along(row_axis) &&
         lanes_contiguous(m.size() - 1))
       rows = divisor(m[row_axis], opt_.upcast_rows);
-    if (rows > 1 && one_aligned && !strided_ok_ && opt_.tile_lanes > lanes && plain_product() &&
+    if (rows > 1 && one_aligned && opt_.tile_lanes > lanes && row_shared_epilogue(row_axis) &&
         g_[reduce_nodes_[0]].dtype == DType::Float32) {
       const std::int64_t wide = divisor(m.back(), opt_.tile_lanes);
       const SInt k = prod(reduce_loops(0));
@@ -752,13 +752,18 @@ private:
     }
     return false;
   }
-  /// Whether the kernel stores its one reduction as it is (through views and contiguous() at
-  /// most): a product with no epilogue, such as conv2d's columns by its filters. (A 4 x 32 tile
-  /// with an epilogue, a relu mask, ran 0.27 ms against 0.19 for 4 x 16.)
-  constexpr bool plain_product() const {
-    int n = k_.root;
-    while (g_[n].op == Op::View || g_[n].op == Op::Contiguous) n = g_[n].src[0];
-    return reduce_nodes_.size() == 1 && n == reduce_nodes_[0];
+  /// Whether every load of the kernel's epilogue (outside its reductions) reads one element for
+  /// all rows of a tile, merged output axis `row_axis`: a bias, not a relu mask. A 4 x 32 tile
+  /// whose epilogue loaded a mask per element ran 0.27 ms against 0.19 for 4 x 16 (dy @ W2 on one
+  /// core), its 16 accumulators spilled around 128 scalar loads, compares and multiplies; with a
+  /// bias and a relu, `x @ W1.t()` went from 0.55 to 0.50 ms.
+  constexpr bool row_shared_epilogue(std::size_t row_axis) const {
+    for (std::size_t i = 1; i < space_trackers_[0].size(); ++i) { // [0]: the output's own
+      const View& v = space_trackers_[0][i].views.back();
+      for (std::size_t d = 0; d < out_groups_.size(); ++d)
+        if (out_groups_[d] == int(row_axis) && !(v.strides[d] == 0 && !v.masked(d))) return false;
+    }
+    return true;
   }
   /// Whether every load inside a reduction reads consecutive elements along merged output axis
   /// `axis` (or one element for all of it): the lanes of a tile then load as vectors. (A
