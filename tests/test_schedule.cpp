@@ -608,6 +608,49 @@ TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same b
   }
 }
 
+TEST_CASE("a sum over a strided axis: 64 contiguous lanes, 256 with 32 vector registers") {
+  struct WideTiles : tg::CpuDevice {
+    int tile_lanes() const override { return 32; }
+  };
+  static const bool registered =
+      (tg::register_device("CPU_WIDE_SUMS", [] { return std::make_shared<WideTiles>(); }), true);
+  CHECK(registered);
+  struct Case {
+    std::int64_t rows, cols;
+    tg::DType dtype;
+    const char *name, *wide; // the kernel's name with tile_lanes 16 and 32
+  };
+  for (Case c : {Case{300, 4096, tg::DType::Float32, "ru64_64", "ru256_16"},
+                 Case{300, 1024, tg::DType::Float32, "ru64_16", "ru64_16"}, // 4 blocks of 256
+                 Case{300, 4096, tg::DType::Float64, "ru64_64", "ru64_64"}}) {
+    CAPTURE(c.cols);
+    auto x = tg::randn({c.rows, c.cols}, c.dtype).realize();
+    auto info = tg::schedule({x.sum(0)});
+    REQUIRE(info.kernels() == 1);
+    tg::LowerOptions wide;
+    wide.tile_lanes = 32;
+    std::string name(tg::lower(info.graph, info.schedule, 0).name.view()),
+        wide_name(tg::lower(info.graph, info.schedule, 0, wide).name.view());
+    CHECK_MESSAGE(contains(name, c.name), name);
+    CHECK_MESSAGE(contains(wide_name, c.wide), wide_name);
+    auto same = [&]<class T>(T) {
+      std::vector<T> interp = x.to("INTERP").sum(0).to_vector<T>();
+      CHECK(x.to("CPU_WIDE_SUMS").sum(0).to_vector<T>() == interp);
+      CHECK(x.sum(0).to_vector<T>() == interp);
+      auto xv = x.to_vector<T>();
+      for (std::int64_t j = 0; j < c.cols; j += 97) {
+        double s = 0;
+        for (std::int64_t i = 0; i < c.rows; ++i) s += double(xv[std::size_t(i * c.cols + j)]);
+        CHECK(interp[std::size_t(j)] == doctest::Approx(s).epsilon(1e-4));
+      }
+    };
+    if (c.dtype == tg::DType::Float64)
+      same(0.0);
+    else
+      same(0.0f);
+  }
+}
+
 TEST_CASE("a transposed left operand: the tile's rows copied once, k by k, the same bits") {
   // a.t() @ b, as a weight gradient computes (dy.t() @ x): the tile reads 4 floats from each of
   // k rows of `a` 4 n bytes apart. pack_rows copies them into a local array once per call (every

@@ -1925,8 +1925,17 @@ public:
     }
     // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
     // then reads 256 bytes of each row it visits, not 64, and crosses 4x fewer pages
-    if (rows == 1 && lanes == opt_.upcast && opt_.upcast > 1 && lanes_contiguous(m.size() - 1))
+    if (rows == 1 && lanes == opt_.upcast && opt_.upcast > 1 && lanes_contiguous(m.size() - 1)) {
       lanes = std::max(lanes, divisor(m.back(), opt_.wide_upcast));
+      // With 32 vector registers (tile_lanes), float32 lanes widen 4x more, 1 KiB of each row,
+      // while at least 8 column blocks are left to share among threads: that sum over axis 0 went
+      // from 3.1-3.8 to 2.6-2.9 ms (alternated runs; 128 lanes: 2.7-3.3).
+      const std::int64_t wider = divisor(m.back(), 4 * opt_.wide_upcast);
+      if (opt_.tile_lanes >= 32 && opt_.wide_upcast > opt_.upcast && reduce_nodes_.size() == 1 &&
+          g_[reduce_nodes_[0]].dtype == DType::Float32 && wider > lanes &&
+          m.back().constant() / wider >= 8)
+        lanes = wider;
+    }
     Shape loops = m;
     loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
     if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
