@@ -658,6 +658,25 @@ std::vector<UnaryCase> unary_cases() {
 }
 } // namespace
 
+TEST_CASE("abs of a zero is +0 on every device, whichever its sign (1 / abs(x) is +inf)") {
+  // A fuzz graph (seed 777, graph 2809) found 1 / abs(0) = -inf on VULKAN: abs canonicalized
+  // max(x, -x) = -0 by adding +0, which lavapipe folds away.
+  for_each_device([](const std::string& dev) {
+    for (tg::DType t : {tg::float32, tg::float64}) {
+      CAPTURE(tg::dtype_name(t));
+      Tensor z = Tensor::from_data(std::vector<double>{0, 0, 2, -4}, {4}).cast(t).to(dev);
+      Tensor zeros = (z > 1.0).logical_and(z < 1.0).cast(t); // computed +0s, as a relu's
+      for (const Tensor& x : {zeros, -zeros, z, -z}) {
+        std::vector<double> r = x.abs().reciprocal().cast(tg::float64).to_vector<double>();
+        CHECK(r[0] == kInf);
+        CHECK(r[1] == kInf);
+        CHECK(r[2] == (x.to_vector<double>()[2] == 0 ? kInf : 0.5));
+        CHECK(r[3] == (x.to_vector<double>()[3] == 0 ? kInf : 0.25));
+      }
+    }
+  });
+}
+
 TEST_CASE("elementwise: unary ops in float32 and float64, contiguous and non-contiguous") {
   for_each_device([](const std::string& dev) {
     Batch b(dev);

@@ -8137,8 +8137,11 @@ inline Tensor Tensor::neg(Loc loc) const { return -TensorArg(*this, loc); }
 inline Tensor Tensor::abs(Loc loc) const {
   detail::require_not_bool(*this, "abs", loc);
   if (is_unsigned(dtype())) return *this;
-  Tensor m = maximum(neg(loc), loc);
-  return is_float(dtype()) ? m + 0.0 : m; // max(-0, +0) may be -0; adding +0 makes it +0
+  Tensor m = neg(loc).maximum(*this, loc);
+  if (!is_float(dtype())) return m;
+  // max(-0, +0) may be -0: a zero becomes +0 by a select, not by adding +0, which a Vulkan
+  // driver may fold away (lavapipe does, float controls or not: abs(0) was -0, 1 / it -inf)
+  return where(m == const_like(0), const_like(0), m, loc);
 }
 inline Tensor Tensor::sign(Loc loc) const {
   detail::require_not_bool(*this, "sign", loc);
@@ -13067,10 +13070,12 @@ template <class> struct ops {
   template <class E> static constexpr auto abs(const E& e) {
     if constexpr (is_unsigned(E::dtype))
       return e;
-    else if constexpr (is_float(E::dtype))
-      return add_s(maximum(e, neg(e)), 0.0); // -0 becomes +0
-    else
-      return maximum(e, neg(e));
+    else if constexpr (is_float(E::dtype)) { // as Tensor::abs: a zero becomes +0 by a select
+      auto m = maximum(neg(e), e);
+      return where3(eq(m, const_like(e, 0)), const_like(e, 0), m);
+    } else {
+      return maximum(neg(e), e);
+    }
   }
   template <class E> static constexpr auto sign(const E& e) {
     auto zero = share(const_like(e, 0));

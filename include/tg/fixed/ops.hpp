@@ -580,10 +580,12 @@ template <class> struct ops {
   template <class E> static constexpr auto abs(const E& e) {
     if constexpr (is_unsigned(E::dtype))
       return e;
-    else if constexpr (is_float(E::dtype))
-      return add_s(maximum(e, neg(e)), 0.0); // -0 becomes +0
-    else
-      return maximum(e, neg(e));
+    else if constexpr (is_float(E::dtype)) { // as Tensor::abs: a zero becomes +0 by a select
+      auto m = maximum(neg(e), e);
+      return where3(eq(m, const_like(e, 0)), const_like(e, 0), m);
+    } else {
+      return maximum(neg(e), e);
+    }
   }
   template <class E> static constexpr auto sign(const E& e) {
     auto zero = share(const_like(e, 0));

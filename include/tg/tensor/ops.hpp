@@ -110,8 +110,11 @@ inline Tensor Tensor::neg(Loc loc) const { return -TensorArg(*this, loc); }
 inline Tensor Tensor::abs(Loc loc) const {
   detail::require_not_bool(*this, "abs", loc);
   if (is_unsigned(dtype())) return *this;
-  Tensor m = maximum(neg(loc), loc);
-  return is_float(dtype()) ? m + 0.0 : m; // max(-0, +0) may be -0; adding +0 makes it +0
+  Tensor m = neg(loc).maximum(*this, loc);
+  if (!is_float(dtype())) return m;
+  // max(-0, +0) may be -0: a zero becomes +0 by a select, not by adding +0, which a Vulkan
+  // driver may fold away (lavapipe does, float controls or not: abs(0) was -0, 1 / it -inf)
+  return where(m == const_like(0), const_like(0), m, loc);
 }
 inline Tensor Tensor::sign(Loc loc) const {
   detail::require_not_bool(*this, "sign", loc);
