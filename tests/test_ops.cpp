@@ -677,6 +677,24 @@ TEST_CASE("abs of a zero is +0 on every device, whichever its sign (1 / abs(x) i
   });
 }
 
+TEST_CASE("exp keeps subnormal results on every device (exp(-90) is 8.2e-40, not 0)") {
+  // GLSL's exp2 gave 0 on lavapipe; the shader now carries the C kernels' polynomial.
+  for_each_device([](const std::string& dev) {
+    Tensor x = Tensor::from_data(std::vector<float>{-90, -100, -103, -88, 0.5f, -104}, {6}).to(dev);
+    std::vector<float> got = x.exp().to_vector<float>();
+    std::vector<float> want = x.to("INTERP").exp().to_vector<float>();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      const double e = std::exp(double(x.to_vector<float>()[i]));
+      CHECK(std::abs(double(want[i]) - e) <= 1.5e-45 + 3e-5 * e); // x * log2(e) rounds: 1e-5
+      if (i < 5) CHECK(got[i] > 0.0f);
+      std::int32_t a = std::bit_cast<std::int32_t>(got[i]),
+                   b = std::bit_cast<std::int32_t>(want[i]);
+      CHECK(std::abs(a - b) <= 1); // INTERP's bits, but 1 ulp in some subnormals on lavapipe
+    }
+  });
+}
+
 TEST_CASE("elementwise: unary ops in float32 and float64, contiguous and non-contiguous") {
   for_each_device([](const std::string& dev) {
     Batch b(dev);

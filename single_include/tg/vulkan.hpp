@@ -70,7 +70,8 @@
 // constants, and the shader asks for the extensions its dtypes need: 64-bit ints (always: index
 // arithmetic), float64, and 8-/16-bit storage with their arithmetic types. bool is stored as a
 // byte, float16/bfloat16 as 16 bits converted in software (round to nearest even, exact like the
-// CPU), and float64 exp2/log2/sin/pow, which GLSL lacks, come from the prelude. Integer division,
+// CPU), and float64 exp2/log2/sin/pow, which GLSL lacks, and float exp2 (the C kernels' own, for
+// subnormal results) come from the prelude. Integer division,
 // remainder and float-to-integer casts follow the reference interpreter (no undefined results).
 
 namespace tg {
@@ -214,9 +215,26 @@ struct GlslDialect {
            "  if (e < 0) return int64BitsToDouble(b & (-9223372036854775807L - 1L));\n"
            "  return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L)); }\n";
     }
-    bool pow32 = false;
-    for (const UOp& u : p.ops)
+    bool pow32 = false, exp32 = false;
+    for (const UOp& u : p.ops) {
       if (u.kind == UKind::Alu && u.op == Op::Pow && u.dtype != DType::Float64) pow32 = true;
+      if (u.kind == UKind::Alu && u.op == Op::Exp2 && u.dtype != DType::Float64) exp32 = true;
+    }
+    // 2^x for float: the C kernels' tg_exp2f (codegen/render.hpp), the same operations. GLSL's
+    // exp2 returned 0 below 2^-126 on lavapipe (exp(-90)); this keeps the subnormal, and gives
+    // INTERP's bits but for 1 ulp in some subnormal results (lavapipe's last multiply).
+    if (exp32)
+      t << "float tg_exp2f(float x) {\n"
+           "  x = x < -151.0 ? -151.0 : (x > 129.0 ? 129.0 : x);\n"
+           "  precise float t = x + 12582912.0, f = x - (t - 12582912.0);\n"
+           "  int n = int(floatBitsToUint(t) - 0x4b400000u), n1 = n >> 1;\n"
+           "  precise float p = fma(1.5252734e-5, f, 1.5403530e-4);\n"
+           "  p = fma(p, f, 1.3333558e-3); p = fma(p, f, 9.6181291e-3);\n"
+           "  p = fma(p, f, 5.5504109e-2); p = fma(p, f, 2.4022651e-1);\n"
+           "  p = fma(p, f, 6.9314718e-1); p = fma(p, f, 1.0);\n"
+           "  precise float r = p * uintBitsToFloat(uint(n1 + 127) << 23);\n"
+           "  precise float s = r * uintBitsToFloat(uint(n - n1 + 127) << 23);\n"
+           "  return s; }\n";
     if (pow32)
       t << "float tg_powf(float a, float b) {\n"
            "  const float inf = uintBitsToFloat(0x7f800000u);\n"
@@ -387,7 +405,7 @@ struct GlslDialect {
       t << "sqrt(" << a << ')';
       break;
     case Op::Exp2:
-      t << (f64 ? "tg_exp2d(" : "exp2(") << a << ')';
+      t << (f64 ? "tg_exp2d(" : "tg_exp2f(") << a << ')';
       break;
     case Op::Log2:
       t << (f64 ? "tg_log2d(" : "log2(") << a << ')';
