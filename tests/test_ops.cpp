@@ -11,6 +11,7 @@
 #include "devices.hpp" // every available device: CPU, INTERP, VULKAN, CUDA (or NVRTC checks)
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
