@@ -50,9 +50,13 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
   };
   std::vector<Group> groups;
   std::vector<int> group_of(n, -1);
+  // only a register tile's row values (the scalar side of its vector multiply-adds)
+  std::vector<std::uint8_t> tile_scalar(n, 0);
+  for (const UOp& u : p.ops)
+    if (u.kind == UKind::VecMac) tile_scalar[std::size_t(u.src[1])] = 1;
   for (std::size_t i = 0; i < n; ++i) {
     const UOp& u = p.ops[i];
-    if (u.kind != UKind::Load || u.src[2] >= 0 || stack[i].size() < 2) continue;
+    if (u.kind != UKind::Load || !tile_scalar[i] || u.src[2] >= 0 || stack[i].size() < 2) continue;
     const int loop = stack[i].back();
     const detail::Affine& a = aff[std::size_t(u.src[1])];
     const std::uint64_t idx = deps[std::size_t(u.src[1])];
