@@ -3110,6 +3110,17 @@ constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<in
   }
   return d;
 }
+/// The ranges enclosing each op of p, outermost first.
+constexpr std::vector<std::vector<int>> enclosing_ranges(const Program& p) {
+  std::vector<std::vector<int>> stack(p.ops.size());
+  std::vector<int> open;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
+    stack[i] = open;
+    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
+  }
+  return stack;
+}
 } // namespace detail
 
 /// The pass (see the top of this file). Programs without such a tile come back as they were.
@@ -3119,14 +3130,7 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBy
   std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
   if (deps.empty()) return p;
   std::vector<detail::Affine> aff = detail::affine_forms(p);
-  // the ranges enclosing each op, outermost first
-  std::vector<std::vector<int>> stack(n);
-  std::vector<int> open;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
-    stack[i] = open;
-    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
-  }
+  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p);
   // One panel per (reduce loop, buffer): its vector loads, their offsets from the first.
   struct Panel {
     int loop = -1, buf = -1, hoist = -1; // hoist: the range the copy goes before
@@ -3285,14 +3289,8 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
   std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
   if (deps.empty()) return p;
   std::vector<detail::Affine> aff = detail::affine_forms(p);
-  std::vector<std::vector<int>> stack(n); // the ranges enclosing each op, outermost first
-  std::vector<int> open;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
-    stack[i] = open;
-    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
-  }
-  auto const_range = [&](int r, std::int64_t& len) { // 0 .. len, step 1
+  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p); // outermost first
+  auto const_range = [&](int r, std::int64_t& len) {                 // 0 .. len, step 1
     const UOp& u = p.ops[std::size_t(r)];
     const UOp& lo = p.ops[std::size_t(u.src[0])];
     const UOp& hi = p.ops[std::size_t(u.src[1])];

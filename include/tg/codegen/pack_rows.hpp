@@ -20,14 +20,8 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
   std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
   if (deps.empty()) return p;
   std::vector<detail::Affine> aff = detail::affine_forms(p);
-  std::vector<std::vector<int>> stack(n); // the ranges enclosing each op, outermost first
-  std::vector<int> open;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
-    stack[i] = open;
-    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
-  }
-  auto const_range = [&](int r, std::int64_t& len) { // 0 .. len, step 1
+  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p); // outermost first
+  auto const_range = [&](int r, std::int64_t& len) {                 // 0 .. len, step 1
     const UOp& u = p.ops[std::size_t(r)];
     const UOp& lo = p.ops[std::size_t(u.src[0])];
     const UOp& hi = p.ops[std::size_t(u.src[1])];
