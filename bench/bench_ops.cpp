@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "ratios.hpp"
+#include "torch_peer.hpp"
 
 namespace {
 
@@ -457,54 +458,6 @@ void loop_conv2d_bench(benchmark::State& st) {
   gflops(st, kConvFlops);
 }
 
-// ------------------------------------------------------------------------------- PyTorch ----
-
-/// PyTorch's time for every workload, from one run of bench/ops_torch.py (lines "name ms");
-/// `why` says what went wrong when it could not run.
-struct TorchTimes {
-  std::map<std::string, double> ms;
-  std::string version, why;
-};
-const TorchTimes& torch_times() {
-  static const TorchTimes t = [] {
-    TorchTimes r;
-    std::string log = tg::detail::temp_path("torch-ops");
-    std::string script = std::string(TG_BENCH_DIR) + "/ops_torch.py";
-    int rc = tg::detail::run_process({"/usr/bin/python3", script}, log);
-    std::string out = tg::detail::read_file(log);
-    std::filesystem::remove(log);
-    std::istringstream lines(out);
-    for (std::string line; std::getline(lines, line);) {
-      std::istringstream fields(line);
-      std::string name;
-      double ms = 0;
-      if (line.rfind("# ", 0) == 0)
-        r.version = line.substr(2);
-      else if (fields >> name >> ms)
-        r.ms[name] = ms;
-    }
-    if (rc != 0 || r.ms.empty())
-      r.why = "PyTorch did not run (" + tg::detail::process_status(rc) +
-              "; apt-get install python3-torch): " +
-              out.substr(out.size() > 300 ? out.size() - 300 : 0);
-    return r;
-  }();
-  return t;
-}
-
-void torch_bench(benchmark::State& st, const std::string& workload, double flops) {
-  const TorchTimes& t = torch_times();
-  auto it = t.ms.find(workload);
-  if (!t.why.empty() || it == t.ms.end()) {
-    st.SkipWithError(
-        (t.why.empty() ? "bench/ops_torch.py printed no time for " + workload : t.why).c_str());
-    return;
-  }
-  for (auto _ : st) st.SetIterationTime(it->second / 1e3);
-  if (flops > 0) gflops(st, flops);
-  st.SetLabel(t.version);
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -528,7 +481,7 @@ int main(int argc, char** argv) {
   };
   auto add_torch = [&](const std::string& workload, double flops) {
     std::string name = workload + "/torch";
-    auto fn = [=](benchmark::State& st) { torch_bench(st, workload, flops); };
+    auto fn = [=](benchmark::State& st) { tg_bench::torch_bench(st, workload, flops); };
     benchmark::RegisterBenchmark(name.c_str(), fn)
         ->Unit(benchmark::kMillisecond)
         ->UseManualTime()

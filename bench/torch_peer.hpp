@@ -1,0 +1,81 @@
+#pragma once
+// PyTorch as a peer measured in the same run: bench/ops_torch.py runs once as a subprocess and
+// prints "<workload> <median ms>" per workload; each is reported as a benchmark of its own, so the
+// ratio table can pair it with tg's. Used by bench_ops (CPU) and bench_gpu (`--device cuda`).
+#include <tg/tg.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tg_bench {
+
+/// PyTorch's times from one run of bench/ops_torch.py; `why` says what went wrong when it could
+/// not run.
+struct TorchTimes {
+  std::map<std::string, double> ms;
+  std::string version, why;
+};
+
+/// The python3 that runs the script: TG_BENCH_PYTHON, else the first python3 on PATH (the one a
+/// user's shell would run, which is where their torch is).
+inline std::string python3() {
+  if (const char* p = std::getenv("TG_BENCH_PYTHON"); p && *p) return p;
+  std::istringstream path(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin");
+  for (std::string dir; std::getline(path, dir, ':');)
+    if (!dir.empty() && access((dir + "/python3").c_str(), X_OK) == 0) return dir + "/python3";
+  return "/usr/bin/python3";
+}
+
+/// Runs bench/ops_torch.py with `args` once per distinct `args` (later calls reuse the result).
+inline const TorchTimes& torch_times(const std::vector<std::string>& args = {}) {
+  static std::map<std::vector<std::string>, TorchTimes> runs;
+  auto it = runs.find(args);
+  if (it != runs.end()) return it->second;
+  TorchTimes r;
+  std::string log = tg::detail::temp_path("torch-ops");
+  std::vector<std::string> argv{python3(), std::string(TG_BENCH_DIR) + "/ops_torch.py"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  int rc = tg::detail::run_process(argv, log);
+  std::string out = tg::detail::read_file(log);
+  std::filesystem::remove(log);
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string name;
+    double ms = 0;
+    if (line.rfind("# ", 0) == 0)
+      r.version = line.substr(2);
+    else if (fields >> name >> ms)
+      r.ms[name] = ms;
+  }
+  if (rc != 0 || r.ms.empty())
+    r.why =
+        "PyTorch did not run (" + tg::detail::process_status(rc) +
+        "; apt-get install python3-torch): " + out.substr(out.size() > 300 ? out.size() - 300 : 0);
+  return runs[args] = r;
+}
+
+/// Reports PyTorch's median for `workload` as this benchmark's time (manual time).
+inline void torch_bench(benchmark::State& st, const std::string& workload, double flops,
+                        const std::vector<std::string>& args = {}) {
+  const TorchTimes& t = torch_times(args);
+  auto it = t.ms.find(workload);
+  if (!t.why.empty() || it == t.ms.end()) {
+    st.SkipWithError(
+        (t.why.empty() ? "bench/ops_torch.py printed no time for " + workload : t.why).c_str());
+    return;
+  }
+  for (auto _ : st) st.SetIterationTime(it->second / 1e3);
+  if (flops > 0)
+    st.counters["GFLOP/s"] =
+        benchmark::Counter(double(st.iterations()) * flops / 1e9, benchmark::Counter::kIsRate);
+  st.SetLabel(t.version);
+}
+
+} // namespace tg_bench
