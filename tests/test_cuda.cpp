@@ -212,6 +212,34 @@ TEST_CASE("CUDA: every kernel of a broad op list compiles with NVRTC, and its PT
   CHECK(kernels > 500);
 }
 
+TEST_CASE("CUDA: 0 / 0 stays NaN through NVRTC's constant folding") {
+  // On an H200, isnan(z / z) of a zeros tensor was false: NVRTC 13 folds `d != d` to false for
+  // `d = a / a` with a constant a. Float division is rendered through __fdiv_rn / __ddiv_rn (what
+  // `/` compiles to anyway), which it folds correctly. Checked on the PTX, so it needs no GPU.
+  auto& nv = tg::cuda::Nvrtc::get();
+  if (!nv.error.empty()) {
+    MESSAGE("NVRTC is unavailable, skipping: " << nv.error);
+    return;
+  }
+  for (tg::DType t : {tg::float32, tg::float64}) {
+    CAPTURE(tg::dtype_name(t));
+    const std::string f = t == tg::float32 ? ".f32" : ".f64";
+    Tensor z = tg::zeros({2}, TensorOptions(t, "CPU"));
+    auto ptx = [](const Tensor& r) {
+      tg::ScheduleInfo info = tg::schedule({r});
+      REQUIRE(info.programs.size() == 1);
+      return tg::cuda::nvrtc_compile(tg::cuda::render(info.programs[0]),
+                                     std::string(info.programs[0].name.view()), "compute_90")
+          .binary;
+    };
+    std::string nan = ptx((z / z).isnan()), inf = ptx(z.reciprocal().isinf());
+    CHECK(nan.find("div.rn" + f) != std::string::npos); // computed, not folded
+    CHECK(nan.find("setp.nan" + f) != std::string::npos);
+    CHECK(inf.find("rcp.rn" + f) != std::string::npos);
+    CHECK(inf.find("setp.eq" + f) != std::string::npos);
+  }
+}
+
 TEST_CASE("CUDA: a kernel that does not compile reports NVRTC's log and the source") {
   if (!tg::cuda::Nvrtc::get().error.empty()) return;
   try {

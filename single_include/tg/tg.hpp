@@ -5521,14 +5521,23 @@ struct CudaDialect : CDialect {
   static constexpr void typed_int(Text& t, DType d, std::int64_t v) {
     constant(t, d, Scalar::of_int(d, v));
   }
-  /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units).
+  /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units). Float division and
+  /// reciprocal through the IEEE intrinsics, which are what `/` compiles to anyway (div.rn): NVRTC
+  /// 13 folds `d != d` to false for `d = a / a` with a constant a, so isnan(0 / 0) was false on
+  /// an H200.
   static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
     if (op == Op::Exp2 && d != DType::Float64)
       t << "exp2f(" << a << ')';
+    else if (op == Op::Recip && is_float(d))
+      t << (d == DType::Float64 ? "__drcp_rn(" : "__frcp_rn(") << a << ')';
     else
       CDialect::unary(t, op, d, a);
   }
   static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
+    if (op == Op::Div && is_float(d)) {
+      t << (d == DType::Float64 ? "__ddiv_rn(" : "__fdiv_rn(") << a << ", " << b << ')';
+      return;
+    }
     if (!is_int(d) || (op != Op::Div && op != Op::Mod)) return CDialect::binary(t, op, d, a, b);
     // as the reference interpreter: x / 0 == 0, x % 0 == 0, x / -1 == -x (wrapping), x % -1 == 0
     t << "((" << b << " == ";
