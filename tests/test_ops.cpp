@@ -696,6 +696,57 @@ TEST_CASE("exp keeps subnormal results on every device (exp(-90) is 8.2e-40, not
   });
 }
 
+TEST_CASE("long reductions into few outputs: two kernels on a GPU, the same values everywhere") {
+  // On an H200 a full sum of 2^26 floats took 8.5 ms in one work-group; lavapipe refused one of
+  // 2^24. GPU devices now cut such a reduction in two (detail::gpu_reduce_split).
+  using tg::detail::gpu_reduce_split;
+  CHECK(gpu_reduce_split({1 << 26}, {0}).k == 4096);     // 4,096 groups of 16,384
+  CHECK(gpu_reduce_split({4096, 4096}, {0}).k == 64);    // 262,144 threads, 64 rows each
+  CHECK(gpu_reduce_split({4096, 4096}, {1}).k == 0);     // 4,096 rows already
+  CHECK(gpu_reduce_split({16777259}, {0}).k == 0);       // a prime length stays whole
+  CHECK(gpu_reduce_split({100000, 3}, {0}).k == 6250);   // the largest k leaving 16 a thread
+  CHECK(gpu_reduce_split({64, 2048}, {0, 1}).axis == 1); // the axis with the largest k
+  for_each_device([](const std::string& dev) {
+    const bool gpu = dev != "CPU" && dev != "INTERP";
+    auto kernels = [](const Tensor& r) { return tg::schedule({r}).programs.size(); };
+    const std::int64_t n = 1 << 17;
+    std::vector<double> v(n), w(512 * 1000);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = double((i * 7919) % 1000) / 1000.0 - 0.25;
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = double((i * 104729) % 997) / 997.0;
+    Tensor x = Tensor::from_data(v, {n}).cast(tg::float32).to(dev);
+    Tensor m = Tensor::from_data(w, {512, 1000}).cast(tg::float32).to(dev);
+    double sum = 0, mx = -1, mn = 2, prod = 1;
+    for (double e : v) sum += e, mx = std::max(mx, e), mn = std::min(mn, e);
+    for (double e : v) prod *= 1 + double(float(e)) / 1000;
+    CHECK(kernels(x.sum()) == (gpu ? 2u : 1u));
+    CHECK(x.sum().item<double>() == doctest::Approx(sum).epsilon(1e-5));
+    CHECK(x.sum(0, true).shape() == std::vector<std::int64_t>{1});
+    CHECK(x.max().item<double>() == doctest::Approx(mx));
+    CHECK(x.min().item<double>() == doctest::Approx(mn));
+    Tensor ints = (x * 1000).cast(tg::int32);
+    std::int64_t isum = 0;
+    for (double e : v) isum += std::int64_t(std::trunc(float(float(e) * 1000.0f)));
+    CHECK(ints.sum().item<std::int64_t>() == isum); // integers: exactly
+    CHECK((x.cast(tg::float64) / 1000 + 1).prod().item<double>() ==
+          doctest::Approx(prod).epsilon(1e-9));
+    // over a kept last axis: columns, in two kernels of 32 row blocks (of 16 rows)
+    CHECK(kernels(m.sum(0)) == (gpu ? 2u : 1u));
+    std::vector<double> cols = m.sum(0).cast(tg::float64).to_vector<double>();
+    REQUIRE(cols.size() == 1000u);
+    for (std::size_t c = 0; c < 1000; c += 37) {
+      double want = 0;
+      for (std::size_t r = 0; r < 512; ++r) want += double(float(w[r * 1000 + c]));
+      CHECK(cols[c] == doctest::Approx(want).epsilon(1e-5));
+    }
+    CHECK(m.sum().item<double>() == doctest::Approx(m.sum(1).sum().item<double>()).epsilon(1e-5));
+    // gradients flow through both kernels
+    Tensor g = x.detach().requires_grad_();
+    (g.sum() * 2).backward();
+    std::vector<float> grad = g.grad().to_vector<float>();
+    CHECK(std::all_of(grad.begin(), grad.end(), [](float e) { return e == 2.0f; }));
+  });
+}
+
 TEST_CASE("elementwise: unary ops in float32 and float64, contiguous and non-contiguous") {
   for_each_device([](const std::string& dev) {
     Batch b(dev);
@@ -2293,7 +2344,9 @@ TEST_CASE("GPU launch shape: every accumulator of an upcast reduction is combine
   tg::GpuOptions o;
   o.grouped = 1;
   // lowered as for a GPU, with upcast lanes whatever TG_OPT says
-  tg::Program p = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16}.for_gpu());
+  tg::LowerOptions upcast = tg::LowerOptions{}.for_gpu();
+  upcast.upcast = upcast.wide_upcast = 16;
+  tg::Program p = tg::lower(info.graph, info.schedule, 0, upcast);
   tg::Program g = tg::gpu_program(p, o);
   REQUIRE(g.grouped);
   int accs = 0, combined = 0;

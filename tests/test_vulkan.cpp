@@ -102,6 +102,17 @@ TEST_CASE("gpu_program: the outer loop becomes the work item; small outputs with
   tg::Program e = tg::gpu_program(tg::schedule({(x + 1).exp2()}).programs.at(0));
   CHECK_FALSE(e.grouped);
   CHECK(e.local == 256);
+  CHECK(e.per_thread == 1); // 16,384 items: one a thread
+  // 2^20 items and more, without reductions: 8 a thread, each group covering 8 x 256 items
+  Tensor big = tg::rand({1 << 20}, TensorOptions(tg::float32, "CPU"));
+  tg::Program e4 = tg::gpu_program(tg::schedule({big * 2.0f}).programs.at(0));
+  CHECK(e4.per_thread == 8);
+  CHECK(tg::gpu_dispatches(e4, 1 << 20, {65535, 65535, 65535}).at(0).groups[0] == 512);
+  CHECK(std::string(tg::render_cuda(e4).view()).find("tg_group() * 2048ll") != std::string::npos);
+  CHECK(std::string(tg::render_glsl(e4).view()).find("tg_group()) * 2048L") != std::string::npos);
+  CHECK(
+      tg::gpu_program(tg::schedule({big.reshape({1024, 1024}).sum(1)}).programs.at(0)).per_thread ==
+      1); // a reduction: one a thread
   std::string glsl(tg::render_glsl(g).view());
   CHECK(glsl.find("#version 450") == 0);
   CHECK(glsl.find("barrier();") != std::string::npos);
@@ -159,17 +170,21 @@ TEST_CASE("VULKAN on lavapipe: a launch past llvmpipe's 65,535 loop iterations i
     MESSAGE("VULKAN is not lavapipe (" << dev->description() << "), skipping");
     return;
   }
-  // one work-group of 256 threads sums 2^24 elements: 65,536 iterations each
-  const std::int64_t n = std::int64_t(1) << 24;
+  // one work-group of 256 threads sums a prime number of elements past 2^24 (which no split into
+  // two reductions divides): 65,536 iterations each
+  const std::int64_t n = 16777259;
   Tensor ones = tg::ones({n}, TensorOptions(tg::float32, "VULKAN"));
   try {
     float wrong = ones.sum().item<float>();
-    FAIL("a sum of 2^24 ones ran on lavapipe and gave " << wrong);
+    FAIL("a sum of 16,777,259 ones ran on lavapipe and gave " << wrong);
   } catch (const tg::device_error& e) {
     CHECK(std::string(e.what()).find("65535") != std::string::npos);
   }
-  // in two steps it runs, and is right
-  CHECK(ones.reshape({256, -1}).sum(1).sum().item<float>() == float(n));
+  // 2^24 is cut into two reductions (detail::gpu_reduce_split), so it runs, and is right
+  const std::int64_t n24 = std::int64_t(1) << 24;
+  CHECK(tg::ones({n24}, TensorOptions(tg::float32, "VULKAN")).sum().item<float>() == float(n24));
+  // and by hand, in two steps
+  CHECK(ones.slice(0, 0, n24).reshape({256, -1}).sum(1).sum().item<float>() == float(n24));
   // just under the limit: 256 x 65,000 elements
   CHECK(tg::ones({256 * 65000}, TensorOptions(tg::float32, "VULKAN")).sum().item<float>() ==
         256.0f * 65000.0f);
@@ -178,7 +193,8 @@ TEST_CASE("VULKAN on lavapipe: a launch past llvmpipe's 65,535 loop iterations i
 TEST_CASE("VULKAN: launches past 65,535 work-groups per dimension") {
   auto dev = vulkan();
   if (!dev) return;
-  // natural: 65,537 groups of 256 (16.8M floats, 64 MiB: under lavapipe's 128 MiB buffer range)
+  // 16.8M floats (64 MiB: under lavapipe's 128 MiB buffer range), 8 a thread (Program::per_thread):
+  // 8,193 groups of 256 threads
   const std::int64_t n = 65536 * 256 + 1;
   std::vector<float> host = iota(n);
   Tensor x = Tensor::from_data(host, {n}, TensorOptions(tg::float32, "VULKAN"));
@@ -208,6 +224,15 @@ TEST_CASE("VULKAN: launches past 65,535 work-groups per dimension") {
     EnvGuard one("TG_GPU_LOCAL", "1"); // one thread per work-group: 5000 groups
     CHECK(a.neg().to_vector<float>() == a.to("CPU").neg().to_vector<float>());
   }
+  // 8 items a thread (2^20 and more), over 18 launches: every item once, the last ones too
+  const std::int64_t m = (1 << 20) + 3;
+  std::vector<float> big = iota(m);
+  Tensor b = Tensor::from_data(big, {m}, TensorOptions(tg::float32, "VULKAN"));
+  std::vector<float> bv = (b * 2.0f + 1.0f).to_vector<float>();
+  REQUIRE(bv.size() == big.size());
+  int wrong = 0;
+  for (std::size_t i = 0; i < bv.size(); ++i) wrong += bv[i] != big[i] * 2.0f + 1.0f;
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("VULKAN: a dtype the device lacks is refused before compiling, naming the feature") {

@@ -1438,6 +1438,7 @@ struct Program {
   int local = 0;                    // threads per work-group (a power of two)
   bool grouped = false;             // a work-group shares one item and splits its reductions
   std::int64_t items_per_outer = 1; // inner output loops flattened into the item index
+  std::int64_t per_thread = 1;      // items each thread runs (not grouped): local apart
 };
 
 constexpr const char* ukind_name(UKind k) {
@@ -1812,11 +1813,15 @@ struct LowerOptions {
     return panel_order(k, columns) && columns % upcast == 0 && k * upcast * 8 <= kPackBytes;
   }
 
-  /// These choices for a device without register tiles (a GPU): one tile per thread, and its
-  /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling).
+  /// These choices for a device without register tiles (a GPU): one output per thread, and its
+  /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling). Upcast
+  /// lanes would make each thread read a run of a row that its warp's neighbours read next to
+  /// it: 32 cache lines per load instruction, and a sixteenth of the threads (sgemm 1024² on an
+  /// H200: 2.19 ms with 16 lanes; TG_BEAM found 0.39 ms among narrower ones).
   constexpr LowerOptions for_gpu() const {
     LowerOptions o = *this;
-    o.upcast_rows = o.split_reduce = o.unroll_masked = o.unroll_reduce = o.transpose_tile = 1;
+    o.upcast = o.upcast_rows = o.split_reduce = o.unroll_masked = o.unroll_reduce = 1;
+    o.transpose_tile = 1;
     o.wide_upcast = o.upcast;
     o.refine_views = false;
     return o;
@@ -4704,7 +4709,299 @@ inline std::vector<DeviceInfo> devices() {
 #ifndef TG_SI_TG_RUNTIME_LAUNCH_HPP
 #define TG_SI_TG_RUNTIME_LAUNCH_HPP
 // What every runtime needs to launch a program: its symbolic sizes evaluated with the values
-// passed at launch.
+// passed at launch, and the GPU launch shape the environment may tune.
+
+// ---- tg/codegen/gpu.hpp ----
+#ifndef TG_SI_TG_CODEGEN_GPU_HPP
+#define TG_SI_TG_CODEGEN_GPU_HPP
+// gpu_program: a lowered Program -> the same program shaped for a GPU launch, shared by every GPU
+// dialect (GLSL, CUDA). The parallel outer loop (a Range over the Bound start/end) becomes the
+// work item of each thread with a bounds check (Special + If); the inner output loops with constant
+// sizes are flattened into the item index; and when there are few items and long reductions, a
+// whole work-group shares one item: each reduction's loop is split across the group's lanes
+// (start = lane, step = local) and combined through local memory (GroupReduce), and only lane 0
+// stores. The CPU path never calls this; INTERP cannot run its output (Special, GroupReduce).
+
+namespace tg {
+
+struct GpuOptions {
+  int local = 256;      // threads per work-group (rounded down to a power of two)
+  int max_local = 1024; // the device's limit
+  int grouped = -1;     // -1: decide; 0: never; 1: whenever the program reduces
+  int per_thread = 8;   // items a thread runs in a kernel without reductions of 2^20 items or more
+};
+
+namespace detail {
+
+constexpr int floor_pow2(std::int64_t x) {
+  int r = 1;
+  while (std::int64_t(r) * 2 <= x && r < (1 << 30)) r *= 2;
+  return r;
+}
+
+struct GpuRewriter : ProgramRewriter {
+  constexpr int special(GpuIndex g) {
+    return add(UOp{UKind::Special, Op::Add, DType::Int64, {-1, -1, -1}, {}, int(g), {}});
+  }
+  constexpr bool is_const(int old) const { return in.ops[std::size_t(old)].kind == UKind::Const; }
+  constexpr std::int64_t ival(int old) const { return in.ops[std::size_t(old)].value.i; }
+};
+
+} // namespace detail
+
+/// The program shaped for a GPU launch of `items` = outer * items_per_outer work items, in
+/// work-groups of `local` threads (one item per thread, or per work-group when `grouped`).
+constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
+  const std::vector<UOp>& ops = p.ops;
+  const std::size_t n = ops.size();
+  // Which ranges belong to a reduction (opened between a DefineAcc and its AccAssign).
+  std::vector<int> reduction_of(n, -1); // Range -> its DefineAcc
+  std::vector<int> end_of(n, -1);       // Range -> its EndRange
+  int outer = -1;
+  {
+    std::vector<int> open_accs, stack;
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = ops[i];
+      if (u.kind == UKind::DefineAcc) open_accs.push_back(int(i));
+      // an AccAssign closes its accumulator (the lanes of an upcast kernel close several)
+      if (u.kind == UKind::AccAssign)
+        for (std::size_t k = 0; k < open_accs.size(); ++k)
+          if (open_accs[k] == u.src[0]) open_accs.erase(open_accs.begin() + std::ptrdiff_t(k));
+      if (u.kind == UKind::Range) {
+        stack.push_back(int(i));
+        if (!open_accs.empty()) reduction_of[i] = open_accs.back();
+        if (outer < 0 && ops[std::size_t(u.src[0])].kind == UKind::Bound) outer = int(i);
+      }
+      if (u.kind == UKind::EndRange) end_of[std::size_t(u.src[0])] = int(i);
+    }
+  }
+  if (outer < 0) throw graph_error{"gpu_program: the program has no outer loop"};
+  // Inner output loops: flattened into the item when all of them have constant sizes.
+  std::vector<int> inner;
+  std::int64_t m = 1;
+  bool flatten = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = ops[i];
+    if (u.kind != UKind::Range || int(i) == outer || reduction_of[i] >= 0) continue;
+    inner.push_back(int(i));
+    const UOp& s = ops[std::size_t(u.src[0])];
+    const UOp& e = ops[std::size_t(u.src[1])];
+    if (s.kind != UKind::Const || s.value.i != 0 || e.kind != UKind::Const || u.src[2] >= 0 ||
+        e.value.i <= 0)
+      flatten = false;
+    else
+      m *= e.value.i;
+  }
+  if (!flatten) m = 1;
+  // Reductions: the longest one decides whether a work-group shares an item.
+  bool reduces = false;
+  std::int64_t longest = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ops[i].kind != UKind::DefineAcc) continue;
+    reduces = true;
+    std::int64_t len = 1;
+    for (std::size_t r = 0; r < n; ++r)
+      if (reduction_of[r] == int(i)) {
+        const UOp& e = ops[std::size_t(ops[r].src[1])];
+        len *= e.kind == UKind::Const ? e.value.i : 4096; // a symbolic size counts as long
+      }
+    if (len > longest) longest = len;
+  }
+  std::int64_t items = p.outer.is_const() ? p.outer.constant() * m : std::int64_t(1) << 40;
+  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256));
+  int local = detail::floor_pow2(o.local < 1 ? 1 : o.local);
+  if (local > o.max_local) local = detail::floor_pow2(o.max_local);
+  if (grouped && longest < local)
+    local = std::max(std::min(local, 32), detail::floor_pow2(longest));
+
+  // A kernel without reductions over many items runs 8 of them a thread, a work-group's width
+  // apart (loads stay coalesced): each thread then has 8 loads in flight. x * 1.5 over 2^26
+  // floats on an H200 took 0.220 ms with one a thread, 0.151 with 4, 0.139 with 8: a
+  // device-to-device copy of the same bytes took 0.138.
+  const std::int64_t per_thread =
+      !reduces && p.outer.is_const() && items >= (std::int64_t(1) << 20) && o.per_thread > 1
+          ? o.per_thread
+          : 1;
+
+  detail::GpuRewriter w{{p, {}, std::vector<int>(n, -1)}};
+  int item = w.special(GpuIndex::Item);
+  int lane = grouped ? w.special(GpuIndex::Lane) : -1;
+  int lane0 = grouped ? w.alu(Op::CmpEq, DType::Bool, lane, w.cint(0)) : -1;
+  std::vector<int> skip_end(n, 0);      // EndRange ops that vanish (flattened loops)
+  std::vector<int> reduce_after(n, -1); // EndRange -> the DefineAcc to combine after it
+  std::vector<int> loop(n, -1);         // Range -> the loop that replaced it
+  // Declarations first (buffers, launch values, constants), then the bounds check, so that
+  // everything else, including work outside the outer loop, runs once per item in range.
+  for (std::size_t i = 0; i < n; ++i) {
+    UKind k = ops[i].kind;
+    if (k == UKind::Param || k == UKind::Bound || k == UKind::VarParam || k == UKind::Const)
+      w.map[i] = w.add(ops[i]);
+  }
+  int rem = -1, if_outer = -1, thread_loop = -1;
+  if (per_thread > 1) {
+    thread_loop = w.add(
+        UOp{UKind::Range, Op::Add, DType::Int64, {w.cint(0), w.cint(per_thread), -1}, {}, -1, {}});
+    item = w.alu(Op::Add, DType::Int64, item,
+                 w.alu(Op::Mul, DType::Int64, thread_loop, w.cint(local)));
+  }
+  {
+    const UOp& u = ops[std::size_t(outer)];
+    int q = item;
+    if (m > 1) {
+      int mm = w.cint(m);
+      q = w.alu(Op::Div, DType::Int64, item, mm);
+      rem = w.alu(Op::Mod, DType::Int64, item, mm);
+    }
+    int idx = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], q);
+    int ok = w.alu(Op::CmpLt, DType::Bool, idx, w.map[std::size_t(u.src[1])]);
+    if_outer = w.add(UOp{UKind::If, Op::Add, DType::Bool, {ok, -1, -1}, {}, -1, {}});
+    w.map[std::size_t(outer)] = idx;
+    skip_end[std::size_t(end_of[std::size_t(outer)])] = 1;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = ops[i];
+    if (w.map[i] >= 0)
+      continue; // a declaration, the outer loop, or folded into a flattened reduction loop
+    if (u.kind == UKind::Range && reduction_of[i] < 0 && m > 1) { // a flattened inner output loop
+      std::int64_t stride = 1;
+      bool after = false;
+      for (int r : inner) {
+        if (after) stride *= w.ival(ops[std::size_t(r)].src[1]);
+        if (r == int(i)) after = true;
+      }
+      int x = rem;
+      if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
+      if (stride * w.ival(u.src[1]) < m)
+        x = w.alu(Op::Mod, DType::Int64, x, w.cint(w.ival(u.src[1])));
+      w.map[i] = x;
+      skip_end[std::size_t(end_of[i])] = 1;
+      continue;
+    }
+    if (u.kind == UKind::Range && reduction_of[i] >= 0 && grouped) {
+      int acc = reduction_of[i];
+      bool first = i > 0 && (ops[i - 1].kind == UKind::DefineAcc && int(i - 1) == acc);
+      if (first) {
+        // Every range of this reduction, outermost first; flattened into one strided loop when
+        // their sizes are constant, else only this (outermost) loop is split across the lanes.
+        std::vector<int> rs;
+        bool all_const = true;
+        for (std::size_t r = i; r < n; ++r)
+          if (reduction_of[r] == acc) {
+            rs.push_back(int(r));
+            const UOp& ru = ops[r];
+            if (!w.is_const(ru.src[0]) || w.ival(ru.src[0]) != 0 || !w.is_const(ru.src[1]) ||
+                ru.src[2] >= 0)
+              all_const = false;
+          }
+        int step = w.cint(local);
+        if (all_const && rs.size() > 1) {
+          std::int64_t total = 1;
+          for (int r : rs) total *= w.ival(ops[std::size_t(r)].src[1]);
+          int f = w.add(
+              UOp{UKind::Range, Op::Add, DType::Int64, {lane, w.cint(total), step}, {}, u.arg, {}});
+          std::int64_t stride = total;
+          for (int r : rs) {
+            std::int64_t ext = w.ival(ops[std::size_t(r)].src[1]);
+            stride /= ext;
+            int x = f;
+            if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
+            if (stride * ext < total) x = w.alu(Op::Mod, DType::Int64, x, w.cint(ext));
+            w.map[std::size_t(r)] = x;
+            if (r != int(i)) skip_end[std::size_t(end_of[std::size_t(r)])] = 1;
+          }
+          loop[i] = f; // the first range's EndRange closes the strided loop
+          reduce_after[std::size_t(end_of[i])] = acc;
+          continue;
+        }
+        int start = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], lane);
+        UOp r = u;
+        r.src = {start, w.map[std::size_t(u.src[1])], step};
+        w.map[i] = w.add(r);
+        reduce_after[std::size_t(end_of[i])] = acc;
+        continue;
+      }
+    }
+    if (u.kind == UKind::EndRange && skip_end[i] == 1) continue;
+    if (u.kind == UKind::Store && grouped) {
+      int g = w.add(UOp{UKind::If, Op::Add, DType::Bool, {lane0, -1, -1}, {}, -1, {}});
+      w.map[i] = w.add(w.remapped(u));
+      w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {g, -1, -1}, {}, -1, {}});
+      continue;
+    }
+    UOp c = w.remapped(u);
+    if (u.kind == UKind::EndRange && loop[std::size_t(u.src[0])] >= 0)
+      c.src[0] = loop[std::size_t(u.src[0])];
+    w.map[i] = w.add(c);
+    if (u.kind == UKind::EndRange && reduce_after[i] >= 0) {
+      // every accumulator of this loop: the lanes of an upcast kernel define theirs right before it
+      int first_acc = reduce_after[i];
+      while (first_acc > 0 && ops[std::size_t(first_acc - 1)].kind == UKind::DefineAcc) --first_acc;
+      for (int a = first_acc; a <= reduce_after[i]; ++a)
+        w.add(UOp{UKind::GroupReduce,
+                  ops[std::size_t(a)].op,
+                  ops[std::size_t(a)].dtype,
+                  {w.map[std::size_t(a)], -1, -1},
+                  {},
+                  -1,
+                  {}});
+    }
+  }
+  w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {if_outer, -1, -1}, {}, -1, {}});
+  if (thread_loop >= 0)
+    w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {thread_loop, -1, -1}, {}, -1, {}});
+  Program r;
+  r.ops = std::move(w.out);
+  r.params = p.params;
+  r.vars = p.vars;
+  r.outer = p.outer;
+  r.work = p.work;
+  r.name = p.name;
+  r.local = local;
+  r.grouped = grouped;
+  r.items_per_outer = m;
+  r.per_thread = per_thread;
+  return r;
+}
+
+} // namespace tg
+
+namespace tg {
+
+/// One launch of a GPU program: the item it starts at and its grid of work-groups.
+struct GpuDispatch {
+  std::int64_t base = 0;                // first item (the kernel adds group * local + lane)
+  std::array<std::int64_t, 3> groups{}; // work-groups in x, y, z
+};
+
+/// The launches that cover every item of `p` for an outer size of `outer`, within the device's
+/// limits on work-groups per dimension (e.g. 65,535): the grid spills from x into y and z, and
+/// past what one grid holds into further launches. Work-groups past the last item exit early.
+constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t outer,
+                                                  std::array<std::int64_t, 3> max_groups) {
+  std::vector<GpuDispatch> out;
+  const std::int64_t items = outer * p.items_per_outer;
+  if (items <= 0) return out;
+  const std::int64_t per_group = p.grouped ? 1 : p.local * p.per_thread;
+  const std::int64_t groups = (items + per_group - 1) / per_group;
+  for (auto& m : max_groups)
+    if (m < 1) m = 1;
+  for (std::int64_t first = 0; first < groups;) {
+    std::int64_t left = groups - first;
+    GpuDispatch d;
+    d.base = first * per_group;
+    d.groups[0] = left < max_groups[0] ? left : max_groups[0];
+    std::int64_t y = (left + d.groups[0] - 1) / d.groups[0];
+    d.groups[1] = y < max_groups[1] ? y : max_groups[1];
+    std::int64_t z = (left + d.groups[0] * d.groups[1] - 1) / (d.groups[0] * d.groups[1]);
+    d.groups[2] = z < max_groups[2] ? z : max_groups[2];
+    out.push_back(d);
+    first += d.groups[0] * d.groups[1] * d.groups[2];
+  }
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_GPU_HPP
 
 namespace tg {
 
@@ -4722,6 +5019,19 @@ inline std::int64_t eval_sint(const SInt& s, const std::vector<Var>& vars,
     r += p;
   }
   return r;
+}
+
+/// The launch shape a GPU device asks gpu_program for, within its work-group limit:
+/// TG_GPU_LOCAL (threads per work-group, default 256), TG_GPU_GROUP_REDUCE (0 or 1: never or
+/// always a work-group per reduction output) and TG_GPU_PER_THREAD (items a thread runs in
+/// kernels without reductions, default 8).
+inline GpuOptions gpu_options(int max_local) {
+  GpuOptions o;
+  o.max_local = max_local;
+  o.local = int(env::get_int("TG_GPU_LOCAL", o.local));
+  o.grouped = int(env::get_int("TG_GPU_GROUP_REDUCE", o.grouped));
+  o.per_thread = int(env::get_int("TG_GPU_PER_THREAD", o.per_thread));
+  return o;
 }
 
 } // namespace tg
@@ -5171,279 +5481,6 @@ private:
 // (cvt.f16.f32; bfloat16 too from sm_80), integer division and float-to-integer casts defined as
 // the reference interpreter defines them, and local memory (__shared__) for group reductions.
 
-// ---- tg/codegen/gpu.hpp ----
-#ifndef TG_SI_TG_CODEGEN_GPU_HPP
-#define TG_SI_TG_CODEGEN_GPU_HPP
-// gpu_program: a lowered Program -> the same program shaped for a GPU launch, shared by every GPU
-// dialect (GLSL, CUDA). The parallel outer loop (a Range over the Bound start/end) becomes the
-// work item of each thread with a bounds check (Special + If); the inner output loops with constant
-// sizes are flattened into the item index; and when there are few items and long reductions, a
-// whole work-group shares one item: each reduction's loop is split across the group's lanes
-// (start = lane, step = local) and combined through local memory (GroupReduce), and only lane 0
-// stores. The CPU path never calls this; INTERP cannot run its output (Special, GroupReduce).
-
-namespace tg {
-
-struct GpuOptions {
-  int local = 256;      // threads per work-group (rounded down to a power of two)
-  int max_local = 1024; // the device's limit
-  int grouped = -1;     // -1: decide; 0: never; 1: whenever the program reduces
-};
-
-namespace detail {
-
-constexpr int floor_pow2(std::int64_t x) {
-  int r = 1;
-  while (std::int64_t(r) * 2 <= x && r < (1 << 30)) r *= 2;
-  return r;
-}
-
-struct GpuRewriter : ProgramRewriter {
-  constexpr int special(GpuIndex g) {
-    return add(UOp{UKind::Special, Op::Add, DType::Int64, {-1, -1, -1}, {}, int(g), {}});
-  }
-  constexpr bool is_const(int old) const { return in.ops[std::size_t(old)].kind == UKind::Const; }
-  constexpr std::int64_t ival(int old) const { return in.ops[std::size_t(old)].value.i; }
-};
-
-} // namespace detail
-
-/// The program shaped for a GPU launch of `items` = outer * items_per_outer work items, in
-/// work-groups of `local` threads (one item per thread, or per work-group when `grouped`).
-constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
-  const std::vector<UOp>& ops = p.ops;
-  const std::size_t n = ops.size();
-  // Which ranges belong to a reduction (opened between a DefineAcc and its AccAssign).
-  std::vector<int> reduction_of(n, -1); // Range -> its DefineAcc
-  std::vector<int> end_of(n, -1);       // Range -> its EndRange
-  int outer = -1;
-  {
-    std::vector<int> open_accs, stack;
-    for (std::size_t i = 0; i < n; ++i) {
-      const UOp& u = ops[i];
-      if (u.kind == UKind::DefineAcc) open_accs.push_back(int(i));
-      // an AccAssign closes its accumulator (the lanes of an upcast kernel close several)
-      if (u.kind == UKind::AccAssign)
-        for (std::size_t k = 0; k < open_accs.size(); ++k)
-          if (open_accs[k] == u.src[0]) open_accs.erase(open_accs.begin() + std::ptrdiff_t(k));
-      if (u.kind == UKind::Range) {
-        stack.push_back(int(i));
-        if (!open_accs.empty()) reduction_of[i] = open_accs.back();
-        if (outer < 0 && ops[std::size_t(u.src[0])].kind == UKind::Bound) outer = int(i);
-      }
-      if (u.kind == UKind::EndRange) end_of[std::size_t(u.src[0])] = int(i);
-    }
-  }
-  if (outer < 0) throw graph_error{"gpu_program: the program has no outer loop"};
-  // Inner output loops: flattened into the item when all of them have constant sizes.
-  std::vector<int> inner;
-  std::int64_t m = 1;
-  bool flatten = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    const UOp& u = ops[i];
-    if (u.kind != UKind::Range || int(i) == outer || reduction_of[i] >= 0) continue;
-    inner.push_back(int(i));
-    const UOp& s = ops[std::size_t(u.src[0])];
-    const UOp& e = ops[std::size_t(u.src[1])];
-    if (s.kind != UKind::Const || s.value.i != 0 || e.kind != UKind::Const || u.src[2] >= 0 ||
-        e.value.i <= 0)
-      flatten = false;
-    else
-      m *= e.value.i;
-  }
-  if (!flatten) m = 1;
-  // Reductions: the longest one decides whether a work-group shares an item.
-  bool reduces = false;
-  std::int64_t longest = 1;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (ops[i].kind != UKind::DefineAcc) continue;
-    reduces = true;
-    std::int64_t len = 1;
-    for (std::size_t r = 0; r < n; ++r)
-      if (reduction_of[r] == int(i)) {
-        const UOp& e = ops[std::size_t(ops[r].src[1])];
-        len *= e.kind == UKind::Const ? e.value.i : 4096; // a symbolic size counts as long
-      }
-    if (len > longest) longest = len;
-  }
-  std::int64_t items = p.outer.is_const() ? p.outer.constant() * m : std::int64_t(1) << 40;
-  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256));
-  int local = detail::floor_pow2(o.local < 1 ? 1 : o.local);
-  if (local > o.max_local) local = detail::floor_pow2(o.max_local);
-  if (grouped && longest < local)
-    local = std::max(std::min(local, 32), detail::floor_pow2(longest));
-
-  detail::GpuRewriter w{{p, {}, std::vector<int>(n, -1)}};
-  int item = w.special(GpuIndex::Item);
-  int lane = grouped ? w.special(GpuIndex::Lane) : -1;
-  int lane0 = grouped ? w.alu(Op::CmpEq, DType::Bool, lane, w.cint(0)) : -1;
-  std::vector<int> skip_end(n, 0);      // EndRange ops that vanish (flattened loops)
-  std::vector<int> reduce_after(n, -1); // EndRange -> the DefineAcc to combine after it
-  std::vector<int> loop(n, -1);         // Range -> the loop that replaced it
-  // Declarations first (buffers, launch values, constants), then the bounds check, so that
-  // everything else, including work outside the outer loop, runs once per item in range.
-  for (std::size_t i = 0; i < n; ++i) {
-    UKind k = ops[i].kind;
-    if (k == UKind::Param || k == UKind::Bound || k == UKind::VarParam || k == UKind::Const)
-      w.map[i] = w.add(ops[i]);
-  }
-  int rem = -1, if_outer = -1;
-  {
-    const UOp& u = ops[std::size_t(outer)];
-    int q = item;
-    if (m > 1) {
-      int mm = w.cint(m);
-      q = w.alu(Op::Div, DType::Int64, item, mm);
-      rem = w.alu(Op::Mod, DType::Int64, item, mm);
-    }
-    int idx = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], q);
-    int ok = w.alu(Op::CmpLt, DType::Bool, idx, w.map[std::size_t(u.src[1])]);
-    if_outer = w.add(UOp{UKind::If, Op::Add, DType::Bool, {ok, -1, -1}, {}, -1, {}});
-    w.map[std::size_t(outer)] = idx;
-    skip_end[std::size_t(end_of[std::size_t(outer)])] = 1;
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const UOp& u = ops[i];
-    if (w.map[i] >= 0)
-      continue; // a declaration, the outer loop, or folded into a flattened reduction loop
-    if (u.kind == UKind::Range && reduction_of[i] < 0 && m > 1) { // a flattened inner output loop
-      std::int64_t stride = 1;
-      bool after = false;
-      for (int r : inner) {
-        if (after) stride *= w.ival(ops[std::size_t(r)].src[1]);
-        if (r == int(i)) after = true;
-      }
-      int x = rem;
-      if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
-      if (stride * w.ival(u.src[1]) < m)
-        x = w.alu(Op::Mod, DType::Int64, x, w.cint(w.ival(u.src[1])));
-      w.map[i] = x;
-      skip_end[std::size_t(end_of[i])] = 1;
-      continue;
-    }
-    if (u.kind == UKind::Range && reduction_of[i] >= 0 && grouped) {
-      int acc = reduction_of[i];
-      bool first = i > 0 && (ops[i - 1].kind == UKind::DefineAcc && int(i - 1) == acc);
-      if (first) {
-        // Every range of this reduction, outermost first; flattened into one strided loop when
-        // their sizes are constant, else only this (outermost) loop is split across the lanes.
-        std::vector<int> rs;
-        bool all_const = true;
-        for (std::size_t r = i; r < n; ++r)
-          if (reduction_of[r] == acc) {
-            rs.push_back(int(r));
-            const UOp& ru = ops[r];
-            if (!w.is_const(ru.src[0]) || w.ival(ru.src[0]) != 0 || !w.is_const(ru.src[1]) ||
-                ru.src[2] >= 0)
-              all_const = false;
-          }
-        int step = w.cint(local);
-        if (all_const && rs.size() > 1) {
-          std::int64_t total = 1;
-          for (int r : rs) total *= w.ival(ops[std::size_t(r)].src[1]);
-          int f = w.add(
-              UOp{UKind::Range, Op::Add, DType::Int64, {lane, w.cint(total), step}, {}, u.arg, {}});
-          std::int64_t stride = total;
-          for (int r : rs) {
-            std::int64_t ext = w.ival(ops[std::size_t(r)].src[1]);
-            stride /= ext;
-            int x = f;
-            if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
-            if (stride * ext < total) x = w.alu(Op::Mod, DType::Int64, x, w.cint(ext));
-            w.map[std::size_t(r)] = x;
-            if (r != int(i)) skip_end[std::size_t(end_of[std::size_t(r)])] = 1;
-          }
-          loop[i] = f; // the first range's EndRange closes the strided loop
-          reduce_after[std::size_t(end_of[i])] = acc;
-          continue;
-        }
-        int start = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], lane);
-        UOp r = u;
-        r.src = {start, w.map[std::size_t(u.src[1])], step};
-        w.map[i] = w.add(r);
-        reduce_after[std::size_t(end_of[i])] = acc;
-        continue;
-      }
-    }
-    if (u.kind == UKind::EndRange && skip_end[i] == 1) continue;
-    if (u.kind == UKind::Store && grouped) {
-      int g = w.add(UOp{UKind::If, Op::Add, DType::Bool, {lane0, -1, -1}, {}, -1, {}});
-      w.map[i] = w.add(w.remapped(u));
-      w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {g, -1, -1}, {}, -1, {}});
-      continue;
-    }
-    UOp c = w.remapped(u);
-    if (u.kind == UKind::EndRange && loop[std::size_t(u.src[0])] >= 0)
-      c.src[0] = loop[std::size_t(u.src[0])];
-    w.map[i] = w.add(c);
-    if (u.kind == UKind::EndRange && reduce_after[i] >= 0) {
-      // every accumulator of this loop: the lanes of an upcast kernel define theirs right before it
-      int first_acc = reduce_after[i];
-      while (first_acc > 0 && ops[std::size_t(first_acc - 1)].kind == UKind::DefineAcc) --first_acc;
-      for (int a = first_acc; a <= reduce_after[i]; ++a)
-        w.add(UOp{UKind::GroupReduce,
-                  ops[std::size_t(a)].op,
-                  ops[std::size_t(a)].dtype,
-                  {w.map[std::size_t(a)], -1, -1},
-                  {},
-                  -1,
-                  {}});
-    }
-  }
-  w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {if_outer, -1, -1}, {}, -1, {}});
-  Program r;
-  r.ops = std::move(w.out);
-  r.params = p.params;
-  r.vars = p.vars;
-  r.outer = p.outer;
-  r.work = p.work;
-  r.name = p.name;
-  r.local = local;
-  r.grouped = grouped;
-  r.items_per_outer = m;
-  return r;
-}
-
-} // namespace tg
-
-namespace tg {
-
-/// One launch of a GPU program: the item it starts at and its grid of work-groups.
-struct GpuDispatch {
-  std::int64_t base = 0;                // first item (the kernel adds group * local + lane)
-  std::array<std::int64_t, 3> groups{}; // work-groups in x, y, z
-};
-
-/// The launches that cover every item of `p` for an outer size of `outer`, within the device's
-/// limits on work-groups per dimension (e.g. 65,535): the grid spills from x into y and z, and
-/// past what one grid holds into further launches. Work-groups past the last item exit early.
-constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t outer,
-                                                  std::array<std::int64_t, 3> max_groups) {
-  std::vector<GpuDispatch> out;
-  const std::int64_t items = outer * p.items_per_outer;
-  if (items <= 0) return out;
-  const std::int64_t per_group = p.grouped ? 1 : p.local;
-  const std::int64_t groups = (items + per_group - 1) / per_group;
-  for (auto& m : max_groups)
-    if (m < 1) m = 1;
-  for (std::int64_t first = 0; first < groups;) {
-    std::int64_t left = groups - first;
-    GpuDispatch d;
-    d.base = first * per_group;
-    d.groups[0] = left < max_groups[0] ? left : max_groups[0];
-    std::int64_t y = (left + d.groups[0] - 1) / d.groups[0];
-    d.groups[1] = y < max_groups[1] ? y : max_groups[1];
-    std::int64_t z = (left + d.groups[0] * d.groups[1] - 1) / (d.groups[0] * d.groups[1]);
-    d.groups[2] = z < max_groups[2] ? z : max_groups[2];
-    out.push_back(d);
-    first += d.groups[0] * d.groups[1] * d.groups[2];
-  }
-  return out;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_CODEGEN_GPU_HPP
-
 namespace tg {
 
 struct CudaDialect : CDialect {
@@ -5515,7 +5552,7 @@ struct CudaDialect : CDialect {
         t << "const long long v" << v << " = tg_base + (long long)tg_group();\n";
       else
         t << "const long long v" << v << " = tg_base + (long long)tg_group() * "
-          << std::int64_t(p.local) << "ll + (long long)threadIdx.x;\n";
+          << std::int64_t(p.local) * p.per_thread << "ll + (long long)threadIdx.x;\n";
     }
   }
   static constexpr void typed_int(Text& t, DType d, std::int64_t v) {
@@ -6086,9 +6123,7 @@ public:
     std::vector<Program> gpu;
     std::vector<std::string> sources;
     for (const Program* p : programs) {
-      GpuOptions o;
-      o.max_local = max_threads_;
-      gpu.push_back(gpu_program(*p, o));
+      gpu.push_back(gpu_program(*p, gpu_options(max_threads_)));
       sources.push_back(std::string(render_cuda(gpu.back()).view()));
     }
     std::vector<Compiled> bins = parallel_map(gpu.size(), [&](std::size_t i) {
@@ -7873,6 +7908,55 @@ inline Tensor Tensor::bitcast(DType t, Loc loc) const {
   return make(Op::Bitcast, t, sym_shape(), {n_}, device());
 }
 
+namespace detail {
+
+/// How a GPU reduction is split into two (a reduced axis cut into [k, extent / k]: the first
+/// kernel reduces the inner part, the second the k partial results), or k = 0 to keep it whole.
+/// gpu_program gives each output of a reduction with fewer than 16,384 outputs a work-group of
+/// its own: that runs too few groups when the outputs are fewer still (a full sum of 2^26 floats
+/// took 8.5 ms on an H200, 106 times PyTorch's time; on lavapipe it passed llvmpipe's loop limit),
+/// and when the last axis is kept, a group's lanes read one column, each lane a different row.
+/// So: a reduction over the last axis gets about 4,096 groups of at least 1,024 elements each; a
+/// reduction over other axes gets at least 262,144 outputs in its first kernel (one thread each,
+/// neighbouring threads reading neighbouring columns), each still reducing at least 16 elements
+/// (a column sum of 4096 x 4096 on an H200: 0.084 ms in work-groups, 0.169 with 65,536 threads
+/// of 16 lanes, 0.033 with 262,144 threads of one).
+struct ReduceSplit {
+  int axis = -1;
+  std::int64_t k = 0;
+};
+constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
+                                       const std::vector<int>& axes) {
+  if (shape.empty() || axes.empty()) return {};
+  std::int64_t items = 1, len = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    (std::find(axes.begin(), axes.end(), int(i)) == axes.end() ? items : len) *= shape[i];
+  const bool last = axes.back() == int(shape.size()) - 1;
+  const std::int64_t min_part = last ? 1024 : 16;
+  if (items == 0 || len < (last ? 65536 : 256) || items >= (last ? 1024 : 16384)) return {};
+  const std::int64_t want = last ? (4096 + items - 1) / items : (262144 + items - 1) / items;
+  ReduceSplit best;
+  for (int a : axes) {
+    const std::int64_t d = shape[std::size_t(a)];
+    // over the last axis: the largest k up to `want`; else the smallest from `want` up (the
+    // largest below it when there is none)
+    for (std::int64_t k = 2; k <= d && len / k >= min_part; ++k) {
+      if (k > want && (last || best.k >= want)) break;
+      if (d % k) continue;
+      if (last ? k > best.k : (best.k < want ? k > best.k : k < best.k)) best = {a, k};
+    }
+  }
+  return best;
+}
+
+/// Whether reductions on `device` are split for a GPU launch (devices without register tiles).
+inline bool splits_reductions(const std::string& device) {
+  if (device == "CPU" || device == "INTERP") return false;
+  return !tg::device(device)->register_tiles();
+}
+
+} // namespace detail
+
 inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const char* name,
                              Loc loc) const {
   if (axes.empty())
@@ -7885,7 +7969,37 @@ inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const c
   Shape s = sym_shape();
   for (int a : axes) s[std::size_t(a)] = 1;
   Tensor r = *this;
-  if (!axes.empty()) {
+  // On a GPU, a long reduction into few outputs runs as two (detail::gpu_reduce_split); not a
+  // max that records its gradient, whose ties would no longer share it evenly.
+  static thread_local bool splitting = false; // (the two parts are not split again)
+  bool split = false;
+  const Shape& in = sym_shape();
+  if (!splitting && !axes.empty() && !(op == Op::ReduceMax && requires_grad()) &&
+      std::all_of(in.begin(), in.end(), [](const SInt& d) { return d.is_const(); }) &&
+      detail::splits_reductions(device())) {
+    std::vector<std::int64_t> dims;
+    for (const SInt& d : in) dims.push_back(d.constant());
+    if (detail::ReduceSplit sp = detail::gpu_reduce_split(dims, axes); sp.k > 1) {
+      Shape cut;
+      std::vector<int> inner; // the reduced axes of the cut shape, but its k axis
+      for (std::size_t i = 0; i < dims.size(); ++i) {
+        if (int(i) == sp.axis) cut.push_back(sp.k);
+        cut.push_back(int(i) == sp.axis ? dims[i] / sp.k : dims[i]);
+        if (std::find(axes.begin(), axes.end(), int(i)) != axes.end())
+          inner.push_back(int(i) < sp.axis ? int(i) : int(i) + 1);
+      }
+      struct Reset {
+        bool& flag;
+        ~Reset() { flag = false; }
+      } reset{splitting = true};
+      r = reshape(cut)
+              .reduce(op, inner, true, name, loc)
+              .reduce(op, {sp.axis}, true, name, loc)
+              .reshape(s);
+      split = true;
+    }
+  }
+  if (!axes.empty() && !split) {
     r = make(op, dtype(), s, {n_}, device());
     r.n_->axes = axes;
     if (r.n_->grad_fn) r.n_->grad_fn->axes = axes;

@@ -69,6 +69,7 @@ struct Program {
   int local = 0;                    // threads per work-group (a power of two)
   bool grouped = false;             // a work-group shares one item and splits its reductions
   std::int64_t items_per_outer = 1; // inner output loops flattened into the item index
+  std::int64_t per_thread = 1;      // items each thread runs (not grouped): local apart
 };
 
 constexpr const char* ukind_name(UKind k) {

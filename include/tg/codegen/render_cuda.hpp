@@ -79,7 +79,7 @@ struct CudaDialect : CDialect {
         t << "const long long v" << v << " = tg_base + (long long)tg_group();\n";
       else
         t << "const long long v" << v << " = tg_base + (long long)tg_group() * "
-          << std::int64_t(p.local) << "ll + (long long)threadIdx.x;\n";
+          << std::int64_t(p.local) * p.per_thread << "ll + (long long)threadIdx.x;\n";
     }
   }
   static constexpr void typed_int(Text& t, DType d, std::int64_t v) {

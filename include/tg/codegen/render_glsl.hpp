@@ -254,7 +254,7 @@ struct GlslDialect {
         t << "const int64_t v" << v << " = pc.a[0] + int64_t(tg_group());\n";
       else
         t << "const int64_t v" << v << " = pc.a[0] + int64_t(tg_group()) * "
-          << std::int64_t(p.local) << "L + int64_t(gl_LocalInvocationID.x);\n";
+          << std::int64_t(p.local) * p.per_thread << "L + int64_t(gl_LocalInvocationID.x);\n";
     }
   }
   static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {

@@ -518,9 +518,7 @@ public:
     std::vector<Program> gpu;
     std::vector<std::string> sources;
     for (const Program* p : programs) {
-      GpuOptions o;
-      o.max_local = max_threads_;
-      gpu.push_back(gpu_program(*p, o));
+      gpu.push_back(gpu_program(*p, gpu_options(max_threads_)));
       sources.push_back(std::string(render_cuda(gpu.back()).view()));
     }
     std::vector<Compiled> bins = parallel_map(gpu.size(), [&](std::size_t i) {

@@ -558,11 +558,7 @@ public:
 
   /// The GPU program tg launches for a lowered program on this device.
   Program shape(const Program& p) const {
-    GpuOptions o;
-    o.max_local = int(std::min<std::int64_t>(caps_.max_local, 1024));
-    o.local = detail::env_int("TG_GPU_LOCAL", 256);
-    o.grouped = detail::env_int("TG_GPU_GROUP_REDUCE", -1);
-    return gpu_program(p, o);
+    return gpu_program(p, gpu_options(int(std::min<std::int64_t>(caps_.max_local, 1024))));
   }
   /// Why this device cannot run the program ("" when it can): checked before compiling.
   std::string cannot_run(const Program& gpu) const {
@@ -664,7 +660,7 @@ public:
   void check_loop_limit(const Program& p, std::int64_t outer,
                         const std::vector<std::int64_t>& vars) const {
     if (device_name_.find("llvmpipe") == std::string::npos) return;
-    std::int64_t invocations = outer * p.items_per_outer * (p.grouped ? p.local : 1);
+    std::int64_t invocations = outer * p.items_per_outer * (p.grouped ? p.local : 1) / p.per_thread;
     std::int64_t work = eval_sint(p.work, p.vars, vars);
     if (invocations <= 0 || work / invocations < 65535) return;
     throw device_error("tg: VULKAN (" + device_name_ + ") cannot run kernel " +

@@ -115,6 +115,55 @@ inline Tensor Tensor::bitcast(DType t, Loc loc) const {
   return make(Op::Bitcast, t, sym_shape(), {n_}, device());
 }
 
+namespace detail {
+
+/// How a GPU reduction is split into two (a reduced axis cut into [k, extent / k]: the first
+/// kernel reduces the inner part, the second the k partial results), or k = 0 to keep it whole.
+/// gpu_program gives each output of a reduction with fewer than 16,384 outputs a work-group of
+/// its own: that runs too few groups when the outputs are fewer still (a full sum of 2^26 floats
+/// took 8.5 ms on an H200, 106 times PyTorch's time; on lavapipe it passed llvmpipe's loop limit),
+/// and when the last axis is kept, a group's lanes read one column, each lane a different row.
+/// So: a reduction over the last axis gets about 4,096 groups of at least 1,024 elements each; a
+/// reduction over other axes gets at least 262,144 outputs in its first kernel (one thread each,
+/// neighbouring threads reading neighbouring columns), each still reducing at least 16 elements
+/// (a column sum of 4096 x 4096 on an H200: 0.084 ms in work-groups, 0.169 with 65,536 threads
+/// of 16 lanes, 0.033 with 262,144 threads of one).
+struct ReduceSplit {
+  int axis = -1;
+  std::int64_t k = 0;
+};
+constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
+                                       const std::vector<int>& axes) {
+  if (shape.empty() || axes.empty()) return {};
+  std::int64_t items = 1, len = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    (std::find(axes.begin(), axes.end(), int(i)) == axes.end() ? items : len) *= shape[i];
+  const bool last = axes.back() == int(shape.size()) - 1;
+  const std::int64_t min_part = last ? 1024 : 16;
+  if (items == 0 || len < (last ? 65536 : 256) || items >= (last ? 1024 : 16384)) return {};
+  const std::int64_t want = last ? (4096 + items - 1) / items : (262144 + items - 1) / items;
+  ReduceSplit best;
+  for (int a : axes) {
+    const std::int64_t d = shape[std::size_t(a)];
+    // over the last axis: the largest k up to `want`; else the smallest from `want` up (the
+    // largest below it when there is none)
+    for (std::int64_t k = 2; k <= d && len / k >= min_part; ++k) {
+      if (k > want && (last || best.k >= want)) break;
+      if (d % k) continue;
+      if (last ? k > best.k : (best.k < want ? k > best.k : k < best.k)) best = {a, k};
+    }
+  }
+  return best;
+}
+
+/// Whether reductions on `device` are split for a GPU launch (devices without register tiles).
+inline bool splits_reductions(const std::string& device) {
+  if (device == "CPU" || device == "INTERP") return false;
+  return !tg::device(device)->register_tiles();
+}
+
+} // namespace detail
+
 inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const char* name,
                              Loc loc) const {
   if (axes.empty())
@@ -127,7 +176,37 @@ inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const c
   Shape s = sym_shape();
   for (int a : axes) s[std::size_t(a)] = 1;
   Tensor r = *this;
-  if (!axes.empty()) {
+  // On a GPU, a long reduction into few outputs runs as two (detail::gpu_reduce_split); not a
+  // max that records its gradient, whose ties would no longer share it evenly.
+  static thread_local bool splitting = false; // (the two parts are not split again)
+  bool split = false;
+  const Shape& in = sym_shape();
+  if (!splitting && !axes.empty() && !(op == Op::ReduceMax && requires_grad()) &&
+      std::all_of(in.begin(), in.end(), [](const SInt& d) { return d.is_const(); }) &&
+      detail::splits_reductions(device())) {
+    std::vector<std::int64_t> dims;
+    for (const SInt& d : in) dims.push_back(d.constant());
+    if (detail::ReduceSplit sp = detail::gpu_reduce_split(dims, axes); sp.k > 1) {
+      Shape cut;
+      std::vector<int> inner; // the reduced axes of the cut shape, but its k axis
+      for (std::size_t i = 0; i < dims.size(); ++i) {
+        if (int(i) == sp.axis) cut.push_back(sp.k);
+        cut.push_back(int(i) == sp.axis ? dims[i] / sp.k : dims[i]);
+        if (std::find(axes.begin(), axes.end(), int(i)) != axes.end())
+          inner.push_back(int(i) < sp.axis ? int(i) : int(i) + 1);
+      }
+      struct Reset {
+        bool& flag;
+        ~Reset() { flag = false; }
+      } reset{splitting = true};
+      r = reshape(cut)
+              .reduce(op, inner, true, name, loc)
+              .reduce(op, {sp.axis}, true, name, loc)
+              .reshape(s);
+      split = true;
+    }
+  }
+  if (!axes.empty() && !split) {
     r = make(op, dtype(), s, {n_}, device());
     r.n_->axes = axes;
     if (r.n_->grad_fn) r.n_->grad_fn->axes = axes;
