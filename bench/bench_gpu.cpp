@@ -194,16 +194,6 @@ const std::vector<Tensor>& inputs(Data& d, const std::string& dev) {
   return d.inputs[dev] = in;
 }
 
-/// The tolerance bench_ops uses, or the workload's own.
-bool matches(benchmark::State& st, const Workload& w, const Vec& got, const Vec& want,
-             const std::string& what) {
-  if (w.tolerance == 1e-3) return tg_bench::matches(st, got, want, what);
-  Vec g = got, t = want; // scale both so that the shared check's 1e-3 reads as the tolerance
-  for (float& v : g) v = float(v * 1e-3 / w.tolerance);
-  for (float& v : t) v = float(v * 1e-3 / w.tolerance);
-  return tg_bench::matches(st, g, t, what);
-}
-
 /// Times `compute(inputs).realize()` on `dev`, each call waiting for its result, after one
 /// untimed run that compiles the kernels and whose result must match CPU's.
 void run(benchmark::State& st, const Workload& w, const std::string& dev) {
@@ -218,8 +208,8 @@ void run(benchmark::State& st, const Workload& w, const std::string& dev) {
     st.SkipWithError((w.name + ": " + dev + ": " + e.what()).c_str());
     return;
   }
-  if (dev != "CPU" && !matches(st, w, first.cast(tg::float32).to_vector<float>(), d.want,
-                               w.name + ": " + dev + " against CPU"))
+  if (dev != "CPU" && !tg_bench::matches(st, first.cast(tg::float32).to_vector<float>(), d.want,
+                                         w.name + ": " + dev + " against CPU", w.tolerance))
     return;
   for (auto _ : st) {
     Tensor y = w.compute(in);

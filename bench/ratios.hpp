@@ -14,10 +14,12 @@
 
 namespace tg_bench {
 
-/// True when `got` matches `want` within 1e-3 of the largest |want|; otherwise fails the
-/// benchmark with where and by how much (every benchmark checks its result before timing it).
+/// True when `got` matches `want` within `tolerance` (1e-3) of the largest |want|; otherwise
+/// fails the benchmark with where and by how much (every benchmark checks its result before
+/// timing it).
 inline bool matches(benchmark::State& st, const std::vector<float>& got,
-                    const std::vector<float>& want, const std::string& what) {
+                    const std::vector<float>& want, const std::string& what,
+                    double tolerance = 1e-3) {
   if (got.size() != want.size()) {
     st.SkipWithError((what + ": " + std::to_string(got.size()) + " values, expected " +
                       std::to_string(want.size()))
@@ -32,12 +34,13 @@ inline bool matches(benchmark::State& st, const std::vector<float>& got,
     if (std::isnan(d)) d = INFINITY;
     if (d > diff) diff = d, at = i;
   }
-  if (diff <= 1e-3 * scale) return true;
+  if (diff <= tolerance * scale) return true;
   char msg[320];
   std::snprintf(msg, sizeof msg,
-                "%s: WRONG RESULT, max |diff| %g at index %zu (got %g, want %g) > 1e-3 * max "
+                "%s: WRONG RESULT, max |diff| %g at index %zu (got %g, want %g) > %g * max "
                 "|want| = %g",
-                what.c_str(), diff, at, double(got[at]), double(want[at]), 1e-3 * scale);
+                what.c_str(), diff, at, double(got[at]), double(want[at]), tolerance,
+                tolerance * scale);
   st.SkipWithError(msg);
   return false;
 }
