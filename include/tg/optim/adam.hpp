@@ -61,14 +61,16 @@ protected:
     Tensor b1t = Tensor::full_on({}, b1, DType::Float64, p0.device());
     Tensor b2t = Tensor::full_on({}, b2, DType::Float64, p0.device());
     Tensor step_size = (lr64 / (1.0 - b1t.pow(step1))).cast(t).contiguous();
-    Tensor bc2_sqrt = (1.0 - b2t.pow(step1)).sqrt().cast(t).contiguous();
+    // 1 / sqrt(1 - beta2^step): a multiply per element where PyTorch divides (the update is the
+    // same but for the last bit; a vector division costs as much as the square root)
+    Tensor inv_bc2_sqrt = (1.0 / (1.0 - b2t.pow(step1)).sqrt()).cast(t).contiguous();
     Tensor second = v1;
     if (opt_.amsgrad) {
       Tensor& vmax = state(i, "max_exp_avg_sq", p0);
       second = vmax.maximum(v1);
       writes.emplace_back(vmax, second);
     }
-    Tensor denom = second.sqrt() / bc2_sqrt + opt_.eps;
+    Tensor denom = second.sqrt() * inv_bc2_sqrt + opt_.eps;
     writes.emplace_back(step, step1);
     writes.emplace_back(m, m1);
     writes.emplace_back(v, v1);
