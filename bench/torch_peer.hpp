@@ -22,14 +22,19 @@ struct TorchTimes {
   std::string version, why;
 };
 
-/// The python3 that runs the script: TG_BENCH_PYTHON, else the first python3 on PATH (the one a
-/// user's shell would run, which is where their torch is).
-inline std::string python3() {
-  if (const char* p = std::getenv("TG_BENCH_PYTHON"); p && *p) return p;
-  std::istringstream path(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin");
+/// The python3s that may run the script, in order: TG_BENCH_PYTHON alone when set, else every
+/// python3 on PATH, then /usr/bin/python3 (Debian's python3-torch). The first whose run prints
+/// times is used: here a pyenv shim without torch comes first on PATH; on the GPU machine the
+/// python3 with torch is on PATH and /usr/bin's has none.
+inline std::vector<std::string> pythons() {
+  if (const char* p = std::getenv("TG_BENCH_PYTHON"); p && *p) return {p};
+  std::vector<std::string> out;
+  std::istringstream path(std::getenv("PATH") ? std::getenv("PATH") : "");
   for (std::string dir; std::getline(path, dir, ':');)
-    if (!dir.empty() && access((dir + "/python3").c_str(), X_OK) == 0) return dir + "/python3";
-  return "/usr/bin/python3";
+    if (!dir.empty() && access((dir + "/python3").c_str(), X_OK) == 0)
+      out.push_back(dir + "/python3");
+  out.push_back("/usr/bin/python3");
+  return out;
 }
 
 /// Runs bench/ops_torch.py with `args` once per distinct `args` (later calls reuse the result).
@@ -38,26 +43,29 @@ inline const TorchTimes& torch_times(const std::vector<std::string>& args = {}) 
   auto it = runs.find(args);
   if (it != runs.end()) return it->second;
   TorchTimes r;
-  std::string log = tg::detail::temp_path("torch-ops");
-  std::vector<std::string> argv{python3(), std::string(TG_BENCH_DIR) + "/ops_torch.py"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  int rc = tg::detail::run_process(argv, log);
-  std::string out = tg::detail::read_file(log);
-  std::filesystem::remove(log);
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream fields(line);
-    std::string name;
-    double ms = 0;
-    if (line.rfind("# ", 0) == 0)
-      r.version = line.substr(2);
-    else if (fields >> name >> ms)
-      r.ms[name] = ms;
-  }
-  if (rc != 0 || r.ms.empty())
+  for (const std::string& python : pythons()) {
+    r = TorchTimes{};
+    std::string log = tg::detail::temp_path("torch-ops");
+    std::vector<std::string> argv{python, std::string(TG_BENCH_DIR) + "/ops_torch.py"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    int rc = tg::detail::run_process(argv, log);
+    std::string out = tg::detail::read_file(log);
+    std::filesystem::remove(log);
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream fields(line);
+      std::string name;
+      double ms = 0;
+      if (line.rfind("# ", 0) == 0)
+        r.version = line.substr(2);
+      else if (fields >> name >> ms)
+        r.ms[name] = ms;
+    }
+    if (rc == 0 && !r.ms.empty()) break;
     r.why =
-        "PyTorch did not run (" + tg::detail::process_status(rc) +
+        "PyTorch did not run (" + python + ": " + tg::detail::process_status(rc) +
         "; apt-get install python3-torch): " + out.substr(out.size() > 300 ? out.size() - 300 : 0);
+  }
   return runs[args] = r;
 }
 
