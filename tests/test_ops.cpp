@@ -706,6 +706,8 @@ TEST_CASE("long reductions into few outputs: two kernels on a GPU, the same valu
   CHECK(gpu_reduce_split({16777259}, {0}).k == 0);       // a prime length stays whole
   CHECK(gpu_reduce_split({100000, 3}, {0}).k == 6250);   // the largest k leaving 16 a thread
   CHECK(gpu_reduce_split({64, 2048}, {0, 1}).axis == 1); // the axis with the largest k
+  CHECK(gpu_reduce_split({1 << 20, 1}, {0}).k == 1024);  // kept axes of 1: as a full sum
+  CHECK(gpu_reduce_split({(std::int64_t(1) << 32) - 2, 1}, {0}).k == 2); // 2 (2^31 - 1), quickly
   for_each_device([](const std::string& dev) {
     const bool gpu = dev != "CPU" && dev != "INTERP";
     auto kernels = [](const Tensor& r) { return tg::schedule({r}).programs.size(); };

@@ -7931,20 +7931,28 @@ constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
   std::int64_t items = 1, len = 1;
   for (std::size_t i = 0; i < shape.size(); ++i)
     (std::find(axes.begin(), axes.end(), int(i)) == axes.end() ? items : len) *= shape[i];
-  const bool last = axes.back() == int(shape.size()) - 1;
+  // over the last axis, or over the last one longer than 1: each output's elements lie together
+  bool last = true;
+  for (std::size_t i = std::size_t(axes.back()) + 1; i < shape.size(); ++i)
+    last = last && shape[i] == 1;
   const std::int64_t min_part = last ? 1024 : 16;
   if (items == 0 || len < (last ? 65536 : 256) || items >= (last ? 1024 : 16384)) return {};
   const std::int64_t want = last ? (4096 + items - 1) / items : (262144 + items - 1) / items;
+  // over the last axis: the largest k up to `want`; else the smallest from `want` up (the
+  // largest below it when there is none). Divisors in pairs, up to the square root.
   ReduceSplit best;
+  auto consider = [&](int a, std::int64_t k) {
+    if (k < 2 || len / k < min_part) return;
+    if (last ? (k <= want && k > best.k) : (best.k < want ? k > best.k : k >= want && k < best.k))
+      best = {a, k};
+  };
   for (int a : axes) {
     const std::int64_t d = shape[std::size_t(a)];
-    // over the last axis: the largest k up to `want`; else the smallest from `want` up (the
-    // largest below it when there is none)
-    for (std::int64_t k = 2; k <= d && len / k >= min_part; ++k) {
-      if (k > want && (last || best.k >= want)) break;
-      if (d % k) continue;
-      if (last ? k > best.k : (best.k < want ? k > best.k : k < best.k)) best = {a, k};
-    }
+    for (std::int64_t i = 1; i * i <= d; ++i)
+      if (d % i == 0) {
+        consider(a, i);
+        consider(a, d / i);
+      }
   }
   return best;
 }
