@@ -111,22 +111,13 @@ def small_chain():
     return f
 
 
-gpu_workloads = {
-    "sgemm_1024": lambda: matmul(1024, 1024, 1024),
-    "sgemm_4096": lambda: matmul(4096, 4096, 4096),
-    "hgemm_4096": lambda: matmul(4096, 4096, 4096, torch.float16),
-    "linear_128x784x256": lambda: linear(128, 784, 256),
-    "bmm_16x256x256x256": lambda: bmm(16, 256, 256, 256),
+# the row and column reductions and the convolution, on either device
+common = {
     "softmax_4096x4096": softmax,
     "layer_norm_4096x1024": layer_norm,
     "sum_axis0_4096x4096": lambda: sum_axis(0),
     "sum_axis1_4096x4096": lambda: sum_axis(1),
     "conv2d_3x3_32x16x28x28": conv2d,
-    "copy_64m": copy,
-    "scale_64m": scale,
-    "fused_relu_mul_add_64m": fused,
-    "sum_64m": full_sum,
-    "small_chain_64x64": small_chain,
 }
 
 workloads = {
@@ -137,11 +128,21 @@ workloads = {
     "linear_128x784x256": lambda: linear(128, 784, 256),
     "linear_128x256x256": lambda: linear(128, 256, 256),
     "bmm_16x256x256x256": lambda: bmm(16, 256, 256, 256),
-    "softmax_4096x4096": softmax,
-    "layer_norm_4096x1024": layer_norm,
-    "sum_axis0_4096x4096": lambda: sum_axis(0),
-    "sum_axis1_4096x4096": lambda: sum_axis(1),
-    "conv2d_3x3_32x16x28x28": conv2d,
+    **common,
+}
+
+gpu_workloads = {
+    "sgemm_1024": lambda: matmul(1024, 1024, 1024),
+    "sgemm_4096": lambda: matmul(4096, 4096, 4096),
+    "hgemm_4096": lambda: matmul(4096, 4096, 4096, torch.float16),
+    "linear_128x784x256": lambda: linear(128, 784, 256),
+    "bmm_16x256x256x256": lambda: bmm(16, 256, 256, 256),
+    **common,
+    "copy_64m": copy,
+    "scale_64m": scale,
+    "fused_relu_mul_add_64m": fused,
+    "sum_64m": full_sum,
+    "small_chain_64x64": small_chain,
 }
 
 
