@@ -696,6 +696,29 @@ TEST_CASE("exp keeps subnormal results on every device (exp(-90) is 8.2e-40, not
   });
 }
 
+TEST_CASE("pow with an integer exponent is exact where the result is representable") {
+  // A fuzz graph (seed 9001, graph 499) cast pow(3.0, 3) in float64 to int8: 26 on VULKAN, whose
+  // pow was exp2(3 * log2(3)) = 26.999999999999996. GLSL's pow now multiplies for integer
+  // exponents (by squaring), as C's pow is exact there.
+  for_each_device([](const std::string& dev) {
+    for (tg::DType t : {tg::float32, tg::float64}) {
+      CAPTURE(tg::dtype_name(t));
+      Tensor x =
+          Tensor::from_data(std::vector<double>{3, -3, 2, 5, 7, 10, 0.5, -2}, {8}).cast(t).to(dev);
+      Tensor e =
+          Tensor::from_data(std::vector<double>{3, 3, 10, 4, 5, 6, 3, -3}, {8}).cast(t).to(dev);
+      std::vector<double> got = x.pow(e).cast(tg::float64).to_vector<double>();
+      const std::vector<double> want = {27, -27, 1024, 625, 16807, 1e6, 0.125, -0.125};
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        CAPTURE(i);
+        CHECK(got[i] == want[i]);
+      }
+      CHECK(x.pow(3.0).cast(tg::int8).to_vector<double>()[0] == 27);
+      CHECK(x.pow(-2.0).cast(tg::float64).to_vector<double>()[2] == 0.25);
+    }
+  });
+}
+
 TEST_CASE("long reductions into few outputs: two kernels on a GPU, the same values everywhere") {
   // On an H200 a full sum of 2^26 floats took 8.5 ms in one work-group; lavapipe refused one of
   // 2^24. GPU devices now cut such a reduction in two (detail::gpu_reduce_split).

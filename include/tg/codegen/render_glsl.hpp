@@ -185,7 +185,12 @@ struct GlslDialect {
            "  if (isinf(a)) return a > 0.0 ? (b > 0.0 ? inf : 0.0) : (b > 0.0 ? (odd ? -inf : inf) "
            ": (odd ? -0.0 : 0.0));\n"
            "  if (a < 0.0 && !bi) return uintBitsToFloat(0x7fc00000u);\n"
-           "  float r = exp2(b * log2(abs(a)));\n"
+           "  float r = 1.0;\n"
+           "  if (bi && abs(b) < 16777216.0) {\n"
+           "    float x = b < 0.0 ? 1.0 / abs(a) : abs(a);\n"
+           "    for (uint n = uint(abs(b)); n != 0u; n >>= 1u) { if ((n & 1u) != 0u) r *= x; "
+           "if (n > 1u) x *= x; }\n"
+           "  } else r = exp2(b * log2(abs(a)));\n"
            "  return a < 0.0 && odd ? -r : r; }\n";
     if (n.float64)
       t << "double tg_d(int64_t b) { return int64BitsToDouble(b); }\n"
@@ -230,7 +235,12 @@ struct GlslDialect {
            "  if (isinf(a)) return a > 0.0LF ? (b > 0.0LF ? inf : 0.0LF) : (b > 0.0LF ? (odd ? "
            "-inf : inf) : (odd ? -0.0LF : 0.0LF));\n"
            "  if (a < 0.0LF && !bi) return tg_d(0x7ff8000000000000L);\n"
-           "  double r = tg_exp2d(b * tg_log2d(abs(a)));\n"
+           "  double r = 1.0LF;\n"
+           "  if (bi && abs(b) < 9007199254740992.0LF) {\n"
+           "    double x = b < 0.0LF ? 1.0LF / abs(a) : abs(a);\n"
+           "    for (uint64_t n = uint64_t(abs(b)); n != 0UL; n >>= 1UL) { if ((n & 1UL) != 0UL) r "
+           "*= x; if (n > 1UL) x *= x; }\n"
+           "  } else r = tg_exp2d(b * tg_log2d(abs(a)));\n"
            "  return a < 0.0LF && odd ? -r : r; }\n";
   }
   static constexpr void signature(Text& t, const Program&) { t << "void main() {\n"; }
