@@ -8395,6 +8395,10 @@ inline Tensor Tensor::pow(double e, Loc loc) const {
   if (e == 1) return *this;
   if (e == 0.5) return sqrt(loc);
   Tensor x = is_float(dtype()) ? *this : cast(DType::Float32);
+  // as PyTorch's scalar powers: products, exact where the result is (a GPU's pow need not be)
+  if (e == 3) return x.square(loc) * x;
+  if (e == -1) return x.reciprocal(loc);
+  if (e == -2) return x.square(loc).reciprocal(loc);
   return x.pow(full_on({}, e, x.dtype(), device()), loc);
 }
 inline Tensor Tensor::maximum(const Tensor& o, Loc loc) const {

@@ -185,11 +185,11 @@ struct GlslDialect {
            "  if (isinf(a)) return a > 0.0 ? (b > 0.0 ? inf : 0.0) : (b > 0.0 ? (odd ? -inf : inf) "
            ": (odd ? -0.0 : 0.0));\n"
            "  if (a < 0.0 && !bi) return uintBitsToFloat(0x7fc00000u);\n"
-           "  float r = 1.0;\n"
+           "  float r = 1.0, x = abs(a);\n"
            "  if (bi && abs(b) < 16777216.0) {\n"
-           "    float x = b < 0.0 ? 1.0 / abs(a) : abs(a);\n"
            "    for (uint n = uint(abs(b)); n != 0u; n >>= 1u) { if ((n & 1u) != 0u) r *= x; "
            "if (n > 1u) x *= x; }\n"
+           "    if (b < 0.0) r = isinf(r) ? exp2(b * log2(abs(a))) : 1.0 / r;\n"
            "  } else r = exp2(b * log2(abs(a)));\n"
            "  return a < 0.0 && odd ? -r : r; }\n";
     if (n.float64)
@@ -235,11 +235,11 @@ struct GlslDialect {
            "  if (isinf(a)) return a > 0.0LF ? (b > 0.0LF ? inf : 0.0LF) : (b > 0.0LF ? (odd ? "
            "-inf : inf) : (odd ? -0.0LF : 0.0LF));\n"
            "  if (a < 0.0LF && !bi) return tg_d(0x7ff8000000000000L);\n"
-           "  double r = 1.0LF;\n"
+           "  double r = 1.0LF, x = abs(a);\n"
            "  if (bi && abs(b) < 9007199254740992.0LF) {\n"
-           "    double x = b < 0.0LF ? 1.0LF / abs(a) : abs(a);\n"
            "    for (uint64_t n = uint64_t(abs(b)); n != 0UL; n >>= 1UL) { if ((n & 1UL) != 0UL) r "
            "*= x; if (n > 1UL) x *= x; }\n"
+           "    if (b < 0.0LF) r = isinf(r) ? tg_exp2d(b * tg_log2d(abs(a))) : 1.0LF / r;\n"
            "  } else r = tg_exp2d(b * tg_log2d(abs(a)));\n"
            "  return a < 0.0LF && odd ? -r : r; }\n";
   }
