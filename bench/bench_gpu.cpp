@@ -262,11 +262,10 @@ int main(int argc, char** argv) {
   for (const std::string& dev : devices) {
     bool cuda = dev.rfind("CUDA", 0) == 0;
     auto torch = [&](const std::string& workload, double flops, benchmark::TimeUnit unit) {
-      benchmark::RegisterBenchmark((workload + "/torch_cuda").c_str(),
-                                   [workload, flops](benchmark::State& st) {
-                                     tg_bench::torch_bench(st, workload, flops,
-                                                           {"--device", "cuda"});
-                                   })
+      auto fn = [workload, flops](benchmark::State& st) {
+        tg_bench::torch_bench(st, workload, flops, {"--device", "cuda"});
+      };
+      benchmark::RegisterBenchmark((workload + "/torch_cuda").c_str(), fn)
           ->Unit(unit)
           ->UseManualTime()
           ->Iterations(1);
