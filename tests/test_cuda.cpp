@@ -212,6 +212,17 @@ TEST_CASE("CUDA: every kernel of a broad op list compiles with NVRTC, and its PT
   CHECK(kernels > 500);
 }
 
+namespace {
+/// The PTX NVRTC makes of the one kernel that computes r (for compute_90).
+std::string kernel_ptx(const Tensor& r) {
+  tg::ScheduleInfo info = tg::schedule({r});
+  REQUIRE(info.programs.size() == 1);
+  return tg::cuda::nvrtc_compile(tg::cuda::render(info.programs[0]),
+                                 std::string(info.programs[0].name.view()), "compute_90")
+      .binary;
+}
+} // namespace
+
 TEST_CASE("CUDA: 0 / 0 stays NaN through NVRTC's constant folding") {
   // On an H200, isnan(z / z) of a zeros tensor was false: NVRTC 13 folds `d != d` to false for
   // `d = a / a` with a constant a. Float division is rendered through __fdiv_rn / __ddiv_rn (what
@@ -225,18 +236,34 @@ TEST_CASE("CUDA: 0 / 0 stays NaN through NVRTC's constant folding") {
     CAPTURE(tg::dtype_name(t));
     const std::string f = t == tg::float32 ? ".f32" : ".f64";
     Tensor z = tg::zeros({2}, TensorOptions(t, "CPU"));
-    auto ptx = [](const Tensor& r) {
-      tg::ScheduleInfo info = tg::schedule({r});
-      REQUIRE(info.programs.size() == 1);
-      return tg::cuda::nvrtc_compile(tg::cuda::render(info.programs[0]),
-                                     std::string(info.programs[0].name.view()), "compute_90")
-          .binary;
-    };
-    std::string nan = ptx((z / z).isnan()), inf = ptx(z.reciprocal().isinf());
+    std::string nan = kernel_ptx((z / z).isnan()), inf = kernel_ptx(z.reciprocal().isinf());
     CHECK(nan.find("div.rn" + f) != std::string::npos); // computed, not folded
     CHECK(nan.find("setp.nan" + f) != std::string::npos);
     CHECK(inf.find("rcp.rn" + f) != std::string::npos);
     CHECK(inf.find("setp.eq" + f) != std::string::npos);
+  }
+}
+
+TEST_CASE("CUDA: sums of products accumulate by fused multiply-add, and nothing else does") {
+  auto& nv = tg::cuda::Nvrtc::get();
+  if (!nv.error.empty()) {
+    MESSAGE("NVRTC is unavailable, skipping: " << nv.error);
+    return;
+  }
+  for (tg::DType t : {tg::float32, tg::float64, tg::float16}) {
+    CAPTURE(tg::dtype_name(t));
+    const std::string f = t == tg::float64 ? ".f64" : ".f32"; // float16 computes in float32
+    Tensor a = tg::rand({8, 16}, TensorOptions(tg::float32, "CPU")).cast(t),
+           b = tg::rand({16, 4}, TensorOptions(tg::float32, "CPU")).cast(t);
+    a.realize();
+    b.realize();
+    std::string mm = kernel_ptx(a.matmul(b)), dot = kernel_ptx((a * a).sum(1));
+    CHECK(mm.find("fma.rn" + f) != std::string::npos);
+    CHECK(dot.find("fma.rn" + f) != std::string::npos);
+    // a product and a sum outside a reduction stay two roundings, as INTERP computes them
+    std::string ew = kernel_ptx(a * a + a);
+    CHECK(ew.find("fma") == std::string::npos);
+    CHECK(ew.find("mul.rn" + f) != std::string::npos);
   }
 }
 

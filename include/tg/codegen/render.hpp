@@ -79,7 +79,16 @@ struct CStyleRenderer {
         a << "acc" << std::int64_t(u.src[0]);
         name(b, p, u.src[1]);
         t << a.view() << " = ";
-        D::binary(t, u.op, u.dtype, a.view(), b.view());
+        const UOp& x = p.ops[std::size_t(u.src[1])];
+        if (const char* fma = D::mul_acc(u.dtype); fma && u.op == Op::Add && x.kind == UKind::Alu &&
+                                                   x.op == Op::Mul && x.dtype == u.dtype) {
+          Text l, r;
+          name(l, p, x.src[0]);
+          name(r, p, x.src[1]);
+          t << fma << '(' << l.view() << ", " << r.view() << ", " << a.view() << ')';
+        } else {
+          D::binary(t, u.op, u.dtype, a.view(), b.view());
+        }
         t << ";\n";
         break;
       }
@@ -184,6 +193,9 @@ struct CDialect {
   static constexpr const char* qualifier(DType) { return ""; }
   /// Whether the dialect writes group reductions itself (D::group_reduce), else the shared tree.
   static constexpr bool own_group_reduce = false;
+  /// The fused multiply-add a sum of products of dtype t accumulates with (acc = f(a, b, acc)), or
+  /// null: a product and a sum, each rounded, as INTERP computes them.
+  static constexpr const char* mul_acc(DType) { return nullptr; }
   /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
   /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
   static constexpr bool vectors = true;

@@ -39,6 +39,8 @@ struct GlslDialect {
   static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
   static constexpr bool own_group_reduce = false; // the shared tree (subgroups: below)
   static constexpr bool vectors = false;
+  /// (lavapipe computes fma() unfused: see docs/gpu.md)
+  static constexpr const char* mul_acc(DType) { return nullptr; }
   static constexpr const char* type(DType t) {
     switch (t) {
     case DType::Bool:
