@@ -289,6 +289,69 @@ TEST_CASE("VULKAN: a tensor larger than the device's storage-buffer range is ref
   }
 }
 
+/// The name of kernel k of `t`'s schedule lowered as for a GPU (LowerOptions::for_gpu).
+std::string gpu_kernel_name(const Tensor& t, std::size_t k = 0) {
+  tg::ScheduleInfo info = tg::schedule({t});
+  return std::string(
+      tg::lower(info.graph, info.schedule, k, tg::LowerOptions{}.for_gpu()).name.view());
+}
+
+TEST_CASE("GPU register tiles: products compute strided tiles a thread, with the CPU's values") {
+  TensorOptions cpu(tg::float32, "CPU");
+  // which kernels tile (names: u<rows>x<columns>g), whatever the device
+  Tensor a = tg::randn({1024, 8}, cpu), b = tg::randn({8, 1024}, cpu);
+  CHECK(gpu_kernel_name(a.matmul(b)) == "ru2x2g_512_512"); // 2^18 threads
+  CHECK(gpu_kernel_name(tg::randn({4, 512, 8}, cpu).matmul(tg::randn({4, 8, 512}, cpu))) ==
+        "ru2x2g_4_256_256");
+  // sizes that 8 does not divide: 2 does (1026 x 1022), or nothing does (rows of 1023)
+  CHECK(gpu_kernel_name(tg::randn({1026, 5}, cpu).matmul(tg::randn({5, 1022}, cpu))) ==
+        "ru2x1g_513_1022");
+  CHECK(gpu_kernel_name(tg::randn({1023, 5}, cpu).matmul(tg::randn({5, 1024}, cpu))) ==
+        "ru1x2g_1023_512");
+  // 8 x 8 where 2^18 threads are left (4096 x 4096), or where fewer may be
+  Tensor big = tg::randn({2048, 4}, cpu).matmul(tg::randn({4, 2048}, cpu));
+  CHECK(gpu_kernel_name(big) == "ru4x4g_512_512");
+  tg::ScheduleInfo info = tg::schedule({big});
+  tg::LowerOptions fewer = tg::LowerOptions{}.for_gpu();
+  fewer.gpu_tile_threads = 1 << 16;
+  CHECK(std::string(tg::lower(info.graph, info.schedule, 0, fewer).name.view()) ==
+        "ru8x8g_256_256");
+  // no tile: a small product, a sum, every choice off
+  CHECK(gpu_kernel_name(tg::randn({64, 64}, cpu).matmul(tg::randn({64, 64}, cpu))) == "r_64_64");
+  CHECK(gpu_kernel_name(tg::randn({1024, 1024}, cpu).sum(0)) == "r_1024");
+  CHECK(std::string(tg::lower(info.graph, info.schedule, 0, tg::LowerOptions::off().for_gpu())
+                        .name.view()) == "r_2048_2048");
+
+  auto v = vulkan();
+  if (!v) return;
+  // each product on VULKAN against the CPU device
+  auto same = [](const char* what, const Tensor& on_vulkan, const Tensor& on_cpu, double tol) {
+    INFO(what);
+    REQUIRE(on_vulkan.device() == "VULKAN");
+    std::vector<float> x = on_vulkan.cast(tg::float32).to_vector<float>(),
+                       y = on_cpu.cast(tg::float32).to_vector<float>();
+    REQUIRE(x.size() == y.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, double(std::abs(x[i] - y[i])) / (1 + std::abs(y[i])));
+    CHECK(worst <= tol);
+  };
+  auto V = [](const Tensor& t) { return t.to("VULKAN"); };
+  same("matmul", V(a).matmul(V(b)), a.matmul(b), 1e-5);
+  Tensor w = tg::randn({1024, 8}, cpu), bias = tg::randn({1024}, cpu);
+  same("relu(x @ w.T + b)", (V(a).matmul(V(w).T()) + V(bias)).relu(),
+       (a.matmul(w.T()) + bias).relu(), 1e-5);
+  Tensor p = tg::randn({1026, 5}, cpu), q = tg::randn({5, 1022}, cpu);
+  same("1026 x 1022", V(p).matmul(V(q)), p.matmul(q), 1e-5);
+  Tensor x3 = tg::randn({4, 512, 8}, cpu), y3 = tg::randn({4, 8, 512}, cpu);
+  same("bmm", V(x3).matmul(V(y3)), x3.matmul(y3), 1e-5);
+  same("float16", V(a).cast(tg::float16).matmul(V(b).cast(tg::float16)),
+       a.cast(tg::float16).matmul(b.cast(tg::float16)), 2e-3);
+  Tensor img = tg::randn({4, 8, 64, 64}, cpu), k = tg::randn({16, 8, 3, 3}, cpu);
+  same("conv2d", tg::nn::F::conv2d(V(img), V(k), Tensor(), 1, 1),
+       tg::nn::F::conv2d(img, k, Tensor(), 1, 1), 1e-4);
+}
+
 TEST_CASE("VULKAN: transfers between devices, all dtypes") {
   auto dev = vulkan();
   if (!dev) return;

@@ -7,7 +7,7 @@
 #                                     DIR, with the shared libraries they need
 #   tools/gpu-checks.sh DIR [STEPS]   there: runs them on CUDA, each with its own time limit; logs
 #                                     go to $OUT (default /tmp/tg-gpu-out). STEPS (default all):
-#                                     probe cuda ops bench items beam example fuzz
+#                                     probe cuda ops bench tiles items beam example fuzz
 #
 # Nothing here needs CUDA headers: the driver and NVRTC are opened at run time (TG_NVRTC is set to
 # the first libnvrtc found when none is on the library path).
@@ -41,7 +41,7 @@ fi
 
 dir=$(cd "${1:?usage: tools/gpu-checks.sh DIR [STEPS]}" && pwd)
 shift
-steps=" ${*:-probe cuda ops bench items beam example fuzz} "
+steps=" ${*:-probe cuda ops bench tiles items beam example fuzz} "
 out=${OUT:-/tmp/tg-gpu-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -80,7 +80,8 @@ probe() {
 # The most telling first: a lent machine's time may run out before the end.
 step probe 30 bash -c "$(declare -f probe); probe"
 step cuda 90 "$dir/test_cuda"
-step ops 100 env TG_TEST_DEVICES=INTERP,CUDA "$dir/test_ops"
+# (every product as a register tile, small ones too: LowerOptions::gpu_tile)
+step ops 100 env TG_TEST_DEVICES=INTERP,CUDA TG_GPU_TILE_THREADS=1 "$dir/test_ops"
 step bench 100 env TG_BENCH_DEVICES=CUDA "$dir/bench_gpu" --benchmark_min_time=0.1
 # The elementwise kernels again with 1 and 8 items a thread (the default, 4, is in the bench
 # above), and the machine code of x * 1.5 over 2^26 floats (scale_64m): its loads and stores.
@@ -95,6 +96,22 @@ items() {
   done
 }
 step items 60 bash -c "$(declare -f items); items $dir"
+# The products with register tiles of up to 1 (none), 2, 4 and 8 rows and columns a thread
+# (LowerOptions::gpu_tile), and the machine code of sgemm 4096²'s kernel: how many instructions
+# of each kind.
+tiles() {
+  for t in 1 2 4 8; do
+    echo "TG_GPU_TILE=$t"
+    TG_BENCH_DEVICES=CUDA TG_GPU_TILE=$t "$1/bench_gpu" \
+      --benchmark_filter='^(sgemm|hgemm|linear|bmm|conv2d)[^/]*/CUDA' --benchmark_min_time=0.05 \
+      2>&1 | grep -E 'real_time|ERROR|error'
+  done
+  for f in $(grep -l ru8x8g_512_512 "$TG_CACHE_DIR"/cuda-*.cubin | head -1); do
+    cuobjdump -sass "$f" | grep -oE '^ +/\*[0-9a-f]+\*/ +[A-Z0-9.]+' | awk '{print $2}' |
+      sort | uniq -c | sort -rn | head -25
+  done
+}
+step tiles 200 bash -c "$(declare -f tiles); tiles $dir"
 # TG_BEAM=8 on the products: the fastest of up to 8 lowerings of each kernel, timed on the GPU,
 # and which one won (its index in engine/beam.hpp's candidates; 0: the default's).
 beam() {

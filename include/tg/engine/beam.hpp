@@ -36,8 +36,16 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
     o.tile_lanes = base.tile_lanes;
     o.unroll_masked = base.unroll_masked;
     o.unroll_reduce = base.unroll_reduce;
+    o.gpu_tile = base.gpu_tile;
     c.push_back(o);
   }
+  if (base.gpu_tile > 1) // a GPU's tiles (LowerOptions::gpu_tile): none, or smaller ones
+    for (int tile : {1, base.gpu_tile / 4, base.gpu_tile / 2}) {
+      if (tile < 1 || tile == base.gpu_tile) continue;
+      LowerOptions o = base;
+      o.gpu_tile = tile;
+      c.push_back(o);
+    }
   LowerOptions narrow = base; // no lanes beyond `upcast`
   narrow.wide_upcast = base.upcast;
   c.push_back(narrow);

@@ -158,7 +158,14 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   std::vector<Program> programs;
   programs.reserve(s.kernels.size());
   LowerOptions options = lower_options();
-  if (!dev->register_tiles()) options = options.for_gpu();
+  if (!dev->register_tiles()) {
+    options = options.for_gpu();
+    // (LowerOptions::gpu_tile; tests set TG_GPU_TILE_THREADS=1 to tile their small products)
+    static const int tile = int(env::get_int("TG_GPU_TILE", 0));
+    static const std::int64_t threads = env::get_int("TG_GPU_TILE_THREADS", 0);
+    if (tile > 0 && options.gpu_tile > 1) options.gpu_tile = tile;
+    if (threads > 0) options.gpu_tile_threads = threads;
+  }
   if (int lanes = dev->tile_lanes(); lanes > 0 && dev->register_tiles()) options.tile_lanes = lanes;
   static const int beam = int(env::get_int("TG_BEAM", 0));
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
