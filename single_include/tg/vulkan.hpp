@@ -102,7 +102,6 @@ struct GlslDialect {
   static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
   static constexpr bool own_group_reduce = false; // the shared tree (subgroups: below)
   static constexpr bool vectors = false;
-  /// (lavapipe computes fma() unfused: see docs/gpu.md)
   static constexpr const char* mul_acc(DType) { return nullptr; }
   static constexpr const char* type(DType t) {
     switch (t) {
@@ -224,7 +223,7 @@ struct GlslDialect {
     }
     // 2^x for float: the C kernels' tg_exp2f (codegen/render.hpp), the same operations. GLSL's
     // exp2 returned 0 below 2^-126 on lavapipe (exp(-90)); this keeps the subnormal. Lavapipe
-    // computes fma() unfused, so about 6% of results are 1 ulp from INTERP's there.
+    // computes fma() unfused (about 6% of results were 1 ulp from INTERP's): GlslExactFma.
     if (exp32)
       t << "float tg_exp2f(float x) {\n"
            "  x = x < -151.0 ? -151.0 : (x > 129.0 ? 129.0 : x);\n"
@@ -672,10 +671,51 @@ struct GlslSubgroupDialect : GlslDialect {
   }
 };
 
+/// GLSL for a device whose fma() rounds twice, as a multiply and an add (lavapipe): the float exp2
+/// polynomial, which the CPU and INTERP compute with fused multiply-adds, calls tg_fma instead, an
+/// exact one in float64: the product of two floats is exact there, the sum is rounded to odd
+/// (TwoSum tells whether it was exact; an inexact even result moves one ulp toward the exact
+/// value), and rounding that to float is then the fused result.
+template <class Base> struct GlslExactFma : Base {
+  static constexpr void prelude(Text& t, const Program& p) {
+    Text base;
+    Base::prelude(base, p);
+    std::string_view b = base.view();
+    const std::size_t from = b.find("float tg_exp2f(");
+    if (from == std::string_view::npos) {
+      t << b;
+      return;
+    }
+    const std::size_t to = b.find("return s; }", from);
+    t << b.substr(0, from)
+      << "float tg_fma(float a, float b, float c) {\n"
+         "  precise double p = double(a) * double(b), s = p + double(c), z = s - p;\n"
+         "  precise double e = (p - (s - z)) + (double(c) - z);\n"
+         "  uvec2 w = unpackDouble2x32(s);\n"
+         "  if (e != 0.0 && (w.x & 1u) == 0u) {\n"
+         "    if ((e > 0.0) == (s > 0.0)) w.x += 1u;\n"
+         "    else if (w.x == 0u) { w.x = 0xffffffffu; w.y -= 1u; } else w.x -= 1u;\n"
+         "    s = packDouble2x32(w);\n"
+         "  }\n"
+         "  return float(s); }\n";
+    std::string_view body = b.substr(from, to - from);
+    for (std::size_t k; (k = body.find("fma(")) != std::string_view::npos;) {
+      t << body.substr(0, k) << "tg_fma(";
+      body = body.substr(k + 4);
+    }
+    t << body << b.substr(to);
+  }
+};
+
 /// The GLSL compute shader of a program shaped by gpu_program (`subgroups`: the device has
-/// subgroup arithmetic in compute shaders).
-constexpr Text render_glsl(const Program& gpu, bool subgroups = false) {
+/// subgroup arithmetic in compute shaders; `exact_fma`: its fma() rounds twice and it has float64,
+/// GlslExactFma).
+constexpr Text render_glsl(const Program& gpu, bool subgroups = false, bool exact_fma = false) {
   // if, not ?: (GCC 12 destroys a ?: class prvalue twice in constant evaluation)
+  if (exact_fma) {
+    if (subgroups) return CStyleRenderer::render<GlslExactFma<GlslSubgroupDialect>>(gpu);
+    return CStyleRenderer::render<GlslExactFma<GlslDialect>>(gpu);
+  }
   if (subgroups) return CStyleRenderer::render<GlslSubgroupDialect>(gpu);
   return CStyleRenderer::render<GlslDialect>(gpu);
 }
@@ -1042,6 +1082,7 @@ inline int device_count() {
 struct Caps {
   bool int64 = false, float64 = false, int16 = false, int8 = false;
   bool subgroups = false; // subgroup arithmetic in compute shaders (used by work-group reductions)
+  bool exact_fma = false; // fma() rounds twice (llvmpipe) and float64 is there: GlslExactFma
   std::int64_t max_storage_range = 0, max_buffers = 0, max_push = 0, max_local = 1;
   std::array<std::int64_t, 3> max_groups{65535, 65535, 65535};
 };
@@ -1235,7 +1276,8 @@ public:
     for (const Program* p : programs) {
       gpu.push_back(shape(*p));
       if (std::string why = cannot_run(gpu.back()); !why.empty()) throw dtype_error(why);
-      sources.push_back(std::string(render_glsl(gpu.back(), caps_.subgroups).view()));
+      sources.push_back(
+          std::string(render_glsl(gpu.back(), caps_.subgroups, caps_.exact_fma).view()));
     }
     std::vector<std::shared_ptr<Pipeline>> pipes(gpu.size());
     std::vector<std::size_t> todo; // one per distinct new source
@@ -1384,6 +1426,8 @@ private:
     }
     caps_.int64 = true;
     caps_.float64 = f.shaderFloat64;
+    // llvmpipe (Mesa 22.3) computes GLSL's fma() as a multiply and an add, even under `precise`
+    caps_.exact_fma = caps_.float64 && device_name_.find("llvmpipe") != std::string::npos;
     caps_.int16 = f.shaderInt16 && f11.storageBuffer16BitAccess;
     caps_.int8 = f12.shaderInt8 && f12.storageBuffer8BitAccess;
     {

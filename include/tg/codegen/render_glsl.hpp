@@ -39,7 +39,6 @@ struct GlslDialect {
   static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
   static constexpr bool own_group_reduce = false; // the shared tree (subgroups: below)
   static constexpr bool vectors = false;
-  /// (lavapipe computes fma() unfused: see docs/gpu.md)
   static constexpr const char* mul_acc(DType) { return nullptr; }
   static constexpr const char* type(DType t) {
     switch (t) {
@@ -161,7 +160,7 @@ struct GlslDialect {
     }
     // 2^x for float: the C kernels' tg_exp2f (codegen/render.hpp), the same operations. GLSL's
     // exp2 returned 0 below 2^-126 on lavapipe (exp(-90)); this keeps the subnormal. Lavapipe
-    // computes fma() unfused, so about 6% of results are 1 ulp from INTERP's there.
+    // computes fma() unfused (about 6% of results were 1 ulp from INTERP's): GlslExactFma.
     if (exp32)
       t << "float tg_exp2f(float x) {\n"
            "  x = x < -151.0 ? -151.0 : (x > 129.0 ? 129.0 : x);\n"
@@ -609,10 +608,51 @@ struct GlslSubgroupDialect : GlslDialect {
   }
 };
 
+/// GLSL for a device whose fma() rounds twice, as a multiply and an add (lavapipe): the float exp2
+/// polynomial, which the CPU and INTERP compute with fused multiply-adds, calls tg_fma instead, an
+/// exact one in float64: the product of two floats is exact there, the sum is rounded to odd
+/// (TwoSum tells whether it was exact; an inexact even result moves one ulp toward the exact
+/// value), and rounding that to float is then the fused result.
+template <class Base> struct GlslExactFma : Base {
+  static constexpr void prelude(Text& t, const Program& p) {
+    Text base;
+    Base::prelude(base, p);
+    std::string_view b = base.view();
+    const std::size_t from = b.find("float tg_exp2f(");
+    if (from == std::string_view::npos) {
+      t << b;
+      return;
+    }
+    const std::size_t to = b.find("return s; }", from);
+    t << b.substr(0, from)
+      << "float tg_fma(float a, float b, float c) {\n"
+         "  precise double p = double(a) * double(b), s = p + double(c), z = s - p;\n"
+         "  precise double e = (p - (s - z)) + (double(c) - z);\n"
+         "  uvec2 w = unpackDouble2x32(s);\n"
+         "  if (e != 0.0 && (w.x & 1u) == 0u) {\n"
+         "    if ((e > 0.0) == (s > 0.0)) w.x += 1u;\n"
+         "    else if (w.x == 0u) { w.x = 0xffffffffu; w.y -= 1u; } else w.x -= 1u;\n"
+         "    s = packDouble2x32(w);\n"
+         "  }\n"
+         "  return float(s); }\n";
+    std::string_view body = b.substr(from, to - from);
+    for (std::size_t k; (k = body.find("fma(")) != std::string_view::npos;) {
+      t << body.substr(0, k) << "tg_fma(";
+      body = body.substr(k + 4);
+    }
+    t << body << b.substr(to);
+  }
+};
+
 /// The GLSL compute shader of a program shaped by gpu_program (`subgroups`: the device has
-/// subgroup arithmetic in compute shaders).
-constexpr Text render_glsl(const Program& gpu, bool subgroups = false) {
+/// subgroup arithmetic in compute shaders; `exact_fma`: its fma() rounds twice and it has float64,
+/// GlslExactFma).
+constexpr Text render_glsl(const Program& gpu, bool subgroups = false, bool exact_fma = false) {
   // if, not ?: (GCC 12 destroys a ?: class prvalue twice in constant evaluation)
+  if (exact_fma) {
+    if (subgroups) return CStyleRenderer::render<GlslExactFma<GlslSubgroupDialect>>(gpu);
+    return CStyleRenderer::render<GlslExactFma<GlslDialect>>(gpu);
+  }
   if (subgroups) return CStyleRenderer::render<GlslSubgroupDialect>(gpu);
   return CStyleRenderer::render<GlslDialect>(gpu);
 }

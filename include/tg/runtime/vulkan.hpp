@@ -407,6 +407,7 @@ inline int device_count() {
 struct Caps {
   bool int64 = false, float64 = false, int16 = false, int8 = false;
   bool subgroups = false; // subgroup arithmetic in compute shaders (used by work-group reductions)
+  bool exact_fma = false; // fma() rounds twice (llvmpipe) and float64 is there: GlslExactFma
   std::int64_t max_storage_range = 0, max_buffers = 0, max_push = 0, max_local = 1;
   std::array<std::int64_t, 3> max_groups{65535, 65535, 65535};
 };
@@ -600,7 +601,8 @@ public:
     for (const Program* p : programs) {
       gpu.push_back(shape(*p));
       if (std::string why = cannot_run(gpu.back()); !why.empty()) throw dtype_error(why);
-      sources.push_back(std::string(render_glsl(gpu.back(), caps_.subgroups).view()));
+      sources.push_back(
+          std::string(render_glsl(gpu.back(), caps_.subgroups, caps_.exact_fma).view()));
     }
     std::vector<std::shared_ptr<Pipeline>> pipes(gpu.size());
     std::vector<std::size_t> todo; // one per distinct new source
@@ -749,6 +751,8 @@ private:
     }
     caps_.int64 = true;
     caps_.float64 = f.shaderFloat64;
+    // llvmpipe (Mesa 22.3) computes GLSL's fma() as a multiply and an add, even under `precise`
+    caps_.exact_fma = caps_.float64 && device_name_.find("llvmpipe") != std::string::npos;
     caps_.int16 = f.shaderInt16 && f11.storageBuffer16BitAccess;
     caps_.int8 = f12.shaderInt8 && f12.storageBuffer8BitAccess;
     {
