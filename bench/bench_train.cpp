@@ -1,7 +1,8 @@
 // The training step of issue #5: an MLP 784-256-256-10, batch 128, Adam, cross-entropy, the whole
 // step (forward, loss, backward, update) compiled with tg::jit, against the same step in PyTorch
 // (bench/mlp_step_torch.py, run as a subprocess in this same run when python3-torch is installed).
-// Also the time to the first step with a cold and with a warm kernel cache.
+// Also the time to the first step with a cold and with a warm kernel cache (CPU only).
+// TG_BENCH_DEVICE=CUDA runs both steps on the GPU instead (PyTorch with --device cuda).
 #include <tg/tg.hpp>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "ratios.hpp"
+#include "torch_peer.hpp"
 
 namespace {
 
@@ -52,16 +54,36 @@ struct Trainer {
   });
 };
 
+/// The device both steps run on (TG_BENCH_DEVICE, default CPU).
+const std::string& bench_device() {
+  static const std::string d = [] {
+    const char* e = std::getenv("TG_BENCH_DEVICE");
+    return std::string(e && *e ? e : "CPU");
+  }();
+  return d;
+}
+
 void tg_mlp_step(benchmark::State& st) {
-  static Trainer t("CPU");
-  for (int i = 0; i < 3; ++i) t.step(); // compile, capture, first replay
-  for (auto _ : st) benchmark::DoNotOptimize(t.step());
+  static std::unique_ptr<Trainer> t;
+  try {
+    if (!t) t = std::make_unique<Trainer>(bench_device());
+    for (int i = 0; i < 3; ++i) t->step(); // compile, capture, first replay
+  } catch (const std::exception& e) {      // the device is not there
+    st.SkipWithError(e.what());
+    return;
+  }
+  for (auto _ : st) benchmark::DoNotOptimize(t->step());
+  st.SetLabel(bench_device());
 }
 BENCHMARK(tg_mlp_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 /// The first step on a device of its own (so no kernel is in memory): cold, then warm disk cache.
 void first_step(benchmark::State& st, bool cold) {
   static int devices = 0;
+  if (bench_device() != "CPU") {
+    st.SkipWithError("first-step times are measured on the CPU device only");
+    return;
+  }
   for (auto _ : st) {
     std::string name = "BENCH_CPU" + std::to_string(devices++);
     tg::register_device(name, [] { return std::make_shared<tg::CpuDevice>(); });
@@ -84,23 +106,28 @@ BENCHMARK(tg_mlp_first_step_warm_cache)
     ->UseManualTime()
     ->Iterations(3);
 
-/// PyTorch's step on the same CPU, timed by the script; skipped with the reason when it cannot run.
+/// PyTorch's step on the same device (the CPU, or `cuda` for a CUDA device), timed by the script;
+/// skipped with the reason when no python3 on PATH (or /usr/bin's) can run it.
 void torch_mlp_step(benchmark::State& st) {
   std::string log = tg::detail::temp_path("torch-bench");
   std::string script = std::string(TG_BENCH_DIR) + "/mlp_step_torch.py";
-  for (auto _ : st) {
-    int rc = tg::detail::run_process({"/usr/bin/python3", script}, log);
+  std::string device = bench_device().rfind("CUDA", 0) == 0 ? "cuda" : "cpu", why;
+  double ms = 0;
+  for (const std::string& python : tg_bench::pythons()) {
+    int rc = tg::detail::run_process({python, script, "--device", device}, log);
     std::string out = tg::detail::read_file(log);
-    double ms = 0;
-    if (rc != 0 || std::sscanf(out.c_str(), "ms_per_step %lf", &ms) != 1) {
-      st.SkipWithError(("PyTorch step did not run (apt-get install python3-torch): " +
-                        out.substr(out.size() > 300 ? out.size() - 300 : 0))
-                           .c_str());
-      break;
-    }
-    st.SetIterationTime(ms / 1e3);
+    if (rc == 0 && std::sscanf(out.c_str(), "ms_per_step %lf", &ms) == 1) break;
+    ms = 0;
+    why = "PyTorch step did not run (" + python + "; apt-get install python3-torch): " +
+          out.substr(out.size() > 300 ? out.size() - 300 : 0);
   }
   std::filesystem::remove(log);
+  if (ms == 0) {
+    st.SkipWithError(why.c_str());
+    return;
+  }
+  for (auto _ : st) st.SetIterationTime(ms / 1e3);
+  st.SetLabel(device);
 }
 BENCHMARK(torch_mlp_step)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
 

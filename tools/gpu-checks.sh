@@ -3,11 +3,11 @@
 # and little time, so the programs are built here and carried there):
 #
 #   tools/gpu-checks.sh --build DIR   here: builds the CUDA-relevant tests, the character
-#                                     transformer and bench_gpu (Release, libstdc++ linked in) into
-#                                     DIR, with the shared libraries they need
+#                                     transformer, bench_gpu and bench_train (Release, libstdc++
+#                                     linked in) into DIR, with the shared libraries they need
 #   tools/gpu-checks.sh DIR [STEPS]   there: runs them on CUDA, each with its own time limit; logs
 #                                     go to $OUT (default /tmp/tg-gpu-out). STEPS (default all):
-#                                     probe cuda ops bench tiles items beam example fuzz
+#                                     probe cuda ops bench train tiles items beam example fuzz
 #
 # Nothing here needs CUDA headers: the driver and NVRTC are opened at run time (TG_NVRTC is set to
 # the first libnvrtc found when none is on the library path).
@@ -22,10 +22,10 @@ if [[ "${1:-}" == --build ]]; then
     -DTG_BUILD_BENCH=ON -DTG_BUILD_EXAMPLES=ON \
     -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc"
   cmake --build "$build" -j "$(nproc)" --target test_cuda test_ops test_fuzz \
-    example_char_transformer bench_gpu
+    example_char_transformer bench_gpu bench_train
   mkdir -p "$dir"
   for f in tests/test_cuda tests/test_ops tests/test_fuzz examples/example_char_transformer \
-    bench/bench_gpu; do
+    bench/bench_gpu bench/bench_train; do
     strip -o "$dir/$(basename $f)" "$build/$f"
   done
   # bench_gpu links Google Benchmark's shared library
@@ -41,7 +41,7 @@ fi
 
 dir=$(cd "${1:?usage: tools/gpu-checks.sh DIR [STEPS]}" && pwd)
 shift
-steps=" ${*:-probe cuda ops bench tiles items beam example fuzz} "
+steps=" ${*:-probe cuda ops bench train tiles items beam example fuzz} "
 out=${OUT:-/tmp/tg-gpu-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -96,6 +96,9 @@ items() {
   done
 }
 step items 60 bash -c "$(declare -f items); items $dir"
+# The MLP training step of bench_train (784-256-256-10, batch 128, Adam) on CUDA against PyTorch's
+# on the same GPU.
+step train 90 env TG_BENCH_DEVICE=CUDA "$dir/bench_train" --benchmark_filter='(tg|torch)_mlp_step'
 # The products with register tiles of up to 1 (none), 2, 4 and 8 rows and columns a thread
 # (LowerOptions::gpu_tile), and the machine code of sgemm 4096²'s kernel: how many instructions
 # of each kind.
