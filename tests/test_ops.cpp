@@ -737,14 +737,19 @@ TEST_CASE("long reductions into few outputs: two kernels on a GPU, the same valu
   // On an H200 a full sum of 2^26 floats took 8.5 ms in one work-group; lavapipe refused one of
   // 2^24. GPU devices now cut such a reduction in two (detail::gpu_reduce_split).
   using tg::detail::gpu_reduce_split;
-  CHECK(gpu_reduce_split({1 << 26}, {0}).k == 4096);     // 4,096 groups of 16,384
-  CHECK(gpu_reduce_split({4096, 4096}, {0}).k == 64);    // 262,144 threads, 64 rows each
-  CHECK(gpu_reduce_split({4096, 4096}, {1}).k == 0);     // 4,096 rows already
-  CHECK(gpu_reduce_split({16777259}, {0}).k == 0);       // a prime length stays whole
+  CHECK(gpu_reduce_split({1 << 26}, {0}).k == 4096);  // 4,096 groups of 16,384
+  CHECK(gpu_reduce_split({4096, 4096}, {0}).k == 64); // 262,144 threads, 64 rows each
+  CHECK(gpu_reduce_split({4096, 4096}, {1}).k == 0);  // 4,096 rows already
+  // a prime length: padded to 4,096 x 4,097 with the reduction's identity
+  CHECK(gpu_reduce_split({16777259}, {0}).k == 4096);
+  CHECK(gpu_reduce_split({16777259}, {0}).pad == 4053);
   CHECK(gpu_reduce_split({100000, 3}, {0}).k == 6250);   // the largest k leaving 16 a thread
   CHECK(gpu_reduce_split({64, 2048}, {0, 1}).axis == 1); // the axis with the largest k
   CHECK(gpu_reduce_split({1 << 20, 1}, {0}).k == 1024);  // kept axes of 1: as a full sum
-  CHECK(gpu_reduce_split({(std::int64_t(1) << 32) - 2, 1}, {0}).k == 2); // 2 (2^31 - 1), quickly
+  // 2 (2^31 - 1), its divisors found quickly: 2 is too few, so padded by 2 to 4,096 x 2^20
+  CHECK(gpu_reduce_split({(std::int64_t(1) << 32) - 2, 1}, {0}).k == 4096);
+  CHECK(gpu_reduce_split({(std::int64_t(1) << 32) - 2, 1}, {0}).pad == 2);
+  CHECK(gpu_reduce_split({1 << 20}, {0}).pad == 0);
   for_each_device([](const std::string& dev) {
     const bool gpu = dev != "CPU" && dev != "INTERP";
     auto kernels = [](const Tensor& r) { return tg::schedule({r}).programs.size(); };
@@ -783,6 +788,31 @@ TEST_CASE("long reductions into few outputs: two kernels on a GPU, the same valu
     (g.sum() * 2).backward();
     std::vector<float> grad = g.grad().to_vector<float>();
     CHECK(std::all_of(grad.begin(), grad.end(), [](float e) { return e == 2.0f; }));
+    // a prime length (65,537): padded to 64 x 1,025 with each reduction's identity
+    const std::int64_t p = 65537;
+    Tensor xp = Tensor::from_data(std::vector<double>(v.begin(), v.begin() + p), {p})
+                    .cast(tg::float32)
+                    .to(dev);
+    double psum = 0, pmax = -1, pmin = 2, pprod = 1;
+    for (std::int64_t i = 0; i < p; ++i) {
+      const double e = double(float(v[std::size_t(i)]));
+      psum += e, pmax = std::max(pmax, e), pmin = std::min(pmin, e), pprod *= 1 + e / 1000;
+    }
+    CHECK(kernels(xp.sum()) == (gpu ? 2u : 1u));
+    CHECK(xp.sum().item<double>() == doctest::Approx(psum).epsilon(1e-5));
+    CHECK(xp.max().item<double>() == doctest::Approx(pmax));
+    CHECK(xp.min().item<double>() == doctest::Approx(pmin));
+    CHECK((xp.cast(tg::float64) / 1000 + 1).prod().item<double>() ==
+          doctest::Approx(pprod).epsilon(1e-9));
+    Tensor neg = (xp * 1000 - 2000).cast(tg::int32); // all below 0: padding by 0 would be the max
+    const std::int64_t top = neg.max().item<std::int64_t>();
+    CHECK(top < 0);
+    CHECK(top == neg.to("CPU").max().item<std::int64_t>()); // (the CPU device does not split)
+    Tensor gp = xp.detach().requires_grad_();
+    (gp.sum() * 3).backward();
+    std::vector<float> gpg = gp.grad().to_vector<float>();
+    REQUIRE(gpg.size() == std::size_t(p));
+    CHECK(std::all_of(gpg.begin(), gpg.end(), [](float e) { return e == 3.0f; }));
   });
 }
 

@@ -7984,10 +7984,14 @@ namespace detail {
 /// reduction over other axes gets at least 262,144 outputs in its first kernel (one thread each,
 /// neighbouring threads reading neighbouring columns), each still reducing at least 16 elements
 /// (a column sum of 4096 x 4096 on an H200: 0.084 ms in work-groups, 0.169 with 65,536 threads
-/// of 16 lanes, 0.033 with 262,144 threads of one).
+/// of 16 lanes, 0.033 with 262,144 threads of one). Where no divisor of a reduced axis comes
+/// within 16 times of the k wanted (a prime length), the axis is padded with the reduction's
+/// identity to a multiple of a k that does (`pad` elements more): lavapipe refused a sum of a
+/// prime 16,777,259 floats in one work-group.
 struct ReduceSplit {
   int axis = -1;
   std::int64_t k = 0;
+  std::int64_t pad = 0;
 };
 constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
                                        const std::vector<int>& axes) {
@@ -8010,15 +8014,31 @@ constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
     if (last ? (k <= want && k > best.k) : (best.k < want ? k > best.k : k >= want && k < best.k))
       best = {a, k};
   };
+  int longest = axes[0];
   for (int a : axes) {
     const std::int64_t d = shape[std::size_t(a)];
+    if (d > shape[std::size_t(longest)]) longest = a;
     for (std::int64_t i = 1; i * i <= d; ++i)
       if (d % i == 0) {
         consider(a, i);
         consider(a, d / i);
       }
   }
-  return best;
+  if (best.k * 16 >= want) return best;
+  // no divisor near `want`: pad the longest reduced axis to a multiple of one that is
+  const std::int64_t d = shape[std::size_t(longest)];
+  const std::int64_t k = std::min(want, d / min_part);
+  if (k < 2 || k <= best.k) return best;
+  return {longest, k, (k - d % k) % k};
+}
+
+/// The value a reduction starts from: padding with it changes no result.
+inline double reduce_identity(Op op, DType t) {
+  if (op == Op::ReduceSum) return 0;
+  if (op == Op::ReduceProd) return 1;
+  if (is_float(t)) return -std::numeric_limits<double>::infinity();
+  if (is_bool(t) || is_unsigned(t)) return 0;
+  return -std::ldexp(1.0, 8 * int(itemsize(t)) - 1); // the lowest of a signed integer type
 }
 
 /// Whether reductions on `device` are split for a GPU launch (devices without register tiles).
@@ -8052,6 +8072,13 @@ inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const c
     std::vector<std::int64_t> dims;
     for (const SInt& d : in) dims.push_back(d.constant());
     if (detail::ReduceSplit sp = detail::gpu_reduce_split(dims, axes); sp.k > 1) {
+      Tensor src = *this;
+      if (sp.pad > 0) { // with the reduction's identity
+        std::vector<std::int64_t> pads(2 * (dims.size() - std::size_t(sp.axis)), 0);
+        pads.back() = sp.pad;
+        src = pad(pads, detail::reduce_identity(op, dtype()), loc);
+        dims[std::size_t(sp.axis)] += sp.pad;
+      }
       Shape cut;
       std::vector<int> inner; // the reduced axes of the cut shape, but its k axis
       for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -8064,7 +8091,7 @@ inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const c
         bool& flag;
         ~Reset() { flag = false; }
       } reset{splitting = true};
-      r = reshape(cut)
+      r = src.reshape(cut)
               .reduce(op, inner, true, name, loc)
               .reduce(op, {sp.axis}, true, name, loc)
               .reshape(s);
