@@ -83,10 +83,10 @@ step cuda 90 "$dir/test_cuda"
 # (every product as a register tile, small ones too: LowerOptions::gpu_tile)
 step ops 100 env TG_TEST_DEVICES=INTERP,CUDA TG_GPU_TILE_THREADS=1 "$dir/test_ops"
 step bench 100 env TG_BENCH_DEVICES=CUDA "$dir/bench_gpu" --benchmark_min_time=0.1
-# The elementwise kernels again with 1 and 8 items a thread (the default, 4, is in the bench
+# The elementwise kernels again with 1 and 4 items a thread (the default, 8, is in the bench
 # above), and the machine code of x * 1.5 over 2^26 floats (scale_64m): its loads and stores.
 items() {
-  for n in 1 8; do
+  for n in 1 4; do
     echo "TG_GPU_PER_THREAD=$n"
     TG_BENCH_DEVICES=CUDA TG_GPU_PER_THREAD=$n "$1/bench_gpu" \
       --benchmark_filter='^(scale|fused)[^/]*/CUDA' --benchmark_min_time=0.1 2>&1 | grep real_time
