@@ -54,6 +54,7 @@
 #define TG_SI_TG_GRAPH_GRAPH_HPP
 // The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
 // Both front ends build it; everything below (fuse, lower, render) reads only this.
+#include <limits>
 
 // ---- tg/graph/dtype.hpp ----
 #ifndef TG_SI_TG_GRAPH_DTYPE_HPP
@@ -947,6 +948,21 @@ struct Scalar {
   constexpr bool operator==(const Scalar&) const = default;
 };
 
+/// The value a reduction of dtype t starts from, which combining with changes nothing (op: the
+/// reduction, or the ALU op it folds with): 0 for a sum, 1 for a product, -inf or the lowest
+/// value for a max.
+constexpr Scalar reduce_identity(Op op, DType t) {
+  if (op == Op::ReduceSum || op == Op::Add) return Scalar::of_int(t, 0);
+  if (op == Op::ReduceProd || op == Op::Mul) return Scalar::of_int(t, 1);
+  if (is_float(t)) return Scalar::of(t, -std::numeric_limits<double>::infinity());
+  if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
+  std::int64_t m = t == DType::Int8    ? -128
+                   : t == DType::Int16 ? -32768
+                   : t == DType::Int32 ? -2147483648ll
+                                       : std::numeric_limits<std::int64_t>::min();
+  return Scalar::of_int(t, m);
+}
+
 struct Node {
   Op op = Op::Const;
   DType dtype = DType::Float32;
@@ -1223,7 +1239,6 @@ constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
 #define TG_SI_TG_CODEGEN_BUILDER_HPP
 // A hash-consed builder of UOps that folds constants and simplifies index arithmetic using the
 // value ranges of integers (so a contiguous kernel's index is just its loop variable).
-#include <limits>
 
 // ---- tg/codegen/ir.hpp ----
 #ifndef TG_SI_TG_CODEGEN_IR_HPP
@@ -2708,18 +2723,6 @@ private:
   }
 
 public:
-  static constexpr Scalar reduce_identity(Op op, DType t) {
-    if (op == Op::Add) return Scalar::of_int(t, 0);
-    if (op == Op::Mul) return Scalar::of_int(t, 1);
-    if (is_float(t)) return Scalar::of(t, -std::numeric_limits<double>::infinity());
-    if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
-    std::int64_t m = t == DType::Int8    ? -128
-                     : t == DType::Int16 ? -32768
-                     : t == DType::Int32 ? -2147483648ll
-                                         : std::numeric_limits<std::int64_t>::min();
-    return Scalar::of_int(t, m);
-  }
-
 private:
   const Graph& g_;
   const NodeFlags& mat_;

@@ -103,6 +103,7 @@
 #define TG_SI_TG_GRAPH_GRAPH_HPP
 // The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
 // Both front ends build it; everything below (fuse, lower, render) reads only this.
+#include <limits>
 
 // ---- tg/graph/dtype.hpp ----
 #ifndef TG_SI_TG_GRAPH_DTYPE_HPP
@@ -996,6 +997,21 @@ struct Scalar {
   constexpr bool operator==(const Scalar&) const = default;
 };
 
+/// The value a reduction of dtype t starts from, which combining with changes nothing (op: the
+/// reduction, or the ALU op it folds with): 0 for a sum, 1 for a product, -inf or the lowest
+/// value for a max.
+constexpr Scalar reduce_identity(Op op, DType t) {
+  if (op == Op::ReduceSum || op == Op::Add) return Scalar::of_int(t, 0);
+  if (op == Op::ReduceProd || op == Op::Mul) return Scalar::of_int(t, 1);
+  if (is_float(t)) return Scalar::of(t, -std::numeric_limits<double>::infinity());
+  if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
+  std::int64_t m = t == DType::Int8    ? -128
+                   : t == DType::Int16 ? -32768
+                   : t == DType::Int32 ? -2147483648ll
+                                       : std::numeric_limits<std::int64_t>::min();
+  return Scalar::of_int(t, m);
+}
+
 struct Node {
   Op op = Op::Const;
   DType dtype = DType::Float32;
@@ -1272,7 +1288,6 @@ constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
 #define TG_SI_TG_CODEGEN_BUILDER_HPP
 // A hash-consed builder of UOps that folds constants and simplifies index arithmetic using the
 // value ranges of integers (so a contiguous kernel's index is just its loop variable).
-#include <limits>
 
 // ---- tg/codegen/ir.hpp ----
 #ifndef TG_SI_TG_CODEGEN_IR_HPP
@@ -2757,18 +2772,6 @@ private:
   }
 
 public:
-  static constexpr Scalar reduce_identity(Op op, DType t) {
-    if (op == Op::Add) return Scalar::of_int(t, 0);
-    if (op == Op::Mul) return Scalar::of_int(t, 1);
-    if (is_float(t)) return Scalar::of(t, -std::numeric_limits<double>::infinity());
-    if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
-    std::int64_t m = t == DType::Int8    ? -128
-                     : t == DType::Int16 ? -32768
-                     : t == DType::Int32 ? -2147483648ll
-                                         : std::numeric_limits<std::int64_t>::min();
-    return Scalar::of_int(t, m);
-  }
-
 private:
   const Graph& g_;
   const NodeFlags& mat_;
@@ -8032,15 +8035,6 @@ constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
   return {longest, k, (k - d % k) % k};
 }
 
-/// The value a reduction starts from: padding with it changes no result.
-inline double reduce_identity(Op op, DType t) {
-  if (op == Op::ReduceSum) return 0;
-  if (op == Op::ReduceProd) return 1;
-  if (is_float(t)) return -std::numeric_limits<double>::infinity();
-  if (is_bool(t) || is_unsigned(t)) return 0;
-  return -std::ldexp(1.0, 8 * int(itemsize(t)) - 1); // the lowest of a signed integer type
-}
-
 /// Whether reductions on `device` are split for a GPU launch (devices without register tiles).
 inline bool splits_reductions(const std::string& device) {
   if (device == "CPU" || device == "INTERP") return false;
@@ -8076,7 +8070,7 @@ inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const c
       if (sp.pad > 0) { // with the reduction's identity
         std::vector<std::int64_t> pads(2 * (dims.size() - std::size_t(sp.axis)), 0);
         pads.back() = sp.pad;
-        src = pad(pads, detail::reduce_identity(op, dtype()), loc);
+        src = pad(pads, reduce_identity(op, dtype()).as_double(dtype()), loc);
         dims[std::size_t(sp.axis)] += sp.pad;
       }
       Shape cut;

@@ -1029,18 +1029,6 @@ private:
   }
 
 public:
-  static constexpr Scalar reduce_identity(Op op, DType t) {
-    if (op == Op::Add) return Scalar::of_int(t, 0);
-    if (op == Op::Mul) return Scalar::of_int(t, 1);
-    if (is_float(t)) return Scalar::of(t, -std::numeric_limits<double>::infinity());
-    if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
-    std::int64_t m = t == DType::Int8    ? -128
-                     : t == DType::Int16 ? -32768
-                     : t == DType::Int32 ? -2147483648ll
-                                         : std::numeric_limits<std::int64_t>::min();
-    return Scalar::of_int(t, m);
-  }
-
 private:
   const Graph& g_;
   const NodeFlags& mat_;

@@ -1,6 +1,8 @@
 #pragma once
 // The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
 // Both front ends build it; everything below (fuse, lower, render) reads only this.
+#include <limits>
+
 #include "dtype.hpp"
 #include "view.hpp"
 
@@ -88,6 +90,21 @@ struct Scalar {
   }
   constexpr bool operator==(const Scalar&) const = default;
 };
+
+/// The value a reduction of dtype t starts from, which combining with changes nothing (op: the
+/// reduction, or the ALU op it folds with): 0 for a sum, 1 for a product, -inf or the lowest
+/// value for a max.
+constexpr Scalar reduce_identity(Op op, DType t) {
+  if (op == Op::ReduceSum || op == Op::Add) return Scalar::of_int(t, 0);
+  if (op == Op::ReduceProd || op == Op::Mul) return Scalar::of_int(t, 1);
+  if (is_float(t)) return Scalar::of(t, -std::numeric_limits<double>::infinity());
+  if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
+  std::int64_t m = t == DType::Int8    ? -128
+                   : t == DType::Int16 ? -32768
+                   : t == DType::Int32 ? -2147483648ll
+                                       : std::numeric_limits<std::int64_t>::min();
+  return Scalar::of_int(t, m);
+}
 
 struct Node {
   Op op = Op::Const;

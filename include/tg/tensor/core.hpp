@@ -175,15 +175,6 @@ constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
   return {longest, k, (k - d % k) % k};
 }
 
-/// The value a reduction starts from: padding with it changes no result.
-inline double reduce_identity(Op op, DType t) {
-  if (op == Op::ReduceSum) return 0;
-  if (op == Op::ReduceProd) return 1;
-  if (is_float(t)) return -std::numeric_limits<double>::infinity();
-  if (is_bool(t) || is_unsigned(t)) return 0;
-  return -std::ldexp(1.0, 8 * int(itemsize(t)) - 1); // the lowest of a signed integer type
-}
-
 /// Whether reductions on `device` are split for a GPU launch (devices without register tiles).
 inline bool splits_reductions(const std::string& device) {
   if (device == "CPU" || device == "INTERP") return false;
@@ -219,7 +210,7 @@ inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const c
       if (sp.pad > 0) { // with the reduction's identity
         std::vector<std::int64_t> pads(2 * (dims.size() - std::size_t(sp.axis)), 0);
         pads.back() = sp.pad;
-        src = pad(pads, detail::reduce_identity(op, dtype()), loc);
+        src = pad(pads, reduce_identity(op, dtype()).as_double(dtype()), loc);
         dims[std::size_t(sp.axis)] += sp.pad;
       }
       Shape cut;
