@@ -70,6 +70,26 @@ struct GlslDialect {
   }
   static constexpr const char* storage(DType t) { return t == DType::Bool ? "uint8_t" : type(t); }
 
+  /// 2^x and log2(x) in float64 (GLSL has neither for doubles), with tg_d(bits) to spell constants.
+  static constexpr const char* float64_exp2_log2 =
+      "double tg_d(int64_t b) { return int64BitsToDouble(b); }\n"
+      "double tg_exp2d(double x) {\n"
+      "  if (isnan(x)) return x;\n"
+      "  if (x >= 1024.0LF) return tg_d(0x7ff0000000000000L);\n"
+      "  if (x < -1080.0LF) return 0.0LF;\n"
+      "  double n = floor(x + 0.5LF), f = (x - n) * tg_d(0x3fe62e42fefa39efL), r = 1.0LF;\n"
+      "  for (int k = 18; k >= 1; --k) r = 1.0LF + r * f / double(k);\n"
+      "  int e = int(n);\n"
+      "  return ldexp(ldexp(r, e / 2), e - e / 2); }\n"
+      "double tg_log2d(double x) {\n"
+      "  if (isnan(x) || x < 0.0LF) return tg_d(0x7ff8000000000000L);\n"
+      "  if (x == 0.0LF) return tg_d(int64_t(0xfff0000000000000UL));\n"
+      "  if (isinf(x)) return x;\n"
+      "  int e; double m = frexp(x, e);\n"
+      "  if (m < tg_d(0x3fe6a09e667f3bcdL)) { m *= 2.0LF; e -= 1; }\n"
+      "  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, r = 0.0LF;\n"
+      "  for (int k = 25; k >= 1; k -= 2) r = r * s2 + 1.0LF / double(k);\n"
+      "  return double(e) + 2.0LF * s * r * tg_d(0x3ff71547652b82feL); }\n";
   static constexpr void prelude(Text& t, const Program& p) {
     GlslNeeds n = glsl_needs(p);
     bool p8 = false, p16 = false;
@@ -160,7 +180,7 @@ struct GlslDialect {
     }
     // 2^x for float: the C kernels' tg_exp2f (codegen/render.hpp), the same operations. GLSL's
     // exp2 returned 0 below 2^-126 on lavapipe (exp(-90)); this keeps the subnormal. Lavapipe
-    // computes fma() unfused (about 6% of results were 1 ulp from INTERP's): GlslExactFma.
+    // computes fma() unfused (about 6% of results were 1 ulp from INTERP's): GlslExactFloat.
     if (exp32)
       t << "float tg_exp2f(float x) {\n"
            "  x = x < -151.0 ? -151.0 : (x > 129.0 ? 129.0 : x);\n"
@@ -194,25 +214,8 @@ struct GlslDialect {
            "  } else r = exp2(b * log2(abs(a)));\n"
            "  return a < 0.0 && odd ? -r : r; }\n";
     if (n.float64)
-      t << "double tg_d(int64_t b) { return int64BitsToDouble(b); }\n"
-           "double tg_exp2d(double x) {\n"
-           "  if (isnan(x)) return x;\n"
-           "  if (x >= 1024.0LF) return tg_d(0x7ff0000000000000L);\n"
-           "  if (x < -1080.0LF) return 0.0LF;\n"
-           "  double n = floor(x + 0.5LF), f = (x - n) * tg_d(0x3fe62e42fefa39efL), r = 1.0LF;\n"
-           "  for (int k = 18; k >= 1; --k) r = 1.0LF + r * f / double(k);\n"
-           "  int e = int(n);\n"
-           "  return ldexp(ldexp(r, e / 2), e - e / 2); }\n"
-           "double tg_log2d(double x) {\n"
-           "  if (isnan(x) || x < 0.0LF) return tg_d(0x7ff8000000000000L);\n"
-           "  if (x == 0.0LF) return tg_d(int64_t(0xfff0000000000000UL));\n"
-           "  if (isinf(x)) return x;\n"
-           "  int e; double m = frexp(x, e);\n"
-           "  if (m < tg_d(0x3fe6a09e667f3bcdL)) { m *= 2.0LF; e -= 1; }\n"
-           "  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, r = 0.0LF;\n"
-           "  for (int k = 25; k >= 1; k -= 2) r = r * s2 + 1.0LF / double(k);\n"
-           "  return double(e) + 2.0LF * s * r * tg_d(0x3ff71547652b82feL); }\n"
-           "double tg_sind(double x) {\n"
+      t << float64_exp2_log2
+        << "double tg_sind(double x) {\n"
            "  if (isnan(x) || isinf(x)) return tg_d(0x7ff8000000000000L);\n"
            "  double k = floor(x * tg_d(0x3fe45f306dc9c883L) + 0.5LF);\n"
            "  double r = ((x - k * tg_d(0x3ff921fb54400000L)) - k * tg_d(0x3dd0b4611a600000L)) - k "
@@ -608,50 +611,69 @@ struct GlslSubgroupDialect : GlslDialect {
   }
 };
 
-/// GLSL for a device whose fma() rounds twice, as a multiply and an add (lavapipe): the float exp2
-/// polynomial, which the CPU and INTERP compute with fused multiply-adds, calls tg_fma instead, an
-/// exact one in float64: the product of two floats is exact there, the sum is rounded to odd
-/// (TwoSum tells whether it was exact; an inexact even result moves one ulp toward the exact
-/// value), and rounding that to float is then the fused result.
-template <class Base> struct GlslExactFma : Base {
+/// GLSL for a device with float64 whose float math rounds differently from the CPU's and INTERP's
+/// (lavapipe), so that float results are their bits:
+/// - its fma() rounds twice, as a multiply and an add: the float exp2 polynomial, which the CPU and
+///   INTERP compute with fused multiply-adds, calls tg_fma instead, an exact one in float64 (the
+///   product of two floats is exact there, the sum is rounded to odd: TwoSum tells whether it was
+///   exact, and an inexact even result moves one ulp toward the exact value; rounding that to
+///   float is then the fused result);
+/// - its exp2 and log2 are a few ulp off: pow's general case, 2^(b log2 |a|), is computed in
+///   float64 (tg_exp2d, tg_log2d) and rounded once, as glibc's powf does.
+template <class Base> struct GlslExactFloat : Base {
   static constexpr void prelude(Text& t, const Program& p) {
     Text base;
     Base::prelude(base, p);
     std::string_view b = base.view();
-    const std::size_t from = b.find("float tg_exp2f(");
-    if (from == std::string_view::npos) {
+    const std::size_t exp2 = b.find("float tg_exp2f("), pow = b.find("float tg_powf(");
+    std::size_t first = std::min(exp2, pow);
+    if (first == std::string_view::npos) {
       t << b;
       return;
     }
-    const std::size_t to = b.find("return s; }", from);
-    t << b.substr(0, from)
-      << "float tg_fma(float a, float b, float c) {\n"
-         "  precise double p = double(a) * double(b), s = p + double(c), z = s - p;\n"
-         "  precise double e = (p - (s - z)) + (double(c) - z);\n"
-         "  uvec2 w = unpackDouble2x32(s);\n"
-         "  if (e != 0.0 && (w.x & 1u) == 0u) {\n"
-         "    if ((e > 0.0) == (s > 0.0)) w.x += 1u;\n"
-         "    else if (w.x == 0u) { w.x = 0xffffffffu; w.y -= 1u; } else w.x -= 1u;\n"
-         "    s = packDouble2x32(w);\n"
-         "  }\n"
-         "  return float(s); }\n";
-    std::string_view body = b.substr(from, to - from);
-    for (std::size_t k; (k = body.find("fma(")) != std::string_view::npos;) {
-      t << body.substr(0, k) << "tg_fma(";
-      body = body.substr(k + 4);
+    t << b.substr(0, first);
+    if (exp2 != std::string_view::npos)
+      t << "float tg_fma(float a, float b, float c) {\n"
+           "  precise double p = double(a) * double(b), s = p + double(c), z = s - p;\n"
+           "  precise double e = (p - (s - z)) + (double(c) - z);\n"
+           "  uvec2 w = unpackDouble2x32(s);\n"
+           "  if (e != 0.0 && (w.x & 1u) == 0u) {\n"
+           "    if ((e > 0.0) == (s > 0.0)) w.x += 1u;\n"
+           "    else if (w.x == 0u) { w.x = 0xffffffffu; w.y -= 1u; } else w.x -= 1u;\n"
+           "    s = packDouble2x32(w);\n"
+           "  }\n"
+           "  return float(s); }\n";
+    if (pow != std::string_view::npos) {
+      if (b.find("double tg_exp2d(") == std::string_view::npos)
+        t << Base::float64_exp2_log2;
+      else // defined further down (a float64 program's)
+        t << "double tg_exp2d(double x);\ndouble tg_log2d(double x);\n";
+      t << "float tg_pow2f(float b, float x) { return float(tg_exp2d(double(b) * "
+           "tg_log2d(double(x)))); }\n";
     }
-    t << body << b.substr(to);
+    // the rest, with those calls replaced
+    Text fused;
+    replace(fused, b.substr(first), " fma(", " tg_fma(");
+    replace(t, fused.view(), "exp2(b * log2(abs(a)))", "tg_pow2f(b, abs(a))");
+  }
+  static constexpr void replace(Text& t, std::string_view s, std::string_view from,
+                                std::string_view to) {
+    for (std::size_t k; (k = s.find(from)) != std::string_view::npos;) {
+      t << s.substr(0, k) << to;
+      s = s.substr(k + from.size());
+    }
+    t << s;
   }
 };
 
 /// The GLSL compute shader of a program shaped by gpu_program (`subgroups`: the device has
-/// subgroup arithmetic in compute shaders; `exact_fma`: its fma() rounds twice and it has float64,
-/// GlslExactFma).
-constexpr Text render_glsl(const Program& gpu, bool subgroups = false, bool exact_fma = false) {
+/// subgroup arithmetic in compute shaders; `exact_float`: it has float64 and its fma, exp2 and log2
+/// round differently, GlslExactFloat).
+constexpr Text render_glsl(const Program& gpu, bool subgroups = false, bool exact_float = false) {
   // if, not ?: (GCC 12 destroys a ?: class prvalue twice in constant evaluation)
-  if (exact_fma) {
-    if (subgroups) return CStyleRenderer::render<GlslExactFma<GlslSubgroupDialect>>(gpu);
-    return CStyleRenderer::render<GlslExactFma<GlslDialect>>(gpu);
+  if (exact_float) {
+    if (subgroups) return CStyleRenderer::render<GlslExactFloat<GlslSubgroupDialect>>(gpu);
+    return CStyleRenderer::render<GlslExactFloat<GlslDialect>>(gpu);
   }
   if (subgroups) return CStyleRenderer::render<GlslSubgroupDialect>(gpu);
   return CStyleRenderer::render<GlslDialect>(gpu);

@@ -407,7 +407,8 @@ inline int device_count() {
 struct Caps {
   bool int64 = false, float64 = false, int16 = false, int8 = false;
   bool subgroups = false; // subgroup arithmetic in compute shaders (used by work-group reductions)
-  bool exact_fma = false; // fma() rounds twice (llvmpipe) and float64 is there: GlslExactFma
+  bool exact_float = false; // llvmpipe with float64: its fma, exp2 and log2 round differently
+                            // from the CPU's (GlslExactFloat)
   std::int64_t max_storage_range = 0, max_buffers = 0, max_push = 0, max_local = 1;
   std::array<std::int64_t, 3> max_groups{65535, 65535, 65535};
 };
@@ -602,7 +603,7 @@ public:
       gpu.push_back(shape(*p));
       if (std::string why = cannot_run(gpu.back()); !why.empty()) throw dtype_error(why);
       sources.push_back(
-          std::string(render_glsl(gpu.back(), caps_.subgroups, caps_.exact_fma).view()));
+          std::string(render_glsl(gpu.back(), caps_.subgroups, caps_.exact_float).view()));
     }
     std::vector<std::shared_ptr<Pipeline>> pipes(gpu.size());
     std::vector<std::size_t> todo; // one per distinct new source
@@ -751,8 +752,9 @@ private:
     }
     caps_.int64 = true;
     caps_.float64 = f.shaderFloat64;
-    // llvmpipe (Mesa 22.3) computes GLSL's fma() as a multiply and an add, even under `precise`
-    caps_.exact_fma = caps_.float64 && device_name_.find("llvmpipe") != std::string::npos;
+    // llvmpipe (Mesa 22.3) computes GLSL's fma() as a multiply and an add, even under `precise`,
+    // and its pow a few ulp from glibc's
+    caps_.exact_float = caps_.float64 && device_name_.find("llvmpipe") != std::string::npos;
     caps_.int16 = f.shaderInt16 && f11.storageBuffer16BitAccess;
     caps_.int8 = f12.shaderInt8 && f12.storageBuffer8BitAccess;
     {
