@@ -91,9 +91,9 @@ template <std::size_t N> struct Runtime {
   tg::Tensor a, b, c;
   Runtime() {
     auto& f = fixed_data<N>();
-    a = tg::Tensor(f.a * 1.0f).realize();
-    b = tg::Tensor(f.b * 1.0f).realize();
-    c = tg::Tensor(f.c * 1.0f).realize();
+    a = tg::Tensor(f.a);
+    b = tg::Tensor(f.b);
+    c = tg::Tensor(f.c);
   }
 };
 template <std::size_t N> Runtime<N>& runtime_data() {
@@ -117,6 +117,43 @@ template <std::size_t N> void tensor_matmul(benchmark::State& st) {
   }
 }
 
+// The bridges, from the fixed tensors each time (uploads included): tg::Tensor(expr) launches the
+// kernels planned at compile time; lazy_tensor(expr) builds the run-time graph and realizes it
+// (fused and lowered once, then found in the plan cache by the graph's structure).
+// Two expressions: one kernel either way, and a softmax (4 kernels planned; 2 on the CPU's run-time
+// path, whose row kernels compute a row's max and sum inside the kernels that read them).
+template <std::size_t N> auto reduce_expr(const Fixed<N>& f) {
+  return (f.a * f.b + f.c).relu().template sum<1>();
+}
+template <std::size_t N> auto softmax_expr(const Fixed<N>& f) {
+  return (f.a * f.b + f.c).template softmax<1>();
+}
+template <std::size_t N, bool Softmax> void bridge_planned(benchmark::State& st) {
+  auto& f = fixed_data<N>();
+  for (auto _ : st) {
+    tg::Tensor y = Softmax ? tg::Tensor(softmax_expr(f)) : tg::Tensor(reduce_expr(f));
+    benchmark::DoNotOptimize(y.lazy().get());
+  }
+}
+template <std::size_t N, bool Softmax> void bridge_lazy(benchmark::State& st) {
+  auto& f = fixed_data<N>();
+  for (auto _ : st) {
+    tg::Tensor y = Softmax ? tg::lazy_tensor(softmax_expr(f)) : tg::lazy_tensor(reduce_expr(f));
+    y.realize();
+    benchmark::DoNotOptimize(y.lazy().get());
+  }
+}
+template <std::size_t N> void bridge_planned_sum(benchmark::State& st) {
+  bridge_planned<N, false>(st);
+}
+template <std::size_t N> void bridge_lazy_sum(benchmark::State& st) { bridge_lazy<N, false>(st); }
+template <std::size_t N> void bridge_planned_softmax(benchmark::State& st) {
+  bridge_planned<N, true>(st);
+}
+template <std::size_t N> void bridge_lazy_softmax(benchmark::State& st) {
+  bridge_lazy<N, true>(st);
+}
+
 #define TG_BENCH_SIZES(F)                                                                          \
   BENCHMARK(F<4>)->Name(#F "/4");                                                                  \
   BENCHMARK(F<16>)->Name(#F "/16");                                                                \
@@ -125,6 +162,10 @@ TG_BENCH_SIZES(fixed_elementwise)
 TG_BENCH_SIZES(fixed_matmul)
 TG_BENCH_SIZES(tensor_elementwise)
 TG_BENCH_SIZES(tensor_matmul)
+TG_BENCH_SIZES(bridge_planned_sum)
+TG_BENCH_SIZES(bridge_lazy_sum)
+TG_BENCH_SIZES(bridge_planned_softmax)
+TG_BENCH_SIZES(bridge_lazy_softmax)
 #if TG_HAVE_EIGEN
 TG_BENCH_SIZES(eigen_elementwise)
 TG_BENCH_SIZES(eigen_matmul)
@@ -140,5 +181,9 @@ int main(int argc, char** argv) {
       pairs.push_back({s, std::string("eigen_") + op + "/" + n});
       pairs.push_back({s, std::string("tensor_") + op + "/" + n});
     }
+  for (const char* e : {"sum/", "softmax/"})
+    for (const char* n : {"4", "16", "64"})
+      pairs.push_back(
+          {std::string("bridge_planned_") + e + n, std::string("bridge_lazy_") + e + n});
   return tg_bench::run(argc, argv, pairs);
 }

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
             << p << "\n";
 
   // The run-time path: the same computation on tg::Tensor.
-  auto T = [](const auto& f) { return tg::Tensor(f * 1.0f); };
+  auto T = [](const auto& f) { return tg::Tensor(f); };
   tg::Tensor X = T(x), W1 = T(net.w1), B1 = T(net.b1), W2 = T(net.w2), B2 = T(net.b2);
   tg::Tensor P = ((X.matmul(W1) + B1).relu().matmul(W2) + B2).softmax(1);
   std::cout << "run-time path (tg::Tensor):\n" << P << "\n";

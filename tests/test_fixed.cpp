@@ -655,6 +655,9 @@ TEST_CASE("fixed: bridges to and from tg::Tensor") {
   auto e = (x.a * x.b + x.bias).relu().sum<1>();
   tg::Tensor t = tg::Tensor(e);
   CHECK(t.to_vector<float>() == (x.A * x.B + x.BIAS).relu().sum(1).to_vector<float>());
+  tg::Tensor lazy = tg::lazy_tensor(e); // the run-time front end's graph, fused when realized
+  CHECK(!lazy.is_realized());
+  CHECK(lazy.to_vector<float>() == t.to_vector<float>());
   tg::Tensor on_interp = tg::to_tensor(x.a.softmax<1>(), "INTERP");
   CHECK(on_interp.device() == "INTERP");
   auto s = x.a.softmax<1>().eval();
@@ -669,6 +672,60 @@ TEST_CASE("fixed: bridges to and from tg::Tensor") {
   // an rvalue fixed tensor in an expression is kept by the expression
   tg::Tensor r = tg::Tensor(tg::fixed<float, 2>{1, 2} * 3.0f);
   CHECK(r.to_vector<float>() == std::vector<float>{3, 6});
+}
+
+TEST_CASE("fixed: tg::Tensor(expr) runs kernels fused and lowered at compile time") {
+  Data x;
+  auto e = ((x.a * 2.0f + x.bias).relu().matmul(x.m)).softmax<1>();
+  static_assert(tg::fx::plannable<decltype(e)>);
+  // the builders' copies (relu's operand, softmax's input) are one node, as in graph_of: the same
+  // kernels as fuse(graph_of(e)) (matmul, max, sum, the normalized exponentials)
+  const std::size_t kernels = tg::kernel_count(e);
+  CHECK(kernels == 4);
+  std::vector<float> want =
+      ((x.A * 2.0f + x.BIAS).relu().matmul(x.M)).softmax(1).to_vector<float>();
+  for (const char* device : {"CPU", "INTERP"}) {
+    INFO(device);
+    tg::reset_stats();
+    tg::Tensor y = tg::to_tensor(e, device);
+    CHECK(tg::stats().realizes == 0); // nothing fused or lowered at run time
+    CHECK(tg::stats().kernels_launched == std::int64_t(kernels));
+    CHECK(y.is_realized());
+    CHECK(y.device() == device);
+    CHECK(y.shape() == std::vector<std::int64_t>{4, 3});
+    CHECK(y.to_vector<float>() == want);
+  }
+  // scalars are uploaded, not compiled into the source: a new value compiles nothing
+  for (float s : {2.0f, 3.0f, -0.5f}) {
+    (void)tg::Tensor(x.a * s + x.b); // the first may compile
+    tg::reset_stats();
+    tg::Tensor y = tg::Tensor(x.a * (s + 1.0f) + x.b);
+    CHECK(tg::stats().realizes == 0);
+    CHECK(tg::stats().kernels_compiled == 0);
+    CHECK(y.to_vector<float>() == (x.A * (s + 1.0f) + x.B).to_vector<float>());
+  }
+  // the plan merges the two sums as copies; it holds when their leaves hold equal data (one tensor,
+  // or an equal copy), and the run-time front end computes the rest. Elementwise copies are not
+  // merged, so they assume nothing.
+  tg::fixed<float, 4, 5> same = x.a;
+  auto check = [&](const auto& expr, const tg::Tensor& ref, bool planned) {
+    tg::reset_stats();
+    tg::Tensor y = tg::Tensor(expr);
+    CHECK(tg::stats().realizes == (planned ? 0 : 1));
+    auto got = y.to_vector<float>();
+    auto r = ref.to_vector<float>();
+    REQUIRE(got.size() == r.size());
+    for (std::size_t i = 0; i < r.size(); ++i) CHECK(got[i] == doctest::Approx(r[i]).epsilon(1e-6));
+  };
+  check(x.a.sum<1>() + x.a.sum<1>(), x.A.sum(1) + x.A.sum(1), true);
+  check(x.a.sum<1>() + same.sum<1>(), x.A.sum(1) + x.A.sum(1), true);
+  check(x.a.sum<1>() + x.b.sum<1>(), x.A.sum(1) + x.B.sum(1), false);
+  check((x.a * 2.0f).sum<1>() + (x.a * 3.0f).sum<1>(), (x.A * 2.0f).sum(1) + (x.A * 3.0f).sum(1),
+        false);
+  check(x.a.exp() + x.b.exp(), x.A.exp() + x.B.exp(), true);
+  check(x.a * 2.0f + x.a * 3.0f, x.A * 2.0f + x.A * 3.0f, true);
+  check(x.a * 2.0f + x.a, x.A * 2.0f + x.A, true); // one leaf read twice: two uploads of one buffer
+  check(x.a.permute<1, 0>(), x.A.permute({1, 0}).contiguous(), true); // a view: a copy kernel
 }
 
 namespace {

@@ -3373,7 +3373,8 @@ constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDiale
 //
 // Every node has: dtype, shape_type, evaluator() (an object whose coeff(i) computes the element at
 // flat row-major index i, as the C renderer's kernel would), emit(builder) (its Graph node, see
-// graph.hpp) and reads(p) (whether it reads the fixed tensor at p).
+// graph.hpp) and reads(p) (whether it reads the fixed tensor at p). Default-constructed, a node is
+// a stand-in with no data, whose emit() gives the graph of its type (proto.hpp).
 
 // ---- tg/fixed/base.hpp ----
 #ifndef TG_SI_TG_FIXED_BASE_HPP
@@ -5004,7 +5005,8 @@ template <class... A> constexpr error_expr make_error_t() { return {}; }
 // ----------------------------------------------------------------------------------------
 /// A fixed tensor read by reference (the user keeps it alive until the expression is assigned).
 template <class F> struct leaf : expression<leaf<F>>, node_info<F::dtype, typename F::shape_type> {
-  const F* p;
+  const F* p = nullptr;
+  constexpr leaf() = default;
   constexpr explicit leaf(const F& f) : p(&f) {}
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
   struct evaluator_t {
@@ -5015,7 +5017,7 @@ template <class F> struct leaf : expression<leaf<F>>, node_info<F::dtype, typena
   };
   constexpr evaluator_t evaluator() const { return {std::assume_aligned<F::alignment>(p->data())}; }
   template <class B> constexpr int emit(B& b) const {
-    return b.buffer(p, -1, F::dtype, sym<typename F::shape_type>(), p->data());
+    return b.buffer(p, -1, F::dtype, sym<typename F::shape_type>(), p ? p->data() : nullptr);
   }
   constexpr bool reads(const void* q) const { return static_cast<const void*>(p) == q; }
   constexpr const typename F::value_type* contiguous_data() const { return p->data(); }
@@ -5023,7 +5025,8 @@ template <class F> struct leaf : expression<leaf<F>>, node_info<F::dtype, typena
 /// A fixed tensor that was an rvalue operand: the expression keeps it.
 template <class F>
 struct owned : expression<owned<F>>, node_info<F::dtype, typename F::shape_type> {
-  F value;
+  F value{};
+  constexpr owned() = default;
   constexpr explicit owned(F&& f) : value(std::move(f)) {}
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
   using evaluator_t = typename leaf<F>::evaluator_t;
@@ -5041,7 +5044,8 @@ struct owned : expression<owned<F>>, node_info<F::dtype, typename F::shape_type>
 /// realizes such an index): the expression keeps its values. Told apart by value, not by address:
 /// the builders read an index more than once (copies), and copies are one Buffer node.
 template <class F> struct kept : expression<kept<F>>, node_info<F::dtype, typename F::shape_type> {
-  F value;
+  F value{};
+  constexpr kept() = default;
   constexpr explicit kept(F&& f) : value(std::move(f)) {}
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
   using evaluator_t = typename leaf<F>::evaluator_t;
@@ -5084,10 +5088,11 @@ struct index_leaf : expression<index_leaf<K, S>>, node_info<DType::Int64, S> {
 
 /// A scalar constant (shape []), Op::Const.
 template <DType D> struct constant : expression<constant<D>>, node_info<D, shape<>> {
-  Scalar value;
+  Scalar value{};
   /// Nonzero: this constant is one value that its builder uses more than once (the run-time front
   /// end's one Tensor used twice); equal constants with the same tag are one node.
   int share = 0;
+  constexpr constant() = default;
   constexpr explicit constant(Scalar v, int share_ = 0) : value(v), share(share_) {}
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
   struct evaluator_t {
@@ -5111,8 +5116,9 @@ template <DType D> inline constexpr bool is_constant<constant<D>> = true;
 // ---------------------------------------------------------------------------------
 template <Op O, class C>
 struct unary : expression<unary<O, C>>, node_info<C::dtype, typename C::shape_type> {
-  C c;
+  C c{};
   int salt = 0; // where it was made (see ops::unary_op)
+  constexpr unary() = default;
   constexpr explicit unary(C c_, int salt_ = 0) : c(std::move(c_)), salt(salt_) {}
   static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce,
                         aligned = C::aligned;
@@ -5138,9 +5144,10 @@ struct unary : expression<unary<O, C>>, node_info<C::dtype, typename C::shape_ty
 
 template <DType D, class C>
 struct cast_node : expression<cast_node<D, C>>, node_info<D, typename C::shape_type> {
-  C c;
+  C c{};
   /// Where the cast was made (see ops::cast_to): casts from different places are different nodes.
   int salt = 0;
+  constexpr cast_node() = default;
   constexpr explicit cast_node(C c_, int salt_ = 0) : c(std::move(c_)), salt(salt_) {}
   static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce,
                         aligned = C::aligned;
@@ -5166,7 +5173,8 @@ struct cast_node : expression<cast_node<D, C>>, node_info<D, typename C::shape_t
 
 template <DType D, class C>
 struct bitcast_node : expression<bitcast_node<D, C>>, node_info<D, typename C::shape_type> {
-  C c;
+  C c{};
+  constexpr bitcast_node() = default;
   constexpr explicit bitcast_node(C c_) : c(std::move(c_)) {}
   static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce,
                         aligned = C::aligned;
@@ -5189,8 +5197,9 @@ struct bitcast_node : expression<bitcast_node<D, C>>, node_info<D, typename C::s
 template <Op O, class L, class R>
 struct binary : expression<binary<O, L, R>>,
                 node_info<is_compare(O) ? DType::Bool : L::dtype, typename L::shape_type> {
-  L l;
-  R r;
+  L l{};
+  R r{};
+  constexpr binary() = default;
   constexpr binary(L l_, R r_) : l(std::move(l_)), r(std::move(r_)) {}
   static constexpr DType dtype = is_compare(O) ? DType::Bool : L::dtype;
   static constexpr bool is_symbolic = L::is_symbolic || R::is_symbolic;
@@ -5215,9 +5224,10 @@ struct binary : expression<binary<O, L, R>>,
 
 template <class C, class A, class B2>
 struct where_node : expression<where_node<C, A, B2>>, node_info<A::dtype, typename A::shape_type> {
-  C c;
-  A a;
-  B2 b;
+  C c{};
+  A a{};
+  B2 b{};
+  constexpr where_node() = default;
   constexpr where_node(C c_, A a_, B2 b_) : c(std::move(c_)), a(std::move(a_)), b(std::move(b_)) {}
   static constexpr bool is_symbolic = C::is_symbolic || A::is_symbolic || B2::is_symbolic;
   static constexpr bool has_reduce = C::has_reduce || A::has_reduce || B2::has_reduce;
@@ -5320,7 +5330,8 @@ template <Op O, class C, int... Ax> struct reduce_shape_t {
 template <Op O, class C, int... Ax>
 struct reduce_node : expression<reduce_node<O, C, Ax...>>,
                      node_info<C::dtype, typename reduce_shape_t<O, C, Ax...>::type> {
-  C c;
+  C c{};
+  constexpr reduce_node() = default;
   constexpr explicit reduce_node(C c_) : c(std::move(c_)) {}
   static constexpr bool is_symbolic = C::is_symbolic, has_reduce = true, aligned = false;
   using info = reduce_info<typename C::shape_type, Ax...>;
@@ -5550,12 +5561,13 @@ template <class E> inline constexpr bool is_view = false;
 /// Tensor::move does in the run-time front end).
 template <class C, class... M>
 struct view : expression<view<C, M...>>, node_info<C::dtype, moved<typename C::shape_type, M...>> {
-  C c;
+  C c{};
   /// Nonzero: a view of a constant that its builder uses more than once (see ops::share).
   int share = 0;
   /// Nonzero: made at a place of the builders where the run-time front end makes a second, equal
   /// View node (graph.hpp keeps nodes of different sites apart).
   int site = 0;
+  constexpr view() = default;
   constexpr explicit view(C c_, int share_ = 0) : c(std::move(c_)), share(share_) {}
   using child_type = C;
   using map = view_map<typename C::shape_type, M...>;
@@ -7138,8 +7150,9 @@ template <class A, class B>
 struct matmul_node
     : expression<matmul_node<A, B>>,
       node_info<promote(A::dtype, B::dtype), typename matmul_dims<A, B>::keep_shape> {
-  A a;
-  B b;
+  A a{};
+  B b{};
+  constexpr matmul_node() = default;
   constexpr matmul_node(A a_, B b_) : a(std::move(a_)), b(std::move(b_)) {}
   using dims = matmul_dims<A, B>;
   using out_shape = typename dims::out_shape;

@@ -10150,15 +10150,21 @@ template <class F> Jit<F> jit(F f) { return Jit<F>(std::move(f)); }
 // Bridges between the static and the run-time front ends:
 //   tg::Tensor t = tg::Tensor(expr);          // or tg::to_tensor(expr, "VULKAN")
 //   tg::fixed<float, 2, 3> f(t);              // shape and dtype checked at run time
-// The tensor is built from the same Graph (graph_of), node for node, on the device asked for; it
-// is lazy, and realizes through the device's own compiler like any tg::Tensor.
 //
-// With the schedule made at compile time:
+// tg::Tensor(expr) runs kernels fused and lowered at compile time: the plan is made from the
+// expression's type (proto.hpp), so at run time the device only compiles (or finds in its cache)
+// the programs, uploads the leaves and scalars, and launches; the tensor it returns is realized.
+// It gets lazy_tensor(expr).realize() instead where no plan can be made at compile time (a bare
+// tg::fixed; an expression past the compiler's constant-evaluation limit) or where the plan does
+// not hold for the data (it merged copies whose leaves or scalars differ, proto.hpp).
+//
+// tg::lazy_tensor(expr, device) is the run-time front end's lazy tensor of the same Graph
+// (graph_of), node for node: fused and lowered when realized, together with what uses it.
+//
+// With the leaves' identity in the type (tg::input placeholders), a plan can be named:
 //   static constexpr tg::input<0, float, 8, 16> x;
 //   constexpr auto k = tg::precompile([] { return (x * 2.0f).softmax<1>(); });
 //   tg::Tensor y = k.run("CPU", some_fixed_8x16);   // fused, lowered at compile time
-// The graph is fused and every kernel lowered in a constant expression; at run time the device
-// only renders and compiles (or finds in its cache) the programs, and launches them.
 
 // ---- tg/fixed.hpp ----
 #ifndef TG_SI_TG_FIXED_HPP
@@ -10221,7 +10227,8 @@ template <class F> Jit<F> jit(F f) { return Jit<F>(std::move(f)); }
 //
 // Every node has: dtype, shape_type, evaluator() (an object whose coeff(i) computes the element at
 // flat row-major index i, as the C renderer's kernel would), emit(builder) (its Graph node, see
-// graph.hpp) and reads(p) (whether it reads the fixed tensor at p).
+// graph.hpp) and reads(p) (whether it reads the fixed tensor at p). Default-constructed, a node is
+// a stand-in with no data, whose emit() gives the graph of its type (proto.hpp).
 
 // ---- tg/fixed/base.hpp ----
 #ifndef TG_SI_TG_FIXED_BASE_HPP
@@ -11850,7 +11857,8 @@ template <class... A> constexpr error_expr make_error_t() { return {}; }
 // ----------------------------------------------------------------------------------------
 /// A fixed tensor read by reference (the user keeps it alive until the expression is assigned).
 template <class F> struct leaf : expression<leaf<F>>, node_info<F::dtype, typename F::shape_type> {
-  const F* p;
+  const F* p = nullptr;
+  constexpr leaf() = default;
   constexpr explicit leaf(const F& f) : p(&f) {}
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
   struct evaluator_t {
@@ -11861,7 +11869,7 @@ template <class F> struct leaf : expression<leaf<F>>, node_info<F::dtype, typena
   };
   constexpr evaluator_t evaluator() const { return {std::assume_aligned<F::alignment>(p->data())}; }
   template <class B> constexpr int emit(B& b) const {
-    return b.buffer(p, -1, F::dtype, sym<typename F::shape_type>(), p->data());
+    return b.buffer(p, -1, F::dtype, sym<typename F::shape_type>(), p ? p->data() : nullptr);
   }
   constexpr bool reads(const void* q) const { return static_cast<const void*>(p) == q; }
   constexpr const typename F::value_type* contiguous_data() const { return p->data(); }
@@ -11869,7 +11877,8 @@ template <class F> struct leaf : expression<leaf<F>>, node_info<F::dtype, typena
 /// A fixed tensor that was an rvalue operand: the expression keeps it.
 template <class F>
 struct owned : expression<owned<F>>, node_info<F::dtype, typename F::shape_type> {
-  F value;
+  F value{};
+  constexpr owned() = default;
   constexpr explicit owned(F&& f) : value(std::move(f)) {}
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
   using evaluator_t = typename leaf<F>::evaluator_t;
@@ -11887,7 +11896,8 @@ struct owned : expression<owned<F>>, node_info<F::dtype, typename F::shape_type>
 /// realizes such an index): the expression keeps its values. Told apart by value, not by address:
 /// the builders read an index more than once (copies), and copies are one Buffer node.
 template <class F> struct kept : expression<kept<F>>, node_info<F::dtype, typename F::shape_type> {
-  F value;
+  F value{};
+  constexpr kept() = default;
   constexpr explicit kept(F&& f) : value(std::move(f)) {}
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
   using evaluator_t = typename leaf<F>::evaluator_t;
@@ -11930,10 +11940,11 @@ struct index_leaf : expression<index_leaf<K, S>>, node_info<DType::Int64, S> {
 
 /// A scalar constant (shape []), Op::Const.
 template <DType D> struct constant : expression<constant<D>>, node_info<D, shape<>> {
-  Scalar value;
+  Scalar value{};
   /// Nonzero: this constant is one value that its builder uses more than once (the run-time front
   /// end's one Tensor used twice); equal constants with the same tag are one node.
   int share = 0;
+  constexpr constant() = default;
   constexpr explicit constant(Scalar v, int share_ = 0) : value(v), share(share_) {}
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
   struct evaluator_t {
@@ -11957,8 +11968,9 @@ template <DType D> inline constexpr bool is_constant<constant<D>> = true;
 // ---------------------------------------------------------------------------------
 template <Op O, class C>
 struct unary : expression<unary<O, C>>, node_info<C::dtype, typename C::shape_type> {
-  C c;
+  C c{};
   int salt = 0; // where it was made (see ops::unary_op)
+  constexpr unary() = default;
   constexpr explicit unary(C c_, int salt_ = 0) : c(std::move(c_)), salt(salt_) {}
   static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce,
                         aligned = C::aligned;
@@ -11984,9 +11996,10 @@ struct unary : expression<unary<O, C>>, node_info<C::dtype, typename C::shape_ty
 
 template <DType D, class C>
 struct cast_node : expression<cast_node<D, C>>, node_info<D, typename C::shape_type> {
-  C c;
+  C c{};
   /// Where the cast was made (see ops::cast_to): casts from different places are different nodes.
   int salt = 0;
+  constexpr cast_node() = default;
   constexpr explicit cast_node(C c_, int salt_ = 0) : c(std::move(c_)), salt(salt_) {}
   static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce,
                         aligned = C::aligned;
@@ -12012,7 +12025,8 @@ struct cast_node : expression<cast_node<D, C>>, node_info<D, typename C::shape_t
 
 template <DType D, class C>
 struct bitcast_node : expression<bitcast_node<D, C>>, node_info<D, typename C::shape_type> {
-  C c;
+  C c{};
+  constexpr bitcast_node() = default;
   constexpr explicit bitcast_node(C c_) : c(std::move(c_)) {}
   static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce,
                         aligned = C::aligned;
@@ -12035,8 +12049,9 @@ struct bitcast_node : expression<bitcast_node<D, C>>, node_info<D, typename C::s
 template <Op O, class L, class R>
 struct binary : expression<binary<O, L, R>>,
                 node_info<is_compare(O) ? DType::Bool : L::dtype, typename L::shape_type> {
-  L l;
-  R r;
+  L l{};
+  R r{};
+  constexpr binary() = default;
   constexpr binary(L l_, R r_) : l(std::move(l_)), r(std::move(r_)) {}
   static constexpr DType dtype = is_compare(O) ? DType::Bool : L::dtype;
   static constexpr bool is_symbolic = L::is_symbolic || R::is_symbolic;
@@ -12061,9 +12076,10 @@ struct binary : expression<binary<O, L, R>>,
 
 template <class C, class A, class B2>
 struct where_node : expression<where_node<C, A, B2>>, node_info<A::dtype, typename A::shape_type> {
-  C c;
-  A a;
-  B2 b;
+  C c{};
+  A a{};
+  B2 b{};
+  constexpr where_node() = default;
   constexpr where_node(C c_, A a_, B2 b_) : c(std::move(c_)), a(std::move(a_)), b(std::move(b_)) {}
   static constexpr bool is_symbolic = C::is_symbolic || A::is_symbolic || B2::is_symbolic;
   static constexpr bool has_reduce = C::has_reduce || A::has_reduce || B2::has_reduce;
@@ -12166,7 +12182,8 @@ template <Op O, class C, int... Ax> struct reduce_shape_t {
 template <Op O, class C, int... Ax>
 struct reduce_node : expression<reduce_node<O, C, Ax...>>,
                      node_info<C::dtype, typename reduce_shape_t<O, C, Ax...>::type> {
-  C c;
+  C c{};
+  constexpr reduce_node() = default;
   constexpr explicit reduce_node(C c_) : c(std::move(c_)) {}
   static constexpr bool is_symbolic = C::is_symbolic, has_reduce = true, aligned = false;
   using info = reduce_info<typename C::shape_type, Ax...>;
@@ -12396,12 +12413,13 @@ template <class E> inline constexpr bool is_view = false;
 /// Tensor::move does in the run-time front end).
 template <class C, class... M>
 struct view : expression<view<C, M...>>, node_info<C::dtype, moved<typename C::shape_type, M...>> {
-  C c;
+  C c{};
   /// Nonzero: a view of a constant that its builder uses more than once (see ops::share).
   int share = 0;
   /// Nonzero: made at a place of the builders where the run-time front end makes a second, equal
   /// View node (graph.hpp keeps nodes of different sites apart).
   int site = 0;
+  constexpr view() = default;
   constexpr explicit view(C c_, int share_ = 0) : c(std::move(c_)), share(share_) {}
   using child_type = C;
   using map = view_map<typename C::shape_type, M...>;
@@ -13984,8 +14002,9 @@ template <class A, class B>
 struct matmul_node
     : expression<matmul_node<A, B>>,
       node_info<promote(A::dtype, B::dtype), typename matmul_dims<A, B>::keep_shape> {
-  A a;
-  B b;
+  A a{};
+  B b{};
+  constexpr matmul_node() = default;
   constexpr matmul_node(A a_, B b_) : a(std::move(a_)), b(std::move(b_)) {}
   using dims = matmul_dims<A, B>;
   using out_shape = typename dims::out_shape;
@@ -14783,10 +14802,135 @@ std::ostream& operator<<(std::ostream& os, const E& e) {
 #endif // TG_SI_TG_FIXED_PRINT_HPP
 #endif // TG_SI_TG_FIXED_HPP
 
+// ---- tg/fixed/proto.hpp ----
+#ifndef TG_SI_TG_FIXED_PROTO_HPP
+#define TG_SI_TG_FIXED_PROTO_HPP
+// The Graph of a static expression built from its type alone, for the plan that tg::Tensor(expr)
+// fuses and lowers at compile time (bridge.hpp).
+//
+// graph_of(expr) tells leaves apart by address and puts the scalars' values in Const nodes; neither
+// is known from the type. So the graph here is built from a default-constructed stand-in of the
+// expression (every node type has one; it holds no data):
+// - every leaf and every scalar it meets is an occurrence: a Buffer node of its own, in the order
+//   emit() meets them (the same order in which collect_builder meets them in the real expression
+//   at run time). A scalar's value is uploaded at run time, never written into a kernel's source.
+// - a sub-expression with a reduction that repeats one emitted before it, over leaves and scalars
+// of
+//   the same dtypes and shapes, is that node: the copies the builders make (of max(x) and x in
+//   softmax, of a matmul that softmax reads) are one node, as in graph_of. The plan is then valid
+//   only for data where the occurrences so merged are equal; `checks` lists those pairs, and the
+//   bridge checks them at run time (falling back to the run-time front end when one fails, e.g.
+//   for a.sum() + b.sum() with a != b).
+
+namespace tg::fx {
+
+struct proto_builder {
+  Graph g;
+  std::vector<int> occurrence_node;       // per occurrence: its Buffer node
+  std::vector<int> leaf_id;               // per buffer: the occurrence that supplies its data
+  std::vector<std::uint8_t> scalar;       // per node: a scalar's Buffer (equal only to itself)
+  std::vector<std::array<int, 2>> checks; // occurrences whose data must be equal
+
+  constexpr int mark() const { return int(g.nodes.size()); }
+  constexpr int occurrence(DType t, Shape shape, bool is_scalar) {
+    Node n;
+    n.op = Op::Buffer;
+    n.dtype = t;
+    n.arg = int(g.buffers.size());
+    g.buffers.push_back(BufferInfo{t, prod(shape)});
+    n.shape = std::move(shape);
+    leaf_id.push_back(int(occurrence_node.size()));
+    occurrence_node.push_back(int(g.nodes.size()));
+    scalar.push_back(is_scalar);
+    return g.add(std::move(n));
+  }
+  constexpr int buffer(const void*, int, DType t, Shape shape, const void*) {
+    return occurrence(t, std::move(shape), false);
+  }
+  constexpr int kept_buffer(std::vector<std::int64_t>, DType t, Shape shape, const void*) {
+    return occurrence(t, std::move(shape), false);
+  }
+  constexpr int add(Node n, int mark, int = 0, int = 0) {
+    if (n.op == Op::Const) return occurrence(n.dtype, {}, true);
+    for (int i = 0; i < mark; ++i) {
+      const Node& o = g[i];
+      if (o.op == Op::Buffer || !graph_builder::same_fields(o, n)) continue;
+      std::vector<std::array<int, 2>> pairs; // (node of n's copy, node of i's)
+      bool same = true;
+      for (int k = 0; k < n.nsrc() && same; ++k)
+        same = equal(o.src[std::size_t(k)], n.src[std::size_t(k)], pairs);
+      if (same && !pairs.empty() && !reduces(n, mark)) same = false;
+      if (same) {
+        drop_copy(mark, pairs);
+        return i;
+      }
+    }
+    scalar.push_back(0);
+    return g.add(std::move(n));
+  }
+  /// Whether the copy (n and the nodes from `mark` on) computes a reduction. Only such copies are
+  /// merged on the assumption that their occurrences are equal: one that is left a copy computes
+  /// its reductions twice, an elementwise copy costs nothing (each kernel that reads it computes it
+  /// anyway). So exp(a) + exp(b), or a * 2 + a * 3, assume nothing, while a.sum() + b.sum() does.
+  constexpr bool reduces(const Node& n, int mark) const {
+    if (is_reduce(n.op)) return true;
+    for (std::size_t i = std::size_t(mark); i < g.nodes.size(); ++i)
+      if (is_reduce(g.nodes[i].op)) return true;
+    return false;
+  }
+  /// Whether node a (emitted before the copy) and node b compute one value, given that occurrences
+  /// of one kind, dtype and shape are equal; the occurrences paired so are added to `pairs`.
+  constexpr bool equal(int a, int b, std::vector<std::array<int, 2>>& pairs) const {
+    if (a == b) return true;
+    const Node &x = g[a], &y = g[b];
+    if (x.op == Op::Buffer || y.op == Op::Buffer) {
+      if (x.op != y.op || scalar[std::size_t(a)] != scalar[std::size_t(b)] || x.dtype != y.dtype ||
+          !(x.shape == y.shape))
+        return false;
+      pairs.push_back({b, a});
+      return true;
+    }
+    if (!graph_builder::same_fields(x, y)) return false;
+    for (int k = 0; k < x.nsrc(); ++k)
+      if (!equal(x.src[std::size_t(k)], y.src[std::size_t(k)], pairs)) return false;
+    return true;
+  }
+  /// Drops the nodes emitted for a copy (from `mark` on): its occurrences become the ones they were
+  /// paired with, on the condition (checks) that they are equal.
+  constexpr void drop_copy(int mark, const std::vector<std::array<int, 2>>& pairs) {
+    auto rep = [&](int node) { return leaf_id[std::size_t(g[node].arg)]; };
+    for (const auto& [b, a] : pairs) {
+      checks.push_back({rep(b), rep(a)});
+      if (b < mark) continue;
+      for (int& node : occurrence_node)
+        if (node == b) node = a;
+    }
+    for (int node : occurrence_node)
+      if (node >= mark) throw "tg: proto_builder: an occurrence in a merged copy was not paired";
+    std::size_t buffers = 0;
+    for (int i = 0; i < mark; ++i) buffers += g[i].op == Op::Buffer;
+    g.nodes.resize(std::size_t(mark));
+    g.buffers.resize(buffers);
+    leaf_id.resize(buffers);
+    scalar.resize(std::size_t(mark));
+  }
+};
+
+/// The stand-in graph of expression type E (its root is the output).
+template <class E> constexpr proto_builder proto_graph() {
+  proto_builder b;
+  b.g.outputs.push_back(E{}.emit(b));
+  return b;
+}
+
+} // namespace tg::fx
+#endif // TG_SI_TG_FIXED_PROTO_HPP
+
 namespace tg {
 
-/// The run-time tensor for a static expression, on `device` ("" = the default device).
-template <fx::expr E> Tensor to_tensor(const E& expr, const std::string& device = "") {
+/// The run-time front end's lazy tensor for a static expression, on `device` ("" = the default
+/// device): built from graph_of(expr), fused and lowered when realized.
+template <fx::expr E> Tensor lazy_tensor(const E& expr, const std::string& device = "") {
   fx::graph_builder b = fx::build_graph(expr);
   const Graph& g = b.g;
   std::string dev = device.empty() ? default_device() : detail::canonical_device(device);
@@ -14795,7 +14939,7 @@ template <fx::expr E> Tensor to_tensor(const E& expr, const std::string& device 
   for (const Node& n : g.nodes) {
     if (n.op == Op::Buffer) {
       const void* data = b.leaf_data[std::size_t(n.arg)];
-      if (!data) throw error("tg.to_tensor: a tg::input placeholder has no data");
+      if (!data) throw error("tg.lazy_tensor: a tg::input placeholder has no data");
       Tensor t = visit_dtype(n.dtype, [&](auto x) {
         using T = decltype(x);
         return Tensor::from_data(static_cast<const T*>(data), n.shape, TensorOptions(n.dtype, dev));
@@ -14813,32 +14957,6 @@ template <fx::expr E> Tensor to_tensor(const E& expr, const std::string& device 
   }
   return Tensor(nodes[std::size_t(g.outputs[0])]);
 }
-
-namespace fx {
-template <> struct bridge<Tensor> {
-  static constexpr bool enabled = true;
-  template <class E> static Tensor from_expr(const E& e, const std::string& device) {
-    return to_tensor(e, device);
-  }
-  template <class T, std::size_t N>
-  static void copy_to(const Tensor& t, T* out, DType dtype,
-                      const std::array<std::int64_t, N>& dims) {
-    std::vector<std::int64_t> want(dims.begin(), dims.end());
-    if (t.shape() != want) {
-      Shape s;
-      for (std::int64_t d : want) s.push_back(d);
-      throw shape_error("tg.fixed: a tensor of shape " + detail::shape_of(t) +
-                        " does not fit a fixed tensor of shape " + detail::shape_str(s));
-    }
-    if (t.dtype() != dtype)
-      throw dtype_error(std::string("tg.fixed: a tensor of dtype ") + dtype_name(t.dtype()) +
-                        " does not fit a fixed tensor of dtype " + dtype_name(dtype) +
-                        " (cast it first)");
-    std::vector<T> v = t.to_vector<T>();
-    std::copy(v.begin(), v.end(), out);
-  }
-};
-} // namespace fx
 
 namespace fx {
 
@@ -14867,11 +14985,12 @@ template <plan_sizes Z> struct plan {
   std::array<int, Z.inputs + 1> inputs{};
   std::array<DType, Z.nodes + 1> node_dtype{};
   std::array<std::int64_t, Z.nodes + 1> node_numel{};
-  std::array<int, Z.nodes + 1> leaf_id{}; // the tg::input Id of a Buffer node, else -1
+  std::array<int, Z.nodes + 1> leaf_id{}; // a Buffer node's leaf (a tg::input's Id), else -1
   int output = -1;
 };
-template <class F> constexpr plan_sizes sizes_of() {
-  Graph g = graph_of(F{}());
+/// The sizes of the plan for the graph G{}() builds (a builder with .g and .leaf_id per buffer).
+template <class G> constexpr plan_sizes sizes_of() {
+  const Graph g = G{}().g;
   Schedule s = fuse(g);
   plan_sizes z;
   z.kernels = s.kernels.size();
@@ -14885,10 +15004,11 @@ template <class F> constexpr plan_sizes sizes_of() {
   }
   return z;
 }
-template <class F> constexpr auto make_plan() {
-  constexpr plan_sizes Z = sizes_of<F>();
+/// The graph G{}() builds, fused and every kernel lowered, as constants.
+template <class G> constexpr auto make_plan() {
+  constexpr plan_sizes Z = sizes_of<G>();
   plan<Z> r{};
-  auto b = build_graph(F{}());
+  const auto b = G{}();
   const Graph& g = b.g;
   Schedule s = fuse(g);
   std::size_t o = 0, pa = 0, na = 0, in = 0;
@@ -14897,7 +15017,7 @@ template <class F> constexpr auto make_plan() {
     r.op_begin[k] = o;
     for (const UOp& u : p.ops) {
       if (u.kind == UKind::Reduce || !u.ranges.empty())
-        throw "tg: precompile: a program with unlinearized ops";
+        throw "tg: make_plan: a program with unlinearized ops";
       r.ops[o++] = flat_uop{u.kind,    u.op,      u.dtype, {u.src[0], u.src[1], u.src[2]},
                             u.value.f, u.value.i, u.arg};
     }
@@ -14906,7 +15026,7 @@ template <class F> constexpr auto make_plan() {
     r.name_begin[k] = na;
     for (char c : p.name.view()) r.names[na++] = c;
     if (!p.vars.empty() || !p.outer.is_const() || !p.work.is_const())
-      throw "tg: precompile: symbolic sizes";
+      throw "tg: make_plan: symbolic sizes";
     r.outer[k] = p.outer.constant();
     r.work[k] = p.work.constant();
     r.local[k] = p.local;
@@ -14926,104 +15046,258 @@ template <class F> constexpr auto make_plan() {
     r.node_dtype[i] = n.dtype;
     r.node_numel[i] = prod(n.shape).constant();
     r.leaf_id[i] = n.op == Op::Buffer ? b.leaf_id[std::size_t(n.arg)] : -1;
-    if (n.op == Op::Buffer && r.leaf_id[i] < 0)
-      throw "tg: precompile: leaves must be tg::input placeholders";
+    if (n.op == Op::Buffer && r.leaf_id[i] < 0) throw "tg: make_plan: a leaf with no id";
   }
   r.output = g.outputs[0];
   return r;
 }
 
+/// A plan's lowered programs (what the device renders and compiles).
+template <class P> std::vector<Program> programs_of(const P& plan) {
+  std::vector<Program> out;
+  for (std::size_t k = 0; k + 1 < plan.root.size(); ++k) {
+    Program p;
+    for (std::size_t i = plan.op_begin[k]; i < plan.op_begin[k + 1]; ++i) {
+      const flat_uop& f = plan.ops[i];
+      Scalar v;
+      v.f = f.f;
+      v.i = f.i;
+      p.ops.push_back(UOp{f.kind, f.op, f.dtype, {f.src[0], f.src[1], f.src[2]}, v, f.arg, {}});
+    }
+    for (std::size_t i = plan.param_begin[k]; i < plan.param_begin[k + 1]; ++i)
+      p.params.push_back(plan.params[i]);
+    p.name << std::string_view(plan.names.data() + plan.name_begin[k],
+                               plan.name_begin[k + 1] - plan.name_begin[k]);
+    p.outer = plan.outer[k];
+    p.work = plan.work[k];
+    p.local = plan.local[k];
+    p.grouped = plan.grouped[k];
+    p.reduce_split = plan.reduce_split[k];
+    p.items_per_outer = plan.items_per_outer[k];
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+/// Plan's programs compiled for device `name`, once per process.
+template <const auto& Plan>
+const std::vector<std::shared_ptr<Runner>>& runners_for(const std::string& name,
+                                                        const std::shared_ptr<Device>& dev) {
+  static std::mutex m;
+  static std::map<std::string, std::vector<std::shared_ptr<Runner>>> cache;
+  std::lock_guard<std::mutex> g(m);
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  std::vector<Program> ps = programs_of(Plan);
+  std::vector<const Program*> ptrs;
+  for (const Program& p : ps) ptrs.push_back(&p);
+  return cache[name] = dev->prepare(ptrs);
+}
+
+/// Runs Plan's kernels on device `name`; leaf(id, node, device) gives the Buffer of Buffer node
+/// `node`, whose leaf has that id. The result (dtype, shape) is a realized tensor there.
+template <const auto& Plan, class Leaf>
+Tensor launch(const std::string& name, DType dtype, Shape shape, Leaf&& leaf) {
+  std::shared_ptr<Device> dev = tg::device(name);
+  const std::vector<std::shared_ptr<Runner>>& runners = runners_for<Plan>(name, dev);
+  std::vector<std::shared_ptr<Buffer>> bufs(Plan.node_dtype.size());
+  for (std::size_t i = 0; i + 1 < Plan.node_dtype.size(); ++i)
+    if (Plan.leaf_id[i] >= 0) bufs[i] = leaf(Plan.leaf_id[i], i, dev);
+  for (std::size_t k = 0; k + 1 < Plan.root.size(); ++k) {
+    auto root = std::size_t(Plan.root[k]);
+    bufs[root] = std::make_shared<Buffer>(dev, Plan.node_dtype[root], Plan.node_numel[root]);
+    std::vector<void*> ptrs{bufs[root]->ptr};
+    for (std::size_t i = Plan.input_begin[k]; i < Plan.input_begin[k + 1]; ++i)
+      ptrs.push_back(bufs[std::size_t(Plan.inputs[i])]->ptr);
+    if (Plan.node_numel[root] == 0) continue;
+    runners[k]->run(ptrs, {});
+    detail::stats_storage().kernels_launched++;
+  }
+  Tensor t = Tensor::make(Op::Buffer, dtype, std::move(shape), {}, name);
+  t.lazy()->buffer = bufs[std::size_t(Plan.output)];
+  return t;
+}
+
+// ---- tg::Tensor(expr): the plans made from the expression's type ------------------------------
+/// What emit() meets in a real expression, in order: the leaves' data and the scalars' values (the
+/// occurrences of proto.hpp).
+struct collect_builder {
+  struct occurrence {
+    const void* data = nullptr; // a leaf's; null for a scalar
+    std::size_t bytes = 0;
+    DType dtype = DType::Float32;
+    Scalar value{};
+  };
+  std::vector<occurrence> seen;
+  int count = 0;
+  int mark() const { return count; }
+  int buffer(const void*, int, DType t, const Shape& shape, const void* data) {
+    if (!data) throw error("tg.to_tensor: a tg::input placeholder has no data");
+    seen.push_back({data, std::size_t(prod(shape).constant()) * std::size_t(itemsize(t)), t, {}});
+    return count++;
+  }
+  int kept_buffer(const std::vector<std::int64_t>&, DType t, const Shape& shape, const void* data) {
+    return buffer(nullptr, -1, t, shape, data);
+  }
+  int add(const Node& n, int, int = 0, int = 0) {
+    if (n.op == Op::Const) seen.push_back({nullptr, 0, n.dtype, n.value});
+    return count++;
+  }
+};
+template <class E> struct proto_source {
+  constexpr proto_builder operator()() const { return proto_graph<E>(); }
+};
+template <class E> constexpr auto checks_of() {
+  constexpr std::size_t n = proto_graph<E>().checks.size();
+  std::array<std::array<int, 2>, n> r{};
+  const proto_builder b = proto_graph<E>();
+  for (std::size_t i = 0; i < n; ++i) r[i] = b.checks[i];
+  return r;
+}
+template <std::size_t> struct constant_tag {};
+/// Whether E's plan can be made in a constant expression. Failing there (passing the compiler's
+/// evaluation limit) is a substitution failure here, not an error. The requirements are checked in
+/// order: make_plan only once its sizes are known (their failure inside it would be an error), and
+/// make_plan itself because it costs a little more than sizes_of.
+template <class G>
+concept plan_fits = requires {
+  typename constant_tag<sizes_of<G>().kernels>;
+  typename constant_tag<std::size_t(make_plan<G>().output)>;
+};
+template <class E>
+concept plannable = !is_fixed<E> && std::is_default_constructible_v<E> &&
+                    plan_fits<proto_source<E>> && (sizes_of<proto_source<E>>().kernels > 0);
+
+/// E's plan, valid for data where `checks` hold.
+template <class E> struct type_plan {
+  static constexpr auto plan = make_plan<proto_source<E>>();
+  static constexpr auto checks = checks_of<E>();
+  static constexpr std::size_t occurrences = proto_graph<E>().occurrence_node.size();
+};
+
+template <class E> Tensor run_type_plan(const E& expr, const std::string& device) {
+  using P = type_plan<E>;
+  collect_builder c;
+  expr.emit(c);
+  if (c.seen.size() != P::occurrences)
+    throw error("tg.to_tensor: the expression met " + std::to_string(c.seen.size()) +
+                " leaves and scalars, its plan " + std::to_string(P::occurrences));
+  auto same_data = [&](const std::array<int, 2>& pair) {
+    const collect_builder::occurrence &a = c.seen[std::size_t(pair[0])],
+                                      &b = c.seen[std::size_t(pair[1])];
+    if (!a.data || !b.data) return std::memcmp(&a.value, &b.value, sizeof(Scalar)) == 0;
+    return a.data == b.data || (a.bytes == b.bytes && std::memcmp(a.data, b.data, a.bytes) == 0);
+  };
+  std::string name = detail::canonical_device(device.empty() ? default_device() : device);
+  if (!std::all_of(P::checks.begin(), P::checks.end(), same_data)) {
+    if (env::debug() >= 1)
+      std::cerr << "tg.to_tensor: the compile-time plan merged copies whose leaves or scalars "
+                   "differ here; scheduled at run time\n";
+    return lazy_tensor(expr, name).realize();
+  }
+  // one upload per leaf tensor and per scalar value
+  std::map<std::pair<const void*, std::size_t>, std::shared_ptr<Buffer>> leaves;
+  std::map<std::tuple<DType, double, std::int64_t>, std::shared_ptr<Buffer>> scalars;
+  auto leaf = [&](int id, std::size_t, const std::shared_ptr<Device>& dev) {
+    const collect_builder::occurrence& o = c.seen[std::size_t(id)];
+    if (o.data) {
+      std::shared_ptr<Buffer>& b = leaves[{o.data, o.bytes}];
+      if (!b) {
+        b = std::make_shared<Buffer>(dev, o.dtype, std::int64_t(o.bytes) / itemsize(o.dtype));
+        dev->copy_in(b->ptr, o.data, o.bytes);
+      }
+      return b;
+    }
+    std::shared_ptr<Buffer>& b = scalars[{o.dtype, o.value.f, o.value.i}];
+    if (!b) {
+      b = std::make_shared<Buffer>(dev, o.dtype, 1);
+      visit_dtype(o.dtype, [&](auto x) {
+        using T = decltype(x);
+        T v = is_float(o.dtype) ? T(o.value.f) : T(o.value.i);
+        dev->copy_in(b->ptr, &v, sizeof(T));
+      });
+    }
+    return b;
+  };
+  return launch<P::plan>(name, E::dtype, sym<typename E::shape_type>(), leaf);
+}
 } // namespace fx
+
+/// The run-time tensor for a static expression, computed on `device` ("" = the default device) by
+/// kernels fused and lowered at compile time (see the top of this file); realized.
+template <fx::expr E> Tensor to_tensor(const E& expr, const std::string& device = "") {
+  if constexpr (fx::plannable<E>) {
+    return fx::run_type_plan(expr, device);
+  } else {
+    if (env::debug() >= 1 && !fx::is_fixed<E>)
+      std::cerr << "tg.to_tensor: no compile-time plan for this expression (past the compiler's "
+                   "constant-evaluation limit); scheduled at run time\n";
+    return lazy_tensor(expr, device).realize();
+  }
+}
 
 /// A static expression over tg::input placeholders whose kernels were fused and lowered at compile
 /// time (tg::precompile). run() binds input Id i to the i-th argument (a tg::fixed of the input's
 /// shape and dtype) on any run-time device.
 template <class F> struct precompiled {
   using expr_type = decltype(F{}());
-  static constexpr auto plan = fx::make_plan<F>();
+  struct source {
+    constexpr fx::graph_builder operator()() const { return fx::build_graph(F{}()); }
+  };
+  static constexpr auto plan = fx::make_plan<source>();
   static constexpr std::size_t kernels = plan.root.size() - 1;
   static_assert(kernels >= 1,
                 "tg: precompile: the expression computes nothing (a view of an input)");
 
   /// The lowered programs (what the device renders and compiles).
-  static std::vector<Program> programs() {
-    std::vector<Program> out;
-    for (std::size_t k = 0; k < kernels; ++k) {
-      Program p;
-      for (std::size_t i = plan.op_begin[k]; i < plan.op_begin[k + 1]; ++i) {
-        const fx::flat_uop& f = plan.ops[i];
-        Scalar v;
-        v.f = f.f;
-        v.i = f.i;
-        p.ops.push_back(UOp{f.kind, f.op, f.dtype, {f.src[0], f.src[1], f.src[2]}, v, f.arg, {}});
-      }
-      for (std::size_t i = plan.param_begin[k]; i < plan.param_begin[k + 1]; ++i)
-        p.params.push_back(plan.params[i]);
-      p.name << std::string_view(plan.names.data() + plan.name_begin[k],
-                                 plan.name_begin[k + 1] - plan.name_begin[k]);
-      p.outer = plan.outer[k];
-      p.work = plan.work[k];
-      p.local = plan.local[k];
-      p.grouped = plan.grouped[k];
-      p.reduce_split = plan.reduce_split[k];
-      p.items_per_outer = plan.items_per_outer[k];
-      out.push_back(std::move(p));
-    }
-    return out;
-  }
+  static std::vector<Program> programs() { return fx::programs_of(plan); }
 
   /// Runs on `device` with the inputs' values; the result is a realized tg::Tensor there.
   template <class... In> Tensor run(const std::string& device, const In&... in) const {
     std::string name = detail::canonical_device(device.empty() ? default_device() : device);
-    std::shared_ptr<Device> dev = tg::device(name);
-    const std::vector<std::shared_ptr<Runner>>& runners = prepared(name, dev);
     std::vector<const void*> data{static_cast<const void*>(in.data())...};
     std::vector<std::int64_t> bytes{std::int64_t(In::size * sizeof(typename In::value_type))...};
-    std::vector<std::shared_ptr<Buffer>> bufs(plan.node_dtype.size());
-    for (std::size_t i = 0; i + 1 < plan.node_dtype.size(); ++i) {
-      int id = plan.leaf_id[i];
-      if (id < 0) continue;
+    auto leaf = [&](int id, std::size_t node, const std::shared_ptr<Device>& dev) {
       if (std::size_t(id) >= data.size())
         throw error("tg.precompiled.run: no argument for tg::input " + std::to_string(id));
-      bufs[i] = std::make_shared<Buffer>(dev, plan.node_dtype[i], plan.node_numel[i]);
-      if (std::int64_t(bufs[i]->nbytes()) != bytes[std::size_t(id)])
+      auto b = std::make_shared<Buffer>(dev, plan.node_dtype[node], plan.node_numel[node]);
+      if (std::int64_t(b->nbytes()) != bytes[std::size_t(id)])
         throw shape_error("tg.precompiled.run: argument " + std::to_string(id) +
                           " has the wrong size");
-      dev->copy_in(bufs[i]->ptr, data[std::size_t(id)], bufs[i]->nbytes());
-    }
-    for (std::size_t k = 0; k < kernels; ++k) {
-      int root = plan.root[k];
-      bufs[std::size_t(root)] = std::make_shared<Buffer>(dev, plan.node_dtype[std::size_t(root)],
-                                                         plan.node_numel[std::size_t(root)]);
-      std::vector<void*> ptrs{bufs[std::size_t(root)]->ptr};
-      for (std::size_t i = plan.input_begin[k]; i < plan.input_begin[k + 1]; ++i)
-        ptrs.push_back(bufs[std::size_t(plan.inputs[i])]->ptr);
-      if (plan.node_numel[std::size_t(root)] == 0) continue;
-      runners[k]->run(ptrs, {});
-      detail::stats_storage().kernels_launched++;
-    }
-    Shape shape;
-    for (std::size_t d : expr_type::shape_type::dims) shape.push_back(SInt(std::int64_t(d)));
-    Tensor t = Tensor::make(Op::Buffer, expr_type::dtype, shape, {}, name);
-    t.lazy()->buffer = bufs[std::size_t(plan.output)];
-    return t;
-  }
-
-private:
-  /// The compiled programs, per device, prepared once per process.
-  static const std::vector<std::shared_ptr<Runner>>& prepared(const std::string& name,
-                                                              const std::shared_ptr<Device>& dev) {
-    static std::mutex m;
-    static std::map<std::string, std::vector<std::shared_ptr<Runner>>> cache;
-    std::lock_guard<std::mutex> g(m);
-    auto it = cache.find(name);
-    if (it != cache.end()) return it->second;
-    std::vector<Program> ps = programs();
-    std::vector<const Program*> ptrs;
-    for (const Program& p : ps) ptrs.push_back(&p);
-    return cache[name] = dev->prepare(ptrs);
+      dev->copy_in(b->ptr, data[std::size_t(id)], b->nbytes());
+      return b;
+    };
+    return fx::launch<plan>(name, expr_type::dtype, fx::sym<typename expr_type::shape_type>(),
+                            leaf);
   }
 };
+
+namespace fx {
+template <> struct bridge<Tensor> {
+  static constexpr bool enabled = true;
+  template <class E> static Tensor from_expr(const E& e, const std::string& device) {
+    return to_tensor(e, device);
+  }
+  template <class T, std::size_t N>
+  static void copy_to(const Tensor& t, T* out, DType dtype,
+                      const std::array<std::int64_t, N>& dims) {
+    std::vector<std::int64_t> want(dims.begin(), dims.end());
+    if (t.shape() != want) {
+      Shape s;
+      for (std::int64_t d : want) s.push_back(d);
+      throw shape_error("tg.fixed: a tensor of shape " + detail::shape_of(t) +
+                        " does not fit a fixed tensor of shape " + detail::shape_str(s));
+    }
+    if (t.dtype() != dtype)
+      throw dtype_error(std::string("tg.fixed: a tensor of dtype ") + dtype_name(t.dtype()) +
+                        " does not fit a fixed tensor of dtype " + dtype_name(dtype) +
+                        " (cast it first)");
+    std::vector<T> v = t.to_vector<T>();
+    std::copy(v.begin(), v.end(), out);
+  }
+};
+} // namespace fx
+
 /// precompile([] { return expr; }): the expression's kernels, fused and lowered at compile time.
 /// The lambda builds the expression from tg::input placeholders (and constants).
 template <class F> consteval precompiled<F> precompile(F) { return {}; }

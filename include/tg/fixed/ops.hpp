@@ -1272,8 +1272,9 @@ template <class A, class B>
 struct matmul_node
     : expression<matmul_node<A, B>>,
       node_info<promote(A::dtype, B::dtype), typename matmul_dims<A, B>::keep_shape> {
-  A a;
-  B b;
+  A a{};
+  B b{};
+  constexpr matmul_node() = default;
   constexpr matmul_node(A a_, B b_) : a(std::move(a_)), b(std::move(b_)) {}
   using dims = matmul_dims<A, B>;
   using out_shape = typename dims::out_shape;
