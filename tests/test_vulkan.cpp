@@ -431,6 +431,27 @@ TEST_CASE("VULKAN: transfers between devices, all dtypes") {
   }
 }
 
+TEST_CASE("VULKAN: tg::to_tensor(expr) runs the static expression's compile-time plan") {
+  auto dev = vulkan();
+  if (!dev) return;
+  tg::fixed<float, 8, 16> x;
+  tg::fixed<float, 16, 4> w;
+  tg::fixed<float, 4> b{0.5f, -0.25f, 0.0f, 1.0f};
+  for (std::size_t i = 0; i < x.size; ++i) x[i] = float(int(i * 7 % 13) - 6) * 0.125f;
+  for (std::size_t i = 0; i < w.size; ++i) w[i] = float(int(i * 5 % 11) - 5) * 0.0625f;
+  auto e = (x.matmul(w) + b).relu().softmax<1>();
+  static_assert(tg::fx::plannable<decltype(e)>);
+  tg::reset_stats();
+  Tensor y = tg::to_tensor(e, "VULKAN");
+  CHECK(tg::stats().realizes == 0); // the CPU-portable programs of the plan, run as GLSL
+  CHECK(tg::stats().kernels_launched == std::int64_t(tg::kernel_count(e)));
+  CHECK(y.device() == "VULKAN");
+  auto got = y.to_vector<float>();
+  auto want = e.eval();
+  for (std::size_t i = 0; i < want.size; ++i)
+    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+}
+
 TEST_CASE("child: TG_DEVICE=VULKAN") {
   if (!std::getenv("TG_TEST_CHILD")) return;
   Tensor x = Tensor::from_data(std::vector<float>{1, 2, 3}, {3});

@@ -14815,8 +14815,7 @@ std::ostream& operator<<(std::ostream& os, const E& e) {
 //   emit() meets them (the same order in which collect_builder meets them in the real expression
 //   at run time). A scalar's value is uploaded at run time, never written into a kernel's source.
 // - a sub-expression with a reduction that repeats one emitted before it, over leaves and scalars
-// of
-//   the same dtypes and shapes, is that node: the copies the builders make (of max(x) and x in
+//   of the same dtypes and shapes, is that node: the copies the builders make (of max(x) and x in
 //   softmax, of a matmul that softmax reads) are one node, as in graph_of. The plan is then valid
 //   only for data where the occurrences so merged are equal; `checks` lists those pairs, and the
 //   bridge checks them at run time (falling back to the run-time front end when one fails, e.g.
@@ -14828,7 +14827,7 @@ struct proto_builder {
   Graph g;
   std::vector<int> occurrence_node;       // per occurrence: its Buffer node
   std::vector<int> leaf_id;               // per buffer: the occurrence that supplies its data
-  std::vector<std::uint8_t> scalar;       // per node: a scalar's Buffer (equal only to itself)
+  std::vector<std::uint8_t> scalar;       // per node: whether it is a scalar's Buffer
   std::vector<std::array<int, 2>> checks; // occurrences whose data must be equal
 
   constexpr int mark() const { return int(g.nodes.size()); }
