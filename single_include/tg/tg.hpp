@@ -15045,7 +15045,8 @@ template <class G> constexpr auto make_plan() {
     r.node_dtype[i] = n.dtype;
     r.node_numel[i] = prod(n.shape).constant();
     r.leaf_id[i] = n.op == Op::Buffer ? b.leaf_id[std::size_t(n.arg)] : -1;
-    if (n.op == Op::Buffer && r.leaf_id[i] < 0) throw "tg: make_plan: a leaf with no id";
+    if (n.op == Op::Buffer && r.leaf_id[i] < 0)
+      throw "tg: precompile: leaves must be tg::input placeholders";
   }
   r.output = g.outputs[0];
   return r;
