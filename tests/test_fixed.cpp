@@ -704,9 +704,9 @@ TEST_CASE("fixed: tg::Tensor(expr) runs kernels fused and lowered at compile tim
     CHECK(tg::stats().kernels_compiled == 0);
     CHECK(y.to_vector<float>() == (x.A * (s + 1.0f) + x.B).to_vector<float>());
   }
-  // the plan merges the two sums as copies; it holds when their leaves hold equal data (one tensor,
-  // or an equal copy), and the run-time front end computes the rest. Elementwise copies are not
-  // merged, so they assume nothing.
+  // the plan merges the two sums (or exps) as copies; it holds when their leaves hold equal data
+  // (one tensor, or an equal copy) and scalars equal values, and the run-time front end computes
+  // the rest. A view of one leaf is not taken for a view of another.
   tg::fixed<float, 4, 5> same = x.a;
   auto check = [&](const auto& expr, const tg::Tensor& ref, bool planned) {
     tg::reset_stats();
@@ -722,8 +722,11 @@ TEST_CASE("fixed: tg::Tensor(expr) runs kernels fused and lowered at compile tim
   check(x.a.sum<1>() + x.b.sum<1>(), x.A.sum(1) + x.B.sum(1), false);
   check((x.a * 2.0f).sum<1>() + (x.a * 3.0f).sum<1>(), (x.A * 2.0f).sum(1) + (x.A * 3.0f).sum(1),
         false);
-  check(x.a.exp() + x.b.exp(), x.A.exp() + x.B.exp(), true);
-  check(x.a * 2.0f + x.a * 3.0f, x.A * 2.0f + x.A * 3.0f, true);
+  check(x.a.exp() + x.a.exp(), x.A.exp() + x.A.exp(), true);
+  check(x.a.exp() + x.b.exp(), x.A.exp() + x.B.exp(), false);
+  check(x.a * 2.0f + x.a * 3.0f, x.A * 2.0f + x.A * 3.0f, false);
+  check(x.a.T() + x.b.T(), x.A.T() + x.B.T(), true);
+  check(x.a.softmax<1>() * x.b.abs(), x.A.softmax(1) * x.B.abs(), true); // the builders' copies
   check(x.a * 2.0f + x.a, x.A * 2.0f + x.A, true); // one leaf read twice: two uploads of one buffer
   check(x.a.permute<1, 0>(), x.A.permute({1, 0}).contiguous(), true); // a view: a copy kernel
 }

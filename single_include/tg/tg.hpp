@@ -14814,12 +14814,13 @@ std::ostream& operator<<(std::ostream& os, const E& e) {
 // - every leaf and every scalar it meets is an occurrence: a Buffer node of its own, in the order
 //   emit() meets them (the same order in which collect_builder meets them in the real expression
 //   at run time). A scalar's value is uploaded at run time, never written into a kernel's source.
-// - a sub-expression with a reduction that repeats one emitted before it, over leaves and scalars
-//   of the same dtypes and shapes, is that node: the copies the builders make (of max(x) and x in
-//   softmax, of a matmul that softmax reads) are one node, as in graph_of. The plan is then valid
-//   only for data where the occurrences so merged are equal; `checks` lists those pairs, and the
-//   bridge checks them at run time (falling back to the run-time front end when one fails, e.g.
-//   for a.sum() + b.sum() with a != b).
+// - a sub-expression that repeats one emitted before it, over leaves and scalars of the same dtypes
+//   and shapes, is that node: the copies the builders make (of x in softmax, gelu or abs) are one
+//   node, as in graph_of (left apart, copies of copies grow the graph exponentially: 535 nodes for
+//   where(a > b, a.tanh(), b.gelu()), 83 merged). The plan is then valid only for data where the
+//   occurrences so merged are equal; `checks` lists those pairs, and the bridge checks them at run
+//   time, falling back to the run-time front end where one fails: where the user wrote one op on
+//   two different tensors or scalars of one shape, exp(a) + exp(b) or a * 2 + a * 3.
 
 namespace tg::fx {
 
@@ -14851,14 +14852,17 @@ struct proto_builder {
   }
   constexpr int add(Node n, int mark, int = 0, int = 0) {
     if (n.op == Op::Const) return occurrence(n.dtype, {}, true);
+    // a view or cast is n only if its source is (a view of b is not one of a just because a and
+    // b are both [4, 5] floats: an assumption that would rarely hold, for nothing saved)
+    const bool pairing = n.op != Op::View && n.op != Op::Cast && n.op != Op::Bitcast;
     for (int i = 0; i < mark; ++i) {
       const Node& o = g[i];
-      if (o.op == Op::Buffer || !graph_builder::same_fields(o, n)) continue;
+      if (o.op == Op::Buffer || (!pairing && o.src != n.src) || !graph_builder::same_fields(o, n))
+        continue;
       std::vector<std::array<int, 2>> pairs; // (node of n's copy, node of i's)
       bool same = true;
       for (int k = 0; k < n.nsrc() && same; ++k)
         same = equal(o.src[std::size_t(k)], n.src[std::size_t(k)], pairs);
-      if (same && !pairs.empty() && !reduces(n, mark)) same = false;
       if (same) {
         drop_copy(mark, pairs);
         return i;
@@ -14866,16 +14870,6 @@ struct proto_builder {
     }
     scalar.push_back(0);
     return g.add(std::move(n));
-  }
-  /// Whether the copy (n and the nodes from `mark` on) computes a reduction. Only such copies are
-  /// merged on the assumption that their occurrences are equal: one that is left a copy computes
-  /// its reductions twice, an elementwise copy costs nothing (each kernel that reads it computes it
-  /// anyway). So exp(a) + exp(b), or a * 2 + a * 3, assume nothing, while a.sum() + b.sum() does.
-  constexpr bool reduces(const Node& n, int mark) const {
-    if (is_reduce(n.op)) return true;
-    for (std::size_t i = std::size_t(mark); i < g.nodes.size(); ++i)
-      if (is_reduce(g.nodes[i].op)) return true;
-    return false;
   }
   /// Whether node a (emitted before the copy) and node b compute one value, given that occurrences
   /// of one kind, dtype and shape are equal; the occurrences paired so are added to `pairs`.
