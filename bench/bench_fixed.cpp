@@ -120,8 +120,8 @@ template <std::size_t N> void tensor_matmul(benchmark::State& st) {
 // The bridges, from the fixed tensors each time (uploads included): tg::Tensor(expr) launches the
 // kernels planned at compile time; lazy_tensor(expr) builds the run-time graph and realizes it
 // (fused and lowered once, then found in the plan cache by the graph's structure).
-// Two expressions: one kernel either way, and a softmax (4 kernels planned; 2 on the CPU's run-time
-// path, whose row kernels compute a row's max and sum inside the kernels that read them).
+// Two expressions: a row sum, and a softmax (whose row max and sum the plan's portable schedule
+// computes in kernels of their own, and the CPU's run-time path inside the kernel that reads them).
 template <std::size_t N> auto reduce_expr(const Fixed<N>& f) {
   return (f.a * f.b + f.c).relu().template sum<1>();
 }
