@@ -991,6 +991,16 @@ struct Graph {
     nodes.push_back(std::move(n));
     return int(nodes.size()) - 1;
   }
+  /// A Buffer node for a new input buffer of that dtype and shape.
+  constexpr int add_buffer(DType t, Shape shape) {
+    Node n;
+    n.op = Op::Buffer;
+    n.dtype = t;
+    n.arg = int(buffers.size());
+    buffers.push_back(BufferInfo{t, prod(shape)});
+    n.shape = std::move(shape);
+    return add(std::move(n));
+  }
   constexpr const Node& operator[](int i) const { return nodes[std::size_t(i)]; }
   constexpr std::size_t size() const { return nodes.size(); }
   /// consumers[i]: nodes that use node i as a source (with repetition).
@@ -7684,13 +7694,7 @@ struct graph_builder {
   constexpr int buffer(const void* p, int id, DType t, Shape shape, const void* data) {
     for (std::size_t i = 0; i < leaf_node.size(); ++i)
       if (leaf_ptr[i] == p && leaf_id[i] == id) return leaf_node[i];
-    Node n;
-    n.op = Op::Buffer;
-    n.dtype = t;
-    n.arg = int(g.buffers.size());
-    g.buffers.push_back(BufferInfo{t, prod(shape)});
-    n.shape = std::move(shape);
-    int idx = g.add(std::move(n));
+    int idx = g.add_buffer(t, std::move(shape));
     const_only.push_back(0);
     shared.push_back(0);
     salt.push_back(0);

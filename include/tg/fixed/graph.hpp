@@ -58,13 +58,7 @@ struct graph_builder {
   constexpr int buffer(const void* p, int id, DType t, Shape shape, const void* data) {
     for (std::size_t i = 0; i < leaf_node.size(); ++i)
       if (leaf_ptr[i] == p && leaf_id[i] == id) return leaf_node[i];
-    Node n;
-    n.op = Op::Buffer;
-    n.dtype = t;
-    n.arg = int(g.buffers.size());
-    g.buffers.push_back(BufferInfo{t, prod(shape)});
-    n.shape = std::move(shape);
-    int idx = g.add(std::move(n));
+    int idx = g.add_buffer(t, std::move(shape));
     const_only.push_back(0);
     shared.push_back(0);
     salt.push_back(0);

@@ -28,16 +28,10 @@ struct proto_builder {
 
   constexpr int mark() const { return int(g.nodes.size()); }
   constexpr int occurrence(DType t, Shape shape, bool is_scalar) {
-    Node n;
-    n.op = Op::Buffer;
-    n.dtype = t;
-    n.arg = int(g.buffers.size());
-    g.buffers.push_back(BufferInfo{t, prod(shape)});
-    n.shape = std::move(shape);
     leaf_id.push_back(int(occurrence_node.size()));
     occurrence_node.push_back(int(g.nodes.size()));
     scalar.push_back(is_scalar);
-    return g.add(std::move(n));
+    return g.add_buffer(t, std::move(shape));
   }
   constexpr int buffer(const void*, int, DType t, Shape shape, const void*) {
     return occurrence(t, std::move(shape), false);

@@ -134,6 +134,16 @@ struct Graph {
     nodes.push_back(std::move(n));
     return int(nodes.size()) - 1;
   }
+  /// A Buffer node for a new input buffer of that dtype and shape.
+  constexpr int add_buffer(DType t, Shape shape) {
+    Node n;
+    n.op = Op::Buffer;
+    n.dtype = t;
+    n.arg = int(buffers.size());
+    buffers.push_back(BufferInfo{t, prod(shape)});
+    n.shape = std::move(shape);
+    return add(std::move(n));
+  }
   constexpr const Node& operator[](int i) const { return nodes[std::size_t(i)]; }
   constexpr std::size_t size() const { return nodes.size(); }
   /// consumers[i]: nodes that use node i as a source (with repetition).
