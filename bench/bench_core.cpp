@@ -77,14 +77,15 @@ BENCHMARK(loop_small_chain_64x64)->Unit(benchmark::kMicrosecond);
 
 // Compile times: a fresh device (empty in-memory cache) each time; cold = a new source (the
 // system compiler runs), warm = the same source already in the disk cache (dlopen only).
-tg::Program small_program(float k) {
+tg::KernelCode small_program(float k) {
   auto x = tg::zeros({256}) + k;
-  return tg::schedule({x * 2.0f}).programs[0];
+  const tg::Target t = tg::CpuDevice().target();
+  return tg::finish_kernel(tg::schedule({x * 2.0f}, t).lowered[0], t);
 }
 void compile_cold(benchmark::State& st) {
   static float k = 0.123f;
   for (auto _ : st) {
-    tg::Program p = small_program(k += 1.0f);
+    tg::KernelCode p = small_program(k += 1.0f);
     tg::CpuDevice dev;
     dev.prepare({&p});
   }
@@ -96,7 +97,7 @@ BENCHMARK(compile_cold)
     ->ReportAggregatesOnly(true)
     ->UseRealTime();
 void compile_warm(benchmark::State& st) {
-  tg::Program p = small_program(0.5f);
+  tg::KernelCode p = small_program(0.5f);
   {
     tg::CpuDevice dev;
     dev.prepare({&p});

@@ -43,16 +43,25 @@ public:
       return "ptxas not found (on PATH or in CUDA_PATH, CUDA_HOME, /usr/local/cuda*/bin)";
     return "";
   }
+  /// CUDA's choices, without its device passes: prepare() gets programs the interpreter runs,
+  /// and makes the CUDA kernels of both launch shapes itself.
+  tg::Target target() const override {
+    tg::Target t = tg::with_env(tg::Target::cuda());
+    t.gpu = false;
+    t.dialect = tg::Dialect::None;
+    return t;
+  }
   std::vector<std::shared_ptr<tg::Runner>>
-  prepare(const std::vector<const tg::Program*>& programs) override {
+  prepare(const std::vector<const tg::KernelCode*>& kernels) override {
     std::vector<Kernel> todo; // every kernel in both launch shapes of a reduction, not yet checked
-    for (const tg::Program* p : programs)
+    for (const tg::KernelCode* c : kernels)
       for (int grouped = 0; grouped < 2; ++grouped) {
+        const tg::Program* p = &c->program;
         tg::GpuOptions o;
         o.grouped = grouped;
-        tg::Program gpu = tg::gpu_program(*p, o);
-        if (grouped && !gpu.grouped) break;
-        Kernel k{std::string(p->name.view()), std::string(tg::render_cuda(gpu).view()), ""};
+        tg::KernelCode gpu = tg::finish_kernel(*p, tg::with_env(tg::Target::cuda(o)));
+        if (grouped && !gpu.program.grouped) break;
+        Kernel k{std::string(p->name.view()), std::string(gpu.source.view()), ""};
         k.ok = tg::detail::cache_path("cuda-" + tg::detail::cache_key(k.src, meta()) + ".ok");
         std::string seen;
         bool dup = false;
@@ -74,9 +83,9 @@ public:
       return 0;
     });
     std::vector<std::shared_ptr<tg::Runner>> out;
-    for (const tg::Program* p : programs) {
-      auto r = std::make_shared<tg::InterpRunner>(*p);
-      r->name = std::string(p->name.view());
+    for (const tg::KernelCode* c : kernels) {
+      auto r = std::make_shared<tg::InterpRunner>(c->program);
+      r->name = std::string(c->program.name.view());
       out.push_back(r);
     }
     return out;

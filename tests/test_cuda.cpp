@@ -170,7 +170,7 @@ TEST_CASE("CUDA: every kernel of a broad op list compiles with NVRTC, and its PT
   for (tg::DType t : kDtypes) {
     for (auto& [name, result] : op_list(t)) {
       tg::ScheduleInfo info = tg::schedule({result});
-      for (const tg::Program& p : info.programs) {
+      for (const tg::Program& p : info.lowered) {
         for (int g = 0; g < 2; ++g) {
           tg::GpuOptions o;
           o.grouped = g;
@@ -216,9 +216,9 @@ namespace {
 /// The PTX NVRTC makes of the one kernel that computes r (for compute_90).
 std::string kernel_ptx(const Tensor& r) {
   tg::ScheduleInfo info = tg::schedule({r});
-  REQUIRE(info.programs.size() == 1);
-  return tg::cuda::nvrtc_compile(tg::cuda::render(info.programs[0]),
-                                 std::string(info.programs[0].name.view()), "compute_90")
+  REQUIRE(info.lowered.size() == 1);
+  return tg::cuda::nvrtc_compile(tg::cuda::render(info.lowered[0]),
+                                 std::string(info.lowered[0].name.view()), "compute_90")
       .binary;
 }
 } // namespace

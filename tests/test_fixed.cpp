@@ -529,18 +529,24 @@ bool same_graph(const tg::Graph& s, const tg::Graph& r, std::string& why) {
 template <class E> void check_graph(const char* what, const E& e, const tg::Tensor& t) {
   INFO(std::string(what));
   tg::Graph s = tg::graph_of(e);
-  auto info = tg::schedule({t}, tg::FuseOptions{}); // the fuser's defaults, as fixed's own
+  // the pass list on both front ends: the CPU's, and what tg::Tensor(expr) runs on the CPU
+  const tg::Target cpu = tg::Target::cpu(), planned = tg::Target::cpu().planned();
+  auto info = tg::schedule({t}, cpu);
   std::string why;
   bool ok = same_graph(s, info.graph, why);
   if (!ok) {
     INFO(why << "\nstatic:\n"
-             << tg::detail::dump_graph(s) << "run-time:\n"
-             << tg::detail::dump_graph(info.graph));
+             << tg::dump(s).view() << "run-time:\n"
+             << tg::dump(info.graph).view());
     CHECK(ok);
   }
-  CHECK(tg::kernel_count(e) == info.kernels());
+  CHECK(tg::kernel_count(e, cpu) == info.kernels());
   for (std::size_t k = 0; k < info.kernels() && ok; ++k)
-    CHECK(tg::kernel_source(e, k).view() == tg::render_c(info.programs[k]).view());
+    CHECK(tg::kernel_source(e, k, cpu).view() == info.sources[k]);
+  auto plan = tg::schedule({t}, planned);
+  CHECK(tg::kernel_count(e) == plan.kernels());
+  for (std::size_t k = 0; k < plan.kernels() && ok; ++k)
+    CHECK(tg::kernel_source(e, k).view() == plan.sources[k]);
 }
 #define SAME_GRAPH(S, ...) check_graph(#S, S, __VA_ARGS__)
 } // namespace
@@ -760,8 +766,115 @@ TEST_CASE(
   auto ps = decltype(k)::programs();
   // (with the fuser's defaults: the CPU device's row reductions would make it 2 kernels)
   auto info =
-      tg::schedule({((x.A * 2.0f + x.BIAS).relu().matmul(x.M)).softmax(1)}, tg::FuseOptions{});
-  REQUIRE(ps.size() == info.programs.size());
+      tg::schedule({((x.A * 2.0f + x.BIAS).relu().matmul(x.M)).softmax(1)}, tg::Target::portable());
+  REQUIRE(ps.size() == info.lowered.size());
   for (std::size_t i = 0; i < ps.size(); ++i)
-    CHECK(tg::render_c(ps[i]).view() == tg::render_c(info.programs[i]).view());
+    CHECK(tg::render_c(ps[i]).view() == tg::render_c(info.lowered[i]).view());
+}
+
+namespace {
+/// The text of `f` through tg::fixed and through a tg::Tensor of the same values.
+template <class T, std::size_t... D>
+std::pair<std::string, std::string> both_prints(const tg::fixed<T, D...>& f) {
+  std::ostringstream a, b;
+  a << f;
+  b << tg::Tensor::from_data(f.data(), {std::int64_t(D)...},
+                             tg::TensorOptions(tg::dtype_of<T>, "CPU"));
+  return {a.str(), b.str()};
+}
+template <class T, std::size_t... D>
+void check_prints(const tg::fixed<T, D...>& f, const std::string& want) {
+  auto [fixed_text, tensor_text] = both_prints(f);
+  CHECK(fixed_text == want);
+  CHECK(tensor_text == want);
+}
+template <class F> F iota_fixed(double scale = 1) {
+  F f;
+  double v = 0;
+  for (auto& x : f) x = typename F::value_type(v++ * scale);
+  return f;
+}
+} // namespace
+
+TEST_CASE("fixed and tg::Tensor print the same values the same way, as PyTorch does") {
+  const double nan = std::nan(""), inf = INFINITY;
+  // integer mode: every nonzero finite value an integer; 1e8 is not above 1e8, so no exponent
+  check_prints(tg::fixed<float, 2>{0.f, 1e8f}, "tensor([        0., 100000000.])");
+  // nonzero magnitudes spanning more than 1000x: scientific
+  check_prints(tg::fixed<float, 3>{0.f, .5f, 2000.f},
+               "tensor([0.0000e+00, 5.0000e-01, 2.0000e+03])");
+  check_prints(tg::fixed<float, 2>{1e9f, 0.f}, "tensor([1.0000e+09, 0.0000e+00])");
+  check_prints(tg::fixed<float, 3>{1.f, 1000.f, 0.f}, "tensor([   1., 1000.,    0.])");
+  check_prints(tg::fixed<float, 2>{1e-5f, 1.f}, "tensor([1.0000e-05, 1.0000e+00])");
+  check_prints(tg::fixed<float, 2>{0.5f, 100.f}, "tensor([  0.5000, 100.0000])");
+  check_prints(tg::fixed<float, 2>{-1.f, 2.f}, "tensor([-1.,  2.])");
+  check_prints(tg::fixed<float, 2, 2>{{1.f, 2.f}, {3.f, 4.f}},
+               "tensor([[1., 2.],\n        [3., 4.]])");
+  check_prints(tg::fixed<float, 2, 1, 2>{{{1.f, 2.f}}, {{3.f, 4.f}}},
+               "tensor([[[1., 2.]],\n\n        [[3., 4.]]])");
+  check_prints(tg::fixed<float>{3.5f}, "tensor(3.5000)");
+  // nan and inf take no part in the format
+  check_prints(tg::fixed<double, 3>{nan, -inf, 2.0}, "tensor([nan, -inf, 2.], dtype=float64)");
+  check_prints(tg::fixed<float, 2>{float(nan), 1.5f}, "tensor([   nan, 1.5000])");
+  check_prints(tg::fixed<float, 2>{0.f, 0.f}, "tensor([0., 0.])");
+  // integers, bools, and the dtype named unless float32, int64 or bool
+  check_prints(tg::fixed<int, 3>{1, 2, 3}, "tensor([1, 2, 3], dtype=int32)");
+  check_prints(tg::fixed<std::int64_t, 2>{5, -12}, "tensor([  5, -12])");
+  check_prints(tg::fixed<std::uint8_t, 2>{200, 7}, "tensor([200,   7], dtype=uint8)");
+  check_prints(tg::fixed<bool, 2>{true, false}, "tensor([ True, False])");
+  check_prints(tg::fixed<tg::half, 2>{tg::half(0.5f), tg::half(1.f)},
+               "tensor([0.5000, 1.0000], dtype=float16)");
+  // rows wrap at 80 columns; a suffix that does not fit goes on a line of its own
+  check_prints(iota_fixed<tg::fixed<std::int64_t, 30>>(),
+               "tensor([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16, 17,\n"
+               "        18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29])");
+  check_prints(iota_fixed<tg::fixed<double, 40>>(),
+               "tensor([ 0.,  1.,  2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10., 11., 12., 13.,\n"
+               "        14., 15., 16., 17., 18., 19., 20., 21., 22., 23., 24., 25., 26., 27.,\n"
+               "        28., 29., 30., 31., 32., 33., 34., 35., 36., 37., 38., 39.],\n"
+               "       dtype=float64)");
+  // above 1000 elements, 3 edge items each side; only they decide the format
+  check_prints(iota_fixed<tg::fixed<std::int64_t, 2000>>(),
+               "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])");
+  auto ones = iota_fixed<tg::fixed<float, 1001>>(0);
+  for (auto& x : ones) x = 1.f;
+  ones[500] = 1e9f; // hidden: no exponent
+  check_prints(ones, "tensor([1., 1., 1.,  ..., 1., 1., 1.])");
+  check_prints(iota_fixed<tg::fixed<std::int64_t, 1000, 3>>(),
+               "tensor([[   0,    1,    2],\n        [   3,    4,    5],\n"
+               "        [   6,    7,    8],\n        ...,\n"
+               "        [2991, 2992, 2993],\n        [2994, 2995, 2996],\n"
+               "        [2997, 2998, 2999]])");
+  // empty tensors (tg::Tensor only: a tg::fixed has no zero-size axis) show their size
+  std::ostringstream e1, e2;
+  e1 << tg::Tensor::from_data(std::vector<float>{}, {2, 0}, tg::TensorOptions(tg::float32, "CPU"));
+  e2 << tg::Tensor::from_data(std::vector<std::int64_t>{}, {0},
+                              tg::TensorOptions(tg::int64, "CPU"));
+  CHECK(e1.str() == "tensor([], size=(2, 0))");
+  CHECK(e2.str() == "tensor([], dtype=int64)");
+}
+
+TEST_CASE("print options apply to both front ends") {
+  const tg::PrintOptions saved = tg::print_options();
+  tg::PrintOptions o;
+  o.sci_mode = false; // the width stays the one the chosen (scientific) format needed
+  tg::set_printoptions(o);
+  check_prints(tg::fixed<float, 3>{0.f, .5f, 2000.f},
+               "tensor([    0.0000,     0.5000,  2000.0000])");
+  o.sci_mode = true;
+  tg::set_printoptions(o);
+  check_prints(tg::fixed<float, 2>{1.f, 2.f}, "tensor([1.0000e+00, 2.0000e+00])");
+  o = {};
+  o.precision = 2;
+  tg::set_printoptions(o);
+  check_prints(tg::fixed<float, 2>{1.5f, 2.f}, "tensor([1.50, 2.00])");
+  o = {};
+  o.threshold = 5;
+  o.edgeitems = 1;
+  o.linewidth = 20;
+  tg::set_printoptions(o);
+  check_prints(iota_fixed<tg::fixed<std::int64_t, 10>>(), "tensor([0,  ..., 9])");
+  check_prints(iota_fixed<tg::fixed<int, 3>>(), "tensor([0, 1, 2],\n       dtype=int32)");
+  tg::set_printoptions(saved);
+  check_prints(tg::fixed<float, 2>{1.5f, 2.f}, "tensor([1.5000, 2.0000])");
 }

@@ -144,6 +144,7 @@ static_assert(!elementwise.contains(" % ")); // broadcasting without division
 static constexpr tg::input<0, float, 2, 6> x; // placeholders: graphs without data
 static constexpr tg::input<1, float, 6, 2> w;
 static_assert(tg::kernel_count(x.softmax<1>()) == 3);
+static_assert(tg::kernel_count(x.softmax<1>(), tg::Target::cpu()) == 1); // row reductions
 constexpr auto softmax_exp = tg::freeze([] { return tg::kernel_source(x.softmax<1>(), 2); });
 static_assert(softmax_exp.contains("exp2f("));
 static_assert(softmax_exp.contains("for (long long"));
@@ -153,33 +154,32 @@ static_assert(mm.contains("acc"));
 static_assert(tg::graph_of(x.matmul(w)).buffers.size() == 2);
 static_assert(tg::kernel_program(x.sum<1>()).params.size() == 2);
 
-// GPU dialects: gpu_program shapes the kernel for a launch, render_glsl / render_cuda print it.
+// GPU dialects: the pass list for a GPU target shapes the kernel for a launch (gpu_program) and
+// renders it (what tg::Tensor(expr) runs on that device: .planned()).
 constexpr auto glsl = tg::freeze(
-    [] { return tg::render_glsl(tg::gpu_program(tg::kernel_program((x * 2.0f + 1.0f).relu()))); });
+    [] { return tg::kernel_source((x * 2.0f + 1.0f).relu(), 0, tg::Target::glsl().planned()); });
 static_assert(glsl.contains("#version 450"));
 static_assert(glsl.contains("layout(local_size_x = 256) in;"));
 static_assert(glsl.contains("void main() {"));
 static_assert(glsl.contains("if (v")); // the bounds check of a thread's item
 constexpr auto cuda = tg::freeze(
-    [] { return tg::render_cuda(tg::gpu_program(tg::kernel_program((x * 2.0f + 1.0f).relu()))); });
+    [] { return tg::kernel_source((x * 2.0f + 1.0f).relu(), 0, tg::Target::cuda().planned()); });
 static_assert(cuda.contains("extern \"C\" __global__ void __launch_bounds__(256) E_"));
 static_assert(cuda.contains("threadIdx.x"));
 // one item per work-group: the reduction is split across the lanes and combined in shared memory
 // (rows of 32: a sum of at most 9 elements is unrolled, one of 64 or more split)
 static constexpr tg::input<2, float, 2, 32> long_rows;
 constexpr tg::GpuOptions grouped{.local = 32, .max_local = 1024, .grouped = 1};
-constexpr auto glsl_grouped = tg::freeze([] {
-  return tg::render_glsl(tg::gpu_program(tg::kernel_program(long_rows.sum<1>()), grouped));
-});
+constexpr auto glsl_grouped = tg::freeze(
+    [] { return tg::kernel_source(long_rows.sum<1>(), 0, tg::Target::glsl(grouped).planned()); });
 static_assert(glsl_grouped.contains("one item per work-group"));
 static_assert(glsl_grouped.contains("shared float tg_lds") && glsl_grouped.contains("barrier();"));
 constexpr auto glsl_subgroups = tg::freeze([] {
-  return tg::render_glsl(tg::gpu_program(tg::kernel_program(long_rows.sum<1>()), grouped), true);
+  return tg::kernel_source(long_rows.sum<1>(), 0, tg::Target::glsl(grouped, true).planned());
 });
 static_assert(glsl_subgroups.contains("subgroup"));
-constexpr auto cuda_grouped = tg::freeze([] {
-  return tg::render_cuda(tg::gpu_program(tg::kernel_program(long_rows.sum<1>()), grouped));
-});
+constexpr auto cuda_grouped = tg::freeze(
+    [] { return tg::kernel_source(long_rows.sum<1>(), 0, tg::Target::cuda(grouped).planned()); });
 static_assert(cuda_grouped.contains("__shared__ float tg_lds") &&
               cuda_grouped.contains("__syncthreads();"));
 

@@ -752,7 +752,7 @@ TEST_CASE("long reductions into few outputs: two kernels on a GPU, the same valu
   CHECK(gpu_reduce_split({1 << 20}, {0}).pad == 0);
   for_each_device([](const std::string& dev) {
     const bool gpu = dev != "CPU" && dev != "INTERP";
-    auto kernels = [](const Tensor& r) { return tg::schedule({r}).programs.size(); };
+    auto kernels = [](const Tensor& r) { return tg::schedule({r}).lowered.size(); };
     const std::int64_t n = 1 << 17;
     std::vector<double> v(n), w(512 * 1000);
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = double((i * 7919) % 1000) / 1000.0 - 0.25;
@@ -2409,7 +2409,7 @@ TEST_CASE("GPU launch shape: every accumulator of an upcast reduction is combine
   // Checked on the program itself, so it needs no GPU.
   Tensor x = make(rnd({3, 1}, 990), tg::float32, "CPU");
   tg::ScheduleInfo info = tg::schedule({x.expand({3, 16}).sum(0)});
-  REQUIRE(info.programs.size() == 1);
+  REQUIRE(info.lowered.size() == 1);
   tg::GpuOptions o;
   o.grouped = 1;
   // lowered as for a GPU, with upcast lanes whatever TG_OPT says

@@ -4,6 +4,7 @@
 
 #include <tg/tg.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -249,4 +250,169 @@ TEST_CASE("TG_BEAM times variants of each reduction kernel and caches the choice
     CHECK(s[i] == f[i]);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("child: realizes from several threads") {
+  if (!child()) return;
+  // Started at once in a fresh process, so that the first use of the device registry, the CPU
+  // device, the thread pool and the environment settings happens on several threads too. Each
+  // thread realizes a graph every thread realizes (one plan, shared), graphs of its own (its own
+  // kernels, compiled while the others compile theirs), and three independent kernels in one
+  // realize (compiled in parallel within it); the large ones run on the thread pool.
+  constexpr int threads = 4, rounds = 3;
+  std::vector<std::vector<double>> got(threads), want(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([t, &got, &want] {
+      for (int r = 0; r < rounds; ++r) {
+        auto half = tg::arange(0, 1 << 16, 1, tg::float64) * 0.5; // on the pool: 2^16 outputs
+        half.realize();
+        auto shared = half.sum();
+        double m = 1000 + 10 * t + r;
+        auto own = tg::arange(0, std::int64_t(m), 1, tg::float64).square().sum();
+        std::vector<tg::Tensor> outs;
+        for (int k = 1; k <= 3; ++k)
+          outs.push_back((tg::arange(0, 100 * k + t, 1, tg::float64) * double(k + r)).max());
+        tg::realize(outs);
+        got[std::size_t(t)].push_back(shared.item<double>());
+        want[std::size_t(t)].push_back(0.5 * 65536.0 * 65535.0 / 2);
+        got[std::size_t(t)].push_back(own.item<double>());
+        want[std::size_t(t)].push_back((m - 1) * m * (2 * m - 1) / 6);
+        for (int k = 1; k <= 3; ++k) {
+          got[std::size_t(t)].push_back(outs[std::size_t(k - 1)].item<double>());
+          want[std::size_t(t)].push_back(double(100 * k + t - 1) * double(k + r));
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  int wrong = 0;
+  for (int t = 0; t < threads; ++t)
+    for (std::size_t i = 0; i < got[std::size_t(t)].size(); ++i)
+      if (std::abs(got[std::size_t(t)][i] - want[std::size_t(t)][i]) >
+          1e-6 * std::abs(want[std::size_t(t)][i])) {
+        std::printf("thread %d value %zu: %.17g, expected %.17g\n", t, i, got[std::size_t(t)][i],
+                    want[std::size_t(t)][i]);
+        ++wrong;
+      }
+  std::printf("threads=%d values=%zu wrong=%d\n", threads, got[0].size() * threads, wrong);
+}
+
+TEST_CASE("realizes from several threads at once: shared plans, concurrent compiles, one pool") {
+  // A data race here is a failure where the suite runs under ThreadSanitizer (the tsan stage of
+  // tools/run-tests.sh): the child's report fails its exit status.
+  std::string dir = fresh_dir();
+  std::string compiling = run_child("child: realizes from several threads", "TG_CACHE_DIR=" + dir);
+  CHECK(contains(compiling, "threads=4 values=60 wrong=0"));
+  // again, every kernel now loaded from the disk cache by several threads at once
+  std::string loading = run_child("child: realizes from several threads", "TG_CACHE_DIR=" + dir);
+  CHECK(contains(loading, "threads=4 values=60 wrong=0"));
+  std::filesystem::remove_all(dir);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TG_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TG_TEST_ASAN 1
+#endif
+#endif
+
+TEST_CASE("child: a kernel reads past its input") {
+  if (!child()) return;
+  // A tensor of 64 floats over a buffer of 32 (128 bytes: a whole number of the allocator's
+  // 64-byte blocks, so the bytes after it are ASan's redzone): the generated kernel of t * 2
+  // reads 32 floats past the buffer's end. Nothing else reads t.
+  auto dev = tg::device("CPU");
+  auto buf = std::make_shared<tg::Buffer>(dev, tg::float32, 32);
+  std::vector<float> ones(32, 1.0f);
+  dev->copy_in(buf->ptr, ones.data(), ones.size() * sizeof(float));
+  tg::Tensor t = tg::Tensor::make(tg::Op::Buffer, tg::float32, tg::Shape{64}, {}, "CPU");
+  t.lazy()->buffer = buf;
+  auto y = t * 2.0f;
+  y.realize();
+  std::printf("no report\n");
+}
+
+#ifdef TG_TEST_ASAN
+namespace {
+/// Runs one test case of this binary in a new process, as run_child does, but expects nothing of
+/// its exit status: returns the status and the output.
+std::pair<int, std::string> run_child_status(const std::string& test_case, const std::string& env) {
+  std::string cmd = "env TG_TEST_CHILD=1 " + env + " /proc/" + std::to_string(getpid()) +
+                    "/exe --no-version -tc=\"" + test_case + "\" 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  return {pclose(p), out};
+}
+} // namespace
+
+TEST_CASE("TG_KERNEL_SANITIZE=1: a kernel that reads out of bounds stops with ASan's report") {
+  std::string dir = fresh_dir();
+  auto [rc, out] = run_child_status("child: a kernel reads past its input",
+                                    "TG_KERNEL_SANITIZE=1 TG_CACHE_DIR=" + dir);
+  INFO(out);
+  CHECK(rc != 0);
+  CHECK(contains(out, "ERROR: AddressSanitizer: heap-buffer-overflow"));
+  CHECK(contains(out, "READ of size"));
+  CHECK(contains(out, dir + "/")); // the faulting frame: a kernel of this cache
+  CHECK(!contains(out, "no report"));
+  // The same kernel built without it reads past the end unnoticed: the report above is the
+  // kernel's own instrumentation, not the test program's.
+  auto [plain_rc, plain] = run_child_status("child: a kernel reads past its input",
+                                            "TG_KERNEL_SANITIZE=0 TG_CACHE_DIR=" + dir);
+  INFO(plain);
+  CHECK(plain_rc == 0);
+  CHECK(contains(plain, "no report"));
+  std::filesystem::remove_all(dir);
+}
+#endif
+
+TEST_CASE("child: the CPU device under TG_KERNEL_SANITIZE") {
+  if (!child()) return;
+  try {
+    tg::device("CPU");
+    std::printf("CPU available\n");
+  } catch (const tg::device_error& e) {
+    std::printf("unavailable: %s\n", e.what());
+  }
+}
+
+TEST_CASE("TG_KERNEL_SANITIZE=1 needs a process built with AddressSanitizer") {
+  std::string out =
+      run_child("child: the CPU device under TG_KERNEL_SANITIZE", "TG_KERNEL_SANITIZE=1");
+#ifdef TG_TEST_ASAN
+  CHECK(contains(out, "CPU available"));
+#else
+  CHECK(contains(out, "unavailable: tg: device CPU is unavailable: TG_KERNEL_SANITIZE is set, but "
+                      "this process is not built with -fsanitize=address"));
+#endif
+}
+
+TEST_CASE("slice_bounds: Python's slice semantics, shared by both front ends") {
+  // x[start:stop:step] of an axis of size 5, as Python gives it: the kept range, then the count
+  constexpr auto none = std::nullopt;
+  auto same = [](tg::SliceBounds b, std::int64_t lo, std::int64_t hi, std::int64_t count) {
+    return b.lo == lo && b.hi == hi && b.count == count;
+  };
+  static_assert(same(tg::slice_bounds(5, none, none, 1), 0, 5, 5));  // x[:]
+  static_assert(same(tg::slice_bounds(5, 1, 4, 2), 1, 4, 2));        // x[1:4:2]: 1, 3
+  static_assert(same(tg::slice_bounds(5, -2, none, 1), 3, 5, 2));    // x[-2:]: 3, 4
+  static_assert(same(tg::slice_bounds(5, 10, none, 1), 5, 5, 0));    // x[10:]: empty
+  static_assert(same(tg::slice_bounds(5, -10, 2, 1), 0, 2, 2));      // x[-10:2]: 0, 1
+  static_assert(same(tg::slice_bounds(5, none, none, -1), 0, 5, 5)); // x[::-1]: 4, 3, 2, 1, 0
+  static_assert(same(tg::slice_bounds(5, 4, 0, -2), 2, 5, 2));       // x[4:0:-2]: 4, 2
+  static_assert(same(tg::slice_bounds(5, none, -1, -1), 0, 0, 0));   // x[:-1:-1]: empty
+  static_assert(same(tg::slice_bounds(5, -10, -20, -1), 0, 0, 0));   // x[-10:-20:-1]: empty
+  static_assert(same(tg::slice_bounds(5, 10, none, -3), 1, 5, 2));   // x[10::-3]: 4, 1
+  static_assert(same(tg::slice_bounds(0, none, none, 1), 0, 0, 0));  // an empty axis
+  // and both front ends cut those elements
+  tg::Tensor x = tg::arange(5, tg::TensorOptions(tg::int64, "CPU"));
+  tg::fixed<std::int64_t, 5> f{0, 1, 2, 3, 4};
+  CHECK(x.slice(0, 4, 0, -2).to_vector<std::int64_t>() == std::vector<std::int64_t>{4, 2});
+  CHECK(x.slice(0, 10, none, -3).to_vector<std::int64_t>() == std::vector<std::int64_t>{4, 1});
+  auto g = tg::fixed<std::int64_t, 2>(f.slice<0, 10, tg::none, -3>());
+  CHECK((g[0] == 4 && g[1] == 1));
 }

@@ -34,13 +34,13 @@ TEST_CASE("a contiguous elementwise kernel is one loop with no division or modul
   auto a = randn({8, 16, 4}), b = randn({8, 16, 4});
   auto info = tg::schedule({(a * b + 1.0f).relu()});
   REQUIRE(info.kernels() == 1);
-  std::string src(tg::render_c(info.programs[0]).view());
+  std::string src(tg::render_c(info.lowered[0]).view());
   CHECK(contains(src, "E_512"));
   CHECK(!contains(src, " / "));
   CHECK(!contains(src, " % "));
   // broadcasting keeps two loops, still without division
   auto bias = randn({4});
-  std::string src2(tg::render_c(tg::schedule({a + bias}).programs[0]).view());
+  std::string src2(tg::render_c(tg::schedule({a + bias}).lowered[0]).view());
   CHECK(!contains(src2, " / "));
   CHECK(!contains(src2, " % "));
 }
@@ -65,7 +65,7 @@ TEST_CASE("im2col columns: loops over the window axes, taps unrolled, one load p
     for (const tg::UOp& u : p.ops) n += u.kind == kind && (kind != tg::UKind::Alu || u.op == op);
     return n;
   };
-  const tg::Program& p = info.programs[0];
+  const tg::Program& p = info.lowered[0];
   CHECK_MESSAGE(contains(p.name.view(), "Eu3x3_"), p.name.view());
   CHECK(count(p, tg::UKind::Alu, tg::Op::Div) == 0);
   CHECK(count(p, tg::UKind::Alu, tg::Op::Mod) == 0);
@@ -107,7 +107,7 @@ TEST_CASE("a short reduction (a 2 x 2 pooling window) is unrolled: no accumulato
       return n;
     };
     tg::Program plain = tg::lower(info.graph, info.schedule, 0, tg::LowerOptions::off());
-    CHECK(accumulators(info.programs[0]) == 0);
+    CHECK(accumulators(info.lowered[0]) == 0);
     CHECK(accumulators(plain) > 0);
     auto xv = x.to_vector<float>();
     std::vector<float> looped(std::size_t(y.numel()));
@@ -141,8 +141,8 @@ TEST_CASE("matmul is one kernel; softmax is one (three without row reductions)")
   auto x = randn({8, 100});
   CHECK(tg::schedule({x.softmax(-1)}).kernels() == 1);
   CHECK(tg::schedule({x.log_softmax(-1)}).kernels() == 1);
-  CHECK(tg::schedule({x.softmax(-1)}, tg::FuseOptions{}).kernels() == 3);
-  CHECK(tg::schedule({x.log_softmax(-1)}, tg::FuseOptions{}).kernels() == 3);
+  CHECK(tg::schedule({x.softmax(-1)}, tg::Target::portable()).kernels() == 3);
+  CHECK(tg::schedule({x.log_softmax(-1)}, tg::Target::portable()).kernels() == 3);
 }
 
 TEST_CASE("an elementwise operand that a reduction reads broadcast gets a kernel of its own") {
@@ -151,8 +151,8 @@ TEST_CASE("an elementwise operand that a reduction reads broadcast gets a kernel
   tg::Tensor y = a.relu().matmul(b);
   CHECK(tg::schedule({y}).kernels() == 2);
   CHECK(launches([&] { y.realize(); }) == 2);
-  tg::FuseOptions never = tg::fuse_options(true);
-  never.broadcast_operand_min = 0;
+  tg::Target never = tg::Target::cpu();
+  never.fuse.broadcast_operand_min = 0;
   CHECK(tg::schedule({a.relu().matmul(b)}, never).kernels() == 1);
   // Not when fewer output elements than broadcast_operand_min (8) read it alike, nor for a value
   // that is the same along the reduced axis (a row's scale), nor for one read at its own index.
@@ -169,7 +169,6 @@ TEST_CASE("an elementwise operand that a reduction reads broadcast gets a kernel
 }
 
 TEST_CASE("row reductions: computed once per row inside the kernel that reads them") {
-  using F = tg::FuseOptions;
   auto x = randn({6, 200}), w = randn({200}), b = randn({200});
   auto xs = x.to_vector<float>();
   auto mean_of = [&](std::int64_t r) {
@@ -204,7 +203,7 @@ TEST_CASE("row reductions: computed once per row inside the kernel that reads th
   for (Case& c : cases) {
     CAPTURE(c.name);
     CHECK(tg::schedule({c.y}).kernels() == c.fused);
-    CHECK(tg::schedule({c.y}, F{}).kernels() == c.plain);
+    CHECK(tg::schedule({c.y}, tg::Target::portable()).kernels() == c.plain);
     // the same program on CPU and INTERP: the same bits
     if (c.y.dtype() == tg::DType::Float64)
       CHECK(c.y.to_vector<double>() == c.y.to("INTERP").to_vector<double>());
@@ -226,7 +225,7 @@ TEST_CASE("row reductions: computed once per row inside the kernel that reads th
   // the kernel computes the max and the sum before its row loop: no buffer between them
   auto info = tg::schedule({x.softmax(1)});
   CHECK(info.memory.slot_bytes.empty());
-  CHECK(contains(info.programs[0].name.view(), "Eh"));
+  CHECK(contains(info.lowered[0].name.view(), "Eh"));
   // the CPU device's reuse_values: the sum's loop keeps its exponentials in a local array of the
   // row, and the output loop reads them there (8 calls of exp2 in the sum's loop, split 8 ways,
   // and none left in the output loop); the softmax's bits above are the CPU's with it
@@ -236,7 +235,7 @@ TEST_CASE("row reductions: computed once per row inside the kernel that reads th
       ++k;
     return k;
   };
-  const tg::Program& sm = info.programs[0];
+  const tg::Program& sm = info.lowered[0];
   tg::Program kept = tg::reuse_values(sm);
   std::string before(tg::render_c(sm).view()), after(tg::render_c(kept).view());
   CHECK(count(before, "= tg_exp2f(") == 9);
@@ -244,7 +243,7 @@ TEST_CASE("row reductions: computed once per row inside the kernel that reads th
   CHECK(contains(after, "[200] __attribute__((aligned(64)))"));
   CHECK(!contains(before, "__attribute__((aligned(64)))"));
   // log_softmax computes no costly value twice (its log is of the sum): unchanged
-  auto lsm = tg::schedule({x.log_softmax(1)}).programs[0];
+  auto lsm = tg::schedule({x.log_softmax(1)}).lowered[0];
   CHECK(tg::reuse_values(lsm).ops.size() == lsm.ops.size());
   // symbolic sizes: a batch of rows, and a row length (neither split nor kept then); one kernel
   // per shape serves every value
@@ -338,7 +337,7 @@ TEST_CASE("symbolic sizes: one compiled kernel serves every bound value") {
   }
   // a symbolic inner size is a kernel argument, not a constant in the source
   auto x = tg::zeros({3, tg::sym("n", 1, 100, 5)});
-  std::string src(tg::render_c(tg::schedule({x + randn({3, 1})}).programs[0]).view());
+  std::string src(tg::render_c(tg::schedule({x + randn({3, 1})}).lowered[0]).view());
   CHECK(contains(src, "vars[0]"));
   CHECK(contains(src, "/* n */"));
   CHECK_THROWS_AS(tg::sym("n", 1, 10, 11), tg::shape_error);
@@ -542,9 +541,9 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
 }
 
 TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same bits as INTERP") {
-  // The CPU device asks for them on AVX-512 (Device::tile_lanes); this device asks everywhere.
+  // The CPU device asks for them on AVX-512 (Device::target); this device asks everywhere.
   struct WideTiles : tg::CpuDevice {
-    int tile_lanes() const override { return 32; }
+    tg::Target target() const override { return tg::with_env(tg::Target::cpu(32)); }
   };
   static const bool registered =
       (tg::register_device("CPU_WIDE_TILES", [] { return std::make_shared<WideTiles>(); }), true);
@@ -610,7 +609,7 @@ TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same b
 
 TEST_CASE("a sum over a strided axis: 64 contiguous lanes, 256 with 32 vector registers") {
   struct WideTiles : tg::CpuDevice {
-    int tile_lanes() const override { return 32; }
+    tg::Target target() const override { return tg::with_env(tg::Target::cpu(32)); }
   };
   static const bool registered =
       (tg::register_device("CPU_WIDE_SUMS", [] { return std::make_shared<WideTiles>(); }), true);

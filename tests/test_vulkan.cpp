@@ -87,7 +87,7 @@ TEST_CASE(
 TEST_CASE("gpu_program: the outer loop becomes the work item; small outputs with long reductions "
           "share a work-group") {
   Tensor x = tg::rand({4, 4096}, TensorOptions(tg::float32, "CPU"));
-  tg::Program p = tg::schedule({x.sum(1)}).programs.at(0);
+  tg::Program p = tg::schedule({x.sum(1)}).lowered.at(0);
   tg::Program g = tg::gpu_program(p);
   CHECK(g.grouped); // 4 items, reductions of 4096
   int specials = 0, reduces = 0, ifs = 0, ranges = 0;
@@ -101,19 +101,19 @@ TEST_CASE("gpu_program: the outer loop becomes the work item; small outputs with
   CHECK(reduces >= 1);
   CHECK(ifs >= 2); // the bounds check and lane 0's store
   CHECK(ranges >= 1);
-  tg::Program e = tg::gpu_program(tg::schedule({(x + 1).exp2()}).programs.at(0));
+  tg::Program e = tg::gpu_program(tg::schedule({(x + 1).exp2()}).lowered.at(0));
   CHECK_FALSE(e.grouped);
   CHECK(e.local == 256);
   CHECK(e.per_thread == 1); // 16,384 items: one a thread
   // 2^20 items and more, without reductions: 8 a thread, each group covering 8 x 256 items
   Tensor big = tg::rand({1 << 20}, TensorOptions(tg::float32, "CPU"));
-  tg::Program e4 = tg::gpu_program(tg::schedule({big * 2.0f}).programs.at(0));
+  tg::Program e4 = tg::gpu_program(tg::schedule({big * 2.0f}).lowered.at(0));
   CHECK(e4.per_thread == 8);
   CHECK(tg::gpu_dispatches(e4, 1 << 20, {65535, 65535, 65535}).at(0).groups[0] == 512);
   CHECK(std::string(tg::render_cuda(e4).view()).find("tg_group() * 2048ll") != std::string::npos);
   CHECK(std::string(tg::render_glsl(e4).view()).find("tg_group()) * 2048L") != std::string::npos);
   CHECK(
-      tg::gpu_program(tg::schedule({big.reshape({1024, 1024}).sum(1)}).programs.at(0)).per_thread ==
+      tg::gpu_program(tg::schedule({big.reshape({1024, 1024}).sum(1)}).lowered.at(0)).per_thread ==
       1); // a reduction: one a thread
   std::string glsl(tg::render_glsl(g).view());
   CHECK(glsl.find("#version 450") == 0);
@@ -123,7 +123,7 @@ TEST_CASE("gpu_program: the outer loop becomes the work item; small outputs with
   CHECK(sub.find("GL_KHR_shader_subgroup_arithmetic") != std::string::npos);
   CHECK(sub.find("subgroupAdd(") != std::string::npos);
   std::string mx(
-      tg::render_glsl(tg::gpu_program(tg::schedule({x.max(1)}).programs.at(0)), true).view());
+      tg::render_glsl(tg::gpu_program(tg::schedule({x.max(1)}).lowered.at(0)), true).view());
   CHECK(mx.find("subgroupMax") == std::string::npos); // float max propagates NaN: the tree
   // the C dialect never sees these ops: the CPU path is unchanged
   CHECK(std::string(tg::render_c(p).view()).find("barrier") == std::string::npos);
@@ -133,7 +133,7 @@ TEST_CASE("GLSL asks for the extensions its dtypes need") {
   auto src = [](tg::DType t) {
     Tensor x = tg::ones({8}, TensorOptions(t, "CPU"));
     return std::string(
-        tg::render_glsl(tg::gpu_program(tg::schedule({x + x}).programs.at(0))).view());
+        tg::render_glsl(tg::gpu_program(tg::schedule({x + x}).lowered.at(0))).view());
   };
   std::string f32 = src(tg::float32), f64 = src(tg::float64), i8 = src(tg::int8),
               h = src(tg::float16), b = src(tg::bool_);
@@ -365,7 +365,7 @@ TEST_CASE("VULKAN: float exp and pow as INTERP's where fma, exp2 and log2 round 
   TensorOptions cpu(tg::float32, "CPU");
   tg::Program p =
       tg::schedule({tg::rand({8}, cpu).exp() + tg::rand({8}, cpu).pow(tg::rand({8}, cpu))})
-          .programs.at(0);
+          .lowered.at(0);
   std::string exact(tg::render_glsl(tg::gpu_program(p), false, true).view()),
       plain(tg::render_glsl(tg::gpu_program(p)).view());
   CHECK(exact.find("float tg_fma(") < exact.find("float tg_exp2f("));
@@ -476,7 +476,8 @@ TEST_CASE("VULKAN: the SPIR-V disk cache and every GLSL compiler") {
   auto dev = vulkan();
   if (!dev) return;
   Tensor x = tg::rand({37}, TensorOptions(tg::float32, "CPU"));
-  tg::Program p = tg::schedule({(x * 3.25f).sqrt()}).programs.at(0);
+  tg::KernelCode p = tg::finish_kernel(
+      tg::schedule({(x * 3.25f).sqrt()}, dev->target()).lowered.at(0), dev->target());
   // a second device object on the same GPU: empty pipeline map, so the SPIR-V comes from disk
   dev->prepare({&p});
   tg::VulkanDevice fresh(0);
@@ -489,7 +490,7 @@ TEST_CASE("VULKAN: the SPIR-V disk cache and every GLSL compiler") {
     CHECK(s1.cache_hits > s0.cache_hits);
   }
   // each compiler that is installed turns the same shader into SPIR-V
-  std::string glsl(tg::render_glsl(dev->shape(p)).view());
+  std::string glsl(p.source.view());
   int compilers = 0;
   for (const char* which : {"shaderc", "glslc", "glslangValidator"}) {
     EnvGuard pick("TG_GLSL_COMPILER", which);

@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build python3
   doctest-dev libbenchmark-dev libeigen3-dev libopenblas-dev
   gcc-12 g++-12 clang-19 clang-format-19 cmake-format
+  libclang-rt-19-dev # Clang's sanitizer and libFuzzer runtimes (tests/fuzz/, the clang stage)
   dataset-fashion-mnist # the data of examples/fashion_mnist.cpp
   # The VULKAN device and its tests: Vulkan-Hpp headers and the loader, Mesa's lavapipe (a Vulkan
   # 1.3 driver on the CPU), GLSL -> SPIR-V compilers (glslc brings libshaderc1), SPIR-V tools, and

@@ -10,24 +10,37 @@
 # Stages, and which suites each configuration runs (budget: the whole run well under 30 minutes
 # on 2 cores; compiling the test suite dominates, so only the gcc stage builds all of it):
 #
-#   deps      tools/install-deps.sh: the Debian packages (compilers, CMake, doctest, formatters,
-#             Vulkan and lavapipe, the Fashion-MNIST data)
+#   deps      tools/install-deps.sh: the Debian packages (compilers, Clang's sanitizer and
+#             libFuzzer runtimes, CMake, doctest, formatters, Vulkan and lavapipe, the
+#             Fashion-MNIST data)
 #   checks    drift gates, no build: tools/check-format.sh (clang-format 19 on every C++ file,
 #             cmake-format on every CMake file) and tools/amalgamate.py --check (the committed
 #             single_include/tg/ is what the generator makes of include/)
 #   gcc       GCC 12, Release (at -O1), against include/. Tests and examples with -Wall -Wextra
 #             -Wpedantic -Werror, benchmarks built too. Runs the whole suite on every test device,
-#             the fuzz test at its full 1000 graphs.
+#             the fuzz test at its full 1000 graphs, the golden kernels (test_golden), and the
+#             header tests: every header under include/tg compiled alone (ctest -L headers).
 #   clang     Clang 19 with libstdc++ 12, Release (at -O1), against include/, same warnings as
 #             errors. The core suites (errors, runtime, schedule, jit, autograd, optim, safetensors,
 #             the demo, the fuzz test at 100 graphs), nn, the static-shape suites (constexpr fusion
-#             and rendering), and the must-not-compile cases; on CPU and INTERP.
+#             and rendering), and the must-not-compile cases; on CPU and INTERP. And the libFuzzer
+#             harness of the safetensors parser (tests/fuzz/, -fsanitize=fuzzer,address,undefined),
+#             fuzzing for 20 seconds from its seed corpus: a crash, sanitizer report, hang, huge
+#             allocation or any error but format_error fails it.
 #   asan      GCC 12, Debug, AddressSanitizer + UndefinedBehaviorSanitizer; any report fails the
-#             test (-fno-sanitize-recover=all, halt_on_error). The core suites.
+#             test (-fno-sanitize-recover=all, halt_on_error). The core suites, with
+#             TG_KERNEL_SANITIZE=1: the CPU device builds its kernels with ASan and UBSan too, so
+#             an out-of-bounds index in a generated kernel is a report (test_runtime shows one).
+#             Not the must-not-compile cases: with this stage's compiler and headers, and none of
+#             its flags, they would repeat the gcc stage's.
+#   tsan      GCC 12, -O1, ThreadSanitizer (halt_on_error; no suppressions): test_runtime, whose
+#             cases run the thread pool from two callers, compile a realize's kernels in parallel,
+#             and realize from several threads at once in a fresh process (device registry, plan
+#             cache, kernel caches and pool all first used concurrently), compiling and then
+#             loading from the disk cache.
 #   single    GCC 12, Release (at -O1), against the generated single_include/
 #             (TG_SINGLE_HEADER=ON) instead of include/. A subset, as each test TU compiles the
-#             whole header: test_errors, test_runtime, test_schedule, example_demo and the
-#             must-not-compile cases.
+#             whole header: test_errors, example_demo and the must-not-compile cases.
 #   consume   the consumption tests (ctest -L consumption, in the gcc build): find_package from an
 #             install prefix, add_subdirectory, FetchContent of a local archive, and a plain
 #             `g++ -std=c++20 -I single_include` build; each builds and runs a small consumer.
@@ -38,7 +51,8 @@
 # Every build lives under $TG_CI_DIR (default build-ci/). All stages share one kernel cache
 # ($TG_CI_DIR/tg-cache, passed as TG_TEST_CACHE_DIR): kernels are C sources compiled by the
 # system cc, identical whatever C++ compiler or sanitizer built the tests, so later stages (and
-# later runs) find them compiled. The fuzz test draws the same graphs (fixed seed) in every stage.
+# later runs) find them compiled; the asan stage's sanitized kernels (other flags) have keys of
+# their own. The fuzz test draws the same graphs (fixed seed) in every stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +60,7 @@ ci_dir=${TG_CI_DIR:-build-ci}
 [[ "$ci_dir" == /* ]] || ci_dir="$PWD/$ci_dir"
 cache_dir="$ci_dir/tg-cache"
 jobs=$(nproc)
-all_stages=(deps checks gcc clang asan single consume)
+all_stages=(deps checks gcc clang asan tsan single consume)
 default_stages=("${all_stages[@]}")
 stages=("$@")
 ((${#stages[@]})) || stages=("${default_stages[@]}")
@@ -118,10 +132,13 @@ stage_gcc() {
 }
 
 # A subset of the suite in a build of its own: builds only `targets` and runs those tests and the
-# must-not-compile cases (which compile at test time with this build's compiler and flags).
+# must-not-compile cases (which compile at test time with this build's C++ compiler and include
+# directory, but none of its flags: a stage that has the gcc stage's compiler and headers sets
+# TG_CI_NO_FAIL_CASES=1, as they would only repeat it).
 # subset_stage <dir> <ctest env (VAR=value ...) or -> <cmake -D args...> -- <targets...>
 subset_stage() {
-  local dir=$1 envs=$2
+  local dir=$1 envs=$2 fail_cases="|fail_.*"
+  [[ "${TG_CI_NO_FAIL_CASES:-0}" == 1 ]] && fail_cases=""
   shift 2
   local args=()
   while [[ "$1" != "--" ]]; do
@@ -135,7 +152,7 @@ subset_stage() {
   regex="^($(
     IFS='|'
     echo "${targets[*]}"
-  )|fail_.*)$"
+  )${fail_cases})$"
   [[ "$envs" == "-" ]] && envs=""
   # shellcheck disable=SC2086 # envs is a list of VAR=value words
   env $envs ctest --test-dir "$dir" -j2 --output-on-failure --no-tests=error -R "$regex" || rc=1
@@ -151,30 +168,45 @@ core_suites=(test_errors test_runtime test_schedule test_jit test_autograd test_
 
 stage_clang() {
   clang++-19 -v -E -x c++ /dev/null -o /dev/null 2>&1 | grep "Selected GCC installation" || true
-  # and the static-shape suites: constexpr fusion and rendering is where compilers differ most
+  # and the static-shape suites: constexpr fusion and rendering is where compilers differ most;
+  # and the safetensors fuzzer (libFuzzer is Clang's), fuzzing for TG_FUZZ_SECONDS (20)
   subset_stage "$ci_dir/clang" "TG_FUZZ_GRAPHS=100 TG_TEST_DEVICES=CPU,INTERP" \
-    "${clang_flags[@]}" "${release[@]}" -DTG_BUILD_BENCH=OFF -- \
-    "${core_suites[@]}" test_nn test_fixed test_fixed_static example_static_mlp
+    "${clang_flags[@]}" "${release[@]}" -DTG_BUILD_BENCH=OFF -DTG_BUILD_FUZZ=ON -- \
+    "${core_suites[@]}" test_nn test_fixed test_fixed_static example_static_mlp fuzz_safetensors
 }
 
 stage_asan() {
   # The first report ends the process with a failure (-fno-sanitize-recover=all makes UBSan's
-  # reports fatal too); LeakSanitizer runs at exit.
+  # reports fatal too); LeakSanitizer runs at exit. The kernels are sanitized too
+  # (TG_KERNEL_SANITIZE=1: the system cc is GCC 12, whose libasan the tests load). The
+  # must-not-compile cases are the gcc stage's (same compiler and headers; sanitizers are no
+  # part of them).
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_init_order=1:detect_stack_use_after_return=1 \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    subset_stage "$ci_dir/asan" "TG_FUZZ_GRAPHS=100 TG_TEST_DEVICES=CPU,INTERP" \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TG_CI_NO_FAIL_CASES=1 \
+    subset_stage "$ci_dir/asan" "TG_FUZZ_GRAPHS=100 TG_TEST_DEVICES=CPU,INTERP TG_KERNEL_SANITIZE=1" \
     "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=address,undefined \
     -DTG_BUILD_BENCH=OFF -- "${core_suites[@]}"
+}
+
+stage_tsan() {
+  # ThreadSanitizer at -O1, as its documentation advises: test_runtime, where the
+  # thread pool, parallel compiles and concurrent realizes are; the first report fails the test.
+  # No suppressions. The kernels (built by cc, not instrumented) write disjoint slices.
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 TG_CI_NO_FAIL_CASES=1 \
+    subset_stage "$ci_dir/tsan" "TG_TEST_DEVICES=CPU,INTERP" "${gcc_flags[@]}" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+    -DTG_SANITIZE=thread -DTG_BUILD_BENCH=OFF -- test_runtime
 }
 
 stage_single() {
   # Tests the committed single header (the checks stage fails when it is out of date).
   python3 tools/amalgamate.py --check ||
     echo "run-tests: warning: testing an out-of-date single_include/ (python3 tools/amalgamate.py)"
-  # A subset: every test TU compiles the whole header, so three quick suites, the demo and the
-  # must-not-compile cases show that the amalgamation is complete and ordered right.
+  # A subset: every test TU compiles the whole header, so a quick suite, the demo and the
+  # must-not-compile cases show that the amalgamation is complete and ordered right (the gcc
+  # stage's header tests show that each header is complete on its own).
   subset_stage "$ci_dir/single" - "${gcc_flags[@]}" "${release[@]}" \
-    -DTG_SINGLE_HEADER=ON -DTG_BUILD_BENCH=OFF -- test_errors test_runtime test_schedule example_demo
+    -DTG_SINGLE_HEADER=ON -DTG_BUILD_BENCH=OFF -- test_errors example_demo
 }
 
 stage_consume() {
@@ -193,7 +225,8 @@ declare -A titles=(
   [checks]="formatting and single-header drift"
   [gcc]="GCC 12 Release build + full ctest"
   [clang]="Clang 19 (libstdc++ 12) Release build + ctest"
-  [asan]="AddressSanitizer + UBSan (GCC 12, Debug) build + ctest"
+  [asan]="AddressSanitizer + UBSan (GCC 12, Debug; kernels too) build + ctest"
+  [tsan]="ThreadSanitizer (GCC 12, -O1) build + ctest of test_runtime"
   [single]="single-header build + ctest"
   [consume]="consumption tests: find_package, add_subdirectory, FetchContent, plain g++"
 )

@@ -31,14 +31,30 @@
 // is one node in the run-time graph).
 #include <string_view>
 
-// ---- tg/codegen/lower.hpp ----
-#ifndef TG_SI_TG_CODEGEN_LOWER_HPP
-#define TG_SI_TG_CODEGEN_LOWER_HPP
-// lower: Kernel -> linear program. Walks the kernel's expression from its root, carrying the
-// movement ops between the loop indices and each node (views are pushed down to the loads);
-// merges loop axes that every access walks contiguously; then places every value in the
-// outermost loop it depends on (linearize).
-#include <algorithm>
+// ---- tg/codegen/pipeline.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PIPELINE_HPP
+#define TG_SI_TG_CODEGEN_PIPELINE_HPP
+// The pass list: every kernel tg runs, shows or plans is made by the functions of this file, in
+// this order, for a Target (a device's choices and dialect):
+//
+//   graph passes    fuse                                                 schedule_graph
+//                   -> plan_memory                                       plan_buffers
+//   kernel passes   lower                                                lower_kernel
+//                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
+//                   -> GPU: gpu_program -> decompose                     device_passes
+//                   -> render (C, CUDA or GLSL; INTERP runs the program)  render_kernel
+//
+// compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
+// front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
+// what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
+// result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
+
+// ---- tg/schedule/memory.hpp ----
+#ifndef TG_SI_TG_SCHEDULE_MEMORY_HPP
+#define TG_SI_TG_SCHEDULE_MEMORY_HPP
+// memory: [Kernel] -> buffer plan. Intermediate results that nobody keeps share buffers once
+// their last reader has run (a buffer is never reused by the kernel that reads it, so a
+// kernel's inputs and output never alias).
 
 // ---- tg/schedule/fuse.hpp ----
 #ifndef TG_SI_TG_SCHEDULE_FUSE_HPP
@@ -62,6 +78,7 @@
 // Data types, their sizes and names, PyTorch type promotion, and the 16-bit float storage types.
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
 namespace tg {
 
@@ -151,6 +168,17 @@ constexpr DType promote(DType a, DType b) {
   default:
     return DType::Int64; // uint32/uint64 with a signed type: int64 (uint64 may wrap)
   }
+}
+
+/// The kind of a Python-like C++ scalar, as both front ends promote it: Bool, Int64 or Float64.
+template <class S> constexpr DType scalar_kind() {
+  using T = std::remove_cvref_t<S>;
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_integral_v<T>)
+    return DType::Int64;
+  else
+    return DType::Float64;
 }
 
 /// Promotion of a tensor dtype with a Python-like scalar of kind `scalar` (Bool, Int64 or
@@ -374,6 +402,7 @@ template <class E>
 // Symbolic integers: dimensions that are polynomials over named variables with bounds
 // ("batch" in [1, 4096]). A variable may carry a bound value, used when a kernel is launched;
 // the kernel's source only names the variable, so one compiled kernel serves every value.
+#include <algorithm>
 #include <array>
 #include <concepts>
 #include <vector>
@@ -1244,11 +1273,69 @@ constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
 } // namespace tg
 #endif // TG_SI_TG_SCHEDULE_FUSE_HPP
 
-// ---- tg/codegen/builder.hpp ----
-#ifndef TG_SI_TG_CODEGEN_BUILDER_HPP
-#define TG_SI_TG_CODEGEN_BUILDER_HPP
-// A hash-consed builder of UOps that folds constants and simplifies index arithmetic using the
-// value ranges of integers (so a contiguous kernel's index is just its loop variable).
+namespace tg {
+
+struct MemoryPlan {
+  std::vector<int> slot;        // per node: temporary slot index, or -1 (input / kept result)
+  std::vector<SInt> slot_bytes; // size of each temporary slot
+  std::vector<int> free_after;  // per kernel: slots whose last reader is this kernel
+};
+
+/// `keep[i]`: node i's buffer outlives the realize (an output, or referenced by the user).
+constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFlags& keep) {
+  MemoryPlan p;
+  p.slot.assign(g.size(), -1);
+  std::vector<int> last_use(g.size(), -1), kernel_of(g.size(), -1);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    kernel_of[std::size_t(s.kernels[k].root)] = int(k);
+    for (int in : s.kernels[k].inputs) last_use[std::size_t(in)] = int(k);
+  }
+  std::vector<int> free_slots;
+  std::vector<std::vector<int>> release(s.kernels.size());
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    int root = s.kernels[k].root;
+    const Node& n = g[root];
+    if (!keep[std::size_t(root)]) {
+      SInt bytes = prod(n.shape) * SInt(itemsize(n.dtype));
+      int chosen = -1;
+      for (std::size_t f = 0; f < free_slots.size(); ++f) {
+        const SInt& have = p.slot_bytes[std::size_t(free_slots[f])];
+        bool fits = have == bytes ||
+                    (have.is_const() && bytes.is_const() && have.constant() >= bytes.constant());
+        if (fits) {
+          chosen = free_slots[f];
+          free_slots.erase(free_slots.begin() + std::ptrdiff_t(f));
+          break;
+        }
+      }
+      if (chosen < 0) {
+        chosen = int(p.slot_bytes.size());
+        p.slot_bytes.push_back(bytes);
+      }
+      p.slot[std::size_t(root)] = chosen;
+      int lu = last_use[std::size_t(root)];
+      if (lu >= 0)
+        release[std::size_t(lu)].push_back(chosen);
+      else
+        release[k].push_back(chosen); // never read: free at once
+    }
+    for (int r : release[k]) free_slots.push_back(r);
+  }
+  p.free_after.assign(s.kernels.size(), 0);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) p.free_after[k] = int(release[k].size());
+  return p;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_SCHEDULE_MEMORY_HPP
+
+// ---- tg/codegen/decompose.hpp ----
+#ifndef TG_SI_TG_CODEGEN_DECOMPOSE_HPP
+#define TG_SI_TG_CODEGEN_DECOMPOSE_HPP
+// decompose: op semantics that must agree across devices, as a rewrite of a Program before it is
+// rendered (tinygrad's codegen/decomp), so that every dialect that needs them gets the same ops
+// and no renderer spells them. The C-style renderers' shared semantics that are not ops of the IR
+// (16-bit float codecs, float exp2, float -> integer saturation) are in render.hpp's CStyle.
 
 // ---- tg/codegen/ir.hpp ----
 #ifndef TG_SI_TG_CODEGEN_IR_HPP
@@ -1364,7 +1451,7 @@ enum class UKind : std::uint8_t {
   AccAssign, // src0 acc, src1 value: acc = op(acc, value)
   Alu,       // op with 1..3 sources
   Reduce,    // (lowering only) op over src0 within ranges `ranges`
-  // GPU programs only (made by gpu_program, codegen/gpu.hpp; the CPU path never sees them):
+  // GPU programs only (made by gpu_program, codegen/gpu_program.hpp; the CPU path never sees them):
   Special,     // a launch index; arg: GpuIndex
   If,          // src0 condition; the ops up to the matching EndIf run when it holds
   EndIf,       // src0: its If
@@ -1379,8 +1466,8 @@ enum class UKind : std::uint8_t {
   VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
 };
 
-/// The largest panel the CPU device's pack_panels copies into a local array (codegen/pack.hpp);
-/// the lowering counts on it (LowerOptions::packs_strided).
+/// The largest panel the CPU device's pack_panels copies into a local array
+/// (codegen/pack_panels.hpp); the lowering counts on it (LowerOptions::packs_strided).
 inline constexpr std::int64_t kPackBytes = 256 * 1024;
 
 /// What a Special UOp reads (GPU programs).
@@ -1410,7 +1497,7 @@ struct Program {
   /// Its reduction split into this many partial accumulators (LowerOptions::split_reduce): the C
   /// compiler may vectorize that loop, as each vector lane keeps its own sum in order.
   int reduce_split = 1;
-  // GPU launch shape, set by gpu_program (codegen/gpu.hpp); local == 0 on CPU programs.
+  // GPU launch shape, set by gpu_program (codegen/gpu_program.hpp); local == 0 on CPU programs.
   int local = 0;                    // threads per work-group (a power of two)
   bool grouped = false;             // a work-group shares one item and splits its reductions
   std::int64_t items_per_outer = 1; // inner output loops flattened into the item index
@@ -1473,7 +1560,7 @@ constexpr Text dump(const Program& p) {
       if (s >= 0) t << " %" << s;
     if (u.kind == UKind::Const) {
       if (is_float(u.dtype))
-        t << ' ' << std::int64_t(u.value.f * 1000) << "e-3";
+        (t << ' ').literal(u.value.f); // exact (and inf, nan), so dumps tell constants apart
       else
         t << ' ' << u.value.i;
     }
@@ -1486,6 +1573,397 @@ constexpr Text dump(const Program& p) {
 
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_IR_HPP
+
+namespace tg {
+
+/// What a target needs spelled out.
+struct DecomposeOptions {
+  /// Integer division and remainder defined for every divisor, as INTERP defines them: x / 0 == 0,
+  /// x % 0 == 0, x / -1 == -x (wrapping), x % -1 == 0. GPUs leave x / 0 (and INT_MIN / -1)
+  /// undefined; the CPU's C keeps the plain operators, as before.
+  bool safe_int_div = false;
+
+  /// The GPU dialects' needs (CUDA, GLSL).
+  static constexpr DecomposeOptions gpu() {
+    DecomposeOptions o;
+    o.safe_int_div = true;
+    return o;
+  }
+  /// Whether the pass has anything to do.
+  constexpr bool any() const { return safe_int_div; }
+};
+
+namespace detail {
+/// Whether op k is a divisor that needs no guard: a constant other than 0 and -1, or one this pass
+/// made (where(k == 0 [|| k == -1], 1, k)), so that decomposing twice changes nothing.
+constexpr bool plain_divisor(const Program& p, int k) {
+  const UOp& b = p.ops[std::size_t(k)];
+  if (b.kind == UKind::Const) return b.value.i != 0 && (is_unsigned(b.dtype) || b.value.i != -1);
+  auto op = [&](int i) -> const UOp& { return p.ops[std::size_t(i)]; };
+  auto tests = [&](int i, int x, std::int64_t v) { // op i is x == v
+    return op(i).kind == UKind::Alu && op(i).op == Op::CmpEq && op(i).src[0] == x &&
+           op(op(i).src[1]).kind == UKind::Const && op(op(i).src[1]).value.i == v;
+  };
+  if (b.kind != UKind::Alu || b.op != Op::Where || op(b.src[1]).kind != UKind::Const ||
+      op(b.src[1]).value.i != 1)
+    return false;
+  const UOp& c = op(b.src[0]);
+  return tests(b.src[0], b.src[2], 0) ||
+         (c.kind == UKind::Alu && c.op == Op::Or && tests(c.src[0], b.src[2], 0) &&
+          tests(c.src[1], b.src[2], -1));
+}
+} // namespace detail
+
+/// The program with the operations `o` asks for written as simpler ones (unchanged if none).
+constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
+  if (!o.safe_int_div) return p;
+  detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
+  auto constant = [&](DType d, std::int64_t v) {
+    return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
+  };
+  auto alu = [&](Op op, DType d, int a, int b = -1, int c = -1) {
+    return rw.add(UOp{UKind::Alu, op, d, {a, b, c}, {}, -1, {}});
+  };
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    UOp r = rw.remapped(u);
+    for (int& k : r.ranges) k = rw.map[std::size_t(k)];
+    const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
+    if (u.kind != UKind::Alu || (u.op != Op::Div && u.op != Op::Mod) || !is_int(d) ||
+        detail::plain_divisor(p, u.src[1])) {
+      rw.map[i] = rw.add(std::move(r));
+      continue;
+    }
+    // x op (b == 0 || b == -1 ? 1 : b), then the results INTERP gives for 0 and -1: x % 1 == 0 is
+    // already right, x / 1 == x becomes 0 or -x
+    const bool sign = !is_unsigned(d);
+    const int a = r.src[0], b = r.src[1];
+    const int zero = alu(Op::CmpEq, DType::Bool, b, constant(d, 0));
+    const int minus = sign ? alu(Op::CmpEq, DType::Bool, b, constant(d, -1)) : -1;
+    const int bad = sign ? alu(Op::Or, DType::Bool, zero, minus) : zero;
+    int q = alu(u.op, u.dtype, a, alu(Op::Where, d, bad, constant(d, 1), b));
+    if (u.op == Op::Div) {
+      if (sign) { // -x wrapping around (-INT_MIN == INT_MIN): negated as a uint64
+        const int n =
+            alu(Op::Cast, d, alu(Op::Neg, DType::UInt64, alu(Op::Cast, DType::UInt64, q)));
+        q = alu(Op::Where, u.dtype, minus, n, q);
+      }
+      q = alu(Op::Where, u.dtype, zero, constant(u.dtype, 0), q);
+    }
+    rw.map[i] = q;
+  }
+  Program out = p;
+  out.ops = std::move(rw.out);
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_DECOMPOSE_HPP
+
+// ---- tg/codegen/gpu_program.hpp ----
+#ifndef TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
+#define TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
+// gpu_program: a lowered Program -> the same program shaped for a GPU launch, shared by every GPU
+// dialect (GLSL, CUDA). The parallel outer loop (a Range over the Bound start/end) becomes the
+// work item of each thread with a bounds check (Special + If); the inner output loops with constant
+// sizes are flattened into the item index; and when there are few items and long reductions, a
+// whole work-group shares one item: each reduction's loop is split across the group's lanes
+// (start = lane, step = local) and combined through local memory (GroupReduce), and only lane 0
+// stores. The CPU path never calls this; INTERP cannot run its output (Special, GroupReduce).
+
+namespace tg {
+
+struct GpuOptions {
+  int local = 256;      // threads per work-group (rounded down to a power of two)
+  int max_local = 1024; // the device's limit
+  int grouped = -1;     // -1: decide; 0: never; 1: whenever the program reduces
+  int per_thread = 8;   // items a thread runs in a kernel without reductions of 2^20 items or more
+};
+
+namespace detail {
+
+constexpr int floor_pow2(std::int64_t x) {
+  int r = 1;
+  while (std::int64_t(r) * 2 <= x && r < (1 << 30)) r *= 2;
+  return r;
+}
+
+struct GpuRewriter : ProgramRewriter {
+  constexpr int special(GpuIndex g) {
+    return add(UOp{UKind::Special, Op::Add, DType::Int64, {-1, -1, -1}, {}, int(g), {}});
+  }
+  constexpr bool is_const(int old) const { return in.ops[std::size_t(old)].kind == UKind::Const; }
+  constexpr std::int64_t ival(int old) const { return in.ops[std::size_t(old)].value.i; }
+};
+
+} // namespace detail
+
+/// The program shaped for a GPU launch of `items` = outer * items_per_outer work items, in
+/// work-groups of `local` threads (one item per thread, or per work-group when `grouped`).
+constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
+  const std::vector<UOp>& ops = p.ops;
+  const std::size_t n = ops.size();
+  // Which ranges belong to a reduction (opened between a DefineAcc and its AccAssign).
+  std::vector<int> reduction_of(n, -1); // Range -> its DefineAcc
+  std::vector<int> end_of(n, -1);       // Range -> its EndRange
+  int outer = -1;
+  {
+    std::vector<int> open_accs, stack;
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = ops[i];
+      if (u.kind == UKind::DefineAcc) open_accs.push_back(int(i));
+      // an AccAssign closes its accumulator (the lanes of an upcast kernel close several)
+      if (u.kind == UKind::AccAssign)
+        for (std::size_t k = 0; k < open_accs.size(); ++k)
+          if (open_accs[k] == u.src[0]) open_accs.erase(open_accs.begin() + std::ptrdiff_t(k));
+      if (u.kind == UKind::Range) {
+        stack.push_back(int(i));
+        if (!open_accs.empty()) reduction_of[i] = open_accs.back();
+        if (outer < 0 && ops[std::size_t(u.src[0])].kind == UKind::Bound) outer = int(i);
+      }
+      if (u.kind == UKind::EndRange) end_of[std::size_t(u.src[0])] = int(i);
+    }
+  }
+  if (outer < 0) throw graph_error{"gpu_program: the program has no outer loop"};
+  // Inner output loops: flattened into the item when all of them have constant sizes.
+  std::vector<int> inner;
+  std::int64_t m = 1;
+  bool flatten = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = ops[i];
+    if (u.kind != UKind::Range || int(i) == outer || reduction_of[i] >= 0) continue;
+    inner.push_back(int(i));
+    const UOp& s = ops[std::size_t(u.src[0])];
+    const UOp& e = ops[std::size_t(u.src[1])];
+    if (s.kind != UKind::Const || s.value.i != 0 || e.kind != UKind::Const || u.src[2] >= 0 ||
+        e.value.i <= 0)
+      flatten = false;
+    else
+      m *= e.value.i;
+  }
+  if (!flatten) m = 1;
+  // Reductions: the longest one decides whether a work-group shares an item.
+  bool reduces = false;
+  std::int64_t longest = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ops[i].kind != UKind::DefineAcc) continue;
+    reduces = true;
+    std::int64_t len = 1;
+    for (std::size_t r = 0; r < n; ++r)
+      if (reduction_of[r] == int(i)) {
+        const UOp& e = ops[std::size_t(ops[r].src[1])];
+        len *= e.kind == UKind::Const ? e.value.i : 4096; // a symbolic size counts as long
+      }
+    if (len > longest) longest = len;
+  }
+  std::int64_t items = p.outer.is_const() ? p.outer.constant() * m : std::int64_t(1) << 40;
+  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256));
+  int local = detail::floor_pow2(o.local < 1 ? 1 : o.local);
+  if (local > o.max_local) local = detail::floor_pow2(o.max_local);
+  if (grouped && longest < local)
+    local = std::max(std::min(local, 32), detail::floor_pow2(longest));
+
+  // A kernel without reductions over many items runs 8 of them a thread, a work-group's width
+  // apart (loads stay coalesced): each thread then has 8 loads in flight, which brings an
+  // elementwise kernel to a device-to-device copy's speed (docs/performance.md).
+  const std::int64_t per_thread =
+      !reduces && p.outer.is_const() && items >= (std::int64_t(1) << 20) && o.per_thread > 1
+          ? o.per_thread
+          : 1;
+
+  detail::GpuRewriter w{{p, {}, std::vector<int>(n, -1)}};
+  int item = w.special(GpuIndex::Item);
+  int lane = grouped ? w.special(GpuIndex::Lane) : -1;
+  int lane0 = grouped ? w.alu(Op::CmpEq, DType::Bool, lane, w.cint(0)) : -1;
+  std::vector<int> skip_end(n, 0);      // EndRange ops that vanish (flattened loops)
+  std::vector<int> reduce_after(n, -1); // EndRange -> the DefineAcc to combine after it
+  std::vector<int> loop(n, -1);         // Range -> the loop that replaced it
+  // Declarations first (buffers, launch values, constants), then the bounds check, so that
+  // everything else, including work outside the outer loop, runs once per item in range.
+  for (std::size_t i = 0; i < n; ++i) {
+    UKind k = ops[i].kind;
+    if (k == UKind::Param || k == UKind::Bound || k == UKind::VarParam || k == UKind::Const)
+      w.map[i] = w.add(ops[i]);
+  }
+  int rem = -1, if_outer = -1, thread_loop = -1;
+  if (per_thread > 1) {
+    thread_loop = w.add(
+        UOp{UKind::Range, Op::Add, DType::Int64, {w.cint(0), w.cint(per_thread), -1}, {}, -1, {}});
+    item = w.alu(Op::Add, DType::Int64, item,
+                 w.alu(Op::Mul, DType::Int64, thread_loop, w.cint(local)));
+  }
+  {
+    const UOp& u = ops[std::size_t(outer)];
+    int q = item;
+    if (m > 1) {
+      int mm = w.cint(m);
+      q = w.alu(Op::Div, DType::Int64, item, mm);
+      rem = w.alu(Op::Mod, DType::Int64, item, mm);
+    }
+    int idx = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], q);
+    int ok = w.alu(Op::CmpLt, DType::Bool, idx, w.map[std::size_t(u.src[1])]);
+    if_outer = w.add(UOp{UKind::If, Op::Add, DType::Bool, {ok, -1, -1}, {}, -1, {}});
+    w.map[std::size_t(outer)] = idx;
+    skip_end[std::size_t(end_of[std::size_t(outer)])] = 1;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = ops[i];
+    if (w.map[i] >= 0)
+      continue; // a declaration, the outer loop, or folded into a flattened reduction loop
+    if (u.kind == UKind::Range && reduction_of[i] < 0 && m > 1) { // a flattened inner output loop
+      std::int64_t stride = 1;
+      bool after = false;
+      for (int r : inner) {
+        if (after) stride *= w.ival(ops[std::size_t(r)].src[1]);
+        if (r == int(i)) after = true;
+      }
+      int x = rem;
+      if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
+      if (stride * w.ival(u.src[1]) < m)
+        x = w.alu(Op::Mod, DType::Int64, x, w.cint(w.ival(u.src[1])));
+      w.map[i] = x;
+      skip_end[std::size_t(end_of[i])] = 1;
+      continue;
+    }
+    if (u.kind == UKind::Range && reduction_of[i] >= 0 && grouped) {
+      int acc = reduction_of[i];
+      bool first = i > 0 && (ops[i - 1].kind == UKind::DefineAcc && int(i - 1) == acc);
+      if (first) {
+        // Every range of this reduction, outermost first; flattened into one strided loop when
+        // their sizes are constant, else only this (outermost) loop is split across the lanes.
+        std::vector<int> rs;
+        bool all_const = true;
+        for (std::size_t r = i; r < n; ++r)
+          if (reduction_of[r] == acc) {
+            rs.push_back(int(r));
+            const UOp& ru = ops[r];
+            if (!w.is_const(ru.src[0]) || w.ival(ru.src[0]) != 0 || !w.is_const(ru.src[1]) ||
+                ru.src[2] >= 0)
+              all_const = false;
+          }
+        int step = w.cint(local);
+        if (all_const && rs.size() > 1) {
+          std::int64_t total = 1;
+          for (int r : rs) total *= w.ival(ops[std::size_t(r)].src[1]);
+          int f = w.add(
+              UOp{UKind::Range, Op::Add, DType::Int64, {lane, w.cint(total), step}, {}, u.arg, {}});
+          std::int64_t stride = total;
+          for (int r : rs) {
+            std::int64_t ext = w.ival(ops[std::size_t(r)].src[1]);
+            stride /= ext;
+            int x = f;
+            if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
+            if (stride * ext < total) x = w.alu(Op::Mod, DType::Int64, x, w.cint(ext));
+            w.map[std::size_t(r)] = x;
+            if (r != int(i)) skip_end[std::size_t(end_of[std::size_t(r)])] = 1;
+          }
+          loop[i] = f; // the first range's EndRange closes the strided loop
+          reduce_after[std::size_t(end_of[i])] = acc;
+          continue;
+        }
+        int start = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], lane);
+        UOp r = u;
+        r.src = {start, w.map[std::size_t(u.src[1])], step};
+        w.map[i] = w.add(r);
+        reduce_after[std::size_t(end_of[i])] = acc;
+        continue;
+      }
+    }
+    if (u.kind == UKind::EndRange && skip_end[i] == 1) continue;
+    if (u.kind == UKind::Store && grouped) {
+      int g = w.add(UOp{UKind::If, Op::Add, DType::Bool, {lane0, -1, -1}, {}, -1, {}});
+      w.map[i] = w.add(w.remapped(u));
+      w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {g, -1, -1}, {}, -1, {}});
+      continue;
+    }
+    UOp c = w.remapped(u);
+    if (u.kind == UKind::EndRange && loop[std::size_t(u.src[0])] >= 0)
+      c.src[0] = loop[std::size_t(u.src[0])];
+    w.map[i] = w.add(c);
+    if (u.kind == UKind::EndRange && reduce_after[i] >= 0) {
+      // every accumulator of this loop: the lanes of an upcast kernel define theirs right before it
+      int first_acc = reduce_after[i];
+      while (first_acc > 0 && ops[std::size_t(first_acc - 1)].kind == UKind::DefineAcc) --first_acc;
+      for (int a = first_acc; a <= reduce_after[i]; ++a)
+        w.add(UOp{UKind::GroupReduce,
+                  ops[std::size_t(a)].op,
+                  ops[std::size_t(a)].dtype,
+                  {w.map[std::size_t(a)], -1, -1},
+                  {},
+                  -1,
+                  {}});
+    }
+  }
+  w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {if_outer, -1, -1}, {}, -1, {}});
+  if (thread_loop >= 0)
+    w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {thread_loop, -1, -1}, {}, -1, {}});
+  Program r;
+  r.ops = std::move(w.out);
+  r.params = p.params;
+  r.vars = p.vars;
+  r.outer = p.outer;
+  r.work = p.work;
+  r.name = p.name;
+  r.local = local;
+  r.grouped = grouped;
+  r.items_per_outer = m;
+  r.per_thread = per_thread;
+  return r;
+}
+
+} // namespace tg
+
+namespace tg {
+
+/// One launch of a GPU program: the item it starts at and its grid of work-groups.
+struct GpuDispatch {
+  std::int64_t base = 0;                // first item (the kernel adds group * local + lane)
+  std::array<std::int64_t, 3> groups{}; // work-groups in x, y, z
+};
+
+/// The launches that cover every item of `p` for an outer size of `outer`, within the device's
+/// limits on work-groups per dimension (e.g. 65,535): the grid spills from x into y and z, and
+/// past what one grid holds into further launches. Work-groups past the last item exit early.
+constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t outer,
+                                                  std::array<std::int64_t, 3> max_groups) {
+  std::vector<GpuDispatch> out;
+  const std::int64_t items = outer * p.items_per_outer;
+  if (items <= 0) return out;
+  const std::int64_t per_group = p.grouped ? 1 : p.local * p.per_thread;
+  const std::int64_t groups = (items + per_group - 1) / per_group;
+  for (auto& m : max_groups)
+    if (m < 1) m = 1;
+  for (std::int64_t first = 0; first < groups;) {
+    std::int64_t left = groups - first;
+    GpuDispatch d;
+    d.base = first * per_group;
+    d.groups[0] = left < max_groups[0] ? left : max_groups[0];
+    std::int64_t y = (left + d.groups[0] - 1) / d.groups[0];
+    d.groups[1] = y < max_groups[1] ? y : max_groups[1];
+    std::int64_t z = (left + d.groups[0] * d.groups[1] - 1) / (d.groups[0] * d.groups[1]);
+    d.groups[2] = z < max_groups[2] ? z : max_groups[2];
+    out.push_back(d);
+    first += d.groups[0] * d.groups[1] * d.groups[2];
+  }
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
+
+// ---- tg/codegen/lower.hpp ----
+#ifndef TG_SI_TG_CODEGEN_LOWER_HPP
+#define TG_SI_TG_CODEGEN_LOWER_HPP
+// lower: Kernel -> linear program. Walks the kernel's expression from its root, carrying the
+// movement ops between the loop indices and each node (views are pushed down to the loads);
+// merges loop axes that every access walks contiguously; then places every value in the
+// outermost loop it depends on (linearize).
+
+// ---- tg/codegen/builder.hpp ----
+#ifndef TG_SI_TG_CODEGEN_BUILDER_HPP
+#define TG_SI_TG_CODEGEN_BUILDER_HPP
+// A hash-consed builder of UOps that folds constants and simplifies index arithmetic using the
+// value ranges of integers (so a contiguous kernel's index is just its loop variable).
 
 namespace tg {
 
@@ -1712,6 +2190,15 @@ private:
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_BUILDER_HPP
 
+// ---- tg/codegen/opt.hpp ----
+#ifndef TG_SI_TG_CODEGEN_OPT_HPP
+#define TG_SI_TG_CODEGEN_OPT_HPP
+// opt: the optimizer's choices for one kernel — register tiles (upcast lanes and rows), split
+// accumulators, packed operands, loop order, GPU tiles — made from what the lowering found out
+// about the kernel's loops and loads (KernelFacts), under LowerOptions. lower (lower.hpp) asks
+// choose() and builds the program it chose; TG_BEAM (engine/beam.hpp) searches over the options.
+// The measurements behind each default are in docs/performance.md.
+
 namespace tg {
 
 /// Choices the lowering makes beyond correctness (TG_OPT=0 turns them off).
@@ -1723,8 +2210,7 @@ struct LowerOptions {
   /// With an upcast last axis, a reduction whose loads include one that every index of the
   /// axis before it reads alike (matmul's right operand) also computes this many consecutive
   /// outputs of that axis: a register tile of upcast_rows x upcast lanes, each load shared by a
-  /// row or a column of it (4 x 16 took matmul from 18 to 48 GFLOP/s a core; larger tiles were
-  /// no longer vectorized by GCC).
+  /// row or a column of it (larger tiles were no longer vectorized by GCC).
   int upcast_rows = 4;
   /// A kernel whose one reduction runs along an axis that every load inside it reads
   /// contiguously (a row of a softmax, a layer norm, a sum over the last axis) splits it into up
@@ -1737,15 +2223,11 @@ struct LowerOptions {
   /// A register-tiled reduction whose shared operand (reduce length x columns x 4 bytes) is
   /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
   /// every row tile then reads the same column panel of that operand, which the CPU device
-  /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
-  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 128 KiB: on
-  /// one core (thread CPU time, alternated runs) sgemm 256³ (a 256 KiB operand) took 0.33 ms in
-  /// this order against 0.39-0.41 in the other, bmm 16x256³ 6.1 against 8.0 ms, and the MLP
-  /// training step 2.10-2.24 against 2.40-2.51 ms; at 512 KiB (an L2) its 256-wide products
-  /// streamed their operands from L2 once per row tile.
+  /// copies into a contiguous array once per column tile (pack_panels), instead of streaming the
+  /// whole operand from memory once per row tile.
   std::int64_t panel_bytes = std::int64_t(1) << 17;
-  /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
-  /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
+  /// Upcast lanes of a reduction without a register tile, when they are contiguous: a sum over
+  /// axis 0 then reads a longer run of each row it visits and crosses fewer pages.
   int wide_upcast = 64;
   /// A kernel without reductions that reads its index through a reshape of a view the reshape
   /// cannot merge into (im2col's columns [R, K] from a masked [N, OH, OW, C, KH, KW] window view)
@@ -1754,8 +2236,7 @@ struct LowerOptions {
   bool refine_views = true;
   /// In a kernel without reductions, its last two axes when a view masks them and they are at
   /// most this long (a convolution's kernel taps) are unrolled: every mask then folds to a
-  /// constant, and the loads a lane can never read vanish (im2col's columns: 9 gated loads per
-  /// element became 1).
+  /// constant, and the loads a lane can never read vanish.
   int unroll_masked = 8;
   /// A reduction over at most this many elements (a 2 x 2 or 3 x 3 pooling window), unless it
   /// is a product with a shared operand (a matmul), is unrolled: one expression over its loads,
@@ -1765,15 +2246,13 @@ struct LowerOptions {
   /// A kernel without reductions whose output's last axis one load reads with a stride, and the
   /// axis before it contiguously (a transpose), computes tiles of this many x this many outputs:
   /// the tile's loads then read whole runs of that operand's rows, where one output row read one
-  /// element from each of its rows (the MLP step's [784, 256] -> [256, 784] gradient copy, rows
-  /// 1 KiB apart in a few L1 sets: 600 us).
+  /// element from each of its rows (rows a power of two apart fall in a few L1 sets).
   int transpose_tile = 8;
   /// Lanes (columns) of a float32 register tile of a product whose epilogue loads nothing per row
   /// (a bias at most), when the output's last axis divides by them and the tile's order stays
   /// the same (more than `upcast` only where the C compiler has 32 vector registers: the CPU
-  /// device on AVX-512, Device::tile_lanes). 4 x 32 is 16 accumulators of 8 floats; on a Zen 4 with
-  /// AVX-512 it took sgemm 2048² from 92-97 to 86-88 ms and 1024² from 11.4-11.6 to 10.6-10.7 (best
-  /// of 7; the left operand streams half as often); 4 x 16 leaves 8, FMA latency-bound.
+  /// device on AVX-512, Target::cpu(32)). 4 x 32 is 16 accumulators of 8 floats; 4 x 16 leaves 8,
+  /// FMA latency-bound.
   int tile_lanes = 16;
   /// On a GPU (set by for_gpu), a product whose two operands are each shared along one output
   /// axis (a matmul: the left one along the columns, the right one along the rows) computes up
@@ -1781,9 +2260,7 @@ struct LowerOptions {
   /// the axis over its size (row r of rows R is r * M / R + i): neighbouring threads then still
   /// load neighbouring elements of the right operand for every column of their tiles, while each
   /// load feeds a whole row or column of the tile. Tiles shrink until the kernel keeps at least
-  /// gpu_tile_threads threads (TG_GPU_TILE and TG_GPU_TILE_THREADS override both). On an H200,
-  /// sgemm 4096² took 27.0 ms with no tile, 10.6 with 2 x 2, 8.9 with 8 x 8; sgemm 1024² 0.386 ms
-  /// with none, 0.189 with 2 x 2 (262,144 threads), 0.213 with 4 x 4 (65,536 threads).
+  /// gpu_tile_threads threads (TG_GPU_TILE and TG_GPU_TILE_THREADS override both).
   int gpu_tile = 1;
   std::int64_t gpu_tile_threads = std::int64_t(1) << 18;
 
@@ -1803,8 +2280,7 @@ struct LowerOptions {
   /// These choices for a device without register tiles (a GPU): one output per thread, and its
   /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling). Upcast
   /// lanes would make each thread read a run of a row that its warp's neighbours read next to
-  /// it: 32 cache lines per load instruction, and a sixteenth of the threads (sgemm 1024² on an
-  /// H200: 2.19 ms with 16 lanes; TG_BEAM found 0.39 ms among narrower ones).
+  /// it: 32 cache lines per load instruction, and a sixteenth of the threads.
   constexpr LowerOptions for_gpu() const {
     LowerOptions o = *this;
     o.gpu_tile = upcast > 1 ? 8 : 1; // (not with every choice off)
@@ -1823,6 +2299,149 @@ struct LowerOptions {
     return o;
   }
 };
+
+/// What the lowering found out about one reduction of a kernel.
+struct ReductionFacts {
+  bool hoisted = false;          // computed once per element of its own result (a row's max)
+  std::int64_t inner = 0;        // its innermost merged loop's length (0: symbolic)
+  bool inner_contiguous = false; // every load inside it reads that loop contiguously or not at all
+  DType dtype = DType::Float32;
+};
+
+/// What the lowering found out about a kernel that its choices depend on: its merged output
+/// loops, its reductions, and how its loads walk the last output axis ("last") and the one
+/// before it ("row").
+struct KernelFacts {
+  Shape loops;
+  std::vector<ReductionFacts> reductions;
+  SInt reduce_length;                           // of reductions[0]: the product of its merged loops
+  bool shared_last = false, shared_row = false; // a load inside a reduction reads one element
+                                                // along the axis (and varies along another)
+  bool contiguous_last = false; // every load inside a reduction reads "last" contiguously
+  bool packable_last = false;   // ... or with a constant stride that pack_panels can copy
+  bool masked_last = false, masked_row = false; // a view masks part of the axis
+  bool transposed = false;          // a load reads "last" with a stride and "row" contiguously
+  bool row_shared_epilogue = false; // every load outside the reductions is one for all rows
+};
+
+/// The choices for a kernel.
+struct Choices {
+  bool pack_strided = false;        // a tile reads its shared operand strided (packs_strided)
+  std::vector<std::int64_t> splits; // per reduction: partial accumulators (split_reduce)
+  std::int64_t split = 1;           // the aligned reduction's
+  std::int64_t lanes = 1, rows = 1; // the register tile: rows x lanes outputs
+  bool strided_tile = false;        // a GPU's tile (gpu_tile)
+  bool panel = false;               // column tiles outermost (panel_bytes)
+};
+
+namespace detail {
+/// The largest power of two up to `most` that divides d (1 if d is symbolic).
+constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
+  if (d.is_const())
+    for (std::int64_t w = most; w >= 2; w /= 2)
+      if (d.constant() % w == 0) return w;
+  return 1;
+}
+} // namespace detail
+
+/// The choices for a kernel with these facts under these options.
+constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
+  using detail::divisor;
+  Choices c;
+  const Shape& m = f.loops;
+  const std::size_t n = m.size(), row = n - 2;
+  std::size_t aligned = 0;
+  for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
+  const bool one_aligned = f.reductions.size() == 1 && !f.reductions[0].hoisted;
+  const bool float_reduction = !f.reductions.empty() && f.reductions[0].dtype == DType::Float32;
+  // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
+  // LowerOptions::packs_strided); that tile, not split accumulators, then.
+  c.pack_strided = n >= 2 && one_aligned && m.back().is_const() && f.reduce_length.is_const() &&
+                   divisor(m[row], o.upcast_rows) > 1 && f.shared_row &&
+                   o.packs_strided(f.reduce_length.constant(), m.back().constant()) &&
+                   !f.contiguous_last;
+  const bool lanes_contiguous = c.pack_strided ? f.packable_last : f.contiguous_last;
+  for (const ReductionFacts& r : f.reductions) {
+    std::int64_t w = 1;
+    if (o.split_reduce >= 4 && (r.hoisted || aligned == 1) && !c.pack_strided && r.inner >= 64) {
+      w = divisor(r.inner, o.split_reduce);
+      if (w < 4 || !r.inner_contiguous) w = 1;
+    }
+    c.splits.push_back(w);
+    if (!r.hoisted) c.split = w; // (1 unless it is the one aligned reduction)
+  }
+  auto masked_small = [&](std::size_t axis, bool masked) { // (LowerOptions::unroll_masked)
+    return axis < n && m[axis].is_const() && m[axis].constant() >= 2 &&
+           m[axis].constant() <= o.unroll_masked && masked;
+  };
+  auto transposed = [&] { // (LowerOptions::transpose_tile)
+    const std::int64_t t = o.transpose_tile;
+    return t >= 2 && n >= 2 && m[n - 1].is_const() && m[n - 2].is_const() &&
+           m[n - 1].constant() % t == 0 && m[n - 2].constant() % t == 0 && f.transposed;
+  };
+  // Upcast the last output axis of a reduction kernel when it divides evenly, and the one before
+  // it for a register tile when a load is shared along it.
+  std::int64_t lanes = 1, rows = 1;
+  if (c.split == 1 && aligned > 0 && m.back().is_const()) {
+    const std::int64_t size = m.back().constant();
+    lanes = divisor(m.back(), o.upcast);
+    if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
+      lanes = size <= o.upcast ? std::max<std::int64_t>(size, 1) : 1;
+    else if (lanes > 4 && !lanes_contiguous)
+      lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
+  } else if (f.reductions.empty() && masked_small(n - 1, f.masked_last)) {
+    lanes = m.back().constant();
+    if (n >= 2 && masked_small(row, f.masked_row) && lanes * m[row].constant() <= 16)
+      rows = m[row].constant();
+  } else if (f.reductions.empty() && transposed()) {
+    lanes = rows = o.transpose_tile;
+  }
+  if (lanes >= 8 && n >= 2 && one_aligned && f.shared_row && lanes_contiguous)
+    rows = divisor(m[row], o.upcast_rows);
+  if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue && float_reduction) {
+    const std::int64_t wide = divisor(m.back(), o.tile_lanes);
+    const SInt& k = f.reduce_length;
+    if (wide > lanes && (!k.is_const() || !o.panel_order(k.constant(), m.back().constant()) ||
+                         m.back().constant() / wide >= 8))
+      lanes = wide;
+  }
+  // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
+  // then reads longer runs of each row it visits; with 32 vector registers (tile_lanes), float32
+  // lanes widen 4x more while at least 8 column blocks are left to share among threads
+  if (rows == 1 && lanes == o.upcast && o.upcast > 1 && lanes_contiguous) {
+    lanes = std::max(lanes, divisor(m.back(), o.wide_upcast));
+    const std::int64_t wider = divisor(m.back(), 4 * o.wide_upcast);
+    if (o.tile_lanes >= 32 && o.wide_upcast > o.upcast && f.reductions.size() == 1 &&
+        float_reduction && wider > lanes && m.back().constant() / wider >= 8)
+      lanes = wider;
+  }
+  if (o.gpu_tile > 1 && rows == 1 && lanes == 1 && n >= 2 && one_aligned && m.back().is_const() &&
+      m[row].is_const() && f.shared_row && f.shared_last) { // see LowerOptions::gpu_tile
+    std::int64_t r = divisor(m[row], o.gpu_tile), cols = divisor(m.back(), o.gpu_tile);
+    const SInt outputs = prod(m);
+    const std::int64_t total = outputs.is_const() ? outputs.constant() : outputs.max_value();
+    while (r * cols > 1 && total / (r * cols) < o.gpu_tile_threads) (cols >= r ? cols : r) /= 2;
+    if (r * cols > 1) {
+      rows = r;
+      lanes = cols;
+      c.strided_tile = true;
+    }
+  }
+  c.lanes = lanes;
+  c.rows = rows;
+  // A register tile whose shared operand (matmul's right one) outgrows the caches runs its column
+  // tiles outermost: each column panel of that operand then stays in cache while every row tile
+  // passes over it, instead of the whole operand streaming from memory once per row tile.
+  const std::int64_t column_tiles = lanes > 1 ? m.back().constant() / lanes : m.back().constant();
+  c.panel = rows > 1 && one_aligned && f.reduce_length.is_const() &&
+            o.panel_order(f.reduce_length.constant(), m.back().constant()) && column_tiles >= 8;
+  return c;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_OPT_HPP
+
+namespace tg {
 
 namespace detail {
 
@@ -1872,87 +2491,20 @@ public:
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
     bound1.arg = 1;
-    // upcast the last output axis of a reduction kernel when it divides evenly, and the one
-    // before it for a register tile when a load is shared along it
-    std::int64_t lanes = 1, rows = 1;
     std::size_t naligned = 0;
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) naligned += !hoisted_[r];
-    // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
-    // LowerOptions::packs_strided); that tile, not split accumulators along k, then.
-    strided_ok_ = m.size() >= 2 && reduce_nodes_.size() == 1 && !hoisted_[0] &&
-                  m.back().is_const() && prod(reduce_loops(0)).is_const() &&
-                  divisor(m[m.size() - 2], opt_.upcast_rows) > 1 && shared_along(m.size() - 2) &&
-                  opt_.packs_strided(prod(reduce_loops(0)).constant(), m.back().constant());
-    strided_ok_ = strided_ok_ && !lanes_contiguous(m.size() - 1, false);
-    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
-      splits_.push_back(split_width(r, naligned));
-      if (!hoisted_[r]) split_ = splits_[r]; // (1 unless it is the one aligned reduction)
-    }
-    if (split_ == 1 && naligned > 0 && m.back().is_const()) {
-      std::int64_t size = m.back().constant();
-      lanes = divisor(m.back(), opt_.upcast);
-      if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
-        lanes = size <= opt_.upcast ? std::max<std::int64_t>(size, 1) : 1;
-      else if (lanes > 4 && !lanes_contiguous(m.size() - 1))
-        lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
-    } else if (reduce_nodes_.empty() && masked_small(m, m.size() - 1)) {
-      lanes = m.back().constant();
-      if (m.size() >= 2 && masked_small(m, m.size() - 2) &&
-          lanes * m[m.size() - 2].constant() <= 16)
-        rows = m[m.size() - 2].constant();
-    } else if (reduce_nodes_.empty() && transposed(m)) {
-      lanes = rows = opt_.transpose_tile;
-    }
+    const Choices choice = choose(facts(m), opt_);
+    splits_ = choice.splits;
+    split_ = choice.split;
+    const std::int64_t lanes = choice.lanes, rows = choice.rows;
+    strided_tile_ = choice.strided_tile;
+    panel_ = choice.panel;
     std::size_t row_axis = m.size() - 2;
-    const bool one_aligned = reduce_nodes_.size() == 1 && !hoisted_[0];
-    if (lanes >= 8 && m.size() >= 2 && one_aligned && shared_along(row_axis) &&
-        lanes_contiguous(m.size() - 1))
-      rows = divisor(m[row_axis], opt_.upcast_rows);
-    if (rows > 1 && one_aligned && opt_.tile_lanes > lanes && row_shared_epilogue(row_axis) &&
-        g_[reduce_nodes_[0]].dtype == DType::Float32) {
-      const std::int64_t wide = divisor(m.back(), opt_.tile_lanes);
-      const SInt k = prod(reduce_loops(0));
-      if (wide > lanes && (!k.is_const() || !opt_.panel_order(k.constant(), m.back().constant()) ||
-                           m.back().constant() / wide >= 8))
-        lanes = wide;
-    }
-    // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
-    // then reads 256 bytes of each row it visits, not 64, and crosses 4x fewer pages
-    if (rows == 1 && lanes == opt_.upcast && opt_.upcast > 1 && lanes_contiguous(m.size() - 1)) {
-      lanes = std::max(lanes, divisor(m.back(), opt_.wide_upcast));
-      // With 32 vector registers (tile_lanes), float32 lanes widen 4x more, 1 KiB of each row,
-      // while at least 8 column blocks are left to share among threads: that sum over axis 0 went
-      // from 3.1-3.8 to 2.3-2.9 ms (alternated runs; 128 lanes: 2.7-3.3).
-      const std::int64_t wider = divisor(m.back(), 4 * opt_.wide_upcast);
-      if (opt_.tile_lanes >= 32 && opt_.wide_upcast > opt_.upcast && reduce_nodes_.size() == 1 &&
-          g_[reduce_nodes_[0]].dtype == DType::Float32 && wider > lanes &&
-          m.back().constant() / wider >= 8)
-        lanes = wider;
-    }
-    if (opt_.gpu_tile > 1 && rows == 1 && lanes == 1 && m.size() >= 2 && one_aligned &&
-        m.back().is_const() && m[row_axis].is_const() && shared_along(row_axis) &&
-        shared_along(m.size() - 1)) { // see LowerOptions::gpu_tile
-      std::int64_t r = divisor(m[row_axis], opt_.gpu_tile), c = divisor(m.back(), opt_.gpu_tile);
-      const SInt outputs = prod(m);
-      const std::int64_t n = outputs.is_const() ? outputs.constant() : outputs.max_value();
-      while (r * c > 1 && n / (r * c) < opt_.gpu_tile_threads) (c >= r ? c : r) /= 2;
-      if (r * c > 1) {
-        rows = r;
-        lanes = c;
-        strided_tile_ = true;
-      }
-    }
     Shape loops = m;
     loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
     if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
-    // The loops in nesting order; the first is the parallel one. A register tile whose shared
-    // operand (matmul's right one) outgrows the caches runs its column tiles outermost: each
-    // column panel of that operand then stays in cache while every row tile passes over it,
-    // instead of the whole operand streaming from memory once per row tile.
+    // The loops in nesting order; the first is the parallel one (the column tiles in panel order).
     std::vector<std::size_t> order;
-    panel_ = rows > 1 && one_aligned && prod(reduce_loops(0)).is_const() &&
-             opt_.panel_order(prod(reduce_loops(0)).constant(), m.back().constant()) &&
-             loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
     for (std::size_t i = 0; i < loops.size(); ++i)
       if (!panel_ || i + 1 < loops.size()) order.push_back(i);
@@ -1980,8 +2532,7 @@ public:
       return b_.alu(Op::Add, DType::Int64, base, offset);
     };
     // Every lane's value first, then the stores: a store between two lanes' loads may alias
-    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all (a
-    // matmul with a bias epilogue ran at 5 instead of 46 GFLOP/s).
+    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all.
     std::vector<UOp> stores;
     for (lane_ = 0; lane_ < rows * lanes; ++lane_) {
       std::vector<int> idx = ranges;
@@ -2112,27 +2663,19 @@ private:
     }
     return true;
   }
-  /// Whether merged axis `axis` of loop shape m is short enough to unroll and a view masks part
-  /// of it (LowerOptions::unroll_masked).
-  constexpr bool masked_small(const Shape& m, std::size_t axis) const {
-    if (axis >= m.size() || !m[axis].is_const() || m[axis].constant() < 2 ||
-        m[axis].constant() > opt_.unroll_masked)
-      return false;
+  /// Whether a view masks part of merged output axis `axis` (LowerOptions::unroll_masked).
+  constexpr bool masked(std::size_t axis) const {
     for (const ShapeTracker& t : space_trackers_[0])
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
         if (out_groups_[d] == int(axis) && t.views.back().masked(d)) return true;
     return false;
   }
 
-  /// Whether the last two merged axes of loop shape m divide into transpose tiles and a load
-  /// reads the last one with a stride and the one before it contiguously
-  /// (LowerOptions::transpose_tile).
+  /// Whether a load reads the last merged axis of loop shape m with a stride and the one before
+  /// it contiguously (LowerOptions::transpose_tile).
   constexpr bool transposed(const Shape& m) const {
-    const std::int64_t t = opt_.transpose_tile;
     std::size_t n = m.size();
-    if (t < 2 || n < 2 || !m[n - 1].is_const() || !m[n - 2].is_const() || m[n - 1].constant() % t ||
-        m[n - 2].constant() % t)
-      return false;
+    if (n < 2) return false;
     std::size_t last = out_groups_.size(), before = out_groups_.size(); // innermost space axes
     for (std::size_t d = 0; d < out_groups_.size(); ++d) {
       if (out_groups_[d] == int(n - 1)) last = d;
@@ -2438,13 +2981,6 @@ private:
     for (int ax : n.axes) a.push_back(g_[n.src[0]].shape[std::size_t(ax)]);
     return a;
   }
-  /// The largest power of two up to `most` that divides d (1 if d is symbolic).
-  static constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
-    if (d.is_const())
-      for (std::int64_t w = most; w >= 2; w /= 2)
-        if (d.constant() % w == 0) return w;
-    return 1;
-  }
   /// The merged reduce loops of reduction r.
   constexpr Shape reduce_loops(std::size_t r) const {
     Shape full = kept_shape(r);
@@ -2462,24 +2998,47 @@ private:
       if (!reduced(n, d)) k.push_back(n.shape[d]);
     return k;
   }
-  /// How many partial accumulators the kernel's reduction splits into (LowerOptions::
-  /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
-  /// not at all) by every load inside it.
-  constexpr std::int64_t split_width(std::size_t r, std::size_t naligned) const {
-    if (opt_.split_reduce < 4 || (!hoisted_[r] && naligned != 1) || strided_ok_) return 1;
+  /// Whether every load inside reduction r reads its innermost merged loop contiguously, or not
+  /// at all (LowerOptions::split_reduce).
+  constexpr bool inner_contiguous(std::size_t r) const {
     Shape ra = reduce_loops(r);
-    if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
-    std::int64_t w = divisor(ra.back(), opt_.split_reduce);
-    if (w < 4) return 1;
+    if (ra.empty()) return false;
     std::size_t n = kept_shape(r).size(), inner = 0;
     const std::vector<int>& groups = reduce_groups_[r];
     for (std::size_t d = 0; d < groups.size(); ++d)
       if (groups[d] == int(ra.size()) - 1) inner = n + d;
     for (const ShapeTracker& t : space_trackers_[r + 1]) {
       const SInt& stride = t.views.back().strides[inner];
-      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return 1;
+      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return false;
     }
-    return w;
+    return true;
+  }
+  /// What choose() (opt.hpp) decides from, for merged output loops m.
+  constexpr KernelFacts facts(const Shape& m) const {
+    KernelFacts f;
+    f.loops = m;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      ReductionFacts rf;
+      rf.hoisted = hoisted_[r];
+      Shape ra = reduce_loops(r);
+      rf.inner = !ra.empty() && ra.back().is_const() ? ra.back().constant() : 0;
+      rf.inner_contiguous = inner_contiguous(r);
+      rf.dtype = g_[reduce_nodes_[r]].dtype;
+      f.reductions.push_back(rf);
+    }
+    if (!reduce_nodes_.empty()) f.reduce_length = prod(reduce_loops(0));
+    const std::size_t last = m.size() - 1;
+    f.shared_last = shared_along(last);
+    f.contiguous_last = lanes_contiguous(last, false);
+    f.packable_last = lanes_contiguous(last, true);
+    f.masked_last = masked(last);
+    f.transposed = transposed(m);
+    if (m.size() >= 2) {
+      f.shared_row = shared_along(last - 1);
+      f.masked_row = masked(last - 1);
+      f.row_shared_epilogue = row_shared_epilogue(last - 1);
+    }
+    return f;
   }
   /// Whether some load inside a reduction reads the same element at every index of merged output
   /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
@@ -2500,9 +3059,8 @@ private:
   }
   /// Whether every load of the kernel's epilogue (outside its reductions) reads one element for
   /// all rows of a tile, merged output axis `row_axis`: a bias, not a relu mask. A 4 x 32 tile
-  /// whose epilogue loaded a mask per element ran 0.27 ms against 0.19 for 4 x 16 (dy @ W2 on one
-  /// core), its 16 accumulators spilled around 128 scalar loads, compares and multiplies; with a
-  /// bias and a relu, `x @ W1.t()` went from 0.55 to 0.50 ms.
+  /// whose epilogue loads a mask per element spills its 16 accumulators around the epilogue's
+  /// scalar loads, compares and multiplies, and is slower than 4 x 16.
   constexpr bool row_shared_epilogue(std::size_t row_axis) const {
     for (std::size_t i = 1; i < space_trackers_[0].size(); ++i) { // [0]: the output's own
       const View& v = space_trackers_[0][i].views.back();
@@ -2514,8 +3072,8 @@ private:
   /// Whether every load inside a reduction reads consecutive elements along merged output axis
   /// `axis` (or one element for all of it): the lanes of a tile then load as vectors. (A
   /// transposed operand, strided along the lanes, gained nothing from a tile, unless it is the
-  /// shared operand of a tile whose panels pack_panels copies: strided_ok_.)
-  constexpr bool lanes_contiguous(std::size_t axis, bool strided_ok = true) const {
+  /// shared operand of a tile whose panels pack_panels copies: `packed`.)
+  constexpr bool lanes_contiguous(std::size_t axis, bool packed) const {
     for (const ShapeTracker& t : operand_trackers_) {
       std::size_t inner = out_groups_.size();
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
@@ -2524,9 +3082,7 @@ private:
       const View& v = t.views.back();
       const SInt& stride = v.strides[inner];
       if (stride == 0 || (stride == 1 && t.views.size() == 1)) continue;
-      if (!strided_ok || !strided_ok_ || t.views.size() != 1 || !v.mask.empty() ||
-          !stride.is_const())
-        return false;
+      if (!packed || t.views.size() != 1 || !v.mask.empty() || !stride.is_const()) return false;
       for (std::size_t d = 0; d < out_groups_.size(); ++d) // one element for every row
         if (out_groups_[d] == int(axis) - 1 && !(v.strides[d] == 0)) return false;
     }
@@ -2746,7 +3302,7 @@ private:
   std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;
   std::vector<std::uint8_t> hoisted_; // per reduction: read through a view (see reduce)
-  std::vector<std::int64_t> splits_;  // per reduction: split_width
+  std::vector<std::int64_t> splits_;  // per reduction: Choices::splits
   std::vector<int> space_ctx_;        // per space: which binding of its indices memo_ holds
   struct Hoisted {
     int node;
@@ -2763,13 +3319,11 @@ private:
   int nranges_ = 0;
   LowerOptions opt_;
   std::int64_t lane_ = 0;
-  std::int64_t split_ = 1, part_ = 0; // split_width(), and the partial accumulator being built
+  std::int64_t split_ = 1, part_ = 0; // Choices::split, and the partial accumulator being built
   bool panel_ = false;                // column tiles outermost (LowerOptions::panel_bytes)
   bool strided_tile_ = false;         // a GPU's tile (LowerOptions::gpu_tile)
-  bool strided_ok_ =
-      false;    // a tile may read its shared operand strided (LowerOptions::packs_strided)
-  Shape space_; // the kernel's index space: its root's shape, or finer
-  bool unroll_ok_ = false; // short reductions may unroll (LowerOptions::unroll_reduce)
+  Shape space_;                       // the kernel's index space: its root's shape, or finer
+  bool unroll_ok_ = false;            // short reductions may unroll (LowerOptions::unroll_reduce)
   std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 
@@ -2783,14 +3337,676 @@ constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel,
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_LOWER_HPP
 
+// ---- tg/codegen/pack_rows.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PACK_ROWS_HPP
+#define TG_SI_TG_CODEGEN_PACK_ROWS_HPP
+// pack_rows (C programs for the CPU only, after pack_panels): a register tile's row operand copied
+// into a local array when the tile reads it across the reduction. In a product whose left operand
+// is a transposed view (the weight gradient dy.t() @ x), a 4-row tile reads 4 consecutive floats
+// from each of K rows of the operand, rows 1 KiB apart (256 columns): the K rows fall into a few
+// sets of the L1 cache, and every column tile, which reads the whole operand again, fetches
+// each of them from L2. Copying the operand once per call, tile by tile (the 4 values of each k
+// next to each other), turns those reads into one contiguous stream per tile (figures in
+// docs/performance.md). The copy holds the same values, so results do not change.
+
+// ---- tg/codegen/pack_panels.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+#define TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+// pack_panels (C programs for the CPU only, after vectorize): a tile's shared operand copied
+// into a contiguous panel. In a matmul whose column tiles run outermost, every row tile reads
+// the same columns of the right operand: 16 floats from each of K rows, rows 4 KiB apart (1024
+// columns), so the K rows fall into a few sets of the L1 cache and are fetched again for every
+// row tile. Copying those columns once per column tile into a local array of K x 16 (each row
+// of the tile 64 bytes after the last) keeps them in cache (a standalone 1024² kernel ran twice
+// as fast: docs/performance.md). The copy reads the same elements, so results do not change.
+
+// ---- tg/codegen/vectorize.hpp ----
+#ifndef TG_SI_TG_CODEGEN_VECTORIZE_HPP
+#define TG_SI_TG_CODEGEN_VECTORIZE_HPP
+// vectorize (C programs for the CPU device only): a register tile's lanes as GNU C vectors.
+// A matmul's tile accumulates acc[r][c] += a[r] * b[c] with b[c] consecutive in memory. GCC
+// turned its scalar accumulators into vectors itself, but reloaded b for every row of the tile
+// (far from a core's peak: docs/performance.md). Here every run of W lanes of a row (W = one
+// 256-bit vector) becomes one vector accumulator, updated by one vector load of b and the
+// broadcast of a: the same products and sums, in the same order, for every lane (the C flags
+// forbid contraction), so the kernel still agrees with INTERP bit for bit.
+// The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
+// x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
+// a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
+
+namespace tg {
+
+namespace detail {
+
+/// An integer value as a sum of coefficient * atom plus a constant; atoms are op indices
+/// (ranges, parameters, and whatever is not a sum or a product by a constant).
+struct Affine {
+  std::vector<std::pair<int, std::int64_t>> terms; // sorted by atom
+  std::int64_t c = 0;
+};
+
+constexpr Affine affine_add(const Affine& a, const Affine& b, std::int64_t scale_b) {
+  Affine r;
+  r.c = a.c + scale_b * b.c;
+  std::size_t i = 0, j = 0;
+  while (i < a.terms.size() || j < b.terms.size()) {
+    if (j == b.terms.size() || (i < a.terms.size() && a.terms[i].first < b.terms[j].first)) {
+      r.terms.push_back(a.terms[i++]);
+    } else if (i == a.terms.size() || b.terms[j].first < a.terms[i].first) {
+      r.terms.push_back({b.terms[j].first, scale_b * b.terms[j].second});
+      ++j;
+    } else {
+      std::int64_t k = a.terms[i].second + scale_b * b.terms[j].second;
+      if (k != 0) r.terms.push_back({a.terms[i].first, k});
+      ++i;
+      ++j;
+    }
+  }
+  return r;
+}
+
+/// The affine form of every integer op of p (others: empty).
+constexpr std::vector<Affine> affine_forms(const Program& p) {
+  std::vector<Affine> f(p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (!is_int(u.dtype)) continue;
+    if (u.kind == UKind::Const) {
+      f[i].c = u.value.i;
+      continue;
+    }
+    if (u.kind == UKind::Alu && (u.op == Op::Add || u.op == Op::Mul)) {
+      const Affine& a = f[std::size_t(u.src[0])];
+      const Affine& b = f[std::size_t(u.src[1])];
+      if (u.op != Op::Mul) {
+        f[i] = affine_add(a, b, 1);
+        continue;
+      }
+      if (a.terms.empty() || b.terms.empty()) {
+        const Affine& x = a.terms.empty() ? b : a;
+        std::int64_t k = a.terms.empty() ? a.c : b.c;
+        f[i] = affine_add(Affine{}, x, k);
+        continue;
+      }
+    }
+    f[i].terms.push_back({int(i), 1});
+  }
+  return f;
+}
+
+/// Drops pure values nothing uses, renumbering the rest.
+constexpr Program drop_unused(Program p) {
+  std::vector<std::uint8_t> used(p.ops.size(), 0);
+  for (std::size_t i = p.ops.size(); i-- > 0;) {
+    const UOp& u = p.ops[i];
+    bool pure = u.kind == UKind::Const || u.kind == UKind::Alu || u.kind == UKind::Load ||
+                u.kind == UKind::VecLoad || u.kind == UKind::VecLane || u.kind == UKind::Local;
+    if (pure && !used[i]) continue;
+    used[i] = 1;
+    for (int s : u.src)
+      if (s >= 0) used[std::size_t(s)] = 1;
+  }
+  std::vector<int> map(p.ops.size(), -1);
+  std::vector<UOp> ops;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (!used[i]) continue;
+    UOp u = p.ops[i];
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    map[i] = int(ops.size());
+    ops.push_back(u);
+  }
+  p.ops = std::move(ops);
+  return p;
+}
+
+} // namespace detail
+
+/// The vectorize pass (see the top of this file). Programs without such a tile come back as they
+/// were.
+constexpr Program vectorize(const Program& p) {
+  const std::size_t n = p.ops.size();
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<int> depth_of(n, 0); // loops around each op
+  for (std::size_t i = 0, d = 0; i < n; ++i) {
+    if (p.ops[i].kind == UKind::EndRange) --d;
+    depth_of[i] = int(d);
+    if (p.ops[i].kind == UKind::Range) ++d;
+  }
+  // A lane: acc += s * b[i] (a product), or acc = op(acc, b[i]) (a fold: scalar -1), with b a
+  // plain load of the accumulator's own dtype.
+  struct Lane {
+    int assign = -1, acc = -1, scalar = -1, buf = -1, index = -1;
+  };
+  auto lane_of = [&](std::size_t i, int scalar_side) {
+    Lane l;
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max) ||
+        (u.dtype != DType::Float32 && u.dtype != DType::Float64))
+      return l;
+    const UOp& acc = p.ops[std::size_t(u.src[0])];
+    const UOp& m = p.ops[std::size_t(u.src[1])];
+    // (a reduction of one element has no loop: its lanes are not worth vectors)
+    if (acc.kind != UKind::DefineAcc || depth_of[i] <= depth_of[std::size_t(u.src[0])]) return l;
+    int s = -1, b = u.src[1];
+    if (m.kind == UKind::Alu && m.op == Op::Mul && u.op == Op::Add && acc.value.f == 0) {
+      s = m.src[std::size_t(scalar_side)];
+      b = m.src[std::size_t(1 - scalar_side)];
+    } else if (scalar_side == 1) {
+      return l;
+    }
+    const UOp& ld = p.ops[std::size_t(b)];
+    if (ld.kind != UKind::Load || ld.src[2] >= 0 || p.ops[std::size_t(ld.src[0])].dtype != u.dtype)
+      return l;
+    return Lane{int(i), u.src[0], s, ld.src[0], ld.src[1]};
+  };
+  // Groups of W consecutive lanes with one scalar and elements of one buffer at a constant
+  // distance: consecutive, or (a transposed operand, which pack_panels copies into a
+  // contiguous panel) `stride` apart.
+  std::vector<std::vector<Lane>> groups;
+  std::vector<std::int64_t> strides; // per group
+  std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
+    const std::size_t w = p.ops[i].dtype == DType::Float64 ? 4 : 8;
+    if (i + w > n) continue;
+    for (int side = 0; side < 2; ++side) {
+      std::vector<Lane> g;
+      std::int64_t stride = 1;
+      for (std::size_t j = 0; j < w; ++j) {
+        Lane l = lane_of(i + j, side);
+        if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
+        if (j > 0) {
+          const Lane& f = g[0];
+          detail::Affine d =
+              detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
+          if (j == 1 && d.terms.empty() && d.c > 1 && l.scalar >= 0) stride = d.c;
+          if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
+              d.c != std::int64_t(j) * stride ||
+              !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
+              p.ops[std::size_t(l.assign)].op != p.ops[i].op)
+            break;
+        }
+        g.push_back(l);
+      }
+      if (g.size() != w) continue;
+      for (const Lane& l : g) {
+        group_of_assign[std::size_t(l.assign)] = int(groups.size());
+        group_of_acc[std::size_t(l.acc)] = int(groups.size());
+      }
+      groups.push_back(g);
+      strides.push_back(stride);
+      break;
+    }
+  }
+  if (groups.empty()) return p;
+
+  Program q = p;
+  q.ops.clear();
+  std::vector<std::pair<std::pair<int, int>, int>> loaded; // (buffer, index) -> its VecLoad
+  std::vector<int> map(n, -1), vacc(groups.size(), -1), open_at(groups.size(), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    UOp u = p.ops[i];
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    if (int g = group_of_acc[i]; g >= 0) { // one vector accumulator per group
+      if (vacc[std::size_t(g)] < 0) {
+        UOp v{UKind::VecAcc,
+              u.op,
+              u.dtype,
+              {-1, -1, -1},
+              u.value,
+              int(groups[std::size_t(g)].size()),
+              {}};
+        q.ops.push_back(v);
+        vacc[std::size_t(g)] = int(q.ops.size()) - 1;
+        open_at[std::size_t(g)] = depth_of[i];
+      }
+      continue;
+    }
+    if (int g = group_of_assign[i]; g >= 0) { // the first lane updates the whole vector
+      const std::vector<Lane>& gr = groups[std::size_t(g)];
+      if (gr[0].assign != int(i)) continue;
+      const Lane& f = gr[0];
+      int w = int(gr.size()), ld = -1;
+      std::pair<int, int> at{map[std::size_t(f.buf)], map[std::size_t(f.index)]};
+      Scalar stride;
+      stride.i = strides[std::size_t(g)] > 1 ? strides[std::size_t(g)] : 0;
+      for (const auto& [key, id] : loaded)
+        if (key == at && q.ops[std::size_t(id)].value.i == stride.i) ld = id;
+      if (ld < 0) {
+        q.ops.push_back(
+            UOp{UKind::VecLoad, Op::Add, u.dtype, {at.first, at.second, -1}, stride, w, {}});
+        ld = int(q.ops.size()) - 1;
+        loaded.push_back({at, ld});
+      }
+      if (f.scalar < 0)
+        q.ops.push_back(
+            UOp{UKind::VecFold, u.op, u.dtype, {vacc[std::size_t(g)], ld, -1}, {}, w, {}});
+      else
+        q.ops.push_back(UOp{UKind::VecMac,
+                            Op::Add,
+                            u.dtype,
+                            {vacc[std::size_t(g)], map[std::size_t(f.scalar)], ld},
+                            {},
+                            w,
+                            {}});
+      continue;
+    }
+    q.ops.push_back(u);
+    map[i] = int(q.ops.size()) - 1;
+    if (u.kind != UKind::EndRange) continue;
+    loaded.clear();
+    // after the loop nest that defined them: the lanes as scalars, for the rest of the program
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (vacc[g] < 0 || open_at[g] != depth_of[i]) continue;
+      for (std::size_t k = 0; k < groups[g].size(); ++k) {
+        UOp lane{UKind::VecLane, Op::Add, q.ops[std::size_t(vacc[g])].dtype, {vacc[g], -1, -1}, {},
+                 int(k),         {}};
+        q.ops.push_back(lane);
+        map[std::size_t(groups[g][k].acc)] = int(q.ops.size()) - 1;
+      }
+      open_at[g] = -1;
+    }
+  }
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_VECTORIZE_HPP
+
+namespace tg {
+
+namespace detail {
+/// The ranges each op depends on (bit r: the r-th Range of the program; at most 64 ranges).
+constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<int>& range_bit) {
+  std::vector<std::uint64_t> d(p.ops.size(), 0);
+  range_bit.assign(p.ops.size(), -1);
+  int bits = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind == UKind::Range) {
+      if (bits == 64) return {};
+      range_bit[i] = bits;
+      d[i] = std::uint64_t(1) << bits++;
+    }
+    if (u.kind == UKind::EndRange) continue;
+    for (int s : u.src)
+      if (s >= 0) d[i] |= d[std::size_t(s)];
+  }
+  return d;
+}
+/// The ranges enclosing each op of p, outermost first.
+constexpr std::vector<std::vector<int>> enclosing_ranges(const Program& p) {
+  std::vector<std::vector<int>> stack(p.ops.size());
+  std::vector<int> open;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
+    stack[i] = open;
+    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
+  }
+  return stack;
+}
+} // namespace detail
+
+/// The pass (see the top of this file). Programs without such a tile come back as they were.
+constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBytes) {
+  const std::size_t n = p.ops.size();
+  std::vector<int> bit;
+  std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
+  if (deps.empty()) return p;
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p);
+  // One panel per (reduce loop, buffer): its vector loads, their offsets from the first.
+  struct Panel {
+    int loop = -1, buf = -1, hoist = -1; // hoist: the range the copy goes before
+    std::int64_t stride = 0;             // of its loads' elements (0: consecutive)
+    std::vector<int> loads, cone;        // cone: the index's ops that depend on the loop
+    std::vector<std::int64_t> offsets;   // in panel columns
+    std::int64_t columns = 0, length = 0;
+  };
+  std::vector<Panel> panels;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::VecLoad || stack[i].empty()) continue;
+    int loop = stack[i].back(), buf = u.src[0];
+    Panel* pn = nullptr;
+    for (Panel& x : panels)
+      if (x.loop == loop && x.buf == buf && x.stride == u.value.i) pn = &x;
+    if (!pn) {
+      panels.push_back(Panel{loop, buf, -1, u.value.i, {}, {}, {}, 0, 0});
+      pn = &panels.back();
+    }
+    detail::Affine d = detail::affine_add(
+        aff[std::size_t(u.src[1])],
+        aff[std::size_t(p.ops[std::size_t(pn->loads.empty() ? int(i) : pn->loads[0])].src[1])], -1);
+    // a strided load's elements are `stride` apart: its column is its offset over the stride
+    const std::int64_t s = std::max<std::int64_t>(pn->stride, 1);
+    pn->loads.push_back(int(i));
+    pn->offsets.push_back(d.terms.empty() && d.c % s == 0 ? d.c / s : -1);
+  }
+  std::vector<int> panel_of_load(n, -1);
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    Panel& pn = panels[k];
+    const UOp& loop = p.ops[std::size_t(pn.loop)];
+    const UOp& first = p.ops[std::size_t(pn.loads[0])];
+    const std::int64_t w = first.arg;
+    // a loop 0..K with constant K, read at offsets 0, w, 2w, ... (in any order)
+    const UOp& lo = p.ops[std::size_t(loop.src[0])];
+    const UOp& hi = p.ops[std::size_t(loop.src[1])];
+    if (lo.kind != UKind::Const || lo.value.i != 0 || hi.kind != UKind::Const || loop.src[2] >= 0)
+      continue;
+    pn.length = hi.value.i;
+    std::int64_t most = 0;
+    bool ok = true;
+    for (std::int64_t o : pn.offsets) {
+      ok = ok && o >= 0 && o % w == 0;
+      most = std::max(most, o);
+    }
+    pn.columns = most + w;
+    std::vector<std::uint8_t> seen(std::size_t(pn.columns / w), 0);
+    for (std::int64_t o : pn.offsets)
+      if (ok) seen[std::size_t(o / w)] = 1;
+    for (std::uint8_t s : seen) ok = ok && s;
+    if (!ok || pn.length * pn.columns * itemsize(first.dtype) > max_bytes) continue;
+    // The copy goes before the outermost enclosing loop from which on no loop changes the
+    // index: that loop (row tiles) then reuses the panel. Everything the index needs besides
+    // the reduce loop must be computed before it.
+    const std::vector<int>& enclosing = stack[std::size_t(pn.loop)];
+    std::uint64_t idx = deps[std::size_t(first.src[1])];
+    std::size_t h = enclosing.size();
+    while (h > 0 && !(idx >> bit[std::size_t(enclosing[h - 1])] & 1)) --h;
+    if (h == enclosing.size()) continue;
+    const int hoist = enclosing[h];
+    const UOp& hend = p.ops[std::size_t(p.ops[std::size_t(hoist)].src[1])];
+    if (hend.kind != UKind::Const || hend.value.i < 2) continue; // nothing to reuse
+    // the index's ops inside the loop (cloned into the copy's loop) must all be arithmetic
+    std::vector<int> todo{first.src[1]};
+    while (ok && !todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (v == pn.loop) continue;
+      if (!(deps[std::size_t(v)] >> bit[std::size_t(pn.loop)] & 1)) {
+        ok = v < hoist;
+        continue;
+      }
+      const UOp& x = p.ops[std::size_t(v)];
+      ok = x.kind == UKind::Alu;
+      pn.cone.push_back(v);
+      for (int s : x.src)
+        if (s >= 0) todo.push_back(s);
+    }
+    if (!ok) continue;
+    pn.hoist = hoist;
+    for (int l : pn.loads) panel_of_load[std::size_t(l)] = int(k);
+  }
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  std::vector<int>& map = w.map;
+  std::vector<int> local(panels.size(), -1), kk(panels.size(), -1);
+  // the index of panel element (loop index at, offset o)
+  auto panel_index = [&](const Panel& pn, int at, std::int64_t o) {
+    int row = w.alu(Op::Mul, DType::Int64, at, w.cint(pn.columns));
+    return w.alu(Op::Add, DType::Int64, row, w.cint(o));
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < panels.size(); ++k) {
+      const Panel& pn = panels[k];
+      if (pn.hoist != int(i)) continue;
+      // the copy: for kk in [0, K): panel[kk * columns + o] = buf[index(kk) + o]
+      const UOp& first = p.ops[std::size_t(pn.loads[0])];
+      local[k] = w.add(UOp{
+          UKind::Local, Op::Add, first.dtype, {-1, -1, -1}, {}, int(pn.length * pn.columns), {}});
+      int zero = w.cint(0), len = w.cint(pn.length);
+      kk[k] = w.add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, len, -1}, {}, -1, {}});
+      std::vector<int> clone(n, -1);
+      clone[std::size_t(pn.loop)] = kk[k];
+      for (std::size_t v = std::size_t(pn.loop) + 1; v <= std::size_t(first.src[1]); ++v) {
+        if (std::find(pn.cone.begin(), pn.cone.end(), int(v)) == pn.cone.end()) continue;
+        UOp c = p.ops[v];
+        for (int& s : c.src)
+          if (s >= 0) s = clone[std::size_t(s)] >= 0 ? clone[std::size_t(s)] : map[std::size_t(s)];
+        clone[v] = w.add(c);
+      }
+      int base = clone[std::size_t(first.src[1])];
+      for (std::int64_t o = 0; o < pn.columns; o += first.arg) {
+        int src =
+            w.alu(Op::Add, DType::Int64, base, w.cint(o * std::max<std::int64_t>(pn.stride, 1)));
+        int v = w.add(UOp{UKind::VecLoad,
+                          Op::Add,
+                          first.dtype,
+                          {map[std::size_t(pn.buf)], src, -1},
+                          first.value,
+                          first.arg,
+                          {}});
+        int dst = panel_index(pn, kk[k], o);
+        w.add(UOp{UKind::VecStore, Op::Add, first.dtype, {local[k], dst, v}, {}, first.arg, {}});
+      }
+      w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {kk[k], -1, -1}, {}, -1, {}});
+    }
+    UOp u = p.ops[i];
+    if (int k = panel_of_load[i]; k >= 0 && local[std::size_t(k)] >= 0) {
+      const Panel& pn = panels[std::size_t(k)];
+      std::size_t j = 0;
+      while (pn.loads[j] != int(i)) ++j;
+      int at = panel_index(pn, map[std::size_t(pn.loop)], pn.offsets[j]);
+      u.src = {local[std::size_t(k)], at, -1};
+      u.value = Scalar{}; // the panel's rows are contiguous
+      map[i] = w.add(u);
+      continue;
+    }
+    map[i] = w.add(w.remapped(u));
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+
+namespace tg {
+
+/// The pass (see the top of this file); `max_bytes` bounds the copy. A program without such a
+/// tile comes back as it was.
+constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackBytes) {
+  const std::size_t n = p.ops.size();
+  std::vector<int> bit;
+  std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
+  if (deps.empty()) return p;
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p); // outermost first
+  auto const_range = [&](int r, std::int64_t& len) {                 // 0 .. len, step 1
+    const UOp& u = p.ops[std::size_t(r)];
+    const UOp& lo = p.ops[std::size_t(u.src[0])];
+    const UOp& hi = p.ops[std::size_t(u.src[1])];
+    len = hi.value.i;
+    return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
+  };
+  auto coef = [](const detail::Affine& a, int atom) {
+    for (auto [at, k] : a.terms)
+      if (at == atom) return k;
+    return std::int64_t(0);
+  };
+  auto same_terms = [](const detail::Affine& a, const detail::Affine& b) {
+    return a.terms == b.terms;
+  };
+  // One group per (reduce loop, buffer, index terms): the tile's loads of one k, by offset.
+  struct Group {
+    int loop = -1, tile = -1, hoist = -1, buf = -1;
+    std::int64_t k = 0, tiles = 0;
+    std::vector<int> loads, cone; // cone: the index ops that depend on the loop or the tile
+  };
+  std::vector<Group> groups;
+  std::vector<int> group_of(n, -1);
+  // only a register tile's row values (the scalar side of its vector multiply-adds)
+  std::vector<std::uint8_t> tile_scalar(n, 0);
+  for (const UOp& u : p.ops)
+    if (u.kind == UKind::VecMac) tile_scalar[std::size_t(u.src[1])] = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::Load || !tile_scalar[i] || u.src[2] >= 0 || stack[i].size() < 2) continue;
+    const int loop = stack[i].back();
+    const detail::Affine& a = aff[std::size_t(u.src[1])];
+    const std::uint64_t idx = deps[std::size_t(u.src[1])];
+    auto moves = [&](int r) { return (idx >> bit[std::size_t(r)] & 1) != 0; };
+    std::int64_t k = 0, tiles = 1, reuse = 0;
+    // strided along the reduction: each k a new cache line
+    if (!const_range(loop, k) || coef(a, loop) < 16) continue;
+    // The copy goes before the outermost enclosing loop from which on no loop but the
+    // reduction and (in panel order) the tile loop right outside it moves the index.
+    const std::vector<int>& enclosing = stack[std::size_t(loop)];
+    std::size_t h = enclosing.size();
+    int tile = -1;
+    if (moves(enclosing[h - 1])) { // the tile loop: the copy holds every tile
+      tile = enclosing[--h];
+      if (!const_range(tile, tiles) || tiles < 2) continue;
+    }
+    while (h > 0 && !moves(enclosing[h - 1])) --h;
+    if (h == enclosing.size() || (tile >= 0 && h + 1 == enclosing.size())) continue;
+    const int hoist = enclosing[h];
+    // reused: by the loop the copy goes before (constant trip count), or by the calls' outer
+    // iterations (column tiles in panel order)
+    if (!const_range(hoist, reuse)) reuse = p.outer.is_const() ? p.outer.constant() : 0;
+    if (reuse < (tile >= 0 ? 8 : 2)) continue;
+    Group* g = nullptr;
+    for (Group& x : groups)
+      if (x.loop == loop && x.buf == u.src[0] &&
+          same_terms(aff[std::size_t(p.ops[std::size_t(x.loads[0])].src[1])], a))
+        g = &x;
+    if (!g) {
+      groups.push_back(Group{loop, tile, hoist, u.src[0], k, tiles, {}, {}});
+      g = &groups.back();
+    }
+    g->loads.push_back(int(i));
+  }
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    Group& g = groups[gi];
+    const DType t = p.ops[std::size_t(g.loads[0])].dtype;
+    bool ok = g.loads.size() <= 16 &&
+              g.tiles * g.k * std::int64_t(g.loads.size()) * itemsize(t) <= max_bytes;
+    for (int l : g.loads) ok = ok && p.ops[std::size_t(l)].dtype == t;
+    // the index ops inside the loops (cloned into the copy's loops) must be arithmetic, and
+    // everything else they read computed before the copy
+    std::vector<int> todo;
+    for (int l : g.loads) todo.push_back(p.ops[std::size_t(l)].src[1]);
+    const std::uint64_t own = std::uint64_t(1) << bit[std::size_t(g.loop)] |
+                              (g.tile >= 0 ? std::uint64_t(1) << bit[std::size_t(g.tile)] : 0);
+    while (ok && !todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (v == g.loop || v == g.tile) continue;
+      if (!(deps[std::size_t(v)] & own)) {
+        ok = v < g.hoist;
+        continue;
+      }
+      const UOp& x = p.ops[std::size_t(v)];
+      ok = x.kind == UKind::Alu;
+      if (std::find(g.cone.begin(), g.cone.end(), v) == g.cone.end()) g.cone.push_back(v);
+      for (int s : x.src)
+        if (s >= 0) todo.push_back(s);
+    }
+    if (!ok) continue;
+    std::sort(g.cone.begin(), g.cone.end());
+    for (int l : g.loads) group_of[std::size_t(l)] = int(gi);
+  }
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  std::vector<int>& map = w.map;
+  std::vector<int> local(groups.size(), -1);
+  // the element of load r at (tile, k): tile by tile, each k's loads next to each other
+  auto local_index = [&](const Group& g, int tile, int k, std::size_t r) {
+    int row =
+        tile < 0 ? k
+                 : w.alu(Op::Add, DType::Int64, w.alu(Op::Mul, DType::Int64, tile, w.cint(g.k)), k);
+    return w.alu(Op::Add, DType::Int64,
+                 w.alu(Op::Mul, DType::Int64, row, w.cint(std::int64_t(g.loads.size()))),
+                 w.cint(std::int64_t(r)));
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+      const Group& g = groups[gi];
+      if (g.hoist != int(i) || group_of[std::size_t(g.loads[0])] != int(gi)) continue;
+      // [for tile:] for k: local[(tile * K + k) * R + r] = buf[index_r(tile, k)]
+      const DType t = p.ops[std::size_t(g.loads[0])].dtype;
+      local[gi] = w.add(UOp{UKind::Local,
+                            Op::Add,
+                            t,
+                            {-1, -1, -1},
+                            {},
+                            int(g.tiles * g.k * std::int64_t(g.loads.size())),
+                            {}});
+      int zero = w.cint(0);
+      int tile =
+          g.tile < 0
+              ? -1
+              : w.add(UOp{
+                    UKind::Range, Op::Add, DType::Int64, {zero, w.cint(g.tiles), -1}, {}, -1, {}});
+      int k = w.add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, w.cint(g.k), -1}, {}, -1, {}});
+      std::vector<int> clone(n, -1);
+      if (tile >= 0) clone[std::size_t(g.tile)] = tile;
+      clone[std::size_t(g.loop)] = k;
+      for (int v : g.cone) {
+        UOp c = p.ops[std::size_t(v)];
+        for (int& s : c.src)
+          if (s >= 0) s = clone[std::size_t(s)] >= 0 ? clone[std::size_t(s)] : map[std::size_t(s)];
+        clone[std::size_t(v)] = w.add(c);
+      }
+      for (std::size_t r = 0; r < g.loads.size(); ++r) {
+        const UOp& l = p.ops[std::size_t(g.loads[r])];
+        int v = w.add(UOp{UKind::Load,
+                          Op::Add,
+                          t,
+                          {map[std::size_t(g.buf)], clone[std::size_t(l.src[1])], -1},
+                          {},
+                          -1,
+                          {}});
+        w.add(
+            UOp{UKind::Store, Op::Add, t, {local[gi], local_index(g, tile, k, r), v}, {}, -1, {}});
+      }
+      w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {k, -1, -1}, {}, -1, {}});
+      if (tile >= 0) w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {tile, -1, -1}, {}, -1, {}});
+    }
+    if (int gi = group_of[i]; gi >= 0 && local[std::size_t(gi)] >= 0) {
+      const Group& g = groups[std::size_t(gi)];
+      std::size_t r = 0;
+      while (g.loads[r] != int(i)) ++r;
+      int at =
+          local_index(g, g.tile < 0 ? -1 : map[std::size_t(g.tile)], map[std::size_t(g.loop)], r);
+      map[i] = w.add(
+          UOp{UKind::Load, Op::Add, p.ops[i].dtype, {local[std::size_t(gi)], at, -1}, {}, -1, {}});
+      continue;
+    }
+    map[i] = w.add(w.remapped(p.ops[i]));
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PACK_ROWS_HPP
+
 // ---- tg/codegen/render.hpp ----
 #ifndef TG_SI_TG_CODEGEN_RENDER_HPP
 #define TG_SI_TG_CODEGEN_RENDER_HPP
-// render: linear program -> source text. One C-style renderer; a dialect supplies the
-// differences (type names, the kernel signature, how the parallel loop is written, math names).
-// Every value is its own named variable, so operands are never evaluated twice.
+// render: linear program -> source text. One C-style renderer for every dialect:
+// - CStyleRenderer::render<D> walks the program, one named variable per value (so operands are
+//   never evaluated twice);
+// - CStyle<D> holds the semantics every C-like dialect shares, written once: arithmetic, compares,
+//   casts (float -> integer saturating as INTERP), bitcasts, float16/bfloat16 through their codecs,
+//   constants, loads and stores, loops;
+// - a dialect D (C below, CUDA in render_cuda.hpp, GLSL in render_glsl.hpp) derives CStyle<D> and
+//   supplies spellings (type names, conversions, literal suffixes, math function names) and the
+//   launch plumbing (prelude, signature, parameters, buffer elements, local memory, barriers).
+// Semantics that are IR rewrites (safe integer division) are codegen/decompose.hpp's; the helper
+// functions the C-like preludes share (16-bit float codecs, the float exp2 polynomial) are written
+// once below, in a subset of C that each dialect spells through a PreludeSpelling.
 
 namespace tg {
+
+/// How a value is declared: a constant, a computed value, or a variable that is assigned again.
+enum class Decl : std::uint8_t { Const, Value, Mutable };
 
 struct CStyleRenderer {
   template <class D> static constexpr Text render(const Program& p) {
@@ -2803,8 +4019,9 @@ struct CStyleRenderer {
     };
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const UOp& u = p.ops[i];
-      auto v = [&](int k) -> Text& { return t << 'v' << k; };
-      auto ctype = [&](DType d) { return D::type(is_half(d) ? DType::Float32 : d); };
+      Text self;
+      self << (u.kind == UKind::DefineAcc ? "acc" : "v") << std::int64_t(i);
+      auto declare = [&](Decl k) { D::declare(t, k, compute_dtype(u.dtype), self.view()); };
       switch (u.kind) {
       case UKind::Param:
       case UKind::Bound:
@@ -2815,8 +4032,7 @@ struct CStyleRenderer {
         break;
       case UKind::Const:
         indent();
-        t << "const " << ctype(u.dtype) << ' ';
-        v(int(i)) << " = ";
+        declare(Decl::Const);
         D::constant(t, u.dtype, u.value);
         t << ";\n";
         break;
@@ -2826,21 +4042,23 @@ struct CStyleRenderer {
         ++depth;
         break;
       case UKind::EndRange:
+      case UKind::EndIf:
         --depth;
         indent();
         t << "}\n";
         break;
       case UKind::Load: {
         indent();
-        t << ctype(u.dtype) << ' ';
-        v(int(i)) << " = ";
+        declare(Decl::Value);
         const DType stored = p.ops[std::size_t(u.src[0])].dtype;
-        if (u.src[2] >= 0) v(u.src[2]) << " ? ";
-        D::load(t, stored, u.src[0], u.src[1]);
-        if (u.src[2] >= 0) {
-          t << " : ";
-          D::constant(t, u.dtype, Scalar{});
-        }
+        if (u.src[2] >= 0) { // gated: zero where the gate is off
+          Text gate, x, zero;
+          name(gate, p, u.src[2]);
+          D::load(x, stored, u.src[0], u.src[1]);
+          D::constant(zero, u.dtype, Scalar{});
+          D::select(t, gate.view(), x.view(), zero.view());
+        } else
+          D::load(t, stored, u.src[0], u.src[1]);
         t << ";\n";
         break;
       }
@@ -2853,14 +4071,14 @@ struct CStyleRenderer {
       }
       case UKind::DefineAcc:
         indent();
-        t << D::qualifier(u.dtype) << ctype(u.dtype) << " acc" << std::int64_t(i) << " = ";
+        declare(Decl::Mutable);
         D::constant(t, u.dtype, u.value);
         t << ";\n";
         break;
       case UKind::AccAssign: {
         indent();
         Text a, b;
-        a << "acc" << std::int64_t(u.src[0]);
+        name(a, p, u.src[0]);
         name(b, p, u.src[1]);
         t << a.view() << " = ";
         const UOp& x = p.ops[std::size_t(u.src[1])];
@@ -2878,14 +4096,13 @@ struct CStyleRenderer {
       }
       case UKind::Alu: {
         indent();
-        t << D::qualifier(u.dtype) << ctype(u.dtype) << ' ';
-        v(int(i)) << " = ";
+        declare(Decl::Value);
         Text s[3];
         for (int k = 0; k < 3; ++k)
           if (u.src[std::size_t(k)] >= 0) name(s[k], p, u.src[std::size_t(k)]);
         DType in = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
         if (u.op == Op::Where)
-          t << '(' << s[0].view() << " ? " << s[1].view() << " : " << s[2].view() << ')';
+          D::select(t, s[0].view(), s[1].view(), s[2].view());
         else if (u.op == Op::Cast)
           D::cast(t, in, u.dtype, s[0].view());
         else if (u.op == Op::Bitcast)
@@ -2905,11 +4122,6 @@ struct CStyleRenderer {
         t << "if (";
         name(t, p, u.src[0]) << ") {\n";
         ++depth;
-        break;
-      case UKind::EndIf:
-        --depth;
-        indent();
-        t << "}\n";
         break;
       case UKind::GroupReduce: // the dialect's own (GLSL subgroups) or the shared tree
         if constexpr (D::own_group_reduce)
@@ -2954,7 +4166,7 @@ struct CStyleRenderer {
     lds << "tg_lds" << std::int64_t(i);
     a << lds.view() << "[tg_l]";
     b << lds.view() << "[tg_l + tg_s]";
-    D::local_array(indent(0), is_half(u.dtype) ? DType::Float32 : u.dtype, lds.view(), p.local);
+    D::local_array(indent(0), compute_dtype(u.dtype), lds.view(), p.local);
     indent(0) << "{\n";
     indent(1) << "const int tg_l = int(v" << std::int64_t(lane) << ");\n";
     indent(1) << a.view() << " = " << acc.view() << ";\n";
@@ -2971,15 +4183,423 @@ struct CStyleRenderer {
   }
 };
 
-/// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
-struct CDialect {
-  /// Before the type of a computed value: the C compilers are told exact IEEE math by their flags.
-  static constexpr const char* qualifier(DType) { return ""; }
-  /// Whether the dialect writes group reductions itself (D::group_reduce), else the shared tree.
+/// How a dialect spells the shared prelude functions below ($-placeholders in their text).
+struct PreludeSpelling {
+  const char* fn;      // $F: before a function ("static inline ")
+  const char* precise; // $P: before a float declaration whose math must not be rearranged
+  const char* fsuffix; // $f: of a float literal
+  const char* fma;     // $M: the fused multiply-add of floats
+  const char* u32;     // $u: the 32-bit unsigned type
+  const char* u16;     // $h: the type 16-bit float bits travel in
+  const char* to_u32;  // $U(x): conversion to $u
+  const char* to_u16;  // $H(x): conversion to $h
+  const char* to_i32;  // $I(x): conversion to int
+  const char* u2f;     // $b(x): float with these bits
+  const char* f2u;     // $B(x): a float's bits
+};
+
+/// The shared prelude functions, each written once. bfloat16 and float16 encode (round to nearest
+/// even, NaN kept quiet) and decode, as INTERP's half and bfloat16_t.
+inline constexpr std::string_view kBf16Decode =
+    "$Ffloat tg_b2f($h b) { return $b($U(b) << 16); }\n";
+inline constexpr std::string_view kBf16Encode =
+    "$F$h tg_f2b(float f) { $u x = $B(f);\n"
+    "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0u) return $H((x >> 16) | "
+    "0x40u);\n"
+    "  x += 0x7fffu + ((x >> 16) & 1u); return $H(x >> 16); }\n";
+inline constexpr std::string_view kF16Codec =
+    "$Ffloat tg_h2f($h h) { $u s = $U(h & 0x8000u) << 16, e = $U(h >> 10) & 0x1fu, m = $U(h) & "
+    "0x3ffu;\n"
+    "  if (e == 0u) { if (m == 0u) return $b(s); int k = -1; do { m <<= 1; ++k; } while ((m & "
+    "0x400u) == 0u);\n"
+    "    return $b(s | ($U(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
+    "  if (e == 31u) return $b(s | 0x7f800000u | (m << 13));\n"
+    "  return $b(s | ((e + 112u) << 23) | (m << 13)); }\n"
+    "$F$h tg_f2h(float f) { $u x = $B(f), s = (x >> 16) & 0x8000u, m = x & 0x7fffffu;\n"
+    "  int e = $I((x >> 23) & 0xffu);\n"
+    "  if (e == 255) return $H(s | 0x7c00u | (m != 0u ? 0x200u : 0u));\n"
+    "  e = e - 127 + 15; if (e >= 31) return $H(s | 0x7c00u);\n"
+    "  if (e <= 0) { if (e < -10) return $H(s); m |= 0x800000u; int sh = 14 - e;\n"
+    "    $u h = m >> sh, r = m & ((1u << sh) - 1u), hw = 1u << (sh - 1);\n"
+    "    if (r > hw || (r == hw && (h & 1u) != 0u)) ++h; return $H(s | h); }\n"
+    "  $u h = ($U(e) << 10) | (m >> 13), r = m & 0x1fffu;\n"
+    "  if (r > 0x1000u || (r == 0x1000u && (h & 1u) != 0u)) ++h; return $H(s | h); }\n";
+/// 2^x for float, branch free so that loops of it vectorize: 2^n * p(f), x = n + f, |f| <= 1/2, p
+/// the degree-7 Taylor polynomial of 2^f (relative error below 1e-8) by fused multiply-adds; 2^n in
+/// two factors so that subnormal results round once. INTERP computes the same operations
+/// (detail::exp2_float), bit for bit.
+inline constexpr std::string_view kExp2f =
+    "$Ffloat tg_exp2f(float x) {\n"
+    "  $u lo = 0u - $U(x < -151.0$f), hi = 0u - $U(x > 129.0$f);\n"
+    "  x = $b(($B(x) & ~(lo | hi)) | ($B(-151.0$f) & lo) | ($B(129.0$f) & hi));\n"
+    "  $Pfloat t = x + 12582912.0$f, f = x - (t - 12582912.0$f);\n"
+    "  int n = $I($B(t) - 0x4b400000u), n1 = n >> 1;\n"
+    "  $Pfloat p = $M(1.5252734e-5$f, f, 1.5403530e-4$f);\n"
+    "  p = $M(p, f, 1.3333558e-3$f); p = $M(p, f, 9.6181291e-3$f);\n"
+    "  p = $M(p, f, 5.5504109e-2$f); p = $M(p, f, 2.4022651e-1$f);\n"
+    "  p = $M(p, f, 6.9314718e-1$f); p = $M(p, f, 1.0$f);\n"
+    "  $Pfloat r = p * $b($U(n1 + 127) << 23);\n"
+    "  $Pfloat s = r * $b($U(n - n1 + 127) << 23);\n"
+    "  return s; }\n";
+
+/// Writes `text` with each $x replaced by spell('x') (a placeholder is one character).
+template <class F> constexpr void spell_text(Text& t, std::string_view text, F spell) {
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    if (text[k] == '$' && k + 1 < text.size())
+      t << spell(text[++k]);
+    else
+      t << text[k];
+  }
+}
+constexpr void spell_prelude(Text& t, std::string_view text, const PreludeSpelling& s) {
+  spell_text(t, text, [&](char c) -> std::string_view {
+    switch (c) {
+    case 'F':
+      return s.fn;
+    case 'P':
+      return s.precise;
+    case 'f':
+      return s.fsuffix;
+    case 'M':
+      return s.fma;
+    case 'u':
+      return s.u32;
+    case 'h':
+      return s.u16;
+    case 'U':
+      return s.to_u32;
+    case 'H':
+      return s.to_u16;
+    case 'I':
+      return s.to_i32;
+    case 'b':
+      return s.u2f;
+    case 'B':
+      return s.f2u;
+    default:
+      return "$";
+    }
+  });
+}
+
+/// The semantics every C-like dialect shares, in terms of D's spellings:
+///   D::type(d)                     the name of a value type
+///   D::convert(t, to, a)           a value conversion ("(float)a", "float(a)")
+///   D::select(t, c, a, b)          c ? a : b
+///   D::fsuffix(d), D::int_suffix(d), D::boolean(b), D::float_constant(t, d, x)   literals
+///   D::math(op, d)                 the function computing a unary op or pow (math_index)
+///   D::fdiv(d), D::recip(d)        a function for float division / reciprocal, or null for `/`
+///   D::is_nan(t, a)                a NaN test that survives the compiler
+///   D::reinterpret(t, from, to, a) the bits of a float as an integer of its size or back
+///   D::element(t, buf, idx)        a buffer element, read or written
+///   D::storage(d)                  the dtype a buffer of d holds (bool as a byte where needed)
+///   D::codec_bits                  the dtype the 16-bit float codecs take and return
+///   D::mod_by_div                  signed remainder spelled a - a / b * b (no defined `%`)
+/// The defaults here are C's.
+template <class D> struct CStyle {
   static constexpr bool own_group_reduce = false;
+  static constexpr bool vectors = false;
+  static constexpr bool mod_by_div = false;
+  static constexpr DType codec_bits = DType::UInt16;
   /// The fused multiply-add a sum of products of dtype t accumulates with (acc = f(a, b, acc)), or
   /// null: a product and a sum, each rounded, as INTERP computes them.
   static constexpr const char* mul_acc(DType) { return nullptr; }
+  static constexpr const char* qualifier(DType) { return ""; }
+  static constexpr DType storage(DType d) { return d; }
+  static constexpr const char* fdiv(DType) { return nullptr; }
+  static constexpr const char* recip(DType) { return nullptr; }
+  static constexpr void declare(Text& t, Decl k, DType d, std::string_view name) {
+    if (k == Decl::Const)
+      t << "const ";
+    else
+      t << D::qualifier(d);
+    t << D::type(d) << ' ' << name << " = ";
+  }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << '(' << D::type(to) << ')' << a;
+  }
+  /// c ? a : b (c: a bool).
+  static constexpr void select(Text& t, std::string_view c, std::string_view a,
+                               std::string_view b) {
+    t << '(' << c << " ? " << a << " : " << b << ')';
+  }
+  static constexpr void element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
+  }
+  /// Where op is in a math() table: sqrt, exp2, log2, sin, trunc, pow.
+  static constexpr int math_index(Op op) { return op == Op::Pow ? 5 : int(op) - int(Op::Sqrt); }
+  static constexpr const char* decode(DType d) { return d == DType::Float16 ? "tg_h2f" : "tg_b2f"; }
+  static constexpr const char* encode(DType d) { return d == DType::Float16 ? "tg_f2h" : "tg_f2b"; }
+
+  static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
+    t << "for (" << D::type(DType::Int64) << " v" << std::int64_t(i) << " = v"
+      << std::int64_t(start) << "; v" << std::int64_t(i) << " < v" << std::int64_t(end) << "; ";
+    if (u.src[2] >= 0)
+      t << 'v' << std::int64_t(i) << " += v" << std::int64_t(u.src[2]) << ") {\n";
+    else
+      t << "++v" << std::int64_t(i) << ") {\n";
+  }
+  static constexpr void load(Text& t, DType stored, int buf, int idx) {
+    Text e;
+    D::element(e, buf, idx);
+    if (is_half(stored)) {
+      t << decode(stored) << '(';
+      to_codec(t, e.view());
+      t << ')';
+    } else if (D::storage(stored) != stored) { // bool as a byte
+      t << '(' << e.view() << " != ";
+      D::constant(t, D::storage(stored), Scalar{});
+      t << ')';
+    } else
+      t << e.view();
+  }
+  static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
+    D::element(t, buf, idx);
+    t << " = ";
+    if (is_half(stored)) {
+      Text e;
+      e << encode(stored) << '(' << val << ')';
+      if (D::codec_bits == DType::UInt16)
+        t << e.view();
+      else
+        D::convert(t, DType::UInt16, e.view());
+    } else if (D::storage(stored) != stored)
+      D::convert(t, D::storage(stored), val);
+    else
+      t << val;
+    t << ";\n";
+  }
+  /// 16 bits of integer as the codecs' argument.
+  static constexpr void to_codec(Text& t, std::string_view a) {
+    if (D::codec_bits == DType::UInt16) return void(t << a);
+    D::convert(t, D::codec_bits, a);
+  }
+
+  static constexpr void constant(Text& t, DType d, Scalar v) {
+    if (is_float(d)) return D::float_constant(t, d, d == DType::Float64 ? v.f : double(float(v.f)));
+    if (d == DType::Bool) return void(t << D::boolean(v.i != 0));
+    if (is_unsigned(d)) {
+      const int bits = 8 * int(itemsize(d));
+      const std::uint64_t x =
+          bits == 64 ? std::uint64_t(v.i) : std::uint64_t(v.i) & ((std::uint64_t(1) << bits) - 1);
+      Text n;
+      n.write_unsigned(x) << (d == DType::UInt64 ? D::int_suffix(d) : "u");
+      if (bits >= 32)
+        t << n.view();
+      else
+        D::convert(t, d, n.view());
+      return;
+    }
+    Text n;
+    if (d == DType::Int64 && v.i == std::numeric_limits<std::int64_t>::min())
+      n << "(-9223372036854775807" << D::int_suffix(d) << " - 1" << D::int_suffix(d) << ')';
+    else if (d == DType::Int32 && v.i == -2147483648ll)
+      n << "(-2147483647 - 1)";
+    else if (v.i < 0)
+      n << '(' << v.i << (d == DType::Int64 ? D::int_suffix(d) : "") << ')';
+    else
+      n << v.i << (d == DType::Int64 ? D::int_suffix(d) : "");
+    if (itemsize(d) >= 4)
+      t << n.view();
+    else
+      D::convert(t, d, n.view());
+  }
+  static constexpr void zero(Text& t, DType d) { D::constant(t, d, Scalar{}); }
+
+  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
+    if (op == Op::Neg) {
+      t << (d == DType::Bool ? "!" : "-") << a;
+    } else if (op == Op::Recip) {
+      if (const char* r = D::recip(d)) return void(t << r << '(' << a << ')');
+      Text one;
+      D::constant(one, d, Scalar::of(d, 1.0));
+      D::binary(t, Op::Div, d, one.view(), a);
+    } else
+      t << D::math(op, d) << '(' << a << ')';
+  }
+  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
+    if (d == DType::Bool) { // as logic, in every dialect
+      const char* sym = op == Op::Add || op == Op::Or || op == Op::Max ? " || "
+                        : op == Op::Mul || op == Op::And               ? " && "
+                        : op == Op::Xor || op == Op::CmpNe             ? " != "
+                        : op == Op::CmpEq                              ? " == "
+                                                                       : nullptr;
+      if (sym) return void(t << '(' << a << sym << b << ')');
+      if (op == Op::CmpLt) return void(t << "(!" << a << " && " << b << ')');
+    }
+    if (op == Op::Max) {
+      // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
+      // b is a select (GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
+      // loops it does not vectorize).
+      t << '(';
+      if (is_float(d)) {
+        D::is_nan(t, a);
+        t << " ? " << a << " : ";
+      }
+      return void(t << a << " > " << b << " ? " << a << " : " << b << ')');
+    }
+    if (op == Op::Pow) return void(t << D::math(op, d) << '(' << a << ", " << b << ')');
+    if (const char* f = op == Op::Div && is_float(d) ? D::fdiv(d) : nullptr)
+      return void(t << f << '(' << a << ", " << b << ')');
+    if (op == Op::Mod && D::mod_by_div && is_int(d) && !is_unsigned(d))
+      return void(t << '(' << a << " - (" << a << " / " << b << ") * " << b << ')');
+    // by Op, from Add to Xor (Max and Pow above)
+    constexpr const char* symbols[] = {" + ", " * ",  " / ",  " % ", "",    "",
+                                       " < ", " == ", " != ", " & ", " | ", " ^ "};
+    t << '(' << a << symbols[int(op) - int(Op::Add)] << b << ')';
+  }
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    const DType cf = compute_dtype(from);
+    if (to == DType::Bool) {
+      if (from == DType::Bool) return void(t << a);
+      t << '(' << a << " != ";
+      zero(t, cf);
+      t << ')';
+    } else if (is_half(to)) { // rounded to 16 bits, computed in float
+      t << decode(to) << '(' << encode(to) << '(';
+      D::convert(t, DType::Float32, a);
+      t << "))";
+    } else if (is_half(from) && to == DType::Float32)
+      t << a;
+    else if (is_float(cf) && is_int(to))
+      float_to_int(t, cf, to, a);
+    else
+      D::convert(t, to, a);
+  }
+  /// Float to integer as the reference interpreter (x86) defines it, never the languages'
+  /// undefined behaviour (which compilers fold differently: (unsigned char)-3.0f became 0, not
+  /// 253): through int32 (int64 for 32/64-bit targets); out of range and NaN give the minimum,
+  /// "integer indefinite", and unsigned 64-bit gives 0.
+  static constexpr void float_to_int(Text& t, DType from, DType to, std::string_view a) {
+    const char* s = D::fsuffix(from);
+    if (to == DType::UInt64) {
+      t << "((" << a << " >= 0.0" << s << " && " << a << " < 18446744073709551616.0" << s << ") ? ";
+      D::convert(t, to, a);
+      t << " : ";
+      zero(t, to);
+      t << ')';
+      return;
+    }
+    const bool wide = to == DType::Int64 || to == DType::UInt32;
+    const DType via = wide ? DType::Int64 : DType::Int32;
+    Text r;
+    r << "((" << a << (wide ? " >= -9223372036854775808.0" : " >= -2147483648.0") << s << " && "
+      << a << (wide ? " < 9223372036854775808.0" : " < 2147483648.0") << s << ") ? ";
+    D::convert(r, via, a);
+    r << " : ";
+    D::constant(r, via,
+                Scalar::of_int(via, wide ? std::numeric_limits<std::int64_t>::min()
+                                         : std::int64_t(-2147483648ll)));
+    r << ')';
+    if (to == via)
+      t << r.view();
+    else
+      D::convert(t, to, r.view());
+  }
+  /// GPU dialects: a launch value (Bound, VarParam, Special) as an int64 constant, from
+  /// D::launch_arg(t, k) (k: 0 item base, 1 outer start, 2 outer end, 3 + v symbolic size v),
+  /// D::lane_id and D::comment.
+  static constexpr void declare_launch(Text& t, const UOp& u, const Program& p, int i) {
+    Text name;
+    name << 'v' << std::int64_t(i);
+    D::declare(t, Decl::Const, DType::Int64, name.view());
+    if (u.kind == UKind::Bound)
+      D::launch_arg(t, u.arg == 0 ? 1 : 2);
+    else if (u.kind == UKind::VarParam)
+      D::launch_arg(t, 3 + u.arg);
+    else if (u.arg == int(GpuIndex::Lane))
+      D::convert(t, DType::Int64, D::lane_id);
+    else {
+      D::launch_arg(t, 0);
+      t << " + ";
+      D::convert(t, DType::Int64, "tg_group()");
+      if (!p.grouped) {
+        t << " * ";
+        D::constant(t, DType::Int64, Scalar::of_int(DType::Int64, p.local * p.per_thread));
+        t << " + ";
+        D::convert(t, DType::Int64, D::lane_id);
+      }
+    }
+    t << ';';
+    if (u.kind == UKind::VarParam) D::comment(t, p.vars[std::size_t(u.arg)].name.view());
+    t << '\n';
+  }
+  static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
+    if (is_half(from) || is_half(to)) { // a 16-bit float's register holds a float: its codec's bits
+      Text bits;
+      if (is_half(from))
+        bits << encode(from) << '(' << a << ')';
+      else if (D::codec_bits == DType::UInt16)
+        D::convert(bits, DType::UInt16, a);
+      else {
+        Text b16;
+        D::convert(b16, DType::UInt16, a);
+        D::convert(bits, D::codec_bits, b16.view());
+      }
+      if (is_half(to))
+        t << decode(to) << '(' << bits.view() << ')';
+      else
+        D::convert(t, to, bits.view());
+    } else if (to == DType::Bool) {
+      t << '(' << a << " != ";
+      zero(t, from);
+      t << ')';
+    } else if (is_float(from) || is_float(to))
+      D::reinterpret(t, from, to, a);
+    else // integers (and bool) of one size: the same bits
+      D::convert(t, to, a);
+  }
+};
+
+/// The C-family spellings: C for the CPU device, and CUDA (render_cuda.hpp) on top.
+template <class D> struct CFamily : CStyle<D> {
+  /// By DType (16-bit floats: their bits).
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {"_Bool",
+                                                "signed char",
+                                                "short",
+                                                "int",
+                                                "long long",
+                                                "unsigned char",
+                                                "unsigned short",
+                                                "unsigned int",
+                                                "unsigned long long",
+                                                "unsigned short",
+                                                "unsigned short",
+                                                "float",
+                                                "double"};
+    return names[int(t)];
+  }
+  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "" : "f"; }
+  static constexpr const char* int_suffix(DType d) { return d == DType::UInt64 ? "ull" : "ll"; }
+  static constexpr const char* boolean(bool b) { return b ? "1" : "0"; }
+  static constexpr void float_constant(Text& t, DType d, double x) {
+    t.literal(x);
+    if (d != DType::Float64 && x == x && x != std::numeric_limits<double>::infinity() &&
+        x != -std::numeric_limits<double>::infinity())
+      t << 'f';
+  }
+  static constexpr void is_nan(Text& t, std::string_view a) { t << a << " != " << a; }
+  static constexpr const char* math(Op op, DType d) {
+    constexpr const char* f[] = {"sqrtf", "tg_exp2f", "log2f", "sinf", "truncf", "powf"};
+    constexpr const char* g[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    return (d == DType::Float64 ? g : f)[CStyle<D>::math_index(op)];
+  }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "({ " << D::type(to) << " _b; __builtin_memcpy(&_b, &" << a << ", sizeof _b); _b; })";
+  }
+  // Work-group hooks (GroupReduce, GPU programs only): in C a work-group is one thread.
+  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
+    t << D::type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
+  }
+  static constexpr void barrier(Text& t) { t << "/* barrier */\n"; }
+};
+
+/// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
+struct CDialect : CFamily<CDialect> {
+  static constexpr PreludeSpelling spelling{
+      "static inline ", "",         "f",     "__builtin_fmaf", "tg_u32", "tg_u16",
+      "(tg_u32)",       "(tg_u16)", "(int)", "tg_u2f",         "tg_f2u"};
   /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
   /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
   static constexpr bool vectors = true;
@@ -3045,37 +4665,9 @@ struct CDialect {
       v(u.src[0]) << '[' << std::int64_t(u.arg) << "];\n";
     }
   }
-  static constexpr const char* type(DType t) {
-    switch (t) {
-    case DType::Bool:
-      return "_Bool";
-    case DType::Int8:
-      return "signed char";
-    case DType::Int16:
-      return "short";
-    case DType::Int32:
-      return "int";
-    case DType::Int64:
-      return "long long";
-    case DType::UInt8:
-      return "unsigned char";
-    case DType::UInt16:
-    case DType::Float16:
-    case DType::BFloat16:
-      return "unsigned short";
-    case DType::UInt32:
-      return "unsigned int";
-    case DType::UInt64:
-      return "unsigned long long";
-    case DType::Float32:
-      return "float";
-    default:
-      return "double";
-    }
-  }
   // The guard lets the CPU device compile several kernels as one file (one compiler run). The
-  // libm functions are declared rather than taken from <math.h>: parsing that header was a
-  // quarter of a small kernel's compile time.
+  // libm functions are declared rather than taken from <math.h>, whose parsing was a large part of
+  // a small kernel's compile time (docs/performance.md).
   static constexpr void prelude(Text& t, const Program&) {
     t << "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
@@ -3095,56 +4687,22 @@ struct CDialect {
          "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
-         // the tile's multiplies (8 loads for 8 products, not 2), which bound a matmul whose
-         // panel is in cache by its loads (128x784x256 on one core: 0.81 -> 0.62 ms)
+         // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel
+         // is in cache bound by its loads.
          "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
          "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
          "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
          "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
-         "}\n"
-         "static inline float tg_b2f(tg_u16 b) { return tg_u2f((tg_u32)b << 16); }\n"
-         // 2^x for float, branch free so that loops of it vectorize (libm's exp2f is one call per
-         // element): 2^n * p(f), x = n + f, |f| <= 1/2, p the degree-7 Taylor polynomial of 2^f
-         // (relative error below 1e-8) by FMA; 2^n in two factors so that subnormal results
-         // round once. INTERP computes the same operations (detail::exp2_float), bit for bit.
-         "static inline float tg_exp2f(float x) {\n"
-         "  tg_u32 lo = -(tg_u32)(x < -151.0f), hi = -(tg_u32)(x > 129.0f);\n"
-         "  x = tg_u2f((tg_f2u(x) & ~(lo | hi)) | (tg_f2u(-151.0f) & lo) | (tg_f2u(129.0f) & "
-         "hi));\n"
-         "  float t = x + 12582912.0f, f = x - (t - 12582912.0f);\n"
-         "  int n = (int)(tg_f2u(t) - 0x4b400000u), n1 = n >> 1;\n"
-         "  float p = __builtin_fmaf(1.5252734e-5f, f, 1.5403530e-4f);\n"
-         "  p = __builtin_fmaf(p, f, 1.3333558e-3f); p = __builtin_fmaf(p, f, 9.6181291e-3f);\n"
-         "  p = __builtin_fmaf(p, f, 5.5504109e-2f); p = __builtin_fmaf(p, f, 2.4022651e-1f);\n"
-         "  p = __builtin_fmaf(p, f, 6.9314718e-1f); p = __builtin_fmaf(p, f, 1.0f);\n"
-         "  return p * tg_u2f((tg_u32)(n1 + 127) << 23) * tg_u2f((tg_u32)(n - n1 + 127) << 23); }\n"
-         "static inline tg_u16 tg_f2b(float f) { tg_u32 x = tg_f2u(f);\n"
-         "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (tg_u16)((x >> 16) | "
-         "0x40u);\n"
-         "  x += 0x7fffu + ((x >> 16) & 1u); return (tg_u16)(x >> 16); }\n"
-         "static inline float tg_h2f(tg_u16 h) { tg_u32 s = (tg_u32)(h & 0x8000u) << 16, e = (h >> "
-         "10) & 0x1f, m = h & 0x3ffu;\n"
-         "  if (e == 0) { if (m == 0) return tg_u2f(s); int k = -1; do { m <<= 1; ++k; } while "
-         "(!(m & 0x400u));\n"
-         "    return tg_u2f(s | ((tg_u32)(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
-         "  if (e == 31) return tg_u2f(s | 0x7f800000u | (m << 13));\n"
-         "  return tg_u2f(s | ((e + 112) << 23) | (m << 13)); }\n"
-         "static inline tg_u16 tg_f2h(float f) { tg_u32 x = tg_f2u(f), s = (x >> 16) & 0x8000u, m "
-         "= x & 0x7fffffu;\n"
-         "  int e = (int)((x >> 23) & 0xff);\n"
-         "  if (e == 255) return (tg_u16)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
-         "  e = e - 127 + 15; if (e >= 31) return (tg_u16)(s | 0x7c00u);\n"
-         "  if (e <= 0) { if (e < -10) return (tg_u16)s; m |= 0x800000u; int sh = 14 - e;\n"
-         "    tg_u32 h = m >> sh, r = m & ((1u << sh) - 1), hw = 1u << (sh - 1);\n"
-         "    if (r > hw || (r == hw && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
-         "  tg_u32 h = ((tg_u32)e << 10) | (m >> 13), r = m & 0x1fffu;\n"
-         "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
-         "#endif\n";
+         "}\n";
+    // float 2^x: libm's exp2f is one call per element, this one vectorizes
+    for (std::string_view s : {kBf16Decode, kExp2f, kBf16Encode, kF16Codec})
+      spell_prelude(t, s, spelling);
+    t << "#endif\n";
   }
   // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
-  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
+  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent seconds on one such
   // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
   // except where the reduction was split into partial accumulators that vector lanes keep.
   // GCC 12 miscompiles some loops with gated loads (a padded view) after if-converting and
@@ -3173,174 +4731,6 @@ struct CDialect {
       t << "const long long v" << std::int64_t(i) << " = vars[" << std::int64_t(u.arg) << "]; /* "
         << p.vars[std::size_t(u.arg)].name.view() << " */\n";
   }
-  static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
-    t << "for (long long v" << std::int64_t(i) << " = v" << std::int64_t(start) << "; v"
-      << std::int64_t(i) << " < v" << std::int64_t(end) << "; ";
-    if (u.src[2] >= 0)
-      t << 'v' << std::int64_t(i) << " += v" << std::int64_t(u.src[2]) << ") {\n";
-    else
-      t << "++v" << std::int64_t(i) << ") {\n";
-  }
-  // Work-group hooks (GroupReduce, GPU programs only): in C a work-group is one thread.
-  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
-    t << type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
-  }
-  static constexpr void barrier(Text& t) { t << "/* barrier */\n"; }
-  static constexpr void load(Text& t, DType stored, int buf, int idx) {
-    if (stored == DType::Float16) t << "tg_h2f(";
-    if (stored == DType::BFloat16) t << "tg_b2f(";
-    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
-    if (is_half(stored)) t << ')';
-  }
-  static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
-    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << "] = ";
-    if (stored == DType::Float16)
-      t << "tg_f2h(" << val << ");\n";
-    else if (stored == DType::BFloat16)
-      t << "tg_f2b(" << val << ");\n";
-    else
-      t << val << ";\n";
-  }
-  static constexpr void constant(Text& t, DType d, Scalar v) {
-    if (is_float(d)) {
-      if (d == DType::Float64)
-        t.literal(v.f);
-      else {
-        float f = float(v.f);
-        if (f != f || f == std::numeric_limits<float>::infinity() ||
-            f == -std::numeric_limits<float>::infinity())
-          t.literal(double(f));
-        else
-          t.literal(double(f)) << 'f';
-      }
-    } else if (d == DType::Bool)
-      t << (v.i ? "1" : "0");
-    else if (d == DType::UInt64)
-      t.write_unsigned(std::uint64_t(v.i)) << "ull";
-    else if (d == DType::Int64) {
-      if (v.i == std::numeric_limits<std::int64_t>::min())
-        t << "(-9223372036854775807ll - 1)";
-      else
-        t << v.i << "ll";
-    } else
-      t << '(' << type(d) << ')' << v.i << (is_unsigned(d) ? "u" : "");
-  }
-  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "" : "f"; }
-  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
-    switch (op) {
-    case Op::Neg:
-      t << (d == DType::Bool ? "!" : "-") << a;
-      break;
-    case Op::Recip:
-      t << '(' << (d == DType::Float64 ? "1.0" : "1.0f") << " / " << a << ')';
-      break;
-    case Op::Sqrt:
-      t << "sqrt" << fsuffix(d) << '(' << a << ')';
-      break;
-    case Op::Exp2:
-      t << (d == DType::Float64 ? "exp2(" : "tg_exp2f(") << a << ')';
-      break;
-    case Op::Log2:
-      t << "log2" << fsuffix(d) << '(' << a << ')';
-      break;
-    case Op::Sin:
-      t << "sin" << fsuffix(d) << '(' << a << ')';
-      break;
-    case Op::Trunc:
-      t << "trunc" << fsuffix(d) << '(' << a << ')';
-      break;
-    default:
-      t << a;
-    }
-  }
-  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
-    const char* sym = nullptr;
-    switch (op) {
-    case Op::Add:
-      sym = " + ";
-      break;
-    case Op::Mul:
-      sym = " * ";
-      break;
-    case Op::Div:
-      sym = " / ";
-      break;
-    case Op::Mod:
-      sym = " % ";
-      break;
-    case Op::CmpLt:
-      sym = " < ";
-      break;
-    case Op::CmpEq:
-      sym = " == ";
-      break;
-    case Op::CmpNe:
-      sym = " != ";
-      break;
-    case Op::And:
-      sym = " & ";
-      break;
-    case Op::Or:
-      sym = " | ";
-      break;
-    case Op::Xor:
-      sym = " ^ ";
-      break;
-    case Op::Max:
-      // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
-      // b is a select: GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
-      // loops it does not vectorize (a matmul's relu(x) operand, whose signs are random). Loops
-      // of either form vectorize.
-      if (is_float(d))
-        t << '(' << a << " != " << a << " ? " << a << " : " << a << " > " << b << " ? " << a
-          << " : " << b << ')';
-      else
-        t << '(' << a << " > " << b << " ? " << a << " : " << b << ')';
-      return;
-    case Op::Pow:
-      t << "pow" << fsuffix(d) << '(' << a << ", " << b << ')';
-      return;
-    default:
-      break;
-    }
-    t << '(' << a << sym << b << ')';
-  }
-  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
-    if (to == DType::Bool)
-      t << '(' << a << " != 0)";
-    else if (to == DType::Float16)
-      t << "tg_h2f(tg_f2h((float)" << a << "))";
-    else if (to == DType::BFloat16)
-      t << "tg_b2f(tg_f2b((float)" << a << "))";
-    else if (is_half(from) && to == DType::Float32)
-      t << a;
-    else if (is_float(from) && is_int(to)) {
-      // Float to integer as the reference interpreter (x86) defines it, never C's undefined
-      // behaviour (which the compiler folds differently: (unsigned char)-3.0f becomes 0, not 253):
-      // through int32 (int64 for 32/64-bit targets); out of range and NaN give the minimum.
-      if (to == DType::UInt64)
-        t << "((" << a << " >= 0.0 && " << a << " < 18446744073709551616.0) ? (unsigned long long)"
-          << a << " : 0ull)";
-      else if (to == DType::Int64 || to == DType::UInt32)
-        t << '(' << type(to) << ")((" << a << " >= -9223372036854775808.0 && " << a
-          << " < 9223372036854775808.0) ? (long long)" << a << " : (-9223372036854775807ll - 1))";
-      else
-        t << '(' << type(to) << ")((" << a << " >= -2147483648.0 && " << a
-          << " < 2147483648.0) ? (int)" << a << " : (-2147483647 - 1))";
-    } else
-      t << '(' << type(to) << ')' << a;
-  }
-  static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
-    if (is_half(from)) { // the register holds a float; its bits are those of the 16-bit value
-      t << '(' << type(to) << ')' << (from == DType::Float16 ? "tg_f2h(" : "tg_f2b(") << a << ')';
-      return;
-    }
-    if (is_half(to)) {
-      t << (to == DType::Float16 ? "tg_h2f((tg_u16)" : "tg_b2f((tg_u16)") << a << ')';
-      return;
-    }
-    t << "({ " << type(to) << " _b; __builtin_memcpy(&_b, &" << a << ", sizeof _b); _b; })";
-  }
 };
 
 constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDialect>(p); }
@@ -3348,18 +4738,993 @@ constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDiale
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_RENDER_HPP
 
+// ---- tg/codegen/render_cuda.hpp ----
+#ifndef TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
+#define TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
+// The CUDA dialect of the C-style renderer: one `extern "C" __global__` function per kernel, for
+// programs shaped by gpu_program, compiled by NVRTC without any CUDA header. It spells values as
+// the C dialect does; what differs is the launch (buffers, then item base, outer start/end and
+// the symbolic sizes as kernel arguments), bool as C++ bool, float16 conversions in hardware
+// (cvt.f16.f32; bfloat16 too from sm_80), IEEE division intrinsics, and local memory (__shared__)
+// for group reductions.
+
+namespace tg {
+
+struct CudaDialect : CFamily<CudaDialect> {
+  static constexpr PreludeSpelling spelling{"__device__ __forceinline__ ",
+                                            "",
+                                            "f",
+                                            "__fmaf_rn",
+                                            "tg_u32",
+                                            "tg_u16",
+                                            "(tg_u32)",
+                                            "(tg_u16)",
+                                            "(int)",
+                                            "__uint_as_float",
+                                            "__float_as_uint"};
+  /// Sums of products accumulate by fused multiply-add, as cuBLAS does: NVRTC contracts nothing
+  /// else (--fmad=false), and a product and an add each issued make a matmul two instructions a
+  /// term. Their last bits can differ from INTERP's.
+  static constexpr const char* mul_acc(DType t) {
+    // (16-bit floats compute in float32)
+    return t == DType::Float64 ? "__fma_rn" : is_float(t) ? "__fmaf_rn" : nullptr;
+  }
+  static constexpr const char* type(DType t) {
+    return t == DType::Bool ? "bool" : CFamily::type(t);
+  }
+  /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units). Float division and
+  /// reciprocal through the IEEE intrinsics, which are what `/` compiles to anyway (div.rn): NVRTC
+  /// 13 folds `d != d` to false for `d = a / a` with a constant a, so isnan(0 / 0) was false on
+  /// an H200.
+  static constexpr const char* math(Op op, DType d) {
+    return op == Op::Exp2 && d != DType::Float64 ? "exp2f" : CFamily::math(op, d);
+  }
+  static constexpr const char* fdiv(DType d) {
+    return d == DType::Float64 ? "__ddiv_rn" : "__fdiv_rn";
+  }
+  static constexpr const char* recip(DType d) {
+    return !is_float(d) ? nullptr : d == DType::Float64 ? "__drcp_rn" : "__frcp_rn";
+  }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "tg_bits<" << type(to) << ">(" << a << ')';
+  }
+
+  static constexpr void prelude(Text& t, const Program&) {
+    // guarded, as the C prelude: several kernels can share one NVRTC program
+    t << "// tg CUDA kernel (NVRTC, no headers)\n"
+         "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
+         "#define INFINITY __int_as_float(0x7f800000)\n"
+         "#define NAN __int_as_float(0x7fffffff)\n"
+         "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
+         "__device__ __forceinline__ float tg_h2f(tg_u16 h) { float f; asm(\"cvt.f32.f16 %0, %1;\" "
+         ": \"=f\"(f) : \"h\"(h)); return f; }\n"
+         "__device__ __forceinline__ tg_u16 tg_f2h(float f) { tg_u16 h; asm(\"cvt.rn.f16.f32 %0, "
+         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+    spell_prelude(t, kBf16Decode, spelling);
+    t << "#if __CUDA_ARCH__ >= 800\n"
+         "__device__ __forceinline__ tg_u16 tg_f2b(float f) { tg_u16 h; asm(\"cvt.rn.bf16.f32 %0, "
+         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+         "#else\n";
+    spell_prelude(t, kBf16Encode, spelling);
+    t << "#endif\n"
+         "template <class T, class F> __device__ __forceinline__ T tg_bits(F f) { union { F f; T "
+         "t; } u; u.f = f; return u.t; }\n"
+         "__device__ __forceinline__ unsigned long long tg_group() {\n"
+         "  return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long "
+         "long)gridDim.y * blockIdx.z); }\n"
+         "#endif\n";
+  }
+  static constexpr void signature(Text& t, const Program& p) {
+    t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
+      << p.name.view() << '(';
+    for (std::size_t k = 0; k < p.params.size(); ++k) {
+      if (k == 0)
+        t << type(p.params[k]) << "* __restrict__ b0";
+      else
+        t << ", const " << type(p.params[k]) << "* __restrict__ b" << k;
+    }
+    t << ", long long tg_base, long long tg_start, long long tg_end";
+    for (std::size_t k = 0; k < p.vars.size(); ++k) t << ", long long tg_var" << k;
+    t << ") {\n";
+  }
+  static constexpr const char* lane_id = "threadIdx.x";
+  static constexpr void launch_arg(Text& t, int k) {
+    const char* names[] = {"tg_base", "tg_start", "tg_end"};
+    if (k < 3)
+      t << names[k];
+    else
+      t << "tg_var" << std::int64_t(k - 3);
+  }
+  static constexpr void comment(Text& t, std::string_view s) { t << " /* " << s << " */"; }
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << (u.arg == 0 ? "" : "const ") << type(u.dtype) << "* __restrict__ v" << std::int64_t(i)
+        << " = b" << std::int64_t(u.arg) << ";\n";
+    else
+      declare_launch(t, u, p, i);
+  }
+  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
+    t << "__shared__ " << type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
+  }
+  static constexpr void barrier(Text& t) { t << "__syncthreads();\n"; }
+};
+
+/// The CUDA source of a program shaped by gpu_program and decomposed (the pass list's
+/// Target::cuda()).
+constexpr Text render_cuda(const Program& gpu) { return CStyleRenderer::render<CudaDialect>(gpu); }
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
+
+// ---- tg/codegen/render_glsl.hpp ----
+#ifndef TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+#define TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+// The GLSL dialect of the C-style renderer: a Vulkan compute shader (#version 450) per kernel,
+// for programs shaped by gpu_program. Buffers are std430 storage buffers (binding = parameter
+// index), the launch values (item base, outer start/end, symbolic sizes) are int64 push
+// constants, and the shader asks for the extensions its dtypes need: 64-bit ints (always: index
+// arithmetic), float64, and 8-/16-bit storage with their arithmetic types. bool is stored as a
+// byte, float16/bfloat16 as 16 bits through the shared codecs; what GLSL lacks or Mesa computes
+// differently from INTERP (division by zero, float64 exp2/log2/sin/trunc, pow, float exp2 of
+// subnormal results) comes from the prelude.
+
+namespace tg {
+
+/// What a GLSL program needs from the device.
+struct GlslNeeds {
+  bool int8 = false, int16 = false, float64 = false;
+};
+constexpr GlslNeeds glsl_needs(const Program& p) {
+  GlslNeeds n;
+  auto see = [&](DType d) {
+    if (itemsize(d) == 1) n.int8 = true;
+    if (itemsize(d) == 2) n.int16 = true;
+    if (d == DType::Float64) n.float64 = true;
+  };
+  for (const UOp& u : p.ops) {
+    if (u.kind == UKind::Param)
+      see(u.dtype);
+    else if (u.dtype != DType::Bool && !is_half(u.dtype))
+      see(u.dtype);
+  }
+  return n;
+}
+
+/// 2^x and log2(x) in float64 (GLSL has neither for doubles), with tg_d(bits) to spell constants.
+inline constexpr std::string_view kGlslExp2Log2d =
+    "double tg_d(int64_t b) { return int64BitsToDouble(b); }\n"
+    "double tg_exp2d(double x) {\n"
+    "  if (isnan(x)) return x;\n"
+    "  if (x >= 1024.0LF) return tg_d(0x7ff0000000000000L);\n"
+    "  if (x < -1080.0LF) return 0.0LF;\n"
+    "  double n = floor(x + 0.5LF), f = (x - n) * tg_d(0x3fe62e42fefa39efL), r = 1.0LF;\n"
+    "  for (int k = 18; k >= 1; --k) r = 1.0LF + r * f / double(k);\n"
+    "  int e = int(n);\n"
+    "  return ldexp(ldexp(r, e / 2), e - e / 2); }\n"
+    "double tg_log2d(double x) {\n"
+    "  if (isnan(x) || x < 0.0LF) return tg_d(0x7ff8000000000000L);\n"
+    "  if (x == 0.0LF) return tg_d(int64_t(0xfff0000000000000UL));\n"
+    "  if (isinf(x)) return x;\n"
+    "  int e; double m = frexp(x, e);\n"
+    "  if (m < tg_d(0x3fe6a09e667f3bcdL)) { m *= 2.0LF; e -= 1; }\n"
+    "  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, r = 0.0LF;\n"
+    "  for (int k = 25; k >= 1; k -= 2) r = r * s2 + 1.0LF / double(k);\n"
+    "  return double(e) + 2.0LF * s * r * tg_d(0x3ff71547652b82feL); }\n";
+/// Float division as IEEE defines it: division by zero is undefined in Vulkan (Mesa folds x / 0.0
+/// to 0). $T: float or double, $L its literal suffix, $N/$I its NaN/infinity, $B(x)/$W: its bits.
+inline constexpr std::string_view kGlslDiv = "$T tg_$Xdiv($T a, $T b) {\n"
+                                             "  if (b != 0.0$L) return a / b;\n"
+                                             "  if (isnan(a) || a == 0.0$L) return $N;\n"
+                                             "  return $W((($B(a) ^ $B(b)) & $S) | $Z); }\n";
+/// pow as INTERP's (glibc's) special cases, with integer exponents by squaring and the reciprocal
+/// last; $G: the general case 2^(b log2 |a|).
+inline constexpr std::string_view kGlslPow =
+    "$T tg_pow$X($T a, $T b) {\n"
+    "  const $T inf = $I;\n"
+    "  if (b == 0.0$L || a == 1.0$L) return 1.0$L;\n"
+    "  if (isnan(a) || isnan(b)) return $N;\n"
+    "  bool bi = b == $R(b), odd = bi && abs(b) < $M && b - 2.0$L * floor(b * 0.5$L) == 1.0$L;\n"
+    "  if (a == 0.0$L) return b < 0.0$L ? (odd ? sign(1.0$L / a) * inf : inf) : (odd ? a : "
+    "0.0$L);\n"
+    "  if (isinf(b)) { $T m = abs(a); return m == 1.0$L ? 1.0$L : ((m > 1.0$L) == (b > 0.0$L) ? "
+    "inf "
+    ": 0.0$L); }\n"
+    "  if (isinf(a)) return a > 0.0$L ? (b > 0.0$L ? inf : 0.0$L) : (b > 0.0$L ? (odd ? -inf : "
+    "inf) "
+    ": (odd ? -0.0$L : 0.0$L));\n"
+    "  if (a < 0.0$L && !bi) return $N;\n"
+    "  $T r = 1.0$L, x = abs(a);\n"
+    "  if (bi && abs(b) < $M) {\n"
+    "    for ($U n = $U(abs(b)); n != 0$u; n >>= 1$u) { if ((n & 1$u) != 0$u) r *= x; if (n > 1$u) "
+    "x "
+    "*= x; }\n"
+    "    if (b < 0.0$L) r = isinf(r) ? $G : 1.0$L / r;\n"
+    "  } else r = $G;\n"
+    "  return a < 0.0$L && odd ? -r : r; }\n";
+
+/// The GLSL dialect. `Subgroups`: the device has subgroup arithmetic in compute shaders (a
+/// work-group reduction of a 32-bit sum, product or integer maximum is first reduced within each
+/// subgroup); `Exact`: it has float64 and its fma, exp2 and log2 round differently from INTERP's
+/// (lavapipe computes fma() as a multiply and an add): the float exp2 polynomial calls tg_fma, an
+/// exact one in float64 (the product of two floats is exact there, the sum is rounded to odd:
+/// TwoSum tells whether it was exact, and an inexact even result moves one ulp toward the exact
+/// value; rounding that to float is then the fused result), and pow's general case is computed in
+/// float64 and rounded once, as glibc's powf does.
+template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Subgroups, Exact>> {
+  using Base = CStyle<GlslDialect>;
+  /// Computed floats are `precise`: without it the driver may reassociate and simplify float
+  /// math as if it were exact (lavapipe turns log_softmax of [inf] into 0, not NaN).
+  static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
+  static constexpr bool own_group_reduce = Subgroups;
+  static constexpr bool mod_by_div = true; // `%` of negative operands is undefined
+  static constexpr DType codec_bits = DType::UInt32;
+  static constexpr PreludeSpelling spelling{
+      "",     "precise ", "",    Exact ? "tg_fma" : "fma", "uint",           "uint",
+      "uint", "uint",     "int", "uintBitsToFloat",        "floatBitsToUint"};
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {
+        "bool", "int8_t",   "int16_t",  "int",      "int64_t", "uint8_t", "uint16_t",
+        "uint", "uint64_t", "uint16_t", "uint16_t", "float",   "double"};
+    return names[int(t)];
+  }
+  static constexpr DType storage(DType t) { return t == DType::Bool ? DType::UInt8 : t; }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << type(to) << '(' << a << ')';
+  }
+  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "LF" : ""; }
+  static constexpr const char* int_suffix(DType d) { return d == DType::UInt64 ? "UL" : "L"; }
+  static constexpr const char* boolean(bool b) { return b ? "true" : "false"; }
+  /// Integral values as decimals, others as their bits (exact whatever the compiler's parser).
+  static constexpr void float_constant(Text& t, DType d, double x) {
+    const bool f64 = d == DType::Float64;
+    const double big = f64 ? 9007199254740992.0 : 16777216.0;
+    if (x == x && x >= -big && x <= big && x == double(std::int64_t(x)) &&
+        !(x == 0 && std::bit_cast<std::uint64_t>(x) >> 63))
+      t << std::int64_t(x) << (f64 ? ".0LF" : ".0");
+    else if (f64)
+      t << "int64BitsToDouble(0x" << Text().hex(std::bit_cast<std::uint64_t>(x)).view() << "L)";
+    else
+      t << "uintBitsToFloat(0x" << Text().hex(std::bit_cast<std::uint32_t>(float(x))).view()
+        << "u)";
+  }
+  static constexpr void is_nan(Text& t, std::string_view a) { t << "isnan(" << a << ')'; }
+  static constexpr const char* fdiv(DType d) { return d == DType::Float64 ? "tg_ddiv" : "tg_fdiv"; }
+  static constexpr const char* math(Op op, DType d) {
+    constexpr const char* f[] = {"sqrt", "tg_exp2f", "log2", "sin", "trunc", "tg_powf"};
+    constexpr const char* g[] = {"sqrt", "tg_exp2d", "tg_log2d", "tg_sind", "tg_truncd", "tg_powd"};
+    return (d == DType::Float64 ? g : f)[Base::math_index(op)];
+  }
+  static constexpr void reinterpret(Text& t, DType from, DType to, std::string_view a) {
+    const bool u = from == DType::UInt32 || from == DType::UInt64 || to == DType::UInt32 ||
+                   to == DType::UInt64;
+    if (from == DType::Float32)
+      t << (u ? "floatBitsToUint(" : "floatBitsToInt(");
+    else if (to == DType::Float32)
+      t << (u ? "uintBitsToFloat(" : "intBitsToFloat(");
+    else if (from == DType::Float64)
+      t << (u ? "doubleBitsToUint64(" : "doubleBitsToInt64(");
+    else
+      t << (u ? "uint64BitsToDouble(" : "int64BitsToDouble(");
+    t << a << ')';
+  }
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    if (from == DType::Int32 && itemsize(to) == 8 && is_int(to)) {
+      // sign extension spelled out: Mesa 22 (lavapipe) miscompiles comparisons of int64(int32)
+      // with constants
+      Text x;
+      x << "((int64_t(uint(" << a << ")) ^ 0x80000000L) - 0x80000000L)";
+      if (to == DType::UInt64) return convert(t, to, x.view());
+      return void(t << x.view());
+    }
+    Base::cast(t, from, to, a);
+  }
+  static constexpr void element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << ".d[uint(v" << std::int64_t(idx) << ")]";
+  }
+
+  static constexpr void float_function(Text& t, std::string_view text, bool f64,
+                                       std::string_view general = {}) {
+    spell_text(t, text, [&](char c) -> std::string_view {
+      switch (c) {
+      case 'T':
+        return f64 ? "double" : "float";
+      case 'X':
+        return f64 ? "d" : "f";
+      case 'L':
+        return f64 ? "LF" : "";
+      case 'N':
+        return f64 ? "tg_d(0x7ff8000000000000L)" : "uintBitsToFloat(0x7fc00000u)";
+      case 'I':
+        return f64 ? "tg_d(0x7ff0000000000000L)" : "uintBitsToFloat(0x7f800000u)";
+      case 'B':
+        return f64 ? "doubleBitsToInt64" : "floatBitsToUint";
+      case 'W':
+        return f64 ? "int64BitsToDouble" : "uintBitsToFloat";
+      case 'S':
+        return f64 ? "(-9223372036854775807L - 1L)" : "0x80000000u";
+      case 'Z':
+        return f64 ? "0x7ff0000000000000L" : "0x7f800000u";
+      case 'M':
+        return f64 ? "9007199254740992.0LF" : "16777216.0";
+      case 'R':
+        return f64 ? "tg_truncd" : "trunc";
+      case 'U':
+        return f64 ? "uint64_t" : "uint";
+      case 'u':
+        return f64 ? "UL" : "u";
+      case 'G':
+        return general;
+      default:
+        return "$";
+      }
+    });
+  }
+  static constexpr bool fits_subgroup(const UOp& u) {
+    if (u.dtype == DType::Float32) return u.op == Op::Add || u.op == Op::Mul;
+    if (u.dtype == DType::Int32 || u.dtype == DType::UInt32)
+      return u.op == Op::Add || u.op == Op::Mul || u.op == Op::Max;
+    return false;
+  }
+  static constexpr void prelude(Text& t, const Program& p) {
+    const GlslNeeds n = glsl_needs(p);
+    bool p8 = false, p16 = false, half = false, pow32 = false, exp32 = false, sub = false;
+    for (const UOp& u : p.ops) {
+      if (u.kind == UKind::Param) {
+        p8 = p8 || itemsize(u.dtype) == 1;
+        p16 = p16 || itemsize(u.dtype) == 2;
+      }
+      half = half || is_half(u.dtype);
+      const bool alu32 = u.kind == UKind::Alu && u.dtype != DType::Float64;
+      pow32 = pow32 || (alu32 && u.op == Op::Pow);
+      exp32 = exp32 || (alu32 && u.op == Op::Exp2);
+      sub = sub || (Subgroups && u.kind == UKind::GroupReduce && fits_subgroup(u));
+    }
+    t << "#version 450\n";
+    if (sub)
+      t << "#extension GL_KHR_shader_subgroup_basic : require\n"
+           "#extension GL_KHR_shader_subgroup_arithmetic : require\n";
+    t << "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+    if (n.int8) t << "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
+    if (p8) t << "#extension GL_EXT_shader_8bit_storage : require\n";
+    if (n.int16) t << "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+    if (p16) t << "#extension GL_EXT_shader_16bit_storage : require\n";
+    t << "// " << p.name.view()
+      << (p.grouped ? ": one item per work-group" : ": one item per thread") << '\n';
+    t << "layout(local_size_x = " << std::int64_t(p.local) << ") in;\n";
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const UOp& u = p.ops[i];
+      if (u.kind != UKind::Param) continue;
+      t << "layout(std430, set = 0, binding = " << std::int64_t(u.arg) << ") "
+        << (u.arg == 0 ? "writeonly" : "readonly") << " restrict buffer tg_B" << std::int64_t(i)
+        << " { " << type(storage(u.dtype)) << " d[]; } v" << std::int64_t(i) << "; // "
+        << dtype_name(u.dtype) << '\n';
+    }
+    t << "layout(push_constant) uniform tg_Launch { int64_t a[" << std::int64_t(3 + p.vars.size())
+      << "]; } pc; // item base, outer start, outer end, sizes\n";
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == UKind::GroupReduce)
+        t << "shared " << type(compute_dtype(p.ops[i].dtype)) << " tg_lds" << std::int64_t(i) << '['
+          << std::int64_t(p.local) << "];\n";
+    t << "uint64_t tg_group() { return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_NumWorkGroups.x) * "
+         "(uint64_t(gl_WorkGroupID.y) + uint64_t(gl_NumWorkGroups.y) * "
+         "uint64_t(gl_WorkGroupID.z)); }\n";
+    if (half)
+      for (std::string_view s : {kBf16Decode, kBf16Encode, kF16Codec})
+        spell_prelude(t, s, spelling);
+    if (n.float64 || (Exact && pow32)) t << kGlslExp2Log2d;
+    float_function(t, kGlslDiv, false);
+    if (n.float64) {
+      float_function(t, kGlslDiv, true);
+      // Mesa's trunc(double) (lavapipe) returns 2^52 - 0.5 unchanged, and so does a round trip
+      // through int64 there: the fraction bits are cleared by hand.
+      t << "double tg_truncd(double x) {\n"
+           "  int64_t b = doubleBitsToInt64(x);\n"
+           "  int e = int((b >> 52) & 0x7ffL) - 1023;\n"
+           "  if (e >= 52) return x;\n"
+           "  if (e < 0) return int64BitsToDouble(b & (-9223372036854775807L - 1L));\n"
+           "  return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L)); }\n";
+    }
+    // float 2^x: the C kernels' (render.hpp); GLSL's exp2 returned 0 below 2^-126 on lavapipe
+    if (Exact && exp32)
+      t << "float tg_fma(float a, float b, float c) {\n"
+           "  precise double p = double(a) * double(b), s = p + double(c), z = s - p;\n"
+           "  precise double e = (p - (s - z)) + (double(c) - z);\n"
+           "  uvec2 w = unpackDouble2x32(s);\n"
+           "  if (e != 0.0 && (w.x & 1u) == 0u) {\n"
+           "    if ((e > 0.0) == (s > 0.0)) w.x += 1u;\n"
+           "    else if (w.x == 0u) { w.x = 0xffffffffu; w.y -= 1u; } else w.x -= 1u;\n"
+           "    s = packDouble2x32(w);\n"
+           "  }\n"
+           "  return float(s); }\n";
+    if (exp32) spell_prelude(t, kExp2f, spelling);
+    if (Exact && pow32)
+      t << "float tg_pow2f(float b, float x) { return float(tg_exp2d(double(b) * "
+           "tg_log2d(double(x)))); }\n";
+    if (pow32)
+      float_function(t, kGlslPow, false, Exact ? "tg_pow2f(b, abs(a))" : "exp2(b * log2(abs(a)))");
+    if (n.float64) {
+      t << "double tg_sind(double x) {\n"
+           "  if (isnan(x) || isinf(x)) return tg_d(0x7ff8000000000000L);\n"
+           "  double k = floor(x * tg_d(0x3fe45f306dc9c883L) + 0.5LF);\n"
+           "  double r = ((x - k * tg_d(0x3ff921fb54400000L)) - k * tg_d(0x3dd0b4611a600000L)) - k "
+           "* tg_d(0x3ba3198a2e037073L);\n"
+           "  double q = k - 4.0LF * floor(k * 0.25LF), r2 = r * r, s = 1.0LF, c = 1.0LF;\n"
+           "  for (int j = 11; j >= 1; --j) { s = 1.0LF - s * r2 / double((2 * j) * (2 * j + 1)); "
+           "c = 1.0LF - c * r2 / double((2 * j - 1) * (2 * j)); }\n"
+           "  s *= r;\n"
+           "  return q == 0.0LF ? s : q == 1.0LF ? c : q == 2.0LF ? -s : -c; }\n";
+      float_function(t, kGlslPow, true, "tg_exp2d(b * tg_log2d(abs(a)))");
+    }
+  }
+  static constexpr void signature(Text& t, const Program&) { t << "void main() {\n"; }
+  static constexpr const char* lane_id = "gl_LocalInvocationID.x";
+  static constexpr void launch_arg(Text& t, int k) { t << "pc.a[" << std::int64_t(k) << ']'; }
+  static constexpr void comment(Text& t, std::string_view s) { t << " // " << s; }
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << "// v" << std::int64_t(i) << ": buffer " << std::int64_t(u.arg) << '\n';
+    else
+      Base::declare_launch(t, u, p, i);
+  }
+  static constexpr void local_array(Text& t, DType, std::string_view name, int) {
+    t << "// " << name << ": shared, declared above\n";
+  }
+  static constexpr void barrier(Text& t) { t << "barrier();\n"; }
+  /// Subgroups: within each subgroup (GL_KHR_shader_subgroup_arithmetic), then across the
+  /// subgroups through local memory. Other reductions (float max, which must propagate NaN;
+  /// 8/16/64-bit and bool) use the shared tree.
+  static constexpr void group_reduce(Text& t, const Program& p, const UOp& u, int i, int depth) {
+    if (!fits_subgroup(u)) return CStyleRenderer::group_reduce<GlslDialect>(t, p, u, i, depth);
+    auto indent = [&](int extra) -> Text& {
+      for (int k = 0; k < depth + extra; ++k) t << "  ";
+      return t;
+    };
+    Text acc, lds, a, b;
+    CStyleRenderer::name(acc, p, u.src[0]);
+    lds << "tg_lds" << std::int64_t(i);
+    a << lds.view() << "[0]";
+    b << lds.view() << "[tg_k]";
+    const char* fn = u.op == Op::Add   ? "subgroupAdd("
+                     : u.op == Op::Mul ? "subgroupMul("
+                                       : "subgroupMax(";
+    indent(0) << "{ // " << lds.view() << ": shared, declared above; one value per subgroup\n";
+    indent(1) << acc.view() << " = " << fn << acc.view() << ");\n";
+    indent(1) << "if (subgroupElect()) " << lds.view() << "[gl_SubgroupID] = " << acc.view()
+              << ";\n";
+    indent(1) << "barrier();\n";
+    indent(1) << "if (gl_LocalInvocationIndex == 0u)\n";
+    indent(2) << "for (uint tg_k = 1u; tg_k < gl_NumSubgroups; ++tg_k) " << a.view() << " = ";
+    Base::binary(t, u.op, u.dtype, a.view(), b.view());
+    t << ";\n";
+    indent(1) << "barrier();\n";
+    indent(1) << acc.view() << " = " << a.view() << ";\n";
+    indent(1) << "barrier();\n";
+    indent(0) << "}\n";
+  }
+};
+
+/// The GLSL compute shader of a program shaped by gpu_program and decomposed (the pass list's
+/// Target::glsl(); `subgroups`: the device has subgroup arithmetic in compute shaders;
+/// `exact_float`: it has float64 and its fma, exp2 and log2 round differently, see GlslDialect).
+constexpr Text render_glsl(const Program& p, bool subgroups = false, bool exact_float = false) {
+  // if, not ?: (GCC 12 destroys a ?: class prvalue twice in constant evaluation)
+  if (exact_float) {
+    if (subgroups) return CStyleRenderer::render<GlslDialect<true, true>>(p);
+    return CStyleRenderer::render<GlslDialect<false, true>>(p);
+  }
+  if (subgroups) return CStyleRenderer::render<GlslDialect<true, false>>(p);
+  return CStyleRenderer::render<GlslDialect<false, false>>(p);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+
+// ---- tg/codegen/reuse_values.hpp ----
+#ifndef TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
+#define TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
+// reuse_values (C programs for the CPU only, before vectorize): a value that a reduction's loop
+// computes for every element of a row and that a later loop over the same row computes again is
+// kept in a local array by the first loop and read back by the second. A softmax computes
+// exp(x - max) for the row sum, then again for each output (one kernel, fuse's row
+// reductions), and each pass of exponentials is a large part of the kernel's time
+// (docs/performance.md).
+// The value read back is the one the first loop computed with the same operations, so results
+// do not change.
+
+namespace tg {
+
+namespace detail {
+/// Whether the value tree at v holds an op worth storing rather than computing again.
+constexpr bool costly(const Program& p, int v, int depth = 0) {
+  const UOp& u = p.ops[std::size_t(v)];
+  if (u.kind != UKind::Alu || depth > 32) return false;
+  if (u.op == Op::Exp2 || u.op == Op::Log2 || u.op == Op::Sin || u.op == Op::Pow ||
+      u.op == Op::Sqrt)
+    return true;
+  for (int s : u.src)
+    if (s >= 0 && costly(p, s, depth + 1)) return true;
+  return false;
+}
+
+/// How value y of a reduction's loop (range r1) relates to value x of a later loop (range r2):
+/// the same operations on loads whose indices differ by shift * r1 + offset - r2, for one
+/// shift and offset over the whole tree. y is then x at r2 = shift * r1 + offset.
+struct Shift {
+  bool set = false;
+  std::int64_t shift = 0, offset = 0;
+};
+constexpr bool same_value(const Program& p, const std::vector<Affine>& aff, int x, int y, int r1,
+                          int r2, Shift& sh) {
+  if (x == y) return true;
+  const UOp& a = p.ops[std::size_t(x)];
+  const UOp& b = p.ops[std::size_t(y)];
+  if (a.kind != b.kind || a.op != b.op || a.dtype != b.dtype || !(a.value == b.value) ||
+      a.arg != b.arg)
+    return false;
+  if (a.kind == UKind::Const) return true;
+  if (a.kind == UKind::Load) {
+    if (a.src[0] != b.src[0] || a.src[2] >= 0 || b.src[2] >= 0) return false;
+    Affine d = affine_add(aff[std::size_t(b.src[1])], aff[std::size_t(a.src[1])], -1);
+    // r1 < r2: the terms are sorted by atom
+    if (d.terms.size() != 2 || d.terms[0].first != r1 || d.terms[0].second < 1 ||
+        d.terms[1].first != r2 || d.terms[1].second != -1)
+      return false;
+    if (sh.set && (sh.shift != d.terms[0].second || sh.offset != d.c)) return false;
+    sh = Shift{true, d.terms[0].second, d.c};
+    return true;
+  }
+  if (a.kind != UKind::Alu) return false;
+  for (std::size_t k = 0; k < 3; ++k) {
+    if ((a.src[k] < 0) != (b.src[k] < 0)) return false;
+    if (a.src[k] >= 0 && !same_value(p, aff, a.src[k], b.src[k], r1, r2, sh)) return false;
+  }
+  return true;
+}
+} // namespace detail
+
+/// The pass (see the top of this file). Programs without such a pair of loops come back as
+/// they were.
+constexpr Program reuse_values(const Program& p, std::int64_t max_bytes = 64 * 1024) {
+  const std::size_t n = p.ops.size();
+  std::vector<int> parent(n, -1), open;    // each op's innermost enclosing range
+  std::vector<std::uint8_t> reduces(n, 0); // per range: an AccAssign directly inside it
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
+    parent[i] = open.empty() ? -1 : open.back();
+    if (p.ops[i].kind == UKind::AccAssign && parent[i] >= 0) reduces[std::size_t(parent[i])] = 1;
+    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
+  }
+  // a loop 0..N (constant N, step 1): N, else 0
+  auto trips = [&](std::size_t r) -> std::int64_t {
+    const UOp& u = p.ops[r];
+    const UOp& lo = p.ops[std::size_t(u.src[0])];
+    const UOp& hi = p.ops[std::size_t(u.src[1])];
+    if (u.src[2] >= 0 || lo.kind != UKind::Const || lo.value.i != 0 || hi.kind != UKind::Const)
+      return 0;
+    return hi.value.i;
+  };
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  // One reuse: value x of loop r2 is kept by the values ys of the reduction loop r1 before it.
+  struct Reuse {
+    int x, r1, r2;
+    std::vector<int> ys;
+    std::vector<std::int64_t> offsets;
+    std::int64_t shift;
+  };
+  std::vector<Reuse> reuses;
+  std::vector<std::uint8_t> covered(n, 0); // inside a value already reused
+  for (std::size_t x = n; x-- > 0;) {
+    const UOp& u = p.ops[x];
+    const int r2 = parent[x];
+    if (covered[x] || r2 < 0 || u.kind != UKind::Alu || !is_float(u.dtype) ||
+        !detail::costly(p, int(x)))
+      continue;
+    const std::int64_t n2 = trips(std::size_t(r2));
+    if (n2 == 0 || n2 * itemsize(u.dtype) > max_bytes) continue;
+    for (std::size_t r1 = 0; r1 < std::size_t(r2); ++r1) {
+      if (p.ops[r1].kind != UKind::Range || !reduces[r1] || parent[r1] != parent[std::size_t(r2)])
+        continue;
+      Reuse ru{int(x), int(r1), r2, {}, {}, 0};
+      for (std::size_t y = r1 + 1; y < std::size_t(r2); ++y) {
+        detail::Shift sh;
+        if (parent[y] != int(r1) || !detail::same_value(p, aff, int(x), int(y), int(r1), r2, sh) ||
+            !sh.set)
+          continue;
+        ru.ys.push_back(int(y));
+        ru.offsets.push_back(sh.offset);
+        ru.shift = sh.shift;
+      }
+      // every element of r2's loop is computed once: offsets 0..shift-1, shift * N1 = N2
+      bool ok =
+          !ru.ys.empty() && ru.shift * trips(r1) == n2 && std::int64_t(ru.ys.size()) == ru.shift;
+      std::vector<std::uint8_t> seen(std::size_t(std::max<std::int64_t>(ru.shift, 0)), 0);
+      for (std::int64_t o : ru.offsets) {
+        ok = ok && o >= 0 && o < ru.shift && !seen[std::size_t(o)];
+        if (ok) seen[std::size_t(o)] = 1;
+      }
+      if (!ok) continue;
+      reuses.push_back(ru);
+      std::vector<int> todo{int(x)};
+      while (!todo.empty()) {
+        int v = todo.back();
+        todo.pop_back();
+        covered[std::size_t(v)] = 1;
+        for (int s : p.ops[std::size_t(v)].src)
+          if (s >= 0 && parent[std::size_t(s)] == r2) todo.push_back(s);
+      }
+      break;
+    }
+  }
+  if (reuses.empty()) return p;
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  std::vector<int> local(reuses.size(), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < reuses.size(); ++k) // the arrays, before the reduction's loop
+      if (reuses[k].r1 == int(i))
+        local[k] = w.add(UOp{UKind::Local,
+                             Op::Add,
+                             p.ops[std::size_t(reuses[k].x)].dtype,
+                             {-1, -1, -1},
+                             {},
+                             int(reuses[k].shift * trips(i)),
+                             {}});
+    const Reuse* read = nullptr;
+    for (const Reuse& ru : reuses)
+      if (ru.x == int(i)) read = &ru;
+    if (read) { // the later loop reads the array
+      std::size_t k = std::size_t(read - reuses.data());
+      w.map[i] = w.add(UOp{UKind::Load,
+                           Op::Add,
+                           p.ops[i].dtype,
+                           {local[k], w.map[std::size_t(read->r2)], -1},
+                           {},
+                           -1,
+                           {}});
+      continue;
+    }
+    w.map[i] = w.add(w.remapped(p.ops[i]));
+    for (std::size_t k = 0; k < reuses.size(); ++k) // the reduction's loop writes it
+      for (std::size_t j = 0; j < reuses[k].ys.size(); ++j) {
+        if (reuses[k].ys[j] != int(i)) continue;
+        int base =
+            w.alu(Op::Mul, DType::Int64, w.map[std::size_t(reuses[k].r1)], w.cint(reuses[k].shift));
+        int at = w.alu(Op::Add, DType::Int64, base, w.cint(reuses[k].offsets[j]));
+        w.add(UOp{UKind::Store, Op::Add, p.ops[i].dtype, {local[k], at, w.map[i]}, {}, -1, {}});
+      }
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
+
+namespace tg {
+
+/// The source language a target's kernels are rendered in (None: INTERP runs the program itself).
+enum class Dialect : std::uint8_t { None, C, Cuda, Glsl };
+
+/// What the pass list makes kernels for: the fuser's and the lowering's choices, which device
+/// passes run, and the dialect. Devices give theirs (Device::target(), with the environment's
+/// overrides); the constructors below are the defaults, usable at compile time.
+struct Target {
+  FuseOptions fuse;
+  LowerOptions lower;
+  bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
+  bool gpu = false;              // gpu_program shapes programs for a GPU launch
+  bool split_reductions = false; // the front end cuts long reductions into few outputs in two
+                                 // (a GPU's work-groups: detail::gpu_reduce_split)
+  GpuOptions launch;             // (gpu only)
+  DecomposeOptions decompose;    // op semantics the dialect needs spelled out as ops
+  Dialect dialect = Dialect::None;
+  bool subgroups = false;   // GLSL: the device has subgroup arithmetic
+  bool exact_float = false; // GLSL: the device computes float ops unfused (docs/gpu.md)
+
+  /// The CPU device's kernels: rows of a reduction in one kernel, register tiles of
+  /// `tile_lanes` columns, the CPU passes, C.
+  static constexpr Target cpu(int tile_lanes = LowerOptions{}.tile_lanes) {
+    Target t;
+    t.fuse.row_reductions = true;
+    t.lower.tile_lanes = tile_lanes;
+    t.cpu_passes = true;
+    t.dialect = Dialect::C;
+    return t;
+  }
+  /// The reference interpreter: the CPU's schedule and lowering, run as programs.
+  static constexpr Target interp(int tile_lanes = LowerOptions{}.tile_lanes) {
+    Target t = cpu(tile_lanes);
+    t.cpu_passes = false;
+    t.dialect = Dialect::None;
+    return t;
+  }
+  /// A GPU device's kernels: one output (or a register tile) per thread, gpu_program, `dialect`.
+  static constexpr Target gpu_of(Dialect dialect, GpuOptions launch = {}) {
+    Target t;
+    t.lower = t.lower.for_gpu();
+    t.gpu = t.split_reductions = true;
+    t.launch = launch;
+    t.decompose = DecomposeOptions::gpu();
+    t.dialect = dialect;
+    return t;
+  }
+  static constexpr Target cuda(GpuOptions launch = {}) { return gpu_of(Dialect::Cuda, launch); }
+  static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
+                               bool exact_float = false) {
+    Target t = gpu_of(Dialect::Glsl, launch);
+    t.subgroups = subgroups;
+    t.exact_float = exact_float;
+    return t;
+  }
+  /// The schedule the static front end plans at compile time for every device (the fuser's and
+  /// the lowering's defaults); each device runs its own device passes on it.
+  static constexpr Target portable() { return Target{}; }
+  /// The portable schedule and lowering finished by this target's device passes and dialect: what
+  /// tg::Tensor(expr) runs on its device (fixed/bridge.hpp).
+  constexpr Target planned() const {
+    Target t = *this;
+    t.fuse = portable().fuse;
+    t.lower = portable().lower;
+    return t;
+  }
+
+  /// Every optimization off (TG_OPT=0): one output and one accumulator per loop iteration.
+  constexpr Target unoptimized() const {
+    Target t = *this;
+    t.fuse.row_reductions = false;
+    t.fuse.broadcast_operand_min = 0;
+    t.lower = gpu ? LowerOptions::off().for_gpu() : LowerOptions::off();
+    t.lower.tile_lanes = lower.tile_lanes;
+    return t;
+  }
+};
+
+/// A pass log that sees nothing (the default; the only one in constant expressions). A log has
+/// start() -> a mark, and done(name, mark, describe): describe() gives the pass's result as text.
+struct NoPassLog {
+  constexpr int start() const { return 0; }
+  template <class F> constexpr void done(const char*, int, F&&) const {}
+};
+
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
+    }
+  }
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+} // namespace detail
+
+/// A readable dump of a graph: one line per node (TG_DEBUG=4).
+constexpr Text dump(const Graph& g) {
+  Text t;
+  t << "graph\n";
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes[i];
+    t << "  %" << i << " = " << op_name(n.op) << ' ' << dtype_name(n.dtype) << ' ';
+    detail::write_shape(t, n.shape);
+    for (int k = 0; k < n.nsrc(); ++k) t << " %" << n.src[std::size_t(k)];
+    for (const Movement& m : n.moves) {
+      t << ' ' << move_name(m.op);
+      detail::write_shape(t, m.a);
+    }
+    if (!n.axes.empty()) {
+      t << " axes=";
+      for (int a : n.axes) t << a << ',';
+    }
+    t << '\n';
+  }
+  return t;
+}
+/// The kernels of a schedule: each one's root node, its op and shape, and the nodes it reads.
+constexpr Text dump(const Graph& g, const Schedule& s) {
+  Text t;
+  t << "schedule: " << s.kernels.size() << " kernel(s)\n";
+  for (const Kernel& k : s.kernels) {
+    t << "  kernel %" << k.root << ' ' << op_name(g[k.root].op) << ' ';
+    detail::write_shape(t, g[k.root].shape);
+    t << " <-";
+    for (int in : k.inputs) t << " %" << in;
+    t << '\n';
+  }
+  return t;
+}
+/// Which node results share which temporary buffers.
+constexpr Text dump(const MemoryPlan& plan) {
+  Text t;
+  t << "memory plan: " << plan.slot_bytes.size() << " temporary buffer(s)\n";
+  for (std::size_t i = 0; i < plan.slot.size(); ++i)
+    if (plan.slot[i] >= 0) {
+      t << "  %" << i << " -> temporary " << plan.slot[i] << " (";
+      detail::write_sint(t, plan.slot_bytes[std::size_t(plan.slot[i])]);
+      t << " bytes)\n";
+    }
+  return t;
+}
+
+/// The first graph pass: the graph's nodes grouped into kernels.
+template <class Log = NoPassLog>
+constexpr Schedule schedule_graph(const Graph& g, const Target& t, Log&& log = {}) {
+  auto mark = log.start();
+  Schedule s = fuse(g, t.fuse);
+  log.done("fuse", mark, [&] { return dump(g, s); });
+  return s;
+}
+/// The second: which kernel results share temporary buffers (`keep[n]`: node n's result outlives
+/// the run). The static front end's plans give every result its own buffer and skip it.
+template <class Log = NoPassLog>
+constexpr MemoryPlan plan_buffers(const Graph& g, const Schedule& s, const NodeFlags& keep,
+                                  Log&& log = {}) {
+  auto mark = log.start();
+  MemoryPlan m = plan_memory(g, s, keep);
+  log.done("plan_memory", mark, [&] { return dump(m); });
+  return m;
+}
+
+/// Kernel k of the schedule lowered to a linear program with the target's choices.
+template <class Log = NoPassLog>
+constexpr Program lower_kernel(const Graph& g, const Schedule& s, std::size_t k, const Target& t,
+                               Log&& log = {}) {
+  auto mark = log.start();
+  Program p = lower(g, s, k, t.lower);
+  log.done("lower", mark, [&] { return dump(p); });
+  return p;
+}
+
+/// The target's device passes over a lowered program: what its device runs.
+template <class Log = NoPassLog>
+constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
+  auto step = [&](const char* name, auto pass) {
+    auto mark = log.start();
+    p = pass(p);
+    log.done(name, mark, [&] { return dump(p); });
+  };
+  if (t.cpu_passes) {
+    step("reuse_values", [](const Program& q) { return reuse_values(q); });
+    step("vectorize", [](const Program& q) { return vectorize(q); });
+    step("pack_panels", [](const Program& q) { return pack_panels(q); });
+    step("pack_rows", [](const Program& q) { return pack_rows(q); });
+  }
+  if (t.gpu) step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
+  if (t.decompose.any())
+    step("decompose", [&](const Program& q) { return decompose(q, t.decompose); });
+  return p;
+}
+
+/// A program after its device passes, as source in the target's dialect (empty for None).
+constexpr Text render_kernel(const Program& p, const Target& t) {
+  switch (t.dialect) {
+  case Dialect::C:
+    return render_c(p);
+  case Dialect::Cuda:
+    return render_cuda(p);
+  case Dialect::Glsl:
+    return render_glsl(p, t.subgroups, t.exact_float);
+  case Dialect::None:
+    break;
+  }
+  return Text{};
+}
+
+/// A kernel as the pass list leaves it: the program its device runs, and its source.
+struct KernelCode {
+  Program program;
+  Text source;
+};
+
+/// A lowered program through the rest of the kernel passes: device passes, then render.
+template <class Log = NoPassLog>
+constexpr KernelCode finish_kernel(Program lowered, const Target& t, Log&& log = {}) {
+  KernelCode c;
+  c.program = device_passes(std::move(lowered), t, log);
+  auto mark = log.start();
+  c.source = render_kernel(c.program, t);
+  log.done("render", mark, [&] { return c.source; });
+  return c;
+}
+
+/// Kernel k of the schedule through every kernel pass, in order.
+template <class Log = NoPassLog>
+constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size_t k,
+                                    const Target& t, Log&& log = {}) {
+  return finish_kernel(lower_kernel(g, s, k, t, log), t, log);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PIPELINE_HPP
+
 // ---- tg/fixed/ops.hpp ----
 #ifndef TG_SI_TG_FIXED_OPS_HPP
 #define TG_SI_TG_FIXED_OPS_HPP
+// The static front end's ops, in four parts: shape_plans.hpp (compile-time shape computations),
+// builders.hpp (each op composed from primitive nodes as tg::Tensor composes it), matmul.hpp (the
+// matmul node and in-place evaluation) and operators.hpp (operators and free functions).
+
+// ---- tg/fixed/builders.hpp ----
+#ifndef TG_SI_TG_FIXED_BUILDERS_HPP
+#define TG_SI_TG_FIXED_BUILDERS_HPP
 // The builders of the static front end. Each op is composed from primitive nodes exactly as the
 // run-time front end composes it in tensor/ops.hpp and tensor/movement.hpp (same primitives, same
 // order, same elisions), so that graph_of(expr) is the Graph that tg::schedule() shows for the
 // same computation on tg::Tensor. Keep the two in step: tests/test_fixed.cpp compares them node by
 // node.
 //
-// Checks are not made here: the public methods (base.hpp) and operators (below) make them, with
-// one static_assert each, before calling a builder.
+// Checks are not made here: the public methods (base.hpp) and operators (operators.hpp) make them,
+// with one static_assert each, before calling a builder.
 #include <tuple>
+#include <utility>
+
+// ---- tg/fixed/shape_plans.hpp ----
+#ifndef TG_SI_TG_FIXED_SHAPE_PLANS_HPP
+#define TG_SI_TG_FIXED_SHAPE_PLANS_HPP
+// The static front end's compile-time shape computations: for each op that reshapes, pads, slices,
+// repeats or splits, the shapes its primitive steps go through, computed once as holder types (see
+// shape_from) for the builders (builders.hpp).
+#include <cstddef>
+#include <optional>
+
+// ---- tg/util/slice.hpp ----
+#ifndef TG_SI_TG_UTIL_SLICE_HPP
+#define TG_SI_TG_UTIL_SLICE_HPP
+// Python's slice semantics for one axis, shared by both front ends (Tensor::slice and tg::fixed's
+// slice plan) so they cut the same elements.
+
+namespace tg {
+
+/// What x[start:stop:step] keeps of an axis of size n: the range [lo, hi) to shrink the axis to,
+/// then a flip when step < 0, then a stride of |step|; `count` elements remain.
+struct SliceBounds {
+  std::int64_t lo = 0, hi = 0, count = 0;
+};
+
+/// Python's start/stop/step normalization: negative bounds count from the end, out-of-range bounds
+/// clamp, a missing bound is the axis's end in the step's direction. step must be nonzero.
+constexpr SliceBounds slice_bounds(std::int64_t n, std::optional<std::int64_t> start,
+                                   std::optional<std::int64_t> stop, std::int64_t step) {
+  auto norm = [n](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo,
+                  std::int64_t hi) {
+    if (!v) return dflt;
+    const std::int64_t x = *v < 0 ? *v + n : *v;
+    return x < lo ? lo : x > hi ? hi : x;
+  };
+  SliceBounds r;
+  if (step > 0) {
+    const std::int64_t b = norm(start, 0, 0, n), e = norm(stop, n, 0, n);
+    r.count = e > b ? (e - b + step - 1) / step : 0;
+    r.lo = b;
+    r.hi = b + (r.count ? (r.count - 1) * step + 1 : 0);
+  } else {
+    // the elements b, b+step, ... downwards: [b - (count-1)*|step|, b], flipped afterwards
+    const std::int64_t b = norm(start, n - 1, -1, n - 1), e = norm(stop, -1, -1, n - 1);
+    r.count = b > e ? (b - e - step - 1) / (-step) : 0;
+    r.lo = r.count ? b - (r.count - 1) * (-step) : 0;
+    r.hi = r.count ? b + 1 : 0;
+  }
+  return r;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_SLICE_HPP
 
 // ---- tg/fixed/tensor.hpp ----
 #ifndef TG_SI_TG_FIXED_TENSOR_HPP
@@ -3401,7 +5766,6 @@ constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDiale
 // expressions: <cmath> at run time, portable double-precision versions during constant
 // evaluation (libstdc++'s <cmath> is not constexpr under Clang).
 #include <cmath>
-#include <type_traits>
 
 namespace tg::fx::cmath {
 
@@ -3552,8 +5916,6 @@ template <class T> constexpr T pow_(T a, T b) {
 // GCC prints "'tg::broadcastable<tg::op::add, tg::shape<2, 3>, tg::shape<4> >' evaluates to
 // false", Clang "static assertion failed due to requirement 'tg::broadcastable<...>'": the op and
 // both shapes are in the diagnostic because they are the asserted expression's template arguments.
-#include <cstddef>
-#include <utility>
 
 namespace tg {
 
@@ -3764,17 +6126,6 @@ concept scalar =
 /// A scalar type a one-element expression converts to (by value).
 template <class T>
 concept by_value_scalar = scalar<T> && !std::is_reference_v<T>;
-
-/// The run-time front end's kind of a Python-like scalar (Bool, Int64 or Float64).
-template <class S> constexpr DType scalar_kind() {
-  using T = std::remove_cvref_t<S>;
-  if constexpr (std::is_same_v<T, bool>)
-    return DType::Bool;
-  else if constexpr (std::is_integral_v<T>)
-    return DType::Int64;
-  else
-    return DType::Float64;
-}
 
 } // namespace fx
 
@@ -5905,13 +8256,6 @@ struct input : expression<input<Id, T, D...>>, fx::node_info<dtype_of<T>, shape<
 namespace tg {
 namespace fx {
 
-inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
-                        kPi = 3.141592653589793;
-
-template <class E> constexpr std::size_t numel_of() { return std::remove_cvref_t<E>::size; }
-
-template <std::size_t... I> struct index_list {};
-
 /// Sorted, normalized axes (all axes when none are given).
 template <std::size_t Rank, int... Ax> struct norm_axes {
   static constexpr std::size_t count = sizeof...(Ax) == 0 ? Rank : sizeof...(Ax);
@@ -5927,8 +8271,6 @@ template <std::size_t Rank, int... Ax> struct norm_axes {
     return r;
   }();
 };
-
-template <class A, class B> struct matmul_node;
 
 // ---- compile-time shape computations, as holder types (see shape_from)
 // -----------------------------
@@ -6100,8 +8442,8 @@ template <class S, std::int64_t... P> struct pad_plan {
   using Lo = shape_from<lo_h>;
   using Hi = shape_from<hi_h>;
 };
-/// Tensor::slice's plan (Python's semantics, clamped): shrink, then flip (negative step), then
-/// stride.
+/// Tensor::slice's plan (Python's semantics, clamped: slice_bounds): shrink, then flip (negative
+/// step), then stride.
 template <class S, std::size_t D, std::int64_t Start, std::int64_t Stop, std::int64_t Step>
 struct slice_plan {
   struct plan_t {
@@ -6111,39 +8453,20 @@ struct slice_plan {
   static constexpr plan_t value = [] {
     plan_t r{};
     const std::int64_t n = std::int64_t(S::dims[D]);
-    auto norm = [&](std::int64_t v, std::int64_t dflt, std::int64_t lo_, std::int64_t hi_) {
-      if (v == none) return dflt;
-      std::int64_t x = v < 0 ? v + n : v;
-      return x < lo_ ? lo_ : x > hi_ ? hi_ : x;
+    auto bound = [](std::int64_t v) {
+      return v == none ? std::nullopt : std::optional<std::int64_t>(v);
     };
-    std::int64_t b = 0, e = 0;
-    if (Step > 0) {
-      b = norm(Start, 0, 0, n);
-      e = norm(Stop, n, 0, n);
-    } else {
-      b = norm(Start, n - 1, -1, n - 1);
-      e = norm(Stop, -1, -1, n - 1);
-    }
-    std::int64_t count = Step > 0 ? (e > b ? (e - b + Step - 1) / Step : 0)
-                                  : (b > e ? (b - e - Step - 1) / (-Step) : 0);
+    const SliceBounds b = slice_bounds(n, bound(Start), bound(Stop), Step);
     r.hi = S::dims;
-    std::int64_t lo = 0, hi = n;
-    if (Step > 0) {
-      lo = b;
-      hi = b + (count ? (count - 1) * Step + 1 : 0);
-    } else {
-      lo = count ? b - (count - 1) * (-Step) : 0;
-      hi = count ? b + 1 : 0;
-    }
-    r.lo[D] = std::size_t(lo);
-    r.hi[D] = std::size_t(hi);
-    r.shrink = !(lo == 0 && hi == n);
+    r.lo[D] = std::size_t(b.lo);
+    r.hi[D] = std::size_t(b.hi);
+    r.shrink = !(b.lo == 0 && b.hi == n);
     r.flip = Step < 0;
     r.flags[D] = 1;
     std::int64_t k = Step < 0 ? -Step : Step;
     for (auto& st : r.steps) st = 1;
     r.steps[D] = std::size_t(k);
-    r.stride = k != 1 && count > 0;
+    r.stride = k != 1 && b.count > 0;
     return r;
   }();
   struct lo_h {
@@ -6218,6 +8541,20 @@ template <class P> struct split_starts {
     return r;
   }();
 };
+
+} // namespace fx
+} // namespace tg
+#endif // TG_SI_TG_FIXED_SHAPE_PLANS_HPP
+
+namespace tg {
+namespace fx {
+
+inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
+                        kPi = 3.141592653589793;
+
+// ops<>::matmul builds it (matmul.hpp), and its primitive() is built by ops<>: each is used by the
+// other only inside templates.
+template <class A, class B> struct matmul_node;
 
 /// A node whose values are stored (a fixed tensor, an index constant) or a view of one: what the
 /// run-time front end reads without a kernel (detail::is_materialized).
@@ -7088,8 +9425,19 @@ template <class> struct ops {
   }
 };
 
-// ---- matmul
-// -----------------------------------------------------------------------------------------
+} // namespace fx
+} // namespace tg
+#endif // TG_SI_TG_FIXED_BUILDERS_HPP
+
+// ---- tg/fixed/matmul.hpp ----
+#ifndef TG_SI_TG_FIXED_MATMUL_HPP
+#define TG_SI_TG_FIXED_MATMUL_HPP
+// The matmul node of the static front end: the ReduceSum of Tensor::matmul, which on the host runs
+// as a loop nest of its own (gemm), and evaluate_into, which lets a product be written in place.
+
+namespace tg {
+namespace fx {
+
 template <class A, class B> struct matmul_dims {
   static constexpr std::size_t ra = A::rank, rb = B::rank, nb = (ra > rb ? ra : rb) - 2;
   static constexpr std::size_t n = A::shape_type::dims[ra - 2], k = A::shape_type::dims[ra - 1],
@@ -7267,6 +9615,19 @@ template <class T, class E> constexpr void evaluate_into(T* out, const E& e) {
   evaluate_into<alignof(T)>(out, e);
 }
 
+} // namespace fx
+} // namespace tg
+#endif // TG_SI_TG_FIXED_MATMUL_HPP
+
+// ---- tg/fixed/operators.hpp ----
+#ifndef TG_SI_TG_FIXED_OPERATORS_HPP
+#define TG_SI_TG_FIXED_OPERATORS_HPP
+// The operators and free functions of the static front end (a + b, tg::where, tg::cat,
+// tg::sum<1>(x), ...): each checks its operands with one static_assert, then calls a builder.
+
+namespace tg {
+namespace fx {
+
 /// Both operands of a binary operator as nodes (a scalar takes its dtype from the other side).
 template <class A, class B> constexpr auto lhs(A&& a, B&& b) {
   if constexpr (scalar<A>)
@@ -7318,8 +9679,6 @@ template <int Axis, class... E> constexpr auto stack_nodes(const E&... e) {
 }
 } // namespace fx
 
-// ---- operators
-// --------------------------------------------------------------------------------------
 template <fx::operand A, fx::operand_with<A> B> constexpr auto operator+(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
@@ -7652,6 +10011,7 @@ constexpr auto slice(const E& e) {
 template <class U, fx::expr E> constexpr auto cast(const E& e) { return e.template cast<U>(); }
 
 } // namespace tg
+#endif // TG_SI_TG_FIXED_OPERATORS_HPP
 #endif // TG_SI_TG_FIXED_OPS_HPP
 
 namespace tg {
@@ -7783,20 +10143,36 @@ template <class E> constexpr graph_builder build_graph(const E& e) {
 template <fx::expr E> constexpr Graph graph_of(const E& e) {
   return std::move(fx::build_graph(e).g);
 }
-/// The kernels fuse() makes of it.
-template <fx::expr E> constexpr Schedule schedule_of(const E& e) { return fuse(graph_of(e)); }
-template <fx::expr E> constexpr std::size_t kernel_count(const E& e) {
-  return schedule_of(e).kernels.size();
+/// The kernels the pass list makes of it for a target; by default what tg::Tensor(expr) runs on the
+/// CPU device (the portable plan, bridge.hpp; the run-time front end's CPU schedule is
+/// Target::cpu(), which computes a softmax's row reductions inside one kernel).
+template <fx::expr E>
+constexpr Schedule schedule_of(const E& e, const Target& t = Target::cpu().planned()) {
+  return schedule_graph(graph_of(e), t);
 }
-/// Kernel k, lowered (any renderer takes it: render_c(kernel_program(e, k))).
-template <fx::expr E> constexpr Program kernel_program(const E& e, std::size_t k = 0) {
+template <fx::expr E>
+constexpr std::size_t kernel_count(const E& e, const Target& t = Target::cpu().planned()) {
+  return schedule_of(e, t).kernels.size();
+}
+/// Kernel k through the pass list for a target: the program its device runs.
+template <fx::expr E>
+constexpr KernelCode kernel_code(const E& e, std::size_t k = 0,
+                                 const Target& t = Target::cpu().planned()) {
   Graph g = graph_of(e);
-  Schedule s = fuse(g);
-  return lower(g, s, k);
+  Schedule s = schedule_graph(g, t);
+  return compile_kernel(g, s, k, t);
 }
-/// Kernel k as C source (the CPU device's dialect).
-template <fx::expr E> constexpr Text kernel_source(const E& e, std::size_t k = 0) {
-  return render_c(kernel_program(e, k));
+template <fx::expr E>
+constexpr Program kernel_program(const E& e, std::size_t k = 0,
+                                 const Target& t = Target::cpu().planned()) {
+  return kernel_code(e, k, t).program;
+}
+/// Kernel k's source in the target's dialect (by default the C that tg::Tensor(expr) compiles on
+/// the CPU device).
+template <fx::expr E>
+constexpr Text kernel_source(const E& e, std::size_t k = 0,
+                             const Target& t = Target::cpu().planned()) {
+  return kernel_code(e, k, t).source;
 }
 
 /// Text frozen into a constant: the result of a constant expression that builds a tg::Text.
@@ -7826,115 +10202,229 @@ template <class F> consteval auto freeze(F) {
 #ifndef TG_SI_TG_FIXED_PRINT_HPP
 #define TG_SI_TG_FIXED_PRINT_HPP
 // Printing a fixed tensor (or any static expression, evaluated first) exactly as tg::Tensor prints
-// the same values: tensor([[1.0000, 2.5000], ...]), PyTorch's format.
-#include <cstdio>
+// the same values: tensor([[1.0000, 2.5000], ...]), PyTorch's format, by the one printer both front
+// ends call (util/print.hpp).
 #include <ostream>
-#include <sstream>
+
+// ---- tg/util/print.hpp ----
+#ifndef TG_SI_TG_UTIL_PRINT_HPP
+#define TG_SI_TG_UTIL_PRINT_HPP
+// Printing a tensor as PyTorch does (torch/_tensor_str.py): one function both front ends call
+// (tg::Tensor::to_string and tg::fixed's operator<<) over a flat, row-major copy of the values, so
+// the same values print the same whichever front end holds them.
+#include <cstdio>
+#include <span>
+
+namespace tg {
+
+/// PyTorch's print options (torch.set_printoptions), with its defaults.
+struct PrintOptions {
+  int precision = 4;             ///< digits after the point
+  std::int64_t threshold = 1000; ///< more elements than this are summarized
+  std::int64_t edgeitems = 3;    ///< items kept at each end of a summarized dim (at least 1)
+  int linewidth = 80;            ///< characters per line
+  std::optional<bool>
+      sci_mode; ///< scientific notation always (true) or never (false); unset: chosen
+};
+/// The options every tensor prints with.
+inline PrintOptions& print_options() {
+  static PrintOptions o;
+  return o;
+}
+inline void set_printoptions(const PrintOptions& o) { print_options() = o; }
+
+namespace detail {
+
+/// PyTorch's _Formatter: one number format (and width) for every value shown.
+class ValueFormat {
+public:
+  ValueFormat(std::span<const double> floats, std::span<const std::int64_t> ints, DType t,
+              const PrintOptions& opt, const std::vector<std::int64_t>& shown)
+      : t_(t), precision_(opt.precision) {
+    if (!is_float(t)) {
+      for (std::int64_t i : shown) width_ = std::max(width_, text(floats, ints, i).size());
+      return;
+    }
+    double amax = 0, amin = INFINITY;
+    bool any = false;
+    for (std::int64_t i : shown) {
+      const double x = floats[std::size_t(i)];
+      if (!std::isfinite(x) || x == 0) continue;
+      any = true;
+      int_mode_ = int_mode_ && x == std::ceil(x);
+      amax = std::max(amax, std::fabs(x));
+      amin = std::min(amin, std::fabs(x));
+    }
+    if (any) {
+      sci_ = amax / amin > 1000.0 || amax > 1.0e8 || (!int_mode_ && amin < 1.0e-4);
+      for (std::int64_t i : shown) {
+        const double x = floats[std::size_t(i)];
+        if (std::isfinite(x) && x != 0) width_ = std::max(width_, text(floats, ints, i).size());
+      }
+    }
+    // as in PyTorch, the width is the chosen format's even when sci_mode overrides it
+    if (opt.sci_mode) sci_ = *opt.sci_mode;
+  }
+  std::size_t width() const { return width_; }
+  /// Element i, right-aligned to the width.
+  std::string operator()(std::span<const double> floats, std::span<const std::int64_t> ints,
+                         std::int64_t i) const {
+    std::string s = text(floats, ints, i);
+    return s.size() < width_ ? std::string(width_ - s.size(), ' ') + s : s;
+  }
+
+private:
+  std::string text(std::span<const double> floats, std::span<const std::int64_t> ints,
+                   std::int64_t i) const {
+    char buf[512];
+    if (!is_float(t_)) {
+      const std::int64_t v = ints[std::size_t(i)];
+      if (t_ == DType::Bool) return v ? "True" : "False";
+      if (is_unsigned(t_))
+        std::snprintf(buf, sizeof buf, "%llu",
+                      static_cast<unsigned long long>(static_cast<std::uint64_t>(v)));
+      else
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+      return buf;
+    }
+    const double x = floats[std::size_t(i)];
+    if (std::isnan(x)) return "nan"; // Python never writes "-nan"
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    if (sci_)
+      std::snprintf(buf, sizeof buf, "%.*e", precision_, x);
+    else if (int_mode_)
+      std::snprintf(buf, sizeof buf, "%.0f.", x);
+    else
+      std::snprintf(buf, sizeof buf, "%.*f", precision_, x);
+    return buf;
+  }
+  DType t_;
+  int precision_;
+  bool int_mode_ = true, sci_ = false;
+  std::size_t width_ = 1;
+};
+
+} // namespace detail
+
+/// The text PyTorch prints for a tensor of dtype `t` and `shape` whose row-major values are
+/// `floats` (a floating dtype, as doubles) or `ints` (any other: unsigned values as their 64-bit
+/// pattern, bools as 0 and 1); the other span is empty. `device` is named unless it is "CPU".
+/// dtypes are named as tg names them (dtype=int32).
+inline std::string format_tensor(std::span<const double> floats, std::span<const std::int64_t> ints,
+                                 std::span<const std::int64_t> shape, DType t,
+                                 std::string_view device = "CPU",
+                                 const PrintOptions& opt = print_options()) {
+  const std::size_t rank = shape.size();
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  const std::int64_t edge = std::max<std::int64_t>(opt.edgeitems, 1);
+  const bool summarize = n > opt.threshold;
+  const std::string prefix = "tensor(";
+  const int indent0 = int(prefix.size());
+  std::vector<std::string> suffixes;
+  if (device != "CPU") suffixes.push_back("device='" + std::string(device) + "'");
+  std::string out = prefix;
+  if (n == 0) {
+    // an empty tensor: its size unless it is (0,), and its dtype unless it is the default
+    if (rank != 1) {
+      std::string s = "size=(";
+      for (std::size_t d = 0; d < rank; ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
+      suffixes.push_back(s + ")");
+    }
+    if (t != DType::Float32) suffixes.push_back(std::string("dtype=") + dtype_name(t));
+    out += "[]";
+  } else {
+    if (t != DType::Float32 && t != DType::Int64 && t != DType::Bool)
+      suffixes.push_back(std::string("dtype=") + dtype_name(t));
+    // summarized, a dim longer than 2 * edge shows `edge` items at each end: only they are shown,
+    // and only they decide the format
+    auto cut = [&](std::int64_t size) { return summarize && size > 2 * edge; };
+    std::vector<std::int64_t> shown;
+    for (std::int64_t i = 0; i < n; ++i) {
+      bool keep = true;
+      std::int64_t r = i;
+      for (std::size_t d = rank; d-- > 0 && keep; r /= shape[d]) {
+        const std::int64_t k = r % shape[d];
+        keep = !(cut(shape[d]) && k >= edge && k < shape[d] - edge);
+      }
+      if (keep) shown.push_back(i);
+    }
+    const detail::ValueFormat fmt(floats, ints, t, opt, shown);
+    std::vector<std::int64_t> strides(rank, 1);
+    for (std::size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+    // the text of the sub-tensor at axis d starting at flat index base, indented by `indent`
+    auto rec = [&](auto& self, std::size_t d, std::int64_t base, int indent) -> std::string {
+      if (d == rank) return fmt(floats, ints, base);
+      const std::int64_t size = shape[d];
+      std::vector<std::string> items;
+      auto item = [&](std::int64_t i) {
+        items.push_back(self(self, d + 1, base + i * strides[d], indent + 1));
+      };
+      for (std::int64_t i = 0; i < size; ++i) {
+        if (cut(size) && i == edge) {
+          items.push_back(d + 1 == rank ? " ..." : "...");
+          i = size - edge;
+        }
+        item(i);
+      }
+      std::string s = "[";
+      if (d + 1 == rank) { // a row, wrapped at the line width
+        const std::size_t per_line = std::size_t(
+            std::max<std::int64_t>(1, (opt.linewidth - indent) / std::int64_t(fmt.width() + 2)));
+        for (std::size_t k = 0; k < items.size(); ++k) {
+          if (k) s += k % per_line ? ", " : ",\n" + std::string(std::size_t(indent + 1), ' ');
+          s += items[k];
+        }
+      } else {
+        const std::string sep =
+            ',' + std::string(rank - d - 1, '\n') + std::string(std::size_t(indent + 1), ' ');
+        for (std::size_t k = 0; k < items.size(); ++k) s += (k ? sep : "") + items[k];
+      }
+      return s + ']';
+    };
+    out += rec(rec, 0, 0, indent0);
+  }
+  // suffixes go on the last line while it stays within the line width (PyTorch's _add_suffixes)
+  const std::size_t nl = out.rfind('\n');
+  std::int64_t last_line =
+      std::int64_t(out.size()) - (nl == std::string::npos ? -1 : std::int64_t(nl)) + 1;
+  for (const std::string& s : suffixes) {
+    const std::int64_t len = std::int64_t(s.size());
+    if (last_line + len + 2 > opt.linewidth) {
+      out += ",\n" + std::string(std::size_t(indent0), ' ') + s;
+      last_line = indent0 + len;
+    } else {
+      out += ", " + s;
+      last_line += len + 2;
+    }
+  }
+  return out + ')';
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_PRINT_HPP
 
 namespace tg {
 
 namespace fx {
 
-/// The text of a row-major array of `shape` (as tg::Tensor::to_string formats it on the CPU).
+/// The text of a row-major array of `shape`, by the printer tg::Tensor uses (util/print.hpp).
 template <class T> std::string format(const T* data, const std::vector<std::int64_t>& s, DType t) {
   std::int64_t n = 1;
   for (std::int64_t d : s) n *= d;
-  const bool summarize = n > 1000;
-  std::vector<double> fv;
-  std::vector<std::int64_t> iv;
-  auto to_double = [](const T& x) {
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>)
-      return double(float(x));
-    else
-      return double(x);
-  };
+  std::vector<double> floats;
+  std::vector<std::int64_t> ints;
   for (std::int64_t i = 0; i < n; ++i) {
-    if (is_float(t))
-      fv.push_back(to_double(data[i]));
-    else if constexpr (std::is_integral_v<T>) {
-      if (is_unsigned(t))
-        iv.push_back(std::int64_t(std::uint64_t(data[i])));
-      else
-        iv.push_back(std::int64_t(data[i]));
-    }
-  }
-  bool all_int = true, sci = false;
-  double amax = 0, amin = INFINITY;
-  for (double x : fv) {
-    if (!std::isfinite(x)) continue;
-    all_int = all_int && x == std::floor(x);
-    amax = std::max(amax, std::fabs(x));
-    if (x != 0) amin = std::min(amin, std::fabs(x));
-  }
-  if (amax >= 1e8 || (amin < 1e-4 && !all_int) || (amax / amin > 1000 && !all_int && amin < 1e-3))
-    sci = true;
-  auto fmt = [&](std::int64_t i) {
-    char buf[64];
-    if (t == DType::Bool) return std::string(iv[std::size_t(i)] ? "True" : "False");
-    if (!is_float(t)) {
-      if (is_unsigned(t))
-        std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(iv[std::size_t(i)]));
-      else
-        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(iv[std::size_t(i)]));
-      return std::string(buf);
-    }
-    double x = fv[std::size_t(i)];
-    if (std::isnan(x)) return std::string("nan");
-    if (std::isinf(x)) return std::string(x > 0 ? "inf" : "-inf");
-    if (sci)
-      std::snprintf(buf, sizeof buf, "%.4e", x);
-    else if (all_int)
-      std::snprintf(buf, sizeof buf, "%.0f.", x);
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>)
+      floats.push_back(double(float(data[i])));
+    else if constexpr (std::is_floating_point_v<T>)
+      floats.push_back(double(data[i]));
+    else if constexpr (std::is_unsigned_v<T>)
+      ints.push_back(std::int64_t(std::uint64_t(data[i])));
     else
-      std::snprintf(buf, sizeof buf, "%.4f", x);
-    return std::string(buf);
-  };
-  std::size_t width = 0;
-  for (std::int64_t i = 0; i < n; ++i) width = std::max(width, fmt(i).size());
-  std::ostringstream o;
-  o << "tensor(";
-  std::vector<std::int64_t> strides(s.size(), 1);
-  for (std::size_t i = s.size(); i-- > 1;) strides[i - 1] = strides[i] * s[i];
-  struct Rec {
-    const std::vector<std::int64_t>& s;
-    const std::vector<std::int64_t>& strides;
-    std::ostringstream& o;
-    const decltype(fmt)& f;
-    std::size_t width;
-    bool summarize;
-    void operator()(std::size_t dim, std::int64_t base, int indent) const {
-      if (dim == s.size()) {
-        std::string v = f(base);
-        o << std::string(width - v.size(), ' ') << v;
-        return;
-      }
-      o << '[';
-      for (std::int64_t i = 0; i < s[dim]; ++i) {
-        if (summarize && s[dim] > 6 && i == 3) {
-          o << "...";
-          if (dim + 1 == s.size())
-            o << ", ";
-          else
-            o << ",\n" << std::string(std::size_t(indent + 1), ' ');
-          i = s[dim] - 3;
-        }
-        (*this)(dim + 1, base + i * strides[dim], indent + 1);
-        if (i + 1 < s[dim]) {
-          if (dim + 1 == s.size())
-            o << ", ";
-          else
-            o << ',' << std::string(s.size() - dim - 1, '\n')
-              << std::string(std::size_t(indent + 1), ' ');
-        }
-      }
-      o << ']';
-    }
-  };
-  Rec{s, strides, o, fmt, width, summarize}(0, 0, 7);
-  if (t != DType::Float32 && t != DType::Int64 && t != DType::Bool)
-    o << ", dtype=" << dtype_name(t);
-  o << ')';
-  return o.str();
+      ints.push_back(std::int64_t(data[i]));
+  }
+  return format_tensor(floats, ints, s, t);
 }
 
 } // namespace fx

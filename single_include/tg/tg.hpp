@@ -20,97 +20,32 @@
 // ---- tg/tensor/print.hpp ----
 #ifndef TG_SI_TG_TENSOR_PRINT_HPP
 #define TG_SI_TG_TENSOR_PRINT_HPP
-// Printing like PyTorch: tensor([[1.0000, 2.5000], ...], dtype=int32).
-#include <cstdio>
-#include <sstream>
-
-// ---- tg/tensor/creation.hpp ----
-#ifndef TG_SI_TG_TENSOR_CREATION_HPP
-#define TG_SI_TG_TENSOR_CREATION_HPP
-// Factories (torch.zeros, torch.arange, torch.rand, ...). Constants are lazy (they fuse into
-// their consumers); ranges and random values are generated on the host from a seeded generator.
-
-// ---- tg/tensor/movement.hpp ----
-#ifndef TG_SI_TG_TENSOR_MOVEMENT_HPP
-#define TG_SI_TG_TENSOR_MOVEMENT_HPP
-// Movement ops (views, no copies) and the composite ops built on them: cat, stack, split,
-// gather, matmul, softmax, cumsum.
-
-// ---- tg/tensor/ops.hpp ----
-#ifndef TG_SI_TG_TENSOR_OPS_HPP
-#define TG_SI_TG_TENSOR_OPS_HPP
-// Every op of the run-time front end, composed from the primitives (tinygrad's approach: a small
-// primitive set keeps renderers and gradient rules small).
-
-// ---- tg/tensor/core.hpp ----
-#ifndef TG_SI_TG_TENSOR_CORE_HPP
-#define TG_SI_TG_TENSOR_CORE_HPP
-// The mechanics every op is built from: node creation, broadcasting, views, reductions, casts,
-// and moving data in and out.
-
-// ---- tg/tensor/tensor.hpp ----
-#ifndef TG_SI_TG_TENSOR_TENSOR_HPP
-#define TG_SI_TG_TENSOR_TENSOR_HPP
-// tg::Tensor: lazy, run-time-shaped tensors with PyTorch's names and semantics. Every op builds
-// graph nodes; nothing runs until a value is needed (realize(), to_vector(), item(), printing).
-#include <cmath>
-#include <concepts>
-#include <initializer_list>
-#include <optional>
+// Printing like PyTorch: tensor([[1.0000, 2.5000], ...], dtype=int32), by the printer both front
+// ends share (util/print.hpp).
 #include <ostream>
-#include <random>
-#include <span>
-#include <variant>
 
-// ---- tg/tensor/lazy.hpp ----
-#ifndef TG_SI_TG_TENSOR_LAZY_HPP
-#define TG_SI_TG_TENSOR_LAZY_HPP
-// The run-time front end's lazy graph: each Tensor points at a LazyNode; realizing turns the
-// nodes it needs into a Graph, runs it, and replaces realized nodes by their buffers (so a
-// realized tensor is never recomputed and the graph above it can be freed).
-
-// ---- tg/engine/realize.hpp ----
-#ifndef TG_SI_TG_ENGINE_REALIZE_HPP
-#define TG_SI_TG_ENGINE_REALIZE_HPP
-// realize: run a Graph on a device. The pass list, top to bottom: fuse -> plan_memory -> lower
-// -> (the device) render + compile -> launch. TG_DEBUG=2 prints the schedule, 3 the sources,
-// 4 the graph and the IR after each pass.
-#include <cstring>
-#include <iostream>
-#include <memory>
-#include <mutex>
-
-// ---- tg/codegen/lower.hpp ----
-#ifndef TG_SI_TG_CODEGEN_LOWER_HPP
-#define TG_SI_TG_CODEGEN_LOWER_HPP
-// lower: Kernel -> linear program. Walks the kernel's expression from its root, carrying the
-// movement ops between the loop indices and each node (views are pushed down to the loads);
-// merges loop axes that every access walks contiguously; then places every value in the
-// outermost loop it depends on (linearize).
+// ---- tg/util/print.hpp ----
+#ifndef TG_SI_TG_UTIL_PRINT_HPP
+#define TG_SI_TG_UTIL_PRINT_HPP
+// Printing a tensor as PyTorch does (torch/_tensor_str.py): one function both front ends call
+// (tg::Tensor::to_string and tg::fixed's operator<<) over a flat, row-major copy of the values, so
+// the same values print the same whichever front end holds them.
 #include <algorithm>
-
-// ---- tg/schedule/fuse.hpp ----
-#ifndef TG_SI_TG_SCHEDULE_FUSE_HPP
-#define TG_SI_TG_SCHEDULE_FUSE_HPP
-// fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
-// reduction is inlined into the one consumer that reads it back at the same index (an
-// elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
-// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
-// node.
-
-// ---- tg/graph/graph.hpp ----
-#ifndef TG_SI_TG_GRAPH_GRAPH_HPP
-#define TG_SI_TG_GRAPH_GRAPH_HPP
-// The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
-// Both front ends build it; everything below (fuse, lower, render) reads only this.
-#include <limits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 // ---- tg/graph/dtype.hpp ----
 #ifndef TG_SI_TG_GRAPH_DTYPE_HPP
 #define TG_SI_TG_GRAPH_DTYPE_HPP
 // Data types, their sizes and names, PyTorch type promotion, and the 16-bit float storage types.
 #include <bit>
-#include <cstdint>
+#include <type_traits>
 
 namespace tg {
 
@@ -200,6 +135,17 @@ constexpr DType promote(DType a, DType b) {
   default:
     return DType::Int64; // uint32/uint64 with a signed type: int64 (uint64 may wrap)
   }
+}
+
+/// The kind of a Python-like C++ scalar, as both front ends promote it: Bool, Int64 or Float64.
+template <class S> constexpr DType scalar_kind() {
+  using T = std::remove_cvref_t<S>;
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_integral_v<T>)
+    return DType::Int64;
+  else
+    return DType::Float64;
 }
 
 /// Promotion of a tensor dtype with a Python-like scalar of kind `scalar` (Bool, Int64 or
@@ -358,6 +304,642 @@ template <class F> constexpr decltype(auto) visit_dtype(DType t, F&& f) {
 } // namespace tg
 #endif // TG_SI_TG_GRAPH_DTYPE_HPP
 
+namespace tg {
+
+/// PyTorch's print options (torch.set_printoptions), with its defaults.
+struct PrintOptions {
+  int precision = 4;             ///< digits after the point
+  std::int64_t threshold = 1000; ///< more elements than this are summarized
+  std::int64_t edgeitems = 3;    ///< items kept at each end of a summarized dim (at least 1)
+  int linewidth = 80;            ///< characters per line
+  std::optional<bool>
+      sci_mode; ///< scientific notation always (true) or never (false); unset: chosen
+};
+/// The options every tensor prints with.
+inline PrintOptions& print_options() {
+  static PrintOptions o;
+  return o;
+}
+inline void set_printoptions(const PrintOptions& o) { print_options() = o; }
+
+namespace detail {
+
+/// PyTorch's _Formatter: one number format (and width) for every value shown.
+class ValueFormat {
+public:
+  ValueFormat(std::span<const double> floats, std::span<const std::int64_t> ints, DType t,
+              const PrintOptions& opt, const std::vector<std::int64_t>& shown)
+      : t_(t), precision_(opt.precision) {
+    if (!is_float(t)) {
+      for (std::int64_t i : shown) width_ = std::max(width_, text(floats, ints, i).size());
+      return;
+    }
+    double amax = 0, amin = INFINITY;
+    bool any = false;
+    for (std::int64_t i : shown) {
+      const double x = floats[std::size_t(i)];
+      if (!std::isfinite(x) || x == 0) continue;
+      any = true;
+      int_mode_ = int_mode_ && x == std::ceil(x);
+      amax = std::max(amax, std::fabs(x));
+      amin = std::min(amin, std::fabs(x));
+    }
+    if (any) {
+      sci_ = amax / amin > 1000.0 || amax > 1.0e8 || (!int_mode_ && amin < 1.0e-4);
+      for (std::int64_t i : shown) {
+        const double x = floats[std::size_t(i)];
+        if (std::isfinite(x) && x != 0) width_ = std::max(width_, text(floats, ints, i).size());
+      }
+    }
+    // as in PyTorch, the width is the chosen format's even when sci_mode overrides it
+    if (opt.sci_mode) sci_ = *opt.sci_mode;
+  }
+  std::size_t width() const { return width_; }
+  /// Element i, right-aligned to the width.
+  std::string operator()(std::span<const double> floats, std::span<const std::int64_t> ints,
+                         std::int64_t i) const {
+    std::string s = text(floats, ints, i);
+    return s.size() < width_ ? std::string(width_ - s.size(), ' ') + s : s;
+  }
+
+private:
+  std::string text(std::span<const double> floats, std::span<const std::int64_t> ints,
+                   std::int64_t i) const {
+    char buf[512];
+    if (!is_float(t_)) {
+      const std::int64_t v = ints[std::size_t(i)];
+      if (t_ == DType::Bool) return v ? "True" : "False";
+      if (is_unsigned(t_))
+        std::snprintf(buf, sizeof buf, "%llu",
+                      static_cast<unsigned long long>(static_cast<std::uint64_t>(v)));
+      else
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+      return buf;
+    }
+    const double x = floats[std::size_t(i)];
+    if (std::isnan(x)) return "nan"; // Python never writes "-nan"
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    if (sci_)
+      std::snprintf(buf, sizeof buf, "%.*e", precision_, x);
+    else if (int_mode_)
+      std::snprintf(buf, sizeof buf, "%.0f.", x);
+    else
+      std::snprintf(buf, sizeof buf, "%.*f", precision_, x);
+    return buf;
+  }
+  DType t_;
+  int precision_;
+  bool int_mode_ = true, sci_ = false;
+  std::size_t width_ = 1;
+};
+
+} // namespace detail
+
+/// The text PyTorch prints for a tensor of dtype `t` and `shape` whose row-major values are
+/// `floats` (a floating dtype, as doubles) or `ints` (any other: unsigned values as their 64-bit
+/// pattern, bools as 0 and 1); the other span is empty. `device` is named unless it is "CPU".
+/// dtypes are named as tg names them (dtype=int32).
+inline std::string format_tensor(std::span<const double> floats, std::span<const std::int64_t> ints,
+                                 std::span<const std::int64_t> shape, DType t,
+                                 std::string_view device = "CPU",
+                                 const PrintOptions& opt = print_options()) {
+  const std::size_t rank = shape.size();
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  const std::int64_t edge = std::max<std::int64_t>(opt.edgeitems, 1);
+  const bool summarize = n > opt.threshold;
+  const std::string prefix = "tensor(";
+  const int indent0 = int(prefix.size());
+  std::vector<std::string> suffixes;
+  if (device != "CPU") suffixes.push_back("device='" + std::string(device) + "'");
+  std::string out = prefix;
+  if (n == 0) {
+    // an empty tensor: its size unless it is (0,), and its dtype unless it is the default
+    if (rank != 1) {
+      std::string s = "size=(";
+      for (std::size_t d = 0; d < rank; ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
+      suffixes.push_back(s + ")");
+    }
+    if (t != DType::Float32) suffixes.push_back(std::string("dtype=") + dtype_name(t));
+    out += "[]";
+  } else {
+    if (t != DType::Float32 && t != DType::Int64 && t != DType::Bool)
+      suffixes.push_back(std::string("dtype=") + dtype_name(t));
+    // summarized, a dim longer than 2 * edge shows `edge` items at each end: only they are shown,
+    // and only they decide the format
+    auto cut = [&](std::int64_t size) { return summarize && size > 2 * edge; };
+    std::vector<std::int64_t> shown;
+    for (std::int64_t i = 0; i < n; ++i) {
+      bool keep = true;
+      std::int64_t r = i;
+      for (std::size_t d = rank; d-- > 0 && keep; r /= shape[d]) {
+        const std::int64_t k = r % shape[d];
+        keep = !(cut(shape[d]) && k >= edge && k < shape[d] - edge);
+      }
+      if (keep) shown.push_back(i);
+    }
+    const detail::ValueFormat fmt(floats, ints, t, opt, shown);
+    std::vector<std::int64_t> strides(rank, 1);
+    for (std::size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+    // the text of the sub-tensor at axis d starting at flat index base, indented by `indent`
+    auto rec = [&](auto& self, std::size_t d, std::int64_t base, int indent) -> std::string {
+      if (d == rank) return fmt(floats, ints, base);
+      const std::int64_t size = shape[d];
+      std::vector<std::string> items;
+      auto item = [&](std::int64_t i) {
+        items.push_back(self(self, d + 1, base + i * strides[d], indent + 1));
+      };
+      for (std::int64_t i = 0; i < size; ++i) {
+        if (cut(size) && i == edge) {
+          items.push_back(d + 1 == rank ? " ..." : "...");
+          i = size - edge;
+        }
+        item(i);
+      }
+      std::string s = "[";
+      if (d + 1 == rank) { // a row, wrapped at the line width
+        const std::size_t per_line = std::size_t(
+            std::max<std::int64_t>(1, (opt.linewidth - indent) / std::int64_t(fmt.width() + 2)));
+        for (std::size_t k = 0; k < items.size(); ++k) {
+          if (k) s += k % per_line ? ", " : ",\n" + std::string(std::size_t(indent + 1), ' ');
+          s += items[k];
+        }
+      } else {
+        const std::string sep =
+            ',' + std::string(rank - d - 1, '\n') + std::string(std::size_t(indent + 1), ' ');
+        for (std::size_t k = 0; k < items.size(); ++k) s += (k ? sep : "") + items[k];
+      }
+      return s + ']';
+    };
+    out += rec(rec, 0, 0, indent0);
+  }
+  // suffixes go on the last line while it stays within the line width (PyTorch's _add_suffixes)
+  const std::size_t nl = out.rfind('\n');
+  std::int64_t last_line =
+      std::int64_t(out.size()) - (nl == std::string::npos ? -1 : std::int64_t(nl)) + 1;
+  for (const std::string& s : suffixes) {
+    const std::int64_t len = std::int64_t(s.size());
+    if (last_line + len + 2 > opt.linewidth) {
+      out += ",\n" + std::string(std::size_t(indent0), ' ') + s;
+      last_line = indent0 + len;
+    } else {
+      out += ", " + s;
+      last_line += len + 2;
+    }
+  }
+  return out + ')';
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_PRINT_HPP
+
+// ---- tg/tensor/creation.hpp ----
+#ifndef TG_SI_TG_TENSOR_CREATION_HPP
+#define TG_SI_TG_TENSOR_CREATION_HPP
+// Factories (torch.zeros, torch.arange, torch.rand, ...). Constants are lazy (they fuse into
+// their consumers); ranges and random values are generated on the host from a seeded generator.
+
+// ---- tg/tensor/movement.hpp ----
+#ifndef TG_SI_TG_TENSOR_MOVEMENT_HPP
+#define TG_SI_TG_TENSOR_MOVEMENT_HPP
+// Movement ops (views, no copies) and the composite ops built on them: cat, stack, split,
+// gather, matmul, softmax, cumsum.
+
+// ---- tg/util/slice.hpp ----
+#ifndef TG_SI_TG_UTIL_SLICE_HPP
+#define TG_SI_TG_UTIL_SLICE_HPP
+// Python's slice semantics for one axis, shared by both front ends (Tensor::slice and tg::fixed's
+// slice plan) so they cut the same elements.
+
+namespace tg {
+
+/// What x[start:stop:step] keeps of an axis of size n: the range [lo, hi) to shrink the axis to,
+/// then a flip when step < 0, then a stride of |step|; `count` elements remain.
+struct SliceBounds {
+  std::int64_t lo = 0, hi = 0, count = 0;
+};
+
+/// Python's start/stop/step normalization: negative bounds count from the end, out-of-range bounds
+/// clamp, a missing bound is the axis's end in the step's direction. step must be nonzero.
+constexpr SliceBounds slice_bounds(std::int64_t n, std::optional<std::int64_t> start,
+                                   std::optional<std::int64_t> stop, std::int64_t step) {
+  auto norm = [n](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo,
+                  std::int64_t hi) {
+    if (!v) return dflt;
+    const std::int64_t x = *v < 0 ? *v + n : *v;
+    return x < lo ? lo : x > hi ? hi : x;
+  };
+  SliceBounds r;
+  if (step > 0) {
+    const std::int64_t b = norm(start, 0, 0, n), e = norm(stop, n, 0, n);
+    r.count = e > b ? (e - b + step - 1) / step : 0;
+    r.lo = b;
+    r.hi = b + (r.count ? (r.count - 1) * step + 1 : 0);
+  } else {
+    // the elements b, b+step, ... downwards: [b - (count-1)*|step|, b], flipped afterwards
+    const std::int64_t b = norm(start, n - 1, -1, n - 1), e = norm(stop, -1, -1, n - 1);
+    r.count = b > e ? (b - e - step - 1) / (-step) : 0;
+    r.lo = r.count ? b - (r.count - 1) * (-step) : 0;
+    r.hi = r.count ? b + 1 : 0;
+  }
+  return r;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_SLICE_HPP
+
+// ---- tg/tensor/ops.hpp ----
+#ifndef TG_SI_TG_TENSOR_OPS_HPP
+#define TG_SI_TG_TENSOR_OPS_HPP
+// Every op of the run-time front end, composed from the primitives (tinygrad's approach: a small
+// primitive set keeps renderers and gradient rules small).
+
+// ---- tg/tensor/core.hpp ----
+#ifndef TG_SI_TG_TENSOR_CORE_HPP
+#define TG_SI_TG_TENSOR_CORE_HPP
+// The mechanics every op is built from: node creation, broadcasting, views, reductions, casts,
+// and moving data in and out.
+
+// ---- tg/tensor/class.hpp ----
+#ifndef TG_SI_TG_TENSOR_CLASS_HPP
+#define TG_SI_TG_TENSOR_CLASS_HPP
+// The tg::Tensor class: its members are defined by core.hpp, ops.hpp, movement.hpp, creation.hpp,
+// print.hpp, autograd/backward.hpp and engine/jit.hpp, which include this; tensor.hpp includes
+// them all.
+#include <concepts>
+#include <initializer_list>
+#include <random>
+#include <variant>
+
+// ---- tg/tensor/lazy.hpp ----
+#ifndef TG_SI_TG_TENSOR_LAZY_HPP
+#define TG_SI_TG_TENSOR_LAZY_HPP
+// The run-time front end's lazy graph: each Tensor points at a LazyNode; realizing turns the
+// nodes it needs into a Graph, runs it, and replaces realized nodes by their buffers (so a
+// realized tensor is never recomputed and the graph above it can be freed).
+
+// ---- tg/engine/realize.hpp ----
+#ifndef TG_SI_TG_ENGINE_REALIZE_HPP
+#define TG_SI_TG_ENGINE_REALIZE_HPP
+// realize: run a Graph on a device: the pass list (codegen/pipeline.hpp) for the device's target,
+// the device's compiler, then the launches. TG_DEBUG=2 prints the schedule, 3 the sources too, 4
+// the graph and the IR after each pass.
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <mutex>
+
+// ---- tg/runtime/devices.hpp ----
+#ifndef TG_SI_TG_RUNTIME_DEVICES_HPP
+#define TG_SI_TG_RUNTIME_DEVICES_HPP
+// The devices tg ships, registered on first use of the registry (tg::device, tg::devices: here,
+// where every runtime is visible; runtime/device.hpp has the registry). CUDA is always registered
+// (its runtime needs no header and loads the driver on first use). VULKAN needs Vulkan-Hpp, whose
+// header costs seconds per translation unit, so it is opt-in: `#include <tg/vulkan.hpp>` in one
+// source file registers it; until then "VULKAN" is listed as unavailable, saying so.
+
+// ---- tg/runtime/cpu.hpp ----
+#ifndef TG_SI_TG_RUNTIME_CPU_HPP
+#define TG_SI_TG_RUNTIME_CPU_HPP
+// The CPU device: C source from the C renderer, compiled by the system C compiler into a shared
+// object, dlopen'ed, and run on the thread pool over slices of the kernel's outer loop.
+// Compiled kernels are cached on disk, keyed by a hash of source, compiler and flags.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+// ---- tg/runtime/cache.hpp ----
+#ifndef TG_SI_TG_RUNTIME_CACHE_HPP
+#define TG_SI_TG_RUNTIME_CACHE_HPP
+// The pieces every runtime's kernel cache and compiler driver share: where the cache lives
+// (TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg; TG_CACHE=0 disables it), stable keys
+// (hashes of source, compiler and flags), atomic writes (a temporary file renamed into place, so
+// concurrent processes never see half a file), and running a compiler as a subprocess.
+
+#include <cerrno>
+
+// ---- tg/util/text.hpp ----
+#ifndef TG_SI_TG_UTIL_TEXT_HPP
+#define TG_SI_TG_UTIL_TEXT_HPP
+// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
+#include <limits>
+
+namespace tg {
+
+class Text {
+public:
+  constexpr Text& operator<<(std::string_view s) {
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
+  constexpr Text& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  constexpr Text& operator<<(std::int64_t v) {
+    if (v < 0) {
+      buf_.push_back('-');
+      return write_unsigned(0 - static_cast<std::uint64_t>(v));
+    }
+    return write_unsigned(static_cast<std::uint64_t>(v));
+  }
+  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
+  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
+  constexpr Text& write_unsigned(std::uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+      tmp[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  constexpr Text& hex(std::uint64_t v) {
+    constexpr char digits[] = "0123456789abcdef";
+    char tmp[17];
+    int n = 0;
+    do {
+      tmp[n++] = digits[v & 15];
+      v >>= 4;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
+  constexpr Text& literal(double d) {
+    if (d != d) return *this << "NAN";
+    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
+    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
+    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
+      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
+      return *this << std::int64_t(d) << ".0";
+    }
+    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
+    if (bits >> 63) buf_.push_back('-');
+    int exp = int((bits >> 52) & 0x7ff);
+    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
+    *this << (exp ? "0x1." : "0x0.");
+    // 13 hex digits of mantissa, trailing zeros trimmed
+    char tmp[13];
+    for (int k = 12; k >= 0; --k) {
+      tmp[k] = "0123456789abcdef"[mant & 15];
+      mant >>= 4;
+    }
+    int last = 12;
+    while (last > 0 && tmp[last] == '0') --last;
+    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
+    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
+  }
+  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
+  constexpr std::size_t size() const { return buf_.size(); }
+  constexpr const std::vector<char>& chars() const { return buf_; }
+
+private:
+  std::vector<char> buf_;
+};
+
+/// FNV-1a, 64 bit: stable hashes for cache keys.
+constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_TEXT_HPP
+
+// ---- tg/runtime/env.hpp ----
+#ifndef TG_SI_TG_RUNTIME_ENV_HPP
+#define TG_SI_TG_RUNTIME_ENV_HPP
+// Environment settings, read once: TG_DEBUG, TG_DEVICE, TG_THREADS, TG_CACHE, TG_CACHE_DIR, TG_CC.
+#include <cstdlib>
+#include <thread>
+
+namespace tg::env {
+
+inline std::string get(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+inline int get_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long r = std::strtol(v, &end, 10);
+  return end && *end == 0 ? int(r) : fallback;
+}
+/// TG_DEBUG: 1 launches with times, 2 the schedule, 3 kernel sources, 4 the IR after each pass.
+inline int debug() {
+  static const int level = get_int("TG_DEBUG", 0);
+  return level;
+}
+inline int threads() {
+  static const int n = [] {
+    int hw = int(std::thread::hardware_concurrency());
+    int t = get_int("TG_THREADS", hw > 0 ? hw : 1);
+    return t < 1 ? 1 : t;
+  }();
+  return n;
+}
+
+} // namespace tg::env
+#endif // TG_SI_TG_RUNTIME_ENV_HPP
+
+extern char** environ;
+
+namespace tg::detail {
+
+inline std::string find_in_path(const std::string& exe) {
+  if (exe.find('/') != std::string::npos) return access(exe.c_str(), X_OK) == 0 ? exe : "";
+  std::string path = env::get("PATH", "/usr/bin:/bin");
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    std::string p = dir + "/" + exe;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+/// Runs argv with stdout and stderr into `log` (in directory `cwd` when given); returns the exit
+/// status, 128 + the signal number when a signal ended it (as shells do), or -1 when it could not
+/// be started.
+inline int run_process(const std::vector<std::string>& argv, const std::string& log,
+                       const std::string& cwd = "") {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+  pid_t pid;
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// How a run_process status reads in an error message: "exit 1", "killed by signal 11 (...)".
+inline std::string process_status(int rc) {
+  if (rc < 0) return "could not be started";
+  if (rc > 128)
+    return "killed by signal " + std::to_string(rc - 128) + " (" + strsignal(rc - 128) + ")";
+  return "exit " + std::to_string(rc);
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// The kernel cache directory: TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg.
+inline std::string cache_dir() {
+  std::string d = env::get("TG_CACHE_DIR");
+  if (d.empty()) {
+    std::string xdg = env::get("XDG_CACHE_HOME");
+    d = !xdg.empty() ? xdg + "/tg" : env::get("HOME", "/tmp") + "/.cache/tg";
+  }
+  return d;
+}
+inline bool disk_cache_enabled() { return env::get("TG_CACHE", "1") != "0"; }
+
+/// A 128-bit cache key (32 hex digits) for a source and what compiles it (compiler, flags, target).
+inline std::string cache_key(std::string_view source, std::string_view meta) {
+  std::string m(meta);
+  return hex64(fnv1a(source, fnv1a(m))) +
+         hex64(fnv1a(m + std::string(source), 0x84222325cbf29ce4ull));
+}
+
+/// The path of a cache entry, its directory created; empty when the disk cache is disabled.
+inline std::string cache_path(const std::string& file) {
+  if (!disk_cache_enabled()) return "";
+  std::error_code ec;
+  std::filesystem::create_directories(cache_dir(), ec);
+  return cache_dir() + "/" + file;
+}
+
+/// Reads a whole cache entry; false when it is missing (or unreadable).
+inline bool read_cached(const std::string& path, std::string& out) {
+  if (path.empty()) return false;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return !out.empty();
+}
+
+/// Writes a cache entry atomically (temporary file + rename). Failures are ignored: the cache is
+/// an optimization.
+inline void write_cached(const std::string& path, std::string_view bytes) {
+  if (path.empty()) return;
+  static std::atomic<int> counter{0};
+  std::string tmp = path + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(bytes.data(), std::streamsize(bytes.size()));
+    if (!f) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+/// A fresh temporary path in the cache directory (or /tmp when the cache is disabled).
+inline std::string temp_path(const std::string& stem) {
+  static std::atomic<int> counter{0};
+  std::string dir = disk_cache_enabled()
+                        ? cache_dir()
+                        : std::filesystem::temp_directory_path().string() + "/tg-nocache";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return dir + "/tmp-" + stem + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+} // namespace tg::detail
+#endif // TG_SI_TG_RUNTIME_CACHE_HPP
+
+// ---- tg/runtime/device.hpp ----
+#ifndef TG_SI_TG_RUNTIME_DEVICE_HPP
+#define TG_SI_TG_RUNTIME_DEVICE_HPP
+// Device = Allocator + Compiler + Program launcher. Devices register by name ("CPU", "INTERP");
+// `TG_DEVICE` picks the default. A device that cannot work here says why, and only when used.
+#include <cctype>
+#include <chrono>
+#include <functional>
+#include <map>
+
+// ---- tg/codegen/pipeline.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PIPELINE_HPP
+#define TG_SI_TG_CODEGEN_PIPELINE_HPP
+// The pass list: every kernel tg runs, shows or plans is made by the functions of this file, in
+// this order, for a Target (a device's choices and dialect):
+//
+//   graph passes    fuse                                                 schedule_graph
+//                   -> plan_memory                                       plan_buffers
+//   kernel passes   lower                                                lower_kernel
+//                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
+//                   -> GPU: gpu_program -> decompose                     device_passes
+//                   -> render (C, CUDA or GLSL; INTERP runs the program)  render_kernel
+//
+// compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
+// front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
+// what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
+// result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
+
+// ---- tg/schedule/memory.hpp ----
+#ifndef TG_SI_TG_SCHEDULE_MEMORY_HPP
+#define TG_SI_TG_SCHEDULE_MEMORY_HPP
+// memory: [Kernel] -> buffer plan. Intermediate results that nobody keeps share buffers once
+// their last reader has run (a buffer is never reused by the kernel that reads it, so a
+// kernel's inputs and output never alias).
+
+// ---- tg/schedule/fuse.hpp ----
+#ifndef TG_SI_TG_SCHEDULE_FUSE_HPP
+#define TG_SI_TG_SCHEDULE_FUSE_HPP
+// fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
+// reduction is inlined into the one consumer that reads it back at the same index (an
+// elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
+// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
+// node.
+
+// ---- tg/graph/graph.hpp ----
+#ifndef TG_SI_TG_GRAPH_GRAPH_HPP
+#define TG_SI_TG_GRAPH_GRAPH_HPP
+// The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
+// Both front ends build it; everything below (fuse, lower, render) reads only this.
+
 // ---- tg/graph/view.hpp ----
 #ifndef TG_SI_TG_GRAPH_VIEW_HPP
 #define TG_SI_TG_GRAPH_VIEW_HPP
@@ -372,7 +954,6 @@ template <class F> constexpr decltype(auto) visit_dtype(DType t, F&& f) {
 // The errors tg throws. Each names the op and, for user mistakes, the user's call site.
 #include <source_location>
 #include <stdexcept>
-#include <string>
 
 namespace tg {
 
@@ -424,8 +1005,6 @@ template <class E>
 // ("batch" in [1, 4096]). A variable may carry a bound value, used when a kernel is launched;
 // the kernel's source only names the variable, so one compiled kernel serves every value.
 #include <array>
-#include <string_view>
-#include <vector>
 
 namespace tg {
 
@@ -1293,110 +1872,75 @@ constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
 } // namespace tg
 #endif // TG_SI_TG_SCHEDULE_FUSE_HPP
 
-// ---- tg/codegen/builder.hpp ----
-#ifndef TG_SI_TG_CODEGEN_BUILDER_HPP
-#define TG_SI_TG_CODEGEN_BUILDER_HPP
-// A hash-consed builder of UOps that folds constants and simplifies index arithmetic using the
-// value ranges of integers (so a contiguous kernel's index is just its loop variable).
+namespace tg {
+
+struct MemoryPlan {
+  std::vector<int> slot;        // per node: temporary slot index, or -1 (input / kept result)
+  std::vector<SInt> slot_bytes; // size of each temporary slot
+  std::vector<int> free_after;  // per kernel: slots whose last reader is this kernel
+};
+
+/// `keep[i]`: node i's buffer outlives the realize (an output, or referenced by the user).
+constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFlags& keep) {
+  MemoryPlan p;
+  p.slot.assign(g.size(), -1);
+  std::vector<int> last_use(g.size(), -1), kernel_of(g.size(), -1);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    kernel_of[std::size_t(s.kernels[k].root)] = int(k);
+    for (int in : s.kernels[k].inputs) last_use[std::size_t(in)] = int(k);
+  }
+  std::vector<int> free_slots;
+  std::vector<std::vector<int>> release(s.kernels.size());
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    int root = s.kernels[k].root;
+    const Node& n = g[root];
+    if (!keep[std::size_t(root)]) {
+      SInt bytes = prod(n.shape) * SInt(itemsize(n.dtype));
+      int chosen = -1;
+      for (std::size_t f = 0; f < free_slots.size(); ++f) {
+        const SInt& have = p.slot_bytes[std::size_t(free_slots[f])];
+        bool fits = have == bytes ||
+                    (have.is_const() && bytes.is_const() && have.constant() >= bytes.constant());
+        if (fits) {
+          chosen = free_slots[f];
+          free_slots.erase(free_slots.begin() + std::ptrdiff_t(f));
+          break;
+        }
+      }
+      if (chosen < 0) {
+        chosen = int(p.slot_bytes.size());
+        p.slot_bytes.push_back(bytes);
+      }
+      p.slot[std::size_t(root)] = chosen;
+      int lu = last_use[std::size_t(root)];
+      if (lu >= 0)
+        release[std::size_t(lu)].push_back(chosen);
+      else
+        release[k].push_back(chosen); // never read: free at once
+    }
+    for (int r : release[k]) free_slots.push_back(r);
+  }
+  p.free_after.assign(s.kernels.size(), 0);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) p.free_after[k] = int(release[k].size());
+  return p;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_SCHEDULE_MEMORY_HPP
+
+// ---- tg/codegen/decompose.hpp ----
+#ifndef TG_SI_TG_CODEGEN_DECOMPOSE_HPP
+#define TG_SI_TG_CODEGEN_DECOMPOSE_HPP
+// decompose: op semantics that must agree across devices, as a rewrite of a Program before it is
+// rendered (tinygrad's codegen/decomp), so that every dialect that needs them gets the same ops
+// and no renderer spells them. The C-style renderers' shared semantics that are not ops of the IR
+// (16-bit float codecs, float exp2, float -> integer saturation) are in render.hpp's CStyle.
 
 // ---- tg/codegen/ir.hpp ----
 #ifndef TG_SI_TG_CODEGEN_IR_HPP
 #define TG_SI_TG_CODEGEN_IR_HPP
 // The linear kernel program: what `lower` produces and every renderer (and the reference
 // interpreter) consumes. Values are referred to by their index in `ops`.
-
-// ---- tg/util/text.hpp ----
-#ifndef TG_SI_TG_UTIL_TEXT_HPP
-#define TG_SI_TG_UTIL_TEXT_HPP
-// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
-
-namespace tg {
-
-class Text {
-public:
-  constexpr Text& operator<<(std::string_view s) {
-    buf_.insert(buf_.end(), s.begin(), s.end());
-    return *this;
-  }
-  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
-  constexpr Text& operator<<(char c) {
-    buf_.push_back(c);
-    return *this;
-  }
-  constexpr Text& operator<<(std::int64_t v) {
-    if (v < 0) {
-      buf_.push_back('-');
-      return write_unsigned(0 - static_cast<std::uint64_t>(v));
-    }
-    return write_unsigned(static_cast<std::uint64_t>(v));
-  }
-  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
-  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
-  constexpr Text& write_unsigned(std::uint64_t v) {
-    char tmp[24];
-    int n = 0;
-    do {
-      tmp[n++] = char('0' + v % 10);
-      v /= 10;
-    } while (v);
-    while (n) buf_.push_back(tmp[--n]);
-    return *this;
-  }
-  constexpr Text& hex(std::uint64_t v) {
-    constexpr char digits[] = "0123456789abcdef";
-    char tmp[17];
-    int n = 0;
-    do {
-      tmp[n++] = digits[v & 15];
-      v >>= 4;
-    } while (v);
-    while (n) buf_.push_back(tmp[--n]);
-    return *this;
-  }
-  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
-  constexpr Text& literal(double d) {
-    if (d != d) return *this << "NAN";
-    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
-    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
-    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
-      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
-      return *this << std::int64_t(d) << ".0";
-    }
-    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
-    if (bits >> 63) buf_.push_back('-');
-    int exp = int((bits >> 52) & 0x7ff);
-    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
-    *this << (exp ? "0x1." : "0x0.");
-    // 13 hex digits of mantissa, trailing zeros trimmed
-    char tmp[13];
-    for (int k = 12; k >= 0; --k) {
-      tmp[k] = "0123456789abcdef"[mant & 15];
-      mant >>= 4;
-    }
-    int last = 12;
-    while (last > 0 && tmp[last] == '0') --last;
-    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
-    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
-  }
-  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
-  constexpr std::size_t size() const { return buf_.size(); }
-  constexpr const std::vector<char>& chars() const { return buf_; }
-
-private:
-  std::vector<char> buf_;
-};
-
-/// FNV-1a, 64 bit: stable hashes for cache keys.
-constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_UTIL_TEXT_HPP
 
 namespace tg {
 
@@ -1413,7 +1957,7 @@ enum class UKind : std::uint8_t {
   AccAssign, // src0 acc, src1 value: acc = op(acc, value)
   Alu,       // op with 1..3 sources
   Reduce,    // (lowering only) op over src0 within ranges `ranges`
-  // GPU programs only (made by gpu_program, codegen/gpu.hpp; the CPU path never sees them):
+  // GPU programs only (made by gpu_program, codegen/gpu_program.hpp; the CPU path never sees them):
   Special,     // a launch index; arg: GpuIndex
   If,          // src0 condition; the ops up to the matching EndIf run when it holds
   EndIf,       // src0: its If
@@ -1428,8 +1972,8 @@ enum class UKind : std::uint8_t {
   VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
 };
 
-/// The largest panel the CPU device's pack_panels copies into a local array (codegen/pack.hpp);
-/// the lowering counts on it (LowerOptions::packs_strided).
+/// The largest panel the CPU device's pack_panels copies into a local array
+/// (codegen/pack_panels.hpp); the lowering counts on it (LowerOptions::packs_strided).
 inline constexpr std::int64_t kPackBytes = 256 * 1024;
 
 /// What a Special UOp reads (GPU programs).
@@ -1459,7 +2003,7 @@ struct Program {
   /// Its reduction split into this many partial accumulators (LowerOptions::split_reduce): the C
   /// compiler may vectorize that loop, as each vector lane keeps its own sum in order.
   int reduce_split = 1;
-  // GPU launch shape, set by gpu_program (codegen/gpu.hpp); local == 0 on CPU programs.
+  // GPU launch shape, set by gpu_program (codegen/gpu_program.hpp); local == 0 on CPU programs.
   int local = 0;                    // threads per work-group (a power of two)
   bool grouped = false;             // a work-group shares one item and splits its reductions
   std::int64_t items_per_outer = 1; // inner output loops flattened into the item index
@@ -1522,7 +2066,7 @@ constexpr Text dump(const Program& p) {
       if (s >= 0) t << " %" << s;
     if (u.kind == UKind::Const) {
       if (is_float(u.dtype))
-        t << ' ' << std::int64_t(u.value.f * 1000) << "e-3";
+        (t << ' ').literal(u.value.f); // exact (and inf, nan), so dumps tell constants apart
       else
         t << ' ' << u.value.i;
     }
@@ -1535,6 +2079,397 @@ constexpr Text dump(const Program& p) {
 
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_IR_HPP
+
+namespace tg {
+
+/// What a target needs spelled out.
+struct DecomposeOptions {
+  /// Integer division and remainder defined for every divisor, as INTERP defines them: x / 0 == 0,
+  /// x % 0 == 0, x / -1 == -x (wrapping), x % -1 == 0. GPUs leave x / 0 (and INT_MIN / -1)
+  /// undefined; the CPU's C keeps the plain operators, as before.
+  bool safe_int_div = false;
+
+  /// The GPU dialects' needs (CUDA, GLSL).
+  static constexpr DecomposeOptions gpu() {
+    DecomposeOptions o;
+    o.safe_int_div = true;
+    return o;
+  }
+  /// Whether the pass has anything to do.
+  constexpr bool any() const { return safe_int_div; }
+};
+
+namespace detail {
+/// Whether op k is a divisor that needs no guard: a constant other than 0 and -1, or one this pass
+/// made (where(k == 0 [|| k == -1], 1, k)), so that decomposing twice changes nothing.
+constexpr bool plain_divisor(const Program& p, int k) {
+  const UOp& b = p.ops[std::size_t(k)];
+  if (b.kind == UKind::Const) return b.value.i != 0 && (is_unsigned(b.dtype) || b.value.i != -1);
+  auto op = [&](int i) -> const UOp& { return p.ops[std::size_t(i)]; };
+  auto tests = [&](int i, int x, std::int64_t v) { // op i is x == v
+    return op(i).kind == UKind::Alu && op(i).op == Op::CmpEq && op(i).src[0] == x &&
+           op(op(i).src[1]).kind == UKind::Const && op(op(i).src[1]).value.i == v;
+  };
+  if (b.kind != UKind::Alu || b.op != Op::Where || op(b.src[1]).kind != UKind::Const ||
+      op(b.src[1]).value.i != 1)
+    return false;
+  const UOp& c = op(b.src[0]);
+  return tests(b.src[0], b.src[2], 0) ||
+         (c.kind == UKind::Alu && c.op == Op::Or && tests(c.src[0], b.src[2], 0) &&
+          tests(c.src[1], b.src[2], -1));
+}
+} // namespace detail
+
+/// The program with the operations `o` asks for written as simpler ones (unchanged if none).
+constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
+  if (!o.safe_int_div) return p;
+  detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
+  auto constant = [&](DType d, std::int64_t v) {
+    return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
+  };
+  auto alu = [&](Op op, DType d, int a, int b = -1, int c = -1) {
+    return rw.add(UOp{UKind::Alu, op, d, {a, b, c}, {}, -1, {}});
+  };
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    UOp r = rw.remapped(u);
+    for (int& k : r.ranges) k = rw.map[std::size_t(k)];
+    const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
+    if (u.kind != UKind::Alu || (u.op != Op::Div && u.op != Op::Mod) || !is_int(d) ||
+        detail::plain_divisor(p, u.src[1])) {
+      rw.map[i] = rw.add(std::move(r));
+      continue;
+    }
+    // x op (b == 0 || b == -1 ? 1 : b), then the results INTERP gives for 0 and -1: x % 1 == 0 is
+    // already right, x / 1 == x becomes 0 or -x
+    const bool sign = !is_unsigned(d);
+    const int a = r.src[0], b = r.src[1];
+    const int zero = alu(Op::CmpEq, DType::Bool, b, constant(d, 0));
+    const int minus = sign ? alu(Op::CmpEq, DType::Bool, b, constant(d, -1)) : -1;
+    const int bad = sign ? alu(Op::Or, DType::Bool, zero, minus) : zero;
+    int q = alu(u.op, u.dtype, a, alu(Op::Where, d, bad, constant(d, 1), b));
+    if (u.op == Op::Div) {
+      if (sign) { // -x wrapping around (-INT_MIN == INT_MIN): negated as a uint64
+        const int n =
+            alu(Op::Cast, d, alu(Op::Neg, DType::UInt64, alu(Op::Cast, DType::UInt64, q)));
+        q = alu(Op::Where, u.dtype, minus, n, q);
+      }
+      q = alu(Op::Where, u.dtype, zero, constant(u.dtype, 0), q);
+    }
+    rw.map[i] = q;
+  }
+  Program out = p;
+  out.ops = std::move(rw.out);
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_DECOMPOSE_HPP
+
+// ---- tg/codegen/gpu_program.hpp ----
+#ifndef TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
+#define TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
+// gpu_program: a lowered Program -> the same program shaped for a GPU launch, shared by every GPU
+// dialect (GLSL, CUDA). The parallel outer loop (a Range over the Bound start/end) becomes the
+// work item of each thread with a bounds check (Special + If); the inner output loops with constant
+// sizes are flattened into the item index; and when there are few items and long reductions, a
+// whole work-group shares one item: each reduction's loop is split across the group's lanes
+// (start = lane, step = local) and combined through local memory (GroupReduce), and only lane 0
+// stores. The CPU path never calls this; INTERP cannot run its output (Special, GroupReduce).
+
+namespace tg {
+
+struct GpuOptions {
+  int local = 256;      // threads per work-group (rounded down to a power of two)
+  int max_local = 1024; // the device's limit
+  int grouped = -1;     // -1: decide; 0: never; 1: whenever the program reduces
+  int per_thread = 8;   // items a thread runs in a kernel without reductions of 2^20 items or more
+};
+
+namespace detail {
+
+constexpr int floor_pow2(std::int64_t x) {
+  int r = 1;
+  while (std::int64_t(r) * 2 <= x && r < (1 << 30)) r *= 2;
+  return r;
+}
+
+struct GpuRewriter : ProgramRewriter {
+  constexpr int special(GpuIndex g) {
+    return add(UOp{UKind::Special, Op::Add, DType::Int64, {-1, -1, -1}, {}, int(g), {}});
+  }
+  constexpr bool is_const(int old) const { return in.ops[std::size_t(old)].kind == UKind::Const; }
+  constexpr std::int64_t ival(int old) const { return in.ops[std::size_t(old)].value.i; }
+};
+
+} // namespace detail
+
+/// The program shaped for a GPU launch of `items` = outer * items_per_outer work items, in
+/// work-groups of `local` threads (one item per thread, or per work-group when `grouped`).
+constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
+  const std::vector<UOp>& ops = p.ops;
+  const std::size_t n = ops.size();
+  // Which ranges belong to a reduction (opened between a DefineAcc and its AccAssign).
+  std::vector<int> reduction_of(n, -1); // Range -> its DefineAcc
+  std::vector<int> end_of(n, -1);       // Range -> its EndRange
+  int outer = -1;
+  {
+    std::vector<int> open_accs, stack;
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = ops[i];
+      if (u.kind == UKind::DefineAcc) open_accs.push_back(int(i));
+      // an AccAssign closes its accumulator (the lanes of an upcast kernel close several)
+      if (u.kind == UKind::AccAssign)
+        for (std::size_t k = 0; k < open_accs.size(); ++k)
+          if (open_accs[k] == u.src[0]) open_accs.erase(open_accs.begin() + std::ptrdiff_t(k));
+      if (u.kind == UKind::Range) {
+        stack.push_back(int(i));
+        if (!open_accs.empty()) reduction_of[i] = open_accs.back();
+        if (outer < 0 && ops[std::size_t(u.src[0])].kind == UKind::Bound) outer = int(i);
+      }
+      if (u.kind == UKind::EndRange) end_of[std::size_t(u.src[0])] = int(i);
+    }
+  }
+  if (outer < 0) throw graph_error{"gpu_program: the program has no outer loop"};
+  // Inner output loops: flattened into the item when all of them have constant sizes.
+  std::vector<int> inner;
+  std::int64_t m = 1;
+  bool flatten = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = ops[i];
+    if (u.kind != UKind::Range || int(i) == outer || reduction_of[i] >= 0) continue;
+    inner.push_back(int(i));
+    const UOp& s = ops[std::size_t(u.src[0])];
+    const UOp& e = ops[std::size_t(u.src[1])];
+    if (s.kind != UKind::Const || s.value.i != 0 || e.kind != UKind::Const || u.src[2] >= 0 ||
+        e.value.i <= 0)
+      flatten = false;
+    else
+      m *= e.value.i;
+  }
+  if (!flatten) m = 1;
+  // Reductions: the longest one decides whether a work-group shares an item.
+  bool reduces = false;
+  std::int64_t longest = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ops[i].kind != UKind::DefineAcc) continue;
+    reduces = true;
+    std::int64_t len = 1;
+    for (std::size_t r = 0; r < n; ++r)
+      if (reduction_of[r] == int(i)) {
+        const UOp& e = ops[std::size_t(ops[r].src[1])];
+        len *= e.kind == UKind::Const ? e.value.i : 4096; // a symbolic size counts as long
+      }
+    if (len > longest) longest = len;
+  }
+  std::int64_t items = p.outer.is_const() ? p.outer.constant() * m : std::int64_t(1) << 40;
+  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256));
+  int local = detail::floor_pow2(o.local < 1 ? 1 : o.local);
+  if (local > o.max_local) local = detail::floor_pow2(o.max_local);
+  if (grouped && longest < local)
+    local = std::max(std::min(local, 32), detail::floor_pow2(longest));
+
+  // A kernel without reductions over many items runs 8 of them a thread, a work-group's width
+  // apart (loads stay coalesced): each thread then has 8 loads in flight, which brings an
+  // elementwise kernel to a device-to-device copy's speed (docs/performance.md).
+  const std::int64_t per_thread =
+      !reduces && p.outer.is_const() && items >= (std::int64_t(1) << 20) && o.per_thread > 1
+          ? o.per_thread
+          : 1;
+
+  detail::GpuRewriter w{{p, {}, std::vector<int>(n, -1)}};
+  int item = w.special(GpuIndex::Item);
+  int lane = grouped ? w.special(GpuIndex::Lane) : -1;
+  int lane0 = grouped ? w.alu(Op::CmpEq, DType::Bool, lane, w.cint(0)) : -1;
+  std::vector<int> skip_end(n, 0);      // EndRange ops that vanish (flattened loops)
+  std::vector<int> reduce_after(n, -1); // EndRange -> the DefineAcc to combine after it
+  std::vector<int> loop(n, -1);         // Range -> the loop that replaced it
+  // Declarations first (buffers, launch values, constants), then the bounds check, so that
+  // everything else, including work outside the outer loop, runs once per item in range.
+  for (std::size_t i = 0; i < n; ++i) {
+    UKind k = ops[i].kind;
+    if (k == UKind::Param || k == UKind::Bound || k == UKind::VarParam || k == UKind::Const)
+      w.map[i] = w.add(ops[i]);
+  }
+  int rem = -1, if_outer = -1, thread_loop = -1;
+  if (per_thread > 1) {
+    thread_loop = w.add(
+        UOp{UKind::Range, Op::Add, DType::Int64, {w.cint(0), w.cint(per_thread), -1}, {}, -1, {}});
+    item = w.alu(Op::Add, DType::Int64, item,
+                 w.alu(Op::Mul, DType::Int64, thread_loop, w.cint(local)));
+  }
+  {
+    const UOp& u = ops[std::size_t(outer)];
+    int q = item;
+    if (m > 1) {
+      int mm = w.cint(m);
+      q = w.alu(Op::Div, DType::Int64, item, mm);
+      rem = w.alu(Op::Mod, DType::Int64, item, mm);
+    }
+    int idx = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], q);
+    int ok = w.alu(Op::CmpLt, DType::Bool, idx, w.map[std::size_t(u.src[1])]);
+    if_outer = w.add(UOp{UKind::If, Op::Add, DType::Bool, {ok, -1, -1}, {}, -1, {}});
+    w.map[std::size_t(outer)] = idx;
+    skip_end[std::size_t(end_of[std::size_t(outer)])] = 1;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = ops[i];
+    if (w.map[i] >= 0)
+      continue; // a declaration, the outer loop, or folded into a flattened reduction loop
+    if (u.kind == UKind::Range && reduction_of[i] < 0 && m > 1) { // a flattened inner output loop
+      std::int64_t stride = 1;
+      bool after = false;
+      for (int r : inner) {
+        if (after) stride *= w.ival(ops[std::size_t(r)].src[1]);
+        if (r == int(i)) after = true;
+      }
+      int x = rem;
+      if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
+      if (stride * w.ival(u.src[1]) < m)
+        x = w.alu(Op::Mod, DType::Int64, x, w.cint(w.ival(u.src[1])));
+      w.map[i] = x;
+      skip_end[std::size_t(end_of[i])] = 1;
+      continue;
+    }
+    if (u.kind == UKind::Range && reduction_of[i] >= 0 && grouped) {
+      int acc = reduction_of[i];
+      bool first = i > 0 && (ops[i - 1].kind == UKind::DefineAcc && int(i - 1) == acc);
+      if (first) {
+        // Every range of this reduction, outermost first; flattened into one strided loop when
+        // their sizes are constant, else only this (outermost) loop is split across the lanes.
+        std::vector<int> rs;
+        bool all_const = true;
+        for (std::size_t r = i; r < n; ++r)
+          if (reduction_of[r] == acc) {
+            rs.push_back(int(r));
+            const UOp& ru = ops[r];
+            if (!w.is_const(ru.src[0]) || w.ival(ru.src[0]) != 0 || !w.is_const(ru.src[1]) ||
+                ru.src[2] >= 0)
+              all_const = false;
+          }
+        int step = w.cint(local);
+        if (all_const && rs.size() > 1) {
+          std::int64_t total = 1;
+          for (int r : rs) total *= w.ival(ops[std::size_t(r)].src[1]);
+          int f = w.add(
+              UOp{UKind::Range, Op::Add, DType::Int64, {lane, w.cint(total), step}, {}, u.arg, {}});
+          std::int64_t stride = total;
+          for (int r : rs) {
+            std::int64_t ext = w.ival(ops[std::size_t(r)].src[1]);
+            stride /= ext;
+            int x = f;
+            if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
+            if (stride * ext < total) x = w.alu(Op::Mod, DType::Int64, x, w.cint(ext));
+            w.map[std::size_t(r)] = x;
+            if (r != int(i)) skip_end[std::size_t(end_of[std::size_t(r)])] = 1;
+          }
+          loop[i] = f; // the first range's EndRange closes the strided loop
+          reduce_after[std::size_t(end_of[i])] = acc;
+          continue;
+        }
+        int start = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], lane);
+        UOp r = u;
+        r.src = {start, w.map[std::size_t(u.src[1])], step};
+        w.map[i] = w.add(r);
+        reduce_after[std::size_t(end_of[i])] = acc;
+        continue;
+      }
+    }
+    if (u.kind == UKind::EndRange && skip_end[i] == 1) continue;
+    if (u.kind == UKind::Store && grouped) {
+      int g = w.add(UOp{UKind::If, Op::Add, DType::Bool, {lane0, -1, -1}, {}, -1, {}});
+      w.map[i] = w.add(w.remapped(u));
+      w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {g, -1, -1}, {}, -1, {}});
+      continue;
+    }
+    UOp c = w.remapped(u);
+    if (u.kind == UKind::EndRange && loop[std::size_t(u.src[0])] >= 0)
+      c.src[0] = loop[std::size_t(u.src[0])];
+    w.map[i] = w.add(c);
+    if (u.kind == UKind::EndRange && reduce_after[i] >= 0) {
+      // every accumulator of this loop: the lanes of an upcast kernel define theirs right before it
+      int first_acc = reduce_after[i];
+      while (first_acc > 0 && ops[std::size_t(first_acc - 1)].kind == UKind::DefineAcc) --first_acc;
+      for (int a = first_acc; a <= reduce_after[i]; ++a)
+        w.add(UOp{UKind::GroupReduce,
+                  ops[std::size_t(a)].op,
+                  ops[std::size_t(a)].dtype,
+                  {w.map[std::size_t(a)], -1, -1},
+                  {},
+                  -1,
+                  {}});
+    }
+  }
+  w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {if_outer, -1, -1}, {}, -1, {}});
+  if (thread_loop >= 0)
+    w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {thread_loop, -1, -1}, {}, -1, {}});
+  Program r;
+  r.ops = std::move(w.out);
+  r.params = p.params;
+  r.vars = p.vars;
+  r.outer = p.outer;
+  r.work = p.work;
+  r.name = p.name;
+  r.local = local;
+  r.grouped = grouped;
+  r.items_per_outer = m;
+  r.per_thread = per_thread;
+  return r;
+}
+
+} // namespace tg
+
+namespace tg {
+
+/// One launch of a GPU program: the item it starts at and its grid of work-groups.
+struct GpuDispatch {
+  std::int64_t base = 0;                // first item (the kernel adds group * local + lane)
+  std::array<std::int64_t, 3> groups{}; // work-groups in x, y, z
+};
+
+/// The launches that cover every item of `p` for an outer size of `outer`, within the device's
+/// limits on work-groups per dimension (e.g. 65,535): the grid spills from x into y and z, and
+/// past what one grid holds into further launches. Work-groups past the last item exit early.
+constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t outer,
+                                                  std::array<std::int64_t, 3> max_groups) {
+  std::vector<GpuDispatch> out;
+  const std::int64_t items = outer * p.items_per_outer;
+  if (items <= 0) return out;
+  const std::int64_t per_group = p.grouped ? 1 : p.local * p.per_thread;
+  const std::int64_t groups = (items + per_group - 1) / per_group;
+  for (auto& m : max_groups)
+    if (m < 1) m = 1;
+  for (std::int64_t first = 0; first < groups;) {
+    std::int64_t left = groups - first;
+    GpuDispatch d;
+    d.base = first * per_group;
+    d.groups[0] = left < max_groups[0] ? left : max_groups[0];
+    std::int64_t y = (left + d.groups[0] - 1) / d.groups[0];
+    d.groups[1] = y < max_groups[1] ? y : max_groups[1];
+    std::int64_t z = (left + d.groups[0] * d.groups[1] - 1) / (d.groups[0] * d.groups[1]);
+    d.groups[2] = z < max_groups[2] ? z : max_groups[2];
+    out.push_back(d);
+    first += d.groups[0] * d.groups[1] * d.groups[2];
+  }
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
+
+// ---- tg/codegen/lower.hpp ----
+#ifndef TG_SI_TG_CODEGEN_LOWER_HPP
+#define TG_SI_TG_CODEGEN_LOWER_HPP
+// lower: Kernel -> linear program. Walks the kernel's expression from its root, carrying the
+// movement ops between the loop indices and each node (views are pushed down to the loads);
+// merges loop axes that every access walks contiguously; then places every value in the
+// outermost loop it depends on (linearize).
+
+// ---- tg/codegen/builder.hpp ----
+#ifndef TG_SI_TG_CODEGEN_BUILDER_HPP
+#define TG_SI_TG_CODEGEN_BUILDER_HPP
+// A hash-consed builder of UOps that folds constants and simplifies index arithmetic using the
+// value ranges of integers (so a contiguous kernel's index is just its loop variable).
 
 namespace tg {
 
@@ -1761,6 +2696,15 @@ private:
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_BUILDER_HPP
 
+// ---- tg/codegen/opt.hpp ----
+#ifndef TG_SI_TG_CODEGEN_OPT_HPP
+#define TG_SI_TG_CODEGEN_OPT_HPP
+// opt: the optimizer's choices for one kernel — register tiles (upcast lanes and rows), split
+// accumulators, packed operands, loop order, GPU tiles — made from what the lowering found out
+// about the kernel's loops and loads (KernelFacts), under LowerOptions. lower (lower.hpp) asks
+// choose() and builds the program it chose; TG_BEAM (engine/beam.hpp) searches over the options.
+// The measurements behind each default are in docs/performance.md.
+
 namespace tg {
 
 /// Choices the lowering makes beyond correctness (TG_OPT=0 turns them off).
@@ -1772,8 +2716,7 @@ struct LowerOptions {
   /// With an upcast last axis, a reduction whose loads include one that every index of the
   /// axis before it reads alike (matmul's right operand) also computes this many consecutive
   /// outputs of that axis: a register tile of upcast_rows x upcast lanes, each load shared by a
-  /// row or a column of it (4 x 16 took matmul from 18 to 48 GFLOP/s a core; larger tiles were
-  /// no longer vectorized by GCC).
+  /// row or a column of it (larger tiles were no longer vectorized by GCC).
   int upcast_rows = 4;
   /// A kernel whose one reduction runs along an axis that every load inside it reads
   /// contiguously (a row of a softmax, a layer norm, a sum over the last axis) splits it into up
@@ -1786,15 +2729,11 @@ struct LowerOptions {
   /// A register-tiled reduction whose shared operand (reduce length x columns x 4 bytes) is
   /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
   /// every row tile then reads the same column panel of that operand, which the CPU device
-  /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
-  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 128 KiB: on
-  /// one core (thread CPU time, alternated runs) sgemm 256³ (a 256 KiB operand) took 0.33 ms in
-  /// this order against 0.39-0.41 in the other, bmm 16x256³ 6.1 against 8.0 ms, and the MLP
-  /// training step 2.10-2.24 against 2.40-2.51 ms; at 512 KiB (an L2) its 256-wide products
-  /// streamed their operands from L2 once per row tile.
+  /// copies into a contiguous array once per column tile (pack_panels), instead of streaming the
+  /// whole operand from memory once per row tile.
   std::int64_t panel_bytes = std::int64_t(1) << 17;
-  /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
-  /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
+  /// Upcast lanes of a reduction without a register tile, when they are contiguous: a sum over
+  /// axis 0 then reads a longer run of each row it visits and crosses fewer pages.
   int wide_upcast = 64;
   /// A kernel without reductions that reads its index through a reshape of a view the reshape
   /// cannot merge into (im2col's columns [R, K] from a masked [N, OH, OW, C, KH, KW] window view)
@@ -1803,8 +2742,7 @@ struct LowerOptions {
   bool refine_views = true;
   /// In a kernel without reductions, its last two axes when a view masks them and they are at
   /// most this long (a convolution's kernel taps) are unrolled: every mask then folds to a
-  /// constant, and the loads a lane can never read vanish (im2col's columns: 9 gated loads per
-  /// element became 1).
+  /// constant, and the loads a lane can never read vanish.
   int unroll_masked = 8;
   /// A reduction over at most this many elements (a 2 x 2 or 3 x 3 pooling window), unless it
   /// is a product with a shared operand (a matmul), is unrolled: one expression over its loads,
@@ -1814,15 +2752,13 @@ struct LowerOptions {
   /// A kernel without reductions whose output's last axis one load reads with a stride, and the
   /// axis before it contiguously (a transpose), computes tiles of this many x this many outputs:
   /// the tile's loads then read whole runs of that operand's rows, where one output row read one
-  /// element from each of its rows (the MLP step's [784, 256] -> [256, 784] gradient copy, rows
-  /// 1 KiB apart in a few L1 sets: 600 us).
+  /// element from each of its rows (rows a power of two apart fall in a few L1 sets).
   int transpose_tile = 8;
   /// Lanes (columns) of a float32 register tile of a product whose epilogue loads nothing per row
   /// (a bias at most), when the output's last axis divides by them and the tile's order stays
   /// the same (more than `upcast` only where the C compiler has 32 vector registers: the CPU
-  /// device on AVX-512, Device::tile_lanes). 4 x 32 is 16 accumulators of 8 floats; on a Zen 4 with
-  /// AVX-512 it took sgemm 2048² from 92-97 to 86-88 ms and 1024² from 11.4-11.6 to 10.6-10.7 (best
-  /// of 7; the left operand streams half as often); 4 x 16 leaves 8, FMA latency-bound.
+  /// device on AVX-512, Target::cpu(32)). 4 x 32 is 16 accumulators of 8 floats; 4 x 16 leaves 8,
+  /// FMA latency-bound.
   int tile_lanes = 16;
   /// On a GPU (set by for_gpu), a product whose two operands are each shared along one output
   /// axis (a matmul: the left one along the columns, the right one along the rows) computes up
@@ -1830,9 +2766,7 @@ struct LowerOptions {
   /// the axis over its size (row r of rows R is r * M / R + i): neighbouring threads then still
   /// load neighbouring elements of the right operand for every column of their tiles, while each
   /// load feeds a whole row or column of the tile. Tiles shrink until the kernel keeps at least
-  /// gpu_tile_threads threads (TG_GPU_TILE and TG_GPU_TILE_THREADS override both). On an H200,
-  /// sgemm 4096² took 27.0 ms with no tile, 10.6 with 2 x 2, 8.9 with 8 x 8; sgemm 1024² 0.386 ms
-  /// with none, 0.189 with 2 x 2 (262,144 threads), 0.213 with 4 x 4 (65,536 threads).
+  /// gpu_tile_threads threads (TG_GPU_TILE and TG_GPU_TILE_THREADS override both).
   int gpu_tile = 1;
   std::int64_t gpu_tile_threads = std::int64_t(1) << 18;
 
@@ -1852,8 +2786,7 @@ struct LowerOptions {
   /// These choices for a device without register tiles (a GPU): one output per thread, and its
   /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling). Upcast
   /// lanes would make each thread read a run of a row that its warp's neighbours read next to
-  /// it: 32 cache lines per load instruction, and a sixteenth of the threads (sgemm 1024² on an
-  /// H200: 2.19 ms with 16 lanes; TG_BEAM found 0.39 ms among narrower ones).
+  /// it: 32 cache lines per load instruction, and a sixteenth of the threads.
   constexpr LowerOptions for_gpu() const {
     LowerOptions o = *this;
     o.gpu_tile = upcast > 1 ? 8 : 1; // (not with every choice off)
@@ -1872,6 +2805,149 @@ struct LowerOptions {
     return o;
   }
 };
+
+/// What the lowering found out about one reduction of a kernel.
+struct ReductionFacts {
+  bool hoisted = false;          // computed once per element of its own result (a row's max)
+  std::int64_t inner = 0;        // its innermost merged loop's length (0: symbolic)
+  bool inner_contiguous = false; // every load inside it reads that loop contiguously or not at all
+  DType dtype = DType::Float32;
+};
+
+/// What the lowering found out about a kernel that its choices depend on: its merged output
+/// loops, its reductions, and how its loads walk the last output axis ("last") and the one
+/// before it ("row").
+struct KernelFacts {
+  Shape loops;
+  std::vector<ReductionFacts> reductions;
+  SInt reduce_length;                           // of reductions[0]: the product of its merged loops
+  bool shared_last = false, shared_row = false; // a load inside a reduction reads one element
+                                                // along the axis (and varies along another)
+  bool contiguous_last = false; // every load inside a reduction reads "last" contiguously
+  bool packable_last = false;   // ... or with a constant stride that pack_panels can copy
+  bool masked_last = false, masked_row = false; // a view masks part of the axis
+  bool transposed = false;          // a load reads "last" with a stride and "row" contiguously
+  bool row_shared_epilogue = false; // every load outside the reductions is one for all rows
+};
+
+/// The choices for a kernel.
+struct Choices {
+  bool pack_strided = false;        // a tile reads its shared operand strided (packs_strided)
+  std::vector<std::int64_t> splits; // per reduction: partial accumulators (split_reduce)
+  std::int64_t split = 1;           // the aligned reduction's
+  std::int64_t lanes = 1, rows = 1; // the register tile: rows x lanes outputs
+  bool strided_tile = false;        // a GPU's tile (gpu_tile)
+  bool panel = false;               // column tiles outermost (panel_bytes)
+};
+
+namespace detail {
+/// The largest power of two up to `most` that divides d (1 if d is symbolic).
+constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
+  if (d.is_const())
+    for (std::int64_t w = most; w >= 2; w /= 2)
+      if (d.constant() % w == 0) return w;
+  return 1;
+}
+} // namespace detail
+
+/// The choices for a kernel with these facts under these options.
+constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
+  using detail::divisor;
+  Choices c;
+  const Shape& m = f.loops;
+  const std::size_t n = m.size(), row = n - 2;
+  std::size_t aligned = 0;
+  for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
+  const bool one_aligned = f.reductions.size() == 1 && !f.reductions[0].hoisted;
+  const bool float_reduction = !f.reductions.empty() && f.reductions[0].dtype == DType::Float32;
+  // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
+  // LowerOptions::packs_strided); that tile, not split accumulators, then.
+  c.pack_strided = n >= 2 && one_aligned && m.back().is_const() && f.reduce_length.is_const() &&
+                   divisor(m[row], o.upcast_rows) > 1 && f.shared_row &&
+                   o.packs_strided(f.reduce_length.constant(), m.back().constant()) &&
+                   !f.contiguous_last;
+  const bool lanes_contiguous = c.pack_strided ? f.packable_last : f.contiguous_last;
+  for (const ReductionFacts& r : f.reductions) {
+    std::int64_t w = 1;
+    if (o.split_reduce >= 4 && (r.hoisted || aligned == 1) && !c.pack_strided && r.inner >= 64) {
+      w = divisor(r.inner, o.split_reduce);
+      if (w < 4 || !r.inner_contiguous) w = 1;
+    }
+    c.splits.push_back(w);
+    if (!r.hoisted) c.split = w; // (1 unless it is the one aligned reduction)
+  }
+  auto masked_small = [&](std::size_t axis, bool masked) { // (LowerOptions::unroll_masked)
+    return axis < n && m[axis].is_const() && m[axis].constant() >= 2 &&
+           m[axis].constant() <= o.unroll_masked && masked;
+  };
+  auto transposed = [&] { // (LowerOptions::transpose_tile)
+    const std::int64_t t = o.transpose_tile;
+    return t >= 2 && n >= 2 && m[n - 1].is_const() && m[n - 2].is_const() &&
+           m[n - 1].constant() % t == 0 && m[n - 2].constant() % t == 0 && f.transposed;
+  };
+  // Upcast the last output axis of a reduction kernel when it divides evenly, and the one before
+  // it for a register tile when a load is shared along it.
+  std::int64_t lanes = 1, rows = 1;
+  if (c.split == 1 && aligned > 0 && m.back().is_const()) {
+    const std::int64_t size = m.back().constant();
+    lanes = divisor(m.back(), o.upcast);
+    if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
+      lanes = size <= o.upcast ? std::max<std::int64_t>(size, 1) : 1;
+    else if (lanes > 4 && !lanes_contiguous)
+      lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
+  } else if (f.reductions.empty() && masked_small(n - 1, f.masked_last)) {
+    lanes = m.back().constant();
+    if (n >= 2 && masked_small(row, f.masked_row) && lanes * m[row].constant() <= 16)
+      rows = m[row].constant();
+  } else if (f.reductions.empty() && transposed()) {
+    lanes = rows = o.transpose_tile;
+  }
+  if (lanes >= 8 && n >= 2 && one_aligned && f.shared_row && lanes_contiguous)
+    rows = divisor(m[row], o.upcast_rows);
+  if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue && float_reduction) {
+    const std::int64_t wide = divisor(m.back(), o.tile_lanes);
+    const SInt& k = f.reduce_length;
+    if (wide > lanes && (!k.is_const() || !o.panel_order(k.constant(), m.back().constant()) ||
+                         m.back().constant() / wide >= 8))
+      lanes = wide;
+  }
+  // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
+  // then reads longer runs of each row it visits; with 32 vector registers (tile_lanes), float32
+  // lanes widen 4x more while at least 8 column blocks are left to share among threads
+  if (rows == 1 && lanes == o.upcast && o.upcast > 1 && lanes_contiguous) {
+    lanes = std::max(lanes, divisor(m.back(), o.wide_upcast));
+    const std::int64_t wider = divisor(m.back(), 4 * o.wide_upcast);
+    if (o.tile_lanes >= 32 && o.wide_upcast > o.upcast && f.reductions.size() == 1 &&
+        float_reduction && wider > lanes && m.back().constant() / wider >= 8)
+      lanes = wider;
+  }
+  if (o.gpu_tile > 1 && rows == 1 && lanes == 1 && n >= 2 && one_aligned && m.back().is_const() &&
+      m[row].is_const() && f.shared_row && f.shared_last) { // see LowerOptions::gpu_tile
+    std::int64_t r = divisor(m[row], o.gpu_tile), cols = divisor(m.back(), o.gpu_tile);
+    const SInt outputs = prod(m);
+    const std::int64_t total = outputs.is_const() ? outputs.constant() : outputs.max_value();
+    while (r * cols > 1 && total / (r * cols) < o.gpu_tile_threads) (cols >= r ? cols : r) /= 2;
+    if (r * cols > 1) {
+      rows = r;
+      lanes = cols;
+      c.strided_tile = true;
+    }
+  }
+  c.lanes = lanes;
+  c.rows = rows;
+  // A register tile whose shared operand (matmul's right one) outgrows the caches runs its column
+  // tiles outermost: each column panel of that operand then stays in cache while every row tile
+  // passes over it, instead of the whole operand streaming from memory once per row tile.
+  const std::int64_t column_tiles = lanes > 1 ? m.back().constant() / lanes : m.back().constant();
+  c.panel = rows > 1 && one_aligned && f.reduce_length.is_const() &&
+            o.panel_order(f.reduce_length.constant(), m.back().constant()) && column_tiles >= 8;
+  return c;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_OPT_HPP
+
+namespace tg {
 
 namespace detail {
 
@@ -1921,87 +2997,20 @@ public:
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
     bound1.arg = 1;
-    // upcast the last output axis of a reduction kernel when it divides evenly, and the one
-    // before it for a register tile when a load is shared along it
-    std::int64_t lanes = 1, rows = 1;
     std::size_t naligned = 0;
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) naligned += !hoisted_[r];
-    // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
-    // LowerOptions::packs_strided); that tile, not split accumulators along k, then.
-    strided_ok_ = m.size() >= 2 && reduce_nodes_.size() == 1 && !hoisted_[0] &&
-                  m.back().is_const() && prod(reduce_loops(0)).is_const() &&
-                  divisor(m[m.size() - 2], opt_.upcast_rows) > 1 && shared_along(m.size() - 2) &&
-                  opt_.packs_strided(prod(reduce_loops(0)).constant(), m.back().constant());
-    strided_ok_ = strided_ok_ && !lanes_contiguous(m.size() - 1, false);
-    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
-      splits_.push_back(split_width(r, naligned));
-      if (!hoisted_[r]) split_ = splits_[r]; // (1 unless it is the one aligned reduction)
-    }
-    if (split_ == 1 && naligned > 0 && m.back().is_const()) {
-      std::int64_t size = m.back().constant();
-      lanes = divisor(m.back(), opt_.upcast);
-      if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
-        lanes = size <= opt_.upcast ? std::max<std::int64_t>(size, 1) : 1;
-      else if (lanes > 4 && !lanes_contiguous(m.size() - 1))
-        lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
-    } else if (reduce_nodes_.empty() && masked_small(m, m.size() - 1)) {
-      lanes = m.back().constant();
-      if (m.size() >= 2 && masked_small(m, m.size() - 2) &&
-          lanes * m[m.size() - 2].constant() <= 16)
-        rows = m[m.size() - 2].constant();
-    } else if (reduce_nodes_.empty() && transposed(m)) {
-      lanes = rows = opt_.transpose_tile;
-    }
+    const Choices choice = choose(facts(m), opt_);
+    splits_ = choice.splits;
+    split_ = choice.split;
+    const std::int64_t lanes = choice.lanes, rows = choice.rows;
+    strided_tile_ = choice.strided_tile;
+    panel_ = choice.panel;
     std::size_t row_axis = m.size() - 2;
-    const bool one_aligned = reduce_nodes_.size() == 1 && !hoisted_[0];
-    if (lanes >= 8 && m.size() >= 2 && one_aligned && shared_along(row_axis) &&
-        lanes_contiguous(m.size() - 1))
-      rows = divisor(m[row_axis], opt_.upcast_rows);
-    if (rows > 1 && one_aligned && opt_.tile_lanes > lanes && row_shared_epilogue(row_axis) &&
-        g_[reduce_nodes_[0]].dtype == DType::Float32) {
-      const std::int64_t wide = divisor(m.back(), opt_.tile_lanes);
-      const SInt k = prod(reduce_loops(0));
-      if (wide > lanes && (!k.is_const() || !opt_.panel_order(k.constant(), m.back().constant()) ||
-                           m.back().constant() / wide >= 8))
-        lanes = wide;
-    }
-    // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
-    // then reads 256 bytes of each row it visits, not 64, and crosses 4x fewer pages
-    if (rows == 1 && lanes == opt_.upcast && opt_.upcast > 1 && lanes_contiguous(m.size() - 1)) {
-      lanes = std::max(lanes, divisor(m.back(), opt_.wide_upcast));
-      // With 32 vector registers (tile_lanes), float32 lanes widen 4x more, 1 KiB of each row,
-      // while at least 8 column blocks are left to share among threads: that sum over axis 0 went
-      // from 3.1-3.8 to 2.3-2.9 ms (alternated runs; 128 lanes: 2.7-3.3).
-      const std::int64_t wider = divisor(m.back(), 4 * opt_.wide_upcast);
-      if (opt_.tile_lanes >= 32 && opt_.wide_upcast > opt_.upcast && reduce_nodes_.size() == 1 &&
-          g_[reduce_nodes_[0]].dtype == DType::Float32 && wider > lanes &&
-          m.back().constant() / wider >= 8)
-        lanes = wider;
-    }
-    if (opt_.gpu_tile > 1 && rows == 1 && lanes == 1 && m.size() >= 2 && one_aligned &&
-        m.back().is_const() && m[row_axis].is_const() && shared_along(row_axis) &&
-        shared_along(m.size() - 1)) { // see LowerOptions::gpu_tile
-      std::int64_t r = divisor(m[row_axis], opt_.gpu_tile), c = divisor(m.back(), opt_.gpu_tile);
-      const SInt outputs = prod(m);
-      const std::int64_t n = outputs.is_const() ? outputs.constant() : outputs.max_value();
-      while (r * c > 1 && n / (r * c) < opt_.gpu_tile_threads) (c >= r ? c : r) /= 2;
-      if (r * c > 1) {
-        rows = r;
-        lanes = c;
-        strided_tile_ = true;
-      }
-    }
     Shape loops = m;
     loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
     if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
-    // The loops in nesting order; the first is the parallel one. A register tile whose shared
-    // operand (matmul's right one) outgrows the caches runs its column tiles outermost: each
-    // column panel of that operand then stays in cache while every row tile passes over it,
-    // instead of the whole operand streaming from memory once per row tile.
+    // The loops in nesting order; the first is the parallel one (the column tiles in panel order).
     std::vector<std::size_t> order;
-    panel_ = rows > 1 && one_aligned && prod(reduce_loops(0)).is_const() &&
-             opt_.panel_order(prod(reduce_loops(0)).constant(), m.back().constant()) &&
-             loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
     for (std::size_t i = 0; i < loops.size(); ++i)
       if (!panel_ || i + 1 < loops.size()) order.push_back(i);
@@ -2029,8 +3038,7 @@ public:
       return b_.alu(Op::Add, DType::Int64, base, offset);
     };
     // Every lane's value first, then the stores: a store between two lanes' loads may alias
-    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all (a
-    // matmul with a bias epilogue ran at 5 instead of 46 GFLOP/s).
+    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all.
     std::vector<UOp> stores;
     for (lane_ = 0; lane_ < rows * lanes; ++lane_) {
       std::vector<int> idx = ranges;
@@ -2161,27 +3169,19 @@ private:
     }
     return true;
   }
-  /// Whether merged axis `axis` of loop shape m is short enough to unroll and a view masks part
-  /// of it (LowerOptions::unroll_masked).
-  constexpr bool masked_small(const Shape& m, std::size_t axis) const {
-    if (axis >= m.size() || !m[axis].is_const() || m[axis].constant() < 2 ||
-        m[axis].constant() > opt_.unroll_masked)
-      return false;
+  /// Whether a view masks part of merged output axis `axis` (LowerOptions::unroll_masked).
+  constexpr bool masked(std::size_t axis) const {
     for (const ShapeTracker& t : space_trackers_[0])
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
         if (out_groups_[d] == int(axis) && t.views.back().masked(d)) return true;
     return false;
   }
 
-  /// Whether the last two merged axes of loop shape m divide into transpose tiles and a load
-  /// reads the last one with a stride and the one before it contiguously
-  /// (LowerOptions::transpose_tile).
+  /// Whether a load reads the last merged axis of loop shape m with a stride and the one before
+  /// it contiguously (LowerOptions::transpose_tile).
   constexpr bool transposed(const Shape& m) const {
-    const std::int64_t t = opt_.transpose_tile;
     std::size_t n = m.size();
-    if (t < 2 || n < 2 || !m[n - 1].is_const() || !m[n - 2].is_const() || m[n - 1].constant() % t ||
-        m[n - 2].constant() % t)
-      return false;
+    if (n < 2) return false;
     std::size_t last = out_groups_.size(), before = out_groups_.size(); // innermost space axes
     for (std::size_t d = 0; d < out_groups_.size(); ++d) {
       if (out_groups_[d] == int(n - 1)) last = d;
@@ -2487,13 +3487,6 @@ private:
     for (int ax : n.axes) a.push_back(g_[n.src[0]].shape[std::size_t(ax)]);
     return a;
   }
-  /// The largest power of two up to `most` that divides d (1 if d is symbolic).
-  static constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
-    if (d.is_const())
-      for (std::int64_t w = most; w >= 2; w /= 2)
-        if (d.constant() % w == 0) return w;
-    return 1;
-  }
   /// The merged reduce loops of reduction r.
   constexpr Shape reduce_loops(std::size_t r) const {
     Shape full = kept_shape(r);
@@ -2511,24 +3504,47 @@ private:
       if (!reduced(n, d)) k.push_back(n.shape[d]);
     return k;
   }
-  /// How many partial accumulators the kernel's reduction splits into (LowerOptions::
-  /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
-  /// not at all) by every load inside it.
-  constexpr std::int64_t split_width(std::size_t r, std::size_t naligned) const {
-    if (opt_.split_reduce < 4 || (!hoisted_[r] && naligned != 1) || strided_ok_) return 1;
+  /// Whether every load inside reduction r reads its innermost merged loop contiguously, or not
+  /// at all (LowerOptions::split_reduce).
+  constexpr bool inner_contiguous(std::size_t r) const {
     Shape ra = reduce_loops(r);
-    if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
-    std::int64_t w = divisor(ra.back(), opt_.split_reduce);
-    if (w < 4) return 1;
+    if (ra.empty()) return false;
     std::size_t n = kept_shape(r).size(), inner = 0;
     const std::vector<int>& groups = reduce_groups_[r];
     for (std::size_t d = 0; d < groups.size(); ++d)
       if (groups[d] == int(ra.size()) - 1) inner = n + d;
     for (const ShapeTracker& t : space_trackers_[r + 1]) {
       const SInt& stride = t.views.back().strides[inner];
-      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return 1;
+      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return false;
     }
-    return w;
+    return true;
+  }
+  /// What choose() (opt.hpp) decides from, for merged output loops m.
+  constexpr KernelFacts facts(const Shape& m) const {
+    KernelFacts f;
+    f.loops = m;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      ReductionFacts rf;
+      rf.hoisted = hoisted_[r];
+      Shape ra = reduce_loops(r);
+      rf.inner = !ra.empty() && ra.back().is_const() ? ra.back().constant() : 0;
+      rf.inner_contiguous = inner_contiguous(r);
+      rf.dtype = g_[reduce_nodes_[r]].dtype;
+      f.reductions.push_back(rf);
+    }
+    if (!reduce_nodes_.empty()) f.reduce_length = prod(reduce_loops(0));
+    const std::size_t last = m.size() - 1;
+    f.shared_last = shared_along(last);
+    f.contiguous_last = lanes_contiguous(last, false);
+    f.packable_last = lanes_contiguous(last, true);
+    f.masked_last = masked(last);
+    f.transposed = transposed(m);
+    if (m.size() >= 2) {
+      f.shared_row = shared_along(last - 1);
+      f.masked_row = masked(last - 1);
+      f.row_shared_epilogue = row_shared_epilogue(last - 1);
+    }
+    return f;
   }
   /// Whether some load inside a reduction reads the same element at every index of merged output
   /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
@@ -2549,9 +3565,8 @@ private:
   }
   /// Whether every load of the kernel's epilogue (outside its reductions) reads one element for
   /// all rows of a tile, merged output axis `row_axis`: a bias, not a relu mask. A 4 x 32 tile
-  /// whose epilogue loaded a mask per element ran 0.27 ms against 0.19 for 4 x 16 (dy @ W2 on one
-  /// core), its 16 accumulators spilled around 128 scalar loads, compares and multiplies; with a
-  /// bias and a relu, `x @ W1.t()` went from 0.55 to 0.50 ms.
+  /// whose epilogue loads a mask per element spills its 16 accumulators around the epilogue's
+  /// scalar loads, compares and multiplies, and is slower than 4 x 16.
   constexpr bool row_shared_epilogue(std::size_t row_axis) const {
     for (std::size_t i = 1; i < space_trackers_[0].size(); ++i) { // [0]: the output's own
       const View& v = space_trackers_[0][i].views.back();
@@ -2563,8 +3578,8 @@ private:
   /// Whether every load inside a reduction reads consecutive elements along merged output axis
   /// `axis` (or one element for all of it): the lanes of a tile then load as vectors. (A
   /// transposed operand, strided along the lanes, gained nothing from a tile, unless it is the
-  /// shared operand of a tile whose panels pack_panels copies: strided_ok_.)
-  constexpr bool lanes_contiguous(std::size_t axis, bool strided_ok = true) const {
+  /// shared operand of a tile whose panels pack_panels copies: `packed`.)
+  constexpr bool lanes_contiguous(std::size_t axis, bool packed) const {
     for (const ShapeTracker& t : operand_trackers_) {
       std::size_t inner = out_groups_.size();
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
@@ -2573,9 +3588,7 @@ private:
       const View& v = t.views.back();
       const SInt& stride = v.strides[inner];
       if (stride == 0 || (stride == 1 && t.views.size() == 1)) continue;
-      if (!strided_ok || !strided_ok_ || t.views.size() != 1 || !v.mask.empty() ||
-          !stride.is_const())
-        return false;
+      if (!packed || t.views.size() != 1 || !v.mask.empty() || !stride.is_const()) return false;
       for (std::size_t d = 0; d < out_groups_.size(); ++d) // one element for every row
         if (out_groups_[d] == int(axis) - 1 && !(v.strides[d] == 0)) return false;
     }
@@ -2795,7 +3808,7 @@ private:
   std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;
   std::vector<std::uint8_t> hoisted_; // per reduction: read through a view (see reduce)
-  std::vector<std::int64_t> splits_;  // per reduction: split_width
+  std::vector<std::int64_t> splits_;  // per reduction: Choices::splits
   std::vector<int> space_ctx_;        // per space: which binding of its indices memo_ holds
   struct Hoisted {
     int node;
@@ -2812,13 +3825,11 @@ private:
   int nranges_ = 0;
   LowerOptions opt_;
   std::int64_t lane_ = 0;
-  std::int64_t split_ = 1, part_ = 0; // split_width(), and the partial accumulator being built
+  std::int64_t split_ = 1, part_ = 0; // Choices::split, and the partial accumulator being built
   bool panel_ = false;                // column tiles outermost (LowerOptions::panel_bytes)
   bool strided_tile_ = false;         // a GPU's tile (LowerOptions::gpu_tile)
-  bool strided_ok_ =
-      false;    // a tile may read its shared operand strided (LowerOptions::packs_strided)
-  Shape space_; // the kernel's index space: its root's shape, or finer
-  bool unroll_ok_ = false; // short reductions may unroll (LowerOptions::unroll_reduce)
+  Shape space_;                       // the kernel's index space: its root's shape, or finer
+  bool unroll_ok_ = false;            // short reductions may unroll (LowerOptions::unroll_reduce)
   std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 
@@ -2832,32 +3843,6 @@ constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel,
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_LOWER_HPP
 
-// ---- tg/runtime/devices.hpp ----
-#ifndef TG_SI_TG_RUNTIME_DEVICES_HPP
-#define TG_SI_TG_RUNTIME_DEVICES_HPP
-// The devices tg ships, registered on first use of the registry. CUDA is always registered (its
-// runtime needs no header and loads the driver on first use). VULKAN needs Vulkan-Hpp, whose
-// header costs seconds per translation unit, so it is opt-in: `#include <tg/vulkan.hpp>` in one
-// source file registers it; until then "VULKAN" is listed as unavailable, saying so.
-
-// ---- tg/runtime/cpu.hpp ----
-#ifndef TG_SI_TG_RUNTIME_CPU_HPP
-#define TG_SI_TG_RUNTIME_CPU_HPP
-// The CPU device: C source from the C renderer, compiled by the system C compiler into a shared
-// object, dlopen'ed, and run on the thread pool over slices of the kernel's outer loop.
-// Compiled kernels are cached on disk, keyed by a hash of source, compiler and flags.
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <filesystem>
-#include <fstream>
-#include <future>
-
 // ---- tg/codegen/pack_rows.hpp ----
 #ifndef TG_SI_TG_CODEGEN_PACK_ROWS_HPP
 #define TG_SI_TG_CODEGEN_PACK_ROWS_HPP
@@ -2867,20 +3852,19 @@ constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel,
 // from each of K rows of the operand, rows 1 KiB apart (256 columns): the K rows fall into a few
 // sets of the L1 cache, and every column tile, which reads the whole operand again, fetches
 // each of them from L2. Copying the operand once per call, tile by tile (the 4 values of each k
-// next to each other), turns those reads into one contiguous stream per tile: the MLP's
-// 256x128x784 weight gradient went from 0.35 to 0.29 ms. The copy holds the same values, so
-// results do not change.
+// next to each other), turns those reads into one contiguous stream per tile (figures in
+// docs/performance.md). The copy holds the same values, so results do not change.
 
-// ---- tg/codegen/pack.hpp ----
-#ifndef TG_SI_TG_CODEGEN_PACK_HPP
-#define TG_SI_TG_CODEGEN_PACK_HPP
+// ---- tg/codegen/pack_panels.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+#define TG_SI_TG_CODEGEN_PACK_PANELS_HPP
 // pack_panels (C programs for the CPU only, after vectorize): a tile's shared operand copied
 // into a contiguous panel. In a matmul whose column tiles run outermost, every row tile reads
 // the same columns of the right operand: 16 floats from each of K rows, rows 4 KiB apart (1024
 // columns), so the K rows fall into a few sets of the L1 cache and are fetched again for every
 // row tile. Copying those columns once per column tile into a local array of K x 16 (each row
-// of the tile 64 bytes after the last) made a standalone 1024² kernel 2x faster (35 -> 68
-// GFLOP/s a core). The copy reads the same elements, so results do not change.
+// of the tile 64 bytes after the last) keeps them in cache (a standalone 1024² kernel ran twice
+// as fast: docs/performance.md). The copy reads the same elements, so results do not change.
 
 // ---- tg/codegen/vectorize.hpp ----
 #ifndef TG_SI_TG_CODEGEN_VECTORIZE_HPP
@@ -2888,10 +3872,10 @@ constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel,
 // vectorize (C programs for the CPU device only): a register tile's lanes as GNU C vectors.
 // A matmul's tile accumulates acc[r][c] += a[r] * b[c] with b[c] consecutive in memory. GCC
 // turned its scalar accumulators into vectors itself, but reloaded b for every row of the tile
-// and ran at 16-18 GFLOP/s a core (1024²). Here every run of W lanes of a row (W = one 256-bit
-// vector) becomes one vector accumulator, updated by one vector load of b and the broadcast of
-// a: the same products and sums, in the same order, for every lane (the C flags forbid
-// contraction), so the kernel still agrees with INTERP bit for bit.
+// (far from a core's peak: docs/performance.md). Here every run of W lanes of a row (W = one
+// 256-bit vector) becomes one vector accumulator, updated by one vector load of b and the
+// broadcast of a: the same products and sums, in the same order, for every lane (the C flags
+// forbid contraction), so the kernel still agrees with INTERP bit for bit.
 // The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
 // x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
 // a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
@@ -3325,7 +4309,7 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBy
 }
 
 } // namespace tg
-#endif // TG_SI_TG_CODEGEN_PACK_HPP
+#endif // TG_SI_TG_CODEGEN_PACK_PANELS_HPP
 
 namespace tg {
 
@@ -3512,11 +4496,23 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
 // ---- tg/codegen/render.hpp ----
 #ifndef TG_SI_TG_CODEGEN_RENDER_HPP
 #define TG_SI_TG_CODEGEN_RENDER_HPP
-// render: linear program -> source text. One C-style renderer; a dialect supplies the
-// differences (type names, the kernel signature, how the parallel loop is written, math names).
-// Every value is its own named variable, so operands are never evaluated twice.
+// render: linear program -> source text. One C-style renderer for every dialect:
+// - CStyleRenderer::render<D> walks the program, one named variable per value (so operands are
+//   never evaluated twice);
+// - CStyle<D> holds the semantics every C-like dialect shares, written once: arithmetic, compares,
+//   casts (float -> integer saturating as INTERP), bitcasts, float16/bfloat16 through their codecs,
+//   constants, loads and stores, loops;
+// - a dialect D (C below, CUDA in render_cuda.hpp, GLSL in render_glsl.hpp) derives CStyle<D> and
+//   supplies spellings (type names, conversions, literal suffixes, math function names) and the
+//   launch plumbing (prelude, signature, parameters, buffer elements, local memory, barriers).
+// Semantics that are IR rewrites (safe integer division) are codegen/decompose.hpp's; the helper
+// functions the C-like preludes share (16-bit float codecs, the float exp2 polynomial) are written
+// once below, in a subset of C that each dialect spells through a PreludeSpelling.
 
 namespace tg {
+
+/// How a value is declared: a constant, a computed value, or a variable that is assigned again.
+enum class Decl : std::uint8_t { Const, Value, Mutable };
 
 struct CStyleRenderer {
   template <class D> static constexpr Text render(const Program& p) {
@@ -3529,8 +4525,9 @@ struct CStyleRenderer {
     };
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const UOp& u = p.ops[i];
-      auto v = [&](int k) -> Text& { return t << 'v' << k; };
-      auto ctype = [&](DType d) { return D::type(is_half(d) ? DType::Float32 : d); };
+      Text self;
+      self << (u.kind == UKind::DefineAcc ? "acc" : "v") << std::int64_t(i);
+      auto declare = [&](Decl k) { D::declare(t, k, compute_dtype(u.dtype), self.view()); };
       switch (u.kind) {
       case UKind::Param:
       case UKind::Bound:
@@ -3541,8 +4538,7 @@ struct CStyleRenderer {
         break;
       case UKind::Const:
         indent();
-        t << "const " << ctype(u.dtype) << ' ';
-        v(int(i)) << " = ";
+        declare(Decl::Const);
         D::constant(t, u.dtype, u.value);
         t << ";\n";
         break;
@@ -3552,21 +4548,23 @@ struct CStyleRenderer {
         ++depth;
         break;
       case UKind::EndRange:
+      case UKind::EndIf:
         --depth;
         indent();
         t << "}\n";
         break;
       case UKind::Load: {
         indent();
-        t << ctype(u.dtype) << ' ';
-        v(int(i)) << " = ";
+        declare(Decl::Value);
         const DType stored = p.ops[std::size_t(u.src[0])].dtype;
-        if (u.src[2] >= 0) v(u.src[2]) << " ? ";
-        D::load(t, stored, u.src[0], u.src[1]);
-        if (u.src[2] >= 0) {
-          t << " : ";
-          D::constant(t, u.dtype, Scalar{});
-        }
+        if (u.src[2] >= 0) { // gated: zero where the gate is off
+          Text gate, x, zero;
+          name(gate, p, u.src[2]);
+          D::load(x, stored, u.src[0], u.src[1]);
+          D::constant(zero, u.dtype, Scalar{});
+          D::select(t, gate.view(), x.view(), zero.view());
+        } else
+          D::load(t, stored, u.src[0], u.src[1]);
         t << ";\n";
         break;
       }
@@ -3579,14 +4577,14 @@ struct CStyleRenderer {
       }
       case UKind::DefineAcc:
         indent();
-        t << D::qualifier(u.dtype) << ctype(u.dtype) << " acc" << std::int64_t(i) << " = ";
+        declare(Decl::Mutable);
         D::constant(t, u.dtype, u.value);
         t << ";\n";
         break;
       case UKind::AccAssign: {
         indent();
         Text a, b;
-        a << "acc" << std::int64_t(u.src[0]);
+        name(a, p, u.src[0]);
         name(b, p, u.src[1]);
         t << a.view() << " = ";
         const UOp& x = p.ops[std::size_t(u.src[1])];
@@ -3604,14 +4602,13 @@ struct CStyleRenderer {
       }
       case UKind::Alu: {
         indent();
-        t << D::qualifier(u.dtype) << ctype(u.dtype) << ' ';
-        v(int(i)) << " = ";
+        declare(Decl::Value);
         Text s[3];
         for (int k = 0; k < 3; ++k)
           if (u.src[std::size_t(k)] >= 0) name(s[k], p, u.src[std::size_t(k)]);
         DType in = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
         if (u.op == Op::Where)
-          t << '(' << s[0].view() << " ? " << s[1].view() << " : " << s[2].view() << ')';
+          D::select(t, s[0].view(), s[1].view(), s[2].view());
         else if (u.op == Op::Cast)
           D::cast(t, in, u.dtype, s[0].view());
         else if (u.op == Op::Bitcast)
@@ -3631,11 +4628,6 @@ struct CStyleRenderer {
         t << "if (";
         name(t, p, u.src[0]) << ") {\n";
         ++depth;
-        break;
-      case UKind::EndIf:
-        --depth;
-        indent();
-        t << "}\n";
         break;
       case UKind::GroupReduce: // the dialect's own (GLSL subgroups) or the shared tree
         if constexpr (D::own_group_reduce)
@@ -3680,7 +4672,7 @@ struct CStyleRenderer {
     lds << "tg_lds" << std::int64_t(i);
     a << lds.view() << "[tg_l]";
     b << lds.view() << "[tg_l + tg_s]";
-    D::local_array(indent(0), is_half(u.dtype) ? DType::Float32 : u.dtype, lds.view(), p.local);
+    D::local_array(indent(0), compute_dtype(u.dtype), lds.view(), p.local);
     indent(0) << "{\n";
     indent(1) << "const int tg_l = int(v" << std::int64_t(lane) << ");\n";
     indent(1) << a.view() << " = " << acc.view() << ";\n";
@@ -3697,15 +4689,423 @@ struct CStyleRenderer {
   }
 };
 
-/// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
-struct CDialect {
-  /// Before the type of a computed value: the C compilers are told exact IEEE math by their flags.
-  static constexpr const char* qualifier(DType) { return ""; }
-  /// Whether the dialect writes group reductions itself (D::group_reduce), else the shared tree.
+/// How a dialect spells the shared prelude functions below ($-placeholders in their text).
+struct PreludeSpelling {
+  const char* fn;      // $F: before a function ("static inline ")
+  const char* precise; // $P: before a float declaration whose math must not be rearranged
+  const char* fsuffix; // $f: of a float literal
+  const char* fma;     // $M: the fused multiply-add of floats
+  const char* u32;     // $u: the 32-bit unsigned type
+  const char* u16;     // $h: the type 16-bit float bits travel in
+  const char* to_u32;  // $U(x): conversion to $u
+  const char* to_u16;  // $H(x): conversion to $h
+  const char* to_i32;  // $I(x): conversion to int
+  const char* u2f;     // $b(x): float with these bits
+  const char* f2u;     // $B(x): a float's bits
+};
+
+/// The shared prelude functions, each written once. bfloat16 and float16 encode (round to nearest
+/// even, NaN kept quiet) and decode, as INTERP's half and bfloat16_t.
+inline constexpr std::string_view kBf16Decode =
+    "$Ffloat tg_b2f($h b) { return $b($U(b) << 16); }\n";
+inline constexpr std::string_view kBf16Encode =
+    "$F$h tg_f2b(float f) { $u x = $B(f);\n"
+    "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0u) return $H((x >> 16) | "
+    "0x40u);\n"
+    "  x += 0x7fffu + ((x >> 16) & 1u); return $H(x >> 16); }\n";
+inline constexpr std::string_view kF16Codec =
+    "$Ffloat tg_h2f($h h) { $u s = $U(h & 0x8000u) << 16, e = $U(h >> 10) & 0x1fu, m = $U(h) & "
+    "0x3ffu;\n"
+    "  if (e == 0u) { if (m == 0u) return $b(s); int k = -1; do { m <<= 1; ++k; } while ((m & "
+    "0x400u) == 0u);\n"
+    "    return $b(s | ($U(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
+    "  if (e == 31u) return $b(s | 0x7f800000u | (m << 13));\n"
+    "  return $b(s | ((e + 112u) << 23) | (m << 13)); }\n"
+    "$F$h tg_f2h(float f) { $u x = $B(f), s = (x >> 16) & 0x8000u, m = x & 0x7fffffu;\n"
+    "  int e = $I((x >> 23) & 0xffu);\n"
+    "  if (e == 255) return $H(s | 0x7c00u | (m != 0u ? 0x200u : 0u));\n"
+    "  e = e - 127 + 15; if (e >= 31) return $H(s | 0x7c00u);\n"
+    "  if (e <= 0) { if (e < -10) return $H(s); m |= 0x800000u; int sh = 14 - e;\n"
+    "    $u h = m >> sh, r = m & ((1u << sh) - 1u), hw = 1u << (sh - 1);\n"
+    "    if (r > hw || (r == hw && (h & 1u) != 0u)) ++h; return $H(s | h); }\n"
+    "  $u h = ($U(e) << 10) | (m >> 13), r = m & 0x1fffu;\n"
+    "  if (r > 0x1000u || (r == 0x1000u && (h & 1u) != 0u)) ++h; return $H(s | h); }\n";
+/// 2^x for float, branch free so that loops of it vectorize: 2^n * p(f), x = n + f, |f| <= 1/2, p
+/// the degree-7 Taylor polynomial of 2^f (relative error below 1e-8) by fused multiply-adds; 2^n in
+/// two factors so that subnormal results round once. INTERP computes the same operations
+/// (detail::exp2_float), bit for bit.
+inline constexpr std::string_view kExp2f =
+    "$Ffloat tg_exp2f(float x) {\n"
+    "  $u lo = 0u - $U(x < -151.0$f), hi = 0u - $U(x > 129.0$f);\n"
+    "  x = $b(($B(x) & ~(lo | hi)) | ($B(-151.0$f) & lo) | ($B(129.0$f) & hi));\n"
+    "  $Pfloat t = x + 12582912.0$f, f = x - (t - 12582912.0$f);\n"
+    "  int n = $I($B(t) - 0x4b400000u), n1 = n >> 1;\n"
+    "  $Pfloat p = $M(1.5252734e-5$f, f, 1.5403530e-4$f);\n"
+    "  p = $M(p, f, 1.3333558e-3$f); p = $M(p, f, 9.6181291e-3$f);\n"
+    "  p = $M(p, f, 5.5504109e-2$f); p = $M(p, f, 2.4022651e-1$f);\n"
+    "  p = $M(p, f, 6.9314718e-1$f); p = $M(p, f, 1.0$f);\n"
+    "  $Pfloat r = p * $b($U(n1 + 127) << 23);\n"
+    "  $Pfloat s = r * $b($U(n - n1 + 127) << 23);\n"
+    "  return s; }\n";
+
+/// Writes `text` with each $x replaced by spell('x') (a placeholder is one character).
+template <class F> constexpr void spell_text(Text& t, std::string_view text, F spell) {
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    if (text[k] == '$' && k + 1 < text.size())
+      t << spell(text[++k]);
+    else
+      t << text[k];
+  }
+}
+constexpr void spell_prelude(Text& t, std::string_view text, const PreludeSpelling& s) {
+  spell_text(t, text, [&](char c) -> std::string_view {
+    switch (c) {
+    case 'F':
+      return s.fn;
+    case 'P':
+      return s.precise;
+    case 'f':
+      return s.fsuffix;
+    case 'M':
+      return s.fma;
+    case 'u':
+      return s.u32;
+    case 'h':
+      return s.u16;
+    case 'U':
+      return s.to_u32;
+    case 'H':
+      return s.to_u16;
+    case 'I':
+      return s.to_i32;
+    case 'b':
+      return s.u2f;
+    case 'B':
+      return s.f2u;
+    default:
+      return "$";
+    }
+  });
+}
+
+/// The semantics every C-like dialect shares, in terms of D's spellings:
+///   D::type(d)                     the name of a value type
+///   D::convert(t, to, a)           a value conversion ("(float)a", "float(a)")
+///   D::select(t, c, a, b)          c ? a : b
+///   D::fsuffix(d), D::int_suffix(d), D::boolean(b), D::float_constant(t, d, x)   literals
+///   D::math(op, d)                 the function computing a unary op or pow (math_index)
+///   D::fdiv(d), D::recip(d)        a function for float division / reciprocal, or null for `/`
+///   D::is_nan(t, a)                a NaN test that survives the compiler
+///   D::reinterpret(t, from, to, a) the bits of a float as an integer of its size or back
+///   D::element(t, buf, idx)        a buffer element, read or written
+///   D::storage(d)                  the dtype a buffer of d holds (bool as a byte where needed)
+///   D::codec_bits                  the dtype the 16-bit float codecs take and return
+///   D::mod_by_div                  signed remainder spelled a - a / b * b (no defined `%`)
+/// The defaults here are C's.
+template <class D> struct CStyle {
   static constexpr bool own_group_reduce = false;
+  static constexpr bool vectors = false;
+  static constexpr bool mod_by_div = false;
+  static constexpr DType codec_bits = DType::UInt16;
   /// The fused multiply-add a sum of products of dtype t accumulates with (acc = f(a, b, acc)), or
   /// null: a product and a sum, each rounded, as INTERP computes them.
   static constexpr const char* mul_acc(DType) { return nullptr; }
+  static constexpr const char* qualifier(DType) { return ""; }
+  static constexpr DType storage(DType d) { return d; }
+  static constexpr const char* fdiv(DType) { return nullptr; }
+  static constexpr const char* recip(DType) { return nullptr; }
+  static constexpr void declare(Text& t, Decl k, DType d, std::string_view name) {
+    if (k == Decl::Const)
+      t << "const ";
+    else
+      t << D::qualifier(d);
+    t << D::type(d) << ' ' << name << " = ";
+  }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << '(' << D::type(to) << ')' << a;
+  }
+  /// c ? a : b (c: a bool).
+  static constexpr void select(Text& t, std::string_view c, std::string_view a,
+                               std::string_view b) {
+    t << '(' << c << " ? " << a << " : " << b << ')';
+  }
+  static constexpr void element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
+  }
+  /// Where op is in a math() table: sqrt, exp2, log2, sin, trunc, pow.
+  static constexpr int math_index(Op op) { return op == Op::Pow ? 5 : int(op) - int(Op::Sqrt); }
+  static constexpr const char* decode(DType d) { return d == DType::Float16 ? "tg_h2f" : "tg_b2f"; }
+  static constexpr const char* encode(DType d) { return d == DType::Float16 ? "tg_f2h" : "tg_f2b"; }
+
+  static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
+    t << "for (" << D::type(DType::Int64) << " v" << std::int64_t(i) << " = v"
+      << std::int64_t(start) << "; v" << std::int64_t(i) << " < v" << std::int64_t(end) << "; ";
+    if (u.src[2] >= 0)
+      t << 'v' << std::int64_t(i) << " += v" << std::int64_t(u.src[2]) << ") {\n";
+    else
+      t << "++v" << std::int64_t(i) << ") {\n";
+  }
+  static constexpr void load(Text& t, DType stored, int buf, int idx) {
+    Text e;
+    D::element(e, buf, idx);
+    if (is_half(stored)) {
+      t << decode(stored) << '(';
+      to_codec(t, e.view());
+      t << ')';
+    } else if (D::storage(stored) != stored) { // bool as a byte
+      t << '(' << e.view() << " != ";
+      D::constant(t, D::storage(stored), Scalar{});
+      t << ')';
+    } else
+      t << e.view();
+  }
+  static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
+    D::element(t, buf, idx);
+    t << " = ";
+    if (is_half(stored)) {
+      Text e;
+      e << encode(stored) << '(' << val << ')';
+      if (D::codec_bits == DType::UInt16)
+        t << e.view();
+      else
+        D::convert(t, DType::UInt16, e.view());
+    } else if (D::storage(stored) != stored)
+      D::convert(t, D::storage(stored), val);
+    else
+      t << val;
+    t << ";\n";
+  }
+  /// 16 bits of integer as the codecs' argument.
+  static constexpr void to_codec(Text& t, std::string_view a) {
+    if (D::codec_bits == DType::UInt16) return void(t << a);
+    D::convert(t, D::codec_bits, a);
+  }
+
+  static constexpr void constant(Text& t, DType d, Scalar v) {
+    if (is_float(d)) return D::float_constant(t, d, d == DType::Float64 ? v.f : double(float(v.f)));
+    if (d == DType::Bool) return void(t << D::boolean(v.i != 0));
+    if (is_unsigned(d)) {
+      const int bits = 8 * int(itemsize(d));
+      const std::uint64_t x =
+          bits == 64 ? std::uint64_t(v.i) : std::uint64_t(v.i) & ((std::uint64_t(1) << bits) - 1);
+      Text n;
+      n.write_unsigned(x) << (d == DType::UInt64 ? D::int_suffix(d) : "u");
+      if (bits >= 32)
+        t << n.view();
+      else
+        D::convert(t, d, n.view());
+      return;
+    }
+    Text n;
+    if (d == DType::Int64 && v.i == std::numeric_limits<std::int64_t>::min())
+      n << "(-9223372036854775807" << D::int_suffix(d) << " - 1" << D::int_suffix(d) << ')';
+    else if (d == DType::Int32 && v.i == -2147483648ll)
+      n << "(-2147483647 - 1)";
+    else if (v.i < 0)
+      n << '(' << v.i << (d == DType::Int64 ? D::int_suffix(d) : "") << ')';
+    else
+      n << v.i << (d == DType::Int64 ? D::int_suffix(d) : "");
+    if (itemsize(d) >= 4)
+      t << n.view();
+    else
+      D::convert(t, d, n.view());
+  }
+  static constexpr void zero(Text& t, DType d) { D::constant(t, d, Scalar{}); }
+
+  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
+    if (op == Op::Neg) {
+      t << (d == DType::Bool ? "!" : "-") << a;
+    } else if (op == Op::Recip) {
+      if (const char* r = D::recip(d)) return void(t << r << '(' << a << ')');
+      Text one;
+      D::constant(one, d, Scalar::of(d, 1.0));
+      D::binary(t, Op::Div, d, one.view(), a);
+    } else
+      t << D::math(op, d) << '(' << a << ')';
+  }
+  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
+    if (d == DType::Bool) { // as logic, in every dialect
+      const char* sym = op == Op::Add || op == Op::Or || op == Op::Max ? " || "
+                        : op == Op::Mul || op == Op::And               ? " && "
+                        : op == Op::Xor || op == Op::CmpNe             ? " != "
+                        : op == Op::CmpEq                              ? " == "
+                                                                       : nullptr;
+      if (sym) return void(t << '(' << a << sym << b << ')');
+      if (op == Op::CmpLt) return void(t << "(!" << a << " && " << b << ')');
+    }
+    if (op == Op::Max) {
+      // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
+      // b is a select (GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
+      // loops it does not vectorize).
+      t << '(';
+      if (is_float(d)) {
+        D::is_nan(t, a);
+        t << " ? " << a << " : ";
+      }
+      return void(t << a << " > " << b << " ? " << a << " : " << b << ')');
+    }
+    if (op == Op::Pow) return void(t << D::math(op, d) << '(' << a << ", " << b << ')');
+    if (const char* f = op == Op::Div && is_float(d) ? D::fdiv(d) : nullptr)
+      return void(t << f << '(' << a << ", " << b << ')');
+    if (op == Op::Mod && D::mod_by_div && is_int(d) && !is_unsigned(d))
+      return void(t << '(' << a << " - (" << a << " / " << b << ") * " << b << ')');
+    // by Op, from Add to Xor (Max and Pow above)
+    constexpr const char* symbols[] = {" + ", " * ",  " / ",  " % ", "",    "",
+                                       " < ", " == ", " != ", " & ", " | ", " ^ "};
+    t << '(' << a << symbols[int(op) - int(Op::Add)] << b << ')';
+  }
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    const DType cf = compute_dtype(from);
+    if (to == DType::Bool) {
+      if (from == DType::Bool) return void(t << a);
+      t << '(' << a << " != ";
+      zero(t, cf);
+      t << ')';
+    } else if (is_half(to)) { // rounded to 16 bits, computed in float
+      t << decode(to) << '(' << encode(to) << '(';
+      D::convert(t, DType::Float32, a);
+      t << "))";
+    } else if (is_half(from) && to == DType::Float32)
+      t << a;
+    else if (is_float(cf) && is_int(to))
+      float_to_int(t, cf, to, a);
+    else
+      D::convert(t, to, a);
+  }
+  /// Float to integer as the reference interpreter (x86) defines it, never the languages'
+  /// undefined behaviour (which compilers fold differently: (unsigned char)-3.0f became 0, not
+  /// 253): through int32 (int64 for 32/64-bit targets); out of range and NaN give the minimum,
+  /// "integer indefinite", and unsigned 64-bit gives 0.
+  static constexpr void float_to_int(Text& t, DType from, DType to, std::string_view a) {
+    const char* s = D::fsuffix(from);
+    if (to == DType::UInt64) {
+      t << "((" << a << " >= 0.0" << s << " && " << a << " < 18446744073709551616.0" << s << ") ? ";
+      D::convert(t, to, a);
+      t << " : ";
+      zero(t, to);
+      t << ')';
+      return;
+    }
+    const bool wide = to == DType::Int64 || to == DType::UInt32;
+    const DType via = wide ? DType::Int64 : DType::Int32;
+    Text r;
+    r << "((" << a << (wide ? " >= -9223372036854775808.0" : " >= -2147483648.0") << s << " && "
+      << a << (wide ? " < 9223372036854775808.0" : " < 2147483648.0") << s << ") ? ";
+    D::convert(r, via, a);
+    r << " : ";
+    D::constant(r, via,
+                Scalar::of_int(via, wide ? std::numeric_limits<std::int64_t>::min()
+                                         : std::int64_t(-2147483648ll)));
+    r << ')';
+    if (to == via)
+      t << r.view();
+    else
+      D::convert(t, to, r.view());
+  }
+  /// GPU dialects: a launch value (Bound, VarParam, Special) as an int64 constant, from
+  /// D::launch_arg(t, k) (k: 0 item base, 1 outer start, 2 outer end, 3 + v symbolic size v),
+  /// D::lane_id and D::comment.
+  static constexpr void declare_launch(Text& t, const UOp& u, const Program& p, int i) {
+    Text name;
+    name << 'v' << std::int64_t(i);
+    D::declare(t, Decl::Const, DType::Int64, name.view());
+    if (u.kind == UKind::Bound)
+      D::launch_arg(t, u.arg == 0 ? 1 : 2);
+    else if (u.kind == UKind::VarParam)
+      D::launch_arg(t, 3 + u.arg);
+    else if (u.arg == int(GpuIndex::Lane))
+      D::convert(t, DType::Int64, D::lane_id);
+    else {
+      D::launch_arg(t, 0);
+      t << " + ";
+      D::convert(t, DType::Int64, "tg_group()");
+      if (!p.grouped) {
+        t << " * ";
+        D::constant(t, DType::Int64, Scalar::of_int(DType::Int64, p.local * p.per_thread));
+        t << " + ";
+        D::convert(t, DType::Int64, D::lane_id);
+      }
+    }
+    t << ';';
+    if (u.kind == UKind::VarParam) D::comment(t, p.vars[std::size_t(u.arg)].name.view());
+    t << '\n';
+  }
+  static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
+    if (is_half(from) || is_half(to)) { // a 16-bit float's register holds a float: its codec's bits
+      Text bits;
+      if (is_half(from))
+        bits << encode(from) << '(' << a << ')';
+      else if (D::codec_bits == DType::UInt16)
+        D::convert(bits, DType::UInt16, a);
+      else {
+        Text b16;
+        D::convert(b16, DType::UInt16, a);
+        D::convert(bits, D::codec_bits, b16.view());
+      }
+      if (is_half(to))
+        t << decode(to) << '(' << bits.view() << ')';
+      else
+        D::convert(t, to, bits.view());
+    } else if (to == DType::Bool) {
+      t << '(' << a << " != ";
+      zero(t, from);
+      t << ')';
+    } else if (is_float(from) || is_float(to))
+      D::reinterpret(t, from, to, a);
+    else // integers (and bool) of one size: the same bits
+      D::convert(t, to, a);
+  }
+};
+
+/// The C-family spellings: C for the CPU device, and CUDA (render_cuda.hpp) on top.
+template <class D> struct CFamily : CStyle<D> {
+  /// By DType (16-bit floats: their bits).
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {"_Bool",
+                                                "signed char",
+                                                "short",
+                                                "int",
+                                                "long long",
+                                                "unsigned char",
+                                                "unsigned short",
+                                                "unsigned int",
+                                                "unsigned long long",
+                                                "unsigned short",
+                                                "unsigned short",
+                                                "float",
+                                                "double"};
+    return names[int(t)];
+  }
+  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "" : "f"; }
+  static constexpr const char* int_suffix(DType d) { return d == DType::UInt64 ? "ull" : "ll"; }
+  static constexpr const char* boolean(bool b) { return b ? "1" : "0"; }
+  static constexpr void float_constant(Text& t, DType d, double x) {
+    t.literal(x);
+    if (d != DType::Float64 && x == x && x != std::numeric_limits<double>::infinity() &&
+        x != -std::numeric_limits<double>::infinity())
+      t << 'f';
+  }
+  static constexpr void is_nan(Text& t, std::string_view a) { t << a << " != " << a; }
+  static constexpr const char* math(Op op, DType d) {
+    constexpr const char* f[] = {"sqrtf", "tg_exp2f", "log2f", "sinf", "truncf", "powf"};
+    constexpr const char* g[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    return (d == DType::Float64 ? g : f)[CStyle<D>::math_index(op)];
+  }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "({ " << D::type(to) << " _b; __builtin_memcpy(&_b, &" << a << ", sizeof _b); _b; })";
+  }
+  // Work-group hooks (GroupReduce, GPU programs only): in C a work-group is one thread.
+  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
+    t << D::type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
+  }
+  static constexpr void barrier(Text& t) { t << "/* barrier */\n"; }
+};
+
+/// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
+struct CDialect : CFamily<CDialect> {
+  static constexpr PreludeSpelling spelling{
+      "static inline ", "",         "f",     "__builtin_fmaf", "tg_u32", "tg_u16",
+      "(tg_u32)",       "(tg_u16)", "(int)", "tg_u2f",         "tg_f2u"};
   /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
   /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
   static constexpr bool vectors = true;
@@ -3771,37 +5171,9 @@ struct CDialect {
       v(u.src[0]) << '[' << std::int64_t(u.arg) << "];\n";
     }
   }
-  static constexpr const char* type(DType t) {
-    switch (t) {
-    case DType::Bool:
-      return "_Bool";
-    case DType::Int8:
-      return "signed char";
-    case DType::Int16:
-      return "short";
-    case DType::Int32:
-      return "int";
-    case DType::Int64:
-      return "long long";
-    case DType::UInt8:
-      return "unsigned char";
-    case DType::UInt16:
-    case DType::Float16:
-    case DType::BFloat16:
-      return "unsigned short";
-    case DType::UInt32:
-      return "unsigned int";
-    case DType::UInt64:
-      return "unsigned long long";
-    case DType::Float32:
-      return "float";
-    default:
-      return "double";
-    }
-  }
   // The guard lets the CPU device compile several kernels as one file (one compiler run). The
-  // libm functions are declared rather than taken from <math.h>: parsing that header was a
-  // quarter of a small kernel's compile time.
+  // libm functions are declared rather than taken from <math.h>, whose parsing was a large part of
+  // a small kernel's compile time (docs/performance.md).
   static constexpr void prelude(Text& t, const Program&) {
     t << "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
@@ -3821,56 +5193,22 @@ struct CDialect {
          "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
-         // the tile's multiplies (8 loads for 8 products, not 2), which bound a matmul whose
-         // panel is in cache by its loads (128x784x256 on one core: 0.81 -> 0.62 ms)
+         // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel
+         // is in cache bound by its loads.
          "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
          "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
          "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
          "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
-         "}\n"
-         "static inline float tg_b2f(tg_u16 b) { return tg_u2f((tg_u32)b << 16); }\n"
-         // 2^x for float, branch free so that loops of it vectorize (libm's exp2f is one call per
-         // element): 2^n * p(f), x = n + f, |f| <= 1/2, p the degree-7 Taylor polynomial of 2^f
-         // (relative error below 1e-8) by FMA; 2^n in two factors so that subnormal results
-         // round once. INTERP computes the same operations (detail::exp2_float), bit for bit.
-         "static inline float tg_exp2f(float x) {\n"
-         "  tg_u32 lo = -(tg_u32)(x < -151.0f), hi = -(tg_u32)(x > 129.0f);\n"
-         "  x = tg_u2f((tg_f2u(x) & ~(lo | hi)) | (tg_f2u(-151.0f) & lo) | (tg_f2u(129.0f) & "
-         "hi));\n"
-         "  float t = x + 12582912.0f, f = x - (t - 12582912.0f);\n"
-         "  int n = (int)(tg_f2u(t) - 0x4b400000u), n1 = n >> 1;\n"
-         "  float p = __builtin_fmaf(1.5252734e-5f, f, 1.5403530e-4f);\n"
-         "  p = __builtin_fmaf(p, f, 1.3333558e-3f); p = __builtin_fmaf(p, f, 9.6181291e-3f);\n"
-         "  p = __builtin_fmaf(p, f, 5.5504109e-2f); p = __builtin_fmaf(p, f, 2.4022651e-1f);\n"
-         "  p = __builtin_fmaf(p, f, 6.9314718e-1f); p = __builtin_fmaf(p, f, 1.0f);\n"
-         "  return p * tg_u2f((tg_u32)(n1 + 127) << 23) * tg_u2f((tg_u32)(n - n1 + 127) << 23); }\n"
-         "static inline tg_u16 tg_f2b(float f) { tg_u32 x = tg_f2u(f);\n"
-         "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (tg_u16)((x >> 16) | "
-         "0x40u);\n"
-         "  x += 0x7fffu + ((x >> 16) & 1u); return (tg_u16)(x >> 16); }\n"
-         "static inline float tg_h2f(tg_u16 h) { tg_u32 s = (tg_u32)(h & 0x8000u) << 16, e = (h >> "
-         "10) & 0x1f, m = h & 0x3ffu;\n"
-         "  if (e == 0) { if (m == 0) return tg_u2f(s); int k = -1; do { m <<= 1; ++k; } while "
-         "(!(m & 0x400u));\n"
-         "    return tg_u2f(s | ((tg_u32)(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
-         "  if (e == 31) return tg_u2f(s | 0x7f800000u | (m << 13));\n"
-         "  return tg_u2f(s | ((e + 112) << 23) | (m << 13)); }\n"
-         "static inline tg_u16 tg_f2h(float f) { tg_u32 x = tg_f2u(f), s = (x >> 16) & 0x8000u, m "
-         "= x & 0x7fffffu;\n"
-         "  int e = (int)((x >> 23) & 0xff);\n"
-         "  if (e == 255) return (tg_u16)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
-         "  e = e - 127 + 15; if (e >= 31) return (tg_u16)(s | 0x7c00u);\n"
-         "  if (e <= 0) { if (e < -10) return (tg_u16)s; m |= 0x800000u; int sh = 14 - e;\n"
-         "    tg_u32 h = m >> sh, r = m & ((1u << sh) - 1), hw = 1u << (sh - 1);\n"
-         "    if (r > hw || (r == hw && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
-         "  tg_u32 h = ((tg_u32)e << 10) | (m >> 13), r = m & 0x1fffu;\n"
-         "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
-         "#endif\n";
+         "}\n";
+    // float 2^x: libm's exp2f is one call per element, this one vectorizes
+    for (std::string_view s : {kBf16Decode, kExp2f, kBf16Encode, kF16Codec})
+      spell_prelude(t, s, spelling);
+    t << "#endif\n";
   }
   // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
-  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
+  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent seconds on one such
   // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
   // except where the reduction was split into partial accumulators that vector lanes keep.
   // GCC 12 miscompiles some loops with gated loads (a padded view) after if-converting and
@@ -3899,174 +5237,6 @@ struct CDialect {
       t << "const long long v" << std::int64_t(i) << " = vars[" << std::int64_t(u.arg) << "]; /* "
         << p.vars[std::size_t(u.arg)].name.view() << " */\n";
   }
-  static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
-    t << "for (long long v" << std::int64_t(i) << " = v" << std::int64_t(start) << "; v"
-      << std::int64_t(i) << " < v" << std::int64_t(end) << "; ";
-    if (u.src[2] >= 0)
-      t << 'v' << std::int64_t(i) << " += v" << std::int64_t(u.src[2]) << ") {\n";
-    else
-      t << "++v" << std::int64_t(i) << ") {\n";
-  }
-  // Work-group hooks (GroupReduce, GPU programs only): in C a work-group is one thread.
-  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
-    t << type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
-  }
-  static constexpr void barrier(Text& t) { t << "/* barrier */\n"; }
-  static constexpr void load(Text& t, DType stored, int buf, int idx) {
-    if (stored == DType::Float16) t << "tg_h2f(";
-    if (stored == DType::BFloat16) t << "tg_b2f(";
-    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
-    if (is_half(stored)) t << ')';
-  }
-  static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
-    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << "] = ";
-    if (stored == DType::Float16)
-      t << "tg_f2h(" << val << ");\n";
-    else if (stored == DType::BFloat16)
-      t << "tg_f2b(" << val << ");\n";
-    else
-      t << val << ";\n";
-  }
-  static constexpr void constant(Text& t, DType d, Scalar v) {
-    if (is_float(d)) {
-      if (d == DType::Float64)
-        t.literal(v.f);
-      else {
-        float f = float(v.f);
-        if (f != f || f == std::numeric_limits<float>::infinity() ||
-            f == -std::numeric_limits<float>::infinity())
-          t.literal(double(f));
-        else
-          t.literal(double(f)) << 'f';
-      }
-    } else if (d == DType::Bool)
-      t << (v.i ? "1" : "0");
-    else if (d == DType::UInt64)
-      t.write_unsigned(std::uint64_t(v.i)) << "ull";
-    else if (d == DType::Int64) {
-      if (v.i == std::numeric_limits<std::int64_t>::min())
-        t << "(-9223372036854775807ll - 1)";
-      else
-        t << v.i << "ll";
-    } else
-      t << '(' << type(d) << ')' << v.i << (is_unsigned(d) ? "u" : "");
-  }
-  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "" : "f"; }
-  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
-    switch (op) {
-    case Op::Neg:
-      t << (d == DType::Bool ? "!" : "-") << a;
-      break;
-    case Op::Recip:
-      t << '(' << (d == DType::Float64 ? "1.0" : "1.0f") << " / " << a << ')';
-      break;
-    case Op::Sqrt:
-      t << "sqrt" << fsuffix(d) << '(' << a << ')';
-      break;
-    case Op::Exp2:
-      t << (d == DType::Float64 ? "exp2(" : "tg_exp2f(") << a << ')';
-      break;
-    case Op::Log2:
-      t << "log2" << fsuffix(d) << '(' << a << ')';
-      break;
-    case Op::Sin:
-      t << "sin" << fsuffix(d) << '(' << a << ')';
-      break;
-    case Op::Trunc:
-      t << "trunc" << fsuffix(d) << '(' << a << ')';
-      break;
-    default:
-      t << a;
-    }
-  }
-  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
-    const char* sym = nullptr;
-    switch (op) {
-    case Op::Add:
-      sym = " + ";
-      break;
-    case Op::Mul:
-      sym = " * ";
-      break;
-    case Op::Div:
-      sym = " / ";
-      break;
-    case Op::Mod:
-      sym = " % ";
-      break;
-    case Op::CmpLt:
-      sym = " < ";
-      break;
-    case Op::CmpEq:
-      sym = " == ";
-      break;
-    case Op::CmpNe:
-      sym = " != ";
-      break;
-    case Op::And:
-      sym = " & ";
-      break;
-    case Op::Or:
-      sym = " | ";
-      break;
-    case Op::Xor:
-      sym = " ^ ";
-      break;
-    case Op::Max:
-      // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
-      // b is a select: GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
-      // loops it does not vectorize (a matmul's relu(x) operand, whose signs are random). Loops
-      // of either form vectorize.
-      if (is_float(d))
-        t << '(' << a << " != " << a << " ? " << a << " : " << a << " > " << b << " ? " << a
-          << " : " << b << ')';
-      else
-        t << '(' << a << " > " << b << " ? " << a << " : " << b << ')';
-      return;
-    case Op::Pow:
-      t << "pow" << fsuffix(d) << '(' << a << ", " << b << ')';
-      return;
-    default:
-      break;
-    }
-    t << '(' << a << sym << b << ')';
-  }
-  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
-    if (to == DType::Bool)
-      t << '(' << a << " != 0)";
-    else if (to == DType::Float16)
-      t << "tg_h2f(tg_f2h((float)" << a << "))";
-    else if (to == DType::BFloat16)
-      t << "tg_b2f(tg_f2b((float)" << a << "))";
-    else if (is_half(from) && to == DType::Float32)
-      t << a;
-    else if (is_float(from) && is_int(to)) {
-      // Float to integer as the reference interpreter (x86) defines it, never C's undefined
-      // behaviour (which the compiler folds differently: (unsigned char)-3.0f becomes 0, not 253):
-      // through int32 (int64 for 32/64-bit targets); out of range and NaN give the minimum.
-      if (to == DType::UInt64)
-        t << "((" << a << " >= 0.0 && " << a << " < 18446744073709551616.0) ? (unsigned long long)"
-          << a << " : 0ull)";
-      else if (to == DType::Int64 || to == DType::UInt32)
-        t << '(' << type(to) << ")((" << a << " >= -9223372036854775808.0 && " << a
-          << " < 9223372036854775808.0) ? (long long)" << a << " : (-9223372036854775807ll - 1))";
-      else
-        t << '(' << type(to) << ")((" << a << " >= -2147483648.0 && " << a
-          << " < 2147483648.0) ? (int)" << a << " : (-2147483647 - 1))";
-    } else
-      t << '(' << type(to) << ')' << a;
-  }
-  static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
-    if (is_half(from)) { // the register holds a float; its bits are those of the 16-bit value
-      t << '(' << type(to) << ')' << (from == DType::Float16 ? "tg_f2h(" : "tg_f2b(") << a << ')';
-      return;
-    }
-    if (is_half(to)) {
-      t << (to == DType::Float16 ? "tg_h2f((tg_u16)" : "tg_b2f((tg_u16)") << a << ')';
-      return;
-    }
-    t << "({ " << type(to) << " _b; __builtin_memcpy(&_b, &" << a << ", sizeof _b); _b; })";
-  }
 };
 
 constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDialect>(p); }
@@ -4074,14 +5244,496 @@ constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDiale
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_RENDER_HPP
 
-// ---- tg/codegen/reuse.hpp ----
-#ifndef TG_SI_TG_CODEGEN_REUSE_HPP
-#define TG_SI_TG_CODEGEN_REUSE_HPP
+// ---- tg/codegen/render_cuda.hpp ----
+#ifndef TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
+#define TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
+// The CUDA dialect of the C-style renderer: one `extern "C" __global__` function per kernel, for
+// programs shaped by gpu_program, compiled by NVRTC without any CUDA header. It spells values as
+// the C dialect does; what differs is the launch (buffers, then item base, outer start/end and
+// the symbolic sizes as kernel arguments), bool as C++ bool, float16 conversions in hardware
+// (cvt.f16.f32; bfloat16 too from sm_80), IEEE division intrinsics, and local memory (__shared__)
+// for group reductions.
+
+namespace tg {
+
+struct CudaDialect : CFamily<CudaDialect> {
+  static constexpr PreludeSpelling spelling{"__device__ __forceinline__ ",
+                                            "",
+                                            "f",
+                                            "__fmaf_rn",
+                                            "tg_u32",
+                                            "tg_u16",
+                                            "(tg_u32)",
+                                            "(tg_u16)",
+                                            "(int)",
+                                            "__uint_as_float",
+                                            "__float_as_uint"};
+  /// Sums of products accumulate by fused multiply-add, as cuBLAS does: NVRTC contracts nothing
+  /// else (--fmad=false), and a product and an add each issued make a matmul two instructions a
+  /// term. Their last bits can differ from INTERP's.
+  static constexpr const char* mul_acc(DType t) {
+    // (16-bit floats compute in float32)
+    return t == DType::Float64 ? "__fma_rn" : is_float(t) ? "__fmaf_rn" : nullptr;
+  }
+  static constexpr const char* type(DType t) {
+    return t == DType::Bool ? "bool" : CFamily::type(t);
+  }
+  /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units). Float division and
+  /// reciprocal through the IEEE intrinsics, which are what `/` compiles to anyway (div.rn): NVRTC
+  /// 13 folds `d != d` to false for `d = a / a` with a constant a, so isnan(0 / 0) was false on
+  /// an H200.
+  static constexpr const char* math(Op op, DType d) {
+    return op == Op::Exp2 && d != DType::Float64 ? "exp2f" : CFamily::math(op, d);
+  }
+  static constexpr const char* fdiv(DType d) {
+    return d == DType::Float64 ? "__ddiv_rn" : "__fdiv_rn";
+  }
+  static constexpr const char* recip(DType d) {
+    return !is_float(d) ? nullptr : d == DType::Float64 ? "__drcp_rn" : "__frcp_rn";
+  }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "tg_bits<" << type(to) << ">(" << a << ')';
+  }
+
+  static constexpr void prelude(Text& t, const Program&) {
+    // guarded, as the C prelude: several kernels can share one NVRTC program
+    t << "// tg CUDA kernel (NVRTC, no headers)\n"
+         "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
+         "#define INFINITY __int_as_float(0x7f800000)\n"
+         "#define NAN __int_as_float(0x7fffffff)\n"
+         "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
+         "__device__ __forceinline__ float tg_h2f(tg_u16 h) { float f; asm(\"cvt.f32.f16 %0, %1;\" "
+         ": \"=f\"(f) : \"h\"(h)); return f; }\n"
+         "__device__ __forceinline__ tg_u16 tg_f2h(float f) { tg_u16 h; asm(\"cvt.rn.f16.f32 %0, "
+         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+    spell_prelude(t, kBf16Decode, spelling);
+    t << "#if __CUDA_ARCH__ >= 800\n"
+         "__device__ __forceinline__ tg_u16 tg_f2b(float f) { tg_u16 h; asm(\"cvt.rn.bf16.f32 %0, "
+         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+         "#else\n";
+    spell_prelude(t, kBf16Encode, spelling);
+    t << "#endif\n"
+         "template <class T, class F> __device__ __forceinline__ T tg_bits(F f) { union { F f; T "
+         "t; } u; u.f = f; return u.t; }\n"
+         "__device__ __forceinline__ unsigned long long tg_group() {\n"
+         "  return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long "
+         "long)gridDim.y * blockIdx.z); }\n"
+         "#endif\n";
+  }
+  static constexpr void signature(Text& t, const Program& p) {
+    t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
+      << p.name.view() << '(';
+    for (std::size_t k = 0; k < p.params.size(); ++k) {
+      if (k == 0)
+        t << type(p.params[k]) << "* __restrict__ b0";
+      else
+        t << ", const " << type(p.params[k]) << "* __restrict__ b" << k;
+    }
+    t << ", long long tg_base, long long tg_start, long long tg_end";
+    for (std::size_t k = 0; k < p.vars.size(); ++k) t << ", long long tg_var" << k;
+    t << ") {\n";
+  }
+  static constexpr const char* lane_id = "threadIdx.x";
+  static constexpr void launch_arg(Text& t, int k) {
+    const char* names[] = {"tg_base", "tg_start", "tg_end"};
+    if (k < 3)
+      t << names[k];
+    else
+      t << "tg_var" << std::int64_t(k - 3);
+  }
+  static constexpr void comment(Text& t, std::string_view s) { t << " /* " << s << " */"; }
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << (u.arg == 0 ? "" : "const ") << type(u.dtype) << "* __restrict__ v" << std::int64_t(i)
+        << " = b" << std::int64_t(u.arg) << ";\n";
+    else
+      declare_launch(t, u, p, i);
+  }
+  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
+    t << "__shared__ " << type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
+  }
+  static constexpr void barrier(Text& t) { t << "__syncthreads();\n"; }
+};
+
+/// The CUDA source of a program shaped by gpu_program and decomposed (the pass list's
+/// Target::cuda()).
+constexpr Text render_cuda(const Program& gpu) { return CStyleRenderer::render<CudaDialect>(gpu); }
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
+
+// ---- tg/codegen/render_glsl.hpp ----
+#ifndef TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+#define TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+// The GLSL dialect of the C-style renderer: a Vulkan compute shader (#version 450) per kernel,
+// for programs shaped by gpu_program. Buffers are std430 storage buffers (binding = parameter
+// index), the launch values (item base, outer start/end, symbolic sizes) are int64 push
+// constants, and the shader asks for the extensions its dtypes need: 64-bit ints (always: index
+// arithmetic), float64, and 8-/16-bit storage with their arithmetic types. bool is stored as a
+// byte, float16/bfloat16 as 16 bits through the shared codecs; what GLSL lacks or Mesa computes
+// differently from INTERP (division by zero, float64 exp2/log2/sin/trunc, pow, float exp2 of
+// subnormal results) comes from the prelude.
+
+namespace tg {
+
+/// What a GLSL program needs from the device.
+struct GlslNeeds {
+  bool int8 = false, int16 = false, float64 = false;
+};
+constexpr GlslNeeds glsl_needs(const Program& p) {
+  GlslNeeds n;
+  auto see = [&](DType d) {
+    if (itemsize(d) == 1) n.int8 = true;
+    if (itemsize(d) == 2) n.int16 = true;
+    if (d == DType::Float64) n.float64 = true;
+  };
+  for (const UOp& u : p.ops) {
+    if (u.kind == UKind::Param)
+      see(u.dtype);
+    else if (u.dtype != DType::Bool && !is_half(u.dtype))
+      see(u.dtype);
+  }
+  return n;
+}
+
+/// 2^x and log2(x) in float64 (GLSL has neither for doubles), with tg_d(bits) to spell constants.
+inline constexpr std::string_view kGlslExp2Log2d =
+    "double tg_d(int64_t b) { return int64BitsToDouble(b); }\n"
+    "double tg_exp2d(double x) {\n"
+    "  if (isnan(x)) return x;\n"
+    "  if (x >= 1024.0LF) return tg_d(0x7ff0000000000000L);\n"
+    "  if (x < -1080.0LF) return 0.0LF;\n"
+    "  double n = floor(x + 0.5LF), f = (x - n) * tg_d(0x3fe62e42fefa39efL), r = 1.0LF;\n"
+    "  for (int k = 18; k >= 1; --k) r = 1.0LF + r * f / double(k);\n"
+    "  int e = int(n);\n"
+    "  return ldexp(ldexp(r, e / 2), e - e / 2); }\n"
+    "double tg_log2d(double x) {\n"
+    "  if (isnan(x) || x < 0.0LF) return tg_d(0x7ff8000000000000L);\n"
+    "  if (x == 0.0LF) return tg_d(int64_t(0xfff0000000000000UL));\n"
+    "  if (isinf(x)) return x;\n"
+    "  int e; double m = frexp(x, e);\n"
+    "  if (m < tg_d(0x3fe6a09e667f3bcdL)) { m *= 2.0LF; e -= 1; }\n"
+    "  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, r = 0.0LF;\n"
+    "  for (int k = 25; k >= 1; k -= 2) r = r * s2 + 1.0LF / double(k);\n"
+    "  return double(e) + 2.0LF * s * r * tg_d(0x3ff71547652b82feL); }\n";
+/// Float division as IEEE defines it: division by zero is undefined in Vulkan (Mesa folds x / 0.0
+/// to 0). $T: float or double, $L its literal suffix, $N/$I its NaN/infinity, $B(x)/$W: its bits.
+inline constexpr std::string_view kGlslDiv = "$T tg_$Xdiv($T a, $T b) {\n"
+                                             "  if (b != 0.0$L) return a / b;\n"
+                                             "  if (isnan(a) || a == 0.0$L) return $N;\n"
+                                             "  return $W((($B(a) ^ $B(b)) & $S) | $Z); }\n";
+/// pow as INTERP's (glibc's) special cases, with integer exponents by squaring and the reciprocal
+/// last; $G: the general case 2^(b log2 |a|).
+inline constexpr std::string_view kGlslPow =
+    "$T tg_pow$X($T a, $T b) {\n"
+    "  const $T inf = $I;\n"
+    "  if (b == 0.0$L || a == 1.0$L) return 1.0$L;\n"
+    "  if (isnan(a) || isnan(b)) return $N;\n"
+    "  bool bi = b == $R(b), odd = bi && abs(b) < $M && b - 2.0$L * floor(b * 0.5$L) == 1.0$L;\n"
+    "  if (a == 0.0$L) return b < 0.0$L ? (odd ? sign(1.0$L / a) * inf : inf) : (odd ? a : "
+    "0.0$L);\n"
+    "  if (isinf(b)) { $T m = abs(a); return m == 1.0$L ? 1.0$L : ((m > 1.0$L) == (b > 0.0$L) ? "
+    "inf "
+    ": 0.0$L); }\n"
+    "  if (isinf(a)) return a > 0.0$L ? (b > 0.0$L ? inf : 0.0$L) : (b > 0.0$L ? (odd ? -inf : "
+    "inf) "
+    ": (odd ? -0.0$L : 0.0$L));\n"
+    "  if (a < 0.0$L && !bi) return $N;\n"
+    "  $T r = 1.0$L, x = abs(a);\n"
+    "  if (bi && abs(b) < $M) {\n"
+    "    for ($U n = $U(abs(b)); n != 0$u; n >>= 1$u) { if ((n & 1$u) != 0$u) r *= x; if (n > 1$u) "
+    "x "
+    "*= x; }\n"
+    "    if (b < 0.0$L) r = isinf(r) ? $G : 1.0$L / r;\n"
+    "  } else r = $G;\n"
+    "  return a < 0.0$L && odd ? -r : r; }\n";
+
+/// The GLSL dialect. `Subgroups`: the device has subgroup arithmetic in compute shaders (a
+/// work-group reduction of a 32-bit sum, product or integer maximum is first reduced within each
+/// subgroup); `Exact`: it has float64 and its fma, exp2 and log2 round differently from INTERP's
+/// (lavapipe computes fma() as a multiply and an add): the float exp2 polynomial calls tg_fma, an
+/// exact one in float64 (the product of two floats is exact there, the sum is rounded to odd:
+/// TwoSum tells whether it was exact, and an inexact even result moves one ulp toward the exact
+/// value; rounding that to float is then the fused result), and pow's general case is computed in
+/// float64 and rounded once, as glibc's powf does.
+template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Subgroups, Exact>> {
+  using Base = CStyle<GlslDialect>;
+  /// Computed floats are `precise`: without it the driver may reassociate and simplify float
+  /// math as if it were exact (lavapipe turns log_softmax of [inf] into 0, not NaN).
+  static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
+  static constexpr bool own_group_reduce = Subgroups;
+  static constexpr bool mod_by_div = true; // `%` of negative operands is undefined
+  static constexpr DType codec_bits = DType::UInt32;
+  static constexpr PreludeSpelling spelling{
+      "",     "precise ", "",    Exact ? "tg_fma" : "fma", "uint",           "uint",
+      "uint", "uint",     "int", "uintBitsToFloat",        "floatBitsToUint"};
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {
+        "bool", "int8_t",   "int16_t",  "int",      "int64_t", "uint8_t", "uint16_t",
+        "uint", "uint64_t", "uint16_t", "uint16_t", "float",   "double"};
+    return names[int(t)];
+  }
+  static constexpr DType storage(DType t) { return t == DType::Bool ? DType::UInt8 : t; }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << type(to) << '(' << a << ')';
+  }
+  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "LF" : ""; }
+  static constexpr const char* int_suffix(DType d) { return d == DType::UInt64 ? "UL" : "L"; }
+  static constexpr const char* boolean(bool b) { return b ? "true" : "false"; }
+  /// Integral values as decimals, others as their bits (exact whatever the compiler's parser).
+  static constexpr void float_constant(Text& t, DType d, double x) {
+    const bool f64 = d == DType::Float64;
+    const double big = f64 ? 9007199254740992.0 : 16777216.0;
+    if (x == x && x >= -big && x <= big && x == double(std::int64_t(x)) &&
+        !(x == 0 && std::bit_cast<std::uint64_t>(x) >> 63))
+      t << std::int64_t(x) << (f64 ? ".0LF" : ".0");
+    else if (f64)
+      t << "int64BitsToDouble(0x" << Text().hex(std::bit_cast<std::uint64_t>(x)).view() << "L)";
+    else
+      t << "uintBitsToFloat(0x" << Text().hex(std::bit_cast<std::uint32_t>(float(x))).view()
+        << "u)";
+  }
+  static constexpr void is_nan(Text& t, std::string_view a) { t << "isnan(" << a << ')'; }
+  static constexpr const char* fdiv(DType d) { return d == DType::Float64 ? "tg_ddiv" : "tg_fdiv"; }
+  static constexpr const char* math(Op op, DType d) {
+    constexpr const char* f[] = {"sqrt", "tg_exp2f", "log2", "sin", "trunc", "tg_powf"};
+    constexpr const char* g[] = {"sqrt", "tg_exp2d", "tg_log2d", "tg_sind", "tg_truncd", "tg_powd"};
+    return (d == DType::Float64 ? g : f)[Base::math_index(op)];
+  }
+  static constexpr void reinterpret(Text& t, DType from, DType to, std::string_view a) {
+    const bool u = from == DType::UInt32 || from == DType::UInt64 || to == DType::UInt32 ||
+                   to == DType::UInt64;
+    if (from == DType::Float32)
+      t << (u ? "floatBitsToUint(" : "floatBitsToInt(");
+    else if (to == DType::Float32)
+      t << (u ? "uintBitsToFloat(" : "intBitsToFloat(");
+    else if (from == DType::Float64)
+      t << (u ? "doubleBitsToUint64(" : "doubleBitsToInt64(");
+    else
+      t << (u ? "uint64BitsToDouble(" : "int64BitsToDouble(");
+    t << a << ')';
+  }
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    if (from == DType::Int32 && itemsize(to) == 8 && is_int(to)) {
+      // sign extension spelled out: Mesa 22 (lavapipe) miscompiles comparisons of int64(int32)
+      // with constants
+      Text x;
+      x << "((int64_t(uint(" << a << ")) ^ 0x80000000L) - 0x80000000L)";
+      if (to == DType::UInt64) return convert(t, to, x.view());
+      return void(t << x.view());
+    }
+    Base::cast(t, from, to, a);
+  }
+  static constexpr void element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << ".d[uint(v" << std::int64_t(idx) << ")]";
+  }
+
+  static constexpr void float_function(Text& t, std::string_view text, bool f64,
+                                       std::string_view general = {}) {
+    spell_text(t, text, [&](char c) -> std::string_view {
+      switch (c) {
+      case 'T':
+        return f64 ? "double" : "float";
+      case 'X':
+        return f64 ? "d" : "f";
+      case 'L':
+        return f64 ? "LF" : "";
+      case 'N':
+        return f64 ? "tg_d(0x7ff8000000000000L)" : "uintBitsToFloat(0x7fc00000u)";
+      case 'I':
+        return f64 ? "tg_d(0x7ff0000000000000L)" : "uintBitsToFloat(0x7f800000u)";
+      case 'B':
+        return f64 ? "doubleBitsToInt64" : "floatBitsToUint";
+      case 'W':
+        return f64 ? "int64BitsToDouble" : "uintBitsToFloat";
+      case 'S':
+        return f64 ? "(-9223372036854775807L - 1L)" : "0x80000000u";
+      case 'Z':
+        return f64 ? "0x7ff0000000000000L" : "0x7f800000u";
+      case 'M':
+        return f64 ? "9007199254740992.0LF" : "16777216.0";
+      case 'R':
+        return f64 ? "tg_truncd" : "trunc";
+      case 'U':
+        return f64 ? "uint64_t" : "uint";
+      case 'u':
+        return f64 ? "UL" : "u";
+      case 'G':
+        return general;
+      default:
+        return "$";
+      }
+    });
+  }
+  static constexpr bool fits_subgroup(const UOp& u) {
+    if (u.dtype == DType::Float32) return u.op == Op::Add || u.op == Op::Mul;
+    if (u.dtype == DType::Int32 || u.dtype == DType::UInt32)
+      return u.op == Op::Add || u.op == Op::Mul || u.op == Op::Max;
+    return false;
+  }
+  static constexpr void prelude(Text& t, const Program& p) {
+    const GlslNeeds n = glsl_needs(p);
+    bool p8 = false, p16 = false, half = false, pow32 = false, exp32 = false, sub = false;
+    for (const UOp& u : p.ops) {
+      if (u.kind == UKind::Param) {
+        p8 = p8 || itemsize(u.dtype) == 1;
+        p16 = p16 || itemsize(u.dtype) == 2;
+      }
+      half = half || is_half(u.dtype);
+      const bool alu32 = u.kind == UKind::Alu && u.dtype != DType::Float64;
+      pow32 = pow32 || (alu32 && u.op == Op::Pow);
+      exp32 = exp32 || (alu32 && u.op == Op::Exp2);
+      sub = sub || (Subgroups && u.kind == UKind::GroupReduce && fits_subgroup(u));
+    }
+    t << "#version 450\n";
+    if (sub)
+      t << "#extension GL_KHR_shader_subgroup_basic : require\n"
+           "#extension GL_KHR_shader_subgroup_arithmetic : require\n";
+    t << "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+    if (n.int8) t << "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
+    if (p8) t << "#extension GL_EXT_shader_8bit_storage : require\n";
+    if (n.int16) t << "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+    if (p16) t << "#extension GL_EXT_shader_16bit_storage : require\n";
+    t << "// " << p.name.view()
+      << (p.grouped ? ": one item per work-group" : ": one item per thread") << '\n';
+    t << "layout(local_size_x = " << std::int64_t(p.local) << ") in;\n";
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const UOp& u = p.ops[i];
+      if (u.kind != UKind::Param) continue;
+      t << "layout(std430, set = 0, binding = " << std::int64_t(u.arg) << ") "
+        << (u.arg == 0 ? "writeonly" : "readonly") << " restrict buffer tg_B" << std::int64_t(i)
+        << " { " << type(storage(u.dtype)) << " d[]; } v" << std::int64_t(i) << "; // "
+        << dtype_name(u.dtype) << '\n';
+    }
+    t << "layout(push_constant) uniform tg_Launch { int64_t a[" << std::int64_t(3 + p.vars.size())
+      << "]; } pc; // item base, outer start, outer end, sizes\n";
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == UKind::GroupReduce)
+        t << "shared " << type(compute_dtype(p.ops[i].dtype)) << " tg_lds" << std::int64_t(i) << '['
+          << std::int64_t(p.local) << "];\n";
+    t << "uint64_t tg_group() { return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_NumWorkGroups.x) * "
+         "(uint64_t(gl_WorkGroupID.y) + uint64_t(gl_NumWorkGroups.y) * "
+         "uint64_t(gl_WorkGroupID.z)); }\n";
+    if (half)
+      for (std::string_view s : {kBf16Decode, kBf16Encode, kF16Codec})
+        spell_prelude(t, s, spelling);
+    if (n.float64 || (Exact && pow32)) t << kGlslExp2Log2d;
+    float_function(t, kGlslDiv, false);
+    if (n.float64) {
+      float_function(t, kGlslDiv, true);
+      // Mesa's trunc(double) (lavapipe) returns 2^52 - 0.5 unchanged, and so does a round trip
+      // through int64 there: the fraction bits are cleared by hand.
+      t << "double tg_truncd(double x) {\n"
+           "  int64_t b = doubleBitsToInt64(x);\n"
+           "  int e = int((b >> 52) & 0x7ffL) - 1023;\n"
+           "  if (e >= 52) return x;\n"
+           "  if (e < 0) return int64BitsToDouble(b & (-9223372036854775807L - 1L));\n"
+           "  return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L)); }\n";
+    }
+    // float 2^x: the C kernels' (render.hpp); GLSL's exp2 returned 0 below 2^-126 on lavapipe
+    if (Exact && exp32)
+      t << "float tg_fma(float a, float b, float c) {\n"
+           "  precise double p = double(a) * double(b), s = p + double(c), z = s - p;\n"
+           "  precise double e = (p - (s - z)) + (double(c) - z);\n"
+           "  uvec2 w = unpackDouble2x32(s);\n"
+           "  if (e != 0.0 && (w.x & 1u) == 0u) {\n"
+           "    if ((e > 0.0) == (s > 0.0)) w.x += 1u;\n"
+           "    else if (w.x == 0u) { w.x = 0xffffffffu; w.y -= 1u; } else w.x -= 1u;\n"
+           "    s = packDouble2x32(w);\n"
+           "  }\n"
+           "  return float(s); }\n";
+    if (exp32) spell_prelude(t, kExp2f, spelling);
+    if (Exact && pow32)
+      t << "float tg_pow2f(float b, float x) { return float(tg_exp2d(double(b) * "
+           "tg_log2d(double(x)))); }\n";
+    if (pow32)
+      float_function(t, kGlslPow, false, Exact ? "tg_pow2f(b, abs(a))" : "exp2(b * log2(abs(a)))");
+    if (n.float64) {
+      t << "double tg_sind(double x) {\n"
+           "  if (isnan(x) || isinf(x)) return tg_d(0x7ff8000000000000L);\n"
+           "  double k = floor(x * tg_d(0x3fe45f306dc9c883L) + 0.5LF);\n"
+           "  double r = ((x - k * tg_d(0x3ff921fb54400000L)) - k * tg_d(0x3dd0b4611a600000L)) - k "
+           "* tg_d(0x3ba3198a2e037073L);\n"
+           "  double q = k - 4.0LF * floor(k * 0.25LF), r2 = r * r, s = 1.0LF, c = 1.0LF;\n"
+           "  for (int j = 11; j >= 1; --j) { s = 1.0LF - s * r2 / double((2 * j) * (2 * j + 1)); "
+           "c = 1.0LF - c * r2 / double((2 * j - 1) * (2 * j)); }\n"
+           "  s *= r;\n"
+           "  return q == 0.0LF ? s : q == 1.0LF ? c : q == 2.0LF ? -s : -c; }\n";
+      float_function(t, kGlslPow, true, "tg_exp2d(b * tg_log2d(abs(a)))");
+    }
+  }
+  static constexpr void signature(Text& t, const Program&) { t << "void main() {\n"; }
+  static constexpr const char* lane_id = "gl_LocalInvocationID.x";
+  static constexpr void launch_arg(Text& t, int k) { t << "pc.a[" << std::int64_t(k) << ']'; }
+  static constexpr void comment(Text& t, std::string_view s) { t << " // " << s; }
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << "// v" << std::int64_t(i) << ": buffer " << std::int64_t(u.arg) << '\n';
+    else
+      Base::declare_launch(t, u, p, i);
+  }
+  static constexpr void local_array(Text& t, DType, std::string_view name, int) {
+    t << "// " << name << ": shared, declared above\n";
+  }
+  static constexpr void barrier(Text& t) { t << "barrier();\n"; }
+  /// Subgroups: within each subgroup (GL_KHR_shader_subgroup_arithmetic), then across the
+  /// subgroups through local memory. Other reductions (float max, which must propagate NaN;
+  /// 8/16/64-bit and bool) use the shared tree.
+  static constexpr void group_reduce(Text& t, const Program& p, const UOp& u, int i, int depth) {
+    if (!fits_subgroup(u)) return CStyleRenderer::group_reduce<GlslDialect>(t, p, u, i, depth);
+    auto indent = [&](int extra) -> Text& {
+      for (int k = 0; k < depth + extra; ++k) t << "  ";
+      return t;
+    };
+    Text acc, lds, a, b;
+    CStyleRenderer::name(acc, p, u.src[0]);
+    lds << "tg_lds" << std::int64_t(i);
+    a << lds.view() << "[0]";
+    b << lds.view() << "[tg_k]";
+    const char* fn = u.op == Op::Add   ? "subgroupAdd("
+                     : u.op == Op::Mul ? "subgroupMul("
+                                       : "subgroupMax(";
+    indent(0) << "{ // " << lds.view() << ": shared, declared above; one value per subgroup\n";
+    indent(1) << acc.view() << " = " << fn << acc.view() << ");\n";
+    indent(1) << "if (subgroupElect()) " << lds.view() << "[gl_SubgroupID] = " << acc.view()
+              << ";\n";
+    indent(1) << "barrier();\n";
+    indent(1) << "if (gl_LocalInvocationIndex == 0u)\n";
+    indent(2) << "for (uint tg_k = 1u; tg_k < gl_NumSubgroups; ++tg_k) " << a.view() << " = ";
+    Base::binary(t, u.op, u.dtype, a.view(), b.view());
+    t << ";\n";
+    indent(1) << "barrier();\n";
+    indent(1) << acc.view() << " = " << a.view() << ";\n";
+    indent(1) << "barrier();\n";
+    indent(0) << "}\n";
+  }
+};
+
+/// The GLSL compute shader of a program shaped by gpu_program and decomposed (the pass list's
+/// Target::glsl(); `subgroups`: the device has subgroup arithmetic in compute shaders;
+/// `exact_float`: it has float64 and its fma, exp2 and log2 round differently, see GlslDialect).
+constexpr Text render_glsl(const Program& p, bool subgroups = false, bool exact_float = false) {
+  // if, not ?: (GCC 12 destroys a ?: class prvalue twice in constant evaluation)
+  if (exact_float) {
+    if (subgroups) return CStyleRenderer::render<GlslDialect<true, true>>(p);
+    return CStyleRenderer::render<GlslDialect<false, true>>(p);
+  }
+  if (subgroups) return CStyleRenderer::render<GlslDialect<true, false>>(p);
+  return CStyleRenderer::render<GlslDialect<false, false>>(p);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+
+// ---- tg/codegen/reuse_values.hpp ----
+#ifndef TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
+#define TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
 // reuse_values (C programs for the CPU only, before vectorize): a value that a reduction's loop
 // computes for every element of a row and that a later loop over the same row computes again is
 // kept in a local array by the first loop and read back by the second. A softmax computes
 // exp(x - max) for the row sum, then again for each output (one kernel, fuse's row
-// reductions); each pass of exponentials cost 3-4 ms of its 13-16 ms over 4096 x 4096 floats.
+// reductions), and each pass of exponentials is a large part of the kernel's time
+// (docs/performance.md).
 // The value read back is the one the first loop computed with the same operations, so results
 // do not change.
 
@@ -4253,196 +5905,366 @@ constexpr Program reuse_values(const Program& p, std::int64_t max_bytes = 64 * 1
 }
 
 } // namespace tg
-#endif // TG_SI_TG_CODEGEN_REUSE_HPP
+#endif // TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
 
-// ---- tg/runtime/cache.hpp ----
-#ifndef TG_SI_TG_RUNTIME_CACHE_HPP
-#define TG_SI_TG_RUNTIME_CACHE_HPP
-// The pieces every runtime's kernel cache and compiler driver share: where the cache lives
-// (TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg; TG_CACHE=0 disables it), stable keys
-// (hashes of source, compiler and flags), atomic writes (a temporary file renamed into place, so
-// concurrent processes never see half a file), and running a compiler as a subprocess.
+namespace tg {
 
-#include <cerrno>
+/// The source language a target's kernels are rendered in (None: INTERP runs the program itself).
+enum class Dialect : std::uint8_t { None, C, Cuda, Glsl };
 
-// ---- tg/runtime/env.hpp ----
-#ifndef TG_SI_TG_RUNTIME_ENV_HPP
-#define TG_SI_TG_RUNTIME_ENV_HPP
-// Environment settings, read once: TG_DEBUG, TG_DEVICE, TG_THREADS, TG_CACHE, TG_CACHE_DIR, TG_CC.
-#include <cstdlib>
-#include <thread>
+/// What the pass list makes kernels for: the fuser's and the lowering's choices, which device
+/// passes run, and the dialect. Devices give theirs (Device::target(), with the environment's
+/// overrides); the constructors below are the defaults, usable at compile time.
+struct Target {
+  FuseOptions fuse;
+  LowerOptions lower;
+  bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
+  bool gpu = false;              // gpu_program shapes programs for a GPU launch
+  bool split_reductions = false; // the front end cuts long reductions into few outputs in two
+                                 // (a GPU's work-groups: detail::gpu_reduce_split)
+  GpuOptions launch;             // (gpu only)
+  DecomposeOptions decompose;    // op semantics the dialect needs spelled out as ops
+  Dialect dialect = Dialect::None;
+  bool subgroups = false;   // GLSL: the device has subgroup arithmetic
+  bool exact_float = false; // GLSL: the device computes float ops unfused (docs/gpu.md)
 
-namespace tg::env {
-
-inline std::string get(const char* name, const std::string& fallback = "") {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
-inline int get_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long r = std::strtol(v, &end, 10);
-  return end && *end == 0 ? int(r) : fallback;
-}
-/// TG_DEBUG: 1 launches with times, 2 the schedule, 3 kernel sources, 4 the IR after each pass.
-inline int debug() {
-  static const int level = get_int("TG_DEBUG", 0);
-  return level;
-}
-inline int threads() {
-  static const int n = [] {
-    int hw = int(std::thread::hardware_concurrency());
-    int t = get_int("TG_THREADS", hw > 0 ? hw : 1);
-    return t < 1 ? 1 : t;
-  }();
-  return n;
-}
-
-} // namespace tg::env
-#endif // TG_SI_TG_RUNTIME_ENV_HPP
-
-extern char** environ;
-
-namespace tg::detail {
-
-inline std::string find_in_path(const std::string& exe) {
-  if (exe.find('/') != std::string::npos) return access(exe.c_str(), X_OK) == 0 ? exe : "";
-  std::string path = env::get("PATH", "/usr/bin:/bin");
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    std::string p = dir + "/" + exe;
-    if (access(p.c_str(), X_OK) == 0) return p;
+  /// The CPU device's kernels: rows of a reduction in one kernel, register tiles of
+  /// `tile_lanes` columns, the CPU passes, C.
+  static constexpr Target cpu(int tile_lanes = LowerOptions{}.tile_lanes) {
+    Target t;
+    t.fuse.row_reductions = true;
+    t.lower.tile_lanes = tile_lanes;
+    t.cpu_passes = true;
+    t.dialect = Dialect::C;
+    return t;
   }
-  return "";
-}
-
-/// Runs argv with stdout and stderr into `log` (in directory `cwd` when given); returns the exit
-/// status, 128 + the signal number when a signal ended it (as shells do), or -1 when it could not
-/// be started.
-inline int run_process(const std::vector<std::string>& argv, const std::string& log,
-                       const std::string& cwd = "") {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  pid_t pid;
-  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/// How a run_process status reads in an error message: "exit 1", "killed by signal 11 (...)".
-inline std::string process_status(int rc) {
-  if (rc < 0) return "could not be started";
-  if (rc > 128)
-    return "killed by signal " + std::to_string(rc - 128) + " (" + strsignal(rc - 128) + ")";
-  return "exit " + std::to_string(rc);
-}
-
-inline std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-inline std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-/// The kernel cache directory: TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg.
-inline std::string cache_dir() {
-  std::string d = env::get("TG_CACHE_DIR");
-  if (d.empty()) {
-    std::string xdg = env::get("XDG_CACHE_HOME");
-    d = !xdg.empty() ? xdg + "/tg" : env::get("HOME", "/tmp") + "/.cache/tg";
+  /// The reference interpreter: the CPU's schedule and lowering, run as programs.
+  static constexpr Target interp(int tile_lanes = LowerOptions{}.tile_lanes) {
+    Target t = cpu(tile_lanes);
+    t.cpu_passes = false;
+    t.dialect = Dialect::None;
+    return t;
   }
-  return d;
-}
-inline bool disk_cache_enabled() { return env::get("TG_CACHE", "1") != "0"; }
+  /// A GPU device's kernels: one output (or a register tile) per thread, gpu_program, `dialect`.
+  static constexpr Target gpu_of(Dialect dialect, GpuOptions launch = {}) {
+    Target t;
+    t.lower = t.lower.for_gpu();
+    t.gpu = t.split_reductions = true;
+    t.launch = launch;
+    t.decompose = DecomposeOptions::gpu();
+    t.dialect = dialect;
+    return t;
+  }
+  static constexpr Target cuda(GpuOptions launch = {}) { return gpu_of(Dialect::Cuda, launch); }
+  static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
+                               bool exact_float = false) {
+    Target t = gpu_of(Dialect::Glsl, launch);
+    t.subgroups = subgroups;
+    t.exact_float = exact_float;
+    return t;
+  }
+  /// The schedule the static front end plans at compile time for every device (the fuser's and
+  /// the lowering's defaults); each device runs its own device passes on it.
+  static constexpr Target portable() { return Target{}; }
+  /// The portable schedule and lowering finished by this target's device passes and dialect: what
+  /// tg::Tensor(expr) runs on its device (fixed/bridge.hpp).
+  constexpr Target planned() const {
+    Target t = *this;
+    t.fuse = portable().fuse;
+    t.lower = portable().lower;
+    return t;
+  }
 
-/// A 128-bit cache key (32 hex digits) for a source and what compiles it (compiler, flags, target).
-inline std::string cache_key(std::string_view source, std::string_view meta) {
-  std::string m(meta);
-  return hex64(fnv1a(source, fnv1a(m))) +
-         hex64(fnv1a(m + std::string(source), 0x84222325cbf29ce4ull));
-}
+  /// Every optimization off (TG_OPT=0): one output and one accumulator per loop iteration.
+  constexpr Target unoptimized() const {
+    Target t = *this;
+    t.fuse.row_reductions = false;
+    t.fuse.broadcast_operand_min = 0;
+    t.lower = gpu ? LowerOptions::off().for_gpu() : LowerOptions::off();
+    t.lower.tile_lanes = lower.tile_lanes;
+    return t;
+  }
+};
 
-/// The path of a cache entry, its directory created; empty when the disk cache is disabled.
-inline std::string cache_path(const std::string& file) {
-  if (!disk_cache_enabled()) return "";
-  std::error_code ec;
-  std::filesystem::create_directories(cache_dir(), ec);
-  return cache_dir() + "/" + file;
-}
+/// A pass log that sees nothing (the default; the only one in constant expressions). A log has
+/// start() -> a mark, and done(name, mark, describe): describe() gives the pass's result as text.
+struct NoPassLog {
+  constexpr int start() const { return 0; }
+  template <class F> constexpr void done(const char*, int, F&&) const {}
+};
 
-/// Reads a whole cache entry; false when it is missing (or unreadable).
-inline bool read_cached(const std::string& path, std::string& out) {
-  if (path.empty()) return false;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return !out.empty();
-}
-
-/// Writes a cache entry atomically (temporary file + rename). Failures are ignored: the cache is
-/// an optimization.
-inline void write_cached(const std::string& path, std::string_view bytes) {
-  if (path.empty()) return;
-  static std::atomic<int> counter{0};
-  std::string tmp = path + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return;
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
     }
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+} // namespace detail
+
+/// A readable dump of a graph: one line per node (TG_DEBUG=4).
+constexpr Text dump(const Graph& g) {
+  Text t;
+  t << "graph\n";
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes[i];
+    t << "  %" << i << " = " << op_name(n.op) << ' ' << dtype_name(n.dtype) << ' ';
+    detail::write_shape(t, n.shape);
+    for (int k = 0; k < n.nsrc(); ++k) t << " %" << n.src[std::size_t(k)];
+    for (const Movement& m : n.moves) {
+      t << ' ' << move_name(m.op);
+      detail::write_shape(t, m.a);
+    }
+    if (!n.axes.empty()) {
+      t << " axes=";
+      for (int a : n.axes) t << a << ',';
+    }
+    t << '\n';
+  }
+  return t;
+}
+/// The kernels of a schedule: each one's root node, its op and shape, and the nodes it reads.
+constexpr Text dump(const Graph& g, const Schedule& s) {
+  Text t;
+  t << "schedule: " << s.kernels.size() << " kernel(s)\n";
+  for (const Kernel& k : s.kernels) {
+    t << "  kernel %" << k.root << ' ' << op_name(g[k.root].op) << ' ';
+    detail::write_shape(t, g[k.root].shape);
+    t << " <-";
+    for (int in : k.inputs) t << " %" << in;
+    t << '\n';
+  }
+  return t;
+}
+/// Which node results share which temporary buffers.
+constexpr Text dump(const MemoryPlan& plan) {
+  Text t;
+  t << "memory plan: " << plan.slot_bytes.size() << " temporary buffer(s)\n";
+  for (std::size_t i = 0; i < plan.slot.size(); ++i)
+    if (plan.slot[i] >= 0) {
+      t << "  %" << i << " -> temporary " << plan.slot[i] << " (";
+      detail::write_sint(t, plan.slot_bytes[std::size_t(plan.slot[i])]);
+      t << " bytes)\n";
+    }
+  return t;
 }
 
-/// A fresh temporary path in the cache directory (or /tmp when the cache is disabled).
-inline std::string temp_path(const std::string& stem) {
-  static std::atomic<int> counter{0};
-  std::string dir = disk_cache_enabled()
-                        ? cache_dir()
-                        : std::filesystem::temp_directory_path().string() + "/tg-nocache";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  return dir + "/tmp-" + stem + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+/// The first graph pass: the graph's nodes grouped into kernels.
+template <class Log = NoPassLog>
+constexpr Schedule schedule_graph(const Graph& g, const Target& t, Log&& log = {}) {
+  auto mark = log.start();
+  Schedule s = fuse(g, t.fuse);
+  log.done("fuse", mark, [&] { return dump(g, s); });
+  return s;
+}
+/// The second: which kernel results share temporary buffers (`keep[n]`: node n's result outlives
+/// the run). The static front end's plans give every result its own buffer and skip it.
+template <class Log = NoPassLog>
+constexpr MemoryPlan plan_buffers(const Graph& g, const Schedule& s, const NodeFlags& keep,
+                                  Log&& log = {}) {
+  auto mark = log.start();
+  MemoryPlan m = plan_memory(g, s, keep);
+  log.done("plan_memory", mark, [&] { return dump(m); });
+  return m;
 }
 
-} // namespace tg::detail
-#endif // TG_SI_TG_RUNTIME_CACHE_HPP
+/// Kernel k of the schedule lowered to a linear program with the target's choices.
+template <class Log = NoPassLog>
+constexpr Program lower_kernel(const Graph& g, const Schedule& s, std::size_t k, const Target& t,
+                               Log&& log = {}) {
+  auto mark = log.start();
+  Program p = lower(g, s, k, t.lower);
+  log.done("lower", mark, [&] { return dump(p); });
+  return p;
+}
 
-// ---- tg/runtime/device.hpp ----
-#ifndef TG_SI_TG_RUNTIME_DEVICE_HPP
-#define TG_SI_TG_RUNTIME_DEVICE_HPP
-// Device = Allocator + Compiler + Program launcher. Devices register by name ("CPU", "INTERP");
-// `TG_DEVICE` picks the default. A device that cannot work here says why, and only when used.
-#include <cctype>
-#include <chrono>
-#include <functional>
-#include <map>
+/// The target's device passes over a lowered program: what its device runs.
+template <class Log = NoPassLog>
+constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
+  auto step = [&](const char* name, auto pass) {
+    auto mark = log.start();
+    p = pass(p);
+    log.done(name, mark, [&] { return dump(p); });
+  };
+  if (t.cpu_passes) {
+    step("reuse_values", [](const Program& q) { return reuse_values(q); });
+    step("vectorize", [](const Program& q) { return vectorize(q); });
+    step("pack_panels", [](const Program& q) { return pack_panels(q); });
+    step("pack_rows", [](const Program& q) { return pack_rows(q); });
+  }
+  if (t.gpu) step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
+  if (t.decompose.any())
+    step("decompose", [&](const Program& q) { return decompose(q, t.decompose); });
+  return p;
+}
+
+/// A program after its device passes, as source in the target's dialect (empty for None).
+constexpr Text render_kernel(const Program& p, const Target& t) {
+  switch (t.dialect) {
+  case Dialect::C:
+    return render_c(p);
+  case Dialect::Cuda:
+    return render_cuda(p);
+  case Dialect::Glsl:
+    return render_glsl(p, t.subgroups, t.exact_float);
+  case Dialect::None:
+    break;
+  }
+  return Text{};
+}
+
+/// A kernel as the pass list leaves it: the program its device runs, and its source.
+struct KernelCode {
+  Program program;
+  Text source;
+};
+
+/// A lowered program through the rest of the kernel passes: device passes, then render.
+template <class Log = NoPassLog>
+constexpr KernelCode finish_kernel(Program lowered, const Target& t, Log&& log = {}) {
+  KernelCode c;
+  c.program = device_passes(std::move(lowered), t, log);
+  auto mark = log.start();
+  c.source = render_kernel(c.program, t);
+  log.done("render", mark, [&] { return c.source; });
+  return c;
+}
+
+/// Kernel k of the schedule through every kernel pass, in order.
+template <class Log = NoPassLog>
+constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size_t k,
+                                    const Target& t, Log&& log = {}) {
+  return finish_kernel(lower_kernel(g, s, k, t, log), t, log);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PIPELINE_HPP
+
+// ---- tg/runtime/alloc_cache.hpp ----
+#ifndef TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
+#define TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
+// The allocation cache every device puts in front of its own allocator (host memory, cuMemAlloc,
+// Vulkan buffers): freed blocks are kept by rounded size and handed out again, up to a byte cap,
+// so repeated realizes of the same shapes reuse memory instead of allocating (and page-faulting
+// or synchronizing) afresh.
+#include <cstddef>
+#include <utility>
+
+namespace tg {
+
+class AllocCache {
+public:
+  /// A new block of `bytes` (already rounded); throws device_error when the device is out of
+  /// memory. Called without the cache's lock held.
+  using Allocate = std::function<void*(std::size_t bytes)>;
+  /// Gives a block back to the device (or queues it to be freed once no command uses it).
+  using Release = std::function<void(void*)>;
+
+  /// Sizes are rounded up to a multiple of `granule` (at least one granule); at most `max_cached`
+  /// bytes of freed blocks are kept.
+  AllocCache(std::size_t granule, Allocate allocate, Release release,
+             std::size_t max_cached = std::size_t(1) << 30)
+      : granule_(granule), max_cached_(max_cached), allocate_(std::move(allocate)),
+        release_(std::move(release)) {}
+  AllocCache(const AllocCache&) = delete;
+  AllocCache& operator=(const AllocCache&) = delete;
+  /// Releases the cached blocks (not the ones still in use: their owners free them first).
+  ~AllocCache() { trim(); }
+
+  std::size_t round(std::size_t bytes) const {
+    return bytes <= granule_ ? granule_ : (bytes + granule_ - 1) / granule_ * granule_;
+  }
+
+  /// A block of at least `bytes`: a cached one of the same rounded size, else a new one. When the
+  /// device is out of memory, the cached blocks are released and the allocation tried once more.
+  void* alloc(std::size_t bytes) {
+    std::size_t n = round(bytes);
+    {
+      std::lock_guard<std::mutex> g(m_);
+      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= n;
+        sizes_[p] = n;
+        return p;
+      }
+    }
+    void* p = nullptr;
+    try {
+      p = allocate_(n);
+    } catch (const device_error&) {
+      if (trim() == 0) throw;
+      p = allocate_(n);
+    }
+    std::lock_guard<std::mutex> g(m_);
+    sizes_[p] = n;
+    return p;
+  }
+
+  /// Takes back a block from alloc(): kept for reuse while the cache holds at most max_cached
+  /// bytes, else released. A pointer that alloc() did not return is ignored.
+  void free(void* p) {
+    std::lock_guard<std::mutex> g(m_);
+    auto it = sizes_.find(p);
+    if (it == sizes_.end()) return;
+    std::size_t n = it->second;
+    sizes_.erase(it);
+    if (cached_ + n <= max_cached_) {
+      free_[n].push_back(p);
+      cached_ += n;
+      return;
+    }
+    release_(p);
+  }
+
+  /// Releases every cached block; returns how many bytes they held.
+  std::size_t trim() {
+    std::lock_guard<std::mutex> g(m_);
+    std::size_t bytes = cached_;
+    for (auto& [n, blocks] : free_)
+      for (void* p : blocks) release_(p);
+    free_.clear();
+    cached_ = 0;
+    return bytes;
+  }
+
+  /// Bytes held by freed blocks kept for reuse.
+  std::size_t cached_bytes() const {
+    std::lock_guard<std::mutex> g(m_);
+    return cached_;
+  }
+
+private:
+  std::size_t granule_, max_cached_;
+  Allocate allocate_;
+  Release release_;
+  mutable std::mutex m_;
+  std::map<std::size_t, std::vector<void*>> free_; // rounded size -> freed blocks
+  std::map<void*, std::size_t> sizes_;             // blocks in use -> rounded size
+  std::size_t cached_ = 0;
+};
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
 
 // ---- tg/runtime/stats.hpp ----
 #ifndef TG_SI_TG_RUNTIME_STATS_HPP
@@ -4523,16 +6345,13 @@ public:
   }
   /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
   virtual bool host_memory() const { return false; }
-  /// Whether reductions are lowered with register tiles, split accumulators and wide lanes
-  /// (LowerOptions::upcast_rows, split_reduce, wide_upcast): a CPU's vector registers gain from
-  /// them; a GPU's one output per thread would lose parallelism.
-  virtual bool register_tiles() const { return false; }
-  /// Columns of a float32 register tile (LowerOptions::tile_lanes) on a device with tiles; 0:
-  /// the default.
-  virtual int tile_lanes() const { return 0; }
-  /// Compiles the programs (independent ones in parallel); one runner each.
+  /// What the pass list makes this device's kernels for (codegen/pipeline.hpp): its fuser and
+  /// lowering choices, device passes and dialect, with the environment's overrides.
+  virtual Target target() const = 0;
+  /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
+  /// runner each.
   virtual std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const Program*>& programs) = 0;
+  prepare(const std::vector<const KernelCode*>& kernels) = 0;
 };
 
 /// Device memory owned by a tensor.
@@ -4553,46 +6372,13 @@ struct Buffer {
   std::size_t nbytes() const { return std::size_t(numel) * std::size_t(itemsize(dtype)); }
 };
 
-/// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads).
-/// Freed blocks are kept by size and reused (up to 1 GiB), so repeated realizes of the same
-/// shapes touch memory that is already mapped instead of page-faulting fresh allocations.
+/// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads), through
+/// the allocation cache (up to 1 GiB of freed blocks), so repeated realizes of the same shapes
+/// touch memory that is already mapped instead of page-faulting fresh allocations.
 class HostDevice : public Device {
 public:
-  ~HostDevice() override {
-    for (auto& [n, blocks] : cache_)
-      for (void* p : blocks) std::free(p);
-  }
-  void* alloc(std::size_t bytes) override {
-    std::size_t n = (bytes + 63) / 64 * 64;
-    {
-      std::lock_guard<std::mutex> g(m_);
-      if (auto it = cache_.find(n); it != cache_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached_bytes_ -= n;
-        sizes_[p] = n;
-        return p;
-      }
-    }
-    void* p = std::aligned_alloc(64, n);
-    if (!p)
-      throw device_error("tg: out of host memory allocating " + std::to_string(bytes) + " bytes");
-    std::lock_guard<std::mutex> g(m_);
-    sizes_[p] = n;
-    return p;
-  }
-  void free(void* p) override {
-    std::lock_guard<std::mutex> g(m_);
-    auto it = sizes_.find(p);
-    std::size_t n = it->second;
-    sizes_.erase(it);
-    if (cached_bytes_ + n > max_cached_) {
-      std::free(p);
-      return;
-    }
-    cache_[n].push_back(p);
-    cached_bytes_ += n;
-  }
+  void* alloc(std::size_t bytes) override { return cache_.alloc(bytes); }
+  void free(void* p) override { cache_.free(p); }
   void copy_in(void* dst, const void* src, std::size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }
@@ -4605,10 +6391,15 @@ public:
   bool host_memory() const override { return true; }
 
 private:
-  std::mutex m_;
-  std::map<std::size_t, std::vector<void*>> cache_;
-  std::map<void*, std::size_t> sizes_;
-  std::size_t cached_bytes_ = 0, max_cached_ = std::size_t(1) << 30;
+  AllocCache cache_{64,
+                    [](std::size_t n) {
+                      void* p = std::aligned_alloc(64, n);
+                      if (!p)
+                        throw device_error("tg: out of host memory allocating " +
+                                           std::to_string(n) + " bytes");
+                      return p;
+                    },
+                    [](void* p) { std::free(p); }};
 };
 
 using DeviceFactory = std::function<std::shared_ptr<Device>()>;
@@ -4632,9 +6423,6 @@ inline std::string canonical_device(std::string name) {
   return name;
 }
 } // namespace detail
-
-/// Registers the devices tg ships (defined in runtime/devices.hpp, after every runtime).
-inline void register_builtin_devices();
 
 inline void register_device(const std::string& name, DeviceFactory f) {
   auto& r = detail::registry();
@@ -4666,7 +6454,8 @@ public:
   void free(void*) override {}
   void copy_in(void*, const void*, std::size_t) override { alloc(0); }
   void copy_out(void*, const void*, std::size_t) override { alloc(0); }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const Program*>&) override {
+  Target target() const override { return Target::portable(); }
+  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
     alloc(0);
     return {};
   }
@@ -4685,76 +6474,10 @@ inline void register_unavailable(const std::string& name, const std::string& rea
 }
 } // namespace detail
 
-/// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
-inline std::shared_ptr<Device> device(const std::string& requested) {
-  static std::once_flag builtins;
-  std::call_once(builtins, [] { register_builtin_devices(); });
-  std::string name = detail::canonical_device(requested);
-  auto& r = detail::registry();
-  std::lock_guard<std::mutex> g(r.m);
-  if (auto it = r.open.find(name); it != r.open.end()) return it->second;
-  auto f = r.factories.find(name);
-  std::shared_ptr<Device> d;
-  if (f != r.factories.end())
-    d = f->second();
-  else if (auto colon = name.rfind(':');
-           colon != std::string::npos && r.families.count(name.substr(0, colon)) &&
-           colon + 1 < name.size() &&
-           name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
-    d = r.families[name.substr(0, colon)].first(std::atoi(name.c_str() + colon + 1));
-  else {
-    std::string known;
-    for (auto& [k, v] : r.factories) known += (known.empty() ? "" : ", ") + k;
-    throw device_error("tg: unknown device '" + requested + "' (known: " + known + ")");
-  }
-  if (std::string why = d->unavailable_reason(); !why.empty())
-    throw device_error("tg: device " + name + " is unavailable: " + why);
-  r.open[name] = d;
-  return d;
-}
-
 /// The default device: TG_DEVICE, else CPU.
 inline std::string default_device() {
   static const std::string d = detail::canonical_device(env::get("TG_DEVICE", "CPU"));
   return d;
-}
-
-struct DeviceInfo {
-  std::string name;
-  bool available;
-  std::string reason; // why not, when unavailable
-};
-
-/// Every registered device and whether it works here.
-inline std::vector<DeviceInfo> devices() {
-  device("INTERP"); // registers the built-in devices
-  std::vector<std::string> names;
-  std::vector<std::pair<std::string, std::function<int()>>> counts;
-  {
-    auto& r = detail::registry();
-    std::lock_guard<std::mutex> g(r.m);
-    for (auto& [k, v] : r.factories) names.push_back(k);
-    for (auto& [k, v] : r.families)
-      if (v.second) counts.push_back({k, v.second});
-  }
-  for (auto& [family, count] : counts) { // the other instances of a family, where there are any
-    int n = 0;
-    try {
-      n = count();
-    } catch (const std::exception&) {
-    }
-    for (int i = 1; i < n; ++i) names.push_back(family + ":" + std::to_string(i));
-  }
-  std::vector<DeviceInfo> out;
-  for (auto& n : names) {
-    try {
-      device(n);
-      out.push_back({n, true, ""});
-    } catch (const std::exception& e) {
-      out.push_back({n, false, e.what()});
-    }
-  }
-  return out;
 }
 
 } // namespace tg
@@ -4764,299 +6487,8 @@ inline std::vector<DeviceInfo> devices() {
 #ifndef TG_SI_TG_RUNTIME_LAUNCH_HPP
 #define TG_SI_TG_RUNTIME_LAUNCH_HPP
 // What every runtime needs to launch a program: its symbolic sizes evaluated with the values
-// passed at launch, and the GPU launch shape the environment may tune.
-
-// ---- tg/codegen/gpu.hpp ----
-#ifndef TG_SI_TG_CODEGEN_GPU_HPP
-#define TG_SI_TG_CODEGEN_GPU_HPP
-// gpu_program: a lowered Program -> the same program shaped for a GPU launch, shared by every GPU
-// dialect (GLSL, CUDA). The parallel outer loop (a Range over the Bound start/end) becomes the
-// work item of each thread with a bounds check (Special + If); the inner output loops with constant
-// sizes are flattened into the item index; and when there are few items and long reductions, a
-// whole work-group shares one item: each reduction's loop is split across the group's lanes
-// (start = lane, step = local) and combined through local memory (GroupReduce), and only lane 0
-// stores. The CPU path never calls this; INTERP cannot run its output (Special, GroupReduce).
-
-namespace tg {
-
-struct GpuOptions {
-  int local = 256;      // threads per work-group (rounded down to a power of two)
-  int max_local = 1024; // the device's limit
-  int grouped = -1;     // -1: decide; 0: never; 1: whenever the program reduces
-  int per_thread = 8;   // items a thread runs in a kernel without reductions of 2^20 items or more
-};
-
-namespace detail {
-
-constexpr int floor_pow2(std::int64_t x) {
-  int r = 1;
-  while (std::int64_t(r) * 2 <= x && r < (1 << 30)) r *= 2;
-  return r;
-}
-
-struct GpuRewriter : ProgramRewriter {
-  constexpr int special(GpuIndex g) {
-    return add(UOp{UKind::Special, Op::Add, DType::Int64, {-1, -1, -1}, {}, int(g), {}});
-  }
-  constexpr bool is_const(int old) const { return in.ops[std::size_t(old)].kind == UKind::Const; }
-  constexpr std::int64_t ival(int old) const { return in.ops[std::size_t(old)].value.i; }
-};
-
-} // namespace detail
-
-/// The program shaped for a GPU launch of `items` = outer * items_per_outer work items, in
-/// work-groups of `local` threads (one item per thread, or per work-group when `grouped`).
-constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
-  const std::vector<UOp>& ops = p.ops;
-  const std::size_t n = ops.size();
-  // Which ranges belong to a reduction (opened between a DefineAcc and its AccAssign).
-  std::vector<int> reduction_of(n, -1); // Range -> its DefineAcc
-  std::vector<int> end_of(n, -1);       // Range -> its EndRange
-  int outer = -1;
-  {
-    std::vector<int> open_accs, stack;
-    for (std::size_t i = 0; i < n; ++i) {
-      const UOp& u = ops[i];
-      if (u.kind == UKind::DefineAcc) open_accs.push_back(int(i));
-      // an AccAssign closes its accumulator (the lanes of an upcast kernel close several)
-      if (u.kind == UKind::AccAssign)
-        for (std::size_t k = 0; k < open_accs.size(); ++k)
-          if (open_accs[k] == u.src[0]) open_accs.erase(open_accs.begin() + std::ptrdiff_t(k));
-      if (u.kind == UKind::Range) {
-        stack.push_back(int(i));
-        if (!open_accs.empty()) reduction_of[i] = open_accs.back();
-        if (outer < 0 && ops[std::size_t(u.src[0])].kind == UKind::Bound) outer = int(i);
-      }
-      if (u.kind == UKind::EndRange) end_of[std::size_t(u.src[0])] = int(i);
-    }
-  }
-  if (outer < 0) throw graph_error{"gpu_program: the program has no outer loop"};
-  // Inner output loops: flattened into the item when all of them have constant sizes.
-  std::vector<int> inner;
-  std::int64_t m = 1;
-  bool flatten = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    const UOp& u = ops[i];
-    if (u.kind != UKind::Range || int(i) == outer || reduction_of[i] >= 0) continue;
-    inner.push_back(int(i));
-    const UOp& s = ops[std::size_t(u.src[0])];
-    const UOp& e = ops[std::size_t(u.src[1])];
-    if (s.kind != UKind::Const || s.value.i != 0 || e.kind != UKind::Const || u.src[2] >= 0 ||
-        e.value.i <= 0)
-      flatten = false;
-    else
-      m *= e.value.i;
-  }
-  if (!flatten) m = 1;
-  // Reductions: the longest one decides whether a work-group shares an item.
-  bool reduces = false;
-  std::int64_t longest = 1;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (ops[i].kind != UKind::DefineAcc) continue;
-    reduces = true;
-    std::int64_t len = 1;
-    for (std::size_t r = 0; r < n; ++r)
-      if (reduction_of[r] == int(i)) {
-        const UOp& e = ops[std::size_t(ops[r].src[1])];
-        len *= e.kind == UKind::Const ? e.value.i : 4096; // a symbolic size counts as long
-      }
-    if (len > longest) longest = len;
-  }
-  std::int64_t items = p.outer.is_const() ? p.outer.constant() * m : std::int64_t(1) << 40;
-  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256));
-  int local = detail::floor_pow2(o.local < 1 ? 1 : o.local);
-  if (local > o.max_local) local = detail::floor_pow2(o.max_local);
-  if (grouped && longest < local)
-    local = std::max(std::min(local, 32), detail::floor_pow2(longest));
-
-  // A kernel without reductions over many items runs 8 of them a thread, a work-group's width
-  // apart (loads stay coalesced): each thread then has 8 loads in flight. x * 1.5 over 2^26
-  // floats on an H200 took 0.220 ms with one a thread, 0.151 with 4, 0.139 with 8: a
-  // device-to-device copy of the same bytes took 0.138.
-  const std::int64_t per_thread =
-      !reduces && p.outer.is_const() && items >= (std::int64_t(1) << 20) && o.per_thread > 1
-          ? o.per_thread
-          : 1;
-
-  detail::GpuRewriter w{{p, {}, std::vector<int>(n, -1)}};
-  int item = w.special(GpuIndex::Item);
-  int lane = grouped ? w.special(GpuIndex::Lane) : -1;
-  int lane0 = grouped ? w.alu(Op::CmpEq, DType::Bool, lane, w.cint(0)) : -1;
-  std::vector<int> skip_end(n, 0);      // EndRange ops that vanish (flattened loops)
-  std::vector<int> reduce_after(n, -1); // EndRange -> the DefineAcc to combine after it
-  std::vector<int> loop(n, -1);         // Range -> the loop that replaced it
-  // Declarations first (buffers, launch values, constants), then the bounds check, so that
-  // everything else, including work outside the outer loop, runs once per item in range.
-  for (std::size_t i = 0; i < n; ++i) {
-    UKind k = ops[i].kind;
-    if (k == UKind::Param || k == UKind::Bound || k == UKind::VarParam || k == UKind::Const)
-      w.map[i] = w.add(ops[i]);
-  }
-  int rem = -1, if_outer = -1, thread_loop = -1;
-  if (per_thread > 1) {
-    thread_loop = w.add(
-        UOp{UKind::Range, Op::Add, DType::Int64, {w.cint(0), w.cint(per_thread), -1}, {}, -1, {}});
-    item = w.alu(Op::Add, DType::Int64, item,
-                 w.alu(Op::Mul, DType::Int64, thread_loop, w.cint(local)));
-  }
-  {
-    const UOp& u = ops[std::size_t(outer)];
-    int q = item;
-    if (m > 1) {
-      int mm = w.cint(m);
-      q = w.alu(Op::Div, DType::Int64, item, mm);
-      rem = w.alu(Op::Mod, DType::Int64, item, mm);
-    }
-    int idx = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], q);
-    int ok = w.alu(Op::CmpLt, DType::Bool, idx, w.map[std::size_t(u.src[1])]);
-    if_outer = w.add(UOp{UKind::If, Op::Add, DType::Bool, {ok, -1, -1}, {}, -1, {}});
-    w.map[std::size_t(outer)] = idx;
-    skip_end[std::size_t(end_of[std::size_t(outer)])] = 1;
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const UOp& u = ops[i];
-    if (w.map[i] >= 0)
-      continue; // a declaration, the outer loop, or folded into a flattened reduction loop
-    if (u.kind == UKind::Range && reduction_of[i] < 0 && m > 1) { // a flattened inner output loop
-      std::int64_t stride = 1;
-      bool after = false;
-      for (int r : inner) {
-        if (after) stride *= w.ival(ops[std::size_t(r)].src[1]);
-        if (r == int(i)) after = true;
-      }
-      int x = rem;
-      if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
-      if (stride * w.ival(u.src[1]) < m)
-        x = w.alu(Op::Mod, DType::Int64, x, w.cint(w.ival(u.src[1])));
-      w.map[i] = x;
-      skip_end[std::size_t(end_of[i])] = 1;
-      continue;
-    }
-    if (u.kind == UKind::Range && reduction_of[i] >= 0 && grouped) {
-      int acc = reduction_of[i];
-      bool first = i > 0 && (ops[i - 1].kind == UKind::DefineAcc && int(i - 1) == acc);
-      if (first) {
-        // Every range of this reduction, outermost first; flattened into one strided loop when
-        // their sizes are constant, else only this (outermost) loop is split across the lanes.
-        std::vector<int> rs;
-        bool all_const = true;
-        for (std::size_t r = i; r < n; ++r)
-          if (reduction_of[r] == acc) {
-            rs.push_back(int(r));
-            const UOp& ru = ops[r];
-            if (!w.is_const(ru.src[0]) || w.ival(ru.src[0]) != 0 || !w.is_const(ru.src[1]) ||
-                ru.src[2] >= 0)
-              all_const = false;
-          }
-        int step = w.cint(local);
-        if (all_const && rs.size() > 1) {
-          std::int64_t total = 1;
-          for (int r : rs) total *= w.ival(ops[std::size_t(r)].src[1]);
-          int f = w.add(
-              UOp{UKind::Range, Op::Add, DType::Int64, {lane, w.cint(total), step}, {}, u.arg, {}});
-          std::int64_t stride = total;
-          for (int r : rs) {
-            std::int64_t ext = w.ival(ops[std::size_t(r)].src[1]);
-            stride /= ext;
-            int x = f;
-            if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
-            if (stride * ext < total) x = w.alu(Op::Mod, DType::Int64, x, w.cint(ext));
-            w.map[std::size_t(r)] = x;
-            if (r != int(i)) skip_end[std::size_t(end_of[std::size_t(r)])] = 1;
-          }
-          loop[i] = f; // the first range's EndRange closes the strided loop
-          reduce_after[std::size_t(end_of[i])] = acc;
-          continue;
-        }
-        int start = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], lane);
-        UOp r = u;
-        r.src = {start, w.map[std::size_t(u.src[1])], step};
-        w.map[i] = w.add(r);
-        reduce_after[std::size_t(end_of[i])] = acc;
-        continue;
-      }
-    }
-    if (u.kind == UKind::EndRange && skip_end[i] == 1) continue;
-    if (u.kind == UKind::Store && grouped) {
-      int g = w.add(UOp{UKind::If, Op::Add, DType::Bool, {lane0, -1, -1}, {}, -1, {}});
-      w.map[i] = w.add(w.remapped(u));
-      w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {g, -1, -1}, {}, -1, {}});
-      continue;
-    }
-    UOp c = w.remapped(u);
-    if (u.kind == UKind::EndRange && loop[std::size_t(u.src[0])] >= 0)
-      c.src[0] = loop[std::size_t(u.src[0])];
-    w.map[i] = w.add(c);
-    if (u.kind == UKind::EndRange && reduce_after[i] >= 0) {
-      // every accumulator of this loop: the lanes of an upcast kernel define theirs right before it
-      int first_acc = reduce_after[i];
-      while (first_acc > 0 && ops[std::size_t(first_acc - 1)].kind == UKind::DefineAcc) --first_acc;
-      for (int a = first_acc; a <= reduce_after[i]; ++a)
-        w.add(UOp{UKind::GroupReduce,
-                  ops[std::size_t(a)].op,
-                  ops[std::size_t(a)].dtype,
-                  {w.map[std::size_t(a)], -1, -1},
-                  {},
-                  -1,
-                  {}});
-    }
-  }
-  w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {if_outer, -1, -1}, {}, -1, {}});
-  if (thread_loop >= 0)
-    w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {thread_loop, -1, -1}, {}, -1, {}});
-  Program r;
-  r.ops = std::move(w.out);
-  r.params = p.params;
-  r.vars = p.vars;
-  r.outer = p.outer;
-  r.work = p.work;
-  r.name = p.name;
-  r.local = local;
-  r.grouped = grouped;
-  r.items_per_outer = m;
-  r.per_thread = per_thread;
-  return r;
-}
-
-} // namespace tg
-
-namespace tg {
-
-/// One launch of a GPU program: the item it starts at and its grid of work-groups.
-struct GpuDispatch {
-  std::int64_t base = 0;                // first item (the kernel adds group * local + lane)
-  std::array<std::int64_t, 3> groups{}; // work-groups in x, y, z
-};
-
-/// The launches that cover every item of `p` for an outer size of `outer`, within the device's
-/// limits on work-groups per dimension (e.g. 65,535): the grid spills from x into y and z, and
-/// past what one grid holds into further launches. Work-groups past the last item exit early.
-constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t outer,
-                                                  std::array<std::int64_t, 3> max_groups) {
-  std::vector<GpuDispatch> out;
-  const std::int64_t items = outer * p.items_per_outer;
-  if (items <= 0) return out;
-  const std::int64_t per_group = p.grouped ? 1 : p.local * p.per_thread;
-  const std::int64_t groups = (items + per_group - 1) / per_group;
-  for (auto& m : max_groups)
-    if (m < 1) m = 1;
-  for (std::int64_t first = 0; first < groups;) {
-    std::int64_t left = groups - first;
-    GpuDispatch d;
-    d.base = first * per_group;
-    d.groups[0] = left < max_groups[0] ? left : max_groups[0];
-    std::int64_t y = (left + d.groups[0] - 1) / d.groups[0];
-    d.groups[1] = y < max_groups[1] ? y : max_groups[1];
-    std::int64_t z = (left + d.groups[0] * d.groups[1] - 1) / (d.groups[0] * d.groups[1]);
-    d.groups[2] = z < max_groups[2] ? z : max_groups[2];
-    out.push_back(d);
-    first += d.groups[0] * d.groups[1] * d.groups[2];
-  }
-  return out;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_CODEGEN_GPU_HPP
+// passed at launch, and its target with the environment's overrides (TG_OPT, the GPU launch shape
+// and tiles).
 
 namespace tg {
 
@@ -5087,6 +6519,31 @@ inline GpuOptions gpu_options(int max_local) {
   o.grouped = int(env::get_int("TG_GPU_GROUP_REDUCE", o.grouped));
   o.per_thread = int(env::get_int("TG_GPU_PER_THREAD", o.per_thread));
   return o;
+}
+
+/// Whether the fuser's and the lowering's optimizations are on (TG_OPT=0 turns them off).
+inline bool optimizations_on() {
+  static const bool on = env::get_int("TG_OPT", 1) != 0;
+  return on;
+}
+/// The lowering's choices on a CPU, unless TG_OPT=0 (the front end consults them for a few
+/// graph-level decisions).
+inline LowerOptions lower_options() {
+  return optimizations_on() ? LowerOptions{} : LowerOptions::off();
+}
+
+/// A device's target with the environment's overrides: TG_OPT=0 turns every optimization off;
+/// on GPUs, TG_GPU_TILE and TG_GPU_TILE_THREADS set the register tile (LowerOptions::gpu_tile;
+/// tests set TG_GPU_TILE_THREADS=1 to tile their small products).
+inline Target with_env(Target t) {
+  if (!optimizations_on()) t = t.unoptimized();
+  if (t.gpu) {
+    static const int tile = env::get_int("TG_GPU_TILE", 0);
+    static const int threads = env::get_int("TG_GPU_TILE_THREADS", 0);
+    if (tile > 0 && t.lower.gpu_tile > 1) t.lower.gpu_tile = tile;
+    if (threads > 0) t.lower.gpu_tile_threads = threads;
+  }
+  return t;
 }
 
 } // namespace tg
@@ -5155,8 +6612,8 @@ public:
 private:
   /// Waits up to ~0.2 ms while `busy()` holds, before a caller blocks on a condition variable.
   /// A kernel's launches follow each other within microseconds, and a worker woken through the
-  /// futex took long enough on a VM that the caller had run the whole range alone (the MLP
-  /// step's 128x784x256 matmul: 0.9 ms in the step, 0.5 ms run back to back).
+  /// futex can take long enough that the caller has run the whole range alone (figures in
+  /// docs/performance.md).
   template <class Busy> static void spin_while(Busy busy) {
     auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
     for (int i = 1; busy(); ++i) {
@@ -5311,16 +6768,32 @@ public:
     std::string resolved =
         compiler_.empty() ? "" : std::filesystem::canonical(compiler_, ec).filename().string();
     if (resolved.find("clang") == std::string::npos) flags_.push_back("-fvect-cost-model=dynamic");
+    // TG_KERNEL_SANITIZE=1: kernels built with AddressSanitizer and UBSan, any report fatal, so
+    // that a generated kernel indexing out of bounds stops the process with a report naming the
+    // kernel. The kernels then need the ASan runtime, which must be the process's own: a process
+    // built with -fsanitize=address by the same compiler family as the kernels (GCC's libasan,
+    // or Clang's shared runtime, hence -shared-libasan). The flags are part of the cache key.
+    // At -O1, as ASan advises: sanitized kernels compile much faster than at -O2.
+    if (env::get("TG_KERNEL_SANITIZE", "0") != "0") {
+      flags_.front() = "-O1";
+      flags_.insert(flags_.end(), {"-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                                   "-fno-omit-frame-pointer", "-g1"});
+      if (resolved.find("clang") != std::string::npos) flags_.push_back("-shared-libasan");
+      if (!dlsym(RTLD_DEFAULT, "__asan_init"))
+        sanitize_problem_ = "TG_KERNEL_SANITIZE is set, but this process is not built with "
+                            "-fsanitize=address (its kernels would need the ASan runtime loaded "
+                            "first); unset it, or build with -fsanitize=address";
+    }
   }
   std::string name() const override { return "CPU"; }
-  bool register_tiles() const override { return true; }
-  /// 32 where the kernels' compiler (-march=native) has 32 vector registers: AVX-512VL.
-  int tile_lanes() const override {
+  /// Register tiles 32 columns wide where the kernels' compiler (-march=native) has 32 vector
+  /// registers (AVX-512VL).
+  Target target() const override {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     static const bool avx512 = __builtin_cpu_supports("avx512vl");
-    return avx512 ? 32 : 0;
+    return with_env(avx512 ? Target::cpu(32) : Target::cpu());
 #else
-    return 0;
+    return with_env(Target::cpu());
 #endif
   }
   std::string unavailable_reason() const override {
@@ -5328,12 +6801,13 @@ public:
       return "no C compiler found (looked for " +
              (env::get("TG_CC").empty() ? std::string("cc, gcc, clang") : env::get("TG_CC")) +
              " on PATH; install gcc or set TG_CC)";
-    return "";
+    return sanitize_problem_;
   }
 
   std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const Program*>& programs) override {
-    const std::size_t n = programs.size();
+  prepare(const std::vector<const KernelCode*>& kernels) override {
+    const std::size_t n = kernels.size();
+    std::vector<const Program*> programs(n);
     std::vector<std::string> sources(n), keys(n);
     std::vector<std::shared_ptr<detail::SharedObject>> so(n);
     std::vector<std::size_t> missing; // the first program of each distinct kernel not loaded yet
@@ -5341,12 +6815,8 @@ public:
       std::lock_guard<std::mutex> g(m_);
       std::unordered_map<std::string, int> seen;
       for (std::size_t i = 0; i < n; ++i) {
-        // the CPU's own last passes
-        Program vp = pack_rows(pack_panels(vectorize(reuse_values(*programs[i]))));
-        if (env::debug() >= 4 && vp.ops.size() != programs[i]->ops.size())
-          std::cerr << "after reuse_values, vectorize, pack_panels, pack_rows:\n"
-                    << dump(vp).view();
-        sources[i] = std::string(render_c(vp).view());
+        programs[i] = &kernels[i]->program;
+        sources[i] = std::string(kernels[i]->source.view());
         keys[i] = key(sources[i]);
         if (auto it = loaded_.find(keys[i]); it != loaded_.end()) {
           so[i] = it->second;
@@ -5503,7 +6973,7 @@ private:
     return so;
   }
 
-  std::string compiler_, compiler_id_;
+  std::string compiler_, compiler_id_, sanitize_problem_;
   std::vector<std::string> flags_;
   std::mutex m_;
   std::unordered_map<std::string, std::shared_ptr<detail::SharedObject>> loaded_;
@@ -5525,171 +6995,6 @@ private:
 // Environment: TG_LIBCUDA (path of the driver library), TG_NVRTC (path of libnvrtc),
 // CUDA_PATH / CUDA_HOME (toolkit root, searched for NVRTC and ptxas).
 #include <dirent.h>
-
-// ---- tg/codegen/render_cuda.hpp ----
-#ifndef TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
-#define TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
-// The CUDA dialect of the C-style renderer: one `extern "C" __global__` function per kernel, for
-// programs shaped by gpu_program, compiled by NVRTC without any CUDA header. It shares the C
-// dialect's arithmetic; what differs is the launch (buffers, then item base, outer start/end and
-// the symbolic sizes as kernel arguments), bool as C++ bool, float16 conversions in hardware
-// (cvt.f16.f32; bfloat16 too from sm_80), integer division and float-to-integer casts defined as
-// the reference interpreter defines them, and local memory (__shared__) for group reductions.
-
-namespace tg {
-
-struct CudaDialect : CDialect {
-  static constexpr bool vectors = false;
-  /// Sums of products accumulate by fused multiply-add, as cuBLAS does: NVRTC contracts nothing
-  /// else (--fmad=false), and a product and an add each issued took sgemm 4096² on an H200 to
-  /// 8.9 ms (two instructions a term). Their last bits can differ from INTERP's.
-  static constexpr const char* mul_acc(DType t) {
-    // (16-bit floats compute in float32)
-    return t == DType::Float64 ? "__fma_rn" : is_float(t) ? "__fmaf_rn" : nullptr;
-  }
-  static constexpr const char* type(DType t) {
-    return t == DType::Bool ? "bool" : CDialect::type(t);
-  }
-
-  static constexpr void prelude(Text& t, const Program&) {
-    // guarded, as the C prelude: several kernels can share one NVRTC program
-    t << "// tg CUDA kernel (NVRTC, no headers)\n"
-         "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
-         "#define INFINITY __int_as_float(0x7f800000)\n"
-         "#define NAN __int_as_float(0x7fffffff)\n"
-         "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
-         "__device__ __forceinline__ float tg_h2f(tg_u16 h) { float f; asm(\"cvt.f32.f16 %0, %1;\" "
-         ": \"=f\"(f) : \"h\"(h)); return f; }\n"
-         "__device__ __forceinline__ tg_u16 tg_f2h(float f) { tg_u16 h; asm(\"cvt.rn.f16.f32 %0, "
-         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
-         "__device__ __forceinline__ float tg_b2f(tg_u16 b) { return __uint_as_float((tg_u32)b << "
-         "16); }\n"
-         "#if __CUDA_ARCH__ >= 800\n"
-         "__device__ __forceinline__ tg_u16 tg_f2b(float f) { tg_u16 h; asm(\"cvt.rn.bf16.f32 %0, "
-         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
-         "#else\n"
-         "__device__ __forceinline__ tg_u16 tg_f2b(float f) { tg_u32 x = __float_as_uint(f);\n"
-         "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (tg_u16)((x >> 16) | "
-         "0x40u);\n"
-         "  x += 0x7fffu + ((x >> 16) & 1u); return (tg_u16)(x >> 16); }\n"
-         "#endif\n"
-         "template <class T, class F> __device__ __forceinline__ T tg_bits(F f) { union { F f; T "
-         "t; } u; u.f = f; return u.t; }\n"
-         "__device__ __forceinline__ unsigned long long tg_group() {\n"
-         "  return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long "
-         "long)gridDim.y * blockIdx.z); }\n"
-         "#endif\n";
-  }
-  static constexpr void signature(Text& t, const Program& p) {
-    t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
-      << p.name.view() << '(';
-    for (std::size_t k = 0; k < p.params.size(); ++k) {
-      if (k == 0)
-        t << type(p.params[k]) << "* __restrict__ b0";
-      else
-        t << ", const " << type(p.params[k]) << "* __restrict__ b" << k;
-    }
-    t << ", long long tg_base, long long tg_start, long long tg_end";
-    for (std::size_t k = 0; k < p.vars.size(); ++k) t << ", long long tg_var" << k;
-    t << ") {\n";
-  }
-  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
-    const std::int64_t v = i;
-    switch (u.kind) {
-    case UKind::Param:
-      t << (u.arg == 0 ? "" : "const ") << type(u.dtype) << "* __restrict__ v" << v << " = b"
-        << std::int64_t(u.arg) << ";\n";
-      break;
-    case UKind::Bound:
-      t << "const long long v" << v << " = " << (u.arg == 0 ? "tg_start" : "tg_end") << ";\n";
-      break;
-    case UKind::VarParam:
-      t << "const long long v" << v << " = tg_var" << std::int64_t(u.arg) << "; /* "
-        << p.vars[std::size_t(u.arg)].name.view() << " */\n";
-      break;
-    default:
-      if (u.arg == int(GpuIndex::Lane))
-        t << "const long long v" << v << " = (long long)threadIdx.x;\n";
-      else if (p.grouped)
-        t << "const long long v" << v << " = tg_base + (long long)tg_group();\n";
-      else
-        t << "const long long v" << v << " = tg_base + (long long)tg_group() * "
-          << std::int64_t(p.local) * p.per_thread << "ll + (long long)threadIdx.x;\n";
-    }
-  }
-  static constexpr void typed_int(Text& t, DType d, std::int64_t v) {
-    constant(t, d, Scalar::of_int(d, v));
-  }
-  /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units). Float division and
-  /// reciprocal through the IEEE intrinsics, which are what `/` compiles to anyway (div.rn): NVRTC
-  /// 13 folds `d != d` to false for `d = a / a` with a constant a, so isnan(0 / 0) was false on
-  /// an H200.
-  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
-    if (op == Op::Exp2 && d != DType::Float64)
-      t << "exp2f(" << a << ')';
-    else if (op == Op::Recip && is_float(d))
-      t << (d == DType::Float64 ? "__drcp_rn(" : "__frcp_rn(") << a << ')';
-    else
-      CDialect::unary(t, op, d, a);
-  }
-  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
-    if (op == Op::Div && is_float(d)) {
-      t << (d == DType::Float64 ? "__ddiv_rn(" : "__fdiv_rn(") << a << ", " << b << ')';
-      return;
-    }
-    if (!is_int(d) || (op != Op::Div && op != Op::Mod)) return CDialect::binary(t, op, d, a, b);
-    // as the reference interpreter: x / 0 == 0, x % 0 == 0, x / -1 == -x (wrapping), x % -1 == 0
-    t << "((" << b << " == ";
-    typed_int(t, d, 0);
-    if (!is_unsigned(d)) {
-      t << " || " << b << " == ";
-      typed_int(t, d, -1);
-    }
-    t << ") ? ";
-    if (op == Op::Mod || is_unsigned(d))
-      typed_int(t, d, 0);
-    else {
-      t << '(' << b << " == ";
-      typed_int(t, d, 0);
-      t << " ? ";
-      typed_int(t, d, 0);
-      t << " : (" << type(d) << ")(0ull - (unsigned long long)" << a << "))";
-    }
-    t << " : (" << type(d) << ")(" << a << (op == Op::Div ? " / " : " % ") << b << "))";
-  }
-  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
-    DType cf = compute_dtype(from);
-    if (!is_float(cf) || !is_int(to)) return CDialect::cast(t, from, to, a);
-    // Float to integer as the reference interpreter (x86): out of range and NaN give the
-    // "integer indefinite", unsigned 64-bit gives 0.
-    if (to == DType::UInt64) {
-      t << "((" << a << " >= 0.0 && " << a << " < 18446744073709551616.0) ? (unsigned long long)"
-        << a << " : 0ull)";
-      return;
-    }
-    if (to == DType::Int64 || to == DType::UInt32) {
-      t << '(' << type(to) << ")((" << a << " >= -9223372036854775808.0 && " << a
-        << " < 9223372036854775808.0) ? (long long)" << a << " : (-9223372036854775807ll - 1))";
-      return;
-    }
-    t << '(' << type(to) << ")((" << a << " >= -2147483648.0 && " << a << " < 2147483648.0) ? (int)"
-      << a << " : (-2147483647 - 1))";
-  }
-  static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
-    if (is_half(from) || is_half(to)) return CDialect::bitcast(t, from, to, a);
-    t << "tg_bits<" << type(to) << ">(" << a << ')';
-  }
-  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
-    t << "__shared__ " << type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
-  }
-  static constexpr void barrier(Text& t) { t << "__syncthreads();\n"; }
-};
-
-/// The CUDA source of a program shaped by gpu_program.
-constexpr Text render_cuda(const Program& gpu) { return CStyleRenderer::render<CudaDialect>(gpu); }
-
-} // namespace tg
-#endif // TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
 
 namespace tg::cuda {
 
@@ -6022,9 +7327,9 @@ inline Compiled nvrtc_compile(const std::string& source, const std::string& name
   return out;
 }
 
-/// The CUDA source tg launches for a lowered program.
+/// The CUDA source tg launches for a program lowered for Target::cuda(o).
 inline std::string render(const Program& lowered, GpuOptions o = {}) {
-  return std::string(render_cuda(gpu_program(lowered, o)).view());
+  return std::string(finish_kernel(lowered, Target::cuda(o)).source.view());
 }
 
 class CudaDevice;
@@ -6100,8 +7405,7 @@ public:
     Driver& d = Driver::get();
     current();
     if (stream_) d.cuStreamSynchronize(stream_);
-    for (auto& [n, blocks] : cache_)
-      for (CUdeviceptr p : blocks) d.cuMemFree(p);
+    cache_.trim();
     if (done_) d.cuEventDestroy(done_);
     if (stream_) d.cuStreamDestroy(stream_);
     d.cuDevicePrimaryCtxRelease(dev_);
@@ -6117,47 +7421,12 @@ public:
   const std::string& arch() const { return arch_; }
 
   void* alloc(std::size_t bytes) override {
-    std::size_t n = (bytes + 255) / 256 * 256;
     std::lock_guard<std::mutex> g(m_);
-    current();
-    if (auto it = cache_.find(n);
-        it != cache_.end() && !it->second.empty()) { // stream-ordered reuse
-      CUdeviceptr p = it->second.back();
-      it->second.pop_back();
-      cached_ -= n;
-      sizes_[p] = n;
-      return reinterpret_cast<void*>(p);
-    }
-    CUdeviceptr p = 0;
-    CUresult r = Driver::get().cuMemAlloc(&p, n);
-    if (r != CUDA_SUCCESS) {
-      synchronize();
-      for (auto& [k, blocks] : cache_)
-        for (CUdeviceptr b : blocks) Driver::get().cuMemFree(b);
-      cache_.clear();
-      cached_ = 0;
-      Driver::get().check(Driver::get().cuMemAlloc(&p, n),
-                          ("cuMemAlloc of " + std::to_string(bytes) + " bytes").c_str());
-    }
-    sizes_[p] = n;
-    return reinterpret_cast<void*>(p);
+    return cache_.alloc(bytes);
   }
   void free(void* ptr) override {
     std::lock_guard<std::mutex> g(m_);
-    CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
-    auto it = sizes_.find(p);
-    if (it == sizes_.end()) return;
-    std::size_t n = it->second;
-    sizes_.erase(it);
-    if (cached_ + n <=
-        (std::size_t(1) << 30)) { // later work on the one stream runs after earlier readers
-      cache_[n].push_back(p);
-      cached_ += n;
-      return;
-    }
-    current();
-    synchronize();
-    Driver::get().cuMemFree(p);
+    cache_.free(ptr); // cached: later work on the one stream runs after earlier readers
   }
   void copy_in(void* dst, const void* src, std::size_t bytes) override {
     Driver& d = Driver::get();
@@ -6180,16 +7449,18 @@ public:
     d.check(d.cuEventSynchronize(done_), "cuEventSynchronize");
   }
 
+  Target target() const override { return with_env(Target::cuda(gpu_options(max_threads_))); }
+
   std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const Program*>& programs) override {
-    std::vector<Program> gpu;
+  prepare(const std::vector<const KernelCode*>& kernels) override {
+    std::vector<const Program*> gpu; // (the kernels' own)
     std::vector<std::string> sources;
-    for (const Program* p : programs) {
-      gpu.push_back(gpu_program(*p, gpu_options(max_threads_)));
-      sources.push_back(std::string(render_cuda(gpu.back()).view()));
+    for (const KernelCode* k : kernels) {
+      gpu.push_back(&k->program);
+      sources.push_back(std::string(k->source.view()));
     }
     std::vector<Compiled> bins = parallel_map(gpu.size(), [&](std::size_t i) {
-      return nvrtc_compile(sources[i], std::string(gpu[i].name.view()), arch_);
+      return nvrtc_compile(sources[i], std::string(gpu[i]->name.view()), arch_);
     });
     std::vector<std::shared_ptr<Runner>> out;
     std::lock_guard<std::mutex> g(m_);
@@ -6199,14 +7470,14 @@ public:
       CUmodule mod = nullptr;
       CUresult r = d.cuModuleLoadData(&mod, bins[i].binary.c_str());
       if (r != CUDA_SUCCESS)
-        throw compile_error("tg: CUDA cannot load kernel " + std::string(gpu[i].name.view()) +
+        throw compile_error("tg: CUDA cannot load kernel " + std::string(gpu[i]->name.view()) +
                                 ": " + d.describe(r),
                             sources[i], bins[i].log);
       CUfunction fn = nullptr;
-      d.check(d.cuModuleGetFunction(&fn, mod, std::string(gpu[i].name.view()).c_str()),
+      d.check(d.cuModuleGetFunction(&fn, mod, std::string(gpu[i]->name.view()).c_str()),
               "cuModuleGetFunction");
-      auto runner = std::make_shared<CudaRunner>(this, mod, fn, gpu[i]);
-      runner->name = std::string(gpu[i].name.view());
+      auto runner = std::make_shared<CudaRunner>(this, mod, fn, *gpu[i]);
+      runner->name = std::string(gpu[i]->name.view());
       runner->source = sources[i];
       out.push_back(runner);
     }
@@ -6230,9 +7501,22 @@ private:
   int cc_ = 0, max_threads_ = 1024;
   std::array<std::int64_t, 3> max_grid_{2147483647, 65535, 65535};
   std::mutex m_;
-  std::map<std::size_t, std::vector<CUdeviceptr>> cache_;
-  std::map<CUdeviceptr, std::size_t> sizes_;
-  std::size_t cached_ = 0;
+  // Stream-ordered reuse: a freed block is handed out again without waiting, as later work on
+  // the one stream runs after earlier readers; one that is really freed waits for them.
+  AllocCache cache_{256,
+                    [this](std::size_t n) {
+                      current();
+                      CUdeviceptr p = 0;
+                      Driver::get().check(
+                          Driver::get().cuMemAlloc(&p, n),
+                          ("cuMemAlloc of " + std::to_string(n) + " bytes").c_str());
+                      return reinterpret_cast<void*>(p);
+                    },
+                    [this](void* p) {
+                      current();
+                      synchronize();
+                      Driver::get().cuMemFree(reinterpret_cast<CUdeviceptr>(p));
+                    }};
 };
 
 inline CudaRunner::~CudaRunner() {
@@ -6289,7 +7573,6 @@ using cuda::CudaDevice;
 #define TG_SI_TG_RUNTIME_INTERP_HPP
 // The reference interpreter (device INTERP): executes the linear program op by op with C's
 // semantics, no compiler involved. It is the oracle the compiled backends are tested against.
-#include <type_traits>
 
 namespace tg {
 
@@ -6662,13 +7945,14 @@ private:
 class InterpDevice : public HostDevice {
 public:
   std::string name() const override { return "INTERP"; }
-  bool register_tiles() const override { return true; } // it checks the CPU's programs
+  /// The CPU's schedule and lowering (it checks the CPU's programs), run as programs.
+  Target target() const override { return with_env(Target::interp()); }
   std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const Program*>& programs) override {
+  prepare(const std::vector<const KernelCode*>& kernels) override {
     std::vector<std::shared_ptr<Runner>> out;
-    for (const Program* p : programs) {
-      auto r = std::make_shared<InterpRunner>(*p);
-      r->name = std::string(p->name.view());
+    for (const KernelCode* k : kernels) {
+      auto r = std::make_shared<InterpRunner>(k->program);
+      r->name = std::string(k->program.name.view());
       out.push_back(r);
     }
     return out;
@@ -6680,6 +7964,7 @@ public:
 
 namespace tg {
 
+/// Registers the devices tg ships (tg::device does, once, on first use).
 inline void register_builtin_devices() {
   register_device("CPU", [] { return std::make_shared<CpuDevice>(); });
   register_device("INTERP", [] { return std::make_shared<InterpDevice>(); });
@@ -6691,71 +7976,74 @@ inline void register_builtin_devices() {
                 "files (it needs the Vulkan-Hpp headers, e.g. Debian's libvulkan-dev)");
 }
 
-} // namespace tg
-#endif // TG_SI_TG_RUNTIME_DEVICES_HPP
+/// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
+inline std::shared_ptr<Device> device(const std::string& requested) {
+  static std::once_flag builtins;
+  std::call_once(builtins, [] { register_builtin_devices(); });
+  std::string name = detail::canonical_device(requested);
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> g(r.m);
+  if (auto it = r.open.find(name); it != r.open.end()) return it->second;
+  auto f = r.factories.find(name);
+  std::shared_ptr<Device> d;
+  if (f != r.factories.end())
+    d = f->second();
+  else if (auto colon = name.rfind(':');
+           colon != std::string::npos && r.families.count(name.substr(0, colon)) &&
+           colon + 1 < name.size() &&
+           name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+    d = r.families[name.substr(0, colon)].first(std::atoi(name.c_str() + colon + 1));
+  else {
+    std::string known;
+    for (auto& [k, v] : r.factories) known += (known.empty() ? "" : ", ") + k;
+    throw device_error("tg: unknown device '" + requested + "' (known: " + known + ")");
+  }
+  if (std::string why = d->unavailable_reason(); !why.empty())
+    throw device_error("tg: device " + name + " is unavailable: " + why);
+  r.open[name] = d;
+  return d;
+}
 
-// ---- tg/schedule/memory.hpp ----
-#ifndef TG_SI_TG_SCHEDULE_MEMORY_HPP
-#define TG_SI_TG_SCHEDULE_MEMORY_HPP
-// memory: [Kernel] -> buffer plan. Intermediate results that nobody keeps share buffers once
-// their last reader has run (a buffer is never reused by the kernel that reads it, so a
-// kernel's inputs and output never alias).
-
-namespace tg {
-
-struct MemoryPlan {
-  std::vector<int> slot;        // per node: temporary slot index, or -1 (input / kept result)
-  std::vector<SInt> slot_bytes; // size of each temporary slot
-  std::vector<int> free_after;  // per kernel: slots whose last reader is this kernel
+struct DeviceInfo {
+  std::string name;
+  bool available;
+  std::string reason; // why not, when unavailable
 };
 
-/// `keep[i]`: node i's buffer outlives the realize (an output, or referenced by the user).
-constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFlags& keep) {
-  MemoryPlan p;
-  p.slot.assign(g.size(), -1);
-  std::vector<int> last_use(g.size(), -1), kernel_of(g.size(), -1);
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    kernel_of[std::size_t(s.kernels[k].root)] = int(k);
-    for (int in : s.kernels[k].inputs) last_use[std::size_t(in)] = int(k);
+/// Every registered device and whether it works here.
+inline std::vector<DeviceInfo> devices() {
+  device("INTERP"); // registers the built-in devices
+  std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::function<int()>>> counts;
+  {
+    auto& r = detail::registry();
+    std::lock_guard<std::mutex> g(r.m);
+    for (auto& [k, v] : r.factories) names.push_back(k);
+    for (auto& [k, v] : r.families)
+      if (v.second) counts.push_back({k, v.second});
   }
-  std::vector<int> free_slots;
-  std::vector<std::vector<int>> release(s.kernels.size());
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    int root = s.kernels[k].root;
-    const Node& n = g[root];
-    if (!keep[std::size_t(root)]) {
-      SInt bytes = prod(n.shape) * SInt(itemsize(n.dtype));
-      int chosen = -1;
-      for (std::size_t f = 0; f < free_slots.size(); ++f) {
-        const SInt& have = p.slot_bytes[std::size_t(free_slots[f])];
-        bool fits = have == bytes ||
-                    (have.is_const() && bytes.is_const() && have.constant() >= bytes.constant());
-        if (fits) {
-          chosen = free_slots[f];
-          free_slots.erase(free_slots.begin() + std::ptrdiff_t(f));
-          break;
-        }
-      }
-      if (chosen < 0) {
-        chosen = int(p.slot_bytes.size());
-        p.slot_bytes.push_back(bytes);
-      }
-      p.slot[std::size_t(root)] = chosen;
-      int lu = last_use[std::size_t(root)];
-      if (lu >= 0)
-        release[std::size_t(lu)].push_back(chosen);
-      else
-        release[k].push_back(chosen); // never read: free at once
+  for (auto& [family, count] : counts) { // the other instances of a family, where there are any
+    int n = 0;
+    try {
+      n = count();
+    } catch (const std::exception&) {
     }
-    for (int r : release[k]) free_slots.push_back(r);
+    for (int i = 1; i < n; ++i) names.push_back(family + ":" + std::to_string(i));
   }
-  p.free_after.assign(s.kernels.size(), 0);
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) p.free_after[k] = int(release[k].size());
-  return p;
+  std::vector<DeviceInfo> out;
+  for (auto& n : names) {
+    try {
+      device(n);
+      out.push_back({n, true, ""});
+    } catch (const std::exception& e) {
+      out.push_back({n, false, e.what()});
+    }
+  }
+  return out;
 }
 
 } // namespace tg
-#endif // TG_SI_TG_SCHEDULE_MEMORY_HPP
+#endif // TG_SI_TG_RUNTIME_DEVICES_HPP
 
 // ---- tg/engine/beam.hpp ----
 #ifndef TG_SI_TG_ENGINE_BEAM_HPP
@@ -6829,37 +8117,46 @@ inline double time_runner(Device& dev, Runner& r, const std::vector<void*>& bufs
 
 } // namespace detail
 
-/// Kernel k of the schedule, lowered with the fastest of `width` variants of `base` measured on
-/// `dev` (or the choice cached on disk by an earlier search). Kernels without a reduction, or
-/// with symbolic sizes, have nothing to choose: they are lowered with `base`.
-inline Program beam_lower(const Graph& g, const Schedule& s, std::size_t k, LowerOptions base,
-                          Device& dev, int width) {
-  Program first = lower(g, s, k, base);
+/// Kernel k of the schedule through the pass list, lowered with the fastest of `width` variants
+/// of the target's choices measured on `dev` (or the choice cached on disk by an earlier search).
+/// Kernels without a reduction, or with symbolic sizes, have nothing to choose: they are
+/// compiled with the target's own choices.
+template <class Log>
+KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const Target& target,
+                        Device& dev, int width, Log& log) {
+  Program first = lower_kernel(g, s, k, target);
   bool reduces = false;
   for (const UOp& u : first.ops) reduces = reduces || u.kind == UKind::DefineAcc;
-  if (width <= 1 || !reduces || !first.vars.empty()) return first;
-  std::vector<LowerOptions> options = detail::beam_candidates(base);
+  if (width <= 1 || !reduces || !first.vars.empty()) return compile_kernel(g, s, k, target, log);
+  std::vector<LowerOptions> options = detail::beam_candidates(target.lower);
+  auto variant = [&](std::size_t i) {
+    Target t = target;
+    t.lower = options[i];
+    return t;
+  };
   std::string key = detail::cache_path(
       "beam-" + detail::cache_key(dump(first).view(), dev.name() + "|" + std::to_string(width)) +
       ".txt");
   if (std::string saved; detail::read_cached(key, saved)) {
     std::size_t i = std::size_t(std::atoi(saved.c_str()));
     detail::stats_storage().beam_cached++;
-    return i < options.size() ? lower(g, s, k, options[i]) : first;
+    return compile_kernel(g, s, k, i < options.size() ? variant(i) : target, log);
   }
   // distinct programs only, up to `width` of them
-  std::vector<Program> programs{first};
+  std::vector<Program> lowered{first};
   std::vector<std::size_t> which{0};
-  for (std::size_t i = 1; i < options.size() && int(programs.size()) < width; ++i) {
-    Program p = lower(g, s, k, options[i]);
+  for (std::size_t i = 1; i < options.size() && int(lowered.size()) < width; ++i) {
+    Program p = lower_kernel(g, s, k, variant(i));
     bool seen = false;
-    for (const Program& q : programs) seen = seen || dump(q).view() == dump(p).view();
+    for (const Program& q : lowered) seen = seen || dump(q).view() == dump(p).view();
     if (seen) continue;
-    programs.push_back(std::move(p));
+    lowered.push_back(std::move(p));
     which.push_back(i);
   }
-  std::vector<const Program*> ptrs;
-  for (const Program& p : programs) ptrs.push_back(&p);
+  std::vector<KernelCode> programs;
+  std::vector<const KernelCode*> ptrs;
+  for (const Program& p : lowered) programs.push_back(finish_kernel(p, target));
+  for (const KernelCode& c : programs) ptrs.push_back(&c);
   std::vector<std::shared_ptr<Runner>> runners = dev.prepare(ptrs);
   // scratch buffers of zeros: the output, then the kernel's inputs
   const Kernel& kernel = s.kernels[k];
@@ -6870,7 +8167,7 @@ inline Program beam_lower(const Graph& g, const Schedule& s, std::size_t k, Lowe
   std::shared_ptr<Device> unowned(&dev, [](Device*) {});
   for (int n : nodes) {
     std::int64_t numel = prod(g[n].shape).constant();
-    if (numel == 0) return first;
+    if (numel == 0) return compile_kernel(g, s, k, target, log);
     scratch.push_back(std::make_unique<Buffer>(unowned, g[n].dtype, numel));
     std::vector<unsigned char> zeros(scratch.back()->nbytes());
     if (!zeros.empty()) dev.copy_in(scratch.back()->ptr, zeros.data(), zeros.size());
@@ -6887,7 +8184,7 @@ inline Program beam_lower(const Graph& g, const Schedule& s, std::size_t k, Lowe
   }
   detail::stats_storage().beam_searches++;
   detail::write_cached(key, std::to_string(which[best]));
-  return std::move(programs[best]);
+  return compile_kernel(g, s, k, variant(which[best]), log);
 }
 
 } // namespace tg
@@ -6919,39 +8216,7 @@ inline std::string shape_str(const Shape& s) {
   r.push_back(']');
   return r;
 }
-inline std::string dump_graph(const Graph& g) {
-  std::string out = "graph\n";
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const Node& n = g.nodes[i];
-    out += "  %" + std::to_string(i) + " = " + op_name(n.op) + " " + dtype_name(n.dtype) + " " +
-           shape_str(n.shape);
-    for (int k = 0; k < n.nsrc(); ++k) out += " %" + std::to_string(n.src[std::size_t(k)]);
-    for (const Movement& m : n.moves) out += std::string(" ") + move_name(m.op) + shape_str(m.a);
-    if (!n.axes.empty()) {
-      out += " axes=";
-      for (int a : n.axes) out += std::to_string(a) + ",";
-    }
-    out += "\n";
-  }
-  return out;
-}
 } // namespace detail
-
-/// The lowering's optimizations, unless TG_OPT=0.
-inline LowerOptions lower_options() {
-  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions::off();
-  return o;
-}
-
-/// The fuser's optimizations for a device (row reductions where threads run whole rows: the
-/// CPU and INTERP; broadcast operands everywhere), unless TG_OPT=0.
-inline FuseOptions fuse_options(bool register_tiles) {
-  static const bool on = env::get_int("TG_OPT", 1) != 0;
-  FuseOptions o;
-  o.row_reductions = on && register_tiles;
-  if (!on) o.broadcast_operand_min = 0;
-  return o;
-}
 
 /// What a realize produces: a buffer for every node the caller asked to keep.
 struct Realized {
@@ -7008,55 +8273,89 @@ struct Plan {
   std::vector<std::shared_ptr<Runner>> runners;
   std::shared_ptr<Device> device; // kept open while its runners may run (and its address unique)
 };
+} // namespace detail
+
+/// A pass log that writes the IR after each pass of the pass list as text, each pass named, with
+/// its time (unless `times` is off), or "unchanged" where it left its input as it was. TG_DEBUG=4
+/// prints one to stderr; the golden tests compare one with tests/golden/.
+class PassDump {
+public:
+  /// To `out` as it goes, or (out == nullptr) into text.
+  explicit PassDump(std::FILE* out = nullptr, bool times = true) : out_(out), times_(times) {}
+  std::string text;
+  std::size_t kernel = std::size_t(-1); // the kernel being compiled (-1: the graph passes)
+  std::chrono::steady_clock::time_point start() const { return std::chrono::steady_clock::now(); }
+  template <class F>
+  void done(const char* pass, std::chrono::steady_clock::time_point t0, F&& describe) {
+    double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    std::string ir(describe().view());
+    std::string line = "=== ";
+    if (kernel != std::size_t(-1)) line += "kernel " + std::to_string(kernel) + ": ";
+    line += std::string("after ") + pass;
+    if (times_) {
+      char t[32];
+      std::snprintf(t, sizeof t, " (%.1f us)", us);
+      line += t;
+    }
+    const bool same = ir == last_;
+    line += same ? ": unchanged\n" : "\n";
+    if (!same) line += ir;
+    last_ = std::move(ir);
+    if (out_)
+      std::fputs(line.c_str(), out_);
+    else
+      text += line;
+  }
+
+private:
+  std::FILE* out_;
+  bool times_;
+  std::string last_;
+};
+
+namespace detail {
+/// The kernels of a plan: the pass list for the device's target, with TG_BEAM's search.
+template <class Log>
+std::vector<KernelCode> compile_kernels(const Graph& g, const Schedule& s, const Target& target,
+                                        Device& dev, Log& log) {
+  std::vector<KernelCode> kernels;
+  kernels.reserve(s.kernels.size());
+  static const int beam = int(env::get_int("TG_BEAM", 0));
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    log.kernel = k;
+    kernels.push_back(beam > 1 ? beam_compile(g, s, k, target, dev, beam, log)
+                               : compile_kernel(g, s, k, target, log));
+  }
+  return kernels;
+}
 
 inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& keep,
                                              const std::shared_ptr<Device>& dev, int debug) {
   auto made = std::make_shared<Plan>();
   made->device = dev;
-  Schedule& s = made->schedule;
-  s = fuse(g, fuse_options(dev->register_tiles()));
-  MemoryPlan& plan = made->memory;
-  plan = plan_memory(g, s, keep);
-  if (debug >= 2) {
-    std::cerr << "schedule: " << s.kernels.size() << " kernel(s), " << plan.slot_bytes.size()
-              << " temporary buffer(s)\n";
-    for (const Kernel& k : s.kernels) {
-      std::cerr << "  kernel %" << k.root << " " << op_name(g[k.root].op) << " "
-                << detail::shape_str(g[k.root].shape) << " <-";
-      for (int in : k.inputs) std::cerr << " %" << in;
-      std::cerr << "\n";
-    }
-  }
+  const Target target = dev->target();
+  auto plan = [&](auto& log) {
+    made->schedule = schedule_graph(g, target, log);
+    made->memory = plan_buffers(g, made->schedule, keep, log);
+    return compile_kernels(g, made->schedule, target, *dev, log);
+  };
+  std::vector<KernelCode> kernels;
   if (debug >= 4) {
-    std::cerr << "memory plan\n";
-    for (std::size_t i = 0; i < g.size(); ++i)
-      if (plan.slot[i] >= 0)
-        std::cerr << "  %" << i << " -> temporary " << plan.slot[i] << " ("
-                  << detail::shape_str({plan.slot_bytes[std::size_t(plan.slot[i])]}) << " bytes)\n";
+    PassDump log(stderr);
+    kernels = plan(log);
+  } else {
+    struct : NoPassLog {
+      std::size_t kernel = 0;
+    } log;
+    kernels = plan(log);
   }
-  std::vector<Program> programs;
-  programs.reserve(s.kernels.size());
-  LowerOptions options = lower_options();
-  if (!dev->register_tiles()) {
-    options = options.for_gpu();
-    // (LowerOptions::gpu_tile; tests set TG_GPU_TILE_THREADS=1 to tile their small products)
-    static const int tile = int(env::get_int("TG_GPU_TILE", 0));
-    static const std::int64_t threads = env::get_int("TG_GPU_TILE_THREADS", 0);
-    if (tile > 0 && options.gpu_tile > 1) options.gpu_tile = tile;
-    if (threads > 0) options.gpu_tile_threads = threads;
-  }
-  if (int lanes = dev->tile_lanes(); lanes > 0 && dev->register_tiles()) options.tile_lanes = lanes;
-  static const int beam = int(env::get_int("TG_BEAM", 0));
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    programs.push_back(beam > 1 ? beam_lower(g, s, k, options, *dev, beam)
-                                : lower(g, s, k, options));
-    if (debug >= 4) std::cerr << dump(programs.back()).view();
-  }
-  std::vector<const Program*> ptrs;
-  for (const Program& p : programs) ptrs.push_back(&p);
+  if (debug == 2 || debug == 3) std::cerr << dump(g, made->schedule).view();
+  std::vector<const KernelCode*> ptrs;
+  for (const KernelCode& c : kernels) ptrs.push_back(&c);
   made->runners = dev->prepare(ptrs);
-  for (const Program& p : programs) made->vars.push_back(p.vars);
-  if (debug >= 3)
+  for (const KernelCode& c : kernels) made->vars.push_back(c.program.vars);
+  if (debug == 3)
     for (auto& r : made->runners)
       if (!r->source.empty()) std::cerr << r->source << "\n";
   return made;
@@ -7197,7 +8496,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   const int debug = env::debug();
   detail::Capture* capture = detail::active_capture();
   detail::stats_storage().realizes++;
-  if (debug >= 4) std::cerr << detail::dump_graph(g);
+  if (debug >= 4) std::cerr << dump(g).view();
   auto cached = detail::plan_for(g, keep, dev, debug);
   const Schedule& s = cached->schedule;
   const MemoryPlan& plan = cached->memory;
@@ -7853,14 +9152,6 @@ inline bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
   }
   return true;
 }
-template <class T> constexpr DType scalar_kind() {
-  if constexpr (std::is_same_v<T, bool>)
-    return DType::Bool;
-  else if constexpr (std::is_integral_v<T>)
-    return DType::Int64;
-  else
-    return DType::Float64;
-}
 inline std::mt19937_64& rng() {
   static std::mt19937_64 g(0x5eed);
   return g;
@@ -7871,7 +9162,7 @@ inline std::mt19937_64& rng() {
 inline void manual_seed(std::uint64_t seed) { detail::rng().seed(seed); }
 
 } // namespace tg
-#endif // TG_SI_TG_TENSOR_TENSOR_HPP
+#endif // TG_SI_TG_TENSOR_CLASS_HPP
 
 namespace tg {
 
@@ -7990,17 +9281,16 @@ namespace detail {
 /// How a GPU reduction is split into two (a reduced axis cut into [k, extent / k]: the first
 /// kernel reduces the inner part, the second the k partial results), or k = 0 to keep it whole.
 /// gpu_program gives each output of a reduction with fewer than 16,384 outputs a work-group of
-/// its own: that runs too few groups when the outputs are fewer still (a full sum of 2^26 floats
-/// took 8.5 ms on an H200, 106 times PyTorch's time; on lavapipe it passed llvmpipe's loop limit),
-/// and when the last axis is kept, a group's lanes read one column, each lane a different row.
-/// So: a reduction over the last axis gets about 4,096 groups of at least 1,024 elements each; a
-/// reduction over other axes gets at least 262,144 outputs in its first kernel (one thread each,
-/// neighbouring threads reading neighbouring columns), each still reducing at least 16 elements
-/// (a column sum of 4096 x 4096 on an H200: 0.084 ms in work-groups, 0.169 with 65,536 threads
-/// of 16 lanes, 0.033 with 262,144 threads of one). Where no divisor of a reduced axis comes
-/// within 16 times of the k wanted (a prime length), the axis is padded with the reduction's
-/// identity to a multiple of a k that does (`pad` elements more): lavapipe refused a sum of a
-/// prime 16,777,259 floats in one work-group.
+/// its own: that runs too few groups when the outputs are fewer still (a full sum was two orders
+/// of magnitude slower than PyTorch's, docs/performance.md; on lavapipe it passed llvmpipe's
+/// loop limit), and when the last axis is kept, a group's lanes read one column, each lane a
+/// different row. So: a reduction over the last axis gets about 4,096 groups of at least 1,024
+/// elements each; a reduction over other axes gets at least 262,144 outputs in its first kernel
+/// (one thread each, neighbouring threads reading neighbouring columns), each still reducing at
+/// least 16 elements (the fastest of the shapes measured for a column sum: docs/performance.md).
+/// Where no divisor of a reduced axis comes within 16 times of the k wanted (a prime length),
+/// the axis is padded with the reduction's identity to a multiple of a k that does (`pad`
+/// elements more): lavapipe refused a sum of a prime 16,777,259 floats in one work-group.
 struct ReduceSplit {
   int axis = -1;
   std::int64_t k = 0;
@@ -8045,10 +9335,10 @@ constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
   return {longest, k, (k - d % k) % k};
 }
 
-/// Whether reductions on `device` are split for a GPU launch (devices without register tiles).
+/// Whether reductions on `device` are split for a GPU launch (Target::split_reductions).
 inline bool splits_reductions(const std::string& device) {
   if (device == "CPU" || device == "INTERP") return false;
-  return !tg::device(device)->register_tiles();
+  return tg::device(device)->target().split_reductions;
 }
 
 } // namespace detail
@@ -8224,28 +9514,42 @@ inline Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
   return r;
 }
 
-/// What realizing these tensors would do, without running it: the graph, its kernels and
-/// memory plan, and each kernel's program (like tinygrad's Tensor.schedule()).
+/// What realizing these tensors would do, without running it (like tinygrad's
+/// Tensor.schedule()): the graph, its kernels and memory plan, and each kernel as the pass list
+/// makes it for a target: lowered, then after the device passes (what the device runs), and its
+/// source.
 struct ScheduleInfo {
   Graph graph;
   Schedule schedule;
   MemoryPlan memory;
-  std::vector<Program> programs;
+  std::vector<Program> lowered;     // per kernel: after lower
+  std::vector<Program> programs;    // per kernel: after the device passes
+  std::vector<std::string> sources; // per kernel: rendered in the target's dialect
   std::size_t kernels() const { return schedule.kernels.size(); }
 };
-/// (`fuse` as the CPU device's realize calls it, unless given other options.)
-inline ScheduleInfo schedule(const std::vector<Tensor>& ts,
-                             FuseOptions fuse_with = fuse_options(true)) {
+/// The schedule for a target (without TG_BEAM's search).
+inline ScheduleInfo schedule(const std::vector<Tensor>& ts, const Target& target) {
   std::vector<LazyPtr> nodes;
   for (const Tensor& t : ts) nodes.push_back(t.lazy());
   detail::GraphBuild b = detail::build_graph(nodes);
   ScheduleInfo info;
   info.graph = std::move(b.graph);
-  info.schedule = fuse(info.graph, fuse_with);
-  info.memory = plan_memory(info.graph, info.schedule, b.keep);
-  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k)
-    info.programs.push_back(lower(info.graph, info.schedule, k, lower_options()));
+  info.schedule = schedule_graph(info.graph, target);
+  info.memory = plan_buffers(info.graph, info.schedule, b.keep);
+  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k) {
+    info.lowered.push_back(lower_kernel(info.graph, info.schedule, k, target));
+    KernelCode c = finish_kernel(info.lowered.back(), target);
+    info.programs.push_back(std::move(c.program));
+    info.sources.emplace_back(c.source.view());
+  }
   return info;
+}
+/// The schedule a device runs: by default the tensors' own (the first one's).
+inline ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& device = "") {
+  const std::string name = !device.empty() ? device
+                           : ts.empty()    ? default_device()
+                                           : ts[0].device();
+  return schedule(ts, tg::device(name)->target());
 }
 
 /// Realizes several tensors with one schedule.
@@ -8824,34 +10128,12 @@ inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
   if (step == 0) detail::fail<shape_error>("slice", "step cannot be zero", loc);
   const SInt& size_s = sym_shape()[std::size_t(d)];
   if (!size_s.is_const() && !start && !stop && step == 1) return *this;
-  std::int64_t n = size_s.eval();
-  // Python's slice semantics, clamped
-  auto norm = [&](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo_,
-                  std::int64_t hi_) {
-    if (!v) return dflt;
-    std::int64_t x = *v < 0 ? *v + n : *v;
-    return std::clamp(x, lo_, hi_);
-  };
-  std::int64_t b, e;
-  if (step > 0) {
-    b = norm(start, 0, 0, n);
-    e = norm(stop, n, 0, n);
-  } else {
-    b = norm(start, n - 1, -1, n - 1);
-    e = norm(stop, -1, -1, n - 1);
-  }
-  std::int64_t count = step > 0 ? (e > b ? (e - b + step - 1) / step : 0)
-                                : (b > e ? (b - e - step - 1) / (-step) : 0);
+  // Python's slice semantics, clamped (util/slice.hpp): shrink, then flip, then stride
+  const SliceBounds sb = slice_bounds(size_s.eval(), start, stop, step);
   std::vector<SInt> lo(std::size_t(ndim()), SInt(0)), hi = sym_shape();
   Tensor r = *this;
-  if (step > 0) {
-    lo[std::size_t(d)] = b;
-    hi[std::size_t(d)] = b + (count ? (count - 1) * step + 1 : 0);
-  } else {
-    // the elements b, b+step, ... downwards: shrink to [b - (count-1)*|step|, b], then flip
-    lo[std::size_t(d)] = count ? b - (count - 1) * (-step) : 0;
-    hi[std::size_t(d)] = count ? b + 1 : 0;
-  }
+  lo[std::size_t(d)] = sb.lo;
+  hi[std::size_t(d)] = sb.hi;
   if (!(lo[std::size_t(d)] == 0 && hi[std::size_t(d)] == sym_shape()[std::size_t(d)]))
     r = r.move({MoveOp::Shrink, lo, hi});
   if (step < 0) {
@@ -8860,7 +10142,7 @@ inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
     r = r.move({MoveOp::Flip, axes, {}});
   }
   std::int64_t k = step < 0 ? -step : step;
-  if (k != 1 && count > 0) {
+  if (k != 1 && sb.count > 0) {
     std::vector<SInt> steps(std::size_t(ndim()), SInt(1));
     steps[std::size_t(d)] = k;
     r = r.move({MoveOp::Stride, steps, {}});
@@ -9080,9 +10362,10 @@ inline Tensor stack(const std::vector<Tensor>& ts, int dim = 0,
 namespace detail {
 /// Whether matmul copies its right operand first: a transposed view (x @ w.t(), as nn::Linear
 /// computes) is read along its strided axis by every lane of the kernel's register tile, which
-/// ran 4x slower than the same product over a contiguous copy. Not for small operands, whose copy
-/// costs more than it saves, nor when TG_OPT=0, nor where the kernel copies the operand's column
-/// panels itself (LowerOptions::packs_strided: large operands, whose tiles run in panel order).
+/// ran several times slower than over a contiguous copy (docs/performance.md). Not for small
+/// operands, whose copy costs more than it saves, nor when TG_OPT=0, nor where the kernel copies
+/// the operand's column panels itself (LowerOptions::packs_strided: large operands, whose tiles
+/// run in panel order).
 inline bool copy_transposed_operand(const Tensor& a, const Tensor& b) {
   const LazyNode& n = *b.lazy();
   const Shape &as = a.sym_shape(), &bs = b.sym_shape();
@@ -9366,118 +10649,15 @@ Tensor tensor(std::initializer_list<T> data, TensorOptions o = {},
 namespace tg {
 
 inline std::string Tensor::to_string() const {
-  std::vector<std::int64_t> s = shape();
-  std::int64_t n = numel();
-  const bool summarize = n > 1000;
-  DType t = dtype();
-  std::vector<double> fv;
-  std::vector<std::int64_t> iv;
-  if (is_float(t))
-    fv = to_vector<double>();
-  else if (is_unsigned(t)) {
-    for (auto x : to_vector<std::uint64_t>()) iv.push_back(std::int64_t(x));
-  } else
-    iv = to_vector<std::int64_t>();
-  // Summarized, only the edge items (3 each side of a dim longer than 6) are shown, and, as in
-  // PyTorch, only they decide the format.
-  auto shown = [&](std::int64_t i) {
-    if (!summarize) return true;
-    for (std::size_t d = s.size(); d-- > 0; i /= s[d]) {
-      std::int64_t k = i % s[d];
-      if (s[d] > 6 && k >= 3 && k < s[d] - 3) return false;
-    }
-    return true;
-  };
-  // one number format for the whole tensor, from its nonzero finite values (PyTorch's _Formatter)
-  bool all_int = true, sci = false;
-  double amax = 0, amin = INFINITY;
-  for (std::size_t i = 0; i < fv.size(); ++i) {
-    double x = fv[i];
-    if (!std::isfinite(x) || x == 0 || !shown(std::int64_t(i))) continue;
-    all_int = all_int && x == std::floor(x);
-    amax = std::max(amax, std::fabs(x));
-    amin = std::min(amin, std::fabs(x));
-  }
-  if (amax > 1e8 || amin < 1e-4 || amax / amin > 1000) sci = true;
-  auto fmt = [&](std::int64_t i) {
-    char buf[64];
-    if (t == DType::Bool) return std::string(iv[std::size_t(i)] ? "True" : "False");
-    if (!is_float(t)) {
-      if (is_unsigned(t))
-        std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(iv[std::size_t(i)]));
-      else
-        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(iv[std::size_t(i)]));
-      return std::string(buf);
-    }
-    double x = fv[std::size_t(i)];
-    if (std::isnan(x)) return std::string("nan");
-    if (std::isinf(x)) return std::string(x > 0 ? "inf" : "-inf");
-    if (sci)
-      std::snprintf(buf, sizeof buf, "%.4e", x);
-    else if (all_int)
-      std::snprintf(buf, sizeof buf, "%.0f.", x);
-    else
-      std::snprintf(buf, sizeof buf, "%.4f", x);
-    return std::string(buf);
-  };
-  std::size_t width = 1; // floats: the widest nonzero finite value (nan, inf and 0 do not count)
-  for (std::int64_t i = 0; i < n; ++i)
-    if (shown(i) &&
-        (!is_float(t) || (std::isfinite(fv[std::size_t(i)]) && fv[std::size_t(i)] != 0)))
-      width = std::max(width, fmt(i).size());
-  auto padded = [&](std::string v) {
-    return v.size() < width ? std::string(width - v.size(), ' ') + v : v;
-  };
-  std::ostringstream o;
-  o << "tensor(";
-  std::vector<std::int64_t> strides(s.size(), 1);
-  for (std::size_t i = s.size(); i-- > 1;) strides[i - 1] = strides[i] * s[i];
-  std::function<void(std::size_t, std::int64_t, int)> rec = [&](std::size_t dim, std::int64_t base,
-                                                                int indent) {
-    if (dim == s.size()) {
-      o << padded(fmt(base));
-      return;
-    }
-    const bool cut = summarize && s[dim] > 6;
-    if (dim + 1 == s.size()) { // a row: " ..." for the cut, wrapped at 80 columns
-      std::vector<std::string> items;
-      for (std::int64_t i = 0; i < s[dim]; ++i) {
-        if (cut && i == 3) {
-          items.push_back(" ...");
-          i = s[dim] - 3;
-        }
-        items.push_back(padded(fmt(base + i * strides[dim])));
-      }
-      std::size_t per_line = std::size_t(std::max(1, (80 - indent) / int(width + 2)));
-      o << '[';
-      for (std::size_t k = 0; k < items.size(); ++k) {
-        if (k)
-          o << (k % per_line ? std::string(", ")
-                             : ",\n" + std::string(std::size_t(indent + 1), ' '));
-        o << items[k];
-      }
-      o << ']';
-      return;
-    }
-    const std::string sep =
-        ',' + std::string(s.size() - dim - 1, '\n') + std::string(std::size_t(indent + 1), ' ');
-    o << '[';
-    for (std::int64_t i = 0; i < s[dim]; ++i) {
-      if (i) o << sep;
-      if (cut && i == 3) {
-        o << "..." << sep;
-        i = s[dim] - 3;
-      }
-      rec(dim + 1, base + i * strides[dim], indent + 1);
-    }
-    o << ']';
-  };
-  rec(0, 0, 7);
-  if (t != DType::Float32 && t != DType::Int64 && t != DType::Bool)
-    o << ", dtype=" << dtype_name(t);
-  if (device() != "CPU") o << ", device='" << device() << "'";
-  o << ')';
-  return o.str();
+  std::vector<double> floats;
+  std::vector<std::int64_t> ints;
+  if (is_float(dtype()))
+    floats = to_vector<double>();
+  else if (is_unsigned(dtype()))
+    for (auto x : to_vector<std::uint64_t>()) ints.push_back(std::int64_t(x));
+  else
+    ints = to_vector<std::int64_t>();
+  return format_tensor(floats, ints, shape(), dtype(), device());
 }
 
 inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
@@ -9572,8 +10752,8 @@ inline std::vector<Movement> permutes_last(const Shape& in, const std::vector<Mo
 /// summed into a small result (at most 65536 elements) is summed 256 elements at a time first,
 /// then over those partial sums: a weight gradient summed over batch x positions (conv2d's dW,
 /// 144 x 32 outputs over 25088 rows) otherwise streams all of its inputs from memory for every
-/// register tile (43 GFLOP/s); in chunks, a chunk's rows stay in cache for all the tiles, and the
-/// chunks run in parallel. Not with TG_OPT=0.
+/// register tile (docs/performance.md); in chunks, a chunk's rows stay in cache for all the
+/// tiles, and the chunks run in parallel. Not with TG_OPT=0.
 inline Tensor sum_expanded(const Tensor& g, const std::vector<int>& axes) {
   constexpr std::int64_t chunk = 256;
   auto loc = std::source_location::current();
@@ -10207,14 +11387,28 @@ template <class F> Jit<F> jit(F f) { return Jit<F>(std::move(f)); }
 // ---- tg/fixed/ops.hpp ----
 #ifndef TG_SI_TG_FIXED_OPS_HPP
 #define TG_SI_TG_FIXED_OPS_HPP
+// The static front end's ops, in four parts: shape_plans.hpp (compile-time shape computations),
+// builders.hpp (each op composed from primitive nodes as tg::Tensor composes it), matmul.hpp (the
+// matmul node and in-place evaluation) and operators.hpp (operators and free functions).
+
+// ---- tg/fixed/builders.hpp ----
+#ifndef TG_SI_TG_FIXED_BUILDERS_HPP
+#define TG_SI_TG_FIXED_BUILDERS_HPP
 // The builders of the static front end. Each op is composed from primitive nodes exactly as the
 // run-time front end composes it in tensor/ops.hpp and tensor/movement.hpp (same primitives, same
 // order, same elisions), so that graph_of(expr) is the Graph that tg::schedule() shows for the
 // same computation on tg::Tensor. Keep the two in step: tests/test_fixed.cpp compares them node by
 // node.
 //
-// Checks are not made here: the public methods (base.hpp) and operators (below) make them, with
-// one static_assert each, before calling a builder.
+// Checks are not made here: the public methods (base.hpp) and operators (operators.hpp) make them,
+// with one static_assert each, before calling a builder.
+
+// ---- tg/fixed/shape_plans.hpp ----
+#ifndef TG_SI_TG_FIXED_SHAPE_PLANS_HPP
+#define TG_SI_TG_FIXED_SHAPE_PLANS_HPP
+// The static front end's compile-time shape computations: for each op that reshapes, pads, slices,
+// repeats or splits, the shapes its primitive steps go through, computed once as holder types (see
+// shape_from) for the builders (builders.hpp).
 
 // ---- tg/fixed/tensor.hpp ----
 #ifndef TG_SI_TG_FIXED_TENSOR_HPP
@@ -10404,8 +11598,6 @@ template <class T> constexpr T pow_(T a, T b) {
 // GCC prints "'tg::broadcastable<tg::op::add, tg::shape<2, 3>, tg::shape<4> >' evaluates to
 // false", Clang "static assertion failed due to requirement 'tg::broadcastable<...>'": the op and
 // both shapes are in the diagnostic because they are the asserted expression's template arguments.
-#include <cstddef>
-#include <utility>
 
 namespace tg {
 
@@ -10616,17 +11808,6 @@ concept scalar =
 /// A scalar type a one-element expression converts to (by value).
 template <class T>
 concept by_value_scalar = scalar<T> && !std::is_reference_v<T>;
-
-/// The run-time front end's kind of a Python-like scalar (Bool, Int64 or Float64).
-template <class S> constexpr DType scalar_kind() {
-  using T = std::remove_cvref_t<S>;
-  if constexpr (std::is_same_v<T, bool>)
-    return DType::Bool;
-  else if constexpr (std::is_integral_v<T>)
-    return DType::Int64;
-  else
-    return DType::Float64;
-}
 
 } // namespace fx
 
@@ -12757,13 +13938,6 @@ struct input : expression<input<Id, T, D...>>, fx::node_info<dtype_of<T>, shape<
 namespace tg {
 namespace fx {
 
-inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
-                        kPi = 3.141592653589793;
-
-template <class E> constexpr std::size_t numel_of() { return std::remove_cvref_t<E>::size; }
-
-template <std::size_t... I> struct index_list {};
-
 /// Sorted, normalized axes (all axes when none are given).
 template <std::size_t Rank, int... Ax> struct norm_axes {
   static constexpr std::size_t count = sizeof...(Ax) == 0 ? Rank : sizeof...(Ax);
@@ -12779,8 +13953,6 @@ template <std::size_t Rank, int... Ax> struct norm_axes {
     return r;
   }();
 };
-
-template <class A, class B> struct matmul_node;
 
 // ---- compile-time shape computations, as holder types (see shape_from)
 // -----------------------------
@@ -12952,8 +14124,8 @@ template <class S, std::int64_t... P> struct pad_plan {
   using Lo = shape_from<lo_h>;
   using Hi = shape_from<hi_h>;
 };
-/// Tensor::slice's plan (Python's semantics, clamped): shrink, then flip (negative step), then
-/// stride.
+/// Tensor::slice's plan (Python's semantics, clamped: slice_bounds): shrink, then flip (negative
+/// step), then stride.
 template <class S, std::size_t D, std::int64_t Start, std::int64_t Stop, std::int64_t Step>
 struct slice_plan {
   struct plan_t {
@@ -12963,39 +14135,20 @@ struct slice_plan {
   static constexpr plan_t value = [] {
     plan_t r{};
     const std::int64_t n = std::int64_t(S::dims[D]);
-    auto norm = [&](std::int64_t v, std::int64_t dflt, std::int64_t lo_, std::int64_t hi_) {
-      if (v == none) return dflt;
-      std::int64_t x = v < 0 ? v + n : v;
-      return x < lo_ ? lo_ : x > hi_ ? hi_ : x;
+    auto bound = [](std::int64_t v) {
+      return v == none ? std::nullopt : std::optional<std::int64_t>(v);
     };
-    std::int64_t b = 0, e = 0;
-    if (Step > 0) {
-      b = norm(Start, 0, 0, n);
-      e = norm(Stop, n, 0, n);
-    } else {
-      b = norm(Start, n - 1, -1, n - 1);
-      e = norm(Stop, -1, -1, n - 1);
-    }
-    std::int64_t count = Step > 0 ? (e > b ? (e - b + Step - 1) / Step : 0)
-                                  : (b > e ? (b - e - Step - 1) / (-Step) : 0);
+    const SliceBounds b = slice_bounds(n, bound(Start), bound(Stop), Step);
     r.hi = S::dims;
-    std::int64_t lo = 0, hi = n;
-    if (Step > 0) {
-      lo = b;
-      hi = b + (count ? (count - 1) * Step + 1 : 0);
-    } else {
-      lo = count ? b - (count - 1) * (-Step) : 0;
-      hi = count ? b + 1 : 0;
-    }
-    r.lo[D] = std::size_t(lo);
-    r.hi[D] = std::size_t(hi);
-    r.shrink = !(lo == 0 && hi == n);
+    r.lo[D] = std::size_t(b.lo);
+    r.hi[D] = std::size_t(b.hi);
+    r.shrink = !(b.lo == 0 && b.hi == n);
     r.flip = Step < 0;
     r.flags[D] = 1;
     std::int64_t k = Step < 0 ? -Step : Step;
     for (auto& st : r.steps) st = 1;
     r.steps[D] = std::size_t(k);
-    r.stride = k != 1 && count > 0;
+    r.stride = k != 1 && b.count > 0;
     return r;
   }();
   struct lo_h {
@@ -13070,6 +14223,20 @@ template <class P> struct split_starts {
     return r;
   }();
 };
+
+} // namespace fx
+} // namespace tg
+#endif // TG_SI_TG_FIXED_SHAPE_PLANS_HPP
+
+namespace tg {
+namespace fx {
+
+inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
+                        kPi = 3.141592653589793;
+
+// ops<>::matmul builds it (matmul.hpp), and its primitive() is built by ops<>: each is used by the
+// other only inside templates.
+template <class A, class B> struct matmul_node;
 
 /// A node whose values are stored (a fixed tensor, an index constant) or a view of one: what the
 /// run-time front end reads without a kernel (detail::is_materialized).
@@ -13940,8 +15107,19 @@ template <class> struct ops {
   }
 };
 
-// ---- matmul
-// -----------------------------------------------------------------------------------------
+} // namespace fx
+} // namespace tg
+#endif // TG_SI_TG_FIXED_BUILDERS_HPP
+
+// ---- tg/fixed/matmul.hpp ----
+#ifndef TG_SI_TG_FIXED_MATMUL_HPP
+#define TG_SI_TG_FIXED_MATMUL_HPP
+// The matmul node of the static front end: the ReduceSum of Tensor::matmul, which on the host runs
+// as a loop nest of its own (gemm), and evaluate_into, which lets a product be written in place.
+
+namespace tg {
+namespace fx {
+
 template <class A, class B> struct matmul_dims {
   static constexpr std::size_t ra = A::rank, rb = B::rank, nb = (ra > rb ? ra : rb) - 2;
   static constexpr std::size_t n = A::shape_type::dims[ra - 2], k = A::shape_type::dims[ra - 1],
@@ -14119,6 +15297,19 @@ template <class T, class E> constexpr void evaluate_into(T* out, const E& e) {
   evaluate_into<alignof(T)>(out, e);
 }
 
+} // namespace fx
+} // namespace tg
+#endif // TG_SI_TG_FIXED_MATMUL_HPP
+
+// ---- tg/fixed/operators.hpp ----
+#ifndef TG_SI_TG_FIXED_OPERATORS_HPP
+#define TG_SI_TG_FIXED_OPERATORS_HPP
+// The operators and free functions of the static front end (a + b, tg::where, tg::cat,
+// tg::sum<1>(x), ...): each checks its operands with one static_assert, then calls a builder.
+
+namespace tg {
+namespace fx {
+
 /// Both operands of a binary operator as nodes (a scalar takes its dtype from the other side).
 template <class A, class B> constexpr auto lhs(A&& a, B&& b) {
   if constexpr (scalar<A>)
@@ -14170,8 +15361,6 @@ template <int Axis, class... E> constexpr auto stack_nodes(const E&... e) {
 }
 } // namespace fx
 
-// ---- operators
-// --------------------------------------------------------------------------------------
 template <fx::operand A, fx::operand_with<A> B> constexpr auto operator+(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
@@ -14504,6 +15693,7 @@ constexpr auto slice(const E& e) {
 template <class U, fx::expr E> constexpr auto cast(const E& e) { return e.template cast<U>(); }
 
 } // namespace tg
+#endif // TG_SI_TG_FIXED_OPERATORS_HPP
 #endif // TG_SI_TG_FIXED_OPS_HPP
 
 namespace tg {
@@ -14635,20 +15825,36 @@ template <class E> constexpr graph_builder build_graph(const E& e) {
 template <fx::expr E> constexpr Graph graph_of(const E& e) {
   return std::move(fx::build_graph(e).g);
 }
-/// The kernels fuse() makes of it.
-template <fx::expr E> constexpr Schedule schedule_of(const E& e) { return fuse(graph_of(e)); }
-template <fx::expr E> constexpr std::size_t kernel_count(const E& e) {
-  return schedule_of(e).kernels.size();
+/// The kernels the pass list makes of it for a target; by default what tg::Tensor(expr) runs on the
+/// CPU device (the portable plan, bridge.hpp; the run-time front end's CPU schedule is
+/// Target::cpu(), which computes a softmax's row reductions inside one kernel).
+template <fx::expr E>
+constexpr Schedule schedule_of(const E& e, const Target& t = Target::cpu().planned()) {
+  return schedule_graph(graph_of(e), t);
 }
-/// Kernel k, lowered (any renderer takes it: render_c(kernel_program(e, k))).
-template <fx::expr E> constexpr Program kernel_program(const E& e, std::size_t k = 0) {
+template <fx::expr E>
+constexpr std::size_t kernel_count(const E& e, const Target& t = Target::cpu().planned()) {
+  return schedule_of(e, t).kernels.size();
+}
+/// Kernel k through the pass list for a target: the program its device runs.
+template <fx::expr E>
+constexpr KernelCode kernel_code(const E& e, std::size_t k = 0,
+                                 const Target& t = Target::cpu().planned()) {
   Graph g = graph_of(e);
-  Schedule s = fuse(g);
-  return lower(g, s, k);
+  Schedule s = schedule_graph(g, t);
+  return compile_kernel(g, s, k, t);
 }
-/// Kernel k as C source (the CPU device's dialect).
-template <fx::expr E> constexpr Text kernel_source(const E& e, std::size_t k = 0) {
-  return render_c(kernel_program(e, k));
+template <fx::expr E>
+constexpr Program kernel_program(const E& e, std::size_t k = 0,
+                                 const Target& t = Target::cpu().planned()) {
+  return kernel_code(e, k, t).program;
+}
+/// Kernel k's source in the target's dialect (by default the C that tg::Tensor(expr) compiles on
+/// the CPU device).
+template <fx::expr E>
+constexpr Text kernel_source(const E& e, std::size_t k = 0,
+                             const Target& t = Target::cpu().planned()) {
+  return kernel_code(e, k, t).source;
 }
 
 /// Text frozen into a constant: the result of a constant expression that builds a tg::Text.
@@ -14678,112 +15884,30 @@ template <class F> consteval auto freeze(F) {
 #ifndef TG_SI_TG_FIXED_PRINT_HPP
 #define TG_SI_TG_FIXED_PRINT_HPP
 // Printing a fixed tensor (or any static expression, evaluated first) exactly as tg::Tensor prints
-// the same values: tensor([[1.0000, 2.5000], ...]), PyTorch's format.
+// the same values: tensor([[1.0000, 2.5000], ...]), PyTorch's format, by the one printer both front
+// ends call (util/print.hpp).
 
 namespace tg {
 
 namespace fx {
 
-/// The text of a row-major array of `shape` (as tg::Tensor::to_string formats it on the CPU).
+/// The text of a row-major array of `shape`, by the printer tg::Tensor uses (util/print.hpp).
 template <class T> std::string format(const T* data, const std::vector<std::int64_t>& s, DType t) {
   std::int64_t n = 1;
   for (std::int64_t d : s) n *= d;
-  const bool summarize = n > 1000;
-  std::vector<double> fv;
-  std::vector<std::int64_t> iv;
-  auto to_double = [](const T& x) {
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>)
-      return double(float(x));
-    else
-      return double(x);
-  };
+  std::vector<double> floats;
+  std::vector<std::int64_t> ints;
   for (std::int64_t i = 0; i < n; ++i) {
-    if (is_float(t))
-      fv.push_back(to_double(data[i]));
-    else if constexpr (std::is_integral_v<T>) {
-      if (is_unsigned(t))
-        iv.push_back(std::int64_t(std::uint64_t(data[i])));
-      else
-        iv.push_back(std::int64_t(data[i]));
-    }
-  }
-  bool all_int = true, sci = false;
-  double amax = 0, amin = INFINITY;
-  for (double x : fv) {
-    if (!std::isfinite(x)) continue;
-    all_int = all_int && x == std::floor(x);
-    amax = std::max(amax, std::fabs(x));
-    if (x != 0) amin = std::min(amin, std::fabs(x));
-  }
-  if (amax >= 1e8 || (amin < 1e-4 && !all_int) || (amax / amin > 1000 && !all_int && amin < 1e-3))
-    sci = true;
-  auto fmt = [&](std::int64_t i) {
-    char buf[64];
-    if (t == DType::Bool) return std::string(iv[std::size_t(i)] ? "True" : "False");
-    if (!is_float(t)) {
-      if (is_unsigned(t))
-        std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(iv[std::size_t(i)]));
-      else
-        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(iv[std::size_t(i)]));
-      return std::string(buf);
-    }
-    double x = fv[std::size_t(i)];
-    if (std::isnan(x)) return std::string("nan");
-    if (std::isinf(x)) return std::string(x > 0 ? "inf" : "-inf");
-    if (sci)
-      std::snprintf(buf, sizeof buf, "%.4e", x);
-    else if (all_int)
-      std::snprintf(buf, sizeof buf, "%.0f.", x);
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>)
+      floats.push_back(double(float(data[i])));
+    else if constexpr (std::is_floating_point_v<T>)
+      floats.push_back(double(data[i]));
+    else if constexpr (std::is_unsigned_v<T>)
+      ints.push_back(std::int64_t(std::uint64_t(data[i])));
     else
-      std::snprintf(buf, sizeof buf, "%.4f", x);
-    return std::string(buf);
-  };
-  std::size_t width = 0;
-  for (std::int64_t i = 0; i < n; ++i) width = std::max(width, fmt(i).size());
-  std::ostringstream o;
-  o << "tensor(";
-  std::vector<std::int64_t> strides(s.size(), 1);
-  for (std::size_t i = s.size(); i-- > 1;) strides[i - 1] = strides[i] * s[i];
-  struct Rec {
-    const std::vector<std::int64_t>& s;
-    const std::vector<std::int64_t>& strides;
-    std::ostringstream& o;
-    const decltype(fmt)& f;
-    std::size_t width;
-    bool summarize;
-    void operator()(std::size_t dim, std::int64_t base, int indent) const {
-      if (dim == s.size()) {
-        std::string v = f(base);
-        o << std::string(width - v.size(), ' ') << v;
-        return;
-      }
-      o << '[';
-      for (std::int64_t i = 0; i < s[dim]; ++i) {
-        if (summarize && s[dim] > 6 && i == 3) {
-          o << "...";
-          if (dim + 1 == s.size())
-            o << ", ";
-          else
-            o << ",\n" << std::string(std::size_t(indent + 1), ' ');
-          i = s[dim] - 3;
-        }
-        (*this)(dim + 1, base + i * strides[dim], indent + 1);
-        if (i + 1 < s[dim]) {
-          if (dim + 1 == s.size())
-            o << ", ";
-          else
-            o << ',' << std::string(s.size() - dim - 1, '\n')
-              << std::string(std::size_t(indent + 1), ' ');
-        }
-      }
-      o << ']';
-    }
-  };
-  Rec{s, strides, o, fmt, width, summarize}(0, 0, 7);
-  if (t != DType::Float32 && t != DType::Int64 && t != DType::Bool)
-    o << ", dtype=" << dtype_name(t);
-  o << ')';
-  return o.str();
+      ints.push_back(std::int64_t(data[i]));
+  }
+  return format_tensor(floats, ints, s, t);
 }
 
 } // namespace fx
@@ -14982,12 +16106,12 @@ template <plan_sizes Z> struct plan {
 /// The sizes of the plan for the graph G{}() builds (a builder with .g and .leaf_id per buffer).
 template <class G> constexpr plan_sizes sizes_of() {
   const Graph g = G{}().g;
-  Schedule s = fuse(g);
+  Schedule s = schedule_graph(g, Target::portable());
   plan_sizes z;
   z.kernels = s.kernels.size();
   z.nodes = g.size();
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    Program p = lower(g, s, k);
+    Program p = lower_kernel(g, s, k, Target::portable());
     z.ops += p.ops.size();
     z.params += p.params.size();
     z.names += p.name.size();
@@ -15001,10 +16125,10 @@ template <class G> constexpr auto make_plan() {
   plan<Z> r{};
   const auto b = G{}();
   const Graph& g = b.g;
-  Schedule s = fuse(g);
+  Schedule s = schedule_graph(g, Target::portable());
   std::size_t o = 0, pa = 0, na = 0, in = 0;
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    Program p = lower(g, s, k);
+    Program p = lower_kernel(g, s, k, Target::portable());
     r.op_begin[k] = o;
     for (const UOp& u : p.ops) {
       if (u.kind == UKind::Reduce || !u.ranges.empty())
@@ -15044,7 +16168,7 @@ template <class G> constexpr auto make_plan() {
   return r;
 }
 
-/// A plan's lowered programs (what the device renders and compiles).
+/// A plan's lowered programs (the rest of the pass list, finish_kernel, runs for the device).
 template <class P> std::vector<Program> programs_of(const P& plan) {
   std::vector<Program> out;
   for (std::size_t k = 0; k + 1 < plan.root.size(); ++k) {
@@ -15080,9 +16204,11 @@ const std::vector<std::shared_ptr<Runner>>& runners_for(const std::string& name,
   std::lock_guard<std::mutex> g(m);
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  std::vector<Program> ps = programs_of(Plan);
-  std::vector<const Program*> ptrs;
-  for (const Program& p : ps) ptrs.push_back(&p);
+  const Target target = dev->target();
+  std::vector<KernelCode> kernels;
+  for (Program& p : programs_of(Plan)) kernels.push_back(finish_kernel(std::move(p), target));
+  std::vector<const KernelCode*> ptrs;
+  for (const KernelCode& c : kernels) ptrs.push_back(&c);
   return cache[name] = dev->prepare(ptrs);
 }
 
@@ -15970,7 +17096,8 @@ using Loc = std::source_location;
 /// The layers materialize their outputs (contiguous(): the matmul kernel writes them, no extra
 /// kernel), which also materializes the gradient there (autograd mirrors contiguous). Otherwise
 /// a gradient expression (softmax's, relu's) is fused into the dW and dX reductions and
-/// recomputed for every element of the broadcast axis: measured 4-14x slower training steps.
+/// recomputed for every element of the broadcast axis: several times slower training steps
+/// (docs/performance.md).
 inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
                      Loc loc = Loc::current()) {
   Tensor y = x.matmul(weight.T(loc), loc);
@@ -16007,7 +17134,7 @@ inline Tensor windows_last(const Tensor& x, std::int64_t k, std::int64_t stride,
   if (k <= 8 && !large) {
     // Small kernels: the k taps as strided slices stacked on a new last axis. Each element is
     // then one of k gated loads, and the gradient of x is an elementwise sum of k shifted views
-    // (no index division anywhere: measured 4x faster columns and 100x faster dX than below).
+    // (no index division anywhere: much faster columns and dX than below; docs/performance.md).
     std::vector<Tensor> taps;
     for (std::int64_t t = 0; t < k; ++t)
       taps.push_back(x.slice(-1, t * dilation, t * dilation + (o - 1) * stride + 1, stride));
@@ -16090,7 +17217,7 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
   // pooling's), and so is its gradient: each element is read by KH x KW windows, forward and
   // backward, and an unmaterialized producer (a batch norm and a ReLU; or, backward, their
   // gradients, which also feed the batch norm's reductions) would be recomputed for every read
-  // (the Fashion-MNIST CNN's quick training step: 89 -> 71 ms).
+  // (figures in docs/performance.md).
   Tensor xc = x.contiguous(loc);
   Tensor xp =
       (padding[0] || padding[1]) ? xc.pad({padding[1], padding[1], padding[0], padding[0]}) : xc;
@@ -16099,12 +17226,11 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
                      K = Cg * KH * KW;
   const std::int64_t R = N * OH * OW;
   // The columns [N * OH * OW, Cg * KH * KW] (per group) are materialized once, and the product
-  // is a matmul whose reductions run along contiguous memory, forward and backward (measured on a
-  // 16 -> 32 channel 3x3 conv of 64 x 14 x 14: forward and backward 2.9 s as one reduction over
-  // the window view, 0.16 s through materialized columns). The product, with the bias, is
-  // materialized in its own layout ([R, O]: channels last) by contiguous(), so its gradient is
-  // materialized there too, once, for the dW, db and dX reductions to read; the result is a
-  // view as [N, O, OH, OW].
+  // is a matmul whose reductions run along contiguous memory, forward and backward (an order of
+  // magnitude faster than one reduction over the window view: docs/performance.md). The product,
+  // with the bias, is materialized in its own layout ([R, O]: channels last) by contiguous(), so
+  // its gradient is materialized there too, once, for the dW, db and dX reductions to read; the
+  // result is a view as [N, O, OH, OW].
   Tensor col = win.permute({0, 2, 3, 1, 4, 5}, loc).reshape({R, g, K}, loc);
   if (g == 1) {
     col = col.reshape({R, K}, loc).contiguous(loc);
@@ -17658,7 +18784,10 @@ private:
 // file, the JSON (a small strict parser, no dependency), every dtype name, shape and offset
 // pair, that the tensors tile the data exactly (no gap, overlap or trailing bytes), as the
 // reference implementation does. A malformed or truncated file raises tg::safetensors::
-// format_error naming the file and the problem; it never reads out of bounds.
+// format_error naming the file and the problem; it never reads out of bounds. The header is read
+// in one pass without a JSON tree: time linear in its length, memory in proportion to the
+// tensors it lists. tests/fuzz/fuzz_safetensors.cpp fuzzes all of this.
+#include <unordered_set>
 
 namespace tg::safetensors {
 
@@ -17706,34 +18835,15 @@ inline std::optional<DType> dtype_from_code(std::string_view s) {
 }
 
 namespace json {
-/// A parsed JSON value (the subset of features a header uses is all of JSON).
-struct Member;
-struct Value {
-  enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
-  bool boolean = false;
-  std::string text; // string contents, or a number's lexeme
-  std::vector<Value> items;
-  // Not std::pair<std::string, Value>: a pair needs a complete Value (Clang rejects it here).
-  std::vector<Member> members;
-};
-/// An object member: `first` the key, `second` the value (as the std::pair it stands for).
-struct Member {
-  std::string first;
-  Value second;
-};
-
+/// A strict JSON reader that walks the text instead of building a tree: the caller says what it
+/// expects where (object() and array() call back at each member and item, string() and number()
+/// read scalars, skip() checks any value and drops it). So reading a header takes time linear in
+/// its length (duplicate keys are found through a hash set) and memory in proportion to what the
+/// caller keeps, whatever the file holds.
 class Parser {
 public:
   explicit Parser(std::string_view s) : s_(s) {}
-  Value parse() {
-    ws();
-    Value v = value(0);
-    ws();
-    if (i_ != s_.size()) fail("unexpected '" + std::string(1, s_[i_]) + "' after the JSON value");
-    return v;
-  }
 
-private:
   [[noreturn]] void fail(const std::string& msg) const {
     throw format_error("invalid JSON header at byte " + std::to_string(i_) + ": " + msg);
   }
@@ -17742,147 +18852,87 @@ private:
       ++i_;
   }
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  void expect(char c) {
-    if (i_ >= s_.size()) fail(std::string("expected '") + c + "', found the end of the header");
-    if (s_[i_] != c) fail(std::string("expected '") + c + "', found '" + s_[i_] + "'");
-    ++i_;
+  bool at_number() const { return peek() == '-' || (peek() >= '0' && peek() <= '9'); }
+  /// After the top-level value: nothing but whitespace may follow.
+  void finish() {
+    ws();
+    if (i_ != s_.size()) fail("unexpected '" + std::string(1, s_[i_]) + "' after the JSON value");
   }
-  Value value(int depth) {
-    if (depth > 64) fail("nested too deeply");
-    if (i_ >= s_.size()) fail("unexpected end of the header");
-    char c = s_[i_];
-    Value v;
-    if (c == '{') {
-      v.kind = Value::Kind::Object;
+
+  /// An object at nesting `depth`: member(key) is called with the position at each member's
+  /// value, which it must read (or skip).
+  template <class F> void object(int depth, F&& member) {
+    if (depth > max_depth) fail("nested too deeply");
+    expect('{');
+    ws();
+    if (peek() == '}') {
       ++i_;
-      ws();
-      if (peek() == '}') {
-        ++i_;
-        return v;
-      }
-      while (true) {
-        ws();
-        if (peek() != '"') fail("expected a string key");
-        std::string key = string();
-        for (const auto& m : v.members)
-          if (m.first == key) fail("duplicate key \"" + key + "\"");
-        ws();
-        expect(':');
-        ws();
-        v.members.emplace_back(std::move(key), value(depth + 1));
-        ws();
-        if (peek() == ',') {
-          ++i_;
-          continue;
-        }
-        expect('}');
-        return v;
-      }
+      return;
     }
-    if (c == '[') {
-      v.kind = Value::Kind::Array;
+    std::unordered_set<std::string> keys;
+    while (true) {
+      ws();
+      if (peek() != '"') fail("expected a string key");
+      std::string key = string();
+      if (!keys.insert(key).second) fail("duplicate key \"" + key + "\"");
+      ws();
+      expect(':');
+      ws();
+      member(static_cast<const std::string&>(key));
+      ws();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      expect('}');
+      return;
+    }
+  }
+  /// An array at nesting `depth`: item() is called at each item, which it must read (or skip).
+  template <class F> void array(int depth, F&& item) {
+    if (depth > max_depth) fail("nested too deeply");
+    expect('[');
+    ws();
+    if (peek() == ']') {
       ++i_;
+      return;
+    }
+    while (true) {
       ws();
-      if (peek() == ']') {
+      item();
+      ws();
+      if (peek() == ',') {
         ++i_;
-        return v;
+        continue;
       }
-      while (true) {
-        ws();
-        v.items.push_back(value(depth + 1));
-        ws();
-        if (peek() == ',') {
-          ++i_;
-          continue;
-        }
-        expect(']');
-        return v;
-      }
-    }
-    if (c == '"') {
-      v.kind = Value::Kind::String;
-      v.text = string();
-      return v;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      v.kind = Value::Kind::Number;
-      std::size_t b = i_;
-      if (peek() == '-') ++i_;
-      if (peek() == '0')
-        ++i_;
-      else if (peek() >= '1' && peek() <= '9')
-        while (peek() >= '0' && peek() <= '9') ++i_;
-      else
-        fail("invalid number");
-      if (peek() == '.') {
-        ++i_;
-        if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
-        while (peek() >= '0' && peek() <= '9') ++i_;
-      }
-      if (peek() == 'e' || peek() == 'E') {
-        ++i_;
-        if (peek() == '+' || peek() == '-') ++i_;
-        if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
-        while (peek() >= '0' && peek() <= '9') ++i_;
-      }
-      v.text = std::string(s_.substr(b, i_ - b));
-      return v;
-    }
-    auto word = [&](std::string_view w) {
-      if (s_.substr(i_, w.size()) != w) fail("unexpected character '" + std::string(1, c) + "'");
-      i_ += w.size();
-    };
-    if (c == 't') {
-      word("true");
-      v.kind = Value::Kind::Bool;
-      v.boolean = true;
-      return v;
-    }
-    if (c == 'f') {
-      word("false");
-      v.kind = Value::Kind::Bool;
-      return v;
-    }
-    if (c == 'n') {
-      word("null");
-      return v;
-    }
-    fail("unexpected character '" + std::string(1, c) + "'");
-  }
-  unsigned hex4() {
-    if (s_.size() - i_ < 4) fail("truncated \\u escape");
-    unsigned u = 0;
-    for (int k = 0; k < 4; ++k) {
-      char h = s_[i_++];
-      u <<= 4;
-      if (h >= '0' && h <= '9')
-        u |= unsigned(h - '0');
-      else if (h >= 'a' && h <= 'f')
-        u |= unsigned(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F')
-        u |= unsigned(h - 'A' + 10);
-      else
-        fail("invalid \\u escape");
-    }
-    return u;
-  }
-  static void utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80)
-      out.push_back(char(cp));
-    else if (cp < 0x800) {
-      out.push_back(char(0xC0 | (cp >> 6)));
-      out.push_back(char(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(char(0xE0 | (cp >> 12)));
-      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(char(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(char(0xF0 | (cp >> 18)));
-      out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(char(0x80 | (cp & 0x3F)));
+      expect(']');
+      return;
     }
   }
+  /// A number's text, checked against JSON's grammar.
+  std::string_view number() {
+    std::size_t b = i_;
+    if (peek() == '-') ++i_;
+    if (peek() == '0')
+      ++i_;
+    else if (peek() >= '1' && peek() <= '9')
+      while (peek() >= '0' && peek() <= '9') ++i_;
+    else
+      fail("invalid number");
+    if (peek() == '.') {
+      ++i_;
+      if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
+      while (peek() >= '0' && peek() <= '9') ++i_;
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      if (peek() == '+' || peek() == '-') ++i_;
+      if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
+      while (peek() >= '0' && peek() <= '9') ++i_;
+    }
+    return s_.substr(b, i_ - b);
+  }
+  /// A string, unescaped (UTF-8).
   std::string string() {
     expect('"');
     std::string out;
@@ -17942,6 +18992,74 @@ private:
       }
     }
   }
+  /// Any value at nesting `depth`, checked and dropped.
+  void skip(int depth) {
+    if (depth > max_depth) fail("nested too deeply");
+    if (i_ >= s_.size()) fail("unexpected end of the header");
+    char c = s_[i_];
+    if (c == '{')
+      object(depth, [&](const std::string&) { skip(depth + 1); });
+    else if (c == '[')
+      array(depth, [&] { skip(depth + 1); });
+    else if (c == '"')
+      string();
+    else if (at_number())
+      number();
+    else if (c == 't')
+      word("true");
+    else if (c == 'f')
+      word("false");
+    else if (c == 'n')
+      word("null");
+    else
+      fail("unexpected character '" + std::string(1, c) + "'");
+  }
+
+private:
+  static constexpr int max_depth = 64;
+  void expect(char c) {
+    if (i_ >= s_.size()) fail(std::string("expected '") + c + "', found the end of the header");
+    if (s_[i_] != c) fail(std::string("expected '") + c + "', found '" + s_[i_] + "'");
+    ++i_;
+  }
+  void word(std::string_view w) {
+    if (s_.substr(i_, w.size()) != w) fail("unexpected character '" + std::string(1, s_[i_]) + "'");
+    i_ += w.size();
+  }
+  unsigned hex4() {
+    if (s_.size() - i_ < 4) fail("truncated \\u escape");
+    unsigned u = 0;
+    for (int k = 0; k < 4; ++k) {
+      char h = s_[i_++];
+      u <<= 4;
+      if (h >= '0' && h <= '9')
+        u |= unsigned(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        u |= unsigned(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        u |= unsigned(h - 'A' + 10);
+      else
+        fail("invalid \\u escape");
+    }
+    return u;
+  }
+  static void utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80)
+      out.push_back(char(cp));
+    else if (cp < 0x800) {
+      out.push_back(char(0xC0 | (cp >> 6)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(char(0xE0 | (cp >> 12)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(char(0xF0 | (cp >> 18)));
+      out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    }
+  }
   std::string_view s_;
   std::size_t i_ = 0;
 };
@@ -17996,86 +19114,124 @@ inline std::uint64_t read_u64le(const unsigned char* p) {
   for (int k = 7; k >= 0; --k) v = (v << 8) | p[k];
   return v;
 }
-inline std::uint64_t to_u64(const json::Value& v, const std::string& what) {
-  if (v.kind != json::Value::Kind::Number || v.text.empty() || v.text[0] == '-' ||
-      v.text.find_first_of(".eE") != std::string::npos)
+/// A non-negative integer from a number's text (what: the field, for the message).
+inline std::uint64_t to_u64(std::string_view text, const std::string& what) {
+  if (text.empty() || text[0] == '-' || text.find_first_of(".eE") != std::string_view::npos)
     throw format_error(what + " must be a non-negative integer");
-  if (v.text.size() > 19) throw format_error(what + " is too large");
+  if (text.size() > 19) throw format_error(what + " is too large");
   std::uint64_t r = 0;
-  for (char c : v.text) r = r * 10 + std::uint64_t(c - '0');
+  for (char c : text) r = r * 10 + std::uint64_t(c - '0');
   if (r > (std::uint64_t(1) << 62)) throw format_error(what + " is too large");
   return r;
+}
+/// Reads one tensor's entry ({"dtype": ..., "shape": [...], "data_offsets": [b, e]}) at nesting
+/// `depth`, and checks that its shape and dtype fill its offsets exactly.
+inline TensorInfo parse_tensor(json::Parser& p, int depth, const std::string& name) {
+  std::string where = "tensor \"" + name + "\": ";
+  if (p.peek() != '{') {
+    p.skip(depth);
+    throw format_error(where + "its entry is not an object");
+  }
+  bool has_dtype = false, has_shape = false, has_offsets = false;
+  std::string dtype;
+  TensorInfo info{name, DType::Float32, {}, 0, 0};
+  std::vector<std::string_view> offsets; // numbers' text; empty views for other values
+  p.object(depth, [&](const std::string& k) {
+    if (k == "dtype") {
+      has_dtype = true;
+      if (p.peek() != '"') {
+        p.skip(depth + 1);
+        throw format_error(where + "dtype is not a string");
+      }
+      dtype = p.string();
+    } else if (k == "shape") {
+      has_shape = true;
+      if (p.peek() != '[') {
+        p.skip(depth + 1);
+        throw format_error(where + "shape is not an array");
+      }
+      p.array(depth + 1, [&] {
+        if (!p.at_number()) {
+          p.skip(depth + 2);
+          throw format_error(where + "a shape entry must be a non-negative integer");
+        }
+        info.shape.push_back(std::int64_t(to_u64(p.number(), where + "a shape entry")));
+      });
+    } else if (k == "data_offsets") {
+      has_offsets = true;
+      if (p.peek() != '[') {
+        p.skip(depth + 1);
+        throw format_error(where + "data_offsets must be [begin, end]");
+      }
+      p.array(depth + 1, [&] {
+        if (p.at_number() && offsets.size() < 2) {
+          offsets.push_back(p.number());
+        } else {
+          p.skip(depth + 2);
+          offsets.push_back({});
+        }
+      });
+    } else {
+      p.skip(depth + 1);
+      throw format_error(where + "unknown field \"" + k + "\"");
+    }
+  });
+  if (!has_dtype || !has_shape || !has_offsets)
+    throw format_error(where + "needs \"dtype\", \"shape\" and \"data_offsets\"");
+  auto t = dtype_from_code(dtype);
+  if (!t) {
+    bool known = dtype == "F8_E5M2" || dtype == "F8_E4M3" || dtype == "F6_E2M3" ||
+                 dtype == "F6_E3M2" || dtype == "F4" || dtype == "F8_E8M0" || dtype == "C64";
+    throw format_error(
+        where + "dtype \"" + dtype + "\" is " +
+        (known ? "not supported by tg (no such dtype in the core)" : "not a safetensors dtype"));
+  }
+  info.dtype = *t;
+  std::uint64_t count = 1;
+  bool overflow = false;
+  for (std::int64_t d : info.shape) {
+    std::uint64_t n = std::uint64_t(d);
+    if (n && count > (std::uint64_t(1) << 62) / n)
+      overflow = true;
+    else
+      count *= n;
+  }
+  if (offsets.size() != 2) throw format_error(where + "data_offsets must be [begin, end]");
+  info.begin = to_u64(offsets[0], where + "data_offsets[0]");
+  info.end = to_u64(offsets[1], where + "data_offsets[1]");
+  if (info.end < info.begin) throw format_error(where + "data_offsets end before they begin");
+  if (overflow || count * std::uint64_t(itemsize(*t)) != info.end - info.begin)
+    throw format_error(
+        where + "shape " + tg::detail::shape_str(Shape(info.shape.begin(), info.shape.end())) +
+        " of " + dtype_code(*t) + " needs " +
+        (overflow ? "too many" : std::to_string(count * std::uint64_t(itemsize(*t)))) +
+        " bytes, but data_offsets [" + std::to_string(info.begin) + ", " +
+        std::to_string(info.end) + "] hold " + std::to_string(info.end - info.begin));
+  return info;
 }
 /// Parses and checks a header against the data size (bytes after the header).
 inline Header parse_header(std::string_view text, std::uint64_t data_size) {
   if (text.empty() || text[0] != '{') throw format_error("the header does not start with '{'");
-  json::Value root = json::Parser(text).parse();
-  if (root.kind != json::Value::Kind::Object) throw format_error("the header is not a JSON object");
+  json::Parser p(text);
   Header h;
-  for (auto& [name, v] : root.members) {
-    if (name == "__metadata__") {
-      if (v.kind != json::Value::Kind::Object)
-        throw format_error("__metadata__ must be an object of strings");
-      for (auto& [k, mv] : v.members) {
-        if (mv.kind != json::Value::Kind::String)
-          throw format_error("__metadata__ value of \"" + k + "\" is not a string");
-        h.metadata[k] = mv.text;
+  p.object(0, [&](const std::string& name) {
+    if (name != "__metadata__") {
+      h.tensors.push_back(parse_tensor(p, 1, name));
+      return;
+    }
+    if (p.peek() != '{') {
+      p.skip(1);
+      throw format_error("__metadata__ must be an object of strings");
+    }
+    p.object(1, [&](const std::string& k) {
+      if (p.peek() != '"') {
+        p.skip(2);
+        throw format_error("__metadata__ value of \"" + k + "\" is not a string");
       }
-      continue;
-    }
-    std::string where = "tensor \"" + name + "\": ";
-    if (v.kind != json::Value::Kind::Object)
-      throw format_error(where + "its entry is not an object");
-    const json::Value *dt = nullptr, *shape = nullptr, *offs = nullptr;
-    for (auto& [k, f] : v.members) {
-      if (k == "dtype")
-        dt = &f;
-      else if (k == "shape")
-        shape = &f;
-      else if (k == "data_offsets")
-        offs = &f;
-      else
-        throw format_error(where + "unknown field \"" + k + "\"");
-    }
-    if (!dt || !shape || !offs)
-      throw format_error(where + "needs \"dtype\", \"shape\" and \"data_offsets\"");
-    if (dt->kind != json::Value::Kind::String) throw format_error(where + "dtype is not a string");
-    auto t = dtype_from_code(dt->text);
-    if (!t) {
-      bool known = dt->text == "F8_E5M2" || dt->text == "F8_E4M3" || dt->text == "F6_E2M3" ||
-                   dt->text == "F6_E3M2" || dt->text == "F4" || dt->text == "F8_E8M0" ||
-                   dt->text == "C64";
-      throw format_error(
-          where + "dtype \"" + dt->text + "\" is " +
-          (known ? "not supported by tg (no such dtype in the core)" : "not a safetensors dtype"));
-    }
-    TensorInfo info{name, *t, {}, 0, 0};
-    if (shape->kind != json::Value::Kind::Array)
-      throw format_error(where + "shape is not an array");
-    std::uint64_t count = 1;
-    bool overflow = false;
-    for (const json::Value& d : shape->items) {
-      std::uint64_t n = to_u64(d, where + "a shape entry");
-      info.shape.push_back(std::int64_t(n));
-      if (n && count > (std::uint64_t(1) << 62) / n)
-        overflow = true;
-      else
-        count *= n;
-    }
-    if (offs->kind != json::Value::Kind::Array || offs->items.size() != 2)
-      throw format_error(where + "data_offsets must be [begin, end]");
-    info.begin = to_u64(offs->items[0], where + "data_offsets[0]");
-    info.end = to_u64(offs->items[1], where + "data_offsets[1]");
-    if (info.end < info.begin) throw format_error(where + "data_offsets end before they begin");
-    if (overflow || count * std::uint64_t(itemsize(*t)) != info.end - info.begin)
-      throw format_error(
-          where + "shape " + tg::detail::shape_str(Shape(info.shape.begin(), info.shape.end())) +
-          " of " + dtype_code(*t) + " needs " +
-          (overflow ? "too many" : std::to_string(count * std::uint64_t(itemsize(*t)))) +
-          " bytes, but data_offsets [" + std::to_string(info.begin) + ", " +
-          std::to_string(info.end) + "] hold " + std::to_string(info.end - info.begin));
-    h.tensors.push_back(std::move(info));
-  }
+      h.metadata[k] = p.string();
+    });
+  });
+  p.finish();
   // the tensors must tile the data section exactly
   std::sort(h.tensors.begin(), h.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;

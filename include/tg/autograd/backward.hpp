@@ -92,8 +92,8 @@ inline std::vector<Movement> permutes_last(const Shape& in, const std::vector<Mo
 /// summed into a small result (at most 65536 elements) is summed 256 elements at a time first,
 /// then over those partial sums: a weight gradient summed over batch x positions (conv2d's dW,
 /// 144 x 32 outputs over 25088 rows) otherwise streams all of its inputs from memory for every
-/// register tile (43 GFLOP/s); in chunks, a chunk's rows stay in cache for all the tiles, and the
-/// chunks run in parallel. Not with TG_OPT=0.
+/// register tile (docs/performance.md); in chunks, a chunk's rows stay in cache for all the
+/// tiles, and the chunks run in parallel. Not with TG_OPT=0.
 inline Tensor sum_expanded(const Tensor& g, const std::vector<int>& axes) {
   constexpr std::int64_t chunk = 256;
   auto loc = std::source_location::current();

@@ -19,7 +19,7 @@ enum class UKind : std::uint8_t {
   AccAssign, // src0 acc, src1 value: acc = op(acc, value)
   Alu,       // op with 1..3 sources
   Reduce,    // (lowering only) op over src0 within ranges `ranges`
-  // GPU programs only (made by gpu_program, codegen/gpu.hpp; the CPU path never sees them):
+  // GPU programs only (made by gpu_program, codegen/gpu_program.hpp; the CPU path never sees them):
   Special,     // a launch index; arg: GpuIndex
   If,          // src0 condition; the ops up to the matching EndIf run when it holds
   EndIf,       // src0: its If
@@ -34,8 +34,8 @@ enum class UKind : std::uint8_t {
   VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
 };
 
-/// The largest panel the CPU device's pack_panels copies into a local array (codegen/pack.hpp);
-/// the lowering counts on it (LowerOptions::packs_strided).
+/// The largest panel the CPU device's pack_panels copies into a local array
+/// (codegen/pack_panels.hpp); the lowering counts on it (LowerOptions::packs_strided).
 inline constexpr std::int64_t kPackBytes = 256 * 1024;
 
 /// What a Special UOp reads (GPU programs).
@@ -65,7 +65,7 @@ struct Program {
   /// Its reduction split into this many partial accumulators (LowerOptions::split_reduce): the C
   /// compiler may vectorize that loop, as each vector lane keeps its own sum in order.
   int reduce_split = 1;
-  // GPU launch shape, set by gpu_program (codegen/gpu.hpp); local == 0 on CPU programs.
+  // GPU launch shape, set by gpu_program (codegen/gpu_program.hpp); local == 0 on CPU programs.
   int local = 0;                    // threads per work-group (a power of two)
   bool grouped = false;             // a work-group shares one item and splits its reductions
   std::int64_t items_per_outer = 1; // inner output loops flattened into the item index
@@ -128,7 +128,7 @@ constexpr Text dump(const Program& p) {
       if (s >= 0) t << " %" << s;
     if (u.kind == UKind::Const) {
       if (is_float(u.dtype))
-        t << ' ' << std::int64_t(u.value.f * 1000) << "e-3";
+        (t << ' ').literal(u.value.f); // exact (and inf, nan), so dumps tell constants apart
       else
         t << ' ' << u.value.i;
     }

@@ -7,118 +7,9 @@
 
 #include "../schedule/fuse.hpp"
 #include "builder.hpp"
+#include "opt.hpp"
 
 namespace tg {
-
-/// Choices the lowering makes beyond correctness (TG_OPT=0 turns them off).
-struct LowerOptions {
-  /// Reductions compute this many consecutive outputs of their last axis at once, each with its
-  /// own accumulator in one shared loop: loads that do not depend on that axis are shared, and
-  /// the others are contiguous, so the C compiler vectorizes them (tinygrad's "upcast").
-  int upcast = 16;
-  /// With an upcast last axis, a reduction whose loads include one that every index of the
-  /// axis before it reads alike (matmul's right operand) also computes this many consecutive
-  /// outputs of that axis: a register tile of upcast_rows x upcast lanes, each load shared by a
-  /// row or a column of it (4 x 16 took matmul from 18 to 48 GFLOP/s a core; larger tiles were
-  /// no longer vectorized by GCC).
-  int upcast_rows = 4;
-  /// A kernel whose one reduction runs along an axis that every load inside it reads
-  /// contiguously (a row of a softmax, a layer norm, a sum over the last axis) splits it into up
-  /// to this many partial accumulators, acc[j] over elements j, j + n, j + 2n, ..., combined
-  /// pairwise after the loop: the C compiler vectorizes the loop (one vector lane per
-  /// accumulator, each still summed in order, so the C kernel and INTERP agree bit for bit),
-  /// where one accumulator is a chain of dependent adds. It changes the order of a float sum
-  /// (TG_OPT=0 turns it off).
-  int split_reduce = 16;
-  /// A register-tiled reduction whose shared operand (reduce length x columns x 4 bytes) is
-  /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
-  /// every row tile then reads the same column panel of that operand, which the CPU device
-  /// copies into a contiguous array once per column tile (codegen/pack.hpp): sgemm 2048² on 2
-  /// cores went from 1.3-1.5 s to 0.61 s with this order, to 0.18 s with the copy. 128 KiB: on
-  /// one core (thread CPU time, alternated runs) sgemm 256³ (a 256 KiB operand) took 0.33 ms in
-  /// this order against 0.39-0.41 in the other, bmm 16x256³ 6.1 against 8.0 ms, and the MLP
-  /// training step 2.10-2.24 against 2.40-2.51 ms; at 512 KiB (an L2) its 256-wide products
-  /// streamed their operands from L2 once per row tile.
-  std::int64_t panel_bytes = std::int64_t(1) << 17;
-  /// Upcast lanes of a reduction without a register tile, when they are contiguous (a sum over
-  /// axis 0 of 4096 x 4096: 5.8-8.2 ms with 16 lanes, 3.1-3.3 ms with 64).
-  int wide_upcast = 64;
-  /// A kernel without reductions that reads its index through a reshape of a view the reshape
-  /// cannot merge into (im2col's columns [R, K] from a masked [N, OH, OW, C, KH, KW] window view)
-  /// loops over the finer axes of both shapes: each index is then a sum of loop variables, where
-  /// it was divided and reduced modulo every axis size per element.
-  bool refine_views = true;
-  /// In a kernel without reductions, its last two axes when a view masks them and they are at
-  /// most this long (a convolution's kernel taps) are unrolled: every mask then folds to a
-  /// constant, and the loads a lane can never read vanish (im2col's columns: 9 gated loads per
-  /// element became 1).
-  int unroll_masked = 8;
-  /// A reduction over at most this many elements (a 2 x 2 or 3 x 3 pooling window), unless it
-  /// is a product with a shared operand (a matmul), is unrolled: one expression over its loads,
-  /// folded in the loop's order (the same values), with no loop and no accumulator, so the C
-  /// compiler vectorizes the kernel's lanes like an elementwise one.
-  int unroll_reduce = 9;
-  /// A kernel without reductions whose output's last axis one load reads with a stride, and the
-  /// axis before it contiguously (a transpose), computes tiles of this many x this many outputs:
-  /// the tile's loads then read whole runs of that operand's rows, where one output row read one
-  /// element from each of its rows (the MLP step's [784, 256] -> [256, 784] gradient copy, rows
-  /// 1 KiB apart in a few L1 sets: 600 us).
-  int transpose_tile = 8;
-  /// Lanes (columns) of a float32 register tile of a product whose epilogue loads nothing per row
-  /// (a bias at most), when the output's last axis divides by them and the tile's order stays
-  /// the same (more than `upcast` only where the C compiler has 32 vector registers: the CPU
-  /// device on AVX-512, Device::tile_lanes). 4 x 32 is 16 accumulators of 8 floats; on a Zen 4 with
-  /// AVX-512 it took sgemm 2048² from 92-97 to 86-88 ms and 1024² from 11.4-11.6 to 10.6-10.7 (best
-  /// of 7; the left operand streams half as often); 4 x 16 leaves 8, FMA latency-bound.
-  int tile_lanes = 16;
-  /// On a GPU (set by for_gpu), a product whose two operands are each shared along one output
-  /// axis (a matmul: the left one along the columns, the right one along the rows) computes up
-  /// to this many rows by this many columns of outputs a thread, the tile's outputs strided by
-  /// the axis over its size (row r of rows R is r * M / R + i): neighbouring threads then still
-  /// load neighbouring elements of the right operand for every column of their tiles, while each
-  /// load feeds a whole row or column of the tile. Tiles shrink until the kernel keeps at least
-  /// gpu_tile_threads threads (TG_GPU_TILE and TG_GPU_TILE_THREADS override both). On an H200,
-  /// sgemm 4096² took 27.0 ms with no tile, 10.6 with 2 x 2, 8.9 with 8 x 8; sgemm 1024² 0.386 ms
-  /// with none, 0.189 with 2 x 2 (262,144 threads), 0.213 with 4 x 4 (65,536 threads).
-  int gpu_tile = 1;
-  std::int64_t gpu_tile_threads = std::int64_t(1) << 18;
-
-  /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
-  /// length by the tile's output columns) runs its column tiles outermost (panel_bytes).
-  constexpr bool panel_order(std::int64_t k, std::int64_t columns) const {
-    return upcast_rows > 1 && upcast > 1 && k * columns * 4 > panel_bytes && columns / upcast >= 8;
-  }
-  /// Whether such a tile may read that operand with a stride along its columns (x @ w.t(), w
-  /// not copied): in panel order pack_panels copies each column panel of it (k x upcast
-  /// elements, at most kPackBytes) into a contiguous array, whose rows load as vectors. The
-  /// copy reads w's rows contiguously; without it, every lane of the tile read its own row.
-  constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
-    return panel_order(k, columns) && columns % upcast == 0 && k * upcast * 8 <= kPackBytes;
-  }
-
-  /// These choices for a device without register tiles (a GPU): one output per thread, and its
-  /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling). Upcast
-  /// lanes would make each thread read a run of a row that its warp's neighbours read next to
-  /// it: 32 cache lines per load instruction, and a sixteenth of the threads (sgemm 1024² on an
-  /// H200: 2.19 ms with 16 lanes; TG_BEAM found 0.39 ms among narrower ones).
-  constexpr LowerOptions for_gpu() const {
-    LowerOptions o = *this;
-    o.gpu_tile = upcast > 1 ? 8 : 1; // (not with every choice off)
-    o.upcast = o.upcast_rows = o.split_reduce = o.unroll_masked = o.unroll_reduce = 1;
-    o.transpose_tile = 1;
-    o.wide_upcast = o.upcast;
-    o.refine_views = false;
-    return o;
-  }
-  /// Every choice off (TG_OPT=0): one output and one accumulator per loop iteration.
-  static constexpr LowerOptions off() {
-    LowerOptions o;
-    o.upcast = o.upcast_rows = o.split_reduce = o.unroll_masked = o.unroll_reduce = 1;
-    o.transpose_tile = 1;
-    o.refine_views = false;
-    return o;
-  }
-};
 
 namespace detail {
 
@@ -168,87 +59,20 @@ public:
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
     bound1.arg = 1;
-    // upcast the last output axis of a reduction kernel when it divides evenly, and the one
-    // before it for a register tile when a load is shared along it
-    std::int64_t lanes = 1, rows = 1;
     std::size_t naligned = 0;
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) naligned += !hoisted_[r];
-    // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
-    // LowerOptions::packs_strided); that tile, not split accumulators along k, then.
-    strided_ok_ = m.size() >= 2 && reduce_nodes_.size() == 1 && !hoisted_[0] &&
-                  m.back().is_const() && prod(reduce_loops(0)).is_const() &&
-                  divisor(m[m.size() - 2], opt_.upcast_rows) > 1 && shared_along(m.size() - 2) &&
-                  opt_.packs_strided(prod(reduce_loops(0)).constant(), m.back().constant());
-    strided_ok_ = strided_ok_ && !lanes_contiguous(m.size() - 1, false);
-    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
-      splits_.push_back(split_width(r, naligned));
-      if (!hoisted_[r]) split_ = splits_[r]; // (1 unless it is the one aligned reduction)
-    }
-    if (split_ == 1 && naligned > 0 && m.back().is_const()) {
-      std::int64_t size = m.back().constant();
-      lanes = divisor(m.back(), opt_.upcast);
-      if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
-        lanes = size <= opt_.upcast ? std::max<std::int64_t>(size, 1) : 1;
-      else if (lanes > 4 && !lanes_contiguous(m.size() - 1))
-        lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
-    } else if (reduce_nodes_.empty() && masked_small(m, m.size() - 1)) {
-      lanes = m.back().constant();
-      if (m.size() >= 2 && masked_small(m, m.size() - 2) &&
-          lanes * m[m.size() - 2].constant() <= 16)
-        rows = m[m.size() - 2].constant();
-    } else if (reduce_nodes_.empty() && transposed(m)) {
-      lanes = rows = opt_.transpose_tile;
-    }
+    const Choices choice = choose(facts(m), opt_);
+    splits_ = choice.splits;
+    split_ = choice.split;
+    const std::int64_t lanes = choice.lanes, rows = choice.rows;
+    strided_tile_ = choice.strided_tile;
+    panel_ = choice.panel;
     std::size_t row_axis = m.size() - 2;
-    const bool one_aligned = reduce_nodes_.size() == 1 && !hoisted_[0];
-    if (lanes >= 8 && m.size() >= 2 && one_aligned && shared_along(row_axis) &&
-        lanes_contiguous(m.size() - 1))
-      rows = divisor(m[row_axis], opt_.upcast_rows);
-    if (rows > 1 && one_aligned && opt_.tile_lanes > lanes && row_shared_epilogue(row_axis) &&
-        g_[reduce_nodes_[0]].dtype == DType::Float32) {
-      const std::int64_t wide = divisor(m.back(), opt_.tile_lanes);
-      const SInt k = prod(reduce_loops(0));
-      if (wide > lanes && (!k.is_const() || !opt_.panel_order(k.constant(), m.back().constant()) ||
-                           m.back().constant() / wide >= 8))
-        lanes = wide;
-    }
-    // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
-    // then reads 256 bytes of each row it visits, not 64, and crosses 4x fewer pages
-    if (rows == 1 && lanes == opt_.upcast && opt_.upcast > 1 && lanes_contiguous(m.size() - 1)) {
-      lanes = std::max(lanes, divisor(m.back(), opt_.wide_upcast));
-      // With 32 vector registers (tile_lanes), float32 lanes widen 4x more, 1 KiB of each row,
-      // while at least 8 column blocks are left to share among threads: that sum over axis 0 went
-      // from 3.1-3.8 to 2.3-2.9 ms (alternated runs; 128 lanes: 2.7-3.3).
-      const std::int64_t wider = divisor(m.back(), 4 * opt_.wide_upcast);
-      if (opt_.tile_lanes >= 32 && opt_.wide_upcast > opt_.upcast && reduce_nodes_.size() == 1 &&
-          g_[reduce_nodes_[0]].dtype == DType::Float32 && wider > lanes &&
-          m.back().constant() / wider >= 8)
-        lanes = wider;
-    }
-    if (opt_.gpu_tile > 1 && rows == 1 && lanes == 1 && m.size() >= 2 && one_aligned &&
-        m.back().is_const() && m[row_axis].is_const() && shared_along(row_axis) &&
-        shared_along(m.size() - 1)) { // see LowerOptions::gpu_tile
-      std::int64_t r = divisor(m[row_axis], opt_.gpu_tile), c = divisor(m.back(), opt_.gpu_tile);
-      const SInt outputs = prod(m);
-      const std::int64_t n = outputs.is_const() ? outputs.constant() : outputs.max_value();
-      while (r * c > 1 && n / (r * c) < opt_.gpu_tile_threads) (c >= r ? c : r) /= 2;
-      if (r * c > 1) {
-        rows = r;
-        lanes = c;
-        strided_tile_ = true;
-      }
-    }
     Shape loops = m;
     loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
     if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
-    // The loops in nesting order; the first is the parallel one. A register tile whose shared
-    // operand (matmul's right one) outgrows the caches runs its column tiles outermost: each
-    // column panel of that operand then stays in cache while every row tile passes over it,
-    // instead of the whole operand streaming from memory once per row tile.
+    // The loops in nesting order; the first is the parallel one (the column tiles in panel order).
     std::vector<std::size_t> order;
-    panel_ = rows > 1 && one_aligned && prod(reduce_loops(0)).is_const() &&
-             opt_.panel_order(prod(reduce_loops(0)).constant(), m.back().constant()) &&
-             loops.back().constant() >= 8;
     if (panel_) order.push_back(loops.size() - 1);
     for (std::size_t i = 0; i < loops.size(); ++i)
       if (!panel_ || i + 1 < loops.size()) order.push_back(i);
@@ -276,8 +100,7 @@ public:
       return b_.alu(Op::Add, DType::Int64, base, offset);
     };
     // Every lane's value first, then the stores: a store between two lanes' loads may alias
-    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all (a
-    // matmul with a bias epilogue ran at 5 instead of 46 GFLOP/s).
+    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all.
     std::vector<UOp> stores;
     for (lane_ = 0; lane_ < rows * lanes; ++lane_) {
       std::vector<int> idx = ranges;
@@ -408,27 +231,19 @@ private:
     }
     return true;
   }
-  /// Whether merged axis `axis` of loop shape m is short enough to unroll and a view masks part
-  /// of it (LowerOptions::unroll_masked).
-  constexpr bool masked_small(const Shape& m, std::size_t axis) const {
-    if (axis >= m.size() || !m[axis].is_const() || m[axis].constant() < 2 ||
-        m[axis].constant() > opt_.unroll_masked)
-      return false;
+  /// Whether a view masks part of merged output axis `axis` (LowerOptions::unroll_masked).
+  constexpr bool masked(std::size_t axis) const {
     for (const ShapeTracker& t : space_trackers_[0])
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
         if (out_groups_[d] == int(axis) && t.views.back().masked(d)) return true;
     return false;
   }
 
-  /// Whether the last two merged axes of loop shape m divide into transpose tiles and a load
-  /// reads the last one with a stride and the one before it contiguously
-  /// (LowerOptions::transpose_tile).
+  /// Whether a load reads the last merged axis of loop shape m with a stride and the one before
+  /// it contiguously (LowerOptions::transpose_tile).
   constexpr bool transposed(const Shape& m) const {
-    const std::int64_t t = opt_.transpose_tile;
     std::size_t n = m.size();
-    if (t < 2 || n < 2 || !m[n - 1].is_const() || !m[n - 2].is_const() || m[n - 1].constant() % t ||
-        m[n - 2].constant() % t)
-      return false;
+    if (n < 2) return false;
     std::size_t last = out_groups_.size(), before = out_groups_.size(); // innermost space axes
     for (std::size_t d = 0; d < out_groups_.size(); ++d) {
       if (out_groups_[d] == int(n - 1)) last = d;
@@ -734,13 +549,6 @@ private:
     for (int ax : n.axes) a.push_back(g_[n.src[0]].shape[std::size_t(ax)]);
     return a;
   }
-  /// The largest power of two up to `most` that divides d (1 if d is symbolic).
-  static constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
-    if (d.is_const())
-      for (std::int64_t w = most; w >= 2; w /= 2)
-        if (d.constant() % w == 0) return w;
-    return 1;
-  }
   /// The merged reduce loops of reduction r.
   constexpr Shape reduce_loops(std::size_t r) const {
     Shape full = kept_shape(r);
@@ -758,24 +566,47 @@ private:
       if (!reduced(n, d)) k.push_back(n.shape[d]);
     return k;
   }
-  /// How many partial accumulators the kernel's reduction splits into (LowerOptions::
-  /// split_reduce): its innermost loop must run at least 64 times, and be read contiguously (or
-  /// not at all) by every load inside it.
-  constexpr std::int64_t split_width(std::size_t r, std::size_t naligned) const {
-    if (opt_.split_reduce < 4 || (!hoisted_[r] && naligned != 1) || strided_ok_) return 1;
+  /// Whether every load inside reduction r reads its innermost merged loop contiguously, or not
+  /// at all (LowerOptions::split_reduce).
+  constexpr bool inner_contiguous(std::size_t r) const {
     Shape ra = reduce_loops(r);
-    if (ra.empty() || !ra.back().is_const() || ra.back().constant() < 64) return 1;
-    std::int64_t w = divisor(ra.back(), opt_.split_reduce);
-    if (w < 4) return 1;
+    if (ra.empty()) return false;
     std::size_t n = kept_shape(r).size(), inner = 0;
     const std::vector<int>& groups = reduce_groups_[r];
     for (std::size_t d = 0; d < groups.size(); ++d)
       if (groups[d] == int(ra.size()) - 1) inner = n + d;
     for (const ShapeTracker& t : space_trackers_[r + 1]) {
       const SInt& stride = t.views.back().strides[inner];
-      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return 1;
+      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return false;
     }
-    return w;
+    return true;
+  }
+  /// What choose() (opt.hpp) decides from, for merged output loops m.
+  constexpr KernelFacts facts(const Shape& m) const {
+    KernelFacts f;
+    f.loops = m;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      ReductionFacts rf;
+      rf.hoisted = hoisted_[r];
+      Shape ra = reduce_loops(r);
+      rf.inner = !ra.empty() && ra.back().is_const() ? ra.back().constant() : 0;
+      rf.inner_contiguous = inner_contiguous(r);
+      rf.dtype = g_[reduce_nodes_[r]].dtype;
+      f.reductions.push_back(rf);
+    }
+    if (!reduce_nodes_.empty()) f.reduce_length = prod(reduce_loops(0));
+    const std::size_t last = m.size() - 1;
+    f.shared_last = shared_along(last);
+    f.contiguous_last = lanes_contiguous(last, false);
+    f.packable_last = lanes_contiguous(last, true);
+    f.masked_last = masked(last);
+    f.transposed = transposed(m);
+    if (m.size() >= 2) {
+      f.shared_row = shared_along(last - 1);
+      f.masked_row = masked(last - 1);
+      f.row_shared_epilogue = row_shared_epilogue(last - 1);
+    }
+    return f;
   }
   /// Whether some load inside a reduction reads the same element at every index of merged output
   /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
@@ -796,9 +627,8 @@ private:
   }
   /// Whether every load of the kernel's epilogue (outside its reductions) reads one element for
   /// all rows of a tile, merged output axis `row_axis`: a bias, not a relu mask. A 4 x 32 tile
-  /// whose epilogue loaded a mask per element ran 0.27 ms against 0.19 for 4 x 16 (dy @ W2 on one
-  /// core), its 16 accumulators spilled around 128 scalar loads, compares and multiplies; with a
-  /// bias and a relu, `x @ W1.t()` went from 0.55 to 0.50 ms.
+  /// whose epilogue loads a mask per element spills its 16 accumulators around the epilogue's
+  /// scalar loads, compares and multiplies, and is slower than 4 x 16.
   constexpr bool row_shared_epilogue(std::size_t row_axis) const {
     for (std::size_t i = 1; i < space_trackers_[0].size(); ++i) { // [0]: the output's own
       const View& v = space_trackers_[0][i].views.back();
@@ -810,8 +640,8 @@ private:
   /// Whether every load inside a reduction reads consecutive elements along merged output axis
   /// `axis` (or one element for all of it): the lanes of a tile then load as vectors. (A
   /// transposed operand, strided along the lanes, gained nothing from a tile, unless it is the
-  /// shared operand of a tile whose panels pack_panels copies: strided_ok_.)
-  constexpr bool lanes_contiguous(std::size_t axis, bool strided_ok = true) const {
+  /// shared operand of a tile whose panels pack_panels copies: `packed`.)
+  constexpr bool lanes_contiguous(std::size_t axis, bool packed) const {
     for (const ShapeTracker& t : operand_trackers_) {
       std::size_t inner = out_groups_.size();
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
@@ -820,9 +650,7 @@ private:
       const View& v = t.views.back();
       const SInt& stride = v.strides[inner];
       if (stride == 0 || (stride == 1 && t.views.size() == 1)) continue;
-      if (!strided_ok || !strided_ok_ || t.views.size() != 1 || !v.mask.empty() ||
-          !stride.is_const())
-        return false;
+      if (!packed || t.views.size() != 1 || !v.mask.empty() || !stride.is_const()) return false;
       for (std::size_t d = 0; d < out_groups_.size(); ++d) // one element for every row
         if (out_groups_[d] == int(axis) - 1 && !(v.strides[d] == 0)) return false;
     }
@@ -1042,7 +870,7 @@ private:
   std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;
   std::vector<std::uint8_t> hoisted_; // per reduction: read through a view (see reduce)
-  std::vector<std::int64_t> splits_;  // per reduction: split_width
+  std::vector<std::int64_t> splits_;  // per reduction: Choices::splits
   std::vector<int> space_ctx_;        // per space: which binding of its indices memo_ holds
   struct Hoisted {
     int node;
@@ -1059,13 +887,11 @@ private:
   int nranges_ = 0;
   LowerOptions opt_;
   std::int64_t lane_ = 0;
-  std::int64_t split_ = 1, part_ = 0; // split_width(), and the partial accumulator being built
+  std::int64_t split_ = 1, part_ = 0; // Choices::split, and the partial accumulator being built
   bool panel_ = false;                // column tiles outermost (LowerOptions::panel_bytes)
   bool strided_tile_ = false;         // a GPU's tile (LowerOptions::gpu_tile)
-  bool strided_ok_ =
-      false;    // a tile may read its shared operand strided (LowerOptions::packs_strided)
-  Shape space_; // the kernel's index space: its root's shape, or finer
-  bool unroll_ok_ = false; // short reductions may unroll (LowerOptions::unroll_reduce)
+  Shape space_;                       // the kernel's index space: its root's shape, or finer
+  bool unroll_ok_ = false;            // short reductions may unroll (LowerOptions::unroll_reduce)
   std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
 };
 

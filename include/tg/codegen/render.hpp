@@ -1,12 +1,24 @@
 #pragma once
-// render: linear program -> source text. One C-style renderer; a dialect supplies the
-// differences (type names, the kernel signature, how the parallel loop is written, math names).
-// Every value is its own named variable, so operands are never evaluated twice.
+// render: linear program -> source text. One C-style renderer for every dialect:
+// - CStyleRenderer::render<D> walks the program, one named variable per value (so operands are
+//   never evaluated twice);
+// - CStyle<D> holds the semantics every C-like dialect shares, written once: arithmetic, compares,
+//   casts (float -> integer saturating as INTERP), bitcasts, float16/bfloat16 through their codecs,
+//   constants, loads and stores, loops;
+// - a dialect D (C below, CUDA in render_cuda.hpp, GLSL in render_glsl.hpp) derives CStyle<D> and
+//   supplies spellings (type names, conversions, literal suffixes, math function names) and the
+//   launch plumbing (prelude, signature, parameters, buffer elements, local memory, barriers).
+// Semantics that are IR rewrites (safe integer division) are codegen/decompose.hpp's; the helper
+// functions the C-like preludes share (16-bit float codecs, the float exp2 polynomial) are written
+// once below, in a subset of C that each dialect spells through a PreludeSpelling.
 #include <limits>
 
 #include "ir.hpp"
 
 namespace tg {
+
+/// How a value is declared: a constant, a computed value, or a variable that is assigned again.
+enum class Decl : std::uint8_t { Const, Value, Mutable };
 
 struct CStyleRenderer {
   template <class D> static constexpr Text render(const Program& p) {
@@ -19,8 +31,9 @@ struct CStyleRenderer {
     };
     for (std::size_t i = 0; i < p.ops.size(); ++i) {
       const UOp& u = p.ops[i];
-      auto v = [&](int k) -> Text& { return t << 'v' << k; };
-      auto ctype = [&](DType d) { return D::type(is_half(d) ? DType::Float32 : d); };
+      Text self;
+      self << (u.kind == UKind::DefineAcc ? "acc" : "v") << std::int64_t(i);
+      auto declare = [&](Decl k) { D::declare(t, k, compute_dtype(u.dtype), self.view()); };
       switch (u.kind) {
       case UKind::Param:
       case UKind::Bound:
@@ -31,8 +44,7 @@ struct CStyleRenderer {
         break;
       case UKind::Const:
         indent();
-        t << "const " << ctype(u.dtype) << ' ';
-        v(int(i)) << " = ";
+        declare(Decl::Const);
         D::constant(t, u.dtype, u.value);
         t << ";\n";
         break;
@@ -42,21 +54,23 @@ struct CStyleRenderer {
         ++depth;
         break;
       case UKind::EndRange:
+      case UKind::EndIf:
         --depth;
         indent();
         t << "}\n";
         break;
       case UKind::Load: {
         indent();
-        t << ctype(u.dtype) << ' ';
-        v(int(i)) << " = ";
+        declare(Decl::Value);
         const DType stored = p.ops[std::size_t(u.src[0])].dtype;
-        if (u.src[2] >= 0) v(u.src[2]) << " ? ";
-        D::load(t, stored, u.src[0], u.src[1]);
-        if (u.src[2] >= 0) {
-          t << " : ";
-          D::constant(t, u.dtype, Scalar{});
-        }
+        if (u.src[2] >= 0) { // gated: zero where the gate is off
+          Text gate, x, zero;
+          name(gate, p, u.src[2]);
+          D::load(x, stored, u.src[0], u.src[1]);
+          D::constant(zero, u.dtype, Scalar{});
+          D::select(t, gate.view(), x.view(), zero.view());
+        } else
+          D::load(t, stored, u.src[0], u.src[1]);
         t << ";\n";
         break;
       }
@@ -69,14 +83,14 @@ struct CStyleRenderer {
       }
       case UKind::DefineAcc:
         indent();
-        t << D::qualifier(u.dtype) << ctype(u.dtype) << " acc" << std::int64_t(i) << " = ";
+        declare(Decl::Mutable);
         D::constant(t, u.dtype, u.value);
         t << ";\n";
         break;
       case UKind::AccAssign: {
         indent();
         Text a, b;
-        a << "acc" << std::int64_t(u.src[0]);
+        name(a, p, u.src[0]);
         name(b, p, u.src[1]);
         t << a.view() << " = ";
         const UOp& x = p.ops[std::size_t(u.src[1])];
@@ -94,14 +108,13 @@ struct CStyleRenderer {
       }
       case UKind::Alu: {
         indent();
-        t << D::qualifier(u.dtype) << ctype(u.dtype) << ' ';
-        v(int(i)) << " = ";
+        declare(Decl::Value);
         Text s[3];
         for (int k = 0; k < 3; ++k)
           if (u.src[std::size_t(k)] >= 0) name(s[k], p, u.src[std::size_t(k)]);
         DType in = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
         if (u.op == Op::Where)
-          t << '(' << s[0].view() << " ? " << s[1].view() << " : " << s[2].view() << ')';
+          D::select(t, s[0].view(), s[1].view(), s[2].view());
         else if (u.op == Op::Cast)
           D::cast(t, in, u.dtype, s[0].view());
         else if (u.op == Op::Bitcast)
@@ -121,11 +134,6 @@ struct CStyleRenderer {
         t << "if (";
         name(t, p, u.src[0]) << ") {\n";
         ++depth;
-        break;
-      case UKind::EndIf:
-        --depth;
-        indent();
-        t << "}\n";
         break;
       case UKind::GroupReduce: // the dialect's own (GLSL subgroups) or the shared tree
         if constexpr (D::own_group_reduce)
@@ -170,7 +178,7 @@ struct CStyleRenderer {
     lds << "tg_lds" << std::int64_t(i);
     a << lds.view() << "[tg_l]";
     b << lds.view() << "[tg_l + tg_s]";
-    D::local_array(indent(0), is_half(u.dtype) ? DType::Float32 : u.dtype, lds.view(), p.local);
+    D::local_array(indent(0), compute_dtype(u.dtype), lds.view(), p.local);
     indent(0) << "{\n";
     indent(1) << "const int tg_l = int(v" << std::int64_t(lane) << ");\n";
     indent(1) << a.view() << " = " << acc.view() << ";\n";
@@ -187,15 +195,423 @@ struct CStyleRenderer {
   }
 };
 
-/// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
-struct CDialect {
-  /// Before the type of a computed value: the C compilers are told exact IEEE math by their flags.
-  static constexpr const char* qualifier(DType) { return ""; }
-  /// Whether the dialect writes group reductions itself (D::group_reduce), else the shared tree.
+/// How a dialect spells the shared prelude functions below ($-placeholders in their text).
+struct PreludeSpelling {
+  const char* fn;      // $F: before a function ("static inline ")
+  const char* precise; // $P: before a float declaration whose math must not be rearranged
+  const char* fsuffix; // $f: of a float literal
+  const char* fma;     // $M: the fused multiply-add of floats
+  const char* u32;     // $u: the 32-bit unsigned type
+  const char* u16;     // $h: the type 16-bit float bits travel in
+  const char* to_u32;  // $U(x): conversion to $u
+  const char* to_u16;  // $H(x): conversion to $h
+  const char* to_i32;  // $I(x): conversion to int
+  const char* u2f;     // $b(x): float with these bits
+  const char* f2u;     // $B(x): a float's bits
+};
+
+/// The shared prelude functions, each written once. bfloat16 and float16 encode (round to nearest
+/// even, NaN kept quiet) and decode, as INTERP's half and bfloat16_t.
+inline constexpr std::string_view kBf16Decode =
+    "$Ffloat tg_b2f($h b) { return $b($U(b) << 16); }\n";
+inline constexpr std::string_view kBf16Encode =
+    "$F$h tg_f2b(float f) { $u x = $B(f);\n"
+    "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0u) return $H((x >> 16) | "
+    "0x40u);\n"
+    "  x += 0x7fffu + ((x >> 16) & 1u); return $H(x >> 16); }\n";
+inline constexpr std::string_view kF16Codec =
+    "$Ffloat tg_h2f($h h) { $u s = $U(h & 0x8000u) << 16, e = $U(h >> 10) & 0x1fu, m = $U(h) & "
+    "0x3ffu;\n"
+    "  if (e == 0u) { if (m == 0u) return $b(s); int k = -1; do { m <<= 1; ++k; } while ((m & "
+    "0x400u) == 0u);\n"
+    "    return $b(s | ($U(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
+    "  if (e == 31u) return $b(s | 0x7f800000u | (m << 13));\n"
+    "  return $b(s | ((e + 112u) << 23) | (m << 13)); }\n"
+    "$F$h tg_f2h(float f) { $u x = $B(f), s = (x >> 16) & 0x8000u, m = x & 0x7fffffu;\n"
+    "  int e = $I((x >> 23) & 0xffu);\n"
+    "  if (e == 255) return $H(s | 0x7c00u | (m != 0u ? 0x200u : 0u));\n"
+    "  e = e - 127 + 15; if (e >= 31) return $H(s | 0x7c00u);\n"
+    "  if (e <= 0) { if (e < -10) return $H(s); m |= 0x800000u; int sh = 14 - e;\n"
+    "    $u h = m >> sh, r = m & ((1u << sh) - 1u), hw = 1u << (sh - 1);\n"
+    "    if (r > hw || (r == hw && (h & 1u) != 0u)) ++h; return $H(s | h); }\n"
+    "  $u h = ($U(e) << 10) | (m >> 13), r = m & 0x1fffu;\n"
+    "  if (r > 0x1000u || (r == 0x1000u && (h & 1u) != 0u)) ++h; return $H(s | h); }\n";
+/// 2^x for float, branch free so that loops of it vectorize: 2^n * p(f), x = n + f, |f| <= 1/2, p
+/// the degree-7 Taylor polynomial of 2^f (relative error below 1e-8) by fused multiply-adds; 2^n in
+/// two factors so that subnormal results round once. INTERP computes the same operations
+/// (detail::exp2_float), bit for bit.
+inline constexpr std::string_view kExp2f =
+    "$Ffloat tg_exp2f(float x) {\n"
+    "  $u lo = 0u - $U(x < -151.0$f), hi = 0u - $U(x > 129.0$f);\n"
+    "  x = $b(($B(x) & ~(lo | hi)) | ($B(-151.0$f) & lo) | ($B(129.0$f) & hi));\n"
+    "  $Pfloat t = x + 12582912.0$f, f = x - (t - 12582912.0$f);\n"
+    "  int n = $I($B(t) - 0x4b400000u), n1 = n >> 1;\n"
+    "  $Pfloat p = $M(1.5252734e-5$f, f, 1.5403530e-4$f);\n"
+    "  p = $M(p, f, 1.3333558e-3$f); p = $M(p, f, 9.6181291e-3$f);\n"
+    "  p = $M(p, f, 5.5504109e-2$f); p = $M(p, f, 2.4022651e-1$f);\n"
+    "  p = $M(p, f, 6.9314718e-1$f); p = $M(p, f, 1.0$f);\n"
+    "  $Pfloat r = p * $b($U(n1 + 127) << 23);\n"
+    "  $Pfloat s = r * $b($U(n - n1 + 127) << 23);\n"
+    "  return s; }\n";
+
+/// Writes `text` with each $x replaced by spell('x') (a placeholder is one character).
+template <class F> constexpr void spell_text(Text& t, std::string_view text, F spell) {
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    if (text[k] == '$' && k + 1 < text.size())
+      t << spell(text[++k]);
+    else
+      t << text[k];
+  }
+}
+constexpr void spell_prelude(Text& t, std::string_view text, const PreludeSpelling& s) {
+  spell_text(t, text, [&](char c) -> std::string_view {
+    switch (c) {
+    case 'F':
+      return s.fn;
+    case 'P':
+      return s.precise;
+    case 'f':
+      return s.fsuffix;
+    case 'M':
+      return s.fma;
+    case 'u':
+      return s.u32;
+    case 'h':
+      return s.u16;
+    case 'U':
+      return s.to_u32;
+    case 'H':
+      return s.to_u16;
+    case 'I':
+      return s.to_i32;
+    case 'b':
+      return s.u2f;
+    case 'B':
+      return s.f2u;
+    default:
+      return "$";
+    }
+  });
+}
+
+/// The semantics every C-like dialect shares, in terms of D's spellings:
+///   D::type(d)                     the name of a value type
+///   D::convert(t, to, a)           a value conversion ("(float)a", "float(a)")
+///   D::select(t, c, a, b)          c ? a : b
+///   D::fsuffix(d), D::int_suffix(d), D::boolean(b), D::float_constant(t, d, x)   literals
+///   D::math(op, d)                 the function computing a unary op or pow (math_index)
+///   D::fdiv(d), D::recip(d)        a function for float division / reciprocal, or null for `/`
+///   D::is_nan(t, a)                a NaN test that survives the compiler
+///   D::reinterpret(t, from, to, a) the bits of a float as an integer of its size or back
+///   D::element(t, buf, idx)        a buffer element, read or written
+///   D::storage(d)                  the dtype a buffer of d holds (bool as a byte where needed)
+///   D::codec_bits                  the dtype the 16-bit float codecs take and return
+///   D::mod_by_div                  signed remainder spelled a - a / b * b (no defined `%`)
+/// The defaults here are C's.
+template <class D> struct CStyle {
   static constexpr bool own_group_reduce = false;
+  static constexpr bool vectors = false;
+  static constexpr bool mod_by_div = false;
+  static constexpr DType codec_bits = DType::UInt16;
   /// The fused multiply-add a sum of products of dtype t accumulates with (acc = f(a, b, acc)), or
   /// null: a product and a sum, each rounded, as INTERP computes them.
   static constexpr const char* mul_acc(DType) { return nullptr; }
+  static constexpr const char* qualifier(DType) { return ""; }
+  static constexpr DType storage(DType d) { return d; }
+  static constexpr const char* fdiv(DType) { return nullptr; }
+  static constexpr const char* recip(DType) { return nullptr; }
+  static constexpr void declare(Text& t, Decl k, DType d, std::string_view name) {
+    if (k == Decl::Const)
+      t << "const ";
+    else
+      t << D::qualifier(d);
+    t << D::type(d) << ' ' << name << " = ";
+  }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << '(' << D::type(to) << ')' << a;
+  }
+  /// c ? a : b (c: a bool).
+  static constexpr void select(Text& t, std::string_view c, std::string_view a,
+                               std::string_view b) {
+    t << '(' << c << " ? " << a << " : " << b << ')';
+  }
+  static constexpr void element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
+  }
+  /// Where op is in a math() table: sqrt, exp2, log2, sin, trunc, pow.
+  static constexpr int math_index(Op op) { return op == Op::Pow ? 5 : int(op) - int(Op::Sqrt); }
+  static constexpr const char* decode(DType d) { return d == DType::Float16 ? "tg_h2f" : "tg_b2f"; }
+  static constexpr const char* encode(DType d) { return d == DType::Float16 ? "tg_f2h" : "tg_f2b"; }
+
+  static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
+    t << "for (" << D::type(DType::Int64) << " v" << std::int64_t(i) << " = v"
+      << std::int64_t(start) << "; v" << std::int64_t(i) << " < v" << std::int64_t(end) << "; ";
+    if (u.src[2] >= 0)
+      t << 'v' << std::int64_t(i) << " += v" << std::int64_t(u.src[2]) << ") {\n";
+    else
+      t << "++v" << std::int64_t(i) << ") {\n";
+  }
+  static constexpr void load(Text& t, DType stored, int buf, int idx) {
+    Text e;
+    D::element(e, buf, idx);
+    if (is_half(stored)) {
+      t << decode(stored) << '(';
+      to_codec(t, e.view());
+      t << ')';
+    } else if (D::storage(stored) != stored) { // bool as a byte
+      t << '(' << e.view() << " != ";
+      D::constant(t, D::storage(stored), Scalar{});
+      t << ')';
+    } else
+      t << e.view();
+  }
+  static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
+    D::element(t, buf, idx);
+    t << " = ";
+    if (is_half(stored)) {
+      Text e;
+      e << encode(stored) << '(' << val << ')';
+      if (D::codec_bits == DType::UInt16)
+        t << e.view();
+      else
+        D::convert(t, DType::UInt16, e.view());
+    } else if (D::storage(stored) != stored)
+      D::convert(t, D::storage(stored), val);
+    else
+      t << val;
+    t << ";\n";
+  }
+  /// 16 bits of integer as the codecs' argument.
+  static constexpr void to_codec(Text& t, std::string_view a) {
+    if (D::codec_bits == DType::UInt16) return void(t << a);
+    D::convert(t, D::codec_bits, a);
+  }
+
+  static constexpr void constant(Text& t, DType d, Scalar v) {
+    if (is_float(d)) return D::float_constant(t, d, d == DType::Float64 ? v.f : double(float(v.f)));
+    if (d == DType::Bool) return void(t << D::boolean(v.i != 0));
+    if (is_unsigned(d)) {
+      const int bits = 8 * int(itemsize(d));
+      const std::uint64_t x =
+          bits == 64 ? std::uint64_t(v.i) : std::uint64_t(v.i) & ((std::uint64_t(1) << bits) - 1);
+      Text n;
+      n.write_unsigned(x) << (d == DType::UInt64 ? D::int_suffix(d) : "u");
+      if (bits >= 32)
+        t << n.view();
+      else
+        D::convert(t, d, n.view());
+      return;
+    }
+    Text n;
+    if (d == DType::Int64 && v.i == std::numeric_limits<std::int64_t>::min())
+      n << "(-9223372036854775807" << D::int_suffix(d) << " - 1" << D::int_suffix(d) << ')';
+    else if (d == DType::Int32 && v.i == -2147483648ll)
+      n << "(-2147483647 - 1)";
+    else if (v.i < 0)
+      n << '(' << v.i << (d == DType::Int64 ? D::int_suffix(d) : "") << ')';
+    else
+      n << v.i << (d == DType::Int64 ? D::int_suffix(d) : "");
+    if (itemsize(d) >= 4)
+      t << n.view();
+    else
+      D::convert(t, d, n.view());
+  }
+  static constexpr void zero(Text& t, DType d) { D::constant(t, d, Scalar{}); }
+
+  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
+    if (op == Op::Neg) {
+      t << (d == DType::Bool ? "!" : "-") << a;
+    } else if (op == Op::Recip) {
+      if (const char* r = D::recip(d)) return void(t << r << '(' << a << ')');
+      Text one;
+      D::constant(one, d, Scalar::of(d, 1.0));
+      D::binary(t, Op::Div, d, one.view(), a);
+    } else
+      t << D::math(op, d) << '(' << a << ')';
+  }
+  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
+    if (d == DType::Bool) { // as logic, in every dialect
+      const char* sym = op == Op::Add || op == Op::Or || op == Op::Max ? " || "
+                        : op == Op::Mul || op == Op::And               ? " && "
+                        : op == Op::Xor || op == Op::CmpNe             ? " != "
+                        : op == Op::CmpEq                              ? " == "
+                                                                       : nullptr;
+      if (sym) return void(t << '(' << a << sym << b << ')');
+      if (op == Op::CmpLt) return void(t << "(!" << a << " && " << b << ')');
+    }
+    if (op == Op::Max) {
+      // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
+      // b is a select (GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
+      // loops it does not vectorize).
+      t << '(';
+      if (is_float(d)) {
+        D::is_nan(t, a);
+        t << " ? " << a << " : ";
+      }
+      return void(t << a << " > " << b << " ? " << a << " : " << b << ')');
+    }
+    if (op == Op::Pow) return void(t << D::math(op, d) << '(' << a << ", " << b << ')');
+    if (const char* f = op == Op::Div && is_float(d) ? D::fdiv(d) : nullptr)
+      return void(t << f << '(' << a << ", " << b << ')');
+    if (op == Op::Mod && D::mod_by_div && is_int(d) && !is_unsigned(d))
+      return void(t << '(' << a << " - (" << a << " / " << b << ") * " << b << ')');
+    // by Op, from Add to Xor (Max and Pow above)
+    constexpr const char* symbols[] = {" + ", " * ",  " / ",  " % ", "",    "",
+                                       " < ", " == ", " != ", " & ", " | ", " ^ "};
+    t << '(' << a << symbols[int(op) - int(Op::Add)] << b << ')';
+  }
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    const DType cf = compute_dtype(from);
+    if (to == DType::Bool) {
+      if (from == DType::Bool) return void(t << a);
+      t << '(' << a << " != ";
+      zero(t, cf);
+      t << ')';
+    } else if (is_half(to)) { // rounded to 16 bits, computed in float
+      t << decode(to) << '(' << encode(to) << '(';
+      D::convert(t, DType::Float32, a);
+      t << "))";
+    } else if (is_half(from) && to == DType::Float32)
+      t << a;
+    else if (is_float(cf) && is_int(to))
+      float_to_int(t, cf, to, a);
+    else
+      D::convert(t, to, a);
+  }
+  /// Float to integer as the reference interpreter (x86) defines it, never the languages'
+  /// undefined behaviour (which compilers fold differently: (unsigned char)-3.0f became 0, not
+  /// 253): through int32 (int64 for 32/64-bit targets); out of range and NaN give the minimum,
+  /// "integer indefinite", and unsigned 64-bit gives 0.
+  static constexpr void float_to_int(Text& t, DType from, DType to, std::string_view a) {
+    const char* s = D::fsuffix(from);
+    if (to == DType::UInt64) {
+      t << "((" << a << " >= 0.0" << s << " && " << a << " < 18446744073709551616.0" << s << ") ? ";
+      D::convert(t, to, a);
+      t << " : ";
+      zero(t, to);
+      t << ')';
+      return;
+    }
+    const bool wide = to == DType::Int64 || to == DType::UInt32;
+    const DType via = wide ? DType::Int64 : DType::Int32;
+    Text r;
+    r << "((" << a << (wide ? " >= -9223372036854775808.0" : " >= -2147483648.0") << s << " && "
+      << a << (wide ? " < 9223372036854775808.0" : " < 2147483648.0") << s << ") ? ";
+    D::convert(r, via, a);
+    r << " : ";
+    D::constant(r, via,
+                Scalar::of_int(via, wide ? std::numeric_limits<std::int64_t>::min()
+                                         : std::int64_t(-2147483648ll)));
+    r << ')';
+    if (to == via)
+      t << r.view();
+    else
+      D::convert(t, to, r.view());
+  }
+  /// GPU dialects: a launch value (Bound, VarParam, Special) as an int64 constant, from
+  /// D::launch_arg(t, k) (k: 0 item base, 1 outer start, 2 outer end, 3 + v symbolic size v),
+  /// D::lane_id and D::comment.
+  static constexpr void declare_launch(Text& t, const UOp& u, const Program& p, int i) {
+    Text name;
+    name << 'v' << std::int64_t(i);
+    D::declare(t, Decl::Const, DType::Int64, name.view());
+    if (u.kind == UKind::Bound)
+      D::launch_arg(t, u.arg == 0 ? 1 : 2);
+    else if (u.kind == UKind::VarParam)
+      D::launch_arg(t, 3 + u.arg);
+    else if (u.arg == int(GpuIndex::Lane))
+      D::convert(t, DType::Int64, D::lane_id);
+    else {
+      D::launch_arg(t, 0);
+      t << " + ";
+      D::convert(t, DType::Int64, "tg_group()");
+      if (!p.grouped) {
+        t << " * ";
+        D::constant(t, DType::Int64, Scalar::of_int(DType::Int64, p.local * p.per_thread));
+        t << " + ";
+        D::convert(t, DType::Int64, D::lane_id);
+      }
+    }
+    t << ';';
+    if (u.kind == UKind::VarParam) D::comment(t, p.vars[std::size_t(u.arg)].name.view());
+    t << '\n';
+  }
+  static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
+    if (is_half(from) || is_half(to)) { // a 16-bit float's register holds a float: its codec's bits
+      Text bits;
+      if (is_half(from))
+        bits << encode(from) << '(' << a << ')';
+      else if (D::codec_bits == DType::UInt16)
+        D::convert(bits, DType::UInt16, a);
+      else {
+        Text b16;
+        D::convert(b16, DType::UInt16, a);
+        D::convert(bits, D::codec_bits, b16.view());
+      }
+      if (is_half(to))
+        t << decode(to) << '(' << bits.view() << ')';
+      else
+        D::convert(t, to, bits.view());
+    } else if (to == DType::Bool) {
+      t << '(' << a << " != ";
+      zero(t, from);
+      t << ')';
+    } else if (is_float(from) || is_float(to))
+      D::reinterpret(t, from, to, a);
+    else // integers (and bool) of one size: the same bits
+      D::convert(t, to, a);
+  }
+};
+
+/// The C-family spellings: C for the CPU device, and CUDA (render_cuda.hpp) on top.
+template <class D> struct CFamily : CStyle<D> {
+  /// By DType (16-bit floats: their bits).
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {"_Bool",
+                                                "signed char",
+                                                "short",
+                                                "int",
+                                                "long long",
+                                                "unsigned char",
+                                                "unsigned short",
+                                                "unsigned int",
+                                                "unsigned long long",
+                                                "unsigned short",
+                                                "unsigned short",
+                                                "float",
+                                                "double"};
+    return names[int(t)];
+  }
+  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "" : "f"; }
+  static constexpr const char* int_suffix(DType d) { return d == DType::UInt64 ? "ull" : "ll"; }
+  static constexpr const char* boolean(bool b) { return b ? "1" : "0"; }
+  static constexpr void float_constant(Text& t, DType d, double x) {
+    t.literal(x);
+    if (d != DType::Float64 && x == x && x != std::numeric_limits<double>::infinity() &&
+        x != -std::numeric_limits<double>::infinity())
+      t << 'f';
+  }
+  static constexpr void is_nan(Text& t, std::string_view a) { t << a << " != " << a; }
+  static constexpr const char* math(Op op, DType d) {
+    constexpr const char* f[] = {"sqrtf", "tg_exp2f", "log2f", "sinf", "truncf", "powf"};
+    constexpr const char* g[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    return (d == DType::Float64 ? g : f)[CStyle<D>::math_index(op)];
+  }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "({ " << D::type(to) << " _b; __builtin_memcpy(&_b, &" << a << ", sizeof _b); _b; })";
+  }
+  // Work-group hooks (GroupReduce, GPU programs only): in C a work-group is one thread.
+  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
+    t << D::type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
+  }
+  static constexpr void barrier(Text& t) { t << "/* barrier */\n"; }
+};
+
+/// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
+struct CDialect : CFamily<CDialect> {
+  static constexpr PreludeSpelling spelling{
+      "static inline ", "",         "f",     "__builtin_fmaf", "tg_u32", "tg_u16",
+      "(tg_u32)",       "(tg_u16)", "(int)", "tg_u2f",         "tg_f2u"};
   /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
   /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
   static constexpr bool vectors = true;
@@ -261,37 +677,9 @@ struct CDialect {
       v(u.src[0]) << '[' << std::int64_t(u.arg) << "];\n";
     }
   }
-  static constexpr const char* type(DType t) {
-    switch (t) {
-    case DType::Bool:
-      return "_Bool";
-    case DType::Int8:
-      return "signed char";
-    case DType::Int16:
-      return "short";
-    case DType::Int32:
-      return "int";
-    case DType::Int64:
-      return "long long";
-    case DType::UInt8:
-      return "unsigned char";
-    case DType::UInt16:
-    case DType::Float16:
-    case DType::BFloat16:
-      return "unsigned short";
-    case DType::UInt32:
-      return "unsigned int";
-    case DType::UInt64:
-      return "unsigned long long";
-    case DType::Float32:
-      return "float";
-    default:
-      return "double";
-    }
-  }
   // The guard lets the CPU device compile several kernels as one file (one compiler run). The
-  // libm functions are declared rather than taken from <math.h>: parsing that header was a
-  // quarter of a small kernel's compile time.
+  // libm functions are declared rather than taken from <math.h>, whose parsing was a large part of
+  // a small kernel's compile time (docs/performance.md).
   static constexpr void prelude(Text& t, const Program&) {
     t << "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
@@ -311,56 +699,22 @@ struct CDialect {
          "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
-         // the tile's multiplies (8 loads for 8 products, not 2), which bound a matmul whose
-         // panel is in cache by its loads (128x784x256 on one core: 0.81 -> 0.62 ms)
+         // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel
+         // is in cache bound by its loads.
          "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
          "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
          "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
          "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
          "}\n"
          "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
-         "}\n"
-         "static inline float tg_b2f(tg_u16 b) { return tg_u2f((tg_u32)b << 16); }\n"
-         // 2^x for float, branch free so that loops of it vectorize (libm's exp2f is one call per
-         // element): 2^n * p(f), x = n + f, |f| <= 1/2, p the degree-7 Taylor polynomial of 2^f
-         // (relative error below 1e-8) by FMA; 2^n in two factors so that subnormal results
-         // round once. INTERP computes the same operations (detail::exp2_float), bit for bit.
-         "static inline float tg_exp2f(float x) {\n"
-         "  tg_u32 lo = -(tg_u32)(x < -151.0f), hi = -(tg_u32)(x > 129.0f);\n"
-         "  x = tg_u2f((tg_f2u(x) & ~(lo | hi)) | (tg_f2u(-151.0f) & lo) | (tg_f2u(129.0f) & "
-         "hi));\n"
-         "  float t = x + 12582912.0f, f = x - (t - 12582912.0f);\n"
-         "  int n = (int)(tg_f2u(t) - 0x4b400000u), n1 = n >> 1;\n"
-         "  float p = __builtin_fmaf(1.5252734e-5f, f, 1.5403530e-4f);\n"
-         "  p = __builtin_fmaf(p, f, 1.3333558e-3f); p = __builtin_fmaf(p, f, 9.6181291e-3f);\n"
-         "  p = __builtin_fmaf(p, f, 5.5504109e-2f); p = __builtin_fmaf(p, f, 2.4022651e-1f);\n"
-         "  p = __builtin_fmaf(p, f, 6.9314718e-1f); p = __builtin_fmaf(p, f, 1.0f);\n"
-         "  return p * tg_u2f((tg_u32)(n1 + 127) << 23) * tg_u2f((tg_u32)(n - n1 + 127) << 23); }\n"
-         "static inline tg_u16 tg_f2b(float f) { tg_u32 x = tg_f2u(f);\n"
-         "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (tg_u16)((x >> 16) | "
-         "0x40u);\n"
-         "  x += 0x7fffu + ((x >> 16) & 1u); return (tg_u16)(x >> 16); }\n"
-         "static inline float tg_h2f(tg_u16 h) { tg_u32 s = (tg_u32)(h & 0x8000u) << 16, e = (h >> "
-         "10) & 0x1f, m = h & 0x3ffu;\n"
-         "  if (e == 0) { if (m == 0) return tg_u2f(s); int k = -1; do { m <<= 1; ++k; } while "
-         "(!(m & 0x400u));\n"
-         "    return tg_u2f(s | ((tg_u32)(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
-         "  if (e == 31) return tg_u2f(s | 0x7f800000u | (m << 13));\n"
-         "  return tg_u2f(s | ((e + 112) << 23) | (m << 13)); }\n"
-         "static inline tg_u16 tg_f2h(float f) { tg_u32 x = tg_f2u(f), s = (x >> 16) & 0x8000u, m "
-         "= x & 0x7fffffu;\n"
-         "  int e = (int)((x >> 23) & 0xff);\n"
-         "  if (e == 255) return (tg_u16)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
-         "  e = e - 127 + 15; if (e >= 31) return (tg_u16)(s | 0x7c00u);\n"
-         "  if (e <= 0) { if (e < -10) return (tg_u16)s; m |= 0x800000u; int sh = 14 - e;\n"
-         "    tg_u32 h = m >> sh, r = m & ((1u << sh) - 1), hw = 1u << (sh - 1);\n"
-         "    if (r > hw || (r == hw && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
-         "  tg_u32 h = ((tg_u32)e << 10) | (m >> 13), r = m & 0x1fffu;\n"
-         "  if (r > 0x1000u || (r == 0x1000u && (h & 1u))) ++h; return (tg_u16)(s | h); }\n"
-         "#endif\n";
+         "}\n";
+    // float 2^x: libm's exp2f is one call per element, this one vectorizes
+    for (std::string_view s : {kBf16Decode, kExp2f, kBf16Encode, kF16Codec})
+      spell_prelude(t, s, spelling);
+    t << "#endif\n";
   }
   // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
-  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent 12 s on one such
+  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent seconds on one such
   // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
   // except where the reduction was split into partial accumulators that vector lanes keep.
   // GCC 12 miscompiles some loops with gated loads (a padded view) after if-converting and
@@ -388,174 +742,6 @@ struct CDialect {
     else
       t << "const long long v" << std::int64_t(i) << " = vars[" << std::int64_t(u.arg) << "]; /* "
         << p.vars[std::size_t(u.arg)].name.view() << " */\n";
-  }
-  static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
-    t << "for (long long v" << std::int64_t(i) << " = v" << std::int64_t(start) << "; v"
-      << std::int64_t(i) << " < v" << std::int64_t(end) << "; ";
-    if (u.src[2] >= 0)
-      t << 'v' << std::int64_t(i) << " += v" << std::int64_t(u.src[2]) << ") {\n";
-    else
-      t << "++v" << std::int64_t(i) << ") {\n";
-  }
-  // Work-group hooks (GroupReduce, GPU programs only): in C a work-group is one thread.
-  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
-    t << type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
-  }
-  static constexpr void barrier(Text& t) { t << "/* barrier */\n"; }
-  static constexpr void load(Text& t, DType stored, int buf, int idx) {
-    if (stored == DType::Float16) t << "tg_h2f(";
-    if (stored == DType::BFloat16) t << "tg_b2f(";
-    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
-    if (is_half(stored)) t << ')';
-  }
-  static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
-    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << "] = ";
-    if (stored == DType::Float16)
-      t << "tg_f2h(" << val << ");\n";
-    else if (stored == DType::BFloat16)
-      t << "tg_f2b(" << val << ");\n";
-    else
-      t << val << ";\n";
-  }
-  static constexpr void constant(Text& t, DType d, Scalar v) {
-    if (is_float(d)) {
-      if (d == DType::Float64)
-        t.literal(v.f);
-      else {
-        float f = float(v.f);
-        if (f != f || f == std::numeric_limits<float>::infinity() ||
-            f == -std::numeric_limits<float>::infinity())
-          t.literal(double(f));
-        else
-          t.literal(double(f)) << 'f';
-      }
-    } else if (d == DType::Bool)
-      t << (v.i ? "1" : "0");
-    else if (d == DType::UInt64)
-      t.write_unsigned(std::uint64_t(v.i)) << "ull";
-    else if (d == DType::Int64) {
-      if (v.i == std::numeric_limits<std::int64_t>::min())
-        t << "(-9223372036854775807ll - 1)";
-      else
-        t << v.i << "ll";
-    } else
-      t << '(' << type(d) << ')' << v.i << (is_unsigned(d) ? "u" : "");
-  }
-  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "" : "f"; }
-  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
-    switch (op) {
-    case Op::Neg:
-      t << (d == DType::Bool ? "!" : "-") << a;
-      break;
-    case Op::Recip:
-      t << '(' << (d == DType::Float64 ? "1.0" : "1.0f") << " / " << a << ')';
-      break;
-    case Op::Sqrt:
-      t << "sqrt" << fsuffix(d) << '(' << a << ')';
-      break;
-    case Op::Exp2:
-      t << (d == DType::Float64 ? "exp2(" : "tg_exp2f(") << a << ')';
-      break;
-    case Op::Log2:
-      t << "log2" << fsuffix(d) << '(' << a << ')';
-      break;
-    case Op::Sin:
-      t << "sin" << fsuffix(d) << '(' << a << ')';
-      break;
-    case Op::Trunc:
-      t << "trunc" << fsuffix(d) << '(' << a << ')';
-      break;
-    default:
-      t << a;
-    }
-  }
-  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
-    const char* sym = nullptr;
-    switch (op) {
-    case Op::Add:
-      sym = " + ";
-      break;
-    case Op::Mul:
-      sym = " * ";
-      break;
-    case Op::Div:
-      sym = " / ";
-      break;
-    case Op::Mod:
-      sym = " % ";
-      break;
-    case Op::CmpLt:
-      sym = " < ";
-      break;
-    case Op::CmpEq:
-      sym = " == ";
-      break;
-    case Op::CmpNe:
-      sym = " != ";
-      break;
-    case Op::And:
-      sym = " & ";
-      break;
-    case Op::Or:
-      sym = " | ";
-      break;
-    case Op::Xor:
-      sym = " ^ ";
-      break;
-    case Op::Max:
-      // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
-      // b is a select: GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
-      // loops it does not vectorize (a matmul's relu(x) operand, whose signs are random). Loops
-      // of either form vectorize.
-      if (is_float(d))
-        t << '(' << a << " != " << a << " ? " << a << " : " << a << " > " << b << " ? " << a
-          << " : " << b << ')';
-      else
-        t << '(' << a << " > " << b << " ? " << a << " : " << b << ')';
-      return;
-    case Op::Pow:
-      t << "pow" << fsuffix(d) << '(' << a << ", " << b << ')';
-      return;
-    default:
-      break;
-    }
-    t << '(' << a << sym << b << ')';
-  }
-  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
-    if (to == DType::Bool)
-      t << '(' << a << " != 0)";
-    else if (to == DType::Float16)
-      t << "tg_h2f(tg_f2h((float)" << a << "))";
-    else if (to == DType::BFloat16)
-      t << "tg_b2f(tg_f2b((float)" << a << "))";
-    else if (is_half(from) && to == DType::Float32)
-      t << a;
-    else if (is_float(from) && is_int(to)) {
-      // Float to integer as the reference interpreter (x86) defines it, never C's undefined
-      // behaviour (which the compiler folds differently: (unsigned char)-3.0f becomes 0, not 253):
-      // through int32 (int64 for 32/64-bit targets); out of range and NaN give the minimum.
-      if (to == DType::UInt64)
-        t << "((" << a << " >= 0.0 && " << a << " < 18446744073709551616.0) ? (unsigned long long)"
-          << a << " : 0ull)";
-      else if (to == DType::Int64 || to == DType::UInt32)
-        t << '(' << type(to) << ")((" << a << " >= -9223372036854775808.0 && " << a
-          << " < 9223372036854775808.0) ? (long long)" << a << " : (-9223372036854775807ll - 1))";
-      else
-        t << '(' << type(to) << ")((" << a << " >= -2147483648.0 && " << a
-          << " < 2147483648.0) ? (int)" << a << " : (-2147483647 - 1))";
-    } else
-      t << '(' << type(to) << ')' << a;
-  }
-  static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
-    if (is_half(from)) { // the register holds a float; its bits are those of the 16-bit value
-      t << '(' << type(to) << ')' << (from == DType::Float16 ? "tg_f2h(" : "tg_f2b(") << a << ')';
-      return;
-    }
-    if (is_half(to)) {
-      t << (to == DType::Float16 ? "tg_h2f((tg_u16)" : "tg_b2f((tg_u16)") << a << ')';
-      return;
-    }
-    t << "({ " << type(to) << " _b; __builtin_memcpy(&_b, &" << a << ", sizeof _b); _b; })";
   }
 };
 

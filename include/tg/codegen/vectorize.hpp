@@ -2,10 +2,10 @@
 // vectorize (C programs for the CPU device only): a register tile's lanes as GNU C vectors.
 // A matmul's tile accumulates acc[r][c] += a[r] * b[c] with b[c] consecutive in memory. GCC
 // turned its scalar accumulators into vectors itself, but reloaded b for every row of the tile
-// and ran at 16-18 GFLOP/s a core (1024²). Here every run of W lanes of a row (W = one 256-bit
-// vector) becomes one vector accumulator, updated by one vector load of b and the broadcast of
-// a: the same products and sums, in the same order, for every lane (the C flags forbid
-// contraction), so the kernel still agrees with INTERP bit for bit.
+// (far from a core's peak: docs/performance.md). Here every run of W lanes of a row (W = one
+// 256-bit vector) becomes one vector accumulator, updated by one vector load of b and the
+// broadcast of a: the same products and sums, in the same order, for every lane (the C flags
+// forbid contraction), so the kernel still agrees with INTERP bit for bit.
 // The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
 // x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
 // a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.

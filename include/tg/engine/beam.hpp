@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "../codegen/lower.hpp"
+#include "../codegen/pipeline.hpp"
 #include "../runtime/cache.hpp"
 #include "../runtime/device.hpp"
 
@@ -77,37 +77,46 @@ inline double time_runner(Device& dev, Runner& r, const std::vector<void*>& bufs
 
 } // namespace detail
 
-/// Kernel k of the schedule, lowered with the fastest of `width` variants of `base` measured on
-/// `dev` (or the choice cached on disk by an earlier search). Kernels without a reduction, or
-/// with symbolic sizes, have nothing to choose: they are lowered with `base`.
-inline Program beam_lower(const Graph& g, const Schedule& s, std::size_t k, LowerOptions base,
-                          Device& dev, int width) {
-  Program first = lower(g, s, k, base);
+/// Kernel k of the schedule through the pass list, lowered with the fastest of `width` variants
+/// of the target's choices measured on `dev` (or the choice cached on disk by an earlier search).
+/// Kernels without a reduction, or with symbolic sizes, have nothing to choose: they are
+/// compiled with the target's own choices.
+template <class Log>
+KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const Target& target,
+                        Device& dev, int width, Log& log) {
+  Program first = lower_kernel(g, s, k, target);
   bool reduces = false;
   for (const UOp& u : first.ops) reduces = reduces || u.kind == UKind::DefineAcc;
-  if (width <= 1 || !reduces || !first.vars.empty()) return first;
-  std::vector<LowerOptions> options = detail::beam_candidates(base);
+  if (width <= 1 || !reduces || !first.vars.empty()) return compile_kernel(g, s, k, target, log);
+  std::vector<LowerOptions> options = detail::beam_candidates(target.lower);
+  auto variant = [&](std::size_t i) {
+    Target t = target;
+    t.lower = options[i];
+    return t;
+  };
   std::string key = detail::cache_path(
       "beam-" + detail::cache_key(dump(first).view(), dev.name() + "|" + std::to_string(width)) +
       ".txt");
   if (std::string saved; detail::read_cached(key, saved)) {
     std::size_t i = std::size_t(std::atoi(saved.c_str()));
     detail::stats_storage().beam_cached++;
-    return i < options.size() ? lower(g, s, k, options[i]) : first;
+    return compile_kernel(g, s, k, i < options.size() ? variant(i) : target, log);
   }
   // distinct programs only, up to `width` of them
-  std::vector<Program> programs{first};
+  std::vector<Program> lowered{first};
   std::vector<std::size_t> which{0};
-  for (std::size_t i = 1; i < options.size() && int(programs.size()) < width; ++i) {
-    Program p = lower(g, s, k, options[i]);
+  for (std::size_t i = 1; i < options.size() && int(lowered.size()) < width; ++i) {
+    Program p = lower_kernel(g, s, k, variant(i));
     bool seen = false;
-    for (const Program& q : programs) seen = seen || dump(q).view() == dump(p).view();
+    for (const Program& q : lowered) seen = seen || dump(q).view() == dump(p).view();
     if (seen) continue;
-    programs.push_back(std::move(p));
+    lowered.push_back(std::move(p));
     which.push_back(i);
   }
-  std::vector<const Program*> ptrs;
-  for (const Program& p : programs) ptrs.push_back(&p);
+  std::vector<KernelCode> programs;
+  std::vector<const KernelCode*> ptrs;
+  for (const Program& p : lowered) programs.push_back(finish_kernel(p, target));
+  for (const KernelCode& c : programs) ptrs.push_back(&c);
   std::vector<std::shared_ptr<Runner>> runners = dev.prepare(ptrs);
   // scratch buffers of zeros: the output, then the kernel's inputs
   const Kernel& kernel = s.kernels[k];
@@ -118,7 +127,7 @@ inline Program beam_lower(const Graph& g, const Schedule& s, std::size_t k, Lowe
   std::shared_ptr<Device> unowned(&dev, [](Device*) {});
   for (int n : nodes) {
     std::int64_t numel = prod(g[n].shape).constant();
-    if (numel == 0) return first;
+    if (numel == 0) return compile_kernel(g, s, k, target, log);
     scratch.push_back(std::make_unique<Buffer>(unowned, g[n].dtype, numel));
     std::vector<unsigned char> zeros(scratch.back()->nbytes());
     if (!zeros.empty()) dev.copy_in(scratch.back()->ptr, zeros.data(), zeros.size());
@@ -135,7 +144,7 @@ inline Program beam_lower(const Graph& g, const Schedule& s, std::size_t k, Lowe
   }
   detail::stats_storage().beam_searches++;
   detail::write_cached(key, std::to_string(which[best]));
-  return std::move(programs[best]);
+  return compile_kernel(g, s, k, variant(which[best]), log);
 }
 
 } // namespace tg

@@ -1,7 +1,7 @@
 #pragma once
-// realize: run a Graph on a device. The pass list, top to bottom: fuse -> plan_memory -> lower
-// -> (the device) render + compile -> launch. TG_DEBUG=2 prints the schedule, 3 the sources,
-// 4 the graph and the IR after each pass.
+// realize: run a Graph on a device: the pass list (codegen/pipeline.hpp) for the device's target,
+// the device's compiler, then the launches. TG_DEBUG=2 prints the schedule, 3 the sources too, 4
+// the graph and the IR after each pass.
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -9,7 +9,6 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "../codegen/lower.hpp"
 #include "../runtime/devices.hpp"
 #include "../schedule/memory.hpp"
 #include "beam.hpp"
@@ -40,39 +39,7 @@ inline std::string shape_str(const Shape& s) {
   r.push_back(']');
   return r;
 }
-inline std::string dump_graph(const Graph& g) {
-  std::string out = "graph\n";
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const Node& n = g.nodes[i];
-    out += "  %" + std::to_string(i) + " = " + op_name(n.op) + " " + dtype_name(n.dtype) + " " +
-           shape_str(n.shape);
-    for (int k = 0; k < n.nsrc(); ++k) out += " %" + std::to_string(n.src[std::size_t(k)]);
-    for (const Movement& m : n.moves) out += std::string(" ") + move_name(m.op) + shape_str(m.a);
-    if (!n.axes.empty()) {
-      out += " axes=";
-      for (int a : n.axes) out += std::to_string(a) + ",";
-    }
-    out += "\n";
-  }
-  return out;
-}
 } // namespace detail
-
-/// The lowering's optimizations, unless TG_OPT=0.
-inline LowerOptions lower_options() {
-  static const LowerOptions o = env::get_int("TG_OPT", 1) ? LowerOptions{} : LowerOptions::off();
-  return o;
-}
-
-/// The fuser's optimizations for a device (row reductions where threads run whole rows: the
-/// CPU and INTERP; broadcast operands everywhere), unless TG_OPT=0.
-inline FuseOptions fuse_options(bool register_tiles) {
-  static const bool on = env::get_int("TG_OPT", 1) != 0;
-  FuseOptions o;
-  o.row_reductions = on && register_tiles;
-  if (!on) o.broadcast_operand_min = 0;
-  return o;
-}
 
 /// What a realize produces: a buffer for every node the caller asked to keep.
 struct Realized {
@@ -129,55 +96,89 @@ struct Plan {
   std::vector<std::shared_ptr<Runner>> runners;
   std::shared_ptr<Device> device; // kept open while its runners may run (and its address unique)
 };
+} // namespace detail
+
+/// A pass log that writes the IR after each pass of the pass list as text, each pass named, with
+/// its time (unless `times` is off), or "unchanged" where it left its input as it was. TG_DEBUG=4
+/// prints one to stderr; the golden tests compare one with tests/golden/.
+class PassDump {
+public:
+  /// To `out` as it goes, or (out == nullptr) into text.
+  explicit PassDump(std::FILE* out = nullptr, bool times = true) : out_(out), times_(times) {}
+  std::string text;
+  std::size_t kernel = std::size_t(-1); // the kernel being compiled (-1: the graph passes)
+  std::chrono::steady_clock::time_point start() const { return std::chrono::steady_clock::now(); }
+  template <class F>
+  void done(const char* pass, std::chrono::steady_clock::time_point t0, F&& describe) {
+    double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    std::string ir(describe().view());
+    std::string line = "=== ";
+    if (kernel != std::size_t(-1)) line += "kernel " + std::to_string(kernel) + ": ";
+    line += std::string("after ") + pass;
+    if (times_) {
+      char t[32];
+      std::snprintf(t, sizeof t, " (%.1f us)", us);
+      line += t;
+    }
+    const bool same = ir == last_;
+    line += same ? ": unchanged\n" : "\n";
+    if (!same) line += ir;
+    last_ = std::move(ir);
+    if (out_)
+      std::fputs(line.c_str(), out_);
+    else
+      text += line;
+  }
+
+private:
+  std::FILE* out_;
+  bool times_;
+  std::string last_;
+};
+
+namespace detail {
+/// The kernels of a plan: the pass list for the device's target, with TG_BEAM's search.
+template <class Log>
+std::vector<KernelCode> compile_kernels(const Graph& g, const Schedule& s, const Target& target,
+                                        Device& dev, Log& log) {
+  std::vector<KernelCode> kernels;
+  kernels.reserve(s.kernels.size());
+  static const int beam = int(env::get_int("TG_BEAM", 0));
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    log.kernel = k;
+    kernels.push_back(beam > 1 ? beam_compile(g, s, k, target, dev, beam, log)
+                               : compile_kernel(g, s, k, target, log));
+  }
+  return kernels;
+}
 
 inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& keep,
                                              const std::shared_ptr<Device>& dev, int debug) {
   auto made = std::make_shared<Plan>();
   made->device = dev;
-  Schedule& s = made->schedule;
-  s = fuse(g, fuse_options(dev->register_tiles()));
-  MemoryPlan& plan = made->memory;
-  plan = plan_memory(g, s, keep);
-  if (debug >= 2) {
-    std::cerr << "schedule: " << s.kernels.size() << " kernel(s), " << plan.slot_bytes.size()
-              << " temporary buffer(s)\n";
-    for (const Kernel& k : s.kernels) {
-      std::cerr << "  kernel %" << k.root << " " << op_name(g[k.root].op) << " "
-                << detail::shape_str(g[k.root].shape) << " <-";
-      for (int in : k.inputs) std::cerr << " %" << in;
-      std::cerr << "\n";
-    }
-  }
+  const Target target = dev->target();
+  auto plan = [&](auto& log) {
+    made->schedule = schedule_graph(g, target, log);
+    made->memory = plan_buffers(g, made->schedule, keep, log);
+    return compile_kernels(g, made->schedule, target, *dev, log);
+  };
+  std::vector<KernelCode> kernels;
   if (debug >= 4) {
-    std::cerr << "memory plan\n";
-    for (std::size_t i = 0; i < g.size(); ++i)
-      if (plan.slot[i] >= 0)
-        std::cerr << "  %" << i << " -> temporary " << plan.slot[i] << " ("
-                  << detail::shape_str({plan.slot_bytes[std::size_t(plan.slot[i])]}) << " bytes)\n";
+    PassDump log(stderr);
+    kernels = plan(log);
+  } else {
+    struct : NoPassLog {
+      std::size_t kernel = 0;
+    } log;
+    kernels = plan(log);
   }
-  std::vector<Program> programs;
-  programs.reserve(s.kernels.size());
-  LowerOptions options = lower_options();
-  if (!dev->register_tiles()) {
-    options = options.for_gpu();
-    // (LowerOptions::gpu_tile; tests set TG_GPU_TILE_THREADS=1 to tile their small products)
-    static const int tile = int(env::get_int("TG_GPU_TILE", 0));
-    static const std::int64_t threads = env::get_int("TG_GPU_TILE_THREADS", 0);
-    if (tile > 0 && options.gpu_tile > 1) options.gpu_tile = tile;
-    if (threads > 0) options.gpu_tile_threads = threads;
-  }
-  if (int lanes = dev->tile_lanes(); lanes > 0 && dev->register_tiles()) options.tile_lanes = lanes;
-  static const int beam = int(env::get_int("TG_BEAM", 0));
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    programs.push_back(beam > 1 ? beam_lower(g, s, k, options, *dev, beam)
-                                : lower(g, s, k, options));
-    if (debug >= 4) std::cerr << dump(programs.back()).view();
-  }
-  std::vector<const Program*> ptrs;
-  for (const Program& p : programs) ptrs.push_back(&p);
+  if (debug == 2 || debug == 3) std::cerr << dump(g, made->schedule).view();
+  std::vector<const KernelCode*> ptrs;
+  for (const KernelCode& c : kernels) ptrs.push_back(&c);
   made->runners = dev->prepare(ptrs);
-  for (const Program& p : programs) made->vars.push_back(p.vars);
-  if (debug >= 3)
+  for (const KernelCode& c : kernels) made->vars.push_back(c.program.vars);
+  if (debug == 3)
     for (auto& r : made->runners)
       if (!r->source.empty()) std::cerr << r->source << "\n";
   return made;
@@ -318,7 +319,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   const int debug = env::debug();
   detail::Capture* capture = detail::active_capture();
   detail::stats_storage().realizes++;
-  if (debug >= 4) std::cerr << detail::dump_graph(g);
+  if (debug >= 4) std::cerr << dump(g).view();
   auto cached = detail::plan_for(g, keep, dev, debug);
   const Schedule& s = cached->schedule;
   const MemoryPlan& plan = cached->memory;

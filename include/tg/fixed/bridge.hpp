@@ -93,12 +93,12 @@ template <plan_sizes Z> struct plan {
 /// The sizes of the plan for the graph G{}() builds (a builder with .g and .leaf_id per buffer).
 template <class G> constexpr plan_sizes sizes_of() {
   const Graph g = G{}().g;
-  Schedule s = fuse(g);
+  Schedule s = schedule_graph(g, Target::portable());
   plan_sizes z;
   z.kernels = s.kernels.size();
   z.nodes = g.size();
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    Program p = lower(g, s, k);
+    Program p = lower_kernel(g, s, k, Target::portable());
     z.ops += p.ops.size();
     z.params += p.params.size();
     z.names += p.name.size();
@@ -112,10 +112,10 @@ template <class G> constexpr auto make_plan() {
   plan<Z> r{};
   const auto b = G{}();
   const Graph& g = b.g;
-  Schedule s = fuse(g);
+  Schedule s = schedule_graph(g, Target::portable());
   std::size_t o = 0, pa = 0, na = 0, in = 0;
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    Program p = lower(g, s, k);
+    Program p = lower_kernel(g, s, k, Target::portable());
     r.op_begin[k] = o;
     for (const UOp& u : p.ops) {
       if (u.kind == UKind::Reduce || !u.ranges.empty())
@@ -155,7 +155,7 @@ template <class G> constexpr auto make_plan() {
   return r;
 }
 
-/// A plan's lowered programs (what the device renders and compiles).
+/// A plan's lowered programs (the rest of the pass list, finish_kernel, runs for the device).
 template <class P> std::vector<Program> programs_of(const P& plan) {
   std::vector<Program> out;
   for (std::size_t k = 0; k + 1 < plan.root.size(); ++k) {
@@ -191,9 +191,11 @@ const std::vector<std::shared_ptr<Runner>>& runners_for(const std::string& name,
   std::lock_guard<std::mutex> g(m);
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  std::vector<Program> ps = programs_of(Plan);
-  std::vector<const Program*> ptrs;
-  for (const Program& p : ps) ptrs.push_back(&p);
+  const Target target = dev->target();
+  std::vector<KernelCode> kernels;
+  for (Program& p : programs_of(Plan)) kernels.push_back(finish_kernel(std::move(p), target));
+  std::vector<const KernelCode*> ptrs;
+  for (const KernelCode& c : kernels) ptrs.push_back(&c);
   return cache[name] = dev->prepare(ptrs);
 }
 

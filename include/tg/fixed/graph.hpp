@@ -14,8 +14,7 @@
 // is one node in the run-time graph).
 #include <string_view>
 
-#include "../codegen/lower.hpp"
-#include "../codegen/render.hpp"
+#include "../codegen/pipeline.hpp"
 #include "ops.hpp"
 
 namespace tg {
@@ -147,20 +146,36 @@ template <class E> constexpr graph_builder build_graph(const E& e) {
 template <fx::expr E> constexpr Graph graph_of(const E& e) {
   return std::move(fx::build_graph(e).g);
 }
-/// The kernels fuse() makes of it.
-template <fx::expr E> constexpr Schedule schedule_of(const E& e) { return fuse(graph_of(e)); }
-template <fx::expr E> constexpr std::size_t kernel_count(const E& e) {
-  return schedule_of(e).kernels.size();
+/// The kernels the pass list makes of it for a target; by default what tg::Tensor(expr) runs on the
+/// CPU device (the portable plan, bridge.hpp; the run-time front end's CPU schedule is
+/// Target::cpu(), which computes a softmax's row reductions inside one kernel).
+template <fx::expr E>
+constexpr Schedule schedule_of(const E& e, const Target& t = Target::cpu().planned()) {
+  return schedule_graph(graph_of(e), t);
 }
-/// Kernel k, lowered (any renderer takes it: render_c(kernel_program(e, k))).
-template <fx::expr E> constexpr Program kernel_program(const E& e, std::size_t k = 0) {
+template <fx::expr E>
+constexpr std::size_t kernel_count(const E& e, const Target& t = Target::cpu().planned()) {
+  return schedule_of(e, t).kernels.size();
+}
+/// Kernel k through the pass list for a target: the program its device runs.
+template <fx::expr E>
+constexpr KernelCode kernel_code(const E& e, std::size_t k = 0,
+                                 const Target& t = Target::cpu().planned()) {
   Graph g = graph_of(e);
-  Schedule s = fuse(g);
-  return lower(g, s, k);
+  Schedule s = schedule_graph(g, t);
+  return compile_kernel(g, s, k, t);
 }
-/// Kernel k as C source (the CPU device's dialect).
-template <fx::expr E> constexpr Text kernel_source(const E& e, std::size_t k = 0) {
-  return render_c(kernel_program(e, k));
+template <fx::expr E>
+constexpr Program kernel_program(const E& e, std::size_t k = 0,
+                                 const Target& t = Target::cpu().planned()) {
+  return kernel_code(e, k, t).program;
+}
+/// Kernel k's source in the target's dialect (by default the C that tg::Tensor(expr) compiles on
+/// the CPU device).
+template <fx::expr E>
+constexpr Text kernel_source(const E& e, std::size_t k = 0,
+                             const Target& t = Target::cpu().planned()) {
+  return kernel_code(e, k, t).source;
 }
 
 /// Text frozen into a constant: the result of a constant expression that builds a tg::Text.

@@ -226,17 +226,6 @@ concept scalar =
 template <class T>
 concept by_value_scalar = scalar<T> && !std::is_reference_v<T>;
 
-/// The run-time front end's kind of a Python-like scalar (Bool, Int64 or Float64).
-template <class S> constexpr DType scalar_kind() {
-  using T = std::remove_cvref_t<S>;
-  if constexpr (std::is_same_v<T, bool>)
-    return DType::Bool;
-  else if constexpr (std::is_integral_v<T>)
-    return DType::Int64;
-  else
-    return DType::Float64;
-}
-
 } // namespace fx
 
 namespace fx {

@@ -2,6 +2,7 @@
 // Data types, their sizes and names, PyTorch type promotion, and the 16-bit float storage types.
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
 namespace tg {
 
@@ -91,6 +92,17 @@ constexpr DType promote(DType a, DType b) {
   default:
     return DType::Int64; // uint32/uint64 with a signed type: int64 (uint64 may wrap)
   }
+}
+
+/// The kind of a Python-like C++ scalar, as both front ends promote it: Bool, Int64 or Float64.
+template <class S> constexpr DType scalar_kind() {
+  using T = std::remove_cvref_t<S>;
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_integral_v<T>)
+    return DType::Int64;
+  else
+    return DType::Float64;
 }
 
 /// Promotion of a tensor dtype with a Python-like scalar of kind `scalar` (Bool, Int64 or

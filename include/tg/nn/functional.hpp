@@ -22,7 +22,8 @@ using Loc = std::source_location;
 /// The layers materialize their outputs (contiguous(): the matmul kernel writes them, no extra
 /// kernel), which also materializes the gradient there (autograd mirrors contiguous). Otherwise
 /// a gradient expression (softmax's, relu's) is fused into the dW and dX reductions and
-/// recomputed for every element of the broadcast axis: measured 4-14x slower training steps.
+/// recomputed for every element of the broadcast axis: several times slower training steps
+/// (docs/performance.md).
 inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
                      Loc loc = Loc::current()) {
   Tensor y = x.matmul(weight.T(loc), loc);
@@ -59,7 +60,7 @@ inline Tensor windows_last(const Tensor& x, std::int64_t k, std::int64_t stride,
   if (k <= 8 && !large) {
     // Small kernels: the k taps as strided slices stacked on a new last axis. Each element is
     // then one of k gated loads, and the gradient of x is an elementwise sum of k shifted views
-    // (no index division anywhere: measured 4x faster columns and 100x faster dX than below).
+    // (no index division anywhere: much faster columns and dX than below; docs/performance.md).
     std::vector<Tensor> taps;
     for (std::int64_t t = 0; t < k; ++t)
       taps.push_back(x.slice(-1, t * dilation, t * dilation + (o - 1) * stride + 1, stride));
@@ -142,7 +143,7 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
   // pooling's), and so is its gradient: each element is read by KH x KW windows, forward and
   // backward, and an unmaterialized producer (a batch norm and a ReLU; or, backward, their
   // gradients, which also feed the batch norm's reductions) would be recomputed for every read
-  // (the Fashion-MNIST CNN's quick training step: 89 -> 71 ms).
+  // (figures in docs/performance.md).
   Tensor xc = x.contiguous(loc);
   Tensor xp =
       (padding[0] || padding[1]) ? xc.pad({padding[1], padding[1], padding[0], padding[0]}) : xc;
@@ -151,12 +152,11 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
                      K = Cg * KH * KW;
   const std::int64_t R = N * OH * OW;
   // The columns [N * OH * OW, Cg * KH * KW] (per group) are materialized once, and the product
-  // is a matmul whose reductions run along contiguous memory, forward and backward (measured on a
-  // 16 -> 32 channel 3x3 conv of 64 x 14 x 14: forward and backward 2.9 s as one reduction over
-  // the window view, 0.16 s through materialized columns). The product, with the bias, is
-  // materialized in its own layout ([R, O]: channels last) by contiguous(), so its gradient is
-  // materialized there too, once, for the dW, db and dX reductions to read; the result is a
-  // view as [N, O, OH, OW].
+  // is a matmul whose reductions run along contiguous memory, forward and backward (an order of
+  // magnitude faster than one reduction over the window view: docs/performance.md). The product,
+  // with the bias, is materialized in its own layout ([R, O]: channels last) by contiguous(), so
+  // its gradient is materialized there too, once, for the dW, db and dX reductions to read; the
+  // result is a view as [N, O, OH, OW].
   Tensor col = win.permute({0, 2, 3, 1, 4, 5}, loc).reshape({R, g, K}, loc);
   if (g == 1) {
     col = col.reshape({R, K}, loc).contiguous(loc);

@@ -17,9 +17,6 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "../codegen/pack_rows.hpp"
-#include "../codegen/render.hpp"
-#include "../codegen/reuse.hpp"
 #include "cache.hpp"
 #include "device.hpp"
 #include "launch.hpp"
@@ -95,16 +92,32 @@ public:
     std::string resolved =
         compiler_.empty() ? "" : std::filesystem::canonical(compiler_, ec).filename().string();
     if (resolved.find("clang") == std::string::npos) flags_.push_back("-fvect-cost-model=dynamic");
+    // TG_KERNEL_SANITIZE=1: kernels built with AddressSanitizer and UBSan, any report fatal, so
+    // that a generated kernel indexing out of bounds stops the process with a report naming the
+    // kernel. The kernels then need the ASan runtime, which must be the process's own: a process
+    // built with -fsanitize=address by the same compiler family as the kernels (GCC's libasan,
+    // or Clang's shared runtime, hence -shared-libasan). The flags are part of the cache key.
+    // At -O1, as ASan advises: sanitized kernels compile much faster than at -O2.
+    if (env::get("TG_KERNEL_SANITIZE", "0") != "0") {
+      flags_.front() = "-O1";
+      flags_.insert(flags_.end(), {"-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                                   "-fno-omit-frame-pointer", "-g1"});
+      if (resolved.find("clang") != std::string::npos) flags_.push_back("-shared-libasan");
+      if (!dlsym(RTLD_DEFAULT, "__asan_init"))
+        sanitize_problem_ = "TG_KERNEL_SANITIZE is set, but this process is not built with "
+                            "-fsanitize=address (its kernels would need the ASan runtime loaded "
+                            "first); unset it, or build with -fsanitize=address";
+    }
   }
   std::string name() const override { return "CPU"; }
-  bool register_tiles() const override { return true; }
-  /// 32 where the kernels' compiler (-march=native) has 32 vector registers: AVX-512VL.
-  int tile_lanes() const override {
+  /// Register tiles 32 columns wide where the kernels' compiler (-march=native) has 32 vector
+  /// registers (AVX-512VL).
+  Target target() const override {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     static const bool avx512 = __builtin_cpu_supports("avx512vl");
-    return avx512 ? 32 : 0;
+    return with_env(avx512 ? Target::cpu(32) : Target::cpu());
 #else
-    return 0;
+    return with_env(Target::cpu());
 #endif
   }
   std::string unavailable_reason() const override {
@@ -112,12 +125,13 @@ public:
       return "no C compiler found (looked for " +
              (env::get("TG_CC").empty() ? std::string("cc, gcc, clang") : env::get("TG_CC")) +
              " on PATH; install gcc or set TG_CC)";
-    return "";
+    return sanitize_problem_;
   }
 
   std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const Program*>& programs) override {
-    const std::size_t n = programs.size();
+  prepare(const std::vector<const KernelCode*>& kernels) override {
+    const std::size_t n = kernels.size();
+    std::vector<const Program*> programs(n);
     std::vector<std::string> sources(n), keys(n);
     std::vector<std::shared_ptr<detail::SharedObject>> so(n);
     std::vector<std::size_t> missing; // the first program of each distinct kernel not loaded yet
@@ -125,12 +139,8 @@ public:
       std::lock_guard<std::mutex> g(m_);
       std::unordered_map<std::string, int> seen;
       for (std::size_t i = 0; i < n; ++i) {
-        // the CPU's own last passes
-        Program vp = pack_rows(pack_panels(vectorize(reuse_values(*programs[i]))));
-        if (env::debug() >= 4 && vp.ops.size() != programs[i]->ops.size())
-          std::cerr << "after reuse_values, vectorize, pack_panels, pack_rows:\n"
-                    << dump(vp).view();
-        sources[i] = std::string(render_c(vp).view());
+        programs[i] = &kernels[i]->program;
+        sources[i] = std::string(kernels[i]->source.view());
         keys[i] = key(sources[i]);
         if (auto it = loaded_.find(keys[i]); it != loaded_.end()) {
           so[i] = it->second;
@@ -287,7 +297,7 @@ private:
     return so;
   }
 
-  std::string compiler_, compiler_id_;
+  std::string compiler_, compiler_id_, sanitize_problem_;
   std::vector<std::string> flags_;
   std::mutex m_;
   std::unordered_map<std::string, std::shared_ptr<detail::SharedObject>> loaded_;

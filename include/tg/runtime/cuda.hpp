@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "../codegen/render_cuda.hpp"
+#include "alloc_cache.hpp"
 #include "cache.hpp"
 #include "device.hpp"
 #include "launch.hpp"
@@ -355,9 +356,9 @@ inline Compiled nvrtc_compile(const std::string& source, const std::string& name
   return out;
 }
 
-/// The CUDA source tg launches for a lowered program.
+/// The CUDA source tg launches for a program lowered for Target::cuda(o).
 inline std::string render(const Program& lowered, GpuOptions o = {}) {
-  return std::string(render_cuda(gpu_program(lowered, o)).view());
+  return std::string(finish_kernel(lowered, Target::cuda(o)).source.view());
 }
 
 class CudaDevice;
@@ -433,8 +434,7 @@ public:
     Driver& d = Driver::get();
     current();
     if (stream_) d.cuStreamSynchronize(stream_);
-    for (auto& [n, blocks] : cache_)
-      for (CUdeviceptr p : blocks) d.cuMemFree(p);
+    cache_.trim();
     if (done_) d.cuEventDestroy(done_);
     if (stream_) d.cuStreamDestroy(stream_);
     d.cuDevicePrimaryCtxRelease(dev_);
@@ -450,47 +450,12 @@ public:
   const std::string& arch() const { return arch_; }
 
   void* alloc(std::size_t bytes) override {
-    std::size_t n = (bytes + 255) / 256 * 256;
     std::lock_guard<std::mutex> g(m_);
-    current();
-    if (auto it = cache_.find(n);
-        it != cache_.end() && !it->second.empty()) { // stream-ordered reuse
-      CUdeviceptr p = it->second.back();
-      it->second.pop_back();
-      cached_ -= n;
-      sizes_[p] = n;
-      return reinterpret_cast<void*>(p);
-    }
-    CUdeviceptr p = 0;
-    CUresult r = Driver::get().cuMemAlloc(&p, n);
-    if (r != CUDA_SUCCESS) {
-      synchronize();
-      for (auto& [k, blocks] : cache_)
-        for (CUdeviceptr b : blocks) Driver::get().cuMemFree(b);
-      cache_.clear();
-      cached_ = 0;
-      Driver::get().check(Driver::get().cuMemAlloc(&p, n),
-                          ("cuMemAlloc of " + std::to_string(bytes) + " bytes").c_str());
-    }
-    sizes_[p] = n;
-    return reinterpret_cast<void*>(p);
+    return cache_.alloc(bytes);
   }
   void free(void* ptr) override {
     std::lock_guard<std::mutex> g(m_);
-    CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
-    auto it = sizes_.find(p);
-    if (it == sizes_.end()) return;
-    std::size_t n = it->second;
-    sizes_.erase(it);
-    if (cached_ + n <=
-        (std::size_t(1) << 30)) { // later work on the one stream runs after earlier readers
-      cache_[n].push_back(p);
-      cached_ += n;
-      return;
-    }
-    current();
-    synchronize();
-    Driver::get().cuMemFree(p);
+    cache_.free(ptr); // cached: later work on the one stream runs after earlier readers
   }
   void copy_in(void* dst, const void* src, std::size_t bytes) override {
     Driver& d = Driver::get();
@@ -513,16 +478,18 @@ public:
     d.check(d.cuEventSynchronize(done_), "cuEventSynchronize");
   }
 
+  Target target() const override { return with_env(Target::cuda(gpu_options(max_threads_))); }
+
   std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const Program*>& programs) override {
-    std::vector<Program> gpu;
+  prepare(const std::vector<const KernelCode*>& kernels) override {
+    std::vector<const Program*> gpu; // (the kernels' own)
     std::vector<std::string> sources;
-    for (const Program* p : programs) {
-      gpu.push_back(gpu_program(*p, gpu_options(max_threads_)));
-      sources.push_back(std::string(render_cuda(gpu.back()).view()));
+    for (const KernelCode* k : kernels) {
+      gpu.push_back(&k->program);
+      sources.push_back(std::string(k->source.view()));
     }
     std::vector<Compiled> bins = parallel_map(gpu.size(), [&](std::size_t i) {
-      return nvrtc_compile(sources[i], std::string(gpu[i].name.view()), arch_);
+      return nvrtc_compile(sources[i], std::string(gpu[i]->name.view()), arch_);
     });
     std::vector<std::shared_ptr<Runner>> out;
     std::lock_guard<std::mutex> g(m_);
@@ -532,14 +499,14 @@ public:
       CUmodule mod = nullptr;
       CUresult r = d.cuModuleLoadData(&mod, bins[i].binary.c_str());
       if (r != CUDA_SUCCESS)
-        throw compile_error("tg: CUDA cannot load kernel " + std::string(gpu[i].name.view()) +
+        throw compile_error("tg: CUDA cannot load kernel " + std::string(gpu[i]->name.view()) +
                                 ": " + d.describe(r),
                             sources[i], bins[i].log);
       CUfunction fn = nullptr;
-      d.check(d.cuModuleGetFunction(&fn, mod, std::string(gpu[i].name.view()).c_str()),
+      d.check(d.cuModuleGetFunction(&fn, mod, std::string(gpu[i]->name.view()).c_str()),
               "cuModuleGetFunction");
-      auto runner = std::make_shared<CudaRunner>(this, mod, fn, gpu[i]);
-      runner->name = std::string(gpu[i].name.view());
+      auto runner = std::make_shared<CudaRunner>(this, mod, fn, *gpu[i]);
+      runner->name = std::string(gpu[i]->name.view());
       runner->source = sources[i];
       out.push_back(runner);
     }
@@ -563,9 +530,22 @@ private:
   int cc_ = 0, max_threads_ = 1024;
   std::array<std::int64_t, 3> max_grid_{2147483647, 65535, 65535};
   std::mutex m_;
-  std::map<std::size_t, std::vector<CUdeviceptr>> cache_;
-  std::map<CUdeviceptr, std::size_t> sizes_;
-  std::size_t cached_ = 0;
+  // Stream-ordered reuse: a freed block is handed out again without waiting, as later work on
+  // the one stream runs after earlier readers; one that is really freed waits for them.
+  AllocCache cache_{256,
+                    [this](std::size_t n) {
+                      current();
+                      CUdeviceptr p = 0;
+                      Driver::get().check(
+                          Driver::get().cuMemAlloc(&p, n),
+                          ("cuMemAlloc of " + std::to_string(n) + " bytes").c_str());
+                      return reinterpret_cast<void*>(p);
+                    },
+                    [this](void* p) {
+                      current();
+                      synchronize();
+                      Driver::get().cuMemFree(reinterpret_cast<CUdeviceptr>(p));
+                    }};
 };
 
 inline CudaRunner::~CudaRunner() {

@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "../codegen/ir.hpp"
+#include "../codegen/pipeline.hpp"
 #include "../errors.hpp"
+#include "alloc_cache.hpp"
 #include "env.hpp"
 #include "stats.hpp"
 
@@ -45,16 +46,13 @@ public:
   }
   /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
   virtual bool host_memory() const { return false; }
-  /// Whether reductions are lowered with register tiles, split accumulators and wide lanes
-  /// (LowerOptions::upcast_rows, split_reduce, wide_upcast): a CPU's vector registers gain from
-  /// them; a GPU's one output per thread would lose parallelism.
-  virtual bool register_tiles() const { return false; }
-  /// Columns of a float32 register tile (LowerOptions::tile_lanes) on a device with tiles; 0:
-  /// the default.
-  virtual int tile_lanes() const { return 0; }
-  /// Compiles the programs (independent ones in parallel); one runner each.
+  /// What the pass list makes this device's kernels for (codegen/pipeline.hpp): its fuser and
+  /// lowering choices, device passes and dialect, with the environment's overrides.
+  virtual Target target() const = 0;
+  /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
+  /// runner each.
   virtual std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const Program*>& programs) = 0;
+  prepare(const std::vector<const KernelCode*>& kernels) = 0;
 };
 
 /// Device memory owned by a tensor.
@@ -75,46 +73,13 @@ struct Buffer {
   std::size_t nbytes() const { return std::size_t(numel) * std::size_t(itemsize(dtype)); }
 };
 
-/// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads).
-/// Freed blocks are kept by size and reused (up to 1 GiB), so repeated realizes of the same
-/// shapes touch memory that is already mapped instead of page-faulting fresh allocations.
+/// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads), through
+/// the allocation cache (up to 1 GiB of freed blocks), so repeated realizes of the same shapes
+/// touch memory that is already mapped instead of page-faulting fresh allocations.
 class HostDevice : public Device {
 public:
-  ~HostDevice() override {
-    for (auto& [n, blocks] : cache_)
-      for (void* p : blocks) std::free(p);
-  }
-  void* alloc(std::size_t bytes) override {
-    std::size_t n = (bytes + 63) / 64 * 64;
-    {
-      std::lock_guard<std::mutex> g(m_);
-      if (auto it = cache_.find(n); it != cache_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached_bytes_ -= n;
-        sizes_[p] = n;
-        return p;
-      }
-    }
-    void* p = std::aligned_alloc(64, n);
-    if (!p)
-      throw device_error("tg: out of host memory allocating " + std::to_string(bytes) + " bytes");
-    std::lock_guard<std::mutex> g(m_);
-    sizes_[p] = n;
-    return p;
-  }
-  void free(void* p) override {
-    std::lock_guard<std::mutex> g(m_);
-    auto it = sizes_.find(p);
-    std::size_t n = it->second;
-    sizes_.erase(it);
-    if (cached_bytes_ + n > max_cached_) {
-      std::free(p);
-      return;
-    }
-    cache_[n].push_back(p);
-    cached_bytes_ += n;
-  }
+  void* alloc(std::size_t bytes) override { return cache_.alloc(bytes); }
+  void free(void* p) override { cache_.free(p); }
   void copy_in(void* dst, const void* src, std::size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }
@@ -127,10 +92,15 @@ public:
   bool host_memory() const override { return true; }
 
 private:
-  std::mutex m_;
-  std::map<std::size_t, std::vector<void*>> cache_;
-  std::map<void*, std::size_t> sizes_;
-  std::size_t cached_bytes_ = 0, max_cached_ = std::size_t(1) << 30;
+  AllocCache cache_{64,
+                    [](std::size_t n) {
+                      void* p = std::aligned_alloc(64, n);
+                      if (!p)
+                        throw device_error("tg: out of host memory allocating " +
+                                           std::to_string(n) + " bytes");
+                      return p;
+                    },
+                    [](void* p) { std::free(p); }};
 };
 
 using DeviceFactory = std::function<std::shared_ptr<Device>()>;
@@ -154,9 +124,6 @@ inline std::string canonical_device(std::string name) {
   return name;
 }
 } // namespace detail
-
-/// Registers the devices tg ships (defined in runtime/devices.hpp, after every runtime).
-inline void register_builtin_devices();
 
 inline void register_device(const std::string& name, DeviceFactory f) {
   auto& r = detail::registry();
@@ -188,7 +155,8 @@ public:
   void free(void*) override {}
   void copy_in(void*, const void*, std::size_t) override { alloc(0); }
   void copy_out(void*, const void*, std::size_t) override { alloc(0); }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const Program*>&) override {
+  Target target() const override { return Target::portable(); }
+  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
     alloc(0);
     return {};
   }
@@ -207,76 +175,10 @@ inline void register_unavailable(const std::string& name, const std::string& rea
 }
 } // namespace detail
 
-/// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
-inline std::shared_ptr<Device> device(const std::string& requested) {
-  static std::once_flag builtins;
-  std::call_once(builtins, [] { register_builtin_devices(); });
-  std::string name = detail::canonical_device(requested);
-  auto& r = detail::registry();
-  std::lock_guard<std::mutex> g(r.m);
-  if (auto it = r.open.find(name); it != r.open.end()) return it->second;
-  auto f = r.factories.find(name);
-  std::shared_ptr<Device> d;
-  if (f != r.factories.end())
-    d = f->second();
-  else if (auto colon = name.rfind(':');
-           colon != std::string::npos && r.families.count(name.substr(0, colon)) &&
-           colon + 1 < name.size() &&
-           name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
-    d = r.families[name.substr(0, colon)].first(std::atoi(name.c_str() + colon + 1));
-  else {
-    std::string known;
-    for (auto& [k, v] : r.factories) known += (known.empty() ? "" : ", ") + k;
-    throw device_error("tg: unknown device '" + requested + "' (known: " + known + ")");
-  }
-  if (std::string why = d->unavailable_reason(); !why.empty())
-    throw device_error("tg: device " + name + " is unavailable: " + why);
-  r.open[name] = d;
-  return d;
-}
-
 /// The default device: TG_DEVICE, else CPU.
 inline std::string default_device() {
   static const std::string d = detail::canonical_device(env::get("TG_DEVICE", "CPU"));
   return d;
-}
-
-struct DeviceInfo {
-  std::string name;
-  bool available;
-  std::string reason; // why not, when unavailable
-};
-
-/// Every registered device and whether it works here.
-inline std::vector<DeviceInfo> devices() {
-  device("INTERP"); // registers the built-in devices
-  std::vector<std::string> names;
-  std::vector<std::pair<std::string, std::function<int()>>> counts;
-  {
-    auto& r = detail::registry();
-    std::lock_guard<std::mutex> g(r.m);
-    for (auto& [k, v] : r.factories) names.push_back(k);
-    for (auto& [k, v] : r.families)
-      if (v.second) counts.push_back({k, v.second});
-  }
-  for (auto& [family, count] : counts) { // the other instances of a family, where there are any
-    int n = 0;
-    try {
-      n = count();
-    } catch (const std::exception&) {
-    }
-    for (int i = 1; i < n; ++i) names.push_back(family + ":" + std::to_string(i));
-  }
-  std::vector<DeviceInfo> out;
-  for (auto& n : names) {
-    try {
-      device(n);
-      out.push_back({n, true, ""});
-    } catch (const std::exception& e) {
-      out.push_back({n, false, e.what()});
-    }
-  }
-  return out;
 }
 
 } // namespace tg

@@ -1,6 +1,7 @@
 #pragma once
-// The devices tg ships, registered on first use of the registry. CUDA is always registered (its
-// runtime needs no header and loads the driver on first use). VULKAN needs Vulkan-Hpp, whose
+// The devices tg ships, registered on first use of the registry (tg::device, tg::devices: here,
+// where every runtime is visible; runtime/device.hpp has the registry). CUDA is always registered
+// (its runtime needs no header and loads the driver on first use). VULKAN needs Vulkan-Hpp, whose
 // header costs seconds per translation unit, so it is opt-in: `#include <tg/vulkan.hpp>` in one
 // source file registers it; until then "VULKAN" is listed as unavailable, saying so.
 #include "cpu.hpp"
@@ -9,6 +10,7 @@
 
 namespace tg {
 
+/// Registers the devices tg ships (tg::device does, once, on first use).
 inline void register_builtin_devices() {
   register_device("CPU", [] { return std::make_shared<CpuDevice>(); });
   register_device("INTERP", [] { return std::make_shared<InterpDevice>(); });
@@ -18,6 +20,72 @@ inline void register_builtin_devices() {
   detail::register_unavailable(
       "VULKAN", "not compiled into this program: #include <tg/vulkan.hpp> in one of its source "
                 "files (it needs the Vulkan-Hpp headers, e.g. Debian's libvulkan-dev)");
+}
+
+/// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
+inline std::shared_ptr<Device> device(const std::string& requested) {
+  static std::once_flag builtins;
+  std::call_once(builtins, [] { register_builtin_devices(); });
+  std::string name = detail::canonical_device(requested);
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> g(r.m);
+  if (auto it = r.open.find(name); it != r.open.end()) return it->second;
+  auto f = r.factories.find(name);
+  std::shared_ptr<Device> d;
+  if (f != r.factories.end())
+    d = f->second();
+  else if (auto colon = name.rfind(':');
+           colon != std::string::npos && r.families.count(name.substr(0, colon)) &&
+           colon + 1 < name.size() &&
+           name.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+    d = r.families[name.substr(0, colon)].first(std::atoi(name.c_str() + colon + 1));
+  else {
+    std::string known;
+    for (auto& [k, v] : r.factories) known += (known.empty() ? "" : ", ") + k;
+    throw device_error("tg: unknown device '" + requested + "' (known: " + known + ")");
+  }
+  if (std::string why = d->unavailable_reason(); !why.empty())
+    throw device_error("tg: device " + name + " is unavailable: " + why);
+  r.open[name] = d;
+  return d;
+}
+
+struct DeviceInfo {
+  std::string name;
+  bool available;
+  std::string reason; // why not, when unavailable
+};
+
+/// Every registered device and whether it works here.
+inline std::vector<DeviceInfo> devices() {
+  device("INTERP"); // registers the built-in devices
+  std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::function<int()>>> counts;
+  {
+    auto& r = detail::registry();
+    std::lock_guard<std::mutex> g(r.m);
+    for (auto& [k, v] : r.factories) names.push_back(k);
+    for (auto& [k, v] : r.families)
+      if (v.second) counts.push_back({k, v.second});
+  }
+  for (auto& [family, count] : counts) { // the other instances of a family, where there are any
+    int n = 0;
+    try {
+      n = count();
+    } catch (const std::exception&) {
+    }
+    for (int i = 1; i < n; ++i) names.push_back(family + ":" + std::to_string(i));
+  }
+  std::vector<DeviceInfo> out;
+  for (auto& n : names) {
+    try {
+      device(n);
+      out.push_back({n, true, ""});
+    } catch (const std::exception& e) {
+      out.push_back({n, false, e.what()});
+    }
+  }
+  return out;
 }
 
 } // namespace tg

@@ -381,13 +381,14 @@ private:
 class InterpDevice : public HostDevice {
 public:
   std::string name() const override { return "INTERP"; }
-  bool register_tiles() const override { return true; } // it checks the CPU's programs
+  /// The CPU's schedule and lowering (it checks the CPU's programs), run as programs.
+  Target target() const override { return with_env(Target::interp()); }
   std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const Program*>& programs) override {
+  prepare(const std::vector<const KernelCode*>& kernels) override {
     std::vector<std::shared_ptr<Runner>> out;
-    for (const Program* p : programs) {
-      auto r = std::make_shared<InterpRunner>(*p);
-      r->name = std::string(p->name.view());
+    for (const KernelCode* k : kernels) {
+      auto r = std::make_shared<InterpRunner>(k->program);
+      r->name = std::string(k->program.name.view());
       out.push_back(r);
     }
     return out;

@@ -1,7 +1,8 @@
 #pragma once
 // What every runtime needs to launch a program: its symbolic sizes evaluated with the values
-// passed at launch, and the GPU launch shape the environment may tune.
-#include "../codegen/gpu.hpp"
+// passed at launch, and its target with the environment's overrides (TG_OPT, the GPU launch shape
+// and tiles).
+#include "../codegen/pipeline.hpp"
 #include "env.hpp"
 
 namespace tg {
@@ -33,6 +34,31 @@ inline GpuOptions gpu_options(int max_local) {
   o.grouped = int(env::get_int("TG_GPU_GROUP_REDUCE", o.grouped));
   o.per_thread = int(env::get_int("TG_GPU_PER_THREAD", o.per_thread));
   return o;
+}
+
+/// Whether the fuser's and the lowering's optimizations are on (TG_OPT=0 turns them off).
+inline bool optimizations_on() {
+  static const bool on = env::get_int("TG_OPT", 1) != 0;
+  return on;
+}
+/// The lowering's choices on a CPU, unless TG_OPT=0 (the front end consults them for a few
+/// graph-level decisions).
+inline LowerOptions lower_options() {
+  return optimizations_on() ? LowerOptions{} : LowerOptions::off();
+}
+
+/// A device's target with the environment's overrides: TG_OPT=0 turns every optimization off;
+/// on GPUs, TG_GPU_TILE and TG_GPU_TILE_THREADS set the register tile (LowerOptions::gpu_tile;
+/// tests set TG_GPU_TILE_THREADS=1 to tile their small products).
+inline Target with_env(Target t) {
+  if (!optimizations_on()) t = t.unoptimized();
+  if (t.gpu) {
+    static const int tile = env::get_int("TG_GPU_TILE", 0);
+    static const int threads = env::get_int("TG_GPU_TILE_THREADS", 0);
+    if (tile > 0 && t.lower.gpu_tile > 1) t.lower.gpu_tile = tile;
+    if (threads > 0) t.lower.gpu_tile_threads = threads;
+  }
+  return t;
 }
 
 } // namespace tg

@@ -67,8 +67,8 @@ public:
 private:
   /// Waits up to ~0.2 ms while `busy()` holds, before a caller blocks on a condition variable.
   /// A kernel's launches follow each other within microseconds, and a worker woken through the
-  /// futex took long enough on a VM that the caller had run the whole range alone (the MLP
-  /// step's 128x784x256 matmul: 0.9 ms in the step, 0.5 ms run back to back).
+  /// futex can take long enough that the caller has run the whole range alone (figures in
+  /// docs/performance.md).
   template <class Busy> static void spin_while(Busy busy) {
     auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
     for (int i = 1; busy(); ++i) {

@@ -10,12 +10,15 @@
 // file, the JSON (a small strict parser, no dependency), every dtype name, shape and offset
 // pair, that the tensors tile the data exactly (no gap, overlap or trailing bytes), as the
 // reference implementation does. A malformed or truncated file raises tg::safetensors::
-// format_error naming the file and the problem; it never reads out of bounds.
+// format_error naming the file and the problem; it never reads out of bounds. The header is read
+// in one pass without a JSON tree: time linear in its length, memory in proportion to the
+// tensors it lists. tests/fuzz/fuzz_safetensors.cpp fuzzes all of this.
 #include <bit>
 #include <cstdint>
 #include <fstream>
 #include <map>
 #include <span>
+#include <unordered_set>
 
 #include "../nn/module.hpp"
 
@@ -65,34 +68,15 @@ inline std::optional<DType> dtype_from_code(std::string_view s) {
 }
 
 namespace json {
-/// A parsed JSON value (the subset of features a header uses is all of JSON).
-struct Member;
-struct Value {
-  enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
-  bool boolean = false;
-  std::string text; // string contents, or a number's lexeme
-  std::vector<Value> items;
-  // Not std::pair<std::string, Value>: a pair needs a complete Value (Clang rejects it here).
-  std::vector<Member> members;
-};
-/// An object member: `first` the key, `second` the value (as the std::pair it stands for).
-struct Member {
-  std::string first;
-  Value second;
-};
-
+/// A strict JSON reader that walks the text instead of building a tree: the caller says what it
+/// expects where (object() and array() call back at each member and item, string() and number()
+/// read scalars, skip() checks any value and drops it). So reading a header takes time linear in
+/// its length (duplicate keys are found through a hash set) and memory in proportion to what the
+/// caller keeps, whatever the file holds.
 class Parser {
 public:
   explicit Parser(std::string_view s) : s_(s) {}
-  Value parse() {
-    ws();
-    Value v = value(0);
-    ws();
-    if (i_ != s_.size()) fail("unexpected '" + std::string(1, s_[i_]) + "' after the JSON value");
-    return v;
-  }
 
-private:
   [[noreturn]] void fail(const std::string& msg) const {
     throw format_error("invalid JSON header at byte " + std::to_string(i_) + ": " + msg);
   }
@@ -101,147 +85,87 @@ private:
       ++i_;
   }
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  void expect(char c) {
-    if (i_ >= s_.size()) fail(std::string("expected '") + c + "', found the end of the header");
-    if (s_[i_] != c) fail(std::string("expected '") + c + "', found '" + s_[i_] + "'");
-    ++i_;
+  bool at_number() const { return peek() == '-' || (peek() >= '0' && peek() <= '9'); }
+  /// After the top-level value: nothing but whitespace may follow.
+  void finish() {
+    ws();
+    if (i_ != s_.size()) fail("unexpected '" + std::string(1, s_[i_]) + "' after the JSON value");
   }
-  Value value(int depth) {
-    if (depth > 64) fail("nested too deeply");
-    if (i_ >= s_.size()) fail("unexpected end of the header");
-    char c = s_[i_];
-    Value v;
-    if (c == '{') {
-      v.kind = Value::Kind::Object;
+
+  /// An object at nesting `depth`: member(key) is called with the position at each member's
+  /// value, which it must read (or skip).
+  template <class F> void object(int depth, F&& member) {
+    if (depth > max_depth) fail("nested too deeply");
+    expect('{');
+    ws();
+    if (peek() == '}') {
       ++i_;
-      ws();
-      if (peek() == '}') {
-        ++i_;
-        return v;
-      }
-      while (true) {
-        ws();
-        if (peek() != '"') fail("expected a string key");
-        std::string key = string();
-        for (const auto& m : v.members)
-          if (m.first == key) fail("duplicate key \"" + key + "\"");
-        ws();
-        expect(':');
-        ws();
-        v.members.emplace_back(std::move(key), value(depth + 1));
-        ws();
-        if (peek() == ',') {
-          ++i_;
-          continue;
-        }
-        expect('}');
-        return v;
-      }
+      return;
     }
-    if (c == '[') {
-      v.kind = Value::Kind::Array;
+    std::unordered_set<std::string> keys;
+    while (true) {
+      ws();
+      if (peek() != '"') fail("expected a string key");
+      std::string key = string();
+      if (!keys.insert(key).second) fail("duplicate key \"" + key + "\"");
+      ws();
+      expect(':');
+      ws();
+      member(static_cast<const std::string&>(key));
+      ws();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      expect('}');
+      return;
+    }
+  }
+  /// An array at nesting `depth`: item() is called at each item, which it must read (or skip).
+  template <class F> void array(int depth, F&& item) {
+    if (depth > max_depth) fail("nested too deeply");
+    expect('[');
+    ws();
+    if (peek() == ']') {
       ++i_;
+      return;
+    }
+    while (true) {
       ws();
-      if (peek() == ']') {
+      item();
+      ws();
+      if (peek() == ',') {
         ++i_;
-        return v;
+        continue;
       }
-      while (true) {
-        ws();
-        v.items.push_back(value(depth + 1));
-        ws();
-        if (peek() == ',') {
-          ++i_;
-          continue;
-        }
-        expect(']');
-        return v;
-      }
-    }
-    if (c == '"') {
-      v.kind = Value::Kind::String;
-      v.text = string();
-      return v;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      v.kind = Value::Kind::Number;
-      std::size_t b = i_;
-      if (peek() == '-') ++i_;
-      if (peek() == '0')
-        ++i_;
-      else if (peek() >= '1' && peek() <= '9')
-        while (peek() >= '0' && peek() <= '9') ++i_;
-      else
-        fail("invalid number");
-      if (peek() == '.') {
-        ++i_;
-        if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
-        while (peek() >= '0' && peek() <= '9') ++i_;
-      }
-      if (peek() == 'e' || peek() == 'E') {
-        ++i_;
-        if (peek() == '+' || peek() == '-') ++i_;
-        if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
-        while (peek() >= '0' && peek() <= '9') ++i_;
-      }
-      v.text = std::string(s_.substr(b, i_ - b));
-      return v;
-    }
-    auto word = [&](std::string_view w) {
-      if (s_.substr(i_, w.size()) != w) fail("unexpected character '" + std::string(1, c) + "'");
-      i_ += w.size();
-    };
-    if (c == 't') {
-      word("true");
-      v.kind = Value::Kind::Bool;
-      v.boolean = true;
-      return v;
-    }
-    if (c == 'f') {
-      word("false");
-      v.kind = Value::Kind::Bool;
-      return v;
-    }
-    if (c == 'n') {
-      word("null");
-      return v;
-    }
-    fail("unexpected character '" + std::string(1, c) + "'");
-  }
-  unsigned hex4() {
-    if (s_.size() - i_ < 4) fail("truncated \\u escape");
-    unsigned u = 0;
-    for (int k = 0; k < 4; ++k) {
-      char h = s_[i_++];
-      u <<= 4;
-      if (h >= '0' && h <= '9')
-        u |= unsigned(h - '0');
-      else if (h >= 'a' && h <= 'f')
-        u |= unsigned(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F')
-        u |= unsigned(h - 'A' + 10);
-      else
-        fail("invalid \\u escape");
-    }
-    return u;
-  }
-  static void utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80)
-      out.push_back(char(cp));
-    else if (cp < 0x800) {
-      out.push_back(char(0xC0 | (cp >> 6)));
-      out.push_back(char(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(char(0xE0 | (cp >> 12)));
-      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(char(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(char(0xF0 | (cp >> 18)));
-      out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(char(0x80 | (cp & 0x3F)));
+      expect(']');
+      return;
     }
   }
+  /// A number's text, checked against JSON's grammar.
+  std::string_view number() {
+    std::size_t b = i_;
+    if (peek() == '-') ++i_;
+    if (peek() == '0')
+      ++i_;
+    else if (peek() >= '1' && peek() <= '9')
+      while (peek() >= '0' && peek() <= '9') ++i_;
+    else
+      fail("invalid number");
+    if (peek() == '.') {
+      ++i_;
+      if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
+      while (peek() >= '0' && peek() <= '9') ++i_;
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      if (peek() == '+' || peek() == '-') ++i_;
+      if (!(peek() >= '0' && peek() <= '9')) fail("invalid number");
+      while (peek() >= '0' && peek() <= '9') ++i_;
+    }
+    return s_.substr(b, i_ - b);
+  }
+  /// A string, unescaped (UTF-8).
   std::string string() {
     expect('"');
     std::string out;
@@ -301,6 +225,74 @@ private:
       }
     }
   }
+  /// Any value at nesting `depth`, checked and dropped.
+  void skip(int depth) {
+    if (depth > max_depth) fail("nested too deeply");
+    if (i_ >= s_.size()) fail("unexpected end of the header");
+    char c = s_[i_];
+    if (c == '{')
+      object(depth, [&](const std::string&) { skip(depth + 1); });
+    else if (c == '[')
+      array(depth, [&] { skip(depth + 1); });
+    else if (c == '"')
+      string();
+    else if (at_number())
+      number();
+    else if (c == 't')
+      word("true");
+    else if (c == 'f')
+      word("false");
+    else if (c == 'n')
+      word("null");
+    else
+      fail("unexpected character '" + std::string(1, c) + "'");
+  }
+
+private:
+  static constexpr int max_depth = 64;
+  void expect(char c) {
+    if (i_ >= s_.size()) fail(std::string("expected '") + c + "', found the end of the header");
+    if (s_[i_] != c) fail(std::string("expected '") + c + "', found '" + s_[i_] + "'");
+    ++i_;
+  }
+  void word(std::string_view w) {
+    if (s_.substr(i_, w.size()) != w) fail("unexpected character '" + std::string(1, s_[i_]) + "'");
+    i_ += w.size();
+  }
+  unsigned hex4() {
+    if (s_.size() - i_ < 4) fail("truncated \\u escape");
+    unsigned u = 0;
+    for (int k = 0; k < 4; ++k) {
+      char h = s_[i_++];
+      u <<= 4;
+      if (h >= '0' && h <= '9')
+        u |= unsigned(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        u |= unsigned(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        u |= unsigned(h - 'A' + 10);
+      else
+        fail("invalid \\u escape");
+    }
+    return u;
+  }
+  static void utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80)
+      out.push_back(char(cp));
+    else if (cp < 0x800) {
+      out.push_back(char(0xC0 | (cp >> 6)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(char(0xE0 | (cp >> 12)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(char(0xF0 | (cp >> 18)));
+      out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    }
+  }
   std::string_view s_;
   std::size_t i_ = 0;
 };
@@ -355,86 +347,124 @@ inline std::uint64_t read_u64le(const unsigned char* p) {
   for (int k = 7; k >= 0; --k) v = (v << 8) | p[k];
   return v;
 }
-inline std::uint64_t to_u64(const json::Value& v, const std::string& what) {
-  if (v.kind != json::Value::Kind::Number || v.text.empty() || v.text[0] == '-' ||
-      v.text.find_first_of(".eE") != std::string::npos)
+/// A non-negative integer from a number's text (what: the field, for the message).
+inline std::uint64_t to_u64(std::string_view text, const std::string& what) {
+  if (text.empty() || text[0] == '-' || text.find_first_of(".eE") != std::string_view::npos)
     throw format_error(what + " must be a non-negative integer");
-  if (v.text.size() > 19) throw format_error(what + " is too large");
+  if (text.size() > 19) throw format_error(what + " is too large");
   std::uint64_t r = 0;
-  for (char c : v.text) r = r * 10 + std::uint64_t(c - '0');
+  for (char c : text) r = r * 10 + std::uint64_t(c - '0');
   if (r > (std::uint64_t(1) << 62)) throw format_error(what + " is too large");
   return r;
+}
+/// Reads one tensor's entry ({"dtype": ..., "shape": [...], "data_offsets": [b, e]}) at nesting
+/// `depth`, and checks that its shape and dtype fill its offsets exactly.
+inline TensorInfo parse_tensor(json::Parser& p, int depth, const std::string& name) {
+  std::string where = "tensor \"" + name + "\": ";
+  if (p.peek() != '{') {
+    p.skip(depth);
+    throw format_error(where + "its entry is not an object");
+  }
+  bool has_dtype = false, has_shape = false, has_offsets = false;
+  std::string dtype;
+  TensorInfo info{name, DType::Float32, {}, 0, 0};
+  std::vector<std::string_view> offsets; // numbers' text; empty views for other values
+  p.object(depth, [&](const std::string& k) {
+    if (k == "dtype") {
+      has_dtype = true;
+      if (p.peek() != '"') {
+        p.skip(depth + 1);
+        throw format_error(where + "dtype is not a string");
+      }
+      dtype = p.string();
+    } else if (k == "shape") {
+      has_shape = true;
+      if (p.peek() != '[') {
+        p.skip(depth + 1);
+        throw format_error(where + "shape is not an array");
+      }
+      p.array(depth + 1, [&] {
+        if (!p.at_number()) {
+          p.skip(depth + 2);
+          throw format_error(where + "a shape entry must be a non-negative integer");
+        }
+        info.shape.push_back(std::int64_t(to_u64(p.number(), where + "a shape entry")));
+      });
+    } else if (k == "data_offsets") {
+      has_offsets = true;
+      if (p.peek() != '[') {
+        p.skip(depth + 1);
+        throw format_error(where + "data_offsets must be [begin, end]");
+      }
+      p.array(depth + 1, [&] {
+        if (p.at_number() && offsets.size() < 2) {
+          offsets.push_back(p.number());
+        } else {
+          p.skip(depth + 2);
+          offsets.push_back({});
+        }
+      });
+    } else {
+      p.skip(depth + 1);
+      throw format_error(where + "unknown field \"" + k + "\"");
+    }
+  });
+  if (!has_dtype || !has_shape || !has_offsets)
+    throw format_error(where + "needs \"dtype\", \"shape\" and \"data_offsets\"");
+  auto t = dtype_from_code(dtype);
+  if (!t) {
+    bool known = dtype == "F8_E5M2" || dtype == "F8_E4M3" || dtype == "F6_E2M3" ||
+                 dtype == "F6_E3M2" || dtype == "F4" || dtype == "F8_E8M0" || dtype == "C64";
+    throw format_error(
+        where + "dtype \"" + dtype + "\" is " +
+        (known ? "not supported by tg (no such dtype in the core)" : "not a safetensors dtype"));
+  }
+  info.dtype = *t;
+  std::uint64_t count = 1;
+  bool overflow = false;
+  for (std::int64_t d : info.shape) {
+    std::uint64_t n = std::uint64_t(d);
+    if (n && count > (std::uint64_t(1) << 62) / n)
+      overflow = true;
+    else
+      count *= n;
+  }
+  if (offsets.size() != 2) throw format_error(where + "data_offsets must be [begin, end]");
+  info.begin = to_u64(offsets[0], where + "data_offsets[0]");
+  info.end = to_u64(offsets[1], where + "data_offsets[1]");
+  if (info.end < info.begin) throw format_error(where + "data_offsets end before they begin");
+  if (overflow || count * std::uint64_t(itemsize(*t)) != info.end - info.begin)
+    throw format_error(
+        where + "shape " + tg::detail::shape_str(Shape(info.shape.begin(), info.shape.end())) +
+        " of " + dtype_code(*t) + " needs " +
+        (overflow ? "too many" : std::to_string(count * std::uint64_t(itemsize(*t)))) +
+        " bytes, but data_offsets [" + std::to_string(info.begin) + ", " +
+        std::to_string(info.end) + "] hold " + std::to_string(info.end - info.begin));
+  return info;
 }
 /// Parses and checks a header against the data size (bytes after the header).
 inline Header parse_header(std::string_view text, std::uint64_t data_size) {
   if (text.empty() || text[0] != '{') throw format_error("the header does not start with '{'");
-  json::Value root = json::Parser(text).parse();
-  if (root.kind != json::Value::Kind::Object) throw format_error("the header is not a JSON object");
+  json::Parser p(text);
   Header h;
-  for (auto& [name, v] : root.members) {
-    if (name == "__metadata__") {
-      if (v.kind != json::Value::Kind::Object)
-        throw format_error("__metadata__ must be an object of strings");
-      for (auto& [k, mv] : v.members) {
-        if (mv.kind != json::Value::Kind::String)
-          throw format_error("__metadata__ value of \"" + k + "\" is not a string");
-        h.metadata[k] = mv.text;
+  p.object(0, [&](const std::string& name) {
+    if (name != "__metadata__") {
+      h.tensors.push_back(parse_tensor(p, 1, name));
+      return;
+    }
+    if (p.peek() != '{') {
+      p.skip(1);
+      throw format_error("__metadata__ must be an object of strings");
+    }
+    p.object(1, [&](const std::string& k) {
+      if (p.peek() != '"') {
+        p.skip(2);
+        throw format_error("__metadata__ value of \"" + k + "\" is not a string");
       }
-      continue;
-    }
-    std::string where = "tensor \"" + name + "\": ";
-    if (v.kind != json::Value::Kind::Object)
-      throw format_error(where + "its entry is not an object");
-    const json::Value *dt = nullptr, *shape = nullptr, *offs = nullptr;
-    for (auto& [k, f] : v.members) {
-      if (k == "dtype")
-        dt = &f;
-      else if (k == "shape")
-        shape = &f;
-      else if (k == "data_offsets")
-        offs = &f;
-      else
-        throw format_error(where + "unknown field \"" + k + "\"");
-    }
-    if (!dt || !shape || !offs)
-      throw format_error(where + "needs \"dtype\", \"shape\" and \"data_offsets\"");
-    if (dt->kind != json::Value::Kind::String) throw format_error(where + "dtype is not a string");
-    auto t = dtype_from_code(dt->text);
-    if (!t) {
-      bool known = dt->text == "F8_E5M2" || dt->text == "F8_E4M3" || dt->text == "F6_E2M3" ||
-                   dt->text == "F6_E3M2" || dt->text == "F4" || dt->text == "F8_E8M0" ||
-                   dt->text == "C64";
-      throw format_error(
-          where + "dtype \"" + dt->text + "\" is " +
-          (known ? "not supported by tg (no such dtype in the core)" : "not a safetensors dtype"));
-    }
-    TensorInfo info{name, *t, {}, 0, 0};
-    if (shape->kind != json::Value::Kind::Array)
-      throw format_error(where + "shape is not an array");
-    std::uint64_t count = 1;
-    bool overflow = false;
-    for (const json::Value& d : shape->items) {
-      std::uint64_t n = to_u64(d, where + "a shape entry");
-      info.shape.push_back(std::int64_t(n));
-      if (n && count > (std::uint64_t(1) << 62) / n)
-        overflow = true;
-      else
-        count *= n;
-    }
-    if (offs->kind != json::Value::Kind::Array || offs->items.size() != 2)
-      throw format_error(where + "data_offsets must be [begin, end]");
-    info.begin = to_u64(offs->items[0], where + "data_offsets[0]");
-    info.end = to_u64(offs->items[1], where + "data_offsets[1]");
-    if (info.end < info.begin) throw format_error(where + "data_offsets end before they begin");
-    if (overflow || count * std::uint64_t(itemsize(*t)) != info.end - info.begin)
-      throw format_error(
-          where + "shape " + tg::detail::shape_str(Shape(info.shape.begin(), info.shape.end())) +
-          " of " + dtype_code(*t) + " needs " +
-          (overflow ? "too many" : std::to_string(count * std::uint64_t(itemsize(*t)))) +
-          " bytes, but data_offsets [" + std::to_string(info.begin) + ", " +
-          std::to_string(info.end) + "] hold " + std::to_string(info.end - info.begin));
-    h.tensors.push_back(std::move(info));
-  }
+      h.metadata[k] = p.string();
+    });
+  });
+  p.finish();
   // the tensors must tile the data section exactly
   std::sort(h.tensors.begin(), h.tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;

@@ -1,7 +1,7 @@
 #pragma once
 // The mechanics every op is built from: node creation, broadcasting, views, reductions, casts,
 // and moving data in and out.
-#include "tensor.hpp"
+#include "class.hpp"
 
 namespace tg {
 
@@ -120,17 +120,16 @@ namespace detail {
 /// How a GPU reduction is split into two (a reduced axis cut into [k, extent / k]: the first
 /// kernel reduces the inner part, the second the k partial results), or k = 0 to keep it whole.
 /// gpu_program gives each output of a reduction with fewer than 16,384 outputs a work-group of
-/// its own: that runs too few groups when the outputs are fewer still (a full sum of 2^26 floats
-/// took 8.5 ms on an H200, 106 times PyTorch's time; on lavapipe it passed llvmpipe's loop limit),
-/// and when the last axis is kept, a group's lanes read one column, each lane a different row.
-/// So: a reduction over the last axis gets about 4,096 groups of at least 1,024 elements each; a
-/// reduction over other axes gets at least 262,144 outputs in its first kernel (one thread each,
-/// neighbouring threads reading neighbouring columns), each still reducing at least 16 elements
-/// (a column sum of 4096 x 4096 on an H200: 0.084 ms in work-groups, 0.169 with 65,536 threads
-/// of 16 lanes, 0.033 with 262,144 threads of one). Where no divisor of a reduced axis comes
-/// within 16 times of the k wanted (a prime length), the axis is padded with the reduction's
-/// identity to a multiple of a k that does (`pad` elements more): lavapipe refused a sum of a
-/// prime 16,777,259 floats in one work-group.
+/// its own: that runs too few groups when the outputs are fewer still (a full sum was two orders
+/// of magnitude slower than PyTorch's, docs/performance.md; on lavapipe it passed llvmpipe's
+/// loop limit), and when the last axis is kept, a group's lanes read one column, each lane a
+/// different row. So: a reduction over the last axis gets about 4,096 groups of at least 1,024
+/// elements each; a reduction over other axes gets at least 262,144 outputs in its first kernel
+/// (one thread each, neighbouring threads reading neighbouring columns), each still reducing at
+/// least 16 elements (the fastest of the shapes measured for a column sum: docs/performance.md).
+/// Where no divisor of a reduced axis comes within 16 times of the k wanted (a prime length),
+/// the axis is padded with the reduction's identity to a multiple of a k that does (`pad`
+/// elements more): lavapipe refused a sum of a prime 16,777,259 floats in one work-group.
 struct ReduceSplit {
   int axis = -1;
   std::int64_t k = 0;
@@ -175,10 +174,10 @@ constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
   return {longest, k, (k - d % k) % k};
 }
 
-/// Whether reductions on `device` are split for a GPU launch (devices without register tiles).
+/// Whether reductions on `device` are split for a GPU launch (Target::split_reductions).
 inline bool splits_reductions(const std::string& device) {
   if (device == "CPU" || device == "INTERP") return false;
-  return !tg::device(device)->register_tiles();
+  return tg::device(device)->target().split_reductions;
 }
 
 } // namespace detail
@@ -354,28 +353,42 @@ inline Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
   return r;
 }
 
-/// What realizing these tensors would do, without running it: the graph, its kernels and
-/// memory plan, and each kernel's program (like tinygrad's Tensor.schedule()).
+/// What realizing these tensors would do, without running it (like tinygrad's
+/// Tensor.schedule()): the graph, its kernels and memory plan, and each kernel as the pass list
+/// makes it for a target: lowered, then after the device passes (what the device runs), and its
+/// source.
 struct ScheduleInfo {
   Graph graph;
   Schedule schedule;
   MemoryPlan memory;
-  std::vector<Program> programs;
+  std::vector<Program> lowered;     // per kernel: after lower
+  std::vector<Program> programs;    // per kernel: after the device passes
+  std::vector<std::string> sources; // per kernel: rendered in the target's dialect
   std::size_t kernels() const { return schedule.kernels.size(); }
 };
-/// (`fuse` as the CPU device's realize calls it, unless given other options.)
-inline ScheduleInfo schedule(const std::vector<Tensor>& ts,
-                             FuseOptions fuse_with = fuse_options(true)) {
+/// The schedule for a target (without TG_BEAM's search).
+inline ScheduleInfo schedule(const std::vector<Tensor>& ts, const Target& target) {
   std::vector<LazyPtr> nodes;
   for (const Tensor& t : ts) nodes.push_back(t.lazy());
   detail::GraphBuild b = detail::build_graph(nodes);
   ScheduleInfo info;
   info.graph = std::move(b.graph);
-  info.schedule = fuse(info.graph, fuse_with);
-  info.memory = plan_memory(info.graph, info.schedule, b.keep);
-  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k)
-    info.programs.push_back(lower(info.graph, info.schedule, k, lower_options()));
+  info.schedule = schedule_graph(info.graph, target);
+  info.memory = plan_buffers(info.graph, info.schedule, b.keep);
+  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k) {
+    info.lowered.push_back(lower_kernel(info.graph, info.schedule, k, target));
+    KernelCode c = finish_kernel(info.lowered.back(), target);
+    info.programs.push_back(std::move(c.program));
+    info.sources.emplace_back(c.source.view());
+  }
   return info;
+}
+/// The schedule a device runs: by default the tensors' own (the first one's).
+inline ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& device = "") {
+  const std::string name = !device.empty() ? device
+                           : ts.empty()    ? default_device()
+                                           : ts[0].device();
+  return schedule(ts, tg::device(name)->target());
 }
 
 /// Realizes several tensors with one schedule.

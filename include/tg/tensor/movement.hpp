@@ -1,6 +1,7 @@
 #pragma once
 // Movement ops (views, no copies) and the composite ops built on them: cat, stack, split,
 // gather, matmul, softmax, cumsum.
+#include "../util/slice.hpp"
 #include "ops.hpp"
 
 namespace tg {
@@ -187,34 +188,12 @@ inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
   if (step == 0) detail::fail<shape_error>("slice", "step cannot be zero", loc);
   const SInt& size_s = sym_shape()[std::size_t(d)];
   if (!size_s.is_const() && !start && !stop && step == 1) return *this;
-  std::int64_t n = size_s.eval();
-  // Python's slice semantics, clamped
-  auto norm = [&](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo_,
-                  std::int64_t hi_) {
-    if (!v) return dflt;
-    std::int64_t x = *v < 0 ? *v + n : *v;
-    return std::clamp(x, lo_, hi_);
-  };
-  std::int64_t b, e;
-  if (step > 0) {
-    b = norm(start, 0, 0, n);
-    e = norm(stop, n, 0, n);
-  } else {
-    b = norm(start, n - 1, -1, n - 1);
-    e = norm(stop, -1, -1, n - 1);
-  }
-  std::int64_t count = step > 0 ? (e > b ? (e - b + step - 1) / step : 0)
-                                : (b > e ? (b - e - step - 1) / (-step) : 0);
+  // Python's slice semantics, clamped (util/slice.hpp): shrink, then flip, then stride
+  const SliceBounds sb = slice_bounds(size_s.eval(), start, stop, step);
   std::vector<SInt> lo(std::size_t(ndim()), SInt(0)), hi = sym_shape();
   Tensor r = *this;
-  if (step > 0) {
-    lo[std::size_t(d)] = b;
-    hi[std::size_t(d)] = b + (count ? (count - 1) * step + 1 : 0);
-  } else {
-    // the elements b, b+step, ... downwards: shrink to [b - (count-1)*|step|, b], then flip
-    lo[std::size_t(d)] = count ? b - (count - 1) * (-step) : 0;
-    hi[std::size_t(d)] = count ? b + 1 : 0;
-  }
+  lo[std::size_t(d)] = sb.lo;
+  hi[std::size_t(d)] = sb.hi;
   if (!(lo[std::size_t(d)] == 0 && hi[std::size_t(d)] == sym_shape()[std::size_t(d)]))
     r = r.move({MoveOp::Shrink, lo, hi});
   if (step < 0) {
@@ -223,7 +202,7 @@ inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
     r = r.move({MoveOp::Flip, axes, {}});
   }
   std::int64_t k = step < 0 ? -step : step;
-  if (k != 1 && count > 0) {
+  if (k != 1 && sb.count > 0) {
     std::vector<SInt> steps(std::size_t(ndim()), SInt(1));
     steps[std::size_t(d)] = k;
     r = r.move({MoveOp::Stride, steps, {}});
@@ -443,9 +422,10 @@ inline Tensor stack(const std::vector<Tensor>& ts, int dim = 0,
 namespace detail {
 /// Whether matmul copies its right operand first: a transposed view (x @ w.t(), as nn::Linear
 /// computes) is read along its strided axis by every lane of the kernel's register tile, which
-/// ran 4x slower than the same product over a contiguous copy. Not for small operands, whose copy
-/// costs more than it saves, nor when TG_OPT=0, nor where the kernel copies the operand's column
-/// panels itself (LowerOptions::packs_strided: large operands, whose tiles run in panel order).
+/// ran several times slower than over a contiguous copy (docs/performance.md). Not for small
+/// operands, whose copy costs more than it saves, nor when TG_OPT=0, nor where the kernel copies
+/// the operand's column panels itself (LowerOptions::packs_strided: large operands, whose tiles
+/// run in panel order).
 inline bool copy_transposed_operand(const Tensor& a, const Tensor& b) {
   const LazyNode& n = *b.lazy();
   const Shape &as = a.sym_shape(), &bs = b.sym_shape();

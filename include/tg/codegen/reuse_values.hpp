@@ -3,10 +3,11 @@
 // computes for every element of a row and that a later loop over the same row computes again is
 // kept in a local array by the first loop and read back by the second. A softmax computes
 // exp(x - max) for the row sum, then again for each output (one kernel, fuse's row
-// reductions); each pass of exponentials cost 3-4 ms of its 13-16 ms over 4096 x 4096 floats.
+// reductions), and each pass of exponentials is a large part of the kernel's time
+// (docs/performance.md).
 // The value read back is the one the first loop computed with the same operations, so results
 // do not change.
-#include "pack.hpp"
+#include "pack_panels.hpp"
 
 namespace tg {
 

@@ -1,0 +1,276 @@
+#pragma once
+// The pass list: every kernel tg runs, shows or plans is made by the functions of this file, in
+// this order, for a Target (a device's choices and dialect):
+//
+//   graph passes    fuse                                                 schedule_graph
+//                   -> plan_memory                                       plan_buffers
+//   kernel passes   lower                                                lower_kernel
+//                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
+//                   -> GPU: gpu_program -> decompose                     device_passes
+//                   -> render (C, CUDA or GLSL; INTERP runs the program)  render_kernel
+//
+// compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
+// front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
+// what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
+// result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
+#include "../schedule/memory.hpp"
+#include "decompose.hpp"
+#include "gpu_program.hpp"
+#include "lower.hpp"
+#include "pack_rows.hpp"
+#include "render.hpp"
+#include "render_cuda.hpp"
+#include "render_glsl.hpp"
+#include "reuse_values.hpp"
+#include "vectorize.hpp"
+
+namespace tg {
+
+/// The source language a target's kernels are rendered in (None: INTERP runs the program itself).
+enum class Dialect : std::uint8_t { None, C, Cuda, Glsl };
+
+/// What the pass list makes kernels for: the fuser's and the lowering's choices, which device
+/// passes run, and the dialect. Devices give theirs (Device::target(), with the environment's
+/// overrides); the constructors below are the defaults, usable at compile time.
+struct Target {
+  FuseOptions fuse;
+  LowerOptions lower;
+  bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
+  bool gpu = false;              // gpu_program shapes programs for a GPU launch
+  bool split_reductions = false; // the front end cuts long reductions into few outputs in two
+                                 // (a GPU's work-groups: detail::gpu_reduce_split)
+  GpuOptions launch;             // (gpu only)
+  DecomposeOptions decompose;    // op semantics the dialect needs spelled out as ops
+  Dialect dialect = Dialect::None;
+  bool subgroups = false;   // GLSL: the device has subgroup arithmetic
+  bool exact_float = false; // GLSL: the device computes float ops unfused (docs/gpu.md)
+
+  /// The CPU device's kernels: rows of a reduction in one kernel, register tiles of
+  /// `tile_lanes` columns, the CPU passes, C.
+  static constexpr Target cpu(int tile_lanes = LowerOptions{}.tile_lanes) {
+    Target t;
+    t.fuse.row_reductions = true;
+    t.lower.tile_lanes = tile_lanes;
+    t.cpu_passes = true;
+    t.dialect = Dialect::C;
+    return t;
+  }
+  /// The reference interpreter: the CPU's schedule and lowering, run as programs.
+  static constexpr Target interp(int tile_lanes = LowerOptions{}.tile_lanes) {
+    Target t = cpu(tile_lanes);
+    t.cpu_passes = false;
+    t.dialect = Dialect::None;
+    return t;
+  }
+  /// A GPU device's kernels: one output (or a register tile) per thread, gpu_program, `dialect`.
+  static constexpr Target gpu_of(Dialect dialect, GpuOptions launch = {}) {
+    Target t;
+    t.lower = t.lower.for_gpu();
+    t.gpu = t.split_reductions = true;
+    t.launch = launch;
+    t.decompose = DecomposeOptions::gpu();
+    t.dialect = dialect;
+    return t;
+  }
+  static constexpr Target cuda(GpuOptions launch = {}) { return gpu_of(Dialect::Cuda, launch); }
+  static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
+                               bool exact_float = false) {
+    Target t = gpu_of(Dialect::Glsl, launch);
+    t.subgroups = subgroups;
+    t.exact_float = exact_float;
+    return t;
+  }
+  /// The schedule the static front end plans at compile time for every device (the fuser's and
+  /// the lowering's defaults); each device runs its own device passes on it.
+  static constexpr Target portable() { return Target{}; }
+  /// The portable schedule and lowering finished by this target's device passes and dialect: what
+  /// tg::Tensor(expr) runs on its device (fixed/bridge.hpp).
+  constexpr Target planned() const {
+    Target t = *this;
+    t.fuse = portable().fuse;
+    t.lower = portable().lower;
+    return t;
+  }
+
+  /// Every optimization off (TG_OPT=0): one output and one accumulator per loop iteration.
+  constexpr Target unoptimized() const {
+    Target t = *this;
+    t.fuse.row_reductions = false;
+    t.fuse.broadcast_operand_min = 0;
+    t.lower = gpu ? LowerOptions::off().for_gpu() : LowerOptions::off();
+    t.lower.tile_lanes = lower.tile_lanes;
+    return t;
+  }
+};
+
+/// A pass log that sees nothing (the default; the only one in constant expressions). A log has
+/// start() -> a mark, and done(name, mark, describe): describe() gives the pass's result as text.
+struct NoPassLog {
+  constexpr int start() const { return 0; }
+  template <class F> constexpr void done(const char*, int, F&&) const {}
+};
+
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
+    }
+  }
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+} // namespace detail
+
+/// A readable dump of a graph: one line per node (TG_DEBUG=4).
+constexpr Text dump(const Graph& g) {
+  Text t;
+  t << "graph\n";
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes[i];
+    t << "  %" << i << " = " << op_name(n.op) << ' ' << dtype_name(n.dtype) << ' ';
+    detail::write_shape(t, n.shape);
+    for (int k = 0; k < n.nsrc(); ++k) t << " %" << n.src[std::size_t(k)];
+    for (const Movement& m : n.moves) {
+      t << ' ' << move_name(m.op);
+      detail::write_shape(t, m.a);
+    }
+    if (!n.axes.empty()) {
+      t << " axes=";
+      for (int a : n.axes) t << a << ',';
+    }
+    t << '\n';
+  }
+  return t;
+}
+/// The kernels of a schedule: each one's root node, its op and shape, and the nodes it reads.
+constexpr Text dump(const Graph& g, const Schedule& s) {
+  Text t;
+  t << "schedule: " << s.kernels.size() << " kernel(s)\n";
+  for (const Kernel& k : s.kernels) {
+    t << "  kernel %" << k.root << ' ' << op_name(g[k.root].op) << ' ';
+    detail::write_shape(t, g[k.root].shape);
+    t << " <-";
+    for (int in : k.inputs) t << " %" << in;
+    t << '\n';
+  }
+  return t;
+}
+/// Which node results share which temporary buffers.
+constexpr Text dump(const MemoryPlan& plan) {
+  Text t;
+  t << "memory plan: " << plan.slot_bytes.size() << " temporary buffer(s)\n";
+  for (std::size_t i = 0; i < plan.slot.size(); ++i)
+    if (plan.slot[i] >= 0) {
+      t << "  %" << i << " -> temporary " << plan.slot[i] << " (";
+      detail::write_sint(t, plan.slot_bytes[std::size_t(plan.slot[i])]);
+      t << " bytes)\n";
+    }
+  return t;
+}
+
+/// The first graph pass: the graph's nodes grouped into kernels.
+template <class Log = NoPassLog>
+constexpr Schedule schedule_graph(const Graph& g, const Target& t, Log&& log = {}) {
+  auto mark = log.start();
+  Schedule s = fuse(g, t.fuse);
+  log.done("fuse", mark, [&] { return dump(g, s); });
+  return s;
+}
+/// The second: which kernel results share temporary buffers (`keep[n]`: node n's result outlives
+/// the run). The static front end's plans give every result its own buffer and skip it.
+template <class Log = NoPassLog>
+constexpr MemoryPlan plan_buffers(const Graph& g, const Schedule& s, const NodeFlags& keep,
+                                  Log&& log = {}) {
+  auto mark = log.start();
+  MemoryPlan m = plan_memory(g, s, keep);
+  log.done("plan_memory", mark, [&] { return dump(m); });
+  return m;
+}
+
+/// Kernel k of the schedule lowered to a linear program with the target's choices.
+template <class Log = NoPassLog>
+constexpr Program lower_kernel(const Graph& g, const Schedule& s, std::size_t k, const Target& t,
+                               Log&& log = {}) {
+  auto mark = log.start();
+  Program p = lower(g, s, k, t.lower);
+  log.done("lower", mark, [&] { return dump(p); });
+  return p;
+}
+
+/// The target's device passes over a lowered program: what its device runs.
+template <class Log = NoPassLog>
+constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
+  auto step = [&](const char* name, auto pass) {
+    auto mark = log.start();
+    p = pass(p);
+    log.done(name, mark, [&] { return dump(p); });
+  };
+  if (t.cpu_passes) {
+    step("reuse_values", [](const Program& q) { return reuse_values(q); });
+    step("vectorize", [](const Program& q) { return vectorize(q); });
+    step("pack_panels", [](const Program& q) { return pack_panels(q); });
+    step("pack_rows", [](const Program& q) { return pack_rows(q); });
+  }
+  if (t.gpu) step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
+  if (t.decompose.any())
+    step("decompose", [&](const Program& q) { return decompose(q, t.decompose); });
+  return p;
+}
+
+/// A program after its device passes, as source in the target's dialect (empty for None).
+constexpr Text render_kernel(const Program& p, const Target& t) {
+  switch (t.dialect) {
+  case Dialect::C:
+    return render_c(p);
+  case Dialect::Cuda:
+    return render_cuda(p);
+  case Dialect::Glsl:
+    return render_glsl(p, t.subgroups, t.exact_float);
+  case Dialect::None:
+    break;
+  }
+  return Text{};
+}
+
+/// A kernel as the pass list leaves it: the program its device runs, and its source.
+struct KernelCode {
+  Program program;
+  Text source;
+};
+
+/// A lowered program through the rest of the kernel passes: device passes, then render.
+template <class Log = NoPassLog>
+constexpr KernelCode finish_kernel(Program lowered, const Target& t, Log&& log = {}) {
+  KernelCode c;
+  c.program = device_passes(std::move(lowered), t, log);
+  auto mark = log.start();
+  c.source = render_kernel(c.program, t);
+  log.done("render", mark, [&] { return c.source; });
+  return c;
+}
+
+/// Kernel k of the schedule through every kernel pass, in order.
+template <class Log = NoPassLog>
+constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size_t k,
+                                    const Target& t, Log&& log = {}) {
+  return finish_kernel(lower_kernel(g, s, k, t, log), t, log);
+}
+
+} // namespace tg
