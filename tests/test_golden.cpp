@@ -26,20 +26,24 @@ tg::Tensor input(std::vector<std::int64_t> shape, tg::DType dtype = tg::float32)
   return tg::zeros(s, tg::TensorOptions(dtype, "CPU")).realize(); // a buffer; values unused
 }
 
+tg::Tensor elementwise_chain() { return (input({64, 32}) * 2.0f + 1.0f).relu().exp2(); }
+tg::Tensor reduce_epilogue() { return (input({16, 100}) * input({16, 100})).sum(1).sqrt() + 1.0f; }
+tg::Tensor matmul_tile() { return (input({64, 48}).matmul(input({48, 32})) + input({32})).relu(); }
+tg::Tensor softmax() { return input({8, 200}).softmax(1); }
+tg::Tensor conv2d() { return tg::nn::functional::conv2d(input({2, 3, 8, 8}), input({4, 3, 3, 3})); }
+tg::Tensor symbolic_size() {
+  return (input({12}).reshape({tg::sym("batch", 1, 64, 4), 3}) * 3.0f).sum(1);
+}
+tg::Tensor float16() { return (input({32, 16}, tg::float16) * 0.5f).sum(1); }
+
 const std::vector<Case>& cases() {
-  static const std::vector<Case> c{
-      {"elementwise_chain", [] { return ((input({64, 32}) * 2.0f + 1.0f).relu().exp2()); }},
-      {"reduce_epilogue",
-       [] { return (input({16, 100}) * input({16, 100})).sum(1).sqrt() + 1.0f; }},
-      {"matmul_tile",
-       [] { return (input({64, 48}).matmul(input({48, 32})) + input({32})).relu(); }},
-      {"softmax", [] { return input({8, 200}).softmax(1); }},
-      {"conv2d",
-       [] { return tg::nn::functional::conv2d(input({2, 3, 8, 8}), input({4, 3, 3, 3})); }},
-      {"symbolic_size",
-       [] { return (input({12}).reshape({tg::sym("batch", 1, 64, 4), 3}) * 3.0f).sum(1); }},
-      {"float16", [] { return (input({32, 16}, tg::float16) * 0.5f).sum(1); }},
-  };
+  static const std::vector<Case> c{{"elementwise_chain", elementwise_chain},
+                                   {"reduce_epilogue", reduce_epilogue},
+                                   {"matmul_tile", matmul_tile},
+                                   {"softmax", softmax},
+                                   {"conv2d", conv2d},
+                                   {"symbolic_size", symbolic_size},
+                                   {"float16", float16}};
   return c;
 }
 
