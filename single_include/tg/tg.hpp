@@ -8193,28 +8193,11 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
 namespace tg {
 
 namespace detail {
+/// A shape as error messages and dumps print it: [2, batch+1].
 inline std::string shape_str(const Shape& s) {
-  std::string r = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i) r.append(", ");
-    if (s[i].is_const()) {
-      r.append(std::to_string(s[i].constant()));
-      continue;
-    }
-    bool first = true;
-    for (const Term& t : s[i].terms()) {
-      if (!first) r.push_back('+');
-      first = false;
-      if (t.coef != 1) r.append(std::to_string(t.coef)).push_back('*');
-      for (std::size_t k = 0; k < t.vars.size(); ++k) {
-        if (k) r.push_back('*');
-        r.append(t.vars[k].name.view());
-      }
-    }
-    if (s[i].constant()) r.append("+").append(std::to_string(s[i].constant()));
-  }
-  r.push_back(']');
-  return r;
+  Text t;
+  write_shape(t, s);
+  return std::string(t.view());
 }
 } // namespace detail
 
