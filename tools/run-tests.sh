@@ -28,11 +28,11 @@
 #             fuzzing for 20 seconds from its seed corpus: a crash, sanitizer report, hang, huge
 #             allocation or any error but format_error fails it.
 #   asan      GCC 12, Debug, AddressSanitizer + UndefinedBehaviorSanitizer; any report fails the
-#             test (-fno-sanitize-recover=all, halt_on_error). The core suites, with
-#             TG_KERNEL_SANITIZE=1: the CPU device builds its kernels with ASan and UBSan too, so
-#             an out-of-bounds index in a generated kernel is a report (test_runtime shows one).
-#             Not the must-not-compile cases: with this stage's compiler and headers, and none of
-#             its flags, they would repeat the gcc stage's.
+#             test (-fno-sanitize-recover=all, halt_on_error). The core suites; test_fuzz and
+#             test_runtime with TG_KERNEL_SANITIZE=1: the CPU device builds their kernels with
+#             ASan and UBSan too, so an out-of-bounds index in a generated kernel is a report
+#             (test_runtime shows one). Not the must-not-compile cases: with this stage's compiler
+#             and headers, and none of its flags, they would repeat the gcc stage's.
 #   tsan      GCC 12, -O1, ThreadSanitizer (halt_on_error; no suppressions): test_runtime, whose
 #             cases run the thread pool from two callers, compile a realize's kernels in parallel,
 #             and realize from several threads at once in a fresh process (device registry, plan
@@ -177,15 +177,26 @@ stage_clang() {
 
 stage_asan() {
   # The first report ends the process with a failure (-fno-sanitize-recover=all makes UBSan's
-  # reports fatal too); LeakSanitizer runs at exit. The kernels are sanitized too
-  # (TG_KERNEL_SANITIZE=1: the system cc is GCC 12, whose libasan the tests load). The
-  # must-not-compile cases are the gcc stage's (same compiler and headers; sanitizers are no
-  # part of them).
-  ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_init_order=1:detect_stack_use_after_return=1 \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TG_CI_NO_FAIL_CASES=1 \
-    subset_stage "$ci_dir/asan" "TG_FUZZ_GRAPHS=100 TG_TEST_DEVICES=CPU,INTERP TG_KERNEL_SANITIZE=1" \
-    "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=address,undefined \
-    -DTG_BUILD_BENCH=OFF -- "${core_suites[@]}"
+  # reports fatal too); LeakSanitizer runs at exit. The must-not-compile cases are the gcc stage's
+  # (same compiler and headers; sanitizers are no part of them). The random graphs and the runtime
+  # suite run with sanitized kernels too (TG_KERNEL_SANITIZE=1: the system cc is GCC 12, whose
+  # libasan the tests load): they reach every kind of index a kernel computes, while the other
+  # suites reuse the kernels the gcc stage compiled (sanitized kernels miss that cache).
+  local dir="$ci_dir/asan" rc=0
+  export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_init_order=1:detect_stack_use_after_return=1
+  export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  configure_and_build "$dir" "${gcc_flags[@]}" -DCMAKE_BUILD_TYPE=Debug \
+    -DTG_SANITIZE=address,undefined -DTG_BUILD_BENCH=OFF -- "${core_suites[@]}" || rc=1
+  local sanitized="test_fuzz|test_runtime" all
+  all="^($(
+    IFS='|'
+    echo "${core_suites[*]}"
+  ))$"
+  TG_FUZZ_GRAPHS=100 TG_TEST_DEVICES=CPU,INTERP run_ctest "$dir" -R "$all" -E "^($sanitized)$" ||
+    rc=1
+  TG_FUZZ_GRAPHS=100 TG_TEST_DEVICES=CPU,INTERP TG_KERNEL_SANITIZE=1 \
+    run_ctest "$dir" -R "^($sanitized)$" || rc=1
+  return $rc
 }
 
 stage_tsan() {
