@@ -69,7 +69,15 @@ tg::Tensor target(const tg::Tensor& x) {
 TEST_CASE(
     "a jitted training step matches the eager one and replays without scheduling or compiling") {
   Linear eager, compiled;
+  // replays unchecked (the suite runs with TG_JIT_VERIFY=2, which re-runs every second one)
+  const char* verify = std::getenv("TG_JIT_VERIFY");
+  const std::string saved = verify ? verify : "";
+  setenv("TG_JIT_VERIFY", "0", 1);
   auto step = tg::jit([&](tg::Tensor x, tg::Tensor y) { return compiled.step(x, y); });
+  if (verify)
+    setenv("TG_JIT_VERIFY", saved.c_str(), 1);
+  else
+    unsetenv("TG_JIT_VERIFY");
   std::vector<float> eager_losses, jit_losses;
   for (int i = 0; i < 12; ++i) {
     auto x = tg::Tensor::from_data(batch(i), {8, 3}), y = target(x).realize();
@@ -128,4 +136,54 @@ TEST_CASE("a symbolic size may change within its bounds between replays") {
                            data[std::size_t(3 * i + 2)]));
   }
   CHECK_THROWS_AS(input(65), tg::shape_error);
+}
+
+TEST_CASE("a jitted function that reads a changing host value is refused, never replayed wrong") {
+  // A C++ number inside the function is a constant of its kernel: PyTorch-style code that
+  // changes it between calls would replay the captured value forever (TinyJit does). Call 2
+  // (the capture) built another kernel than call 1, so call 3 runs the function again and is
+  // compared with the capture.
+  double scale = 1;
+  auto f = tg::jit([&](tg::Tensor x) { return (x * scale).sum(); });
+  auto x = tg::Tensor({1.f, 1.f, 1.f, 1.f});
+  CHECK(f(x).item<float>() == doctest::Approx(4));
+  scale = 2;
+  CHECK(f(x).item<float>() == doctest::Approx(8));
+  scale = 3;
+  try {
+    f(x);
+    FAIL("call 3 built another kernel than the capture and was not refused");
+  } catch (const tg::error& e) {
+    std::string m = e.what();
+    CHECK(m.find("tg.jit: call 3") != std::string::npos);
+    CHECK(m.find("where it was") != std::string::npos); // the changed line of the kernel
+  }
+  // the capture was forgotten: with the value held still, it warms up, captures and replays
+  for (int call = 0; call < 4; ++call) CHECK(f(x).item<float>() == doctest::Approx(12));
+
+  // a vector made into a tensor inside the function: an upload whose data changed
+  std::vector<float> w{1, 1, 1, 1};
+  auto g = tg::jit([&](tg::Tensor v) { return (v * tg::Tensor::from_data(w)).sum(); });
+  CHECK(g(x).item<float>() == doctest::Approx(4));
+  w[0] = 5;
+  CHECK(g(x).item<float>() == doctest::Approx(8));
+  w[0] = 7;
+  CHECK_THROWS_WITH_AS(g(x), doctest::Contains("differs in its data"), tg::error);
+}
+
+TEST_CASE("TG_JIT_VERIFY=N re-runs every Nth replay and throws on any difference") {
+  setenv("TG_JIT_VERIFY", "1", 1);
+  double scale = 2;
+  auto f = tg::jit([&](tg::Tensor x) { return (x * scale).sum(); });
+  auto x = tg::Tensor({1.f, 2.f});
+  for (int call = 0; call < 3; ++call) CHECK(f(x).item<float>() == doctest::Approx(6));
+  scale = 3; // after the capture: only a verified replay sees it
+  CHECK_THROWS_WITH_AS(f(x), doctest::Contains("tg.jit: call 4"), tg::error);
+  scale = 2;
+  CHECK(f(x).item<float>() == doctest::Approx(6));
+  unsetenv("TG_JIT_VERIFY");
+  auto g = tg::jit([&](tg::Tensor v) { return (v * scale).sum(); }); // off: replays unchecked
+  for (int call = 0; call < 3; ++call) g(x);
+  scale = 5;
+  CHECK(g(x).item<float>() == doctest::Approx(6)); // the captured value: documented footgun
 }

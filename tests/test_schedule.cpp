@@ -807,3 +807,30 @@ TEST_CASE("exp2 on float: the C kernels' polynomial is within 2 ulp of libm, the
     CHECK(std::fabs(cpu[i] - want) <= 2 * ulp);
   }
 }
+
+TEST_CASE(
+    "the torch.* compositions fuse: elementwise math one kernel, running ops and einsum one") {
+  auto x = randn({8, 16}), y = randn({8, 16}) + 4.0f;
+  for (const tg::Tensor& e : {x.erf(),         x.erfc(),
+                              x.log1p(),       x.expm1(),
+                              x.atan(),        x.asin(),
+                              x.acos(),        x.sinh(),
+                              x.cosh(),        x.asinh(),
+                              x.atanh(),       tg::atan2(x, y),
+                              tg::hypot(x, y), x % y,
+                              tg::fmod(x, y),  tg::floor_divide(x, y),
+                              x.lerp(y, 0.3),  x.masked_fill(x > 0.0f, 1),
+                              x.tril(),        x.triu(1)})
+    CHECK(tg::schedule({e}).kernels() == 1);
+  auto i = tg::randint(-50, 50, {8, 16}), j = tg::randint(1, 9, {8, 16});
+  for (const tg::Tensor& e : {i % j, i & j, i | j, i ^ j, ~i, i << j, i >> j})
+    CHECK(tg::schedule({e}).kernels() == 1);
+  // the running ops and sort: a few kernels each, not one per element (counts as of now, bounds)
+  CHECK(tg::schedule({x.cumprod(1)}).kernels() <= 2);
+  CHECK(tg::schedule({x.cummax(1).first}).kernels() <= 4);
+  CHECK(tg::schedule({x.logcumsumexp(1)}).kernels() <= 3);
+  CHECK(tg::schedule({x.sort(1).first}).kernels() <= 5);
+  // einsum's broadcast product and sum: two kernels where matmul's node is one
+  CHECK(tg::schedule({tg::einsum("ij,kj->ik", {x, y})}).kernels() <= 2);
+  CHECK(tg::schedule({x.norm()}).kernels() == 1);
+}

@@ -8,6 +8,7 @@
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 #include "state/safetensors.hpp"
+#include "tensor/indexing.hpp"
 
 namespace tg {
 inline constexpr const char* version = "0.1.0";

@@ -170,6 +170,17 @@ constexpr DType promote(DType a, DType b) {
   }
 }
 
+/// PyTorch's result_type of two tensor operands, where a 0-d tensor counts for less: next to a
+/// tensor with dimensions its dtype matters only when it is of a higher category (int32 tensor +
+/// 0-d int64: int32; + 0-d float64: float64; float16 tensor + 0-d float64: float16).
+constexpr DType promote(DType a, bool a_0d, DType b, bool b_0d) {
+  if (a_0d == b_0d) return promote(a, b);
+  DType dim = a_0d ? b : a, zero = a_0d ? a : b;
+  if (is_float(dim)) return dim;
+  if (dim == DType::Bool || is_float(zero)) return promote(dim, zero);
+  return dim;
+}
+
 /// The kind of a Python-like C++ scalar, as both front ends promote it: Bool, Int64 or Float64.
 template <class S> constexpr DType scalar_kind() {
   using T = std::remove_cvref_t<S>;
@@ -1582,6 +1593,10 @@ struct DecomposeOptions {
   /// x % 0 == 0, x / -1 == -x (wrapping), x % -1 == 0. GPUs leave x / 0 (and INT_MIN / -1)
   /// undefined; the CPU's C keeps the plain operators, as before.
   bool safe_int_div = false;
+  /// float32 log2 of a subnormal input exact: Vulkan drivers may flush it to zero (lavapipe gives
+  /// log2(1e-45) = -127), so a subnormal's log2 is taken of its mantissa bits, a whole number,
+  /// minus 149.
+  bool subnormal_log2 = false;
 
   /// The GPU dialects' needs (CUDA, GLSL).
   static constexpr DecomposeOptions gpu() {
@@ -1590,7 +1605,7 @@ struct DecomposeOptions {
     return o;
   }
   /// Whether the pass has anything to do.
-  constexpr bool any() const { return safe_int_div; }
+  constexpr bool any() const { return safe_int_div || subnormal_log2; }
 };
 
 namespace detail {
@@ -1616,10 +1631,19 @@ constexpr bool plain_divisor(const Program& p, int k) {
 
 /// The program with the operations `o` asks for written as simpler ones (unchanged if none).
 constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
-  if (!o.safe_int_div) return p;
+  if (!o.any()) return p;
   detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
   auto constant = [&](DType d, std::int64_t v) {
     return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
+  };
+  auto constant_f = [&](double v) {
+    return rw.add(UOp{UKind::Const,
+                      Op::Add,
+                      DType::Float32,
+                      {-1, -1, -1},
+                      Scalar::of(DType::Float32, v),
+                      -1,
+                      {}});
   };
   auto alu = [&](Op op, DType d, int a, int b = -1, int c = -1) {
     return rw.add(UOp{UKind::Alu, op, d, {a, b, c}, {}, -1, {}});
@@ -1629,8 +1653,22 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     UOp r = rw.remapped(u);
     for (int& k : r.ranges) k = rw.map[std::size_t(k)];
     const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
-    if (u.kind != UKind::Alu || (u.op != Op::Div && u.op != Op::Mod) || !is_int(d) ||
-        detail::plain_divisor(p, u.src[1])) {
+    if (o.subnormal_log2 && u.kind == UKind::Alu && u.op == Op::Log2 && u.dtype == DType::Float32) {
+      // x < 2^-126 (and > 0): log2(float(bits(x))) - 149; otherwise (0, negatives, NaN, normal
+      // numbers) log2(x) as it was
+      const int x = r.src[0];
+      const int plain = rw.add(std::move(r));
+      const int mant = alu(Op::Cast, DType::Float32, alu(Op::Bitcast, DType::Int32, x));
+      const int sub =
+          alu(Op::Add, DType::Float32, alu(Op::Log2, DType::Float32, mant), constant_f(-149.0));
+      const int tiny =
+          alu(Op::And, DType::Bool, alu(Op::CmpLt, DType::Bool, x, constant_f(0x1p-126)),
+              alu(Op::CmpLt, DType::Bool, constant_f(0.0), x));
+      rw.map[i] = alu(Op::Where, DType::Float32, tiny, sub, plain);
+      continue;
+    }
+    if (!o.safe_int_div || u.kind != UKind::Alu || (u.op != Op::Div && u.op != Op::Mod) ||
+        !is_int(d) || detail::plain_divisor(p, u.src[1])) {
       rw.map[i] = rw.add(std::move(r));
       continue;
     }
@@ -2487,6 +2525,7 @@ public:
     // Pass 2: build the program over the merged loops.
     collecting_ = false;
     memo_.clear();
+    memo_of_.assign(g_.size(), {});
     space_ctx_.assign(space_trackers_.size(), 0);
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
@@ -2751,14 +2790,18 @@ private:
 
   constexpr int value(int node, const std::vector<Movement>& pending, int space) {
     if (!collecting_)
-      for (const Memo& m : memo_)
-        if (m.node == node && m.space == space && m.lane == lane_ && m.part == part_ &&
+      for (int i : memo_of_[std::size_t(node)]) {
+        const Memo& m = memo_[std::size_t(i)];
+        if (m.space == space && m.lane == lane_ && m.part == part_ &&
             m.ctx == space_ctx_[std::size_t(space)] && same_moves(m.pending, pending))
           return m.uop;
+      }
     int r = compute(node, pending, space);
-    if (!collecting_)
+    if (!collecting_) {
+      memo_of_[std::size_t(node)].push_back(int(memo_.size()));
       memo_.push_back(
           Memo{node, space, int(lane_), int(part_), space_ctx_[std::size_t(space)], pending, r});
+    }
     return r;
   }
 
@@ -3298,6 +3341,7 @@ private:
   std::vector<Var> vars_;
   bool collecting_ = false;
   std::vector<Memo> memo_;
+  std::vector<std::vector<int>> memo_of_; // per graph node: its entries in memo_
   std::vector<std::vector<ShapeTracker>> space_trackers_;
   std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;
@@ -5453,6 +5497,7 @@ struct Target {
   static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
                                bool exact_float = false) {
     Target t = gpu_of(Dialect::Glsl, launch);
+    t.decompose.subnormal_log2 = true;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
     return t;
@@ -8568,12 +8613,15 @@ template <class C, class... M> inline constexpr bool is_stored<view<C, M...>> = 
 /// detail::checked_index's error: an index outside [-n, n), naming the op and the call site. Not
 /// constexpr: in a constant expression, reaching it is the compile error (its name and Op show in
 /// the diagnostic).
-template <class Op>
-[[noreturn]] void index_out_of_range(const char* op, std::int64_t index, std::int64_t n,
+template <class Op, class S>
+[[noreturn]] void index_out_of_range(const char* op, std::int64_t index, std::size_t d,
                                      const std::source_location& loc) {
+  std::string shape = "[";
+  for (std::size_t i = 0; i < S::dims.size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(S::dims[i]);
   tg::detail::fail<index_error>(op,
-                                "index " + std::to_string(index) +
-                                    " is out of range for a dim of size " + std::to_string(n),
+                                "index " + std::to_string(index) + " is out of range for dim " +
+                                    std::to_string(d) + " of " + shape + "]",
                                 loc);
 }
 
@@ -8674,7 +8722,7 @@ template <class> struct ops {
   /// Tensor::alu(op, a, b): broadcast, promote, cast, expand.
   template <Op O, class A, class B> static constexpr auto alu(const A& a0, const B& b0) {
     using Out = broadcast_shape<typename A::shape_type, typename B::shape_type>;
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     auto a = expand_to<Out>(cast_to<t>(a0));
     auto b = expand_to<Out>(cast_to<t>(b0));
     return binary<O, decltype(a), decltype(b)>(a, b);
@@ -8743,11 +8791,12 @@ template <class> struct ops {
     return unary_op<Op::Neg>(e, loc);
   }
   template <class A, class B> static constexpr auto sub(const A& a, const B& b) {
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     return alu<Op::Add>(cast_to<t>(a), neg(cast_to<t>(b)));
   }
   template <class A, class B> static constexpr auto div(const A& a, const B& b) {
-    constexpr DType t0 = promote(A::dtype, B::dtype), t = is_float(t0) ? t0 : DType::Float32;
+    constexpr DType t0 = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0),
+                    t = is_float(t0) ? t0 : DType::Float32;
     return alu<Op::Div>(cast_to<t>(a), cast_to<t>(b));
   }
   template <class A, class B> static constexpr auto lt(const A& a, const B& b) {
@@ -8840,7 +8889,7 @@ template <class> struct ops {
     return unary_op<Op::Sin>(as_float(e));
   }
   template <class E> static constexpr auto cos(const E& e) {
-    return unary_op<Op::Sin>(ssub(kPi / 2, as_float(e)));
+    return ssub(1.0, smul(2.0, square(unary_op<Op::Sin>(mul_s(as_float(e), 0.5)))));
   }
   template <class E> static constexpr auto tan(const E& e) { return div(sin(e), cos(e)); }
   template <class E> static constexpr auto sigmoid(const E& e) {
@@ -8942,7 +8991,7 @@ template <class> struct ops {
     return alu<Op::Xor>(cast_to<DType::Bool>(a), cast_to<DType::Bool>(b));
   }
   template <class A, class B> static constexpr auto pow(const A& a, const B& b) {
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     if constexpr (is_float(t))
       return alu<Op::Pow>(cast_to<t>(a), cast_to<t>(b));
     else
@@ -8953,7 +9002,7 @@ template <class> struct ops {
     return alu<Op::Max>(a, b);
   }
   template <class A, class B> static constexpr auto minimum(const A& a0, const B& b0) {
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     auto a = share(cast_to<t>(a0));
     auto b = share(cast_to<t>(b0));
     if constexpr (is_float(t))
@@ -8963,15 +9012,19 @@ template <class> struct ops {
   }
   template <class E> static constexpr auto clamp(const E& e, double lo, double hi) {
     constexpr bool integral = !is_float(E::dtype);
-    auto r = maximum(e, full<shape<>, E::dtype>(integral ? -cmath::floor(-lo) : lo));
-    return minimum(r, full<shape<>, E::dtype>(integral ? cmath::floor(hi) : hi));
+    if (integral && (cmath::floor(lo) != lo || cmath::floor(hi) != hi))
+      throw dtype_error("tg.clamp: an integer expression with bounds that are not whole numbers "
+                        "would be float32 (PyTorch's promotion), a dtype a static expression "
+                        "cannot take from values: cast it to a float type first");
+    auto r = maximum(e, full<shape<>, E::dtype>(lo));
+    return minimum(r, full<shape<>, E::dtype>(hi));
   }
   /// where(cond, a, b), broadcast together.
   template <class C, class A, class B>
   static constexpr auto where3(const C& c0, const A& a0, const B& b0) {
     using Out = broadcast_shape<broadcast_shape<typename C::shape_type, typename A::shape_type>,
                                 typename B::shape_type>;
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     auto c = expand_to<Out>(cast_to<DType::Bool>(c0));
     auto x = expand_to<Out>(cast_to<t>(a0));
     auto y = expand_to<Out>(cast_to<t>(b0));
@@ -9176,28 +9229,29 @@ template <class> struct ops {
   /// a stored index (a fixed tensor, a view of one) in place; a computed one is first evaluated
   /// into a tensor the expression keeps, as the run-time front end realizes it (a Buffer in both
   /// graphs). A tg::input has no values to check.
-  template <std::size_t N, class Op, class I>
+  template <class S, std::size_t D, class Op, class I>
   static constexpr auto checked_index(const I& index, const char* op,
                                       const std::source_location& loc) {
     if constexpr (I::is_symbolic)
       return index;
     else if constexpr (is_stored<I>) {
-      check_index_values<N, Op>(index, op, loc);
+      check_index_values<S, D, Op>(index, op, loc);
       return index;
     } else {
       kept<fixed_for<I::dtype, typename I::shape_type>> values(eval(index));
-      check_index_values<N, Op>(values, op, loc);
+      check_index_values<S, D, Op>(values, op, loc);
       return values;
     }
   }
-  template <std::size_t N, class Op, class I>
+  /// Indices into dim D of shape S.
+  template <class S, std::size_t D, class Op, class I>
   static constexpr void check_index_values(const I& index, const char* op,
                                            const std::source_location& loc) {
+    constexpr auto N = std::int64_t(S::dims[D]);
     const auto ev = index.evaluator();
     for (std::size_t k = 0; k < I::size; ++k) {
       const auto i = std::int64_t(ev.coeff(k));
-      if (i < -std::int64_t(N) || i >= std::int64_t(N))
-        index_out_of_range<Op>(op, i, std::int64_t(N), loc);
+      if (i < -N || i >= N) index_out_of_range<Op, S>(op, i, D, loc);
     }
   }
   /// The rest of detail::checked_index: negative indices count from the end.
@@ -9211,7 +9265,8 @@ template <class> struct ops {
   static constexpr auto gather(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d];
-    auto idx = wrapped_index<n>(checked_index<n, op::gather>(index, "gather", loc));
+    auto idx = wrapped_index<n>(
+        checked_index<typename E::shape_type, d, op::gather>(index, "gather", loc));
     using Hi = shape_from<gather_hi_dims<typename I::shape_type, d, n>>;
     auto x = [&] {
       if constexpr (std::is_same_v<Hi, typename E::shape_type>)
@@ -9230,8 +9285,8 @@ template <class> struct ops {
   static constexpr auto index_select(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d], m = I::size;
-    auto idx = wrapped_index<n>(
-        checked_index<n, op::index_select>(reshape_to<shape<m>>(index), "index_select", loc));
+    auto idx = wrapped_index<n>(checked_index<typename E::shape_type, d, op::index_select>(
+        reshape_to<shape<m>>(index), "index_select", loc));
     index_leaf<index_kind::arange, shape<n>> ar;
     auto onehot = eq(reshape_to<shape_from<at_axis_dims<r + 1, d, m, 1>>>(idx),
                      reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));

@@ -137,6 +137,17 @@ constexpr DType promote(DType a, DType b) {
   }
 }
 
+/// PyTorch's result_type of two tensor operands, where a 0-d tensor counts for less: next to a
+/// tensor with dimensions its dtype matters only when it is of a higher category (int32 tensor +
+/// 0-d int64: int32; + 0-d float64: float64; float16 tensor + 0-d float64: float16).
+constexpr DType promote(DType a, bool a_0d, DType b, bool b_0d) {
+  if (a_0d == b_0d) return promote(a, b);
+  DType dim = a_0d ? b : a, zero = a_0d ? a : b;
+  if (is_float(dim)) return dim;
+  if (dim == DType::Bool || is_float(zero)) return promote(dim, zero);
+  return dim;
+}
+
 /// The kind of a Python-like C++ scalar, as both front ends promote it: Bool, Int64 or Float64.
 template <class S> constexpr DType scalar_kind() {
   using T = std::remove_cvref_t<S>;
@@ -2088,6 +2099,10 @@ struct DecomposeOptions {
   /// x % 0 == 0, x / -1 == -x (wrapping), x % -1 == 0. GPUs leave x / 0 (and INT_MIN / -1)
   /// undefined; the CPU's C keeps the plain operators, as before.
   bool safe_int_div = false;
+  /// float32 log2 of a subnormal input exact: Vulkan drivers may flush it to zero (lavapipe gives
+  /// log2(1e-45) = -127), so a subnormal's log2 is taken of its mantissa bits, a whole number,
+  /// minus 149.
+  bool subnormal_log2 = false;
 
   /// The GPU dialects' needs (CUDA, GLSL).
   static constexpr DecomposeOptions gpu() {
@@ -2096,7 +2111,7 @@ struct DecomposeOptions {
     return o;
   }
   /// Whether the pass has anything to do.
-  constexpr bool any() const { return safe_int_div; }
+  constexpr bool any() const { return safe_int_div || subnormal_log2; }
 };
 
 namespace detail {
@@ -2122,10 +2137,19 @@ constexpr bool plain_divisor(const Program& p, int k) {
 
 /// The program with the operations `o` asks for written as simpler ones (unchanged if none).
 constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
-  if (!o.safe_int_div) return p;
+  if (!o.any()) return p;
   detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
   auto constant = [&](DType d, std::int64_t v) {
     return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
+  };
+  auto constant_f = [&](double v) {
+    return rw.add(UOp{UKind::Const,
+                      Op::Add,
+                      DType::Float32,
+                      {-1, -1, -1},
+                      Scalar::of(DType::Float32, v),
+                      -1,
+                      {}});
   };
   auto alu = [&](Op op, DType d, int a, int b = -1, int c = -1) {
     return rw.add(UOp{UKind::Alu, op, d, {a, b, c}, {}, -1, {}});
@@ -2135,8 +2159,22 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     UOp r = rw.remapped(u);
     for (int& k : r.ranges) k = rw.map[std::size_t(k)];
     const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
-    if (u.kind != UKind::Alu || (u.op != Op::Div && u.op != Op::Mod) || !is_int(d) ||
-        detail::plain_divisor(p, u.src[1])) {
+    if (o.subnormal_log2 && u.kind == UKind::Alu && u.op == Op::Log2 && u.dtype == DType::Float32) {
+      // x < 2^-126 (and > 0): log2(float(bits(x))) - 149; otherwise (0, negatives, NaN, normal
+      // numbers) log2(x) as it was
+      const int x = r.src[0];
+      const int plain = rw.add(std::move(r));
+      const int mant = alu(Op::Cast, DType::Float32, alu(Op::Bitcast, DType::Int32, x));
+      const int sub =
+          alu(Op::Add, DType::Float32, alu(Op::Log2, DType::Float32, mant), constant_f(-149.0));
+      const int tiny =
+          alu(Op::And, DType::Bool, alu(Op::CmpLt, DType::Bool, x, constant_f(0x1p-126)),
+              alu(Op::CmpLt, DType::Bool, constant_f(0.0), x));
+      rw.map[i] = alu(Op::Where, DType::Float32, tiny, sub, plain);
+      continue;
+    }
+    if (!o.safe_int_div || u.kind != UKind::Alu || (u.op != Op::Div && u.op != Op::Mod) ||
+        !is_int(d) || detail::plain_divisor(p, u.src[1])) {
       rw.map[i] = rw.add(std::move(r));
       continue;
     }
@@ -2993,6 +3031,7 @@ public:
     // Pass 2: build the program over the merged loops.
     collecting_ = false;
     memo_.clear();
+    memo_of_.assign(g_.size(), {});
     space_ctx_.assign(space_trackers_.size(), 0);
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
@@ -3257,14 +3296,18 @@ private:
 
   constexpr int value(int node, const std::vector<Movement>& pending, int space) {
     if (!collecting_)
-      for (const Memo& m : memo_)
-        if (m.node == node && m.space == space && m.lane == lane_ && m.part == part_ &&
+      for (int i : memo_of_[std::size_t(node)]) {
+        const Memo& m = memo_[std::size_t(i)];
+        if (m.space == space && m.lane == lane_ && m.part == part_ &&
             m.ctx == space_ctx_[std::size_t(space)] && same_moves(m.pending, pending))
           return m.uop;
+      }
     int r = compute(node, pending, space);
-    if (!collecting_)
+    if (!collecting_) {
+      memo_of_[std::size_t(node)].push_back(int(memo_.size()));
       memo_.push_back(
           Memo{node, space, int(lane_), int(part_), space_ctx_[std::size_t(space)], pending, r});
+    }
     return r;
   }
 
@@ -3804,6 +3847,7 @@ private:
   std::vector<Var> vars_;
   bool collecting_ = false;
   std::vector<Memo> memo_;
+  std::vector<std::vector<int>> memo_of_; // per graph node: its entries in memo_
   std::vector<std::vector<ShapeTracker>> space_trackers_;
   std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;
@@ -5959,6 +6003,7 @@ struct Target {
   static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
                                bool exact_float = false) {
     Target t = gpu_of(Dialect::Glsl, launch);
+    t.decompose.subnormal_log2 = true;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
     return t;
@@ -8223,6 +8268,15 @@ inline Capture*& active_capture() {
   thread_local Capture* c = nullptr;
   return c;
 }
+/// What a function built, as tg::jit compares calls: each kernel launched (name and source, so
+/// constants count) and the content of each host upload, in order.
+struct Trace {
+  std::vector<std::string> steps;
+};
+inline Trace*& active_trace() {
+  thread_local Trace* t = nullptr;
+  return t;
+}
 
 /// Whether kernel `k` reads buffer node `b` only at the index it writes (elementwise paths, no
 /// views or reductions in between), so it may write its result into b's memory.
@@ -8555,6 +8609,8 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     auto t0 = std::chrono::steady_clock::now();
     runners[k]->run(ptrs_k, vars);
     detail::stats_storage().kernels_launched++;
+    if (detail::Trace* trace = detail::active_trace())
+      trace->steps.push_back("kernel " + runners[k]->name + "\n" + runners[k]->source);
     if (capture) {
       detail::Launch l{runners[k], {buffer_of(kern.root)}, kernel_vars, 0};
       for (int in : kern.inputs) l.buffers.push_back(buffer_of(in));
@@ -8804,6 +8860,12 @@ inline void realize_nodes(const std::vector<LazyPtr>& targets) {
 
 namespace tg {
 
+namespace detail {
+/// One axis of a reduction: any integer but bool.
+template <class T>
+concept Axis = std::integral<T> && !std::same_as<T, bool>;
+} // namespace detail
+
 template <class T>
 concept Arithmetic =
     std::is_arithmetic_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
@@ -8985,46 +9047,94 @@ public:
   Tensor maximum(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor minimum(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor clamp(std::optional<double> lo, std::optional<double> hi, Loc loc = Loc::current()) const;
+  // math.hpp: more elementwise functions, as torch.* (first derivatives exact)
+  Tensor erf(Loc loc = Loc::current()) const;
+  Tensor erfc(Loc loc = Loc::current()) const;
+  Tensor log1p(Loc loc = Loc::current()) const;
+  Tensor expm1(Loc loc = Loc::current()) const;
+  Tensor sinh(Loc loc = Loc::current()) const;
+  Tensor cosh(Loc loc = Loc::current()) const;
+  Tensor asinh(Loc loc = Loc::current()) const;
+  Tensor acosh(Loc loc = Loc::current()) const;
+  Tensor atanh(Loc loc = Loc::current()) const;
+  Tensor atan(Loc loc = Loc::current()) const;
+  Tensor asin(Loc loc = Loc::current()) const;
+  Tensor acos(Loc loc = Loc::current()) const;
+  Tensor atan2(const Tensor& x, Loc loc = Loc::current()) const;
+  Tensor hypot(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight, Loc loc = Loc::current()) const;
+  Tensor lerp(const Tensor& end, double weight, Loc loc = Loc::current()) const;
+  /// Python's %: the remainder has the divisor's sign (integers by zero give 0).
+  Tensor remainder(const Tensor& o, Loc loc = Loc::current()) const;
+  /// C's fmod: the remainder has the dividend's sign.
+  Tensor fmod(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor floor_divide(const Tensor& o, Loc loc = Loc::current()) const;
+  /// Integer and bool tensors only.
+  Tensor bitwise_and(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_or(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_xor(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_not(Loc loc = Loc::current()) const;
+  Tensor bitwise_left_shift(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_right_shift(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor logical_and(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor logical_or(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor logical_xor(const Tensor& o, Loc loc = Loc::current()) const;
 
   // ---- reductions (no axes: all) ---------------------------------------------------------
+  // One axis is a template so that `{}` picks the axes overload (all axes), not axis 0.
   Tensor sum(Loc loc = Loc::current()) const { return sum(std::vector<int>{}, false, loc); }
-  Tensor sum(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return sum(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor sum(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return sum(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor sum(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor mean(Loc loc = Loc::current()) const { return mean(std::vector<int>{}, false, loc); }
-  Tensor mean(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return mean(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor mean(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return mean(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor mean(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor max(Loc loc = Loc::current()) const { return max(std::vector<int>{}, false, loc); }
-  Tensor max(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return max(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor max(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return max(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor max(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor min(Loc loc = Loc::current()) const { return min(std::vector<int>{}, false, loc); }
-  Tensor min(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return min(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor min(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return min(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor min(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor prod(Loc loc = Loc::current()) const { return prod(std::vector<int>{}, false, loc); }
-  Tensor prod(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return prod(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor prod(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return prod(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor prod(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor any(Loc loc = Loc::current()) const { return any(std::vector<int>{}, false, loc); }
-  Tensor any(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return any(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor any(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return any(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor any(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor all(Loc loc = Loc::current()) const { return all(std::vector<int>{}, false, loc); }
-  Tensor all(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return all(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor all(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return all(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor all(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  /// max and min over axes (all when empty), as torch.amax / amin.
+  Tensor amax(std::vector<int> axes = {}, bool keepdim = false, Loc loc = Loc::current()) const {
+    return max(std::move(axes), keepdim, loc);
+  }
+  Tensor amin(std::vector<int> axes = {}, bool keepdim = false, Loc loc = Loc::current()) const {
+    return min(std::move(axes), keepdim, loc);
+  }
+  /// The p-norm over axes (all when empty): torch.linalg.vector_norm (p: 2, 1, inf, -inf, 0 or
+  /// any other positive number).
+  Tensor norm(double p = 2, std::vector<int> axes = {}, bool keepdim = false,
+              Loc loc = Loc::current()) const;
   /// Index of the first maximum (over the flattened tensor when no axis is given); int64.
   Tensor argmax(std::optional<int> axis = std::nullopt, bool keepdim = false,
                 Loc loc = Loc::current()) const;
@@ -9036,8 +9146,9 @@ public:
   Tensor std(std::vector<int> axes = {}, double correction = 1, bool keepdim = false,
              Loc loc = Loc::current()) const;
   Tensor logsumexp(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor logsumexp(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return logsumexp(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor logsumexp(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return logsumexp(std::vector<int>{int(axis)}, keepdim, loc);
   }
 
   // ---- movement (zero-copy views) --------------------------------------------------------
@@ -9086,6 +9197,32 @@ public:
   Tensor softmax(int dim, Loc loc = Loc::current()) const;
   Tensor log_softmax(int dim, Loc loc = Loc::current()) const;
   Tensor cumsum(int dim, Loc loc = Loc::current()) const;
+  // indexing.hpp: ops that select, place or order elements
+  Tensor cumprod(int dim, Loc loc = Loc::current()) const;
+  /// The running maximum along dim and the index of the last element equal to it (int64).
+  std::pair<Tensor, Tensor> cummax(int dim, Loc loc = Loc::current()) const;
+  std::pair<Tensor, Tensor> cummin(int dim, Loc loc = Loc::current()) const;
+  Tensor logcumsumexp(int dim, Loc loc = Loc::current()) const;
+  /// value where mask (bool, broadcast to this tensor's shape) is true.
+  Tensor masked_fill(const Tensor& mask, double value, Loc loc = Loc::current()) const;
+  /// The lower (upper) triangle of the last two dims: j - i <= k (j - i >= k); the rest zero.
+  Tensor tril(std::int64_t k = 0, Loc loc = Loc::current()) const;
+  Tensor triu(std::int64_t k = 0, Loc loc = Loc::current()) const;
+  /// out[..., index[i][j], ...] = src[i][j] along dim (indices checked on the host).
+  Tensor scatter(int dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current()) const;
+  Tensor scatter_add(int dim, const Tensor& index, const Tensor& src,
+                     Loc loc = Loc::current()) const;
+  /// out[..., index[k], ...] += source[..., k, ...] along dim (index 1-D).
+  Tensor index_add(int dim, const Tensor& index, const Tensor& source,
+                   Loc loc = Loc::current()) const;
+  /// Sorted values and their indices (int64) along dim; stable; NaN sorts as the largest.
+  /// O(n^2) work along dim: meant for dims of up to a few thousand.
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false,
+                                 Loc loc = Loc::current()) const;
+  Tensor argsort(int dim = -1, bool descending = false, Loc loc = Loc::current()) const;
+  /// The k largest (or smallest) values along dim, sorted, and their indices.
+  std::pair<Tensor, Tensor> topk(std::int64_t k, int dim = -1, bool largest = true,
+                                 Loc loc = Loc::current()) const;
 
   // ---- building blocks (used by the ops above and by the library layers) -----------------
   static Tensor make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
@@ -9119,6 +9256,10 @@ private:
 // ---- shapes -----------------------------------------------------------------------------
 namespace detail {
 inline std::string shape_of(const Tensor& t) { return shape_str(t.sym_shape()); }
+/// The dtype of a binary op's result: PyTorch's promotion, 0-d operands counting for less.
+inline DType promote(const Tensor& a, const Tensor& b) {
+  return tg::promote(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
+}
 /// NumPy broadcasting of two shapes; false when they do not broadcast.
 inline bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
   std::size_t n = std::max(a.size(), b.size());
@@ -9234,7 +9375,7 @@ inline Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char*
                               "shapes " + detail::shape_of(a0) + " and " + detail::shape_of(b0) +
                                   " cannot be broadcast",
                               loc);
-  DType t = promote(a0.dtype(), b0.dtype());
+  DType t = detail::promote(a0, b0);
   // expand takes its shape by value: skip the copy where the operand has that shape already
   auto widen = [&](const Tensor& x) {
     Tensor c = x.cast(t);
@@ -9417,6 +9558,10 @@ Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
     }
   });
   d->copy_in(buf->ptr, host.data(), host.size());
+  if (detail::Trace* trace = detail::active_trace()) // tg::jit: a host value frozen at capture
+    trace->steps.push_back("upload " + detail::shape_str(shape) + " " + dtype_name(t) + "\n" +
+                           detail::hex64(fnv1a(std::string_view(
+                               reinterpret_cast<const char*>(host.data()), host.size()))));
   Tensor r = make(Op::Buffer, t, std::move(shape), {}, dev);
   r.n_->buffer = std::move(buf);
   return r;
@@ -9557,7 +9702,8 @@ inline void require_not_bool(const Tensor& t, const char* op, std::source_locati
 }
 } // namespace detail
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
+             std::source_location loc = std::source_location::current());
 
 // ---- operators -----------------------------------------------------------------------------
 inline Tensor operator+(TensorArg a, TensorArg b) {
@@ -9574,12 +9720,12 @@ inline Tensor operator-(TensorArg a, TensorArg b) {
   if (a.t.dtype() == DType::Bool || b.t.dtype() == DType::Bool)
     detail::fail<dtype_error>("sub", "subtracting bool tensors is not supported (use logical_xor)",
                               a.loc);
-  DType t = promote(a.t.dtype(), b.t.dtype());
+  DType t = detail::promote(a.t, b.t);
   return Tensor::alu(Op::Add, a.t.cast(t), -TensorArg(b.t.cast(t), a.loc), "sub", a.loc);
 }
 /// True division: integer inputs give float32, as in PyTorch.
 inline Tensor operator/(TensorArg a, TensorArg b) {
-  DType t = promote(a.t.dtype(), b.t.dtype());
+  DType t = detail::promote(a.t, b.t);
   if (!is_float(t)) t = DType::Float32;
   return Tensor::alu(Op::Div, a.t.cast(t), b.t.cast(t), "div", a.loc);
 }
@@ -9674,8 +9820,10 @@ inline Tensor Tensor::sqrt(Loc loc) const { return as_float().alu(Op::Sqrt, loc)
 inline Tensor Tensor::rsqrt(Loc loc) const { return sqrt(loc).reciprocal(loc); }
 inline Tensor Tensor::reciprocal(Loc loc) const { return as_float().alu(Op::Recip, loc); }
 inline Tensor Tensor::sin(Loc loc) const { return as_float().alu(Op::Sin, loc); }
+/// cos(x) = 1 - 2 sin^2(x / 2): halving is exact, so large arguments keep their digits (sin of
+/// pi/2 - x rounds the difference first: cos(12345.678f) was off by 3e-4).
 inline Tensor Tensor::cos(Loc loc) const {
-  return (detail::kPi / 2 - as_float()).alu(Op::Sin, loc);
+  return 1.0 - 2.0 * (as_float() * 0.5).alu(Op::Sin, loc).square(loc);
 }
 inline Tensor Tensor::tan(Loc loc) const { return sin(loc) / cos(loc); }
 inline Tensor Tensor::sigmoid(Loc loc) const {
@@ -9698,22 +9846,6 @@ inline Tensor Tensor::relu(Loc loc) const {
 inline Tensor Tensor::leaky_relu(double slope, Loc loc) const {
   Tensor x = as_float();
   return where(x > 0.0, x, x * slope, loc);
-}
-inline Tensor Tensor::gelu(const std::string& approximate, Loc loc) const {
-  Tensor x = as_float();
-  if (approximate == "tanh")
-    return 0.5 * x * (1.0 + (0.7978845608028654 * (x + 0.044715 * x * x * x)).tanh(loc));
-  if (approximate != "none")
-    detail::fail<error>(
-        "gelu", "approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"", loc);
-  // erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7)
-  Tensor z = x * 0.7071067811865476, az = z.abs(loc);
-  Tensor t = (1.0 + 0.3275911 * az).reciprocal(loc);
-  Tensor poly = t * (0.254829592 +
-                     t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-  Tensor erf_abs = 1.0 - poly * (-(az * az)).exp(loc);
-  Tensor erf = where(z < 0.0, -erf_abs, erf_abs, loc);
-  return 0.5 * x * (1.0 + erf);
 }
 inline Tensor Tensor::silu(Loc loc) const { return as_float() * sigmoid(loc); }
 inline Tensor Tensor::softplus(double beta, double threshold, Loc loc) const {
@@ -9767,7 +9899,7 @@ inline Tensor Tensor::logical_xor(const Tensor& o, Loc loc) const {
   return alu(Op::Xor, cast(DType::Bool), o.cast(DType::Bool), "logical_xor", loc);
 }
 inline Tensor Tensor::pow(const Tensor& e, Loc loc) const {
-  DType t = promote(dtype(), e.dtype());
+  DType t = detail::promote(*this, e);
   if (is_float(t)) return alu(Op::Pow, cast(t), e.cast(t), "pow", loc);
   // integer powers: exact in float64 for the values integers can hold without overflow
   return alu(Op::Pow, cast(DType::Float64), e.cast(DType::Float64), "pow", loc).round(loc).cast(t);
@@ -9776,6 +9908,18 @@ inline Tensor Tensor::pow(double e, Loc loc) const {
   if (e == 2) return square(loc);
   if (e == 1) return *this;
   if (e == 0.5) return sqrt(loc);
+  if (!is_float(dtype()) && e == std::floor(e)) { // an integer power keeps the integer dtype
+    if (e < 0)
+      detail::fail<dtype_error>("pow",
+                                std::string("integers to negative integer powers are not "
+                                            "allowed (") +
+                                    dtype_name(dtype()) + " tensor to the power " +
+                                    std::to_string(std::int64_t(e)) + ")",
+                                loc);
+    Tensor x = dtype() == DType::Bool ? cast(DType::Int64) : *this;
+    return x.pow(full_on({}, Scalar::of_int(DType::Int64, std::int64_t(e)), DType::Int64, device()),
+                 loc);
+  }
   Tensor x = is_float(dtype()) ? *this : cast(DType::Float32);
   // as PyTorch's scalar powers: products, exact where the result is (a GPU's pow need not be)
   if (e == 3) return x.square(loc) * x;
@@ -9787,19 +9931,21 @@ inline Tensor Tensor::maximum(const Tensor& o, Loc loc) const {
   return alu(Op::Max, *this, o, "maximum", loc);
 }
 inline Tensor Tensor::minimum(const Tensor& o, Loc loc) const {
-  DType t = promote(dtype(), o.dtype());
+  DType t = detail::promote(*this, o);
   Tensor a = cast(t), b = o.cast(t);
   Tensor pick_a = alu(Op::CmpLt, a, b, "minimum", loc);
   if (is_float(t)) pick_a = pick_a.logical_or(a.isnan(loc), loc);
   return where(pick_a, a, b, loc);
 }
 inline Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi, Loc loc) const {
-  Tensor r = *this;
-  // bounds in the tensor's own dtype (not via a float32 constant, which rounds large int64 bounds);
-  // an integer tensor is clamped to the integers inside [lo, hi]
-  bool integral = !is_float(dtype());
-  if (lo) r = r.maximum(full_on({}, integral ? std::ceil(*lo) : *lo, r.dtype(), device()), loc);
-  if (hi) r = r.minimum(full_on({}, integral ? std::floor(*hi) : *hi, r.dtype(), device()), loc);
+  // PyTorch's promotion with the bounds as scalars: an integer tensor with a bound that is not an
+  // integer is clamped as float32; bounds in the result's dtype (not via a float32 constant,
+  // which rounds large int64 bounds)
+  auto fractional = [](std::optional<double> b) { return b && *b != std::floor(*b); };
+  Tensor r =
+      !is_float(dtype()) && (fractional(lo) || fractional(hi)) ? cast(DType::Float32) : *this;
+  if (lo) r = r.maximum(full_on({}, *lo, r.dtype(), device()), loc);
+  if (hi) r = r.minimum(full_on({}, *hi, r.dtype(), device()), loc);
   return r;
 }
 
@@ -9815,7 +9961,7 @@ inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
                               loc);
   if (cond.device() != a.device() || a.device() != b.device())
     detail::fail<device_error>("where", "tensors are on different devices", loc);
-  DType t = promote(a.dtype(), b.dtype());
+  DType t = detail::promote(a, b);
   Tensor c = cond.cast(DType::Bool).expand(out), x = a.cast(t).expand(out),
          y = b.cast(t).expand(out);
   return Tensor::make(Op::Where, t, out, {c.lazy(), x.lazy(), y.lazy()}, a.device());
@@ -9830,9 +9976,6 @@ Tensor where(const Tensor& cond, S a, const Tensor& b,
              std::source_location loc = std::source_location::current()) {
   return where(cond, detail::scalar_for(b, a), b, loc);
 }
-inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  return where(cond, a, b, std::source_location::current());
-}
 
 // ---- reductions ----------------------------------------------------------------------------
 inline Tensor Tensor::sum(std::vector<int> axes, bool keepdim, Loc loc) const {
@@ -9844,14 +9987,34 @@ inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim, Loc loc) const {
   Tensor x = is_float(dtype()) ? *this : cast(DType::Int64);
   return x.reduce(Op::ReduceProd, std::move(axes), keepdim, "prod", loc);
 }
+namespace detail {
+/// max, min and argmax have no identity: an axis they reduce must not be empty (an empty tensor
+/// reduced along another axis gives an empty result, as in PyTorch).
+inline void require_nonempty_axes(const Tensor& t, std::vector<int> axes, const char* op,
+                                  std::source_location loc) {
+  if (t.numel() != 0 || t.ndim() == 0) return;
+  if (axes.empty())
+    fail<shape_error>(op,
+                      "reduction over all of the empty tensor " + shape_of(t) +
+                          " has no identity (give an axis that is not empty)",
+                      loc);
+  for (int a : axes) {
+    a = t.normalize_axis(a, op, loc);
+    if (t.sym_shape()[std::size_t(a)].eval() == 0)
+      fail<shape_error>(op,
+                        "axis " + std::to_string(a) + " of " + shape_of(t) +
+                            " is empty, and the reduction has no identity",
+                        loc);
+  }
+}
+} // namespace detail
+
 inline Tensor Tensor::max(std::vector<int> axes, bool keepdim, Loc loc) const {
-  if (numel() == 0)
-    detail::fail<shape_error>("max", "reduction over an empty tensor has no identity", loc);
+  detail::require_nonempty_axes(*this, axes, "max", loc);
   return reduce(Op::ReduceMax, std::move(axes), keepdim, "max", loc);
 }
 inline Tensor Tensor::min(std::vector<int> axes, bool keepdim, Loc loc) const {
-  if (numel() == 0)
-    detail::fail<shape_error>("min", "reduction over an empty tensor has no identity", loc);
+  detail::require_nonempty_axes(*this, axes, "min", loc);
   if (is_float(dtype()))
     return -(-*this).reduce(Op::ReduceMax, std::move(axes), keepdim, "min", loc);
   if (dtype() == DType::Bool) return all(std::move(axes), keepdim, loc);
@@ -9861,7 +10024,17 @@ inline Tensor Tensor::min(std::vector<int> axes, bool keepdim, Loc loc) const {
                  .reduce(Op::ReduceMax, axes, keepdim, "min", loc),
              full_on({}, -1, dtype(), device()), "min", loc);
 }
+namespace detail {
+/// Checks the axes a composite op reduces under its own name (they are checked again by the
+/// reductions it is made of).
+inline void check_axes(const Tensor& t, const std::vector<int>& axes, const char* op,
+                       std::source_location loc) {
+  for (int a : axes) t.normalize_axis(a, op, loc);
+}
+} // namespace detail
+
 inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "mean", loc);
   if (!is_float(dtype()))
     detail::fail<dtype_error>(
         "mean", std::string("needs a floating point tensor, got ") + dtype_name(dtype()), loc);
@@ -9876,7 +10049,8 @@ inline Tensor Tensor::all(std::vector<int> axes, bool keepdim, Loc loc) const {
   return logical_not(loc).any(std::move(axes), keepdim, loc).logical_not(loc);
 }
 inline Tensor Tensor::argmax(std::optional<int> axis, bool keepdim, Loc loc) const {
-  if (numel() == 0) detail::fail<shape_error>("argmax", "argmax of an empty tensor", loc);
+  detail::require_nonempty_axes(*this, axis ? std::vector<int>{*axis} : std::vector<int>{},
+                                "argmax", loc);
   if (!axis) {
     Tensor r = flatten(0, -1, loc).argmax(0, false, loc);
     if (keepdim) return r.reshape(Shape(std::size_t(ndim()), SInt(1)), loc);
@@ -9905,6 +10079,7 @@ inline Tensor Tensor::argmin(std::optional<int> axis, bool keepdim, Loc loc) con
   return alu(Op::Xor, *this, const_like(-1), "argmin", loc).argmax(axis, keepdim, loc);
 }
 inline Tensor Tensor::var(std::vector<int> axes, double correction, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "var", loc);
   Tensor x = as_float();
   Tensor m = x.mean(axes, true, loc);
   Tensor d = x - m;
@@ -9913,10 +10088,13 @@ inline Tensor Tensor::var(std::vector<int> axes, double correction, bool keepdim
   return s / std::max(count - correction, 0.0);
 }
 inline Tensor Tensor::std(std::vector<int> axes, double correction, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "std", loc);
   return var(std::move(axes), correction, keepdim, loc).sqrt(loc);
 }
 inline Tensor Tensor::logsumexp(std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "logsumexp", loc);
   Tensor x = as_float();
+  if (numel() == 0) return x.exp(loc).sum(axes, keepdim, loc).log(loc); // empty sums: log(0) = -inf
   Tensor m = x.max(axes, true, loc);
   Tensor safe = where(m.isinf(loc), m.const_like(0), m, loc); // all -inf rows give -inf, not nan
   Tensor r = (x - safe).exp(loc).sum(axes, true, loc).log(loc) + safe;
@@ -9935,11 +10113,16 @@ inline Tensor Tensor::reshape(Shape shape, Loc loc) const {
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (infer >= 0)
-        detail::fail<shape_error>(
-            "reshape", "only one dimension can be -1 in " + detail::shape_str(shape), loc);
+        detail::fail<shape_error>("reshape",
+                                  "only one dimension can be -1 in " + detail::shape_str(shape) +
+                                      " (reshaping " + detail::shape_of(*this) + ")",
+                                  loc);
       infer = int(i);
     } else if (shape[i].is_const() && shape[i].constant() < 0) {
-      detail::fail<shape_error>("reshape", "invalid size in " + detail::shape_str(shape), loc);
+      detail::fail<shape_error>("reshape",
+                                "invalid size in " + detail::shape_str(shape) + " (reshaping " +
+                                    detail::shape_of(*this) + ")",
+                                loc);
     } else
       known = known * shape[i];
   }
@@ -9983,7 +10166,10 @@ inline Tensor Tensor::permute(std::vector<int> dims, Loc loc) const {
   for (std::size_t i = 0; i < dims.size(); ++i) {
     int d = normalize_axis(dims[i], "permute", loc);
     if (seen[std::size_t(d)])
-      detail::fail<shape_error>("permute", "dimension " + std::to_string(d) + " repeats", loc);
+      detail::fail<shape_error>("permute",
+                                "dimension " + std::to_string(d) + " repeats (permuting " +
+                                    detail::shape_of(*this) + ")",
+                                loc);
     seen[std::size_t(d)] = true;
     order.push_back(d);
     identity = identity && d == int(i);
@@ -10056,7 +10242,11 @@ inline Tensor Tensor::unsqueeze(int dim, Loc loc) const {
 inline Tensor Tensor::flatten(int start, int end, Loc loc) const {
   if (ndim() == 0) return reshape({1}, loc);
   int a = normalize_axis(start, "flatten", loc), b = normalize_axis(end, "flatten", loc);
-  if (a > b) detail::fail<shape_error>("flatten", "start_dim comes after end_dim", loc);
+  if (a > b)
+    detail::fail<shape_error>("flatten",
+                              "start_dim " + std::to_string(start) + " comes after end_dim " +
+                                  std::to_string(end) + " of " + detail::shape_of(*this),
+                              loc);
   Shape s(sym_shape().begin(), sym_shape().begin() + a);
   SInt m = 1;
   for (int i = a; i <= b; ++i) m = m * sym_shape()[std::size_t(i)];
@@ -10068,7 +10258,8 @@ inline Tensor Tensor::pad(std::vector<std::int64_t> pads, double value, Loc loc)
   if (pads.size() % 2 || int(pads.size()) > 2 * ndim())
     detail::fail<shape_error>("pad",
                               "needs pairs (before, after) for at most " + std::to_string(ndim()) +
-                                  " dims, got " + std::to_string(pads.size()) + " values",
+                                  " dims of " + detail::shape_of(*this) + ", got " +
+                                  std::to_string(pads.size()) + " values",
                               loc);
   std::vector<SInt> before(std::size_t(ndim()), SInt(0)), after = before, lo = before,
                                                           hi = sym_shape();
@@ -10078,7 +10269,9 @@ inline Tensor Tensor::pad(std::vector<std::int64_t> pads, double value, Loc loc)
     std::int64_t b = pads[2 * k], e = pads[2 * k + 1];
     std::int64_t size = sym_shape()[axis].eval();
     if (b < -size || e < -size || b + e < -size)
-      detail::fail<shape_error>("pad", "cropping more than the size of dim " + std::to_string(axis),
+      detail::fail<shape_error>("pad",
+                                "cropping more than the size of dim " + std::to_string(axis) +
+                                    " of " + detail::shape_of(*this),
                                 loc);
     if (b < 0) {
       lo[axis] = -b;
@@ -10108,7 +10301,9 @@ inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
                             std::optional<std::int64_t> stop, std::int64_t step, Loc loc) const {
   int d = normalize_axis(dim, "slice", loc);
   if (ndim() == 0) detail::fail<shape_error>("slice", "a 0-d tensor cannot be sliced", loc);
-  if (step == 0) detail::fail<shape_error>("slice", "step cannot be zero", loc);
+  if (step == 0)
+    detail::fail<shape_error>("slice",
+                              "step cannot be zero (slicing " + detail::shape_of(*this) + ")", loc);
   const SInt& size_s = sym_shape()[std::size_t(d)];
   if (!size_s.is_const() && !start && !stop && step == 1) return *this;
   // Python's slice semantics, clamped (util/slice.hpp): shrink, then flip, then stride
@@ -10166,13 +10361,22 @@ inline Tensor Tensor::flip(std::vector<int> dims, Loc loc) const {
   std::vector<SInt> axes(std::size_t(ndim()), SInt(0));
   for (int d : dims) {
     int a = normalize_axis(d, "flip", loc);
-    if (ndim() > 0) axes[std::size_t(a)] = 1; // a 0-d tensor takes axis 0 and flips nothing
+    if (ndim() == 0) continue; // a 0-d tensor takes axis 0 and flips nothing
+    if (axes[std::size_t(a)] == 1)
+      detail::fail<shape_error>("flip",
+                                "dim " + std::to_string(a) +
+                                    " appears more than once in the dims of " +
+                                    detail::shape_of(*this),
+                                loc);
+    axes[std::size_t(a)] = 1;
   }
   return move({MoveOp::Flip, axes, {}});
 }
 inline std::vector<Tensor> Tensor::split(std::int64_t size, int dim, Loc loc) const {
   if (size <= 0)
-    detail::fail<shape_error>("split", "split size must be positive, got " + std::to_string(size),
+    detail::fail<shape_error>("split",
+                              "split size must be positive, got " + std::to_string(size) +
+                                  " (splitting " + detail::shape_of(*this) + ")",
                               loc);
   std::int64_t n = this->size(dim, loc);
   std::vector<std::int64_t> sizes;
@@ -10187,7 +10391,8 @@ inline std::vector<Tensor> Tensor::split(std::vector<std::int64_t> sizes, int di
   if (total != size(d, loc))
     detail::fail<shape_error>("split",
                               "sizes add up to " + std::to_string(total) + ", not the " +
-                                  std::to_string(size(d, loc)) + " of dim " + std::to_string(d),
+                                  std::to_string(size(d, loc)) + " of dim " + std::to_string(d) +
+                                  " of " + detail::shape_of(*this),
                               loc);
   std::vector<Tensor> out;
   std::int64_t b = 0;
@@ -10198,20 +10403,30 @@ inline std::vector<Tensor> Tensor::split(std::vector<std::int64_t> sizes, int di
   return out;
 }
 inline std::vector<Tensor> Tensor::chunk(std::int64_t chunks, int dim, Loc loc) const {
-  if (chunks <= 0) detail::fail<shape_error>("chunk", "chunks must be positive", loc);
+  if (chunks <= 0)
+    detail::fail<shape_error>("chunk",
+                              "chunks must be positive, got " + std::to_string(chunks) +
+                                  " (chunking " + detail::shape_of(*this) + ")",
+                              loc);
   std::int64_t n = size(dim, loc);
   return split(std::max<std::int64_t>((n + chunks - 1) / chunks, 1), dim, loc);
 }
 inline Tensor Tensor::repeat(std::vector<std::int64_t> reps, Loc loc) const {
   if (int(reps.size()) < ndim())
     detail::fail<shape_error>("repeat",
-                              "needs at least " + std::to_string(ndim()) + " repeat counts", loc);
+                              "needs at least " + std::to_string(ndim()) + " repeat counts for " +
+                                  detail::shape_of(*this) + ", got " + std::to_string(reps.size()),
+                              loc);
   std::size_t lead = reps.size() - std::size_t(ndim());
   Shape s(lead, SInt(1));
   s.insert(s.end(), sym_shape().begin(), sym_shape().end());
   Shape inter, expanded, out;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (reps[i] < 0) detail::fail<shape_error>("repeat", "negative repeat count", loc);
+    if (reps[i] < 0)
+      detail::fail<shape_error>("repeat",
+                                "negative repeat count " + std::to_string(reps[i]) + " for " +
+                                    detail::shape_of(*this),
+                                loc);
     inter.push_back(1);
     inter.push_back(s[i]);
     expanded.push_back(reps[i]);
@@ -10223,8 +10438,9 @@ inline Tensor Tensor::repeat(std::vector<std::int64_t> reps, Loc loc) const {
 
 namespace detail {
 /// Host-side check that integer indices lie in [-n, n) (gather and index_select read them).
-inline Tensor checked_index(const Tensor& index, std::int64_t n, const char* op,
+inline Tensor checked_index(const Tensor& index, const Tensor& input, int d, const char* op,
                             std::source_location loc) {
+  const std::int64_t n = input.size(d);
   if (!is_int(index.dtype()))
     fail<dtype_error>(
         op, std::string("index must be an integer tensor, got ") + dtype_name(index.dtype()), loc);
@@ -10232,8 +10448,8 @@ inline Tensor checked_index(const Tensor& index, std::int64_t n, const char* op,
   for (std::int64_t x : v)
     if (x < -n || x >= n)
       fail<index_error>(op,
-                        "index " + std::to_string(x) + " is out of range for a dim of size " +
-                            std::to_string(n),
+                        "index " + std::to_string(x) + " is out of range for dim " +
+                            std::to_string(d) + " of " + shape_of(input),
                         loc);
   Tensor i = index.cast(DType::Int64);
   return where(i < std::int64_t(0), i + n, i, loc);
@@ -10259,7 +10475,7 @@ inline Tensor Tensor::gather(int dim, const Tensor& index, Loc loc) const {
                                     detail::shape_of(*this) + " in dim " + std::to_string(i),
                                 loc);
   std::int64_t n = size(d);
-  Tensor idx = detail::checked_index(index, n, "gather", loc);
+  Tensor idx = detail::checked_index(index, *this, d, "gather", loc);
   // crop the input to the index's extent (except along dim), then one-hot select along dim
   std::vector<SInt> lo(std::size_t(ndim()), SInt(0)), hi = index.sym_shape();
   hi[std::size_t(d)] = sym_shape()[std::size_t(d)];
@@ -10277,7 +10493,7 @@ inline Tensor Tensor::index_select(int dim, const Tensor& index, Loc loc) const 
     detail::fail<shape_error>("index_select", "index must be 1-D, got " + detail::shape_of(index),
                               loc);
   std::int64_t n = size(d), m = index.numel();
-  Tensor idx = detail::checked_index(index.reshape({m}), n, "index_select", loc);
+  Tensor idx = detail::checked_index(index.reshape({m}), *this, d, "index_select", loc);
   // out[..., j, ...] = sum_k x[..., k, ...] * (idx[j] == k)
   Shape is(std::size_t(ndim()) + 1, SInt(1));
   is[std::size_t(d)] = m;
@@ -10414,6 +10630,11 @@ inline Tensor Tensor::dot(const Tensor& o, Loc loc) const {
                               "needs two 1-D tensors, got " + detail::shape_of(*this) + " and " +
                                   detail::shape_of(o),
                               loc);
+  if (size(0) != o.size(0))
+    detail::fail<shape_error>("dot",
+                              "the tensors have different sizes: " + detail::shape_of(*this) +
+                                  " and " + detail::shape_of(o),
+                              loc);
   return matmul(o, loc);
 }
 inline Tensor matmul(const Tensor& a, const Tensor& b,
@@ -10421,11 +10642,13 @@ inline Tensor matmul(const Tensor& a, const Tensor& b,
   return a.matmul(b, loc);
 }
 inline Tensor Tensor::softmax(int dim, Loc loc) const {
+  normalize_axis(dim, "softmax", loc); // the error names the op called
   Tensor x = as_float();
   Tensor e = (x - x.max(dim, true, loc)).exp(loc);
   return e / e.sum(dim, true, loc);
 }
 inline Tensor Tensor::log_softmax(int dim, Loc loc) const {
+  normalize_axis(dim, "log_softmax", loc);
   Tensor x = as_float();
   Tensor s = x - x.max(dim, true, loc);
   return s - s.exp(loc).sum(dim, true, loc).log(loc);
@@ -10837,7 +11060,7 @@ inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const T
   case Op::Log2:
     return {g / (P(0) * c(kLn2))};
   case Op::Sin:
-    return {g * (c(kPi / 2) - P(0)).alu(Op::Sin, std::source_location::current())};
+    return {g * P(0).cos()};
   case Op::Trunc:
     return {g * c(0)};
   case Op::Cast:
@@ -11157,21 +11380,41 @@ public:
     }
     if (calls_ >= 2) {
       check(inputs);
-      if constexpr (std::is_void_v<R>)
+      ++replays_;
+      // the first replay after a capture unlike its warm-up, and with TG_JIT_VERIFY=N every Nth,
+      // runs the function instead and compares what it builds with the capture
+      if (check_next_ || (verify_every_ > 0 && replays_ % verify_every_ == 0)) {
+        detail::Trace trace;
+        Tracing on(trace);
+        const std::string which = "call " + std::to_string(replays_ + 2);
+        if constexpr (std::is_void_v<R>) {
+          call(inputs, std::index_sequence_for<Args...>{});
+          verify_or_forget(trace, which);
+        } else {
+          std::vector<Tensor> outs = run(inputs, std::index_sequence_for<Args...>{});
+          verify_or_forget(trace, which);
+          return detail::JitResult<R>::rebuild(outs);
+        }
+      } else if constexpr (std::is_void_v<R>)
         replay(inputs);
       else
         return detail::JitResult<R>::rebuild(replay(inputs));
     } else if (calls_++ == 0) { // warm-up: compiles everything
-      if constexpr (std::is_void_v<R>)
+      detail::Trace trace;
+      Tracing on(trace);
+      if constexpr (std::is_void_v<R>) {
         call(inputs, std::index_sequence_for<Args...>{});
-      else {
-        R r = call(inputs, std::index_sequence_for<Args...>{});
-        realize(detail::JitResult<R>::flatten(r));
-        return r;
+        trace_ = std::move(trace.steps);
+      } else {
+        std::vector<Tensor> outs = run(inputs, std::index_sequence_for<Args...>{});
+        trace_ = std::move(trace.steps);
+        return detail::JitResult<R>::rebuild(outs);
       }
     } else { // capture
       detail::Capture cap;
       detail::active_capture() = &cap;
+      detail::Trace trace;
+      Tracing on(trace);
       struct Reset {
         ~Reset() { detail::active_capture() = nullptr; }
       } reset;
@@ -11184,14 +11427,13 @@ public:
       if constexpr (std::is_void_v<R>) {
         call(inputs, std::index_sequence_for<Args...>{});
         launches_ = std::move(cap.launches);
+        captured(trace);
         prepare_replay();
       } else {
-        R r = call(inputs, std::index_sequence_for<Args...>{});
-        std::vector<Tensor> outs = detail::JitResult<R>::flatten(r);
-        for (Tensor& o : outs) o = o.contiguous();
-        realize(outs);
+        std::vector<Tensor> outs = run(inputs, std::index_sequence_for<Args...>{});
         for (const Tensor& o : outs) outputs_.push_back(o.lazy());
         launches_ = std::move(cap.launches);
+        captured(trace);
         prepare_replay();
         return detail::JitResult<R>::rebuild(outs);
       }
@@ -11202,9 +11444,93 @@ public:
   std::size_t captured_launches() const { return launches_.size(); }
 
 private:
+  /// Records what runs while alive (nested: the outer trace is restored after).
+  struct Tracing {
+    detail::Trace* saved;
+    explicit Tracing(detail::Trace& t) : saved(detail::active_trace()) {
+      detail::active_trace() = &t;
+    }
+    ~Tracing() { detail::active_trace() = saved; }
+  };
+
+  /// A capture that built what the warm-up built is replayed. One that built something else may
+  /// have met a one-time effect of the warm-up (optimizer state made on the first step), or a
+  /// value read on the host that changes every call: the next call runs the function again and
+  /// must build what the capture did.
+  void captured(const detail::Trace& trace) {
+    check_next_ = trace.steps != trace_;
+    trace_ = trace.steps; // what replays must repeat
+    replays_ = 0;
+  }
+  /// On a difference, throws and forgets the capture (the next call warms up again).
+  void verify_or_forget(const detail::Trace& trace, const std::string& which) {
+    try {
+      verify(trace, which);
+      check_next_ = false;
+    } catch (...) {
+      calls_ = 0;
+      check_next_ = false;
+      launches_.clear();
+      outputs_.clear();
+      input_buffers_.clear();
+      input_shapes_.clear();
+      input_dtypes_.clear();
+      input_devices_.clear();
+      slots_.clear();
+      ptrs_.clear();
+      throw;
+    }
+  }
+  void verify(const detail::Trace& trace, const std::string& which) const {
+    const std::vector<std::string>& now = trace.steps;
+    if (now == trace_) return;
+    std::size_t k = 0;
+    while (k < now.size() && k < trace_.size() && now[k] == trace_[k]) ++k;
+    auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+    std::string what;
+    if (k == now.size() || k == trace_.size()) {
+      what = "it ran " + std::to_string(now.size()) + " steps where the earlier call ran " +
+             std::to_string(trace_.size());
+    } else if (first_line(now[k]) != first_line(trace_[k])) {
+      what = "step " + std::to_string(k) + " is " + first_line(now[k]) + " where it was " +
+             first_line(trace_[k]);
+    } else { // the same kernel or upload with other code or data: show the first changed line
+      std::istringstream a(now[k]), b(trace_[k]);
+      std::string la, lb;
+      while (std::getline(a, la) && std::getline(b, lb) && la == lb) {
+      }
+      auto trim = [](std::string x) {
+        x.erase(0, x.find_first_not_of(" \t"));
+        return x.size() > 100 ? x.substr(0, 100) + "..." : x;
+      };
+      what =
+          "step " + std::to_string(k) + " (" + first_line(now[k]) + ") differs" +
+          (now[k].rfind("upload", 0) == 0 ? " in its data"
+                                          : ": `" + trim(la) + "` where it was `" + trim(lb) + "`");
+    }
+    throw error("tg.jit: " + which +
+                " of the function built other device work than the "
+                "captured call 2: " +
+                what +
+                ". A value read on the host inside the function (a C++ number in an op, a vector "
+                "made into a tensor, an item()) changed between calls, and replays would repeat "
+                "the captured one. Pass such values as tensor arguments, or keep them in a "
+                "tensor changed with tg::assign.");
+  }
+
   template <std::size_t... I>
   auto call(const std::vector<Tensor>& inputs, std::index_sequence<I...>) {
     return fn_(inputs[I]...);
+  }
+  /// One call of a function with results, the results made contiguous and realized in one
+  /// schedule, the same way on every call so that the calls build the same work.
+  template <std::size_t... I>
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, std::index_sequence<I...> seq) {
+    using R = decltype(fn_(inputs[I]...));
+    std::vector<Tensor> outs = detail::JitResult<R>::flatten(call(inputs, seq));
+    for (Tensor& o : outs) o = o.contiguous();
+    realize(outs);
+    return outs;
   }
 
   void check(const std::vector<Tensor>& inputs) const {
@@ -11301,6 +11627,11 @@ private:
 
   F fn_;
   int calls_ = 0;
+  std::int64_t replays_ = 0;
+  bool check_next_ = false; // the capture differs from the warm-up: check the next call
+  /// TG_JIT_VERIFY=N: every Nth replay runs the function instead and compares what it builds.
+  std::int64_t verify_every_ = std::max<std::int64_t>(0, env::get_int("TG_JIT_VERIFY", 0));
+  std::vector<std::string> trace_; // what the last checked call built
   std::vector<detail::Launch> launches_;
   std::vector<std::vector<void*>> ptrs_;
   std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> slots_;
@@ -14233,12 +14564,15 @@ template <class C, class... M> inline constexpr bool is_stored<view<C, M...>> = 
 /// detail::checked_index's error: an index outside [-n, n), naming the op and the call site. Not
 /// constexpr: in a constant expression, reaching it is the compile error (its name and Op show in
 /// the diagnostic).
-template <class Op>
-[[noreturn]] void index_out_of_range(const char* op, std::int64_t index, std::int64_t n,
+template <class Op, class S>
+[[noreturn]] void index_out_of_range(const char* op, std::int64_t index, std::size_t d,
                                      const std::source_location& loc) {
+  std::string shape = "[";
+  for (std::size_t i = 0; i < S::dims.size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(S::dims[i]);
   tg::detail::fail<index_error>(op,
-                                "index " + std::to_string(index) +
-                                    " is out of range for a dim of size " + std::to_string(n),
+                                "index " + std::to_string(index) + " is out of range for dim " +
+                                    std::to_string(d) + " of " + shape + "]",
                                 loc);
 }
 
@@ -14339,7 +14673,7 @@ template <class> struct ops {
   /// Tensor::alu(op, a, b): broadcast, promote, cast, expand.
   template <Op O, class A, class B> static constexpr auto alu(const A& a0, const B& b0) {
     using Out = broadcast_shape<typename A::shape_type, typename B::shape_type>;
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     auto a = expand_to<Out>(cast_to<t>(a0));
     auto b = expand_to<Out>(cast_to<t>(b0));
     return binary<O, decltype(a), decltype(b)>(a, b);
@@ -14408,11 +14742,12 @@ template <class> struct ops {
     return unary_op<Op::Neg>(e, loc);
   }
   template <class A, class B> static constexpr auto sub(const A& a, const B& b) {
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     return alu<Op::Add>(cast_to<t>(a), neg(cast_to<t>(b)));
   }
   template <class A, class B> static constexpr auto div(const A& a, const B& b) {
-    constexpr DType t0 = promote(A::dtype, B::dtype), t = is_float(t0) ? t0 : DType::Float32;
+    constexpr DType t0 = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0),
+                    t = is_float(t0) ? t0 : DType::Float32;
     return alu<Op::Div>(cast_to<t>(a), cast_to<t>(b));
   }
   template <class A, class B> static constexpr auto lt(const A& a, const B& b) {
@@ -14505,7 +14840,7 @@ template <class> struct ops {
     return unary_op<Op::Sin>(as_float(e));
   }
   template <class E> static constexpr auto cos(const E& e) {
-    return unary_op<Op::Sin>(ssub(kPi / 2, as_float(e)));
+    return ssub(1.0, smul(2.0, square(unary_op<Op::Sin>(mul_s(as_float(e), 0.5)))));
   }
   template <class E> static constexpr auto tan(const E& e) { return div(sin(e), cos(e)); }
   template <class E> static constexpr auto sigmoid(const E& e) {
@@ -14607,7 +14942,7 @@ template <class> struct ops {
     return alu<Op::Xor>(cast_to<DType::Bool>(a), cast_to<DType::Bool>(b));
   }
   template <class A, class B> static constexpr auto pow(const A& a, const B& b) {
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     if constexpr (is_float(t))
       return alu<Op::Pow>(cast_to<t>(a), cast_to<t>(b));
     else
@@ -14618,7 +14953,7 @@ template <class> struct ops {
     return alu<Op::Max>(a, b);
   }
   template <class A, class B> static constexpr auto minimum(const A& a0, const B& b0) {
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     auto a = share(cast_to<t>(a0));
     auto b = share(cast_to<t>(b0));
     if constexpr (is_float(t))
@@ -14628,15 +14963,19 @@ template <class> struct ops {
   }
   template <class E> static constexpr auto clamp(const E& e, double lo, double hi) {
     constexpr bool integral = !is_float(E::dtype);
-    auto r = maximum(e, full<shape<>, E::dtype>(integral ? -cmath::floor(-lo) : lo));
-    return minimum(r, full<shape<>, E::dtype>(integral ? cmath::floor(hi) : hi));
+    if (integral && (cmath::floor(lo) != lo || cmath::floor(hi) != hi))
+      throw dtype_error("tg.clamp: an integer expression with bounds that are not whole numbers "
+                        "would be float32 (PyTorch's promotion), a dtype a static expression "
+                        "cannot take from values: cast it to a float type first");
+    auto r = maximum(e, full<shape<>, E::dtype>(lo));
+    return minimum(r, full<shape<>, E::dtype>(hi));
   }
   /// where(cond, a, b), broadcast together.
   template <class C, class A, class B>
   static constexpr auto where3(const C& c0, const A& a0, const B& b0) {
     using Out = broadcast_shape<broadcast_shape<typename C::shape_type, typename A::shape_type>,
                                 typename B::shape_type>;
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     auto c = expand_to<Out>(cast_to<DType::Bool>(c0));
     auto x = expand_to<Out>(cast_to<t>(a0));
     auto y = expand_to<Out>(cast_to<t>(b0));
@@ -14841,28 +15180,29 @@ template <class> struct ops {
   /// a stored index (a fixed tensor, a view of one) in place; a computed one is first evaluated
   /// into a tensor the expression keeps, as the run-time front end realizes it (a Buffer in both
   /// graphs). A tg::input has no values to check.
-  template <std::size_t N, class Op, class I>
+  template <class S, std::size_t D, class Op, class I>
   static constexpr auto checked_index(const I& index, const char* op,
                                       const std::source_location& loc) {
     if constexpr (I::is_symbolic)
       return index;
     else if constexpr (is_stored<I>) {
-      check_index_values<N, Op>(index, op, loc);
+      check_index_values<S, D, Op>(index, op, loc);
       return index;
     } else {
       kept<fixed_for<I::dtype, typename I::shape_type>> values(eval(index));
-      check_index_values<N, Op>(values, op, loc);
+      check_index_values<S, D, Op>(values, op, loc);
       return values;
     }
   }
-  template <std::size_t N, class Op, class I>
+  /// Indices into dim D of shape S.
+  template <class S, std::size_t D, class Op, class I>
   static constexpr void check_index_values(const I& index, const char* op,
                                            const std::source_location& loc) {
+    constexpr auto N = std::int64_t(S::dims[D]);
     const auto ev = index.evaluator();
     for (std::size_t k = 0; k < I::size; ++k) {
       const auto i = std::int64_t(ev.coeff(k));
-      if (i < -std::int64_t(N) || i >= std::int64_t(N))
-        index_out_of_range<Op>(op, i, std::int64_t(N), loc);
+      if (i < -N || i >= N) index_out_of_range<Op, S>(op, i, D, loc);
     }
   }
   /// The rest of detail::checked_index: negative indices count from the end.
@@ -14876,7 +15216,8 @@ template <class> struct ops {
   static constexpr auto gather(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d];
-    auto idx = wrapped_index<n>(checked_index<n, op::gather>(index, "gather", loc));
+    auto idx = wrapped_index<n>(
+        checked_index<typename E::shape_type, d, op::gather>(index, "gather", loc));
     using Hi = shape_from<gather_hi_dims<typename I::shape_type, d, n>>;
     auto x = [&] {
       if constexpr (std::is_same_v<Hi, typename E::shape_type>)
@@ -14895,8 +15236,8 @@ template <class> struct ops {
   static constexpr auto index_select(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d], m = I::size;
-    auto idx = wrapped_index<n>(
-        checked_index<n, op::index_select>(reshape_to<shape<m>>(index), "index_select", loc));
+    auto idx = wrapped_index<n>(checked_index<typename E::shape_type, d, op::index_select>(
+        reshape_to<shape<m>>(index), "index_select", loc));
     index_leaf<index_kind::arange, shape<n>> ar;
     auto onehot = eq(reshape_to<shape_from<at_axis_dims<r + 1, d, m, 1>>>(idx),
                      reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));
@@ -17168,6 +17509,27 @@ struct Pair {
   std::int64_t operator[](int i) const { return v[std::size_t(i)]; }
 };
 
+namespace detail {
+/// The (padded) input must hold one dilated window in each spatial axis.
+inline void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair padding,
+                              Pair dilation, Loc loc) {
+  for (int i = 0; i < 2; ++i)
+    if (x.size(2 + i) + 2 * padding[i] < dilation[i] * (kernel[i] - 1) + 1)
+      tg::detail::fail<shape_error>(
+          op,
+          "the (padded) input " + tg::detail::shape_of(x) + " is smaller than the kernel (" +
+              std::to_string(kernel[0]) + ", " + std::to_string(kernel[1]) + ")" +
+              (padding[0] || padding[1] ? " with padding (" + std::to_string(padding[0]) + ", " +
+                                              std::to_string(padding[1]) + ")"
+                                        : std::string()) +
+              (dilation[0] != 1 || dilation[1] != 1
+                   ? " and dilation (" + std::to_string(dilation[0]) + ", " +
+                         std::to_string(dilation[1]) + ")"
+                   : std::string()),
+          loc);
+}
+} // namespace detail
+
 /// 2-D convolution (cross-correlation, as PyTorch): x [N, C, H, W], weight [O, C / groups, KH, KW].
 inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
                      Pair stride = 1, Pair padding = 0, Pair dilation = 1, std::int64_t groups = 1,
@@ -17190,11 +17552,12 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
             " do not match with groups = " + std::to_string(groups) +
             " (channels and filters must divide by groups; weight dim 1 = C / groups)",
         loc);
-  const std::int64_t Hp = x.size(2) + 2 * padding[0], Wp = x.size(3) + 2 * padding[1];
-  if (Hp < dilation[0] * (KH - 1) + 1 || Wp < dilation[1] * (KW - 1) + 1)
+  detail::check_window_fits("conv2d", x, Pair(KH, KW), padding, dilation, loc);
+  if (bias.defined() && (bias.ndim() != 1 || bias.size(0) != O))
     tg::detail::fail<shape_error>("conv2d",
-                                  "the (padded) input " + tg::detail::shape_of(x) +
-                                      " is smaller than the kernel " + tg::detail::shape_of(weight),
+                                  "bias " + tg::detail::shape_of(bias) + " does not fit weight " +
+                                      tg::detail::shape_of(weight) + " (one value per filter: [" +
+                                      std::to_string(O) + "])",
                                   loc);
   // The input is materialized (a no-op for a realized tensor or a reduction's output, such as a
   // pooling's), and so is its gradient: each element is read by KH x KW windows, forward and
@@ -17243,6 +17606,7 @@ inline Tensor max_pool2d(const Tensor& x, Pair kernel_size,
   if (padding[0] * 2 > kernel_size[0] || padding[1] * 2 > kernel_size[1])
     tg::detail::fail<shape_error>("max_pool2d", "padding should be at most half the kernel size",
                                   loc);
+  detail::check_window_fits("max_pool2d", x, kernel_size, padding, dilation, loc);
   // Materialized, with its gradient, as in conv2d: the gradient routes through a gather by
   // window, and a producer's gradient fused into it (a batch norm's, with its reductions) was
   // recomputed with that gather for every read.
@@ -17266,6 +17630,7 @@ inline Tensor avg_pool2d(const Tensor& x, Pair kernel_size,
   if (padding[0] * 2 > kernel_size[0] || padding[1] * 2 > kernel_size[1])
     tg::detail::fail<shape_error>("avg_pool2d", "padding should be at most half the kernel size",
                                   loc);
+  detail::check_window_fits("avg_pool2d", x, kernel_size, padding, 1, loc);
   bool padded = padding[0] || padding[1];
   Tensor xf = x.as_float();
   Tensor xp = padded ? xf.pad({padding[1], padding[1], padding[0], padding[0]}) : xf;
@@ -17497,6 +17862,204 @@ inline Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, con
   return attn.matmul(v, loc).contiguous(loc);
 }
 
+/// One-hot rows of class indices (int64, [..., num_classes]); num_classes = -1 takes the largest
+/// index + 1 (read on the host).
+inline Tensor one_hot(const Tensor& idx, std::int64_t num_classes = -1, Loc loc = Loc::current()) {
+  if (!is_int(idx.dtype()))
+    tg::detail::fail<dtype_error>(
+        "one_hot", std::string("needs integer class indices, got ") + dtype_name(idx.dtype()), loc);
+  if (num_classes < 0)
+    num_classes = idx.numel() == 0 ? 0 : idx.max().cast(DType::Int64).item<std::int64_t>() + 1;
+  if (idx.numel() > 0) { // as PyTorch: every index in [0, num_classes)
+    std::vector<std::int64_t> v = idx.to_vector<std::int64_t>();
+    for (std::int64_t i : v)
+      if (i < 0 || i >= num_classes)
+        tg::detail::fail<index_error>("one_hot",
+                                      "class index " + std::to_string(i) + " is outside [0, " +
+                                          std::to_string(num_classes) + ")",
+                                      loc);
+  }
+  return detail::one_hot_mask(idx, num_classes).cast(DType::Int64);
+}
+
+/// 1-D convolution: x [N, C, L], weight [O, C / groups, K] (conv2d over a height of 1).
+inline Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                     std::int64_t stride = 1, std::int64_t padding = 0, std::int64_t dilation = 1,
+                     std::int64_t groups = 1, Loc loc = Loc::current()) {
+  if (x.ndim() != 3 || weight.ndim() != 3)
+    tg::detail::fail<shape_error>("conv1d",
+                                  "needs an input [N, C, L] and a weight [O, C / groups, K], got " +
+                                      tg::detail::shape_of(x) + " and " +
+                                      tg::detail::shape_of(weight),
+                                  loc);
+  return conv2d(x.unsqueeze(2, loc), weight.unsqueeze(2, loc), bias, Pair(1, stride),
+                Pair(0, padding), Pair(1, dilation), groups, loc)
+      .squeeze(2, loc);
+}
+
+/// The transpose (gradient) of conv2d: x [N, Cin, H, W], weight [Cin, Cout / groups, KH, KW];
+/// out size (H - 1) stride - 2 padding + dilation (KH - 1) + output_padding + 1. A conv2d over
+/// the input spread out by stride and padded, with the kernel flipped.
+inline Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                               Pair stride = 1, Pair padding = 0, Pair output_padding = 0,
+                               std::int64_t groups = 1, Pair dilation = 1,
+                               Loc loc = Loc::current()) {
+  detail::check_4d(x, "conv_transpose2d", loc);
+  detail::check_pos("conv_transpose2d", "stride", stride.v, false, loc);
+  detail::check_pos("conv_transpose2d", "dilation", dilation.v, false, loc);
+  detail::check_pos("conv_transpose2d", "padding", padding.v, true, loc);
+  detail::check_pos("conv_transpose2d", "output_padding", output_padding.v, true, loc);
+  const std::int64_t Cin = x.size(1);
+  if (weight.ndim() != 4 || weight.size(0) != Cin || groups < 1 || Cin % groups)
+    tg::detail::fail<shape_error>(
+        "conv_transpose2d",
+        "input " + tg::detail::shape_of(x) + " and weight " + tg::detail::shape_of(weight) +
+            " ([Cin, Cout / groups, KH, KW]) do not match with groups = " + std::to_string(groups),
+        loc);
+  for (int i = 0; i < 2; ++i)
+    if (output_padding[i] >= std::max(stride[i], dilation[i]))
+      tg::detail::fail<shape_error>("conv_transpose2d",
+                                    "output_padding must be smaller than stride or dilation", loc);
+  const std::int64_t N = x.size(0), H = x.size(2), W = x.size(3), g = groups, Cog = weight.size(1),
+                     KH = weight.size(2), KW = weight.size(3);
+  // spread: a zero after each element but the last, stride - 1 of them (a pad and a reshape)
+  Tensor xs = x;
+  if (stride[0] > 1 || stride[1] > 1) {
+    xs = x.reshape({N, Cin, H, 1, W, 1}, loc)
+             .pad({0, stride[1] - 1, 0, 0, 0, stride[0] - 1}, 0, loc)
+             .reshape({N, Cin, H * stride[0], W * stride[1]}, loc)
+             .pad({0, 1 - stride[1], 0, 1 - stride[0]}, 0, loc);
+  }
+  std::array<std::int64_t, 2> k{KH, KW}, lo{}, hi{};
+  for (int i = 0; i < 2; ++i) {
+    lo[std::size_t(i)] = dilation[i] * (k[std::size_t(i)] - 1) - padding[i];
+    hi[std::size_t(i)] = lo[std::size_t(i)] + output_padding[i];
+  }
+  xs = xs.pad({lo[1], hi[1], lo[0], hi[0]}, 0, loc); // negative values crop
+  // weight [Cin, Cout/g, KH, KW] -> [Cout, Cin/g, KH, KW], flipped in space
+  Tensor w = weight.reshape({g, Cin / g, Cog, KH, KW}, loc)
+                 .permute({0, 2, 1, 3, 4}, loc)
+                 .reshape({g * Cog, Cin / g, KH, KW}, loc)
+                 .flip({2, 3}, loc);
+  return conv2d(xs, w, bias, 1, 0, dilation, groups, loc);
+}
+
+/// Normalization over groups of channels: x [N, C, ...], C divisible by num_groups; weight and
+/// bias [C] (biased variance, as PyTorch).
+inline Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight = Tensor(),
+                         const Tensor& bias = Tensor(), double eps = 1e-5,
+                         Loc loc = Loc::current()) {
+  if (x.ndim() < 2 || num_groups < 1 || x.size(1) % num_groups)
+    tg::detail::fail<shape_error>("group_norm",
+                                  "needs an input [N, C, ...] with C divisible by num_groups = " +
+                                      std::to_string(num_groups) + ", got " +
+                                      tg::detail::shape_of(x),
+                                  loc);
+  Tensor xf = x.as_float();
+  Tensor g = xf.reshape({x.size(0), num_groups, -1}, loc);
+  Tensor mean = g.mean({2}, true, loc), d = g - mean;
+  Tensor y = (d * ((d * d).mean({2}, true, loc) + eps).rsqrt(loc)).reshape(x.sym_shape(), loc);
+  Shape s(std::size_t(x.ndim()), SInt(1));
+  s[1] = x.sym_shape()[1];
+  if (weight.defined()) y = y * weight.reshape(s, loc);
+  if (bias.defined()) y = y + bias.reshape(s, loc);
+  return y;
+}
+/// Normalization of each channel of each sample over its spatial dims (no running statistics).
+inline Tensor instance_norm(const Tensor& x, const Tensor& weight = Tensor(),
+                            const Tensor& bias = Tensor(), double eps = 1e-5,
+                            Loc loc = Loc::current()) {
+  if (x.ndim() < 3)
+    tg::detail::fail<shape_error>(
+        "instance_norm",
+        "needs an input [N, C, ...] with spatial dims, got " + tg::detail::shape_of(x), loc);
+  return group_norm(x, x.size(1), weight, bias, eps, loc);
+}
+
+namespace detail {
+/// [out, in] weights of adaptive average pooling along one axis: window o is [floor(o in / out),
+/// ceil((o + 1) in / out)).
+inline Tensor adaptive_matrix(std::int64_t in, std::int64_t out, DType t, const std::string& dev) {
+  std::vector<double> m(std::size_t(in * out), 0.0);
+  for (std::int64_t o = 0; o < out; ++o) {
+    std::int64_t a = o * in / out, b = ((o + 1) * in + out - 1) / out;
+    for (std::int64_t i = a; i < b; ++i) m[std::size_t(o * in + i)] = 1.0 / double(b - a);
+  }
+  return Tensor::from_data(m, {out, in}, TensorOptions(t, dev));
+}
+/// [out, in] weights of bilinear interpolation along one axis (align_corners as PyTorch).
+inline Tensor linear_matrix(std::int64_t in, std::int64_t out, double scale, bool align_corners,
+                            DType t, const std::string& dev) {
+  std::vector<double> m(std::size_t(in * out), 0.0);
+  for (std::int64_t o = 0; o < out; ++o) {
+    double src = align_corners ? (out > 1 ? double(o) * double(in - 1) / double(out - 1) : 0.0)
+                               : std::max((double(o) + 0.5) * scale - 0.5, 0.0);
+    auto i0 = std::min<std::int64_t>(std::int64_t(std::floor(src)), in - 1);
+    std::int64_t i1 = std::min<std::int64_t>(i0 + 1, in - 1);
+    double l = src - double(i0);
+    m[std::size_t(o * in + i0)] += 1.0 - l;
+    m[std::size_t(o * in + i1)] += l;
+  }
+  return Tensor::from_data(m, {out, in}, TensorOptions(t, dev));
+}
+} // namespace detail
+
+/// Average pooling to a given output size [OH, OW]: x [N, C, H, W] (two small matrix products).
+inline Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size, Loc loc = Loc::current()) {
+  detail::check_4d(x, "adaptive_avg_pool2d", loc);
+  detail::check_pos("adaptive_avg_pool2d", "output_size", output_size.v, false, loc);
+  Tensor xf = x.as_float();
+  Tensor mh = detail::adaptive_matrix(x.size(2), output_size[0], xf.dtype(), x.device());
+  Tensor mw = detail::adaptive_matrix(x.size(3), output_size[1], xf.dtype(), x.device());
+  return mh.matmul(xf, loc).matmul(mw.T(loc), loc);
+}
+
+/// Resizes x [N, C, H, W] to `size` or by `scale_factor`: mode "nearest" (PyTorch's: source
+/// index floor(o * in / out)) or "bilinear" (align_corners as PyTorch).
+inline Tensor interpolate(const Tensor& x, std::optional<Pair> size,
+                          std::optional<std::array<double, 2>> scale_factor = std::nullopt,
+                          const std::string& mode = "nearest", bool align_corners = false,
+                          Loc loc = Loc::current()) {
+  detail::check_4d(x, "interpolate", loc);
+  if (size.has_value() == scale_factor.has_value())
+    tg::detail::fail<error>("interpolate", "give exactly one of size and scale_factor", loc);
+  std::array<std::int64_t, 2> in{x.size(2), x.size(3)}, out{};
+  std::array<double, 2> scale{}; // input units per output unit
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (size) {
+      out[i] = (*size)[int(i)];
+      scale[i] = double(in[i]) / double(out[i]);
+    } else {
+      out[i] = std::int64_t(std::floor(double(in[i]) * (*scale_factor)[i]));
+      scale[i] = 1.0 / (*scale_factor)[i];
+    }
+    if (out[i] <= 0)
+      tg::detail::fail<shape_error>(
+          "interpolate", "output size must be positive, got " + std::to_string(out[i]), loc);
+  }
+  if (mode == "nearest") {
+    std::array<Tensor, 2> idx;
+    for (std::size_t i = 0; i < 2; ++i) {
+      std::vector<std::int64_t> v(std::size_t(out[i]));
+      for (std::int64_t o = 0; o < out[i]; ++o)
+        v[std::size_t(o)] =
+            std::min<std::int64_t>(std::int64_t(std::floor(double(o) * scale[i])), in[i] - 1);
+      idx[i] = Tensor::from_data(v, {out[i]}, TensorOptions(DType::Int64, x.device()));
+    }
+    return x.index_select(2, idx[0], loc).index_select(3, idx[1], loc);
+  }
+  if (mode == "bilinear") {
+    Tensor xf = x.as_float();
+    Tensor mh =
+        detail::linear_matrix(in[0], out[0], scale[0], align_corners, xf.dtype(), x.device());
+    Tensor mw =
+        detail::linear_matrix(in[1], out[1], scale[1], align_corners, xf.dtype(), x.device());
+    return mh.matmul(xf, loc).matmul(mw.T(loc), loc);
+  }
+  tg::detail::fail<error>("interpolate",
+                          "mode must be \"nearest\" or \"bilinear\", not \"" + mode + "\"", loc);
+}
+
 } // namespace tg::nn::functional
 
 namespace tg::nn {
@@ -17582,6 +18145,93 @@ public:
                     ", kernel_size=" + detail::pair_str(kernel_size) +
                     ", stride=" + detail::pair_str(stride);
     if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
+    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
+    if (groups != 1) r += ", groups=" + std::to_string(groups);
+    if (!bias.defined()) r += ", bias=False";
+    return r;
+  }
+};
+
+/// 1-D convolution: weight [out, in / groups, K], initialized as Conv2d's.
+class Conv1d : public Module {
+public:
+  std::int64_t in_channels, out_channels, kernel_size, stride, padding, dilation, groups;
+  Tensor weight, bias;
+
+  Conv1d(std::int64_t in_channels_, std::int64_t out_channels_, std::int64_t kernel_size_,
+         std::int64_t stride_ = 1, std::int64_t padding_ = 0, std::int64_t dilation_ = 1,
+         std::int64_t groups_ = 1, bool with_bias = true, TensorOptions o = {})
+      : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_),
+        stride(stride_), padding(padding_), dilation(dilation_), groups(groups_) {
+    if (groups < 1 || in_channels % groups || out_channels % groups)
+      throw shape_error("tg.nn.Conv1d: in_channels (" + std::to_string(in_channels) +
+                        ") and out_channels (" + std::to_string(out_channels) +
+                        ") must be divisible by groups (" + std::to_string(groups) + ")");
+    register_parameter(
+        "weight", weight = init::kaiming_uniform({out_channels, in_channels / groups, kernel_size},
+                                                 std::sqrt(5.0), "fan_in", "leaky_relu", o));
+    if (with_bias) {
+      std::int64_t fan_in = in_channels / groups * kernel_size;
+      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::conv1d(x, weight, bias, stride, padding, dilation, groups);
+  }
+  std::string type_name() const override { return "Conv1d"; }
+  std::string extra_repr() const override {
+    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                    ", kernel_size=(" + std::to_string(kernel_size) + ",), stride=(" +
+                    std::to_string(stride) + ",)";
+    if (padding) r += ", padding=(" + std::to_string(padding) + ",)";
+    if (dilation != 1) r += ", dilation=(" + std::to_string(dilation) + ",)";
+    if (groups != 1) r += ", groups=" + std::to_string(groups);
+    if (!bias.defined()) r += ", bias=False";
+    return r;
+  }
+};
+
+/// Transposed 2-D convolution: weight [in, out / groups, KH, KW] (PyTorch's layout and init).
+class ConvTranspose2d : public Module {
+public:
+  std::int64_t in_channels, out_channels, groups;
+  F::Pair kernel_size, stride, padding, output_padding, dilation;
+  Tensor weight, bias;
+
+  ConvTranspose2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
+                  F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair output_padding_ = 0,
+                  std::int64_t groups_ = 1, bool with_bias = true, F::Pair dilation_ = 1,
+                  TensorOptions o = {})
+      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
+        kernel_size(kernel_size_), stride(stride_), padding(padding_),
+        output_padding(output_padding_), dilation(dilation_) {
+    if (groups < 1 || in_channels % groups || out_channels % groups)
+      throw shape_error("tg.nn.ConvTranspose2d: in_channels (" + std::to_string(in_channels) +
+                        ") and out_channels (" + std::to_string(out_channels) +
+                        ") must be divisible by groups (" + std::to_string(groups) + ")");
+    // PyTorch computes fan_in from dim 1 of this weight: out / groups * KH * KW
+    register_parameter("weight",
+                       weight = init::kaiming_uniform(
+                           {in_channels, out_channels / groups, kernel_size[0], kernel_size[1]},
+                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
+    if (with_bias) {
+      std::int64_t fan_in = out_channels / groups * kernel_size[0] * kernel_size[1];
+      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation);
+  }
+  std::string type_name() const override { return "ConvTranspose2d"; }
+  std::string extra_repr() const override {
+    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                    ", kernel_size=" + detail::pair_str(kernel_size) +
+                    ", stride=" + detail::pair_str(stride);
+    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
+    if (output_padding[0] || output_padding[1])
+      r += ", output_padding=" + detail::pair_str(output_padding);
     if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
     if (groups != 1) r += ", groups=" + std::to_string(groups);
     if (!bias.defined()) r += ", bias=False";
@@ -17712,6 +18362,33 @@ public:
   std::string extra_repr() const override {
     return detail::dims_str(normalized_shape) + ", eps=" + std::to_string(eps) +
            ", elementwise_affine=" + detail::b(weight.defined());
+  }
+};
+
+/// Normalization over groups of channels (F::group_norm); weight ones, bias zeros.
+class GroupNorm : public Module {
+public:
+  std::int64_t num_groups, num_channels;
+  double eps;
+  Tensor weight, bias;
+  GroupNorm(std::int64_t num_groups_, std::int64_t num_channels_, double eps_ = 1e-5,
+            bool affine = true, TensorOptions o = {})
+      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+    if (num_groups < 1 || num_channels % num_groups)
+      throw shape_error("tg.nn.GroupNorm: num_channels (" + std::to_string(num_channels) +
+                        ") must be divisible by num_groups (" + std::to_string(num_groups) + ")");
+    if (affine) {
+      register_parameter("weight", weight = init::ones({num_channels}, o));
+      register_parameter("bias", bias = init::zeros({num_channels}, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::group_norm(x, num_groups, weight, bias, eps);
+  }
+  std::string type_name() const override { return "GroupNorm"; }
+  std::string extra_repr() const override {
+    return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
+           ", eps=" + std::to_string(eps) + ", affine=" + detail::b(weight.defined());
   }
 };
 
@@ -18155,6 +18832,195 @@ struct BCEWithLogitsLoss {
 
 } // namespace tg::nn
 #endif // TG_SI_TG_NN_LOSS_HPP
+
+// ---- tg/nn/rnn.hpp ----
+#ifndef TG_SI_TG_NN_RNN_HPP
+#define TG_SI_TG_NN_RNN_HPP
+// Recurrent layers, torch.nn.LSTM and torch.nn.GRU: the same parameters (names, shapes, gate
+// order, initialization U(-1/sqrt(hidden), 1/sqrt(hidden))), layers, directions, batch_first,
+// dropout between layers, and unbatched input. The time loop runs on the host, building one
+// lazy step per time step; the input projections of all steps are one product per layer.
+
+namespace tg::nn {
+
+/// What LSTM and GRU share. The parameters live in `flat_weights`, in PyTorch's order: per layer
+/// and direction weight_ih, weight_hh, bias_ih, bias_hh (named weight_ih_l0, ..._reverse).
+class RNNBase : public Module {
+public:
+  static constexpr int kMaxLayers = 8;
+  std::int64_t input_size, hidden_size, num_layers;
+  bool with_bias, batch_first, bidirectional;
+  double dropout;
+  std::array<Tensor, 4 * 2 * kMaxLayers> flat_weights;
+
+  /// The parameters of layer l, direction d (0 forward, 1 reverse): w_ih, w_hh, b_ih, b_hh.
+  Tensor& param(std::int64_t l, int d, int k) {
+    return flat_weights[std::size_t(4 * (l * directions() + d) + k)];
+  }
+  int directions() const { return bidirectional ? 2 : 1; }
+
+protected:
+  RNNBase(const char* type, int gates, std::int64_t input_size_, std::int64_t hidden_size_,
+          std::int64_t num_layers_, bool with_bias_, bool batch_first_, double dropout_,
+          bool bidirectional_, TensorOptions o)
+      : input_size(input_size_), hidden_size(hidden_size_), num_layers(num_layers_),
+        with_bias(with_bias_), batch_first(batch_first_), bidirectional(bidirectional_),
+        dropout(dropout_), type_(type), gates_(gates) {
+    if (num_layers < 1 || num_layers > kMaxLayers || hidden_size < 1 || input_size < 1)
+      throw shape_error(std::string("tg.nn.") + type + ": needs input_size and hidden_size >= 1 " +
+                        "and 1 <= num_layers <= " + std::to_string(kMaxLayers) + ", got " +
+                        std::to_string(input_size) + ", " + std::to_string(hidden_size) + ", " +
+                        std::to_string(num_layers));
+    if (dropout < 0 || dropout > 1)
+      throw error(std::string("tg.nn.") + type + ": dropout must be in [0, 1], got " +
+                  std::to_string(dropout));
+    const double k = 1.0 / std::sqrt(double(hidden_size));
+    const char* names[] = {"weight_ih_l", "weight_hh_l", "bias_ih_l", "bias_hh_l"};
+    for (std::int64_t l = 0; l < num_layers; ++l)
+      for (int d = 0; d < directions(); ++d) {
+        const std::int64_t in = l == 0 ? input_size : hidden_size * directions();
+        const Shape shapes[] = {{gates * hidden_size, in},
+                                {gates * hidden_size, hidden_size},
+                                {gates * hidden_size},
+                                {gates * hidden_size}};
+        for (int p = 0; p < (with_bias ? 4 : 2); ++p)
+          register_parameter(names[p] + std::to_string(l) + (d ? "_reverse" : ""),
+                             param(l, d, p) = init::uniform(shapes[p], -k, k, o));
+      }
+  }
+
+  /// Runs every layer and direction: the output [T, N, D * H] (or batch first) and the last
+  /// hidden (and, for LSTM, cell) states [layers * D, N, H]. `step` advances one time step:
+  /// (input projection of step t, h, c, w_hh, b_hh) -> (h, c).
+  template <class Step>
+  std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0,
+                                         Step step) {
+    const bool batched = input.ndim() == 3;
+    if (input.ndim() != 2 && input.ndim() != 3)
+      throw shape_error(std::string("tg.nn.") + type_ + ": needs an input of shape [T, N, " +
+                        std::to_string(input_size) + "] (or batch first, or unbatched [T, " +
+                        std::to_string(input_size) + "]), got " + tg::detail::shape_of(input));
+    Tensor x = batched ? (batch_first ? input.transpose(0, 1) : input) : input.unsqueeze(1);
+    if (x.size(2) != input_size)
+      throw shape_error(std::string("tg.nn.") + type_ + ": input " + tg::detail::shape_of(input) +
+                        " has " + std::to_string(x.size(2)) + " features, the layer takes " +
+                        std::to_string(input_size));
+    const std::int64_t T = x.size(0), N = x.size(1), H = hidden_size, S = num_layers * directions();
+    auto state = [&](const Tensor& s0, const char* what) {
+      if (!s0.defined())
+        return tg::zeros({S, N, H}, TensorOptions(x.as_float().dtype(), x.device()));
+      Tensor s = batched ? s0 : s0.unsqueeze(1);
+      if (s.shape() != std::vector<std::int64_t>{S, N, H})
+        throw shape_error(std::string("tg.nn.") + type_ + ": " + what + " must be [" +
+                          std::to_string(S) + ", " + std::to_string(N) + ", " + std::to_string(H) +
+                          "], got " + tg::detail::shape_of(s0));
+      return s;
+    };
+    Tensor hs0 = state(h0, "h0"), cs0 = gates_ == 4 ? state(c0, "c0") : Tensor();
+    std::vector<Tensor> h_n, c_n;
+    for (std::int64_t l = 0; l < num_layers; ++l) {
+      std::vector<Tensor> outs;
+      for (int d = 0; d < directions(); ++d) {
+        const std::int64_t s = l * directions() + d;
+        Tensor gi = x.matmul(param(l, d, 0).T()); // every step's input projection
+        if (with_bias) gi = gi + param(l, d, 2);
+        Tensor h = hs0[s], c = cs0.defined() ? cs0[s] : Tensor();
+        std::vector<Tensor> ys(static_cast<std::size_t>(T));
+        for (std::int64_t k = 0; k < T; ++k) {
+          const std::int64_t t = d ? T - 1 - k : k;
+          std::tie(h, c) = step(gi[t], h, c, param(l, d, 1), with_bias ? param(l, d, 3) : Tensor());
+          ys[std::size_t(t)] = h;
+        }
+        h_n.push_back(h);
+        if (c.defined()) c_n.push_back(c);
+        outs.push_back(T > 0 ? stack(ys, 0) : tg::zeros({0, N, H}));
+      }
+      x = outs.size() == 1 ? outs[0] : cat(outs, -1);
+      if (dropout > 0 && is_training() && l + 1 < num_layers) x = F::dropout(x, dropout, true);
+    }
+    Tensor out = batched ? (batch_first ? x.transpose(0, 1) : x) : x.squeeze(1);
+    Tensor hn = stack(h_n, 0), cn = c_n.empty() ? Tensor() : stack(c_n, 0);
+    if (!batched) {
+      hn = hn.squeeze(1);
+      if (cn.defined()) cn = cn.squeeze(1);
+    }
+    return {out, hn, cn};
+  }
+
+public:
+  std::string type_name() const override { return type_; }
+  std::string extra_repr() const override {
+    std::string r = std::to_string(input_size) + ", " + std::to_string(hidden_size);
+    if (num_layers != 1) r += ", num_layers=" + std::to_string(num_layers);
+    if (!with_bias) r += ", bias=False";
+    if (batch_first) r += ", batch_first=True";
+    if (dropout > 0) r += ", dropout=" + std::to_string(dropout);
+    if (bidirectional) r += ", bidirectional=True";
+    return r;
+  }
+
+private:
+  const char* type_;
+  int gates_;
+};
+
+/// Long short-term memory: gates i, f, g, o; c' = f c + i g, h' = o tanh(c').
+class LSTM : public RNNBase {
+public:
+  LSTM(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_ = 1,
+       bool with_bias_ = true, bool batch_first_ = false, double dropout_ = 0,
+       bool bidirectional_ = false, TensorOptions o = {})
+      : RNNBase("LSTM", 4, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_,
+                dropout_, bidirectional_, o) {}
+  /// The output only (forward(x, h0, c0) also gives the final states).
+  Tensor forward(const Tensor& x) override { return std::get<0>(forward(x, Tensor(), Tensor())); }
+  /// (output, h_n, c_n); h0 and c0 default to zeros.
+  std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor& h0, const Tensor& c0) {
+    const std::int64_t H = hidden_size;
+    return run(x, h0, c0,
+               [H](const Tensor& gi, const Tensor& h, const Tensor& c, const Tensor& w_hh,
+                   const Tensor& b_hh) {
+                 Tensor g = gi + h.matmul(w_hh.T());
+                 if (b_hh.defined()) g = g + b_hh;
+                 Tensor i = g.slice(-1, 0, H).sigmoid(), f = g.slice(-1, H, 2 * H).sigmoid(),
+                        gg = g.slice(-1, 2 * H, 3 * H).tanh(),
+                        o = g.slice(-1, 3 * H, 4 * H).sigmoid();
+                 Tensor c2 = f * c + i * gg;
+                 return std::pair<Tensor, Tensor>{o * c2.tanh(), c2};
+               });
+  }
+};
+
+/// Gated recurrent unit: gates r, z, n; n = tanh(W_in x + b_in + r (W_hn h + b_hn)),
+/// h' = (1 - z) n + z h.
+class GRU : public RNNBase {
+public:
+  GRU(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_ = 1,
+      bool with_bias_ = true, bool batch_first_ = false, double dropout_ = 0,
+      bool bidirectional_ = false, TensorOptions o = {})
+      : RNNBase("GRU", 3, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_,
+                dropout_, bidirectional_, o) {}
+  Tensor forward(const Tensor& x) override { return forward(x, Tensor()).first; }
+  /// (output, h_n); h0 defaults to zeros.
+  std::pair<Tensor, Tensor> forward(const Tensor& x, const Tensor& h0) {
+    const std::int64_t H = hidden_size;
+    auto [out, hn, cn] =
+        run(x, h0, Tensor(),
+            [H](const Tensor& gi, const Tensor& h, const Tensor&, const Tensor& w_hh,
+                const Tensor& b_hh) {
+              Tensor gh = h.matmul(w_hh.T());
+              if (b_hh.defined()) gh = gh + b_hh;
+              Tensor r = (gi.slice(-1, 0, H) + gh.slice(-1, 0, H)).sigmoid();
+              Tensor z = (gi.slice(-1, H, 2 * H) + gh.slice(-1, H, 2 * H)).sigmoid();
+              Tensor n = (gi.slice(-1, 2 * H, 3 * H) + r * gh.slice(-1, 2 * H, 3 * H)).tanh();
+              return std::pair<Tensor, Tensor>{(1.0 - z) * n + z * h, Tensor()};
+            });
+    return {out, hn};
+  }
+};
+
+} // namespace tg::nn
+#endif // TG_SI_TG_NN_RNN_HPP
 #endif // TG_SI_TG_NN_NN_HPP
 
 // ---- tg/optim/optim.hpp ----
@@ -19436,6 +20302,781 @@ inline nn::LoadResult load_file(nn::Module& m, const std::string& path, bool str
 
 } // namespace tg::safetensors
 #endif // TG_SI_TG_STATE_SAFETENSORS_HPP
+
+// ---- tg/tensor/indexing.hpp ----
+#ifndef TG_SI_TG_TENSOR_INDEXING_HPP
+#define TG_SI_TG_TENSOR_INDEXING_HPP
+// Ops that select, place or order elements, as torch.*: running products and maxima,
+// masked_fill, tril / triu, scatter / scatter_add / index_add, sort / argsort / topk, einsum.
+// All are compositions of tg's primitives: comparisons with an index range become one-hot masks
+// that a reduction folds (the pattern of cumsum and gather), so they fuse, run on every device and
+// differentiate. Sorting ranks every pair: O(n^2) work along the sorted dim.
+
+// ---- tg/tensor/math.hpp ----
+#ifndef TG_SI_TG_TENSOR_MATH_HPP
+#define TG_SI_TG_TENSOR_MATH_HPP
+// More elementwise math, as torch.*: erf, log1p, expm1, hyperbolic and inverse trigonometric
+// functions, atan2, hypot, lerp, remainder / fmod / floor_divide, bitwise ops, and the vector
+// norm. Each is composed from tg's primitives (so it fuses and runs on every device); where the
+// composition that gives an accurate value would differentiate badly (log1p's rounding trick),
+// its first derivative is attached exactly (detail::with_derivatives).
+
+namespace tg {
+
+namespace detail {
+/// Whether each element is neither infinite nor NaN.
+inline Tensor finite(const Tensor& x) {
+  return x.abs() < Tensor::full_on({}, INFINITY, x.dtype(), x.device());
+}
+/// `value`, whose derivative with respect to each x is the matching d (first derivatives only;
+/// where x or d is not finite, the gradient is 0). value itself is not differentiated.
+inline Tensor with_derivatives(const Tensor& value,
+                               std::initializer_list<std::pair<Tensor, Tensor>> x_and_d) {
+  bool any = false;
+  for (const auto& [x, d] : x_and_d) any = any || x.requires_grad();
+  if (!any) return value;
+  Tensor v = value.detach(), zero = Tensor::full_on({}, 0, value.dtype(), value.device());
+  for (const auto& [x0, d0] : x_and_d) {
+    if (!x0.requires_grad()) continue;
+    Tensor x = x0.cast(value.dtype()), d = d0.detach().cast(value.dtype());
+    Tensor ok = finite(x.detach()).logical_and(finite(d));
+    v = v + where(ok, (x - x.detach()) * d, zero); // 0 in value, d in gradient
+  }
+  return v;
+}
+inline Tensor scalar_like(const Tensor& x, double v) {
+  return Tensor::full_on({}, v, x.dtype(), x.device());
+}
+/// atan for |x| reduced as in Cephes (atanf for float32 and narrower, atan for float64).
+inline Tensor atan_value(const Tensor& x) {
+  const bool f64 = x.dtype() == DType::Float64;
+  Tensor ax = x.abs(), one = scalar_like(x, 1);
+  Tensor big = ax > 2.414213562373095,
+         mid = big.logical_not().logical_and(ax > (f64 ? 0.66 : 0.4142135623730950));
+  Tensor r = where(big, -(ax.maximum(one).reciprocal()), where(mid, (ax - 1.0) / (ax + 1.0), ax));
+  Tensor base = where(big, scalar_like(x, kPi / 2), where(mid, scalar_like(x, kPi / 4), 0.0));
+  Tensor z = r * r, y;
+  if (f64) {
+    Tensor p = (((-8.750608600031904122785e-1 * z - 1.615753718733365076637e1) * z -
+                 7.500855792314704667340e1) *
+                    z -
+                1.228866684490136173410e2) *
+                   z -
+               6.485021904942025371773e1;
+    Tensor q = ((((z + 2.485846490142306297962e1) * z + 1.650270098316988542046e2) * z +
+                 4.328810604912902668951e2) *
+                    z +
+                4.853903996359136964868e2) *
+                   z +
+               1.945506571482613964425e2;
+    y = r * (z * p / q) + r;
+    // the low part of pi/2 and pi/4 that base lacks
+    y = y + where(big, scalar_like(x, 6.123233995736765886130e-17),
+                  where(mid, scalar_like(x, 3.061616997868382943065e-17), 0.0));
+  } else {
+    y = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z -
+         3.33329491539e-1) *
+            z * r +
+        r;
+  }
+  Tensor a = base + y;
+  return where(x < 0.0, -a, where(x == 0.0, x, a)); // NaN stays NaN, -0 stays -0
+}
+/// erf(x) for |x| < 2 by its Taylor series, and erfc(x) for x >= 2 by its continued fraction,
+/// with enough terms for the dtype (float64: about 1e-15 relative; float32 and narrower: 1e-8).
+inline Tensor erf_series(const Tensor& x) {
+  const int n = x.dtype() == DType::Float64 ? 32 : 22;
+  Tensor x2 = x * x, term = x, sum = x;
+  for (int k = 1; k < n; ++k) {
+    term = term * (-x2) / double(k);
+    sum = sum + term / double(2 * k + 1);
+  }
+  return sum * 1.1283791670955126; // 2 / sqrt(pi)
+}
+inline Tensor erfc_fraction(const Tensor& x) {
+  const bool f64 = x.dtype() == DType::Float64;
+  Tensor t = x;
+  for (int k = f64 ? 40 : 20; k > 0; --k) t = x + (0.5 * k) / t;
+  // exp(-x^2) with x^2 split so that its rounding does not grow with x (float64)
+  Tensor e;
+  if (f64) { // (exp(-27.5^2) is 0 in float64: the clamp keeps the split finite)
+    Tensor xe = x.minimum(scalar_like(x, 27.5));
+    Tensor hi = xe.cast(DType::Float32).cast(DType::Float64), lo = xe - hi;
+    e = (-(hi * hi)).exp() * (-(lo * (hi + hi + lo))).exp();
+  } else {
+    e = (-(x * x)).exp();
+  }
+  return e / t * 0.5641895835477563; // 1 / sqrt(pi)
+}
+/// erf(x) and erfc(x) of one input (values only).
+inline std::pair<Tensor, Tensor> erf_erfc(const Tensor& x) {
+  Tensor ax = x.abs(), two = scalar_like(x, 2);
+  Tensor small = ax < 2.0;
+  Tensor s = erf_series(where(small, x, two));     // erf, |x| < 2
+  Tensor c = erfc_fraction(where(small, two, ax)); // erfc(|x|), |x| >= 2
+  Tensor erf_v = where(small, s, where(x < 0.0, c - 1.0, 1.0 - c));
+  Tensor erfc_v = where(small, 1.0 - s, where(x < 0.0, 2.0 - c, c));
+  Tensor inf = x.isinf(), pos = x > 0.0;
+  erf_v = where(inf, where(pos, scalar_like(x, 1), scalar_like(x, -1)), erf_v);
+  erfc_v = where(inf, where(pos, scalar_like(x, 0), two), erfc_v);
+  return {where(x.isnan(), x, erf_v), where(x.isnan(), x, erfc_v)};
+}
+inline void require_integral(const Tensor& a, const Tensor& b, const char* op,
+                             std::source_location loc) {
+  if (is_float(a.dtype()) || is_float(b.dtype()))
+    fail<dtype_error>(op,
+                      std::string("needs integer or bool tensors, got ") + dtype_name(a.dtype()) +
+                          " and " + dtype_name(b.dtype()),
+                      loc);
+}
+/// Both operands in their promoted dtype, broadcast (shape errors name op).
+inline std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char* op,
+                                          std::source_location loc) {
+  DType t = promote(a, b);
+  Shape out;
+  if (!broadcast_shapes(a.sym_shape(), b.sym_shape(), out))
+    fail<shape_error>(op, "shapes " + shape_of(a) + " and " + shape_of(b) + " cannot be broadcast",
+                      loc);
+  return {a.cast(t), b.cast(t)};
+}
+} // namespace detail
+
+inline Tensor Tensor::erf(Loc) const {
+  Tensor x = as_float();
+  return detail::with_derivatives(detail::erf_erfc(x.detach()).first,
+                                  {{x, 1.1283791670955126 * (-(x * x)).exp()}});
+}
+inline Tensor Tensor::erfc(Loc) const {
+  Tensor x = as_float();
+  return detail::with_derivatives(detail::erf_erfc(x.detach()).second,
+                                  {{x, -1.1283791670955126 * (-(x * x)).exp()}});
+}
+inline Tensor Tensor::gelu(const std::string& approximate, Loc loc) const {
+  Tensor x = as_float();
+  if (approximate == "tanh")
+    return 0.5 * x * (1.0 + (0.7978845608028654 * (x + 0.044715 * x * x * x)).tanh(loc));
+  if (approximate != "none")
+    detail::fail<error>(
+        "gelu", "approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"", loc);
+  if (x.dtype() == DType::Float64) return 0.5 * x * (1.0 + (x * 0.7071067811865476).erf(loc));
+  // float32 and narrower: erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), a short kernel,
+  // node for node the static front end's gelu
+  Tensor z = x * 0.7071067811865476, az = z.abs(loc);
+  Tensor t = (1.0 + 0.3275911 * az).reciprocal(loc);
+  Tensor poly = t * (0.254829592 +
+                     t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  Tensor erf_abs = 1.0 - poly * (-(az * az)).exp(loc);
+  Tensor erf = where(z < 0.0, -erf_abs, erf_abs, loc);
+  return 0.5 * x * (1.0 + erf);
+}
+/// log(1 + x) without the rounding of 1 + x: log(u) * x / (u - 1) with u = 1 + x (Goldberg).
+inline Tensor Tensor::log1p(Loc loc) const {
+  Tensor x = as_float(), u = 1.0 + x;
+  Tensor one = detail::scalar_like(x, 1);
+  Tensor exact = u == one, d = where(exact, one, u - 1.0);
+  Tensor v = where(exact, x, u.log(loc) * (x / d));
+  v = where(u.isinf(loc), u, v);
+  v = where(x < -1.0, detail::scalar_like(x, NAN), v); // log(1 + -inf) is NaN, not -inf
+  return detail::with_derivatives(v, {{x, u.reciprocal(loc)}});
+}
+/// exp(x) - 1 without cancellation: (u - 1) * x / log(u) with u = exp(x).
+inline Tensor Tensor::expm1(Loc loc) const {
+  Tensor x = as_float(), u = x.exp(loc);
+  Tensor one = detail::scalar_like(x, 1);
+  Tensor exact = u == one, l = where(exact, one, u.log(loc));
+  // the rounding of u matters only near x = 0; elsewhere u - 1 does not cancel
+  Tensor far = (u < 0.5).logical_or(u > 2.0);
+  Tensor v = where(far, u - 1.0, where(exact, x, (u - 1.0) * (x / l)));
+  return detail::with_derivatives(v, {{x, u}});
+}
+namespace detail { // values only (x detached): each is the other's derivative
+inline Tensor sinh_value(const Tensor& x) { return (x.expm1() - (-x).expm1()) * 0.5; }
+inline Tensor cosh_value(const Tensor& x) {
+  Tensor e = x.abs().exp();
+  return (e + e.reciprocal()) * 0.5;
+}
+} // namespace detail
+inline Tensor Tensor::sinh(Loc) const {
+  Tensor x = as_float(), xd = x.detach();
+  return detail::with_derivatives(detail::sinh_value(xd), {{x, detail::cosh_value(xd)}});
+}
+inline Tensor Tensor::cosh(Loc) const {
+  Tensor x = as_float(), xd = x.detach();
+  return detail::with_derivatives(detail::cosh_value(xd), {{x, detail::sinh_value(xd)}});
+}
+inline Tensor Tensor::asinh(Loc loc) const {
+  Tensor x = as_float(), xd = x.detach(), ax = xd.abs(loc);
+  Tensor s = (1.0 + ax * ax).sqrt(loc);
+  Tensor small = (ax + ax * ax / (1.0 + s)).log1p(loc);
+  Tensor large = ax.log(loc) + detail::kLn2; // |x| > 2^28: x^2 + 1 == x^2
+  Tensor a = where(ax > 268435456.0, large, small);
+  Tensor v = where(xd < 0.0, -a, where(xd == 0.0, xd, a));
+  return detail::with_derivatives(v, {{x, s.reciprocal(loc)}});
+}
+inline Tensor Tensor::acosh(Loc loc) const {
+  Tensor x = as_float(), xd = x.detach(), t = xd - 1.0;
+  Tensor small = (t + (t * (t + 2.0)).sqrt(loc)).log1p(loc);
+  Tensor large = xd.log(loc) + detail::kLn2;
+  Tensor v = where(xd > 268435456.0, large, small);
+  v = where(xd < 1.0, detail::scalar_like(v, NAN), v);
+  return detail::with_derivatives(v, {{x, ((x - 1.0) * (x + 1.0)).rsqrt(loc)}});
+}
+inline Tensor Tensor::atanh(Loc loc) const {
+  Tensor x = as_float();
+  Tensor xd = x.detach(), v = 0.5 * (2.0 * xd / (1.0 - xd)).log1p(loc);
+  v = where(xd.abs(loc) > 1.0, detail::scalar_like(v, NAN), v);
+  return detail::with_derivatives(v, {{x, ((1.0 - x) * (1.0 + x)).reciprocal(loc)}});
+}
+inline Tensor Tensor::atan(Loc loc) const {
+  Tensor x = as_float();
+  return detail::with_derivatives(detail::atan_value(x.detach()),
+                                  {{x, (1.0 + x * x).reciprocal(loc)}});
+}
+inline Tensor Tensor::asin(Loc loc) const {
+  Tensor x = as_float();
+  Tensor c = ((1.0 - x) * (1.0 + x)).sqrt(loc); // cos(asin(x)), without 1 - x^2's cancellation
+  Tensor v = x.detach().atan2(c.detach(), loc);
+  return detail::with_derivatives(v, {{x, c.reciprocal(loc)}});
+}
+inline Tensor Tensor::acos(Loc loc) const {
+  Tensor x = as_float();
+  Tensor xd = x.detach(), v = 2.0 * ((1.0 - xd) / (1.0 + xd)).sqrt(loc).atan(loc);
+  return detail::with_derivatives(v, {{x, -((1.0 - x) * (1.0 + x)).rsqrt(loc)}});
+}
+/// The angle of (x, y) = (o, this), in (-pi, pi], as std::atan2 (atan2(0, 0) = 0).
+inline Tensor Tensor::atan2(const Tensor& o, Loc loc) const {
+  auto [y0, x0] = detail::promoted(*this, o, "atan2", loc);
+  Tensor y = y0.as_float(), x = x0.as_float(), yd = y.detach(), xd = x.detach();
+  // the sign bits, -0 included (1 / -0 is -inf)
+  Tensor y_neg = (yd < 0.0).logical_or((yd == 0.0).logical_and(yd.reciprocal(loc) < 0.0));
+  Tensor x_neg = (xd < 0.0).logical_or((xd == 0.0).logical_and(xd.reciprocal(loc) < 0.0));
+  Tensor both_zero = (xd == 0.0).logical_and(yd == 0.0);
+  Tensor q = where(both_zero, detail::scalar_like(yd, 0), yd / xd);
+  Tensor a = detail::atan_value(q);
+  Tensor pi = detail::scalar_like(a, detail::kPi);
+  Tensor v = where(x_neg, where(y_neg, a - pi, a + pi), a);
+  v = where(both_zero, where(x_neg, where(y_neg, -pi, pi), yd), v); // atan2(+-0, -0) = +-pi
+  Tensor r2 = xd * xd + yd * yd;
+  return detail::with_derivatives(v, {{y, xd / r2}, {x, -yd / r2}});
+}
+/// sqrt(a^2 + b^2) without overflow or underflow in the squares.
+inline Tensor Tensor::hypot(const Tensor& o, Loc loc) const {
+  auto [a0, b0] = detail::promoted(*this, o, "hypot", loc);
+  Tensor a = a0.as_float(), b = b0.as_float();
+  Tensor m = a.abs(loc).maximum(b.abs(loc)).detach();
+  Tensor safe = where(m == 0.0, detail::scalar_like(m, 1), m);
+  Tensor ra = a.detach() / safe, rb = b.detach() / safe;
+  Tensor v = where(m == 0.0, m, m * (ra * ra + rb * rb).sqrt(loc));
+  v = where(m.isinf(loc), m, v); // inf with anything (NaN too) is inf
+  Tensor h = where(v == 0.0, detail::scalar_like(v, 1), v);
+  return detail::with_derivatives(v, {{a, a / h}, {b, b / h}});
+}
+/// start + weight * (end - start), as PyTorch: from end's side where weight >= 0.5.
+inline Tensor Tensor::lerp(const Tensor& end, const Tensor& weight, Loc loc) const {
+  Tensor d = TensorArg(end, loc) - *this;
+  return where(weight < 0.5, *this + weight * d, end - d * (1.0 - weight), loc);
+}
+inline Tensor Tensor::lerp(const Tensor& end, double weight, Loc loc) const {
+  return lerp(end, full_on({}, weight, detail::promote(*this, end), device()), loc);
+}
+namespace detail {
+/// C's fmod of floats: a - b trunc(a / b) in float64 (exact once rounded for narrower floats);
+/// a finite a over an infinite b is a.
+inline Tensor float_fmod(const Tensor& a, const Tensor& b) {
+  Tensor a64 = a.cast(DType::Float64), b64 = b.cast(DType::Float64);
+  Tensor r = a64 - b64 * (a64 / b64).trunc();
+  return where(b64.isinf().logical_and(finite(a64)), a64, r).cast(a.dtype());
+}
+/// r (a remainder with a's sign) moved to b's side where it is nonzero and the signs differ.
+inline Tensor to_divisor_side(const Tensor& r, const Tensor& b) {
+  Tensor zero = scalar_like(r, 0);
+  return where((r != zero).logical_and((r < zero).logical_xor(b < zero)), r + b, r);
+}
+} // namespace detail
+inline Tensor Tensor::remainder(const Tensor& o, Loc loc) const {
+  auto [a, b] = detail::promoted(*this, o, "remainder", loc);
+  if (a.dtype() == DType::Bool)
+    detail::fail<dtype_error>("remainder", "is not defined for bool tensors", loc);
+  if (!is_float(a.dtype())) // C's % rounds toward zero
+    return detail::to_divisor_side(Tensor::alu(Op::Mod, a, b, "remainder", loc), b);
+  return detail::to_divisor_side(detail::float_fmod(a, b), b);
+}
+inline Tensor Tensor::fmod(const Tensor& o, Loc loc) const {
+  auto [a, b] = detail::promoted(*this, o, "fmod", loc);
+  if (a.dtype() == DType::Bool)
+    detail::fail<dtype_error>("fmod", "is not defined for bool tensors", loc);
+  if (!is_float(a.dtype())) return Tensor::alu(Op::Mod, a, b, "fmod", loc);
+  return detail::float_fmod(a, b);
+}
+/// floor(a / b); for floats as PyTorch computes it: (a - fmod(a, b)) / b, adjusted, so that
+/// a == b * floor_divide(a, b) + remainder(a, b) where both are finite.
+inline Tensor Tensor::floor_divide(const Tensor& o, Loc loc) const {
+  auto [a, b] = detail::promoted(*this, o, "floor_divide", loc);
+  if (a.dtype() == DType::Bool)
+    detail::fail<dtype_error>("floor_divide", "is not defined for bool tensors", loc);
+  if (is_float(a.dtype())) {
+    Tensor mod = detail::float_fmod(a, b), zero = detail::scalar_like(a, 0);
+    Tensor div = (a - mod) / b;
+    div = where((mod != zero).logical_and((b < zero).logical_xor(mod < zero)), div - 1.0, div);
+    Tensor fl = div.floor(loc);
+    fl = where(div - fl > 0.5, fl + 1.0, fl);
+    Tensor q = a / b;
+    Tensor signed_zero = where(q < zero, detail::scalar_like(a, -0.0), zero);
+    return where(b == zero, q, where(div == zero, signed_zero, fl));
+  }
+  Tensor q = Tensor::alu(Op::Div, a, b, "floor_divide", loc); // toward zero
+  Tensor r = Tensor::alu(Op::Mod, a, b, "floor_divide", loc), zero = detail::scalar_like(q, 0);
+  Tensor down = (r != zero).logical_and((r < zero).logical_xor(b < zero));
+  return where(down, q - detail::scalar_like(q, 1), q, loc);
+}
+inline Tensor Tensor::bitwise_and(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_and", loc);
+  return Tensor::alu(Op::And, *this, o, "bitwise_and", loc);
+}
+inline Tensor Tensor::bitwise_or(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_or", loc);
+  return Tensor::alu(Op::Or, *this, o, "bitwise_or", loc);
+}
+inline Tensor Tensor::bitwise_xor(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_xor", loc);
+  return Tensor::alu(Op::Xor, *this, o, "bitwise_xor", loc);
+}
+inline Tensor Tensor::bitwise_not(Loc loc) const {
+  detail::require_integral(*this, *this, "bitwise_not", loc);
+  if (dtype() == DType::Bool) return logical_not(loc);
+  return Tensor::alu(Op::Xor, *this, full_on({}, -1, dtype(), device()), "bitwise_not", loc);
+}
+/// a * 2^b (wrapping), as PyTorch's <<.
+inline Tensor Tensor::bitwise_left_shift(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_left_shift", loc);
+  auto [a, b] = detail::promoted(*this, o, "bitwise_left_shift", loc);
+  Tensor p = b.cast(DType::Float64).exp2(loc).cast(DType::Int64).cast(a.dtype());
+  return a * p;
+}
+/// floor(a / 2^b), as PyTorch's >> (arithmetic for signed types).
+inline Tensor Tensor::bitwise_right_shift(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_right_shift", loc);
+  auto [a, b] = detail::promoted(*this, o, "bitwise_right_shift", loc);
+  Tensor p = b.cast(DType::Float64).exp2(loc).cast(DType::Int64);
+  return a.cast(DType::Int64).floor_divide(p, loc).cast(a.dtype());
+}
+
+inline Tensor Tensor::norm(double p, std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "norm", loc);
+  Tensor x = as_float(), ax = x.abs(loc);
+  if (p == INFINITY) return ax.max(axes, keepdim, loc);
+  if (p == -INFINITY) return ax.min(axes, keepdim, loc);
+  if (p == 0) return (ax != 0.0).cast(x.dtype()).sum(axes, keepdim, loc);
+  if (p == 1) return ax.sum(axes, keepdim, loc);
+  if (!(p > 0))
+    detail::fail<error>("norm", "p must be positive, 0 or +-inf, got " + std::to_string(p), loc);
+  Tensor v = p == 2 ? x.detach().square(loc).sum(axes, keepdim, loc).sqrt(loc)
+                    : ax.detach().pow(p, loc).sum(axes, keepdim, loc).pow(1.0 / p, loc);
+  if (!requires_grad()) return v;
+  // d/dx = sign(x) |x|^(p-1) / norm^(p-1), 0 where the norm is 0
+  Tensor vk = keepdim ? v : v.reshape([&] {
+    Shape s = sym_shape();
+    std::vector<int> all = axes;
+    if (all.empty())
+      for (int i = 0; i < ndim(); ++i) all.push_back(i);
+    for (int a : all) s[std::size_t(normalize_axis(a, "norm", loc))] = 1;
+    return s;
+  }());
+  Tensor safe = where(vk == 0.0, detail::scalar_like(vk, 1), vk);
+  Tensor d = p == 2 ? x / safe : x.sign(loc) * (ax / safe).pow(p - 1, loc);
+  return v + (x * d.detach()).sum(axes, keepdim, loc) - (x * d).detach().sum(axes, keepdim, loc);
+}
+
+// ---- free-function spellings and operators, as torch.* and Python's operators ----------------
+#define TG_BINARY_FN(name)                                                                         \
+  inline Tensor name(const Tensor& a, const Tensor& b,                                             \
+                     std::source_location loc = std::source_location::current()) {                 \
+    return a.name(b, loc);                                                                         \
+  }                                                                                                \
+  template <Arithmetic S>                                                                          \
+  Tensor name(const Tensor& a, S b, std::source_location loc = std::source_location::current()) {  \
+    return a.name(detail::scalar_for(a, b), loc);                                                  \
+  }
+TG_BINARY_FN(remainder)
+TG_BINARY_FN(fmod)
+TG_BINARY_FN(floor_divide)
+TG_BINARY_FN(atan2)
+TG_BINARY_FN(hypot)
+TG_BINARY_FN(bitwise_and)
+TG_BINARY_FN(bitwise_or)
+TG_BINARY_FN(bitwise_xor)
+TG_BINARY_FN(bitwise_left_shift)
+TG_BINARY_FN(bitwise_right_shift)
+#undef TG_BINARY_FN
+
+#define TG_BINARY_OPERATOR(OP, name)                                                               \
+  inline Tensor operator OP(TensorArg a, TensorArg b) { return a.t.name(b.t, a.loc); }             \
+  template <Arithmetic S> Tensor operator OP(TensorArg a, S b) {                                   \
+    return a.t.name(detail::scalar_for(a.t, b), a.loc);                                            \
+  }                                                                                                \
+  template <Arithmetic S> Tensor operator OP(S a, TensorArg b) {                                   \
+    return detail::scalar_for(b.t, a).name(b.t, b.loc);                                            \
+  }
+TG_BINARY_OPERATOR(%, remainder)
+TG_BINARY_OPERATOR(&, bitwise_and)
+TG_BINARY_OPERATOR(|, bitwise_or)
+TG_BINARY_OPERATOR(^, bitwise_xor)
+TG_BINARY_OPERATOR(<<, bitwise_left_shift)
+TG_BINARY_OPERATOR(>>, bitwise_right_shift)
+#undef TG_BINARY_OPERATOR
+inline Tensor operator~(TensorArg a) { return a.t.bitwise_not(a.loc); }
+
+/// The outer product of two 1-D tensors: [n] x [m] -> [n, m].
+inline Tensor outer(const Tensor& a, const Tensor& b,
+                    std::source_location loc = std::source_location::current()) {
+  if (a.ndim() != 1 || b.ndim() != 1)
+    detail::fail<shape_error>(
+        "outer",
+        "needs two 1-D tensors, got " + detail::shape_of(a) + " and " + detail::shape_of(b), loc);
+  return TensorArg(a.unsqueeze(1, loc), loc) * b.unsqueeze(0, loc);
+}
+
+namespace linalg {
+/// torch.linalg.vector_norm.
+inline Tensor vector_norm(const Tensor& x, double ord = 2, std::vector<int> dim = {},
+                          bool keepdim = false,
+                          std::source_location loc = std::source_location::current()) {
+  return x.norm(ord, std::move(dim), keepdim, loc);
+}
+} // namespace linalg
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_MATH_HPP
+
+namespace tg {
+
+namespace detail {
+/// An index range along axis `at` of a rank-`rank` shape of ones: arange(n) there.
+inline Tensor arange_along(std::int64_t n, int rank, int at, const std::string& device) {
+  Shape s(std::size_t(rank), SInt(1));
+  s[std::size_t(at)] = n;
+  return arange_on(n, device).reshape(s);
+}
+/// [..., n(i), n(j), ...] at axes (d, d + 1): j <= i.
+inline Tensor upto_mask(std::int64_t n, int rank, int d, const std::string& device) {
+  return arange_along(n, rank + 1, d + 1, device) <= arange_along(n, rank + 1, d, device);
+}
+/// A running reduction along dim d: out[i] = op over x[j], j <= i (x in the result dtype).
+inline Tensor running(const Tensor& x, int d, Op op, const char* name, std::source_location loc) {
+  if (x.ndim() == 0) return x;
+  Tensor fill = Tensor::full_on({}, reduce_identity(op, x.dtype()), x.dtype(), x.device());
+  Tensor picked = where(upto_mask(x.size(d), x.ndim(), d, x.device()), x.unsqueeze(d, loc), fill);
+  return picked.reduce(op, {d + 1}, false, name, loc);
+}
+/// Index of the last j <= i with x[j] equal to (or, both NaN, as) values[i] along d.
+inline Tensor running_index(const Tensor& x, const Tensor& values, int d) {
+  const std::int64_t n = x.size(d);
+  Tensor xj = x.unsqueeze(d), vi = values.unsqueeze(d + 1);
+  Tensor same = xj == vi;
+  if (is_float(x.dtype())) same = same.logical_or(xj.isnan().logical_and(vi.isnan()));
+  Tensor j = arange_along(n, x.ndim() + 1, d + 1, x.device());
+  Tensor hit = same.logical_and(upto_mask(n, x.ndim(), d, x.device()));
+  return where(hit, j, Tensor::full_on({}, -1, DType::Int64, x.device())).max(d + 1);
+}
+/// out[i] = x[index[i]] along d, index of x's shape (the gradient goes to the picked element).
+inline Tensor pick_along(const Tensor& x, const Tensor& index, int d) {
+  Tensor j = arange_along(x.size(d), x.ndim() + 1, d + 1, x.device());
+  Tensor hit = index.unsqueeze(d + 1) == j; // i at d, j at d + 1
+  return where(hit, x.unsqueeze(d), Tensor::full_on({}, 0, x.dtype(), x.device()))
+      .sum(d + 1)
+      .cast(x.dtype());
+}
+/// Moves axis d last (the permutation and its inverse).
+inline std::pair<std::vector<int>, std::vector<int>> axis_last(int rank, int d) {
+  std::vector<int> p, inv(static_cast<std::size_t>(rank));
+  for (int i = 0; i < rank; ++i)
+    if (i != d) p.push_back(i);
+  p.push_back(d);
+  for (int i = 0; i < rank; ++i) inv[std::size_t(p[std::size_t(i)])] = i;
+  return {p, inv};
+}
+/// For scatter-like ops: the sum of src[..., k] over k with index[..., k] == o, and whether any
+/// k hit o, for o in [0, O): index and src [..., K] (dim last), results [..., O].
+inline std::pair<Tensor, Tensor> place(const Tensor& index, const Tensor& src, std::int64_t O) {
+  Tensor hit = index.cast(DType::Int64).unsqueeze(-1) ==
+               arange_along(O, index.ndim() + 1, index.ndim(), index.device());
+  Tensor zero = Tensor::full_on({}, 0, src.dtype(), src.device());
+  return {where(hit, src.unsqueeze(-1), zero).sum(-2).cast(src.dtype()), hit.any(-2)};
+}
+/// The ordering sort uses: a before b (ascending: a < b, NaN last; descending: a > b, NaN first).
+inline Tensor before(const Tensor& a, const Tensor& b, bool descending) {
+  const Tensor& lo = descending ? b : a;
+  const Tensor& hi = descending ? a : b;
+  Tensor lt = lo < hi;
+  if (is_float(a.dtype())) lt = lt.logical_or(hi.isnan().logical_and(lo.isnan().logical_not()));
+  return lt;
+}
+} // namespace detail
+
+inline Tensor Tensor::cumprod(int dim, Loc loc) const {
+  int d = normalize_axis(dim, "cumprod", loc);
+  Tensor x = is_float(dtype()) ? *this : cast(DType::Int64);
+  return detail::running(x, d, Op::ReduceProd, "cumprod", loc);
+}
+inline std::pair<Tensor, Tensor> Tensor::cummax(int dim, Loc loc) const {
+  int d = normalize_axis(dim, "cummax", loc);
+  if (ndim() == 0) return {*this, full_on({}, 0, DType::Int64, device())};
+  Tensor v = detail::running(detach(), d, Op::ReduceMax, "cummax", loc);
+  Tensor i = detail::running_index(detach(), v, d);
+  return {detail::pick_along(*this, i, d), i};
+}
+inline std::pair<Tensor, Tensor> Tensor::cummin(int dim, Loc loc) const {
+  int d = normalize_axis(dim, "cummin", loc);
+  if (ndim() == 0) return {*this, full_on({}, 0, DType::Int64, device())};
+  detail::require_not_bool(*this, "cummin", loc);
+  // max of the reversed order: -x for floats, ~x for integers
+  Tensor flip = is_float(dtype()) ? -*this : alu(Op::Xor, *this, const_like(-1), "cummin", loc);
+  Tensor m = detail::running(flip.detach(), d, Op::ReduceMax, "cummin", loc);
+  Tensor v = is_float(dtype()) ? -m : alu(Op::Xor, m, const_like(-1), "cummin", loc);
+  Tensor i = detail::running_index(detach(), v, d);
+  return {detail::pick_along(*this, i, d), i};
+}
+/// log(cumsum(exp(x))), shifted by the running maximum so that nothing overflows.
+inline Tensor Tensor::logcumsumexp(int dim, Loc loc) const {
+  int d = normalize_axis(dim, "logcumsumexp", loc);
+  Tensor x = as_float();
+  if (ndim() == 0) return x;
+  Tensor c = detail::running(x.detach(), d, Op::ReduceMax, "logcumsumexp", loc);
+  Tensor shift = where(c.isinf(loc), x.const_like(0), c); // all -inf so far, or an inf
+  Tensor terms = (x.unsqueeze(d, loc) - shift.unsqueeze(d + 1, loc)).exp(loc);
+  Tensor zero = full_on({}, 0, x.dtype(), device());
+  Tensor s = where(detail::upto_mask(size(d), ndim(), d, device()), terms, zero).sum(d + 1);
+  return s.log(loc) + shift;
+}
+
+inline Tensor Tensor::masked_fill(const Tensor& mask, double value, Loc loc) const {
+  if (mask.dtype() != DType::Bool)
+    detail::fail<dtype_error>(
+        "masked_fill", std::string("mask must be bool, got ") + dtype_name(mask.dtype()), loc);
+  Shape out;
+  if (!detail::broadcast_shapes(sym_shape(), mask.sym_shape(), out) || !(out == sym_shape()))
+    detail::fail<shape_error>("masked_fill",
+                              "mask " + detail::shape_of(mask) +
+                                  " does not broadcast to the tensor's shape " +
+                                  detail::shape_of(*this),
+                              loc);
+  return where(mask, full_on({}, value, dtype(), device()), *this, loc);
+}
+namespace detail {
+inline Tensor triangle(const Tensor& x, std::int64_t k, bool lower, const char* op,
+                       std::source_location loc) {
+  if (x.ndim() < 2) fail<shape_error>(op, "needs at least 2 dims, got " + shape_of(x), loc);
+  const int r = x.ndim();
+  Tensor row = arange_along(x.size(-2), r, r - 2, x.device()),
+         col = arange_along(x.size(-1), r, r - 1, x.device());
+  Tensor off = col - row, kk = Tensor::full_on({}, double(k), DType::Int64, x.device());
+  Tensor keep = lower ? off <= kk : off >= kk;
+  return where(keep, x, Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
+}
+} // namespace detail
+inline Tensor Tensor::tril(std::int64_t k, Loc loc) const {
+  return detail::triangle(*this, k, true, "tril", loc);
+}
+inline Tensor Tensor::triu(std::int64_t k, Loc loc) const {
+  return detail::triangle(*this, k, false, "triu", loc);
+}
+
+namespace detail {
+inline Tensor scatter_like(const Tensor& x, int dim, const Tensor& index, const Tensor& src,
+                           bool add, const char* op, std::source_location loc) {
+  int d = x.normalize_axis(dim, op, loc);
+  if (index.ndim() != x.ndim() || src.ndim() != x.ndim())
+    fail<shape_error>(op,
+                      "index " + shape_of(index) + " and src " + shape_of(src) +
+                          " must have as many dims as the tensor " + shape_of(x),
+                      loc);
+  for (int i = 0; i < x.ndim(); ++i)
+    if (index.size(i) > src.size(i) || (i != d && index.size(i) > x.size(i)))
+      fail<shape_error>(op,
+                        "index " + shape_of(index) + " is larger than src " + shape_of(src) +
+                            " or, but in dim " + std::to_string(d) + ", the tensor " + shape_of(x),
+                        loc);
+  Tensor idx = checked_index(index, x, d, op, loc);
+  Tensor s = src.cast(x.dtype());
+  if (!(s.sym_shape() == index.sym_shape())) // the part of src that index covers
+    s = s.move(
+        {MoveOp::Shrink, std::vector<SInt>(std::size_t(x.ndim()), SInt(0)), index.sym_shape()});
+  auto [perm, inv] = axis_last(x.ndim(), d);
+  auto [sum, any] = place(idx.permute(perm, loc), s.permute(perm, loc), x.size(d));
+  std::vector<std::int64_t> pads{0, 0}; // up to the tensor's size in every other dim
+  for (int i = x.ndim() - 2; i >= 0; --i)
+    pads.insert(pads.end(), {0, x.size(perm[std::size_t(i)]) - sum.size(i)});
+  sum = sum.pad(pads, 0, loc).permute(inv, loc);
+  if (add) return TensorArg(x, loc) + sum;
+  return where(any.pad(pads, 0, loc).permute(inv, loc), sum, x, loc);
+}
+} // namespace detail
+inline Tensor Tensor::scatter(int dim, const Tensor& index, const Tensor& src, Loc loc) const {
+  return detail::scatter_like(*this, dim, index, src, false, "scatter", loc);
+}
+inline Tensor Tensor::scatter_add(int dim, const Tensor& index, const Tensor& src, Loc loc) const {
+  return detail::scatter_like(*this, dim, index, src, true, "scatter_add", loc);
+}
+inline Tensor Tensor::index_add(int dim, const Tensor& index, const Tensor& source, Loc loc) const {
+  int d = normalize_axis(dim, "index_add", loc);
+  if (index.ndim() != 1 || source.ndim() != ndim() || source.size(d) != index.size(0))
+    detail::fail<shape_error>("index_add",
+                              "index " + detail::shape_of(index) + " must be 1-D and source " +
+                                  detail::shape_of(source) + " like the tensor " +
+                                  detail::shape_of(*this) + " but with index's length in dim " +
+                                  std::to_string(d),
+                              loc);
+  for (int i = 0; i < ndim(); ++i)
+    if (i != d && source.size(i) != size(i))
+      detail::fail<shape_error>("index_add",
+                                "source " + detail::shape_of(source) + " does not match " +
+                                    detail::shape_of(*this) + " in dim " + std::to_string(i),
+                                loc);
+  Tensor idx = detail::checked_index(index, *this, d, "index_add", loc);
+  auto [perm, inv] = detail::axis_last(ndim(), d);
+  Shape lead(std::size_t(ndim() - 1), SInt(1));
+  lead.push_back(index.sym_shape()[0]);
+  auto [sum, any] =
+      detail::place(idx.reshape(lead, loc), source.cast(dtype()).permute(perm, loc), size(d));
+  return TensorArg(*this, loc) + sum.permute(inv, loc);
+}
+
+inline std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending, Loc loc) const {
+  int d = normalize_axis(dim, "sort", loc);
+  if (ndim() == 0) return {*this, full_on({}, 0, DType::Int64, device())};
+  const std::int64_t n = size(d);
+  Tensor key = dtype() == DType::Bool ? cast(DType::Int32) : *this;
+  // rank[i] = #{j: x[j] before x[i]} + #{j < i: x[j] ties x[i]} (stable)
+  Tensor xi = key.unsqueeze(d + 1, loc), xj = key.unsqueeze(d, loc); // i at d, j at d + 1
+  Tensor tie = xj == xi;
+  if (is_float(dtype())) tie = tie.logical_or(xj.isnan(loc).logical_and(xi.isnan(loc)));
+  Tensor i_ar = detail::arange_along(n, ndim() + 1, d, device()),
+         j_ar = detail::arange_along(n, ndim() + 1, d + 1, device());
+  Tensor first = detail::before(xj, xi, descending).logical_or(tie.logical_and(j_ar < i_ar));
+  Tensor rank = first.cast(DType::Int64).sum(d + 1, false, loc); // [..., n(i), ...]
+  // out[k] = x[i] with rank[i] == k: k at d, i at d + 1
+  Tensor hit = rank.unsqueeze(d, loc) == i_ar;
+  Tensor values =
+      where(hit, unsqueeze(d, loc), full_on({}, 0, dtype(), device()), loc).sum(d + 1, false, loc);
+  Tensor indices =
+      where(hit, j_ar, full_on({}, 0, DType::Int64, device()), loc).sum(d + 1, false, loc);
+  return {values.cast(dtype()), indices};
+}
+inline Tensor Tensor::argsort(int dim, bool descending, Loc loc) const {
+  return sort(dim, descending, loc).second;
+}
+inline std::pair<Tensor, Tensor> Tensor::topk(std::int64_t k, int dim, bool largest,
+                                              Loc loc) const {
+  int d = normalize_axis(dim, "topk", loc);
+  const std::int64_t n = ndim() == 0 ? 1 : size(d);
+  if (k < 0 || k > n)
+    detail::fail<shape_error>("topk",
+                              "k = " + std::to_string(k) + " is out of range for dim " +
+                                  std::to_string(d) + " of " + detail::shape_of(*this),
+                              loc);
+  auto [v, i] = sort(d, largest, loc);
+  if (ndim() == 0) return {v, i};
+  return {v.slice(d, 0, k, 1, loc), i.slice(d, 0, k, 1, loc)};
+}
+
+/// torch.einsum over explicit or implicit output ("ij,jk->ik", "ij,jk", "i,i->"): each operand
+/// is laid out over all the equation's letters, they are multiplied (broadcast), and the letters
+/// not in the output are summed; a letter twice in one operand takes a diagonal. No ellipsis.
+inline Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands,
+                     std::source_location loc = std::source_location::current()) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ') eq += c;
+  auto bad = [&](const std::string& why) {
+    detail::fail<shape_error>("einsum", "\"" + std::string(equation) + "\": " + why, loc);
+  };
+  std::size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), out;
+  std::vector<std::string> terms;
+  for (std::size_t b = 0, e;; b = e + 1) {
+    e = lhs.find(',', b);
+    terms.push_back(lhs.substr(b, e == std::string::npos ? e : e - b));
+    if (e == std::string::npos) break;
+  }
+  if (terms.size() != operands.size())
+    bad(std::to_string(terms.size()) + " operands in the equation, " +
+        std::to_string(operands.size()) + " given");
+  std::string letters; // every letter, in order of appearance
+  std::map<char, int> count;
+  std::map<char, SInt> size;
+  std::vector<Tensor> xs(operands);
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    std::string& t = terms[k];
+    if (int(t.size()) != xs[k].ndim())
+      bad("operand " + std::to_string(k) + " has " + std::to_string(xs[k].ndim()) +
+          " dims, the equation names " + std::to_string(t.size()));
+    // a letter twice in one operand takes the diagonal: "ii->i"
+    for (std::size_t q = 1; q < t.size(); ++q) {
+      std::size_t p = t.find(t[q]);
+      if (p == q) continue;
+      if (!(xs[k].sym_shape()[p] == xs[k].sym_shape()[q]))
+        bad("letter '" + std::string(1, t[q]) + "' repeats over dims of different sizes");
+      const int r = xs[k].ndim();
+      Tensor on = detail::arange_along(xs[k].size(int(p)), r, int(p), xs[k].device()) ==
+                  detail::arange_along(xs[k].size(int(q)), r, int(q), xs[k].device());
+      xs[k] = where(on, xs[k], Tensor::full_on({}, 0, xs[k].dtype(), xs[k].device()), loc)
+                  .sum(int(q), false, loc)
+                  .cast(xs[k].dtype());
+      t.erase(q--, 1);
+    }
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      char c = t[i];
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        bad("'" + std::string(1, c) + "' is not a letter");
+      if (!count[c]++) letters += c;
+      const SInt& s = xs[k].sym_shape()[i];
+      auto it = size.find(c);
+      if (it == size.end() || it->second == 1)
+        size[c] = s;
+      else if (!(s == 1) && !(s == it->second))
+        bad("letter '" + std::string(1, c) + "' has sizes " + detail::shape_str({it->second}) +
+            " and " + detail::shape_str({s}));
+    }
+  }
+  if (arrow == std::string::npos) { // implicit: the letters used once, in alphabetical order
+    for (auto& [c, n] : count)
+      if (n == 1) out += c;
+  } else {
+    out = eq.substr(arrow + 2);
+    for (char c : out)
+      if (!count.count(c)) bad("output letter '" + std::string(1, c) + "' is in no operand");
+  }
+  Tensor prod;
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    const std::string& t = terms[k];
+    std::vector<int> perm;
+    Shape shape;
+    for (char c : letters) {
+      std::size_t at = t.find(c);
+      if (at != std::string::npos) perm.push_back(int(at));
+      shape.push_back(at == std::string::npos ? SInt(1) : xs[k].sym_shape()[at]);
+    }
+    Tensor x = xs[k].permute(perm, loc).reshape(shape, loc);
+    prod = prod.defined() ? TensorArg(prod, loc) * x : x;
+  }
+  std::vector<int> summed;
+  for (std::size_t i = 0; i < letters.size(); ++i)
+    if (out.find(letters[i]) == std::string::npos) summed.push_back(int(i));
+  Tensor r = summed.empty() ? prod : prod.sum(summed, false, loc);
+  std::string kept; // the letters left, in `letters` order
+  for (char c : letters)
+    if (out.find(c) != std::string::npos) kept += c;
+  std::vector<int> perm;
+  for (char c : out) perm.push_back(int(kept.find(c)));
+  return perm.size() > 1 ? r.permute(perm, loc) : r;
+}
+inline Tensor einsum(std::string_view equation, std::initializer_list<Tensor> operands,
+                     std::source_location loc = std::source_location::current()) {
+  return einsum(equation, std::vector<Tensor>(operands), loc);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_INDEXING_HPP
 
 namespace tg {
 inline constexpr const char* version = "0.1.0";

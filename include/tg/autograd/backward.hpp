@@ -194,7 +194,7 @@ inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const T
   case Op::Log2:
     return {g / (P(0) * c(kLn2))};
   case Op::Sin:
-    return {g * (c(kPi / 2) - P(0)).alu(Op::Sin, std::source_location::current())};
+    return {g * P(0).cos()};
   case Op::Trunc:
     return {g * c(0)};
   case Op::Cast:

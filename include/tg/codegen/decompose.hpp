@@ -13,6 +13,10 @@ struct DecomposeOptions {
   /// x % 0 == 0, x / -1 == -x (wrapping), x % -1 == 0. GPUs leave x / 0 (and INT_MIN / -1)
   /// undefined; the CPU's C keeps the plain operators, as before.
   bool safe_int_div = false;
+  /// float32 log2 of a subnormal input exact: Vulkan drivers may flush it to zero (lavapipe gives
+  /// log2(1e-45) = -127), so a subnormal's log2 is taken of its mantissa bits, a whole number,
+  /// minus 149.
+  bool subnormal_log2 = false;
 
   /// The GPU dialects' needs (CUDA, GLSL).
   static constexpr DecomposeOptions gpu() {
@@ -21,7 +25,7 @@ struct DecomposeOptions {
     return o;
   }
   /// Whether the pass has anything to do.
-  constexpr bool any() const { return safe_int_div; }
+  constexpr bool any() const { return safe_int_div || subnormal_log2; }
 };
 
 namespace detail {
@@ -47,10 +51,19 @@ constexpr bool plain_divisor(const Program& p, int k) {
 
 /// The program with the operations `o` asks for written as simpler ones (unchanged if none).
 constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
-  if (!o.safe_int_div) return p;
+  if (!o.any()) return p;
   detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
   auto constant = [&](DType d, std::int64_t v) {
     return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
+  };
+  auto constant_f = [&](double v) {
+    return rw.add(UOp{UKind::Const,
+                      Op::Add,
+                      DType::Float32,
+                      {-1, -1, -1},
+                      Scalar::of(DType::Float32, v),
+                      -1,
+                      {}});
   };
   auto alu = [&](Op op, DType d, int a, int b = -1, int c = -1) {
     return rw.add(UOp{UKind::Alu, op, d, {a, b, c}, {}, -1, {}});
@@ -60,8 +73,22 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     UOp r = rw.remapped(u);
     for (int& k : r.ranges) k = rw.map[std::size_t(k)];
     const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
-    if (u.kind != UKind::Alu || (u.op != Op::Div && u.op != Op::Mod) || !is_int(d) ||
-        detail::plain_divisor(p, u.src[1])) {
+    if (o.subnormal_log2 && u.kind == UKind::Alu && u.op == Op::Log2 && u.dtype == DType::Float32) {
+      // x < 2^-126 (and > 0): log2(float(bits(x))) - 149; otherwise (0, negatives, NaN, normal
+      // numbers) log2(x) as it was
+      const int x = r.src[0];
+      const int plain = rw.add(std::move(r));
+      const int mant = alu(Op::Cast, DType::Float32, alu(Op::Bitcast, DType::Int32, x));
+      const int sub =
+          alu(Op::Add, DType::Float32, alu(Op::Log2, DType::Float32, mant), constant_f(-149.0));
+      const int tiny =
+          alu(Op::And, DType::Bool, alu(Op::CmpLt, DType::Bool, x, constant_f(0x1p-126)),
+              alu(Op::CmpLt, DType::Bool, constant_f(0.0), x));
+      rw.map[i] = alu(Op::Where, DType::Float32, tiny, sub, plain);
+      continue;
+    }
+    if (!o.safe_int_div || u.kind != UKind::Alu || (u.op != Op::Div && u.op != Op::Mod) ||
+        !is_int(d) || detail::plain_divisor(p, u.src[1])) {
       rw.map[i] = rw.add(std::move(r));
       continue;
     }

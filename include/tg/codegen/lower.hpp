@@ -55,6 +55,7 @@ public:
     // Pass 2: build the program over the merged loops.
     collecting_ = false;
     memo_.clear();
+    memo_of_.assign(g_.size(), {});
     space_ctx_.assign(space_trackers_.size(), 0);
     UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
     UOp bound1 = bound0;
@@ -319,14 +320,18 @@ private:
 
   constexpr int value(int node, const std::vector<Movement>& pending, int space) {
     if (!collecting_)
-      for (const Memo& m : memo_)
-        if (m.node == node && m.space == space && m.lane == lane_ && m.part == part_ &&
+      for (int i : memo_of_[std::size_t(node)]) {
+        const Memo& m = memo_[std::size_t(i)];
+        if (m.space == space && m.lane == lane_ && m.part == part_ &&
             m.ctx == space_ctx_[std::size_t(space)] && same_moves(m.pending, pending))
           return m.uop;
+      }
     int r = compute(node, pending, space);
-    if (!collecting_)
+    if (!collecting_) {
+      memo_of_[std::size_t(node)].push_back(int(memo_.size()));
       memo_.push_back(
           Memo{node, space, int(lane_), int(part_), space_ctx_[std::size_t(space)], pending, r});
+    }
     return r;
   }
 
@@ -866,6 +871,7 @@ private:
   std::vector<Var> vars_;
   bool collecting_ = false;
   std::vector<Memo> memo_;
+  std::vector<std::vector<int>> memo_of_; // per graph node: its entries in memo_
   std::vector<std::vector<ShapeTracker>> space_trackers_;
   std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
   std::vector<int> reduce_nodes_;

@@ -76,6 +76,7 @@ struct Target {
   static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
                                bool exact_float = false) {
     Target t = gpu_of(Dialect::Glsl, launch);
+    t.decompose.subnormal_log2 = true;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
     return t;

@@ -4,6 +4,7 @@
 // building, scheduling or compiling on replay (tinygrad's TinyJit, tensorgrad's compiled step).
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <tuple>
 
 #include "../autograd/backward.hpp"
@@ -114,21 +115,41 @@ public:
     }
     if (calls_ >= 2) {
       check(inputs);
-      if constexpr (std::is_void_v<R>)
+      ++replays_;
+      // the first replay after a capture unlike its warm-up, and with TG_JIT_VERIFY=N every Nth,
+      // runs the function instead and compares what it builds with the capture
+      if (check_next_ || (verify_every_ > 0 && replays_ % verify_every_ == 0)) {
+        detail::Trace trace;
+        Tracing on(trace);
+        const std::string which = "call " + std::to_string(replays_ + 2);
+        if constexpr (std::is_void_v<R>) {
+          call(inputs, std::index_sequence_for<Args...>{});
+          verify_or_forget(trace, which);
+        } else {
+          std::vector<Tensor> outs = run(inputs, std::index_sequence_for<Args...>{});
+          verify_or_forget(trace, which);
+          return detail::JitResult<R>::rebuild(outs);
+        }
+      } else if constexpr (std::is_void_v<R>)
         replay(inputs);
       else
         return detail::JitResult<R>::rebuild(replay(inputs));
     } else if (calls_++ == 0) { // warm-up: compiles everything
-      if constexpr (std::is_void_v<R>)
+      detail::Trace trace;
+      Tracing on(trace);
+      if constexpr (std::is_void_v<R>) {
         call(inputs, std::index_sequence_for<Args...>{});
-      else {
-        R r = call(inputs, std::index_sequence_for<Args...>{});
-        realize(detail::JitResult<R>::flatten(r));
-        return r;
+        trace_ = std::move(trace.steps);
+      } else {
+        std::vector<Tensor> outs = run(inputs, std::index_sequence_for<Args...>{});
+        trace_ = std::move(trace.steps);
+        return detail::JitResult<R>::rebuild(outs);
       }
     } else { // capture
       detail::Capture cap;
       detail::active_capture() = &cap;
+      detail::Trace trace;
+      Tracing on(trace);
       struct Reset {
         ~Reset() { detail::active_capture() = nullptr; }
       } reset;
@@ -141,14 +162,13 @@ public:
       if constexpr (std::is_void_v<R>) {
         call(inputs, std::index_sequence_for<Args...>{});
         launches_ = std::move(cap.launches);
+        captured(trace);
         prepare_replay();
       } else {
-        R r = call(inputs, std::index_sequence_for<Args...>{});
-        std::vector<Tensor> outs = detail::JitResult<R>::flatten(r);
-        for (Tensor& o : outs) o = o.contiguous();
-        realize(outs);
+        std::vector<Tensor> outs = run(inputs, std::index_sequence_for<Args...>{});
         for (const Tensor& o : outs) outputs_.push_back(o.lazy());
         launches_ = std::move(cap.launches);
+        captured(trace);
         prepare_replay();
         return detail::JitResult<R>::rebuild(outs);
       }
@@ -159,9 +179,93 @@ public:
   std::size_t captured_launches() const { return launches_.size(); }
 
 private:
+  /// Records what runs while alive (nested: the outer trace is restored after).
+  struct Tracing {
+    detail::Trace* saved;
+    explicit Tracing(detail::Trace& t) : saved(detail::active_trace()) {
+      detail::active_trace() = &t;
+    }
+    ~Tracing() { detail::active_trace() = saved; }
+  };
+
+  /// A capture that built what the warm-up built is replayed. One that built something else may
+  /// have met a one-time effect of the warm-up (optimizer state made on the first step), or a
+  /// value read on the host that changes every call: the next call runs the function again and
+  /// must build what the capture did.
+  void captured(const detail::Trace& trace) {
+    check_next_ = trace.steps != trace_;
+    trace_ = trace.steps; // what replays must repeat
+    replays_ = 0;
+  }
+  /// On a difference, throws and forgets the capture (the next call warms up again).
+  void verify_or_forget(const detail::Trace& trace, const std::string& which) {
+    try {
+      verify(trace, which);
+      check_next_ = false;
+    } catch (...) {
+      calls_ = 0;
+      check_next_ = false;
+      launches_.clear();
+      outputs_.clear();
+      input_buffers_.clear();
+      input_shapes_.clear();
+      input_dtypes_.clear();
+      input_devices_.clear();
+      slots_.clear();
+      ptrs_.clear();
+      throw;
+    }
+  }
+  void verify(const detail::Trace& trace, const std::string& which) const {
+    const std::vector<std::string>& now = trace.steps;
+    if (now == trace_) return;
+    std::size_t k = 0;
+    while (k < now.size() && k < trace_.size() && now[k] == trace_[k]) ++k;
+    auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+    std::string what;
+    if (k == now.size() || k == trace_.size()) {
+      what = "it ran " + std::to_string(now.size()) + " steps where the earlier call ran " +
+             std::to_string(trace_.size());
+    } else if (first_line(now[k]) != first_line(trace_[k])) {
+      what = "step " + std::to_string(k) + " is " + first_line(now[k]) + " where it was " +
+             first_line(trace_[k]);
+    } else { // the same kernel or upload with other code or data: show the first changed line
+      std::istringstream a(now[k]), b(trace_[k]);
+      std::string la, lb;
+      while (std::getline(a, la) && std::getline(b, lb) && la == lb) {
+      }
+      auto trim = [](std::string x) {
+        x.erase(0, x.find_first_not_of(" \t"));
+        return x.size() > 100 ? x.substr(0, 100) + "..." : x;
+      };
+      what =
+          "step " + std::to_string(k) + " (" + first_line(now[k]) + ") differs" +
+          (now[k].rfind("upload", 0) == 0 ? " in its data"
+                                          : ": `" + trim(la) + "` where it was `" + trim(lb) + "`");
+    }
+    throw error("tg.jit: " + which +
+                " of the function built other device work than the "
+                "captured call 2: " +
+                what +
+                ". A value read on the host inside the function (a C++ number in an op, a vector "
+                "made into a tensor, an item()) changed between calls, and replays would repeat "
+                "the captured one. Pass such values as tensor arguments, or keep them in a "
+                "tensor changed with tg::assign.");
+  }
+
   template <std::size_t... I>
   auto call(const std::vector<Tensor>& inputs, std::index_sequence<I...>) {
     return fn_(inputs[I]...);
+  }
+  /// One call of a function with results, the results made contiguous and realized in one
+  /// schedule, the same way on every call so that the calls build the same work.
+  template <std::size_t... I>
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, std::index_sequence<I...> seq) {
+    using R = decltype(fn_(inputs[I]...));
+    std::vector<Tensor> outs = detail::JitResult<R>::flatten(call(inputs, seq));
+    for (Tensor& o : outs) o = o.contiguous();
+    realize(outs);
+    return outs;
   }
 
   void check(const std::vector<Tensor>& inputs) const {
@@ -258,6 +362,11 @@ private:
 
   F fn_;
   int calls_ = 0;
+  std::int64_t replays_ = 0;
+  bool check_next_ = false; // the capture differs from the warm-up: check the next call
+  /// TG_JIT_VERIFY=N: every Nth replay runs the function instead and compares what it builds.
+  std::int64_t verify_every_ = std::max<std::int64_t>(0, env::get_int("TG_JIT_VERIFY", 0));
+  std::vector<std::string> trace_; // what the last checked call built
   std::vector<detail::Launch> launches_;
   std::vector<std::vector<void*>> ptrs_;
   std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> slots_;

@@ -46,6 +46,15 @@ inline Capture*& active_capture() {
   thread_local Capture* c = nullptr;
   return c;
 }
+/// What a function built, as tg::jit compares calls: each kernel launched (name and source, so
+/// constants count) and the content of each host upload, in order.
+struct Trace {
+  std::vector<std::string> steps;
+};
+inline Trace*& active_trace() {
+  thread_local Trace* t = nullptr;
+  return t;
+}
 
 /// Whether kernel `k` reads buffer node `b` only at the index it writes (elementwise paths, no
 /// views or reductions in between), so it may write its result into b's memory.
@@ -378,6 +387,8 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     auto t0 = std::chrono::steady_clock::now();
     runners[k]->run(ptrs_k, vars);
     detail::stats_storage().kernels_launched++;
+    if (detail::Trace* trace = detail::active_trace())
+      trace->steps.push_back("kernel " + runners[k]->name + "\n" + runners[k]->source);
     if (capture) {
       detail::Launch l{runners[k], {buffer_of(kern.root)}, kernel_vars, 0};
       for (int in : kern.inputs) l.buffers.push_back(buffer_of(in));

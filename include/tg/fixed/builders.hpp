@@ -39,12 +39,15 @@ template <class C, class... M> inline constexpr bool is_stored<view<C, M...>> = 
 /// detail::checked_index's error: an index outside [-n, n), naming the op and the call site. Not
 /// constexpr: in a constant expression, reaching it is the compile error (its name and Op show in
 /// the diagnostic).
-template <class Op>
-[[noreturn]] void index_out_of_range(const char* op, std::int64_t index, std::int64_t n,
+template <class Op, class S>
+[[noreturn]] void index_out_of_range(const char* op, std::int64_t index, std::size_t d,
                                      const std::source_location& loc) {
+  std::string shape = "[";
+  for (std::size_t i = 0; i < S::dims.size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(S::dims[i]);
   tg::detail::fail<index_error>(op,
-                                "index " + std::to_string(index) +
-                                    " is out of range for a dim of size " + std::to_string(n),
+                                "index " + std::to_string(index) + " is out of range for dim " +
+                                    std::to_string(d) + " of " + shape + "]",
                                 loc);
 }
 
@@ -145,7 +148,7 @@ template <class> struct ops {
   /// Tensor::alu(op, a, b): broadcast, promote, cast, expand.
   template <Op O, class A, class B> static constexpr auto alu(const A& a0, const B& b0) {
     using Out = broadcast_shape<typename A::shape_type, typename B::shape_type>;
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     auto a = expand_to<Out>(cast_to<t>(a0));
     auto b = expand_to<Out>(cast_to<t>(b0));
     return binary<O, decltype(a), decltype(b)>(a, b);
@@ -214,11 +217,12 @@ template <class> struct ops {
     return unary_op<Op::Neg>(e, loc);
   }
   template <class A, class B> static constexpr auto sub(const A& a, const B& b) {
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     return alu<Op::Add>(cast_to<t>(a), neg(cast_to<t>(b)));
   }
   template <class A, class B> static constexpr auto div(const A& a, const B& b) {
-    constexpr DType t0 = promote(A::dtype, B::dtype), t = is_float(t0) ? t0 : DType::Float32;
+    constexpr DType t0 = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0),
+                    t = is_float(t0) ? t0 : DType::Float32;
     return alu<Op::Div>(cast_to<t>(a), cast_to<t>(b));
   }
   template <class A, class B> static constexpr auto lt(const A& a, const B& b) {
@@ -311,7 +315,7 @@ template <class> struct ops {
     return unary_op<Op::Sin>(as_float(e));
   }
   template <class E> static constexpr auto cos(const E& e) {
-    return unary_op<Op::Sin>(ssub(kPi / 2, as_float(e)));
+    return ssub(1.0, smul(2.0, square(unary_op<Op::Sin>(mul_s(as_float(e), 0.5)))));
   }
   template <class E> static constexpr auto tan(const E& e) { return div(sin(e), cos(e)); }
   template <class E> static constexpr auto sigmoid(const E& e) {
@@ -413,7 +417,7 @@ template <class> struct ops {
     return alu<Op::Xor>(cast_to<DType::Bool>(a), cast_to<DType::Bool>(b));
   }
   template <class A, class B> static constexpr auto pow(const A& a, const B& b) {
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     if constexpr (is_float(t))
       return alu<Op::Pow>(cast_to<t>(a), cast_to<t>(b));
     else
@@ -424,7 +428,7 @@ template <class> struct ops {
     return alu<Op::Max>(a, b);
   }
   template <class A, class B> static constexpr auto minimum(const A& a0, const B& b0) {
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     auto a = share(cast_to<t>(a0));
     auto b = share(cast_to<t>(b0));
     if constexpr (is_float(t))
@@ -434,15 +438,19 @@ template <class> struct ops {
   }
   template <class E> static constexpr auto clamp(const E& e, double lo, double hi) {
     constexpr bool integral = !is_float(E::dtype);
-    auto r = maximum(e, full<shape<>, E::dtype>(integral ? -cmath::floor(-lo) : lo));
-    return minimum(r, full<shape<>, E::dtype>(integral ? cmath::floor(hi) : hi));
+    if (integral && (cmath::floor(lo) != lo || cmath::floor(hi) != hi))
+      throw dtype_error("tg.clamp: an integer expression with bounds that are not whole numbers "
+                        "would be float32 (PyTorch's promotion), a dtype a static expression "
+                        "cannot take from values: cast it to a float type first");
+    auto r = maximum(e, full<shape<>, E::dtype>(lo));
+    return minimum(r, full<shape<>, E::dtype>(hi));
   }
   /// where(cond, a, b), broadcast together.
   template <class C, class A, class B>
   static constexpr auto where3(const C& c0, const A& a0, const B& b0) {
     using Out = broadcast_shape<broadcast_shape<typename C::shape_type, typename A::shape_type>,
                                 typename B::shape_type>;
-    constexpr DType t = promote(A::dtype, B::dtype);
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     auto c = expand_to<Out>(cast_to<DType::Bool>(c0));
     auto x = expand_to<Out>(cast_to<t>(a0));
     auto y = expand_to<Out>(cast_to<t>(b0));
@@ -647,28 +655,29 @@ template <class> struct ops {
   /// a stored index (a fixed tensor, a view of one) in place; a computed one is first evaluated
   /// into a tensor the expression keeps, as the run-time front end realizes it (a Buffer in both
   /// graphs). A tg::input has no values to check.
-  template <std::size_t N, class Op, class I>
+  template <class S, std::size_t D, class Op, class I>
   static constexpr auto checked_index(const I& index, const char* op,
                                       const std::source_location& loc) {
     if constexpr (I::is_symbolic)
       return index;
     else if constexpr (is_stored<I>) {
-      check_index_values<N, Op>(index, op, loc);
+      check_index_values<S, D, Op>(index, op, loc);
       return index;
     } else {
       kept<fixed_for<I::dtype, typename I::shape_type>> values(eval(index));
-      check_index_values<N, Op>(values, op, loc);
+      check_index_values<S, D, Op>(values, op, loc);
       return values;
     }
   }
-  template <std::size_t N, class Op, class I>
+  /// Indices into dim D of shape S.
+  template <class S, std::size_t D, class Op, class I>
   static constexpr void check_index_values(const I& index, const char* op,
                                            const std::source_location& loc) {
+    constexpr auto N = std::int64_t(S::dims[D]);
     const auto ev = index.evaluator();
     for (std::size_t k = 0; k < I::size; ++k) {
       const auto i = std::int64_t(ev.coeff(k));
-      if (i < -std::int64_t(N) || i >= std::int64_t(N))
-        index_out_of_range<Op>(op, i, std::int64_t(N), loc);
+      if (i < -N || i >= N) index_out_of_range<Op, S>(op, i, D, loc);
     }
   }
   /// The rest of detail::checked_index: negative indices count from the end.
@@ -682,7 +691,8 @@ template <class> struct ops {
   static constexpr auto gather(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d];
-    auto idx = wrapped_index<n>(checked_index<n, op::gather>(index, "gather", loc));
+    auto idx = wrapped_index<n>(
+        checked_index<typename E::shape_type, d, op::gather>(index, "gather", loc));
     using Hi = shape_from<gather_hi_dims<typename I::shape_type, d, n>>;
     auto x = [&] {
       if constexpr (std::is_same_v<Hi, typename E::shape_type>)
@@ -701,8 +711,8 @@ template <class> struct ops {
   static constexpr auto index_select(const E& e, const I& index, const std::source_location& loc) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
     constexpr std::size_t n = E::shape_type::dims[d], m = I::size;
-    auto idx = wrapped_index<n>(
-        checked_index<n, op::index_select>(reshape_to<shape<m>>(index), "index_select", loc));
+    auto idx = wrapped_index<n>(checked_index<typename E::shape_type, d, op::index_select>(
+        reshape_to<shape<m>>(index), "index_select", loc));
     index_leaf<index_kind::arange, shape<n>> ar;
     auto onehot = eq(reshape_to<shape_from<at_axis_dims<r + 1, d, m, 1>>>(idx),
                      reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));

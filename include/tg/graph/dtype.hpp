@@ -94,6 +94,17 @@ constexpr DType promote(DType a, DType b) {
   }
 }
 
+/// PyTorch's result_type of two tensor operands, where a 0-d tensor counts for less: next to a
+/// tensor with dimensions its dtype matters only when it is of a higher category (int32 tensor +
+/// 0-d int64: int32; + 0-d float64: float64; float16 tensor + 0-d float64: float16).
+constexpr DType promote(DType a, bool a_0d, DType b, bool b_0d) {
+  if (a_0d == b_0d) return promote(a, b);
+  DType dim = a_0d ? b : a, zero = a_0d ? a : b;
+  if (is_float(dim)) return dim;
+  if (dim == DType::Bool || is_float(zero)) return promote(dim, zero);
+  return dim;
+}
+
 /// The kind of a Python-like C++ scalar, as both front ends promote it: Bool, Int64 or Float64.
 template <class S> constexpr DType scalar_kind() {
   using T = std::remove_cvref_t<S>;

@@ -7,9 +7,11 @@
 // repeat and a skewing reshape for kernels above 8 taps), so pooling is one reduction over a
 // view. A convolution materializes those columns once (im2col) and multiplies them with the
 // weight as a matmul whose reductions run along contiguous memory, forward and backward.
+#include <array>
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "init.hpp"
 
@@ -111,6 +113,27 @@ struct Pair {
   std::int64_t operator[](int i) const { return v[std::size_t(i)]; }
 };
 
+namespace detail {
+/// The (padded) input must hold one dilated window in each spatial axis.
+inline void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair padding,
+                              Pair dilation, Loc loc) {
+  for (int i = 0; i < 2; ++i)
+    if (x.size(2 + i) + 2 * padding[i] < dilation[i] * (kernel[i] - 1) + 1)
+      tg::detail::fail<shape_error>(
+          op,
+          "the (padded) input " + tg::detail::shape_of(x) + " is smaller than the kernel (" +
+              std::to_string(kernel[0]) + ", " + std::to_string(kernel[1]) + ")" +
+              (padding[0] || padding[1] ? " with padding (" + std::to_string(padding[0]) + ", " +
+                                              std::to_string(padding[1]) + ")"
+                                        : std::string()) +
+              (dilation[0] != 1 || dilation[1] != 1
+                   ? " and dilation (" + std::to_string(dilation[0]) + ", " +
+                         std::to_string(dilation[1]) + ")"
+                   : std::string()),
+          loc);
+}
+} // namespace detail
+
 /// 2-D convolution (cross-correlation, as PyTorch): x [N, C, H, W], weight [O, C / groups, KH, KW].
 inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
                      Pair stride = 1, Pair padding = 0, Pair dilation = 1, std::int64_t groups = 1,
@@ -133,11 +156,12 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
             " do not match with groups = " + std::to_string(groups) +
             " (channels and filters must divide by groups; weight dim 1 = C / groups)",
         loc);
-  const std::int64_t Hp = x.size(2) + 2 * padding[0], Wp = x.size(3) + 2 * padding[1];
-  if (Hp < dilation[0] * (KH - 1) + 1 || Wp < dilation[1] * (KW - 1) + 1)
+  detail::check_window_fits("conv2d", x, Pair(KH, KW), padding, dilation, loc);
+  if (bias.defined() && (bias.ndim() != 1 || bias.size(0) != O))
     tg::detail::fail<shape_error>("conv2d",
-                                  "the (padded) input " + tg::detail::shape_of(x) +
-                                      " is smaller than the kernel " + tg::detail::shape_of(weight),
+                                  "bias " + tg::detail::shape_of(bias) + " does not fit weight " +
+                                      tg::detail::shape_of(weight) + " (one value per filter: [" +
+                                      std::to_string(O) + "])",
                                   loc);
   // The input is materialized (a no-op for a realized tensor or a reduction's output, such as a
   // pooling's), and so is its gradient: each element is read by KH x KW windows, forward and
@@ -186,6 +210,7 @@ inline Tensor max_pool2d(const Tensor& x, Pair kernel_size,
   if (padding[0] * 2 > kernel_size[0] || padding[1] * 2 > kernel_size[1])
     tg::detail::fail<shape_error>("max_pool2d", "padding should be at most half the kernel size",
                                   loc);
+  detail::check_window_fits("max_pool2d", x, kernel_size, padding, dilation, loc);
   // Materialized, with its gradient, as in conv2d: the gradient routes through a gather by
   // window, and a producer's gradient fused into it (a batch norm's, with its reductions) was
   // recomputed with that gather for every read.
@@ -209,6 +234,7 @@ inline Tensor avg_pool2d(const Tensor& x, Pair kernel_size,
   if (padding[0] * 2 > kernel_size[0] || padding[1] * 2 > kernel_size[1])
     tg::detail::fail<shape_error>("avg_pool2d", "padding should be at most half the kernel size",
                                   loc);
+  detail::check_window_fits("avg_pool2d", x, kernel_size, padding, 1, loc);
   bool padded = padding[0] || padding[1];
   Tensor xf = x.as_float();
   Tensor xp = padded ? xf.pad({padding[1], padding[1], padding[0], padding[0]}) : xf;
@@ -438,6 +464,204 @@ inline Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, con
   Tensor attn = scores.softmax(-1, loc).contiguous(loc); // read once per column of v (see linear)
   if (dropout_p > 0) attn = dropout(attn, dropout_p, true, loc);
   return attn.matmul(v, loc).contiguous(loc);
+}
+
+/// One-hot rows of class indices (int64, [..., num_classes]); num_classes = -1 takes the largest
+/// index + 1 (read on the host).
+inline Tensor one_hot(const Tensor& idx, std::int64_t num_classes = -1, Loc loc = Loc::current()) {
+  if (!is_int(idx.dtype()))
+    tg::detail::fail<dtype_error>(
+        "one_hot", std::string("needs integer class indices, got ") + dtype_name(idx.dtype()), loc);
+  if (num_classes < 0)
+    num_classes = idx.numel() == 0 ? 0 : idx.max().cast(DType::Int64).item<std::int64_t>() + 1;
+  if (idx.numel() > 0) { // as PyTorch: every index in [0, num_classes)
+    std::vector<std::int64_t> v = idx.to_vector<std::int64_t>();
+    for (std::int64_t i : v)
+      if (i < 0 || i >= num_classes)
+        tg::detail::fail<index_error>("one_hot",
+                                      "class index " + std::to_string(i) + " is outside [0, " +
+                                          std::to_string(num_classes) + ")",
+                                      loc);
+  }
+  return detail::one_hot_mask(idx, num_classes).cast(DType::Int64);
+}
+
+/// 1-D convolution: x [N, C, L], weight [O, C / groups, K] (conv2d over a height of 1).
+inline Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                     std::int64_t stride = 1, std::int64_t padding = 0, std::int64_t dilation = 1,
+                     std::int64_t groups = 1, Loc loc = Loc::current()) {
+  if (x.ndim() != 3 || weight.ndim() != 3)
+    tg::detail::fail<shape_error>("conv1d",
+                                  "needs an input [N, C, L] and a weight [O, C / groups, K], got " +
+                                      tg::detail::shape_of(x) + " and " +
+                                      tg::detail::shape_of(weight),
+                                  loc);
+  return conv2d(x.unsqueeze(2, loc), weight.unsqueeze(2, loc), bias, Pair(1, stride),
+                Pair(0, padding), Pair(1, dilation), groups, loc)
+      .squeeze(2, loc);
+}
+
+/// The transpose (gradient) of conv2d: x [N, Cin, H, W], weight [Cin, Cout / groups, KH, KW];
+/// out size (H - 1) stride - 2 padding + dilation (KH - 1) + output_padding + 1. A conv2d over
+/// the input spread out by stride and padded, with the kernel flipped.
+inline Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                               Pair stride = 1, Pair padding = 0, Pair output_padding = 0,
+                               std::int64_t groups = 1, Pair dilation = 1,
+                               Loc loc = Loc::current()) {
+  detail::check_4d(x, "conv_transpose2d", loc);
+  detail::check_pos("conv_transpose2d", "stride", stride.v, false, loc);
+  detail::check_pos("conv_transpose2d", "dilation", dilation.v, false, loc);
+  detail::check_pos("conv_transpose2d", "padding", padding.v, true, loc);
+  detail::check_pos("conv_transpose2d", "output_padding", output_padding.v, true, loc);
+  const std::int64_t Cin = x.size(1);
+  if (weight.ndim() != 4 || weight.size(0) != Cin || groups < 1 || Cin % groups)
+    tg::detail::fail<shape_error>(
+        "conv_transpose2d",
+        "input " + tg::detail::shape_of(x) + " and weight " + tg::detail::shape_of(weight) +
+            " ([Cin, Cout / groups, KH, KW]) do not match with groups = " + std::to_string(groups),
+        loc);
+  for (int i = 0; i < 2; ++i)
+    if (output_padding[i] >= std::max(stride[i], dilation[i]))
+      tg::detail::fail<shape_error>("conv_transpose2d",
+                                    "output_padding must be smaller than stride or dilation", loc);
+  const std::int64_t N = x.size(0), H = x.size(2), W = x.size(3), g = groups, Cog = weight.size(1),
+                     KH = weight.size(2), KW = weight.size(3);
+  // spread: a zero after each element but the last, stride - 1 of them (a pad and a reshape)
+  Tensor xs = x;
+  if (stride[0] > 1 || stride[1] > 1) {
+    xs = x.reshape({N, Cin, H, 1, W, 1}, loc)
+             .pad({0, stride[1] - 1, 0, 0, 0, stride[0] - 1}, 0, loc)
+             .reshape({N, Cin, H * stride[0], W * stride[1]}, loc)
+             .pad({0, 1 - stride[1], 0, 1 - stride[0]}, 0, loc);
+  }
+  std::array<std::int64_t, 2> k{KH, KW}, lo{}, hi{};
+  for (int i = 0; i < 2; ++i) {
+    lo[std::size_t(i)] = dilation[i] * (k[std::size_t(i)] - 1) - padding[i];
+    hi[std::size_t(i)] = lo[std::size_t(i)] + output_padding[i];
+  }
+  xs = xs.pad({lo[1], hi[1], lo[0], hi[0]}, 0, loc); // negative values crop
+  // weight [Cin, Cout/g, KH, KW] -> [Cout, Cin/g, KH, KW], flipped in space
+  Tensor w = weight.reshape({g, Cin / g, Cog, KH, KW}, loc)
+                 .permute({0, 2, 1, 3, 4}, loc)
+                 .reshape({g * Cog, Cin / g, KH, KW}, loc)
+                 .flip({2, 3}, loc);
+  return conv2d(xs, w, bias, 1, 0, dilation, groups, loc);
+}
+
+/// Normalization over groups of channels: x [N, C, ...], C divisible by num_groups; weight and
+/// bias [C] (biased variance, as PyTorch).
+inline Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight = Tensor(),
+                         const Tensor& bias = Tensor(), double eps = 1e-5,
+                         Loc loc = Loc::current()) {
+  if (x.ndim() < 2 || num_groups < 1 || x.size(1) % num_groups)
+    tg::detail::fail<shape_error>("group_norm",
+                                  "needs an input [N, C, ...] with C divisible by num_groups = " +
+                                      std::to_string(num_groups) + ", got " +
+                                      tg::detail::shape_of(x),
+                                  loc);
+  Tensor xf = x.as_float();
+  Tensor g = xf.reshape({x.size(0), num_groups, -1}, loc);
+  Tensor mean = g.mean({2}, true, loc), d = g - mean;
+  Tensor y = (d * ((d * d).mean({2}, true, loc) + eps).rsqrt(loc)).reshape(x.sym_shape(), loc);
+  Shape s(std::size_t(x.ndim()), SInt(1));
+  s[1] = x.sym_shape()[1];
+  if (weight.defined()) y = y * weight.reshape(s, loc);
+  if (bias.defined()) y = y + bias.reshape(s, loc);
+  return y;
+}
+/// Normalization of each channel of each sample over its spatial dims (no running statistics).
+inline Tensor instance_norm(const Tensor& x, const Tensor& weight = Tensor(),
+                            const Tensor& bias = Tensor(), double eps = 1e-5,
+                            Loc loc = Loc::current()) {
+  if (x.ndim() < 3)
+    tg::detail::fail<shape_error>(
+        "instance_norm",
+        "needs an input [N, C, ...] with spatial dims, got " + tg::detail::shape_of(x), loc);
+  return group_norm(x, x.size(1), weight, bias, eps, loc);
+}
+
+namespace detail {
+/// [out, in] weights of adaptive average pooling along one axis: window o is [floor(o in / out),
+/// ceil((o + 1) in / out)).
+inline Tensor adaptive_matrix(std::int64_t in, std::int64_t out, DType t, const std::string& dev) {
+  std::vector<double> m(std::size_t(in * out), 0.0);
+  for (std::int64_t o = 0; o < out; ++o) {
+    std::int64_t a = o * in / out, b = ((o + 1) * in + out - 1) / out;
+    for (std::int64_t i = a; i < b; ++i) m[std::size_t(o * in + i)] = 1.0 / double(b - a);
+  }
+  return Tensor::from_data(m, {out, in}, TensorOptions(t, dev));
+}
+/// [out, in] weights of bilinear interpolation along one axis (align_corners as PyTorch).
+inline Tensor linear_matrix(std::int64_t in, std::int64_t out, double scale, bool align_corners,
+                            DType t, const std::string& dev) {
+  std::vector<double> m(std::size_t(in * out), 0.0);
+  for (std::int64_t o = 0; o < out; ++o) {
+    double src = align_corners ? (out > 1 ? double(o) * double(in - 1) / double(out - 1) : 0.0)
+                               : std::max((double(o) + 0.5) * scale - 0.5, 0.0);
+    auto i0 = std::min<std::int64_t>(std::int64_t(std::floor(src)), in - 1);
+    std::int64_t i1 = std::min<std::int64_t>(i0 + 1, in - 1);
+    double l = src - double(i0);
+    m[std::size_t(o * in + i0)] += 1.0 - l;
+    m[std::size_t(o * in + i1)] += l;
+  }
+  return Tensor::from_data(m, {out, in}, TensorOptions(t, dev));
+}
+} // namespace detail
+
+/// Average pooling to a given output size [OH, OW]: x [N, C, H, W] (two small matrix products).
+inline Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size, Loc loc = Loc::current()) {
+  detail::check_4d(x, "adaptive_avg_pool2d", loc);
+  detail::check_pos("adaptive_avg_pool2d", "output_size", output_size.v, false, loc);
+  Tensor xf = x.as_float();
+  Tensor mh = detail::adaptive_matrix(x.size(2), output_size[0], xf.dtype(), x.device());
+  Tensor mw = detail::adaptive_matrix(x.size(3), output_size[1], xf.dtype(), x.device());
+  return mh.matmul(xf, loc).matmul(mw.T(loc), loc);
+}
+
+/// Resizes x [N, C, H, W] to `size` or by `scale_factor`: mode "nearest" (PyTorch's: source
+/// index floor(o * in / out)) or "bilinear" (align_corners as PyTorch).
+inline Tensor interpolate(const Tensor& x, std::optional<Pair> size,
+                          std::optional<std::array<double, 2>> scale_factor = std::nullopt,
+                          const std::string& mode = "nearest", bool align_corners = false,
+                          Loc loc = Loc::current()) {
+  detail::check_4d(x, "interpolate", loc);
+  if (size.has_value() == scale_factor.has_value())
+    tg::detail::fail<error>("interpolate", "give exactly one of size and scale_factor", loc);
+  std::array<std::int64_t, 2> in{x.size(2), x.size(3)}, out{};
+  std::array<double, 2> scale{}; // input units per output unit
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (size) {
+      out[i] = (*size)[int(i)];
+      scale[i] = double(in[i]) / double(out[i]);
+    } else {
+      out[i] = std::int64_t(std::floor(double(in[i]) * (*scale_factor)[i]));
+      scale[i] = 1.0 / (*scale_factor)[i];
+    }
+    if (out[i] <= 0)
+      tg::detail::fail<shape_error>(
+          "interpolate", "output size must be positive, got " + std::to_string(out[i]), loc);
+  }
+  if (mode == "nearest") {
+    std::array<Tensor, 2> idx;
+    for (std::size_t i = 0; i < 2; ++i) {
+      std::vector<std::int64_t> v(std::size_t(out[i]));
+      for (std::int64_t o = 0; o < out[i]; ++o)
+        v[std::size_t(o)] =
+            std::min<std::int64_t>(std::int64_t(std::floor(double(o) * scale[i])), in[i] - 1);
+      idx[i] = Tensor::from_data(v, {out[i]}, TensorOptions(DType::Int64, x.device()));
+    }
+    return x.index_select(2, idx[0], loc).index_select(3, idx[1], loc);
+  }
+  if (mode == "bilinear") {
+    Tensor xf = x.as_float();
+    Tensor mh =
+        detail::linear_matrix(in[0], out[0], scale[0], align_corners, xf.dtype(), x.device());
+    Tensor mw =
+        detail::linear_matrix(in[1], out[1], scale[1], align_corners, xf.dtype(), x.device());
+    return mh.matmul(xf, loc).matmul(mw.T(loc), loc);
+  }
+  tg::detail::fail<error>("interpolate",
+                          "mode must be \"nearest\" or \"bilinear\", not \"" + mode + "\"", loc);
 }
 
 } // namespace tg::nn::functional

@@ -87,6 +87,93 @@ public:
   }
 };
 
+/// 1-D convolution: weight [out, in / groups, K], initialized as Conv2d's.
+class Conv1d : public Module {
+public:
+  std::int64_t in_channels, out_channels, kernel_size, stride, padding, dilation, groups;
+  Tensor weight, bias;
+
+  Conv1d(std::int64_t in_channels_, std::int64_t out_channels_, std::int64_t kernel_size_,
+         std::int64_t stride_ = 1, std::int64_t padding_ = 0, std::int64_t dilation_ = 1,
+         std::int64_t groups_ = 1, bool with_bias = true, TensorOptions o = {})
+      : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_),
+        stride(stride_), padding(padding_), dilation(dilation_), groups(groups_) {
+    if (groups < 1 || in_channels % groups || out_channels % groups)
+      throw shape_error("tg.nn.Conv1d: in_channels (" + std::to_string(in_channels) +
+                        ") and out_channels (" + std::to_string(out_channels) +
+                        ") must be divisible by groups (" + std::to_string(groups) + ")");
+    register_parameter(
+        "weight", weight = init::kaiming_uniform({out_channels, in_channels / groups, kernel_size},
+                                                 std::sqrt(5.0), "fan_in", "leaky_relu", o));
+    if (with_bias) {
+      std::int64_t fan_in = in_channels / groups * kernel_size;
+      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::conv1d(x, weight, bias, stride, padding, dilation, groups);
+  }
+  std::string type_name() const override { return "Conv1d"; }
+  std::string extra_repr() const override {
+    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                    ", kernel_size=(" + std::to_string(kernel_size) + ",), stride=(" +
+                    std::to_string(stride) + ",)";
+    if (padding) r += ", padding=(" + std::to_string(padding) + ",)";
+    if (dilation != 1) r += ", dilation=(" + std::to_string(dilation) + ",)";
+    if (groups != 1) r += ", groups=" + std::to_string(groups);
+    if (!bias.defined()) r += ", bias=False";
+    return r;
+  }
+};
+
+/// Transposed 2-D convolution: weight [in, out / groups, KH, KW] (PyTorch's layout and init).
+class ConvTranspose2d : public Module {
+public:
+  std::int64_t in_channels, out_channels, groups;
+  F::Pair kernel_size, stride, padding, output_padding, dilation;
+  Tensor weight, bias;
+
+  ConvTranspose2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
+                  F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair output_padding_ = 0,
+                  std::int64_t groups_ = 1, bool with_bias = true, F::Pair dilation_ = 1,
+                  TensorOptions o = {})
+      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
+        kernel_size(kernel_size_), stride(stride_), padding(padding_),
+        output_padding(output_padding_), dilation(dilation_) {
+    if (groups < 1 || in_channels % groups || out_channels % groups)
+      throw shape_error("tg.nn.ConvTranspose2d: in_channels (" + std::to_string(in_channels) +
+                        ") and out_channels (" + std::to_string(out_channels) +
+                        ") must be divisible by groups (" + std::to_string(groups) + ")");
+    // PyTorch computes fan_in from dim 1 of this weight: out / groups * KH * KW
+    register_parameter("weight",
+                       weight = init::kaiming_uniform(
+                           {in_channels, out_channels / groups, kernel_size[0], kernel_size[1]},
+                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
+    if (with_bias) {
+      std::int64_t fan_in = out_channels / groups * kernel_size[0] * kernel_size[1];
+      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation);
+  }
+  std::string type_name() const override { return "ConvTranspose2d"; }
+  std::string extra_repr() const override {
+    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                    ", kernel_size=" + detail::pair_str(kernel_size) +
+                    ", stride=" + detail::pair_str(stride);
+    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
+    if (output_padding[0] || output_padding[1])
+      r += ", output_padding=" + detail::pair_str(output_padding);
+    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
+    if (groups != 1) r += ", groups=" + std::to_string(groups);
+    if (!bias.defined()) r += ", bias=False";
+    return r;
+  }
+};
+
 class MaxPool2d : public Module {
 public:
   F::Pair kernel_size, stride, padding, dilation;
@@ -210,6 +297,33 @@ public:
   std::string extra_repr() const override {
     return detail::dims_str(normalized_shape) + ", eps=" + std::to_string(eps) +
            ", elementwise_affine=" + detail::b(weight.defined());
+  }
+};
+
+/// Normalization over groups of channels (F::group_norm); weight ones, bias zeros.
+class GroupNorm : public Module {
+public:
+  std::int64_t num_groups, num_channels;
+  double eps;
+  Tensor weight, bias;
+  GroupNorm(std::int64_t num_groups_, std::int64_t num_channels_, double eps_ = 1e-5,
+            bool affine = true, TensorOptions o = {})
+      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+    if (num_groups < 1 || num_channels % num_groups)
+      throw shape_error("tg.nn.GroupNorm: num_channels (" + std::to_string(num_channels) +
+                        ") must be divisible by num_groups (" + std::to_string(num_groups) + ")");
+    if (affine) {
+      register_parameter("weight", weight = init::ones({num_channels}, o));
+      register_parameter("bias", bias = init::zeros({num_channels}, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::group_norm(x, num_groups, weight, bias, eps);
+  }
+  std::string type_name() const override { return "GroupNorm"; }
+  std::string extra_repr() const override {
+    return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
+           ", eps=" + std::to_string(eps) + ", affine=" + detail::b(weight.defined());
   }
 };
 

@@ -15,6 +15,12 @@
 
 namespace tg {
 
+namespace detail {
+/// One axis of a reduction: any integer but bool.
+template <class T>
+concept Axis = std::integral<T> && !std::same_as<T, bool>;
+} // namespace detail
+
 template <class T>
 concept Arithmetic =
     std::is_arithmetic_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
@@ -196,46 +202,94 @@ public:
   Tensor maximum(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor minimum(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor clamp(std::optional<double> lo, std::optional<double> hi, Loc loc = Loc::current()) const;
+  // math.hpp: more elementwise functions, as torch.* (first derivatives exact)
+  Tensor erf(Loc loc = Loc::current()) const;
+  Tensor erfc(Loc loc = Loc::current()) const;
+  Tensor log1p(Loc loc = Loc::current()) const;
+  Tensor expm1(Loc loc = Loc::current()) const;
+  Tensor sinh(Loc loc = Loc::current()) const;
+  Tensor cosh(Loc loc = Loc::current()) const;
+  Tensor asinh(Loc loc = Loc::current()) const;
+  Tensor acosh(Loc loc = Loc::current()) const;
+  Tensor atanh(Loc loc = Loc::current()) const;
+  Tensor atan(Loc loc = Loc::current()) const;
+  Tensor asin(Loc loc = Loc::current()) const;
+  Tensor acos(Loc loc = Loc::current()) const;
+  Tensor atan2(const Tensor& x, Loc loc = Loc::current()) const;
+  Tensor hypot(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight, Loc loc = Loc::current()) const;
+  Tensor lerp(const Tensor& end, double weight, Loc loc = Loc::current()) const;
+  /// Python's %: the remainder has the divisor's sign (integers by zero give 0).
+  Tensor remainder(const Tensor& o, Loc loc = Loc::current()) const;
+  /// C's fmod: the remainder has the dividend's sign.
+  Tensor fmod(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor floor_divide(const Tensor& o, Loc loc = Loc::current()) const;
+  /// Integer and bool tensors only.
+  Tensor bitwise_and(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_or(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_xor(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_not(Loc loc = Loc::current()) const;
+  Tensor bitwise_left_shift(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_right_shift(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor logical_and(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor logical_or(const Tensor& o, Loc loc = Loc::current()) const;
   Tensor logical_xor(const Tensor& o, Loc loc = Loc::current()) const;
 
   // ---- reductions (no axes: all) ---------------------------------------------------------
+  // One axis is a template so that `{}` picks the axes overload (all axes), not axis 0.
   Tensor sum(Loc loc = Loc::current()) const { return sum(std::vector<int>{}, false, loc); }
-  Tensor sum(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return sum(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor sum(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return sum(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor sum(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor mean(Loc loc = Loc::current()) const { return mean(std::vector<int>{}, false, loc); }
-  Tensor mean(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return mean(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor mean(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return mean(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor mean(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor max(Loc loc = Loc::current()) const { return max(std::vector<int>{}, false, loc); }
-  Tensor max(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return max(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor max(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return max(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor max(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor min(Loc loc = Loc::current()) const { return min(std::vector<int>{}, false, loc); }
-  Tensor min(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return min(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor min(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return min(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor min(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor prod(Loc loc = Loc::current()) const { return prod(std::vector<int>{}, false, loc); }
-  Tensor prod(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return prod(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor prod(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return prod(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor prod(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor any(Loc loc = Loc::current()) const { return any(std::vector<int>{}, false, loc); }
-  Tensor any(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return any(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor any(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return any(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor any(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor all(Loc loc = Loc::current()) const { return all(std::vector<int>{}, false, loc); }
-  Tensor all(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return all(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor all(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return all(std::vector<int>{int(axis)}, keepdim, loc);
   }
   Tensor all(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  /// max and min over axes (all when empty), as torch.amax / amin.
+  Tensor amax(std::vector<int> axes = {}, bool keepdim = false, Loc loc = Loc::current()) const {
+    return max(std::move(axes), keepdim, loc);
+  }
+  Tensor amin(std::vector<int> axes = {}, bool keepdim = false, Loc loc = Loc::current()) const {
+    return min(std::move(axes), keepdim, loc);
+  }
+  /// The p-norm over axes (all when empty): torch.linalg.vector_norm (p: 2, 1, inf, -inf, 0 or
+  /// any other positive number).
+  Tensor norm(double p = 2, std::vector<int> axes = {}, bool keepdim = false,
+              Loc loc = Loc::current()) const;
   /// Index of the first maximum (over the flattened tensor when no axis is given); int64.
   Tensor argmax(std::optional<int> axis = std::nullopt, bool keepdim = false,
                 Loc loc = Loc::current()) const;
@@ -247,8 +301,9 @@ public:
   Tensor std(std::vector<int> axes = {}, double correction = 1, bool keepdim = false,
              Loc loc = Loc::current()) const;
   Tensor logsumexp(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor logsumexp(int axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return logsumexp(std::vector<int>{axis}, keepdim, loc);
+  template <detail::Axis A>
+  Tensor logsumexp(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return logsumexp(std::vector<int>{int(axis)}, keepdim, loc);
   }
 
   // ---- movement (zero-copy views) --------------------------------------------------------
@@ -297,6 +352,32 @@ public:
   Tensor softmax(int dim, Loc loc = Loc::current()) const;
   Tensor log_softmax(int dim, Loc loc = Loc::current()) const;
   Tensor cumsum(int dim, Loc loc = Loc::current()) const;
+  // indexing.hpp: ops that select, place or order elements
+  Tensor cumprod(int dim, Loc loc = Loc::current()) const;
+  /// The running maximum along dim and the index of the last element equal to it (int64).
+  std::pair<Tensor, Tensor> cummax(int dim, Loc loc = Loc::current()) const;
+  std::pair<Tensor, Tensor> cummin(int dim, Loc loc = Loc::current()) const;
+  Tensor logcumsumexp(int dim, Loc loc = Loc::current()) const;
+  /// value where mask (bool, broadcast to this tensor's shape) is true.
+  Tensor masked_fill(const Tensor& mask, double value, Loc loc = Loc::current()) const;
+  /// The lower (upper) triangle of the last two dims: j - i <= k (j - i >= k); the rest zero.
+  Tensor tril(std::int64_t k = 0, Loc loc = Loc::current()) const;
+  Tensor triu(std::int64_t k = 0, Loc loc = Loc::current()) const;
+  /// out[..., index[i][j], ...] = src[i][j] along dim (indices checked on the host).
+  Tensor scatter(int dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current()) const;
+  Tensor scatter_add(int dim, const Tensor& index, const Tensor& src,
+                     Loc loc = Loc::current()) const;
+  /// out[..., index[k], ...] += source[..., k, ...] along dim (index 1-D).
+  Tensor index_add(int dim, const Tensor& index, const Tensor& source,
+                   Loc loc = Loc::current()) const;
+  /// Sorted values and their indices (int64) along dim; stable; NaN sorts as the largest.
+  /// O(n^2) work along dim: meant for dims of up to a few thousand.
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false,
+                                 Loc loc = Loc::current()) const;
+  Tensor argsort(int dim = -1, bool descending = false, Loc loc = Loc::current()) const;
+  /// The k largest (or smallest) values along dim, sorted, and their indices.
+  std::pair<Tensor, Tensor> topk(std::int64_t k, int dim = -1, bool largest = true,
+                                 Loc loc = Loc::current()) const;
 
   // ---- building blocks (used by the ops above and by the library layers) -----------------
   static Tensor make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
@@ -330,6 +411,10 @@ private:
 // ---- shapes -----------------------------------------------------------------------------
 namespace detail {
 inline std::string shape_of(const Tensor& t) { return shape_str(t.sym_shape()); }
+/// The dtype of a binary op's result: PyTorch's promotion, 0-d operands counting for less.
+inline DType promote(const Tensor& a, const Tensor& b) {
+  return tg::promote(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
+}
 /// NumPy broadcasting of two shapes; false when they do not broadcast.
 inline bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
   std::size_t n = std::max(a.size(), b.size());

@@ -90,7 +90,7 @@ inline Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char*
                               "shapes " + detail::shape_of(a0) + " and " + detail::shape_of(b0) +
                                   " cannot be broadcast",
                               loc);
-  DType t = promote(a0.dtype(), b0.dtype());
+  DType t = detail::promote(a0, b0);
   // expand takes its shape by value: skip the copy where the operand has that shape already
   auto widen = [&](const Tensor& x) {
     Tensor c = x.cast(t);
@@ -273,6 +273,10 @@ Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
     }
   });
   d->copy_in(buf->ptr, host.data(), host.size());
+  if (detail::Trace* trace = detail::active_trace()) // tg::jit: a host value frozen at capture
+    trace->steps.push_back("upload " + detail::shape_str(shape) + " " + dtype_name(t) + "\n" +
+                           detail::hex64(fnv1a(std::string_view(
+                               reinterpret_cast<const char*>(host.data()), host.size()))));
   Tensor r = make(Op::Buffer, t, std::move(shape), {}, dev);
   r.n_->buffer = std::move(buf);
   return r;

@@ -12,11 +12,16 @@ inline Tensor Tensor::reshape(Shape shape, Loc loc) const {
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (infer >= 0)
-        detail::fail<shape_error>(
-            "reshape", "only one dimension can be -1 in " + detail::shape_str(shape), loc);
+        detail::fail<shape_error>("reshape",
+                                  "only one dimension can be -1 in " + detail::shape_str(shape) +
+                                      " (reshaping " + detail::shape_of(*this) + ")",
+                                  loc);
       infer = int(i);
     } else if (shape[i].is_const() && shape[i].constant() < 0) {
-      detail::fail<shape_error>("reshape", "invalid size in " + detail::shape_str(shape), loc);
+      detail::fail<shape_error>("reshape",
+                                "invalid size in " + detail::shape_str(shape) + " (reshaping " +
+                                    detail::shape_of(*this) + ")",
+                                loc);
     } else
       known = known * shape[i];
   }
@@ -60,7 +65,10 @@ inline Tensor Tensor::permute(std::vector<int> dims, Loc loc) const {
   for (std::size_t i = 0; i < dims.size(); ++i) {
     int d = normalize_axis(dims[i], "permute", loc);
     if (seen[std::size_t(d)])
-      detail::fail<shape_error>("permute", "dimension " + std::to_string(d) + " repeats", loc);
+      detail::fail<shape_error>("permute",
+                                "dimension " + std::to_string(d) + " repeats (permuting " +
+                                    detail::shape_of(*this) + ")",
+                                loc);
     seen[std::size_t(d)] = true;
     order.push_back(d);
     identity = identity && d == int(i);
@@ -133,7 +141,11 @@ inline Tensor Tensor::unsqueeze(int dim, Loc loc) const {
 inline Tensor Tensor::flatten(int start, int end, Loc loc) const {
   if (ndim() == 0) return reshape({1}, loc);
   int a = normalize_axis(start, "flatten", loc), b = normalize_axis(end, "flatten", loc);
-  if (a > b) detail::fail<shape_error>("flatten", "start_dim comes after end_dim", loc);
+  if (a > b)
+    detail::fail<shape_error>("flatten",
+                              "start_dim " + std::to_string(start) + " comes after end_dim " +
+                                  std::to_string(end) + " of " + detail::shape_of(*this),
+                              loc);
   Shape s(sym_shape().begin(), sym_shape().begin() + a);
   SInt m = 1;
   for (int i = a; i <= b; ++i) m = m * sym_shape()[std::size_t(i)];
@@ -145,7 +157,8 @@ inline Tensor Tensor::pad(std::vector<std::int64_t> pads, double value, Loc loc)
   if (pads.size() % 2 || int(pads.size()) > 2 * ndim())
     detail::fail<shape_error>("pad",
                               "needs pairs (before, after) for at most " + std::to_string(ndim()) +
-                                  " dims, got " + std::to_string(pads.size()) + " values",
+                                  " dims of " + detail::shape_of(*this) + ", got " +
+                                  std::to_string(pads.size()) + " values",
                               loc);
   std::vector<SInt> before(std::size_t(ndim()), SInt(0)), after = before, lo = before,
                                                           hi = sym_shape();
@@ -155,7 +168,9 @@ inline Tensor Tensor::pad(std::vector<std::int64_t> pads, double value, Loc loc)
     std::int64_t b = pads[2 * k], e = pads[2 * k + 1];
     std::int64_t size = sym_shape()[axis].eval();
     if (b < -size || e < -size || b + e < -size)
-      detail::fail<shape_error>("pad", "cropping more than the size of dim " + std::to_string(axis),
+      detail::fail<shape_error>("pad",
+                                "cropping more than the size of dim " + std::to_string(axis) +
+                                    " of " + detail::shape_of(*this),
                                 loc);
     if (b < 0) {
       lo[axis] = -b;
@@ -185,7 +200,9 @@ inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
                             std::optional<std::int64_t> stop, std::int64_t step, Loc loc) const {
   int d = normalize_axis(dim, "slice", loc);
   if (ndim() == 0) detail::fail<shape_error>("slice", "a 0-d tensor cannot be sliced", loc);
-  if (step == 0) detail::fail<shape_error>("slice", "step cannot be zero", loc);
+  if (step == 0)
+    detail::fail<shape_error>("slice",
+                              "step cannot be zero (slicing " + detail::shape_of(*this) + ")", loc);
   const SInt& size_s = sym_shape()[std::size_t(d)];
   if (!size_s.is_const() && !start && !stop && step == 1) return *this;
   // Python's slice semantics, clamped (util/slice.hpp): shrink, then flip, then stride
@@ -243,13 +260,22 @@ inline Tensor Tensor::flip(std::vector<int> dims, Loc loc) const {
   std::vector<SInt> axes(std::size_t(ndim()), SInt(0));
   for (int d : dims) {
     int a = normalize_axis(d, "flip", loc);
-    if (ndim() > 0) axes[std::size_t(a)] = 1; // a 0-d tensor takes axis 0 and flips nothing
+    if (ndim() == 0) continue; // a 0-d tensor takes axis 0 and flips nothing
+    if (axes[std::size_t(a)] == 1)
+      detail::fail<shape_error>("flip",
+                                "dim " + std::to_string(a) +
+                                    " appears more than once in the dims of " +
+                                    detail::shape_of(*this),
+                                loc);
+    axes[std::size_t(a)] = 1;
   }
   return move({MoveOp::Flip, axes, {}});
 }
 inline std::vector<Tensor> Tensor::split(std::int64_t size, int dim, Loc loc) const {
   if (size <= 0)
-    detail::fail<shape_error>("split", "split size must be positive, got " + std::to_string(size),
+    detail::fail<shape_error>("split",
+                              "split size must be positive, got " + std::to_string(size) +
+                                  " (splitting " + detail::shape_of(*this) + ")",
                               loc);
   std::int64_t n = this->size(dim, loc);
   std::vector<std::int64_t> sizes;
@@ -264,7 +290,8 @@ inline std::vector<Tensor> Tensor::split(std::vector<std::int64_t> sizes, int di
   if (total != size(d, loc))
     detail::fail<shape_error>("split",
                               "sizes add up to " + std::to_string(total) + ", not the " +
-                                  std::to_string(size(d, loc)) + " of dim " + std::to_string(d),
+                                  std::to_string(size(d, loc)) + " of dim " + std::to_string(d) +
+                                  " of " + detail::shape_of(*this),
                               loc);
   std::vector<Tensor> out;
   std::int64_t b = 0;
@@ -275,20 +302,30 @@ inline std::vector<Tensor> Tensor::split(std::vector<std::int64_t> sizes, int di
   return out;
 }
 inline std::vector<Tensor> Tensor::chunk(std::int64_t chunks, int dim, Loc loc) const {
-  if (chunks <= 0) detail::fail<shape_error>("chunk", "chunks must be positive", loc);
+  if (chunks <= 0)
+    detail::fail<shape_error>("chunk",
+                              "chunks must be positive, got " + std::to_string(chunks) +
+                                  " (chunking " + detail::shape_of(*this) + ")",
+                              loc);
   std::int64_t n = size(dim, loc);
   return split(std::max<std::int64_t>((n + chunks - 1) / chunks, 1), dim, loc);
 }
 inline Tensor Tensor::repeat(std::vector<std::int64_t> reps, Loc loc) const {
   if (int(reps.size()) < ndim())
     detail::fail<shape_error>("repeat",
-                              "needs at least " + std::to_string(ndim()) + " repeat counts", loc);
+                              "needs at least " + std::to_string(ndim()) + " repeat counts for " +
+                                  detail::shape_of(*this) + ", got " + std::to_string(reps.size()),
+                              loc);
   std::size_t lead = reps.size() - std::size_t(ndim());
   Shape s(lead, SInt(1));
   s.insert(s.end(), sym_shape().begin(), sym_shape().end());
   Shape inter, expanded, out;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (reps[i] < 0) detail::fail<shape_error>("repeat", "negative repeat count", loc);
+    if (reps[i] < 0)
+      detail::fail<shape_error>("repeat",
+                                "negative repeat count " + std::to_string(reps[i]) + " for " +
+                                    detail::shape_of(*this),
+                                loc);
     inter.push_back(1);
     inter.push_back(s[i]);
     expanded.push_back(reps[i]);
@@ -300,8 +337,9 @@ inline Tensor Tensor::repeat(std::vector<std::int64_t> reps, Loc loc) const {
 
 namespace detail {
 /// Host-side check that integer indices lie in [-n, n) (gather and index_select read them).
-inline Tensor checked_index(const Tensor& index, std::int64_t n, const char* op,
+inline Tensor checked_index(const Tensor& index, const Tensor& input, int d, const char* op,
                             std::source_location loc) {
+  const std::int64_t n = input.size(d);
   if (!is_int(index.dtype()))
     fail<dtype_error>(
         op, std::string("index must be an integer tensor, got ") + dtype_name(index.dtype()), loc);
@@ -309,8 +347,8 @@ inline Tensor checked_index(const Tensor& index, std::int64_t n, const char* op,
   for (std::int64_t x : v)
     if (x < -n || x >= n)
       fail<index_error>(op,
-                        "index " + std::to_string(x) + " is out of range for a dim of size " +
-                            std::to_string(n),
+                        "index " + std::to_string(x) + " is out of range for dim " +
+                            std::to_string(d) + " of " + shape_of(input),
                         loc);
   Tensor i = index.cast(DType::Int64);
   return where(i < std::int64_t(0), i + n, i, loc);
@@ -336,7 +374,7 @@ inline Tensor Tensor::gather(int dim, const Tensor& index, Loc loc) const {
                                     detail::shape_of(*this) + " in dim " + std::to_string(i),
                                 loc);
   std::int64_t n = size(d);
-  Tensor idx = detail::checked_index(index, n, "gather", loc);
+  Tensor idx = detail::checked_index(index, *this, d, "gather", loc);
   // crop the input to the index's extent (except along dim), then one-hot select along dim
   std::vector<SInt> lo(std::size_t(ndim()), SInt(0)), hi = index.sym_shape();
   hi[std::size_t(d)] = sym_shape()[std::size_t(d)];
@@ -354,7 +392,7 @@ inline Tensor Tensor::index_select(int dim, const Tensor& index, Loc loc) const 
     detail::fail<shape_error>("index_select", "index must be 1-D, got " + detail::shape_of(index),
                               loc);
   std::int64_t n = size(d), m = index.numel();
-  Tensor idx = detail::checked_index(index.reshape({m}), n, "index_select", loc);
+  Tensor idx = detail::checked_index(index.reshape({m}), *this, d, "index_select", loc);
   // out[..., j, ...] = sum_k x[..., k, ...] * (idx[j] == k)
   Shape is(std::size_t(ndim()) + 1, SInt(1));
   is[std::size_t(d)] = m;
@@ -491,6 +529,11 @@ inline Tensor Tensor::dot(const Tensor& o, Loc loc) const {
                               "needs two 1-D tensors, got " + detail::shape_of(*this) + " and " +
                                   detail::shape_of(o),
                               loc);
+  if (size(0) != o.size(0))
+    detail::fail<shape_error>("dot",
+                              "the tensors have different sizes: " + detail::shape_of(*this) +
+                                  " and " + detail::shape_of(o),
+                              loc);
   return matmul(o, loc);
 }
 inline Tensor matmul(const Tensor& a, const Tensor& b,
@@ -498,11 +541,13 @@ inline Tensor matmul(const Tensor& a, const Tensor& b,
   return a.matmul(b, loc);
 }
 inline Tensor Tensor::softmax(int dim, Loc loc) const {
+  normalize_axis(dim, "softmax", loc); // the error names the op called
   Tensor x = as_float();
   Tensor e = (x - x.max(dim, true, loc)).exp(loc);
   return e / e.sum(dim, true, loc);
 }
 inline Tensor Tensor::log_softmax(int dim, Loc loc) const {
+  normalize_axis(dim, "log_softmax", loc);
   Tensor x = as_float();
   Tensor s = x - x.max(dim, true, loc);
   return s - s.exp(loc).sum(dim, true, loc).log(loc);

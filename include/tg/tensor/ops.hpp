@@ -15,7 +15,8 @@ inline void require_not_bool(const Tensor& t, const char* op, std::source_locati
 }
 } // namespace detail
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
+             std::source_location loc = std::source_location::current());
 
 // ---- operators -----------------------------------------------------------------------------
 inline Tensor operator+(TensorArg a, TensorArg b) {
@@ -32,12 +33,12 @@ inline Tensor operator-(TensorArg a, TensorArg b) {
   if (a.t.dtype() == DType::Bool || b.t.dtype() == DType::Bool)
     detail::fail<dtype_error>("sub", "subtracting bool tensors is not supported (use logical_xor)",
                               a.loc);
-  DType t = promote(a.t.dtype(), b.t.dtype());
+  DType t = detail::promote(a.t, b.t);
   return Tensor::alu(Op::Add, a.t.cast(t), -TensorArg(b.t.cast(t), a.loc), "sub", a.loc);
 }
 /// True division: integer inputs give float32, as in PyTorch.
 inline Tensor operator/(TensorArg a, TensorArg b) {
-  DType t = promote(a.t.dtype(), b.t.dtype());
+  DType t = detail::promote(a.t, b.t);
   if (!is_float(t)) t = DType::Float32;
   return Tensor::alu(Op::Div, a.t.cast(t), b.t.cast(t), "div", a.loc);
 }
@@ -132,8 +133,10 @@ inline Tensor Tensor::sqrt(Loc loc) const { return as_float().alu(Op::Sqrt, loc)
 inline Tensor Tensor::rsqrt(Loc loc) const { return sqrt(loc).reciprocal(loc); }
 inline Tensor Tensor::reciprocal(Loc loc) const { return as_float().alu(Op::Recip, loc); }
 inline Tensor Tensor::sin(Loc loc) const { return as_float().alu(Op::Sin, loc); }
+/// cos(x) = 1 - 2 sin^2(x / 2): halving is exact, so large arguments keep their digits (sin of
+/// pi/2 - x rounds the difference first: cos(12345.678f) was off by 3e-4).
 inline Tensor Tensor::cos(Loc loc) const {
-  return (detail::kPi / 2 - as_float()).alu(Op::Sin, loc);
+  return 1.0 - 2.0 * (as_float() * 0.5).alu(Op::Sin, loc).square(loc);
 }
 inline Tensor Tensor::tan(Loc loc) const { return sin(loc) / cos(loc); }
 inline Tensor Tensor::sigmoid(Loc loc) const {
@@ -156,22 +159,6 @@ inline Tensor Tensor::relu(Loc loc) const {
 inline Tensor Tensor::leaky_relu(double slope, Loc loc) const {
   Tensor x = as_float();
   return where(x > 0.0, x, x * slope, loc);
-}
-inline Tensor Tensor::gelu(const std::string& approximate, Loc loc) const {
-  Tensor x = as_float();
-  if (approximate == "tanh")
-    return 0.5 * x * (1.0 + (0.7978845608028654 * (x + 0.044715 * x * x * x)).tanh(loc));
-  if (approximate != "none")
-    detail::fail<error>(
-        "gelu", "approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"", loc);
-  // erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7)
-  Tensor z = x * 0.7071067811865476, az = z.abs(loc);
-  Tensor t = (1.0 + 0.3275911 * az).reciprocal(loc);
-  Tensor poly = t * (0.254829592 +
-                     t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-  Tensor erf_abs = 1.0 - poly * (-(az * az)).exp(loc);
-  Tensor erf = where(z < 0.0, -erf_abs, erf_abs, loc);
-  return 0.5 * x * (1.0 + erf);
 }
 inline Tensor Tensor::silu(Loc loc) const { return as_float() * sigmoid(loc); }
 inline Tensor Tensor::softplus(double beta, double threshold, Loc loc) const {
@@ -225,7 +212,7 @@ inline Tensor Tensor::logical_xor(const Tensor& o, Loc loc) const {
   return alu(Op::Xor, cast(DType::Bool), o.cast(DType::Bool), "logical_xor", loc);
 }
 inline Tensor Tensor::pow(const Tensor& e, Loc loc) const {
-  DType t = promote(dtype(), e.dtype());
+  DType t = detail::promote(*this, e);
   if (is_float(t)) return alu(Op::Pow, cast(t), e.cast(t), "pow", loc);
   // integer powers: exact in float64 for the values integers can hold without overflow
   return alu(Op::Pow, cast(DType::Float64), e.cast(DType::Float64), "pow", loc).round(loc).cast(t);
@@ -234,6 +221,18 @@ inline Tensor Tensor::pow(double e, Loc loc) const {
   if (e == 2) return square(loc);
   if (e == 1) return *this;
   if (e == 0.5) return sqrt(loc);
+  if (!is_float(dtype()) && e == std::floor(e)) { // an integer power keeps the integer dtype
+    if (e < 0)
+      detail::fail<dtype_error>("pow",
+                                std::string("integers to negative integer powers are not "
+                                            "allowed (") +
+                                    dtype_name(dtype()) + " tensor to the power " +
+                                    std::to_string(std::int64_t(e)) + ")",
+                                loc);
+    Tensor x = dtype() == DType::Bool ? cast(DType::Int64) : *this;
+    return x.pow(full_on({}, Scalar::of_int(DType::Int64, std::int64_t(e)), DType::Int64, device()),
+                 loc);
+  }
   Tensor x = is_float(dtype()) ? *this : cast(DType::Float32);
   // as PyTorch's scalar powers: products, exact where the result is (a GPU's pow need not be)
   if (e == 3) return x.square(loc) * x;
@@ -245,19 +244,21 @@ inline Tensor Tensor::maximum(const Tensor& o, Loc loc) const {
   return alu(Op::Max, *this, o, "maximum", loc);
 }
 inline Tensor Tensor::minimum(const Tensor& o, Loc loc) const {
-  DType t = promote(dtype(), o.dtype());
+  DType t = detail::promote(*this, o);
   Tensor a = cast(t), b = o.cast(t);
   Tensor pick_a = alu(Op::CmpLt, a, b, "minimum", loc);
   if (is_float(t)) pick_a = pick_a.logical_or(a.isnan(loc), loc);
   return where(pick_a, a, b, loc);
 }
 inline Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi, Loc loc) const {
-  Tensor r = *this;
-  // bounds in the tensor's own dtype (not via a float32 constant, which rounds large int64 bounds);
-  // an integer tensor is clamped to the integers inside [lo, hi]
-  bool integral = !is_float(dtype());
-  if (lo) r = r.maximum(full_on({}, integral ? std::ceil(*lo) : *lo, r.dtype(), device()), loc);
-  if (hi) r = r.minimum(full_on({}, integral ? std::floor(*hi) : *hi, r.dtype(), device()), loc);
+  // PyTorch's promotion with the bounds as scalars: an integer tensor with a bound that is not an
+  // integer is clamped as float32; bounds in the result's dtype (not via a float32 constant,
+  // which rounds large int64 bounds)
+  auto fractional = [](std::optional<double> b) { return b && *b != std::floor(*b); };
+  Tensor r =
+      !is_float(dtype()) && (fractional(lo) || fractional(hi)) ? cast(DType::Float32) : *this;
+  if (lo) r = r.maximum(full_on({}, *lo, r.dtype(), device()), loc);
+  if (hi) r = r.minimum(full_on({}, *hi, r.dtype(), device()), loc);
   return r;
 }
 
@@ -273,7 +274,7 @@ inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
                               loc);
   if (cond.device() != a.device() || a.device() != b.device())
     detail::fail<device_error>("where", "tensors are on different devices", loc);
-  DType t = promote(a.dtype(), b.dtype());
+  DType t = detail::promote(a, b);
   Tensor c = cond.cast(DType::Bool).expand(out), x = a.cast(t).expand(out),
          y = b.cast(t).expand(out);
   return Tensor::make(Op::Where, t, out, {c.lazy(), x.lazy(), y.lazy()}, a.device());
@@ -288,9 +289,6 @@ Tensor where(const Tensor& cond, S a, const Tensor& b,
              std::source_location loc = std::source_location::current()) {
   return where(cond, detail::scalar_for(b, a), b, loc);
 }
-inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  return where(cond, a, b, std::source_location::current());
-}
 
 // ---- reductions ----------------------------------------------------------------------------
 inline Tensor Tensor::sum(std::vector<int> axes, bool keepdim, Loc loc) const {
@@ -302,14 +300,34 @@ inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim, Loc loc) const {
   Tensor x = is_float(dtype()) ? *this : cast(DType::Int64);
   return x.reduce(Op::ReduceProd, std::move(axes), keepdim, "prod", loc);
 }
+namespace detail {
+/// max, min and argmax have no identity: an axis they reduce must not be empty (an empty tensor
+/// reduced along another axis gives an empty result, as in PyTorch).
+inline void require_nonempty_axes(const Tensor& t, std::vector<int> axes, const char* op,
+                                  std::source_location loc) {
+  if (t.numel() != 0 || t.ndim() == 0) return;
+  if (axes.empty())
+    fail<shape_error>(op,
+                      "reduction over all of the empty tensor " + shape_of(t) +
+                          " has no identity (give an axis that is not empty)",
+                      loc);
+  for (int a : axes) {
+    a = t.normalize_axis(a, op, loc);
+    if (t.sym_shape()[std::size_t(a)].eval() == 0)
+      fail<shape_error>(op,
+                        "axis " + std::to_string(a) + " of " + shape_of(t) +
+                            " is empty, and the reduction has no identity",
+                        loc);
+  }
+}
+} // namespace detail
+
 inline Tensor Tensor::max(std::vector<int> axes, bool keepdim, Loc loc) const {
-  if (numel() == 0)
-    detail::fail<shape_error>("max", "reduction over an empty tensor has no identity", loc);
+  detail::require_nonempty_axes(*this, axes, "max", loc);
   return reduce(Op::ReduceMax, std::move(axes), keepdim, "max", loc);
 }
 inline Tensor Tensor::min(std::vector<int> axes, bool keepdim, Loc loc) const {
-  if (numel() == 0)
-    detail::fail<shape_error>("min", "reduction over an empty tensor has no identity", loc);
+  detail::require_nonempty_axes(*this, axes, "min", loc);
   if (is_float(dtype()))
     return -(-*this).reduce(Op::ReduceMax, std::move(axes), keepdim, "min", loc);
   if (dtype() == DType::Bool) return all(std::move(axes), keepdim, loc);
@@ -319,7 +337,17 @@ inline Tensor Tensor::min(std::vector<int> axes, bool keepdim, Loc loc) const {
                  .reduce(Op::ReduceMax, axes, keepdim, "min", loc),
              full_on({}, -1, dtype(), device()), "min", loc);
 }
+namespace detail {
+/// Checks the axes a composite op reduces under its own name (they are checked again by the
+/// reductions it is made of).
+inline void check_axes(const Tensor& t, const std::vector<int>& axes, const char* op,
+                       std::source_location loc) {
+  for (int a : axes) t.normalize_axis(a, op, loc);
+}
+} // namespace detail
+
 inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "mean", loc);
   if (!is_float(dtype()))
     detail::fail<dtype_error>(
         "mean", std::string("needs a floating point tensor, got ") + dtype_name(dtype()), loc);
@@ -334,7 +362,8 @@ inline Tensor Tensor::all(std::vector<int> axes, bool keepdim, Loc loc) const {
   return logical_not(loc).any(std::move(axes), keepdim, loc).logical_not(loc);
 }
 inline Tensor Tensor::argmax(std::optional<int> axis, bool keepdim, Loc loc) const {
-  if (numel() == 0) detail::fail<shape_error>("argmax", "argmax of an empty tensor", loc);
+  detail::require_nonempty_axes(*this, axis ? std::vector<int>{*axis} : std::vector<int>{},
+                                "argmax", loc);
   if (!axis) {
     Tensor r = flatten(0, -1, loc).argmax(0, false, loc);
     if (keepdim) return r.reshape(Shape(std::size_t(ndim()), SInt(1)), loc);
@@ -363,6 +392,7 @@ inline Tensor Tensor::argmin(std::optional<int> axis, bool keepdim, Loc loc) con
   return alu(Op::Xor, *this, const_like(-1), "argmin", loc).argmax(axis, keepdim, loc);
 }
 inline Tensor Tensor::var(std::vector<int> axes, double correction, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "var", loc);
   Tensor x = as_float();
   Tensor m = x.mean(axes, true, loc);
   Tensor d = x - m;
@@ -371,10 +401,13 @@ inline Tensor Tensor::var(std::vector<int> axes, double correction, bool keepdim
   return s / std::max(count - correction, 0.0);
 }
 inline Tensor Tensor::std(std::vector<int> axes, double correction, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "std", loc);
   return var(std::move(axes), correction, keepdim, loc).sqrt(loc);
 }
 inline Tensor Tensor::logsumexp(std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "logsumexp", loc);
   Tensor x = as_float();
+  if (numel() == 0) return x.exp(loc).sum(axes, keepdim, loc).log(loc); // empty sums: log(0) = -inf
   Tensor m = x.max(axes, true, loc);
   Tensor safe = where(m.isinf(loc), m.const_like(0), m, loc); // all -inf rows give -inf, not nan
   Tensor r = (x - safe).exp(loc).sum(axes, true, loc).log(loc) + safe;

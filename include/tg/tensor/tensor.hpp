@@ -12,3 +12,4 @@
 
 #include "../autograd/backward.hpp" // requires_grad_, backward, detach
 #include "../engine/jit.hpp"        // assign
+#include "indexing.hpp"             // and math.hpp
