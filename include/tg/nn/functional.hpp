@@ -644,7 +644,7 @@ inline Tensor interpolate(const Tensor& x, std::optional<Pair> size,
   if (mode == "nearest") {
     std::array<Tensor, 2> idx;
     for (std::size_t i = 0; i < 2; ++i) {
-      std::vector<std::int64_t> v(std::size_t(out[i]));
+      std::vector<std::int64_t> v(static_cast<std::size_t>(out[i]));
       for (std::int64_t o = 0; o < out[i]; ++o)
         v[std::size_t(o)] =
             std::min<std::int64_t>(std::int64_t(std::floor(double(o) * scale[i])), in[i] - 1);
