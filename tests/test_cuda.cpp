@@ -174,12 +174,12 @@ TEST_CASE("CUDA: every kernel of a broad op list compiles with NVRTC, and its PT
         for (int g = 0; g < 2; ++g) {
           tg::GpuOptions o;
           o.grouped = g;
-          tg::Program gpu = tg::gpu_program(p, o);
-          if (g && !gpu.grouped) break;
-          grouped += gpu.grouped;
+          tg::KernelCode gpu = tg::finish_kernel(p, tg::Target::cuda(o)); // as the device would
+          if (g && !gpu.program.grouped) break;
+          grouped += gpu.program.grouped;
           jobs.push_back({name + " (" + tg::dtype_name(t) + ", " + std::string(p.name.view()) +
-                              (gpu.grouped ? ", grouped)" : ")"),
-                          std::string(p.name.view()), std::string(tg::render_cuda(gpu).view())});
+                              (gpu.program.grouped ? ", grouped)" : ")"),
+                          std::string(p.name.view()), std::string(gpu.source.view())});
         }
       }
     }

@@ -14,6 +14,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -1981,6 +1982,99 @@ TEST_CASE("cast between dtypes, float16 and bfloat16 round trips") {
       b.add("times 0.5" + n, tx * 0.5, map1(x, [](double u) { return u * 0.5; }), t, kExact);
       auto less = [](double u, double v) { return u < v ? 1.0 : 0.0; };
       b.add("compare" + n, tx < ty, map2(x, y, less), tg::bool_);
+    }
+  });
+}
+
+/// Whether two arrays hold the same values bit for bit, NaNs of any payload counting as equal.
+template <class T> std::string bit_differences(const std::vector<T>& a, const std::vector<T>& b) {
+  std::string out;
+  int n = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    const bool nan = a[k] != a[k] && b[k] != b[k]; // (false for integers)
+    if (nan || std::memcmp(&a[k], &b[k], sizeof(T)) == 0) continue;
+    if (n++ < 4)
+      out += " [" + std::to_string(k) + "] " + std::to_string(double(a[k])) + " vs " +
+             std::to_string(double(b[k]));
+  }
+  return n ? std::to_string(n) + " differ:" + out : "";
+}
+
+// The conversions the pass list's decompose pass writes out as integer ops, against INTERP (which
+// runs the ops' own semantics) bit for bit: every float16 and bfloat16 bit pattern, and float32
+// and float64 values around every rounding and range boundary.
+TEST_CASE("float16/bfloat16 codecs and float -> integer casts bit for bit (decompose)") {
+  std::vector<std::uint16_t> bits(65536);
+  for (std::size_t k = 0; k < bits.size(); ++k) bits[k] = std::uint16_t(k);
+  std::vector<float> fs;
+  for (int e = -27; e <= 17; ++e) // around each binade of float16 and its subnormals
+    for (int k = 0; k < 64; ++k) {
+      const float f = std::ldexp(1.0f + float(k) / 64, e);
+      for (float g : {f, std::nextafter(f, 0.0f), std::nextafter(f, 1e30f)}) {
+        fs.push_back(g);
+        fs.push_back(-g);
+      }
+    }
+  for (std::uint32_t m = 0; m < 8192; m += 7) // every rounding case of float16's mantissa
+    for (std::uint32_t e : {100u, 103u, 112u, 113u, 127u, 142u, 143u}) {
+      const std::uint32_t b = (e << 23) | (m << 1) | (m & 1u ? 0x1000u : 0u);
+      fs.push_back(std::bit_cast<float>(b));
+      fs.push_back(std::bit_cast<float>(b | 0x8000u));
+    }
+  for (double v :
+       {0.0,           -0.0,          kInf,   -kInf,   kNaN,    -kNaN,        65504.0,
+        65519.0,       65520.0,       1e-45,  5.96e-8, 2.98e-8, 3e38,         2147483648.0,
+        -2147483648.0, -2147483904.0, 9.3e18, -9.3e18, 1.8e19,  4294967296.0, -1.0,
+        -0.5,          255.5,         -129.0, 32768.0})
+    fs.push_back(float(v));
+  std::vector<double> ds(fs.begin(), fs.end());
+  for (double v :
+       {2147483647.5, -2147483648.5, -2147483649.0, 9223372036854775807.0, -9223372036854775808.0,
+        18446744073709551615.0, 18446744073709551616.0, -0.999, 4294967295.9})
+    ds.push_back(v);
+  const std::int64_t nf = std::int64_t(fs.size()), nd = std::int64_t(ds.size());
+  Tensor hi = Tensor::from_data(bits.data(), {65536}, TensorOptions(tg::uint16, "INTERP"));
+  Tensor fi = Tensor::from_data(fs.data(), {nf}, TensorOptions(tg::float32, "INTERP"));
+  Tensor di = Tensor::from_data(ds.data(), {nd}, TensorOptions(tg::float64, "INTERP"));
+  for_each_device([&](const std::string& dev) {
+    Tensor h = hi.to(dev), f = fi.to(dev), d = di.to(dev);
+    auto same = [&](const char* what, const Tensor& got, const Tensor& want) {
+      CAPTURE(what);
+      std::string diff;
+      switch (got.dtype()) {
+      case tg::DType::Float32:
+        diff = bit_differences(got.to_vector<float>(), want.to_vector<float>());
+        break;
+      case tg::DType::Float64:
+        diff = bit_differences(got.to_vector<double>(), want.to_vector<double>());
+        break;
+      case tg::DType::UInt64:
+        diff = bit_differences(got.to_vector<std::uint64_t>(), want.to_vector<std::uint64_t>());
+        break;
+      default: // every narrower integer fits in int64
+        diff = bit_differences(got.cast(tg::int64).to_vector<std::int64_t>(),
+                               want.cast(tg::int64).to_vector<std::int64_t>());
+      }
+      CHECK_MESSAGE(diff.empty(), what << ": " << diff);
+    };
+    for (tg::DType half : {tg::float16, tg::bfloat16}) {
+      const tg::DType other = half == tg::float16 ? tg::bfloat16 : tg::float16;
+      CAPTURE(tg::dtype_name(half));
+      same("decode", h.bitcast(half).cast(tg::float32), hi.bitcast(half).cast(tg::float32));
+      same("bits round trip", h.bitcast(half).bitcast(tg::int16),
+           hi.bitcast(half).bitcast(tg::int16));
+      same("encode", f.cast(half).bitcast(tg::uint16), fi.cast(half).bitcast(tg::uint16));
+      same("from float64", d.cast(half).bitcast(tg::uint16), di.cast(half).bitcast(tg::uint16));
+      same("to the other 16-bit float", f.cast(half).cast(other).bitcast(tg::uint16),
+           fi.cast(half).cast(other).bitcast(tg::uint16));
+      same("to int32", h.bitcast(half).cast(tg::int32), hi.bitcast(half).cast(tg::int32));
+      same("to uint8", h.bitcast(half).cast(tg::uint8), hi.bitcast(half).cast(tg::uint8));
+    }
+    for (tg::DType t : {tg::int8, tg::int16, tg::int32, tg::int64, tg::uint8, tg::uint16,
+                        tg::uint32, tg::uint64}) {
+      CAPTURE(tg::dtype_name(t));
+      same("float32 to integer", f.cast(t), fi.cast(t));
+      same("float64 to integer", d.cast(t), di.cast(t));
     }
   });
 }

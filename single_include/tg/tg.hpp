@@ -1540,14 +1540,16 @@ enum class Op : std::uint8_t {
   // structure
   View,       // movement ops in `moves`, zero-copy
   Contiguous, // forces a materialized, contiguous copy
+  // kernel programs only (made by codegen/decompose.hpp; never a graph node)
+  MulAdd, // a * b + c, rounded once
 };
 
 constexpr const char* op_name(Op op) {
-  constexpr const char* names[] = {"buffer", "const",      "neg",   "recip", "sqrt",      "exp2",
-                                   "log2",   "sin",        "trunc", "cast",  "bitcast",   "add",
-                                   "mul",    "div",        "mod",   "max",   "pow",       "cmplt",
-                                   "cmpeq",  "cmpne",      "and",   "or",    "xor",       "where",
-                                   "sum",    "max_reduce", "prod",  "view",  "contiguous"};
+  constexpr const char* names[] = {
+      "buffer", "const",      "neg",     "recip", "sqrt",       "exp2",  "log2", "sin",
+      "trunc",  "cast",       "bitcast", "add",   "mul",        "div",   "mod",  "max",
+      "pow",    "cmplt",      "cmpeq",   "cmpne", "and",        "or",    "xor",  "where",
+      "sum",    "max_reduce", "prod",    "view",  "contiguous", "muladd"};
   return names[static_cast<int>(op)];
 }
 constexpr bool is_unary(Op op) { return op >= Op::Neg && op <= Op::Bitcast; }
@@ -1556,7 +1558,11 @@ constexpr bool is_elementwise(Op op) { return op >= Op::Neg && op <= Op::Where; 
 constexpr bool is_reduce(Op op) { return op >= Op::ReduceSum && op <= Op::ReduceProd; }
 constexpr bool is_compare(Op op) { return op >= Op::CmpLt && op <= Op::CmpNe; }
 constexpr int arity(Op op) {
-  return op <= Op::Const ? 0 : is_unary(op) ? 1 : is_binary(op) ? 2 : op == Op::Where ? 3 : 1;
+  return op <= Op::Const                       ? 0
+         : is_unary(op)                        ? 1
+         : is_binary(op)                       ? 2
+         : op == Op::Where || op == Op::MulAdd ? 3
+                                               : 1;
 }
 
 /// A scalar of any dtype: integers in `i` (uint64 bit-cast), floats in `f`.
@@ -1944,8 +1950,8 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
 #define TG_SI_TG_CODEGEN_DECOMPOSE_HPP
 // decompose: op semantics that must agree across devices, as a rewrite of a Program before it is
 // rendered (tinygrad's codegen/decomp), so that every dialect that needs them gets the same ops
-// and no renderer spells them. The C-style renderers' shared semantics that are not ops of the IR
-// (16-bit float codecs, float exp2, float -> integer saturation) are in render.hpp's CStyle.
+// and no renderer spells them: safe integer division, float -> integer conversion as INTERP's,
+// float16/bfloat16 values to and from their bits, float exp2 as a polynomial, subnormal log2.
 
 // ---- tg/codegen/ir.hpp ----
 #ifndef TG_SI_TG_CODEGEN_IR_HPP
@@ -2103,15 +2109,47 @@ struct DecomposeOptions {
   /// log2(1e-45) = -127), so a subnormal's log2 is taken of its mantissa bits, a whole number,
   /// minus 149.
   bool subnormal_log2 = false;
+  /// Float to integer as INTERP (x86) converts: through int32 (int64 for 32/64-bit targets), out
+  /// of range and NaN giving the minimum ("integer indefinite"), uint64 giving 0. The languages
+  /// leave those undefined, and compilers fold them differently ((unsigned char)-3.0f became 0,
+  /// not 253). Every dialect needs it: renderers convert only values in range.
+  bool saturating_casts = false;
+  /// float16 / bfloat16 loads, stores, casts and bitcasts as integer ops on their bits (round to
+  /// nearest even, NaN kept quiet, subnormals exact), as INTERP's half and bfloat16_t. Without it
+  /// the dialect converts (CUDA's float16: cvt in hardware).
+  bool f16_bits = false, bf16_bits = false;
+  /// float32 2^x as INTERP computes it (detail::exp2_float), bit for bit: 2^n * p(f), x = n + f,
+  /// |f| <= 1/2, p the degree-7 Taylor polynomial of 2^f (relative error below 1e-8) by fused
+  /// multiply-adds (MulAdd), 2^n in two factors so that subnormal results round once. Branch
+  /// free, so loops of it vectorize (libm's exp2f is a call per element); GLSL's exp2 returned 0
+  /// below 2^-126 on lavapipe. CUDA keeps its exp2f.
+  bool exp2_poly = false;
+  /// Float division and reciprocal as IEEE defines them where the dialect's `/` does not: a
+  /// division by zero is undefined in Vulkan (Mesa folds x / 0.0 to 0), so the divisor is made
+  /// nonzero and zero's results (+-inf, NaN for 0 / 0 and NaN / 0) are selected by hand.
+  bool ieee_div = false;
 
+  /// What every C-style dialect needs (C, and the GPU dialects below).
+  static constexpr DecomposeOptions c_style() {
+    DecomposeOptions o;
+    o.saturating_casts = o.f16_bits = o.bf16_bits = o.exp2_poly = true;
+    return o;
+  }
   /// The GPU dialects' needs (CUDA, GLSL).
   static constexpr DecomposeOptions gpu() {
-    DecomposeOptions o;
+    DecomposeOptions o = c_style();
     o.safe_int_div = true;
     return o;
   }
   /// Whether the pass has anything to do.
-  constexpr bool any() const { return safe_int_div || subnormal_log2; }
+  constexpr bool any() const {
+    return safe_int_div || subnormal_log2 || saturating_casts || f16_bits || bf16_bits ||
+           exp2_poly || ieee_div;
+  }
+  /// Whether it rewrites values of 16-bit float type d.
+  constexpr bool bits_of(DType d) const {
+    return (d == DType::Float16 && f16_bits) || (d == DType::BFloat16 && bf16_bits);
+  }
 };
 
 namespace detail {
@@ -2154,11 +2192,183 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
   auto alu = [&](Op op, DType d, int a, int b = -1, int c = -1) {
     return rw.add(UOp{UKind::Alu, op, d, {a, b, c}, {}, -1, {}});
   };
+  auto real = [&](DType d, double v) { // a float constant of compute dtype d
+    return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of(d, v), -1, {}});
+  };
+  const DType u32 = DType::UInt32, f32 = DType::Float32, b1 = DType::Bool;
+  auto bits_and = [&](int x, std::int64_t m) { return alu(Op::And, u32, x, constant(u32, m)); };
+  // x >> k and x << k of a uint32, as the IR has no shifts (a constant divisor: no guard)
+  auto shr = [&](int x, int k) {
+    return alu(Op::Div, u32, x, constant(u32, std::int64_t(1) << k));
+  };
+  auto shl = [&](int x, int k) {
+    return alu(Op::Mul, u32, x, constant(u32, std::int64_t(1) << k));
+  };
+  auto eq = [&](int x, std::int64_t v) { return alu(Op::CmpEq, b1, x, constant(u32, v)); };
+  auto below = [&](int x, std::int64_t v) { return alu(Op::CmpLt, b1, x, constant(u32, v)); };
+
+  // A float32 value from the 32-bit word holding a 16-bit float's bits.
+  auto decode16 = [&](DType half, int w) {
+    if (half == DType::BFloat16) return alu(Op::Bitcast, f32, shl(w, 16));
+    // normal and inf/NaN: the fields moved into float32's; subnormal: m * 2^-24 (exact, and
+    // never a subnormal float, which GPUs may flush)
+    const int s = shl(bits_and(w, 0x8000), 16), e = bits_and(shr(w, 10), 31),
+              m = shl(bits_and(w, 0x3ff), 13);
+    const int normal =
+        alu(Op::Or, u32, alu(Op::Or, u32, s, shl(alu(Op::Add, u32, e, constant(u32, 112)), 23)), m);
+    const int special = alu(Op::Or, u32, alu(Op::Or, u32, s, constant(u32, 0x7f800000)), m);
+    const int f = alu(Op::Bitcast, f32, alu(Op::Where, u32, eq(e, 31), special, normal));
+    const int tiny = alu(Op::Mul, f32, alu(Op::Cast, f32, bits_and(w, 0x3ff)), real(f32, 0x1p-24));
+    const int sub =
+        alu(Op::Where, f32, alu(Op::CmpNe, b1, s, constant(u32, 0)), alu(Op::Neg, f32, tiny), tiny);
+    return alu(Op::Where, f32, eq(e, 0), sub, f);
+  };
+  // The 32-bit word holding the 16-bit float nearest float32 value f (ties to even).
+  auto encode16 = [&](DType half, int f) {
+    // a value of 16-bit float type is a float32 in a register: typed so, its bits are float32's
+    if (is_half(rw.out[std::size_t(f)].dtype)) f = alu(Op::Cast, f32, f);
+    const int x = alu(Op::Bitcast, u32, f);
+    const int nan = alu(Op::And, b1, eq(bits_and(x, 0x7f800000), 0x7f800000),
+                        alu(Op::CmpNe, b1, bits_and(x, 0x7fffff), constant(u32, 0)));
+    if (half == DType::BFloat16) {
+      const int quiet = alu(Op::Or, u32, shr(x, 16), constant(u32, 0x40));
+      const int odd = bits_and(shr(x, 16), 1);
+      const int up = alu(Op::Add, u32, alu(Op::Add, u32, x, constant(u32, 0x7fff)), odd);
+      return alu(Op::Where, u32, nan, quiet, shr(up, 16));
+    }
+    const int s = bits_and(shr(x, 16), 0x8000), e = bits_and(shr(x, 23), 0xff);
+    // normal results: exponent and the top 10 mantissa bits, rounded by the 13 below (a carry
+    // moves into the exponent, up to infinity)
+    const int top = alu(Op::Add, u32, shr(bits_and(x, 0x7fffffff), 13),
+                        constant(u32, std::int64_t(0x100000000) - (112 << 10)));
+    const int r = bits_and(x, 0x1fff);
+    const int up = alu(
+        Op::Or, b1, alu(Op::CmpLt, b1, constant(u32, 0x1000), r),
+        alu(Op::And, b1, eq(r, 0x1000), alu(Op::CmpNe, b1, bits_and(top, 1), constant(u32, 0))));
+    const int normal = alu(Op::Add, u32, top, alu(Op::Cast, u32, up));
+    // subnormal results (and zero): |f| * 2^24 rounded to an integer, ties to even, by adding and
+    // subtracting 2^23 (exact float arithmetic; the GPU dialects keep it unreassociated)
+    const int scaled =
+        alu(Op::Mul, f32, alu(Op::Bitcast, f32, bits_and(x, 0x7fffffff)), real(f32, 0x1p24));
+    const int rounded =
+        alu(Op::Add, f32, alu(Op::Add, f32, scaled, real(f32, 0x1p23)), real(f32, -0x1p23));
+    const int sub = alu(Op::Cast, u32, rounded);
+    const int inf = alu(Op::Where, u32, nan, constant(u32, 0x7e00), constant(u32, 0x7c00));
+    const int finite = alu(Op::Where, u32, below(e, 113), sub, normal);
+    return alu(Op::Or, u32, s, alu(Op::Where, u32, below(e, 143), finite, inf));
+  };
+  // Float (compute dtype cf) to integer dtype `to` as INTERP converts, with only in-range values
+  // reaching the dialect's conversion.
+  auto to_int = [&](DType cf, DType to, int a) {
+    const bool wide = to == DType::Int64 || to == DType::UInt32;
+    const DType via = to == DType::UInt64 ? to : wide ? DType::Int64 : DType::Int32;
+    int ok;
+    if (to == DType::UInt64)
+      ok = alu(Op::And, b1, alu(Op::CmpLt, b1, real(cf, -1.0), a),
+               alu(Op::CmpLt, b1, a, real(cf, 0x1p64)));
+    else // lo <= a < hi, false for NaN
+      ok = alu(Op::And, b1, alu(Op::CmpLt, b1, a, real(cf, wide ? 0x1p63 : 0x1p31)),
+               alu(Op::Neg, b1, alu(Op::CmpLt, b1, a, real(cf, wide ? -0x1p63 : -0x1p31))));
+    const int in = alu(Op::Cast, via, alu(Op::Where, cf, ok, a, real(cf, 0.0)));
+    const std::int64_t out = to == DType::UInt64 ? 0
+                             : wide              ? std::numeric_limits<std::int64_t>::min()
+                                                 : std::int64_t(-2147483648ll);
+    const int v = alu(Op::Where, via, ok, in, constant(via, out));
+    return to == via ? v : alu(Op::Cast, to, v);
+  };
+
+  // float32 2^x (exp2_poly), the operations of detail::exp2_float in its order
+  auto exp2_poly = [&](int x) {
+    const DType i32 = DType::Int32;
+    if (is_half(rw.out[std::size_t(x)].dtype)) x = alu(Op::Cast, f32, x);
+    x = alu(Op::Where, f32, alu(Op::CmpLt, b1, x, real(f32, -151.0)), real(f32, -151.0),
+            alu(Op::Where, f32, alu(Op::CmpLt, b1, real(f32, 129.0), x), real(f32, 129.0), x));
+    const int t = alu(Op::Add, f32, x, real(f32, 12582912.0)); // x rounded to an integer n ...
+    const int f =
+        alu(Op::Add, f32, x, alu(Op::Neg, f32, alu(Op::Add, f32, t, real(f32, -12582912.0))));
+    const int n = alu(Op::Cast, i32,
+                      alu(Op::Add, u32, alu(Op::Bitcast, u32, t),
+                          constant(u32, std::int64_t(0x100000000) - 0x4b400000)));
+    const int n1 = alu(Op::Div, i32, n, constant(i32, 2)),
+              n2 = alu(Op::Add, i32, n, alu(Op::Neg, i32, n1));
+    int q = real(f32, 1.5252734e-5f); // ... and 2^f by Horner's rule
+    for (float c : {1.5403530e-4f, 1.3333558e-3f, 9.6181291e-3f, 5.5504109e-2f, 2.4022651e-1f,
+                    6.9314718e-1f, 1.0f})
+      q = alu(Op::MulAdd, f32, q, f, real(f32, c));
+    auto pow2 = [&](int k) { // 2^k for a normal exponent k, by its bits
+      return alu(Op::Bitcast, f32,
+                 shl(alu(Op::Cast, u32, alu(Op::Add, i32, k, constant(i32, 127))), 23));
+    };
+    return alu(Op::Mul, f32, alu(Op::Mul, f32, q, pow2(n1)), pow2(n2));
+  };
+
+  // a / b for floats of compute dtype cf, with b == 0 giving what IEEE division gives
+  auto ieee_div = [&](DType cf, int a, int b) {
+    const DType bits = cf == DType::Float64 ? DType::UInt64 : u32;
+    const std::int64_t sign = cf == DType::Float64 ? std::numeric_limits<std::int64_t>::min()
+                                                   : std::int64_t(0x80000000),
+                       inf = cf == DType::Float64 ? std::int64_t(0x7ff0000000000000)
+                                                  : std::int64_t(0x7f800000);
+    const int nonzero = alu(Op::CmpNe, b1, b, real(cf, 0.0));
+    const int q = alu(Op::Div, cf, a, alu(Op::Where, cf, nonzero, b, real(cf, 1.0)));
+    const int nan_or_zero =
+        alu(Op::Or, b1, alu(Op::CmpNe, b1, a, a), alu(Op::CmpEq, b1, a, real(cf, 0.0)));
+    const int signs = alu(Op::Xor, bits, alu(Op::Bitcast, bits, a), alu(Op::Bitcast, bits, b));
+    const int infinity = alu(
+        Op::Bitcast, cf,
+        alu(Op::Or, bits, alu(Op::And, bits, signs, constant(bits, sign)), constant(bits, inf)));
+    const int zero_div = alu(Op::Where, cf, nan_or_zero,
+                             real(cf, std::numeric_limits<double>::quiet_NaN()), infinity);
+    return alu(Op::Where, cf, nonzero, q, zero_div);
+  };
+
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const UOp& u = p.ops[i];
     UOp r = rw.remapped(u);
     for (int& k : r.ranges) k = rw.map[std::size_t(k)];
     const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
+    const bool of_param = u.src[0] >= 0 && p.ops[std::size_t(u.src[0])].kind == UKind::Param;
+    if (u.kind == UKind::Load && of_param && o.bits_of(d)) { // the bits, then the value
+      r.dtype = u32;
+      rw.map[i] = decode16(d, rw.add(std::move(r)));
+      continue;
+    }
+    if (u.kind == UKind::Store && of_param && o.bits_of(d)) {
+      r.src[2] = encode16(d, r.src[2]);
+      rw.map[i] = rw.add(std::move(r));
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Cast && o.bits_of(u.dtype)) { // rounded to 16 bits
+      const int f = compute_dtype(d) == f32 ? r.src[0] : alu(Op::Cast, f32, r.src[0]);
+      rw.map[i] = decode16(u.dtype, encode16(u.dtype, f));
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Cast && o.saturating_casts &&
+        is_float(compute_dtype(d)) && is_int(u.dtype)) {
+      rw.map[i] = to_int(compute_dtype(d), u.dtype, r.src[0]);
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Exp2 && o.exp2_poly && compute_dtype(u.dtype) == f32) {
+      rw.map[i] = exp2_poly(r.src[0]);
+      continue;
+    }
+    if (u.kind == UKind::Alu && o.ieee_div && is_float(compute_dtype(u.dtype)) &&
+        (u.op == Op::Div || u.op == Op::Recip)) {
+      const DType cf = compute_dtype(u.dtype);
+      auto as_cf = [&](int k) { // (a 16-bit float typed value is a float32)
+        return rw.out[std::size_t(k)].dtype == cf ? k : alu(Op::Cast, cf, k);
+      };
+      const int a = u.op == Op::Recip ? real(cf, 1.0) : as_cf(r.src[0]);
+      rw.map[i] = ieee_div(cf, a, as_cf(u.op == Op::Recip ? r.src[0] : r.src[1]));
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Bitcast && (o.bits_of(d) || o.bits_of(u.dtype))) {
+      // a 16-bit float's bits are its codec's; integers of 16 bits wrap into and out of a word
+      const int w = is_half(d) ? encode16(d, r.src[0])
+                               : alu(Op::Cast, u32, alu(Op::Cast, DType::UInt16, r.src[0]));
+      rw.map[i] = is_half(u.dtype) ? decode16(u.dtype, w) : alu(Op::Cast, u.dtype, w);
+      continue;
+    }
     if (o.subnormal_log2 && u.kind == UKind::Alu && u.op == Op::Log2 && u.dtype == DType::Float32) {
       // x < 2^-126 (and > 0): log2(float(bits(x))) - 149; otherwise (0, negatives, NaN, normal
       // numbers) log2(x) as it was
@@ -4544,14 +4754,15 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
 // - CStyleRenderer::render<D> walks the program, one named variable per value (so operands are
 //   never evaluated twice);
 // - CStyle<D> holds the semantics every C-like dialect shares, written once: arithmetic, compares,
-//   casts (float -> integer saturating as INTERP), bitcasts, float16/bfloat16 through their codecs,
-//   constants, loads and stores, loops;
+//   casts, bitcasts, constants, loads and stores, loops;
 // - a dialect D (C below, CUDA in render_cuda.hpp, GLSL in render_glsl.hpp) derives CStyle<D> and
 //   supplies spellings (type names, conversions, literal suffixes, math function names) and the
 //   launch plumbing (prelude, signature, parameters, buffer elements, local memory, barriers).
-// Semantics that are IR rewrites (safe integer division) are codegen/decompose.hpp's; the helper
-// functions the C-like preludes share (16-bit float codecs, the float exp2 polynomial) are written
-// once below, in a subset of C that each dialect spells through a PreludeSpelling.
+// Semantics that are IR rewrites (safe integer division, float -> integer conversion, float16 and
+// bfloat16 to and from their bits) are codegen/decompose.hpp's, done before rendering: a program
+// reaches a renderer with every float -> integer conversion in range, 16-bit floats as words of
+// bits (except where the dialect converts them itself: CUDA's float16), and float exp2 as a
+// polynomial where the dialect's own is not exact enough.
 
 namespace tg {
 
@@ -4604,11 +4815,11 @@ struct CStyleRenderer {
         if (u.src[2] >= 0) { // gated: zero where the gate is off
           Text gate, x, zero;
           name(gate, p, u.src[2]);
-          D::load(x, stored, u.src[0], u.src[1]);
+          D::load(x, stored, u.dtype, u.src[0], u.src[1]);
           D::constant(zero, u.dtype, Scalar{});
           D::select(t, gate.view(), x.view(), zero.view());
         } else
-          D::load(t, stored, u.src[0], u.src[1]);
+          D::load(t, stored, u.dtype, u.src[0], u.src[1]);
         t << ";\n";
         break;
       }
@@ -4616,7 +4827,8 @@ struct CStyleRenderer {
         indent();
         Text val;
         name(val, p, u.src[2]);
-        D::store(t, p.ops[std::size_t(u.src[0])].dtype, u.src[0], u.src[1], val.view());
+        D::store(t, p.ops[std::size_t(u.src[0])].dtype, p.ops[std::size_t(u.src[2])].dtype,
+                 u.src[0], u.src[1], val.view());
         break;
       }
       case UKind::DefineAcc:
@@ -4657,6 +4869,9 @@ struct CStyleRenderer {
           D::cast(t, in, u.dtype, s[0].view());
         else if (u.op == Op::Bitcast)
           D::bitcast(t, in, u.dtype, s[0].view());
+        else if (u.op == Op::MulAdd)
+          t << D::fma(u.dtype) << '(' << s[0].view() << ", " << s[1].view() << ", " << s[2].view()
+            << ')';
         else if (is_unary(u.op))
           D::unary(t, u.op, u.dtype, s[0].view());
         else
@@ -4733,65 +4948,6 @@ struct CStyleRenderer {
   }
 };
 
-/// How a dialect spells the shared prelude functions below ($-placeholders in their text).
-struct PreludeSpelling {
-  const char* fn;      // $F: before a function ("static inline ")
-  const char* precise; // $P: before a float declaration whose math must not be rearranged
-  const char* fsuffix; // $f: of a float literal
-  const char* fma;     // $M: the fused multiply-add of floats
-  const char* u32;     // $u: the 32-bit unsigned type
-  const char* u16;     // $h: the type 16-bit float bits travel in
-  const char* to_u32;  // $U(x): conversion to $u
-  const char* to_u16;  // $H(x): conversion to $h
-  const char* to_i32;  // $I(x): conversion to int
-  const char* u2f;     // $b(x): float with these bits
-  const char* f2u;     // $B(x): a float's bits
-};
-
-/// The shared prelude functions, each written once. bfloat16 and float16 encode (round to nearest
-/// even, NaN kept quiet) and decode, as INTERP's half and bfloat16_t.
-inline constexpr std::string_view kBf16Decode =
-    "$Ffloat tg_b2f($h b) { return $b($U(b) << 16); }\n";
-inline constexpr std::string_view kBf16Encode =
-    "$F$h tg_f2b(float f) { $u x = $B(f);\n"
-    "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0u) return $H((x >> 16) | "
-    "0x40u);\n"
-    "  x += 0x7fffu + ((x >> 16) & 1u); return $H(x >> 16); }\n";
-inline constexpr std::string_view kF16Codec =
-    "$Ffloat tg_h2f($h h) { $u s = $U(h & 0x8000u) << 16, e = $U(h >> 10) & 0x1fu, m = $U(h) & "
-    "0x3ffu;\n"
-    "  if (e == 0u) { if (m == 0u) return $b(s); int k = -1; do { m <<= 1; ++k; } while ((m & "
-    "0x400u) == 0u);\n"
-    "    return $b(s | ($U(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
-    "  if (e == 31u) return $b(s | 0x7f800000u | (m << 13));\n"
-    "  return $b(s | ((e + 112u) << 23) | (m << 13)); }\n"
-    "$F$h tg_f2h(float f) { $u x = $B(f), s = (x >> 16) & 0x8000u, m = x & 0x7fffffu;\n"
-    "  int e = $I((x >> 23) & 0xffu);\n"
-    "  if (e == 255) return $H(s | 0x7c00u | (m != 0u ? 0x200u : 0u));\n"
-    "  e = e - 127 + 15; if (e >= 31) return $H(s | 0x7c00u);\n"
-    "  if (e <= 0) { if (e < -10) return $H(s); m |= 0x800000u; int sh = 14 - e;\n"
-    "    $u h = m >> sh, r = m & ((1u << sh) - 1u), hw = 1u << (sh - 1);\n"
-    "    if (r > hw || (r == hw && (h & 1u) != 0u)) ++h; return $H(s | h); }\n"
-    "  $u h = ($U(e) << 10) | (m >> 13), r = m & 0x1fffu;\n"
-    "  if (r > 0x1000u || (r == 0x1000u && (h & 1u) != 0u)) ++h; return $H(s | h); }\n";
-/// 2^x for float, branch free so that loops of it vectorize: 2^n * p(f), x = n + f, |f| <= 1/2, p
-/// the degree-7 Taylor polynomial of 2^f (relative error below 1e-8) by fused multiply-adds; 2^n in
-/// two factors so that subnormal results round once. INTERP computes the same operations
-/// (detail::exp2_float), bit for bit.
-inline constexpr std::string_view kExp2f =
-    "$Ffloat tg_exp2f(float x) {\n"
-    "  $u lo = 0u - $U(x < -151.0$f), hi = 0u - $U(x > 129.0$f);\n"
-    "  x = $b(($B(x) & ~(lo | hi)) | ($B(-151.0$f) & lo) | ($B(129.0$f) & hi));\n"
-    "  $Pfloat t = x + 12582912.0$f, f = x - (t - 12582912.0$f);\n"
-    "  int n = $I($B(t) - 0x4b400000u), n1 = n >> 1;\n"
-    "  $Pfloat p = $M(1.5252734e-5$f, f, 1.5403530e-4$f);\n"
-    "  p = $M(p, f, 1.3333558e-3$f); p = $M(p, f, 9.6181291e-3$f);\n"
-    "  p = $M(p, f, 5.5504109e-2$f); p = $M(p, f, 2.4022651e-1$f);\n"
-    "  p = $M(p, f, 6.9314718e-1$f); p = $M(p, f, 1.0$f);\n"
-    "  $Pfloat r = p * $b($U(n1 + 127) << 23);\n"
-    "  $Pfloat s = r * $b($U(n - n1 + 127) << 23);\n"
-    "  return s; }\n";
-
 /// Writes `text` with each $x replaced by spell('x') (a placeholder is one character).
 template <class F> constexpr void spell_text(Text& t, std::string_view text, F spell) {
   for (std::size_t k = 0; k < text.size(); ++k) {
@@ -4801,56 +4957,25 @@ template <class F> constexpr void spell_text(Text& t, std::string_view text, F s
       t << text[k];
   }
 }
-constexpr void spell_prelude(Text& t, std::string_view text, const PreludeSpelling& s) {
-  spell_text(t, text, [&](char c) -> std::string_view {
-    switch (c) {
-    case 'F':
-      return s.fn;
-    case 'P':
-      return s.precise;
-    case 'f':
-      return s.fsuffix;
-    case 'M':
-      return s.fma;
-    case 'u':
-      return s.u32;
-    case 'h':
-      return s.u16;
-    case 'U':
-      return s.to_u32;
-    case 'H':
-      return s.to_u16;
-    case 'I':
-      return s.to_i32;
-    case 'b':
-      return s.u2f;
-    case 'B':
-      return s.f2u;
-    default:
-      return "$";
-    }
-  });
-}
-
 /// The semantics every C-like dialect shares, in terms of D's spellings:
 ///   D::type(d)                     the name of a value type
 ///   D::convert(t, to, a)           a value conversion ("(float)a", "float(a)")
 ///   D::select(t, c, a, b)          c ? a : b
 ///   D::fsuffix(d), D::int_suffix(d), D::boolean(b), D::float_constant(t, d, x)   literals
 ///   D::math(op, d)                 the function computing a unary op or pow (math_index)
+///   D::fma(d)                      the fused multiply-add (MulAdd: a * b + c rounded once)
 ///   D::fdiv(d), D::recip(d)        a function for float division / reciprocal, or null for `/`
 ///   D::is_nan(t, a)                a NaN test that survives the compiler
 ///   D::reinterpret(t, from, to, a) the bits of a float as an integer of its size or back
 ///   D::element(t, buf, idx)        a buffer element, read or written
 ///   D::storage(d)                  the dtype a buffer of d holds (bool as a byte where needed)
-///   D::codec_bits                  the dtype the 16-bit float codecs take and return
 ///   D::mod_by_div                  signed remainder spelled a - a / b * b (no defined `%`)
+/// A dialect that converts 16-bit floats itself (CUDA's float16) also names tg_h2f/tg_f2h.
 /// The defaults here are C's.
 template <class D> struct CStyle {
   static constexpr bool own_group_reduce = false;
   static constexpr bool vectors = false;
   static constexpr bool mod_by_div = false;
-  static constexpr DType codec_bits = DType::UInt16;
   /// The fused multiply-add a sum of products of dtype t accumulates with (acc = f(a, b, acc)), or
   /// null: a product and a sum, each rounded, as INTERP computes them.
   static constexpr const char* mul_acc(DType) { return nullptr; }
@@ -4889,40 +5014,33 @@ template <class D> struct CStyle {
     else
       t << "++v" << std::int64_t(i) << ") {\n";
   }
-  static constexpr void load(Text& t, DType stored, int buf, int idx) {
+  /// A buffer element as a value of dtype `value`: a 16-bit float as its value where the dialect
+  /// converts it, else as the word of its bits (decompose); bool from its byte.
+  static constexpr void load(Text& t, DType stored, DType value, int buf, int idx) {
     Text e;
     D::element(e, buf, idx);
-    if (is_half(stored)) {
-      t << decode(stored) << '(';
-      to_codec(t, e.view());
-      t << ')';
-    } else if (D::storage(stored) != stored) { // bool as a byte
+    if (is_half(stored) && is_half(value))
+      t << decode(stored) << '(' << e.view() << ')';
+    else if (is_half(stored))
+      D::convert(t, value, e.view());
+    else if (D::storage(stored) != stored) { // bool as a byte
       t << '(' << e.view() << " != ";
       D::constant(t, D::storage(stored), Scalar{});
       t << ')';
     } else
       t << e.view();
   }
-  static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
+  static constexpr void store(Text& t, DType stored, DType value, int buf, int idx,
+                              std::string_view val) {
     D::element(t, buf, idx);
     t << " = ";
-    if (is_half(stored)) {
-      Text e;
-      e << encode(stored) << '(' << val << ')';
-      if (D::codec_bits == DType::UInt16)
-        t << e.view();
-      else
-        D::convert(t, DType::UInt16, e.view());
-    } else if (D::storage(stored) != stored)
-      D::convert(t, D::storage(stored), val);
+    if (is_half(stored) && is_half(value))
+      t << encode(stored) << '(' << val << ')';
+    else if (D::storage(stored) != stored || is_half(stored))
+      D::convert(t, is_half(stored) ? DType::UInt16 : D::storage(stored), val);
     else
       t << val;
     t << ";\n";
-  }
-  /// 16 bits of integer as the codecs' argument.
-  static constexpr void to_codec(Text& t, std::string_view a) {
-    if (D::codec_bits == DType::UInt16) return void(t << a);
-    D::convert(t, D::codec_bits, a);
   }
 
   static constexpr void constant(Text& t, DType d, Scalar v) {
@@ -4998,12 +5116,12 @@ template <class D> struct CStyle {
                                        " < ", " == ", " != ", " & ", " | ", " ^ "};
     t << '(' << a << symbols[int(op) - int(Op::Add)] << b << ')';
   }
+  /// (A float reaches an integer conversion in range: decompose's saturating_casts.)
   static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
-    const DType cf = compute_dtype(from);
     if (to == DType::Bool) {
       if (from == DType::Bool) return void(t << a);
       t << '(' << a << " != ";
-      zero(t, cf);
+      zero(t, compute_dtype(from));
       t << ')';
     } else if (is_half(to)) { // rounded to 16 bits, computed in float
       t << decode(to) << '(' << encode(to) << '(';
@@ -5011,40 +5129,8 @@ template <class D> struct CStyle {
       t << "))";
     } else if (is_half(from) && to == DType::Float32)
       t << a;
-    else if (is_float(cf) && is_int(to))
-      float_to_int(t, cf, to, a);
     else
       D::convert(t, to, a);
-  }
-  /// Float to integer as the reference interpreter (x86) defines it, never the languages'
-  /// undefined behaviour (which compilers fold differently: (unsigned char)-3.0f became 0, not
-  /// 253): through int32 (int64 for 32/64-bit targets); out of range and NaN give the minimum,
-  /// "integer indefinite", and unsigned 64-bit gives 0.
-  static constexpr void float_to_int(Text& t, DType from, DType to, std::string_view a) {
-    const char* s = D::fsuffix(from);
-    if (to == DType::UInt64) {
-      t << "((" << a << " >= 0.0" << s << " && " << a << " < 18446744073709551616.0" << s << ") ? ";
-      D::convert(t, to, a);
-      t << " : ";
-      zero(t, to);
-      t << ')';
-      return;
-    }
-    const bool wide = to == DType::Int64 || to == DType::UInt32;
-    const DType via = wide ? DType::Int64 : DType::Int32;
-    Text r;
-    r << "((" << a << (wide ? " >= -9223372036854775808.0" : " >= -2147483648.0") << s << " && "
-      << a << (wide ? " < 9223372036854775808.0" : " < 2147483648.0") << s << ") ? ";
-    D::convert(r, via, a);
-    r << " : ";
-    D::constant(r, via,
-                Scalar::of_int(via, wide ? std::numeric_limits<std::int64_t>::min()
-                                         : std::int64_t(-2147483648ll)));
-    r << ')';
-    if (to == via)
-      t << r.view();
-    else
-      D::convert(t, to, r.view());
   }
   /// GPU dialects: a launch value (Bound, VarParam, Special) as an int64 constant, from
   /// D::launch_arg(t, k) (k: 0 item base, 1 outer start, 2 outer end, 3 + v symbolic size v),
@@ -5074,18 +5160,14 @@ template <class D> struct CStyle {
     if (u.kind == UKind::VarParam) D::comment(t, p.vars[std::size_t(u.arg)].name.view());
     t << '\n';
   }
+  /// (16-bit floats: decompose's, or the dialect's hardware conversions below.)
   static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
-    if (is_half(from) || is_half(to)) { // a 16-bit float's register holds a float: its codec's bits
+    if (is_half(from) || is_half(to)) { // a 16-bit float's register holds a float: its bits
       Text bits;
       if (is_half(from))
         bits << encode(from) << '(' << a << ')';
-      else if (D::codec_bits == DType::UInt16)
+      else
         D::convert(bits, DType::UInt16, a);
-      else {
-        Text b16;
-        D::convert(b16, DType::UInt16, a);
-        D::convert(bits, D::codec_bits, b16.view());
-      }
       if (is_half(to))
         t << decode(to) << '(' << bits.view() << ')';
       else
@@ -5130,8 +5212,11 @@ template <class D> struct CFamily : CStyle<D> {
       t << 'f';
   }
   static constexpr void is_nan(Text& t, std::string_view a) { t << a << " != " << a; }
+  static constexpr const char* fma(DType d) {
+    return d == DType::Float64 ? "__builtin_fma" : "__builtin_fmaf";
+  }
   static constexpr const char* math(Op op, DType d) {
-    constexpr const char* f[] = {"sqrtf", "tg_exp2f", "log2f", "sinf", "truncf", "powf"};
+    constexpr const char* f[] = {"sqrtf", "exp2f", "log2f", "sinf", "truncf", "powf"};
     constexpr const char* g[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
     return (d == DType::Float64 ? g : f)[CStyle<D>::math_index(op)];
   }
@@ -5147,9 +5232,6 @@ template <class D> struct CFamily : CStyle<D> {
 
 /// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
 struct CDialect : CFamily<CDialect> {
-  static constexpr PreludeSpelling spelling{
-      "static inline ", "",         "f",     "__builtin_fmaf", "tg_u32", "tg_u16",
-      "(tg_u32)",       "(tg_u16)", "(int)", "tg_u2f",         "tg_f2u"};
   /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
   /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
   static constexpr bool vectors = true;
@@ -5229,7 +5311,6 @@ struct CDialect : CFamily<CDialect> {
          "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
          "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
          "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
-         "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "#ifdef __GNUC__\n"
          "typedef float tg_f32x8 __attribute__((vector_size(32)));\n"
          "typedef int tg_i32x8 __attribute__((vector_size(32)));\n"
@@ -5242,14 +5323,7 @@ struct CDialect : CFamily<CDialect> {
          "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
          "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
          "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
-         "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
-         "}\n"
-         "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
-         "}\n";
-    // float 2^x: libm's exp2f is one call per element, this one vectorizes
-    for (std::string_view s : {kBf16Decode, kExp2f, kBf16Encode, kF16Codec})
-      spell_prelude(t, s, spelling);
-    t << "#endif\n";
+         "#endif\n";
   }
   // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
   // lanes can), and GCC's loop vectorizer with the dynamic cost model spent seconds on one such
@@ -5295,23 +5369,12 @@ constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDiale
 // programs shaped by gpu_program, compiled by NVRTC without any CUDA header. It spells values as
 // the C dialect does; what differs is the launch (buffers, then item base, outer start/end and
 // the symbolic sizes as kernel arguments), bool as C++ bool, float16 conversions in hardware
-// (cvt.f16.f32; bfloat16 too from sm_80), IEEE division intrinsics, and local memory (__shared__)
+// (cvt.f16.f32; bfloat16 is decompose's), IEEE division intrinsics, and local memory (__shared__)
 // for group reductions.
 
 namespace tg {
 
 struct CudaDialect : CFamily<CudaDialect> {
-  static constexpr PreludeSpelling spelling{"__device__ __forceinline__ ",
-                                            "",
-                                            "f",
-                                            "__fmaf_rn",
-                                            "tg_u32",
-                                            "tg_u16",
-                                            "(tg_u32)",
-                                            "(tg_u16)",
-                                            "(int)",
-                                            "__uint_as_float",
-                                            "__float_as_uint"};
   /// Sums of products accumulate by fused multiply-add, as cuBLAS does: NVRTC contracts nothing
   /// else (--fmad=false), and a product and an add each issued make a matmul two instructions a
   /// term. Their last bits can differ from INTERP's.
@@ -5322,13 +5385,12 @@ struct CudaDialect : CFamily<CudaDialect> {
   static constexpr const char* type(DType t) {
     return t == DType::Bool ? "bool" : CFamily::type(t);
   }
-  /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units). Float division and
-  /// reciprocal through the IEEE intrinsics, which are what `/` compiles to anyway (div.rn): NVRTC
-  /// 13 folds `d != d` to false for `d = a / a` with a constant a, so isnan(0 / 0) was false on
-  /// an H200.
-  static constexpr const char* math(Op op, DType d) {
-    return op == Op::Exp2 && d != DType::Float64 ? "exp2f" : CFamily::math(op, d);
+  static constexpr const char* fma(DType d) {
+    return d == DType::Float64 ? "__fma_rn" : "__fmaf_rn";
   }
+  /// Float division and reciprocal through the IEEE intrinsics, which are what `/` compiles to
+  /// anyway (div.rn): NVRTC 13 folds `d != d` to false for `d = a / a` with a constant a, so
+  /// isnan(0 / 0) was false on an H200. (exp2 is CUDA's own exp2f: the pass list leaves it.)
   static constexpr const char* fdiv(DType d) {
     return d == DType::Float64 ? "__ddiv_rn" : "__fdiv_rn";
   }
@@ -5345,18 +5407,11 @@ struct CudaDialect : CFamily<CudaDialect> {
          "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "#define INFINITY __int_as_float(0x7f800000)\n"
          "#define NAN __int_as_float(0x7fffffff)\n"
-         "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
+         "typedef unsigned short tg_u16;\n"
          "__device__ __forceinline__ float tg_h2f(tg_u16 h) { float f; asm(\"cvt.f32.f16 %0, %1;\" "
          ": \"=f\"(f) : \"h\"(h)); return f; }\n"
          "__device__ __forceinline__ tg_u16 tg_f2h(float f) { tg_u16 h; asm(\"cvt.rn.f16.f32 %0, "
-         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
-    spell_prelude(t, kBf16Decode, spelling);
-    t << "#if __CUDA_ARCH__ >= 800\n"
-         "__device__ __forceinline__ tg_u16 tg_f2b(float f) { tg_u16 h; asm(\"cvt.rn.bf16.f32 %0, "
          "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
-         "#else\n";
-    spell_prelude(t, kBf16Encode, spelling);
-    t << "#endif\n"
          "template <class T, class F> __device__ __forceinline__ T tg_bits(F f) { union { F f; T "
          "t; } u; u.f = f; return u.t; }\n"
          "__device__ __forceinline__ unsigned long long tg_group() {\n"
@@ -5414,7 +5469,7 @@ constexpr Text render_cuda(const Program& gpu) { return CStyleRenderer::render<C
 // index), the launch values (item base, outer start/end, symbolic sizes) are int64 push
 // constants, and the shader asks for the extensions its dtypes need: 64-bit ints (always: index
 // arithmetic), float64, and 8-/16-bit storage with their arithmetic types. bool is stored as a
-// byte, float16/bfloat16 as 16 bits through the shared codecs; what GLSL lacks or Mesa computes
+// byte, float16/bfloat16 as 16 bits (decompose converts them); what GLSL lacks or Mesa computes
 // differently from INTERP (division by zero, float64 exp2/log2/sin/trunc, pow, float exp2 of
 // subnormal results) comes from the prelude.
 
@@ -5460,12 +5515,6 @@ inline constexpr std::string_view kGlslExp2Log2d =
     "  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, r = 0.0LF;\n"
     "  for (int k = 25; k >= 1; k -= 2) r = r * s2 + 1.0LF / double(k);\n"
     "  return double(e) + 2.0LF * s * r * tg_d(0x3ff71547652b82feL); }\n";
-/// Float division as IEEE defines it: division by zero is undefined in Vulkan (Mesa folds x / 0.0
-/// to 0). $T: float or double, $L its literal suffix, $N/$I its NaN/infinity, $B(x)/$W: its bits.
-inline constexpr std::string_view kGlslDiv = "$T tg_$Xdiv($T a, $T b) {\n"
-                                             "  if (b != 0.0$L) return a / b;\n"
-                                             "  if (isnan(a) || a == 0.0$L) return $N;\n"
-                                             "  return $W((($B(a) ^ $B(b)) & $S) | $Z); }\n";
 /// pow as INTERP's (glibc's) special cases, with integer exponents by squaring and the reciprocal
 /// last; $G: the general case 2^(b log2 |a|).
 inline constexpr std::string_view kGlslPow =
@@ -5507,10 +5556,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
   static constexpr bool own_group_reduce = Subgroups;
   static constexpr bool mod_by_div = true; // `%` of negative operands is undefined
-  static constexpr DType codec_bits = DType::UInt32;
-  static constexpr PreludeSpelling spelling{
-      "",     "precise ", "",    Exact ? "tg_fma" : "fma", "uint",           "uint",
-      "uint", "uint",     "int", "uintBitsToFloat",        "floatBitsToUint"};
+  static constexpr const char* fma(DType d) {
+    return Exact && d != DType::Float64 ? "tg_fma" : "fma";
+  }
   static constexpr const char* type(DType t) {
     constexpr const char* names[dtype_count] = {
         "bool", "int8_t",   "int16_t",  "int",      "int64_t", "uint8_t", "uint16_t",
@@ -5538,9 +5586,8 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
         << "u)";
   }
   static constexpr void is_nan(Text& t, std::string_view a) { t << "isnan(" << a << ')'; }
-  static constexpr const char* fdiv(DType d) { return d == DType::Float64 ? "tg_ddiv" : "tg_fdiv"; }
   static constexpr const char* math(Op op, DType d) {
-    constexpr const char* f[] = {"sqrt", "tg_exp2f", "log2", "sin", "trunc", "tg_powf"};
+    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "tg_powf"};
     constexpr const char* g[] = {"sqrt", "tg_exp2d", "tg_log2d", "tg_sind", "tg_truncd", "tg_powd"};
     return (d == DType::Float64 ? g : f)[Base::math_index(op)];
   }
@@ -5617,16 +5664,15 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   }
   static constexpr void prelude(Text& t, const Program& p) {
     const GlslNeeds n = glsl_needs(p);
-    bool p8 = false, p16 = false, half = false, pow32 = false, exp32 = false, sub = false;
+    bool p8 = false, p16 = false, pow32 = false, fma32 = false, sub = false;
     for (const UOp& u : p.ops) {
       if (u.kind == UKind::Param) {
         p8 = p8 || itemsize(u.dtype) == 1;
         p16 = p16 || itemsize(u.dtype) == 2;
       }
-      half = half || is_half(u.dtype);
       const bool alu32 = u.kind == UKind::Alu && u.dtype != DType::Float64;
       pow32 = pow32 || (alu32 && u.op == Op::Pow);
-      exp32 = exp32 || (alu32 && u.op == Op::Exp2);
+      fma32 = fma32 || (alu32 && u.op == Op::MulAdd);
       sub = sub || (Subgroups && u.kind == UKind::GroupReduce && fits_subgroup(u));
     }
     t << "#version 450\n";
@@ -5658,13 +5704,8 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
     t << "uint64_t tg_group() { return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_NumWorkGroups.x) * "
          "(uint64_t(gl_WorkGroupID.y) + uint64_t(gl_NumWorkGroups.y) * "
          "uint64_t(gl_WorkGroupID.z)); }\n";
-    if (half)
-      for (std::string_view s : {kBf16Decode, kBf16Encode, kF16Codec})
-        spell_prelude(t, s, spelling);
     if (n.float64 || (Exact && pow32)) t << kGlslExp2Log2d;
-    float_function(t, kGlslDiv, false);
     if (n.float64) {
-      float_function(t, kGlslDiv, true);
       // Mesa's trunc(double) (lavapipe) returns 2^52 - 0.5 unchanged, and so does a round trip
       // through int64 there: the fraction bits are cleared by hand.
       t << "double tg_truncd(double x) {\n"
@@ -5674,8 +5715,8 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
            "  if (e < 0) return int64BitsToDouble(b & (-9223372036854775807L - 1L));\n"
            "  return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L)); }\n";
     }
-    // float 2^x: the C kernels' (render.hpp); GLSL's exp2 returned 0 below 2^-126 on lavapipe
-    if (Exact && exp32)
+    // an exact float fma (the exp2 polynomial's, decompose.hpp)
+    if (Exact && fma32)
       t << "float tg_fma(float a, float b, float c) {\n"
            "  precise double p = double(a) * double(b), s = p + double(c), z = s - p;\n"
            "  precise double e = (p - (s - z)) + (double(c) - z);\n"
@@ -5686,7 +5727,6 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
            "    s = packDouble2x32(w);\n"
            "  }\n"
            "  return float(s); }\n";
-    if (exp32) spell_prelude(t, kExp2f, spelling);
     if (Exact && pow32)
       t << "float tg_pow2f(float b, float x) { return float(tg_exp2d(double(b) * "
            "tg_log2d(double(x)))); }\n";
@@ -5979,6 +6019,7 @@ struct Target {
     t.fuse.row_reductions = true;
     t.lower.tile_lanes = tile_lanes;
     t.cpu_passes = true;
+    t.decompose = DecomposeOptions::c_style();
     t.dialect = Dialect::C;
     return t;
   }
@@ -5986,6 +6027,7 @@ struct Target {
   static constexpr Target interp(int tile_lanes = LowerOptions{}.tile_lanes) {
     Target t = cpu(tile_lanes);
     t.cpu_passes = false;
+    t.decompose = {}; // INTERP runs the ops' own semantics: the oracle of the decompositions
     t.dialect = Dialect::None;
     return t;
   }
@@ -5999,11 +6041,16 @@ struct Target {
     t.dialect = dialect;
     return t;
   }
-  static constexpr Target cuda(GpuOptions launch = {}) { return gpu_of(Dialect::Cuda, launch); }
+  /// CUDA converts float16 in hardware (cvt), exactly, and keeps its exp2f.
+  static constexpr Target cuda(GpuOptions launch = {}) {
+    Target t = gpu_of(Dialect::Cuda, launch);
+    t.decompose.f16_bits = t.decompose.exp2_poly = false;
+    return t;
+  }
   static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
                                bool exact_float = false) {
     Target t = gpu_of(Dialect::Glsl, launch);
-    t.decompose.subnormal_log2 = true;
+    t.decompose.subnormal_log2 = t.decompose.ieee_div = true;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
     return t;
@@ -7669,15 +7716,15 @@ template <class F> decltype(auto) visit_compute(DType t, F&& f) {
   return visit_dtype(t, [&](auto x) -> decltype(auto) { return f(x); });
 }
 
-/// The C kernels' 2^x for float (tg_exp2f in the C prelude, codegen/render.hpp): the same
-/// operations in the same order, so INTERP and CPU agree bit for bit.
+/// The C and GLSL kernels' 2^x for float (codegen/decompose.hpp's exp2_poly): the same operations
+/// in the same order, so INTERP and those devices agree bit for bit.
 inline float exp2_float(float x) {
   using u32 = std::uint32_t;
   u32 lo = -u32(x < -151.0f), hi = -u32(x > 129.0f);
   x = std::bit_cast<float>((std::bit_cast<u32>(x) & ~(lo | hi)) |
                            (std::bit_cast<u32>(-151.0f) & lo) | (std::bit_cast<u32>(129.0f) & hi));
   float t = x + 12582912.0f, f = x - (t - 12582912.0f);
-  int n = int(std::bit_cast<u32>(t) - 0x4b400000u), n1 = n >> 1;
+  int n = int(std::bit_cast<u32>(t) - 0x4b400000u), n1 = n / 2;
   float p = std::fma(1.5252734e-5f, f, 1.5403530e-4f);
   p = std::fma(p, f, 1.3333558e-3f);
   p = std::fma(p, f, 9.6181291e-3f);
@@ -7935,16 +7982,20 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
     case UKind::VecFold:
       throw device_error(std::string("tg: INTERP cannot run the device-only op ") +
                          ukind_name(u.kind));
+    // A 16-bit float buffer read or written as an integer (decompose's f16_bits/bf16_bits: the
+    // programs of a device stand-in that runs them here) holds its bits.
     case UKind::Load:
       if (u.src[2] >= 0 && !s(2).i)
         val[pc] = Val{};
       else
-        val[pc] = detail::load(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)], dt(u.src[0]),
-                               s(1).i);
+        val[pc] = detail::load(
+            buffers[std::size_t(ops[std::size_t(u.src[0])].arg)],
+            is_half(dt(u.src[0])) && is_int(u.dtype) ? DType::UInt16 : dt(u.src[0]), s(1).i);
       break;
     case UKind::Store:
-      detail::store(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)], dt(u.src[0]), s(1).i,
-                    s(2));
+      detail::store(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)],
+                    is_half(dt(u.src[0])) && is_int(dt(u.src[2])) ? DType::UInt16 : dt(u.src[0]),
+                    s(1).i, s(2));
       break;
     case UKind::AccAssign:
       val[std::size_t(u.src[0])] = detail::visit_compute(u.dtype, [&](auto x) {
@@ -7959,6 +8010,15 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
         val[pc] = detail::cast(s(0), dt(u.src[0]), u.dtype);
       else if (u.op == Op::Bitcast)
         val[pc] = detail::from_bits(detail::bits_of(s(0), dt(u.src[0])), u.dtype);
+      else if (u.op == Op::MulAdd)
+        val[pc] = detail::visit_compute(u.dtype, [&](auto x) {
+          using T = decltype(x);
+          T a = detail::get<T>(s(0)), b = detail::get<T>(s(1)), c = detail::get<T>(s(2));
+          if constexpr (std::is_floating_point_v<T>)
+            return detail::put<T>(std::fma(a, b, c));
+          else
+            return detail::binary<T>(Op::Add, detail::get<T>(detail::binary<T>(Op::Mul, a, b)), c);
+        });
       else if (is_unary(u.op))
         val[pc] = detail::visit_compute(u.dtype, [&](auto x) {
           using T = decltype(x);

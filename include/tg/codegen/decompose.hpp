@@ -1,8 +1,10 @@
 #pragma once
 // decompose: op semantics that must agree across devices, as a rewrite of a Program before it is
 // rendered (tinygrad's codegen/decomp), so that every dialect that needs them gets the same ops
-// and no renderer spells them. The C-style renderers' shared semantics that are not ops of the IR
-// (16-bit float codecs, float exp2, float -> integer saturation) are in render.hpp's CStyle.
+// and no renderer spells them: safe integer division, float -> integer conversion as INTERP's,
+// float16/bfloat16 values to and from their bits, float exp2 as a polynomial, subnormal log2.
+#include <limits>
+
 #include "ir.hpp"
 
 namespace tg {
@@ -17,15 +19,47 @@ struct DecomposeOptions {
   /// log2(1e-45) = -127), so a subnormal's log2 is taken of its mantissa bits, a whole number,
   /// minus 149.
   bool subnormal_log2 = false;
+  /// Float to integer as INTERP (x86) converts: through int32 (int64 for 32/64-bit targets), out
+  /// of range and NaN giving the minimum ("integer indefinite"), uint64 giving 0. The languages
+  /// leave those undefined, and compilers fold them differently ((unsigned char)-3.0f became 0,
+  /// not 253). Every dialect needs it: renderers convert only values in range.
+  bool saturating_casts = false;
+  /// float16 / bfloat16 loads, stores, casts and bitcasts as integer ops on their bits (round to
+  /// nearest even, NaN kept quiet, subnormals exact), as INTERP's half and bfloat16_t. Without it
+  /// the dialect converts (CUDA's float16: cvt in hardware).
+  bool f16_bits = false, bf16_bits = false;
+  /// float32 2^x as INTERP computes it (detail::exp2_float), bit for bit: 2^n * p(f), x = n + f,
+  /// |f| <= 1/2, p the degree-7 Taylor polynomial of 2^f (relative error below 1e-8) by fused
+  /// multiply-adds (MulAdd), 2^n in two factors so that subnormal results round once. Branch
+  /// free, so loops of it vectorize (libm's exp2f is a call per element); GLSL's exp2 returned 0
+  /// below 2^-126 on lavapipe. CUDA keeps its exp2f.
+  bool exp2_poly = false;
+  /// Float division and reciprocal as IEEE defines them where the dialect's `/` does not: a
+  /// division by zero is undefined in Vulkan (Mesa folds x / 0.0 to 0), so the divisor is made
+  /// nonzero and zero's results (+-inf, NaN for 0 / 0 and NaN / 0) are selected by hand.
+  bool ieee_div = false;
 
+  /// What every C-style dialect needs (C, and the GPU dialects below).
+  static constexpr DecomposeOptions c_style() {
+    DecomposeOptions o;
+    o.saturating_casts = o.f16_bits = o.bf16_bits = o.exp2_poly = true;
+    return o;
+  }
   /// The GPU dialects' needs (CUDA, GLSL).
   static constexpr DecomposeOptions gpu() {
-    DecomposeOptions o;
+    DecomposeOptions o = c_style();
     o.safe_int_div = true;
     return o;
   }
   /// Whether the pass has anything to do.
-  constexpr bool any() const { return safe_int_div || subnormal_log2; }
+  constexpr bool any() const {
+    return safe_int_div || subnormal_log2 || saturating_casts || f16_bits || bf16_bits ||
+           exp2_poly || ieee_div;
+  }
+  /// Whether it rewrites values of 16-bit float type d.
+  constexpr bool bits_of(DType d) const {
+    return (d == DType::Float16 && f16_bits) || (d == DType::BFloat16 && bf16_bits);
+  }
 };
 
 namespace detail {
@@ -68,11 +102,183 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
   auto alu = [&](Op op, DType d, int a, int b = -1, int c = -1) {
     return rw.add(UOp{UKind::Alu, op, d, {a, b, c}, {}, -1, {}});
   };
+  auto real = [&](DType d, double v) { // a float constant of compute dtype d
+    return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of(d, v), -1, {}});
+  };
+  const DType u32 = DType::UInt32, f32 = DType::Float32, b1 = DType::Bool;
+  auto bits_and = [&](int x, std::int64_t m) { return alu(Op::And, u32, x, constant(u32, m)); };
+  // x >> k and x << k of a uint32, as the IR has no shifts (a constant divisor: no guard)
+  auto shr = [&](int x, int k) {
+    return alu(Op::Div, u32, x, constant(u32, std::int64_t(1) << k));
+  };
+  auto shl = [&](int x, int k) {
+    return alu(Op::Mul, u32, x, constant(u32, std::int64_t(1) << k));
+  };
+  auto eq = [&](int x, std::int64_t v) { return alu(Op::CmpEq, b1, x, constant(u32, v)); };
+  auto below = [&](int x, std::int64_t v) { return alu(Op::CmpLt, b1, x, constant(u32, v)); };
+
+  // A float32 value from the 32-bit word holding a 16-bit float's bits.
+  auto decode16 = [&](DType half, int w) {
+    if (half == DType::BFloat16) return alu(Op::Bitcast, f32, shl(w, 16));
+    // normal and inf/NaN: the fields moved into float32's; subnormal: m * 2^-24 (exact, and
+    // never a subnormal float, which GPUs may flush)
+    const int s = shl(bits_and(w, 0x8000), 16), e = bits_and(shr(w, 10), 31),
+              m = shl(bits_and(w, 0x3ff), 13);
+    const int normal =
+        alu(Op::Or, u32, alu(Op::Or, u32, s, shl(alu(Op::Add, u32, e, constant(u32, 112)), 23)), m);
+    const int special = alu(Op::Or, u32, alu(Op::Or, u32, s, constant(u32, 0x7f800000)), m);
+    const int f = alu(Op::Bitcast, f32, alu(Op::Where, u32, eq(e, 31), special, normal));
+    const int tiny = alu(Op::Mul, f32, alu(Op::Cast, f32, bits_and(w, 0x3ff)), real(f32, 0x1p-24));
+    const int sub =
+        alu(Op::Where, f32, alu(Op::CmpNe, b1, s, constant(u32, 0)), alu(Op::Neg, f32, tiny), tiny);
+    return alu(Op::Where, f32, eq(e, 0), sub, f);
+  };
+  // The 32-bit word holding the 16-bit float nearest float32 value f (ties to even).
+  auto encode16 = [&](DType half, int f) {
+    // a value of 16-bit float type is a float32 in a register: typed so, its bits are float32's
+    if (is_half(rw.out[std::size_t(f)].dtype)) f = alu(Op::Cast, f32, f);
+    const int x = alu(Op::Bitcast, u32, f);
+    const int nan = alu(Op::And, b1, eq(bits_and(x, 0x7f800000), 0x7f800000),
+                        alu(Op::CmpNe, b1, bits_and(x, 0x7fffff), constant(u32, 0)));
+    if (half == DType::BFloat16) {
+      const int quiet = alu(Op::Or, u32, shr(x, 16), constant(u32, 0x40));
+      const int odd = bits_and(shr(x, 16), 1);
+      const int up = alu(Op::Add, u32, alu(Op::Add, u32, x, constant(u32, 0x7fff)), odd);
+      return alu(Op::Where, u32, nan, quiet, shr(up, 16));
+    }
+    const int s = bits_and(shr(x, 16), 0x8000), e = bits_and(shr(x, 23), 0xff);
+    // normal results: exponent and the top 10 mantissa bits, rounded by the 13 below (a carry
+    // moves into the exponent, up to infinity)
+    const int top = alu(Op::Add, u32, shr(bits_and(x, 0x7fffffff), 13),
+                        constant(u32, std::int64_t(0x100000000) - (112 << 10)));
+    const int r = bits_and(x, 0x1fff);
+    const int up = alu(
+        Op::Or, b1, alu(Op::CmpLt, b1, constant(u32, 0x1000), r),
+        alu(Op::And, b1, eq(r, 0x1000), alu(Op::CmpNe, b1, bits_and(top, 1), constant(u32, 0))));
+    const int normal = alu(Op::Add, u32, top, alu(Op::Cast, u32, up));
+    // subnormal results (and zero): |f| * 2^24 rounded to an integer, ties to even, by adding and
+    // subtracting 2^23 (exact float arithmetic; the GPU dialects keep it unreassociated)
+    const int scaled =
+        alu(Op::Mul, f32, alu(Op::Bitcast, f32, bits_and(x, 0x7fffffff)), real(f32, 0x1p24));
+    const int rounded =
+        alu(Op::Add, f32, alu(Op::Add, f32, scaled, real(f32, 0x1p23)), real(f32, -0x1p23));
+    const int sub = alu(Op::Cast, u32, rounded);
+    const int inf = alu(Op::Where, u32, nan, constant(u32, 0x7e00), constant(u32, 0x7c00));
+    const int finite = alu(Op::Where, u32, below(e, 113), sub, normal);
+    return alu(Op::Or, u32, s, alu(Op::Where, u32, below(e, 143), finite, inf));
+  };
+  // Float (compute dtype cf) to integer dtype `to` as INTERP converts, with only in-range values
+  // reaching the dialect's conversion.
+  auto to_int = [&](DType cf, DType to, int a) {
+    const bool wide = to == DType::Int64 || to == DType::UInt32;
+    const DType via = to == DType::UInt64 ? to : wide ? DType::Int64 : DType::Int32;
+    int ok;
+    if (to == DType::UInt64)
+      ok = alu(Op::And, b1, alu(Op::CmpLt, b1, real(cf, -1.0), a),
+               alu(Op::CmpLt, b1, a, real(cf, 0x1p64)));
+    else // lo <= a < hi, false for NaN
+      ok = alu(Op::And, b1, alu(Op::CmpLt, b1, a, real(cf, wide ? 0x1p63 : 0x1p31)),
+               alu(Op::Neg, b1, alu(Op::CmpLt, b1, a, real(cf, wide ? -0x1p63 : -0x1p31))));
+    const int in = alu(Op::Cast, via, alu(Op::Where, cf, ok, a, real(cf, 0.0)));
+    const std::int64_t out = to == DType::UInt64 ? 0
+                             : wide              ? std::numeric_limits<std::int64_t>::min()
+                                                 : std::int64_t(-2147483648ll);
+    const int v = alu(Op::Where, via, ok, in, constant(via, out));
+    return to == via ? v : alu(Op::Cast, to, v);
+  };
+
+  // float32 2^x (exp2_poly), the operations of detail::exp2_float in its order
+  auto exp2_poly = [&](int x) {
+    const DType i32 = DType::Int32;
+    if (is_half(rw.out[std::size_t(x)].dtype)) x = alu(Op::Cast, f32, x);
+    x = alu(Op::Where, f32, alu(Op::CmpLt, b1, x, real(f32, -151.0)), real(f32, -151.0),
+            alu(Op::Where, f32, alu(Op::CmpLt, b1, real(f32, 129.0), x), real(f32, 129.0), x));
+    const int t = alu(Op::Add, f32, x, real(f32, 12582912.0)); // x rounded to an integer n ...
+    const int f =
+        alu(Op::Add, f32, x, alu(Op::Neg, f32, alu(Op::Add, f32, t, real(f32, -12582912.0))));
+    const int n = alu(Op::Cast, i32,
+                      alu(Op::Add, u32, alu(Op::Bitcast, u32, t),
+                          constant(u32, std::int64_t(0x100000000) - 0x4b400000)));
+    const int n1 = alu(Op::Div, i32, n, constant(i32, 2)),
+              n2 = alu(Op::Add, i32, n, alu(Op::Neg, i32, n1));
+    int q = real(f32, 1.5252734e-5f); // ... and 2^f by Horner's rule
+    for (float c : {1.5403530e-4f, 1.3333558e-3f, 9.6181291e-3f, 5.5504109e-2f, 2.4022651e-1f,
+                    6.9314718e-1f, 1.0f})
+      q = alu(Op::MulAdd, f32, q, f, real(f32, c));
+    auto pow2 = [&](int k) { // 2^k for a normal exponent k, by its bits
+      return alu(Op::Bitcast, f32,
+                 shl(alu(Op::Cast, u32, alu(Op::Add, i32, k, constant(i32, 127))), 23));
+    };
+    return alu(Op::Mul, f32, alu(Op::Mul, f32, q, pow2(n1)), pow2(n2));
+  };
+
+  // a / b for floats of compute dtype cf, with b == 0 giving what IEEE division gives
+  auto ieee_div = [&](DType cf, int a, int b) {
+    const DType bits = cf == DType::Float64 ? DType::UInt64 : u32;
+    const std::int64_t sign = cf == DType::Float64 ? std::numeric_limits<std::int64_t>::min()
+                                                   : std::int64_t(0x80000000),
+                       inf = cf == DType::Float64 ? std::int64_t(0x7ff0000000000000)
+                                                  : std::int64_t(0x7f800000);
+    const int nonzero = alu(Op::CmpNe, b1, b, real(cf, 0.0));
+    const int q = alu(Op::Div, cf, a, alu(Op::Where, cf, nonzero, b, real(cf, 1.0)));
+    const int nan_or_zero =
+        alu(Op::Or, b1, alu(Op::CmpNe, b1, a, a), alu(Op::CmpEq, b1, a, real(cf, 0.0)));
+    const int signs = alu(Op::Xor, bits, alu(Op::Bitcast, bits, a), alu(Op::Bitcast, bits, b));
+    const int infinity = alu(
+        Op::Bitcast, cf,
+        alu(Op::Or, bits, alu(Op::And, bits, signs, constant(bits, sign)), constant(bits, inf)));
+    const int zero_div = alu(Op::Where, cf, nan_or_zero,
+                             real(cf, std::numeric_limits<double>::quiet_NaN()), infinity);
+    return alu(Op::Where, cf, nonzero, q, zero_div);
+  };
+
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const UOp& u = p.ops[i];
     UOp r = rw.remapped(u);
     for (int& k : r.ranges) k = rw.map[std::size_t(k)];
     const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
+    const bool of_param = u.src[0] >= 0 && p.ops[std::size_t(u.src[0])].kind == UKind::Param;
+    if (u.kind == UKind::Load && of_param && o.bits_of(d)) { // the bits, then the value
+      r.dtype = u32;
+      rw.map[i] = decode16(d, rw.add(std::move(r)));
+      continue;
+    }
+    if (u.kind == UKind::Store && of_param && o.bits_of(d)) {
+      r.src[2] = encode16(d, r.src[2]);
+      rw.map[i] = rw.add(std::move(r));
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Cast && o.bits_of(u.dtype)) { // rounded to 16 bits
+      const int f = compute_dtype(d) == f32 ? r.src[0] : alu(Op::Cast, f32, r.src[0]);
+      rw.map[i] = decode16(u.dtype, encode16(u.dtype, f));
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Cast && o.saturating_casts &&
+        is_float(compute_dtype(d)) && is_int(u.dtype)) {
+      rw.map[i] = to_int(compute_dtype(d), u.dtype, r.src[0]);
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Exp2 && o.exp2_poly && compute_dtype(u.dtype) == f32) {
+      rw.map[i] = exp2_poly(r.src[0]);
+      continue;
+    }
+    if (u.kind == UKind::Alu && o.ieee_div && is_float(compute_dtype(u.dtype)) &&
+        (u.op == Op::Div || u.op == Op::Recip)) {
+      const DType cf = compute_dtype(u.dtype);
+      auto as_cf = [&](int k) { // (a 16-bit float typed value is a float32)
+        return rw.out[std::size_t(k)].dtype == cf ? k : alu(Op::Cast, cf, k);
+      };
+      const int a = u.op == Op::Recip ? real(cf, 1.0) : as_cf(r.src[0]);
+      rw.map[i] = ieee_div(cf, a, as_cf(u.op == Op::Recip ? r.src[0] : r.src[1]));
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Bitcast && (o.bits_of(d) || o.bits_of(u.dtype))) {
+      // a 16-bit float's bits are its codec's; integers of 16 bits wrap into and out of a word
+      const int w = is_half(d) ? encode16(d, r.src[0])
+                               : alu(Op::Cast, u32, alu(Op::Cast, DType::UInt16, r.src[0]));
+      rw.map[i] = is_half(u.dtype) ? decode16(u.dtype, w) : alu(Op::Cast, u.dtype, w);
+      continue;
+    }
     if (o.subnormal_log2 && u.kind == UKind::Alu && u.op == Op::Log2 && u.dtype == DType::Float32) {
       // x < 2^-126 (and > 0): log2(float(bits(x))) - 149; otherwise (0, negatives, NaN, normal
       // numbers) log2(x) as it was

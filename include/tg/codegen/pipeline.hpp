@@ -52,6 +52,7 @@ struct Target {
     t.fuse.row_reductions = true;
     t.lower.tile_lanes = tile_lanes;
     t.cpu_passes = true;
+    t.decompose = DecomposeOptions::c_style();
     t.dialect = Dialect::C;
     return t;
   }
@@ -59,6 +60,7 @@ struct Target {
   static constexpr Target interp(int tile_lanes = LowerOptions{}.tile_lanes) {
     Target t = cpu(tile_lanes);
     t.cpu_passes = false;
+    t.decompose = {}; // INTERP runs the ops' own semantics: the oracle of the decompositions
     t.dialect = Dialect::None;
     return t;
   }
@@ -72,11 +74,16 @@ struct Target {
     t.dialect = dialect;
     return t;
   }
-  static constexpr Target cuda(GpuOptions launch = {}) { return gpu_of(Dialect::Cuda, launch); }
+  /// CUDA converts float16 in hardware (cvt), exactly, and keeps its exp2f.
+  static constexpr Target cuda(GpuOptions launch = {}) {
+    Target t = gpu_of(Dialect::Cuda, launch);
+    t.decompose.f16_bits = t.decompose.exp2_poly = false;
+    return t;
+  }
   static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
                                bool exact_float = false) {
     Target t = gpu_of(Dialect::Glsl, launch);
-    t.decompose.subnormal_log2 = true;
+    t.decompose.subnormal_log2 = t.decompose.ieee_div = true;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
     return t;

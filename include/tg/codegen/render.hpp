@@ -3,14 +3,15 @@
 // - CStyleRenderer::render<D> walks the program, one named variable per value (so operands are
 //   never evaluated twice);
 // - CStyle<D> holds the semantics every C-like dialect shares, written once: arithmetic, compares,
-//   casts (float -> integer saturating as INTERP), bitcasts, float16/bfloat16 through their codecs,
-//   constants, loads and stores, loops;
+//   casts, bitcasts, constants, loads and stores, loops;
 // - a dialect D (C below, CUDA in render_cuda.hpp, GLSL in render_glsl.hpp) derives CStyle<D> and
 //   supplies spellings (type names, conversions, literal suffixes, math function names) and the
 //   launch plumbing (prelude, signature, parameters, buffer elements, local memory, barriers).
-// Semantics that are IR rewrites (safe integer division) are codegen/decompose.hpp's; the helper
-// functions the C-like preludes share (16-bit float codecs, the float exp2 polynomial) are written
-// once below, in a subset of C that each dialect spells through a PreludeSpelling.
+// Semantics that are IR rewrites (safe integer division, float -> integer conversion, float16 and
+// bfloat16 to and from their bits) are codegen/decompose.hpp's, done before rendering: a program
+// reaches a renderer with every float -> integer conversion in range, 16-bit floats as words of
+// bits (except where the dialect converts them itself: CUDA's float16), and float exp2 as a
+// polynomial where the dialect's own is not exact enough.
 #include <limits>
 
 #include "ir.hpp"
@@ -66,11 +67,11 @@ struct CStyleRenderer {
         if (u.src[2] >= 0) { // gated: zero where the gate is off
           Text gate, x, zero;
           name(gate, p, u.src[2]);
-          D::load(x, stored, u.src[0], u.src[1]);
+          D::load(x, stored, u.dtype, u.src[0], u.src[1]);
           D::constant(zero, u.dtype, Scalar{});
           D::select(t, gate.view(), x.view(), zero.view());
         } else
-          D::load(t, stored, u.src[0], u.src[1]);
+          D::load(t, stored, u.dtype, u.src[0], u.src[1]);
         t << ";\n";
         break;
       }
@@ -78,7 +79,8 @@ struct CStyleRenderer {
         indent();
         Text val;
         name(val, p, u.src[2]);
-        D::store(t, p.ops[std::size_t(u.src[0])].dtype, u.src[0], u.src[1], val.view());
+        D::store(t, p.ops[std::size_t(u.src[0])].dtype, p.ops[std::size_t(u.src[2])].dtype,
+                 u.src[0], u.src[1], val.view());
         break;
       }
       case UKind::DefineAcc:
@@ -119,6 +121,9 @@ struct CStyleRenderer {
           D::cast(t, in, u.dtype, s[0].view());
         else if (u.op == Op::Bitcast)
           D::bitcast(t, in, u.dtype, s[0].view());
+        else if (u.op == Op::MulAdd)
+          t << D::fma(u.dtype) << '(' << s[0].view() << ", " << s[1].view() << ", " << s[2].view()
+            << ')';
         else if (is_unary(u.op))
           D::unary(t, u.op, u.dtype, s[0].view());
         else
@@ -195,65 +200,6 @@ struct CStyleRenderer {
   }
 };
 
-/// How a dialect spells the shared prelude functions below ($-placeholders in their text).
-struct PreludeSpelling {
-  const char* fn;      // $F: before a function ("static inline ")
-  const char* precise; // $P: before a float declaration whose math must not be rearranged
-  const char* fsuffix; // $f: of a float literal
-  const char* fma;     // $M: the fused multiply-add of floats
-  const char* u32;     // $u: the 32-bit unsigned type
-  const char* u16;     // $h: the type 16-bit float bits travel in
-  const char* to_u32;  // $U(x): conversion to $u
-  const char* to_u16;  // $H(x): conversion to $h
-  const char* to_i32;  // $I(x): conversion to int
-  const char* u2f;     // $b(x): float with these bits
-  const char* f2u;     // $B(x): a float's bits
-};
-
-/// The shared prelude functions, each written once. bfloat16 and float16 encode (round to nearest
-/// even, NaN kept quiet) and decode, as INTERP's half and bfloat16_t.
-inline constexpr std::string_view kBf16Decode =
-    "$Ffloat tg_b2f($h b) { return $b($U(b) << 16); }\n";
-inline constexpr std::string_view kBf16Encode =
-    "$F$h tg_f2b(float f) { $u x = $B(f);\n"
-    "  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0u) return $H((x >> 16) | "
-    "0x40u);\n"
-    "  x += 0x7fffu + ((x >> 16) & 1u); return $H(x >> 16); }\n";
-inline constexpr std::string_view kF16Codec =
-    "$Ffloat tg_h2f($h h) { $u s = $U(h & 0x8000u) << 16, e = $U(h >> 10) & 0x1fu, m = $U(h) & "
-    "0x3ffu;\n"
-    "  if (e == 0u) { if (m == 0u) return $b(s); int k = -1; do { m <<= 1; ++k; } while ((m & "
-    "0x400u) == 0u);\n"
-    "    return $b(s | ($U(112 - k) << 23) | ((m & 0x3ffu) << 13)); }\n"
-    "  if (e == 31u) return $b(s | 0x7f800000u | (m << 13));\n"
-    "  return $b(s | ((e + 112u) << 23) | (m << 13)); }\n"
-    "$F$h tg_f2h(float f) { $u x = $B(f), s = (x >> 16) & 0x8000u, m = x & 0x7fffffu;\n"
-    "  int e = $I((x >> 23) & 0xffu);\n"
-    "  if (e == 255) return $H(s | 0x7c00u | (m != 0u ? 0x200u : 0u));\n"
-    "  e = e - 127 + 15; if (e >= 31) return $H(s | 0x7c00u);\n"
-    "  if (e <= 0) { if (e < -10) return $H(s); m |= 0x800000u; int sh = 14 - e;\n"
-    "    $u h = m >> sh, r = m & ((1u << sh) - 1u), hw = 1u << (sh - 1);\n"
-    "    if (r > hw || (r == hw && (h & 1u) != 0u)) ++h; return $H(s | h); }\n"
-    "  $u h = ($U(e) << 10) | (m >> 13), r = m & 0x1fffu;\n"
-    "  if (r > 0x1000u || (r == 0x1000u && (h & 1u) != 0u)) ++h; return $H(s | h); }\n";
-/// 2^x for float, branch free so that loops of it vectorize: 2^n * p(f), x = n + f, |f| <= 1/2, p
-/// the degree-7 Taylor polynomial of 2^f (relative error below 1e-8) by fused multiply-adds; 2^n in
-/// two factors so that subnormal results round once. INTERP computes the same operations
-/// (detail::exp2_float), bit for bit.
-inline constexpr std::string_view kExp2f =
-    "$Ffloat tg_exp2f(float x) {\n"
-    "  $u lo = 0u - $U(x < -151.0$f), hi = 0u - $U(x > 129.0$f);\n"
-    "  x = $b(($B(x) & ~(lo | hi)) | ($B(-151.0$f) & lo) | ($B(129.0$f) & hi));\n"
-    "  $Pfloat t = x + 12582912.0$f, f = x - (t - 12582912.0$f);\n"
-    "  int n = $I($B(t) - 0x4b400000u), n1 = n >> 1;\n"
-    "  $Pfloat p = $M(1.5252734e-5$f, f, 1.5403530e-4$f);\n"
-    "  p = $M(p, f, 1.3333558e-3$f); p = $M(p, f, 9.6181291e-3$f);\n"
-    "  p = $M(p, f, 5.5504109e-2$f); p = $M(p, f, 2.4022651e-1$f);\n"
-    "  p = $M(p, f, 6.9314718e-1$f); p = $M(p, f, 1.0$f);\n"
-    "  $Pfloat r = p * $b($U(n1 + 127) << 23);\n"
-    "  $Pfloat s = r * $b($U(n - n1 + 127) << 23);\n"
-    "  return s; }\n";
-
 /// Writes `text` with each $x replaced by spell('x') (a placeholder is one character).
 template <class F> constexpr void spell_text(Text& t, std::string_view text, F spell) {
   for (std::size_t k = 0; k < text.size(); ++k) {
@@ -263,56 +209,25 @@ template <class F> constexpr void spell_text(Text& t, std::string_view text, F s
       t << text[k];
   }
 }
-constexpr void spell_prelude(Text& t, std::string_view text, const PreludeSpelling& s) {
-  spell_text(t, text, [&](char c) -> std::string_view {
-    switch (c) {
-    case 'F':
-      return s.fn;
-    case 'P':
-      return s.precise;
-    case 'f':
-      return s.fsuffix;
-    case 'M':
-      return s.fma;
-    case 'u':
-      return s.u32;
-    case 'h':
-      return s.u16;
-    case 'U':
-      return s.to_u32;
-    case 'H':
-      return s.to_u16;
-    case 'I':
-      return s.to_i32;
-    case 'b':
-      return s.u2f;
-    case 'B':
-      return s.f2u;
-    default:
-      return "$";
-    }
-  });
-}
-
 /// The semantics every C-like dialect shares, in terms of D's spellings:
 ///   D::type(d)                     the name of a value type
 ///   D::convert(t, to, a)           a value conversion ("(float)a", "float(a)")
 ///   D::select(t, c, a, b)          c ? a : b
 ///   D::fsuffix(d), D::int_suffix(d), D::boolean(b), D::float_constant(t, d, x)   literals
 ///   D::math(op, d)                 the function computing a unary op or pow (math_index)
+///   D::fma(d)                      the fused multiply-add (MulAdd: a * b + c rounded once)
 ///   D::fdiv(d), D::recip(d)        a function for float division / reciprocal, or null for `/`
 ///   D::is_nan(t, a)                a NaN test that survives the compiler
 ///   D::reinterpret(t, from, to, a) the bits of a float as an integer of its size or back
 ///   D::element(t, buf, idx)        a buffer element, read or written
 ///   D::storage(d)                  the dtype a buffer of d holds (bool as a byte where needed)
-///   D::codec_bits                  the dtype the 16-bit float codecs take and return
 ///   D::mod_by_div                  signed remainder spelled a - a / b * b (no defined `%`)
+/// A dialect that converts 16-bit floats itself (CUDA's float16) also names tg_h2f/tg_f2h.
 /// The defaults here are C's.
 template <class D> struct CStyle {
   static constexpr bool own_group_reduce = false;
   static constexpr bool vectors = false;
   static constexpr bool mod_by_div = false;
-  static constexpr DType codec_bits = DType::UInt16;
   /// The fused multiply-add a sum of products of dtype t accumulates with (acc = f(a, b, acc)), or
   /// null: a product and a sum, each rounded, as INTERP computes them.
   static constexpr const char* mul_acc(DType) { return nullptr; }
@@ -351,40 +266,33 @@ template <class D> struct CStyle {
     else
       t << "++v" << std::int64_t(i) << ") {\n";
   }
-  static constexpr void load(Text& t, DType stored, int buf, int idx) {
+  /// A buffer element as a value of dtype `value`: a 16-bit float as its value where the dialect
+  /// converts it, else as the word of its bits (decompose); bool from its byte.
+  static constexpr void load(Text& t, DType stored, DType value, int buf, int idx) {
     Text e;
     D::element(e, buf, idx);
-    if (is_half(stored)) {
-      t << decode(stored) << '(';
-      to_codec(t, e.view());
-      t << ')';
-    } else if (D::storage(stored) != stored) { // bool as a byte
+    if (is_half(stored) && is_half(value))
+      t << decode(stored) << '(' << e.view() << ')';
+    else if (is_half(stored))
+      D::convert(t, value, e.view());
+    else if (D::storage(stored) != stored) { // bool as a byte
       t << '(' << e.view() << " != ";
       D::constant(t, D::storage(stored), Scalar{});
       t << ')';
     } else
       t << e.view();
   }
-  static constexpr void store(Text& t, DType stored, int buf, int idx, std::string_view val) {
+  static constexpr void store(Text& t, DType stored, DType value, int buf, int idx,
+                              std::string_view val) {
     D::element(t, buf, idx);
     t << " = ";
-    if (is_half(stored)) {
-      Text e;
-      e << encode(stored) << '(' << val << ')';
-      if (D::codec_bits == DType::UInt16)
-        t << e.view();
-      else
-        D::convert(t, DType::UInt16, e.view());
-    } else if (D::storage(stored) != stored)
-      D::convert(t, D::storage(stored), val);
+    if (is_half(stored) && is_half(value))
+      t << encode(stored) << '(' << val << ')';
+    else if (D::storage(stored) != stored || is_half(stored))
+      D::convert(t, is_half(stored) ? DType::UInt16 : D::storage(stored), val);
     else
       t << val;
     t << ";\n";
-  }
-  /// 16 bits of integer as the codecs' argument.
-  static constexpr void to_codec(Text& t, std::string_view a) {
-    if (D::codec_bits == DType::UInt16) return void(t << a);
-    D::convert(t, D::codec_bits, a);
   }
 
   static constexpr void constant(Text& t, DType d, Scalar v) {
@@ -460,12 +368,12 @@ template <class D> struct CStyle {
                                        " < ", " == ", " != ", " & ", " | ", " ^ "};
     t << '(' << a << symbols[int(op) - int(Op::Add)] << b << ')';
   }
+  /// (A float reaches an integer conversion in range: decompose's saturating_casts.)
   static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
-    const DType cf = compute_dtype(from);
     if (to == DType::Bool) {
       if (from == DType::Bool) return void(t << a);
       t << '(' << a << " != ";
-      zero(t, cf);
+      zero(t, compute_dtype(from));
       t << ')';
     } else if (is_half(to)) { // rounded to 16 bits, computed in float
       t << decode(to) << '(' << encode(to) << '(';
@@ -473,40 +381,8 @@ template <class D> struct CStyle {
       t << "))";
     } else if (is_half(from) && to == DType::Float32)
       t << a;
-    else if (is_float(cf) && is_int(to))
-      float_to_int(t, cf, to, a);
     else
       D::convert(t, to, a);
-  }
-  /// Float to integer as the reference interpreter (x86) defines it, never the languages'
-  /// undefined behaviour (which compilers fold differently: (unsigned char)-3.0f became 0, not
-  /// 253): through int32 (int64 for 32/64-bit targets); out of range and NaN give the minimum,
-  /// "integer indefinite", and unsigned 64-bit gives 0.
-  static constexpr void float_to_int(Text& t, DType from, DType to, std::string_view a) {
-    const char* s = D::fsuffix(from);
-    if (to == DType::UInt64) {
-      t << "((" << a << " >= 0.0" << s << " && " << a << " < 18446744073709551616.0" << s << ") ? ";
-      D::convert(t, to, a);
-      t << " : ";
-      zero(t, to);
-      t << ')';
-      return;
-    }
-    const bool wide = to == DType::Int64 || to == DType::UInt32;
-    const DType via = wide ? DType::Int64 : DType::Int32;
-    Text r;
-    r << "((" << a << (wide ? " >= -9223372036854775808.0" : " >= -2147483648.0") << s << " && "
-      << a << (wide ? " < 9223372036854775808.0" : " < 2147483648.0") << s << ") ? ";
-    D::convert(r, via, a);
-    r << " : ";
-    D::constant(r, via,
-                Scalar::of_int(via, wide ? std::numeric_limits<std::int64_t>::min()
-                                         : std::int64_t(-2147483648ll)));
-    r << ')';
-    if (to == via)
-      t << r.view();
-    else
-      D::convert(t, to, r.view());
   }
   /// GPU dialects: a launch value (Bound, VarParam, Special) as an int64 constant, from
   /// D::launch_arg(t, k) (k: 0 item base, 1 outer start, 2 outer end, 3 + v symbolic size v),
@@ -536,18 +412,14 @@ template <class D> struct CStyle {
     if (u.kind == UKind::VarParam) D::comment(t, p.vars[std::size_t(u.arg)].name.view());
     t << '\n';
   }
+  /// (16-bit floats: decompose's, or the dialect's hardware conversions below.)
   static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
-    if (is_half(from) || is_half(to)) { // a 16-bit float's register holds a float: its codec's bits
+    if (is_half(from) || is_half(to)) { // a 16-bit float's register holds a float: its bits
       Text bits;
       if (is_half(from))
         bits << encode(from) << '(' << a << ')';
-      else if (D::codec_bits == DType::UInt16)
+      else
         D::convert(bits, DType::UInt16, a);
-      else {
-        Text b16;
-        D::convert(b16, DType::UInt16, a);
-        D::convert(bits, D::codec_bits, b16.view());
-      }
       if (is_half(to))
         t << decode(to) << '(' << bits.view() << ')';
       else
@@ -592,8 +464,11 @@ template <class D> struct CFamily : CStyle<D> {
       t << 'f';
   }
   static constexpr void is_nan(Text& t, std::string_view a) { t << a << " != " << a; }
+  static constexpr const char* fma(DType d) {
+    return d == DType::Float64 ? "__builtin_fma" : "__builtin_fmaf";
+  }
   static constexpr const char* math(Op op, DType d) {
-    constexpr const char* f[] = {"sqrtf", "tg_exp2f", "log2f", "sinf", "truncf", "powf"};
+    constexpr const char* f[] = {"sqrtf", "exp2f", "log2f", "sinf", "truncf", "powf"};
     constexpr const char* g[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
     return (d == DType::Float64 ? g : f)[CStyle<D>::math_index(op)];
   }
@@ -609,9 +484,6 @@ template <class D> struct CFamily : CStyle<D> {
 
 /// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
 struct CDialect : CFamily<CDialect> {
-  static constexpr PreludeSpelling spelling{
-      "static inline ", "",         "f",     "__builtin_fmaf", "tg_u32", "tg_u16",
-      "(tg_u32)",       "(tg_u16)", "(int)", "tg_u2f",         "tg_f2u"};
   /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
   /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
   static constexpr bool vectors = true;
@@ -691,7 +563,6 @@ struct CDialect : CFamily<CDialect> {
          "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
          "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
          "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
-         "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
          "#ifdef __GNUC__\n"
          "typedef float tg_f32x8 __attribute__((vector_size(32)));\n"
          "typedef int tg_i32x8 __attribute__((vector_size(32)));\n"
@@ -704,14 +575,7 @@ struct CDialect : CFamily<CDialect> {
          "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
          "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
          "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
-         "static inline float tg_u2f(tg_u32 u) { float f; __builtin_memcpy(&f, &u, 4); return f; "
-         "}\n"
-         "static inline tg_u32 tg_f2u(float f) { tg_u32 u; __builtin_memcpy(&u, &f, 4); return u; "
-         "}\n";
-    // float 2^x: libm's exp2f is one call per element, this one vectorizes
-    for (std::string_view s : {kBf16Decode, kExp2f, kBf16Encode, kF16Codec})
-      spell_prelude(t, s, spelling);
-    t << "#endif\n";
+         "#endif\n";
   }
   // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
   // lanes can), and GCC's loop vectorizer with the dynamic cost model spent seconds on one such

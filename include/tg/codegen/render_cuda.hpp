@@ -3,7 +3,7 @@
 // programs shaped by gpu_program, compiled by NVRTC without any CUDA header. It spells values as
 // the C dialect does; what differs is the launch (buffers, then item base, outer start/end and
 // the symbolic sizes as kernel arguments), bool as C++ bool, float16 conversions in hardware
-// (cvt.f16.f32; bfloat16 too from sm_80), IEEE division intrinsics, and local memory (__shared__)
+// (cvt.f16.f32; bfloat16 is decompose's), IEEE division intrinsics, and local memory (__shared__)
 // for group reductions.
 #include "gpu_program.hpp"
 #include "render.hpp"
@@ -11,17 +11,6 @@
 namespace tg {
 
 struct CudaDialect : CFamily<CudaDialect> {
-  static constexpr PreludeSpelling spelling{"__device__ __forceinline__ ",
-                                            "",
-                                            "f",
-                                            "__fmaf_rn",
-                                            "tg_u32",
-                                            "tg_u16",
-                                            "(tg_u32)",
-                                            "(tg_u16)",
-                                            "(int)",
-                                            "__uint_as_float",
-                                            "__float_as_uint"};
   /// Sums of products accumulate by fused multiply-add, as cuBLAS does: NVRTC contracts nothing
   /// else (--fmad=false), and a product and an add each issued make a matmul two instructions a
   /// term. Their last bits can differ from INTERP's.
@@ -32,13 +21,12 @@ struct CudaDialect : CFamily<CudaDialect> {
   static constexpr const char* type(DType t) {
     return t == DType::Bool ? "bool" : CFamily::type(t);
   }
-  /// CUDA's own exp2f (the C prelude's tg_exp2f is for CPU vector units). Float division and
-  /// reciprocal through the IEEE intrinsics, which are what `/` compiles to anyway (div.rn): NVRTC
-  /// 13 folds `d != d` to false for `d = a / a` with a constant a, so isnan(0 / 0) was false on
-  /// an H200.
-  static constexpr const char* math(Op op, DType d) {
-    return op == Op::Exp2 && d != DType::Float64 ? "exp2f" : CFamily::math(op, d);
+  static constexpr const char* fma(DType d) {
+    return d == DType::Float64 ? "__fma_rn" : "__fmaf_rn";
   }
+  /// Float division and reciprocal through the IEEE intrinsics, which are what `/` compiles to
+  /// anyway (div.rn): NVRTC 13 folds `d != d` to false for `d = a / a` with a constant a, so
+  /// isnan(0 / 0) was false on an H200. (exp2 is CUDA's own exp2f: the pass list leaves it.)
   static constexpr const char* fdiv(DType d) {
     return d == DType::Float64 ? "__ddiv_rn" : "__fdiv_rn";
   }
@@ -55,18 +43,11 @@ struct CudaDialect : CFamily<CudaDialect> {
          "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "#define INFINITY __int_as_float(0x7f800000)\n"
          "#define NAN __int_as_float(0x7fffffff)\n"
-         "typedef unsigned short tg_u16; typedef unsigned int tg_u32;\n"
+         "typedef unsigned short tg_u16;\n"
          "__device__ __forceinline__ float tg_h2f(tg_u16 h) { float f; asm(\"cvt.f32.f16 %0, %1;\" "
          ": \"=f\"(f) : \"h\"(h)); return f; }\n"
          "__device__ __forceinline__ tg_u16 tg_f2h(float f) { tg_u16 h; asm(\"cvt.rn.f16.f32 %0, "
-         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
-    spell_prelude(t, kBf16Decode, spelling);
-    t << "#if __CUDA_ARCH__ >= 800\n"
-         "__device__ __forceinline__ tg_u16 tg_f2b(float f) { tg_u16 h; asm(\"cvt.rn.bf16.f32 %0, "
          "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
-         "#else\n";
-    spell_prelude(t, kBf16Encode, spelling);
-    t << "#endif\n"
          "template <class T, class F> __device__ __forceinline__ T tg_bits(F f) { union { F f; T "
          "t; } u; u.f = f; return u.t; }\n"
          "__device__ __forceinline__ unsigned long long tg_group() {\n"

@@ -4,7 +4,7 @@
 // index), the launch values (item base, outer start/end, symbolic sizes) are int64 push
 // constants, and the shader asks for the extensions its dtypes need: 64-bit ints (always: index
 // arithmetic), float64, and 8-/16-bit storage with their arithmetic types. bool is stored as a
-// byte, float16/bfloat16 as 16 bits through the shared codecs; what GLSL lacks or Mesa computes
+// byte, float16/bfloat16 as 16 bits (decompose converts them); what GLSL lacks or Mesa computes
 // differently from INTERP (division by zero, float64 exp2/log2/sin/trunc, pow, float exp2 of
 // subnormal results) comes from the prelude.
 #include "gpu_program.hpp"
@@ -52,12 +52,6 @@ inline constexpr std::string_view kGlslExp2Log2d =
     "  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, r = 0.0LF;\n"
     "  for (int k = 25; k >= 1; k -= 2) r = r * s2 + 1.0LF / double(k);\n"
     "  return double(e) + 2.0LF * s * r * tg_d(0x3ff71547652b82feL); }\n";
-/// Float division as IEEE defines it: division by zero is undefined in Vulkan (Mesa folds x / 0.0
-/// to 0). $T: float or double, $L its literal suffix, $N/$I its NaN/infinity, $B(x)/$W: its bits.
-inline constexpr std::string_view kGlslDiv = "$T tg_$Xdiv($T a, $T b) {\n"
-                                             "  if (b != 0.0$L) return a / b;\n"
-                                             "  if (isnan(a) || a == 0.0$L) return $N;\n"
-                                             "  return $W((($B(a) ^ $B(b)) & $S) | $Z); }\n";
 /// pow as INTERP's (glibc's) special cases, with integer exponents by squaring and the reciprocal
 /// last; $G: the general case 2^(b log2 |a|).
 inline constexpr std::string_view kGlslPow =
@@ -99,10 +93,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
   static constexpr bool own_group_reduce = Subgroups;
   static constexpr bool mod_by_div = true; // `%` of negative operands is undefined
-  static constexpr DType codec_bits = DType::UInt32;
-  static constexpr PreludeSpelling spelling{
-      "",     "precise ", "",    Exact ? "tg_fma" : "fma", "uint",           "uint",
-      "uint", "uint",     "int", "uintBitsToFloat",        "floatBitsToUint"};
+  static constexpr const char* fma(DType d) {
+    return Exact && d != DType::Float64 ? "tg_fma" : "fma";
+  }
   static constexpr const char* type(DType t) {
     constexpr const char* names[dtype_count] = {
         "bool", "int8_t",   "int16_t",  "int",      "int64_t", "uint8_t", "uint16_t",
@@ -130,9 +123,8 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
         << "u)";
   }
   static constexpr void is_nan(Text& t, std::string_view a) { t << "isnan(" << a << ')'; }
-  static constexpr const char* fdiv(DType d) { return d == DType::Float64 ? "tg_ddiv" : "tg_fdiv"; }
   static constexpr const char* math(Op op, DType d) {
-    constexpr const char* f[] = {"sqrt", "tg_exp2f", "log2", "sin", "trunc", "tg_powf"};
+    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "tg_powf"};
     constexpr const char* g[] = {"sqrt", "tg_exp2d", "tg_log2d", "tg_sind", "tg_truncd", "tg_powd"};
     return (d == DType::Float64 ? g : f)[Base::math_index(op)];
   }
@@ -209,16 +201,15 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   }
   static constexpr void prelude(Text& t, const Program& p) {
     const GlslNeeds n = glsl_needs(p);
-    bool p8 = false, p16 = false, half = false, pow32 = false, exp32 = false, sub = false;
+    bool p8 = false, p16 = false, pow32 = false, fma32 = false, sub = false;
     for (const UOp& u : p.ops) {
       if (u.kind == UKind::Param) {
         p8 = p8 || itemsize(u.dtype) == 1;
         p16 = p16 || itemsize(u.dtype) == 2;
       }
-      half = half || is_half(u.dtype);
       const bool alu32 = u.kind == UKind::Alu && u.dtype != DType::Float64;
       pow32 = pow32 || (alu32 && u.op == Op::Pow);
-      exp32 = exp32 || (alu32 && u.op == Op::Exp2);
+      fma32 = fma32 || (alu32 && u.op == Op::MulAdd);
       sub = sub || (Subgroups && u.kind == UKind::GroupReduce && fits_subgroup(u));
     }
     t << "#version 450\n";
@@ -250,13 +241,8 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
     t << "uint64_t tg_group() { return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_NumWorkGroups.x) * "
          "(uint64_t(gl_WorkGroupID.y) + uint64_t(gl_NumWorkGroups.y) * "
          "uint64_t(gl_WorkGroupID.z)); }\n";
-    if (half)
-      for (std::string_view s : {kBf16Decode, kBf16Encode, kF16Codec})
-        spell_prelude(t, s, spelling);
     if (n.float64 || (Exact && pow32)) t << kGlslExp2Log2d;
-    float_function(t, kGlslDiv, false);
     if (n.float64) {
-      float_function(t, kGlslDiv, true);
       // Mesa's trunc(double) (lavapipe) returns 2^52 - 0.5 unchanged, and so does a round trip
       // through int64 there: the fraction bits are cleared by hand.
       t << "double tg_truncd(double x) {\n"
@@ -266,8 +252,8 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
            "  if (e < 0) return int64BitsToDouble(b & (-9223372036854775807L - 1L));\n"
            "  return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L)); }\n";
     }
-    // float 2^x: the C kernels' (render.hpp); GLSL's exp2 returned 0 below 2^-126 on lavapipe
-    if (Exact && exp32)
+    // an exact float fma (the exp2 polynomial's, decompose.hpp)
+    if (Exact && fma32)
       t << "float tg_fma(float a, float b, float c) {\n"
            "  precise double p = double(a) * double(b), s = p + double(c), z = s - p;\n"
            "  precise double e = (p - (s - z)) + (double(c) - z);\n"
@@ -278,7 +264,6 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
            "    s = packDouble2x32(w);\n"
            "  }\n"
            "  return float(s); }\n";
-    if (exp32) spell_prelude(t, kExp2f, spelling);
     if (Exact && pow32)
       t << "float tg_pow2f(float b, float x) { return float(tg_exp2d(double(b) * "
            "tg_log2d(double(x)))); }\n";

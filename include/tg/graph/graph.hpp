@@ -44,14 +44,16 @@ enum class Op : std::uint8_t {
   // structure
   View,       // movement ops in `moves`, zero-copy
   Contiguous, // forces a materialized, contiguous copy
+  // kernel programs only (made by codegen/decompose.hpp; never a graph node)
+  MulAdd, // a * b + c, rounded once
 };
 
 constexpr const char* op_name(Op op) {
-  constexpr const char* names[] = {"buffer", "const",      "neg",   "recip", "sqrt",      "exp2",
-                                   "log2",   "sin",        "trunc", "cast",  "bitcast",   "add",
-                                   "mul",    "div",        "mod",   "max",   "pow",       "cmplt",
-                                   "cmpeq",  "cmpne",      "and",   "or",    "xor",       "where",
-                                   "sum",    "max_reduce", "prod",  "view",  "contiguous"};
+  constexpr const char* names[] = {
+      "buffer", "const",      "neg",     "recip", "sqrt",       "exp2",  "log2", "sin",
+      "trunc",  "cast",       "bitcast", "add",   "mul",        "div",   "mod",  "max",
+      "pow",    "cmplt",      "cmpeq",   "cmpne", "and",        "or",    "xor",  "where",
+      "sum",    "max_reduce", "prod",    "view",  "contiguous", "muladd"};
   return names[static_cast<int>(op)];
 }
 constexpr bool is_unary(Op op) { return op >= Op::Neg && op <= Op::Bitcast; }
@@ -60,7 +62,11 @@ constexpr bool is_elementwise(Op op) { return op >= Op::Neg && op <= Op::Where; 
 constexpr bool is_reduce(Op op) { return op >= Op::ReduceSum && op <= Op::ReduceProd; }
 constexpr bool is_compare(Op op) { return op >= Op::CmpLt && op <= Op::CmpNe; }
 constexpr int arity(Op op) {
-  return op <= Op::Const ? 0 : is_unary(op) ? 1 : is_binary(op) ? 2 : op == Op::Where ? 3 : 1;
+  return op <= Op::Const                       ? 0
+         : is_unary(op)                        ? 1
+         : is_binary(op)                       ? 2
+         : op == Op::Where || op == Op::MulAdd ? 3
+                                               : 1;
 }
 
 /// A scalar of any dtype: integers in `i` (uint64 bit-cast), floats in `f`.

@@ -60,15 +60,15 @@ template <class F> decltype(auto) visit_compute(DType t, F&& f) {
   return visit_dtype(t, [&](auto x) -> decltype(auto) { return f(x); });
 }
 
-/// The C kernels' 2^x for float (tg_exp2f in the C prelude, codegen/render.hpp): the same
-/// operations in the same order, so INTERP and CPU agree bit for bit.
+/// The C and GLSL kernels' 2^x for float (codegen/decompose.hpp's exp2_poly): the same operations
+/// in the same order, so INTERP and those devices agree bit for bit.
 inline float exp2_float(float x) {
   using u32 = std::uint32_t;
   u32 lo = -u32(x < -151.0f), hi = -u32(x > 129.0f);
   x = std::bit_cast<float>((std::bit_cast<u32>(x) & ~(lo | hi)) |
                            (std::bit_cast<u32>(-151.0f) & lo) | (std::bit_cast<u32>(129.0f) & hi));
   float t = x + 12582912.0f, f = x - (t - 12582912.0f);
-  int n = int(std::bit_cast<u32>(t) - 0x4b400000u), n1 = n >> 1;
+  int n = int(std::bit_cast<u32>(t) - 0x4b400000u), n1 = n / 2;
   float p = std::fma(1.5252734e-5f, f, 1.5403530e-4f);
   p = std::fma(p, f, 1.3333558e-3f);
   p = std::fma(p, f, 9.6181291e-3f);
@@ -326,16 +326,20 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
     case UKind::VecFold:
       throw device_error(std::string("tg: INTERP cannot run the device-only op ") +
                          ukind_name(u.kind));
+    // A 16-bit float buffer read or written as an integer (decompose's f16_bits/bf16_bits: the
+    // programs of a device stand-in that runs them here) holds its bits.
     case UKind::Load:
       if (u.src[2] >= 0 && !s(2).i)
         val[pc] = Val{};
       else
-        val[pc] = detail::load(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)], dt(u.src[0]),
-                               s(1).i);
+        val[pc] = detail::load(
+            buffers[std::size_t(ops[std::size_t(u.src[0])].arg)],
+            is_half(dt(u.src[0])) && is_int(u.dtype) ? DType::UInt16 : dt(u.src[0]), s(1).i);
       break;
     case UKind::Store:
-      detail::store(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)], dt(u.src[0]), s(1).i,
-                    s(2));
+      detail::store(buffers[std::size_t(ops[std::size_t(u.src[0])].arg)],
+                    is_half(dt(u.src[0])) && is_int(dt(u.src[2])) ? DType::UInt16 : dt(u.src[0]),
+                    s(1).i, s(2));
       break;
     case UKind::AccAssign:
       val[std::size_t(u.src[0])] = detail::visit_compute(u.dtype, [&](auto x) {
@@ -350,6 +354,15 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
         val[pc] = detail::cast(s(0), dt(u.src[0]), u.dtype);
       else if (u.op == Op::Bitcast)
         val[pc] = detail::from_bits(detail::bits_of(s(0), dt(u.src[0])), u.dtype);
+      else if (u.op == Op::MulAdd)
+        val[pc] = detail::visit_compute(u.dtype, [&](auto x) {
+          using T = decltype(x);
+          T a = detail::get<T>(s(0)), b = detail::get<T>(s(1)), c = detail::get<T>(s(2));
+          if constexpr (std::is_floating_point_v<T>)
+            return detail::put<T>(std::fma(a, b, c));
+          else
+            return detail::binary<T>(Op::Add, detail::get<T>(detail::binary<T>(Op::Mul, a, b)), c);
+        });
       else if (is_unary(u.op))
         val[pc] = detail::visit_compute(u.dtype, [&](auto x) {
           using T = decltype(x);
