@@ -4758,11 +4758,10 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
 // - a dialect D (C below, CUDA in render_cuda.hpp, GLSL in render_glsl.hpp) derives CStyle<D> and
 //   supplies spellings (type names, conversions, literal suffixes, math function names) and the
 //   launch plumbing (prelude, signature, parameters, buffer elements, local memory, barriers).
-// Semantics that are IR rewrites (safe integer division, float -> integer conversion, float16 and
-// bfloat16 to and from their bits) are codegen/decompose.hpp's, done before rendering: a program
-// reaches a renderer with every float -> integer conversion in range, 16-bit floats as words of
-// bits (except where the dialect converts them itself: CUDA's float16), and float exp2 as a
-// polynomial where the dialect's own is not exact enough.
+// Semantics that must agree across dialects are IR rewrites done before rendering
+// (codegen/decompose.hpp): a program reaches a renderer with every float -> integer conversion in
+// range, 16-bit floats as words of bits (except where the dialect converts them itself: CUDA's
+// float16), float exp2 as a polynomial and division made safe where the dialect's own is not.
 
 namespace tg {
 
