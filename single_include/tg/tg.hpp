@@ -2213,12 +2213,12 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     // normal and inf/NaN: the fields moved into float32's; subnormal: m * 2^-24 (exact, and
     // never a subnormal float, which GPUs may flush)
     const int s = shl(bits_and(w, 0x8000), 16), e = bits_and(shr(w, 10), 31),
-              m = shl(bits_and(w, 0x3ff), 13);
+              mantissa = bits_and(w, 0x3ff), m = shl(mantissa, 13);
     const int normal =
         alu(Op::Or, u32, alu(Op::Or, u32, s, shl(alu(Op::Add, u32, e, constant(u32, 112)), 23)), m);
     const int special = alu(Op::Or, u32, alu(Op::Or, u32, s, constant(u32, 0x7f800000)), m);
     const int f = alu(Op::Bitcast, f32, alu(Op::Where, u32, eq(e, 31), special, normal));
-    const int tiny = alu(Op::Mul, f32, alu(Op::Cast, f32, bits_and(w, 0x3ff)), real(f32, 0x1p-24));
+    const int tiny = alu(Op::Mul, f32, alu(Op::Cast, f32, mantissa), real(f32, 0x1p-24));
     const int sub =
         alu(Op::Where, f32, alu(Op::CmpNe, b1, s, constant(u32, 0)), alu(Op::Neg, f32, tiny), tiny);
     return alu(Op::Where, f32, eq(e, 0), sub, f);
@@ -2239,7 +2239,8 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     const int s = bits_and(shr(x, 16), 0x8000), e = bits_and(shr(x, 23), 0xff);
     // normal results: exponent and the top 10 mantissa bits, rounded by the 13 below (a carry
     // moves into the exponent, up to infinity)
-    const int top = alu(Op::Add, u32, shr(bits_and(x, 0x7fffffff), 13),
+    const int magnitude = bits_and(x, 0x7fffffff);
+    const int top = alu(Op::Add, u32, shr(magnitude, 13),
                         constant(u32, std::int64_t(0x100000000) - (112 << 10)));
     const int r = bits_and(x, 0x1fff);
     const int up = alu(
@@ -2248,8 +2249,7 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     const int normal = alu(Op::Add, u32, top, alu(Op::Cast, u32, up));
     // subnormal results (and zero): |f| * 2^24 rounded to an integer, ties to even, by adding and
     // subtracting 2^23 (exact float arithmetic; the GPU dialects keep it unreassociated)
-    const int scaled =
-        alu(Op::Mul, f32, alu(Op::Bitcast, f32, bits_and(x, 0x7fffffff)), real(f32, 0x1p24));
+    const int scaled = alu(Op::Mul, f32, alu(Op::Bitcast, f32, magnitude), real(f32, 0x1p24));
     const int rounded =
         alu(Op::Add, f32, alu(Op::Add, f32, scaled, real(f32, 0x1p23)), real(f32, -0x1p23));
     const int sub = alu(Op::Cast, u32, rounded);
@@ -2281,8 +2281,9 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
   auto exp2_poly = [&](int x) {
     const DType i32 = DType::Int32;
     if (is_half(rw.out[std::size_t(x)].dtype)) x = alu(Op::Cast, f32, x);
-    x = alu(Op::Where, f32, alu(Op::CmpLt, b1, x, real(f32, -151.0)), real(f32, -151.0),
-            alu(Op::Where, f32, alu(Op::CmpLt, b1, real(f32, 129.0), x), real(f32, 129.0), x));
+    const int lo = real(f32, -151.0), hi = real(f32, 129.0);
+    x = alu(Op::Where, f32, alu(Op::CmpLt, b1, x, lo), lo,
+            alu(Op::Where, f32, alu(Op::CmpLt, b1, hi, x), hi, x));
     const int t = alu(Op::Add, f32, x, real(f32, 12582912.0)); // x rounded to an integer n ...
     const int f =
         alu(Op::Add, f32, x, alu(Op::Neg, f32, alu(Op::Add, f32, t, real(f32, -12582912.0))));
