@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <iomanip>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -2077,6 +2078,52 @@ TEST_CASE("float16/bfloat16 codecs and float -> integer casts bit for bit (decom
       same("float64 to integer", d.cast(t), di.cast(t));
     }
   });
+}
+
+// pow's special cases (C's, PyTorch's), which GLSL and WGSL leave undefined and decompose writes
+// out: every pair of special and ordinary bases and exponents, as INTERP (glibc) computes them.
+// Zero, infinite, NaN, +-1 and integer powers of integers below 2^24 (2^53) must match bit for bit;
+// others within 16 units in the last place (squaring rounds once per step), plus |b log2|a||
+// for the general case 2^(b log2|a|), whose error in the logarithm the product multiplies.
+TEST_CASE("pow of every special base and exponent as C's pow (decompose)") {
+  const std::vector<double> as = {0,    -0.0,  1,    -1,   2,   -2,   0.5, -0.5,  3,     -3,
+                                  kInf, -kInf, kNaN, 1e-3, 1.5, -1.5, 7,   1e-30, -1e-3, 1e30},
+                            bs = {0,   -0.0, 1,    -1,    2,    -2,       3,        -3,
+                                  0.5, -0.5, kInf, -kInf, kNaN, 16777216, 16777218, 25,
+                                  -25, 1e10, 2.5,  -1e10, 127,  1e-3,     -7,       0x1p53};
+  std::vector<double> a, b;
+  for (double x : as)
+    for (double y : bs) {
+      a.push_back(x);
+      b.push_back(y);
+    }
+  const std::int64_t n = std::int64_t(a.size());
+  for (tg::DType t : {tg::float32, tg::float64}) {
+    const std::string dtype = tg::dtype_name(t);
+    CAPTURE(dtype);
+    Tensor ai = Tensor::from_data(a.data(), {n}, TensorOptions(tg::float64, "INTERP")).cast(t),
+           bi = Tensor::from_data(b.data(), {n}, TensorOptions(tg::float64, "INTERP")).cast(t);
+    const std::vector<double> want = ai.pow(bi).cast(tg::float64).to_vector<double>();
+    for_each_device([&](const std::string& dev) {
+      const std::vector<double> got =
+          ai.to(dev).pow(bi.to(dev)).cast(tg::float64).to_vector<double>();
+      const double ulp = t == tg::float32 ? 0x1p-23 : 0x1p-52;
+      int bad = 0;
+      for (std::size_t k = 0; k < got.size(); ++k) {
+        const double w = want[k], g = got[k];
+        const bool exact = w != w || w == 0 || std::isinf(w) || std::fabs(w) == 1 ||
+                           (a[k] == std::trunc(a[k]) && b[k] == std::trunc(b[k]) && b[k] >= 0 &&
+                            std::fabs(w) <= 2 / ulp);
+        const double units = 16 + std::fabs(b[k] * std::log2(std::fabs(a[k])));
+        const bool ok = exact ? (w != w ? g != g : std::memcmp(&g, &w, sizeof g) == 0)
+                              : std::fabs(g - w) <= units * ulp * std::fabs(w);
+        if (!ok && bad++ < 8)
+          FAIL_CHECK(std::setprecision(17)
+                     << "pow(" << a[k] << ", " << b[k] << ") = " << g << ", not " << w);
+      }
+      CHECK(bad == 0);
+    });
+  }
 }
 
 TEST_CASE("contiguous, realize, to_vector, item and properties") {

@@ -1352,7 +1352,7 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
 // decompose: op semantics that must agree across devices, as a rewrite of a Program before it is
 // rendered (tinygrad's codegen/decomp), so that every dialect that needs them gets the same ops
 // and no renderer spells them: safe integer division, float -> integer conversion as INTERP's,
-// float16/bfloat16 values to and from their bits, float exp2 as a polynomial, subnormal log2.
+// float16/bfloat16 values to and from their bits, float exp2 as a polynomial, subnormal log2, pow.
 
 // ---- tg/codegen/ir.hpp ----
 #ifndef TG_SI_TG_CODEGEN_IR_HPP
@@ -1622,6 +1622,11 @@ struct DecomposeOptions {
   /// division by zero is undefined in Vulkan (Mesa folds x / 0.0 to 0), so the divisor is made
   /// nonzero and zero's results (+-inf, NaN for 0 / 0 and NaN / 0) are selected by hand.
   bool ieee_div = false;
+  /// pow as INTERP's (glibc's): its special cases (zeros, infinities, NaN, negative bases), an
+  /// integer exponent below 2^24 (2^53 for float64) by squaring with the reciprocal last, others
+  /// as 2^(b log2|a|). GLSL's and WGSL's pow are undefined for a < 0 and inexact. `pow_f64`: a
+  /// float32's general case computed in float64 and rounded once, as glibc's powf does.
+  bool pow = false, pow_f64 = false;
 
   /// What every C-style dialect needs (C, and the GPU dialects below).
   static constexpr DecomposeOptions c_style() {
@@ -1638,7 +1643,12 @@ struct DecomposeOptions {
   /// Whether the pass has anything to do.
   constexpr bool any() const {
     return safe_int_div || subnormal_log2 || saturating_casts || f16_bits || bf16_bits ||
-           exp2_poly || ieee_div;
+           exp2_poly || ieee_div || pow;
+  }
+  constexpr bool any_but_pow() const {
+    DecomposeOptions o = *this;
+    o.pow = false;
+    return o.any();
   }
   /// Whether it rewrites values of 16-bit float type d.
   constexpr bool bits_of(DType d) const {
@@ -1670,6 +1680,13 @@ constexpr bool plain_divisor(const Program& p, int k) {
 /// The program with the operations `o` asks for written as simpler ones (unchanged if none).
 constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
   if (!o.any()) return p;
+  if (o.pow && o.any_but_pow()) { // pow first: its parts (casts, divisions, exp2, log2) are ops
+    DecomposeOptions only_pow, rest = o; //   the rest of the pass then decomposes
+    only_pow.pow = true;
+    only_pow.pow_f64 = o.pow_f64;
+    rest.pow = false;
+    return decompose(decompose(p, only_pow), rest);
+  }
   detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
   auto constant = [&](DType d, std::int64_t v) {
     return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
@@ -1817,6 +1834,66 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     return alu(Op::Where, cf, nonzero, q, zero_div);
   };
 
+  // value k as compute dtype cf (a value of 16-bit float type is a float32)
+  auto as_float = [&](DType cf, int k) {
+    return rw.out[std::size_t(k)].dtype == cf ? k : alu(Op::Cast, cf, k);
+  };
+  // pow(a, b) for floats of compute dtype cf (DecomposeOptions::pow), glibc's cases from the first
+  // (b == 0 or a == 1 gives 1, even for NaN) to the last (a negative base and a fractional b)
+  auto pow_ops = [&](DType cf, int a, int b) {
+    const bool f64 = cf == DType::Float64;
+    const DType ut = f64 ? DType::UInt64 : u32, it = f64 ? DType::Int64 : DType::Int32;
+    const double inf_v = std::numeric_limits<double>::infinity();
+    auto lt = [&](int x, int y) { return alu(Op::CmpLt, b1, x, y); };
+    auto is = [&](int x, double v) { return alu(Op::CmpEq, b1, x, real(cf, v)); };
+    auto both = [&](int x, int y) { return alu(Op::And, b1, x, y); };
+    auto pick = [&](int c, int x, int y) { return alu(Op::Where, cf, c, x, y); };
+    const int zero = real(cf, 0.0), one = real(cf, 1.0), inf = real(cf, inf_v);
+    const int a_neg = lt(a, zero), b_neg = lt(b, zero), b_pos = lt(zero, b);
+    const int ma = pick(a_neg, alu(Op::Neg, cf, a), a), mb = pick(b_neg, alu(Op::Neg, cf, b), b);
+    const int integral = alu(Op::CmpEq, b1, b, alu(Op::Trunc, cf, b)); // (and infinite)
+    const int small = both(integral, lt(mb, real(cf, f64 ? 0x1p53 : 0x1p24)));
+    const int half = alu(Op::Mul, cf, mb, real(cf, 0.5));
+    const int odd = both(small, alu(Op::CmpNe, b1, alu(Op::Trunc, cf, half), half));
+    // |a|^|b| by squaring, one step per bit of |b|
+    const int n = alu(Op::Cast, ut, pick(small, mb, zero));
+    const int steps = f64 ? 53 : 24;
+    int x = ma, r = one;
+    for (int k = 0; k < steps; ++k) {
+      const int bit = alu(Op::CmpNe, b1, alu(Op::And, ut, n, constant(ut, std::int64_t(1) << k)),
+                          constant(ut, 0));
+      r = pick(bit, alu(Op::Mul, cf, r, x), r);
+      if (k + 1 < steps) x = alu(Op::Mul, cf, x, x);
+    }
+    int general; // 2^(b log2|a|)
+    if (o.pow_f64 && !f64) {
+      const DType d = DType::Float64;
+      const int l = alu(Op::Log2, d, alu(Op::Cast, d, ma));
+      general = alu(Op::Cast, cf, alu(Op::Exp2, d, alu(Op::Mul, d, alu(Op::Cast, d, b), l)));
+    } else {
+      general = alu(Op::Exp2, cf, alu(Op::Mul, cf, b, alu(Op::Log2, cf, ma)));
+    }
+    r = pick(b_neg, pick(is(r, inf_v), general, alu(Op::Div, cf, one, r)), r);
+    r = pick(small, r, general);
+    r = pick(both(a_neg, odd), alu(Op::Neg, cf, r), r);
+    r = pick(both(a_neg, alu(Op::Neg, b1, integral)),
+             real(cf, std::numeric_limits<double>::quiet_NaN()), r);
+    const int neg_inf = real(cf, -inf_v), neg_zero = real(cf, -0.0);
+    const int at_inf = pick(a_neg, pick(b_pos, pick(odd, neg_inf, inf), pick(odd, neg_zero, zero)),
+                            pick(b_pos, inf, zero));
+    r = pick(is(ma, inf_v), at_inf, r);
+    const int at_inf_b =
+        pick(is(ma, 1.0), one, pick(alu(Op::CmpNe, b1, lt(one, ma), b_pos), zero, inf));
+    r = pick(is(mb, inf_v), at_inf_b, r);
+    const int signed_inf =
+        pick(lt(alu(Op::Bitcast, it, a), constant(it, 0)), neg_inf, inf); // by a's sign bit: -0
+    const int at_zero = pick(b_neg, pick(odd, signed_inf, inf), pick(odd, a, zero));
+    r = pick(is(a, 0.0), at_zero, r);
+    r = pick(alu(Op::Or, b1, alu(Op::CmpNe, b1, a, a), alu(Op::CmpNe, b1, b, b)),
+             real(cf, std::numeric_limits<double>::quiet_NaN()), r);
+    return pick(alu(Op::Or, b1, is(b, 0.0), is(a, 1.0)), one, r);
+  };
+
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const UOp& u = p.ops[i];
     UOp r = rw.remapped(u);
@@ -1847,14 +1924,16 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       rw.map[i] = exp2_poly(r.src[0]);
       continue;
     }
+    if (u.kind == UKind::Alu && u.op == Op::Pow && o.pow && is_float(compute_dtype(u.dtype))) {
+      const DType cf = compute_dtype(u.dtype);
+      rw.map[i] = pow_ops(cf, as_float(cf, r.src[0]), as_float(cf, r.src[1]));
+      continue;
+    }
     if (u.kind == UKind::Alu && o.ieee_div && is_float(compute_dtype(u.dtype)) &&
         (u.op == Op::Div || u.op == Op::Recip)) {
       const DType cf = compute_dtype(u.dtype);
-      auto as_cf = [&](int k) { // (a 16-bit float typed value is a float32)
-        return rw.out[std::size_t(k)].dtype == cf ? k : alu(Op::Cast, cf, k);
-      };
-      const int a = u.op == Op::Recip ? real(cf, 1.0) : as_cf(r.src[0]);
-      rw.map[i] = ieee_div(cf, a, as_cf(u.op == Op::Recip ? r.src[0] : r.src[1]));
+      const int a = u.op == Op::Recip ? real(cf, 1.0) : as_float(cf, r.src[0]);
+      rw.map[i] = ieee_div(cf, a, as_float(cf, u.op == Op::Recip ? r.src[0] : r.src[1]));
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Bitcast && (o.bits_of(d) || o.bits_of(u.dtype))) {
@@ -4442,15 +4521,6 @@ struct CStyleRenderer {
   }
 };
 
-/// Writes `text` with each $x replaced by spell('x') (a placeholder is one character).
-template <class F> constexpr void spell_text(Text& t, std::string_view text, F spell) {
-  for (std::size_t k = 0; k < text.size(); ++k) {
-    if (text[k] == '$' && k + 1 < text.size())
-      t << spell(text[++k]);
-    else
-      t << text[k];
-  }
-}
 /// The semantics every C-like dialect shares, in terms of D's spellings:
 ///   D::type(d)                     the name of a value type
 ///   D::convert(t, to, a)           a value conversion ("(float)a", "float(a)")
@@ -4964,8 +5034,8 @@ constexpr Text render_cuda(const Program& gpu) { return CStyleRenderer::render<C
 // constants, and the shader asks for the extensions its dtypes need: 64-bit ints (always: index
 // arithmetic), float64, and 8-/16-bit storage with their arithmetic types. bool is stored as a
 // byte, float16/bfloat16 as 16 bits (decompose converts them); what GLSL lacks or Mesa computes
-// differently from INTERP (division by zero, float64 exp2/log2/sin/trunc, pow, float exp2 of
-// subnormal results) comes from the prelude.
+// differently from INTERP (float64 exp2/log2/sin/trunc, an exact float fma) comes from the
+// prelude; the rest (division by zero, pow, float exp2) from decompose.
 
 namespace tg {
 
@@ -5009,40 +5079,14 @@ inline constexpr std::string_view kGlslExp2Log2d =
     "  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, r = 0.0LF;\n"
     "  for (int k = 25; k >= 1; k -= 2) r = r * s2 + 1.0LF / double(k);\n"
     "  return double(e) + 2.0LF * s * r * tg_d(0x3ff71547652b82feL); }\n";
-/// pow as INTERP's (glibc's) special cases, with integer exponents by squaring and the reciprocal
-/// last; $G: the general case 2^(b log2 |a|).
-inline constexpr std::string_view kGlslPow =
-    "$T tg_pow$X($T a, $T b) {\n"
-    "  const $T inf = $I;\n"
-    "  if (b == 0.0$L || a == 1.0$L) return 1.0$L;\n"
-    "  if (isnan(a) || isnan(b)) return $N;\n"
-    "  bool bi = b == $R(b), odd = bi && abs(b) < $M && b - 2.0$L * floor(b * 0.5$L) == 1.0$L;\n"
-    "  if (a == 0.0$L) return b < 0.0$L ? (odd ? sign(1.0$L / a) * inf : inf) : (odd ? a : "
-    "0.0$L);\n"
-    "  if (isinf(b)) { $T m = abs(a); return m == 1.0$L ? 1.0$L : ((m > 1.0$L) == (b > 0.0$L) ? "
-    "inf "
-    ": 0.0$L); }\n"
-    "  if (isinf(a)) return a > 0.0$L ? (b > 0.0$L ? inf : 0.0$L) : (b > 0.0$L ? (odd ? -inf : "
-    "inf) "
-    ": (odd ? -0.0$L : 0.0$L));\n"
-    "  if (a < 0.0$L && !bi) return $N;\n"
-    "  $T r = 1.0$L, x = abs(a);\n"
-    "  if (bi && abs(b) < $M) {\n"
-    "    for ($U n = $U(abs(b)); n != 0$u; n >>= 1$u) { if ((n & 1$u) != 0$u) r *= x; if (n > 1$u) "
-    "x "
-    "*= x; }\n"
-    "    if (b < 0.0$L) r = isinf(r) ? $G : 1.0$L / r;\n"
-    "  } else r = $G;\n"
-    "  return a < 0.0$L && odd ? -r : r; }\n";
-
 /// The GLSL dialect. `Subgroups`: the device has subgroup arithmetic in compute shaders (a
 /// work-group reduction of a 32-bit sum, product or integer maximum is first reduced within each
 /// subgroup); `Exact`: it has float64 and its fma, exp2 and log2 round differently from INTERP's
 /// (lavapipe computes fma() as a multiply and an add): the float exp2 polynomial calls tg_fma, an
 /// exact one in float64 (the product of two floats is exact there, the sum is rounded to odd:
 /// TwoSum tells whether it was exact, and an inexact even result moves one ulp toward the exact
-/// value; rounding that to float is then the fused result), and pow's general case is computed in
-/// float64 and rounded once, as glibc's powf does.
+/// value; rounding that to float is then the fused result), and decompose computes pow's general
+/// case in float64 (Target::glsl).
 template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Subgroups, Exact>> {
   using Base = CStyle<GlslDialect>;
   /// Computed floats are `precise`: without it the driver may reassociate and simplify float
@@ -5081,8 +5125,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   }
   static constexpr void is_nan(Text& t, std::string_view a) { t << "isnan(" << a << ')'; }
   static constexpr const char* math(Op op, DType d) {
-    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "tg_powf"};
-    constexpr const char* g[] = {"sqrt", "tg_exp2d", "tg_log2d", "tg_sind", "tg_truncd", "tg_powd"};
+    // (pow: decompose writes it as the others, Target::glsl)
+    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    constexpr const char* g[] = {"sqrt", "tg_exp2d", "tg_log2d", "tg_sind", "tg_truncd", "pow"};
     return (d == DType::Float64 ? g : f)[Base::math_index(op)];
   }
   static constexpr void reinterpret(Text& t, DType from, DType to, std::string_view a) {
@@ -5113,43 +5158,6 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
     t << 'v' << std::int64_t(buf) << ".d[uint(v" << std::int64_t(idx) << ")]";
   }
 
-  static constexpr void float_function(Text& t, std::string_view text, bool f64,
-                                       std::string_view general = {}) {
-    spell_text(t, text, [&](char c) -> std::string_view {
-      switch (c) {
-      case 'T':
-        return f64 ? "double" : "float";
-      case 'X':
-        return f64 ? "d" : "f";
-      case 'L':
-        return f64 ? "LF" : "";
-      case 'N':
-        return f64 ? "tg_d(0x7ff8000000000000L)" : "uintBitsToFloat(0x7fc00000u)";
-      case 'I':
-        return f64 ? "tg_d(0x7ff0000000000000L)" : "uintBitsToFloat(0x7f800000u)";
-      case 'B':
-        return f64 ? "doubleBitsToInt64" : "floatBitsToUint";
-      case 'W':
-        return f64 ? "int64BitsToDouble" : "uintBitsToFloat";
-      case 'S':
-        return f64 ? "(-9223372036854775807L - 1L)" : "0x80000000u";
-      case 'Z':
-        return f64 ? "0x7ff0000000000000L" : "0x7f800000u";
-      case 'M':
-        return f64 ? "9007199254740992.0LF" : "16777216.0";
-      case 'R':
-        return f64 ? "tg_truncd" : "trunc";
-      case 'U':
-        return f64 ? "uint64_t" : "uint";
-      case 'u':
-        return f64 ? "UL" : "u";
-      case 'G':
-        return general;
-      default:
-        return "$";
-      }
-    });
-  }
   static constexpr bool fits_subgroup(const UOp& u) {
     if (u.dtype == DType::Float32) return u.op == Op::Add || u.op == Op::Mul;
     if (u.dtype == DType::Int32 || u.dtype == DType::UInt32)
@@ -5158,15 +5166,13 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   }
   static constexpr void prelude(Text& t, const Program& p) {
     const GlslNeeds n = glsl_needs(p);
-    bool p8 = false, p16 = false, pow32 = false, fma32 = false, sub = false;
+    bool p8 = false, p16 = false, fma32 = false, sub = false;
     for (const UOp& u : p.ops) {
       if (u.kind == UKind::Param) {
         p8 = p8 || itemsize(u.dtype) == 1;
         p16 = p16 || itemsize(u.dtype) == 2;
       }
-      const bool alu32 = u.kind == UKind::Alu && u.dtype != DType::Float64;
-      pow32 = pow32 || (alu32 && u.op == Op::Pow);
-      fma32 = fma32 || (alu32 && u.op == Op::MulAdd);
+      fma32 = fma32 || (u.kind == UKind::Alu && u.op == Op::MulAdd && u.dtype != DType::Float64);
       sub = sub || (Subgroups && u.kind == UKind::GroupReduce && fits_subgroup(u));
     }
     t << "#version 450\n";
@@ -5198,8 +5204,8 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
     t << "uint64_t tg_group() { return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_NumWorkGroups.x) * "
          "(uint64_t(gl_WorkGroupID.y) + uint64_t(gl_NumWorkGroups.y) * "
          "uint64_t(gl_WorkGroupID.z)); }\n";
-    if (n.float64 || (Exact && pow32)) t << kGlslExp2Log2d;
     if (n.float64) {
+      t << kGlslExp2Log2d;
       // Mesa's trunc(double) (lavapipe) returns 2^52 - 0.5 unchanged, and so does a round trip
       // through int64 there: the fraction bits are cleared by hand.
       t << "double tg_truncd(double x) {\n"
@@ -5208,6 +5214,16 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
            "  if (e >= 52) return x;\n"
            "  if (e < 0) return int64BitsToDouble(b & (-9223372036854775807L - 1L));\n"
            "  return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L)); }\n";
+      t << "double tg_sind(double x) {\n"
+           "  if (isnan(x) || isinf(x)) return tg_d(0x7ff8000000000000L);\n"
+           "  double k = floor(x * tg_d(0x3fe45f306dc9c883L) + 0.5LF);\n"
+           "  double r = ((x - k * tg_d(0x3ff921fb54400000L)) - k * tg_d(0x3dd0b4611a600000L)) - k "
+           "* tg_d(0x3ba3198a2e037073L);\n"
+           "  double q = k - 4.0LF * floor(k * 0.25LF), r2 = r * r, s = 1.0LF, c = 1.0LF;\n"
+           "  for (int j = 11; j >= 1; --j) { s = 1.0LF - s * r2 / double((2 * j) * (2 * j + 1)); "
+           "c = 1.0LF - c * r2 / double((2 * j - 1) * (2 * j)); }\n"
+           "  s *= r;\n"
+           "  return q == 0.0LF ? s : q == 1.0LF ? c : q == 2.0LF ? -s : -c; }\n";
     }
     // an exact float fma (the exp2 polynomial's, decompose.hpp)
     if (Exact && fma32)
@@ -5221,24 +5237,6 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
            "    s = packDouble2x32(w);\n"
            "  }\n"
            "  return float(s); }\n";
-    if (Exact && pow32)
-      t << "float tg_pow2f(float b, float x) { return float(tg_exp2d(double(b) * "
-           "tg_log2d(double(x)))); }\n";
-    if (pow32)
-      float_function(t, kGlslPow, false, Exact ? "tg_pow2f(b, abs(a))" : "exp2(b * log2(abs(a)))");
-    if (n.float64) {
-      t << "double tg_sind(double x) {\n"
-           "  if (isnan(x) || isinf(x)) return tg_d(0x7ff8000000000000L);\n"
-           "  double k = floor(x * tg_d(0x3fe45f306dc9c883L) + 0.5LF);\n"
-           "  double r = ((x - k * tg_d(0x3ff921fb54400000L)) - k * tg_d(0x3dd0b4611a600000L)) - k "
-           "* tg_d(0x3ba3198a2e037073L);\n"
-           "  double q = k - 4.0LF * floor(k * 0.25LF), r2 = r * r, s = 1.0LF, c = 1.0LF;\n"
-           "  for (int j = 11; j >= 1; --j) { s = 1.0LF - s * r2 / double((2 * j) * (2 * j + 1)); "
-           "c = 1.0LF - c * r2 / double((2 * j - 1) * (2 * j)); }\n"
-           "  s *= r;\n"
-           "  return q == 0.0LF ? s : q == 1.0LF ? c : q == 2.0LF ? -s : -c; }\n";
-      float_function(t, kGlslPow, true, "tg_exp2d(b * tg_log2d(abs(a)))");
-    }
   }
   static constexpr void signature(Text& t, const Program&) { t << "void main() {\n"; }
   static constexpr const char* lane_id = "gl_LocalInvocationID.x";
@@ -5544,7 +5542,8 @@ struct Target {
   static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
                                bool exact_float = false) {
     Target t = gpu_of(Dialect::Glsl, launch);
-    t.decompose.subnormal_log2 = t.decompose.ieee_div = true;
+    t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.pow_f64 = exact_float;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
     return t;

@@ -2,7 +2,7 @@
 // decompose: op semantics that must agree across devices, as a rewrite of a Program before it is
 // rendered (tinygrad's codegen/decomp), so that every dialect that needs them gets the same ops
 // and no renderer spells them: safe integer division, float -> integer conversion as INTERP's,
-// float16/bfloat16 values to and from their bits, float exp2 as a polynomial, subnormal log2.
+// float16/bfloat16 values to and from their bits, float exp2 as a polynomial, subnormal log2, pow.
 #include <limits>
 
 #include "ir.hpp"
@@ -38,6 +38,11 @@ struct DecomposeOptions {
   /// division by zero is undefined in Vulkan (Mesa folds x / 0.0 to 0), so the divisor is made
   /// nonzero and zero's results (+-inf, NaN for 0 / 0 and NaN / 0) are selected by hand.
   bool ieee_div = false;
+  /// pow as INTERP's (glibc's): its special cases (zeros, infinities, NaN, negative bases), an
+  /// integer exponent below 2^24 (2^53 for float64) by squaring with the reciprocal last, others
+  /// as 2^(b log2|a|). GLSL's and WGSL's pow are undefined for a < 0 and inexact. `pow_f64`: a
+  /// float32's general case computed in float64 and rounded once, as glibc's powf does.
+  bool pow = false, pow_f64 = false;
 
   /// What every C-style dialect needs (C, and the GPU dialects below).
   static constexpr DecomposeOptions c_style() {
@@ -54,7 +59,12 @@ struct DecomposeOptions {
   /// Whether the pass has anything to do.
   constexpr bool any() const {
     return safe_int_div || subnormal_log2 || saturating_casts || f16_bits || bf16_bits ||
-           exp2_poly || ieee_div;
+           exp2_poly || ieee_div || pow;
+  }
+  constexpr bool any_but_pow() const {
+    DecomposeOptions o = *this;
+    o.pow = false;
+    return o.any();
   }
   /// Whether it rewrites values of 16-bit float type d.
   constexpr bool bits_of(DType d) const {
@@ -86,6 +96,13 @@ constexpr bool plain_divisor(const Program& p, int k) {
 /// The program with the operations `o` asks for written as simpler ones (unchanged if none).
 constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
   if (!o.any()) return p;
+  if (o.pow && o.any_but_pow()) { // pow first: its parts (casts, divisions, exp2, log2) are ops
+    DecomposeOptions only_pow, rest = o; //   the rest of the pass then decomposes
+    only_pow.pow = true;
+    only_pow.pow_f64 = o.pow_f64;
+    rest.pow = false;
+    return decompose(decompose(p, only_pow), rest);
+  }
   detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
   auto constant = [&](DType d, std::int64_t v) {
     return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
@@ -233,6 +250,66 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     return alu(Op::Where, cf, nonzero, q, zero_div);
   };
 
+  // value k as compute dtype cf (a value of 16-bit float type is a float32)
+  auto as_float = [&](DType cf, int k) {
+    return rw.out[std::size_t(k)].dtype == cf ? k : alu(Op::Cast, cf, k);
+  };
+  // pow(a, b) for floats of compute dtype cf (DecomposeOptions::pow), glibc's cases from the first
+  // (b == 0 or a == 1 gives 1, even for NaN) to the last (a negative base and a fractional b)
+  auto pow_ops = [&](DType cf, int a, int b) {
+    const bool f64 = cf == DType::Float64;
+    const DType ut = f64 ? DType::UInt64 : u32, it = f64 ? DType::Int64 : DType::Int32;
+    const double inf_v = std::numeric_limits<double>::infinity();
+    auto lt = [&](int x, int y) { return alu(Op::CmpLt, b1, x, y); };
+    auto is = [&](int x, double v) { return alu(Op::CmpEq, b1, x, real(cf, v)); };
+    auto both = [&](int x, int y) { return alu(Op::And, b1, x, y); };
+    auto pick = [&](int c, int x, int y) { return alu(Op::Where, cf, c, x, y); };
+    const int zero = real(cf, 0.0), one = real(cf, 1.0), inf = real(cf, inf_v);
+    const int a_neg = lt(a, zero), b_neg = lt(b, zero), b_pos = lt(zero, b);
+    const int ma = pick(a_neg, alu(Op::Neg, cf, a), a), mb = pick(b_neg, alu(Op::Neg, cf, b), b);
+    const int integral = alu(Op::CmpEq, b1, b, alu(Op::Trunc, cf, b)); // (and infinite)
+    const int small = both(integral, lt(mb, real(cf, f64 ? 0x1p53 : 0x1p24)));
+    const int half = alu(Op::Mul, cf, mb, real(cf, 0.5));
+    const int odd = both(small, alu(Op::CmpNe, b1, alu(Op::Trunc, cf, half), half));
+    // |a|^|b| by squaring, one step per bit of |b|
+    const int n = alu(Op::Cast, ut, pick(small, mb, zero));
+    const int steps = f64 ? 53 : 24;
+    int x = ma, r = one;
+    for (int k = 0; k < steps; ++k) {
+      const int bit = alu(Op::CmpNe, b1, alu(Op::And, ut, n, constant(ut, std::int64_t(1) << k)),
+                          constant(ut, 0));
+      r = pick(bit, alu(Op::Mul, cf, r, x), r);
+      if (k + 1 < steps) x = alu(Op::Mul, cf, x, x);
+    }
+    int general; // 2^(b log2|a|)
+    if (o.pow_f64 && !f64) {
+      const DType d = DType::Float64;
+      const int l = alu(Op::Log2, d, alu(Op::Cast, d, ma));
+      general = alu(Op::Cast, cf, alu(Op::Exp2, d, alu(Op::Mul, d, alu(Op::Cast, d, b), l)));
+    } else {
+      general = alu(Op::Exp2, cf, alu(Op::Mul, cf, b, alu(Op::Log2, cf, ma)));
+    }
+    r = pick(b_neg, pick(is(r, inf_v), general, alu(Op::Div, cf, one, r)), r);
+    r = pick(small, r, general);
+    r = pick(both(a_neg, odd), alu(Op::Neg, cf, r), r);
+    r = pick(both(a_neg, alu(Op::Neg, b1, integral)),
+             real(cf, std::numeric_limits<double>::quiet_NaN()), r);
+    const int neg_inf = real(cf, -inf_v), neg_zero = real(cf, -0.0);
+    const int at_inf = pick(a_neg, pick(b_pos, pick(odd, neg_inf, inf), pick(odd, neg_zero, zero)),
+                            pick(b_pos, inf, zero));
+    r = pick(is(ma, inf_v), at_inf, r);
+    const int at_inf_b =
+        pick(is(ma, 1.0), one, pick(alu(Op::CmpNe, b1, lt(one, ma), b_pos), zero, inf));
+    r = pick(is(mb, inf_v), at_inf_b, r);
+    const int signed_inf =
+        pick(lt(alu(Op::Bitcast, it, a), constant(it, 0)), neg_inf, inf); // by a's sign bit: -0
+    const int at_zero = pick(b_neg, pick(odd, signed_inf, inf), pick(odd, a, zero));
+    r = pick(is(a, 0.0), at_zero, r);
+    r = pick(alu(Op::Or, b1, alu(Op::CmpNe, b1, a, a), alu(Op::CmpNe, b1, b, b)),
+             real(cf, std::numeric_limits<double>::quiet_NaN()), r);
+    return pick(alu(Op::Or, b1, is(b, 0.0), is(a, 1.0)), one, r);
+  };
+
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const UOp& u = p.ops[i];
     UOp r = rw.remapped(u);
@@ -263,14 +340,16 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       rw.map[i] = exp2_poly(r.src[0]);
       continue;
     }
+    if (u.kind == UKind::Alu && u.op == Op::Pow && o.pow && is_float(compute_dtype(u.dtype))) {
+      const DType cf = compute_dtype(u.dtype);
+      rw.map[i] = pow_ops(cf, as_float(cf, r.src[0]), as_float(cf, r.src[1]));
+      continue;
+    }
     if (u.kind == UKind::Alu && o.ieee_div && is_float(compute_dtype(u.dtype)) &&
         (u.op == Op::Div || u.op == Op::Recip)) {
       const DType cf = compute_dtype(u.dtype);
-      auto as_cf = [&](int k) { // (a 16-bit float typed value is a float32)
-        return rw.out[std::size_t(k)].dtype == cf ? k : alu(Op::Cast, cf, k);
-      };
-      const int a = u.op == Op::Recip ? real(cf, 1.0) : as_cf(r.src[0]);
-      rw.map[i] = ieee_div(cf, a, as_cf(u.op == Op::Recip ? r.src[0] : r.src[1]));
+      const int a = u.op == Op::Recip ? real(cf, 1.0) : as_float(cf, r.src[0]);
+      rw.map[i] = ieee_div(cf, a, as_float(cf, u.op == Op::Recip ? r.src[0] : r.src[1]));
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Bitcast && (o.bits_of(d) || o.bits_of(u.dtype))) {

@@ -83,7 +83,8 @@ struct Target {
   static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
                                bool exact_float = false) {
     Target t = gpu_of(Dialect::Glsl, launch);
-    t.decompose.subnormal_log2 = t.decompose.ieee_div = true;
+    t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.pow_f64 = exact_float;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
     return t;

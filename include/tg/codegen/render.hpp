@@ -199,15 +199,6 @@ struct CStyleRenderer {
   }
 };
 
-/// Writes `text` with each $x replaced by spell('x') (a placeholder is one character).
-template <class F> constexpr void spell_text(Text& t, std::string_view text, F spell) {
-  for (std::size_t k = 0; k < text.size(); ++k) {
-    if (text[k] == '$' && k + 1 < text.size())
-      t << spell(text[++k]);
-    else
-      t << text[k];
-  }
-}
 /// The semantics every C-like dialect shares, in terms of D's spellings:
 ///   D::type(d)                     the name of a value type
 ///   D::convert(t, to, a)           a value conversion ("(float)a", "float(a)")

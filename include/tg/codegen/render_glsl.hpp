@@ -5,8 +5,8 @@
 // constants, and the shader asks for the extensions its dtypes need: 64-bit ints (always: index
 // arithmetic), float64, and 8-/16-bit storage with their arithmetic types. bool is stored as a
 // byte, float16/bfloat16 as 16 bits (decompose converts them); what GLSL lacks or Mesa computes
-// differently from INTERP (division by zero, float64 exp2/log2/sin/trunc, pow, float exp2 of
-// subnormal results) comes from the prelude.
+// differently from INTERP (float64 exp2/log2/sin/trunc, an exact float fma) comes from the
+// prelude; the rest (division by zero, pow, float exp2) from decompose.
 #include "gpu_program.hpp"
 #include "render.hpp"
 
@@ -52,40 +52,14 @@ inline constexpr std::string_view kGlslExp2Log2d =
     "  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, r = 0.0LF;\n"
     "  for (int k = 25; k >= 1; k -= 2) r = r * s2 + 1.0LF / double(k);\n"
     "  return double(e) + 2.0LF * s * r * tg_d(0x3ff71547652b82feL); }\n";
-/// pow as INTERP's (glibc's) special cases, with integer exponents by squaring and the reciprocal
-/// last; $G: the general case 2^(b log2 |a|).
-inline constexpr std::string_view kGlslPow =
-    "$T tg_pow$X($T a, $T b) {\n"
-    "  const $T inf = $I;\n"
-    "  if (b == 0.0$L || a == 1.0$L) return 1.0$L;\n"
-    "  if (isnan(a) || isnan(b)) return $N;\n"
-    "  bool bi = b == $R(b), odd = bi && abs(b) < $M && b - 2.0$L * floor(b * 0.5$L) == 1.0$L;\n"
-    "  if (a == 0.0$L) return b < 0.0$L ? (odd ? sign(1.0$L / a) * inf : inf) : (odd ? a : "
-    "0.0$L);\n"
-    "  if (isinf(b)) { $T m = abs(a); return m == 1.0$L ? 1.0$L : ((m > 1.0$L) == (b > 0.0$L) ? "
-    "inf "
-    ": 0.0$L); }\n"
-    "  if (isinf(a)) return a > 0.0$L ? (b > 0.0$L ? inf : 0.0$L) : (b > 0.0$L ? (odd ? -inf : "
-    "inf) "
-    ": (odd ? -0.0$L : 0.0$L));\n"
-    "  if (a < 0.0$L && !bi) return $N;\n"
-    "  $T r = 1.0$L, x = abs(a);\n"
-    "  if (bi && abs(b) < $M) {\n"
-    "    for ($U n = $U(abs(b)); n != 0$u; n >>= 1$u) { if ((n & 1$u) != 0$u) r *= x; if (n > 1$u) "
-    "x "
-    "*= x; }\n"
-    "    if (b < 0.0$L) r = isinf(r) ? $G : 1.0$L / r;\n"
-    "  } else r = $G;\n"
-    "  return a < 0.0$L && odd ? -r : r; }\n";
-
 /// The GLSL dialect. `Subgroups`: the device has subgroup arithmetic in compute shaders (a
 /// work-group reduction of a 32-bit sum, product or integer maximum is first reduced within each
 /// subgroup); `Exact`: it has float64 and its fma, exp2 and log2 round differently from INTERP's
 /// (lavapipe computes fma() as a multiply and an add): the float exp2 polynomial calls tg_fma, an
 /// exact one in float64 (the product of two floats is exact there, the sum is rounded to odd:
 /// TwoSum tells whether it was exact, and an inexact even result moves one ulp toward the exact
-/// value; rounding that to float is then the fused result), and pow's general case is computed in
-/// float64 and rounded once, as glibc's powf does.
+/// value; rounding that to float is then the fused result), and decompose computes pow's general
+/// case in float64 (Target::glsl).
 template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Subgroups, Exact>> {
   using Base = CStyle<GlslDialect>;
   /// Computed floats are `precise`: without it the driver may reassociate and simplify float
@@ -124,8 +98,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   }
   static constexpr void is_nan(Text& t, std::string_view a) { t << "isnan(" << a << ')'; }
   static constexpr const char* math(Op op, DType d) {
-    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "tg_powf"};
-    constexpr const char* g[] = {"sqrt", "tg_exp2d", "tg_log2d", "tg_sind", "tg_truncd", "tg_powd"};
+    // (pow: decompose writes it as the others, Target::glsl)
+    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    constexpr const char* g[] = {"sqrt", "tg_exp2d", "tg_log2d", "tg_sind", "tg_truncd", "pow"};
     return (d == DType::Float64 ? g : f)[Base::math_index(op)];
   }
   static constexpr void reinterpret(Text& t, DType from, DType to, std::string_view a) {
@@ -156,43 +131,6 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
     t << 'v' << std::int64_t(buf) << ".d[uint(v" << std::int64_t(idx) << ")]";
   }
 
-  static constexpr void float_function(Text& t, std::string_view text, bool f64,
-                                       std::string_view general = {}) {
-    spell_text(t, text, [&](char c) -> std::string_view {
-      switch (c) {
-      case 'T':
-        return f64 ? "double" : "float";
-      case 'X':
-        return f64 ? "d" : "f";
-      case 'L':
-        return f64 ? "LF" : "";
-      case 'N':
-        return f64 ? "tg_d(0x7ff8000000000000L)" : "uintBitsToFloat(0x7fc00000u)";
-      case 'I':
-        return f64 ? "tg_d(0x7ff0000000000000L)" : "uintBitsToFloat(0x7f800000u)";
-      case 'B':
-        return f64 ? "doubleBitsToInt64" : "floatBitsToUint";
-      case 'W':
-        return f64 ? "int64BitsToDouble" : "uintBitsToFloat";
-      case 'S':
-        return f64 ? "(-9223372036854775807L - 1L)" : "0x80000000u";
-      case 'Z':
-        return f64 ? "0x7ff0000000000000L" : "0x7f800000u";
-      case 'M':
-        return f64 ? "9007199254740992.0LF" : "16777216.0";
-      case 'R':
-        return f64 ? "tg_truncd" : "trunc";
-      case 'U':
-        return f64 ? "uint64_t" : "uint";
-      case 'u':
-        return f64 ? "UL" : "u";
-      case 'G':
-        return general;
-      default:
-        return "$";
-      }
-    });
-  }
   static constexpr bool fits_subgroup(const UOp& u) {
     if (u.dtype == DType::Float32) return u.op == Op::Add || u.op == Op::Mul;
     if (u.dtype == DType::Int32 || u.dtype == DType::UInt32)
@@ -201,15 +139,13 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   }
   static constexpr void prelude(Text& t, const Program& p) {
     const GlslNeeds n = glsl_needs(p);
-    bool p8 = false, p16 = false, pow32 = false, fma32 = false, sub = false;
+    bool p8 = false, p16 = false, fma32 = false, sub = false;
     for (const UOp& u : p.ops) {
       if (u.kind == UKind::Param) {
         p8 = p8 || itemsize(u.dtype) == 1;
         p16 = p16 || itemsize(u.dtype) == 2;
       }
-      const bool alu32 = u.kind == UKind::Alu && u.dtype != DType::Float64;
-      pow32 = pow32 || (alu32 && u.op == Op::Pow);
-      fma32 = fma32 || (alu32 && u.op == Op::MulAdd);
+      fma32 = fma32 || (u.kind == UKind::Alu && u.op == Op::MulAdd && u.dtype != DType::Float64);
       sub = sub || (Subgroups && u.kind == UKind::GroupReduce && fits_subgroup(u));
     }
     t << "#version 450\n";
@@ -241,8 +177,8 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
     t << "uint64_t tg_group() { return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_NumWorkGroups.x) * "
          "(uint64_t(gl_WorkGroupID.y) + uint64_t(gl_NumWorkGroups.y) * "
          "uint64_t(gl_WorkGroupID.z)); }\n";
-    if (n.float64 || (Exact && pow32)) t << kGlslExp2Log2d;
     if (n.float64) {
+      t << kGlslExp2Log2d;
       // Mesa's trunc(double) (lavapipe) returns 2^52 - 0.5 unchanged, and so does a round trip
       // through int64 there: the fraction bits are cleared by hand.
       t << "double tg_truncd(double x) {\n"
@@ -251,6 +187,16 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
            "  if (e >= 52) return x;\n"
            "  if (e < 0) return int64BitsToDouble(b & (-9223372036854775807L - 1L));\n"
            "  return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L)); }\n";
+      t << "double tg_sind(double x) {\n"
+           "  if (isnan(x) || isinf(x)) return tg_d(0x7ff8000000000000L);\n"
+           "  double k = floor(x * tg_d(0x3fe45f306dc9c883L) + 0.5LF);\n"
+           "  double r = ((x - k * tg_d(0x3ff921fb54400000L)) - k * tg_d(0x3dd0b4611a600000L)) - k "
+           "* tg_d(0x3ba3198a2e037073L);\n"
+           "  double q = k - 4.0LF * floor(k * 0.25LF), r2 = r * r, s = 1.0LF, c = 1.0LF;\n"
+           "  for (int j = 11; j >= 1; --j) { s = 1.0LF - s * r2 / double((2 * j) * (2 * j + 1)); "
+           "c = 1.0LF - c * r2 / double((2 * j - 1) * (2 * j)); }\n"
+           "  s *= r;\n"
+           "  return q == 0.0LF ? s : q == 1.0LF ? c : q == 2.0LF ? -s : -c; }\n";
     }
     // an exact float fma (the exp2 polynomial's, decompose.hpp)
     if (Exact && fma32)
@@ -264,24 +210,6 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
            "    s = packDouble2x32(w);\n"
            "  }\n"
            "  return float(s); }\n";
-    if (Exact && pow32)
-      t << "float tg_pow2f(float b, float x) { return float(tg_exp2d(double(b) * "
-           "tg_log2d(double(x)))); }\n";
-    if (pow32)
-      float_function(t, kGlslPow, false, Exact ? "tg_pow2f(b, abs(a))" : "exp2(b * log2(abs(a)))");
-    if (n.float64) {
-      t << "double tg_sind(double x) {\n"
-           "  if (isnan(x) || isinf(x)) return tg_d(0x7ff8000000000000L);\n"
-           "  double k = floor(x * tg_d(0x3fe45f306dc9c883L) + 0.5LF);\n"
-           "  double r = ((x - k * tg_d(0x3ff921fb54400000L)) - k * tg_d(0x3dd0b4611a600000L)) - k "
-           "* tg_d(0x3ba3198a2e037073L);\n"
-           "  double q = k - 4.0LF * floor(k * 0.25LF), r2 = r * r, s = 1.0LF, c = 1.0LF;\n"
-           "  for (int j = 11; j >= 1; --j) { s = 1.0LF - s * r2 / double((2 * j) * (2 * j + 1)); "
-           "c = 1.0LF - c * r2 / double((2 * j - 1) * (2 * j)); }\n"
-           "  s *= r;\n"
-           "  return q == 0.0LF ? s : q == 1.0LF ? c : q == 2.0LF ? -s : -c; }\n";
-      float_function(t, kGlslPow, true, "tg_exp2d(b * tg_log2d(abs(a)))");
-    }
   }
   static constexpr void signature(Text& t, const Program&) { t << "void main() {\n"; }
   static constexpr const char* lane_id = "gl_LocalInvocationID.x";
