@@ -183,6 +183,17 @@ constexpr auto cuda_grouped = tg::freeze(
 static_assert(cuda_grouped.contains("__shared__ float tg_lds") &&
               cuda_grouped.contains("__syncthreads();"));
 
+constexpr auto wgsl = tg::freeze(
+    [] { return tg::kernel_source((x * 2.0f + 1.0f).relu(), 0, tg::Target::wgsl().planned()); });
+static_assert(wgsl.contains("@compute @workgroup_size(256)"));
+static_assert(wgsl.contains("var<storage, read_write> v"));
+static_assert(wgsl.contains(": i32 = tg_pc.a[0].y;")); // index arithmetic in 32 bits (narrow32)
+static_assert(!wgsl.contains("i64"));
+constexpr auto wgsl_grouped = tg::freeze(
+    [] { return tg::kernel_source(long_rows.sum<1>(), 0, tg::Target::wgsl(grouped).planned()); });
+static_assert(wgsl_grouped.contains("var<workgroup> tg_lds") &&
+              wgsl_grouped.contains("workgroupBarrier();"));
+
 } // namespace
 
 TEST_CASE("fixed: constant-expression checks compiled") { CHECK(elementwise.size() > 0); }

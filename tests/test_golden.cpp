@@ -1,5 +1,5 @@
 // Golden kernels: for a fixed set of graphs, the IR after every pass of the pass list and the
-// rendered source, for each target (C on the CPU, CUDA, GLSL), compared byte for byte with
+// rendered source, for each target (C on the CPU, CUDA, GLSL, WGSL), compared byte for byte with
 // tests/golden/<graph>.<target>.txt. A change to a pass or a renderer shows up here as a diff.
 // TG_GOLDEN=update rewrites the files (then review them with git diff).
 #include <doctest/doctest.h>
@@ -35,6 +35,7 @@ tg::Tensor symbolic_size() {
   return (input({12}).reshape({tg::sym("batch", 1, 64, 4), 3}) * 3.0f).sum(1);
 }
 tg::Tensor float16() { return (input({32, 16}, tg::float16) * 0.5f).sum(1); }
+tg::Tensor int8() { return (input({64}, tg::int8) * 3).maximum(input({64}, tg::int8)); }
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> c{{"elementwise_chain", elementwise_chain},
@@ -43,7 +44,8 @@ const std::vector<Case>& cases() {
                                    {"softmax", softmax},
                                    {"conv2d", conv2d},
                                    {"symbolic_size", symbolic_size},
-                                   {"float16", float16}};
+                                   {"float16", float16},
+                                   {"int8", int8}};
   return c;
 }
 
@@ -52,8 +54,10 @@ struct TargetCase {
   tg::Target target;
 };
 const std::vector<TargetCase>& targets() {
-  static const std::vector<TargetCase> t{
-      {"c", tg::Target::cpu()}, {"cuda", tg::Target::cuda()}, {"glsl", tg::Target::glsl()}};
+  static const std::vector<TargetCase> t{{"c", tg::Target::cpu()},
+                                         {"cuda", tg::Target::cuda()},
+                                         {"glsl", tg::Target::glsl()},
+                                         {"wgsl", tg::Target::wgsl()}};
   return t;
 }
 

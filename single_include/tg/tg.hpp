@@ -921,8 +921,8 @@ inline std::string temp_path(const std::string& stem) {
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
-//                   -> GPU: gpu_program -> decompose                     device_passes
-//                   -> render (C, CUDA or GLSL; INTERP runs the program)  render_kernel
+//                   -> GPU: gpu_program -> decompose (-> narrow32: WGSL)  device_passes
+//                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
 //
 // compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
 // front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
@@ -2133,6 +2133,9 @@ struct DecomposeOptions {
   /// as 2^(b log2|a|). GLSL's and WGSL's pow are undefined for a < 0 and inexact. `pow_f64`: a
   /// float32's general case computed in float64 and rounded once, as glibc's powf does.
   bool pow = false, pow_f64 = false;
+  /// The dialect has no 64-bit integers (WGSL; narrow32 makes index arithmetic 32-bit): float ->
+  /// uint32 is computed without going through int64.
+  bool no_int64 = false;
 
   /// What every C-style dialect needs (C, and the GPU dialects below).
   static constexpr DecomposeOptions c_style() {
@@ -2264,19 +2267,49 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
         Op::Or, b1, alu(Op::CmpLt, b1, constant(u32, 0x1000), r),
         alu(Op::And, b1, eq(r, 0x1000), alu(Op::CmpNe, b1, bits_and(top, 1), constant(u32, 0))));
     const int normal = alu(Op::Add, u32, top, alu(Op::Cast, u32, up));
-    // subnormal results (and zero): |f| * 2^24 rounded to an integer, ties to even, by adding and
-    // subtracting 2^23 (exact float arithmetic; the GPU dialects keep it unreassociated)
-    const int scaled = alu(Op::Mul, f32, alu(Op::Bitcast, f32, magnitude), real(f32, 0x1p24));
-    const int rounded =
-        alu(Op::Add, f32, alu(Op::Add, f32, scaled, real(f32, 0x1p23)), real(f32, -0x1p23));
-    const int sub = alu(Op::Cast, u32, rounded);
+    // subnormal results (and zero): |f| * 2^24 (below 2^11 there) rounded to an integer, ties to
+    // even, from its integer part and the exact remainder (no step a compiler that reassociates
+    // float arithmetic, as WGSL's may, can fold)
+    const int product = alu(Op::Mul, f32, alu(Op::Bitcast, f32, magnitude), real(f32, 0x1p24));
+    const int scaled = alu(Op::Where, f32, alu(Op::CmpLt, b1, product, real(f32, 2048.0)), product,
+                           real(f32, 2048.0));
+    const int whole = alu(Op::Cast, u32, scaled);
+    const int rest = alu(Op::Add, f32, scaled, alu(Op::Neg, f32, alu(Op::Cast, f32, whole)));
+    const int one_half = real(f32, 0.5);
+    const int round_up = alu(Op::Or, b1, alu(Op::CmpLt, b1, one_half, rest),
+                             alu(Op::And, b1, alu(Op::CmpEq, b1, rest, one_half),
+                                 alu(Op::CmpNe, b1, bits_and(whole, 1), constant(u32, 0))));
+    const int sub = alu(Op::Add, u32, whole, alu(Op::Cast, u32, round_up));
     const int inf = alu(Op::Where, u32, nan, constant(u32, 0x7e00), constant(u32, 0x7c00));
     const int finite = alu(Op::Where, u32, below(e, 113), sub, normal);
     return alu(Op::Or, u32, s, alu(Op::Where, u32, below(e, 143), finite, inf));
   };
+  // Float (compute dtype cf) to uint32 as INTERP converts it (through int64: the low 32 bits)
+  // without 64-bit integers: t = trunc(a) through int32 where it fits, else t mod 2^32, which
+  // float arithmetic computes exactly (t is a multiple of its ulp, and so is the remainder);
+  // NaN and |t| >= 2^63 give 0 (int64's minimum, mod 2^32)
+  auto to_uint32 = [&](DType cf, int a) {
+    const DType i32 = DType::Int32;
+    auto lt = [&](int x, int y) { return alu(Op::CmpLt, b1, x, y); };
+    const int t = alu(Op::Trunc, cf, a);
+    const int small =
+        alu(Op::And, b1, lt(t, real(cf, 0x1p31)), alu(Op::Neg, b1, lt(t, real(cf, -0x1p31))));
+    const int big =
+        alu(Op::And, b1, alu(Op::Neg, b1, small),
+            alu(Op::And, b1, lt(t, real(cf, 0x1p63)), alu(Op::Neg, b1, lt(t, real(cf, -0x1p63)))));
+    const int via_int =
+        alu(Op::Bitcast, u32, alu(Op::Cast, i32, alu(Op::Where, cf, small, t, real(cf, 0.0))));
+    const int q = alu(Op::Mul, cf, t, real(cf, 0x1p-32)), tq = alu(Op::Trunc, cf, q);
+    const int fl =
+        alu(Op::Add, cf, tq, alu(Op::Where, cf, lt(q, tq), real(cf, -1.0), real(cf, 0.0))); // floor
+    const int rem = alu(Op::Add, cf, t, alu(Op::Neg, cf, alu(Op::Mul, cf, fl, real(cf, 0x1p32))));
+    const int wrapped = alu(Op::Cast, u32, alu(Op::Where, cf, big, rem, real(cf, 0.0)));
+    return alu(Op::Where, u32, small, via_int, alu(Op::Where, u32, big, wrapped, constant(u32, 0)));
+  };
   // Float (compute dtype cf) to integer dtype `to` as INTERP converts, with only in-range values
   // reaching the dialect's conversion.
   auto to_int = [&](DType cf, DType to, int a) {
+    if (to == u32 && o.no_int64) return to_uint32(cf, a);
     const bool wide = to == DType::Int64 || to == DType::UInt32;
     const DType via = to == DType::UInt64 ? to : wide ? DType::Int64 : DType::Int32;
     int ok;
@@ -2477,9 +2510,9 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     const int bad = sign ? alu(Op::Or, DType::Bool, zero, minus) : zero;
     int q = alu(u.op, u.dtype, a, alu(Op::Where, d, bad, constant(d, 1), b));
     if (u.op == Op::Div) {
-      if (sign) { // -x wrapping around (-INT_MIN == INT_MIN): negated as a uint64
-        const int n =
-            alu(Op::Cast, d, alu(Op::Neg, DType::UInt64, alu(Op::Cast, DType::UInt64, q)));
+      if (sign) { // -x wrapping around (-INT_MIN == INT_MIN): negated as unsigned
+        const DType un = DType(int(d) + int(DType::UInt8) - int(DType::Int8));
+        const int n = alu(Op::Cast, d, alu(Op::Neg, un, alu(Op::Cast, un, q)));
         q = alu(Op::Where, u.dtype, minus, n, q);
       }
       q = alu(Op::Where, u.dtype, zero, constant(u.dtype, 0), q);
@@ -4177,6 +4210,120 @@ constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel,
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_LOWER_HPP
 
+// ---- tg/codegen/narrow32.hpp ----
+#ifndef TG_SI_TG_CODEGEN_NARROW32_HPP
+#define TG_SI_TG_CODEGEN_NARROW32_HPP
+// narrow32: a program whose integers are all 32 bits wide, for a dialect with no 8-, 16- or
+// 64-bit integer arithmetic and no float64 (WGSL). Buffers keep their dtypes (the dialect packs
+// narrow ones into 32-bit words): loads widen, stores keep the low bits.
+// - 8- and 16-bit integer values become int32 / uint32 and are wrapped back into their dtype's
+//   range after every op that can leave it, so each value stays what its dtype makes it.
+// - int64 values are the index arithmetic: they become int32. The device refuses 64-bit tensors
+//   and checks at launch that sizes stay below 2^31; a constant outside int32, a 64-bit
+//   accumulator, a float converted to int64, and int64 arithmetic between two values read from
+//   buffers (which 32 bits could overflow) are refused here, naming the kernel.
+
+namespace tg {
+
+/// The 32-bit dtype a value of dtype d is computed in (d itself where it is not an integer).
+constexpr DType wide32(DType d) {
+  switch (d) {
+  case DType::Int8:
+  case DType::Int16:
+  case DType::Int64:
+    return DType::Int32;
+  case DType::UInt8:
+  case DType::UInt16:
+    return DType::UInt32;
+  default:
+    return d;
+  }
+}
+
+constexpr Program narrow32(const Program& p) {
+  const DType i32 = DType::Int32, u32 = DType::UInt32;
+  auto refuse = [&](const char* what) {
+    throw device_error(std::string("tg: kernel ") + std::string(p.name.view()) + " " + what +
+                       ", which a device without 64-bit types (WGSL) cannot compute");
+  };
+  for (DType d : p.params)
+    if (itemsize(d) == 8)
+      throw device_error(std::string("tg: kernel ") + std::string(p.name.view()) +
+                         " has a tensor of dtype " + dtype_name(d) +
+                         ", which a device without 64-bit types (WGSL) cannot hold");
+  detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
+  auto add = [&](Op op, DType d, int a, int b = -1) {
+    return rw.add(UOp{UKind::Alu, op, d, {a, b, -1}, {}, -1, {}});
+  };
+  auto konst = [&](DType d, std::int64_t v) {
+    return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
+  };
+  // x (a 32-bit value) as dtype d's value: the low bits, sign-extended for signed d
+  // ((x << k) >> k: the IR's shifts are products and exact quotients by 2^k)
+  auto wrap = [&](DType d, int x) {
+    const int bits = 8 * int(itemsize(d));
+    if (is_unsigned(d)) return add(Op::And, u32, x, konst(u32, (std::int64_t(1) << bits) - 1));
+    const int up =
+        add(Op::Mul, u32, add(Op::Bitcast, u32, x), konst(u32, std::int64_t(1) << (32 - bits)));
+    return add(Op::Div, i32, add(Op::Bitcast, i32, up), konst(i32, std::int64_t(1) << (32 - bits)));
+  };
+  const auto narrow = [](DType d) { return is_int(d) && itemsize(d) < 4; };
+  std::vector<bool> data(p.ops.size(), false);  // a value read from a buffer, or computed from one
+  std::vector<bool> dirty(p.ops.size(), false); // a narrow accumulator summed or multiplied
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    UOp r = rw.remapped(u);
+    for (int& k : r.ranges) k = rw.map[std::size_t(k)];
+    for (int s : u.src)
+      if (s >= 0) data[i] = data[i] || data[std::size_t(s)];
+    if (u.kind == UKind::Load || u.kind == UKind::DefineAcc) data[i] = true;
+    if (u.kind == UKind::Param) {
+      rw.map[i] = rw.add(std::move(r));
+      continue;
+    }
+    if (u.dtype == DType::UInt64 || u.dtype == DType::Float64 ||
+        (u.kind == UKind::DefineAcc && u.dtype == DType::Int64))
+      refuse(u.kind == UKind::DefineAcc  ? "accumulates integers in int64 (a sum or product of "
+                                           "integers: cast them to int32 or float32 first)"
+             : u.dtype == DType::Float64 ? "computes float64 values"
+                                         : "computes uint64 values");
+    if (u.dtype == DType::Int64 && u.kind == UKind::Const &&
+        (u.value.i < -2147483648ll || u.value.i > 2147483647ll))
+      refuse("indexes past 2^31 (a constant outside int32)");
+    if (u.dtype == DType::Int64 && u.kind == UKind::Alu) {
+      const DType from = p.ops[std::size_t(u.src[0])].dtype;
+      if (u.op == Op::Cast && is_float(from)) refuse("converts a float to int64");
+      const bool arith = u.op == Op::Add || u.op == Op::Mul || u.op == Op::Neg || u.op == Op::Div ||
+                         u.op == Op::MulAdd;
+      bool all = arith;
+      for (int s : u.src)
+        if (s >= 0) all = all && data[std::size_t(s)];
+      if (all) refuse("computes int64 arithmetic of values read from buffers");
+    }
+    // a read of a narrow accumulator that was summed or multiplied: its value wrapped now
+    if (u.kind != UKind::AccAssign)
+      for (int k = 0; k < 3; ++k)
+        if (u.src[std::size_t(k)] >= 0 && dirty[std::size_t(u.src[std::size_t(k)])])
+          r.src[std::size_t(k)] =
+              wrap(p.ops[std::size_t(u.src[std::size_t(k)])].dtype, r.src[std::size_t(k)]);
+    if (u.kind == UKind::AccAssign && narrow(u.dtype) && (u.op == Op::Add || u.op == Op::Mul))
+      dirty[std::size_t(u.src[0])] = true;
+    r.dtype = wide32(u.dtype);
+    if (u.kind == UKind::Const && narrow(u.dtype)) r.value = Scalar::of_int(r.dtype, u.value.i);
+    const int out = rw.add(std::move(r));
+    const bool leaves_range = u.op == Op::Add || u.op == Op::Mul || u.op == Op::Neg ||
+                              u.op == Op::Div || u.op == Op::MulAdd || u.op == Op::Cast ||
+                              u.op == Op::Bitcast;
+    rw.map[i] = u.kind == UKind::Alu && narrow(u.dtype) && leaves_range ? wrap(u.dtype, out) : out;
+  }
+  Program out = p;
+  out.ops = std::move(rw.out);
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_NARROW32_HPP
+
 // ---- tg/codegen/pack_rows.hpp ----
 #ifndef TG_SI_TG_CODEGEN_PACK_ROWS_HPP
 #define TG_SI_TG_CODEGEN_PACK_ROWS_HPP
@@ -5010,15 +5157,20 @@ struct CStyleRenderer {
     lds << "tg_lds" << std::int64_t(i);
     a << lds.view() << "[tg_l]";
     b << lds.view() << "[tg_l + tg_s]";
+    Text lane_name, half;
+    name(lane_name, p, lane);
+    half << std::int64_t(p.local / 2);
     D::local_array(indent(0), compute_dtype(u.dtype), lds.view(), p.local);
     indent(0) << "{\n";
-    indent(1) << "const int tg_l = int(v" << std::int64_t(lane) << ");\n";
+    D::declare(indent(1), Decl::Const, DType::Int32, "tg_l");
+    D::convert(t, DType::Int32, lane_name.view());
+    t << ";\n";
     indent(1) << a.view() << " = " << acc.view() << ";\n";
     D::barrier(indent(1));
-    indent(1) << "for (int tg_s = " << std::int64_t(p.local / 2) << "; tg_s > 0; tg_s >>= 1) {\n";
-    indent(2) << "if (tg_l < tg_s) " << a.view() << " = ";
+    D::open_for(indent(1), DType::Int32, "tg_s", half.view(), "tg_s > 0", "tg_s /= 2");
+    indent(2) << "if (tg_l < tg_s) { " << a.view() << " = ";
     D::binary(t, u.op, u.dtype, a.view(), b.view());
-    t << ";\n";
+    t << "; }\n";
     D::barrier(indent(2));
     indent(1) << "}\n";
     indent(1) << acc.view() << " = " << lds.view() << "[0];\n";
@@ -5046,6 +5198,7 @@ template <class D> struct CStyle {
   static constexpr bool own_group_reduce = false;
   static constexpr bool vectors = false;
   static constexpr bool mod_by_div = false;
+  static constexpr const char* group_id = "tg_group()"; // the work-group's flat index (GPUs)
   /// The fused multiply-add a sum of products of dtype t accumulates with (acc = f(a, b, acc)), or
   /// null: a product and a sum, each rounded, as INTERP computes them.
   static constexpr const char* mul_acc(DType) { return nullptr; }
@@ -5076,13 +5229,23 @@ template <class D> struct CStyle {
   static constexpr const char* decode(DType d) { return d == DType::Float16 ? "tg_h2f" : "tg_b2f"; }
   static constexpr const char* encode(DType d) { return d == DType::Float16 ? "tg_f2h" : "tg_f2b"; }
 
+  static constexpr void increment(Text& t, std::string_view var) { t << "++" << var; }
+  /// `for (T var = init; cond; step) {`
+  static constexpr void open_for(Text& t, DType d, std::string_view var, std::string_view init,
+                                 std::string_view cond, std::string_view step) {
+    t << "for (" << D::type(d) << ' ' << var << " = " << init << "; " << cond << "; " << step
+      << ") {\n";
+  }
   static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
-    t << "for (" << D::type(DType::Int64) << " v" << std::int64_t(i) << " = v"
-      << std::int64_t(start) << "; v" << std::int64_t(i) << " < v" << std::int64_t(end) << "; ";
+    Text v, init, cond, step;
+    v << 'v' << std::int64_t(i);
+    init << 'v' << std::int64_t(start);
+    cond << v.view() << " < v" << std::int64_t(end);
     if (u.src[2] >= 0)
-      t << 'v' << std::int64_t(i) << " += v" << std::int64_t(u.src[2]) << ") {\n";
+      step << v.view() << " += v" << std::int64_t(u.src[2]);
     else
-      t << "++v" << std::int64_t(i) << ") {\n";
+      D::increment(step, v.view());
+    D::open_for(t, u.dtype, v.view(), init.view(), cond.view(), step.view());
   }
   /// A buffer element as a value of dtype `value`: a 16-bit float as its value where the dialect
   /// converts it, else as the word of its bits (decompose); bool from its byte.
@@ -5169,12 +5332,13 @@ template <class D> struct CStyle {
       // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
       // b is a select (GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
       // loops it does not vectorize).
-      t << '(';
-      if (is_float(d)) {
-        D::is_nan(t, a);
-        t << " ? " << a << " : ";
-      }
-      return void(t << a << " > " << b << " ? " << a << " : " << b << ')');
+      Text gt, larger;
+      gt << a << " > " << b;
+      D::select(larger, gt.view(), a, b);
+      if (!is_float(d)) return void(t << larger.view());
+      Text nan;
+      D::is_nan(nan, a);
+      return D::select(t, nan.view(), a, larger.view());
     }
     if (op == Op::Pow) return void(t << D::math(op, d) << '(' << a << ", " << b << ')');
     if (const char* f = op == Op::Div && is_float(d) ? D::fdiv(d) : nullptr)
@@ -5208,27 +5372,38 @@ template <class D> struct CStyle {
   static constexpr void declare_launch(Text& t, const UOp& u, const Program& p, int i) {
     Text name;
     name << 'v' << std::int64_t(i);
-    D::declare(t, Decl::Const, DType::Int64, name.view());
+    D::declare(t, Decl::Const, u.dtype, name.view());
     if (u.kind == UKind::Bound)
       D::launch_arg(t, u.arg == 0 ? 1 : 2);
     else if (u.kind == UKind::VarParam)
       D::launch_arg(t, 3 + u.arg);
     else if (u.arg == int(GpuIndex::Lane))
-      D::convert(t, DType::Int64, D::lane_id);
+      D::convert(t, u.dtype, D::lane_id);
     else {
       D::launch_arg(t, 0);
       t << " + ";
-      D::convert(t, DType::Int64, "tg_group()");
+      D::convert(t, u.dtype, D::group_id);
       if (!p.grouped) {
         t << " * ";
-        D::constant(t, DType::Int64, Scalar::of_int(DType::Int64, p.local * p.per_thread));
+        D::constant(t, u.dtype, Scalar::of_int(u.dtype, p.local * p.per_thread));
         t << " + ";
-        D::convert(t, DType::Int64, D::lane_id);
+        D::convert(t, u.dtype, D::lane_id);
       }
     }
     t << ';';
     if (u.kind == UKind::VarParam) D::comment(t, p.vars[std::size_t(u.arg)].name.view());
     t << '\n';
+  }
+  /// Dialects that declare buffers and local memory at module scope (GLSL, WGSL): a comment
+  /// where the kernel meets a buffer or a work-group array; launch values as above.
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << "// v" << std::int64_t(i) << ": buffer " << std::int64_t(u.arg) << '\n';
+    else
+      D::declare_launch(t, u, p, i);
+  }
+  static constexpr void local_array(Text& t, DType, std::string_view name, int) {
+    t << "// " << name << ": work-group memory, declared above\n";
   }
   /// (16-bit floats: decompose's, or the dialect's hardware conversions below.)
   static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
@@ -5748,15 +5923,6 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   static constexpr const char* lane_id = "gl_LocalInvocationID.x";
   static constexpr void launch_arg(Text& t, int k) { t << "pc.a[" << std::int64_t(k) << ']'; }
   static constexpr void comment(Text& t, std::string_view s) { t << " // " << s; }
-  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
-    if (u.kind == UKind::Param)
-      t << "// v" << std::int64_t(i) << ": buffer " << std::int64_t(u.arg) << '\n';
-    else
-      Base::declare_launch(t, u, p, i);
-  }
-  static constexpr void local_array(Text& t, DType, std::string_view name, int) {
-    t << "// " << name << ": shared, declared above\n";
-  }
   static constexpr void barrier(Text& t) { t << "barrier();\n"; }
   /// Subgroups: within each subgroup (GL_KHR_shader_subgroup_arithmetic), then across the
   /// subgroups through local memory. Other reductions (float max, which must propagate NaN;
@@ -5806,6 +5972,167 @@ constexpr Text render_glsl(const Program& p, bool subgroups = false, bool exact_
 
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+
+// ---- tg/codegen/render_wgsl.hpp ----
+#ifndef TG_SI_TG_CODEGEN_RENDER_WGSL_HPP
+#define TG_SI_TG_CODEGEN_RENDER_WGSL_HPP
+// The WGSL dialect of the C-style renderer: a WebGPU compute shader per kernel, for programs
+// shaped by gpu_program, decomposed and narrowed to 32-bit integers (narrow32: WGSL has no 8-,
+// 16- or 64-bit integers). Buffers are storage buffers (binding = parameter index); bool, 8- and
+// 16-bit tensors are packed four or two to a 32-bit word: loads unpack, and a packed output is
+// written with atomicAnd/atomicOr on its word, so threads storing neighbouring elements never
+// race. The launch values (item base, outer start/end, symbolic sizes) are int32 in a uniform
+// buffer bound after the storage buffers. Float constants that are not finite cannot be constant
+// expressions in WGSL: they come from a function call.
+
+namespace tg {
+
+struct WgslDialect : CStyle<WgslDialect> {
+  using Base = CStyle<WgslDialect>;
+  static constexpr const char* group_id = "tg_group";
+  static constexpr const char* lane_id = "tg_lid.x";
+  /// Value types (after narrow32 only bool, i32, u32 and f32 remain; 16-bit floats are words).
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {"bool", "i32", "i32", "i32", "i64", "u32", "u32",
+                                                "u32",  "u64", "u32", "u32", "f32", "f64"};
+    return names[int(t)];
+  }
+  /// Whether a buffer of dtype d is packed into 32-bit words.
+  static constexpr bool packed(DType d) { return itemsize(d) < 4; }
+  static constexpr void declare(Text& t, Decl k, DType d, std::string_view name) {
+    t << (k == Decl::Mutable ? "var " : "let ") << name << ": " << type(d) << " = ";
+  }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << type(to) << '(' << a << ')';
+  }
+  static constexpr void select(Text& t, std::string_view c, std::string_view a,
+                               std::string_view b) {
+    t << "select(" << b << ", " << a << ", " << c << ')';
+  }
+  static constexpr const char* fsuffix(DType) { return "f"; }
+  static constexpr const char* int_suffix(DType) { return ""; }
+  static constexpr const char* boolean(bool b) { return b ? "true" : "false"; }
+  /// Integral values as decimals, other finite ones as their bits (exact whatever the parser);
+  /// infinities and NaN through tg_f, as a constant expression may not evaluate to them.
+  static constexpr void float_constant(Text& t, DType, double x) {
+    const float f = float(x);
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+    Text hex;
+    hex.hex(bits);
+    if (f == f && f >= -16777216.0f && f <= 16777216.0f && f == float(std::int64_t(f)) &&
+        !(f == 0 && (bits >> 31)))
+      t << std::int64_t(f) << ".0f";
+    else if ((bits & 0x7f800000u) == 0x7f800000u)
+      t << "tg_f(0x" << hex.view() << "u)";
+    else
+      t << "bitcast<f32>(0x" << hex.view() << "u)";
+  }
+  /// By the bits, which no compiler folds (WGSL lets an implementation assume no NaN in floats).
+  static constexpr void is_nan(Text& t, std::string_view a) {
+    t << "((bitcast<u32>(" << a << ") & 0x7fffffffu) > 0x7f800000u)";
+  }
+  static constexpr const char* math(Op op, DType) {
+    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    return f[Base::math_index(op)];
+  }
+  static constexpr const char* fma(DType) { return "fma"; }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "bitcast<" << type(to) << ">(" << a << ')';
+  }
+  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
+    if (op == Op::Neg && is_unsigned(d)) return void(t << "(0u - " << a << ')');
+    Base::unary(t, op, d, a);
+  }
+  static constexpr void increment(Text& t, std::string_view var) { t << var << "++"; }
+  static constexpr void open_for(Text& t, DType d, std::string_view var, std::string_view init,
+                                 std::string_view cond, std::string_view step) {
+    t << "for (var " << var << ": " << type(d) << " = " << init << "; " << cond << "; " << step
+      << ") {\n";
+  }
+  /// The word holding element idx of packed buffer buf, and the bit where the element starts.
+  static constexpr void word(Text& t, DType d, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx)
+      << (itemsize(d) == 1 ? " >> 2u]" : " >> 1u]");
+  }
+  static constexpr void shift(Text& t, DType d, int idx) {
+    t << "((u32(v" << std::int64_t(idx) << (itemsize(d) == 1 ? ") & 3u) * 8u)" : ") & 1u) * 16u)");
+  }
+  static constexpr void load(Text& t, DType stored, DType value, int buf, int idx) {
+    if (!packed(stored)) return Base::load(t, stored, value, buf, idx);
+    Text raw;
+    raw << "((";
+    word(raw, stored, buf, idx);
+    raw << " >> ";
+    shift(raw, stored, idx);
+    raw << (itemsize(stored) == 1 ? ") & 0xffu)" : ") & 0xffffu)");
+    if (stored == DType::Bool)
+      t << '(' << raw.view() << " != 0u)";
+    else if (stored == DType::Int8 || stored == DType::Int16) // sign-extended
+      t << "(bitcast<i32>(" << raw.view()
+        << (stored == DType::Int8 ? " << 24u) >> 24u)" : " << 16u) >> 16u)");
+    else
+      t << raw.view();
+  }
+  static constexpr void store(Text& t, DType stored, DType value, int buf, int idx,
+                              std::string_view val) {
+    if (!packed(stored)) return Base::store(t, stored, value, buf, idx, val);
+    Text w, s;
+    w << '&';
+    word(w, stored, buf, idx);
+    shift(s, stored, idx);
+    const char* mask = itemsize(stored) == 1 ? "0xffu" : "0xffffu";
+    t << "atomicAnd(" << w.view() << ", ~(" << mask << " << " << s.view() << ")); atomicOr("
+      << w.view() << ", (u32(" << val << ") & " << mask << ") << " << s.view() << ");\n";
+  }
+
+  static constexpr void prelude(Text& t, const Program& p) {
+    t << "// " << p.name.view()
+      << (p.grouped ? ": one item per work-group" : ": one item per thread") << '\n';
+    t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
+    int n = 0;
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const UOp& u = p.ops[i];
+      if (u.kind != UKind::Param) continue;
+      ++n;
+      const bool out = u.arg == 0;
+      t << "@group(0) @binding(" << std::int64_t(u.arg) << ") var<storage, "
+        << (out ? "read_write" : "read") << "> v" << std::int64_t(i) << ": array<";
+      if (packed(u.dtype))
+        t << (out ? "atomic<u32>" : "u32");
+      else
+        t << type(u.dtype);
+      t << ">; // " << dtype_name(u.dtype) << '\n';
+    }
+    const std::int64_t launch = 3 + std::int64_t(p.vars.size());
+    t << "struct tg_Launch { a: array<vec4<i32>, " << (launch + 3) / 4
+      << "> } // item base, outer start, outer end, sizes\n"
+      << "@group(0) @binding(" << std::int64_t(n) << ") var<uniform> tg_pc: tg_Launch;\n";
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == UKind::GroupReduce)
+        t << "var<workgroup> tg_lds" << std::int64_t(i) << ": array<"
+          << type(compute_dtype(p.ops[i].dtype)) << ", " << std::int64_t(p.local) << ">;\n";
+  }
+  /// The work-group's index from the built-ins (uniform values, so barriers under its tests pass
+  /// WGSL's uniformity analysis).
+  static constexpr void signature(Text& t, const Program& p) {
+    t << "@compute @workgroup_size(" << std::int64_t(p.local) << ")\nfn " << p.name.view()
+      << "(@builtin(workgroup_id) tg_wid: vec3<u32>, @builtin(num_workgroups) tg_nwg: vec3<u32>, "
+         "@builtin(local_invocation_id) tg_lid: vec3<u32>) {\n"
+         "  let tg_group = tg_wid.x + tg_nwg.x * (tg_wid.y + tg_nwg.y * tg_wid.z);\n";
+  }
+  static constexpr void launch_arg(Text& t, int k) {
+    t << "tg_pc.a[" << std::int64_t(k / 4) << "]." << "xyzw"[k % 4];
+  }
+  static constexpr void comment(Text& t, std::string_view s) { t << " // " << s; }
+  static constexpr void barrier(Text& t) { t << "workgroupBarrier();\n"; }
+};
+
+/// The WGSL compute shader of a program shaped by gpu_program, decomposed and narrowed (the pass
+/// list's Target::wgsl()).
+constexpr Text render_wgsl(const Program& p) { return CStyleRenderer::render<WgslDialect>(p); }
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_RENDER_WGSL_HPP
 
 // ---- tg/codegen/reuse_values.hpp ----
 #ifndef TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
@@ -5992,7 +6319,7 @@ constexpr Program reuse_values(const Program& p, std::int64_t max_bytes = 64 * 1
 namespace tg {
 
 /// The source language a target's kernels are rendered in (None: INTERP runs the program itself).
-enum class Dialect : std::uint8_t { None, C, Cuda, Glsl };
+enum class Dialect : std::uint8_t { None, C, Cuda, Glsl, Wgsl };
 
 /// What the pass list makes kernels for: the fuser's and the lowering's choices, which device
 /// passes run, and the dialect. Devices give theirs (Device::target(), with the environment's
@@ -6006,6 +6333,7 @@ struct Target {
                                  // (a GPU's work-groups: detail::gpu_reduce_split)
   GpuOptions launch;             // (gpu only)
   DecomposeOptions decompose;    // op semantics the dialect needs spelled out as ops
+  bool narrow32 = false;         // integers computed in 32 bits only (WGSL)
   Dialect dialect = Dialect::None;
   bool subgroups = false;   // GLSL: the device has subgroup arithmetic
   bool exact_float = false; // GLSL: the device computes float ops unfused (docs/gpu.md)
@@ -6052,6 +6380,17 @@ struct Target {
     t.decompose.pow_f64 = exact_float;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
+    return t;
+  }
+  /// WebGPU: GLSL's decompositions but exp2, and every integer in 32 bits (narrow32). WGSL lets
+  /// a compiler reassociate float arithmetic, which undoes the polynomial's exact rounding steps
+  /// (Dawn on Mesa's GLES folded (x + 1.5 * 2^23) - 1.5 * 2^23 to x: 2^0.5 came out 1), so exp2 is
+  /// WGSL's own.
+  static constexpr Target wgsl(GpuOptions launch = {}) {
+    Target t = gpu_of(Dialect::Wgsl, launch);
+    t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.exp2_poly = false;
+    t.decompose.no_int64 = t.narrow32 = true;
     return t;
   }
   /// The schedule the static front end plans at compile time for every device (the fuser's and
@@ -6205,6 +6544,7 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
   if (t.gpu) step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
   if (t.decompose.any())
     step("decompose", [&](const Program& q) { return decompose(q, t.decompose); });
+  if (t.narrow32) step("narrow32", [](const Program& q) { return narrow32(q); });
   return p;
 }
 
@@ -6217,6 +6557,8 @@ constexpr Text render_kernel(const Program& p, const Target& t) {
     return render_cuda(p);
   case Dialect::Glsl:
     return render_glsl(p, t.subgroups, t.exact_float);
+  case Dialect::Wgsl:
+    return render_wgsl(p);
   case Dialect::None:
     break;
   }

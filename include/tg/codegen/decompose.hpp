@@ -43,6 +43,9 @@ struct DecomposeOptions {
   /// as 2^(b log2|a|). GLSL's and WGSL's pow are undefined for a < 0 and inexact. `pow_f64`: a
   /// float32's general case computed in float64 and rounded once, as glibc's powf does.
   bool pow = false, pow_f64 = false;
+  /// The dialect has no 64-bit integers (WGSL; narrow32 makes index arithmetic 32-bit): float ->
+  /// uint32 is computed without going through int64.
+  bool no_int64 = false;
 
   /// What every C-style dialect needs (C, and the GPU dialects below).
   static constexpr DecomposeOptions c_style() {
@@ -174,19 +177,49 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
         Op::Or, b1, alu(Op::CmpLt, b1, constant(u32, 0x1000), r),
         alu(Op::And, b1, eq(r, 0x1000), alu(Op::CmpNe, b1, bits_and(top, 1), constant(u32, 0))));
     const int normal = alu(Op::Add, u32, top, alu(Op::Cast, u32, up));
-    // subnormal results (and zero): |f| * 2^24 rounded to an integer, ties to even, by adding and
-    // subtracting 2^23 (exact float arithmetic; the GPU dialects keep it unreassociated)
-    const int scaled = alu(Op::Mul, f32, alu(Op::Bitcast, f32, magnitude), real(f32, 0x1p24));
-    const int rounded =
-        alu(Op::Add, f32, alu(Op::Add, f32, scaled, real(f32, 0x1p23)), real(f32, -0x1p23));
-    const int sub = alu(Op::Cast, u32, rounded);
+    // subnormal results (and zero): |f| * 2^24 (below 2^11 there) rounded to an integer, ties to
+    // even, from its integer part and the exact remainder (no step a compiler that reassociates
+    // float arithmetic, as WGSL's may, can fold)
+    const int product = alu(Op::Mul, f32, alu(Op::Bitcast, f32, magnitude), real(f32, 0x1p24));
+    const int scaled = alu(Op::Where, f32, alu(Op::CmpLt, b1, product, real(f32, 2048.0)), product,
+                           real(f32, 2048.0));
+    const int whole = alu(Op::Cast, u32, scaled);
+    const int rest = alu(Op::Add, f32, scaled, alu(Op::Neg, f32, alu(Op::Cast, f32, whole)));
+    const int one_half = real(f32, 0.5);
+    const int round_up = alu(Op::Or, b1, alu(Op::CmpLt, b1, one_half, rest),
+                             alu(Op::And, b1, alu(Op::CmpEq, b1, rest, one_half),
+                                 alu(Op::CmpNe, b1, bits_and(whole, 1), constant(u32, 0))));
+    const int sub = alu(Op::Add, u32, whole, alu(Op::Cast, u32, round_up));
     const int inf = alu(Op::Where, u32, nan, constant(u32, 0x7e00), constant(u32, 0x7c00));
     const int finite = alu(Op::Where, u32, below(e, 113), sub, normal);
     return alu(Op::Or, u32, s, alu(Op::Where, u32, below(e, 143), finite, inf));
   };
+  // Float (compute dtype cf) to uint32 as INTERP converts it (through int64: the low 32 bits)
+  // without 64-bit integers: t = trunc(a) through int32 where it fits, else t mod 2^32, which
+  // float arithmetic computes exactly (t is a multiple of its ulp, and so is the remainder);
+  // NaN and |t| >= 2^63 give 0 (int64's minimum, mod 2^32)
+  auto to_uint32 = [&](DType cf, int a) {
+    const DType i32 = DType::Int32;
+    auto lt = [&](int x, int y) { return alu(Op::CmpLt, b1, x, y); };
+    const int t = alu(Op::Trunc, cf, a);
+    const int small =
+        alu(Op::And, b1, lt(t, real(cf, 0x1p31)), alu(Op::Neg, b1, lt(t, real(cf, -0x1p31))));
+    const int big =
+        alu(Op::And, b1, alu(Op::Neg, b1, small),
+            alu(Op::And, b1, lt(t, real(cf, 0x1p63)), alu(Op::Neg, b1, lt(t, real(cf, -0x1p63)))));
+    const int via_int =
+        alu(Op::Bitcast, u32, alu(Op::Cast, i32, alu(Op::Where, cf, small, t, real(cf, 0.0))));
+    const int q = alu(Op::Mul, cf, t, real(cf, 0x1p-32)), tq = alu(Op::Trunc, cf, q);
+    const int fl =
+        alu(Op::Add, cf, tq, alu(Op::Where, cf, lt(q, tq), real(cf, -1.0), real(cf, 0.0))); // floor
+    const int rem = alu(Op::Add, cf, t, alu(Op::Neg, cf, alu(Op::Mul, cf, fl, real(cf, 0x1p32))));
+    const int wrapped = alu(Op::Cast, u32, alu(Op::Where, cf, big, rem, real(cf, 0.0)));
+    return alu(Op::Where, u32, small, via_int, alu(Op::Where, u32, big, wrapped, constant(u32, 0)));
+  };
   // Float (compute dtype cf) to integer dtype `to` as INTERP converts, with only in-range values
   // reaching the dialect's conversion.
   auto to_int = [&](DType cf, DType to, int a) {
+    if (to == u32 && o.no_int64) return to_uint32(cf, a);
     const bool wide = to == DType::Int64 || to == DType::UInt32;
     const DType via = to == DType::UInt64 ? to : wide ? DType::Int64 : DType::Int32;
     int ok;
@@ -387,9 +420,9 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     const int bad = sign ? alu(Op::Or, DType::Bool, zero, minus) : zero;
     int q = alu(u.op, u.dtype, a, alu(Op::Where, d, bad, constant(d, 1), b));
     if (u.op == Op::Div) {
-      if (sign) { // -x wrapping around (-INT_MIN == INT_MIN): negated as a uint64
-        const int n =
-            alu(Op::Cast, d, alu(Op::Neg, DType::UInt64, alu(Op::Cast, DType::UInt64, q)));
+      if (sign) { // -x wrapping around (-INT_MIN == INT_MIN): negated as unsigned
+        const DType un = DType(int(d) + int(DType::UInt8) - int(DType::Int8));
+        const int n = alu(Op::Cast, d, alu(Op::Neg, un, alu(Op::Cast, un, q)));
         q = alu(Op::Where, u.dtype, minus, n, q);
       }
       q = alu(Op::Where, u.dtype, zero, constant(u.dtype, 0), q);

@@ -6,8 +6,8 @@
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
-//                   -> GPU: gpu_program -> decompose                     device_passes
-//                   -> render (C, CUDA or GLSL; INTERP runs the program)  render_kernel
+//                   -> GPU: gpu_program -> decompose (-> narrow32: WGSL)  device_passes
+//                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
 //
 // compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
 // front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
@@ -17,17 +17,19 @@
 #include "decompose.hpp"
 #include "gpu_program.hpp"
 #include "lower.hpp"
+#include "narrow32.hpp"
 #include "pack_rows.hpp"
 #include "render.hpp"
 #include "render_cuda.hpp"
 #include "render_glsl.hpp"
+#include "render_wgsl.hpp"
 #include "reuse_values.hpp"
 #include "vectorize.hpp"
 
 namespace tg {
 
 /// The source language a target's kernels are rendered in (None: INTERP runs the program itself).
-enum class Dialect : std::uint8_t { None, C, Cuda, Glsl };
+enum class Dialect : std::uint8_t { None, C, Cuda, Glsl, Wgsl };
 
 /// What the pass list makes kernels for: the fuser's and the lowering's choices, which device
 /// passes run, and the dialect. Devices give theirs (Device::target(), with the environment's
@@ -41,6 +43,7 @@ struct Target {
                                  // (a GPU's work-groups: detail::gpu_reduce_split)
   GpuOptions launch;             // (gpu only)
   DecomposeOptions decompose;    // op semantics the dialect needs spelled out as ops
+  bool narrow32 = false;         // integers computed in 32 bits only (WGSL)
   Dialect dialect = Dialect::None;
   bool subgroups = false;   // GLSL: the device has subgroup arithmetic
   bool exact_float = false; // GLSL: the device computes float ops unfused (docs/gpu.md)
@@ -87,6 +90,17 @@ struct Target {
     t.decompose.pow_f64 = exact_float;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
+    return t;
+  }
+  /// WebGPU: GLSL's decompositions but exp2, and every integer in 32 bits (narrow32). WGSL lets
+  /// a compiler reassociate float arithmetic, which undoes the polynomial's exact rounding steps
+  /// (Dawn on Mesa's GLES folded (x + 1.5 * 2^23) - 1.5 * 2^23 to x: 2^0.5 came out 1), so exp2 is
+  /// WGSL's own.
+  static constexpr Target wgsl(GpuOptions launch = {}) {
+    Target t = gpu_of(Dialect::Wgsl, launch);
+    t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.exp2_poly = false;
+    t.decompose.no_int64 = t.narrow32 = true;
     return t;
   }
   /// The schedule the static front end plans at compile time for every device (the fuser's and
@@ -240,6 +254,7 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
   if (t.gpu) step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
   if (t.decompose.any())
     step("decompose", [&](const Program& q) { return decompose(q, t.decompose); });
+  if (t.narrow32) step("narrow32", [](const Program& q) { return narrow32(q); });
   return p;
 }
 
@@ -252,6 +267,8 @@ constexpr Text render_kernel(const Program& p, const Target& t) {
     return render_cuda(p);
   case Dialect::Glsl:
     return render_glsl(p, t.subgroups, t.exact_float);
+  case Dialect::Wgsl:
+    return render_wgsl(p);
   case Dialect::None:
     break;
   }

@@ -182,15 +182,20 @@ struct CStyleRenderer {
     lds << "tg_lds" << std::int64_t(i);
     a << lds.view() << "[tg_l]";
     b << lds.view() << "[tg_l + tg_s]";
+    Text lane_name, half;
+    name(lane_name, p, lane);
+    half << std::int64_t(p.local / 2);
     D::local_array(indent(0), compute_dtype(u.dtype), lds.view(), p.local);
     indent(0) << "{\n";
-    indent(1) << "const int tg_l = int(v" << std::int64_t(lane) << ");\n";
+    D::declare(indent(1), Decl::Const, DType::Int32, "tg_l");
+    D::convert(t, DType::Int32, lane_name.view());
+    t << ";\n";
     indent(1) << a.view() << " = " << acc.view() << ";\n";
     D::barrier(indent(1));
-    indent(1) << "for (int tg_s = " << std::int64_t(p.local / 2) << "; tg_s > 0; tg_s >>= 1) {\n";
-    indent(2) << "if (tg_l < tg_s) " << a.view() << " = ";
+    D::open_for(indent(1), DType::Int32, "tg_s", half.view(), "tg_s > 0", "tg_s /= 2");
+    indent(2) << "if (tg_l < tg_s) { " << a.view() << " = ";
     D::binary(t, u.op, u.dtype, a.view(), b.view());
-    t << ";\n";
+    t << "; }\n";
     D::barrier(indent(2));
     indent(1) << "}\n";
     indent(1) << acc.view() << " = " << lds.view() << "[0];\n";
@@ -218,6 +223,7 @@ template <class D> struct CStyle {
   static constexpr bool own_group_reduce = false;
   static constexpr bool vectors = false;
   static constexpr bool mod_by_div = false;
+  static constexpr const char* group_id = "tg_group()"; // the work-group's flat index (GPUs)
   /// The fused multiply-add a sum of products of dtype t accumulates with (acc = f(a, b, acc)), or
   /// null: a product and a sum, each rounded, as INTERP computes them.
   static constexpr const char* mul_acc(DType) { return nullptr; }
@@ -248,13 +254,23 @@ template <class D> struct CStyle {
   static constexpr const char* decode(DType d) { return d == DType::Float16 ? "tg_h2f" : "tg_b2f"; }
   static constexpr const char* encode(DType d) { return d == DType::Float16 ? "tg_f2h" : "tg_f2b"; }
 
+  static constexpr void increment(Text& t, std::string_view var) { t << "++" << var; }
+  /// `for (T var = init; cond; step) {`
+  static constexpr void open_for(Text& t, DType d, std::string_view var, std::string_view init,
+                                 std::string_view cond, std::string_view step) {
+    t << "for (" << D::type(d) << ' ' << var << " = " << init << "; " << cond << "; " << step
+      << ") {\n";
+  }
   static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
-    t << "for (" << D::type(DType::Int64) << " v" << std::int64_t(i) << " = v"
-      << std::int64_t(start) << "; v" << std::int64_t(i) << " < v" << std::int64_t(end) << "; ";
+    Text v, init, cond, step;
+    v << 'v' << std::int64_t(i);
+    init << 'v' << std::int64_t(start);
+    cond << v.view() << " < v" << std::int64_t(end);
     if (u.src[2] >= 0)
-      t << 'v' << std::int64_t(i) << " += v" << std::int64_t(u.src[2]) << ") {\n";
+      step << v.view() << " += v" << std::int64_t(u.src[2]);
     else
-      t << "++v" << std::int64_t(i) << ") {\n";
+      D::increment(step, v.view());
+    D::open_for(t, u.dtype, v.view(), init.view(), cond.view(), step.view());
   }
   /// A buffer element as a value of dtype `value`: a 16-bit float as its value where the dialect
   /// converts it, else as the word of its bits (decompose); bool from its byte.
@@ -341,12 +357,13 @@ template <class D> struct CStyle {
       // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
       // b is a select (GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
       // loops it does not vectorize).
-      t << '(';
-      if (is_float(d)) {
-        D::is_nan(t, a);
-        t << " ? " << a << " : ";
-      }
-      return void(t << a << " > " << b << " ? " << a << " : " << b << ')');
+      Text gt, larger;
+      gt << a << " > " << b;
+      D::select(larger, gt.view(), a, b);
+      if (!is_float(d)) return void(t << larger.view());
+      Text nan;
+      D::is_nan(nan, a);
+      return D::select(t, nan.view(), a, larger.view());
     }
     if (op == Op::Pow) return void(t << D::math(op, d) << '(' << a << ", " << b << ')');
     if (const char* f = op == Op::Div && is_float(d) ? D::fdiv(d) : nullptr)
@@ -380,27 +397,38 @@ template <class D> struct CStyle {
   static constexpr void declare_launch(Text& t, const UOp& u, const Program& p, int i) {
     Text name;
     name << 'v' << std::int64_t(i);
-    D::declare(t, Decl::Const, DType::Int64, name.view());
+    D::declare(t, Decl::Const, u.dtype, name.view());
     if (u.kind == UKind::Bound)
       D::launch_arg(t, u.arg == 0 ? 1 : 2);
     else if (u.kind == UKind::VarParam)
       D::launch_arg(t, 3 + u.arg);
     else if (u.arg == int(GpuIndex::Lane))
-      D::convert(t, DType::Int64, D::lane_id);
+      D::convert(t, u.dtype, D::lane_id);
     else {
       D::launch_arg(t, 0);
       t << " + ";
-      D::convert(t, DType::Int64, "tg_group()");
+      D::convert(t, u.dtype, D::group_id);
       if (!p.grouped) {
         t << " * ";
-        D::constant(t, DType::Int64, Scalar::of_int(DType::Int64, p.local * p.per_thread));
+        D::constant(t, u.dtype, Scalar::of_int(u.dtype, p.local * p.per_thread));
         t << " + ";
-        D::convert(t, DType::Int64, D::lane_id);
+        D::convert(t, u.dtype, D::lane_id);
       }
     }
     t << ';';
     if (u.kind == UKind::VarParam) D::comment(t, p.vars[std::size_t(u.arg)].name.view());
     t << '\n';
+  }
+  /// Dialects that declare buffers and local memory at module scope (GLSL, WGSL): a comment
+  /// where the kernel meets a buffer or a work-group array; launch values as above.
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << "// v" << std::int64_t(i) << ": buffer " << std::int64_t(u.arg) << '\n';
+    else
+      D::declare_launch(t, u, p, i);
+  }
+  static constexpr void local_array(Text& t, DType, std::string_view name, int) {
+    t << "// " << name << ": work-group memory, declared above\n";
   }
   /// (16-bit floats: decompose's, or the dialect's hardware conversions below.)
   static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {

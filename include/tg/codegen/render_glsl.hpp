@@ -215,15 +215,6 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   static constexpr const char* lane_id = "gl_LocalInvocationID.x";
   static constexpr void launch_arg(Text& t, int k) { t << "pc.a[" << std::int64_t(k) << ']'; }
   static constexpr void comment(Text& t, std::string_view s) { t << " // " << s; }
-  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
-    if (u.kind == UKind::Param)
-      t << "// v" << std::int64_t(i) << ": buffer " << std::int64_t(u.arg) << '\n';
-    else
-      Base::declare_launch(t, u, p, i);
-  }
-  static constexpr void local_array(Text& t, DType, std::string_view name, int) {
-    t << "// " << name << ": shared, declared above\n";
-  }
   static constexpr void barrier(Text& t) { t << "barrier();\n"; }
   /// Subgroups: within each subgroup (GL_KHR_shader_subgroup_arithmetic), then across the
   /// subgroups through local memory. Other reductions (float max, which must propagate NaN;

@@ -1,0 +1,159 @@
+#pragma once
+// The WGSL dialect of the C-style renderer: a WebGPU compute shader per kernel, for programs
+// shaped by gpu_program, decomposed and narrowed to 32-bit integers (narrow32: WGSL has no 8-,
+// 16- or 64-bit integers). Buffers are storage buffers (binding = parameter index); bool, 8- and
+// 16-bit tensors are packed four or two to a 32-bit word: loads unpack, and a packed output is
+// written with atomicAnd/atomicOr on its word, so threads storing neighbouring elements never
+// race. The launch values (item base, outer start/end, symbolic sizes) are int32 in a uniform
+// buffer bound after the storage buffers. Float constants that are not finite cannot be constant
+// expressions in WGSL: they come from a function call.
+#include "gpu_program.hpp"
+#include "render.hpp"
+
+namespace tg {
+
+struct WgslDialect : CStyle<WgslDialect> {
+  using Base = CStyle<WgslDialect>;
+  static constexpr const char* group_id = "tg_group";
+  static constexpr const char* lane_id = "tg_lid.x";
+  /// Value types (after narrow32 only bool, i32, u32 and f32 remain; 16-bit floats are words).
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {"bool", "i32", "i32", "i32", "i64", "u32", "u32",
+                                                "u32",  "u64", "u32", "u32", "f32", "f64"};
+    return names[int(t)];
+  }
+  /// Whether a buffer of dtype d is packed into 32-bit words.
+  static constexpr bool packed(DType d) { return itemsize(d) < 4; }
+  static constexpr void declare(Text& t, Decl k, DType d, std::string_view name) {
+    t << (k == Decl::Mutable ? "var " : "let ") << name << ": " << type(d) << " = ";
+  }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << type(to) << '(' << a << ')';
+  }
+  static constexpr void select(Text& t, std::string_view c, std::string_view a,
+                               std::string_view b) {
+    t << "select(" << b << ", " << a << ", " << c << ')';
+  }
+  static constexpr const char* fsuffix(DType) { return "f"; }
+  static constexpr const char* int_suffix(DType) { return ""; }
+  static constexpr const char* boolean(bool b) { return b ? "true" : "false"; }
+  /// Integral values as decimals, other finite ones as their bits (exact whatever the parser);
+  /// infinities and NaN through tg_f, as a constant expression may not evaluate to them.
+  static constexpr void float_constant(Text& t, DType, double x) {
+    const float f = float(x);
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+    Text hex;
+    hex.hex(bits);
+    if (f == f && f >= -16777216.0f && f <= 16777216.0f && f == float(std::int64_t(f)) &&
+        !(f == 0 && (bits >> 31)))
+      t << std::int64_t(f) << ".0f";
+    else if ((bits & 0x7f800000u) == 0x7f800000u)
+      t << "tg_f(0x" << hex.view() << "u)";
+    else
+      t << "bitcast<f32>(0x" << hex.view() << "u)";
+  }
+  /// By the bits, which no compiler folds (WGSL lets an implementation assume no NaN in floats).
+  static constexpr void is_nan(Text& t, std::string_view a) {
+    t << "((bitcast<u32>(" << a << ") & 0x7fffffffu) > 0x7f800000u)";
+  }
+  static constexpr const char* math(Op op, DType) {
+    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    return f[Base::math_index(op)];
+  }
+  static constexpr const char* fma(DType) { return "fma"; }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "bitcast<" << type(to) << ">(" << a << ')';
+  }
+  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
+    if (op == Op::Neg && is_unsigned(d)) return void(t << "(0u - " << a << ')');
+    Base::unary(t, op, d, a);
+  }
+  static constexpr void increment(Text& t, std::string_view var) { t << var << "++"; }
+  static constexpr void open_for(Text& t, DType d, std::string_view var, std::string_view init,
+                                 std::string_view cond, std::string_view step) {
+    t << "for (var " << var << ": " << type(d) << " = " << init << "; " << cond << "; " << step
+      << ") {\n";
+  }
+  /// The word holding element idx of packed buffer buf, and the bit where the element starts.
+  static constexpr void word(Text& t, DType d, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx)
+      << (itemsize(d) == 1 ? " >> 2u]" : " >> 1u]");
+  }
+  static constexpr void shift(Text& t, DType d, int idx) {
+    t << "((u32(v" << std::int64_t(idx) << (itemsize(d) == 1 ? ") & 3u) * 8u)" : ") & 1u) * 16u)");
+  }
+  static constexpr void load(Text& t, DType stored, DType value, int buf, int idx) {
+    if (!packed(stored)) return Base::load(t, stored, value, buf, idx);
+    Text raw;
+    raw << "((";
+    word(raw, stored, buf, idx);
+    raw << " >> ";
+    shift(raw, stored, idx);
+    raw << (itemsize(stored) == 1 ? ") & 0xffu)" : ") & 0xffffu)");
+    if (stored == DType::Bool)
+      t << '(' << raw.view() << " != 0u)";
+    else if (stored == DType::Int8 || stored == DType::Int16) // sign-extended
+      t << "(bitcast<i32>(" << raw.view()
+        << (stored == DType::Int8 ? " << 24u) >> 24u)" : " << 16u) >> 16u)");
+    else
+      t << raw.view();
+  }
+  static constexpr void store(Text& t, DType stored, DType value, int buf, int idx,
+                              std::string_view val) {
+    if (!packed(stored)) return Base::store(t, stored, value, buf, idx, val);
+    Text w, s;
+    w << '&';
+    word(w, stored, buf, idx);
+    shift(s, stored, idx);
+    const char* mask = itemsize(stored) == 1 ? "0xffu" : "0xffffu";
+    t << "atomicAnd(" << w.view() << ", ~(" << mask << " << " << s.view() << ")); atomicOr("
+      << w.view() << ", (u32(" << val << ") & " << mask << ") << " << s.view() << ");\n";
+  }
+
+  static constexpr void prelude(Text& t, const Program& p) {
+    t << "// " << p.name.view()
+      << (p.grouped ? ": one item per work-group" : ": one item per thread") << '\n';
+    t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
+    int n = 0;
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const UOp& u = p.ops[i];
+      if (u.kind != UKind::Param) continue;
+      ++n;
+      const bool out = u.arg == 0;
+      t << "@group(0) @binding(" << std::int64_t(u.arg) << ") var<storage, "
+        << (out ? "read_write" : "read") << "> v" << std::int64_t(i) << ": array<";
+      if (packed(u.dtype))
+        t << (out ? "atomic<u32>" : "u32");
+      else
+        t << type(u.dtype);
+      t << ">; // " << dtype_name(u.dtype) << '\n';
+    }
+    const std::int64_t launch = 3 + std::int64_t(p.vars.size());
+    t << "struct tg_Launch { a: array<vec4<i32>, " << (launch + 3) / 4
+      << "> } // item base, outer start, outer end, sizes\n"
+      << "@group(0) @binding(" << std::int64_t(n) << ") var<uniform> tg_pc: tg_Launch;\n";
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == UKind::GroupReduce)
+        t << "var<workgroup> tg_lds" << std::int64_t(i) << ": array<"
+          << type(compute_dtype(p.ops[i].dtype)) << ", " << std::int64_t(p.local) << ">;\n";
+  }
+  /// The work-group's index from the built-ins (uniform values, so barriers under its tests pass
+  /// WGSL's uniformity analysis).
+  static constexpr void signature(Text& t, const Program& p) {
+    t << "@compute @workgroup_size(" << std::int64_t(p.local) << ")\nfn " << p.name.view()
+      << "(@builtin(workgroup_id) tg_wid: vec3<u32>, @builtin(num_workgroups) tg_nwg: vec3<u32>, "
+         "@builtin(local_invocation_id) tg_lid: vec3<u32>) {\n"
+         "  let tg_group = tg_wid.x + tg_nwg.x * (tg_wid.y + tg_nwg.y * tg_wid.z);\n";
+  }
+  static constexpr void launch_arg(Text& t, int k) {
+    t << "tg_pc.a[" << std::int64_t(k / 4) << "]." << "xyzw"[k % 4];
+  }
+  static constexpr void comment(Text& t, std::string_view s) { t << " // " << s; }
+  static constexpr void barrier(Text& t) { t << "workgroupBarrier();\n"; }
+};
+
+/// The WGSL compute shader of a program shaped by gpu_program, decomposed and narrowed (the pass
+/// list's Target::wgsl()).
+constexpr Text render_wgsl(const Program& p) { return CStyleRenderer::render<WgslDialect>(p); }
+
+} // namespace tg
