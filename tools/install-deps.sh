@@ -18,7 +18,13 @@ packages=(
   # no package: its runtime loads the driver and NVRTC with dlopen; the tests use the CUDA toolkit
   # under /usr/local/cuda* when the machine has one.)
   libvulkan-dev mesa-vulkan-drivers glslang-tools glslc spirv-tools vulkan-validationlayers
+  # The WEBGPU device's Dawn (from npm, below) opens Mesa's GL through the unversioned libEGL.so.
+  libegl-dev
 )
+# WebGPU's Dawn comes from npm (below), so node and npm from Debian where the machine has none.
+if ! command -v npm > /dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -26,17 +32,41 @@ for pkg in "${packages[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
 done
 
-if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#packages[@]} packages already installed"
-  exit 0
-fi
-
 sudo=()
 if ((EUID != 0)); then
   sudo=(sudo)
 fi
 
-echo "install-deps: installing ${missing[*]}"
-"${sudo[@]}" apt-get update
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-  apt-get install -y --no-install-recommends "${missing[@]}"
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} Debian packages already installed"
+else
+  echo "install-deps: installing ${missing[*]}"
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# Dawn, WebGPU's implementation, as npm packages (the one build of it these machines can install)
+# in $TG_NPM_DIR (default /usr/local/lib/tg-npm, where tg looks): bun-webgpu-linux-x64, whose
+# libwebgpu_wrapper.so (Dawn's webgpu.h C API) the WEBGPU device opens (TG_LIBWEBGPU names
+# another), and webgpu (dawn.node), whose Null backend validates every WGSL kernel of
+# tests/test_wgsl.cpp (TG_NODE_MODULES names another node_modules). Install scripts are not run
+# (the packages need none on Linux).
+npm_dir=${TG_NPM_DIR:-/usr/local/lib/tg-npm}
+npm_packages=(bun-webgpu-linux-x64@0.1.7 webgpu@0.6.2)
+npm_missing=()
+for spec in "${npm_packages[@]}"; do
+  name=${spec%@*} version=${spec##*@}
+  manifest=$npm_dir/node_modules/$name/package.json
+  if [[ ! -f $manifest ]] || ! grep -q "\"version\": *\"$version\"" "$manifest"; then
+    npm_missing+=("$spec")
+  fi
+done
+if ((${#npm_missing[@]} == 0)); then
+  echo "install-deps: npm packages already in $npm_dir"
+else
+  echo "install-deps: installing ${npm_missing[*]} from npm into $npm_dir"
+  "${sudo[@]}" mkdir -p "$npm_dir"
+  "${sudo[@]}" npm install --prefix "$npm_dir" --no-audit --no-fund --ignore-scripts \
+    "${npm_missing[@]}"
+fi

@@ -607,7 +607,8 @@ constexpr SliceBounds slice_bounds(std::int64_t n, std::optional<std::int64_t> s
 // where every runtime is visible; runtime/device.hpp has the registry). CUDA is always registered
 // (its runtime needs no header and loads the driver on first use). VULKAN needs Vulkan-Hpp, whose
 // header costs seconds per translation unit, so it is opt-in: `#include <tg/vulkan.hpp>` in one
-// source file registers it; until then "VULKAN" is listed as unavailable, saying so.
+// source file registers it; until then "VULKAN" is listed as unavailable, saying so. WEBGPU is
+// opt-in the same way (<tg/webgpu.hpp>), so that programs that do not use it do not parse it.
 
 // ---- tg/runtime/cpu.hpp ----
 #ifndef TG_SI_TG_RUNTIME_CPU_HPP
@@ -8420,6 +8421,9 @@ inline void register_builtin_devices() {
   detail::register_unavailable(
       "VULKAN", "not compiled into this program: #include <tg/vulkan.hpp> in one of its source "
                 "files (it needs the Vulkan-Hpp headers, e.g. Debian's libvulkan-dev)");
+  detail::register_unavailable(
+      "WEBGPU", "not compiled into this program: #include <tg/webgpu.hpp> in one of its source "
+                "files");
 }
 
 /// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
