@@ -12,7 +12,8 @@
 #
 #   deps      tools/install-deps.sh: the Debian packages (compilers, Clang's sanitizer and
 #             libFuzzer runtimes, CMake, doctest, formatters, Vulkan and lavapipe, the
-#             Fashion-MNIST data)
+#             Fashion-MNIST data) and, from npm, Dawn (the WEBGPU device's library and the WGSL
+#             validator of test_wgsl)
 #   checks    drift gates, no build: tools/check-format.sh (clang-format 19 on every C++ file,
 #             cmake-format on every CMake file) and tools/amalgamate.py --check (the committed
 #             single_include/tg/ is what the generator makes of include/)
@@ -50,7 +51,7 @@
 #             `g++ -std=c++20 -I single_include` build; each builds and runs a small consumer.
 #
 # The op suite, the full fuzz test and the GPU backends run in the gcc stage only: what they test
-# is the generated C, GLSL and CUDA, the same whichever compiler built the tests.
+# is the generated C, GLSL, CUDA and WGSL, the same whichever compiler built the tests.
 #
 # Every build lives under $TG_CI_DIR (default build-ci/). All stages share one kernel cache
 # ($TG_CI_DIR/tg-cache, passed as TG_TEST_CACHE_DIR): kernels are C sources compiled by the

@@ -4269,15 +4269,16 @@ constexpr Program narrow32(const Program& p) {
     return add(Op::Div, i32, add(Op::Bitcast, i32, up), konst(i32, std::int64_t(1) << (32 - bits)));
   };
   const auto narrow = [](DType d) { return is_int(d) && itemsize(d) < 4; };
-  std::vector<bool> data(p.ops.size(), false);  // a value read from a buffer, or computed from one
-  std::vector<bool> dirty(p.ops.size(), false); // a narrow accumulator summed or multiplied
+  // (char, not bool: libstdc++'s vector<bool> is not usable in Clang's constant expressions)
+  std::vector<char> data(p.ops.size(), 0);  // a value read from a buffer, or computed from one
+  std::vector<char> dirty(p.ops.size(), 0); // a narrow accumulator summed or multiplied
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const UOp& u = p.ops[i];
     UOp r = rw.remapped(u);
     for (int& k : r.ranges) k = rw.map[std::size_t(k)];
     for (int s : u.src)
-      if (s >= 0) data[i] = data[i] || data[std::size_t(s)];
-    if (u.kind == UKind::Load || u.kind == UKind::DefineAcc) data[i] = true;
+      if (s >= 0) data[i] = char(data[i] || data[std::size_t(s)]);
+    if (u.kind == UKind::Load || u.kind == UKind::DefineAcc) data[i] = 1;
     if (u.kind == UKind::Param) {
       rw.map[i] = rw.add(std::move(r));
       continue;
@@ -4308,7 +4309,7 @@ constexpr Program narrow32(const Program& p) {
           r.src[std::size_t(k)] =
               wrap(p.ops[std::size_t(u.src[std::size_t(k)])].dtype, r.src[std::size_t(k)]);
     if (u.kind == UKind::AccAssign && narrow(u.dtype) && (u.op == Op::Add || u.op == Op::Mul))
-      dirty[std::size_t(u.src[0])] = true;
+      dirty[std::size_t(u.src[0])] = 1;
     r.dtype = wide32(u.dtype);
     if (u.kind == UKind::Const && narrow(u.dtype)) r.value = Scalar::of_int(r.dtype, u.value.i);
     const int out = rw.add(std::move(r));
