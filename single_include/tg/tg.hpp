@@ -4984,7 +4984,7 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
 //   never evaluated twice);
 // - CStyle<D> holds the semantics every C-like dialect shares, written once: arithmetic, compares,
 //   casts, bitcasts, constants, loads and stores, loops;
-// - a dialect D (C below, CUDA in render_cuda.hpp, GLSL in render_glsl.hpp) derives CStyle<D> and
+// - a dialect D (C below, CUDA, GLSL and WGSL in render_cuda/glsl/wgsl.hpp) derives CStyle<D> and
 //   supplies spellings (type names, conversions, literal suffixes, math function names) and the
 //   launch plumbing (prelude, signature, parameters, buffer elements, local memory, barriers).
 // Semantics that must agree across dialects are IR rewrites done before rendering
