@@ -10,10 +10,13 @@
 // Every timed call waits for its result (on both sides). Once per workload, outside the timing,
 // the device's result is checked against tg's CPU device (within 1e-3 of the largest |value|,
 // 1e-2 for float16, as bench_ops checks): a benchmark that times a wrong answer is worthless.
+//   WEBGPU  against tg's CPU device on VULKAN's workloads (Dawn on Mesa's llvmpipe here: a sanity
+//           figure too).
 // TG_BENCH_DEVICES=CUDA (a comma-separated list) picks the devices; by default every one of
-// VULKAN and CUDA that opens. bench_ops's sgemm 2048^2 is left out of VULKAN: one run takes about a
-// minute on lavapipe.
+// VULKAN, CUDA and WEBGPU that opens. bench_ops's sgemm 2048^2 is left out of VULKAN: one run takes
+// about a minute on lavapipe.
 #include <tg/vulkan.hpp>
+#include <tg/webgpu.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -37,6 +40,7 @@ void sync(const std::string& dev) {
   std::shared_ptr<tg::Device> d = tg::device(dev);
   if (auto* v = dynamic_cast<tg::VulkanDevice*>(d.get())) v->flush();
   if (auto* c = dynamic_cast<tg::CudaDevice*>(d.get())) c->synchronize();
+  if (auto* w = dynamic_cast<tg::webgpu::WebGpuDevice*>(d.get())) w->synchronize();
 }
 
 /// One workload: its inputs (made on CPU), the computation, and what one run moves or computes.
@@ -224,7 +228,7 @@ void run(benchmark::State& st, const Workload& w, const std::string& dev) {
 
 /// The devices to measure, and what each is: "VULKAN: llvmpipe ..." (or why it did not open).
 std::vector<std::string> gpu_devices() {
-  std::vector<std::string> wanted = {"VULKAN", "CUDA"}, out;
+  std::vector<std::string> wanted = {"VULKAN", "CUDA", "WEBGPU"}, out;
   if (const char* e = std::getenv("TG_BENCH_DEVICES"); e && *e) {
     wanted.clear();
     std::string s = e;
@@ -239,6 +243,7 @@ std::vector<std::string> gpu_devices() {
       std::string what = name;
       if (auto* v = dynamic_cast<tg::VulkanDevice*>(d.get())) what = v->description();
       if (auto* c = dynamic_cast<tg::CudaDevice*>(d.get())) what = c->description();
+      if (auto* w = dynamic_cast<tg::webgpu::WebGpuDevice*>(d.get())) what = w->description();
       std::printf("%s: %s\n", name.c_str(), what.c_str());
       out.push_back(name);
     } catch (const std::exception& e) {
@@ -255,7 +260,8 @@ std::vector<std::string> gpu_devices() {
 int main(int argc, char** argv) {
   std::string dir = std::filesystem::temp_directory_path().string() + "/tg-bench-cache";
   setenv("TG_CACHE_DIR", dir.c_str(), 0);
-  // run-bench.sh looks for a first line "VULKAN: " or "CUDA: " to tell whether a device opened.
+  // run-bench.sh looks for a line "VULKAN: ", "CUDA: " or "WEBGPU: " to tell whether a device
+  // opened.
   static const std::vector<std::string> devices = gpu_devices();
   static std::vector<Workload> all;
   std::vector<std::pair<std::string, std::string>> pairs;

@@ -10,7 +10,8 @@
 #   TG_BENCH_BUILD=dir TG_BENCH_JOBS=1 tools/run-bench.sh
 #                                                      build dir (default build-bench), compile jobs
 #
-# bench_gpu runs only when a Vulkan (lavapipe counts: it is a CPU driver) or CUDA device opens. The
+# bench_gpu runs only when a Vulkan (lavapipe counts: it is a CPU driver), CUDA or WebGPU device
+# opens. The
 # PyTorch peers (bench_train, bench_ops) need python3-torch, which this script does not install;
 # without it those rows say why they were skipped.
 set -euo pipefail
@@ -54,10 +55,11 @@ cmake --build "$build" --target "${names[@]}" -j "${TG_BENCH_JOBS:-$(nproc)}"
 for name in "${names[@]}"; do
   printf '\n\033[1m==== %s\033[0m\n' "$name"
   if [[ "$name" == bench_gpu ]]; then
-    # It prints "VULKAN: <device>" or "CUDA: <device>" for each device that opens, else why not;
+    # It prints "VULKAN: <device>", "CUDA: <device>" or "WEBGPU: <device>" for each device that
+    # opens, else why not;
     # the empty filter runs nothing.
     probe=$("$build/bench/bench_gpu" --benchmark_filter='^$' 2>&1 || true)
-    if ! grep -Eq '^(VULKAN|CUDA): ' <<<"$probe"; then
+    if ! grep -Eq '^(VULKAN|CUDA|WEBGPU): ' <<<"$probe"; then
       echo "run-bench: skipping bench_gpu, no GPU device: ${probe%%$'\n'*}"
       continue
     fi

@@ -496,26 +496,25 @@ public:
     encoder_locked();
     lib_.f.CommandEncoderCopyBufferToBuffer(encoder_, static_cast<const Buf*>(src)->buffer, 0,
                                             staging, 0, rounded);
-    flush_locked();
-    detail::Reply r;
-    api::CallbackInfo<api::MapCallback> cb;
-    cb.userdata1 = &r;
-    cb.callback = [](std::uint32_t status, api::StringView message, void* u, void*) {
-      auto* reply = static_cast<detail::Reply*>(u);
-      reply->status = status;
-      reply->message = message.str();
-      reply->done = true;
-    };
-    lib_.f.BufferMapAsync(staging, api::kMapRead, 0, std::size_t(rounded), cb);
-    lib_.wait([&] { return r.done; });
-    if (r.status == api::kSuccess) {
-      std::memcpy(dst, lib_.f.BufferGetConstMappedRange(staging, 0, std::size_t(rounded)), bytes);
-      lib_.f.BufferUnmap(staging);
-    }
+    read_back_locked(staging, rounded, dst, bytes);
     lib_.f.BufferRelease(staging);
-    check_errors("reading a buffer");
-    if (r.status != api::kSuccess)
-      throw device_error("tg: WEBGPU could not read a buffer back: " + r.message);
+  }
+  /// Submits what was recorded and waits until the device has run it (benchmarks time this): a
+  /// word copied after it and read back.
+  void synchronize() {
+    std::lock_guard<std::mutex> g(m_);
+    if (!sync_src_) {
+      api::BufferDescriptor d;
+      d.size = 4;
+      d.usage = api::kUsageStorage | api::kUsageCopySrc;
+      sync_src_ = lib_.f.DeviceCreateBuffer(device_, &d);
+      d.usage = api::kUsageMapRead | api::kUsageCopyDst;
+      sync_dst_ = lib_.f.DeviceCreateBuffer(device_, &d);
+    }
+    encoder_locked();
+    lib_.f.CommandEncoderCopyBufferToBuffer(encoder_, sync_src_, 0, sync_dst_, 0, 4);
+    std::uint32_t word = 0;
+    read_back_locked(sync_dst_, 4, &word, 4);
   }
   void copy(void* dst, const void* src, std::size_t bytes) override {
     if (bytes == 0) return;
@@ -632,6 +631,29 @@ private:
     encoder_ = nullptr;
     recorded_ = 0;
   }
+  /// Submits what was recorded, whose last command copies into `staging` (a MAP_READ buffer of
+  /// `size` bytes), and copies its first `bytes` to dst once the device has run it.
+  void read_back_locked(api::Handle staging, std::uint64_t size, void* dst, std::size_t bytes) {
+    flush_locked();
+    detail::Reply r;
+    api::CallbackInfo<api::MapCallback> cb;
+    cb.userdata1 = &r;
+    cb.callback = [](std::uint32_t status, api::StringView message, void* u, void*) {
+      auto* reply = static_cast<detail::Reply*>(u);
+      reply->status = status;
+      reply->message = message.str();
+      reply->done = true;
+    };
+    lib_.f.BufferMapAsync(staging, api::kMapRead, 0, std::size_t(size), cb);
+    lib_.wait([&] { return r.done; });
+    if (r.status == api::kSuccess) {
+      std::memcpy(dst, lib_.f.BufferGetConstMappedRange(staging, 0, std::size_t(size)), bytes);
+      lib_.f.BufferUnmap(staging);
+    }
+    check_errors("reading a buffer");
+    if (r.status != api::kSuccess)
+      throw device_error("tg: WEBGPU could not read a buffer back: " + r.message);
+  }
   /// Throws Dawn's uncaptured errors since the last check.
   void check_errors(const char* what) {
     std::lock_guard<std::mutex> g(errors_m_);
@@ -685,6 +707,7 @@ private:
   detail::Library& lib_;
   std::string error_, description_, backend_;
   api::Handle adapter_ = nullptr, device_ = nullptr, queue_ = nullptr, encoder_ = nullptr;
+  api::Handle sync_src_ = nullptr, sync_dst_ = nullptr; // (synchronize)
   api::Limits limits_{};
   int recorded_ = 0;
   std::mutex m_, errors_m_;
