@@ -6123,7 +6123,8 @@ struct WgslDialect : CStyle<WgslDialect> {
          "  let tg_group = tg_wid.x + tg_nwg.x * (tg_wid.y + tg_nwg.y * tg_wid.z);\n";
   }
   static constexpr void launch_arg(Text& t, int k) {
-    t << "tg_pc.a[" << std::int64_t(k / 4) << "]." << "xyzw"[k % 4];
+    const char lane[] = {'x', 'y', 'z', 'w'};
+    t << "tg_pc.a[" << std::int64_t(k / 4) << "]." << lane[k % 4];
   }
   static constexpr void comment(Text& t, std::string_view s) { t << " // " << s; }
   static constexpr void barrier(Text& t) { t << "workgroupBarrier();\n"; }

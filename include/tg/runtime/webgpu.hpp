@@ -21,10 +21,12 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "../codegen/render_wgsl.hpp"
 #include "device.hpp"
@@ -307,8 +309,10 @@ struct Library {
     if (!instance) error = "wgpuCreateInstance failed";
   }
   /// Runs the instance's events until `done` (an asynchronous call's callback has run).
+  /// (Sleeping briefly between polls: on a CPU adapter a spinning host takes a core from it.)
   template <class Done> void wait(Done done) {
-    while (!done()) f.InstanceProcessEvents(instance);
+    for (f.InstanceProcessEvents(instance); !done(); f.InstanceProcessEvents(instance))
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 };
 
@@ -318,6 +322,24 @@ struct Reply {
   std::uint32_t status = 0, type = 0;
   api::Handle handle = nullptr;
   std::string message;
+  /// The callbacks, by what they report (userdata1: the Reply).
+  static void with_handle(std::uint32_t status, api::Handle h, api::StringView m, void* u, void*) {
+    static_cast<Reply*>(u)->set(status, 0, h, m);
+  }
+  static void with_status(std::uint32_t status, api::StringView m, void* u, void*) {
+    static_cast<Reply*>(u)->set(status, 0, nullptr, m);
+  }
+  static void with_type(std::uint32_t status, std::uint32_t type, api::StringView m, void* u,
+                        void*) {
+    static_cast<Reply*>(u)->set(status, type, nullptr, m);
+  }
+  void set(std::uint32_t s, std::uint32_t t, api::Handle h, api::StringView m) {
+    status = s;
+    type = t;
+    handle = h;
+    message = m.str();
+    done = true;
+  }
 };
 
 } // namespace detail
@@ -371,14 +393,7 @@ public:
       detail::Reply r;
       api::CallbackInfo<api::RequestAdapterCallback> cb;
       cb.userdata1 = &r;
-      cb.callback = [](std::uint32_t status, api::Handle adapter, api::StringView message, void* u,
-                       void*) {
-        auto* reply = static_cast<detail::Reply*>(u);
-        reply->status = status;
-        reply->handle = adapter;
-        reply->message = message.str();
-        reply->done = true;
-      };
+      cb.callback = detail::Reply::with_handle;
       lib_.f.InstanceRequestAdapter(lib_.instance, &o, cb);
       lib_.wait([&] { return r.done; });
       if (r.status == api::kSuccess && r.handle) {
@@ -420,14 +435,7 @@ public:
     detail::Reply r;
     api::CallbackInfo<api::RequestDeviceCallback> cb;
     cb.userdata1 = &r;
-    cb.callback = [](std::uint32_t status, api::Handle device, api::StringView message, void* u,
-                     void*) {
-      auto* reply = static_cast<detail::Reply*>(u);
-      reply->status = status;
-      reply->handle = device;
-      reply->message = message.str();
-      reply->done = true;
-    };
+    cb.callback = detail::Reply::with_handle;
     lib_.f.AdapterRequestDevice(adapter_, &dd, cb);
     lib_.wait([&] { return r.done; });
     if (r.status != api::kSuccess || !r.handle) {
@@ -638,12 +646,7 @@ private:
     detail::Reply r;
     api::CallbackInfo<api::MapCallback> cb;
     cb.userdata1 = &r;
-    cb.callback = [](std::uint32_t status, api::StringView message, void* u, void*) {
-      auto* reply = static_cast<detail::Reply*>(u);
-      reply->status = status;
-      reply->message = message.str();
-      reply->done = true;
-    };
+    cb.callback = detail::Reply::with_status;
     lib_.f.BufferMapAsync(staging, api::kMapRead, 0, std::size_t(size), cb);
     lib_.wait([&] { return r.done; });
     if (r.status == api::kSuccess) {
@@ -685,14 +688,7 @@ private:
     detail::Reply r;
     api::CallbackInfo<api::PopErrorScopeCallback> cb;
     cb.userdata1 = &r;
-    cb.callback = [](std::uint32_t status, std::uint32_t type, api::StringView message, void* u,
-                     void*) {
-      auto* reply = static_cast<detail::Reply*>(u);
-      reply->status = status;
-      reply->type = type;
-      reply->message = message.str();
-      reply->done = true;
-    };
+    cb.callback = detail::Reply::with_type;
     lib_.f.DevicePopErrorScope(device_, cb);
     lib_.wait([&] { return r.done; });
     if (r.status != api::kSuccess || r.type != api::kErrorTypeNoError || !pipe) {
