@@ -18,8 +18,9 @@ packages=(
   # no package: its runtime loads the driver and NVRTC with dlopen; the tests use the CUDA toolkit
   # under /usr/local/cuda* when the machine has one.)
   libvulkan-dev mesa-vulkan-drivers glslang-tools glslc spirv-tools vulkan-validationlayers
-  # The WEBGPU device's Dawn (from npm, below) opens Mesa's GL through the unversioned libEGL.so.
-  libegl-dev
+  # The WEBGPU device's Dawn (from npm, below) opens Mesa's GL through the unversioned libEGL.so
+  # and runs on llvmpipe's GL ES driver (named here, as apt may skip them as recommendations).
+  libegl-dev libegl-mesa0 libgl1-mesa-dri libgles2
 )
 # WebGPU's Dawn comes from npm (below), so node and npm from Debian where the machine has none.
 if ! command -v npm > /dev/null; then
