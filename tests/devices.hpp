@@ -1,16 +1,21 @@
 #pragma once
 // The devices the parametrized tests (test_ops, test_fuzz, ...) run on: CPU and INTERP, then every
-// other device tg::devices() reports available (VULKAN on lavapipe in CI, CUDA on a machine with
-// an NVIDIA GPU). A device that is not available is never skipped silently: its reason is
-// printed once per test program. Vulkan's validation layer is switched on (TG_VULKAN_VALIDATION=1
-// unless the environment says otherwise), and the Vulkan runtime turns any message into a failure.
+// other device tg::devices() reports available (VULKAN on lavapipe and WEBGPU on Dawn in CI, CUDA
+// on a machine with an NVIDIA GPU). A device that is not available is never skipped silently: its
+// reason is printed once per test program. On a device without 64-bit types (WEBGPU), results
+// that need them must be refused: lacks_64bit, refused_64bit, computes_64bit and skips below.
+// Vulkan's validation layer is switched on (TG_VULKAN_VALIDATION=1 unless the environment says
+// otherwise), and the Vulkan runtime turns any message into a failure.
 //
 // Without a CUDA GPU, the device "NVRTC" stands in for CUDA: every kernel a test produces is
 // rendered as CUDA, compiled by NVRTC to PTX for sm_90 and checked by ptxas (-arch=sm_90); the
 // results come from the reference interpreter. It needs NVRTC and ptxas (the CUDA toolkit, e.g.
 // /usr/local/cuda*); when they are missing, the reason is printed instead.
-// TG_TEST_DEVICES=CPU,INTERP,VULKAN (a comma-separated list) restricts the list, for local runs.
+// TG_TEST_DEVICES=CPU,INTERP,VULKAN (a comma-separated list) restricts the list (under CI=true a
+// device it names must open).
+#include <doctest/doctest.h>
 #include <tg/vulkan.hpp>
+#include <tg/webgpu.hpp>
 
 #include <atomic>
 #include <cstdio>
@@ -176,6 +181,12 @@ inline const std::vector<std::string>& test_devices() {
         if (name.rfind("CUDA", 0) == 0) cuda = true;
       } catch (const std::exception& e) {
         std::printf("tg tests: device %s skipped: %s\n", name.c_str(), e.what());
+        const char* ci = std::getenv("CI");
+        if (!wanted.empty() && ci && std::string(ci) == "true") { // asked for by name, in CI
+          std::printf("tg tests: TG_TEST_DEVICES names %s, which must open under CI=true\n",
+                      name.c_str());
+          std::exit(1);
+        }
       }
     }
     if (!cuda && want("NVRTC")) {
@@ -193,6 +204,60 @@ inline const std::vector<std::string>& test_devices() {
     return out;
   }();
   return list;
+}
+
+/// Whether `dev` computes without 64-bit types (WEBGPU: WGSL has none), so that a result whose
+/// kernels need float64, int64 or uint64 values is refused there (tg::device_error) instead.
+inline bool lacks_64bit(const std::string& dev) { return tg::device(dev)->target().narrow32; }
+
+/// Whether `dev` may flush subnormal float results to zero: WGSL lets an implementation do so
+/// (Mesa's GL driver, under Dawn's GL ES backend, does), and has no way to ask otherwise.
+inline bool may_flush_subnormals(const std::string& dev) {
+  return tg::device(dev)->target().dialect == tg::Dialect::Wgsl;
+}
+
+/// A count printed when the test program ends ("tg tests: WEBGPU <what>: 12").
+struct Tally {
+  explicit Tally(const char* w) : what(w) {}
+  const char* what;
+  std::atomic<long long> n{0};
+  std::string dev;
+  void add(const std::string& d) {
+    if (n++ == 0) dev = d;
+  }
+  ~Tally() {
+    if (n > 0) std::printf("tg tests: %s %s: %lld\n", dev.c_str(), what, n.load());
+  }
+};
+
+/// Whether `e` is the refusal of a kernel that needs 64-bit types on such a device (counted).
+inline bool refused_64bit(const std::string& dev, const std::exception& e) {
+  static Tally refused{"results refused as their kernels need 64-bit types"};
+  const bool is = lacks_64bit(dev) && dynamic_cast<const tg::device_error*>(&e) &&
+                  std::string(e.what()).find("a device without 64-bit types") != std::string::npos;
+  if (is) refused.add(dev);
+  return is;
+}
+
+/// Whether `dev` computes 64-bit types. Where it does not, checks that `f`, which needs them, is
+/// refused as needing them (so the caller checks the values only where they are computed).
+template <class F> bool computes_64bit(const std::string& dev, F f) {
+  if (!lacks_64bit(dev)) return true;
+  try {
+    f();
+    FAIL_CHECK(dev << " computed a result that needs 64-bit types instead of refusing it");
+  } catch (const std::exception& e) {
+    if (!refused_64bit(dev, e)) FAIL_CHECK(dev << " threw " << std::string(e.what()));
+  }
+  return false;
+}
+
+/// Whether a case in dtype `t` is left out on `dev`, a device without 64-bit types (counted).
+inline bool skips(const std::string& dev, tg::DType t) {
+  static Tally skipped{"cases left out as their dtype is 64-bit"};
+  const bool skip = tg::itemsize(t) == 8 && lacks_64bit(dev);
+  if (skip) skipped.add(dev);
+  return skip;
 }
 
 } // namespace tg_test

@@ -338,7 +338,8 @@ TEST_CASE("WGSL: 64-bit tensors and 64-bit integer arithmetic are refused, namin
   }
 }
 
-TEST_CASE("WEBGPU: the grid spills past the work-groups a dimension holds; limits refuse kernels") {
+TEST_CASE("WEBGPU: the grid spills past the work-groups a dimension holds; limits refuse kernels "
+          "and bound the work-group") {
   if (wgsl_devices().size() < 2) return; // (the reason is printed)
   auto dev = std::dynamic_pointer_cast<tg::webgpu::WebGpuDevice>(tg::device("WEBGPU"));
   const tg::webgpu::api::Limits saved = dev->limits();
@@ -356,8 +357,14 @@ TEST_CASE("WEBGPU: the grid spills past the work-groups a dimension holds; limit
   close("row sums", a.sqrt().sum(1), ai.sqrt().sum(1), 1e-6);
   close("a full sum", a.sum(), ai.sum(), 1e-6);
   dev->limits() = saved;
-  dev->limits().max_storage_buffers_per_shader_stage = 2; // an output and one input
   Tensor b = (a * 3.0f).realize(), c = (a + 1.0f).realize();
+  Tensor bi = ai * 3.0f, ci = ai + 1.0f;
+  dev->limits().max_storage_buffers_per_shader_stage = 3; // an output and two inputs: cut in two
+  CHECK(tg::schedule({a + b * c}).lowered.size() == 2);
+  same("a kernel over three tensors, cut in two", a + b * c, ai + bi * ci);
+  close("a kernel over five tensors, cut", (a + b) * (c - b.sqrt()) + (a * c).exp2(),
+        (ai + bi) * (ci - bi.sqrt()) + (ai * ci).exp2(), 4e-6); // (WGSL's exp2)
+  dev->limits().max_storage_buffers_per_shader_stage = 2;       // an output and one input
   try {
     (a + b * c).realize();
     FAIL("a kernel over three tensors was not refused");
@@ -366,6 +373,18 @@ TEST_CASE("WEBGPU: the grid spills past the work-groups a dimension holds; limit
                       std::string::npos,
                   e.what());
   }
+  dev->limits() = saved;
+  dev->limits().max_storage_buffer_binding_size = 4096; // 1,024 floats
+  CHECK_THROWS_WITH_AS(ai.to("WEBGPU"), doctest::Contains("its largest storage binding is 4096"),
+                       tg::device_error);
+  CHECK(ai.slice(0, 0, 10).to("WEBGPU").sum().item<float>() ==
+        doctest::Approx(ai.slice(0, 0, 10).sum().item<float>()));
+  dev->limits() = saved;
+  dev->limits().max_compute_invocations_per_workgroup = 32; // work-groups of 32 threads at most
+  for (const tg::Program& p : tg::schedule({(a * 5.0f).sum(1)}).lowered)
+    CHECK(tg::finish_kernel(p, dev->target()).program.local <= 32);
+  same("elementwise in work-groups of 32", a * 5.0f - 1.0f, ai * 5.0f - 1.0f);
+  close("row sums in work-groups of 32", (a * 5.0f).sum(1), (ai * 5.0f).sum(1), 1e-6);
 }
 
 // Last in this file (doctest runs the cases in order): every shader the cases above rendered.

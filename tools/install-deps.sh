@@ -71,3 +71,60 @@ else
   "${sudo[@]}" npm install --prefix "$npm_dir" --no-audit --no-fund --ignore-scripts \
     "${npm_missing[@]}"
 fi
+
+# Lavapipe from Mesa >= 25 for Dawn's Vulkan backend: bookworm's Mesa 22.3 lavapipe lacks the
+# shader*ArrayDynamicIndexing features Dawn requires, so Dawn finds no Vulkan adapter with it. The
+# package comes from bookworm-backports through a private apt state (nothing in /etc/apt or the
+# system's package lists changes) and is only unpacked into $TG_MESA_DIR (default
+# /usr/local/lib/tg-mesa), never installed: VK_ICD_FILENAMES=$TG_MESA_DIR/lvp_icd.json selects it.
+mesa_dir=${TG_MESA_DIR:-/usr/local/lib/tg-mesa}
+mesa_lib=$mesa_dir/libvulkan_lvp.so
+mesa_icd=$mesa_dir/lvp_icd.json
+if [[ -f $mesa_icd && -f $mesa_lib ]] && grep -qF "\"$mesa_lib\"" "$mesa_icd"; then
+  echo "install-deps: Mesa lavapipe $(cat "$mesa_dir/version" 2>/dev/null) already in $mesa_dir"
+else
+  # The Debian mirror apt already uses (the one serving bookworm), for bookworm-backports.
+  # shellcheck disable=SC2016 # $(REPO_URI) is apt's field, not the shell's
+  mirror=$(apt-get indextargets --format '$(REPO_URI)' 'Release: bookworm' 'Target-Of: deb' \
+    'Identifier: Packages' | head -n 1)
+  mirror=${mirror:-http://deb.debian.org/debian/}
+  echo "install-deps: unpacking Mesa lavapipe from ${mirror%/} bookworm-backports into $mesa_dir"
+  mesa_tmp=$("${sudo[@]}" mktemp -d)
+  trap '"${sudo[@]}" rm -rf "$mesa_tmp"' EXIT
+  # apt downloads as the user _apt, which must reach the directories it writes to.
+  "${sudo[@]}" chmod 755 "$mesa_tmp"
+  "${sudo[@]}" mkdir -p "$mesa_tmp/lists/partial" "$mesa_tmp/cache/archives/partial" \
+    "$mesa_tmp/deb" "$mesa_tmp/root"
+  if id _apt > /dev/null 2>&1; then
+    "${sudo[@]}" chown _apt "$mesa_tmp/deb"
+  fi
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm-backports main" |
+    "${sudo[@]}" tee "$mesa_tmp/sources.list" > /dev/null
+  apt_private=(-o "Dir::Etc::SourceList=$mesa_tmp/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o "Dir::State::Lists=$mesa_tmp/lists" -o "Dir::Cache=$mesa_tmp/cache" -o Acquire::Languages=none)
+  "${sudo[@]}" apt-get "${apt_private[@]}" update
+  (cd "$mesa_tmp/deb" &&
+    "${sudo[@]}" apt-get "${apt_private[@]}" download mesa-vulkan-drivers/bookworm-backports)
+  mesa_deb=$(echo "$mesa_tmp"/deb/mesa-vulkan-drivers_*.deb)
+  "${sudo[@]}" dpkg-deb -x "$mesa_deb" "$mesa_tmp/root"
+  mesa_so=$(echo "$mesa_tmp"/root/usr/lib/*/libvulkan_lvp.so)
+  # It links against bookworm's own libraries (LLVM 15, libdrm, ...); stop here if one is missing.
+  mesa_missing=$(ldd -r "$mesa_so" 2>&1 | grep -E 'not found|undefined symbol' || true)
+  if [[ -n $mesa_missing ]]; then
+    echo "$mesa_missing" >&2
+    echo "install-deps: the lavapipe of $(basename "$mesa_deb") needs the libraries above" >&2
+    exit 1
+  fi
+  # Only lavapipe (the package also holds the GPU drivers); the ICD file is written last, so an
+  # interrupted run is redone.
+  "${sudo[@]}" mkdir -p "$mesa_dir"
+  "${sudo[@]}" rm -f "$mesa_icd"
+  "${sudo[@]}" install -m 644 "$mesa_so" "$mesa_lib"
+  "${sudo[@]}" install -m 644 "$mesa_tmp/root/usr/share/doc/mesa-vulkan-drivers/copyright" \
+    "$mesa_dir/copyright"
+  dpkg-deb -f "$mesa_deb" Version | "${sudo[@]}" tee "$mesa_dir/version" > /dev/null
+  sed "s|\"library_path\": *\"[^\"]*\"|\"library_path\": \"$mesa_lib\"|" \
+    "$mesa_tmp"/root/usr/share/vulkan/icd.d/lvp_icd*.json | "${sudo[@]}" tee "$mesa_icd" > /dev/null
+  grep -qF "\"$mesa_lib\"" "$mesa_icd"
+  echo "install-deps: Mesa lavapipe $(cat "$mesa_dir/version") in $mesa_dir"
+fi

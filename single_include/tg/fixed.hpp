@@ -1094,6 +1094,11 @@ struct FuseOptions {
   /// kernel of its own, so the reduction reads it instead of computing it again for each
   /// broadcast index. 0: never.
   std::int64_t broadcast_operand_min = 8;
+  /// The most tensors a kernel may read (a device's storage buffers per shader stage, less the
+  /// output: WebGPU's are few). A kernel that would read more is cut: the computed node inside it
+  /// that reads the most tensors within the limit gets a buffer of its own, until every kernel
+  /// fits. 0: no limit.
+  int max_inputs = 0;
 };
 
 struct Kernel {
@@ -1273,9 +1278,54 @@ constexpr NodeFlags materialize(const Graph& g, FuseOptions o = {}) {
   return mat;
 }
 
+namespace detail {
+/// The tensors node `n` reads when it is fused (as collect_inputs finds them).
+constexpr std::size_t inputs_of(const Graph& g, const NodeFlags& mat, int n) {
+  std::vector<int> inputs;
+  NodeFlags seen(g.size(), false);
+  collect_inputs(g, mat, n, n, inputs, seen);
+  return inputs.size();
+}
+/// FuseOptions::max_inputs: gives buffers to computed nodes inside kernels that read too many
+/// tensors, the one reading the most within the limit first, until every kernel fits (a node of
+/// one op reads at most three).
+constexpr void cut_to_inputs(const Graph& g, NodeFlags& mat, std::size_t max_inputs) {
+  // again until none is cut: a buffer given inside one kernel can add an input to another that
+  // computes the same node from inputs it reads anyway
+  for (bool cut = true; cut;) {
+    cut = false;
+    for (std::size_t root = 0; root < g.size(); ++root) {
+      if (!mat[root] || g.nodes[root].op == Op::Buffer) continue;
+      while (inputs_of(g, mat, int(root)) > max_inputs) {
+        NodeFlags inside(g.size(), false); // the nodes this kernel computes
+        inside[root] = true;
+        for (std::size_t i = root + 1; i-- > 0;) {
+          if (!inside[i]) continue;
+          const Node& n = g.nodes[i];
+          for (int k = 0; k < n.nsrc(); ++k)
+            if (!mat[std::size_t(n.src[std::size_t(k)])])
+              inside[std::size_t(n.src[std::size_t(k)])] = true;
+        }
+        int best = -1;
+        std::size_t most = 0;
+        for (std::size_t i = 0; i < root; ++i) {
+          if (!inside[i] || !(computes(g, g.nodes[i]) || is_reduce(g.nodes[i].op))) continue;
+          const std::size_t n = inputs_of(g, mat, int(i));
+          if (n <= max_inputs && n > most) best = int(i), most = n;
+        }
+        if (best < 0) break; // (one op that reads more: left for the device to refuse)
+        mat[std::size_t(best)] = true;
+        cut = true;
+      }
+    }
+  }
+}
+} // namespace detail
+
 constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
   Schedule s;
   s.materialized = materialize(g, o);
+  if (o.max_inputs > 0) detail::cut_to_inputs(g, s.materialized, std::size_t(o.max_inputs));
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (!s.materialized[i] || g.nodes[i].op == Op::Buffer) continue;
     Kernel k;
@@ -1911,9 +1961,15 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     r = pick(both(a_neg, odd), alu(Op::Neg, cf, r), r);
     r = pick(both(a_neg, alu(Op::Neg, b1, integral)),
              real(cf, std::numeric_limits<double>::quiet_NaN()), r);
-    const int neg_inf = real(cf, -inf_v), neg_zero = real(cf, -0.0);
-    const int at_inf = pick(a_neg, pick(b_pos, pick(odd, neg_inf, inf), pick(odd, neg_zero, zero)),
-                            pick(b_pos, inf, zero));
+    // -0 or +0 by the sign bit: a compiler may fold a choice between the constants -0 and +0
+    // (Mesa's GL driver does)
+    const int neg_inf = real(cf, -inf_v);
+    const int signed_zero =
+        alu(Op::Bitcast, cf,
+            alu(Op::Where, ut, odd, constant(ut, std::int64_t(std::uint64_t(1) << (f64 ? 63 : 31))),
+                constant(ut, 0)));
+    const int at_inf =
+        pick(a_neg, pick(b_pos, pick(odd, neg_inf, inf), signed_zero), pick(b_pos, inf, zero));
     r = pick(is(ma, inf_v), at_inf, r);
     const int at_inf_b =
         pick(is(ma, 1.0), one, pick(alu(Op::CmpNe, b1, lt(one, ma), b_pos), zero, inf));
@@ -5526,6 +5582,21 @@ struct WgslDialect : CStyle<WgslDialect> {
   static constexpr void is_nan(Text& t, std::string_view a) {
     t << "((bitcast<u32>(" << a << ") & 0x7fffffffu) > 0x7f800000u)";
   }
+  /// A float `!=` true for NaN by the bits: WGSL lets a compiler assume no NaN, and Dawn's Vulkan
+  /// backend over Mesa 25 then folds `x != x` to false and `NaN != 1` likewise.
+  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
+    if (op != Op::CmpNe || !is_float(d)) return Base::binary(t, op, d, a, b);
+    Text nan_a, nan_b;
+    is_nan(nan_a, a);
+    if (a == b) return void(t << nan_a.view());
+    is_nan(nan_b, b);
+    t << "(!(" << a << " == " << b << ") || " << nan_a.view() << " || " << nan_b.view() << ')';
+  }
+  /// A float is true where it is not +-0, NaN included (by the bits, as for `!=`).
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    if (to != DType::Bool || !is_float(compute_dtype(from))) return Base::cast(t, from, to, a);
+    t << "((bitcast<u32>(" << a << ") & 0x7fffffffu) != 0u)";
+  }
   static constexpr const char* math(Op op, DType) {
     constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
     return f[Base::math_index(op)];
@@ -5580,40 +5651,53 @@ struct WgslDialect : CStyle<WgslDialect> {
       << w.view() << ", (u32(" << val << ") & " << mask << ") << " << s.view() << ");\n";
   }
 
+  /// Parameter k's buffer: named after its Param op, or tg_unusedK where the kernel reads none
+  /// (it is bound all the same).
+  static constexpr void buffer(Text& t, const Program& p, std::int64_t k) {
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == UKind::Param && p.ops[i].arg == k)
+        return void(t << 'v' << std::int64_t(i));
+    t << "tg_unused" << k;
+  }
   static constexpr void prelude(Text& t, const Program& p) {
     t << "// " << p.name.view()
       << (p.grouped ? ": one item per work-group" : ": one item per thread") << '\n';
     t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
-    int n = 0;
-    for (std::size_t i = 0; i < p.ops.size(); ++i) {
-      const UOp& u = p.ops[i];
-      if (u.kind != UKind::Param) continue;
-      ++n;
-      const bool out = u.arg == 0;
-      t << "@group(0) @binding(" << std::int64_t(u.arg) << ") var<storage, "
-        << (out ? "read_write" : "read") << "> v" << std::int64_t(i) << ": array<";
-      if (packed(u.dtype))
-        t << (out ? "atomic<u32>" : "u32");
-      else
-        t << type(u.dtype);
-      t << ">; // " << dtype_name(u.dtype) << '\n';
+    const std::int64_t n = std::int64_t(p.params.size());
+    for (std::int64_t k = 0; k < n; ++k) {
+      const DType d = p.params[std::size_t(k)];
+      const bool out = k == 0;
+      t << "@group(0) @binding(" << k << ") var<storage, " << (out ? "read_write" : "read") << "> ";
+      buffer(t, p, k);
+      t << ": array<"
+        << (!packed(d) ? type(d)
+            : out      ? "atomic<u32>"
+                       : "u32")
+        << ">; // " << dtype_name(d) << '\n';
     }
     const std::int64_t launch = 3 + std::int64_t(p.vars.size());
     t << "struct tg_Launch { a: array<vec4<i32>, " << (launch + 3) / 4
       << "> } // item base, outer start, outer end, sizes\n"
-      << "@group(0) @binding(" << std::int64_t(n) << ") var<uniform> tg_pc: tg_Launch;\n";
+      << "@group(0) @binding(" << n << ") var<uniform> tg_pc: tg_Launch;\n";
     for (std::size_t i = 0; i < p.ops.size(); ++i)
       if (p.ops[i].kind == UKind::GroupReduce)
         t << "var<workgroup> tg_lds" << std::int64_t(i) << ": array<"
           << type(compute_dtype(p.ops[i].dtype)) << ", " << std::int64_t(p.local) << ">;\n";
   }
   /// The work-group's index from the built-ins (uniform values, so barriers under its tests pass
-  /// WGSL's uniformity analysis).
+  /// WGSL's uniformity analysis). Every binding is used (`_ = &v;`): a pipeline's derived layout
+  /// holds only the ones its shader uses, and the runtime binds them all.
   static constexpr void signature(Text& t, const Program& p) {
     t << "@compute @workgroup_size(" << std::int64_t(p.local) << ")\nfn " << p.name.view()
       << "(@builtin(workgroup_id) tg_wid: vec3<u32>, @builtin(num_workgroups) tg_nwg: vec3<u32>, "
          "@builtin(local_invocation_id) tg_lid: vec3<u32>) {\n"
-         "  let tg_group = tg_wid.x + tg_nwg.x * (tg_wid.y + tg_nwg.y * tg_wid.z);\n";
+         "  let tg_group = tg_wid.x + tg_nwg.x * (tg_wid.y + tg_nwg.y * tg_wid.z);\n ";
+    for (std::int64_t k = 0; k < std::int64_t(p.params.size()); ++k) {
+      t << " _ = &";
+      buffer(t, p, k);
+      t << ';';
+    }
+    t << " _ = &tg_pc;\n";
   }
   static constexpr void launch_arg(Text& t, int k) {
     const char lane[] = {'x', 'y', 'z', 'w'};
@@ -7857,27 +7941,32 @@ template <class F> struct kept : expression<kept<F>>, node_info<F::dtype, typena
 };
 
 /// The index constants that the run-time argmax, cumsum, gather and index_select upload with
-/// Tensor::from_data (n - i for argmax, i for the others), as static data: one Buffer.
+/// Tensor::from_data (n - i for argmax, i for the others), as static data: one Buffer. The
+/// ranges i are int32 where they fit, as detail::arange_on makes them.
 enum class index_kind { countdown, arange };
 template <index_kind K, std::size_t N>
+inline constexpr DType index_dtype =
+    N <= 2147483647u && K == index_kind::arange ? DType::Int32 : DType::Int64;
+template <index_kind K, std::size_t N>
+using index_t = std::conditional_t<index_dtype<K, N> == DType::Int32, std::int32_t, std::int64_t>;
+template <index_kind K, std::size_t N>
 inline constexpr auto index_data = [] {
-  std::array<std::int64_t, N == 0 ? 1 : N> r{};
-  for (std::size_t i = 0; i < N; ++i)
-    r[i] = K == index_kind::countdown ? std::int64_t(N - i) : std::int64_t(i);
+  std::array<index_t<K, N>, N == 0 ? 1 : N> r{};
+  for (std::size_t i = 0; i < N; ++i) r[i] = index_t<K, N>(K == index_kind::countdown ? N - i : i);
   return r;
 }();
 /// index_data<K, S::size> as a leaf of shape S.
 template <index_kind K, class S>
-struct index_leaf : expression<index_leaf<K, S>>, node_info<DType::Int64, S> {
+struct index_leaf : expression<index_leaf<K, S>>, node_info<index_dtype<K, S::size>, S> {
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = false;
   struct evaluator_t {
-    const std::int64_t* d;
-    TG_FX_INLINE constexpr std::int64_t coeff(std::size_t i) const { return d[i]; }
+    const index_t<K, S::size>* d;
+    TG_FX_INLINE constexpr index_t<K, S::size> coeff(std::size_t i) const { return d[i]; }
   };
   constexpr evaluator_t evaluator() const { return {index_data<K, S::size>.data()}; }
   template <class B> constexpr int emit(B& b) const {
     const auto* p = &index_data<K, S::size>;
-    return b.buffer(p, -1, DType::Int64, sym<S>(), p->data());
+    return b.buffer(p, -1, index_dtype<K, S::size>, sym<S>(), p->data());
   }
   constexpr bool reads(const void*) const { return false; }
 };

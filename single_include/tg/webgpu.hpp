@@ -464,8 +464,13 @@ public:
   /// the grid's spill and the refusals).
   api::Limits& limits() { return limits_; }
 
+  /// Kernels read at most maxStorageBuffersPerShaderStage - 1 tensors (the fuser cuts them).
   Target target() const override {
-    return with_env(Target::wgsl(gpu_options(int(limits_.max_compute_invocations_per_workgroup))));
+    Target t =
+        with_env(Target::wgsl(gpu_options(int(limits_.max_compute_invocations_per_workgroup))));
+    t.fuse.max_inputs =
+        int(std::min<std::uint32_t>(limits_.max_storage_buffers_per_shader_stage - 1, 1u << 20));
+    return t;
   }
 
   void* alloc(std::size_t bytes) override {

@@ -327,9 +327,15 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     r = pick(both(a_neg, odd), alu(Op::Neg, cf, r), r);
     r = pick(both(a_neg, alu(Op::Neg, b1, integral)),
              real(cf, std::numeric_limits<double>::quiet_NaN()), r);
-    const int neg_inf = real(cf, -inf_v), neg_zero = real(cf, -0.0);
-    const int at_inf = pick(a_neg, pick(b_pos, pick(odd, neg_inf, inf), pick(odd, neg_zero, zero)),
-                            pick(b_pos, inf, zero));
+    // -0 or +0 by the sign bit: a compiler may fold a choice between the constants -0 and +0
+    // (Mesa's GL driver does)
+    const int neg_inf = real(cf, -inf_v);
+    const int signed_zero =
+        alu(Op::Bitcast, cf,
+            alu(Op::Where, ut, odd, constant(ut, std::int64_t(std::uint64_t(1) << (f64 ? 63 : 31))),
+                constant(ut, 0)));
+    const int at_inf =
+        pick(a_neg, pick(b_pos, pick(odd, neg_inf, inf), signed_zero), pick(b_pos, inf, zero));
     r = pick(is(ma, inf_v), at_inf, r);
     const int at_inf_b =
         pick(is(ma, 1.0), one, pick(alu(Op::CmpNe, b1, lt(one, ma), b_pos), zero, inf));

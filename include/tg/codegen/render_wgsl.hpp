@@ -56,6 +56,21 @@ struct WgslDialect : CStyle<WgslDialect> {
   static constexpr void is_nan(Text& t, std::string_view a) {
     t << "((bitcast<u32>(" << a << ") & 0x7fffffffu) > 0x7f800000u)";
   }
+  /// A float `!=` true for NaN by the bits: WGSL lets a compiler assume no NaN, and Dawn's Vulkan
+  /// backend over Mesa 25 then folds `x != x` to false and `NaN != 1` likewise.
+  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
+    if (op != Op::CmpNe || !is_float(d)) return Base::binary(t, op, d, a, b);
+    Text nan_a, nan_b;
+    is_nan(nan_a, a);
+    if (a == b) return void(t << nan_a.view());
+    is_nan(nan_b, b);
+    t << "(!(" << a << " == " << b << ") || " << nan_a.view() << " || " << nan_b.view() << ')';
+  }
+  /// A float is true where it is not +-0, NaN included (by the bits, as for `!=`).
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    if (to != DType::Bool || !is_float(compute_dtype(from))) return Base::cast(t, from, to, a);
+    t << "((bitcast<u32>(" << a << ") & 0x7fffffffu) != 0u)";
+  }
   static constexpr const char* math(Op op, DType) {
     constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
     return f[Base::math_index(op)];
@@ -110,40 +125,53 @@ struct WgslDialect : CStyle<WgslDialect> {
       << w.view() << ", (u32(" << val << ") & " << mask << ") << " << s.view() << ");\n";
   }
 
+  /// Parameter k's buffer: named after its Param op, or tg_unusedK where the kernel reads none
+  /// (it is bound all the same).
+  static constexpr void buffer(Text& t, const Program& p, std::int64_t k) {
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == UKind::Param && p.ops[i].arg == k)
+        return void(t << 'v' << std::int64_t(i));
+    t << "tg_unused" << k;
+  }
   static constexpr void prelude(Text& t, const Program& p) {
     t << "// " << p.name.view()
       << (p.grouped ? ": one item per work-group" : ": one item per thread") << '\n';
     t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
-    int n = 0;
-    for (std::size_t i = 0; i < p.ops.size(); ++i) {
-      const UOp& u = p.ops[i];
-      if (u.kind != UKind::Param) continue;
-      ++n;
-      const bool out = u.arg == 0;
-      t << "@group(0) @binding(" << std::int64_t(u.arg) << ") var<storage, "
-        << (out ? "read_write" : "read") << "> v" << std::int64_t(i) << ": array<";
-      if (packed(u.dtype))
-        t << (out ? "atomic<u32>" : "u32");
-      else
-        t << type(u.dtype);
-      t << ">; // " << dtype_name(u.dtype) << '\n';
+    const std::int64_t n = std::int64_t(p.params.size());
+    for (std::int64_t k = 0; k < n; ++k) {
+      const DType d = p.params[std::size_t(k)];
+      const bool out = k == 0;
+      t << "@group(0) @binding(" << k << ") var<storage, " << (out ? "read_write" : "read") << "> ";
+      buffer(t, p, k);
+      t << ": array<"
+        << (!packed(d) ? type(d)
+            : out      ? "atomic<u32>"
+                       : "u32")
+        << ">; // " << dtype_name(d) << '\n';
     }
     const std::int64_t launch = 3 + std::int64_t(p.vars.size());
     t << "struct tg_Launch { a: array<vec4<i32>, " << (launch + 3) / 4
       << "> } // item base, outer start, outer end, sizes\n"
-      << "@group(0) @binding(" << std::int64_t(n) << ") var<uniform> tg_pc: tg_Launch;\n";
+      << "@group(0) @binding(" << n << ") var<uniform> tg_pc: tg_Launch;\n";
     for (std::size_t i = 0; i < p.ops.size(); ++i)
       if (p.ops[i].kind == UKind::GroupReduce)
         t << "var<workgroup> tg_lds" << std::int64_t(i) << ": array<"
           << type(compute_dtype(p.ops[i].dtype)) << ", " << std::int64_t(p.local) << ">;\n";
   }
   /// The work-group's index from the built-ins (uniform values, so barriers under its tests pass
-  /// WGSL's uniformity analysis).
+  /// WGSL's uniformity analysis). Every binding is used (`_ = &v;`): a pipeline's derived layout
+  /// holds only the ones its shader uses, and the runtime binds them all.
   static constexpr void signature(Text& t, const Program& p) {
     t << "@compute @workgroup_size(" << std::int64_t(p.local) << ")\nfn " << p.name.view()
       << "(@builtin(workgroup_id) tg_wid: vec3<u32>, @builtin(num_workgroups) tg_nwg: vec3<u32>, "
          "@builtin(local_invocation_id) tg_lid: vec3<u32>) {\n"
-         "  let tg_group = tg_wid.x + tg_nwg.x * (tg_wid.y + tg_nwg.y * tg_wid.z);\n";
+         "  let tg_group = tg_wid.x + tg_nwg.x * (tg_wid.y + tg_nwg.y * tg_wid.z);\n ";
+    for (std::int64_t k = 0; k < std::int64_t(p.params.size()); ++k) {
+      t << " _ = &";
+      buffer(t, p, k);
+      t << ';';
+    }
+    t << " _ = &tg_pc;\n";
   }
   static constexpr void launch_arg(Text& t, int k) {
     const char lane[] = {'x', 'y', 'z', 'w'};

@@ -9,6 +9,7 @@
 // a stand-in with no data, whose emit() gives the graph of its type (proto.hpp).
 #include <memory>
 #include <tuple>
+#include <type_traits>
 
 #include "base.hpp"
 
@@ -355,27 +356,32 @@ template <class F> struct kept : expression<kept<F>>, node_info<F::dtype, typena
 };
 
 /// The index constants that the run-time argmax, cumsum, gather and index_select upload with
-/// Tensor::from_data (n - i for argmax, i for the others), as static data: one Buffer.
+/// Tensor::from_data (n - i for argmax, i for the others), as static data: one Buffer. The
+/// ranges i are int32 where they fit, as detail::arange_on makes them.
 enum class index_kind { countdown, arange };
 template <index_kind K, std::size_t N>
+inline constexpr DType index_dtype =
+    N <= 2147483647u && K == index_kind::arange ? DType::Int32 : DType::Int64;
+template <index_kind K, std::size_t N>
+using index_t = std::conditional_t<index_dtype<K, N> == DType::Int32, std::int32_t, std::int64_t>;
+template <index_kind K, std::size_t N>
 inline constexpr auto index_data = [] {
-  std::array<std::int64_t, N == 0 ? 1 : N> r{};
-  for (std::size_t i = 0; i < N; ++i)
-    r[i] = K == index_kind::countdown ? std::int64_t(N - i) : std::int64_t(i);
+  std::array<index_t<K, N>, N == 0 ? 1 : N> r{};
+  for (std::size_t i = 0; i < N; ++i) r[i] = index_t<K, N>(K == index_kind::countdown ? N - i : i);
   return r;
 }();
 /// index_data<K, S::size> as a leaf of shape S.
 template <index_kind K, class S>
-struct index_leaf : expression<index_leaf<K, S>>, node_info<DType::Int64, S> {
+struct index_leaf : expression<index_leaf<K, S>>, node_info<index_dtype<K, S::size>, S> {
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = false;
   struct evaluator_t {
-    const std::int64_t* d;
-    TG_FX_INLINE constexpr std::int64_t coeff(std::size_t i) const { return d[i]; }
+    const index_t<K, S::size>* d;
+    TG_FX_INLINE constexpr index_t<K, S::size> coeff(std::size_t i) const { return d[i]; }
   };
   constexpr evaluator_t evaluator() const { return {index_data<K, S::size>.data()}; }
   template <class B> constexpr int emit(B& b) const {
     const auto* p = &index_data<K, S::size>;
-    return b.buffer(p, -1, DType::Int64, sym<S>(), p->data());
+    return b.buffer(p, -1, index_dtype<K, S::size>, sym<S>(), p->data());
   }
   constexpr bool reads(const void*) const { return false; }
 };

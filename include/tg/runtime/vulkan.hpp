@@ -332,8 +332,11 @@ public:
   }
 
   Target target() const override {
-    return with_env(Target::glsl(gpu_options(int(std::min<std::int64_t>(caps_.max_local, 1024))),
-                                 caps_.subgroups, caps_.exact_float));
+    Target t =
+        with_env(Target::glsl(gpu_options(int(std::min<std::int64_t>(caps_.max_local, 1024))),
+                              caps_.subgroups, caps_.exact_float));
+    t.fuse.max_inputs = int(std::min<std::int64_t>(caps_.max_buffers - 1, 1 << 20));
+    return t;
   }
   /// Why this device cannot run the program ("" when it can): checked before compiling.
   std::string cannot_run(const Program& gpu) const {

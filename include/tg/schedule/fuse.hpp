@@ -26,6 +26,11 @@ struct FuseOptions {
   /// kernel of its own, so the reduction reads it instead of computing it again for each
   /// broadcast index. 0: never.
   std::int64_t broadcast_operand_min = 8;
+  /// The most tensors a kernel may read (a device's storage buffers per shader stage, less the
+  /// output: WebGPU's are few). A kernel that would read more is cut: the computed node inside it
+  /// that reads the most tensors within the limit gets a buffer of its own, until every kernel
+  /// fits. 0: no limit.
+  int max_inputs = 0;
 };
 
 struct Kernel {
@@ -205,9 +210,54 @@ constexpr NodeFlags materialize(const Graph& g, FuseOptions o = {}) {
   return mat;
 }
 
+namespace detail {
+/// The tensors node `n` reads when it is fused (as collect_inputs finds them).
+constexpr std::size_t inputs_of(const Graph& g, const NodeFlags& mat, int n) {
+  std::vector<int> inputs;
+  NodeFlags seen(g.size(), false);
+  collect_inputs(g, mat, n, n, inputs, seen);
+  return inputs.size();
+}
+/// FuseOptions::max_inputs: gives buffers to computed nodes inside kernels that read too many
+/// tensors, the one reading the most within the limit first, until every kernel fits (a node of
+/// one op reads at most three).
+constexpr void cut_to_inputs(const Graph& g, NodeFlags& mat, std::size_t max_inputs) {
+  // again until none is cut: a buffer given inside one kernel can add an input to another that
+  // computes the same node from inputs it reads anyway
+  for (bool cut = true; cut;) {
+    cut = false;
+    for (std::size_t root = 0; root < g.size(); ++root) {
+      if (!mat[root] || g.nodes[root].op == Op::Buffer) continue;
+      while (inputs_of(g, mat, int(root)) > max_inputs) {
+        NodeFlags inside(g.size(), false); // the nodes this kernel computes
+        inside[root] = true;
+        for (std::size_t i = root + 1; i-- > 0;) {
+          if (!inside[i]) continue;
+          const Node& n = g.nodes[i];
+          for (int k = 0; k < n.nsrc(); ++k)
+            if (!mat[std::size_t(n.src[std::size_t(k)])])
+              inside[std::size_t(n.src[std::size_t(k)])] = true;
+        }
+        int best = -1;
+        std::size_t most = 0;
+        for (std::size_t i = 0; i < root; ++i) {
+          if (!inside[i] || !(computes(g, g.nodes[i]) || is_reduce(g.nodes[i].op))) continue;
+          const std::size_t n = inputs_of(g, mat, int(i));
+          if (n <= max_inputs && n > most) best = int(i), most = n;
+        }
+        if (best < 0) break; // (one op that reads more: left for the device to refuse)
+        mat[std::size_t(best)] = true;
+        cut = true;
+      }
+    }
+  }
+}
+} // namespace detail
+
 constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
   Schedule s;
   s.materialized = materialize(g, o);
+  if (o.max_inputs > 0) detail::cut_to_inputs(g, s.materialized, std::size_t(o.max_inputs));
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (!s.materialized[i] || g.nodes[i].op == Op::Buffer) continue;
     Kernel k;

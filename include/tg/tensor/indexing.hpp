@@ -36,7 +36,9 @@ inline Tensor running_index(const Tensor& x, const Tensor& values, int d) {
   if (is_float(x.dtype())) same = same.logical_or(xj.isnan().logical_and(vi.isnan()));
   Tensor j = arange_along(n, x.ndim() + 1, d + 1, x.device());
   Tensor hit = same.logical_and(upto_mask(n, x.ndim(), d, x.device()));
-  return where(hit, j, Tensor::full_on({}, -1, DType::Int64, x.device())).max(d + 1);
+  return where(hit, j, Tensor::full_on({}, -1, j.dtype(), x.device()))
+      .max(d + 1)
+      .cast(DType::Int64); // (an index, int64 as in PyTorch)
 }
 /// out[i] = x[index[i]] along d, index of x's shape (the gradient goes to the picked element).
 inline Tensor pick_along(const Tensor& x, const Tensor& index, int d) {

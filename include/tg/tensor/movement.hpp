@@ -4,6 +4,8 @@
 #include "../util/slice.hpp"
 #include "ops.hpp"
 
+#include <limits>
+
 namespace tg {
 
 inline Tensor Tensor::reshape(Shape shape, Loc loc) const {
@@ -353,10 +355,17 @@ inline Tensor checked_index(const Tensor& index, const Tensor& input, int d, con
   Tensor i = index.cast(DType::Int64);
   return where(i < std::int64_t(0), i + n, i, loc);
 }
+/// 0, 1, ..., n - 1 for the one-hot masks of gather, cumsum and the like: int32 where n allows
+/// (half the data; and devices without 64-bit types, WEBGPU, can hold it), otherwise int64.
 inline Tensor arange_on(std::int64_t n, const std::string& device) {
-  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = i;
-  return Tensor::from_data(v, {n}, TensorOptions(DType::Int64, device));
+  if (n > std::numeric_limits<std::int32_t>::max()) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = i;
+    return Tensor::from_data(v, {n}, TensorOptions(DType::Int64, device));
+  }
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (std::int32_t i = 0; i < std::int32_t(n); ++i) v[std::size_t(i)] = i;
+  return Tensor::from_data(v, {n}, TensorOptions(DType::Int32, device));
 }
 } // namespace detail
 
