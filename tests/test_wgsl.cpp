@@ -387,6 +387,25 @@ TEST_CASE("WEBGPU: the grid spills past the work-groups a dimension holds; limit
   close("row sums in work-groups of 32", (a * 5.0f).sum(1), (ai * 5.0f).sum(1), 1e-6);
 }
 
+TEST_CASE("WEBGPU: what Dawn compiles from a shader is kept in the kernel cache on disk") {
+  if (wgsl_devices().size() < 2) return; // (the reason is printed)
+  if (!tg::detail::disk_cache_enabled()) {
+    MESSAGE("skipped: the disk cache is off (TG_CACHE=0)");
+    return;
+  }
+  auto entries = [] {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(tg::detail::cache_dir(), ec))
+      n += f.path().filename().string().rfind("webgpu-", 0) == 0;
+    return n;
+  };
+  Tensor x =
+      Tensor::from_data(std::vector<float>{1, 2, 3}, {3}, TensorOptions(tg::float32, "WEBGPU"));
+  same("a kernel no other case runs", x * 7.25f - 3.5f, x.to("INTERP") * 7.25f - 3.5f);
+  CHECK(entries() > 0);
+}
+
 // Last in this file (doctest runs the cases in order): every shader the cases above rendered.
 TEST_CASE("WGSL: every kernel the stand-in rendered validates in Dawn") {
   std::vector<std::string> sources;

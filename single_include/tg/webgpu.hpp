@@ -30,8 +30,10 @@
 // packed into 32-bit words). Launches are recorded into one command encoder and submitted when
 // the host needs data (a copy); each launch gets a uniform buffer of its launch values. Limits
 // read from the adapter and requested in full: work-groups per dimension (the grid spills into y,
-// z and further dispatches), storage buffers per stage and the largest binding (refused with a
-// message naming the kernel), threads per work-group (gpu_program's work-group size).
+// z and further dispatches), storage buffers per stage (the fuser cuts kernels to fit; one op
+// that reads more is refused) and the largest binding (refused with the size), threads per
+// work-group (gpu_program's work-group size). Compiled pipelines are kept in memory by source;
+// what Dawn compiles from a shader is kept in tg's kernel cache on disk (Dawn's blob cache).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -71,7 +73,7 @@ constexpr std::uint32_t kSuccess = 1; // every async status's Success
 constexpr std::uint32_t kBackendNull = 1, kBackendVulkan = 6, kBackendOpenGL = 7,
                         kBackendOpenGLES = 8;
 constexpr std::uint32_t kFeatureLevelCompatibility = 1, kFeatureLevelCore = 2;
-constexpr std::uint32_t kSTypeShaderSourceWGSL = 2;
+constexpr std::uint32_t kSTypeShaderSourceWGSL = 2, kSTypeDawnCacheDeviceDescriptor = 0x00050007;
 constexpr std::uint32_t kErrorFilterValidation = 1, kErrorTypeNoError = 1;
 constexpr std::uint64_t kUsageMapRead = 1, kUsageCopySrc = 4, kUsageCopyDst = 8, kUsageUniform = 64,
                         kUsageStorage = 128, kMapRead = 1;
@@ -149,6 +151,17 @@ struct DeviceDescriptor {
   QueueDescriptor default_queue;
   CallbackInfo<DeviceLostCallback> device_lost;
   UncapturedErrorCallbackInfo uncaptured_error;
+};
+/// Dawn's blob cache: it asks for (load) and hands over (store) what it compiled from each
+/// shader and pipeline, by a key of its own.
+struct DawnCacheDeviceDescriptor {
+  ChainedStruct chain{nullptr, kSTypeDawnCacheDeviceDescriptor};
+  StringView isolation_key;
+  std::size_t (*load)(const void* key, std::size_t key_size, void* value, std::size_t value_size,
+                      void* userdata) = nullptr;
+  void (*store)(const void* key, std::size_t key_size, const void* value, std::size_t value_size,
+                void* userdata) = nullptr;
+  void* userdata = nullptr;
 };
 struct BufferDescriptor {
   const ChainedStruct* next = nullptr;
@@ -433,7 +446,26 @@ public:
       error_ = "wgpuAdapterGetLimits failed";
       return;
     }
+    // What Dawn compiles (translated shaders, pipelines) goes to tg's kernel cache, keyed by
+    // Dawn's key and the adapter: a later process skips the translation.
+    cache_meta_ = "dawn " + lib_.path + " " + description_;
+    api::DawnCacheDeviceDescriptor cache;
+    cache.isolation_key = {cache_meta_.data(), cache_meta_.size()};
+    cache.userdata = &cache_meta_;
+    cache.load = [](const void* key, std::size_t key_size, void* value, std::size_t value_size,
+                    void* meta) -> std::size_t {
+      std::string blob;
+      if (!tg::detail::read_cached(cache_entry(key, key_size, meta), blob)) return 0;
+      if (value && value_size >= blob.size()) std::memcpy(value, blob.data(), blob.size());
+      return blob.size(); // (asked with no room first: the size)
+    };
+    cache.store = [](const void* key, std::size_t key_size, const void* value,
+                     std::size_t value_size, void* meta) {
+      tg::detail::write_cached(cache_entry(key, key_size, meta),
+                               {static_cast<const char*>(value), value_size});
+    };
     api::DeviceDescriptor dd;
+    dd.next = &cache.chain;
     dd.required_limits = &limits_; // everything the adapter has (compatibility defaults are low)
     dd.uncaptured_error.userdata1 = this;
     dd.uncaptured_error.callback = [](const api::Handle*, std::uint32_t, api::StringView message,
@@ -716,7 +748,14 @@ private:
   }
 
   detail::Library& lib_;
-  std::string error_, description_, backend_;
+  std::string error_, description_, backend_, cache_meta_;
+  /// The kernel-cache file of one of Dawn's blobs ("" when the disk cache is off).
+  static std::string cache_entry(const void* key, std::size_t size, void* meta) {
+    return tg::detail::cache_path("webgpu-" +
+                                  tg::detail::cache_key({static_cast<const char*>(key), size},
+                                                        *static_cast<std::string*>(meta)) +
+                                  ".bin");
+  }
   api::Handle adapter_ = nullptr, device_ = nullptr, queue_ = nullptr, encoder_ = nullptr;
   api::Handle sync_src_ = nullptr, sync_dst_ = nullptr; // (synchronize)
   api::Limits limits_{};
