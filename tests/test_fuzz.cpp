@@ -102,7 +102,7 @@ struct Step {
 struct Case {
   std::vector<Step> steps;
   std::vector<int> outputs;
-  std::string mode;          // "standard", "large", "float16" or "bfloat16"
+  std::string mode;          // "standard", "large", "float16" or "bfloat16" (", 32-bit": narrow)
   bool narrow = false;       // no 64-bit values: every device computes it (WEBGPU too)
   std::vector<bool> mixed;   // when not empty: a fourth evaluation realizes just these steps
   double rtol = 0, atol = 0; // float tolerances (atol scaled by max(1, max |value|))
