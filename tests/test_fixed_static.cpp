@@ -189,6 +189,11 @@ static_assert(wgsl.contains("@compute @workgroup_size(256)"));
 static_assert(wgsl.contains("var<storage, read_write> v"));
 static_assert(wgsl.contains(": i32 = tg_pc.a[0].y;")); // index arithmetic in 32 bits (narrow32)
 static_assert(!wgsl.contains("i64"));
+constexpr auto wgsl_f16 = tg::freeze([] { // float16 in array<f16> (shader-f16), its bits moved
+  return tg::kernel_source((x * 2.0f).cast<tg::half>(), 0, tg::Target::wgsl({}, true).planned());
+});
+static_assert(wgsl_f16.contains("enable f16;") && wgsl_f16.contains("array<f16>"));
+static_assert(wgsl_f16.contains("= bitcast<vec2<f16>>(u32(") && !wgsl_f16.contains("atomic"));
 constexpr auto wgsl_grouped = tg::freeze(
     [] { return tg::kernel_source(long_rows.sum<1>(), 0, tg::Target::wgsl(grouped).planned()); });
 static_assert(wgsl_grouped.contains("var<workgroup> tg_lds") &&

@@ -2,7 +2,8 @@
 // - the device "WGSL" below stands in for one: its results come from the reference interpreter
 //   running each kernel with WGSL's rewrites (decompose, and narrow32: 32-bit integers only), so
 //   those rewrites are checked against INTERP's own semantics, bit for bit; and every kernel it is
-//   given is rendered as WGSL in both launch shapes;
+//   given is rendered as WGSL in both launch shapes, with float16 packed in words and in
+//   array<f16> (shader-f16);
 // - the last test case validates every one of those shaders with Dawn (Tint) through node and
 //   the npm package `webgpu` (its Null backend validates without executing), which
 //   tools/install-deps.sh installs: TG_NODE_MODULES names the node_modules folder that holds it
@@ -62,14 +63,15 @@ public:
       auto r = std::make_shared<tg::InterpRunner>(tg::device_passes(c->program, run));
       r->name = std::string(c->program.name.view());
       out.push_back(r);
-      for (int grouped = 0; grouped < 2; ++grouped) {
-        tg::GpuOptions o;
-        o.grouped = grouped;
-        tg::KernelCode gpu = tg::finish_kernel(c->program, tg::Target::wgsl(o));
-        if (grouped && !gpu.program.grouped) break;
-        std::lock_guard<std::mutex> lock(shaders().mutex);
-        shaders().sources.insert(std::string(gpu.source.view()));
-      }
+      for (int grouped = 0; grouped < 2; ++grouped)
+        for (bool f16 : {false, true}) {
+          tg::GpuOptions o;
+          o.grouped = grouped;
+          tg::KernelCode gpu = tg::finish_kernel(c->program, tg::Target::wgsl(o, f16));
+          if (grouped && !gpu.program.grouped) break;
+          std::lock_guard<std::mutex> lock(shaders().mutex);
+          shaders().sources.insert(std::string(gpu.source.view()));
+        }
     }
     return out;
   }
@@ -299,6 +301,38 @@ TEST_CASE("WGSL: float16 and bfloat16 bit for bit") {
       same("sum", h.bitcast(half).reshape({256, 256}).sum(1),
            hi.bitcast(half).reshape({256, 256}).sum(1));
     }
+  }
+}
+
+TEST_CASE("WEBGPU: float16 tensors are array<f16> where the adapter has shader-f16, else packed") {
+  if (wgsl_devices().size() < 2) return; // (the reason is printed)
+  auto dev = std::dynamic_pointer_cast<tg::webgpu::WebGpuDevice>(tg::device("WEBGPU"));
+  const char* ci = std::getenv("CI");
+  if (ci && std::string(ci) == "true" && dev->backend() == "vulkan")
+    CHECK_MESSAGE(dev->native_f16(), "lavapipe 25 has shader-f16: " << dev->description());
+  std::vector<float> fs = edge_values();
+  Tensor fi =
+      Tensor::from_data(fs.data(), {std::int64_t(fs.size())}, TensorOptions(tg::float32, "INTERP"));
+  Tensor hi = fi.cast(tg::float16).realize(), h = hi.to("WEBGPU"), f = fi.to("WEBGPU");
+  const bool native = dev->native_f16();
+  struct Restore {
+    std::shared_ptr<tg::webgpu::WebGpuDevice> d;
+    bool f16;
+    ~Restore() { d->native_f16() = f16; }
+  } restore{dev, native};
+  for (bool f16 : {native, false}) { // (distinct constants: plans are kept per device and graph)
+    CAPTURE(f16);
+    dev->native_f16() = f16;
+    const float k = f16 ? 2.5f : 3.5f;
+    const std::string src(
+        tg::finish_kernel(tg::schedule({h * k}).lowered.at(0), dev->target()).source.view());
+    CHECK((src.find("array<f16>") != std::string::npos) == f16);
+    CHECK((src.find("enable f16;") != std::string::npos) == f16);
+    same("load, multiply, store", h * k, hi * k);
+    same("rounded from float32", (f * k).cast(tg::float16), (fi * k).cast(tg::float16));
+    same("neighbours stored by different threads", h.reshape({-1, 1}).expand({-1, 3}) * k,
+         hi.reshape({-1, 1}).expand({-1, 3}) * k);
+    if (!native) break;
   }
 }
 

@@ -27,7 +27,8 @@
 // to compute.
 //
 // Memory: one storage buffer per tensor, its size rounded up to 4 bytes (narrow tensors are
-// packed into 32-bit words). Launches are recorded into one command encoder and submitted when
+// packed into 32-bit words; float16 is array<f16> where the adapter has shader-f16, which the
+// device then requests). Launches are recorded into one command encoder and submitted when
 // the host needs data (a copy); each launch gets a uniform buffer of its launch values. Limits
 // read from the adapter and requested in full: work-groups per dimension (the grid spills into y,
 // z and further dispatches), storage buffers per stage (the fuser cuts kernels to fit; one op
@@ -73,6 +74,7 @@ constexpr std::uint32_t kSuccess = 1; // every async status's Success
 constexpr std::uint32_t kBackendNull = 1, kBackendVulkan = 6, kBackendOpenGL = 7,
                         kBackendOpenGLES = 8;
 constexpr std::uint32_t kFeatureLevelCompatibility = 1, kFeatureLevelCore = 2;
+constexpr std::uint32_t kFeatureShaderF16 = 0xA;
 constexpr std::uint32_t kSTypeShaderSourceWGSL = 2, kSTypeDawnCacheDeviceDescriptor = 0x00050007;
 constexpr std::uint32_t kErrorFilterValidation = 1, kErrorTypeNoError = 1;
 constexpr std::uint64_t kUsageMapRead = 1, kUsageCopySrc = 4, kUsageCopyDst = 8, kUsageUniform = 64,
@@ -221,6 +223,7 @@ struct Functions {
   void (*InstanceProcessEvents)(Handle);
   std::uint32_t (*AdapterGetLimits)(Handle, Limits*);
   std::uint32_t (*AdapterGetInfo)(Handle, AdapterInfo*);
+  Bool (*AdapterHasFeature)(Handle, std::uint32_t);
   void (*AdapterInfoFreeMembers)(AdapterInfo);
   Future (*AdapterRequestDevice)(Handle, const DeviceDescriptor*,
                                  CallbackInfo<RequestDeviceCallback>);
@@ -294,6 +297,7 @@ struct Library {
     TG_WGPU(InstanceProcessEvents);
     TG_WGPU(AdapterGetLimits);
     TG_WGPU(AdapterGetInfo);
+    TG_WGPU(AdapterHasFeature);
     TG_WGPU(AdapterInfoFreeMembers);
     TG_WGPU(AdapterRequestDevice);
     TG_WGPU(DeviceGetQueue);
@@ -467,6 +471,11 @@ public:
     api::DeviceDescriptor dd;
     dd.next = &cache.chain;
     dd.required_limits = &limits_; // everything the adapter has (compatibility defaults are low)
+    const std::uint32_t f16 = api::kFeatureShaderF16;
+    f16_ = lib_.f.AdapterHasFeature(adapter_, f16) != 0;
+    dd.required_feature_count = f16_ ? 1 : 0;
+    dd.required_features = &f16;
+    if (f16_) description_ += ", shader-f16";
     dd.uncaptured_error.userdata1 = this;
     dd.uncaptured_error.callback = [](const api::Handle*, std::uint32_t, api::StringView message,
                                       void* u, void*) {
@@ -495,11 +504,14 @@ public:
   /// The adapter's limits, which the device requested in full (tests lower them to exercise
   /// the grid's spill and the refusals).
   api::Limits& limits() { return limits_; }
+  /// Whether float16 tensors are array<f16> in kernels (the adapter has shader-f16; tests turn it
+  /// off to run the packed words on the same adapter).
+  bool& native_f16() { return f16_; }
 
   /// Kernels read at most maxStorageBuffersPerShaderStage - 1 tensors (the fuser cuts them).
   Target target() const override {
-    Target t =
-        with_env(Target::wgsl(gpu_options(int(limits_.max_compute_invocations_per_workgroup))));
+    Target t = with_env(
+        Target::wgsl(gpu_options(int(limits_.max_compute_invocations_per_workgroup)), f16_));
     t.fuse.max_inputs =
         int(std::min<std::uint32_t>(limits_.max_storage_buffers_per_shader_stage - 1, 1u << 20));
     return t;
@@ -760,6 +772,7 @@ private:
   api::Handle sync_src_ = nullptr, sync_dst_ = nullptr; // (synchronize)
   api::Limits limits_{};
   int recorded_ = 0;
+  bool f16_ = false;
   std::mutex m_, errors_m_;
   std::vector<std::string> errors_;
   std::map<std::string, api::Handle> pipelines_;

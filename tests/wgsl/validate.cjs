@@ -1,5 +1,5 @@
 // Validates WGSL files with Dawn's Null backend (npm package `webgpu`, found through NODE_PATH):
-// each file is a shader module whose compute pipeline must be created without an error. Prints
+// each file is a shader module (`enable f16;` allowed) whose compute pipeline must be created without an error. Prints
 // the errors of each rejected file; exits 1 when any was rejected. Used by tests/test_wgsl.cpp.
 const fs = require('fs');
 const { create, globals } = require('webgpu');
@@ -9,7 +9,7 @@ async function main(files) {
   globalThis.tgGpu = create(['backend=null']); // kept reachable: dawn.node crashes otherwise
   const adapter = await globalThis.tgGpu.requestAdapter();
   if (!adapter) throw new Error('no Null adapter');
-  const device = await adapter.requestDevice({ requiredLimits: {
+  const device = await adapter.requestDevice({ requiredFeatures: ['shader-f16'], requiredLimits: {
     maxComputeInvocationsPerWorkgroup: adapter.limits.maxComputeInvocationsPerWorkgroup,
     maxComputeWorkgroupSizeX: adapter.limits.maxComputeWorkgroupSizeX,
     maxStorageBuffersPerShaderStage: adapter.limits.maxStorageBuffersPerShaderStage,

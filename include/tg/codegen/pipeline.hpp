@@ -47,6 +47,7 @@ struct Target {
   Dialect dialect = Dialect::None;
   bool subgroups = false;   // GLSL: the device has subgroup arithmetic
   bool exact_float = false; // GLSL: the device computes float ops unfused (docs/gpu.md)
+  bool f16 = false;         // WGSL: float16 buffers are array<f16> (the device has shader-f16)
 
   /// The CPU device's kernels: rows of a reduction in one kernel, register tiles of
   /// `tile_lanes` columns, the CPU passes, C.
@@ -96,8 +97,9 @@ struct Target {
   /// a compiler reassociate float arithmetic, which undoes the polynomial's exact rounding steps
   /// (Dawn on Mesa's GLES folded (x + 1.5 * 2^23) - 1.5 * 2^23 to x: 2^0.5 came out 1), so exp2 is
   /// WGSL's own.
-  static constexpr Target wgsl(GpuOptions launch = {}) {
+  static constexpr Target wgsl(GpuOptions launch = {}, bool f16 = false) {
     Target t = gpu_of(Dialect::Wgsl, launch);
+    t.f16 = f16;
     t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
     t.decompose.exp2_poly = false;
     t.decompose.no_int64 = t.narrow32 = true;
@@ -268,7 +270,7 @@ constexpr Text render_kernel(const Program& p, const Target& t) {
   case Dialect::Glsl:
     return render_glsl(p, t.subgroups, t.exact_float);
   case Dialect::Wgsl:
-    return render_wgsl(p);
+    return render_wgsl(p, t.f16);
   case Dialect::None:
     break;
   }

@@ -4,16 +4,19 @@
 // 16- or 64-bit integers). Buffers are storage buffers (binding = parameter index); bool, 8- and
 // 16-bit tensors are packed four or two to a 32-bit word: loads unpack, and a packed output is
 // written with atomicAnd/atomicOr on its word, so threads storing neighbouring elements never
-// race. The launch values (item base, outer start/end, symbolic sizes) are int32 in a uniform
-// buffer bound after the storage buffers. Float constants that are not finite cannot be constant
-// expressions in WGSL: they come from a function call.
+// race. On a device with shader-f16 (F16), float16 buffers are array<f16> instead: elements move
+// in and out as bits (decompose has rounded them exactly; WGSL leaves the rounding of an f32 ->
+// f16 conversion to the implementation), and a store needs no atomics. The launch values (item
+// base, outer start/end, symbolic sizes) are int32 in a uniform buffer bound after the storage
+// buffers. Float constants that are not finite cannot be constant expressions in WGSL: they come
+// from a function call.
 #include "gpu_program.hpp"
 #include "render.hpp"
 
 namespace tg {
 
-struct WgslDialect : CStyle<WgslDialect> {
-  using Base = CStyle<WgslDialect>;
+template <bool F16 = false> struct WgslDialect : CStyle<WgslDialect<F16>> {
+  using Base = CStyle<WgslDialect<F16>>;
   static constexpr const char* group_id = "tg_group";
   static constexpr const char* lane_id = "tg_lid.x";
   /// Value types (after narrow32 only bool, i32, u32 and f32 remain; 16-bit floats are words).
@@ -23,7 +26,9 @@ struct WgslDialect : CStyle<WgslDialect> {
     return names[int(t)];
   }
   /// Whether a buffer of dtype d is packed into 32-bit words.
-  static constexpr bool packed(DType d) { return itemsize(d) < 4; }
+  static constexpr bool packed(DType d) { return itemsize(d) < 4 && !native(d); }
+  /// Whether a buffer of dtype d is an array<f16>.
+  static constexpr bool native(DType d) { return F16 && d == DType::Float16; }
   static constexpr void declare(Text& t, Decl k, DType d, std::string_view name) {
     t << (k == Decl::Mutable ? "var " : "let ") << name << ": " << type(d) << " = ";
   }
@@ -98,6 +103,11 @@ struct WgslDialect : CStyle<WgslDialect> {
     t << "((u32(v" << std::int64_t(idx) << (itemsize(d) == 1 ? ") & 3u) * 8u)" : ") & 1u) * 16u)");
   }
   static constexpr void load(Text& t, DType stored, DType value, int buf, int idx) {
+    if (native(stored)) { // the bits, in the low half of a u32 (decompose decodes them)
+      t << "bitcast<u32>(vec2<f16>(";
+      Base::element(t, buf, idx);
+      return void(t << ", 0.0h))");
+    }
     if (!packed(stored)) return Base::load(t, stored, value, buf, idx);
     Text raw;
     raw << "((";
@@ -115,6 +125,10 @@ struct WgslDialect : CStyle<WgslDialect> {
   }
   static constexpr void store(Text& t, DType stored, DType value, int buf, int idx,
                               std::string_view val) {
+    if (native(stored)) {
+      Base::element(t, buf, idx);
+      return void(t << " = bitcast<vec2<f16>>(u32(" << val << ")).x;\n");
+    }
     if (!packed(stored)) return Base::store(t, stored, value, buf, idx, val);
     Text w, s;
     w << '&';
@@ -136,17 +150,23 @@ struct WgslDialect : CStyle<WgslDialect> {
   static constexpr void prelude(Text& t, const Program& p) {
     t << "// " << p.name.view()
       << (p.grouped ? ": one item per work-group" : ": one item per thread") << '\n';
-    t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
     const std::int64_t n = std::int64_t(p.params.size());
+    for (std::int64_t k = 0; k < n; ++k)
+      if (native(p.params[std::size_t(k)])) {
+        t << "enable f16;\n";
+        break;
+      }
+    t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
     for (std::int64_t k = 0; k < n; ++k) {
       const DType d = p.params[std::size_t(k)];
       const bool out = k == 0;
       t << "@group(0) @binding(" << k << ") var<storage, " << (out ? "read_write" : "read") << "> ";
       buffer(t, p, k);
       t << ": array<"
-        << (!packed(d) ? type(d)
-            : out      ? "atomic<u32>"
-                       : "u32")
+        << (native(d)    ? "f16"
+            : !packed(d) ? type(d)
+            : out        ? "atomic<u32>"
+                         : "u32")
         << ">; // " << dtype_name(d) << '\n';
     }
     const std::int64_t launch = 3 + std::int64_t(p.vars.size());
@@ -182,7 +202,10 @@ struct WgslDialect : CStyle<WgslDialect> {
 };
 
 /// The WGSL compute shader of a program shaped by gpu_program, decomposed and narrowed (the pass
-/// list's Target::wgsl()).
-constexpr Text render_wgsl(const Program& p) { return CStyleRenderer::render<WgslDialect>(p); }
+/// list's Target::wgsl()); `f16`: float16 buffers are array<f16> (the device has shader-f16).
+constexpr Text render_wgsl(const Program& p, bool f16 = false) {
+  if (f16) return CStyleRenderer::render<WgslDialect<true>>(p); // (not ?:, which GCC 12's
+  return CStyleRenderer::render<WgslDialect<false>>(p);         // constant evaluation rejects)
+}
 
 } // namespace tg
