@@ -31,6 +31,11 @@ struct index_error : error {
 struct device_error : error {
   using error::error;
 };
+/// A model or method that cannot be exported as asked (tg::export_model): the method, the input
+/// or op, and the user's call site.
+struct export_error : error {
+  using error::error;
+};
 /// A kernel that did not compile: the compiler's message and the source.
 struct compile_error : error {
   compile_error(const std::string& message, std::string source_, std::string log_)

@@ -988,6 +988,11 @@ struct index_error : error {
 struct device_error : error {
   using error::error;
 };
+/// A model or method that cannot be exported as asked (tg::export_model): the method, the input
+/// or op, and the user's call site.
+struct export_error : error {
+  using error::error;
+};
 /// A kernel that did not compile: the compiler's message and the source.
 struct compile_error : error {
   compile_error(const std::string& message, std::string source_, std::string log_)
@@ -5538,6 +5543,11 @@ struct CDialect : CFamily<CDialect> {
   /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
   /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
   static constexpr bool vectors = true;
+  /// ISO C: a union's other member (CUDA, C++, keeps CFamily's statement expression).
+  static constexpr void reinterpret(Text& t, DType from, DType to, std::string_view a) {
+    t << "((union { " << type(from) << " a; " << type(to) << " b; }){" << a << "}).b";
+  }
+  static constexpr const char* fma(DType d) { return d == DType::Float64 ? "fma" : "fmaf"; }
   static constexpr void vector_op(Text& t, const UOp& u, int i) {
     const char* vt = u.dtype == DType::Float64 ? "tg_f64x4" : "tg_f32x8";
     auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
@@ -5608,8 +5618,10 @@ struct CDialect : CFamily<CDialect> {
          "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
          "float log2f(float); double log2(double); float sinf(float); double sin(double);\n"
          "float truncf(float); double trunc(double); float powf(float, float);\n"
-         "double pow(double, double);\n"
-         "#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
+         "double pow(double, double); float fmaf(float, float, float);\n"
+         "double fma(double, double, double);\n"
+         "#ifdef __GNUC__\n#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
+         "#else\n#include <math.h>\n#endif\n"
          "#if defined(__GNUC__) && !defined(__clang__)\n"
          "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
          "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
@@ -5622,8 +5634,9 @@ struct CDialect : CFamily<CDialect> {
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
          // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel
-         // is in cache bound by its loads.
-         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
+         // is in cache bound by its loads. (A 32-byte vector fits a register with AVX only: an
+         // exported kernel may be built without it.)
+         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__AVX__)\n"
          "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
          "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
          "#endif\n";
@@ -8784,6 +8797,17 @@ inline Capture*& active_capture() {
   thread_local Capture* c = nullptr;
   return c;
 }
+/// While tg::export_model traces a method: the device of its input placeholders (buffers with no
+/// data) and the method's name. A realize that reads a placeholder is refused: an exported method
+/// is one graph, computed where it runs, with no value read back on the way.
+struct ExportTrace {
+  const Device* placeholders = nullptr;
+  std::string method;
+};
+inline ExportTrace*& active_export() {
+  thread_local ExportTrace* t = nullptr;
+  return t;
+}
 /// What a function built, as tg::jit compares calls: each kernel launched (name and source, so
 /// constants count) and the content of each host upload, in order.
 struct Trace {
@@ -9046,6 +9070,17 @@ inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& kee
 inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
                               const NodeFlags& keep, const std::shared_ptr<Device>& dev,
                               const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
+  if (const detail::ExportTrace* e = detail::active_export())
+    for (const auto& b : inputs)
+      if (b && b->device.get() == e->placeholders) {
+        std::string ops;
+        for (int o : g.outputs) ops += (ops.empty() ? "" : ", ") + std::string(op_name(g[o].op));
+        throw export_error("tg.export: method '" + e->method +
+                           "' computes a value from its inputs before it returns (" + ops +
+                           "): an item(), to_vector(), realize() or a branch on a tensor's value "
+                           "inside the method. An exported method is one graph with no host read "
+                           "in the middle: move that read out of the method.");
+      }
   const int debug = env::debug();
   detail::Capture* capture = detail::active_capture();
   detail::stats_storage().realizes++;
@@ -18071,8 +18106,8 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
   detail::check_pos("conv2d", "stride", stride.v, false, loc);
   detail::check_pos("conv2d", "dilation", dilation.v, false, loc);
   detail::check_pos("conv2d", "padding", padding.v, true, loc);
-  const std::int64_t N = x.size(0), C = x.size(1), O = weight.size(0), KH = weight.size(2),
-                     KW = weight.size(3);
+  const SInt N = x.sym_shape()[0]; // (a symbolic batch stays symbolic)
+  const std::int64_t C = x.size(1), O = weight.size(0), KH = weight.size(2), KW = weight.size(3);
   if (groups < 1 || C % groups || O % groups || weight.size(1) != C / groups)
     tg::detail::fail<shape_error>(
         "conv2d",
@@ -18098,7 +18133,7 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
   Tensor win = detail::windows2d(xp, {KH, KW}, stride.v, dilation.v); // [N, C, OH, OW, KH, KW]
   const std::int64_t OH = win.size(2), OW = win.size(3), g = groups, Cg = C / g, Og = O / g,
                      K = Cg * KH * KW;
-  const std::int64_t R = N * OH * OW;
+  const SInt R = N * SInt(OH * OW);
   // The columns [N * OH * OW, Cg * KH * KW] (per group) are materialized once, and the product
   // is a matmul whose reductions run along contiguous memory, forward and backward (an order of
   // magnitude faster than one reduction over the window view: docs/performance.md). The product,

@@ -505,6 +505,11 @@ struct CDialect : CFamily<CDialect> {
   /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
   /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
   static constexpr bool vectors = true;
+  /// ISO C: a union's other member (CUDA, C++, keeps CFamily's statement expression).
+  static constexpr void reinterpret(Text& t, DType from, DType to, std::string_view a) {
+    t << "((union { " << type(from) << " a; " << type(to) << " b; }){" << a << "}).b";
+  }
+  static constexpr const char* fma(DType d) { return d == DType::Float64 ? "fma" : "fmaf"; }
   static constexpr void vector_op(Text& t, const UOp& u, int i) {
     const char* vt = u.dtype == DType::Float64 ? "tg_f64x4" : "tg_f32x8";
     auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
@@ -575,8 +580,10 @@ struct CDialect : CFamily<CDialect> {
          "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
          "float log2f(float); double log2(double); float sinf(float); double sin(double);\n"
          "float truncf(float); double trunc(double); float powf(float, float);\n"
-         "double pow(double, double);\n"
-         "#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
+         "double pow(double, double); float fmaf(float, float, float);\n"
+         "double fma(double, double, double);\n"
+         "#ifdef __GNUC__\n#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
+         "#else\n#include <math.h>\n#endif\n"
          "#if defined(__GNUC__) && !defined(__clang__)\n"
          "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
          "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
@@ -589,8 +596,9 @@ struct CDialect : CFamily<CDialect> {
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
          // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel
-         // is in cache bound by its loads.
-         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))\n"
+         // is in cache bound by its loads. (A 32-byte vector fits a register with AVX only: an
+         // exported kernel may be built without it.)
+         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__AVX__)\n"
          "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
          "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
          "#endif\n";

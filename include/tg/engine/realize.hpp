@@ -46,6 +46,17 @@ inline Capture*& active_capture() {
   thread_local Capture* c = nullptr;
   return c;
 }
+/// While tg::export_model traces a method: the device of its input placeholders (buffers with no
+/// data) and the method's name. A realize that reads a placeholder is refused: an exported method
+/// is one graph, computed where it runs, with no value read back on the way.
+struct ExportTrace {
+  const Device* placeholders = nullptr;
+  std::string method;
+};
+inline ExportTrace*& active_export() {
+  thread_local ExportTrace* t = nullptr;
+  return t;
+}
 /// What a function built, as tg::jit compares calls: each kernel launched (name and source, so
 /// constants count) and the content of each host upload, in order.
 struct Trace {
@@ -308,6 +319,17 @@ inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& kee
 inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
                               const NodeFlags& keep, const std::shared_ptr<Device>& dev,
                               const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
+  if (const detail::ExportTrace* e = detail::active_export())
+    for (const auto& b : inputs)
+      if (b && b->device.get() == e->placeholders) {
+        std::string ops;
+        for (int o : g.outputs) ops += (ops.empty() ? "" : ", ") + std::string(op_name(g[o].op));
+        throw export_error("tg.export: method '" + e->method +
+                           "' computes a value from its inputs before it returns (" + ops +
+                           "): an item(), to_vector(), realize() or a branch on a tensor's value "
+                           "inside the method. An exported method is one graph with no host read "
+                           "in the middle: move that read out of the method.");
+      }
   const int debug = env::debug();
   detail::Capture* capture = detail::active_capture();
   detail::stats_storage().realizes++;

@@ -147,8 +147,8 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
   detail::check_pos("conv2d", "stride", stride.v, false, loc);
   detail::check_pos("conv2d", "dilation", dilation.v, false, loc);
   detail::check_pos("conv2d", "padding", padding.v, true, loc);
-  const std::int64_t N = x.size(0), C = x.size(1), O = weight.size(0), KH = weight.size(2),
-                     KW = weight.size(3);
+  const SInt N = x.sym_shape()[0]; // (a symbolic batch stays symbolic)
+  const std::int64_t C = x.size(1), O = weight.size(0), KH = weight.size(2), KW = weight.size(3);
   if (groups < 1 || C % groups || O % groups || weight.size(1) != C / groups)
     tg::detail::fail<shape_error>(
         "conv2d",
@@ -174,7 +174,7 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
   Tensor win = detail::windows2d(xp, {KH, KW}, stride.v, dilation.v); // [N, C, OH, OW, KH, KW]
   const std::int64_t OH = win.size(2), OW = win.size(3), g = groups, Cg = C / g, Og = O / g,
                      K = Cg * KH * KW;
-  const std::int64_t R = N * OH * OW;
+  const SInt R = N * SInt(OH * OW);
   // The columns [N * OH * OW, Cg * KH * KW] (per group) are materialized once, and the product
   // is a matmul whose reductions run along contiguous memory, forward and backward (an order of
   // magnitude faster than one reduction over the window view: docs/performance.md). The product,

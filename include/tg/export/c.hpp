@@ -1,0 +1,609 @@
+#pragma once
+// The `c` export target: a traced program as <prefix>.h and <prefix>.c, C11 that builds with
+// `cc -O2 -c <prefix>.c` alone: the CPU device's kernels, with the GNU C vector types GCC and
+// Clang have, or (iso_c) the same schedule in plain loops of ISO C11 for any C compiler. The
+// kernels are the CPU device's (Target::cpu(): the same schedule, passes and C), each method calls
+// them in order over buffers planned once: inputs and outputs are the caller's pointers, weights
+// are read from the .safetensors file by a loader in the same file (or embedded), and intermediates
+// share one arena allocated by <prefix>_create. Symbolic dims are integer arguments checked against
+// their bounds. Single-threaded unless compiled with -D<PREFIX>_THREADS=N (pthreads), which splits
+// large kernels as the CPU device does.
+#include <set>
+
+#include "../state/safetensors.hpp"
+#include "trace.hpp"
+
+namespace tg {
+
+namespace detail {
+
+/// The C type of a dtype in the exported API (16-bit floats as their bits).
+inline const char* export_c_type(DType t) {
+  switch (t) {
+  case DType::Bool:
+    return "bool";
+  case DType::Int8:
+    return "int8_t";
+  case DType::Int16:
+    return "int16_t";
+  case DType::Int32:
+    return "int32_t";
+  case DType::Int64:
+    return "int64_t";
+  case DType::UInt8:
+    return "uint8_t";
+  case DType::UInt16:
+    return "uint16_t";
+  case DType::UInt32:
+    return "uint32_t";
+  case DType::UInt64:
+    return "uint64_t";
+  case DType::Float16:
+    return "uint16_t";
+  case DType::BFloat16:
+    return "uint16_t";
+  case DType::Float32:
+    return "float";
+  case DType::Float64:
+    return "double";
+  }
+  return "void";
+}
+
+/// A size as a C expression of the dims (long long).
+inline std::string c_size(const SInt& d) {
+  Text t;
+  write_sint(t, d);
+  return d.is_const() ? std::string(t.view()) + "LL" : "(" + std::string(t.view()) + ")";
+}
+
+inline std::string shape_text(const Shape& s) { return shape_str(s); }
+
+/// The safetensors loader of every exported C file: parses the header (JSON), checks each
+/// expected weight's dtype, shape and extent, and copies it into memory of its own.
+inline const char* c_loader = R"C(
+/* ---- weights: a .safetensors file, checked against what the kernels expect ---- */
+typedef struct {
+  const char* name;
+  const char* dtype;
+  int ndim;
+  long long shape[8];
+  unsigned long long bytes;
+} tg_weight_info;
+
+typedef struct {
+  const unsigned char* p;
+  const unsigned char* end;
+} tg_json;
+
+static void tg_ws(tg_json* j) {
+  while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) ++j->p;
+}
+static int tg_eat(tg_json* j, char c) {
+  tg_ws(j);
+  if (j->p < j->end && *j->p == (unsigned char)c) {
+    ++j->p;
+    return 1;
+  }
+  return 0;
+}
+/* A string into out (at most n - 1 bytes kept; escapes of ASCII decoded); 0 if malformed. */
+static int tg_string(tg_json* j, char* out, size_t n) {
+  size_t k = 0;
+  if (!tg_eat(j, '"')) return 0;
+  while (j->p < j->end && *j->p != '"') {
+    unsigned c = *j->p++;
+    if (c == '\\') {
+      if (j->p >= j->end) return 0;
+      c = *j->p++;
+      if (c == 'n') c = '\n';
+      else if (c == 't') c = '\t';
+      else if (c == 'r') c = '\r';
+      else if (c == 'b') c = '\b';
+      else if (c == 'f') c = '\f';
+      else if (c == 'u') {
+        unsigned v = 0;
+        int i;
+        if (j->end - j->p < 4) return 0;
+        for (i = 0; i < 4; ++i) {
+          unsigned h = *j->p++;
+          v = v * 16 + (h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                        : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
+          if (v > 0xffff) return 0;
+        }
+        c = v < 0x80 ? v : '?';
+      }
+    }
+    if (k + 1 < n) out[k++] = (char)c;
+  }
+  if (n) out[k] = 0;
+  return j->p < j->end && *j->p++ == '"';
+}
+static int tg_number(tg_json* j, unsigned long long* v) {
+  int digits = 0;
+  tg_ws(j);
+  *v = 0;
+  while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+    if (*v > 1844674407370955160ULL) return 0;
+    *v = *v * 10 + (unsigned)(*j->p++ - '0');
+    ++digits;
+  }
+  return digits > 0;
+}
+/* Skips any value (nesting up to 64). */
+static int tg_skip(tg_json* j, int depth) {
+  char tmp[2];
+  tg_ws(j);
+  if (depth > 64 || j->p >= j->end) return 0;
+  if (*j->p == '"') return tg_string(j, tmp, sizeof tmp);
+  if (*j->p == '{' || *j->p == '[') {
+    char close = *j->p == '{' ? '}' : ']';
+    ++j->p;
+    if (tg_eat(j, close)) return 1;
+    do {
+      if (close == '}' && (!tg_string(j, tmp, sizeof tmp) || !tg_eat(j, ':'))) return 0;
+      if (!tg_skip(j, depth + 1)) return 0;
+    } while (tg_eat(j, ','));
+    return tg_eat(j, close);
+  }
+  while (j->p < j->end && *j->p != ',' && *j->p != '}' && *j->p != ']') ++j->p;
+  return 1;
+}
+
+/* Copies each weight of `info` from the file's bytes into memory of its own (w[k]), checked;
+   0 on success, else a message in err. */
+static int tg_load_weights(const unsigned char* file, unsigned long long size,
+                           const tg_weight_info* info, int count, void** w, char* err,
+                           size_t err_size) {
+  unsigned long long header = 0, data_size;
+  const unsigned char* data;
+  tg_json j;
+  int k, found = 0;
+  char key[512], field[32], dtype[16];
+  if (size < 8) {
+    snprintf(err, err_size, "the weights are %llu bytes, too short for a safetensors file", size);
+    return 1;
+  }
+  for (k = 7; k >= 0; --k) header = header * 256 + file[k];
+  if (header > size - 8) {
+    snprintf(err, err_size, "the safetensors header claims %llu bytes; the file has %llu",
+             header, size - 8);
+    return 1;
+  }
+  data = file + 8 + header;
+  data_size = size - 8 - header;
+  j.p = file + 8;
+  j.end = data;
+  if (!tg_eat(&j, '{')) goto malformed;
+  if (!tg_eat(&j, '}')) {
+    do {
+      unsigned long long begin = 0, end = 0, dims[8];
+      int ndim = 0, have_offsets = 0, target = -1, i;
+      if (!tg_string(&j, key, sizeof key) || !tg_eat(&j, ':')) goto malformed;
+      for (i = 0; i < count; ++i)
+        if (strcmp(info[i].name, key) == 0) target = i;
+      if (target < 0) { /* __metadata__, or a tensor no kernel reads */
+        if (!tg_skip(&j, 0)) goto malformed;
+        continue;
+      }
+      dtype[0] = 0;
+      if (!tg_eat(&j, '{')) goto malformed;
+      if (!tg_eat(&j, '}')) {
+        do {
+          if (!tg_string(&j, field, sizeof field) || !tg_eat(&j, ':')) goto malformed;
+          if (strcmp(field, "dtype") == 0) {
+            if (!tg_string(&j, dtype, sizeof dtype)) goto malformed;
+          } else if (strcmp(field, "shape") == 0) {
+            if (!tg_eat(&j, '[')) goto malformed;
+            if (!tg_eat(&j, ']')) {
+              do {
+                if (ndim == 8 || !tg_number(&j, &dims[ndim++])) goto malformed;
+              } while (tg_eat(&j, ','));
+              if (!tg_eat(&j, ']')) goto malformed;
+            }
+          } else if (strcmp(field, "data_offsets") == 0) {
+            if (!tg_eat(&j, '[') || !tg_number(&j, &begin) || !tg_eat(&j, ',') ||
+                !tg_number(&j, &end) || !tg_eat(&j, ']'))
+              goto malformed;
+            have_offsets = 1;
+          } else if (!tg_skip(&j, 0))
+            goto malformed;
+        } while (tg_eat(&j, ','));
+        if (!tg_eat(&j, '}')) goto malformed;
+      }
+      if (strcmp(dtype, info[target].dtype) != 0) {
+        snprintf(err, err_size, "weight '%s' is %s in the file; the model reads %s", key, dtype,
+                 info[target].dtype);
+        return 1;
+      }
+      if (ndim != info[target].ndim) {
+        snprintf(err, err_size, "weight '%s' has %d dimensions in the file; the model reads %d",
+                 key, ndim, info[target].ndim);
+        return 1;
+      }
+      for (i = 0; i < ndim; ++i)
+        if (dims[i] != (unsigned long long)info[target].shape[i]) {
+          snprintf(err, err_size,
+                   "weight '%s' has size %llu in dimension %d in the file; the model reads %lld",
+                   key, dims[i], i, info[target].shape[i]);
+          return 1;
+        }
+      if (!have_offsets || begin > end || end > data_size ||
+          end - begin != info[target].bytes) {
+        snprintf(err, err_size,
+                 "weight '%s' spans bytes [%llu, %llu) of %llu data bytes; the model reads %llu "
+                 "(a truncated or damaged file)",
+                 key, begin, end, data_size, info[target].bytes);
+        return 1;
+      }
+      if (w[target]) {
+        snprintf(err, err_size, "weight '%s' appears twice in the file", key);
+        return 1;
+      }
+      w[target] = malloc(info[target].bytes ? (size_t)info[target].bytes : 1);
+      if (!w[target]) {
+        snprintf(err, err_size, "out of memory for weight '%s' (%llu bytes)", key,
+                 info[target].bytes);
+        return 1;
+      }
+      memcpy(w[target], data + begin, (size_t)info[target].bytes);
+      ++found;
+    } while (tg_eat(&j, ','));
+    if (!tg_eat(&j, '}')) goto malformed;
+  }
+  if (found < count)
+    for (k = 0; k < count; ++k)
+      if (!w[k]) {
+        snprintf(err, err_size, "weight '%s' is not in the file", info[k].name);
+        return 1;
+      }
+  return 0;
+malformed:
+  snprintf(err, err_size, "the safetensors header is malformed near byte %ld",
+           (long)(j.p - file));
+  return 1;
+}
+)C";
+
+/// The libm functions a kernel's C calls (none where its math is all decomposed): the exported
+/// file then needs -lm.
+inline void libm_calls(const std::string& src, std::set<std::string>& out) {
+  for (const char* f : {"sqrtf", "sqrt", "exp2f", "exp2", "log2f", "log2", "sinf", "sin", "truncf",
+                        "trunc", "powf", "pow", "fmaf", "fma"}) {
+    const std::string call = std::string(f) + "(";
+    for (std::size_t at = src.find(call); at != std::string::npos; at = src.find(call, at + 1)) {
+      const bool word =
+          at == 0 || !(std::isalnum(static_cast<unsigned char>(src[at - 1])) || src[at - 1] == '_');
+      const std::string_view rest = std::string_view(src).substr(at + call.size());
+      if (word && !rest.starts_with("float") && !rest.starts_with("double")) { // not the prelude
+        out.insert(f);
+        break;
+      }
+    }
+  }
+}
+
+/// The launcher: a kernel over [0, outer), split over threads where -D<PREFIX>_THREADS=N asks
+/// and the kernel is large (as the CPU device splits it).
+inline std::string c_launcher(const std::string& threads) {
+  return "\n/* ---- launches ---- */\n"
+         "typedef void (*tg_kernel)(void**, const long long*, long long, long long);\n"
+         "#if defined(" +
+         threads + ") && " + threads +
+         " > 1\n"
+         "#include <pthread.h>\n"
+         "typedef struct { tg_kernel fn; void** bufs; const long long* vars; long long start, "
+         "end; } tg_slice;\n"
+         "static void* tg_run_slice(void* a) {\n"
+         "  tg_slice* s = (tg_slice*)a;\n"
+         "  s->fn(s->bufs, s->vars, s->start, s->end);\n"
+         "  return 0;\n"
+         "}\n"
+         "#endif\n"
+         "static void tg_launch(tg_kernel fn, void** bufs, const long long* vars, long long "
+         "outer, long long work) {\n"
+         "#if defined(" +
+         threads + ") && " + threads +
+         " > 1\n"
+         "  if (work >= 32768 && outer > 1) {\n"
+         "    tg_slice s[" +
+         threads +
+         "];\n"
+         "    pthread_t t[" +
+         threads +
+         "];\n"
+         "    int n = outer < " +
+         threads + " ? (int)outer : " + threads + ", k, started[" + threads +
+         "];\n"
+         "    for (k = 0; k < n; ++k) {\n"
+         "      s[k].fn = fn; s[k].bufs = bufs; s[k].vars = vars;\n"
+         "      s[k].start = outer * k / n; s[k].end = outer * (k + 1) / n;\n"
+         "      started[k] = k > 0 && pthread_create(&t[k], 0, tg_run_slice, &s[k]) == 0;\n"
+         "      if (k > 0 && !started[k]) tg_run_slice(&s[k]);\n"
+         "    }\n"
+         "    tg_run_slice(&s[0]);\n"
+         "    for (k = 1; k < n; ++k)\n"
+         "      if (started[k]) pthread_join(t[k], 0);\n"
+         "    return;\n"
+         "  }\n"
+         "#endif\n"
+         "  (void)work;\n"
+         "  fn(bufs, vars, 0, outer);\n"
+         "}\n";
+}
+
+} // namespace detail
+
+/// Options of the `c` target (and of the targets built on its C).
+struct ExportCOptions {
+  std::string prefix = "model"; // names of the functions, the files and the model type
+  std::string weights_file;     // the .safetensors file the loader is documented to read
+  bool embed_weights = false;   // the weights' bytes in the source: <prefix>_create_embedded
+  bool iso_c = false; // plain loops in ISO C11 for any C compiler, not the CPU device's kernels
+                      // with GNU C vector types (GCC and Clang)
+};
+
+/// The exported C: the header's text and the source's.
+struct ExportedC {
+  std::string header, source;
+};
+
+/// The `c` target: the program's methods over the CPU device's kernels. `weights`: the bytes of
+/// the .safetensors file (embedded where the options ask).
+inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
+                          const std::vector<unsigned char>& weights) {
+  const std::string& P = o.prefix;
+  std::string upper;
+  for (char c : P) upper += char(std::toupper(static_cast<unsigned char>(c)));
+  Target target = Target::cpu();
+  target.cpu_passes = !o.iso_c;
+  ExportedC out;
+
+  // the weights the kernels read, in program order (their index in the model's table)
+  std::vector<int> table(prog.weights.size(), -1);
+  std::vector<const ExportedWeight*> read;
+  for (std::size_t k = 0; k < prog.weights.size(); ++k)
+    if (prog.weights[k].used) {
+      table[k] = int(read.size());
+      read.push_back(&prog.weights[k]);
+    }
+
+  std::string kernels, methods, api;
+  std::map<std::string, std::string> kernel_of; // source -> its function
+  std::set<std::string> libm;
+  std::int64_t arena = 0;
+  for (const ExportedMethod& m : prog.methods) {
+    const Graph& g = m.graph;
+    const Schedule s = schedule_graph(g, target);
+    const MemoryPlan mem = plan_buffers(g, s, m.keep);
+    // the arena: each temporary slot at its largest, 64-byte aligned
+    std::vector<std::int64_t> offset(mem.slot_bytes.size());
+    std::int64_t used = 0;
+    for (std::size_t k = 0; k < mem.slot_bytes.size(); ++k) {
+      offset[k] = used;
+      used += (mem.slot_bytes[k].max_value() + 63) / 64 * 64;
+    }
+    arena = std::max(arena, used);
+
+    // the signature: dims, inputs, outputs
+    std::string sig = "int " + P + "_" + m.name + "(" + P + "_model* m";
+    std::string doc = "/* " + m.name + "(";
+    for (const std::string& d : m.dims) sig += ", long long " + d;
+    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+      sig += ", const " + std::string(detail::export_c_type(m.inputs[i].dtype)) + "* " +
+             m.inputs[i].name;
+      doc += (i ? ", " : "") + m.inputs[i].name + ": " + dtype_name(m.inputs[i].dtype) +
+             detail::shape_text(m.input_shapes[i]);
+    }
+    doc += ") -> ";
+    for (std::size_t k = 0; k < m.outputs.size(); ++k) {
+      const Node& n = g[m.outputs[k]];
+      sig += ", " + std::string(detail::export_c_type(n.dtype)) + "* " + m.output_names[k];
+      doc += (k ? ", " : "") + m.output_names[k] + ": " + dtype_name(n.dtype) +
+             detail::shape_text(n.shape);
+    }
+    sig += ")";
+    doc += "\n   Returns 0, or 1 with the reason in " + P + "_error(m) (a dim out of bounds, a " +
+           "null pointer). */\n";
+    api += doc + sig + ";\n";
+
+    std::string body = sig + " {\n";
+    for (const std::string& d : m.dims) {
+      const ExportDim* dim = nullptr;
+      for (const ExportDim& x : prog.dims)
+        if (x.name == d) dim = &x;
+      body += "  if (" + d + " < " + std::to_string(dim->lo) + "LL || " + d + " > " +
+              std::to_string(dim->hi) + "LL) return tg_fail(m, \"" + m.name + ": " + d +
+              " = %lld is outside [" + std::to_string(dim->lo) + ", " + std::to_string(dim->hi) +
+              "]\", " + d + ");\n";
+    }
+    for (const ExportInput& in : m.inputs)
+      body += "  if (!" + in.name + ") return tg_fail(m, \"" + m.name + ": input " + in.name +
+              " is null\", 0);\n";
+    for (const std::string& name : m.output_names)
+      body += "  if (!" + name + ") return tg_fail(m, \"" + m.name + ": output " + name +
+              " is null\", 0);\n";
+    auto pointer = [&](int node) -> std::string {
+      const Node& n = g[node];
+      if (n.op == Op::Buffer) {
+        const ExportedBuffer& b = m.buffers[std::size_t(n.arg)];
+        if (b.kind == ExportedBuffer::Kind::Input)
+          return "(void*)" + m.inputs[std::size_t(b.index)].name;
+        return "m->w[" + std::to_string(table[std::size_t(b.index)]) + "]";
+      }
+      for (std::size_t k = 0; k < m.outputs.size(); ++k)
+        if (m.outputs[k] == node) return "(void*)" + m.output_names[k];
+      const int slot = mem.slot[std::size_t(node)];
+      if (slot < 0)
+        throw export_error("tg.export: method '" + m.name + "': node %" + std::to_string(node) +
+                           " has no buffer (an internal error of the export)");
+      return "(void*)(m->arena + " + std::to_string(offset[std::size_t(slot)]) + ")";
+    };
+    for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+      const Kernel& kern = s.kernels[k];
+      KernelCode code = compile_kernel(g, s, k, target);
+      const Program& p = code.program;
+      std::string src(code.source.view());
+      auto [it, fresh] = kernel_of.emplace(src, P + "_k" + std::to_string(kernel_of.size()));
+      if (fresh) {
+        detail::libm_calls(src, libm);
+        const std::string from = "void " + std::string(p.name.view()) + "(";
+        const std::size_t at = src.find(from);
+        if (at == std::string::npos)
+          throw export_error("tg.export: kernel " + std::string(p.name.view()) +
+                             " has no C function of its name (an internal error)");
+        kernels += "/* " + it->second + ": " + std::string(p.name.view()) + " */\n" +
+                   src.substr(0, at) + "static void " + it->second + "(" +
+                   src.substr(at + from.size()) + "\n";
+      }
+      body +=
+          "  { /* " + std::string(p.name.view()) + " */\n    void* b[] = {" + pointer(kern.root);
+      for (int in : kern.inputs) body += ", " + pointer(in);
+      body += "};\n    const long long v[] = {";
+      for (std::size_t i = 0; i < p.vars.size(); ++i)
+        body += (i ? ", " : "") + std::string(p.vars[i].name.view());
+      if (p.vars.empty()) body += "0";
+      body += "};\n";
+      body += "    if (" + detail::c_size(prod(g[kern.root].shape)) + " > 0) tg_launch(" +
+              it->second + ", b, v, " + detail::c_size(p.outer) + ", " + detail::c_size(p.work) +
+              ");\n  }\n";
+    }
+    body += "  return 0;\n}\n\n";
+    methods += body;
+  }
+
+  std::string needs;
+  for (const std::string& f : libm) needs += (needs.empty() ? "" : ", ") + f;
+  const std::string link = needs.empty() ? "no libm" : "link with -lm: the kernels call " + needs;
+
+  // ---- the header ----
+  std::string& h = out.header;
+  h += "/* " + P +
+       ".h: generated by tg::export_model (target c). The model's weights are read from a "
+       ".safetensors file" +
+       (o.weights_file.empty() ? "" : " (" + o.weights_file + ")") +
+       (o.embed_weights ? " or from the bytes embedded in " + P + ".c" : "") +
+       ".\n   A model object runs one method at a time; create one per thread.\n   Build: cc -O2 "
+       "-c " +
+       P + ".c (" + link + "). */\n";
+  h += "#ifndef " + upper + "_H\n#define " + upper +
+       "_H\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+       "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  h += "typedef struct " + P + "_model " + P + "_model;\n\n";
+  h += "/* Loads the weights from a .safetensors file: the model, or NULL with the reason in "
+       "error\n   (error_size bytes; error may be NULL). */\n";
+  h += P + "_model* " + P + "_create(const char* weights_path, char* error, size_t error_size);\n";
+  h += "/* The same from the file's bytes in memory (copied: they may be freed after). */\n";
+  h += P + "_model* " + P +
+       "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size);\n";
+  if (o.embed_weights)
+    h += "/* The same from the weights embedded in " + P + ".c. */\n" + P + "_model* " + P +
+         "_create_embedded(char* error, size_t error_size);\n";
+  h += "void " + P + "_destroy(" + P + "_model* m);\n";
+  h += "/* Why the last method call returned 1. */\nconst char* " + P + "_error(const " + P +
+       "_model* m);\n\n";
+  h += api;
+  h += "\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
+
+  // ---- the source ----
+  std::string& c = out.source;
+  c += "/* " + P +
+       ".c: generated by tg::export_model (target c): the kernels tg's CPU device runs for each "
+       "method,\n   and the code that loads the weights and calls them. Build: cc -O2 -c " +
+       P + ".c (" + link + "; -D" + upper +
+       "_THREADS=N -pthread: large kernels split over N threads). */\n";
+  c += "#include \"" + P +
+       ".h\"\n#include <stdarg.h>\n#include <stdio.h>\n#include "
+       "<stdlib.h>\n#include <string.h>\n";
+  c += "/* Float arithmetic as tg computes it (no contraction into fused multiply-adds) and\n"
+       "   integers that wrap: */\n"
+       "#if defined(__clang__)\n#pragma clang fp contract(off)\n"
+       "#elif defined(__GNUC__)\n#pragma GCC optimize(\"fp-contract=off\", \"wrapv\", "
+       "\"no-math-errno\")\n#endif\n\n";
+  c += kernels;
+  c += detail::c_loader;
+  c += detail::c_launcher(upper + "_THREADS");
+  c += "\n/* ---- the model ---- */\n";
+  c += "static const tg_weight_info tg_weights[" +
+       std::to_string(std::max<std::size_t>(read.size(), 1)) + "] = {\n";
+  for (const ExportedWeight* w : read) {
+    const Tensor& t = w->tensor;
+    if (t.ndim() > 8)
+      throw export_error("tg.export: weight '" + w->name + "' has " + std::to_string(t.ndim()) +
+                         " dimensions; the C loader reads at most 8");
+    c += "  {\"" + w->name + "\", \"" + safetensors::dtype_code(t.dtype()) + "\", " +
+         std::to_string(t.ndim()) + ", {";
+    for (int d = 0; d < t.ndim(); ++d)
+      c += (d ? ", " : "") + std::to_string(t.shape()[std::size_t(d)]);
+    if (t.ndim() == 0) c += "0";
+    c += "}, " + std::to_string(std::uint64_t(t.numel()) * std::uint64_t(itemsize(t.dtype()))) +
+         "ULL},\n";
+  }
+  if (read.empty()) c += "  {\"\", \"\", 0, {0}, 0}\n";
+  c += "};\n";
+  c += "#define TG_WEIGHTS " + std::to_string(read.size()) + "\n";
+  c += "struct " + P +
+       "_model {\n  void* w[TG_WEIGHTS + 1];\n  unsigned char* arena;\n"
+       "  char error[256];\n};\n";
+  c += "static int tg_fail(" + P +
+       "_model* m, const char* format, long long value) {\n"
+       "  snprintf(m->error, sizeof m->error, format, value);\n  return 1;\n}\n";
+  c += P + "_model* " + P +
+       "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size) {\n"
+       "  char scratch[256];\n"
+       "  " +
+       P + "_model* m = (" + P + "_model*)calloc(1, sizeof(" + P +
+       "_model));\n"
+       "  if (!error) {\n    error = scratch;\n    error_size = sizeof scratch;\n  }\n"
+       "  if (!m) {\n    snprintf(error, error_size, \"out of memory\");\n    return 0;\n  }\n"
+       "  if (tg_load_weights((const unsigned char*)bytes, size, tg_weights, TG_WEIGHTS, m->w, "
+       "error, error_size)) {\n    " +
+       P +
+       "_destroy(m);\n    return 0;\n  }\n"
+       "  m->arena = (unsigned char*)malloc(" +
+       std::to_string(std::max<std::int64_t>(arena, 64)) +
+       ");\n"
+       "  if (!m->arena) {\n    snprintf(error, error_size, \"out of memory for the arena (" +
+       std::to_string(arena) + " bytes)\");\n    " + P +
+       "_destroy(m);\n    return 0;\n  }\n"
+       "  return m;\n}\n";
+  c += P + "_model* " + P +
+       "_create(const char* weights_path, char* error, size_t error_size) {\n"
+       "  char scratch[256];\n  FILE* f;\n  long size;\n  unsigned char* bytes;\n  " +
+       P +
+       "_model* m;\n"
+       "  if (!error) {\n    error = scratch;\n    error_size = sizeof scratch;\n  }\n"
+       "  f = weights_path ? fopen(weights_path, \"rb\") : 0;\n"
+       "  if (!f) {\n    snprintf(error, error_size, \"cannot open the weights file %s\", "
+       "weights_path ? weights_path : \"(null)\");\n    return 0;\n  }\n"
+       "  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) "
+       "!= 0) {\n    fclose(f);\n    snprintf(error, error_size, \"cannot read %s\", "
+       "weights_path);\n    return 0;\n  }\n"
+       "  bytes = (unsigned char*)malloc(size ? (size_t)size : 1);\n"
+       "  if (!bytes || fread(bytes, 1, (size_t)size, f) != (size_t)size) {\n"
+       "    fclose(f);\n    free(bytes);\n    snprintf(error, error_size, \"cannot read %s\", "
+       "weights_path);\n    return 0;\n  }\n"
+       "  fclose(f);\n"
+       "  m = " +
+       P +
+       "_create_from_memory(bytes, (size_t)size, error, error_size);\n"
+       "  free(bytes);\n  return m;\n}\n";
+  if (o.embed_weights) {
+    c += "static const unsigned char tg_embedded[" +
+         std::to_string(std::max<std::size_t>(weights.size(), 1)) + "] = {";
+    for (std::size_t i = 0; i < weights.size(); ++i)
+      c += (i % 24 == 0 ? "\n  " : "") + std::to_string(int(weights[i])) + ",";
+    if (weights.empty()) c += "0";
+    c += "\n};\n" + P + "_model* " + P + "_create_embedded(char* error, size_t error_size) {\n" +
+         "  return " + P + "_create_from_memory(tg_embedded, " + std::to_string(weights.size()) +
+         ", error, error_size);\n}\n";
+  }
+  c += "void " + P + "_destroy(" + P +
+       "_model* m) {\n  int k;\n  if (!m) return;\n"
+       "  for (k = 0; k < TG_WEIGHTS; ++k) free(m->w[k]);\n  free(m->arena);\n  free(m);\n}\n";
+  c += "const char* " + P + "_error(const " + P + "_model* m) { return m ? m->error : \"\"; }\n\n";
+  c += methods;
+  return out;
+}
+
+} // namespace tg

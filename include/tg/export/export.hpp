@@ -1,0 +1,77 @@
+#pragma once
+// tg::export_model: a module (or free functions) and an ExportSpec become files that run the
+// methods where tg is not: the weights in one .safetensors file (the module's state_dict names,
+// and tg.constant.K for constants the methods make), beside each target's artifact. Exports are
+// deterministic: the same model and spec give byte-identical files.
+#include <filesystem>
+#include <fstream>
+
+#include "c.hpp"
+
+namespace tg {
+
+/// Options of tg::export_model.
+struct ExportOptions {
+  std::string prefix = "model"; // the artifact's files and function names (<prefix>_<method>)
+  bool embed_weights = false;   // the weights also in the source (small models)
+  bool iso_c = false; // c: plain ISO C11 loops for any C compiler (default: the CPU device's
+                      // kernels, GNU C vector types, for GCC and Clang)
+};
+
+/// What an export wrote: the paths of its files.
+struct ExportResult {
+  std::vector<std::string> files;
+};
+
+namespace detail {
+inline void write_export_file(const std::filesystem::path& path, std::string_view bytes,
+                              ExportResult& r) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+  if (!f) throw export_error("tg.export: cannot write " + path.string());
+  r.files.push_back(path.string());
+}
+
+inline ExportResult export_traced(const ExportedProgram& prog, const std::string& target,
+                                  const std::string& out_dir, const ExportOptions& o,
+                                  const std::source_location& loc) {
+  if (!is_identifier(o.prefix))
+    fail<export_error>("export", "prefix '" + o.prefix + "' is not an identifier", loc);
+  if (target != "c")
+    fail<export_error>("export", "no export target '" + target + "' (targets: c)", loc);
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec)
+    fail<export_error>("export", "cannot create the folder " + out_dir + ": " + ec.message(), loc);
+  StateDict named;
+  for (const ExportedWeight& w : prog.weights) named.insert(w.name, w.tensor);
+  const std::vector<unsigned char> weights =
+      safetensors::save(named, {{"format", "pt"}, {"producer", "tg::export_model"}});
+  ExportResult r;
+  const std::filesystem::path dir(out_dir);
+  const std::string weights_name = o.prefix + ".safetensors";
+  write_export_file(dir / weights_name,
+                    {reinterpret_cast<const char*>(weights.data()), weights.size()}, r);
+  ExportCOptions c{o.prefix, weights_name, o.embed_weights, o.iso_c};
+  ExportedC code = export_c(prog, c, weights);
+  write_export_file(dir / (o.prefix + ".h"), code.header, r);
+  write_export_file(dir / (o.prefix + ".c"), code.source, r);
+  return r;
+}
+} // namespace detail
+
+/// Exports the methods of `spec` over module m's weights as `target` ("c") into out_dir.
+inline ExportResult export_model(const nn::Module& m, const ExportSpec& spec,
+                                 const std::string& target, const std::string& out_dir,
+                                 const ExportOptions& o = {},
+                                 std::source_location loc = std::source_location::current()) {
+  return detail::export_traced(trace_export(&m, spec, loc), target, out_dir, o, loc);
+}
+/// The same for methods that are free functions (their weights: the constants they use).
+inline ExportResult export_model(const ExportSpec& spec, const std::string& target,
+                                 const std::string& out_dir, const ExportOptions& o = {},
+                                 std::source_location loc = std::source_location::current()) {
+  return detail::export_traced(trace_export(nullptr, spec, loc), target, out_dir, o, loc);
+}
+
+} // namespace tg

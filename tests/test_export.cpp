@@ -1,0 +1,470 @@
+// tg::export_model: the `c` target compiled with the system C compiler alone (cc, or TG_CC) and
+// run by a small C driver; its outputs compared with tg's own (the CPU device's kernels, bit for
+// bit where the CPU device renders the same kernels); determinism; and the errors, at export time
+// and in the exported loader. Without a C compiler the cases say so (and fail under CI=true).
+#include <doctest/doctest.h>
+#include <tg/export.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using tg::Tensor;
+
+namespace {
+
+std::string compiler() {
+  const char* cc = std::getenv("TG_CC");
+  return cc && *cc ? cc : "cc";
+}
+bool have_compiler() {
+  static const bool ok = std::system((compiler() + " --version > /dev/null 2>&1").c_str()) == 0;
+  if (!ok) {
+    MESSAGE("skipped: no C compiler " << compiler() << " (set TG_CC)");
+    const char* ci = std::getenv("CI");
+    CHECK_FALSE((ci && std::string(ci) == "true"));
+  }
+  return ok;
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path d = fs::path(TG_BINARY_DIR) / "export-test" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+void write_bytes(const fs::path& p, const void* data, std::size_t n) {
+  std::ofstream(p, std::ios::binary).write(static_cast<const char*>(data), std::streamsize(n));
+}
+/// Runs a shell command; its exit status, and its output in `out` (printed on a failure unless
+/// one is expected).
+int run(const std::string& cmd, std::string* out = nullptr, bool may_fail = false) {
+  const fs::path log = fs::path(TG_BINARY_DIR) / "export-test" / "last-command.log";
+  const int rc = std::system((cmd + " > " + log.string() + " 2>&1").c_str());
+  const std::string text = read_text(log);
+  if (out) *out = text;
+  if (rc != 0 && !may_fail) MESSAGE(cmd << "\n" << text);
+  return rc;
+}
+
+/// A C program over an exported model of prefix `net`: `drv WEIGHTS|embedded METHOD BATCH IN OUT`
+/// reads BATCH x NIN floats, calls net_<METHOD> and writes BATCH x NOUT floats; a failure prints
+/// the model's message and exits 2.
+const char* driver = R"C(
+#include "net.h"
+#ifndef NIN
+#define NIN 32
+#define NOUT 10
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char** argv) {
+  char err[256];
+  long long batch = atoll(argv[3]);
+  float* x = (float*)malloc(sizeof(float) * NIN * (batch > 0 ? batch : 1));
+  float* y = (float*)malloc(sizeof(float) * NOUT * (batch > 0 ? batch : 1));
+  FILE* f;
+  int rc;
+#ifdef EMBEDDED
+  net_model* m = strcmp(argv[1], "embedded") == 0 ? net_create_embedded(err, sizeof err)
+                                                    : net_create(argv[1], err, sizeof err);
+#else
+  net_model* m = net_create(argv[1], err, sizeof err);
+#endif
+  if (!m) {
+    printf("create: %s\n", err);
+    return 2;
+  }
+  f = fopen(argv[4], "rb");
+  if (!f || fread(x, sizeof(float), (size_t)(NIN * batch), f) != (size_t)(NIN * batch)) return 3;
+  fclose(f);
+  rc = strcmp(argv[2], "forward") == 0 ? net_forward(m, batch, x, y) : net_logits(m, batch, x, y);
+  if (rc) {
+    printf("%s: %s\n", argv[2], net_error(m));
+    return 2;
+  }
+  f = fopen(argv[5], "wb");
+  fwrite(y, sizeof(float), (size_t)(NOUT * batch), f);
+  fclose(f);
+  net_destroy(m);
+  free(x);
+  free(y);
+  return 0;
+}
+)C";
+
+struct Mlp {
+  tg::nn::Sequential net;
+  Mlp() : net(make()) {}
+  static tg::nn::Sequential make() {
+    tg::manual_seed(7);
+    return tg::nn::Sequential(tg::nn::Linear(32, 256), tg::nn::ReLU(), tg::nn::Linear(256, 10));
+  }
+  tg::ExportSpec spec() {
+    tg::ExportSpec s;
+    s.dim("batch", 1, 128);
+    s.method("forward", {{"x", tg::float32, {"batch", 32}}},
+             [this](const std::vector<Tensor>& in) { return net(in[0]).softmax(1); }, {"probs"});
+    s.method("logits", {{"x", tg::float32, {"batch", 32}}},
+             [this](const std::vector<Tensor>& in) { return net(in[0]); });
+    return s;
+  }
+};
+
+/// Builds the driver over the export in `dir` (extra: compiler flags); its path, or "" on failure.
+std::string build_driver(const fs::path& dir, const std::string& extra = "") {
+  write_bytes(dir / "drv.c", driver, std::strlen(driver));
+  const std::string cc = compiler() + " -O2 -std=c11 -Wall " + extra;
+  // the exported file alone first: it builds with `cc -O2 -c`
+  if (run("cd " + dir.string() + " && " + cc + " -c net.c -o net.o") != 0) return "";
+  if (run("cd " + dir.string() + " && " + cc + " drv.c net.o -lm -o drv") != 0) return "";
+  return (dir / "drv").string();
+}
+
+/// Runs method `method` of the driver on x; the outputs (empty with the message in `why` on
+/// failure).
+std::vector<float> call(const std::string& drv, const std::string& weights,
+                        const std::string& method, const Tensor& x, std::string* why = nullptr) {
+  const fs::path dir = fs::path(drv).parent_path();
+  std::vector<float> in = x.to_vector<float>();
+  write_bytes(dir / "x.bin", in.data(), in.size() * sizeof(float));
+  const std::string cmd = drv + " " + weights + " " + method + " " + std::to_string(x.shape()[0]) +
+                          " " + (dir / "x.bin").string() + " " + (dir / "y.bin").string();
+  std::string out;
+  if (run(cmd, &out, why != nullptr) != 0) {
+    if (why) *why = out;
+    return {};
+  }
+  const std::string bytes = read_text(dir / "y.bin");
+  std::vector<float> y(bytes.size() / sizeof(float));
+  std::memcpy(y.data(), bytes.data(), y.size() * sizeof(float));
+  return y;
+}
+
+/// Exported outputs against tg's: bit for bit where the CPU device renders the kernels the export
+/// does (its default target), else within float32 rounding.
+void same(const std::vector<float>& got, const Tensor& want) {
+  std::vector<float> w = want.to_vector<float>();
+  REQUIRE(got.size() == w.size());
+  const bool exact =
+      tg::device("CPU")->target().lower.tile_lanes == tg::Target::cpu().lower.tile_lanes;
+  int differ = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const bool ok = exact ? std::memcmp(&got[i], &w[i], sizeof(float)) == 0
+                          : std::fabs(got[i] - w[i]) <= 1e-5f * (1 + std::fabs(w[i]));
+    if (!ok && differ++ < 4) FAIL_CHECK("[" << i << "] " << got[i] << " vs tg's " << w[i]);
+  }
+  CHECK(differ == 0);
+}
+
+} // namespace
+
+TEST_CASE("export c: an MLP with a symbolic batch, two methods sharing its weights, equals tg") {
+  if (!have_compiler()) return;
+  Mlp m;
+  const fs::path dir = scratch("mlp");
+  tg::ExportResult r = tg::export_model(m.net, m.spec(), "c", dir.string(), {.prefix = "net"});
+  CHECK(r.files.size() == 3);
+  const std::string header = read_text(dir / "net.h");
+  CHECK(header.find("int net_forward(net_model* m, long long batch, const float* x, float* "
+                    "probs);") != std::string::npos);
+  CHECK(header.find("int net_logits(") != std::string::npos);
+  // the weights file is the module's state_dict, under its names
+  tg::StateDict saved = tg::safetensors::load_file((dir / "net.safetensors").string());
+  CHECK(saved.keys() == std::vector<std::string>{"0.bias", "0.weight", "2.bias", "2.weight"});
+
+  const std::string drv = build_driver(dir);
+  REQUIRE(!drv.empty());
+  const std::string weights = (dir / "net.safetensors").string();
+  tg::manual_seed(11);
+  for (std::int64_t batch : {1, 7, 128}) {
+    CAPTURE(batch);
+    Tensor x = tg::randn({batch, 32});
+    same(call(drv, weights, "forward", x), m.net(x).softmax(1));
+    same(call(drv, weights, "logits", x), m.net(x));
+  }
+  std::string why;
+  CHECK(call(drv, weights, "forward", tg::randn({129, 32}), &why).empty());
+  CHECK(why.find("forward: batch = 129 is outside [1, 128]") != std::string::npos);
+
+  // -DNET_THREADS=2: large kernels split over threads, the same results
+  const fs::path threaded = scratch("mlp-threads");
+  for (const char* f : {"net.h", "net.c", "net.safetensors"}) fs::copy(dir / f, threaded / f);
+  const std::string drv2 = build_driver(threaded, "-DNET_THREADS=2 -pthread");
+  REQUIRE(!drv2.empty());
+  Tensor x = tg::randn({128, 32});
+  same(call(drv2, weights, "forward", x), m.net(x).softmax(1));
+}
+
+struct Cnn : tg::nn::Module { // the demo's CNN (examples/fashion_mnist.cpp), in eval mode
+  tg::nn::Conv2d conv1{1, 16, 3, 1, 1}, conv2{16, 32, 3, 1, 1};
+  tg::nn::BatchNorm2d bn1{16}, bn2{32};
+  tg::nn::Linear fc1{32 * 7 * 7, 128}, fc2{128, 10};
+  Cnn() {
+    register_module("conv1", conv1);
+    register_module("bn1", bn1);
+    register_module("conv2", conv2);
+    register_module("bn2", bn2);
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = tg::nn::F::max_pool2d(bn1(conv1(x)).relu(), 2);
+    h = tg::nn::F::max_pool2d(bn2(conv2(h)).relu(), 2);
+    return fc2(fc1(h.flatten(1)).relu());
+  }
+};
+
+TEST_CASE("export c: the demo's CNN (convolutions, batch norm, pooling) equals tg") {
+  if (!have_compiler()) return;
+  tg::manual_seed(3);
+  Cnn cnn;
+  cnn.eval();
+  tg::ExportSpec spec;
+  spec.dim("batch", 1, 64)
+      .method("forward", {{"image", tg::float32, {"batch", 1, 28, 28}}},
+              [&](const std::vector<Tensor>& in) { return cnn(in[0]).softmax(1); });
+  spec.method("logits", {{"image", tg::float32, {"batch", 1, 28, 28}}},
+              [&](const std::vector<Tensor>& in) { return cnn(in[0]); });
+  const fs::path dir = scratch("cnn");
+  const auto t0 = std::chrono::steady_clock::now();
+  tg::export_model(cnn, spec, "c", dir.string(), {.prefix = "net"});
+  MESSAGE("CNN exported in "
+          << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+  const std::string drv = build_driver(dir, "-DNIN=784 -DNOUT=10");
+  REQUIRE(!drv.empty());
+  tg::manual_seed(14);
+  Tensor x = tg::rand({3, 1, 28, 28});
+  same(call(drv, (dir / "net.safetensors").string(), "forward", x), cnn(x).softmax(1));
+  same(call(drv, (dir / "net.safetensors").string(), "logits", x), cnn(x));
+}
+
+TEST_CASE("export c: weights embedded in the source") {
+  if (!have_compiler()) return;
+  Mlp m;
+  const fs::path dir = scratch("mlp-embedded");
+  tg::export_model(m.net, m.spec(), "c", dir.string(), {.prefix = "net", .embed_weights = true});
+  CHECK(read_text(dir / "net.h").find("net_create_embedded(char* error") != std::string::npos);
+  const std::string drv = build_driver(dir, "-DEMBEDDED");
+  REQUIRE(!drv.empty());
+  tg::manual_seed(12);
+  Tensor x = tg::randn({5, 32});
+  same(call(drv, "embedded", "logits", x), m.net(x));
+}
+
+TEST_CASE("export c: iso_c, plain loops that any C11 compiler takes") {
+  if (!have_compiler()) return;
+  Mlp m;
+  const fs::path dir = scratch("mlp-iso");
+  tg::export_model(m.net, m.spec(), "c", dir.string(), {.prefix = "net", .iso_c = true});
+  const std::string source = read_text(dir / "net.c");
+  CHECK(source.find("tg_f32x8 v") == std::string::npos); // no vector code
+  const std::string drv = build_driver(dir, "-pedantic-errors");
+  REQUIRE(!drv.empty());
+  tg::manual_seed(13);
+  Tensor x = tg::randn({9, 32});
+  same(call(drv, (dir / "net.safetensors").string(), "forward", x), m.net(x).softmax(1));
+}
+
+TEST_CASE("export: two exports of one model are byte-identical") {
+  Mlp m;
+  const fs::path a = scratch("same-a"), b = scratch("same-b");
+  tg::export_model(m.net, m.spec(), "c", a.string(), {.prefix = "net"});
+  Mlp again; // the same weights in new tensors
+  tg::export_model(again.net, again.spec(), "c", b.string(), {.prefix = "net"});
+  for (const char* f : {"net.h", "net.c", "net.safetensors"}) {
+    CAPTURE(f);
+    CHECK(read_text(a / f) == read_text(b / f));
+  }
+}
+
+TEST_CASE("export c: the loader refuses weights that do not match, naming the weight") {
+  if (!have_compiler()) return;
+  Mlp m;
+  const fs::path dir = scratch("mlp-bad-weights");
+  tg::export_model(m.net, m.spec(), "c", dir.string(), {.prefix = "net"});
+  const std::string drv = build_driver(dir);
+  REQUIRE(!drv.empty());
+  Tensor x = tg::randn({2, 32});
+  auto refused = [&](const fs::path& weights, const std::string& message) {
+    std::string why;
+    CHECK(call(drv, weights.string(), "logits", x, &why).empty());
+    CHECK_MESSAGE(why.find(message) != std::string::npos, why);
+  };
+  const std::string good = read_text(dir / "net.safetensors");
+  write_bytes(dir / "truncated.safetensors", good.data(), good.size() - 100);
+  refused(dir / "truncated.safetensors", "(a truncated or damaged file)");
+  write_bytes(dir / "short.safetensors", good.data(), 5);
+  refused(dir / "short.safetensors", "too short for a safetensors file");
+  refused(dir / "missing.safetensors", "cannot open the weights file");
+  std::string bad_header = good;
+  bad_header[8] = '[';
+  write_bytes(dir / "malformed.safetensors", bad_header.data(), bad_header.size());
+  refused(dir / "malformed.safetensors", "the safetensors header is malformed");
+
+  tg::StateDict sd = m.net.state_dict();
+  tg::StateDict other = sd;
+  other.insert("2.weight", tg::zeros({10, 255}));
+  tg::safetensors::save_file(other, (dir / "shape.safetensors").string());
+  refused(dir / "shape.safetensors", "weight '2.weight' has size 255 in dimension 1 in the file; "
+                                     "the model reads 256");
+  other = sd;
+  other.insert("0.bias", sd.at("0.bias").cast(tg::float64));
+  tg::safetensors::save_file(other, (dir / "dtype.safetensors").string());
+  refused(dir / "dtype.safetensors", "weight '0.bias' is F64 in the file; the model reads F32");
+  other = sd;
+  other.erase("2.bias");
+  tg::safetensors::save_file(other, (dir / "absent.safetensors").string());
+  refused(dir / "absent.safetensors", "weight '2.bias' is not in the file");
+}
+
+TEST_CASE("export: mistakes are export errors naming the method, the input and the call site") {
+  Mlp m;
+  auto fails = [](auto&& f, const std::string& message) {
+    try {
+      f();
+      FAIL("no error; expected: " << message);
+    } catch (const tg::export_error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(message) != std::string::npos, e.what());
+      CHECK_MESSAGE(std::string(e.what()).find("test_export.cpp") != std::string::npos, e.what());
+    }
+  };
+  auto id = [](const std::vector<Tensor>& in) { return in[0] * 2.0f; };
+  fails([] { tg::ExportSpec().dim("2x", 1, 4); }, "'2x' is not an identifier");
+  fails([] { tg::ExportSpec().dim("n", 5, 4); }, "bounds [5, 4]");
+  fails([&] { tg::ExportSpec().method("f", {{"x", tg::float32, {"batch"}}}, id); },
+        "method 'f', input 'x': size 'batch' is not a dim of the spec");
+  fails([&] { tg::ExportSpec().method("f", {{"x", tg::float32, {-1}}}, id); }, "size -1");
+  fails([&] { tg::ExportSpec().method("f", {}, id).method("f", {}, id); }, "'f' is declared twice");
+  fails([&] { tg::ExportSpec().method("f", {{"x", tg::float32, {2}}, {"x", tg::int32, {2}}}, id); },
+        "input 'x': the name is used twice");
+
+  const fs::path dir = scratch("errors");
+  // the model refuses what the spec gives it: its own error, with the method and its inputs
+  tg::ExportSpec rank;
+  rank.dim("batch", 1, 8)
+      .method("forward", {{"x", tg::float32, {"batch", 31}}},
+              [&](const std::vector<Tensor>& in) { return m.net(in[0]); });
+  fails([&] { tg::export_model(m.net, rank, "c", dir.string()); },
+        "method 'forward' (x: float32[batch, 31])");
+  // a value read on the host inside a method
+  tg::ExportSpec host;
+  host.method("f", {{"x", tg::float32, {4}}},
+              [](const std::vector<Tensor>& in) { return in[0] * in[0].sum().item<float>(); });
+  fails([&] { tg::export_model(host, "c", dir.string()); },
+        "method 'f' computes a value from its inputs before it returns");
+  tg::ExportSpec read_input;
+  read_input.method("f", {{"x", tg::float32, {4}}}, [](const std::vector<Tensor>& in) {
+    return in[0] * in[0].to_vector<float>()[0];
+  });
+  fails([&] { tg::export_model(read_input, "c", dir.string()); },
+        "reads an input's value on the host");
+  // a method that uses the batch's value: one export would serve that batch alone
+  tg::ExportSpec baked;
+  baked.dim("batch", 1, 8)
+      .method("f", {{"x", tg::float32, {"batch", 4}}},
+              [](const std::vector<Tensor>& in) { return in[0] / float(in[0].size(0)); });
+  fails([&] { tg::export_model(baked, "c", dir.string()); },
+        "method 'f' builds a different graph for batch = 8 and 7");
+  tg::ExportSpec ok;
+  ok.method("f", {{"x", tg::float32, {4}}}, id);
+  fails([&] { tg::export_model(ok, "metal", dir.string()); }, "no export target 'metal'");
+  fails([&] { tg::export_model(ok, "c", dir.string(), {.prefix = "my-model"}); },
+        "prefix 'my-model' is not an identifier");
+  fails([&] { tg::export_model(tg::ExportSpec(), "c", dir.string()); }, "the spec has no method");
+}
+
+TEST_CASE("export c: bit for bit as the reference interpreter computes the same graph") {
+  if (!have_compiler()) return;
+  // an MLP over explicit tensors, so that the same function runs on INTERP too
+  tg::manual_seed(21);
+  const Tensor w1 = tg::randn({32, 64}), b1 = tg::randn({64}), w2 = tg::randn({64, 10});
+  auto mlp = [](const Tensor& x, const Tensor& a, const Tensor& b, const Tensor& c) {
+    return (x.matmul(a) + b).relu().matmul(c).softmax(1);
+  };
+  tg::ExportSpec spec;
+  spec.dim("batch", 1, 16)
+      .method("forward", {{"x", tg::float32, {"batch", 32}}},
+              [&](const std::vector<Tensor>& in) { return mlp(in[0], w1, b1, w2); });
+  for (bool iso : {false, true}) {
+    CAPTURE(iso);
+    const fs::path dir = scratch(iso ? "exact-iso" : "exact");
+    tg::export_model(spec, "c", dir.string(), {.prefix = "net", .iso_c = iso});
+    const char* fwd = "#define net_logits net_forward\n";
+    write_bytes(dir / "alias.h", fwd, std::strlen(fwd));
+    const std::string drv = build_driver(dir, "-include alias.h");
+    REQUIRE(!drv.empty());
+    Tensor x = tg::randn({5, 32});
+    std::vector<float> got = call(drv, (dir / "net.safetensors").string(), "forward", x);
+    std::vector<float> want =
+        mlp(x.to("INTERP"), w1.to("INTERP"), b1.to("INTERP"), w2.to("INTERP")).to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("export c: free functions, constants, an output that is an input, several outputs") {
+  if (!have_compiler()) return;
+  const std::vector<float> table = {0.5f, -1.0f, 2.0f, 4.0f};
+  tg::ExportSpec spec;
+  spec.dim("n", 0, 16)
+      .method("f", {{"x", tg::float32, {"n", 4}}, {"k", tg::int32, {4}}},
+              [&](const std::vector<Tensor>& in) {
+                Tensor c = Tensor::from_data(table, {4}); // a constant: tg.constant.0
+                return std::vector<Tensor>{in[0] * c + in[1].cast(tg::float32), in[1],
+                                           in[0].sum(0)};
+              },
+              {"y", "k_out", "colsum"});
+  const fs::path dir = scratch("free");
+  tg::export_model(spec, "c", dir.string(), {.prefix = "fn"});
+  CHECK(tg::safetensors::load_file((dir / "fn.safetensors").string()).keys() ==
+        std::vector<std::string>{"tg.constant.0"});
+  const char* drv = R"C(
+#include "fn.h"
+#include <stdio.h>
+int main(void) {
+  float x[12], y[12], colsum[4];
+  int32_t k[4] = {1, 2, 3, -4}, k_out[4];
+  int i;
+  fn_model* m = fn_create("fn.safetensors", 0, 0);
+  for (i = 0; i < 12; ++i) x[i] = (float)i * 0.25f;
+  if (!m || fn_f(m, 3, x, k, y, k_out, colsum)) return 2;
+  for (i = 0; i < 12; ++i) printf("%a ", y[i]);
+  for (i = 0; i < 4; ++i) printf("%d %a ", k_out[i], colsum[i]);
+  if (fn_f(m, 0, x, k, y, k_out, colsum)) return 3; /* an empty batch */
+  fn_destroy(m);
+  return 0;
+}
+)C";
+  write_bytes(dir / "drv.c", drv, std::strlen(drv));
+  std::string out;
+  REQUIRE(run("cd " + dir.string() + " && " + compiler() +
+                  " -O2 -std=c11 -Wall drv.c fn.c -lm -o drv && ./drv",
+              &out) == 0);
+  std::vector<float> xs(12);
+  for (int i = 0; i < 12; ++i) xs[std::size_t(i)] = float(i) * 0.25f;
+  Tensor x = Tensor::from_data(xs, {3, 4}),
+         k = Tensor::from_data(std::vector<int>{1, 2, 3, -4}, {4});
+  std::vector<float> y =
+      (x * Tensor::from_data(table, {4}) + k.cast(tg::float32)).to_vector<float>();
+  std::vector<float> colsum = x.sum(0).to_vector<float>();
+  std::string want;
+  char buf[64];
+  for (float v : y) want += (std::snprintf(buf, sizeof buf, "%a ", double(v)), buf);
+  const int ks[4] = {1, 2, 3, -4};
+  for (int i = 0; i < 4; ++i)
+    want += (std::snprintf(buf, sizeof buf, "%d %a ", ks[i], double(colsum[std::size_t(i)])), buf);
+  CHECK(out == want);
+}
