@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <tg/export.hpp>
 
+#include "../examples/fashion_mnist_models.hpp"
 #include "ratios.hpp"
 
 namespace {
@@ -19,8 +20,7 @@ namespace fs = std::filesystem;
 using tg::Tensor;
 
 struct Mlp {
-  tg::nn::Sequential net{tg::nn::Linear(784, 256), tg::nn::ReLU(), tg::nn::Linear(256, 128),
-                         tg::nn::ReLU(), tg::nn::Linear(128, 10)};
+  fashion_mnist::MLP net;
 };
 Mlp& mlp() {
   static Mlp m;
@@ -106,27 +106,8 @@ void tg_mlp_symbolic(benchmark::State& st) {
 }
 BENCHMARK(tg_mlp_symbolic)->Arg(1)->Arg(128)->Unit(benchmark::kMicrosecond);
 
-struct Cnn : tg::nn::Module { // the demo's CNN (examples/fashion_mnist.cpp)
-  tg::nn::Conv2d conv1{1, 16, 3, 1, 1}, conv2{16, 32, 3, 1, 1};
-  tg::nn::BatchNorm2d bn1{16}, bn2{32};
-  tg::nn::Linear fc1{32 * 7 * 7, 128}, fc2{128, 10};
-  Cnn() {
-    register_module("conv1", conv1);
-    register_module("bn1", bn1);
-    register_module("conv2", conv2);
-    register_module("bn2", bn2);
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor h = tg::nn::F::max_pool2d(bn1(conv1(x)).relu(), 2);
-    h = tg::nn::F::max_pool2d(bn2(conv2(h)).relu(), 2);
-    return fc2(fc1(h.flatten(1)).relu());
-  }
-};
-
 void export_cnn(benchmark::State& st) {
-  Cnn cnn;
+  fashion_mnist::CNN cnn;
   cnn.eval();
   tg::ExportSpec spec;
   spec.dim("batch", 1, 256)

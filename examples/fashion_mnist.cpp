@@ -17,6 +17,8 @@
 // system without a loadable zlib.
 #include <tg/tg.hpp>
 
+#include "fashion_mnist_models.hpp"
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -119,37 +121,9 @@ Dataset load_split(const std::string& dir, const std::string& prefix) {
   return d;
 }
 
-// ---- models ----------------------------------------------------------------------------------
-struct MLP : nn::Module {
-  nn::Linear fc1{784, 256}, fc2{256, 128}, fc3{128, 10};
-  MLP() {
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-    register_module("fc3", fc3);
-  }
-  Tensor forward(const Tensor& x) override { return fc3(fc2(fc1(x.flatten(1)).relu()).relu()); }
-  std::string type_name() const override { return "MLP"; }
-};
-
-struct CNN : nn::Module {
-  nn::Conv2d conv1{1, 16, 3, 1, 1}, conv2{16, 32, 3, 1, 1};
-  nn::BatchNorm2d bn1{16}, bn2{32};
-  nn::Linear fc1{32 * 7 * 7, 128}, fc2{128, 10};
-  CNN() {
-    register_module("conv1", conv1);
-    register_module("bn1", bn1);
-    register_module("conv2", conv2);
-    register_module("bn2", bn2);
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor h = F::max_pool2d(bn1(conv1(x)).relu(), 2); // [N, 16, 14, 14]
-    h = F::max_pool2d(bn2(conv2(h)).relu(), 2);        // [N, 32, 7, 7]
-    return fc2(fc1(h.flatten(1)).relu());
-  }
-  std::string type_name() const override { return "CNN"; }
-};
+// ---- models: examples/fashion_mnist_models.hpp -------------------------------------------------
+using fashion_mnist::CNN;
+using fashion_mnist::MLP;
 
 // ---- training --------------------------------------------------------------------------------
 struct Options {

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 #include <tg/export.hpp>
 
+#include "../examples/fashion_mnist_models.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -208,29 +210,10 @@ TEST_CASE("export c: an MLP with a symbolic batch, two methods sharing its weigh
   same(call(drv2, weights, "forward", x), m.net(x).softmax(1));
 }
 
-struct Cnn : tg::nn::Module { // the demo's CNN (examples/fashion_mnist.cpp), in eval mode
-  tg::nn::Conv2d conv1{1, 16, 3, 1, 1}, conv2{16, 32, 3, 1, 1};
-  tg::nn::BatchNorm2d bn1{16}, bn2{32};
-  tg::nn::Linear fc1{32 * 7 * 7, 128}, fc2{128, 10};
-  Cnn() {
-    register_module("conv1", conv1);
-    register_module("bn1", bn1);
-    register_module("conv2", conv2);
-    register_module("bn2", bn2);
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor h = tg::nn::F::max_pool2d(bn1(conv1(x)).relu(), 2);
-    h = tg::nn::F::max_pool2d(bn2(conv2(h)).relu(), 2);
-    return fc2(fc1(h.flatten(1)).relu());
-  }
-};
-
 TEST_CASE("export c: the demo's CNN (convolutions, batch norm, pooling) equals tg") {
   if (!have_compiler()) return;
   tg::manual_seed(3);
-  Cnn cnn;
+  fashion_mnist::CNN cnn;
   cnn.eval();
   tg::ExportSpec spec;
   spec.dim("batch", 1, 64)
