@@ -19,35 +19,10 @@ namespace detail {
 
 /// The C type of a dtype in the exported API (16-bit floats as their bits).
 inline const char* export_c_type(DType t) {
-  switch (t) {
-  case DType::Bool:
-    return "bool";
-  case DType::Int8:
-    return "int8_t";
-  case DType::Int16:
-    return "int16_t";
-  case DType::Int32:
-    return "int32_t";
-  case DType::Int64:
-    return "int64_t";
-  case DType::UInt8:
-    return "uint8_t";
-  case DType::UInt16:
-    return "uint16_t";
-  case DType::UInt32:
-    return "uint32_t";
-  case DType::UInt64:
-    return "uint64_t";
-  case DType::Float16:
-    return "uint16_t";
-  case DType::BFloat16:
-    return "uint16_t";
-  case DType::Float32:
-    return "float";
-  case DType::Float64:
-    return "double";
-  }
-  return "void";
+  constexpr const char* names[dtype_count] = {
+      "bool",     "int8_t",   "int16_t",  "int32_t",  "int64_t", "uint8_t", "uint16_t",
+      "uint32_t", "uint64_t", "uint16_t", "uint16_t", "float",   "double"};
+  return names[int(t)];
 }
 
 /// A size as a C expression of the dims (long long).
@@ -56,8 +31,6 @@ inline std::string c_size(const SInt& d) {
   write_sint(t, d);
   return d.is_const() ? std::string(t.view()) + "LL" : "(" + std::string(t.view()) + ")";
 }
-
-inline std::string shape_text(const Shape& s) { return shape_str(s); }
 
 /// The safetensors loader of every exported C file: parses the header (JSON), checks each
 /// expected weight's dtype, shape and extent, and copies it into memory of its own.
@@ -393,14 +366,14 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
       sig += ", const " + std::string(detail::export_c_type(m.inputs[i].dtype)) + "* " +
              m.inputs[i].name;
       doc += (i ? ", " : "") + m.inputs[i].name + ": " + dtype_name(m.inputs[i].dtype) +
-             detail::shape_text(m.input_shapes[i]);
+             detail::shape_str(m.input_shapes[i]);
     }
     doc += ") -> ";
     for (std::size_t k = 0; k < m.outputs.size(); ++k) {
       const Node& n = g[m.outputs[k]];
       sig += ", " + std::string(detail::export_c_type(n.dtype)) + "* " + m.output_names[k];
       doc += (k ? ", " : "") + m.output_names[k] + ": " + dtype_name(n.dtype) +
-             detail::shape_text(n.shape);
+             detail::shape_str(n.shape);
     }
     sig += ")";
     doc += "\n   Returns 0, or 1 with the reason in " + P + "_error(m) (a dim out of bounds, a " +

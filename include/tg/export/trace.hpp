@@ -61,13 +61,18 @@ public:
   }
 };
 
+inline const std::shared_ptr<ExportPlaceholders>& export_placeholders() {
+  static const auto d = std::make_shared<ExportPlaceholders>();
+  return d;
+}
+
 /// Runs method m on placeholders and builds its graph; each dim is bound to its upper bound,
 /// less `below` (within its bounds).
 inline ExportedMethod trace_method(const ExportSpec& spec, const ExportMethod& m,
                                    const std::string& device,
                                    std::map<const Buffer*, int>& weight_of,
                                    std::vector<ExportedWeight>& weights, std::int64_t below = 0) {
-  static const auto placeholders = std::make_shared<ExportPlaceholders>();
+  const auto& placeholders = export_placeholders();
   ExportedMethod out;
   out.name = m.name;
   out.inputs = m.inputs;
@@ -212,9 +217,9 @@ inline ExportedProgram trace_export(const nn::Module* m, const ExportSpec& spec,
     std::map<const Buffer*, int> weight_of2 = weight_of;
     std::vector<ExportedWeight> weights2 = p.weights;
     ExportedMethod again = detail::trace_method(spec, method, device, weight_of2, weights2, 1);
-    static const auto none = std::make_shared<detail::ExportPlaceholders>();
-    if (detail::plan_key(first.graph, first.keep, *none) !=
-        detail::plan_key(again.graph, again.keep, *none)) {
+    const Device& any = *detail::export_placeholders(); // (a plan key names a device)
+    if (detail::plan_key(first.graph, first.keep, any) !=
+        detail::plan_key(again.graph, again.keep, any)) {
       std::string dims;
       for (const std::string& d : first.dims)
         dims += (dims.empty() ? "" : ", ") + d + " = " + std::to_string(spec.find_dim(d)->hi) +
