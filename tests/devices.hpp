@@ -154,12 +154,17 @@ inline const std::vector<std::string>& test_devices() {
   static const std::vector<std::string> list = [] {
     setenv("TG_VULKAN_VALIDATION", "1", 0);
     // TG_TEST_DEVICES=CPU,VULKAN: only those are opened (a device that is not wanted is not even
-    // probed, so its driver is never loaded)
+    // probed, so its driver is never loaded); TG_TEST_DEVICES=-VULKAN: every device but those
     const char* only = std::getenv("TG_TEST_DEVICES");
-    const std::string wanted = only && *only ? std::string(",") + only + "," : "";
+    const bool but = only && *only == '-';
+    std::string wanted = only && *only ? std::string(",") + only + "," : "";
+    if (but)
+      for (std::size_t at; (at = wanted.find(",-")) != std::string::npos;) wanted.erase(at + 1, 1);
     auto want = [&](const std::string& d) {
-      if (wanted.empty() || wanted.find("," + d + ",") != std::string::npos) return true;
-      std::printf("tg tests: device %s skipped: not in TG_TEST_DEVICES=%s\n", d.c_str(), only);
+      const bool named = wanted.find("," + d + ",") != std::string::npos;
+      if (wanted.empty() || named != but) return true;
+      std::printf("tg tests: device %s skipped: %s TG_TEST_DEVICES=%s\n", d.c_str(),
+                  but ? "excluded by" : "not in", only);
       return false;
     };
     std::vector<std::string> out;
@@ -167,7 +172,7 @@ inline const std::vector<std::string>& test_devices() {
       if (want(d)) out.push_back(d);
     bool cuda = false;
     std::vector<std::string> names;
-    if (wanted.empty()) {
+    if (wanted.empty() || but) {
       for (const tg::DeviceInfo& d : tg::devices()) names.push_back(d.name);
     } else {
       for (std::size_t i = 1, j; (j = wanted.find(',', i)) != std::string::npos; i = j + 1)
@@ -175,6 +180,7 @@ inline const std::vector<std::string>& test_devices() {
     }
     for (const std::string& name : names) {
       if (name == "CPU" || name == "INTERP" || name == "NVRTC" || name.empty()) continue;
+      if (but && !want(name)) continue;
       try {
         tg::device(name);
         out.push_back(name);
@@ -182,7 +188,7 @@ inline const std::vector<std::string>& test_devices() {
       } catch (const std::exception& e) {
         std::printf("tg tests: device %s skipped: %s\n", name.c_str(), e.what());
         const char* ci = std::getenv("CI");
-        if (!wanted.empty() && ci && std::string(ci) == "true") { // asked for by name, in CI
+        if (!wanted.empty() && !but && ci && std::string(ci) == "true") { // named, in CI
           std::printf("tg tests: TG_TEST_DEVICES names %s, which must open under CI=true\n",
                       name.c_str());
           std::exit(1);
