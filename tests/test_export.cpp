@@ -1,9 +1,12 @@
 // tg::export_model: the `c` target compiled with the system C compiler alone (cc, or TG_CC) and
 // run by a small C driver; its outputs compared with tg's own (the CPU device's kernels, bit for
-// bit where the CPU device renders the same kernels); determinism; and the errors, at export time
-// and in the exported loader. Without a C compiler the cases say so (and fail under CI=true).
+// bit where the CPU device renders the same kernels); the `json` target run by
+// tg::load_exported; determinism; and the errors, at export time and in the exported loaders.
+// Without a C compiler the cases say so (and fail under CI=true).
 #include <doctest/doctest.h>
 #include <tg/export.hpp>
+#include <tg/vulkan.hpp>
+#include <tg/webgpu.hpp>
 
 #include "../examples/fashion_mnist_models.hpp"
 
@@ -261,13 +264,109 @@ TEST_CASE("export c: iso_c, plain loops that any C11 compiler takes") {
   same(call(drv, (dir / "net.safetensors").string(), "forward", x), m.net(x).softmax(1));
 }
 
+/// Outputs of a GPU's kernels against tg's CPU ones: float32 rounding apart.
+void near(const std::vector<float>& got, const Tensor& want, float atol) {
+  std::vector<float> w = want.to_vector<float>();
+  REQUIRE(got.size() == w.size());
+  int differ = 0;
+  for (std::size_t i = 0; i < w.size(); ++i)
+    if (!(std::fabs(got[i] - w[i]) <= atol + 1e-4f * std::fabs(w[i])) && differ++ < 4)
+      FAIL_CHECK("[" << i << "] " << got[i] << " vs tg's " << w[i]);
+  CHECK(differ == 0);
+}
+
+/// Whether device `name` opens here.
+bool has_device(const std::string& name) {
+  for (const tg::DeviceInfo& d : tg::devices())
+    if (d.name == name) return d.available;
+  return false;
+}
+
+TEST_CASE("export json: the program reloaded by tg::load_exported computes tg's outputs") {
+  Mlp m;
+  const fs::path dir = scratch("mlp-json");
+  tg::ExportOptions o{.prefix = "net"};
+  o.json_dialects = {"c", "wgsl", "glsl"};
+  tg::ExportResult r = tg::export_model(m.net, m.spec(), "json", dir.string(), o);
+  CHECK(r.files.size() == 2);
+  const std::string doc = read_text(dir / "net.json");
+  CHECK(doc.find("\"format\": \"tg.export.v1\"") != std::string::npos);
+  CHECK(doc.find("\"shape\": [\"batch\", 10]") != std::string::npos);
+  CHECK(doc.find("\"dialect\": \"wgsl\"") != std::string::npos);
+  CHECK(doc.find("@compute") != std::string::npos);
+  CHECK(doc.find("#version") != std::string::npos);
+  tg::manual_seed(15);
+  std::vector<std::string> devices = {"CPU"};
+  for (const char* d : {"WEBGPU", "VULKAN"})
+    if (has_device(d)) devices.push_back(d);
+  for (const std::string& dev : devices) {
+    CAPTURE(dev);
+    tg::ExportedModel e = tg::load_exported((dir / "net.json").string(), dev);
+    CHECK(e.methods() == std::vector<std::string>{"forward", "logits"});
+    for (std::int64_t batch : {1, 7}) {
+      CAPTURE(batch);
+      Tensor x = tg::randn({batch, 32});
+      std::vector<Tensor> y = e.run("logits", {x});
+      REQUIRE(y.size() == 1);
+      CHECK(y[0].device() == dev);
+      if (dev == "CPU") {
+        same(y[0].to_vector<float>(), m.net(x));
+        same(e.run("forward", {x})[0].to_vector<float>(), m.net(x).softmax(1));
+      } else { // a GPU's kernels: float32 rounding apart
+        near(y[0].to_vector<float>(), m.net(x), 1e-5f);
+        near(e.run("forward", {x})[0].to_vector<float>(), m.net(x).softmax(1), 1e-6f);
+      }
+    }
+  }
+  // the errors: inputs, dims, devices, weights
+  tg::ExportedModel e = tg::load_exported((dir / "net.json").string(), "CPU");
+  auto fails = [](auto&& f, const std::string& message) {
+    try {
+      f();
+      FAIL("no error; expected: " << message);
+    } catch (const tg::export_error& x) {
+      CHECK_MESSAGE(std::string(x.what()).find(message) != std::string::npos, x.what());
+    }
+  };
+  fails([&] { e.run("predict", {tg::randn({2, 32})}); }, "no method 'predict' (methods: forward, "
+                                                         "logits)");
+  fails([&] { e.run("logits", {tg::randn({2, 31})}); },
+        "logits: input 'x' has size 31 in dimension 1; the method takes 32");
+  fails([&] { e.run("logits", {tg::randn({129, 32})}); },
+        "logits: batch = 129 is outside [1, 128]");
+  fails([&] { e.run("logits", {tg::randn({2, 32}).cast(tg::float64)}); },
+        "logits: input 'x' is float64; the method takes float32");
+  fails([&] { e.run("logits", {}); }, "logits: takes 1 inputs, got 0");
+  fails([&] { tg::load_exported((dir / "net.json").string(), "INTERP"); },
+        "device INTERP runs tg's own IR");
+  tg::StateDict other = m.net.state_dict();
+  other.insert("2.weight", tg::zeros({10, 255}));
+  tg::safetensors::save_file(other, (dir / "shape.safetensors").string());
+  fails(
+      [&] {
+        tg::load_exported((dir / "net.json").string(), "CPU", (dir / "shape.safetensors").string());
+      },
+      "weight '2.weight' is float32[10, 255] in the file; the program reads float32[10, 256]");
+  const std::string cut = doc.substr(0, doc.size() / 2);
+  write_bytes(dir / "cut.json", cut.data(), cut.size());
+  fails([&] { tg::load_exported((dir / "cut.json").string(), "CPU"); }, "cut.json: invalid JSON");
+  tg::ExportOptions c_only{.prefix = "net"};
+  c_only.json_dialects = {"c"};
+  tg::export_model(m.net, m.spec(), "json", (dir / "c-only").string(), c_only);
+  if (has_device("WEBGPU"))
+    fails([&] { tg::load_exported((dir / "c-only" / "net.json").string(), "WEBGPU"); },
+          "device WEBGPU compiles wgsl and the document holds the program in c");
+}
+
 TEST_CASE("export: two exports of one model are byte-identical") {
   Mlp m;
   const fs::path a = scratch("same-a"), b = scratch("same-b");
   tg::export_model(m.net, m.spec(), "c", a.string(), {.prefix = "net"});
   Mlp again; // the same weights in new tensors
   tg::export_model(again.net, again.spec(), "c", b.string(), {.prefix = "net"});
-  for (const char* f : {"net.h", "net.c", "net.safetensors"}) {
+  tg::export_model(m.net, m.spec(), "json", a.string(), {.prefix = "net"});
+  tg::export_model(again.net, again.spec(), "json", b.string(), {.prefix = "net"});
+  for (const char* f : {"net.h", "net.c", "net.safetensors", "net.json"}) {
     CAPTURE(f);
     CHECK(read_text(a / f) == read_text(b / f));
   }

@@ -21,6 +21,9 @@ packages=(
   # The WEBGPU device's Dawn (from npm, below) opens Mesa's GL through the unversioned libEGL.so
   # and runs on llvmpipe's GL ES driver (named here, as apt may skip them as recommendations).
   libegl-dev libegl-mesa0 libgl1-mesa-dri libgles2
+  # tg::export_model's wasm target: Debian's clang (14) and wasm-ld build the exported C for
+  # wasm32-wasi against wasi-libc, with the compiler-rt builtins of that target.
+  clang lld wasi-libc libclang-rt-14-dev-wasm32
 )
 # WebGPU's Dawn comes from npm (below), so node and npm from Debian where the machine has none.
 if ! command -v npm > /dev/null; then

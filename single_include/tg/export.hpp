@@ -33,6 +33,16 @@
 // large kernels as the CPU device does.
 #include <set>
 
+// ---- tg/export/plan.hpp ----
+#ifndef TG_SI_TG_EXPORT_PLAN_HPP
+#define TG_SI_TG_EXPORT_PLAN_HPP
+// The second step of an export, shared by every target: each traced method scheduled, planned and
+// compiled for one Target by the pass list the devices run (schedule_graph, plan_buffers,
+// compile_kernel), as a list of launches over named buffers. Kernels with the same source are
+// kept once. A target then writes this plan in its own language: C calls, a JSON document, a
+// JavaScript host.
+#include <map>
+
 // ---- tg/export/trace.hpp ----
 #ifndef TG_SI_TG_EXPORT_TRACE_HPP
 #define TG_SI_TG_EXPORT_TRACE_HPP
@@ -42,7 +52,6 @@
 // input of the method or a weight: a tensor of the module's state_dict under its name, or a
 // constant the method made (tg.constant.K). The targets schedule these graphs with the pass list
 // the devices run, so an exported kernel is a kernel tg launches.
-#include <map>
 
 // ---- tg/export/spec.hpp ----
 #ifndef TG_SI_TG_EXPORT_SPEC_HPP
@@ -104,8 +113,12 @@ public:
   /// A symbolic size `name` in [lo, hi] (lo >= 0).
   ExportSpec& dim(const std::string& name, std::int64_t lo, std::int64_t hi,
                   Loc loc = Loc::current()) {
-    if (!detail::is_identifier(name))
-      fail("dim", "'" + name + "' is not an identifier (letters, digits and _)", loc);
+    if (!detail::is_identifier(name) || name.size() > 23)
+      fail("dim",
+           "'" + name +
+               "' is not an identifier of at most 23 characters (letters, digits "
+               "and _)",
+           loc);
     if (find_dim(name)) fail("dim", "'" + name + "' is declared twice", loc);
     if (lo < 0 || hi < lo || hi >= (std::int64_t(1) << 31))
       fail("dim",
@@ -405,6 +418,101 @@ inline ExportedProgram trace_export(const nn::Module* m, const ExportSpec& spec,
 
 } // namespace tg
 #endif // TG_SI_TG_EXPORT_TRACE_HPP
+
+namespace tg {
+
+/// A buffer a launch binds: input or output `index` of its method, weight `index` of the plan's
+/// weight table, or temporary `index` of its method.
+struct ExportRef {
+  enum class Kind : std::uint8_t { Input, Output, Weight, Temp } kind = Kind::Input;
+  int index = 0;
+};
+
+/// One launch of a method: kernel `kernel` of the plan over `buffers` (its output first, as the
+/// kernel's parameters), skipped where its output has no element (`numel` is 0).
+struct ExportLaunch {
+  int kernel = 0;
+  std::vector<ExportRef> buffers;
+  SInt numel;
+};
+
+/// A method as a target runs it: its temporaries (bytes, expressions of the dims) and launches.
+struct ExportMethodPlan {
+  std::vector<SInt> temp_bytes;
+  std::vector<ExportLaunch> launches;
+};
+
+/// A traced program compiled for one target.
+struct ExportPlan {
+  Target target;
+  std::vector<KernelCode> kernels;       // distinct sources, in first-use order
+  std::vector<ExportMethodPlan> methods; // per method of the program
+  std::vector<int> weights;              // the program's weights the kernels read, in its order
+};
+
+/// The WebGPU target every export writes for: the limits every WebGPU adapter has (256
+/// invocations per work-group, 8 storage buffers per stage), not this machine's device.
+inline Target export_wgsl_target(bool f16 = false) {
+  GpuOptions launch;
+  launch.local = launch.max_local = 256;
+  Target t = Target::wgsl(launch, f16);
+  t.fuse.max_inputs = 7;
+  return t;
+}
+
+/// Compiles every method of `prog` for `target`.
+inline ExportPlan plan_export(const ExportedProgram& prog, const Target& target) {
+  ExportPlan plan;
+  plan.target = target;
+  std::vector<int> table(prog.weights.size(), -1);
+  for (std::size_t k = 0; k < prog.weights.size(); ++k)
+    if (prog.weights[k].used) {
+      table[k] = int(plan.weights.size());
+      plan.weights.push_back(int(k));
+    }
+  std::map<std::string, int> kernel_of; // source and sizes -> its index
+  for (const ExportedMethod& m : prog.methods) {
+    const Graph& g = m.graph;
+    const Schedule s = schedule_graph(g, target);
+    const MemoryPlan mem = plan_buffers(g, s, m.keep);
+    ExportMethodPlan mp;
+    mp.temp_bytes = mem.slot_bytes;
+    auto ref = [&](int node) -> ExportRef {
+      const Node& n = g[node];
+      if (n.op == Op::Buffer) {
+        const ExportedBuffer& b = m.buffers[std::size_t(n.arg)];
+        if (b.kind == ExportedBuffer::Kind::Input) return {ExportRef::Kind::Input, b.index};
+        return {ExportRef::Kind::Weight, table[std::size_t(b.index)]};
+      }
+      for (std::size_t k = 0; k < m.outputs.size(); ++k)
+        if (m.outputs[k] == node) return {ExportRef::Kind::Output, int(k)};
+      const int slot = mem.slot[std::size_t(node)];
+      if (slot < 0)
+        throw export_error("tg.export: method '" + m.name + "': node %" + std::to_string(node) +
+                           " has no buffer (an internal error of the export)");
+      return {ExportRef::Kind::Temp, slot};
+    };
+    for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+      const Kernel& kern = s.kernels[k];
+      KernelCode code = compile_kernel(g, s, k, target);
+      Text key; // (the launch sizes too: a C kernel's outer loop bound is its caller's)
+      key << code.source.view() << '\n';
+      detail::write_sint(key, code.program.outer);
+      key << ' ';
+      detail::write_sint(key, code.program.work);
+      auto [it, fresh] = kernel_of.emplace(std::string(key.view()), int(kernel_of.size()));
+      if (fresh) plan.kernels.push_back(std::move(code));
+      ExportLaunch l{it->second, {ref(kern.root)}, prod(g[kern.root].shape)};
+      for (int in : kern.inputs) l.buffers.push_back(ref(in));
+      mp.launches.push_back(std::move(l));
+    }
+    plan.methods.push_back(std::move(mp));
+  }
+  return plan;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_EXPORT_PLAN_HPP
 
 namespace tg {
 
@@ -723,31 +831,33 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   for (char c : P) upper += char(std::toupper(static_cast<unsigned char>(c)));
   Target target = Target::cpu();
   target.cpu_passes = !o.iso_c;
+  const ExportPlan plan = plan_export(prog, target);
   ExportedC out;
 
-  // the weights the kernels read, in program order (their index in the model's table)
-  std::vector<int> table(prog.weights.size(), -1);
-  std::vector<const ExportedWeight*> read;
-  for (std::size_t k = 0; k < prog.weights.size(); ++k)
-    if (prog.weights[k].used) {
-      table[k] = int(read.size());
-      read.push_back(&prog.weights[k]);
-    }
-
   std::string kernels, methods, api;
-  std::map<std::string, std::string> kernel_of; // source -> its function
   std::set<std::string> libm;
+  for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+    const std::string src(plan.kernels[k].source.view()), name(plan.kernels[k].program.name.view());
+    detail::libm_calls(src, libm);
+    const std::string from = "void " + name + "(";
+    const std::size_t at = src.find(from);
+    if (at == std::string::npos)
+      throw export_error("tg.export: kernel " + name +
+                         " has no C function of its name (an internal error)");
+    kernels += "/* " + P + "_k" + std::to_string(k) + ": " + name + " */\n" + src.substr(0, at) +
+               "static void " + P + "_k" + std::to_string(k) + "(" + src.substr(at + from.size()) +
+               "\n";
+  }
   std::int64_t arena = 0;
-  for (const ExportedMethod& m : prog.methods) {
-    const Graph& g = m.graph;
-    const Schedule s = schedule_graph(g, target);
-    const MemoryPlan mem = plan_buffers(g, s, m.keep);
-    // the arena: each temporary slot at its largest, 64-byte aligned
-    std::vector<std::int64_t> offset(mem.slot_bytes.size());
+  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
+    const ExportedMethod& m = prog.methods[mi];
+    const ExportMethodPlan& mp = plan.methods[mi];
+    // the arena: each temporary at its largest, 64-byte aligned
+    std::vector<std::int64_t> offset(mp.temp_bytes.size());
     std::int64_t used = 0;
-    for (std::size_t k = 0; k < mem.slot_bytes.size(); ++k) {
+    for (std::size_t k = 0; k < mp.temp_bytes.size(); ++k) {
       offset[k] = used;
-      used += (mem.slot_bytes[k].max_value() + 63) / 64 * 64;
+      used += (mp.temp_bytes[k].max_value() + 63) / 64 * 64;
     }
     arena = std::max(arena, used);
 
@@ -763,7 +873,7 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
     }
     doc += ") -> ";
     for (std::size_t k = 0; k < m.outputs.size(); ++k) {
-      const Node& n = g[m.outputs[k]];
+      const Node& n = m.graph[m.outputs[k]];
       sig += ", " + std::string(detail::export_c_type(n.dtype)) + "* " + m.output_names[k];
       doc += (k ? ", " : "") + m.output_names[k] + ": " + dtype_name(n.dtype) +
              detail::shape_str(n.shape);
@@ -789,50 +899,32 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
     for (const std::string& name : m.output_names)
       body += "  if (!" + name + ") return tg_fail(m, \"" + m.name + ": output " + name +
               " is null\", 0);\n";
-    auto pointer = [&](int node) -> std::string {
-      const Node& n = g[node];
-      if (n.op == Op::Buffer) {
-        const ExportedBuffer& b = m.buffers[std::size_t(n.arg)];
-        if (b.kind == ExportedBuffer::Kind::Input)
-          return "(void*)" + m.inputs[std::size_t(b.index)].name;
-        return "m->w[" + std::to_string(table[std::size_t(b.index)]) + "]";
+    auto pointer = [&](const ExportRef& r) -> std::string {
+      switch (r.kind) {
+      case ExportRef::Kind::Input:
+        return "(void*)" + m.inputs[std::size_t(r.index)].name;
+      case ExportRef::Kind::Output:
+        return "(void*)" + m.output_names[std::size_t(r.index)];
+      case ExportRef::Kind::Weight:
+        return "m->w[" + std::to_string(r.index) + "]";
+      case ExportRef::Kind::Temp:
+        break;
       }
-      for (std::size_t k = 0; k < m.outputs.size(); ++k)
-        if (m.outputs[k] == node) return "(void*)" + m.output_names[k];
-      const int slot = mem.slot[std::size_t(node)];
-      if (slot < 0)
-        throw export_error("tg.export: method '" + m.name + "': node %" + std::to_string(node) +
-                           " has no buffer (an internal error of the export)");
-      return "(void*)(m->arena + " + std::to_string(offset[std::size_t(slot)]) + ")";
+      return "(void*)(m->arena + " + std::to_string(offset[std::size_t(r.index)]) + ")";
     };
-    for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-      const Kernel& kern = s.kernels[k];
-      KernelCode code = compile_kernel(g, s, k, target);
-      const Program& p = code.program;
-      std::string src(code.source.view());
-      auto [it, fresh] = kernel_of.emplace(src, P + "_k" + std::to_string(kernel_of.size()));
-      if (fresh) {
-        detail::libm_calls(src, libm);
-        const std::string from = "void " + std::string(p.name.view()) + "(";
-        const std::size_t at = src.find(from);
-        if (at == std::string::npos)
-          throw export_error("tg.export: kernel " + std::string(p.name.view()) +
-                             " has no C function of its name (an internal error)");
-        kernels += "/* " + it->second + ": " + std::string(p.name.view()) + " */\n" +
-                   src.substr(0, at) + "static void " + it->second + "(" +
-                   src.substr(at + from.size()) + "\n";
-      }
-      body +=
-          "  { /* " + std::string(p.name.view()) + " */\n    void* b[] = {" + pointer(kern.root);
-      for (int in : kern.inputs) body += ", " + pointer(in);
+    for (const ExportLaunch& l : mp.launches) {
+      const Program& p = plan.kernels[std::size_t(l.kernel)].program;
+      body += "  { /* " + std::string(p.name.view()) + " */\n    void* b[] = {";
+      for (std::size_t i = 0; i < l.buffers.size(); ++i)
+        body += (i ? ", " : "") + pointer(l.buffers[i]);
       body += "};\n    const long long v[] = {";
       for (std::size_t i = 0; i < p.vars.size(); ++i)
         body += (i ? ", " : "") + std::string(p.vars[i].name.view());
       if (p.vars.empty()) body += "0";
       body += "};\n";
-      body += "    if (" + detail::c_size(prod(g[kern.root].shape)) + " > 0) tg_launch(" +
-              it->second + ", b, v, " + detail::c_size(p.outer) + ", " + detail::c_size(p.work) +
-              ");\n  }\n";
+      body += "    if (" + detail::c_size(l.numel) + " > 0) tg_launch(" + P + "_k" +
+              std::to_string(l.kernel) + ", b, v, " + detail::c_size(p.outer) + ", " +
+              detail::c_size(p.work) + ");\n  }\n";
     }
     body += "  return 0;\n}\n\n";
     methods += body;
@@ -891,8 +983,9 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   c += detail::c_launcher(upper + "_THREADS");
   c += "\n/* ---- the model ---- */\n";
   c += "static const tg_weight_info tg_weights[" +
-       std::to_string(std::max<std::size_t>(read.size(), 1)) + "] = {\n";
-  for (const ExportedWeight* w : read) {
+       std::to_string(std::max<std::size_t>(plan.weights.size(), 1)) + "] = {\n";
+  for (int k : plan.weights) {
+    const ExportedWeight* w = &prog.weights[std::size_t(k)];
     const Tensor& t = w->tensor;
     if (t.ndim() > 8)
       throw export_error("tg.export: weight '" + w->name + "' has " + std::to_string(t.ndim()) +
@@ -905,9 +998,9 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
     c += "}, " + std::to_string(std::uint64_t(t.numel()) * std::uint64_t(itemsize(t.dtype()))) +
          "ULL},\n";
   }
-  if (read.empty()) c += "  {\"\", \"\", 0, {0}, 0}\n";
+  if (plan.weights.empty()) c += "  {\"\", \"\", 0, {0}, 0}\n";
   c += "};\n";
-  c += "#define TG_WEIGHTS " + std::to_string(read.size()) + "\n";
+  c += "#define TG_WEIGHTS " + std::to_string(plan.weights.size()) + "\n";
   c += "struct " + P +
        "_model {\n  void* w[TG_WEIGHTS + 1];\n  unsigned char* arena;\n"
        "  char error[256];\n};\n";
@@ -975,6 +1068,674 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
 } // namespace tg
 #endif // TG_SI_TG_EXPORT_C_HPP
 
+// ---- tg/export/load.hpp ----
+#ifndef TG_SI_TG_EXPORT_LOAD_HPP
+#define TG_SI_TG_EXPORT_LOAD_HPP
+// tg::load_exported: a program the json target wrote, run by tg again on one of its devices:
+// the kernels of the dialect the device compiles (c on CPU, wgsl on WEBGPU, glsl on VULKAN, cuda
+// on CUDA), launched in the document's order over the weights of its .safetensors file. It checks
+// what a runtime of the user's own would have to: the inputs' dtypes and shapes against each
+// method's, the dims against their bounds, the weights' names, dtypes and shapes.
+
+// ---- tg/export/json.hpp ----
+#ifndef TG_SI_TG_EXPORT_JSON_HPP
+#define TG_SI_TG_EXPORT_JSON_HPP
+// The `json` export target: the whole program as one JSON document, for a runtime of the user's
+// own or for tg::load_exported. It names the dims with their bounds, the weights (read from the
+// .safetensors file beside it), each method's inputs and outputs with dtypes and shapes, and, per
+// dialect, the compiled program: the kernels (source, parameter dtypes, launch sizes) and each
+// method's temporaries and launches. A size is an integer or an expression of the dims: terms
+// joined by '+', each an integer and dim names joined by '*' ("10*batch", "batch*batch+-1").
+
+namespace tg {
+
+namespace detail {
+
+/// The export targets of each dialect the json target writes.
+inline Target export_dialect_target(const std::string& dialect) {
+  if (dialect == "c") return Target::cpu();
+  if (dialect == "wgsl") return export_wgsl_target();
+  GpuOptions launch;
+  launch.local = launch.max_local = 256;
+  if (dialect == "glsl") return Target::glsl(launch);
+  if (dialect == "cuda") return Target::cuda(launch);
+  throw export_error("tg.export: no dialect '" + dialect + "' (dialects: c, wgsl, glsl, cuda)");
+}
+
+inline void json_size(std::string& out, const SInt& s) {
+  Text t;
+  write_sint(t, s);
+  if (s.is_const())
+    out += t.view();
+  else
+    safetensors::json::quote(out, t.view());
+}
+
+inline void json_shape(std::string& out, const Shape& shape) {
+  out += '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    json_size(out, shape[i]);
+  }
+  out += ']';
+}
+
+inline void json_field(std::string& out, const char* key, std::string_view value) {
+  out += '"';
+  out += key;
+  out += "\": ";
+  safetensors::json::quote(out, value);
+}
+
+} // namespace detail
+
+/// The program as a JSON document, with its compiled form in each of `dialects` ("c", "wgsl",
+/// "glsl", "cuda").
+inline std::string export_json(const ExportedProgram& prog, const std::string& weights_file,
+                               const std::vector<std::string>& dialects) {
+  using safetensors::json::quote;
+  std::string j = "{\n  \"format\": \"tg.export.v1\",\n  ";
+  detail::json_field(j, "weights_file", weights_file);
+  j += ",\n  \"dims\": [";
+  for (std::size_t i = 0; i < prog.dims.size(); ++i) {
+    const ExportDim& d = prog.dims[i];
+    j += std::string(i ? ", " : "") + "{";
+    detail::json_field(j, "name", d.name);
+    j += ", \"lo\": " + std::to_string(d.lo) + ", \"hi\": " + std::to_string(d.hi) + "}";
+  }
+  j += "],\n  \"weights\": [";
+  bool first = true;
+  for (const ExportedWeight& w : prog.weights) {
+    if (!w.used) continue;
+    j += std::string(first ? "\n    {" : ",\n    {");
+    first = false;
+    detail::json_field(j, "name", w.name);
+    j += ", ";
+    detail::json_field(j, "dtype", dtype_name(w.tensor.dtype()));
+    j += ", \"shape\": ";
+    detail::json_shape(j, w.tensor.sym_shape());
+    j += "}";
+  }
+  j += "],\n  \"methods\": [";
+  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
+    const ExportedMethod& m = prog.methods[mi];
+    j += std::string(mi ? ",\n    {" : "\n    {");
+    detail::json_field(j, "name", m.name);
+    j += ", \"dims\": [";
+    for (std::size_t i = 0; i < m.dims.size(); ++i) {
+      if (i) j += ", ";
+      quote(j, m.dims[i]);
+    }
+    j += "],\n     \"inputs\": [";
+    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+      j += std::string(i ? ", " : "") + "{";
+      detail::json_field(j, "name", m.inputs[i].name);
+      j += ", ";
+      detail::json_field(j, "dtype", dtype_name(m.inputs[i].dtype));
+      j += ", \"shape\": ";
+      detail::json_shape(j, m.input_shapes[i]);
+      j += "}";
+    }
+    j += "],\n     \"outputs\": [";
+    for (std::size_t k = 0; k < m.outputs.size(); ++k) {
+      const Node& n = m.graph[m.outputs[k]];
+      j += std::string(k ? ", " : "") + "{";
+      detail::json_field(j, "name", m.output_names[k]);
+      j += ", ";
+      detail::json_field(j, "dtype", dtype_name(n.dtype));
+      j += ", \"shape\": ";
+      detail::json_shape(j, n.shape);
+      j += "}";
+    }
+    j += "]}";
+  }
+  j += "],\n  \"programs\": [";
+  for (std::size_t di = 0; di < dialects.size(); ++di) {
+    const ExportPlan plan = plan_export(prog, detail::export_dialect_target(dialects[di]));
+    j += std::string(di ? ",\n    {" : "\n    {");
+    detail::json_field(j, "dialect", dialects[di]);
+    j += ",\n     \"kernels\": [";
+    for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+      const Program& p = plan.kernels[k].program;
+      j += std::string(k ? ",\n      {" : "\n      {");
+      detail::json_field(j, "name", p.name.view());
+      j += ", \"params\": [";
+      for (std::size_t i = 0; i < p.params.size(); ++i) {
+        if (i) j += ", ";
+        quote(j, dtype_name(p.params[i]));
+      }
+      j += "], \"vars\": [";
+      for (std::size_t i = 0; i < p.vars.size(); ++i) {
+        if (i) j += ", ";
+        quote(j, p.vars[i].name.view());
+      }
+      j += "], \"outer\": ";
+      detail::json_size(j, p.outer);
+      j += ", \"work\": ";
+      detail::json_size(j, p.work);
+      j += ", \"local\": " + std::to_string(p.local) +
+           ", \"grouped\": " + (p.grouped ? "true" : "false") +
+           ", \"items_per_outer\": " + std::to_string(p.items_per_outer) +
+           ", \"per_thread\": " + std::to_string(p.per_thread) + ",\n       ";
+      detail::json_field(j, "source", plan.kernels[k].source.view());
+      j += "}";
+    }
+    j += "],\n     \"methods\": [";
+    for (std::size_t mi = 0; mi < plan.methods.size(); ++mi) {
+      const ExportMethodPlan& mp = plan.methods[mi];
+      j += std::string(mi ? ",\n      {" : "\n      {");
+      detail::json_field(j, "name", prog.methods[mi].name);
+      j += ", \"temporaries\": [";
+      for (std::size_t t = 0; t < mp.temp_bytes.size(); ++t) {
+        if (t) j += ", ";
+        detail::json_size(j, mp.temp_bytes[t]);
+      }
+      j += "],\n       \"launches\": [";
+      for (std::size_t li = 0; li < mp.launches.size(); ++li) {
+        const ExportLaunch& l = mp.launches[li];
+        j += std::string(li ? ",\n        " : "\n        ") +
+             "{\"kernel\": " + std::to_string(l.kernel) + ", \"buffers\": [";
+        for (std::size_t b = 0; b < l.buffers.size(); ++b) {
+          constexpr const char* kinds[] = {"input", "output", "weight", "temp"};
+          j += std::string(b ? ", " : "") + "[\"" + kinds[int(l.buffers[b].kind)] + "\", " +
+               std::to_string(l.buffers[b].index) + "]";
+        }
+        j += "], \"numel\": ";
+        detail::json_size(j, l.numel);
+        j += "}";
+      }
+      j += "]}";
+    }
+    j += "]}";
+  }
+  j += "]\n}\n";
+  return j;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_EXPORT_JSON_HPP
+
+namespace tg {
+
+namespace detail {
+
+/// A size of the document ("10*batch+3", or a number) for the given dim values.
+inline std::int64_t eval_export_size(const std::string& expr,
+                                     const std::map<std::string, std::int64_t>& dims) {
+  std::int64_t sum = 0;
+  std::size_t at = 0;
+  while (at <= expr.size()) {
+    std::size_t plus = expr.find('+', at);
+    if (plus == std::string::npos) plus = expr.size();
+    std::int64_t term = 1;
+    std::size_t f = at;
+    while (f < plus) {
+      std::size_t star = std::min(expr.find('*', f), plus);
+      const std::string factor = expr.substr(f, star - f);
+      if (factor.empty()) throw export_error("tg.load_exported: malformed size '" + expr + "'");
+      if (std::isdigit(static_cast<unsigned char>(factor[0])) || factor[0] == '-') {
+        std::size_t used = 0;
+        std::int64_t v = 0;
+        try {
+          v = std::stoll(factor, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != factor.size())
+          throw export_error("tg.load_exported: malformed size '" + expr + "'");
+        term *= v;
+      } else {
+        auto d = dims.find(factor);
+        if (d == dims.end())
+          throw export_error("tg.load_exported: size '" + expr + "' names '" + factor +
+                             "', which is not a dim of the program");
+        term *= d->second;
+      }
+      f = star + 1;
+    }
+    sum += term;
+    at = plus + 1;
+  }
+  return sum;
+}
+
+/// A size of the document as a symbolic size over the program's dims (a kernel's launch sizes).
+inline SInt parse_export_size(const std::string& expr, const std::vector<ExportDim>& dims) {
+  SInt sum = 0;
+  std::size_t at = 0;
+  while (at <= expr.size()) {
+    std::size_t plus = expr.find('+', at);
+    if (plus == std::string::npos) plus = expr.size();
+    SInt term = 1;
+    for (std::size_t f = at; f < plus;) {
+      std::size_t star = std::min(expr.find('*', f), plus);
+      const std::string factor = expr.substr(f, star - f);
+      auto d = std::find_if(dims.begin(), dims.end(),
+                            [&](const ExportDim& x) { return x.name == factor; });
+      if (d != dims.end())
+        term = term * sym(d->name, d->lo, d->hi, d->hi);
+      else
+        term = term * SInt(eval_export_size(factor, {}));
+      f = star + 1;
+    }
+    sum = sum + term;
+    at = plus + 1;
+  }
+  return sum;
+}
+
+/// t as a tensor of its own contiguous buffer on its device.
+inline Tensor as_buffer(Tensor t) {
+  t = t.contiguous();
+  t.realize();
+  if (t.lazy()->op != Op::Buffer) {
+    t = Tensor::make(Op::Contiguous, t.dtype(), t.sym_shape(), {t.lazy()}, t.device());
+    t.realize();
+  }
+  return t;
+}
+
+inline DType dtype_named(const std::string& name) {
+  for (int i = 0; i < dtype_count; ++i)
+    if (name == dtype_name(DType(i))) return DType(i);
+  throw export_error("tg.load_exported: unknown dtype '" + name + "'");
+}
+
+} // namespace detail
+
+/// An exported program loaded by tg (tg::load_exported): call its methods with run().
+class ExportedModel {
+public:
+  struct IO {
+    std::string name;
+    DType dtype = DType::Float32;
+    std::vector<std::string> shape; // sizes: integers or expressions of the dims
+  };
+  struct Method {
+    std::string name;
+    std::vector<IO> inputs, outputs;
+    std::vector<std::string> temporaries; // bytes
+    std::vector<ExportLaunch> launches;   // (numel unused: numel_expr)
+    std::vector<std::string> numel_expr;
+  };
+
+  /// The methods' names, in the document's order.
+  std::vector<std::string> methods() const {
+    std::vector<std::string> out;
+    for (const Method& m : methods_) out.push_back(m.name);
+    return out;
+  }
+  const std::string& device() const { return device_; }
+
+  /// Runs `method` on `inputs` (in the method's order; moved to the model's device): its outputs.
+  std::vector<Tensor> run(const std::string& method, const std::vector<Tensor>& inputs) const {
+    auto mi = std::find_if(methods_.begin(), methods_.end(),
+                           [&](const Method& m) { return m.name == method; });
+    if (mi == methods_.end()) {
+      std::string names;
+      for (const Method& m : methods_) names += (names.empty() ? "" : ", ") + m.name;
+      throw export_error("tg.load_exported: no method '" + method + "' (methods: " + names + ")");
+    }
+    const Method& m = *mi;
+    const std::string where = "tg.load_exported: " + m.name + ": ";
+    if (inputs.size() != m.inputs.size())
+      throw export_error(where + "takes " + std::to_string(m.inputs.size()) + " inputs, got " +
+                         std::to_string(inputs.size()));
+    // the dims, from the inputs' shapes
+    std::map<std::string, std::int64_t> dims;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const IO& io = m.inputs[i];
+      const Tensor& x = inputs[i];
+      const std::string what = where + "input '" + io.name + "' ";
+      if (x.dtype() != io.dtype)
+        throw export_error(what + "is " + dtype_name(x.dtype()) + "; the method takes " +
+                           dtype_name(io.dtype));
+      if (std::size_t(x.ndim()) != io.shape.size())
+        throw export_error(what + "has " + std::to_string(x.ndim()) + " dimensions; the method " +
+                           "takes " + std::to_string(io.shape.size()));
+      for (std::size_t d = 0; d < io.shape.size(); ++d) {
+        const std::string& s = io.shape[d];
+        const std::int64_t n = x.shape()[d];
+        if (std::isdigit(static_cast<unsigned char>(s[0]))) {
+          if (n != detail::eval_export_size(s, {}))
+            throw export_error(what + "has size " + std::to_string(n) + " in dimension " +
+                               std::to_string(d) + "; the method takes " + s);
+          continue;
+        }
+        auto [it, fresh] = dims.emplace(s, n);
+        if (!fresh && it->second != n)
+          throw export_error(what + "has " + s + " = " + std::to_string(n) + " in dimension " +
+                             std::to_string(d) + ", where an earlier one has " + s + " = " +
+                             std::to_string(it->second));
+      }
+    }
+    for (const ExportDim& d : dims_) {
+      auto it = dims.find(d.name);
+      if (it != dims.end() && (it->second < d.lo || it->second > d.hi))
+        throw export_error(where + d.name + " = " + std::to_string(it->second) + " is outside [" +
+                           std::to_string(d.lo) + ", " + std::to_string(d.hi) + "]");
+    }
+    const std::shared_ptr<Device> dev = tg::device(device_);
+    std::vector<Tensor> in, out;
+    for (const Tensor& x : inputs) in.push_back(detail::as_buffer(x.to(device_)));
+    for (const IO& io : m.outputs) {
+      Shape shape;
+      for (const std::string& s : io.shape) shape.push_back(detail::eval_export_size(s, dims));
+      out.push_back(detail::as_buffer(Tensor::full_on(shape, 0, io.dtype, device_)));
+    }
+    std::vector<std::shared_ptr<Buffer>> temps;
+    for (const std::string& bytes : m.temporaries)
+      temps.push_back(std::make_shared<Buffer>(
+          dev, DType::UInt8, std::max<std::int64_t>(detail::eval_export_size(bytes, dims), 1)));
+    for (std::size_t li = 0; li < m.launches.size(); ++li) {
+      const ExportLaunch& l = m.launches[li];
+      if (detail::eval_export_size(m.numel_expr[li], dims) <= 0) continue;
+      std::vector<void*> bufs;
+      for (const ExportRef& r : l.buffers) {
+        const std::size_t k = std::size_t(r.index);
+        switch (r.kind) {
+        case ExportRef::Kind::Input:
+          bufs.push_back(in.at(k).lazy()->buffer->ptr);
+          break;
+        case ExportRef::Kind::Output:
+          bufs.push_back(out.at(k).lazy()->buffer->ptr);
+          break;
+        case ExportRef::Kind::Weight:
+          bufs.push_back(weights_.at(k).lazy()->buffer->ptr);
+          break;
+        case ExportRef::Kind::Temp:
+          bufs.push_back(temps.at(k)->ptr);
+          break;
+        }
+      }
+      const Program& p = kernels_.at(std::size_t(l.kernel)).program;
+      std::vector<std::int64_t> vars;
+      for (const Var& v : p.vars) vars.push_back(dims.at(std::string(v.name.view())));
+      runners_.at(std::size_t(l.kernel))->run(bufs, vars);
+    }
+    return out;
+  }
+
+private:
+  friend ExportedModel load_exported(const std::string&, const std::string&, const std::string&);
+  std::string device_;
+  std::vector<ExportDim> dims_;
+  std::vector<Tensor> weights_;
+  std::vector<KernelCode> kernels_;
+  std::vector<std::shared_ptr<Runner>> runners_;
+  std::vector<Method> methods_;
+};
+
+/// Loads a program the json target wrote (`json_path`), to run on `device` (by default tg's
+/// default device), with its weights from `weights_path` (by default the document's weights_file,
+/// beside it).
+inline ExportedModel load_exported(const std::string& json_path, const std::string& device = "",
+                                   const std::string& weights_path = "") {
+  namespace fs = std::filesystem;
+  const std::string where = "tg.load_exported: " + json_path + ": ";
+  std::ifstream f(json_path, std::ios::binary);
+  if (!f) throw export_error(where + "cannot open the file");
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+
+  ExportedModel model;
+  model.device_ = device.empty() ? default_device() : device;
+  const std::shared_ptr<Device> dev = tg::device(model.device_);
+  const Dialect want = dev->target().dialect;
+  const char* dialect = want == Dialect::C      ? "c"
+                        : want == Dialect::Wgsl ? "wgsl"
+                        : want == Dialect::Glsl ? "glsl"
+                        : want == Dialect::Cuda ? "cuda"
+                                                : "";
+  if (!*dialect)
+    throw export_error(where + "device " + model.device_ +
+                       " runs tg's own IR, which the document does not hold; load it on a device "
+                       "that compiles source (CPU, WEBGPU, VULKAN, CUDA)");
+
+  std::string format, weights_file;
+  std::vector<std::pair<std::string, ExportedModel::IO>> weights; // (file name, expected)
+  std::vector<std::string> found_dialects;
+  bool have_program = false;
+  try {
+    using safetensors::json::Parser;
+    Parser p(text);
+    auto number = [&] { return std::stoll(std::string(p.number())); };
+    auto strings = [&](std::vector<std::string>& out, int depth) {
+      p.array(depth, [&] {
+        if (p.at_number())
+          out.push_back(std::string(p.number()));
+        else
+          out.push_back(p.string());
+      });
+    };
+    auto io = [&](ExportedModel::IO& x, int depth) {
+      p.object(depth, [&](const std::string& k) {
+        if (k == "name")
+          x.name = p.string();
+        else if (k == "dtype")
+          x.dtype = detail::dtype_named(p.string());
+        else if (k == "shape")
+          strings(x.shape, depth + 1);
+        else
+          p.skip(depth + 1);
+      });
+    };
+    auto ios = [&](std::vector<ExportedModel::IO>& out, int depth) {
+      p.array(depth, [&] {
+        out.emplace_back();
+        io(out.back(), depth + 1);
+      });
+    };
+    p.object(0, [&](const std::string& key) {
+      if (key == "format")
+        format = p.string();
+      else if (key == "weights_file")
+        weights_file = p.string();
+      else if (key == "dims")
+        p.array(1, [&] {
+          ExportDim d;
+          p.object(2, [&](const std::string& k) {
+            if (k == "name")
+              d.name = p.string();
+            else if (k == "lo")
+              d.lo = number();
+            else if (k == "hi")
+              d.hi = number();
+            else
+              p.skip(3);
+          });
+          model.dims_.push_back(d);
+        });
+      else if (key == "weights")
+        p.array(1, [&] {
+          ExportedModel::IO w;
+          io(w, 2);
+          weights.emplace_back(w.name, w);
+        });
+      else if (key == "methods")
+        p.array(1, [&] {
+          ExportedModel::Method m;
+          p.object(2, [&](const std::string& k) {
+            if (k == "name")
+              m.name = p.string();
+            else if (k == "inputs")
+              ios(m.inputs, 3);
+            else if (k == "outputs")
+              ios(m.outputs, 3);
+            else
+              p.skip(3);
+          });
+          model.methods_.push_back(std::move(m));
+        });
+      else if (key == "programs")
+        p.array(1, [&] {
+          std::string d;
+          std::vector<KernelCode> kernels;
+          std::vector<ExportedModel::Method> plans;
+          p.object(2, [&](const std::string& k) {
+            if (k == "dialect")
+              d = p.string();
+            else if (k == "kernels")
+              p.array(3, [&] {
+                KernelCode c;
+                Program& q = c.program;
+                std::vector<std::string> vars;
+                p.object(4, [&](const std::string& f) {
+                  if (f == "name")
+                    q.name << p.string();
+                  else if (f == "params")
+                    p.array(5, [&] { q.params.push_back(detail::dtype_named(p.string())); });
+                  else if (f == "vars")
+                    strings(vars, 5);
+                  else if (f == "outer" || f == "work") {
+                    const std::string s = p.at_number() ? std::string(p.number()) : p.string();
+                    (f == "outer" ? q.outer : q.work) = detail::parse_export_size(s, model.dims_);
+                  } else if (f == "local")
+                    q.local = int(number());
+                  else if (f == "grouped") {
+                    q.grouped = p.peek() == 't';
+                    p.skip(5);
+                  } else if (f == "items_per_outer")
+                    q.items_per_outer = number();
+                  else if (f == "per_thread")
+                    q.per_thread = number();
+                  else if (f == "source")
+                    c.source << p.string();
+                  else
+                    p.skip(5);
+                });
+                for (const std::string& v : vars) {
+                  const SInt s = detail::parse_export_size(v, model.dims_);
+                  if (s.is_const() || s.terms().size() != 1)
+                    throw export_error("tg.load_exported: kernel var '" + v +
+                                       "' is not a dim of the program");
+                  q.vars.push_back(s.terms()[0].vars[0]);
+                }
+                kernels.push_back(std::move(c));
+              });
+            else if (k == "methods")
+              p.array(3, [&] {
+                ExportedModel::Method m;
+                p.object(4, [&](const std::string& f) {
+                  if (f == "name")
+                    m.name = p.string();
+                  else if (f == "temporaries")
+                    strings(m.temporaries, 5);
+                  else if (f == "launches")
+                    p.array(5, [&] {
+                      ExportLaunch l;
+                      std::string numel;
+                      p.object(6, [&](const std::string& g) {
+                        if (g == "kernel")
+                          l.kernel = int(number());
+                        else if (g == "numel")
+                          numel = p.at_number() ? std::string(p.number()) : p.string();
+                        else if (g == "buffers")
+                          p.array(7, [&] {
+                            ExportRef r;
+                            std::string kind;
+                            p.array(8, [&] {
+                              if (p.at_number())
+                                r.index = int(number());
+                              else
+                                kind = p.string();
+                            });
+                            constexpr const char* kinds[] = {"input", "output", "weight", "temp"};
+                            auto at = std::find(std::begin(kinds), std::end(kinds), kind);
+                            if (at == std::end(kinds))
+                              throw export_error("tg.load_exported: unknown buffer kind '" + kind +
+                                                 "'");
+                            r.kind = ExportRef::Kind(at - std::begin(kinds));
+                            l.buffers.push_back(r);
+                          });
+                        else
+                          p.skip(7);
+                      });
+                      m.launches.push_back(std::move(l));
+                      m.numel_expr.push_back(numel);
+                    });
+                  else
+                    p.skip(5);
+                });
+                plans.push_back(std::move(m));
+              });
+            else
+              p.skip(3);
+          });
+          found_dialects.push_back(d);
+          if (d != dialect) return;
+          have_program = true;
+          model.kernels_ = std::move(kernels);
+          for (ExportedModel::Method& m : model.methods_)
+            for (ExportedModel::Method& plan : plans)
+              if (plan.name == m.name) {
+                m.temporaries = std::move(plan.temporaries);
+                m.launches = std::move(plan.launches);
+                m.numel_expr = std::move(plan.numel_expr);
+              }
+        });
+      else
+        p.skip(1);
+    });
+    p.finish();
+  } catch (const safetensors::format_error& e) {
+    throw export_error(where + e.what());
+  } catch (const std::logic_error& e) { // std::stoll
+    throw export_error(where + "a malformed number (" + e.what() + ")");
+  }
+  if (format != "tg.export.v1")
+    throw export_error(where + "not a document of tg's json export target (format '" + format +
+                       "', expected tg.export.v1)");
+  if (!have_program) {
+    std::string list;
+    for (const std::string& d : found_dialects) list += (list.empty() ? "" : ", ") + d;
+    throw export_error(where + "device " + model.device_ + " compiles " + dialect +
+                       " and the document holds the program in " +
+                       (list.empty() ? "no dialect" : list) +
+                       " (export with that dialect in ExportOptions::json_dialects)");
+  }
+  // every index the launches use must name a kernel, input, output, weight or temporary
+  for (const ExportedModel::Method& m : model.methods_)
+    for (const ExportLaunch& l : m.launches) {
+      bool ok = l.kernel >= 0 && std::size_t(l.kernel) < model.kernels_.size();
+      for (const ExportRef& r : l.buffers) {
+        const std::size_t n = r.kind == ExportRef::Kind::Input    ? m.inputs.size()
+                              : r.kind == ExportRef::Kind::Output ? m.outputs.size()
+                              : r.kind == ExportRef::Kind::Weight ? weights.size()
+                                                                  : m.temporaries.size();
+        ok = ok && r.index >= 0 && std::size_t(r.index) < n;
+      }
+      if (!ok)
+        throw export_error(where + "method '" + m.name +
+                           "' launches a kernel or binds a buffer the document does not define");
+    }
+
+  // the weights, checked against what the document says the kernels read
+  const fs::path path = weights_path.empty() ? fs::path(json_path).parent_path() / weights_file
+                                             : fs::path(weights_path);
+  StateDict file = safetensors::load_file(path.string(), {.device = model.device_});
+  for (auto& [name, want_io] : weights) {
+    const Tensor* t = file.find(name);
+    if (!t)
+      throw export_error("tg.load_exported: " + path.string() + ": weight '" + name +
+                         "' is not in the file");
+    Shape shape;
+    for (const std::string& s : want_io.shape) shape.push_back(detail::eval_export_size(s, {}));
+    if (t->dtype() != want_io.dtype || t->sym_shape() != shape)
+      throw export_error("tg.load_exported: " + path.string() + ": weight '" + name + "' is " +
+                         dtype_name(t->dtype()) + detail::shape_str(t->sym_shape()) +
+                         " in the file; the program reads " + dtype_name(want_io.dtype) +
+                         detail::shape_str(shape));
+    model.weights_.push_back(detail::as_buffer(*t));
+  }
+  std::vector<const KernelCode*> codes;
+  for (const KernelCode& k : model.kernels_) codes.push_back(&k);
+  model.runners_ = dev->prepare(codes);
+  return model;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_EXPORT_LOAD_HPP
+
 namespace tg {
 
 /// Options of tg::export_model.
@@ -983,6 +1744,8 @@ struct ExportOptions {
   bool embed_weights = false;   // the weights also in the source (small models)
   bool iso_c = false; // c: plain ISO C11 loops for any C compiler (default: the CPU device's
                       // kernels, GNU C vector types, for GCC and Clang)
+  std::vector<std::string> json_dialects = {"c", "wgsl"}; // json: the program compiled for each
+                                                          // (c, wgsl, glsl, cuda)
 };
 
 /// What an export wrote: the paths of its files.
@@ -1004,8 +1767,12 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
                                   const std::source_location& loc) {
   if (!is_identifier(o.prefix))
     fail<export_error>("export", "prefix '" + o.prefix + "' is not an identifier", loc);
-  if (target != "c")
-    fail<export_error>("export", "no export target '" + target + "' (targets: c)", loc);
+  if (target != "c" && target != "json")
+    fail<export_error>("export", "no export target '" + target + "' (targets: c, json)", loc);
+  for (const std::string& d : o.json_dialects)
+    if (d != "c" && d != "wgsl" && d != "glsl" && d != "cuda")
+      fail<export_error>("export", "no json dialect '" + d + "' (dialects: c, wgsl, glsl, cuda)",
+                         loc);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec)
@@ -1019,6 +1786,11 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
   const std::string weights_name = o.prefix + ".safetensors";
   write_export_file(dir / weights_name,
                     {reinterpret_cast<const char*>(weights.data()), weights.size()}, r);
+  if (target == "json") {
+    write_export_file(dir / (o.prefix + ".json"), export_json(prog, weights_name, o.json_dialects),
+                      r);
+    return r;
+  }
   ExportCOptions c{o.prefix, weights_name, o.embed_weights, o.iso_c};
   ExportedC code = export_c(prog, c, weights);
   write_export_file(dir / (o.prefix + ".h"), code.header, r);
@@ -1027,7 +1799,7 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
 }
 } // namespace detail
 
-/// Exports the methods of `spec` over module m's weights as `target` ("c") into out_dir.
+/// Exports the methods of `spec` over module m's weights as `target` ("c", "json") into out_dir.
 inline ExportResult export_model(const nn::Module& m, const ExportSpec& spec,
                                  const std::string& target, const std::string& out_dir,
                                  const ExportOptions& o = {},

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "../state/safetensors.hpp"
-#include "trace.hpp"
+#include "plan.hpp"
 
 namespace tg {
 
@@ -330,31 +330,33 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   for (char c : P) upper += char(std::toupper(static_cast<unsigned char>(c)));
   Target target = Target::cpu();
   target.cpu_passes = !o.iso_c;
+  const ExportPlan plan = plan_export(prog, target);
   ExportedC out;
 
-  // the weights the kernels read, in program order (their index in the model's table)
-  std::vector<int> table(prog.weights.size(), -1);
-  std::vector<const ExportedWeight*> read;
-  for (std::size_t k = 0; k < prog.weights.size(); ++k)
-    if (prog.weights[k].used) {
-      table[k] = int(read.size());
-      read.push_back(&prog.weights[k]);
-    }
-
   std::string kernels, methods, api;
-  std::map<std::string, std::string> kernel_of; // source -> its function
   std::set<std::string> libm;
+  for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+    const std::string src(plan.kernels[k].source.view()), name(plan.kernels[k].program.name.view());
+    detail::libm_calls(src, libm);
+    const std::string from = "void " + name + "(";
+    const std::size_t at = src.find(from);
+    if (at == std::string::npos)
+      throw export_error("tg.export: kernel " + name +
+                         " has no C function of its name (an internal error)");
+    kernels += "/* " + P + "_k" + std::to_string(k) + ": " + name + " */\n" + src.substr(0, at) +
+               "static void " + P + "_k" + std::to_string(k) + "(" + src.substr(at + from.size()) +
+               "\n";
+  }
   std::int64_t arena = 0;
-  for (const ExportedMethod& m : prog.methods) {
-    const Graph& g = m.graph;
-    const Schedule s = schedule_graph(g, target);
-    const MemoryPlan mem = plan_buffers(g, s, m.keep);
-    // the arena: each temporary slot at its largest, 64-byte aligned
-    std::vector<std::int64_t> offset(mem.slot_bytes.size());
+  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
+    const ExportedMethod& m = prog.methods[mi];
+    const ExportMethodPlan& mp = plan.methods[mi];
+    // the arena: each temporary at its largest, 64-byte aligned
+    std::vector<std::int64_t> offset(mp.temp_bytes.size());
     std::int64_t used = 0;
-    for (std::size_t k = 0; k < mem.slot_bytes.size(); ++k) {
+    for (std::size_t k = 0; k < mp.temp_bytes.size(); ++k) {
       offset[k] = used;
-      used += (mem.slot_bytes[k].max_value() + 63) / 64 * 64;
+      used += (mp.temp_bytes[k].max_value() + 63) / 64 * 64;
     }
     arena = std::max(arena, used);
 
@@ -370,7 +372,7 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
     }
     doc += ") -> ";
     for (std::size_t k = 0; k < m.outputs.size(); ++k) {
-      const Node& n = g[m.outputs[k]];
+      const Node& n = m.graph[m.outputs[k]];
       sig += ", " + std::string(detail::export_c_type(n.dtype)) + "* " + m.output_names[k];
       doc += (k ? ", " : "") + m.output_names[k] + ": " + dtype_name(n.dtype) +
              detail::shape_str(n.shape);
@@ -396,50 +398,32 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
     for (const std::string& name : m.output_names)
       body += "  if (!" + name + ") return tg_fail(m, \"" + m.name + ": output " + name +
               " is null\", 0);\n";
-    auto pointer = [&](int node) -> std::string {
-      const Node& n = g[node];
-      if (n.op == Op::Buffer) {
-        const ExportedBuffer& b = m.buffers[std::size_t(n.arg)];
-        if (b.kind == ExportedBuffer::Kind::Input)
-          return "(void*)" + m.inputs[std::size_t(b.index)].name;
-        return "m->w[" + std::to_string(table[std::size_t(b.index)]) + "]";
+    auto pointer = [&](const ExportRef& r) -> std::string {
+      switch (r.kind) {
+      case ExportRef::Kind::Input:
+        return "(void*)" + m.inputs[std::size_t(r.index)].name;
+      case ExportRef::Kind::Output:
+        return "(void*)" + m.output_names[std::size_t(r.index)];
+      case ExportRef::Kind::Weight:
+        return "m->w[" + std::to_string(r.index) + "]";
+      case ExportRef::Kind::Temp:
+        break;
       }
-      for (std::size_t k = 0; k < m.outputs.size(); ++k)
-        if (m.outputs[k] == node) return "(void*)" + m.output_names[k];
-      const int slot = mem.slot[std::size_t(node)];
-      if (slot < 0)
-        throw export_error("tg.export: method '" + m.name + "': node %" + std::to_string(node) +
-                           " has no buffer (an internal error of the export)");
-      return "(void*)(m->arena + " + std::to_string(offset[std::size_t(slot)]) + ")";
+      return "(void*)(m->arena + " + std::to_string(offset[std::size_t(r.index)]) + ")";
     };
-    for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-      const Kernel& kern = s.kernels[k];
-      KernelCode code = compile_kernel(g, s, k, target);
-      const Program& p = code.program;
-      std::string src(code.source.view());
-      auto [it, fresh] = kernel_of.emplace(src, P + "_k" + std::to_string(kernel_of.size()));
-      if (fresh) {
-        detail::libm_calls(src, libm);
-        const std::string from = "void " + std::string(p.name.view()) + "(";
-        const std::size_t at = src.find(from);
-        if (at == std::string::npos)
-          throw export_error("tg.export: kernel " + std::string(p.name.view()) +
-                             " has no C function of its name (an internal error)");
-        kernels += "/* " + it->second + ": " + std::string(p.name.view()) + " */\n" +
-                   src.substr(0, at) + "static void " + it->second + "(" +
-                   src.substr(at + from.size()) + "\n";
-      }
-      body +=
-          "  { /* " + std::string(p.name.view()) + " */\n    void* b[] = {" + pointer(kern.root);
-      for (int in : kern.inputs) body += ", " + pointer(in);
+    for (const ExportLaunch& l : mp.launches) {
+      const Program& p = plan.kernels[std::size_t(l.kernel)].program;
+      body += "  { /* " + std::string(p.name.view()) + " */\n    void* b[] = {";
+      for (std::size_t i = 0; i < l.buffers.size(); ++i)
+        body += (i ? ", " : "") + pointer(l.buffers[i]);
       body += "};\n    const long long v[] = {";
       for (std::size_t i = 0; i < p.vars.size(); ++i)
         body += (i ? ", " : "") + std::string(p.vars[i].name.view());
       if (p.vars.empty()) body += "0";
       body += "};\n";
-      body += "    if (" + detail::c_size(prod(g[kern.root].shape)) + " > 0) tg_launch(" +
-              it->second + ", b, v, " + detail::c_size(p.outer) + ", " + detail::c_size(p.work) +
-              ");\n  }\n";
+      body += "    if (" + detail::c_size(l.numel) + " > 0) tg_launch(" + P + "_k" +
+              std::to_string(l.kernel) + ", b, v, " + detail::c_size(p.outer) + ", " +
+              detail::c_size(p.work) + ");\n  }\n";
     }
     body += "  return 0;\n}\n\n";
     methods += body;
@@ -498,8 +482,9 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   c += detail::c_launcher(upper + "_THREADS");
   c += "\n/* ---- the model ---- */\n";
   c += "static const tg_weight_info tg_weights[" +
-       std::to_string(std::max<std::size_t>(read.size(), 1)) + "] = {\n";
-  for (const ExportedWeight* w : read) {
+       std::to_string(std::max<std::size_t>(plan.weights.size(), 1)) + "] = {\n";
+  for (int k : plan.weights) {
+    const ExportedWeight* w = &prog.weights[std::size_t(k)];
     const Tensor& t = w->tensor;
     if (t.ndim() > 8)
       throw export_error("tg.export: weight '" + w->name + "' has " + std::to_string(t.ndim()) +
@@ -512,9 +497,9 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
     c += "}, " + std::to_string(std::uint64_t(t.numel()) * std::uint64_t(itemsize(t.dtype()))) +
          "ULL},\n";
   }
-  if (read.empty()) c += "  {\"\", \"\", 0, {0}, 0}\n";
+  if (plan.weights.empty()) c += "  {\"\", \"\", 0, {0}, 0}\n";
   c += "};\n";
-  c += "#define TG_WEIGHTS " + std::to_string(read.size()) + "\n";
+  c += "#define TG_WEIGHTS " + std::to_string(plan.weights.size()) + "\n";
   c += "struct " + P +
        "_model {\n  void* w[TG_WEIGHTS + 1];\n  unsigned char* arena;\n"
        "  char error[256];\n};\n";

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "c.hpp"
+#include "load.hpp"
 
 namespace tg {
 
@@ -16,6 +17,8 @@ struct ExportOptions {
   bool embed_weights = false;   // the weights also in the source (small models)
   bool iso_c = false; // c: plain ISO C11 loops for any C compiler (default: the CPU device's
                       // kernels, GNU C vector types, for GCC and Clang)
+  std::vector<std::string> json_dialects = {"c", "wgsl"}; // json: the program compiled for each
+                                                          // (c, wgsl, glsl, cuda)
 };
 
 /// What an export wrote: the paths of its files.
@@ -37,8 +40,12 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
                                   const std::source_location& loc) {
   if (!is_identifier(o.prefix))
     fail<export_error>("export", "prefix '" + o.prefix + "' is not an identifier", loc);
-  if (target != "c")
-    fail<export_error>("export", "no export target '" + target + "' (targets: c)", loc);
+  if (target != "c" && target != "json")
+    fail<export_error>("export", "no export target '" + target + "' (targets: c, json)", loc);
+  for (const std::string& d : o.json_dialects)
+    if (d != "c" && d != "wgsl" && d != "glsl" && d != "cuda")
+      fail<export_error>("export", "no json dialect '" + d + "' (dialects: c, wgsl, glsl, cuda)",
+                         loc);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec)
@@ -52,6 +59,11 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
   const std::string weights_name = o.prefix + ".safetensors";
   write_export_file(dir / weights_name,
                     {reinterpret_cast<const char*>(weights.data()), weights.size()}, r);
+  if (target == "json") {
+    write_export_file(dir / (o.prefix + ".json"), export_json(prog, weights_name, o.json_dialects),
+                      r);
+    return r;
+  }
   ExportCOptions c{o.prefix, weights_name, o.embed_weights, o.iso_c};
   ExportedC code = export_c(prog, c, weights);
   write_export_file(dir / (o.prefix + ".h"), code.header, r);
@@ -60,7 +72,7 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
 }
 } // namespace detail
 
-/// Exports the methods of `spec` over module m's weights as `target` ("c") into out_dir.
+/// Exports the methods of `spec` over module m's weights as `target` ("c", "json") into out_dir.
 inline ExportResult export_model(const nn::Module& m, const ExportSpec& spec,
                                  const std::string& target, const std::string& out_dir,
                                  const ExportOptions& o = {},

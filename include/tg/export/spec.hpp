@@ -58,8 +58,12 @@ public:
   /// A symbolic size `name` in [lo, hi] (lo >= 0).
   ExportSpec& dim(const std::string& name, std::int64_t lo, std::int64_t hi,
                   Loc loc = Loc::current()) {
-    if (!detail::is_identifier(name))
-      fail("dim", "'" + name + "' is not an identifier (letters, digits and _)", loc);
+    if (!detail::is_identifier(name) || name.size() > 23)
+      fail("dim",
+           "'" + name +
+               "' is not an identifier of at most 23 characters (letters, digits "
+               "and _)",
+           loc);
     if (find_dim(name)) fail("dim", "'" + name + "' is declared twice", loc);
     if (lo < 0 || hi < lo || hi >= (std::int64_t(1) << 31))
       fail("dim",

@@ -305,6 +305,10 @@ inline void quote(std::string& out, std::string_view s) {
       out += "\\\"";
     else if (c == '\\')
       out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
     else if (c < 0x20) {
       const char* hex = "0123456789abcdef";
       out += "\\u00";

@@ -1,0 +1,103 @@
+#pragma once
+// The second step of an export, shared by every target: each traced method scheduled, planned and
+// compiled for one Target by the pass list the devices run (schedule_graph, plan_buffers,
+// compile_kernel), as a list of launches over named buffers. Kernels with the same source are
+// kept once. A target then writes this plan in its own language: C calls, a JSON document, a
+// JavaScript host.
+#include <map>
+
+#include "trace.hpp"
+
+namespace tg {
+
+/// A buffer a launch binds: input or output `index` of its method, weight `index` of the plan's
+/// weight table, or temporary `index` of its method.
+struct ExportRef {
+  enum class Kind : std::uint8_t { Input, Output, Weight, Temp } kind = Kind::Input;
+  int index = 0;
+};
+
+/// One launch of a method: kernel `kernel` of the plan over `buffers` (its output first, as the
+/// kernel's parameters), skipped where its output has no element (`numel` is 0).
+struct ExportLaunch {
+  int kernel = 0;
+  std::vector<ExportRef> buffers;
+  SInt numel;
+};
+
+/// A method as a target runs it: its temporaries (bytes, expressions of the dims) and launches.
+struct ExportMethodPlan {
+  std::vector<SInt> temp_bytes;
+  std::vector<ExportLaunch> launches;
+};
+
+/// A traced program compiled for one target.
+struct ExportPlan {
+  Target target;
+  std::vector<KernelCode> kernels;       // distinct sources, in first-use order
+  std::vector<ExportMethodPlan> methods; // per method of the program
+  std::vector<int> weights;              // the program's weights the kernels read, in its order
+};
+
+/// The WebGPU target every export writes for: the limits every WebGPU adapter has (256
+/// invocations per work-group, 8 storage buffers per stage), not this machine's device.
+inline Target export_wgsl_target(bool f16 = false) {
+  GpuOptions launch;
+  launch.local = launch.max_local = 256;
+  Target t = Target::wgsl(launch, f16);
+  t.fuse.max_inputs = 7;
+  return t;
+}
+
+/// Compiles every method of `prog` for `target`.
+inline ExportPlan plan_export(const ExportedProgram& prog, const Target& target) {
+  ExportPlan plan;
+  plan.target = target;
+  std::vector<int> table(prog.weights.size(), -1);
+  for (std::size_t k = 0; k < prog.weights.size(); ++k)
+    if (prog.weights[k].used) {
+      table[k] = int(plan.weights.size());
+      plan.weights.push_back(int(k));
+    }
+  std::map<std::string, int> kernel_of; // source and sizes -> its index
+  for (const ExportedMethod& m : prog.methods) {
+    const Graph& g = m.graph;
+    const Schedule s = schedule_graph(g, target);
+    const MemoryPlan mem = plan_buffers(g, s, m.keep);
+    ExportMethodPlan mp;
+    mp.temp_bytes = mem.slot_bytes;
+    auto ref = [&](int node) -> ExportRef {
+      const Node& n = g[node];
+      if (n.op == Op::Buffer) {
+        const ExportedBuffer& b = m.buffers[std::size_t(n.arg)];
+        if (b.kind == ExportedBuffer::Kind::Input) return {ExportRef::Kind::Input, b.index};
+        return {ExportRef::Kind::Weight, table[std::size_t(b.index)]};
+      }
+      for (std::size_t k = 0; k < m.outputs.size(); ++k)
+        if (m.outputs[k] == node) return {ExportRef::Kind::Output, int(k)};
+      const int slot = mem.slot[std::size_t(node)];
+      if (slot < 0)
+        throw export_error("tg.export: method '" + m.name + "': node %" + std::to_string(node) +
+                           " has no buffer (an internal error of the export)");
+      return {ExportRef::Kind::Temp, slot};
+    };
+    for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+      const Kernel& kern = s.kernels[k];
+      KernelCode code = compile_kernel(g, s, k, target);
+      Text key; // (the launch sizes too: a C kernel's outer loop bound is its caller's)
+      key << code.source.view() << '\n';
+      detail::write_sint(key, code.program.outer);
+      key << ' ';
+      detail::write_sint(key, code.program.work);
+      auto [it, fresh] = kernel_of.emplace(std::string(key.view()), int(kernel_of.size()));
+      if (fresh) plan.kernels.push_back(std::move(code));
+      ExportLaunch l{it->second, {ref(kern.root)}, prod(g[kern.root].shape)};
+      for (int in : kern.inputs) l.buffers.push_back(ref(in));
+      mp.launches.push_back(std::move(l));
+    }
+    plan.methods.push_back(std::move(mp));
+  }
+  return plan;
+}
+
+} // namespace tg
