@@ -328,14 +328,12 @@ TEST_CASE("export json: the program reloaded by tg::load_exported computes tg's 
       CHECK_MESSAGE(std::string(x.what()).find(message) != std::string::npos, x.what());
     }
   };
-  fails([&] { e.run("predict", {tg::randn({2, 32})}); }, "no method 'predict' (methods: forward, "
-                                                         "logits)");
-  fails([&] { e.run("logits", {tg::randn({2, 31})}); },
-        "logits: input 'x' has size 31 in dimension 1; the method takes 32");
-  fails([&] { e.run("logits", {tg::randn({129, 32})}); },
-        "logits: batch = 129 is outside [1, 128]");
-  fails([&] { e.run("logits", {tg::randn({2, 32}).cast(tg::float64)}); },
-        "logits: input 'x' is float64; the method takes float32");
+  const Tensor x2 = tg::randn({2, 32});
+  fails([&] { e.run("predict", {x2}); }, "no method 'predict' (methods: forward, logits)");
+  const Tensor x31 = tg::randn({2, 31}), x129 = tg::randn({129, 32}), x64 = x2.cast(tg::float64);
+  fails([&] { e.run("logits", {x31}); }, "'x' has size 31 in dimension 1; the method takes 32");
+  fails([&] { e.run("logits", {x129}); }, "logits: batch = 129 is outside [1, 128]");
+  fails([&] { e.run("logits", {x64}); }, "logits: input 'x' is float64; the method takes float32");
   fails([&] { e.run("logits", {}); }, "logits: takes 1 inputs, got 0");
   fails([&] { tg::load_exported((dir / "net.json").string(), "INTERP"); },
         "device INTERP runs tg's own IR");
@@ -358,6 +356,190 @@ TEST_CASE("export json: the program reloaded by tg::load_exported computes tg's 
           "device WEBGPU compiles wgsl and the document holds the program in c");
 }
 
+/// Whether node runs here (under CI=true it must).
+bool have_node() {
+  static const bool ok = std::system("node --version > /dev/null 2>&1") == 0;
+  if (!ok) {
+    MESSAGE("skipped: no node on PATH (tools/install-deps.sh installs Debian's nodejs)");
+    const char* ci = std::getenv("CI");
+    CHECK_FALSE((ci && std::string(ci) == "true"));
+  }
+  return ok;
+}
+
+/// A node program over the wasm export in its folder: `node drv.mjs METHOD X Y [WEIGHTS] [f64]`
+/// reads float32 inputs from X, runs METHOD and writes its first output to Y; a failure prints
+/// the message and exits 2.
+const char* node_driver = R"JS(
+import { create } from "./net.js";
+import fs from "node:fs";
+const [method, xin, yout, weights, as] = process.argv.slice(2);
+try {
+  const model = await create(weights && weights !== "-" ? { weights } : {});
+  const data = new Float32Array(new Uint8Array(fs.readFileSync(xin)).buffer);
+  const out = await model[method]({ x: as === "f64" ? Float64Array.from(data) : data });
+  fs.writeFileSync(yout, new Uint8Array(Object.values(out)[0].buffer));
+  model.destroy();
+} catch (e) {
+  console.log(e.message);
+  process.exit(2);
+}
+)JS";
+
+TEST_CASE("export wasm: the C in WebAssembly, run by its ES module in node, equals tg") {
+  if (!have_node()) return;
+  Mlp m;
+  const fs::path dir = scratch("mlp-wasm");
+  tg::ExportResult r = tg::export_model(m.net, m.spec(), "wasm", dir.string(), {.prefix = "net"});
+  CHECK(r.files.size() == 3);
+  const std::string js = read_text(dir / "net.js");
+  CHECK(js.find("export async function create(") != std::string::npos);
+  CHECK(js.find("//   await model.forward({x: Float32Array}) -> {probs: Float32Array}") !=
+        std::string::npos);
+  write_bytes(dir / "drv.mjs", node_driver, std::strlen(node_driver));
+  auto call_node = [&](const std::string& method, const Tensor& x, std::string* why = nullptr,
+                       const std::string& weights = "-", const std::string& as = "") {
+    std::vector<float> in = x.to_vector<float>();
+    write_bytes(dir / "x.bin", in.data(), in.size() * sizeof(float));
+    std::string out;
+    const std::string cmd =
+        "cd " + dir.string() + " && node drv.mjs " + method + " x.bin y.bin " + weights + " " + as;
+    if (run(cmd, &out, why != nullptr) != 0) {
+      if (why) *why = out;
+      return std::vector<float>{};
+    }
+    const std::string bytes = read_text(dir / "y.bin");
+    std::vector<float> y(bytes.size() / sizeof(float));
+    std::memcpy(y.data(), bytes.data(), y.size() * sizeof(float));
+    return y;
+  };
+  tg::manual_seed(16);
+  for (std::int64_t batch : {1, 7}) {
+    CAPTURE(batch);
+    Tensor x = tg::randn({batch, 32});
+    same(call_node("forward", x), m.net(x).softmax(1));
+    same(call_node("logits", x), m.net(x));
+  }
+  std::string why;
+  CHECK(call_node("forward", tg::randn({129, 32}), &why).empty());
+  CHECK_MESSAGE(why.find("net.forward: batch = 129 is outside [1, 128]") != std::string::npos, why);
+  CHECK(call_node("forward", tg::randn({2, 31}), &why).empty());
+  CHECK_MESSAGE(why.find("net.forward: input x has 62 elements, not a multiple of 32 ([batch, "
+                         "32])") != std::string::npos,
+                why);
+  CHECK(call_node("forward", tg::randn({2, 32}), &why, "-", "f64").empty());
+  CHECK_MESSAGE(why.find("net.forward: input x must be a Float32Array (float32), got "
+                         "Float64Array") != std::string::npos,
+                why);
+  const std::string good = read_text(dir / "net.safetensors");
+  write_bytes(dir / "truncated.safetensors", good.data(), good.size() - 100);
+  CHECK(call_node("forward", tg::randn({2, 32}), &why, "truncated.safetensors").empty());
+  CHECK_MESSAGE(why.find("net: weight ") != std::string::npos, why);
+  CHECK_MESSAGE(why.find("(a truncated or damaged file)") != std::string::npos, why);
+}
+
+/// A node program over the webgpu export in its folder: `node gpu.mjs MODULES BACKEND METHOD X Y
+/// [low]` opens a WebGPU device with Dawn (npm webgpu in MODULES), loads the model, reads float32
+/// inputs from X, runs METHOD and writes its first output to Y; `low`: the device keeps the
+/// default limits. A failure prints the message and exits 2.
+const char* gpu_driver = R"JS(
+import { createRequire } from "node:module";
+import fs from "node:fs";
+import { create } from "./net.js";
+const [modules, backend, method, xin, yout, mode] = process.argv.slice(2);
+const { create: dawn, globals } = createRequire(import.meta.url)(modules + "/webgpu");
+Object.assign(globalThis, globals);
+globalThis.tgGpu = dawn([`backend=${backend}`]); // kept reachable: dawn.node crashes otherwise
+let device;
+try {
+  const adapter = await globalThis.tgGpu.requestAdapter({ featureLevel: "compatibility" });
+  if (!adapter) throw new Error(`no WebGPU adapter (backend ${backend})`);
+  const names = ["maxStorageBuffersPerShaderStage", "maxComputeInvocationsPerWorkgroup",
+                 "maxComputeWorkgroupSizeX", "maxStorageBufferBindingSize"];
+  const requiredLimits = mode === "low" ? {} : Object.fromEntries(names.map((n) => [n, adapter.limits[n]]));
+  device = await adapter.requestDevice({ requiredLimits });
+  const model = await create(device);
+  const data = new Float32Array(new Uint8Array(fs.readFileSync(xin)).buffer);
+  const out = await model[method]({ x: data });
+  fs.writeFileSync(yout, new Uint8Array(Object.values(out)[0].buffer));
+  model.destroy();
+} catch (e) {
+  console.log(e.message);
+  process.exitCode = 2;
+}
+device?.destroy();
+delete globalThis.tgGpu;
+)JS";
+
+TEST_CASE("export webgpu: the WGSL kernels, run by their ES module on Dawn in node, equal tg") {
+  if (!have_node()) return;
+  const char* env = std::getenv("TG_NODE_MODULES");
+  const std::string modules = env && *env ? env : "/usr/local/lib/tg-npm/node_modules";
+  if (!fs::exists(modules + "/webgpu")) {
+    MESSAGE("skipped: no npm package webgpu in " << modules << " (tools/install-deps.sh)");
+    const char* ci = std::getenv("CI");
+    CHECK_FALSE((ci && std::string(ci) == "true"));
+    return;
+  }
+  const char* backend_env = std::getenv("TG_WEBGPU_BACKEND");
+  const std::string backend = backend_env && *backend_env ? backend_env : "opengles";
+  Mlp m;
+  const fs::path dir = scratch("mlp-webgpu");
+  tg::ExportResult r = tg::export_model(m.net, m.spec(), "webgpu", dir.string(), {.prefix = "net"});
+  CHECK(r.files.size() == 2);
+  const std::string js = read_text(dir / "net.js");
+  CHECK(js.find("export async function create(device, weights)") != std::string::npos);
+  CHECK(js.find("@compute @workgroup_size(256)") != std::string::npos);
+  write_bytes(dir / "gpu.mjs", gpu_driver, std::strlen(gpu_driver));
+  auto call_gpu = [&](const std::string& method, const Tensor& x, std::string* why = nullptr,
+                      const std::string& mode = "") {
+    std::vector<float> in = x.to_vector<float>();
+    write_bytes(dir / "x.bin", in.data(), in.size() * sizeof(float));
+    std::string out;
+    const std::string cmd = "cd " + dir.string() + " && EGL_PLATFORM=surfaceless node gpu.mjs " +
+                            modules + " " + backend + " " + method + " x.bin y.bin " + mode;
+    if (run(cmd, &out, why != nullptr) != 0) {
+      if (why) *why = out;
+      return std::vector<float>{};
+    }
+    const std::string bytes = read_text(dir / "y.bin");
+    std::vector<float> y(bytes.size() / sizeof(float));
+    std::memcpy(y.data(), bytes.data(), y.size() * sizeof(float));
+    return y;
+  };
+  tg::manual_seed(17);
+  for (std::int64_t batch : {1, 7}) {
+    CAPTURE(batch);
+    Tensor x = tg::randn({batch, 32});
+    near(call_gpu("forward", x), m.net(x).softmax(1), 1e-6f);
+    near(call_gpu("logits", x), m.net(x), 1e-5f);
+  }
+  std::string why;
+  CHECK(call_gpu("forward", tg::randn({129, 32}), &why).empty());
+  CHECK_MESSAGE(why.find("net.forward: batch = 129 is outside [1, 128]") != std::string::npos, why);
+  // a device with WebGPU's default limits in compatibility mode (128 invocations per work-group)
+  CHECK(call_gpu("forward", tg::randn({2, 32}), &why, "low").empty());
+  CHECK_MESSAGE(why.find("net: the device's maxComputeInvocationsPerWorkgroup is 128; the model "
+                         "needs 256") != std::string::npos,
+                why);
+  // 64-bit types have no WGSL type: refused at export, an input or a tensor inside
+  tg::ExportSpec f64, inside;
+  f64.method("twice", {{"x", tg::float64, {3}}},
+             [](const std::vector<Tensor>& in) { return in[0] * 2; });
+  inside.method("twice", {{"x", tg::float32, {3}}},
+                [](const std::vector<Tensor>& in) { return (in[0].cast(tg::float64) * 2).sum(); });
+  for (const auto& [spec, message] :
+       {std::pair{&f64, "method 'twice', input 'x' is float64, and WGSL has no 64-bit types"},
+        std::pair{&inside, "float64"}}) {
+    try {
+      tg::export_model(*spec, "webgpu", scratch("f64-webgpu").string());
+      FAIL("no error for a float64 tensor on webgpu");
+    } catch (const tg::export_error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(message) != std::string::npos, e.what());
+    }
+  }
+}
+
 TEST_CASE("export: two exports of one model are byte-identical") {
   Mlp m;
   const fs::path a = scratch("same-a"), b = scratch("same-b");
@@ -366,7 +548,12 @@ TEST_CASE("export: two exports of one model are byte-identical") {
   tg::export_model(again.net, again.spec(), "c", b.string(), {.prefix = "net"});
   tg::export_model(m.net, m.spec(), "json", a.string(), {.prefix = "net"});
   tg::export_model(again.net, again.spec(), "json", b.string(), {.prefix = "net"});
-  for (const char* f : {"net.h", "net.c", "net.safetensors", "net.json"}) {
+  tg::export_model(m.net, m.spec(), "wasm", a.string(), {.prefix = "net"});
+  tg::export_model(again.net, again.spec(), "wasm", b.string(), {.prefix = "net"});
+  tg::export_model(m.net, m.spec(), "webgpu", a.string(), {.prefix = "gpu"});
+  tg::export_model(again.net, again.spec(), "webgpu", b.string(), {.prefix = "gpu"});
+  for (const char* f :
+       {"net.h", "net.c", "net.safetensors", "net.json", "net.wasm", "net.js", "gpu.js"}) {
     CAPTURE(f);
     CHECK(read_text(a / f) == read_text(b / f));
   }
@@ -433,6 +620,15 @@ TEST_CASE("export: mistakes are export errors naming the method, the input and t
   fails([&] { tg::ExportSpec().method("f", {{"x", tg::float32, {-1}}}, id); }, "size -1");
   fails([&] { tg::ExportSpec().method("f", {}, id).method("f", {}, id); }, "'f' is declared twice");
   fails([&] { tg::ExportSpec().method("f", twice, id); }, "input 'x': the name is used twice");
+  const std::vector<tg::ExportInput> dim_named = {{"x", tg::float32, {"x"}}};
+  fails([&] { tg::ExportSpec().dim("x", 1, 4).method("f", dim_named, id); }, "the name is a dim's");
+  fails([] { tg::ExportSpec().dim("a_very_long_name_of_a_dim", 1, 4); }, "at most 23 characters");
+  fails(
+      [&] {
+        tg::export_model(tg::ExportSpec().method("f", {{"x", tg::float32, {2}}}, id), "json", "x",
+                         {.embed_weights = true});
+      },
+      "embed_weights is an option of the c target");
 
   const fs::path dir = scratch("errors");
   // the model refuses what the spec gives it: its own error, with the method and its inputs

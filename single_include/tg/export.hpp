@@ -144,6 +144,8 @@ public:
         fail("method", where + ": the name is not an identifier (letters, digits and _)", loc);
       for (std::size_t j = 0; j < i; ++j)
         if (inputs[j].name == in.name) fail("method", where + ": the name is used twice", loc);
+      if (find_dim(in.name)) // (the JavaScript targets take dims and inputs by name)
+        fail("method", where + ": the name is a dim's", loc);
       for (const ExportSize& d : in.shape) {
         if (const auto* n = std::get_if<std::int64_t>(&d); n && *n < 0)
           fail("method", where + ": size " + std::to_string(*n) + " is negative", loc);
@@ -1736,14 +1738,695 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
 } // namespace tg
 #endif // TG_SI_TG_EXPORT_LOAD_HPP
 
+// ---- tg/export/webgpu.hpp ----
+#ifndef TG_SI_TG_EXPORT_WEBGPU_HPP
+#define TG_SI_TG_EXPORT_WEBGPU_HPP
+// The `webgpu` export target: <prefix>.js, an ES module holding the program's WGSL kernels (the
+// WEBGPU device's, for the limits every WebGPU adapter has), beside <prefix>.safetensors.
+// create(device, weights) checks the device's limits and features, loads the weights into GPU
+// buffers and builds the pipelines; each method then takes typed arrays, passes its dims in
+// uniforms, launches the kernels as tg's WEBGPU device does, and resolves to typed arrays.
+
+// ---- tg/export/wasm.hpp ----
+#ifndef TG_SI_TG_EXPORT_WASM_HPP
+#define TG_SI_TG_EXPORT_WASM_HPP
+// The `wasm` export target: the `c` target's C compiled for WebAssembly (clang
+// --target=wasm32-wasi against wasi-libc, no emscripten) as <prefix>.wasm, and <prefix>.js, an ES
+// module that instantiates it, loads the weights into it and runs each method on typed arrays:
+// for browsers without WebGPU, and node. The module needs no WASI host: the few WASI calls
+// wasi-libc links (for stdio the methods never use) are answered "not supported".
+
+namespace tg {
+
+namespace detail {
+
+/// The typed array of a dtype in JavaScript.
+inline const char* js_array(DType t) {
+  constexpr const char* names[dtype_count] = {
+      "Uint8Array",  "Int8Array",    "Int16Array",  "Int32Array",     "BigInt64Array",
+      "Uint8Array",  "Uint16Array",  "Uint32Array", "BigUint64Array", "Uint16Array",
+      "Uint16Array", "Float32Array", "Float64Array"};
+  return names[int(t)];
+}
+
+/// The program's methods as a JavaScript object literal: dims with bounds, inputs and outputs
+/// with dtypes and shapes (sizes as numbers or expressions of the dims).
+inline std::string js_methods(const ExportedProgram& prog) {
+  auto size = [](const SInt& s) {
+    Text t;
+    write_sint(t, s);
+    return s.is_const() ? std::string(t.view()) : "\"" + std::string(t.view()) + "\"";
+  };
+  auto shape = [&](const Shape& sh) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < sh.size(); ++i) out += (i ? ", " : "") + size(sh[i]);
+    return out + "]";
+  };
+  std::string js = "{\n";
+  for (const ExportedMethod& m : prog.methods) {
+    js += "  " + m.name + ": {\n    dims: [";
+    for (std::size_t i = 0; i < m.dims.size(); ++i) {
+      const ExportDim* d = nullptr;
+      for (const ExportDim& x : prog.dims)
+        if (x.name == m.dims[i]) d = &x;
+      js += std::string(i ? ", " : "") + "[\"" + d->name + "\", " + std::to_string(d->lo) + ", " +
+            std::to_string(d->hi) + "]";
+    }
+    js += "],\n    inputs: [";
+    for (std::size_t i = 0; i < m.inputs.size(); ++i)
+      js += std::string(i ? ", " : "") + "[\"" + m.inputs[i].name + "\", \"" +
+            dtype_name(m.inputs[i].dtype) + "\", " + shape(m.input_shapes[i]) + "]";
+    js += "],\n    outputs: [";
+    for (std::size_t k = 0; k < m.outputs.size(); ++k) {
+      const Node& n = m.graph[m.outputs[k]];
+      js += std::string(k ? ", " : "") + "[\"" + m.output_names[k] + "\", \"" +
+            dtype_name(n.dtype) + "\", " + shape(n.shape) + "]";
+    }
+    js += "],\n  },\n";
+  }
+  return js + "}";
+}
+
+/// What every exported ES module shares: typed arrays per dtype, sizes of the dims, reading a
+/// file or URL, and checking a method's arguments (dims given or read from the inputs' lengths).
+inline const char* js_common = R"JS(
+const ARRAYS = {
+  bool: Uint8Array, int8: Int8Array, int16: Int16Array, int32: Int32Array, int64: BigInt64Array,
+  uint8: Uint8Array, uint16: Uint16Array, uint32: Uint32Array, uint64: BigUint64Array,
+  float16: Uint16Array, bfloat16: Uint16Array, float32: Float32Array, float64: Float64Array,
+};
+
+// A size: a number, or an expression of the dims ("10*batch+-1").
+function size(e, dims) {
+  if (typeof e === "number") return e;
+  let sum = 0;
+  for (const term of e.split("+")) {
+    let p = 1;
+    for (const f of term.split("*")) p *= /^-?[0-9]/.test(f) ? Number(f) : dims[f];
+    sum += p;
+  }
+  return sum;
+}
+const count = (shape, dims) => shape.reduce((n, e) => n * size(e, dims), 1);
+
+// The bytes of an ArrayBuffer, a typed array, a URL or a path (relative to this module).
+async function bytesOf(source, what) {
+  if (source instanceof ArrayBuffer) return new Uint8Array(source);
+  if (ArrayBuffer.isView(source))
+    return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  const url = new URL(source, import.meta.url);
+  if (url.protocol === "file:") {
+    if (typeof process !== "undefined" && process.versions && process.versions.node) {
+      const fs = await import("node:fs/promises");
+      return new Uint8Array(await fs.readFile(url));
+    }
+    return new Promise((resolve, reject) => { // fetch() refuses file: URLs; XHR reads them
+      const r = new XMLHttpRequest();
+      r.open("GET", url.href);
+      r.responseType = "arraybuffer";
+      r.onload = () => r.response ? resolve(new Uint8Array(r.response))
+                                  : reject(new Error(`${PREFIX}: cannot read ${what} ${url.href}`));
+      r.onerror = () => reject(new Error(`${PREFIX}: cannot read ${what} ${url.href}`));
+      r.send();
+    });
+  }
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`${PREFIX}: cannot fetch ${what} ${url.href}: HTTP ${r.status}`);
+  return new Uint8Array(await r.arrayBuffer());
+}
+
+// A method's arguments ({dim: n, input: typedArray, ...}) checked: its dims (given, or read from
+// the inputs' lengths) and each input's array type and length.
+function bind(name, args) {
+  const m = METHODS[name];
+  const where = `${PREFIX}.${name}`;
+  if (typeof args !== "object" || args === null)
+    throw new TypeError(`${where}: pass an object of the inputs ({${m.inputs.map((i) => i[0]).join(", ")}})`);
+  const dims = {};
+  for (const [d] of m.dims) if (args[d] !== undefined) dims[d] = args[d];
+  for (const [input, dtype, shape] of m.inputs) {
+    const a = args[input];
+    if (!(a instanceof ARRAYS[dtype]))
+      throw new TypeError(`${where}: input ${input} must be a ${ARRAYS[dtype].name} (${dtype}), got ${a === undefined ? "nothing" : a?.constructor?.name ?? typeof a}`);
+    const unknown = shape.filter((e) => typeof e === "string" && e.split(/[+*]/).some((f) => !/^-?[0-9]/.test(f) && dims[f] === undefined));
+    if (unknown.length === 1 && /^[A-Za-z_]\w*$/.test(unknown[0])) {
+      const rest = count(shape.filter((e) => e !== unknown[0]), dims);
+      if (rest > 0 && a.length % rest !== 0)
+        throw new RangeError(`${where}: input ${input} has ${a.length} elements, not a multiple of ${rest} ([${shape.join(", ")}])`);
+      if (rest > 0) dims[unknown[0]] = a.length / rest;
+    }
+  }
+  for (const [d, lo, hi] of m.dims) {
+    const v = dims[d];
+    if (v === undefined) throw new TypeError(`${where}: dim ${d} is not given and no input's length tells it (pass {${d}: n})`);
+    if (!Number.isInteger(v) || v < lo || v > hi) throw new RangeError(`${where}: ${d} = ${v} is outside [${lo}, ${hi}]`);
+  }
+  for (const [input, dtype, shape] of m.inputs) {
+    const n = count(shape, dims);
+    if (args[input].length !== n)
+      throw new RangeError(`${where}: input ${input} has ${args[input].length} elements; [${shape.join(", ")}] with ${m.dims.map(([d]) => `${d} = ${dims[d]}`).join(", ")} is ${n}`);
+  }
+  return { m, dims };
+}
+)JS";
+
+/// The ES module of the wasm target.
+inline std::string wasm_module_js(const ExportedProgram& prog, const std::string& P) {
+  std::string js =
+      "// " + P +
+      ".js: generated by tg::export_model (target wasm). The model's methods in WebAssembly\n"
+      "// (" +
+      P + ".wasm) over the weights of " + P +
+      ".safetensors:\n"
+      "//   import { create } from \"./" +
+      P +
+      ".js\";\n"
+      "//   const model = await create();     // or create({ wasm: bytes|url, weights: "
+      "bytes|url })\n";
+  for (const ExportedMethod& m : prog.methods) {
+    js += "//   await model." + m.name + "({";
+    for (std::size_t i = 0; i < m.inputs.size(); ++i)
+      js += (i ? ", " : "") + m.inputs[i].name + ": " + js_array(m.inputs[i].dtype);
+    js += "}) -> {";
+    for (std::size_t k = 0; k < m.output_names.size(); ++k)
+      js += (k ? ", " : "") + m.output_names[k] + ": " + js_array(m.graph[m.outputs[k]].dtype);
+    js += "}\n";
+  }
+  js += "// Dims are read from the inputs' lengths, or given by name ({batch: 7, ...}).\n";
+  js += "const PREFIX = \"" + P + "\";\nconst METHODS = " + js_methods(prog) + ";\n";
+  js += js_common;
+  js += R"JS(
+// The C string at address p.
+function cstring(x, p) {
+  const bytes = new Uint8Array(x.memory.buffer, p);
+  return new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(0)));
+}
+
+class Model {
+  #x;
+  #handle;
+  constructor(x, handle) {
+    this.#x = x;
+    this.#handle = handle;
+  }
+  // Frees the model's memory in the module; the model cannot run after.
+  destroy() {
+    if (this.#handle) this.#x[`${PREFIX}_destroy`](this.#handle);
+    this.#handle = 0;
+  }
+  async run(name, args) {
+    const { m, dims } = bind(name, args);
+    const x = this.#x;
+    if (!this.#handle) throw new Error(`${PREFIX}.${name}: the model was destroyed`);
+    const held = [];
+    const alloc = (bytes) => {
+      const p = x.tg_malloc(Math.max(bytes, 1));
+      if (!p) throw new RangeError(`${PREFIX}.${name}: out of WebAssembly memory (${bytes} bytes)`);
+      held.push(p);
+      return p;
+    };
+    try {
+      const ins = m.inputs.map(([input]) => {
+        const a = args[input];
+        const p = alloc(a.byteLength);
+        new Uint8Array(x.memory.buffer, p, a.byteLength).set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+        return p;
+      });
+      const outs = m.outputs.map(([, dtype, shape]) => {
+        const n = count(shape, dims);
+        return [alloc(n * ARRAYS[dtype].BYTES_PER_ELEMENT), ARRAYS[dtype], n];
+      });
+      const rc = x[`${PREFIX}_${name}`](this.#handle, ...m.dims.map(([d]) => BigInt(dims[d])), ...ins, ...outs.map((o) => o[0]));
+      if (rc) throw new Error(`${PREFIX}.${name}: ${cstring(x, x[`${PREFIX}_error`](this.#handle))}`);
+      const result = {};
+      m.outputs.forEach(([output], k) => {
+        const [p, T, n] = outs[k];
+        result[output] = new T(x.memory.buffer, p, n).slice();
+      });
+      return result;
+    } finally {
+      for (const p of held) x.tg_free(p);
+    }
+  }
+)JS";
+  for (const ExportedMethod& m : prog.methods)
+    js += "  " + m.name + "(args) {\n    return this.run(\"" + m.name + "\", args);\n  }\n";
+  js += R"JS(}
+
+// Instantiates the module and loads the weights: `wasm` and `weights` are bytes, URLs or paths
+// (default: the files beside this module). Rejects with the loader's reason where the weights
+// do not match the model (a missing weight, another dtype or shape, a truncated file).
+export async function create({ wasm, weights } = {}) {
+  const [code, file] = await Promise.all([
+    bytesOf(wasm ?? `./${PREFIX}.wasm`, "the module"),
+    bytesOf(weights ?? `./${PREFIX}.safetensors`, "the weights"),
+  ]);
+  const module = await WebAssembly.compile(code);
+  const imports = {};
+  for (const i of WebAssembly.Module.imports(module))
+    (imports[i.module] ??= {})[i.name] = () => 52; // WASI's ENOSYS: stdio the methods never use
+  const x = (await WebAssembly.instantiate(module, imports)).exports;
+  x._initialize?.();
+  const err = x.tg_malloc(256), at = x.tg_malloc(file.length);
+  if (!err || !at) throw new RangeError(`${PREFIX}: out of WebAssembly memory for the weights (${file.length} bytes)`);
+  new Uint8Array(x.memory.buffer, at, file.length).set(file);
+  const handle = x[`${PREFIX}_create_from_memory`](at, file.length, err, 256);
+  x.tg_free(at);
+  const why = cstring(x, err);
+  x.tg_free(err);
+  if (!handle) throw new Error(`${PREFIX}: ${why}`);
+  return new Model(x, handle);
+}
+)JS";
+  return js;
+}
+
+/// The C that exports the module's allocator to its JavaScript host.
+inline const char* wasm_glue = R"C(#include <stdlib.h>
+__attribute__((export_name("tg_malloc"))) void* tg_malloc(size_t n) { return malloc(n); }
+__attribute__((export_name("tg_free"))) void tg_free(void* p) { free(p); }
+)C";
+
+inline void write_text(const std::filesystem::path& path, std::string_view text) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(text.data(), std::streamsize(text.size()));
+  if (!f) throw export_error("tg.export: cannot write " + path.string());
+}
+
+/// A clang that builds for wasm32-wasi here (TG_WASM_CC, else clang, clang-19, clang-14), or ""
+/// with the reason in `why`.
+inline std::string wasm_compiler(const std::filesystem::path& scratch, std::string& why) {
+  const std::string requested = env::get("TG_WASM_CC");
+  std::vector<std::string> candidates =
+      requested.empty() ? std::vector<std::string>{"clang", "clang-19", "clang-14"}
+                        : std::vector<std::string>{requested};
+  write_text(scratch / "probe.c", "#include <stdlib.h>\nint f(void) { return 0; }\n");
+  for (const std::string& c : candidates) {
+    const std::string path = find_in_path(c);
+    if (path.empty()) continue;
+    const int rc = run_process({path, "--target=wasm32-wasi", "-O2", "-mexec-model=reactor",
+                                "probe.c", "-o", "probe.wasm"},
+                               (scratch / "probe.log").string(), scratch.string());
+    if (rc == 0) return path;
+    why += "\n  " + path + ": " + read_file((scratch / "probe.log").string());
+  }
+  if (why.empty())
+    why = "\n  no " + (requested.empty() ? std::string("clang, clang-19 or clang-14") : requested) +
+          " on PATH";
+  return "";
+}
+
+} // namespace detail
+
+/// The wasm target's files: the module's bytes and its JavaScript host.
+struct ExportedWasm {
+  std::string wasm, js;
+};
+
+/// Compiles the program's C (the `c` target's, threads off) for wasm32-wasi with clang, in a
+/// scratch folder of its own.
+inline ExportedWasm export_wasm(const ExportedProgram& prog, const ExportCOptions& o,
+                                const std::vector<unsigned char>& weights) {
+  namespace fs = std::filesystem;
+  const ExportedC c = export_c(prog, o, weights);
+  std::string tmpl = (fs::temp_directory_path() / "tg-export-wasm-XXXXXX").string();
+  if (!mkdtemp(tmpl.data()))
+    throw export_error("tg.export: wasm: cannot make a scratch folder under " +
+                       fs::temp_directory_path().string());
+  const fs::path dir(tmpl);
+  struct Remove {
+    fs::path d;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } remove{dir};
+  std::string why;
+  const std::string cc = detail::wasm_compiler(dir, why);
+  if (cc.empty())
+    throw export_error("tg.export: wasm: no clang that builds for wasm32-wasi (it needs clang, "
+                       "wasm-ld and wasi-libc: Debian's clang, lld, wasi-libc and "
+                       "libclang-rt-14-dev-wasm32; or set TG_WASM_CC):" +
+                       why);
+  const std::string& P = o.prefix;
+  detail::write_text(dir / (P + ".h"), c.header);
+  detail::write_text(dir / (P + ".c"), c.source);
+  detail::write_text(dir / "glue.c", detail::wasm_glue);
+  std::vector<std::string> argv = {cc, "--target=wasm32-wasi", "-O2", "-msimd128",
+                                   "-mexec-model=reactor"};
+  for (const char* f : {"create_from_memory", "destroy", "error"})
+    argv.push_back("-Wl,--export=" + P + "_" + f);
+  for (const ExportedMethod& m : prog.methods) argv.push_back("-Wl,--export=" + P + "_" + m.name);
+  for (const std::string& f :
+       {P + ".c", std::string("glue.c"), std::string("-lm"), std::string("-o"), P + ".wasm"})
+    argv.push_back(f);
+  const int rc = detail::run_process(argv, (dir / "build.log").string(), dir.string());
+  if (rc != 0)
+    throw export_error("tg.export: wasm: " + cc + " failed (" + detail::process_status(rc) +
+                       "):\n" + detail::read_file((dir / "build.log").string()));
+  return {detail::read_file((dir / (P + ".wasm")).string()), detail::wasm_module_js(prog, P)};
+}
+
+} // namespace tg
+#endif // TG_SI_TG_EXPORT_WASM_HPP
+
+namespace tg {
+
+namespace detail {
+
+/// Text as the body of a JavaScript template literal.
+inline std::string js_template(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' || s[i] == '`' || (s[i] == '$' && i + 1 < s.size() && s[i + 1] == '{'))
+      out += '\\';
+    out += s[i];
+  }
+  return out;
+}
+
+/// The ES module of the webgpu target for a plan made with export_wgsl_target.
+inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPlan& plan,
+                                    const std::string& P) {
+  auto size = [](const SInt& s) {
+    Text t;
+    write_sint(t, s);
+    return s.is_const() ? std::string(t.view()) : "\"" + std::string(t.view()) + "\"";
+  };
+  // the largest buffer any call binds (the dims at their upper bounds), and the most buffers a
+  // kernel binds
+  std::int64_t largest = 4;
+  std::size_t most = 1;
+  for (int k : plan.weights) {
+    const Tensor& t = prog.weights[std::size_t(k)].tensor;
+    largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
+  }
+  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
+    const ExportedMethod& m = prog.methods[mi];
+    for (std::size_t i = 0; i < m.inputs.size(); ++i)
+      largest = std::max(largest, prod(m.input_shapes[i]).max_value() *
+                                      std::int64_t(itemsize(m.inputs[i].dtype)));
+    for (int o : m.outputs)
+      largest = std::max(largest, prod(m.graph[o].shape).max_value() *
+                                      std::int64_t(itemsize(m.graph[o].dtype)));
+    for (const SInt& t : plan.methods[mi].temp_bytes) largest = std::max(largest, t.max_value());
+  }
+  for (const KernelCode& k : plan.kernels) most = std::max(most, k.program.params.size());
+
+  std::string js =
+      "// " + P +
+      ".js: generated by tg::export_model (target webgpu). The model's methods as WGSL kernels "
+      "over\n// the weights of " +
+      P +
+      ".safetensors, on a GPUDevice of the caller's:\n"
+      "//   import { create } from \"./" +
+      P +
+      ".js\";\n"
+      "//   const model = await create(device);   // or create(device, bytes|url of the "
+      "weights)\n";
+  for (const ExportedMethod& m : prog.methods) {
+    js += "//   await model." + m.name + "({";
+    for (std::size_t i = 0; i < m.inputs.size(); ++i)
+      js += (i ? ", " : "") + m.inputs[i].name + ": " + js_array(m.inputs[i].dtype);
+    js += "}) -> {";
+    for (std::size_t k = 0; k < m.output_names.size(); ++k)
+      js += (k ? ", " : "") + m.output_names[k] + ": " + js_array(m.graph[m.outputs[k]].dtype);
+    js += "}\n";
+  }
+  js += "// Dims are read from the inputs' lengths, or given by name ({batch: 7, ...}). float16 "
+        "and bfloat16\n// travel as their bits in Uint16Array.\n";
+  js += "const PREFIX = \"" + P + "\";\nconst METHODS = " + js_methods(prog) + ";\n";
+  js += "const F16 = " + std::string(plan.target.f16 ? "true" : "false") +
+        "; // whether the kernels keep float16 in array<f16> (shader-f16)\n";
+  js += "const NEEDS = { maxStorageBuffersPerShaderStage: " + std::to_string(most) +
+        ", maxComputeInvocationsPerWorkgroup: " + std::to_string(plan.target.launch.max_local) +
+        ", maxComputeWorkgroupSizeX: " + std::to_string(plan.target.launch.max_local) +
+        ", maxStorageBufferBindingSize: " + std::to_string((largest + 3) / 4 * 4) +
+        ", maxBufferSize: " + std::to_string((largest + 3) / 4 * 4) + " };\n";
+  // the weights the kernels read: name, safetensors dtype, shape, bytes
+  js += "const WEIGHTS = [\n";
+  for (int k : plan.weights) {
+    const Tensor& t = prog.weights[std::size_t(k)].tensor;
+    js += "  [\"" + prog.weights[std::size_t(k)].name + "\", \"" +
+          safetensors::dtype_code(t.dtype()) + "\", [";
+    for (int d = 0; d < t.ndim(); ++d)
+      js += (d ? ", " : "") + std::to_string(t.shape()[std::size_t(d)]);
+    js += "], " + std::to_string(t.numel() * std::int64_t(itemsize(t.dtype()))) + "],\n";
+  }
+  js += "];\n";
+  // the kernels: entry point, dims, outer size, launch shape, source
+  js += "const KERNELS = [\n";
+  for (const KernelCode& k : plan.kernels) {
+    const Program& p = k.program;
+    js += "  { name: \"" + std::string(p.name.view()) + "\", vars: [";
+    for (std::size_t i = 0; i < p.vars.size(); ++i)
+      js += (i ? ", \"" : "\"") + std::string(p.vars[i].name.view()) + "\"";
+    js += "], outer: " + size(p.outer) + ", local: " + std::to_string(p.local) +
+          ", grouped: " + (p.grouped ? "true" : "false") +
+          ", itemsPerOuter: " + std::to_string(p.items_per_outer) +
+          ", perThread: " + std::to_string(p.per_thread) + ",\n    source: `" +
+          js_template(k.source.view()) + "` },\n";
+  }
+  js += "];\n";
+  // each method: its temporaries and launches [kernel, [[kind, index], ...], numel]; kinds:
+  // 0 input, 1 output, 2 weight, 3 temporary
+  js += "const PLANS = {\n";
+  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
+    const ExportMethodPlan& mp = plan.methods[mi];
+    js += "  " + prog.methods[mi].name + ": { temps: [";
+    for (std::size_t t = 0; t < mp.temp_bytes.size(); ++t)
+      js += (t ? ", " : "") + size(mp.temp_bytes[t]);
+    js += "], launches: [\n";
+    for (const ExportLaunch& l : mp.launches) {
+      js += "    [" + std::to_string(l.kernel) + ", [";
+      for (std::size_t b = 0; b < l.buffers.size(); ++b)
+        js += std::string(b ? ", " : "") + "[" + std::to_string(int(l.buffers[b].kind)) + ", " +
+              std::to_string(l.buffers[b].index) + "]";
+      js += "], " + size(l.numel) + "],\n";
+    }
+    js += "  ] },\n";
+  }
+  js += "};\n";
+  js += js_common;
+  js += R"JS(
+// The launches that cover every item of kernel k for an outer size of `outer`, within the
+// device's work-groups per dimension (tg's gpu_dispatches): [item base, x, y, z] each.
+function dispatches(k, outer, limit) {
+  const out = [];
+  const items = outer * k.itemsPerOuter;
+  const perGroup = k.grouped ? 1 : k.local * k.perThread;
+  const groups = Math.ceil(items / perGroup);
+  for (let first = 0; first < groups;) {
+    const left = groups - first;
+    const x = Math.min(left, limit);
+    const y = Math.min(Math.ceil(left / x), limit);
+    const z = Math.min(Math.ceil(left / (x * y)), limit);
+    out.push([first * perGroup, x, y, z]);
+    first += x * y * z;
+  }
+  return out;
+}
+
+// The safetensors file's weights checked against WEIGHTS: each one's bytes, in WEIGHTS' order.
+function readWeights(file) {
+  const fail = (why) => { throw new Error(`${PREFIX}: ${why}`); };
+  if (file.length < 8) fail(`the weights are ${file.length} bytes, too short for a safetensors file`);
+  const view = new DataView(file.buffer, file.byteOffset, file.byteLength);
+  const n = Number(view.getBigUint64(0, true));
+  if (n > file.length - 8) fail(`the safetensors header claims ${n} bytes; the file has ${file.length - 8}`);
+  let header;
+  try {
+    header = JSON.parse(new TextDecoder().decode(file.subarray(8, 8 + n)));
+  } catch (e) {
+    fail(`the safetensors header is malformed (${e.message})`);
+  }
+  const data = file.subarray(8 + n);
+  return WEIGHTS.map(([name, dtype, shape, bytes]) => {
+    const t = header[name];
+    if (!t || name === "__metadata__") fail(`weight '${name}' is not in the file`);
+    if (t.dtype !== dtype) fail(`weight '${name}' is ${t.dtype} in the file; the model reads ${dtype}`);
+    if (!Array.isArray(t.shape) || t.shape.length !== shape.length)
+      fail(`weight '${name}' has ${t.shape?.length} dimensions in the file; the model reads ${shape.length}`);
+    t.shape.forEach((s, i) => {
+      if (s !== shape[i]) fail(`weight '${name}' has size ${s} in dimension ${i} in the file; the model reads ${shape[i]}`);
+    });
+    const [begin, end] = t.data_offsets ?? [];
+    if (!(Number.isInteger(begin) && Number.isInteger(end) && begin <= end && end <= data.length && end - begin === bytes))
+      fail(`weight '${name}' spans bytes [${begin}, ${end}) of ${data.length} data bytes; the model reads ${bytes} (a truncated or damaged file)`);
+    return data.subarray(begin, end);
+  });
+}
+
+const padded = (bytes) => Math.max(4, Math.ceil(bytes / 4) * 4);
+
+class Model {
+  #device;
+  #weights;
+  #pipelines;
+  constructor(device, weights, pipelines) {
+    this.#device = device;
+    this.#weights = weights;
+    this.#pipelines = pipelines;
+  }
+  // Frees the weights' GPU buffers; the model cannot run after.
+  destroy() {
+    for (const b of this.#weights ?? []) b.destroy();
+    this.#weights = null;
+  }
+  async run(name, args) {
+    const { m, dims } = bind(name, args);
+    if (!this.#weights) throw new Error(`${PREFIX}.${name}: the model was destroyed`);
+    const plan = PLANS[name];
+    const d = this.#device;
+    const made = [];
+    const buffer = (bytes, usage) => {
+      const b = d.createBuffer({ size: padded(bytes), usage });
+      made.push(b);
+      return b;
+    };
+    const { STORAGE, COPY_SRC, COPY_DST, UNIFORM, MAP_READ } = GPUBufferUsage;
+    try {
+      const ins = m.inputs.map(([input]) => {
+        const a = args[input];
+        const b = buffer(a.byteLength, STORAGE | COPY_DST);
+        const bytes = new Uint8Array(padded(a.byteLength));
+        bytes.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+        d.queue.writeBuffer(b, 0, bytes);
+        return b;
+      });
+      const outs = m.outputs.map(([, dtype, shape]) => {
+        const bytes = count(shape, dims) * ARRAYS[dtype].BYTES_PER_ELEMENT;
+        return buffer(bytes, STORAGE | COPY_SRC);
+      });
+      const temps = plan.temps.map((e) => buffer(size(e, dims), STORAGE));
+      const limit = d.limits.maxComputeWorkgroupsPerDimension;
+      const encoder = d.createCommandEncoder();
+      for (const [k, refs, numel] of plan.launches) {
+        if (size(numel, dims) <= 0) continue;
+        const kernel = KERNELS[k];
+        const outer = size(kernel.outer, dims);
+        const bound = refs.map(([kind, i]) => [ins, outs, this.#weights, temps][kind][i]);
+        for (const [base, x, y, z] of dispatches(kernel, outer, limit)) {
+          const launch = new Int32Array(Math.ceil((3 + kernel.vars.length) / 4) * 4);
+          launch[0] = base;
+          launch[2] = outer;
+          kernel.vars.forEach((v, j) => { launch[3 + j] = dims[v]; });
+          const u = buffer(launch.byteLength, UNIFORM | COPY_DST);
+          d.queue.writeBuffer(u, 0, launch);
+          const entries = bound.map((b, j) => ({ binding: j, resource: { buffer: b } }));
+          entries.push({ binding: bound.length, resource: { buffer: u } });
+          const pipeline = this.#pipelines[k];
+          const pass = encoder.beginComputePass();
+          pass.setPipeline(pipeline);
+          pass.setBindGroup(0, d.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }));
+          pass.dispatchWorkgroups(x, y, z);
+          pass.end();
+        }
+      }
+      const reads = outs.map((b) => {
+        const r = buffer(b.size, MAP_READ | COPY_DST);
+        encoder.copyBufferToBuffer(b, 0, r, 0, b.size);
+        return r;
+      });
+      d.pushErrorScope("validation");
+      d.queue.submit([encoder.finish()]);
+      const error = await d.popErrorScope();
+      if (error) throw new Error(`${PREFIX}.${name}: ${error.message}`);
+      await Promise.all(reads.map((r) => r.mapAsync(GPUMapMode.READ)));
+      const result = {};
+      m.outputs.forEach(([output, dtype, shape], k) => {
+        const T = ARRAYS[dtype];
+        result[output] = new T(reads[k].getMappedRange().slice(0, count(shape, dims) * T.BYTES_PER_ELEMENT));
+        reads[k].unmap();
+      });
+      return result;
+    } finally {
+      for (const b of made) b.destroy();
+    }
+  }
+)JS";
+  for (const ExportedMethod& m : prog.methods)
+    js += "  " + m.name + "(args) {\n    return this.run(\"" + m.name + "\", args);\n  }\n";
+  js += R"JS(}
+
+// Loads the model onto `device` (a GPUDevice): checks its limits and features, copies the weights
+// (bytes, a URL or a path; default: the .safetensors file beside this module) into GPU buffers
+// and builds the pipelines. Rejects with the reason where the device cannot run the model or the
+// weights do not match it.
+export async function create(device, weights) {
+  if (!device || typeof device.createBuffer !== "function")
+    throw new TypeError(`${PREFIX}: create(device) takes a GPUDevice (from adapter.requestDevice())`);
+  for (const [limit, need] of Object.entries(NEEDS))
+    if (!(device.limits[limit] >= need))
+      throw new Error(`${PREFIX}: the device's ${limit} is ${device.limits[limit]}; the model needs ${need} (request it in requestDevice's requiredLimits, up to the adapter's)`);
+  if (F16 && !device.features.has("shader-f16"))
+    throw new Error(`${PREFIX}: the model keeps float16 in array<f16>, which needs the device feature shader-f16 (request it in requestDevice's requiredFeatures, or export without f16)`);
+  const parts = readWeights(await bytesOf(weights ?? `./${PREFIX}.safetensors`, "the weights"));
+  const chunk = 1 << 24; // the weights go to the GPU in 16 MiB writes
+  const buffers = parts.map((bytes) => {
+    const b = device.createBuffer({ size: padded(bytes.length), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+    const whole = bytes.length - bytes.length % 4;
+    for (let at = 0; at < whole; at += chunk) device.queue.writeBuffer(b, at, bytes, at, Math.min(chunk, whole - at));
+    if (whole < bytes.length) {
+      const tail = new Uint8Array(4);
+      tail.set(bytes.subarray(whole));
+      device.queue.writeBuffer(b, whole, tail);
+    }
+    return b;
+  });
+  device.pushErrorScope("validation");
+  const pipelines = await Promise.all(KERNELS.map((k) => device.createComputePipelineAsync({
+    layout: "auto", compute: { module: device.createShaderModule({ code: k.source }), entryPoint: k.name },
+  })));
+  const error = await device.popErrorScope();
+  if (error) throw new Error(`${PREFIX}: the device rejected a kernel: ${error.message}`);
+  return new Model(device, buffers, pipelines);
+}
+)JS";
+  return js;
+}
+
+} // namespace detail
+
+/// The webgpu target: the program's WGSL kernels in an ES module. `f16`: float16 tensors in
+/// array<f16> (the module then needs shader-f16); else packed in u32 words, for every device.
+inline std::string export_webgpu(const ExportedProgram& prog, const std::string& prefix, bool f16) {
+  const std::string no64 = ", and WGSL has no 64-bit types (cast the model to float32 or int32, "
+                           "or export to c, wasm or json)";
+  for (const ExportedMethod& m : prog.methods)
+    for (const ExportInput& in : m.inputs)
+      if (itemsize(in.dtype) == 8)
+        throw export_error("tg.export: webgpu: method '" + m.name + "', input '" + in.name +
+                           "' is " + dtype_name(in.dtype) + no64);
+  ExportPlan plan;
+  try {
+    plan = plan_export(prog, export_wgsl_target(f16));
+  } catch (const export_error&) {
+    throw;
+  } catch (const error& e) { // a kernel the WGSL target cannot render
+    throw export_error(std::string("tg.export: webgpu: ") + e.what());
+  }
+  for (const KernelCode& k : plan.kernels)
+    for (DType t : k.program.params)
+      if (itemsize(t) == 8)
+        throw export_error("tg.export: webgpu: kernel " + std::string(k.program.name.view()) +
+                           " keeps a " + dtype_name(t) + " tensor" + no64);
+  return detail::webgpu_module_js(prog, plan, prefix);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_EXPORT_WEBGPU_HPP
+
 namespace tg {
 
 /// Options of tg::export_model.
 struct ExportOptions {
   std::string prefix = "model"; // the artifact's files and function names (<prefix>_<method>)
   bool embed_weights = false;   // the weights also in the source (small models)
-  bool iso_c = false; // c: plain ISO C11 loops for any C compiler (default: the CPU device's
-                      // kernels, GNU C vector types, for GCC and Clang)
+  bool iso_c = false;      // c: plain ISO C11 loops for any C compiler (default: the CPU device's
+                           // kernels, GNU C vector types, for GCC and Clang)
+  bool webgpu_f16 = false; // webgpu: float16 tensors in array<f16>, for devices with shader-f16
+                           // (default: packed in u32 words, for every device)
   std::vector<std::string> json_dialects = {"c", "wgsl"}; // json: the program compiled for each
                                                           // (c, wgsl, glsl, cuda)
 };
@@ -1762,17 +2445,28 @@ inline void write_export_file(const std::filesystem::path& path, std::string_vie
   r.files.push_back(path.string());
 }
 
-inline ExportResult export_traced(const ExportedProgram& prog, const std::string& target,
-                                  const std::string& out_dir, const ExportOptions& o,
-                                  const std::source_location& loc) {
+/// The target and options, checked before anything is traced.
+inline void check_export(const std::string& target, const ExportOptions& o,
+                         const std::source_location& loc) {
   if (!is_identifier(o.prefix))
     fail<export_error>("export", "prefix '" + o.prefix + "' is not an identifier", loc);
-  if (target != "c" && target != "json")
-    fail<export_error>("export", "no export target '" + target + "' (targets: c, json)", loc);
+  if (target != "c" && target != "json" && target != "wasm" && target != "webgpu")
+    fail<export_error>("export",
+                       "no export target '" + target + "' (targets: c, json, wasm, webgpu)", loc);
+  if (o.embed_weights && target != "c")
+    fail<export_error>("export",
+                       "embed_weights is an option of the c target (" + target +
+                           " loads the .safetensors file)",
+                       loc);
   for (const std::string& d : o.json_dialects)
     if (d != "c" && d != "wgsl" && d != "glsl" && d != "cuda")
       fail<export_error>("export", "no json dialect '" + d + "' (dialects: c, wgsl, glsl, cuda)",
                          loc);
+}
+
+inline ExportResult export_traced(const ExportedProgram& prog, const std::string& target,
+                                  const std::string& out_dir, const ExportOptions& o,
+                                  const std::source_location& loc) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec)
@@ -1786,12 +2480,22 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
   const std::string weights_name = o.prefix + ".safetensors";
   write_export_file(dir / weights_name,
                     {reinterpret_cast<const char*>(weights.data()), weights.size()}, r);
+  if (target == "webgpu") {
+    write_export_file(dir / (o.prefix + ".js"), export_webgpu(prog, o.prefix, o.webgpu_f16), r);
+    return r;
+  }
   if (target == "json") {
     write_export_file(dir / (o.prefix + ".json"), export_json(prog, weights_name, o.json_dialects),
                       r);
     return r;
   }
   ExportCOptions c{o.prefix, weights_name, o.embed_weights, o.iso_c};
+  if (target == "wasm") {
+    ExportedWasm w = export_wasm(prog, c, weights);
+    write_export_file(dir / (o.prefix + ".wasm"), w.wasm, r);
+    write_export_file(dir / (o.prefix + ".js"), w.js, r);
+    return r;
+  }
   ExportedC code = export_c(prog, c, weights);
   write_export_file(dir / (o.prefix + ".h"), code.header, r);
   write_export_file(dir / (o.prefix + ".c"), code.source, r);
@@ -1799,17 +2503,20 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
 }
 } // namespace detail
 
-/// Exports the methods of `spec` over module m's weights as `target` ("c", "json") into out_dir.
+/// Exports the methods of `spec` over module m's weights as `target` ("c", "wasm", "webgpu",
+/// "json") into out_dir.
 inline ExportResult export_model(const nn::Module& m, const ExportSpec& spec,
                                  const std::string& target, const std::string& out_dir,
                                  const ExportOptions& o = {},
                                  std::source_location loc = std::source_location::current()) {
+  detail::check_export(target, o, loc);
   return detail::export_traced(trace_export(&m, spec, loc), target, out_dir, o, loc);
 }
 /// The same for methods that are free functions (their weights: the constants they use).
 inline ExportResult export_model(const ExportSpec& spec, const std::string& target,
                                  const std::string& out_dir, const ExportOptions& o = {},
                                  std::source_location loc = std::source_location::current()) {
+  detail::check_export(target, o, loc);
   return detail::export_traced(trace_export(nullptr, spec, loc), target, out_dir, o, loc);
 }
 

@@ -8,6 +8,7 @@
 
 #include "c.hpp"
 #include "load.hpp"
+#include "webgpu.hpp"
 
 namespace tg {
 
@@ -15,8 +16,10 @@ namespace tg {
 struct ExportOptions {
   std::string prefix = "model"; // the artifact's files and function names (<prefix>_<method>)
   bool embed_weights = false;   // the weights also in the source (small models)
-  bool iso_c = false; // c: plain ISO C11 loops for any C compiler (default: the CPU device's
-                      // kernels, GNU C vector types, for GCC and Clang)
+  bool iso_c = false;      // c: plain ISO C11 loops for any C compiler (default: the CPU device's
+                           // kernels, GNU C vector types, for GCC and Clang)
+  bool webgpu_f16 = false; // webgpu: float16 tensors in array<f16>, for devices with shader-f16
+                           // (default: packed in u32 words, for every device)
   std::vector<std::string> json_dialects = {"c", "wgsl"}; // json: the program compiled for each
                                                           // (c, wgsl, glsl, cuda)
 };
@@ -35,17 +38,28 @@ inline void write_export_file(const std::filesystem::path& path, std::string_vie
   r.files.push_back(path.string());
 }
 
-inline ExportResult export_traced(const ExportedProgram& prog, const std::string& target,
-                                  const std::string& out_dir, const ExportOptions& o,
-                                  const std::source_location& loc) {
+/// The target and options, checked before anything is traced.
+inline void check_export(const std::string& target, const ExportOptions& o,
+                         const std::source_location& loc) {
   if (!is_identifier(o.prefix))
     fail<export_error>("export", "prefix '" + o.prefix + "' is not an identifier", loc);
-  if (target != "c" && target != "json")
-    fail<export_error>("export", "no export target '" + target + "' (targets: c, json)", loc);
+  if (target != "c" && target != "json" && target != "wasm" && target != "webgpu")
+    fail<export_error>("export",
+                       "no export target '" + target + "' (targets: c, json, wasm, webgpu)", loc);
+  if (o.embed_weights && target != "c")
+    fail<export_error>("export",
+                       "embed_weights is an option of the c target (" + target +
+                           " loads the .safetensors file)",
+                       loc);
   for (const std::string& d : o.json_dialects)
     if (d != "c" && d != "wgsl" && d != "glsl" && d != "cuda")
       fail<export_error>("export", "no json dialect '" + d + "' (dialects: c, wgsl, glsl, cuda)",
                          loc);
+}
+
+inline ExportResult export_traced(const ExportedProgram& prog, const std::string& target,
+                                  const std::string& out_dir, const ExportOptions& o,
+                                  const std::source_location& loc) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec)
@@ -59,12 +73,22 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
   const std::string weights_name = o.prefix + ".safetensors";
   write_export_file(dir / weights_name,
                     {reinterpret_cast<const char*>(weights.data()), weights.size()}, r);
+  if (target == "webgpu") {
+    write_export_file(dir / (o.prefix + ".js"), export_webgpu(prog, o.prefix, o.webgpu_f16), r);
+    return r;
+  }
   if (target == "json") {
     write_export_file(dir / (o.prefix + ".json"), export_json(prog, weights_name, o.json_dialects),
                       r);
     return r;
   }
   ExportCOptions c{o.prefix, weights_name, o.embed_weights, o.iso_c};
+  if (target == "wasm") {
+    ExportedWasm w = export_wasm(prog, c, weights);
+    write_export_file(dir / (o.prefix + ".wasm"), w.wasm, r);
+    write_export_file(dir / (o.prefix + ".js"), w.js, r);
+    return r;
+  }
   ExportedC code = export_c(prog, c, weights);
   write_export_file(dir / (o.prefix + ".h"), code.header, r);
   write_export_file(dir / (o.prefix + ".c"), code.source, r);
@@ -72,17 +96,20 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
 }
 } // namespace detail
 
-/// Exports the methods of `spec` over module m's weights as `target` ("c", "json") into out_dir.
+/// Exports the methods of `spec` over module m's weights as `target` ("c", "wasm", "webgpu",
+/// "json") into out_dir.
 inline ExportResult export_model(const nn::Module& m, const ExportSpec& spec,
                                  const std::string& target, const std::string& out_dir,
                                  const ExportOptions& o = {},
                                  std::source_location loc = std::source_location::current()) {
+  detail::check_export(target, o, loc);
   return detail::export_traced(trace_export(&m, spec, loc), target, out_dir, o, loc);
 }
 /// The same for methods that are free functions (their weights: the constants they use).
 inline ExportResult export_model(const ExportSpec& spec, const std::string& target,
                                  const std::string& out_dir, const ExportOptions& o = {},
                                  std::source_location loc = std::source_location::current()) {
+  detail::check_export(target, o, loc);
   return detail::export_traced(trace_export(nullptr, spec, loc), target, out_dir, o, loc);
 }
 

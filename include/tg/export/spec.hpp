@@ -89,6 +89,8 @@ public:
         fail("method", where + ": the name is not an identifier (letters, digits and _)", loc);
       for (std::size_t j = 0; j < i; ++j)
         if (inputs[j].name == in.name) fail("method", where + ": the name is used twice", loc);
+      if (find_dim(in.name)) // (the JavaScript targets take dims and inputs by name)
+        fail("method", where + ": the name is a dim's", loc);
       for (const ExportSize& d : in.shape) {
         if (const auto* n = std::get_if<std::int64_t>(&d); n && *n < 0)
           fail("method", where + ": size " + std::to_string(*n) + " is negative", loc);
