@@ -24,6 +24,9 @@ packages=(
   # tg::export_model's wasm target: Debian's clang (14) and wasm-ld build the exported C for
   # wasm32-wasi against wasi-libc, with the compiler-rt builtins of that target.
   clang lld wasi-libc libclang-rt-14-dev-wasm32
+  # The exported web page of examples/web/, opened headless through WebGPU (SwiftShader) and
+  # WebAssembly by tests/web_page.py.
+  chromium
 )
 # WebGPU's Dawn comes from npm (below), so node and npm from Debian where the machine has none.
 if ! command -v npm > /dev/null; then
