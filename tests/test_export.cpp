@@ -138,17 +138,14 @@ std::string build_driver(const fs::path& dir, const std::string& extra = "") {
   return (dir / "drv").string();
 }
 
-/// Runs method `method` of the driver on x; the outputs (empty with the message in `why` on
-/// failure).
-std::vector<float> call(const std::string& drv, const std::string& weights,
-                        const std::string& method, const Tensor& x, std::string* why = nullptr) {
-  const fs::path dir = fs::path(drv).parent_path();
+/// Writes x to dir/x.bin as float32, runs `cmd` in dir (which reads x.bin and writes y.bin);
+/// y.bin's floats, or nothing with the command's output in `why` on failure.
+std::vector<float> through(const fs::path& dir, const Tensor& x, const std::string& cmd,
+                           std::string* why) {
   std::vector<float> in = x.to_vector<float>();
   write_bytes(dir / "x.bin", in.data(), in.size() * sizeof(float));
-  const std::string cmd = drv + " " + weights + " " + method + " " + std::to_string(x.shape()[0]) +
-                          " " + (dir / "x.bin").string() + " " + (dir / "y.bin").string();
   std::string out;
-  if (run(cmd, &out, why != nullptr) != 0) {
+  if (run("cd " + dir.string() + " && " + cmd, &out, why != nullptr) != 0) {
     if (why) *why = out;
     return {};
   }
@@ -156,6 +153,16 @@ std::vector<float> call(const std::string& drv, const std::string& weights,
   std::vector<float> y(bytes.size() / sizeof(float));
   std::memcpy(y.data(), bytes.data(), y.size() * sizeof(float));
   return y;
+}
+
+/// Runs method `method` of the driver on x; the outputs (empty with the message in `why` on
+/// failure).
+std::vector<float> call(const std::string& drv, const std::string& weights,
+                        const std::string& method, const Tensor& x, std::string* why = nullptr) {
+  return through(fs::path(drv).parent_path(), x,
+                 drv + " " + weights + " " + method + " " + std::to_string(x.shape()[0]) +
+                     " x.bin y.bin",
+                 why);
 }
 
 /// Exported outputs against tg's: bit for bit where the CPU device renders the kernels the export
@@ -399,19 +406,7 @@ TEST_CASE("export wasm: the C in WebAssembly, run by its ES module in node, equa
   write_bytes(dir / "drv.mjs", node_driver, std::strlen(node_driver));
   auto call_node = [&](const std::string& method, const Tensor& x, std::string* why = nullptr,
                        const std::string& weights = "-", const std::string& as = "") {
-    std::vector<float> in = x.to_vector<float>();
-    write_bytes(dir / "x.bin", in.data(), in.size() * sizeof(float));
-    std::string out;
-    const std::string cmd =
-        "cd " + dir.string() + " && node drv.mjs " + method + " x.bin y.bin " + weights + " " + as;
-    if (run(cmd, &out, why != nullptr) != 0) {
-      if (why) *why = out;
-      return std::vector<float>{};
-    }
-    const std::string bytes = read_text(dir / "y.bin");
-    std::vector<float> y(bytes.size() / sizeof(float));
-    std::memcpy(y.data(), bytes.data(), y.size() * sizeof(float));
-    return y;
+    return through(dir, x, "node drv.mjs " + method + " x.bin y.bin " + weights + " " + as, why);
   };
   tg::manual_seed(16);
   for (std::int64_t batch : {1, 7}) {
@@ -493,19 +488,10 @@ TEST_CASE("export webgpu: the WGSL kernels, run by their ES module on Dawn in no
   write_bytes(dir / "gpu.mjs", gpu_driver, std::strlen(gpu_driver));
   auto call_gpu = [&](const std::string& method, const Tensor& x, std::string* why = nullptr,
                       const std::string& mode = "") {
-    std::vector<float> in = x.to_vector<float>();
-    write_bytes(dir / "x.bin", in.data(), in.size() * sizeof(float));
-    std::string out;
-    const std::string cmd = "cd " + dir.string() + " && EGL_PLATFORM=surfaceless node gpu.mjs " +
-                            modules + " " + backend + " " + method + " x.bin y.bin " + mode;
-    if (run(cmd, &out, why != nullptr) != 0) {
-      if (why) *why = out;
-      return std::vector<float>{};
-    }
-    const std::string bytes = read_text(dir / "y.bin");
-    std::vector<float> y(bytes.size() / sizeof(float));
-    std::memcpy(y.data(), bytes.data(), y.size() * sizeof(float));
-    return y;
+    return through(dir, x,
+                   "EGL_PLATFORM=surfaceless node gpu.mjs " + modules + " " + backend + " " +
+                       method + " x.bin y.bin " + mode,
+                   why);
   };
   tg::manual_seed(17);
   for (std::int64_t batch : {1, 7}) {

@@ -1807,6 +1807,24 @@ inline std::string js_methods(const ExportedProgram& prog) {
   return js + "}";
 }
 
+/// The rest of an exported module's opening comment (each method's arguments and results), and
+/// its constants PREFIX and METHODS.
+inline std::string js_api(const ExportedProgram& prog, const std::string& P) {
+  std::string js;
+  for (const ExportedMethod& m : prog.methods) {
+    js += "//   await model." + m.name + "({";
+    for (std::size_t i = 0; i < m.inputs.size(); ++i)
+      js += (i ? ", " : "") + m.inputs[i].name + ": " + js_array(m.inputs[i].dtype);
+    js += "}) -> {";
+    for (std::size_t k = 0; k < m.output_names.size(); ++k)
+      js += (k ? ", " : "") + m.output_names[k] + ": " + js_array(m.graph[m.outputs[k]].dtype);
+    js += "}\n";
+  }
+  js += "// Dims are read from the inputs' lengths, or given by name ({batch: 7, ...}). float16 "
+        "and bfloat16\n// travel as their bits in Uint16Array.\n";
+  return js + "const PREFIX = \"" + P + "\";\nconst METHODS = " + js_methods(prog) + ";\n";
+}
+
 /// What every exported ES module shares: typed arrays per dtype, sizes of the dims, reading a
 /// file or URL, and checking a method's arguments (dims given or read from the inputs' lengths).
 inline const char* js_common = R"JS(
@@ -1903,18 +1921,7 @@ inline std::string wasm_module_js(const ExportedProgram& prog, const std::string
       ".js\";\n"
       "//   const model = await create();     // or create({ wasm: bytes|url, weights: "
       "bytes|url })\n";
-  for (const ExportedMethod& m : prog.methods) {
-    js += "//   await model." + m.name + "({";
-    for (std::size_t i = 0; i < m.inputs.size(); ++i)
-      js += (i ? ", " : "") + m.inputs[i].name + ": " + js_array(m.inputs[i].dtype);
-    js += "}) -> {";
-    for (std::size_t k = 0; k < m.output_names.size(); ++k)
-      js += (k ? ", " : "") + m.output_names[k] + ": " + js_array(m.graph[m.outputs[k]].dtype);
-    js += "}\n";
-  }
-  js += "// Dims are read from the inputs' lengths, or given by name ({batch: 7, ...}).\n";
-  js += "const PREFIX = \"" + P + "\";\nconst METHODS = " + js_methods(prog) + ";\n";
-  js += js_common;
+  js += js_api(prog, P) + js_common;
   js += R"JS(
 // The C string at address p.
 function cstring(x, p) {
@@ -2144,18 +2151,7 @@ inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPla
       ".js\";\n"
       "//   const model = await create(device);   // or create(device, bytes|url of the "
       "weights)\n";
-  for (const ExportedMethod& m : prog.methods) {
-    js += "//   await model." + m.name + "({";
-    for (std::size_t i = 0; i < m.inputs.size(); ++i)
-      js += (i ? ", " : "") + m.inputs[i].name + ": " + js_array(m.inputs[i].dtype);
-    js += "}) -> {";
-    for (std::size_t k = 0; k < m.output_names.size(); ++k)
-      js += (k ? ", " : "") + m.output_names[k] + ": " + js_array(m.graph[m.outputs[k]].dtype);
-    js += "}\n";
-  }
-  js += "// Dims are read from the inputs' lengths, or given by name ({batch: 7, ...}). float16 "
-        "and bfloat16\n// travel as their bits in Uint16Array.\n";
-  js += "const PREFIX = \"" + P + "\";\nconst METHODS = " + js_methods(prog) + ";\n";
+  js += js_api(prog, P);
   js += "const F16 = " + std::string(plan.target.f16 ? "true" : "false") +
         "; // whether the kernels keep float16 in array<f16> (shader-f16)\n";
   js += "const NEEDS = { maxStorageBuffersPerShaderStage: " + std::to_string(most) +
