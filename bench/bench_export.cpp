@@ -2,13 +2,17 @@
 // (784-256-128-10) at batch 1 and 128, exported by tg::export_model with a symbolic batch, built
 // with the system C compiler (-O2 -march=native, as the CPU device builds its kernels; more flags
 // from TG_BENCH_CFLAGS) and loaded with dlopen, against tg with the batch symbolic too (the same
-// kernels) and with it fixed; and the time an export of the demo's CNN takes (its kernels are
-// rendered, not compiled).
+// kernels) and with it fixed; the time an export of the demo's CNN takes (its kernels are
+// rendered, not compiled); and, timed by node, the MLP's wasm and webgpu ES modules: load time
+// and the time of a call at batch 1 and 128 (js_module/*).
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <tg/export.hpp>
 
 #include "../examples/fashion_mnist_models.hpp"
@@ -118,6 +122,118 @@ void export_cnn(benchmark::State& st) {
 }
 BENCHMARK(export_cnn)->Unit(benchmark::kMillisecond);
 
+/// The MLP exported as the wasm and webgpu ES modules, timed by node (WebGPU on Dawn, npm
+/// webgpu from TG_NODE_MODULES; OpenGL ES, or TG_WEBGPU_BACKEND): each module's load time
+/// (create) and the time of a call at batch 1 and 128, as JSON, or "" with the reason in `why`.
+const char* node_timer = R"JS(
+import { createRequire } from "node:module";
+const [dir, modules, backend] = process.argv.slice(2);
+const { create: dawn, globals } = createRequire(import.meta.url)(modules + "/webgpu");
+Object.assign(globalThis, globals);
+globalThis.tgGpu = dawn([`backend=${backend}`]);
+const adapter = await globalThis.tgGpu.requestAdapter({ featureLevel: "compatibility" });
+const names = ["maxStorageBuffersPerShaderStage", "maxComputeInvocationsPerWorkgroup",
+               "maxComputeWorkgroupSizeX", "maxStorageBufferBindingSize"];
+const device = await adapter.requestDevice({ requiredLimits: Object.fromEntries(names.map((n) => [n, adapter.limits[n]])) });
+const out = {};
+for (const target of ["wasm", "webgpu"]) {
+  const { create } = await import(`${dir}/${target}/mlp.js`);
+  let t = performance.now();
+  const model = target === "webgpu" ? await create(device) : await create();
+  out[`${target}_load`] = performance.now() - t;
+  for (const batch of [1, 128]) {
+    const x = new Float32Array(batch * 784).map((_, i) => Math.sin(i));
+    await model.forward({ x });
+    const n = batch === 1 ? 50 : 10;
+    t = performance.now();
+    for (let k = 0; k < n; ++k) await model.forward({ x });
+    out[`${target}_${batch}`] = (performance.now() - t) / n;
+  }
+  model.destroy();
+}
+console.log(JSON.stringify(out));
+device.destroy();
+delete globalThis.tgGpu;
+)JS";
+
+/// The node timings (milliseconds by name), measured once.
+const std::map<std::string, double>& node_timings(std::string& why) {
+  static std::string reason;
+  static const std::map<std::string, double> t = [] {
+    std::map<std::string, double> out;
+    const fs::path dir = fs::temp_directory_path() / "tg-bench-export-js";
+    fs::remove_all(dir);
+    tg::ExportSpec spec;
+    spec.dim("batch", 1, 128)
+        .method("forward", {{"x", tg::float32, {"batch", 784}}},
+                [](const std::vector<Tensor>& in) { return mlp().net(in[0]); });
+    try {
+      for (const char* target : {"wasm", "webgpu"})
+        tg::export_model(mlp().net, spec, target, (dir / target).string(), {.prefix = "mlp"});
+    } catch (const tg::error& e) {
+      reason = e.what();
+      return out;
+    }
+    std::ofstream(dir / "time.mjs") << node_timer;
+    const char* m = std::getenv("TG_NODE_MODULES");
+    const char* b = std::getenv("TG_WEBGPU_BACKEND");
+    const std::string cmd = "EGL_PLATFORM=surfaceless node " + (dir / "time.mjs").string() + " " +
+                            dir.string() + " " +
+                            (m && *m ? m : "/usr/local/lib/tg-npm/node_modules") + " " +
+                            (b && *b ? b : "opengles") + " 2>/dev/null";
+    std::FILE* p = popen(cmd.c_str(), "r");
+    std::string text;
+    char buf[4096];
+    while (p && std::fgets(buf, sizeof buf, p)) text += buf;
+    if (!p || pclose(p) != 0 || text.find('{') == std::string::npos) {
+      reason = "node could not time the modules: " + cmd;
+      return out;
+    }
+    text = text.substr(text.find('{'));
+    for (std::size_t at = 0; (at = text.find('"', at)) != std::string::npos;) {
+      const std::size_t end = text.find('"', at + 1);
+      out[text.substr(at + 1, end - at - 1)] = std::atof(text.c_str() + end + 2);
+      at = end + 1;
+    }
+    return out;
+  }();
+  why = reason;
+  return t;
+}
+
+/// One node timing as the iteration time: js/<wasm|webgpu>/<load|1|128>.
+void js_module(benchmark::State& st, const std::string& key) {
+  std::string why;
+  const auto& t = node_timings(why);
+  auto it = t.find(key);
+  if (it == t.end()) return st.SkipWithError((why.empty() ? "no timing " + key : why).c_str());
+  for (auto _ : st) st.SetIterationTime(it->second / 1e3);
+}
+BENCHMARK_CAPTURE(js_module, wasm_load, std::string("wasm_load"))
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(js_module, wasm_call_1, std::string("wasm_1"))
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(js_module, wasm_call_128, std::string("wasm_128"))
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(js_module, webgpu_load, std::string("webgpu_load"))
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(js_module, webgpu_call_1, std::string("webgpu_1"))
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(js_module, webgpu_call_128, std::string("webgpu_128"))
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMicrosecond);
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -126,5 +242,7 @@ int main(int argc, char** argv) {
                        {{"exported_mlp/1", "tg_mlp_symbolic/1"},
                         {"exported_mlp/128", "tg_mlp_symbolic/128"},
                         {"exported_mlp/1", "tg_mlp/1"},
-                        {"exported_mlp/128", "tg_mlp/128"}});
+                        {"exported_mlp/128", "tg_mlp/128"},
+                        {"js_module/wasm_call_1/iterations:1/manual_time", "exported_mlp/1"},
+                        {"js_module/wasm_call_128/iterations:1/manual_time", "exported_mlp/128"}});
 }

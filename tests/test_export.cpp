@@ -508,6 +508,16 @@ TEST_CASE("export webgpu: the WGSL kernels, run by their ES module on Dawn in no
   CHECK_MESSAGE(why.find("net: the device's maxComputeInvocationsPerWorkgroup is 128; the model "
                          "needs 256") != std::string::npos,
                 why);
+  // float16 in array<f16> (webgpu_f16): a device without shader-f16 is refused at load
+  tg::ExportSpec half;
+  half.method("forward", {{"x", tg::float16, {4}}},
+              [](const std::vector<Tensor>& in) { return in[0] * 2; });
+  tg::export_model(half, "webgpu", dir.string(), {.prefix = "net", .webgpu_f16 = true});
+  CHECK(read_text(dir / "net.js").find("enable f16;") != std::string::npos);
+  CHECK(call_gpu("forward", tg::randn({4}), &why).empty());
+  CHECK_MESSAGE(why.find("net: the model keeps float16 in array<f16>, which needs the device "
+                         "feature shader-f16") != std::string::npos,
+                why);
   // 64-bit types have no WGSL type: refused at export, an input or a tensor inside
   tg::ExportSpec f64, inside;
   f64.method("twice", {{"x", tg::float64, {3}}},
