@@ -668,6 +668,15 @@ TEST_CASE("tg agrees with PyTorch on every case of the case file, on every devic
   }
   std::vector<Case> cases = read_cases(path);
   REQUIRE(!cases.empty());
+  // TG_TORCH_EVERY=N: every Nth case only (test_torch_vulkan: lavapipe makes pipelines slowly, and
+  // test_ops checks every op on VULKAN)
+  if (const char* every = std::getenv("TG_TORCH_EVERY"); every && std::atoi(every) > 1) {
+    const std::size_t n = std::size_t(std::atoi(every));
+    std::vector<Case> some;
+    for (std::size_t i = 0; i < cases.size(); i += n) some.push_back(cases[i]);
+    MESSAGE("every " << n << "th case of " << cases.size() << " (TG_TORCH_EVERY)");
+    cases = std::move(some);
+  }
   for (const std::string& dev : tg_test::test_devices()) {
     if (dev == "NVRTC") { // results from INTERP: its kernels' compile checks are test_ops'
       MESSAGE("NVRTC skipped: its results are INTERP's (test_ops and test_fuzz check that the "
