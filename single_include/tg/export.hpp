@@ -1772,15 +1772,10 @@ inline const char* js_array(DType t) {
 /// The program's methods as a JavaScript object literal: dims with bounds, inputs and outputs
 /// with dtypes and shapes (sizes as numbers or expressions of the dims).
 inline std::string js_methods(const ExportedProgram& prog) {
-  auto size = [](const SInt& s) {
-    Text t;
-    write_sint(t, s);
-    return s.is_const() ? std::string(t.view()) : "\"" + std::string(t.view()) + "\"";
-  };
-  auto shape = [&](const Shape& sh) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < sh.size(); ++i) out += (i ? ", " : "") + size(sh[i]);
-    return out + "]";
+  auto shape = [](const Shape& sh) { // (JSON is JavaScript)
+    std::string out;
+    json_shape(out, sh);
+    return out;
   };
   std::string js = "{\n";
   for (const ExportedMethod& m : prog.methods) {
@@ -2115,10 +2110,10 @@ inline std::string js_template(std::string_view s) {
 /// The ES module of the webgpu target for a plan made with export_wgsl_target.
 inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPlan& plan,
                                     const std::string& P) {
-  auto size = [](const SInt& s) {
-    Text t;
-    write_sint(t, s);
-    return s.is_const() ? std::string(t.view()) : "\"" + std::string(t.view()) + "\"";
+  auto size = [](const SInt& s) { // (JSON is JavaScript)
+    std::string out;
+    json_size(out, s);
+    return out;
   };
   // the largest buffer any call binds (the dims at their upper bounds), and the most buffers a
   // kernel binds

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "c.hpp"
+#include "json.hpp"
 
 namespace tg {
 
@@ -25,15 +26,10 @@ inline const char* js_array(DType t) {
 /// The program's methods as a JavaScript object literal: dims with bounds, inputs and outputs
 /// with dtypes and shapes (sizes as numbers or expressions of the dims).
 inline std::string js_methods(const ExportedProgram& prog) {
-  auto size = [](const SInt& s) {
-    Text t;
-    write_sint(t, s);
-    return s.is_const() ? std::string(t.view()) : "\"" + std::string(t.view()) + "\"";
-  };
-  auto shape = [&](const Shape& sh) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < sh.size(); ++i) out += (i ? ", " : "") + size(sh[i]);
-    return out + "]";
+  auto shape = [](const Shape& sh) { // (JSON is JavaScript)
+    std::string out;
+    json_shape(out, sh);
+    return out;
   };
   std::string js = "{\n";
   for (const ExportedMethod& m : prog.methods) {

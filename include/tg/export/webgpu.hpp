@@ -24,10 +24,10 @@ inline std::string js_template(std::string_view s) {
 /// The ES module of the webgpu target for a plan made with export_wgsl_target.
 inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPlan& plan,
                                     const std::string& P) {
-  auto size = [](const SInt& s) {
-    Text t;
-    write_sint(t, s);
-    return s.is_const() ? std::string(t.view()) : "\"" + std::string(t.view()) + "\"";
+  auto size = [](const SInt& s) { // (JSON is JavaScript)
+    std::string out;
+    json_size(out, s);
+    return out;
   };
   // the largest buffer any call binds (the dims at their upper bounds), and the most buffers a
   // kernel binds
