@@ -1261,21 +1261,21 @@ namespace tg {
 
 namespace detail {
 
-/// A size of the document ("10*batch+3", or a number) for the given dim values.
-inline std::int64_t eval_export_size(const std::string& expr,
-                                     const std::map<std::string, std::int64_t>& dims) {
-  std::int64_t sum = 0;
-  std::size_t at = 0;
-  while (at <= expr.size()) {
-    std::size_t plus = expr.find('+', at);
-    if (plus == std::string::npos) plus = expr.size();
-    std::int64_t term = 1;
-    std::size_t f = at;
-    while (f < plus) {
-      std::size_t star = std::min(expr.find('*', f), plus);
+/// A size of the document ("10*batch+-3", or a number) as a symbolic size over `dims`.
+inline SInt parse_export_size(const std::string& expr, const std::vector<ExportDim>& dims) {
+  const std::string bad = "tg.load_exported: malformed size '" + expr + "'";
+  SInt sum = 0;
+  for (std::size_t at = 0; at <= expr.size();) {
+    const std::size_t plus = std::min(expr.find('+', at), expr.size());
+    SInt term = 1;
+    for (std::size_t f = at; f <= plus;) {
+      const std::size_t star = std::min(expr.find('*', f), plus);
       const std::string factor = expr.substr(f, star - f);
-      if (factor.empty()) throw export_error("tg.load_exported: malformed size '" + expr + "'");
-      if (std::isdigit(static_cast<unsigned char>(factor[0])) || factor[0] == '-') {
+      auto d = std::find_if(dims.begin(), dims.end(),
+                            [&](const ExportDim& x) { return x.name == factor; });
+      if (d != dims.end()) {
+        term = term * sym(d->name, d->lo, d->hi, d->hi);
+      } else {
         std::size_t used = 0;
         std::int64_t v = 0;
         try {
@@ -1283,47 +1283,27 @@ inline std::int64_t eval_export_size(const std::string& expr,
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used != factor.size())
-          throw export_error("tg.load_exported: malformed size '" + expr + "'");
-        term *= v;
-      } else {
-        auto d = dims.find(factor);
-        if (d == dims.end())
-          throw export_error("tg.load_exported: size '" + expr + "' names '" + factor +
-                             "', which is not a dim of the program");
-        term *= d->second;
+        if (factor.empty() || used != factor.size())
+          throw export_error(bad +
+                             (factor.empty() || !std::isalpha(static_cast<unsigned char>(factor[0]))
+                                  ? ""
+                                  : ": '" + factor + "' is not a dim of the program"));
+        term = term * SInt(v);
       }
-      f = star + 1;
-    }
-    sum += term;
-    at = plus + 1;
-  }
-  return sum;
-}
-
-/// A size of the document as a symbolic size over the program's dims (a kernel's launch sizes).
-inline SInt parse_export_size(const std::string& expr, const std::vector<ExportDim>& dims) {
-  SInt sum = 0;
-  std::size_t at = 0;
-  while (at <= expr.size()) {
-    std::size_t plus = expr.find('+', at);
-    if (plus == std::string::npos) plus = expr.size();
-    SInt term = 1;
-    for (std::size_t f = at; f < plus;) {
-      std::size_t star = std::min(expr.find('*', f), plus);
-      const std::string factor = expr.substr(f, star - f);
-      auto d = std::find_if(dims.begin(), dims.end(),
-                            [&](const ExportDim& x) { return x.name == factor; });
-      if (d != dims.end())
-        term = term * sym(d->name, d->lo, d->hi, d->hi);
-      else
-        term = term * SInt(eval_export_size(factor, {}));
       f = star + 1;
     }
     sum = sum + term;
     at = plus + 1;
   }
   return sum;
+}
+
+/// The same size's value for the given dim values.
+inline std::int64_t eval_export_size(const std::string& expr,
+                                     const std::map<std::string, std::int64_t>& values) {
+  std::vector<ExportDim> dims;
+  for (const auto& [name, v] : values) dims.push_back({name, v, v});
+  return parse_export_size(expr, dims).max_value(); // (each dim's bounds are its value)
 }
 
 /// t as a tensor of its own contiguous buffer on its device.
