@@ -11,7 +11,8 @@
 // Each model is exported with one method, classify(pixels: uint8[batch, 784]) -> probs:
 // float32[batch, 10]: the raw pixels in, the normalization inside. (No argmax: its int64 indices
 // have no type in WGSL; the page takes the largest probability.) Into OUT:
-// c/, wasm/, webgpu/ and json/ (each <model>.* with its weights), the page (index.html, app.js),
+// c/, wasm/, webgpu/, json/, cuda/ (where NVRTC is installed) and vulkan/ (each <model>.* with its
+// weights), the page (index.html, app.js),
 // and samples.js: N test images with their labels and the labels tg computes for them, which
 // the page shows and tests/web_page.py compares. Exit status: 0, 1 on an error, 77 when the data
 // set or the trained weights are missing.
@@ -130,11 +131,17 @@ int main(int argc, char** argv) {
           "classify", {{"pixels", tg::uint8, {"batch", 784}}},
           [&](const std::vector<Tensor>& in) { return classify(*m.module, in[0], m.image); },
           {"probs"});
-      for (const char* target : {"c", "wasm", "webgpu", "json"}) {
+      for (const char* target : {"c", "wasm", "webgpu", "json", "cuda", "vulkan"}) {
+        if (std::string(target) == "cuda" && !tg::cuda::Nvrtc::get().error.empty()) {
+          std::printf("%s -> cuda: skipped (%s)\n", m.name, tg::cuda::Nvrtc::get().error.c_str());
+          continue;
+        }
         tg::ExportResult r =
             tg::export_model(*m.module, spec, target, out + "/" + target, {.prefix = m.name});
         std::printf("%s -> %s:", m.name, target);
-        for (const std::string& f : r.files) std::printf(" %s", f.c_str());
+        for (std::size_t i = 0; i < r.files.size() && i < 4; ++i)
+          std::printf(" %s", r.files[i].c_str());
+        if (r.files.size() > 4) std::printf(" and %zu more", r.files.size() - 4);
         std::printf("\n");
       }
       const std::vector<std::int64_t> labels =

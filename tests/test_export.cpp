@@ -536,6 +536,110 @@ TEST_CASE("export webgpu: the WGSL kernels, run by their ES module on Dawn in no
   }
 }
 
+/// Whether the CI machine must have had `what` (a skip there is a failure).
+void skipped(const std::string& why) {
+  MESSAGE("skipped: " << why);
+  const char* ci = std::getenv("CI");
+  CHECK_FALSE((ci && std::string(ci) == "true"));
+}
+
+TEST_CASE("export vulkan: SPIR-V and a Vulkan-Hpp host with the C API, run on lavapipe, equal tg") {
+  if (!have_compiler()) return;
+  if (!tg::vulkan::detail::GlslCompiler::get().error.empty())
+    return skipped(tg::vulkan::detail::GlslCompiler::get().error);
+  Mlp m;
+  const fs::path dir = scratch("mlp-vulkan");
+  tg::ExportResult r = tg::export_model(m.net, m.spec(), "vulkan", dir.string(), {.prefix = "net"});
+  const std::string manifest = read_text(dir / "net.json");
+  CHECK(manifest.find("\"dialect\": \"glsl\"") != std::string::npos);
+  CHECK(manifest.find("\"spirv_file\": \"net_k0.spv\"") != std::string::npos);
+  CHECK(read_text(dir / "net_k0.comp").find("#version 450") != std::string::npos);
+  const std::string spv = read_text(dir / "net_k0.spv");
+  REQUIRE(spv.size() >= 4);
+  CHECK(std::memcmp(spv.data(), "\x03\x02\x23\x07", 4) == 0); // SPIR-V's magic number
+  std::size_t kernels = 0; // (safetensors, header, source, manifest, and two files a kernel)
+  for (std::size_t at = manifest.find("\"spirv_file\""); at != std::string::npos;
+       at = manifest.find("\"spirv_file\"", at + 1))
+    ++kernels;
+  CHECK(kernels > 0);
+  CHECK(r.files.size() == 4 + 2 * kernels);
+  // the host: C++17 over Vulkan-Hpp, behind the c target's C API (the same driver runs it)
+  write_bytes(dir / "drv.c", driver, std::strlen(driver));
+  const std::string cxx =
+      std::getenv("TG_CXX") && *std::getenv("TG_CXX") ? std::getenv("TG_CXX") : "c++";
+  REQUIRE(run("cd " + dir.string() + " && " + cxx +
+              " -std=c++17 -O1 -Wall -Wextra -c net.cpp -o net.o && " + compiler() +
+              " -O2 -std=c11 -Wall -c drv.c -o drv.o && " + cxx + " drv.o net.o -ldl -o drv") == 0);
+  const std::string drv = (dir / "drv").string();
+  if (!has_device("VULKAN")) return skipped("no Vulkan device opens here");
+  tg::manual_seed(19);
+  for (std::int64_t batch : {1, 7}) {
+    CAPTURE(batch);
+    Tensor x = tg::randn({batch, 32});
+    near(call(drv, "net.safetensors", "forward", x), m.net(x).softmax(1), 1e-6f);
+    near(call(drv, "net.safetensors", "logits", x), m.net(x), 1e-5f);
+  }
+  std::string why;
+  CHECK(call(drv, "net.safetensors", "forward", tg::randn({129, 32}), &why).empty());
+  CHECK_MESSAGE(why.find("forward: batch = 129 is outside [1, 128]") != std::string::npos, why);
+  // a truncated weights file: refused when the model is made, naming the weight
+  const std::string weights = read_text(dir / "net.safetensors");
+  write_bytes(dir / "cut.safetensors", weights.data(), weights.size() - 100);
+  CHECK(call(drv, "cut.safetensors", "forward", tg::randn({1, 32}), &why).empty());
+  CHECK_MESSAGE(why.find("create: weight '2.weight' spans bytes") != std::string::npos, why);
+  // the manifest is the json target's document: tg runs it too
+  tg::ExportedModel e = tg::load_exported((dir / "net.json").string(), "VULKAN");
+  Tensor x = tg::randn({3, 32});
+  near(e.run("logits", {x})[0].to_vector<float>(), m.net(x), 1e-5f);
+}
+
+TEST_CASE("export cuda: the .cu passes NVRTC and ptxas, the C host builds with cc alone") {
+  if (!have_compiler()) return;
+  if (const std::string& e = tg::cuda::Nvrtc::get().error; !e.empty())
+    return skipped("NVRTC: " + e);
+  Mlp m;
+  const fs::path dir = scratch("mlp-cuda");
+  tg::export_model(m.net, m.spec(), "cuda", dir.string(), {.prefix = "net"});
+  const std::string cu = read_text(dir / "net.cu");
+  CHECK(cu.find("extern \"C\" __global__ void __launch_bounds__(256) net_k0(") !=
+        std::string::npos);
+  CHECK(read_text(dir / "net.c").find("static const char* const tg_ptx[] = {") !=
+        std::string::npos);
+  // the .cu as a user builds it: NVRTC (or nvcc), then ptxas for a real GPU
+  const tg::cuda::Compiled ptx = tg::cuda::nvrtc_compile(cu, "net", "compute_90");
+  if (const std::string tool = tg::cuda::find_tool("ptxas"); tool.empty()) {
+    skipped("no ptxas (the CUDA toolkit's): the PTX is not checked");
+  } else {
+    write_bytes(dir / "net.ptx", ptx.binary.data(), ptx.binary.size());
+    CHECK(run(tool + " -arch=sm_90 -o " + (dir / "net.cubin").string() + " " +
+              (dir / "net.ptx").string()) == 0);
+  }
+  // the host: C11 with -Wpedantic, the same driver as the c target's
+  const std::string drv = build_driver(dir, "-Wextra -Wpedantic");
+  REQUIRE(!drv.empty());
+  tg::manual_seed(23);
+  std::string why;
+  if (tg::cuda::device_count() == 0) {
+    // no GPU: the host says so when the model is made
+    CHECK(call(drv, "net.safetensors", "forward", tg::randn({1, 32}), &why).empty());
+    CHECK_MESSAGE(
+        (why.find("create: no CUDA driver") != std::string::npos ||
+         why.find("create: no CUDA-capable device") != std::string::npos ||
+         why.find("create: libcuda.so.1 is the CUDA toolkit's stub") != std::string::npos),
+        why);
+    MESSAGE("no CUDA device: the exported host was built, not run");
+    return;
+  }
+  for (std::int64_t batch : {1, 7}) {
+    CAPTURE(batch);
+    Tensor x = tg::randn({batch, 32});
+    near(call(drv, "net.safetensors", "forward", x), m.net(x).softmax(1), 1e-6f);
+    near(call(drv, "net.safetensors", "logits", x), m.net(x), 1e-5f);
+  }
+  CHECK(call(drv, "net.safetensors", "forward", tg::randn({129, 32}), &why).empty());
+  CHECK_MESSAGE(why.find("forward: batch = 129 is outside [1, 128]") != std::string::npos, why);
+}
+
 TEST_CASE("export: two exports of one model are byte-identical") {
   Mlp m;
   const fs::path a = scratch("same-a"), b = scratch("same-b");
@@ -548,8 +652,19 @@ TEST_CASE("export: two exports of one model are byte-identical") {
   tg::export_model(again.net, again.spec(), "wasm", b.string(), {.prefix = "net"});
   tg::export_model(m.net, m.spec(), "webgpu", a.string(), {.prefix = "gpu"});
   tg::export_model(again.net, again.spec(), "webgpu", b.string(), {.prefix = "gpu"});
-  for (const char* f :
-       {"net.h", "net.c", "net.safetensors", "net.json", "net.wasm", "net.js", "gpu.js"}) {
+  std::vector<std::string> files = {"net.h",    "net.c",  "net.safetensors", "net.json",
+                                    "net.wasm", "net.js", "gpu.js"};
+  if (tg::vulkan::detail::GlslCompiler::get().error.empty()) {
+    tg::export_model(m.net, m.spec(), "vulkan", a.string(), {.prefix = "vk"});
+    tg::export_model(again.net, again.spec(), "vulkan", b.string(), {.prefix = "vk"});
+    files.insert(files.end(), {"vk.h", "vk.cpp", "vk.json", "vk_k0.comp", "vk_k0.spv"});
+  }
+  if (tg::cuda::Nvrtc::get().error.empty()) {
+    tg::export_model(m.net, m.spec(), "cuda", a.string(), {.prefix = "cu"});
+    tg::export_model(again.net, again.spec(), "cuda", b.string(), {.prefix = "cu"});
+    files.insert(files.end(), {"cu.h", "cu.c", "cu.cu"});
+  }
+  for (const std::string& f : files) {
     CAPTURE(f);
     CHECK(read_text(a / f) == read_text(b / f));
   }
@@ -656,6 +771,10 @@ TEST_CASE("export: mistakes are export errors naming the method, the input and t
   tg::ExportSpec ok;
   ok.method("f", {{"x", tg::float32, {4}}}, id);
   fails([&] { tg::export_model(ok, "metal", dir.string()); }, "no export target 'metal'");
+  fails([&] { tg::export_model(ok, "c", dir.string(), {.cuda_arch = "compute_90"}); },
+        "cuda_arch is an option of the cuda target");
+  fails([&] { tg::export_model(ok, "cuda", dir.string(), {.cuda_arch = "sm_90"}); },
+        "cuda_arch 'sm_90' is not a virtual architecture");
   fails([&] { tg::export_model(ok, "c", dir.string(), {.prefix = "my-model"}); },
         "prefix 'my-model' is not an identifier");
   fails([&] { tg::export_model(tg::ExportSpec(), "c", dir.string()); }, "the spec has no method");

@@ -19,6 +19,17 @@
 #include <filesystem>
 #include <fstream>
 
+// ---- tg/export/cuda.hpp ----
+#ifndef TG_SI_TG_EXPORT_CUDA_HPP
+#define TG_SI_TG_EXPORT_CUDA_HPP
+// The `cuda` export target: <prefix>.cu, the CUDA device's kernels for every method (one
+// `extern "C" __global__` function each, <prefix>_k<N>), and a host in C, <prefix>.h and
+// <prefix>.c, with the c target's API. The host opens the driver (libcuda.so.1) with dlopen, as
+// tg's CUDA runtime does, loads the module (the PTX NVRTC made of <prefix>.cu at export, embedded
+// in <prefix>.c, or a CUBIN or PTX file the user built with nvcc), copies the weights to device
+// memory, and runs each method over an arena planned once: inputs copied in, the kernels launched
+// in order on the default stream, outputs copied out.
+
 // ---- tg/export/c.hpp ----
 #ifndef TG_SI_TG_EXPORT_C_HPP
 #define TG_SI_TG_EXPORT_C_HPP
@@ -452,12 +463,23 @@ struct ExportPlan {
   std::vector<int> weights;              // the program's weights the kernels read, in its order
 };
 
-/// The WebGPU target every export writes for: the limits every WebGPU adapter has (256
-/// invocations per work-group, 8 storage buffers per stage), not this machine's device.
-inline Target export_wgsl_target(bool f16 = false) {
+/// The GPU launch shape every GPU export writes for: 256 threads a work-group, which every CUDA,
+/// Vulkan and WebGPU device runs (WebGPU's default limit), not this machine's device's.
+inline GpuOptions export_gpu_launch() {
   GpuOptions launch;
   launch.local = launch.max_local = 256;
-  Target t = Target::wgsl(launch, f16);
+  return launch;
+}
+/// The WebGPU target every export writes for: 8 storage buffers a kernel, WebGPU's default limit.
+inline Target export_wgsl_target(bool f16 = false) {
+  Target t = Target::wgsl(export_gpu_launch(), f16);
+  t.fuse.max_inputs = 7;
+  return t;
+}
+/// The Vulkan target: portable GLSL (no subgroup operations, the driver's own fma), and 8 storage
+/// buffers a kernel, as many as most devices' limits allow.
+inline Target export_glsl_target() {
+  Target t = Target::glsl(export_gpu_launch());
   t.fuse.max_inputs = 7;
   return t;
 }
@@ -808,6 +830,162 @@ inline std::string c_launcher(const std::string& threads) {
          "}\n";
 }
 
+inline std::string upper_case(std::string s) {
+  for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// A method's C function: its prototype and the comment that documents it.
+struct CMethodApi {
+  std::string signature, doc;
+};
+inline CMethodApi c_method_api(const ExportedMethod& m, const std::string& P) {
+  CMethodApi a;
+  a.signature = "int " + P + "_" + m.name + "(" + P + "_model* m";
+  a.doc = "/* " + m.name + "(";
+  for (const std::string& d : m.dims) a.signature += ", long long " + d;
+  for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+    a.signature +=
+        ", const " + std::string(export_c_type(m.inputs[i].dtype)) + "* " + m.inputs[i].name;
+    a.doc += (i ? ", " : "") + m.inputs[i].name + ": " + dtype_name(m.inputs[i].dtype) +
+             shape_str(m.input_shapes[i]);
+  }
+  a.doc += ") -> ";
+  for (std::size_t k = 0; k < m.outputs.size(); ++k) {
+    const Node& n = m.graph[m.outputs[k]];
+    a.signature += ", " + std::string(export_c_type(n.dtype)) + "* " + m.output_names[k];
+    a.doc += (k ? ", " : "") + m.output_names[k] + ": " + dtype_name(n.dtype) + shape_str(n.shape);
+  }
+  a.signature += ")";
+  a.doc += "\n   Returns 0, or 1 with the reason in " + P + "_error(m) (a dim out of bounds, a " +
+           "null pointer). */\n";
+  return a;
+}
+
+/// The statements a method's C function starts with: each dim within its bounds, no null
+/// pointer (tg_fail records the reason).
+inline std::string c_method_checks(const ExportedProgram& prog, const ExportedMethod& m) {
+  std::string body;
+  for (const std::string& d : m.dims) {
+    const ExportDim* dim = nullptr;
+    for (const ExportDim& x : prog.dims)
+      if (x.name == d) dim = &x;
+    body += "  if (" + d + " < " + std::to_string(dim->lo) + "LL || " + d + " > " +
+            std::to_string(dim->hi) + "LL) return tg_fail(m, \"" + m.name + ": " + d +
+            " = %lld is outside [" + std::to_string(dim->lo) + ", " + std::to_string(dim->hi) +
+            "]\", " + d + ");\n";
+  }
+  for (const ExportInput& in : m.inputs)
+    body += "  if (!" + in.name + ") return tg_fail(m, \"" + m.name + ": input " + in.name +
+            " is null\", 0);\n";
+  for (const std::string& name : m.output_names)
+    body += "  if (!" + name + ") return tg_fail(m, \"" + m.name + ": output " + name +
+            " is null\", 0);\n";
+  return body;
+}
+
+/// The weights the loader expects (tg_weights, TG_WEIGHTS of them).
+inline std::string c_weight_table(const ExportedProgram& prog, const ExportPlan& plan) {
+  std::string c = "static const tg_weight_info tg_weights[" +
+                  std::to_string(std::max<std::size_t>(plan.weights.size(), 1)) + "] = {\n";
+  for (int k : plan.weights) {
+    const ExportedWeight* w = &prog.weights[std::size_t(k)];
+    const Tensor& t = w->tensor;
+    if (t.ndim() > 8)
+      throw export_error("tg.export: weight '" + w->name + "' has " + std::to_string(t.ndim()) +
+                         " dimensions; the C loader reads at most 8");
+    c += "  {\"" + w->name + "\", \"" + safetensors::dtype_code(t.dtype()) + "\", " +
+         std::to_string(t.ndim()) + ", {";
+    for (int d = 0; d < t.ndim(); ++d)
+      c += (d ? ", " : "") + std::to_string(t.shape()[std::size_t(d)]);
+    if (t.ndim() == 0) c += "0";
+    c += "}, " + std::to_string(std::uint64_t(t.numel()) * std::uint64_t(itemsize(t.dtype()))) +
+         "ULL},\n";
+  }
+  if (plan.weights.empty()) c += "  {\"\", \"\", 0, {0}, 0}\n";
+  return c + "};\n#define TG_WEIGHTS " + std::to_string(plan.weights.size()) + "\n";
+}
+
+/// A file's bytes (malloc'd, NUL-terminated; NULL with the reason in error).
+inline const char* c_read_file = R"C(
+static unsigned char* tg_read_file(const char* what, const char* path, size_t* size, char* error,
+                                   size_t error_size) {
+  FILE* f = path ? fopen(path, "rb") : 0;
+  long n;
+  unsigned char* bytes;
+  if (!f) {
+    snprintf(error, error_size, "cannot open the %s %s", what, path ? path : "(null)");
+    return 0;
+  }
+  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    snprintf(error, error_size, "cannot read %s", path);
+    return 0;
+  }
+  bytes = (unsigned char*)malloc((size_t)n + 1); /* (+1: a NUL after text) */
+  if (!bytes || fread(bytes, 1, (size_t)n, f) != (size_t)n) {
+    fclose(f);
+    free(bytes);
+    snprintf(error, error_size, "cannot read %s", path);
+    return 0;
+  }
+  fclose(f);
+  bytes[n] = 0;
+  *size = (size_t)n;
+  return bytes;
+}
+)C";
+
+/// <P>_create(weights_path, ...): the file's bytes given to <P>_create_from_memory.
+inline std::string c_create_from_file(const std::string& P) {
+  return P + "_model* " + P +
+         "_create(const char* weights_path, char* error, size_t error_size) {\n"
+         "  char scratch[256];\n  size_t size = 0;\n  unsigned char* bytes;\n  " +
+         P +
+         "_model* m;\n"
+         "  if (!error) {\n    error = scratch;\n    error_size = sizeof scratch;\n  }\n"
+         "  bytes = tg_read_file(\"weights file\", weights_path, &size, error, error_size);\n"
+         "  if (!bytes) return 0;\n  m = " +
+         P +
+         "_create_from_memory(bytes, size, error, error_size);\n  free(bytes);\n  return m;\n}\n";
+}
+
+/// The header of every target with this C API (c, cuda, vulkan): `intro` says what the model runs
+/// on, `creates` declares the target's own constructors beside <P>_create and
+/// <P>_create_from_memory.
+inline std::string c_header(const ExportedProgram& prog, const std::string& P,
+                            const std::string& intro, const std::string& creates) {
+  const std::string upper = upper_case(P);
+  std::string h = intro;
+  h += "#ifndef " + upper + "_H\n#define " + upper +
+       "_H\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+       "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  h += "typedef struct " + P + "_model " + P + "_model;\n\n";
+  h += "/* Loads the weights from a .safetensors file: the model, or NULL with the reason in "
+       "error\n   (error_size bytes; error may be NULL). */\n";
+  h += P + "_model* " + P + "_create(const char* weights_path, char* error, size_t error_size);\n";
+  h += "/* The same from the file's bytes in memory (copied: they may be freed after). */\n";
+  h += P + "_model* " + P +
+       "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size);\n";
+  h += creates;
+  h += "void " + P + "_destroy(" + P + "_model* m);\n";
+  h += "/* Why the last method call returned 1. */\nconst char* " + P + "_error(const " + P +
+       "_model* m);\n\n";
+  for (const ExportedMethod& m : prog.methods) {
+    const CMethodApi a = c_method_api(m, P);
+    h += a.doc + a.signature + ";\n";
+  }
+  h += "\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
+  return h;
+}
+
+/// tg_fail: the reason of a method's failure, in m->error.
+inline std::string c_fail(const std::string& P) {
+  return "static int tg_fail(" + P +
+         "_model* m, const char* format, long long value) {\n"
+         "  snprintf(m->error, sizeof m->error, format, value);\n  return 1;\n}\n";
+}
+
 } // namespace detail
 
 /// Options of the `c` target (and of the targets built on its C).
@@ -829,14 +1007,13 @@ struct ExportedC {
 inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
                           const std::vector<unsigned char>& weights) {
   const std::string& P = o.prefix;
-  std::string upper;
-  for (char c : P) upper += char(std::toupper(static_cast<unsigned char>(c)));
+  const std::string upper = detail::upper_case(P);
   Target target = Target::cpu();
   target.cpu_passes = !o.iso_c;
   const ExportPlan plan = plan_export(prog, target);
   ExportedC out;
 
-  std::string kernels, methods, api;
+  std::string kernels, methods;
   std::set<std::string> libm;
   for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
     const std::string src(plan.kernels[k].source.view()), name(plan.kernels[k].program.name.view());
@@ -863,44 +1040,8 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
     }
     arena = std::max(arena, used);
 
-    // the signature: dims, inputs, outputs
-    std::string sig = "int " + P + "_" + m.name + "(" + P + "_model* m";
-    std::string doc = "/* " + m.name + "(";
-    for (const std::string& d : m.dims) sig += ", long long " + d;
-    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
-      sig += ", const " + std::string(detail::export_c_type(m.inputs[i].dtype)) + "* " +
-             m.inputs[i].name;
-      doc += (i ? ", " : "") + m.inputs[i].name + ": " + dtype_name(m.inputs[i].dtype) +
-             detail::shape_str(m.input_shapes[i]);
-    }
-    doc += ") -> ";
-    for (std::size_t k = 0; k < m.outputs.size(); ++k) {
-      const Node& n = m.graph[m.outputs[k]];
-      sig += ", " + std::string(detail::export_c_type(n.dtype)) + "* " + m.output_names[k];
-      doc += (k ? ", " : "") + m.output_names[k] + ": " + dtype_name(n.dtype) +
-             detail::shape_str(n.shape);
-    }
-    sig += ")";
-    doc += "\n   Returns 0, or 1 with the reason in " + P + "_error(m) (a dim out of bounds, a " +
-           "null pointer). */\n";
-    api += doc + sig + ";\n";
-
-    std::string body = sig + " {\n";
-    for (const std::string& d : m.dims) {
-      const ExportDim* dim = nullptr;
-      for (const ExportDim& x : prog.dims)
-        if (x.name == d) dim = &x;
-      body += "  if (" + d + " < " + std::to_string(dim->lo) + "LL || " + d + " > " +
-              std::to_string(dim->hi) + "LL) return tg_fail(m, \"" + m.name + ": " + d +
-              " = %lld is outside [" + std::to_string(dim->lo) + ", " + std::to_string(dim->hi) +
-              "]\", " + d + ");\n";
-    }
-    for (const ExportInput& in : m.inputs)
-      body += "  if (!" + in.name + ") return tg_fail(m, \"" + m.name + ": input " + in.name +
-              " is null\", 0);\n";
-    for (const std::string& name : m.output_names)
-      body += "  if (!" + name + ") return tg_fail(m, \"" + m.name + ": output " + name +
-              " is null\", 0);\n";
+    const detail::CMethodApi api = detail::c_method_api(m, P);
+    std::string body = api.signature + " {\n" + detail::c_method_checks(prog, m);
     auto pointer = [&](const ExportRef& r) -> std::string {
       switch (r.kind) {
       case ExportRef::Kind::Input:
@@ -936,34 +1077,19 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   for (const std::string& f : libm) needs += (needs.empty() ? "" : ", ") + f;
   const std::string link = needs.empty() ? "no libm" : "link with -lm: the kernels call " + needs;
 
-  // ---- the header ----
-  std::string& h = out.header;
-  h += "/* " + P +
-       ".h: generated by tg::export_model (target c). The model's weights are read from a "
-       ".safetensors file" +
-       (o.weights_file.empty() ? "" : " (" + o.weights_file + ")") +
-       (o.embed_weights ? " or from the bytes embedded in " + P + ".c" : "") +
-       ".\n   A model object runs one method at a time; create one per thread.\n   Build: cc -O2 "
-       "-c " +
-       P + ".c (" + link + "). */\n";
-  h += "#ifndef " + upper + "_H\n#define " + upper +
-       "_H\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
-       "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  h += "typedef struct " + P + "_model " + P + "_model;\n\n";
-  h += "/* Loads the weights from a .safetensors file: the model, or NULL with the reason in "
-       "error\n   (error_size bytes; error may be NULL). */\n";
-  h += P + "_model* " + P + "_create(const char* weights_path, char* error, size_t error_size);\n";
-  h += "/* The same from the file's bytes in memory (copied: they may be freed after). */\n";
-  h += P + "_model* " + P +
-       "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size);\n";
-  if (o.embed_weights)
-    h += "/* The same from the weights embedded in " + P + ".c. */\n" + P + "_model* " + P +
-         "_create_embedded(char* error, size_t error_size);\n";
-  h += "void " + P + "_destroy(" + P + "_model* m);\n";
-  h += "/* Why the last method call returned 1. */\nconst char* " + P + "_error(const " + P +
-       "_model* m);\n\n";
-  h += api;
-  h += "\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
+  out.header = detail::c_header(
+      prog, P,
+      "/* " + P +
+          ".h: generated by tg::export_model (target c). The model's weights are read from a "
+          ".safetensors file" +
+          (o.weights_file.empty() ? "" : " (" + o.weights_file + ")") +
+          (o.embed_weights ? " or from the bytes embedded in " + P + ".c" : "") +
+          ".\n   A model object runs one method at a time; create one per thread.\n   Build: cc "
+          "-O2 -c " +
+          P + ".c (" + link + "). */\n",
+      o.embed_weights ? "/* The same from the weights embedded in " + P + ".c. */\n" + P +
+                            "_model* " + P + "_create_embedded(char* error, size_t error_size);\n"
+                      : "");
 
   // ---- the source ----
   std::string& c = out.source;
@@ -982,33 +1108,14 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
        "\"no-math-errno\")\n#endif\n\n";
   c += kernels;
   c += detail::c_loader;
+  c += detail::c_read_file;
   c += detail::c_launcher(upper + "_THREADS");
   c += "\n/* ---- the model ---- */\n";
-  c += "static const tg_weight_info tg_weights[" +
-       std::to_string(std::max<std::size_t>(plan.weights.size(), 1)) + "] = {\n";
-  for (int k : plan.weights) {
-    const ExportedWeight* w = &prog.weights[std::size_t(k)];
-    const Tensor& t = w->tensor;
-    if (t.ndim() > 8)
-      throw export_error("tg.export: weight '" + w->name + "' has " + std::to_string(t.ndim()) +
-                         " dimensions; the C loader reads at most 8");
-    c += "  {\"" + w->name + "\", \"" + safetensors::dtype_code(t.dtype()) + "\", " +
-         std::to_string(t.ndim()) + ", {";
-    for (int d = 0; d < t.ndim(); ++d)
-      c += (d ? ", " : "") + std::to_string(t.shape()[std::size_t(d)]);
-    if (t.ndim() == 0) c += "0";
-    c += "}, " + std::to_string(std::uint64_t(t.numel()) * std::uint64_t(itemsize(t.dtype()))) +
-         "ULL},\n";
-  }
-  if (plan.weights.empty()) c += "  {\"\", \"\", 0, {0}, 0}\n";
-  c += "};\n";
-  c += "#define TG_WEIGHTS " + std::to_string(plan.weights.size()) + "\n";
+  c += detail::c_weight_table(prog, plan);
   c += "struct " + P +
        "_model {\n  void* w[TG_WEIGHTS + 1];\n  unsigned char* arena;\n"
        "  char error[256];\n};\n";
-  c += "static int tg_fail(" + P +
-       "_model* m, const char* format, long long value) {\n"
-       "  snprintf(m->error, sizeof m->error, format, value);\n  return 1;\n}\n";
+  c += detail::c_fail(P);
   c += P + "_model* " + P +
        "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size) {\n"
        "  char scratch[256];\n"
@@ -1028,27 +1135,7 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
        std::to_string(arena) + " bytes)\");\n    " + P +
        "_destroy(m);\n    return 0;\n  }\n"
        "  return m;\n}\n";
-  c += P + "_model* " + P +
-       "_create(const char* weights_path, char* error, size_t error_size) {\n"
-       "  char scratch[256];\n  FILE* f;\n  long size;\n  unsigned char* bytes;\n  " +
-       P +
-       "_model* m;\n"
-       "  if (!error) {\n    error = scratch;\n    error_size = sizeof scratch;\n  }\n"
-       "  f = weights_path ? fopen(weights_path, \"rb\") : 0;\n"
-       "  if (!f) {\n    snprintf(error, error_size, \"cannot open the weights file %s\", "
-       "weights_path ? weights_path : \"(null)\");\n    return 0;\n  }\n"
-       "  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) "
-       "!= 0) {\n    fclose(f);\n    snprintf(error, error_size, \"cannot read %s\", "
-       "weights_path);\n    return 0;\n  }\n"
-       "  bytes = (unsigned char*)malloc(size ? (size_t)size : 1);\n"
-       "  if (!bytes || fread(bytes, 1, (size_t)size, f) != (size_t)size) {\n"
-       "    fclose(f);\n    free(bytes);\n    snprintf(error, error_size, \"cannot read %s\", "
-       "weights_path);\n    return 0;\n  }\n"
-       "  fclose(f);\n"
-       "  m = " +
-       P +
-       "_create_from_memory(bytes, (size_t)size, error, error_size);\n"
-       "  free(bytes);\n  return m;\n}\n";
+  c += detail::c_create_from_file(P);
   if (o.embed_weights) {
     c += "static const unsigned char tg_embedded[" +
          std::to_string(std::max<std::size_t>(weights.size(), 1)) + "] = {";
@@ -1069,6 +1156,408 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
 
 } // namespace tg
 #endif // TG_SI_TG_EXPORT_C_HPP
+
+namespace tg {
+
+namespace detail {
+
+/// The driver API the host calls, declared in it (no cuda.h).
+inline const char* cuda_host_driver = R"C(
+/* ---- the CUDA driver, opened with dlopen (types and calls declared here: no cuda.h) ---- */
+#include <dlfcn.h>
+typedef unsigned long long tg_ptr; /* CUdeviceptr */
+static struct {
+  void* lib;
+  char error[200];
+  int (*cuInit)(unsigned);
+  int (*cuGetErrorString)(int, const char**);
+  int (*cuDeviceGet)(int*, int);
+  int (*cuDeviceGetAttribute)(int*, int, int);
+  int (*cuDevicePrimaryCtxRetain)(void**, int);
+  int (*cuDevicePrimaryCtxRelease)(int);
+  int (*cuCtxSetCurrent)(void*);
+  int (*cuModuleLoadData)(void**, const void*);
+  int (*cuModuleUnload)(void*);
+  int (*cuModuleGetFunction)(void**, void*, const char*);
+  int (*cuMemAlloc)(tg_ptr*, size_t);
+  int (*cuMemFree)(tg_ptr);
+  int (*cuMemcpyHtoD)(tg_ptr, const void*, size_t);
+  int (*cuMemcpyDtoH)(void*, tg_ptr, size_t);
+  int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, void*, void**, void**);
+} tg_cu;
+
+/* Opens the driver once: 0, or 1 with the reason in tg_cu.error. */
+static int tg_cu_open(void) {
+  int r;
+  if (tg_cu.lib) return 0;
+  if (tg_cu.error[0]) return 1;
+  tg_cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!tg_cu.lib) {
+    snprintf(tg_cu.error, sizeof tg_cu.error,
+             "no CUDA driver: could not open libcuda.so.1 (install the NVIDIA driver)");
+    return 1;
+  }
+#define TG_CU_LOAD(field, name)                                                                   \
+  if (!(*(void**)(&tg_cu.field) = dlsym(tg_cu.lib, name))) {                                     \
+    snprintf(tg_cu.error, sizeof tg_cu.error, "libcuda.so.1 lacks %s (driver too old?)", name); \
+    tg_cu.lib = 0;                                                                                \
+    return 1;                                                                                     \
+  }
+  TG_CU_LOAD(cuInit, "cuInit")
+  TG_CU_LOAD(cuGetErrorString, "cuGetErrorString")
+  TG_CU_LOAD(cuDeviceGet, "cuDeviceGet")
+  TG_CU_LOAD(cuDeviceGetAttribute, "cuDeviceGetAttribute")
+  TG_CU_LOAD(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
+  TG_CU_LOAD(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")
+  TG_CU_LOAD(cuCtxSetCurrent, "cuCtxSetCurrent")
+  TG_CU_LOAD(cuModuleLoadData, "cuModuleLoadData")
+  TG_CU_LOAD(cuModuleUnload, "cuModuleUnload")
+  TG_CU_LOAD(cuModuleGetFunction, "cuModuleGetFunction")
+  TG_CU_LOAD(cuMemAlloc, "cuMemAlloc_v2")
+  TG_CU_LOAD(cuMemFree, "cuMemFree_v2")
+  TG_CU_LOAD(cuMemcpyHtoD, "cuMemcpyHtoD_v2")
+  TG_CU_LOAD(cuMemcpyDtoH, "cuMemcpyDtoH_v2")
+  TG_CU_LOAD(cuLaunchKernel, "cuLaunchKernel")
+#undef TG_CU_LOAD
+  r = tg_cu.cuInit(0);
+  if (r != 0) {
+    snprintf(tg_cu.error, sizeof tg_cu.error,
+             r == 34 ? "libcuda.so.1 is the CUDA toolkit's stub, not a driver (cuInit: %d)"
+             : r == 100 ? "no CUDA-capable device (cuInit: %d)"
+                        : "cuInit failed with CUDA error %d",
+             r);
+    tg_cu.lib = 0;
+    return 1;
+  }
+  return 0;
+}
+
+/* "what failed: the driver's description" into out; 1 (or 0 where r is success). */
+static int tg_cu_fail(int r, const char* what, char* out, size_t n) {
+  const char* text = 0;
+  if (r == 0) return 0;
+  if (tg_cu.cuGetErrorString) tg_cu.cuGetErrorString(r, &text);
+  snprintf(out, n, "%s failed: CUDA error %d (%s)%s", what, r, text ? text : "unknown",
+           r == 218 || r == 222 || r == 209
+               ? "; the module was built for another GPU or by a newer CUDA than the driver "
+                 "(build the .cu with nvcc for this GPU and pass its path)"
+               : "");
+  return 1;
+}
+)C";
+
+} // namespace detail
+
+/// The cuda target's files: the kernels' source, and the host's header and source.
+struct ExportedCuda {
+  std::string cu, header, source;
+};
+
+/// The cuda target. `ptx_arch`: the virtual architecture NVRTC compiles the PTX embedded in the
+/// host for ("compute_75"; "" for the oldest it knows; "none": no PTX, the host then loads a
+/// module file).
+inline ExportedCuda export_cuda(const ExportedProgram& prog, const ExportCOptions& o,
+                                std::string ptx_arch = "") {
+  const std::string& P = o.prefix;
+  const ExportPlan plan = plan_export(prog, Target::cuda(export_gpu_launch()));
+  ExportedCuda out;
+
+  // the kernels, renamed <P>_k<N> (names are unique in one module)
+  out.cu = "// " + P +
+           ".cu: generated by tg::export_model (target cuda): the kernels tg's CUDA device runs, "
+           "launched by\n// " +
+           P + ".c. Build a module for your GPU with `nvcc -cubin -arch=sm_XX " + P +
+           ".cu` (or -ptx), or NVRTC.\n";
+  std::size_t most_args = 1;
+  for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+    const Program& p = plan.kernels[k].program;
+    std::string src(plan.kernels[k].source.view());
+    const std::string from = ") " + std::string(p.name.view()) + "(";
+    const std::size_t at = src.find(from);
+    if (at == std::string::npos)
+      throw export_error("tg.export: kernel " + std::string(p.name.view()) +
+                         " has no CUDA function of its name (an internal error)");
+    src.replace(at, from.size(), ") " + P + "_k" + std::to_string(k) + "(");
+    out.cu +=
+        "\n// " + P + "_k" + std::to_string(k) + ": " + std::string(p.name.view()) + "\n" + src;
+    most_args = std::max(most_args, p.params.size() + 3 + p.vars.size());
+  }
+
+  std::string ptx;
+  if (ptx_arch != "none") {
+    cuda::Nvrtc& nv = cuda::Nvrtc::get();
+    if (!nv.error.empty())
+      throw export_error("tg.export: cuda: the PTX is compiled at export by NVRTC, and " +
+                         nv.error +
+                         " (or export with cuda_arch = \"none\": the host then loads a "
+                         "module you build with nvcc)");
+    if (ptx_arch.empty())
+      ptx_arch = nv.archs.empty() ? "compute_75" : "compute_" + std::to_string(nv.archs.front());
+    try {
+      ptx = cuda::nvrtc_compile(out.cu, P, ptx_arch).binary;
+    } catch (const error& e) {
+      throw export_error(std::string("tg.export: cuda: ") + e.what());
+    }
+  }
+
+  // the arena: each method's inputs, outputs and temporaries at their largest, 256-byte aligned
+  std::int64_t arena = 0;
+  std::string methods;
+  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
+    const ExportedMethod& m = prog.methods[mi];
+    const ExportMethodPlan& mp = plan.methods[mi];
+    std::int64_t used = 0;
+    auto place = [&](const SInt& bytes) {
+      const std::int64_t at = used;
+      used += (bytes.max_value() + 255) / 256 * 256;
+      return "m->arena + " + std::to_string(at);
+    };
+    std::vector<std::string> in, outs, temps;
+    std::vector<SInt> in_bytes, out_bytes;
+    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+      in_bytes.push_back(prod(m.input_shapes[i]) * SInt(itemsize(m.inputs[i].dtype)));
+      in.push_back(place(in_bytes.back()));
+    }
+    for (int o : m.outputs) {
+      out_bytes.push_back(prod(m.graph[o].shape) * SInt(itemsize(m.graph[o].dtype)));
+      outs.push_back(place(out_bytes.back()));
+    }
+    for (const SInt& t : mp.temp_bytes) temps.push_back(place(t));
+    arena = std::max(arena, used);
+
+    const detail::CMethodApi api = detail::c_method_api(m, P);
+    std::string body = api.signature + " {\n" + detail::c_method_checks(prog, m);
+    body += "  if (tg_cu_fail(tg_cu.cuCtxSetCurrent(m->context), \"cuCtxSetCurrent\", m->error, "
+            "sizeof m->error)) return 1;\n";
+    for (std::size_t i = 0; i < m.inputs.size(); ++i)
+      body += "  if (tg_put(m, " + in[i] + ", " + m.inputs[i].name + ", (size_t)" +
+              detail::c_size(in_bytes[i]) + ", \"" + m.name + ": copying " + m.inputs[i].name +
+              " to the GPU\")) return 1;\n";
+    for (const ExportLaunch& l : mp.launches) {
+      const Program& p = plan.kernels[std::size_t(l.kernel)].program;
+      body += "  { /* " + std::string(p.name.view()) + " */\n    tg_ptr b[] = {";
+      for (std::size_t i = 0; i < l.buffers.size(); ++i) {
+        const ExportRef& r = l.buffers[i];
+        const std::size_t x = std::size_t(r.index);
+        body += i ? ", " : "";
+        body += r.kind == ExportRef::Kind::Input    ? in[x]
+                : r.kind == ExportRef::Kind::Output ? outs[x]
+                : r.kind == ExportRef::Kind::Temp   ? temps[x]
+                                                    : "m->w[" + std::to_string(x) + "]";
+      }
+      body += "};\n    long long v[] = {";
+      for (std::size_t i = 0; i < p.vars.size(); ++i)
+        body += (i ? ", " : "") + std::string(p.vars[i].name.view());
+      if (p.vars.empty()) body += "0";
+      body += "};\n    if (" + detail::c_size(l.numel) + " > 0 && tg_launch(m, " +
+              std::to_string(l.kernel) + ", b, " + std::to_string(l.buffers.size()) + ", v, " +
+              std::to_string(p.vars.size()) + ", " + detail::c_size(p.outer) + ", " +
+              std::to_string(p.items_per_outer) + ", " +
+              std::to_string(p.grouped ? 1 : p.local * p.per_thread) + ", " +
+              std::to_string(p.local) + ")) return 1;\n  }\n";
+    }
+    for (std::size_t k = 0; k < m.outputs.size(); ++k)
+      body += "  if (tg_get(m, " + m.output_names[k] + ", " + outs[k] + ", (size_t)" +
+              detail::c_size(out_bytes[k]) + ", \"" + m.name +
+              ": running the kernels and copying " + m.output_names[k] +
+              " from the GPU\")) return 1;\n";
+    body += "  return 0;\n}\n\n";
+    methods += body;
+  }
+
+  out.header = detail::c_header(
+      prog, P,
+      "/* " + P +
+          ".h: generated by tg::export_model (target cuda). The model runs on an NVIDIA GPU "
+          "through the CUDA\n   driver (libcuda.so.1, opened at run time), its weights read from "
+          "a .safetensors file" +
+          (o.weights_file.empty() ? "" : " (" + o.weights_file + ")") +
+          ".\n   Inputs and outputs are host memory. A model object runs one method at a time.\n"
+          "   Build: cc -O2 -c " +
+          P + ".c (link with -ldl where dlopen is not in libc). */\n",
+      "/* The same on CUDA device `device`, loading the kernels from module_path (a CUBIN or PTX "
+      "built\n   from " +
+          P + ".cu; NULL: the PTX embedded in " + P + ".c). */\n" + P + "_model* " + P +
+          "_create_on(int device, const char* module_path, const char* weights_path, char* "
+          "error,\n" +
+          std::string(P.size() + 20, ' ') + "size_t error_size);\n");
+
+  std::string& c = out.source;
+  c += "/* " + P + ".c: generated by tg::export_model (target cuda): loads the kernels of " + P +
+       ".cu and the weights onto\n   a GPU and launches the kernels of each method. Build: cc "
+       "-O2 -c " +
+       P + ".c */\n";
+  c += "#include \"" + P + ".h\"\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n";
+  c += detail::cuda_host_driver;
+  c += detail::c_loader;
+  c += detail::c_read_file;
+  c += "\n/* ---- the model ---- */\n";
+  c += detail::c_weight_table(prog, plan);
+  c += "#define TG_KERNELS " + std::to_string(plan.kernels.size()) + "\n#define TG_ARENA " +
+       std::to_string(std::max<std::int64_t>(arena, 256)) + "ULL\n";
+  // the PTX, a string a line (ISO C's limit on one string's length is 4095 bytes)
+  c += "/* the PTX NVRTC compiled of " + P + ".cu" +
+       (ptx.empty() ? " (none: the export had cuda_arch = \"none\")" : " for " + ptx_arch) +
+       " */\nstatic const char* const tg_ptx[] = {";
+  for (std::size_t at = 0; at < ptx.size();) {
+    std::size_t nl = ptx.find('\n', at);
+    nl = nl == std::string::npos ? ptx.size() : nl + 1;
+    c += "\n  \"";
+    for (std::size_t i = at; i < nl; ++i) {
+      const char ch = ptx[i];
+      if (ch == '\n')
+        c += "\\n";
+      else if (ch == '\t')
+        c += "\\t";
+      else if (ch == '"' || ch == '\\')
+        c += std::string("\\") + ch;
+      else
+        c += ch;
+    }
+    c += "\",";
+    at = nl;
+  }
+  c += "\n  0};\n";
+  c += "/* The PTX as one string (malloc'd; NULL without PTX or memory). */\n"
+       "static char* tg_ptx_text(void) {\n  size_t n = 1, k;\n  char* text;\n"
+       "  for (k = 0; tg_ptx[k]; ++k) n += strlen(tg_ptx[k]);\n"
+       "  if (n == 1 || !(text = (char*)malloc(n))) return 0;\n  text[0] = 0;\n"
+       "  for (k = 0, n = 0; tg_ptx[k]; n += strlen(tg_ptx[k]), ++k) strcpy(text + n, tg_ptx[k]);\n"
+       "  return text;\n}\n";
+  c +=
+      "struct " + P +
+      "_model {\n  int device;\n  void* context;\n  void* module;\n  void* fn[TG_KERNELS + "
+      "1];\n  tg_ptr w[TG_WEIGHTS + 1];\n  tg_ptr arena;\n  int grid[3];\n  char error[256];\n};\n";
+  c += detail::c_fail(P);
+  c += "static int tg_put(" + P +
+       "_model* m, tg_ptr to, const void* from, size_t n, const char* what) {\n"
+       "  return n && tg_cu_fail(tg_cu.cuMemcpyHtoD(to, from, n), what, m->error, sizeof "
+       "m->error);\n}\n";
+  c += "static int tg_get(" + P +
+       "_model* m, void* to, tg_ptr from, size_t n, const char* what) {\n"
+       "  return n && tg_cu_fail(tg_cu.cuMemcpyDtoH(to, from, n), what, m->error, sizeof "
+       "m->error);\n}\n";
+  // the launches that cover every item, within the grid's limits (tg's gpu_dispatches)
+  c += "static int tg_launch(" + P +
+       "_model* m, int k, tg_ptr* b, int nb, long long* v, int nv, long long outer,\n"
+       "                     long long items_per_outer, long long per_group, unsigned local) {\n"
+       "  void* args[" +
+       std::to_string(most_args) +
+       "];\n"
+       "  long long base = 0, start = 0, end = outer, first, groups;\n"
+       "  int n = 0, i;\n"
+       "  for (i = 0; i < nb; ++i) args[n++] = &b[i];\n"
+       "  args[n++] = &base;\n  args[n++] = &start;\n  args[n++] = &end;\n"
+       "  for (i = 0; i < nv; ++i) args[n++] = &v[i];\n"
+       "  groups = (outer * items_per_outer + per_group - 1) / per_group;\n"
+       "  for (first = 0; first < groups;) {\n"
+       "    long long left = groups - first, x, y, z;\n"
+       "    x = left < m->grid[0] ? left : m->grid[0];\n"
+       "    y = (left + x - 1) / x;\n    y = y < m->grid[1] ? y : m->grid[1];\n"
+       "    z = (left + x * y - 1) / (x * y);\n    z = z < m->grid[2] ? z : m->grid[2];\n"
+       "    base = first * per_group;\n"
+       "    if (tg_cu_fail(tg_cu.cuLaunchKernel(m->fn[k], (unsigned)x, (unsigned)y, (unsigned)z, "
+       "local, 1, 1, 0, 0, args, 0),\n"
+       "                   \"cuLaunchKernel\", m->error, sizeof m->error))\n"
+       "      return 1;\n"
+       "    first += x * y * z;\n  }\n  return 0;\n}\n";
+  c += "void " + P + "_destroy(" + P +
+       "_model* m) {\n  int k;\n  if (!m) return;\n"
+       "  if (m->context) {\n    tg_cu.cuCtxSetCurrent(m->context);\n"
+       "    for (k = 0; k < TG_WEIGHTS; ++k)\n      if (m->w[k]) tg_cu.cuMemFree(m->w[k]);\n"
+       "    if (m->arena) tg_cu.cuMemFree(m->arena);\n"
+       "    if (m->module) tg_cu.cuModuleUnload(m->module);\n"
+       "    tg_cu.cuDevicePrimaryCtxRelease(m->device);\n  }\n  free(m);\n}\n";
+  // creating: the context, the module, the weights, the arena
+  c += "static " + P + "_model* tg_create(int device, const void* module, const void* bytes, " +
+       "size_t size, char* error,\n" + std::string(P.size() + 18, ' ') +
+       "size_t error_size) {\n"
+       "  char scratch[256];\n  void* host[TG_WEIGHTS + 1] = {0};\n  int k, failed = 0, dev = 0;\n"
+       "  " +
+       P +
+       "_model* m;\n"
+       "  if (!error) {\n    error = scratch;\n    error_size = sizeof scratch;\n  }\n"
+       "  if (tg_cu_open()) {\n    snprintf(error, error_size, \"%s\", tg_cu.error);\n"
+       "    return 0;\n  }\n"
+       "  if (!module) {\n    snprintf(error, error_size, \"" +
+       P +
+       ".c has no PTX (exported with cuda_arch = \\\"none\\\"): pass the path of a module built "
+       "from " +
+       P + ".cu to " + P +
+       "_create_on\");\n    return 0;\n  }\n"
+       "  m = (" +
+       P + "_model*)calloc(1, sizeof(" + P +
+       "_model));\n"
+       "  if (!m) {\n    snprintf(error, error_size, \"out of memory\");\n    return 0;\n  }\n"
+       "  m->device = device;\n"
+       "  if (tg_cu_fail(tg_cu.cuDeviceGet(&dev, device), \"cuDeviceGet\", error, error_size) ||\n"
+       "      tg_cu_fail(tg_cu.cuDevicePrimaryCtxRetain(&m->context, dev), "
+       "\"cuDevicePrimaryCtxRetain\", error,\n                 error_size)) {\n"
+       "    m->context = 0;\n    free(m);\n    return 0;\n  }\n"
+       "  m->device = dev;\n"
+       "  for (k = 0; k < 3; ++k) /* CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, _Y, _Z */\n"
+       "    if (tg_cu.cuDeviceGetAttribute(&m->grid[k], 5 + k, dev) != 0 || m->grid[k] < 1) "
+       "m->grid[k] = 65535;\n"
+       "  failed = tg_cu_fail(tg_cu.cuCtxSetCurrent(m->context), \"cuCtxSetCurrent\", error, "
+       "error_size) ||\n"
+       "           tg_cu_fail(tg_cu.cuModuleLoadData(&m->module, module), \"loading the "
+       "kernels' module (cuModuleLoadData)\",\n"
+       "                      error, error_size);\n"
+       "  for (k = 0; k < TG_KERNELS && !failed; ++k) {\n"
+       "    char name[64];\n"
+       "    snprintf(name, sizeof name, \"" +
+       P +
+       "_k%d\", k);\n"
+       "    failed = tg_cu_fail(tg_cu.cuModuleGetFunction(&m->fn[k], m->module, name), name, "
+       "error, error_size);\n  }\n"
+       "  if (!failed) failed = tg_load_weights((const unsigned char*)bytes, size, tg_weights, "
+       "TG_WEIGHTS, host, error,\n                                   error_size);\n"
+       "  for (k = 0; k < TG_WEIGHTS && !failed; ++k)\n"
+       "    failed = tg_cu_fail(tg_cu.cuMemAlloc(&m->w[k], tg_weights[k].bytes ? "
+       "(size_t)tg_weights[k].bytes : 1),\n"
+       "                        \"allocating a weight (cuMemAlloc)\", error, error_size) ||\n"
+       "             (tg_weights[k].bytes &&\n"
+       "              tg_cu_fail(tg_cu.cuMemcpyHtoD(m->w[k], host[k], "
+       "(size_t)tg_weights[k].bytes),\n"
+       "                         \"copying a weight to the GPU\", error, error_size));\n"
+       "  if (!failed)\n"
+       "    failed = tg_cu_fail(tg_cu.cuMemAlloc(&m->arena, (size_t)TG_ARENA), \"allocating the "
+       "arena (cuMemAlloc)\", error,\n                        error_size);\n"
+       "  for (k = 0; k < TG_WEIGHTS; ++k) free(host[k]);\n"
+       "  if (failed) {\n    " +
+       P + "_destroy(m);\n    return 0;\n  }\n  return m;\n}\n";
+  c += P + "_model* " + P +
+       "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size) {\n"
+       "  char* ptx = tg_ptx_text();\n"
+       "  " +
+       P +
+       "_model* m = tg_create(0, ptx, bytes, size, error, error_size);\n"
+       "  free(ptx);\n  return m;\n}\n";
+  c += P + "_model* " + P +
+       "_create_on(int device, const char* module_path, const char* weights_path, char* "
+       "error,\n" +
+       std::string(P.size() + 20, ' ') +
+       "size_t error_size) {\n"
+       "  char scratch[256];\n  size_t size = 0, module_size = 0;\n"
+       "  unsigned char *bytes, *module = 0;\n  " +
+       P +
+       "_model* m;\n"
+       "  if (!error) {\n    error = scratch;\n    error_size = sizeof scratch;\n  }\n"
+       "  if (module_path && !(module = tg_read_file(\"module\", module_path, &module_size, "
+       "error, error_size))) return 0;\n"
+       "  bytes = tg_read_file(\"weights file\", weights_path, &size, error, error_size);\n"
+       "  if (!module_path) module = (unsigned char*)tg_ptx_text();\n"
+       "  m = bytes ? tg_create(device, module, bytes, size, error, error_size) : 0;\n"
+       "  free(bytes);\n  free(module);\n  return m;\n}\n";
+  c += detail::c_create_from_file(P);
+  c += "const char* " + P + "_error(const " + P + "_model* m) { return m ? m->error : \"\"; }\n\n";
+  c += methods;
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_EXPORT_CUDA_HPP
 
 // ---- tg/export/load.hpp ----
 #ifndef TG_SI_TG_EXPORT_LOAD_HPP
@@ -1097,10 +1586,8 @@ namespace detail {
 inline Target export_dialect_target(const std::string& dialect) {
   if (dialect == "c") return Target::cpu();
   if (dialect == "wgsl") return export_wgsl_target();
-  GpuOptions launch;
-  launch.local = launch.max_local = 256;
-  if (dialect == "glsl") return Target::glsl(launch);
-  if (dialect == "cuda") return Target::cuda(launch);
+  if (dialect == "glsl") return export_glsl_target();
+  if (dialect == "cuda") return Target::cuda(export_gpu_launch());
   throw export_error("tg.export: no dialect '" + dialect + "' (dialects: c, wgsl, glsl, cuda)");
 }
 
@@ -1131,18 +1618,21 @@ inline void json_field(std::string& out, const char* key, std::string_view value
 
 } // namespace detail
 
-/// The program as a JSON document, with its compiled form in each of `dialects` ("c", "wgsl",
-/// "glsl", "cuda").
-inline std::string export_json(const ExportedProgram& prog, const std::string& weights_file,
-                               const std::vector<std::string>& dialects) {
+namespace detail {
+/// The document over the program compiled as each of `programs` (dialect, plan). `files`: the
+/// prefix of each kernel's source and SPIR-V files where a target writes them (<files>_k<N>.comp
+/// and .spv), named in the document.
+inline std::string json_document(const ExportedProgram& prog, const std::string& weights_file,
+                                 const std::vector<std::pair<std::string, ExportPlan>>& programs,
+                                 const std::string& files = "") {
   using safetensors::json::quote;
   std::string j = "{\n  \"format\": \"tg.export.v1\",\n  ";
-  detail::json_field(j, "weights_file", weights_file);
+  json_field(j, "weights_file", weights_file);
   j += ",\n  \"dims\": [";
   for (std::size_t i = 0; i < prog.dims.size(); ++i) {
     const ExportDim& d = prog.dims[i];
     j += std::string(i ? ", " : "") + "{";
-    detail::json_field(j, "name", d.name);
+    json_field(j, "name", d.name);
     j += ", \"lo\": " + std::to_string(d.lo) + ", \"hi\": " + std::to_string(d.hi) + "}";
   }
   j += "],\n  \"weights\": [";
@@ -1151,18 +1641,18 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
     if (!w.used) continue;
     j += std::string(first ? "\n    {" : ",\n    {");
     first = false;
-    detail::json_field(j, "name", w.name);
+    json_field(j, "name", w.name);
     j += ", ";
-    detail::json_field(j, "dtype", dtype_name(w.tensor.dtype()));
+    json_field(j, "dtype", dtype_name(w.tensor.dtype()));
     j += ", \"shape\": ";
-    detail::json_shape(j, w.tensor.sym_shape());
+    json_shape(j, w.tensor.sym_shape());
     j += "}";
   }
   j += "],\n  \"methods\": [";
   for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
     const ExportedMethod& m = prog.methods[mi];
     j += std::string(mi ? ",\n    {" : "\n    {");
-    detail::json_field(j, "name", m.name);
+    json_field(j, "name", m.name);
     j += ", \"dims\": [";
     for (std::size_t i = 0; i < m.dims.size(); ++i) {
       if (i) j += ", ";
@@ -1171,36 +1661,36 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
     j += "],\n     \"inputs\": [";
     for (std::size_t i = 0; i < m.inputs.size(); ++i) {
       j += std::string(i ? ", " : "") + "{";
-      detail::json_field(j, "name", m.inputs[i].name);
+      json_field(j, "name", m.inputs[i].name);
       j += ", ";
-      detail::json_field(j, "dtype", dtype_name(m.inputs[i].dtype));
+      json_field(j, "dtype", dtype_name(m.inputs[i].dtype));
       j += ", \"shape\": ";
-      detail::json_shape(j, m.input_shapes[i]);
+      json_shape(j, m.input_shapes[i]);
       j += "}";
     }
     j += "],\n     \"outputs\": [";
     for (std::size_t k = 0; k < m.outputs.size(); ++k) {
       const Node& n = m.graph[m.outputs[k]];
       j += std::string(k ? ", " : "") + "{";
-      detail::json_field(j, "name", m.output_names[k]);
+      json_field(j, "name", m.output_names[k]);
       j += ", ";
-      detail::json_field(j, "dtype", dtype_name(n.dtype));
+      json_field(j, "dtype", dtype_name(n.dtype));
       j += ", \"shape\": ";
-      detail::json_shape(j, n.shape);
+      json_shape(j, n.shape);
       j += "}";
     }
     j += "]}";
   }
   j += "],\n  \"programs\": [";
-  for (std::size_t di = 0; di < dialects.size(); ++di) {
-    const ExportPlan plan = plan_export(prog, detail::export_dialect_target(dialects[di]));
+  for (std::size_t di = 0; di < programs.size(); ++di) {
+    const ExportPlan& plan = programs[di].second;
     j += std::string(di ? ",\n    {" : "\n    {");
-    detail::json_field(j, "dialect", dialects[di]);
+    json_field(j, "dialect", programs[di].first);
     j += ",\n     \"kernels\": [";
     for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
       const Program& p = plan.kernels[k].program;
       j += std::string(k ? ",\n      {" : "\n      {");
-      detail::json_field(j, "name", p.name.view());
+      json_field(j, "name", p.name.view());
       j += ", \"params\": [";
       for (std::size_t i = 0; i < p.params.size(); ++i) {
         if (i) j += ", ";
@@ -1212,25 +1702,32 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
         quote(j, p.vars[i].name.view());
       }
       j += "], \"outer\": ";
-      detail::json_size(j, p.outer);
+      json_size(j, p.outer);
       j += ", \"work\": ";
-      detail::json_size(j, p.work);
+      json_size(j, p.work);
       j += ", \"local\": " + std::to_string(p.local) +
            ", \"grouped\": " + (p.grouped ? "true" : "false") +
            ", \"items_per_outer\": " + std::to_string(p.items_per_outer) +
            ", \"per_thread\": " + std::to_string(p.per_thread) + ",\n       ";
-      detail::json_field(j, "source", plan.kernels[k].source.view());
+      if (!files.empty()) {
+        const std::string file = files + "_k" + std::to_string(k);
+        json_field(j, "source_file", file + ".comp");
+        j += ", ";
+        json_field(j, "spirv_file", file + ".spv");
+        j += ",\n       ";
+      }
+      json_field(j, "source", plan.kernels[k].source.view());
       j += "}";
     }
     j += "],\n     \"methods\": [";
     for (std::size_t mi = 0; mi < plan.methods.size(); ++mi) {
       const ExportMethodPlan& mp = plan.methods[mi];
       j += std::string(mi ? ",\n      {" : "\n      {");
-      detail::json_field(j, "name", prog.methods[mi].name);
+      json_field(j, "name", prog.methods[mi].name);
       j += ", \"temporaries\": [";
       for (std::size_t t = 0; t < mp.temp_bytes.size(); ++t) {
         if (t) j += ", ";
-        detail::json_size(j, mp.temp_bytes[t]);
+        json_size(j, mp.temp_bytes[t]);
       }
       j += "],\n       \"launches\": [";
       for (std::size_t li = 0; li < mp.launches.size(); ++li) {
@@ -1243,7 +1740,7 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
                std::to_string(l.buffers[b].index) + "]";
         }
         j += "], \"numel\": ";
-        detail::json_size(j, l.numel);
+        json_size(j, l.numel);
         j += "}";
       }
       j += "]}";
@@ -1252,6 +1749,17 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
   }
   j += "]\n}\n";
   return j;
+}
+} // namespace detail
+
+/// The program as a JSON document, with its compiled form in each of `dialects` ("c", "wgsl",
+/// "glsl", "cuda").
+inline std::string export_json(const ExportedProgram& prog, const std::string& weights_file,
+                               const std::vector<std::string>& dialects) {
+  std::vector<std::pair<std::string, ExportPlan>> programs;
+  for (const std::string& d : dialects)
+    programs.emplace_back(d, plan_export(prog, detail::export_dialect_target(d)));
+  return detail::json_document(prog, weights_file, programs);
 }
 
 } // namespace tg
@@ -1717,6 +2225,833 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
 
 } // namespace tg
 #endif // TG_SI_TG_EXPORT_LOAD_HPP
+
+// ---- tg/export/vulkan.hpp ----
+#ifndef TG_SI_TG_EXPORT_VULKAN_HPP
+#define TG_SI_TG_EXPORT_VULKAN_HPP
+// The `vulkan` export target: the VULKAN device's kernels as GLSL compute shaders
+// (<prefix>_k<N>.comp) and their SPIR-V (<prefix>_k<N>.spv, Vulkan 1.2), a manifest
+// (<prefix>.json: the json target's document for the glsl dialect, naming each kernel's files),
+// and a host in C++ over Vulkan-Hpp with the c target's C API (<prefix>.h, <prefix>.cpp, the
+// SPIR-V embedded). The host opens the Vulkan loader (libvulkan.so.1) with dlopen, picks a
+// device, checks its features and limits against what the kernels need, uploads the weights, and
+// runs each method over buffers allocated once at the dims' upper bounds: inputs and outputs in
+// host-visible memory, weights and intermediates in device-local memory.
+
+// ---- tg/runtime/glsl_compiler.hpp ----
+#ifndef TG_SI_TG_RUNTIME_GLSL_COMPILER_HPP
+#define TG_SI_TG_RUNTIME_GLSL_COMPILER_HPP
+// GLSL compute shaders -> SPIR-V (Vulkan 1.2 target) for the VULKAN device: through the shaderc
+// shared library when one can be loaded (dlopen; no shaderc header needed), else glslc or
+// glslangValidator as a subprocess; the binaries are cached on disk like every kernel.
+// TG_GLSL_COMPILER=shaderc|glslc|glslangValidator picks the compiler, TG_SHADERC the library.
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <system_error>
+#include <thread>
+
+namespace tg::vulkan::detail {
+
+/// GLSL -> SPIR-V: the shaderc shared library when it loads, else glslc, else glslangValidator.
+struct GlslCompiler {
+  std::string kind, path, id, error;
+  std::string shaderc_error; // why a shaderc library that exists did not load (Debian 12's
+                             // libshaderc.so.1 does not)
+  // shaderc's C API, declared here (no shaderc header needed)
+  void* lib = nullptr;
+  void* (*compiler_initialize)() = nullptr;
+  void (*compiler_release)(void*) = nullptr;
+  void* (*options_initialize)() = nullptr;
+  void (*options_release)(void*) = nullptr;
+  void (*options_set_target_env)(void*, int, std::uint32_t) = nullptr;
+  void (*options_set_optimization_level)(void*, int) = nullptr;
+  void* (*compile_into_spv)(void*, const char*, std::size_t, int, const char*, const char*,
+                            void*) = nullptr;
+  void (*result_release)(void*) = nullptr;
+  std::size_t (*result_get_length)(void*) = nullptr;
+  int (*result_get_compilation_status)(void*) = nullptr;
+  const char* (*result_get_bytes)(void*) = nullptr;
+  const char* (*result_get_error_message)(void*) = nullptr;
+
+  static GlslCompiler& get() {
+    static GlslCompiler c;
+    return c;
+  }
+  GlslCompiler() {
+    std::string want = env::get("TG_GLSL_COMPILER");
+    if (want.empty() || want == "shaderc") {
+      std::string requested = env::get("TG_SHADERC");
+      std::vector<std::string> names =
+          requested.empty()
+              ? std::vector<std::string>{"libshaderc_shared.so.1", "libshaderc_shared.so",
+                                         "libshaderc.so.1", "libshaderc.so"}
+              : std::vector<std::string>{requested};
+      for (const std::string& n : names) {
+        if ((lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+          path = n;
+          break;
+        }
+        const char* why = dlerror();
+        if (why && std::string(why).find("No such file") == std::string::npos)
+          shaderc_error = why; // present but broken
+      }
+      if (lib) {
+        auto load = [&](auto& fn, const char* name) {
+          fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+          return int(fn !=
+                     nullptr); // int: `&` below loads every symbol; bool & bool warns in Clang
+        };
+        bool ok =
+            load(compiler_initialize, "shaderc_compiler_initialize") &
+            load(compiler_release, "shaderc_compiler_release") &
+            load(options_initialize, "shaderc_compile_options_initialize") &
+            load(options_release, "shaderc_compile_options_release") &
+            load(options_set_target_env, "shaderc_compile_options_set_target_env") &
+            load(options_set_optimization_level, "shaderc_compile_options_set_optimization_level") &
+            load(compile_into_spv, "shaderc_compile_into_spv") &
+            load(result_release, "shaderc_result_release") &
+            load(result_get_length, "shaderc_result_get_length") &
+            load(result_get_compilation_status, "shaderc_result_get_compilation_status") &
+            load(result_get_bytes, "shaderc_result_get_bytes") &
+            load(result_get_error_message, "shaderc_result_get_error_message");
+        if (ok) {
+          kind = "shaderc";
+          Dl_info info{};
+          if (dladdr(reinterpret_cast<void*>(compile_into_spv), &info) && info.dli_fname)
+            path = info.dli_fname;
+          id = "shaderc " + stamp(path);
+          return;
+        }
+        dlclose(lib);
+        lib = nullptr;
+      }
+    }
+    for (const char* tool : {"glslc", "glslangValidator"}) {
+      if (!want.empty() && want != "shaderc" && want != tool) continue;
+      std::string p = tg::detail::find_in_path(tool);
+      if (p.empty()) continue;
+      kind = tool;
+      path = p;
+      id = kind + " " + stamp(p);
+      return;
+    }
+    error = "no GLSL compiler: neither the shaderc shared library (libshaderc_shared.so.1 / "
+            "libshaderc.so.1) nor glslc "
+            "nor glslangValidator was found (install glslc or glslang-tools)";
+    if (!want.empty()) error += " [TG_GLSL_COMPILER=" + want + "]";
+  }
+  static std::string stamp(const std::string& file) {
+    struct stat st = {};
+    if (::stat(file.c_str(), &st) != 0) return file;
+    return file + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+  }
+
+  /// SPIR-V for GLSL compute shaders (Vulkan 1.2 target), through the disk cache. glslc compiles
+  /// the missing ones in one process per core: a glslc run spends most of its time initializing
+  /// glslang's built-in tables (docs/performance.md has the figures). A batch
+  /// that fails is compiled shader by shader, so that the error names its shader.
+  std::vector<std::string> compile(const std::vector<std::string>& glsl,
+                                   const std::vector<std::string>& names) {
+    if (!error.empty()) throw device_error("tg: VULKAN: " + error);
+    std::vector<std::string> spv(glsl.size());
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < glsl.size(); ++i)
+      if (tg::detail::read_cached(cache_file(glsl[i]), spv[i]) && spv[i].size() % 4 == 0)
+        tg::detail::stats_storage().cache_hits++;
+      else
+        spv[i].clear(), todo.push_back(i);
+    if (kind == "glslc" && todo.size() > 1) {
+      std::size_t n =
+          std::min<std::size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+      parallel_map(n, [&](std::size_t b) {
+        std::vector<std::size_t> batch;
+        for (std::size_t k = b; k < todo.size(); k += n) batch.push_back(todo[k]);
+        compile_batch(glsl, batch, spv);
+        return 0;
+      });
+    }
+    std::vector<std::size_t> left;
+    for (std::size_t i : todo)
+      if (spv[i].empty()) left.push_back(i);
+    parallel_map(left.size(), [&](std::size_t k) {
+      std::size_t i = left[k];
+      spv[i] = compile_one(glsl[i], names[i]);
+      return 0;
+    });
+    return spv;
+  }
+
+private:
+  std::string cache_file(const std::string& glsl) const {
+    return tg::detail::cache_path("vulkan-" + tg::detail::cache_key(glsl, id + " vulkan1.2") +
+                                  ".spv");
+  }
+  /// glslc -c on the shaders `batch` in a scratch directory (it writes <input>.spv to its working
+  /// directory); fills spv[i] for each shader when the whole batch compiled.
+  void compile_batch(const std::vector<std::string>& glsl, const std::vector<std::size_t>& batch,
+                     std::vector<std::string>& spv) {
+    std::string dir = tg::detail::temp_path("glslc");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::vector<std::string> argv{path, "-c", "--target-env=vulkan1.2", "-fshader-stage=compute"};
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      std::ofstream f(dir + "/" + std::to_string(k) + ".comp", std::ios::binary);
+      f << glsl[batch[k]];
+      argv.push_back(dir + "/" + std::to_string(k) + ".comp");
+    }
+    std::vector<std::string> out(batch.size());
+    bool ok = tg::detail::run_process(argv, dir + "/log", dir) == 0;
+    for (std::size_t k = 0; ok && k < batch.size(); ++k)
+      ok = tg::detail::read_cached(dir + "/" + std::to_string(k) + ".comp.spv", out[k]) &&
+           !out[k].empty() && out[k].size() % 4 == 0;
+    std::filesystem::remove_all(dir, ec);
+    if (!ok) return;
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      tg::detail::stats_storage().kernels_compiled++;
+      tg::detail::write_cached(cache_file(glsl[batch[k]]), out[k]);
+      spv[batch[k]] = std::move(out[k]);
+    }
+  }
+  /// One shader, by shaderc in process or one compiler run.
+  std::string compile_one(const std::string& glsl, const std::string& name) {
+    std::string spv;
+    std::string log;
+    tg::detail::stats_storage().kernels_compiled++;
+    if (kind == "shaderc") {
+      void* c = compiler_initialize();
+      void* o = options_initialize();
+      options_set_target_env(o, 0 /* vulkan */, (1u << 22) | (2u << 12) /* 1.2 */);
+      // No SPIR-V optimization (level 0, as for glslc below): the driver optimizes anyway, and
+      // Debian's shaderc 2023.2 optimizer crashes (SIGSEGV) on some float16 kernels.
+      options_set_optimization_level(o, 0);
+      void* r = compile_into_spv(c, glsl.data(), glsl.size(), 2 /* compute */,
+                                 (name + ".comp").c_str(), "main", o);
+      bool ok = r && result_get_compilation_status(r) == 0;
+      if (ok)
+        spv.assign(result_get_bytes(r), result_get_length(r));
+      else
+        log = r ? result_get_error_message(r) : "shaderc returned no result";
+      if (r) result_release(r);
+      options_release(o);
+      compiler_release(c);
+      if (!ok)
+        throw compile_error("tg: kernel " + name + " failed to compile with shaderc (" + path +
+                                "):\n" + log,
+                            glsl, log);
+    } else {
+      std::string tmp = tg::detail::temp_path(name);
+      {
+        std::ofstream f(tmp + ".comp", std::ios::binary);
+        f << glsl;
+      }
+      std::vector<std::string> argv =
+          kind == "glslc"
+              ? std::vector<std::string>{path,
+                                         "--target-env=vulkan1.2",
+                                         "-fshader-stage=compute",
+                                         "-o",
+                                         tmp + ".spv",
+                                         tmp + ".comp"}
+              : std::vector<std::string>{path,   "-V", "--target-env", "vulkan1.2",  "-S",
+                                         "comp", "-o", tmp + ".spv",   tmp + ".comp"};
+      int rc = tg::detail::run_process(argv, tmp + ".log");
+      log = tg::detail::read_file(tmp + ".log");
+      tg::detail::read_cached(tmp + ".spv", spv);
+      std::error_code ec;
+      for (const char* ext : {".comp", ".spv", ".log"}) std::filesystem::remove(tmp + ext, ec);
+      if (rc != 0 || spv.empty())
+        throw compile_error("tg: kernel " + name + " failed to compile with " + path + " (" +
+                                tg::detail::process_status(rc) + "):\n" + log,
+                            glsl, log);
+    }
+    tg::detail::write_cached(cache_file(glsl), spv);
+    return spv;
+  }
+};
+
+} // namespace tg::vulkan::detail
+#endif // TG_SI_TG_RUNTIME_GLSL_COMPILER_HPP
+
+namespace tg {
+
+namespace detail {
+
+/// The part of the Vulkan host that is the same for every model (TG_MODEL: the model's type).
+inline const char* vulkan_host = R"CPP(
+struct TgBuffer {
+  vk::Buffer buffer;
+  vk::DeviceMemory memory;
+  void* mapped = nullptr;
+};
+struct TgPipe {
+  vk::ShaderModule module;
+  vk::DescriptorSetLayout set_layout;
+  vk::PipelineLayout layout;
+  vk::Pipeline pipeline;
+};
+
+struct TG_MODEL {
+  void* lib = nullptr;
+  vk::DispatchLoaderDynamic d;
+  vk::Instance instance;
+  vk::PhysicalDevice physical;
+  vk::PhysicalDeviceMemoryProperties memory;
+  vk::Device device;
+  vk::Queue queue;
+  vk::CommandPool pool;
+  vk::CommandBuffer cmd;
+  vk::Fence fence;
+  vk::DescriptorPool descriptors;
+  std::string name;
+  bool llvmpipe = false;
+  std::uint32_t groups[3] = {1, 1, 1};
+  TgPipe pipes[TG_KERNELS];
+  std::vector<TgBuffer> weights;
+  std::vector<TgBuffer> buffers[TG_METHODS];       // inputs, outputs, temporaries
+  std::vector<vk::DescriptorSet> sets[TG_METHODS]; // one per launch
+  char error[256] = {0};
+};
+
+namespace {
+
+std::uint32_t tg_memory_type(TG_MODEL* m, std::uint32_t bits, vk::MemoryPropertyFlags need,
+                             vk::MemoryPropertyFlags prefer) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::uint32_t i = 0; i < m->memory.memoryTypeCount; ++i) {
+      const vk::MemoryPropertyFlags flags = m->memory.memoryTypes[i].propertyFlags;
+      if (!(bits & (1u << i)) || (flags & need) != need) continue;
+      if (pass == 0 && (flags & prefer) != prefer) continue;
+      return i;
+    }
+  throw std::runtime_error(m->name + " has no suitable memory type");
+}
+
+/// A storage buffer of `bytes` (at least 4) appended to `into`: host-visible and mapped, or
+/// device-local.
+TgBuffer& tg_buffer(TG_MODEL* m, std::vector<TgBuffer>& into, long long bytes, bool host) {
+  into.emplace_back();
+  TgBuffer& b = into.back();
+  b.buffer = m->device.createBuffer(
+      {{},
+       vk::DeviceSize(bytes < 4 ? 4 : (bytes + 3) / 4 * 4),
+       vk::BufferUsageFlagBits::eStorageBuffer | vk::BufferUsageFlagBits::eTransferSrc |
+           vk::BufferUsageFlagBits::eTransferDst},
+      nullptr, m->d);
+  const vk::MemoryRequirements req = m->device.getBufferMemoryRequirements(b.buffer, m->d);
+  const std::uint32_t type =
+      host ? tg_memory_type(m, req.memoryTypeBits,
+                            vk::MemoryPropertyFlagBits::eHostVisible |
+                                vk::MemoryPropertyFlagBits::eHostCoherent,
+                            vk::MemoryPropertyFlagBits::eDeviceLocal)
+           : tg_memory_type(m, req.memoryTypeBits, vk::MemoryPropertyFlagBits::eDeviceLocal, {});
+  b.memory = m->device.allocateMemory({req.size, type}, nullptr, m->d);
+  m->device.bindBufferMemory(b.buffer, b.memory, 0, m->d);
+  if (host) b.mapped = m->device.mapMemory(b.memory, 0, VK_WHOLE_SIZE, {}, m->d);
+  return b;
+}
+
+void tg_free(TG_MODEL* m, std::vector<TgBuffer>& buffers) {
+  for (TgBuffer& b : buffers) {
+    if (b.mapped) m->device.unmapMemory(b.memory, m->d);
+    if (b.buffer) m->device.destroyBuffer(b.buffer, nullptr, m->d);
+    if (b.memory) m->device.freeMemory(b.memory, nullptr, m->d);
+  }
+  buffers.clear();
+}
+
+void tg_submit(TG_MODEL* m) {
+  m->cmd.end(m->d);
+  m->queue.submit(vk::SubmitInfo({}, {}, m->cmd, {}), m->fence, m->d);
+  const vk::Result r = m->device.waitForFences(m->fence, VK_TRUE, ~std::uint64_t(0), m->d);
+  m->device.resetFences(m->fence, m->d);
+  m->cmd.reset({}, m->d);
+  if (r != vk::Result::eSuccess)
+    throw std::runtime_error("waiting for the kernels failed: " + vk::to_string(r));
+}
+
+/// Opens device `index`: checks that it has what the kernels need, makes the pipelines.
+void tg_open(TG_MODEL* m, int index) {
+  m->lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!m->lib)
+    throw std::runtime_error("no Vulkan loader: could not open libvulkan.so.1 (install a Vulkan "
+                             "driver and its loader)");
+  auto get = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(m->lib, "vkGetInstanceProcAddr"));
+  if (!get) throw std::runtime_error("libvulkan.so.1 lacks vkGetInstanceProcAddr");
+  m->d.init(get);
+  vk::ApplicationInfo app("tg export", 1, "tg", 1, VK_API_VERSION_1_2);
+  m->instance = vk::createInstance(vk::InstanceCreateInfo({}, &app), nullptr, m->d);
+  m->d.init(m->instance);
+  const std::vector<vk::PhysicalDevice> all = m->instance.enumeratePhysicalDevices(m->d);
+  if (index < 0 || std::size_t(index) >= all.size())
+    throw std::runtime_error("no Vulkan device " + std::to_string(index) + " (the system has " +
+                             std::to_string(all.size()) + ")");
+  m->physical = all[std::size_t(index)];
+  const vk::PhysicalDeviceProperties props = m->physical.getProperties(m->d);
+  m->name = props.deviceName.data();
+  m->llvmpipe = m->name.find("llvmpipe") != std::string::npos;
+  if (props.apiVersion < VK_API_VERSION_1_2)
+    throw std::runtime_error(m->name + " has Vulkan " +
+                             std::to_string(VK_API_VERSION_MAJOR(props.apiVersion)) + "." +
+                             std::to_string(VK_API_VERSION_MINOR(props.apiVersion)) +
+                             "; the kernels need 1.2");
+  const auto chain =
+      m->physical.getFeatures2<vk::PhysicalDeviceFeatures2, vk::PhysicalDeviceVulkan11Features,
+                               vk::PhysicalDeviceVulkan12Features>(m->d);
+  const vk::PhysicalDeviceFeatures& f = chain.get<vk::PhysicalDeviceFeatures2>().features;
+  const auto& f11 = chain.get<vk::PhysicalDeviceVulkan11Features>();
+  const auto& f12 = chain.get<vk::PhysicalDeviceVulkan12Features>();
+  auto need = [&](bool has, const char* what) {
+    if (!has) throw std::runtime_error(m->name + " lacks " + what + ", which the kernels use");
+  };
+  need(f.shaderInt64, "shaderInt64");
+  if (TG_NEEDS_INT8) need(f12.shaderInt8 && f12.storageBuffer8BitAccess, "8-bit storage");
+  if (TG_NEEDS_INT16) need(f.shaderInt16 && f11.storageBuffer16BitAccess, "16-bit storage");
+  if (TG_NEEDS_FLOAT64) need(f.shaderFloat64, "shaderFloat64");
+  const vk::PhysicalDeviceLimits& lim = props.limits;
+  auto limit = [&](long long has, long long want, const char* what) {
+    if (has < want)
+      throw std::runtime_error(m->name + "'s " + what + " is " + std::to_string(has) +
+                               "; the model needs " + std::to_string(want));
+  };
+  limit(lim.maxComputeWorkGroupInvocations, TG_LOCAL, "maxComputeWorkGroupInvocations");
+  limit(lim.maxComputeWorkGroupSize[0], TG_LOCAL, "maxComputeWorkGroupSize[0]");
+  limit(lim.maxPerStageDescriptorStorageBuffers, TG_MAX_BINDINGS,
+        "maxPerStageDescriptorStorageBuffers");
+  limit(lim.maxPushConstantsSize, 8 * (3 + TG_MAX_VARS), "maxPushConstantsSize");
+  limit(lim.maxStorageBufferRange, TG_LARGEST, "maxStorageBufferRange");
+  for (int k = 0; k < 3; ++k) m->groups[k] = lim.maxComputeWorkGroupCount[k];
+  const std::vector<vk::QueueFamilyProperties> families = m->physical.getQueueFamilyProperties(m->d);
+  std::uint32_t family = ~0u;
+  for (std::uint32_t i = 0; i < families.size() && family == ~0u; ++i)
+    if (families[i].queueFlags & vk::QueueFlagBits::eCompute) family = i;
+  if (family == ~0u) throw std::runtime_error(m->name + " has no compute queue");
+  vk::PhysicalDeviceFeatures2 want;
+  want.features.shaderInt64 = VK_TRUE;
+  want.features.shaderInt16 = TG_NEEDS_INT16;
+  want.features.shaderFloat64 = TG_NEEDS_FLOAT64;
+  want.features.robustBufferAccess = f.robustBufferAccess; // (a masked load may compute an
+                                                           // address past the end)
+  vk::PhysicalDeviceVulkan11Features want11;
+  want11.storageBuffer16BitAccess = TG_NEEDS_INT16;
+  vk::PhysicalDeviceVulkan12Features want12;
+  want12.shaderInt8 = want12.storageBuffer8BitAccess = TG_NEEDS_INT8;
+  want.pNext = &want11;
+  want11.pNext = &want12;
+  const float priority = 1.0f;
+  vk::DeviceQueueCreateInfo queue({}, family, 1, &priority);
+  vk::DeviceCreateInfo info({}, queue, {}, {}, nullptr);
+  info.pNext = &want;
+  m->device = m->physical.createDevice(info, nullptr, m->d);
+  m->d.init(m->device);
+  m->queue = m->device.getQueue(family, 0, m->d);
+  m->memory = m->physical.getMemoryProperties(m->d);
+  m->pool = m->device.createCommandPool(
+      {vk::CommandPoolCreateFlagBits::eResetCommandBuffer, family}, nullptr, m->d);
+  m->cmd =
+      m->device.allocateCommandBuffers({m->pool, vk::CommandBufferLevel::ePrimary, 1}, m->d)[0];
+  m->fence = m->device.createFence({}, nullptr, m->d);
+  for (int k = 0; k < TG_KERNELS; ++k) {
+    const TgKernelInfo& info = tg_kernels[k];
+    TgPipe& p = m->pipes[k];
+    p.module = m->device.createShaderModule({{}, info.bytes, info.spirv}, nullptr, m->d);
+    std::vector<vk::DescriptorSetLayoutBinding> bindings;
+    for (std::uint32_t b = 0; b < info.buffers; ++b)
+      bindings.emplace_back(b, vk::DescriptorType::eStorageBuffer, 1,
+                            vk::ShaderStageFlagBits::eCompute, nullptr);
+    p.set_layout = m->device.createDescriptorSetLayout({{}, bindings}, nullptr, m->d);
+    vk::PushConstantRange range(vk::ShaderStageFlagBits::eCompute, 0, 8 * (3 + info.vars));
+    p.layout = m->device.createPipelineLayout({{}, p.set_layout, range}, nullptr, m->d);
+    vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, p.module,
+                                            "main");
+    auto made = m->device.createComputePipeline(nullptr, {{}, stage, p.layout}, nullptr, m->d);
+    if (made.result != vk::Result::eSuccess)
+      throw std::runtime_error("creating the pipeline of kernel " + std::to_string(k) +
+                               " failed: " + vk::to_string(made.result));
+    p.pipeline = made.value;
+  }
+}
+
+/// Copies the weights into device-local buffers, through one host-visible staging buffer.
+void tg_upload(TG_MODEL* m, void** host) {
+  long long total = 0;
+  for (int k = 0; k < TG_WEIGHTS; ++k) total += (long long)((tg_weights[k].bytes + 3) / 4 * 4);
+  std::vector<TgBuffer> staging;
+  try {
+    unsigned char* at = (unsigned char*)tg_buffer(m, staging, total, true).mapped;
+    m->cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit), m->d);
+    vk::DeviceSize offset = 0;
+    for (int k = 0; k < TG_WEIGHTS; ++k) {
+      const vk::DeviceSize bytes = tg_weights[k].bytes;
+      TgBuffer& w = tg_buffer(m, m->weights, (long long)bytes, false);
+      if (bytes == 0) continue;
+      std::memcpy(at + offset, host[k], bytes);
+      m->cmd.copyBuffer(staging[0].buffer, w.buffer, vk::BufferCopy(offset, 0, bytes), m->d);
+      offset += (bytes + 3) / 4 * 4;
+    }
+    tg_submit(m);
+  } catch (...) {
+    tg_free(m, staging);
+    throw;
+  }
+  tg_free(m, staging);
+}
+
+/// Each method's buffers, and the descriptor set of each of its launches.
+void tg_bind(TG_MODEL* m) {
+  std::uint32_t sets = 0, descriptors = 0;
+  for (int mi = 0; mi < TG_METHODS; ++mi)
+    for (int l = 0; l < tg_methods[mi].launches; ++l) {
+      ++sets;
+      descriptors += std::uint32_t(tg_methods[mi].launch[l].count);
+    }
+  vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, descriptors ? descriptors : 1);
+  m->descriptors = m->device.createDescriptorPool({{}, sets ? sets : 1, size}, nullptr, m->d);
+  for (int mi = 0; mi < TG_METHODS; ++mi) {
+    const TgMethodInfo& method = tg_methods[mi];
+    const int io = method.inputs + method.outputs;
+    for (int b = 0; b < io + method.temps; ++b)
+      tg_buffer(m, m->buffers[mi], method.bytes[b], b < io);
+    for (int l = 0; l < method.launches; ++l) {
+      const TgLaunchInfo& launch = method.launch[l];
+      const vk::DescriptorSetLayout layout = m->pipes[launch.kernel].set_layout;
+      const vk::DescriptorSet set =
+          m->device.allocateDescriptorSets({m->descriptors, 1, &layout}, m->d)[0];
+      m->sets[mi].push_back(set);
+      std::vector<vk::DescriptorBufferInfo> infos;
+      for (int b = 0; b < launch.count; ++b) {
+        const TgRef r = launch.refs[b];
+        const TgBuffer& buffer =
+            r.kind == 2 ? m->weights[std::size_t(r.index)]
+                        : m->buffers[mi][std::size_t(r.index + (r.kind == 0   ? 0
+                                                                 : r.kind == 1 ? method.inputs
+                                                                               : io))];
+        infos.emplace_back(buffer.buffer, 0, VK_WHOLE_SIZE);
+      }
+      std::vector<vk::WriteDescriptorSet> writes;
+      for (std::uint32_t b = 0; b < infos.size(); ++b)
+        writes.emplace_back(set, b, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr, &infos[b],
+                            nullptr);
+      m->device.updateDescriptorSets(writes, {}, m->d);
+    }
+  }
+}
+
+TG_MODEL* tg_create(int device, const void* bytes, std::size_t size, char* error,
+                    std::size_t error_size) {
+  char scratch[256];
+  if (!error) {
+    error = scratch;
+    error_size = sizeof scratch;
+  }
+  TG_MODEL* m = new (std::nothrow) TG_MODEL();
+  void* host[TG_WEIGHTS + 1] = {0};
+  if (!m) {
+    std::snprintf(error, error_size, "out of memory");
+    return nullptr;
+  }
+  try {
+    tg_open(m, device);
+    if (tg_load_weights((const unsigned char*)bytes, size, tg_weights, TG_WEIGHTS, host, error,
+                        error_size) == 0) {
+      tg_upload(m, host);
+      tg_bind(m);
+      for (void* w : host) std::free(w);
+      return m;
+    }
+  } catch (const std::exception& e) {
+    std::snprintf(error, error_size, "%s%s%s", m->name.c_str(), m->name.empty() ? "" : ": ",
+                  e.what());
+  }
+  for (void* w : host) std::free(w);
+  TG_DESTROY(m);
+  return nullptr;
+}
+
+/// Records launch `l` of method `mi` (skipped where its output is empty): the work-groups that
+/// cover its items, within the device's limits (tg's gpu_dispatches).
+void tg_launch(TG_MODEL* m, int mi, int l, long long numel, long long outer, long long work,
+               std::initializer_list<long long> vars) {
+  if (numel <= 0) return;
+  const TgLaunchInfo& launch = tg_methods[mi].launch[l];
+  const TgKernelInfo& k = tg_kernels[launch.kernel];
+  const long long per_group = k.grouped ? 1 : (long long)k.local * k.per_thread;
+  const long long groups = (outer * k.items_per_outer + per_group - 1) / per_group;
+  const long long invocations = outer * k.items_per_outer * (k.grouped ? k.local : 1) / k.per_thread;
+  if (m->llvmpipe && invocations > 0 && work / invocations >= 65535)
+    throw std::runtime_error("llvmpipe stops a shader's loops after 65535 iterations, and kernel " +
+                             std::to_string(launch.kernel) + " would loop about " +
+                             std::to_string(work / invocations) +
+                             " times (its result would be wrong): use another device");
+  const TgPipe& p = m->pipes[launch.kernel];
+  m->cmd.bindPipeline(vk::PipelineBindPoint::eCompute, p.pipeline, m->d);
+  m->cmd.bindDescriptorSets(vk::PipelineBindPoint::eCompute, p.layout, 0, m->sets[mi][std::size_t(l)],
+                            {}, m->d);
+  long long pc[3 + TG_MAX_VARS] = {0, 0, outer};
+  int at = 3;
+  for (long long v : vars) pc[at++] = v;
+  for (long long first = 0; first < groups;) {
+    const long long left = groups - first;
+    const long long x = std::min<long long>(left, m->groups[0]);
+    const long long y = std::min<long long>((left + x - 1) / x, m->groups[1]);
+    const long long z = std::min<long long>((left + x * y - 1) / (x * y), m->groups[2]);
+    pc[0] = first * per_group;
+    m->cmd.pushConstants(p.layout, vk::ShaderStageFlagBits::eCompute, 0, 8 * (3 + k.vars), pc,
+                         m->d);
+    m->cmd.dispatch(std::uint32_t(x), std::uint32_t(y), std::uint32_t(z), m->d);
+    first += x * y * z;
+  }
+  const vk::MemoryBarrier after(vk::AccessFlagBits::eShaderWrite,
+                                vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite |
+                                    vk::AccessFlagBits::eHostRead);
+  m->cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                         vk::PipelineStageFlagBits::eComputeShader |
+                             vk::PipelineStageFlagBits::eHost,
+                         {}, after, {}, {}, m->d);
+}
+
+void tg_begin(TG_MODEL* m) {
+  m->cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit), m->d);
+}
+
+/// A method's failure: the reason in m->error, and the command buffer ready for the next call.
+int tg_failed(TG_MODEL* m, const char* method, const std::exception& e) {
+  std::snprintf(m->error, sizeof m->error, "%s: %s", method, e.what());
+  try {
+    m->cmd.reset({}, m->d);
+  } catch (...) {
+  }
+  return 1;
+}
+
+} // namespace
+
+void TG_DESTROY(TG_MODEL* m) {
+  if (!m) return;
+  if (m->device) {
+    try {
+      m->device.waitIdle(m->d);
+    } catch (...) {
+    }
+    for (int mi = 0; mi < TG_METHODS; ++mi) tg_free(m, m->buffers[mi]);
+    tg_free(m, m->weights);
+    for (TgPipe& p : m->pipes) {
+      if (p.pipeline) m->device.destroyPipeline(p.pipeline, nullptr, m->d);
+      if (p.layout) m->device.destroyPipelineLayout(p.layout, nullptr, m->d);
+      if (p.set_layout) m->device.destroyDescriptorSetLayout(p.set_layout, nullptr, m->d);
+      if (p.module) m->device.destroyShaderModule(p.module, nullptr, m->d);
+    }
+    if (m->descriptors) m->device.destroyDescriptorPool(m->descriptors, nullptr, m->d);
+    if (m->fence) m->device.destroyFence(m->fence, nullptr, m->d);
+    if (m->pool) m->device.destroyCommandPool(m->pool, nullptr, m->d);
+    m->device.destroy(nullptr, m->d);
+  }
+  if (m->instance) m->instance.destroy(nullptr, m->d);
+  if (m->lib) dlclose(m->lib);
+  delete m;
+}
+)CPP";
+
+} // namespace detail
+
+/// The vulkan target's files.
+struct ExportedVulkan {
+  std::string header, source, manifest;
+  std::vector<std::string> glsl, spirv; // per kernel
+};
+
+/// The vulkan target: the VULKAN device's kernels (portable GLSL: export_glsl_target), compiled
+/// to SPIR-V by the GLSL compiler tg's VULKAN device uses.
+inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOptions& o) {
+  const std::string& P = o.prefix;
+  ExportPlan plan;
+  try {
+    plan = plan_export(prog, export_glsl_target());
+  } catch (const export_error&) {
+    throw;
+  } catch (const error& e) { // a kernel the GLSL target cannot render
+    throw export_error(std::string("tg.export: vulkan: ") + e.what());
+  }
+  ExportedVulkan out;
+  std::vector<std::string> names;
+  for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+    out.glsl.emplace_back(plan.kernels[k].source.view());
+    names.push_back(P + "_k" + std::to_string(k));
+  }
+  try {
+    out.spirv = vulkan::detail::GlslCompiler::get().compile(out.glsl, names);
+  } catch (const error& e) {
+    throw export_error(std::string("tg.export: vulkan: compiling the GLSL to SPIR-V: ") + e.what());
+  }
+  out.manifest = detail::json_document(prog, o.weights_file, {{"glsl", plan}}, P);
+
+  // what the kernels need of the device
+  GlslNeeds needs;
+  std::size_t most_buffers = 1, most_vars = 0;
+  std::int64_t largest = 4;
+  std::string src = "#define TG_KERNELS " + std::to_string(plan.kernels.size()) +
+                    "\n#define TG_METHODS " + std::to_string(prog.methods.size()) + "\n";
+  std::string tables = "static const TgKernelInfo tg_kernels[TG_KERNELS] = {\n";
+  std::string spirv;
+  for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
+    const Program& p = plan.kernels[k].program;
+    const GlslNeeds n = glsl_needs(p);
+    needs.int8 |= n.int8;
+    needs.int16 |= n.int16;
+    needs.float64 |= n.float64;
+    most_buffers = std::max(most_buffers, p.params.size());
+    most_vars = std::max(most_vars, p.vars.size());
+    const std::string& words = out.spirv[k];
+    spirv += "static const std::uint32_t tg_spirv" + std::to_string(k) + "[] = {";
+    char hex[16];
+    for (std::size_t i = 0; i + 4 <= words.size(); i += 4) {
+      std::uint32_t w = 0;
+      std::memcpy(&w, words.data() + i, 4);
+      std::snprintf(hex, sizeof hex, "0x%08xu,", w);
+      spirv += (i % 32 == 0 ? "\n  " : " ") + std::string(hex);
+    }
+    spirv += "\n};\n";
+    tables += "  {tg_spirv" + std::to_string(k) + ", sizeof tg_spirv" + std::to_string(k) + ", " +
+              std::to_string(p.params.size()) + ", " + std::to_string(p.vars.size()) + ", " +
+              std::to_string(p.local) + ", " + std::to_string(p.items_per_outer) + ", " +
+              (p.grouped ? "1" : "0") + ", " + std::to_string(p.per_thread) + "}, /* " +
+              std::string(p.name.view()) + " */\n";
+  }
+  tables += "};\n";
+  for (int k : plan.weights) {
+    const Tensor& t = prog.weights[std::size_t(k)].tensor;
+    largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
+  }
+
+  std::string methods, method_table = "static const TgMethodInfo tg_methods[TG_METHODS] = {\n";
+  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
+    const ExportedMethod& m = prog.methods[mi];
+    const ExportMethodPlan& mp = plan.methods[mi];
+    const std::string id = std::to_string(mi);
+    std::vector<SInt> in_bytes, out_bytes;
+    std::string bytes = "static const long long tg_bytes" + id + "[] = {";
+    auto add = [&](const SInt& b) {
+      bytes += std::to_string(b.max_value()) + ", ";
+      largest = std::max(largest, b.max_value());
+    };
+    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+      in_bytes.push_back(prod(m.input_shapes[i]) * SInt(itemsize(m.inputs[i].dtype)));
+      add(in_bytes.back());
+    }
+    for (int o2 : m.outputs) {
+      out_bytes.push_back(prod(m.graph[o2].shape) * SInt(itemsize(m.graph[o2].dtype)));
+      add(out_bytes.back());
+    }
+    for (const SInt& t : mp.temp_bytes) add(t);
+    tables += bytes + "0};\nstatic const TgLaunchInfo tg_launches" + id + "[] = {\n";
+
+    const detail::CMethodApi api = detail::c_method_api(m, P);
+    std::string body = api.signature + " {\n" + detail::c_method_checks(prog, m) + "  try {\n";
+    for (std::size_t i = 0; i < m.inputs.size(); ++i)
+      body += "    std::memcpy(m->buffers[" + id + "][" + std::to_string(i) + "].mapped, " +
+              m.inputs[i].name + ", (std::size_t)" + detail::c_size(in_bytes[i]) + ");\n";
+    body += "    tg_begin(m);\n";
+    for (std::size_t li = 0; li < mp.launches.size(); ++li) {
+      const ExportLaunch& l = mp.launches[li];
+      const Program& p = plan.kernels[std::size_t(l.kernel)].program;
+      tables += "  {" + std::to_string(l.kernel) + ", " + std::to_string(l.buffers.size()) + ", {";
+      for (std::size_t b = 0; b < l.buffers.size(); ++b)
+        tables += std::string(b ? ", " : "") + "{" + std::to_string(int(l.buffers[b].kind)) + ", " +
+                  std::to_string(l.buffers[b].index) + "}";
+      tables += "}},\n";
+      body += "    tg_launch(m, " + id + ", " + std::to_string(li) + ", " +
+              detail::c_size(l.numel) + ", " + detail::c_size(p.outer) + ", " +
+              detail::c_size(p.work) + ", {";
+      for (std::size_t i = 0; i < p.vars.size(); ++i)
+        body += (i ? ", " : "") + std::string(p.vars[i].name.view());
+      body += "}); /* " + std::string(p.name.view()) + " */\n";
+    }
+    if (mp.launches.empty()) tables += "  {0, 0, {}},\n";
+    tables += "};\n";
+    body += "    tg_submit(m);\n";
+    for (std::size_t k = 0; k < m.outputs.size(); ++k)
+      body += "    std::memcpy(" + m.output_names[k] + ", m->buffers[" + id + "][" +
+              std::to_string(m.inputs.size() + k) + "].mapped, (std::size_t)" +
+              detail::c_size(out_bytes[k]) + ");\n";
+    body += "    return 0;\n  } catch (const std::exception& e) {\n    return tg_failed(m, \"" +
+            m.name + "\", e);\n  }\n}\n\n";
+    methods += body;
+    method_table += "  {" + std::to_string(m.inputs.size()) + ", " +
+                    std::to_string(m.outputs.size()) + ", " + std::to_string(mp.temp_bytes.size()) +
+                    ", tg_bytes" + id + ", " + std::to_string(mp.launches.size()) +
+                    ", tg_launches" + id + "},\n";
+  }
+  method_table += "};\n";
+
+  out.header = detail::c_header(
+      prog, P,
+      "/* " + P +
+          ".h: generated by tg::export_model (target vulkan). The model runs on a Vulkan 1.2 "
+          "device\n   (libvulkan.so.1, opened at run time), its weights read from a .safetensors "
+          "file" +
+          (o.weights_file.empty() ? "" : " (" + o.weights_file + ")") +
+          ".\n   Inputs and outputs are host memory. A model object runs one method at a time.\n"
+          "   Build: c++ -std=c++17 -O2 -c " +
+          P + ".cpp (Vulkan-Hpp headers; link with -ldl where dlopen is not in libc). */\n",
+      "/* The same on Vulkan device `device` (an index into vkEnumeratePhysicalDevices). */\n" + P +
+          "_model* " + P +
+          "_create_on(int device, const char* weights_path, char* error, size_t error_size);\n");
+
+  std::string& c = out.source;
+  c += "// " + P + ".cpp: generated by tg::export_model (target vulkan): the SPIR-V of " + P +
+       "_k<N>.spv and the host that\n// runs it through Vulkan-Hpp. Build: c++ -std=c++17 -O2 -c " +
+       P + ".cpp\n";
+  c += "#include \"" + P +
+       ".h\"\n\n#include <dlfcn.h>\n\n#include <algorithm>\n#include <cstdint>\n#include "
+       "<cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <initializer_list>\n#include "
+       "<new>\n#include <stdexcept>\n#include <string>\n#include <vector>\n#include "
+       "<vulkan/vulkan.hpp>\n\n";
+  c += "#define TG_MODEL " + P + "_model\n#define TG_DESTROY " + P + "_destroy\n";
+  c += src;
+  c += "#define TG_LOCAL " + std::to_string(export_gpu_launch().local) +
+       "\n#define TG_MAX_BINDINGS " + std::to_string(most_buffers) + "\n#define TG_MAX_VARS " +
+       std::to_string(most_vars) + "\n#define TG_LARGEST " + std::to_string(largest) +
+       "LL\n#define TG_NEEDS_INT8 " + (needs.int8 ? "1" : "0") + "\n#define TG_NEEDS_INT16 " +
+       (needs.int16 ? "1" : "0") + "\n#define TG_NEEDS_FLOAT64 " + (needs.float64 ? "1" : "0") +
+       "\n";
+  c += detail::c_loader;
+  c += "\n// ---- the model ----\n";
+  c += detail::c_weight_table(prog, plan);
+  c += "struct TgKernelInfo {\n  const std::uint32_t* spirv;\n  std::size_t bytes;\n"
+       "  std::uint32_t buffers, vars, local;\n  long long items_per_outer;\n  int grouped, "
+       "per_thread;\n};\n"
+       "struct TgRef {\n  int kind, index; // input, output, weight or temporary, and which\n};\n"
+       "struct TgLaunchInfo {\n  int kernel, count;\n  TgRef refs[TG_MAX_BINDINGS];\n};\n"
+       "struct TgMethodInfo {\n  int inputs, outputs, temps;\n  const long long* bytes; // each "
+       "buffer's at the dims' upper bounds\n  int launches;\n  const TgLaunchInfo* launch;\n};\n";
+  c += spirv + tables + method_table;
+  c += detail::vulkan_host;
+  c += detail::c_fail(P);
+  c += detail::c_read_file;
+  c += P + "_model* " + P +
+       "_create_on(int device, const char* weights_path, char* error, size_t error_size) {\n"
+       "  char scratch[256];\n  std::size_t size = 0;\n  if (!error) {\n    error = scratch;\n"
+       "    error_size = sizeof scratch;\n  }\n"
+       "  unsigned char* bytes = tg_read_file(\"weights file\", weights_path, &size, error, "
+       "error_size);\n"
+       "  " +
+       P +
+       "_model* m = bytes ? tg_create(device, bytes, size, error, error_size) : nullptr;\n"
+       "  std::free(bytes);\n  return m;\n}\n";
+  c += P + "_model* " + P +
+       "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size) {\n"
+       "  return tg_create(0, bytes, size, error, error_size);\n}\n";
+  c += detail::c_create_from_file(P);
+  c += "const char* " + P + "_error(const " + P + "_model* m) { return m ? m->error : \"\"; }\n\n";
+  c += methods;
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_EXPORT_VULKAN_HPP
 
 // ---- tg/export/webgpu.hpp ----
 #ifndef TG_SI_TG_EXPORT_WEBGPU_HPP
@@ -2400,6 +3735,9 @@ struct ExportOptions {
                            // (default: packed in u32 words, for every device)
   std::vector<std::string> json_dialects = {"c", "wgsl"}; // json: the program compiled for each
                                                           // (c, wgsl, glsl, cuda)
+  std::string cuda_arch = {}; // cuda: the virtual architecture of the PTX embedded in the host
+                              // ("compute_80"; default: the oldest NVRTC compiles for; "none": no
+                              // PTX, the host loads a module built from the .cu)
 };
 
 /// What an export wrote: the paths of its files.
@@ -2421,9 +3759,18 @@ inline void check_export(const std::string& target, const ExportOptions& o,
                          const std::source_location& loc) {
   if (!is_identifier(o.prefix))
     fail<export_error>("export", "prefix '" + o.prefix + "' is not an identifier", loc);
-  if (target != "c" && target != "json" && target != "wasm" && target != "webgpu")
+  if (target != "c" && target != "cuda" && target != "json" && target != "vulkan" &&
+      target != "wasm" && target != "webgpu")
+    fail<export_error>(
+        "export",
+        "no export target '" + target + "' (targets: c, cuda, json, vulkan, wasm, webgpu)", loc);
+  if (!o.cuda_arch.empty() && target != "cuda")
+    fail<export_error>("export", "cuda_arch is an option of the cuda target", loc);
+  if (!o.cuda_arch.empty() && o.cuda_arch != "none" && !o.cuda_arch.starts_with("compute_"))
     fail<export_error>("export",
-                       "no export target '" + target + "' (targets: c, json, wasm, webgpu)", loc);
+                       "cuda_arch '" + o.cuda_arch +
+                           "' is not a virtual architecture (compute_75, compute_90, ...) or none",
+                       loc);
   if (o.embed_weights && target != "c")
     fail<export_error>("export",
                        "embed_weights is an option of the c target (" + target +
@@ -2461,6 +3808,25 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
     return r;
   }
   ExportCOptions c{o.prefix, weights_name, o.embed_weights, o.iso_c};
+  if (target == "cuda") {
+    ExportedCuda code = export_cuda(prog, c, o.cuda_arch);
+    write_export_file(dir / (o.prefix + ".cu"), code.cu, r);
+    write_export_file(dir / (o.prefix + ".h"), code.header, r);
+    write_export_file(dir / (o.prefix + ".c"), code.source, r);
+    return r;
+  }
+  if (target == "vulkan") {
+    ExportedVulkan code = export_vulkan(prog, c);
+    write_export_file(dir / (o.prefix + ".h"), code.header, r);
+    write_export_file(dir / (o.prefix + ".cpp"), code.source, r);
+    write_export_file(dir / (o.prefix + ".json"), code.manifest, r);
+    for (std::size_t k = 0; k < code.glsl.size(); ++k) {
+      const std::string file = o.prefix + "_k" + std::to_string(k);
+      write_export_file(dir / (file + ".comp"), code.glsl[k], r);
+      write_export_file(dir / (file + ".spv"), code.spirv[k], r);
+    }
+    return r;
+  }
   if (target == "wasm") {
     ExportedWasm w = export_wasm(prog, c, weights);
     write_export_file(dir / (o.prefix + ".wasm"), w.wasm, r);
@@ -2474,8 +3840,8 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
 }
 } // namespace detail
 
-/// Exports the methods of `spec` over module m's weights as `target` ("c", "wasm", "webgpu",
-/// "json") into out_dir.
+/// Exports the methods of `spec` over module m's weights as `target` ("c", "cuda", "vulkan",
+/// "wasm", "webgpu", "json") into out_dir.
 inline ExportResult export_model(const nn::Module& m, const ExportSpec& spec,
                                  const std::string& target, const std::string& out_dir,
                                  const ExportOptions& o = {},

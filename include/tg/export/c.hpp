@@ -305,6 +305,162 @@ inline std::string c_launcher(const std::string& threads) {
          "}\n";
 }
 
+inline std::string upper_case(std::string s) {
+  for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// A method's C function: its prototype and the comment that documents it.
+struct CMethodApi {
+  std::string signature, doc;
+};
+inline CMethodApi c_method_api(const ExportedMethod& m, const std::string& P) {
+  CMethodApi a;
+  a.signature = "int " + P + "_" + m.name + "(" + P + "_model* m";
+  a.doc = "/* " + m.name + "(";
+  for (const std::string& d : m.dims) a.signature += ", long long " + d;
+  for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+    a.signature +=
+        ", const " + std::string(export_c_type(m.inputs[i].dtype)) + "* " + m.inputs[i].name;
+    a.doc += (i ? ", " : "") + m.inputs[i].name + ": " + dtype_name(m.inputs[i].dtype) +
+             shape_str(m.input_shapes[i]);
+  }
+  a.doc += ") -> ";
+  for (std::size_t k = 0; k < m.outputs.size(); ++k) {
+    const Node& n = m.graph[m.outputs[k]];
+    a.signature += ", " + std::string(export_c_type(n.dtype)) + "* " + m.output_names[k];
+    a.doc += (k ? ", " : "") + m.output_names[k] + ": " + dtype_name(n.dtype) + shape_str(n.shape);
+  }
+  a.signature += ")";
+  a.doc += "\n   Returns 0, or 1 with the reason in " + P + "_error(m) (a dim out of bounds, a " +
+           "null pointer). */\n";
+  return a;
+}
+
+/// The statements a method's C function starts with: each dim within its bounds, no null
+/// pointer (tg_fail records the reason).
+inline std::string c_method_checks(const ExportedProgram& prog, const ExportedMethod& m) {
+  std::string body;
+  for (const std::string& d : m.dims) {
+    const ExportDim* dim = nullptr;
+    for (const ExportDim& x : prog.dims)
+      if (x.name == d) dim = &x;
+    body += "  if (" + d + " < " + std::to_string(dim->lo) + "LL || " + d + " > " +
+            std::to_string(dim->hi) + "LL) return tg_fail(m, \"" + m.name + ": " + d +
+            " = %lld is outside [" + std::to_string(dim->lo) + ", " + std::to_string(dim->hi) +
+            "]\", " + d + ");\n";
+  }
+  for (const ExportInput& in : m.inputs)
+    body += "  if (!" + in.name + ") return tg_fail(m, \"" + m.name + ": input " + in.name +
+            " is null\", 0);\n";
+  for (const std::string& name : m.output_names)
+    body += "  if (!" + name + ") return tg_fail(m, \"" + m.name + ": output " + name +
+            " is null\", 0);\n";
+  return body;
+}
+
+/// The weights the loader expects (tg_weights, TG_WEIGHTS of them).
+inline std::string c_weight_table(const ExportedProgram& prog, const ExportPlan& plan) {
+  std::string c = "static const tg_weight_info tg_weights[" +
+                  std::to_string(std::max<std::size_t>(plan.weights.size(), 1)) + "] = {\n";
+  for (int k : plan.weights) {
+    const ExportedWeight* w = &prog.weights[std::size_t(k)];
+    const Tensor& t = w->tensor;
+    if (t.ndim() > 8)
+      throw export_error("tg.export: weight '" + w->name + "' has " + std::to_string(t.ndim()) +
+                         " dimensions; the C loader reads at most 8");
+    c += "  {\"" + w->name + "\", \"" + safetensors::dtype_code(t.dtype()) + "\", " +
+         std::to_string(t.ndim()) + ", {";
+    for (int d = 0; d < t.ndim(); ++d)
+      c += (d ? ", " : "") + std::to_string(t.shape()[std::size_t(d)]);
+    if (t.ndim() == 0) c += "0";
+    c += "}, " + std::to_string(std::uint64_t(t.numel()) * std::uint64_t(itemsize(t.dtype()))) +
+         "ULL},\n";
+  }
+  if (plan.weights.empty()) c += "  {\"\", \"\", 0, {0}, 0}\n";
+  return c + "};\n#define TG_WEIGHTS " + std::to_string(plan.weights.size()) + "\n";
+}
+
+/// A file's bytes (malloc'd, NUL-terminated; NULL with the reason in error).
+inline const char* c_read_file = R"C(
+static unsigned char* tg_read_file(const char* what, const char* path, size_t* size, char* error,
+                                   size_t error_size) {
+  FILE* f = path ? fopen(path, "rb") : 0;
+  long n;
+  unsigned char* bytes;
+  if (!f) {
+    snprintf(error, error_size, "cannot open the %s %s", what, path ? path : "(null)");
+    return 0;
+  }
+  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    snprintf(error, error_size, "cannot read %s", path);
+    return 0;
+  }
+  bytes = (unsigned char*)malloc((size_t)n + 1); /* (+1: a NUL after text) */
+  if (!bytes || fread(bytes, 1, (size_t)n, f) != (size_t)n) {
+    fclose(f);
+    free(bytes);
+    snprintf(error, error_size, "cannot read %s", path);
+    return 0;
+  }
+  fclose(f);
+  bytes[n] = 0;
+  *size = (size_t)n;
+  return bytes;
+}
+)C";
+
+/// <P>_create(weights_path, ...): the file's bytes given to <P>_create_from_memory.
+inline std::string c_create_from_file(const std::string& P) {
+  return P + "_model* " + P +
+         "_create(const char* weights_path, char* error, size_t error_size) {\n"
+         "  char scratch[256];\n  size_t size = 0;\n  unsigned char* bytes;\n  " +
+         P +
+         "_model* m;\n"
+         "  if (!error) {\n    error = scratch;\n    error_size = sizeof scratch;\n  }\n"
+         "  bytes = tg_read_file(\"weights file\", weights_path, &size, error, error_size);\n"
+         "  if (!bytes) return 0;\n  m = " +
+         P +
+         "_create_from_memory(bytes, size, error, error_size);\n  free(bytes);\n  return m;\n}\n";
+}
+
+/// The header of every target with this C API (c, cuda, vulkan): `intro` says what the model runs
+/// on, `creates` declares the target's own constructors beside <P>_create and
+/// <P>_create_from_memory.
+inline std::string c_header(const ExportedProgram& prog, const std::string& P,
+                            const std::string& intro, const std::string& creates) {
+  const std::string upper = upper_case(P);
+  std::string h = intro;
+  h += "#ifndef " + upper + "_H\n#define " + upper +
+       "_H\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+       "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  h += "typedef struct " + P + "_model " + P + "_model;\n\n";
+  h += "/* Loads the weights from a .safetensors file: the model, or NULL with the reason in "
+       "error\n   (error_size bytes; error may be NULL). */\n";
+  h += P + "_model* " + P + "_create(const char* weights_path, char* error, size_t error_size);\n";
+  h += "/* The same from the file's bytes in memory (copied: they may be freed after). */\n";
+  h += P + "_model* " + P +
+       "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size);\n";
+  h += creates;
+  h += "void " + P + "_destroy(" + P + "_model* m);\n";
+  h += "/* Why the last method call returned 1. */\nconst char* " + P + "_error(const " + P +
+       "_model* m);\n\n";
+  for (const ExportedMethod& m : prog.methods) {
+    const CMethodApi a = c_method_api(m, P);
+    h += a.doc + a.signature + ";\n";
+  }
+  h += "\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
+  return h;
+}
+
+/// tg_fail: the reason of a method's failure, in m->error.
+inline std::string c_fail(const std::string& P) {
+  return "static int tg_fail(" + P +
+         "_model* m, const char* format, long long value) {\n"
+         "  snprintf(m->error, sizeof m->error, format, value);\n  return 1;\n}\n";
+}
+
 } // namespace detail
 
 /// Options of the `c` target (and of the targets built on its C).
@@ -326,14 +482,13 @@ struct ExportedC {
 inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
                           const std::vector<unsigned char>& weights) {
   const std::string& P = o.prefix;
-  std::string upper;
-  for (char c : P) upper += char(std::toupper(static_cast<unsigned char>(c)));
+  const std::string upper = detail::upper_case(P);
   Target target = Target::cpu();
   target.cpu_passes = !o.iso_c;
   const ExportPlan plan = plan_export(prog, target);
   ExportedC out;
 
-  std::string kernels, methods, api;
+  std::string kernels, methods;
   std::set<std::string> libm;
   for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
     const std::string src(plan.kernels[k].source.view()), name(plan.kernels[k].program.name.view());
@@ -360,44 +515,8 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
     }
     arena = std::max(arena, used);
 
-    // the signature: dims, inputs, outputs
-    std::string sig = "int " + P + "_" + m.name + "(" + P + "_model* m";
-    std::string doc = "/* " + m.name + "(";
-    for (const std::string& d : m.dims) sig += ", long long " + d;
-    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
-      sig += ", const " + std::string(detail::export_c_type(m.inputs[i].dtype)) + "* " +
-             m.inputs[i].name;
-      doc += (i ? ", " : "") + m.inputs[i].name + ": " + dtype_name(m.inputs[i].dtype) +
-             detail::shape_str(m.input_shapes[i]);
-    }
-    doc += ") -> ";
-    for (std::size_t k = 0; k < m.outputs.size(); ++k) {
-      const Node& n = m.graph[m.outputs[k]];
-      sig += ", " + std::string(detail::export_c_type(n.dtype)) + "* " + m.output_names[k];
-      doc += (k ? ", " : "") + m.output_names[k] + ": " + dtype_name(n.dtype) +
-             detail::shape_str(n.shape);
-    }
-    sig += ")";
-    doc += "\n   Returns 0, or 1 with the reason in " + P + "_error(m) (a dim out of bounds, a " +
-           "null pointer). */\n";
-    api += doc + sig + ";\n";
-
-    std::string body = sig + " {\n";
-    for (const std::string& d : m.dims) {
-      const ExportDim* dim = nullptr;
-      for (const ExportDim& x : prog.dims)
-        if (x.name == d) dim = &x;
-      body += "  if (" + d + " < " + std::to_string(dim->lo) + "LL || " + d + " > " +
-              std::to_string(dim->hi) + "LL) return tg_fail(m, \"" + m.name + ": " + d +
-              " = %lld is outside [" + std::to_string(dim->lo) + ", " + std::to_string(dim->hi) +
-              "]\", " + d + ");\n";
-    }
-    for (const ExportInput& in : m.inputs)
-      body += "  if (!" + in.name + ") return tg_fail(m, \"" + m.name + ": input " + in.name +
-              " is null\", 0);\n";
-    for (const std::string& name : m.output_names)
-      body += "  if (!" + name + ") return tg_fail(m, \"" + m.name + ": output " + name +
-              " is null\", 0);\n";
+    const detail::CMethodApi api = detail::c_method_api(m, P);
+    std::string body = api.signature + " {\n" + detail::c_method_checks(prog, m);
     auto pointer = [&](const ExportRef& r) -> std::string {
       switch (r.kind) {
       case ExportRef::Kind::Input:
@@ -433,34 +552,19 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   for (const std::string& f : libm) needs += (needs.empty() ? "" : ", ") + f;
   const std::string link = needs.empty() ? "no libm" : "link with -lm: the kernels call " + needs;
 
-  // ---- the header ----
-  std::string& h = out.header;
-  h += "/* " + P +
-       ".h: generated by tg::export_model (target c). The model's weights are read from a "
-       ".safetensors file" +
-       (o.weights_file.empty() ? "" : " (" + o.weights_file + ")") +
-       (o.embed_weights ? " or from the bytes embedded in " + P + ".c" : "") +
-       ".\n   A model object runs one method at a time; create one per thread.\n   Build: cc -O2 "
-       "-c " +
-       P + ".c (" + link + "). */\n";
-  h += "#ifndef " + upper + "_H\n#define " + upper +
-       "_H\n#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n"
-       "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  h += "typedef struct " + P + "_model " + P + "_model;\n\n";
-  h += "/* Loads the weights from a .safetensors file: the model, or NULL with the reason in "
-       "error\n   (error_size bytes; error may be NULL). */\n";
-  h += P + "_model* " + P + "_create(const char* weights_path, char* error, size_t error_size);\n";
-  h += "/* The same from the file's bytes in memory (copied: they may be freed after). */\n";
-  h += P + "_model* " + P +
-       "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size);\n";
-  if (o.embed_weights)
-    h += "/* The same from the weights embedded in " + P + ".c. */\n" + P + "_model* " + P +
-         "_create_embedded(char* error, size_t error_size);\n";
-  h += "void " + P + "_destroy(" + P + "_model* m);\n";
-  h += "/* Why the last method call returned 1. */\nconst char* " + P + "_error(const " + P +
-       "_model* m);\n\n";
-  h += api;
-  h += "\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
+  out.header = detail::c_header(
+      prog, P,
+      "/* " + P +
+          ".h: generated by tg::export_model (target c). The model's weights are read from a "
+          ".safetensors file" +
+          (o.weights_file.empty() ? "" : " (" + o.weights_file + ")") +
+          (o.embed_weights ? " or from the bytes embedded in " + P + ".c" : "") +
+          ".\n   A model object runs one method at a time; create one per thread.\n   Build: cc "
+          "-O2 -c " +
+          P + ".c (" + link + "). */\n",
+      o.embed_weights ? "/* The same from the weights embedded in " + P + ".c. */\n" + P +
+                            "_model* " + P + "_create_embedded(char* error, size_t error_size);\n"
+                      : "");
 
   // ---- the source ----
   std::string& c = out.source;
@@ -479,33 +583,14 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
        "\"no-math-errno\")\n#endif\n\n";
   c += kernels;
   c += detail::c_loader;
+  c += detail::c_read_file;
   c += detail::c_launcher(upper + "_THREADS");
   c += "\n/* ---- the model ---- */\n";
-  c += "static const tg_weight_info tg_weights[" +
-       std::to_string(std::max<std::size_t>(plan.weights.size(), 1)) + "] = {\n";
-  for (int k : plan.weights) {
-    const ExportedWeight* w = &prog.weights[std::size_t(k)];
-    const Tensor& t = w->tensor;
-    if (t.ndim() > 8)
-      throw export_error("tg.export: weight '" + w->name + "' has " + std::to_string(t.ndim()) +
-                         " dimensions; the C loader reads at most 8");
-    c += "  {\"" + w->name + "\", \"" + safetensors::dtype_code(t.dtype()) + "\", " +
-         std::to_string(t.ndim()) + ", {";
-    for (int d = 0; d < t.ndim(); ++d)
-      c += (d ? ", " : "") + std::to_string(t.shape()[std::size_t(d)]);
-    if (t.ndim() == 0) c += "0";
-    c += "}, " + std::to_string(std::uint64_t(t.numel()) * std::uint64_t(itemsize(t.dtype()))) +
-         "ULL},\n";
-  }
-  if (plan.weights.empty()) c += "  {\"\", \"\", 0, {0}, 0}\n";
-  c += "};\n";
-  c += "#define TG_WEIGHTS " + std::to_string(plan.weights.size()) + "\n";
+  c += detail::c_weight_table(prog, plan);
   c += "struct " + P +
        "_model {\n  void* w[TG_WEIGHTS + 1];\n  unsigned char* arena;\n"
        "  char error[256];\n};\n";
-  c += "static int tg_fail(" + P +
-       "_model* m, const char* format, long long value) {\n"
-       "  snprintf(m->error, sizeof m->error, format, value);\n  return 1;\n}\n";
+  c += detail::c_fail(P);
   c += P + "_model* " + P +
        "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size) {\n"
        "  char scratch[256];\n"
@@ -525,27 +610,7 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
        std::to_string(arena) + " bytes)\");\n    " + P +
        "_destroy(m);\n    return 0;\n  }\n"
        "  return m;\n}\n";
-  c += P + "_model* " + P +
-       "_create(const char* weights_path, char* error, size_t error_size) {\n"
-       "  char scratch[256];\n  FILE* f;\n  long size;\n  unsigned char* bytes;\n  " +
-       P +
-       "_model* m;\n"
-       "  if (!error) {\n    error = scratch;\n    error_size = sizeof scratch;\n  }\n"
-       "  f = weights_path ? fopen(weights_path, \"rb\") : 0;\n"
-       "  if (!f) {\n    snprintf(error, error_size, \"cannot open the weights file %s\", "
-       "weights_path ? weights_path : \"(null)\");\n    return 0;\n  }\n"
-       "  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) "
-       "!= 0) {\n    fclose(f);\n    snprintf(error, error_size, \"cannot read %s\", "
-       "weights_path);\n    return 0;\n  }\n"
-       "  bytes = (unsigned char*)malloc(size ? (size_t)size : 1);\n"
-       "  if (!bytes || fread(bytes, 1, (size_t)size, f) != (size_t)size) {\n"
-       "    fclose(f);\n    free(bytes);\n    snprintf(error, error_size, \"cannot read %s\", "
-       "weights_path);\n    return 0;\n  }\n"
-       "  fclose(f);\n"
-       "  m = " +
-       P +
-       "_create_from_memory(bytes, (size_t)size, error, error_size);\n"
-       "  free(bytes);\n  return m;\n}\n";
+  c += detail::c_create_from_file(P);
   if (o.embed_weights) {
     c += "static const unsigned char tg_embedded[" +
          std::to_string(std::max<std::size_t>(weights.size(), 1)) + "] = {";

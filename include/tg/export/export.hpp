@@ -6,8 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "c.hpp"
+#include "cuda.hpp"
 #include "load.hpp"
+#include "vulkan.hpp"
 #include "webgpu.hpp"
 
 namespace tg {
@@ -22,6 +23,9 @@ struct ExportOptions {
                            // (default: packed in u32 words, for every device)
   std::vector<std::string> json_dialects = {"c", "wgsl"}; // json: the program compiled for each
                                                           // (c, wgsl, glsl, cuda)
+  std::string cuda_arch = {}; // cuda: the virtual architecture of the PTX embedded in the host
+                              // ("compute_80"; default: the oldest NVRTC compiles for; "none": no
+                              // PTX, the host loads a module built from the .cu)
 };
 
 /// What an export wrote: the paths of its files.
@@ -43,9 +47,18 @@ inline void check_export(const std::string& target, const ExportOptions& o,
                          const std::source_location& loc) {
   if (!is_identifier(o.prefix))
     fail<export_error>("export", "prefix '" + o.prefix + "' is not an identifier", loc);
-  if (target != "c" && target != "json" && target != "wasm" && target != "webgpu")
+  if (target != "c" && target != "cuda" && target != "json" && target != "vulkan" &&
+      target != "wasm" && target != "webgpu")
+    fail<export_error>(
+        "export",
+        "no export target '" + target + "' (targets: c, cuda, json, vulkan, wasm, webgpu)", loc);
+  if (!o.cuda_arch.empty() && target != "cuda")
+    fail<export_error>("export", "cuda_arch is an option of the cuda target", loc);
+  if (!o.cuda_arch.empty() && o.cuda_arch != "none" && !o.cuda_arch.starts_with("compute_"))
     fail<export_error>("export",
-                       "no export target '" + target + "' (targets: c, json, wasm, webgpu)", loc);
+                       "cuda_arch '" + o.cuda_arch +
+                           "' is not a virtual architecture (compute_75, compute_90, ...) or none",
+                       loc);
   if (o.embed_weights && target != "c")
     fail<export_error>("export",
                        "embed_weights is an option of the c target (" + target +
@@ -83,6 +96,25 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
     return r;
   }
   ExportCOptions c{o.prefix, weights_name, o.embed_weights, o.iso_c};
+  if (target == "cuda") {
+    ExportedCuda code = export_cuda(prog, c, o.cuda_arch);
+    write_export_file(dir / (o.prefix + ".cu"), code.cu, r);
+    write_export_file(dir / (o.prefix + ".h"), code.header, r);
+    write_export_file(dir / (o.prefix + ".c"), code.source, r);
+    return r;
+  }
+  if (target == "vulkan") {
+    ExportedVulkan code = export_vulkan(prog, c);
+    write_export_file(dir / (o.prefix + ".h"), code.header, r);
+    write_export_file(dir / (o.prefix + ".cpp"), code.source, r);
+    write_export_file(dir / (o.prefix + ".json"), code.manifest, r);
+    for (std::size_t k = 0; k < code.glsl.size(); ++k) {
+      const std::string file = o.prefix + "_k" + std::to_string(k);
+      write_export_file(dir / (file + ".comp"), code.glsl[k], r);
+      write_export_file(dir / (file + ".spv"), code.spirv[k], r);
+    }
+    return r;
+  }
   if (target == "wasm") {
     ExportedWasm w = export_wasm(prog, c, weights);
     write_export_file(dir / (o.prefix + ".wasm"), w.wasm, r);
@@ -96,8 +128,8 @@ inline ExportResult export_traced(const ExportedProgram& prog, const std::string
 }
 } // namespace detail
 
-/// Exports the methods of `spec` over module m's weights as `target` ("c", "wasm", "webgpu",
-/// "json") into out_dir.
+/// Exports the methods of `spec` over module m's weights as `target` ("c", "cuda", "vulkan",
+/// "wasm", "webgpu", "json") into out_dir.
 inline ExportResult export_model(const nn::Module& m, const ExportSpec& spec,
                                  const std::string& target, const std::string& out_dir,
                                  const ExportOptions& o = {},

@@ -16,10 +16,8 @@ namespace detail {
 inline Target export_dialect_target(const std::string& dialect) {
   if (dialect == "c") return Target::cpu();
   if (dialect == "wgsl") return export_wgsl_target();
-  GpuOptions launch;
-  launch.local = launch.max_local = 256;
-  if (dialect == "glsl") return Target::glsl(launch);
-  if (dialect == "cuda") return Target::cuda(launch);
+  if (dialect == "glsl") return export_glsl_target();
+  if (dialect == "cuda") return Target::cuda(export_gpu_launch());
   throw export_error("tg.export: no dialect '" + dialect + "' (dialects: c, wgsl, glsl, cuda)");
 }
 
@@ -50,18 +48,21 @@ inline void json_field(std::string& out, const char* key, std::string_view value
 
 } // namespace detail
 
-/// The program as a JSON document, with its compiled form in each of `dialects` ("c", "wgsl",
-/// "glsl", "cuda").
-inline std::string export_json(const ExportedProgram& prog, const std::string& weights_file,
-                               const std::vector<std::string>& dialects) {
+namespace detail {
+/// The document over the program compiled as each of `programs` (dialect, plan). `files`: the
+/// prefix of each kernel's source and SPIR-V files where a target writes them (<files>_k<N>.comp
+/// and .spv), named in the document.
+inline std::string json_document(const ExportedProgram& prog, const std::string& weights_file,
+                                 const std::vector<std::pair<std::string, ExportPlan>>& programs,
+                                 const std::string& files = "") {
   using safetensors::json::quote;
   std::string j = "{\n  \"format\": \"tg.export.v1\",\n  ";
-  detail::json_field(j, "weights_file", weights_file);
+  json_field(j, "weights_file", weights_file);
   j += ",\n  \"dims\": [";
   for (std::size_t i = 0; i < prog.dims.size(); ++i) {
     const ExportDim& d = prog.dims[i];
     j += std::string(i ? ", " : "") + "{";
-    detail::json_field(j, "name", d.name);
+    json_field(j, "name", d.name);
     j += ", \"lo\": " + std::to_string(d.lo) + ", \"hi\": " + std::to_string(d.hi) + "}";
   }
   j += "],\n  \"weights\": [";
@@ -70,18 +71,18 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
     if (!w.used) continue;
     j += std::string(first ? "\n    {" : ",\n    {");
     first = false;
-    detail::json_field(j, "name", w.name);
+    json_field(j, "name", w.name);
     j += ", ";
-    detail::json_field(j, "dtype", dtype_name(w.tensor.dtype()));
+    json_field(j, "dtype", dtype_name(w.tensor.dtype()));
     j += ", \"shape\": ";
-    detail::json_shape(j, w.tensor.sym_shape());
+    json_shape(j, w.tensor.sym_shape());
     j += "}";
   }
   j += "],\n  \"methods\": [";
   for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
     const ExportedMethod& m = prog.methods[mi];
     j += std::string(mi ? ",\n    {" : "\n    {");
-    detail::json_field(j, "name", m.name);
+    json_field(j, "name", m.name);
     j += ", \"dims\": [";
     for (std::size_t i = 0; i < m.dims.size(); ++i) {
       if (i) j += ", ";
@@ -90,36 +91,36 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
     j += "],\n     \"inputs\": [";
     for (std::size_t i = 0; i < m.inputs.size(); ++i) {
       j += std::string(i ? ", " : "") + "{";
-      detail::json_field(j, "name", m.inputs[i].name);
+      json_field(j, "name", m.inputs[i].name);
       j += ", ";
-      detail::json_field(j, "dtype", dtype_name(m.inputs[i].dtype));
+      json_field(j, "dtype", dtype_name(m.inputs[i].dtype));
       j += ", \"shape\": ";
-      detail::json_shape(j, m.input_shapes[i]);
+      json_shape(j, m.input_shapes[i]);
       j += "}";
     }
     j += "],\n     \"outputs\": [";
     for (std::size_t k = 0; k < m.outputs.size(); ++k) {
       const Node& n = m.graph[m.outputs[k]];
       j += std::string(k ? ", " : "") + "{";
-      detail::json_field(j, "name", m.output_names[k]);
+      json_field(j, "name", m.output_names[k]);
       j += ", ";
-      detail::json_field(j, "dtype", dtype_name(n.dtype));
+      json_field(j, "dtype", dtype_name(n.dtype));
       j += ", \"shape\": ";
-      detail::json_shape(j, n.shape);
+      json_shape(j, n.shape);
       j += "}";
     }
     j += "]}";
   }
   j += "],\n  \"programs\": [";
-  for (std::size_t di = 0; di < dialects.size(); ++di) {
-    const ExportPlan plan = plan_export(prog, detail::export_dialect_target(dialects[di]));
+  for (std::size_t di = 0; di < programs.size(); ++di) {
+    const ExportPlan& plan = programs[di].second;
     j += std::string(di ? ",\n    {" : "\n    {");
-    detail::json_field(j, "dialect", dialects[di]);
+    json_field(j, "dialect", programs[di].first);
     j += ",\n     \"kernels\": [";
     for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
       const Program& p = plan.kernels[k].program;
       j += std::string(k ? ",\n      {" : "\n      {");
-      detail::json_field(j, "name", p.name.view());
+      json_field(j, "name", p.name.view());
       j += ", \"params\": [";
       for (std::size_t i = 0; i < p.params.size(); ++i) {
         if (i) j += ", ";
@@ -131,25 +132,32 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
         quote(j, p.vars[i].name.view());
       }
       j += "], \"outer\": ";
-      detail::json_size(j, p.outer);
+      json_size(j, p.outer);
       j += ", \"work\": ";
-      detail::json_size(j, p.work);
+      json_size(j, p.work);
       j += ", \"local\": " + std::to_string(p.local) +
            ", \"grouped\": " + (p.grouped ? "true" : "false") +
            ", \"items_per_outer\": " + std::to_string(p.items_per_outer) +
            ", \"per_thread\": " + std::to_string(p.per_thread) + ",\n       ";
-      detail::json_field(j, "source", plan.kernels[k].source.view());
+      if (!files.empty()) {
+        const std::string file = files + "_k" + std::to_string(k);
+        json_field(j, "source_file", file + ".comp");
+        j += ", ";
+        json_field(j, "spirv_file", file + ".spv");
+        j += ",\n       ";
+      }
+      json_field(j, "source", plan.kernels[k].source.view());
       j += "}";
     }
     j += "],\n     \"methods\": [";
     for (std::size_t mi = 0; mi < plan.methods.size(); ++mi) {
       const ExportMethodPlan& mp = plan.methods[mi];
       j += std::string(mi ? ",\n      {" : "\n      {");
-      detail::json_field(j, "name", prog.methods[mi].name);
+      json_field(j, "name", prog.methods[mi].name);
       j += ", \"temporaries\": [";
       for (std::size_t t = 0; t < mp.temp_bytes.size(); ++t) {
         if (t) j += ", ";
-        detail::json_size(j, mp.temp_bytes[t]);
+        json_size(j, mp.temp_bytes[t]);
       }
       j += "],\n       \"launches\": [";
       for (std::size_t li = 0; li < mp.launches.size(); ++li) {
@@ -162,7 +170,7 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
                std::to_string(l.buffers[b].index) + "]";
         }
         j += "], \"numel\": ";
-        detail::json_size(j, l.numel);
+        json_size(j, l.numel);
         j += "}";
       }
       j += "]}";
@@ -171,6 +179,17 @@ inline std::string export_json(const ExportedProgram& prog, const std::string& w
   }
   j += "]\n}\n";
   return j;
+}
+} // namespace detail
+
+/// The program as a JSON document, with its compiled form in each of `dialects` ("c", "wgsl",
+/// "glsl", "cuda").
+inline std::string export_json(const ExportedProgram& prog, const std::string& weights_file,
+                               const std::vector<std::string>& dialects) {
+  std::vector<std::pair<std::string, ExportPlan>> programs;
+  for (const std::string& d : dialects)
+    programs.emplace_back(d, plan_export(prog, detail::export_dialect_target(d)));
+  return detail::json_document(prog, weights_file, programs);
 }
 
 } // namespace tg

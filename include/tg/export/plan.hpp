@@ -39,12 +39,23 @@ struct ExportPlan {
   std::vector<int> weights;              // the program's weights the kernels read, in its order
 };
 
-/// The WebGPU target every export writes for: the limits every WebGPU adapter has (256
-/// invocations per work-group, 8 storage buffers per stage), not this machine's device.
-inline Target export_wgsl_target(bool f16 = false) {
+/// The GPU launch shape every GPU export writes for: 256 threads a work-group, which every CUDA,
+/// Vulkan and WebGPU device runs (WebGPU's default limit), not this machine's device's.
+inline GpuOptions export_gpu_launch() {
   GpuOptions launch;
   launch.local = launch.max_local = 256;
-  Target t = Target::wgsl(launch, f16);
+  return launch;
+}
+/// The WebGPU target every export writes for: 8 storage buffers a kernel, WebGPU's default limit.
+inline Target export_wgsl_target(bool f16 = false) {
+  Target t = Target::wgsl(export_gpu_launch(), f16);
+  t.fuse.max_inputs = 7;
+  return t;
+}
+/// The Vulkan target: portable GLSL (no subgroup operations, the driver's own fma), and 8 storage
+/// buffers a kernel, as many as most devices' limits allow.
+inline Target export_glsl_target() {
+  Target t = Target::glsl(export_gpu_launch());
   t.fuse.max_inputs = 7;
   return t;
 }
