@@ -29,6 +29,11 @@ std::string compiler() {
   const char* cc = std::getenv("TG_CC");
   return cc && *cc ? cc : "cc";
 }
+/// The C++ compiler of the vulkan target's host (TG_CXX, default c++).
+std::string cxx_compiler() {
+  const char* cxx = std::getenv("TG_CXX");
+  return cxx && *cxx ? cxx : "c++";
+}
 bool have_compiler() {
   static const bool ok = std::system((compiler() + " --version > /dev/null 2>&1").c_str()) == 0;
   if (!ok) {
@@ -565,8 +570,7 @@ TEST_CASE("export vulkan: SPIR-V and a Vulkan-Hpp host with the C API, run on la
   CHECK(r.files.size() == 4 + 2 * kernels);
   // the host: C++17 over Vulkan-Hpp, behind the c target's C API (the same driver runs it)
   write_bytes(dir / "drv.c", driver, std::strlen(driver));
-  const std::string cxx =
-      std::getenv("TG_CXX") && *std::getenv("TG_CXX") ? std::getenv("TG_CXX") : "c++";
+  const std::string cxx = cxx_compiler();
   REQUIRE(run("cd " + dir.string() + " && " + cxx +
               " -std=c++17 -O1 -Wall -Wextra -c net.cpp -o net.o && " + compiler() +
               " -O2 -std=c11 -Wall -c drv.c -o drv.o && " + cxx + " drv.o net.o -ldl -o drv") == 0);
@@ -595,8 +599,11 @@ TEST_CASE("export vulkan: SPIR-V and a Vulkan-Hpp host with the C API, run on la
 
 TEST_CASE("export cuda: the .cu passes NVRTC and ptxas, the C host builds with cc alone") {
   if (!have_compiler()) return;
-  if (const std::string& e = tg::cuda::Nvrtc::get().error; !e.empty())
-    return skipped("NVRTC: " + e);
+  const tg::cuda::Nvrtc& nv = tg::cuda::Nvrtc::get();
+  if (!nv.error.empty()) { // (the CUDA toolkit is not one of tools/install-deps.sh's packages)
+    MESSAGE("skipped: NVRTC is unavailable: " << nv.error);
+    return;
+  }
   Mlp m;
   const fs::path dir = scratch("mlp-cuda");
   tg::export_model(m.net, m.spec(), "cuda", dir.string(), {.prefix = "net"});
@@ -605,10 +612,12 @@ TEST_CASE("export cuda: the .cu passes NVRTC and ptxas, the C host builds with c
         std::string::npos);
   CHECK(read_text(dir / "net.c").find("static const char* const tg_ptx[] = {") !=
         std::string::npos);
-  // the .cu as a user builds it: NVRTC (or nvcc), then ptxas for a real GPU
-  const tg::cuda::Compiled ptx = tg::cuda::nvrtc_compile(cu, "net", "compute_90");
+  // the .cu as the export compiles it (the PTX embedded in net.c), then ptxas for a real GPU
+  const std::string arch = "compute_" + std::to_string(nv.archs.empty() ? 75 : nv.archs.front());
+  const tg::cuda::Compiled ptx = tg::cuda::nvrtc_compile(cu, "net", arch);
+  CHECK(read_text(dir / "net.c").find("for " + arch + " */") != std::string::npos);
   if (const std::string tool = tg::cuda::find_tool("ptxas"); tool.empty()) {
-    skipped("no ptxas (the CUDA toolkit's): the PTX is not checked");
+    MESSAGE("no ptxas (the CUDA toolkit's): the PTX is not checked");
   } else {
     write_bytes(dir / "net.ptx", ptx.binary.data(), ptx.binary.size());
     CHECK(run(tool + " -arch=sm_90 -o " + (dir / "net.cubin").string() + " " +
@@ -638,6 +647,200 @@ TEST_CASE("export cuda: the .cu passes NVRTC and ptxas, the C host builds with c
   }
   CHECK(call(drv, "net.safetensors", "forward", tg::randn({129, 32}), &why).empty());
   CHECK_MESSAGE(why.find("forward: batch = 129 is outside [1, 128]") != std::string::npos, why);
+}
+
+/// A model that trains where it is exported: step(x, y) -> loss runs one SGD step of a linear
+/// layer (its weights are the state step updates), forward(x) -> out reads them.
+struct Trainer {
+  tg::nn::Linear lin;
+  tg::optim::SGD opt;
+  Trainer() : lin((tg::manual_seed(3), tg::nn::Linear(4, 3))), opt(lin.parameters(), {.lr = 0.1}) {}
+  Tensor step(const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    Tensor loss = tg::nn::functional::mse_loss(lin(x), y);
+    loss.backward();
+    opt.step(); // one tg::assign of every parameter: recorded by the export as the step's update
+    return loss;
+  }
+  tg::ExportSpec spec() {
+    tg::ExportSpec s;
+    s.dim("batch", 1, 16);
+    s.method("step", {{"x", tg::float32, {5, 4}}, {"y", tg::float32, {5, 3}}},
+             [this](const std::vector<Tensor>& in) { return step(in[0], in[1]); }, {"loss"});
+    s.method("forward", {{"x", tg::float32, {"batch", 4}}},
+             [this](const std::vector<Tensor>& in) { return lin(in[0]); }, {"out"});
+    return s;
+  }
+};
+
+/// Three steps then a forward, by the C API (`drv` reads x.bin: x then y, writes y.bin: the three
+/// losses then forward's outputs).
+const char* train_driver = R"C(
+#include "net.h"
+#include <stdio.h>
+int main(void) {
+  char err[256];
+  float xy[35], out[18];
+  int k;
+  net_model* m = net_create("net.safetensors", err, sizeof err);
+  FILE* f = fopen("x.bin", "rb");
+  if (!m || !f || fread(xy, sizeof(float), 35, f) != 35) return 3;
+  fclose(f);
+  for (k = 0; k < 3; ++k)
+    if (net_step(m, xy, xy + 20, &out[k])) {
+      printf("%s\n", net_error(m));
+      return 2;
+    }
+  if (net_forward(m, 5, xy, out + 3)) return 2;
+  f = fopen("y.bin", "wb");
+  fwrite(out, sizeof(float), 18, f);
+  fclose(f);
+  net_destroy(m);
+  return 0;
+}
+)C";
+
+/// The same in node over the webgpu module.
+const char* train_gpu_driver = R"JS(
+import { createRequire } from "node:module";
+import fs from "node:fs";
+import { create } from "./net.js";
+const [modules, backend] = process.argv.slice(2);
+const { create: dawn, globals } = createRequire(import.meta.url)(modules + "/webgpu");
+Object.assign(globalThis, globals);
+globalThis.tgGpu = dawn([`backend=${backend}`]);
+let device;
+try {
+  const adapter = await globalThis.tgGpu.requestAdapter({ featureLevel: "compatibility" });
+  const names = ["maxStorageBuffersPerShaderStage", "maxComputeInvocationsPerWorkgroup",
+                 "maxComputeWorkgroupSizeX", "maxStorageBufferBindingSize"];
+  device = await adapter.requestDevice({ requiredLimits: Object.fromEntries(names.map((n) => [n, adapter.limits[n]])) });
+  const model = await create(device);
+  const xy = new Float32Array(new Uint8Array(fs.readFileSync("x.bin")).buffer);
+  const x = xy.slice(0, 20), y = xy.slice(20);
+  const out = [];
+  for (let k = 0; k < 3; ++k) out.push(...(await model.step({ x, y })).loss);
+  out.push(...(await model.forward({ x })).out);
+  fs.writeFileSync("y.bin", new Uint8Array(new Float32Array(out).buffer));
+  model.destroy();
+} catch (e) {
+  console.log(e.message);
+  process.exitCode = 2;
+}
+device?.destroy();
+delete globalThis.tgGpu;
+)JS";
+
+TEST_CASE(
+    "export: state the methods update (an SGD step's tg::assign) in c, vulkan, webgpu, json") {
+  if (!have_compiler()) return;
+  tg::manual_seed(29);
+  Tensor x = tg::randn({5, 4}), y = tg::randn({5, 3});
+  // tg's own three steps (each loss from the weights before its step), then forward
+  std::vector<Tensor> want;
+  {
+    Trainer t;
+    for (int k = 0; k < 3; ++k) {
+      t.opt.zero_grad();
+      Tensor loss = tg::nn::functional::mse_loss(t.lin(x), y).realize();
+      loss.backward();
+      t.opt.step();
+      want.push_back(loss.reshape({1}));
+    }
+    want.push_back(t.lin(x).reshape({-1}));
+  }
+  const Tensor expected = tg::cat(want, 0);
+  const Tensor xy = tg::cat({x.reshape({-1}), y.reshape({-1})}, 0);
+  Trainer t;
+  const std::vector<float> before = t.lin.weight.to_vector<float>();
+
+  const fs::path c = scratch("train-c");
+  tg::export_model(t.lin, t.spec(), "c", c.string(), {.prefix = "net"});
+  CHECK(t.lin.weight.to_vector<float>() == before); // exporting ran nothing
+  CHECK_FALSE(t.lin.weight.grad().defined());       // and left no gradient behind
+  write_bytes(c / "drv.c", train_driver, std::strlen(train_driver));
+  REQUIRE(run("cd " + c.string() + " && " + compiler() +
+              " -O2 -std=c11 -Wall drv.c net.c -lm -o drv") == 0);
+  near(through(c, xy, "./drv", nullptr), expected, 1e-6f);
+
+  tg::ExportOptions o{.prefix = "net"};
+  o.json_dialects = {"c", "glsl"};
+  tg::export_model(t.lin, t.spec(), "json", c.string(), o);
+  std::vector<std::string> devices = {"CPU"};
+  if (has_device("VULKAN")) devices.push_back("VULKAN");
+  for (const std::string& dev : devices) {
+    CAPTURE(dev);
+    tg::ExportedModel e = tg::load_exported((c / "net.json").string(), dev);
+    std::vector<Tensor> got;
+    for (int k = 0; k < 3; ++k) got.push_back(e.run("step", {x, y})[0].reshape({1}).to("CPU"));
+    got.push_back(e.run("forward", {x})[0].reshape({-1}).to("CPU"));
+    near(tg::cat(got, 0).to_vector<float>(), expected, 1e-6f);
+  }
+
+  if (tg::vulkan::detail::GlslCompiler::get().error.empty() && has_device("VULKAN")) {
+    const fs::path vk = scratch("train-vulkan");
+    tg::export_model(t.lin, t.spec(), "vulkan", vk.string(), {.prefix = "net"});
+    write_bytes(vk / "drv.c", train_driver, std::strlen(train_driver));
+    REQUIRE(run("cd " + vk.string() + " && " + compiler() + " -O2 -std=c11 -c drv.c && " +
+                cxx_compiler() + " -std=c++17 -O1 -c net.cpp && " + cxx_compiler() +
+                " drv.o net.o -ldl -o drv") == 0);
+    near(through(vk, xy, "./drv", nullptr), expected, 1e-6f);
+  }
+
+  const char* env = std::getenv("TG_NODE_MODULES");
+  const std::string modules = env && *env ? env : "/usr/local/lib/tg-npm/node_modules";
+  if (have_node() && fs::exists(modules + "/webgpu")) {
+    const fs::path gpu = scratch("train-webgpu");
+    tg::export_model(t.lin, t.spec(), "webgpu", gpu.string(), {.prefix = "net"});
+    write_bytes(gpu / "train.mjs", train_gpu_driver, std::strlen(train_gpu_driver));
+    near(through(gpu, xy, "EGL_PLATFORM=surfaceless node train.mjs " + modules + " opengles",
+                 nullptr),
+         expected, 1e-6f);
+  }
+
+  // what an exported method may not do with state
+  auto fails = [](auto&& f, const std::string& message) {
+    try {
+      f();
+      FAIL("no error; expected: " << message);
+    } catch (const tg::export_error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(message) != std::string::npos, e.what());
+    }
+  };
+  const fs::path dir = scratch("state-errors");
+  Tensor loose = tg::zeros({3}).realize();
+  tg::ExportSpec stray, twice, after, named, unrealized;
+  stray.method("f", {{"x", tg::float32, {3}}}, [&](const std::vector<Tensor>& in) {
+    tg::assign({{loose, loose + in[0]}});
+    return in[0] * 2;
+  });
+  fails([&] { tg::export_model(stray, "c", dir.string()); },
+        "method 'f' assigns to a tensor that is neither a weight of the module nor state declared "
+        "with spec.state(name, tensor)");
+  twice.state("total", loose)
+      .method("f", {{"x", tg::float32, {3}}}, [&](const std::vector<Tensor>& in) {
+        tg::assign({{loose, loose + in[0]}});
+        tg::assign({{loose, loose * 2}});
+        return in[0] * 2;
+      });
+  fails([&] { tg::export_model(twice, "c", dir.string()); }, "method 'f' assigns to 'total' twice");
+  Tensor other = tg::zeros({3}).realize();
+  after.state("a", loose)
+      .state("b", other)
+      .method("f", {{"x", tg::float32, {3}}}, [&](const std::vector<Tensor>& in) {
+        tg::assign({{loose, loose + in[0]}});
+        tg::assign({{other, loose * 2}});
+        return in[0] * 2;
+      });
+  fails([&] { tg::export_model(after, "c", dir.string()); },
+        "method 'f' reads 'a' after assigning it");
+  named.state("weight", loose);
+  named.method("f", {{"x", tg::float32, {3}}}, [](const std::vector<Tensor>& in) { return in[0]; });
+  tg::nn::Linear lin3(3, 3);
+  fails([&] { tg::export_model(lin3, named, "c", dir.string()); },
+        "state 'weight' has a weight's name");
+  fails([&] { unrealized.state("s", tg::zeros({3})); },
+        "'s' must be a realized tensor that owns its buffer");
 }
 
 TEST_CASE("export: two exports of one model are byte-identical") {
@@ -809,7 +1012,8 @@ TEST_CASE("export c: bit for bit as the reference interpreter computes the same 
   }
 }
 
-TEST_CASE("export c: free functions, constants, an output that is an input, several outputs") {
+TEST_CASE("export c and vulkan: free functions, constants, an output that is an input, several "
+          "outputs") {
   if (!have_compiler()) return;
   const std::vector<float> table = {0.5f, -1.0f, 2.0f, 4.0f};
   auto f = [&](const std::vector<Tensor>& in) {
@@ -824,6 +1028,9 @@ TEST_CASE("export c: free functions, constants, an output that is an input, seve
   tg::export_model(spec, "c", dir.string(), {.prefix = "fn"});
   CHECK(tg::safetensors::load_file((dir / "fn.safetensors").string()).keys() ==
         std::vector<std::string>{"tg.constant.0"});
+  const fs::path vk = scratch("free-vulkan"); // the same C API over Vulkan, where it runs
+  const bool vulkan = tg::vulkan::detail::GlslCompiler::get().error.empty() && has_device("VULKAN");
+  if (vulkan) tg::export_model(spec, "vulkan", vk.string(), {.prefix = "fn"});
   const char* drv = R"C(
 #include "fn.h"
 #include <stdio.h>
@@ -842,10 +1049,17 @@ int main(void) {
 }
 )C";
   write_bytes(dir / "drv.c", drv, std::strlen(drv));
-  std::string out;
+  std::string out, out_vk;
   REQUIRE(run("cd " + dir.string() + " && " + compiler() +
                   " -O2 -std=c11 -Wall drv.c fn.c -lm -o drv && ./drv",
               &out) == 0);
+  if (vulkan) {
+    write_bytes(vk / "drv.c", drv, std::strlen(drv));
+    REQUIRE(run("cd " + vk.string() + " && " + compiler() + " -O2 -std=c11 -c drv.c && " +
+                    cxx_compiler() + " -std=c++17 -O1 -c fn.cpp && " + cxx_compiler() +
+                    " drv.o fn.o -ldl -o drv && ./drv",
+                &out_vk) == 0);
+  }
   std::vector<float> xs(12);
   for (int i = 0; i < 12; ++i) xs[std::size_t(i)] = float(i) * 0.25f;
   Tensor x = Tensor::from_data(xs, {3, 4}),
@@ -860,4 +1074,5 @@ int main(void) {
   for (int i = 0; i < 4; ++i)
     want += (std::snprintf(buf, sizeof buf, "%d %a ", ks[i], double(colsum[std::size_t(i)])), buf);
   CHECK(out == want);
+  if (vulkan) CHECK(out_vk == want); // (sums of quarters: exact in float32 on any device)
 }

@@ -184,7 +184,25 @@ public:
     return *this;
   }
 
+  /// Persistent state beside the module's weights: a tensor the methods read and update with
+  /// tg::assign (an optimizer's moments, a counter), saved in the .safetensors file as `name`.
+  /// It must be a realized tensor that owns its buffer, the one tg::assign writes.
+  ExportSpec& state(const std::string& name, const Tensor& t, Loc loc = Loc::current()) {
+    if (name.empty()) fail("state", "the name is empty", loc);
+    for (const auto& [n, x] : states_)
+      if (n == name) fail("state", "'" + name + "' is declared twice", loc);
+    if (!t.defined() || !t.is_realized() || t.lazy()->op != Op::Buffer)
+      fail("state",
+           "'" + name +
+               "' must be a realized tensor that owns its buffer (call contiguous().realize() "
+               "first)",
+           loc);
+    states_.emplace_back(name, t);
+    return *this;
+  }
+
   const std::vector<ExportDim>& dims() const { return dims_; }
+  const std::vector<std::pair<std::string, Tensor>>& states() const { return states_; }
   const std::vector<ExportMethod>& methods() const { return methods_; }
   const ExportDim* find_dim(const std::string& name) const {
     for (const ExportDim& d : dims_)
@@ -198,6 +216,7 @@ private:
   }
   std::vector<ExportDim> dims_;
   std::vector<ExportMethod> methods_;
+  std::vector<std::pair<std::string, Tensor>> states_;
 };
 
 } // namespace tg
@@ -222,6 +241,8 @@ struct ExportedMethod {
   std::vector<ExportedBuffer> buffers; // per graph buffer
   std::vector<int> outputs;            // graph nodes, one per output
   std::vector<std::string> output_names;
+  std::vector<std::pair<int, int>> updates; // (weight, graph node): the state it assigns, written
+                                            // when the method returns
 };
 
 /// A named tensor the exported program reads: a state_dict entry or a constant.
@@ -260,6 +281,20 @@ inline const std::shared_ptr<ExportPlaceholders>& export_placeholders() {
   return d;
 }
 
+/// Whether the graph of `n` reads buffer `b`.
+inline bool reads_buffer(const LazyPtr& n, const Buffer* b) {
+  std::vector<const LazyNode*> todo = {n.get()}, seen;
+  while (!todo.empty()) {
+    const LazyNode* x = todo.back();
+    todo.pop_back();
+    if (std::find(seen.begin(), seen.end(), x) != seen.end()) continue;
+    seen.push_back(x);
+    if (x->op == Op::Buffer && x->buffer.get() == b) return true;
+    for (const LazyPtr& s : x->src) todo.push_back(s.get());
+  }
+  return false;
+}
+
 /// Runs method m on placeholders and builds its graph; each dim is bound to its upper bound,
 /// less `below` (within its bounds).
 inline ExportedMethod trace_method(const ExportSpec& spec, const ExportMethod& m,
@@ -295,7 +330,7 @@ inline ExportedMethod trace_method(const ExportSpec& spec, const ExportMethod& m
         break;
       }
 
-  ExportTrace trace{placeholders.get(), m.name};
+  ExportTrace trace{placeholders.get(), m.name, {}, 0};
   std::vector<Tensor> results;
   {
     active_export() = &trace;
@@ -344,11 +379,46 @@ inline ExportedMethod trace_method(const ExportSpec& spec, const ExportMethod& m
     targets.push_back(l);
     out.output_names.push_back(m.outputs.empty() ? "out" + std::to_string(k) : m.outputs[k]);
   }
+  // the state it updates (tg::assign): weights, each once; every value is computed from the state
+  // as the method found it, so a value may not read a target of an earlier tg::assign call
+  std::vector<int> updated;
+  for (const ExportTrace::Assign& a : trace.assigns) {
+    auto w = weight_of.find(a.target->buffer.get());
+    if (w == weight_of.end())
+      fail<export_error>("export",
+                         "method '" + m.name +
+                             "' assigns to a tensor that is neither a weight of the module nor "
+                             "state declared with spec.state(name, tensor)",
+                         m.loc);
+    const std::string& name = weights[std::size_t(w->second)].name;
+    if (std::find(updated.begin(), updated.end(), w->second) != updated.end())
+      fail<export_error>("export", "method '" + m.name + "' assigns to '" + name + "' twice",
+                         m.loc);
+    for (const ExportTrace::Assign& before : trace.assigns)
+      if (before.call < a.call && reads_buffer(a.value, before.target->buffer.get()))
+        fail<export_error>(
+            "export",
+            "method '" + m.name + "' reads '" +
+                weights[std::size_t(weight_of.at(before.target->buffer.get()))].name +
+                "' after assigning it: an exported method computes every value "
+                "from the state it was called with (assign all state in one "
+                "tg::assign, as the optimizers do)",
+            m.loc);
+    updated.push_back(w->second);
+    weights[std::size_t(w->second)].used = true;
+    LazyPtr l = a.value;
+    if (l->op == Op::Buffer || std::find(targets.begin(), targets.end(), l) != targets.end())
+      l = Tensor::make(Op::Contiguous, l->dtype, l->shape, {l}, device).lazy();
+    targets.push_back(l);
+  }
   GraphBuild b = build_graph(targets);
   out.graph = std::move(b.graph);
   out.keep.assign(out.graph.size(), false);
   for (int o : out.graph.outputs) out.keep[std::size_t(o)] = true;
-  out.outputs = out.graph.outputs;
+  out.outputs.assign(out.graph.outputs.begin(),
+                     out.graph.outputs.begin() + std::ptrdiff_t(results.size()));
+  for (std::size_t i = 0; i < updated.size(); ++i)
+    out.updates.emplace_back(updated[i], out.graph.outputs[results.size() + i]);
   for (std::size_t i = 0; i < b.inputs.size(); ++i) {
     const Buffer* buf = b.inputs[i].get();
     auto a = std::find(arg_buffers.begin(), arg_buffers.end(), buf);
@@ -399,8 +469,37 @@ inline ExportedProgram trace_export(const nn::Module* m, const ExportSpec& spec,
       p.weights.push_back({name, w, false});
     }
   }
+  for (const auto& [name, t] : spec.states()) {
+    for (const ExportedWeight& w : p.weights)
+      if (w.name == name)
+        detail::fail<export_error>("export", "state '" + name + "' has a weight's name", loc);
+    if (weight_of.count(t.lazy()->buffer.get()))
+      detail::fail<export_error>("export", "state '" + name + "' is a weight of the module", loc);
+    if (t.device() != device)
+      detail::fail<export_error>(
+          "export",
+          "state '" + name + "' is on " + t.device() + ", the module's weights on " + device, loc);
+    weight_of.emplace(t.lazy()->buffer.get(), int(p.weights.size()));
+    p.weights.push_back({name, t, false});
+  }
+  // the gradients a method's backward() leaves on the parameters are graphs of its placeholders:
+  // after each trace, the parameters get back what they held
+  std::vector<std::pair<Tensor, Tensor>> grads;
+  if (m)
+    for (auto& [name, t] : m->state_dict()) grads.emplace_back(t, t.grad());
+  for (const auto& [name, t] : spec.states()) grads.emplace_back(t, t.grad());
+  auto trace = [&](const ExportMethod& method, std::map<const Buffer*, int>& wo,
+                   std::vector<ExportedWeight>& ws, std::int64_t below) {
+    struct Restore {
+      std::vector<std::pair<Tensor, Tensor>>& grads;
+      ~Restore() {
+        for (auto& [t, g] : grads) t.set_grad(g);
+      }
+    } restore{grads};
+    return detail::trace_method(spec, method, device, wo, ws, below);
+  };
   for (const ExportMethod& method : spec.methods()) {
-    p.methods.push_back(detail::trace_method(spec, method, device, weight_of, p.weights));
+    p.methods.push_back(trace(method, weight_of, p.weights, 0));
     // Traced again with every dim one less, the graph must be the same: a method that used a
     // dim's value (x.size(0), x.shape()) would otherwise be exported for that value alone.
     const ExportedMethod& first = p.methods.back();
@@ -410,7 +509,7 @@ inline ExportedProgram trace_export(const nn::Module* m, const ExportSpec& spec,
     if (!varies) continue;
     std::map<const Buffer*, int> weight_of2 = weight_of;
     std::vector<ExportedWeight> weights2 = p.weights;
-    ExportedMethod again = detail::trace_method(spec, method, device, weight_of2, weights2, 1);
+    ExportedMethod again = trace(method, weight_of2, weights2, 1);
     const Device& any = *detail::export_placeholders(); // (a plan key names a device)
     if (detail::plan_key(first.graph, first.keep, any) !=
         detail::plan_key(again.graph, again.keep, any)) {
@@ -449,10 +548,19 @@ struct ExportLaunch {
   SInt numel;
 };
 
-/// A method as a target runs it: its temporaries (bytes, expressions of the dims) and launches.
+/// State a method updates: when its launches are done, temporary `temp` is copied into weight
+/// `weight` (`bytes`, the weight's size). Every launch reads the state the method was called with.
+struct ExportUpdate {
+  int weight = 0, temp = 0;
+  std::int64_t bytes = 0;
+};
+
+/// A method as a target runs it: its temporaries (bytes, expressions of the dims), launches and
+/// state updates.
 struct ExportMethodPlan {
   std::vector<SInt> temp_bytes;
   std::vector<ExportLaunch> launches;
+  std::vector<ExportUpdate> updates;
 };
 
 /// A traced program compiled for one target.
@@ -501,6 +609,15 @@ inline ExportPlan plan_export(const ExportedProgram& prog, const Target& target)
     const MemoryPlan mem = plan_buffers(g, s, m.keep);
     ExportMethodPlan mp;
     mp.temp_bytes = mem.slot_bytes;
+    std::map<int, int> update_temp; // the new state's values: temporaries of their own
+    for (const auto& [w, node] : m.updates) {
+      const int temp = int(mp.temp_bytes.size());
+      const SInt bytes = prod(g[node].shape) * SInt(itemsize(g[node].dtype));
+      update_temp[node] = temp;
+      mp.temp_bytes.push_back(bytes);
+      if (bytes.max_value() > 0)
+        mp.updates.push_back({table[std::size_t(w)], temp, bytes.max_value()});
+    }
     auto ref = [&](int node) -> ExportRef {
       const Node& n = g[node];
       if (n.op == Op::Buffer) {
@@ -510,6 +627,8 @@ inline ExportPlan plan_export(const ExportedProgram& prog, const Target& target)
       }
       for (std::size_t k = 0; k < m.outputs.size(); ++k)
         if (m.outputs[k] == node) return {ExportRef::Kind::Output, int(k)};
+      if (auto u = update_temp.find(node); u != update_temp.end())
+        return {ExportRef::Kind::Temp, u->second};
       const int slot = mem.slot[std::size_t(node)];
       if (slot < 0)
         throw export_error("tg.export: method '" + m.name + "': node %" + std::to_string(node) +
@@ -1069,6 +1188,9 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
               std::to_string(l.kernel) + ", b, v, " + detail::c_size(p.outer) + ", " +
               detail::c_size(p.work) + ");\n  }\n";
     }
+    for (const ExportUpdate& u : mp.updates) // the new state, once every launch has read the old
+      body += "  memcpy(m->w[" + std::to_string(u.weight) + "], m->arena + " +
+              std::to_string(offset[std::size_t(u.temp)]) + ", " + std::to_string(u.bytes) + ");\n";
     body += "  return 0;\n}\n\n";
     methods += body;
   }
@@ -1183,6 +1305,7 @@ static struct {
   int (*cuMemFree)(tg_ptr);
   int (*cuMemcpyHtoD)(tg_ptr, const void*, size_t);
   int (*cuMemcpyDtoH)(void*, tg_ptr, size_t);
+  int (*cuMemcpyDtoD)(tg_ptr, tg_ptr, size_t);
   int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, void*, void**, void**);
 } tg_cu;
@@ -1218,6 +1341,7 @@ static int tg_cu_open(void) {
   TG_CU_LOAD(cuMemFree, "cuMemFree_v2")
   TG_CU_LOAD(cuMemcpyHtoD, "cuMemcpyHtoD_v2")
   TG_CU_LOAD(cuMemcpyDtoH, "cuMemcpyDtoH_v2")
+  TG_CU_LOAD(cuMemcpyDtoD, "cuMemcpyDtoD_v2")
   TG_CU_LOAD(cuLaunchKernel, "cuLaunchKernel")
 #undef TG_CU_LOAD
   r = tg_cu.cuInit(0);
@@ -1357,6 +1481,10 @@ inline ExportedCuda export_cuda(const ExportedProgram& prog, const ExportCOption
               std::to_string(p.grouped ? 1 : p.local * p.per_thread) + ", " +
               std::to_string(p.local) + ")) return 1;\n  }\n";
     }
+    for (const ExportUpdate& u : mp.updates) // the new state, once every launch has read the old
+      body += "  if (tg_cu_fail(tg_cu.cuMemcpyDtoD(m->w[" + std::to_string(u.weight) + "], " +
+              temps[std::size_t(u.temp)] + ", " + std::to_string(u.bytes) + "), \"" + m.name +
+              ": updating its state\", m->error, sizeof m->error)) return 1;\n";
     for (std::size_t k = 0; k < m.outputs.size(); ++k)
       body += "  if (tg_get(m, " + m.output_names[k] + ", " + outs[k] + ", (size_t)" +
               detail::c_size(out_bytes[k]) + ", \"" + m.name +
@@ -1743,6 +1871,10 @@ inline std::string json_document(const ExportedProgram& prog, const std::string&
         json_size(j, l.numel);
         j += "}";
       }
+      j += "],\n       \"updates\": [";
+      for (std::size_t u = 0; u < mp.updates.size(); ++u)
+        j += std::string(u ? ", " : "") + "[" + std::to_string(mp.updates[u].weight) + ", " +
+             std::to_string(mp.updates[u].temp) + "]";
       j += "]}";
     }
     j += "]}";
@@ -1847,6 +1979,7 @@ public:
     std::vector<std::string> temporaries; // bytes
     std::vector<ExportLaunch> launches;   // (numel unused: numel_expr)
     std::vector<std::string> numel_expr;
+    std::vector<std::pair<int, int>> updates; // (weight, temporary): the state it writes
   };
 
   /// The methods' names, in the document's order.
@@ -1942,6 +2075,11 @@ public:
       std::vector<std::int64_t> vars;
       for (const Var& v : p.vars) vars.push_back(dims.at(std::string(v.name.view())));
       runners_.at(std::size_t(l.kernel))->run(bufs, vars);
+    }
+    for (const auto& [w, t] : m.updates) { // the new state, once every launch has read the old
+      const Tensor& target = weights_[std::size_t(w)];
+      dev->copy(target.lazy()->buffer->ptr, temps[std::size_t(t)]->ptr,
+                std::size_t(target.numel()) * itemsize(target.dtype()));
     }
     return out;
   }
@@ -2110,6 +2248,14 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
                     m.name = p.string();
                   else if (f == "temporaries")
                     strings(m.temporaries, 5);
+                  else if (f == "updates")
+                    p.array(5, [&] {
+                      std::vector<std::string> pair;
+                      strings(pair, 6);
+                      if (pair.size() != 2)
+                        throw export_error("tg.load_exported: an update is not [weight, temp]");
+                      m.updates.emplace_back(std::stoi(pair[0]), std::stoi(pair[1]));
+                    });
                   else if (f == "launches")
                     p.array(5, [&] {
                       ExportLaunch l;
@@ -2161,6 +2307,7 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
                 m.temporaries = std::move(plan.temporaries);
                 m.launches = std::move(plan.launches);
                 m.numel_expr = std::move(plan.numel_expr);
+                m.updates = std::move(plan.updates);
               }
         });
       else
@@ -2198,6 +2345,12 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
         throw export_error(where + "method '" + m.name +
                            "' launches a kernel or binds a buffer the document does not define");
     }
+  for (const ExportedModel::Method& m : model.methods_)
+    for (const auto& [w, t] : m.updates)
+      if (w < 0 || std::size_t(w) >= weights.size() || t < 0 ||
+          std::size_t(t) >= m.temporaries.size())
+        throw export_error(where + "method '" + m.name +
+                           "' updates a weight or from a temporary the document does not define");
 
   // the weights, checked against what the document says the kernels read
   const fs::path path = weights_path.empty() ? fs::path(json_path).parent_path() / weights_file
@@ -2509,7 +2662,7 @@ struct TG_MODEL {
   std::string name;
   bool llvmpipe = false;
   std::uint32_t groups[3] = {1, 1, 1};
-  TgPipe pipes[TG_KERNELS];
+  TgPipe pipes[TG_KERNELS + 1];
   std::vector<TgBuffer> weights;
   std::vector<TgBuffer> buffers[TG_METHODS];       // inputs, outputs, temporaries
   std::vector<vk::DescriptorSet> sets[TG_METHODS]; // one per launch
@@ -2813,6 +2966,28 @@ void tg_launch(TG_MODEL* m, int mi, int l, long long numel, long long outer, lon
                          {}, after, {}, {}, m->d);
 }
 
+/// Records method mi's state updates: its new values copied into the weights, after every launch
+/// has read the old ones.
+void tg_update(TG_MODEL* m, int mi) {
+  const TgMethodInfo& method = tg_methods[mi];
+  if (method.updates == 0) return;
+  const vk::MemoryBarrier before(vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite,
+                                 vk::AccessFlagBits::eTransferRead |
+                                     vk::AccessFlagBits::eTransferWrite);
+  m->cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                         vk::PipelineStageFlagBits::eTransfer, {}, before, {}, {}, m->d);
+  for (int u = 0; u < method.updates; ++u) {
+    const TgUpdateInfo& x = method.update[u];
+    const TgBuffer& from = m->buffers[mi][std::size_t(method.inputs + method.outputs + x.temp)];
+    m->cmd.copyBuffer(from.buffer, m->weights[std::size_t(x.weight)].buffer,
+                      vk::BufferCopy(0, 0, vk::DeviceSize(x.bytes)), m->d);
+  }
+  const vk::MemoryBarrier after(vk::AccessFlagBits::eTransferWrite,
+                                vk::AccessFlagBits::eShaderRead);
+  m->cmd.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer,
+                         vk::PipelineStageFlagBits::eComputeShader, {}, after, {}, {}, m->d);
+}
+
 void tg_begin(TG_MODEL* m) {
   m->cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit), m->d);
 }
@@ -2894,7 +3069,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
   std::int64_t largest = 4;
   std::string src = "#define TG_KERNELS " + std::to_string(plan.kernels.size()) +
                     "\n#define TG_METHODS " + std::to_string(prog.methods.size()) + "\n";
-  std::string tables = "static const TgKernelInfo tg_kernels[TG_KERNELS] = {\n";
+  std::string tables = "static const TgKernelInfo tg_kernels[TG_KERNELS + 1] = {\n";
   std::string spirv;
   for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
     const Program& p = plan.kernels[k].program;
@@ -2920,7 +3095,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
               (p.grouped ? "1" : "0") + ", " + std::to_string(p.per_thread) + "}, /* " +
               std::string(p.name.view()) + " */\n";
   }
-  tables += "};\n";
+  tables += "  {nullptr, 0, 0, 0, 1, 1, 0, 1}, /* (none: an array has an element) */\n};\n";
   for (int k : plan.weights) {
     const Tensor& t = prog.weights[std::size_t(k)].tensor;
     largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
@@ -2970,8 +3145,12 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
       body += "}); /* " + std::string(p.name.view()) + " */\n";
     }
     if (mp.launches.empty()) tables += "  {0, 0, {}},\n";
-    tables += "};\n";
-    body += "    tg_submit(m);\n";
+    tables += "};\nstatic const TgUpdateInfo tg_updates" + id + "[] = {";
+    for (const ExportUpdate& u : mp.updates)
+      tables += "{" + std::to_string(u.weight) + ", " + std::to_string(u.temp) + ", " +
+                std::to_string(u.bytes) + "}, ";
+    tables += "{0, 0, 0}};\n";
+    body += "    tg_update(m, " + id + ");\n    tg_submit(m);\n";
     for (std::size_t k = 0; k < m.outputs.size(); ++k)
       body += "    std::memcpy(" + m.output_names[k] + ", m->buffers[" + id + "][" +
               std::to_string(m.inputs.size() + k) + "].mapped, (std::size_t)" +
@@ -2982,7 +3161,8 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
     method_table += "  {" + std::to_string(m.inputs.size()) + ", " +
                     std::to_string(m.outputs.size()) + ", " + std::to_string(mp.temp_bytes.size()) +
                     ", tg_bytes" + id + ", " + std::to_string(mp.launches.size()) +
-                    ", tg_launches" + id + "},\n";
+                    ", tg_launches" + id + ", " + std::to_string(mp.updates.size()) +
+                    ", tg_updates" + id + "},\n";
   }
   method_table += "};\n";
 
@@ -3025,8 +3205,11 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
        "per_thread;\n};\n"
        "struct TgRef {\n  int kind, index; // input, output, weight or temporary, and which\n};\n"
        "struct TgLaunchInfo {\n  int kernel, count;\n  TgRef refs[TG_MAX_BINDINGS];\n};\n"
+       "struct TgUpdateInfo {\n  int weight, temp; // the new state in temporary `temp`\n"
+       "  long long bytes;\n};\n"
        "struct TgMethodInfo {\n  int inputs, outputs, temps;\n  const long long* bytes; // each "
-       "buffer's at the dims' upper bounds\n  int launches;\n  const TgLaunchInfo* launch;\n};\n";
+       "buffer's at the dims' upper bounds\n  int launches;\n  const TgLaunchInfo* launch;\n"
+       "  int updates;\n  const TgUpdateInfo* update;\n};\n";
   c += spirv + tables + method_table;
   c += detail::vulkan_host;
   c += detail::c_fail(P);
@@ -3494,8 +3677,8 @@ inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPla
           js_template(k.source.view()) + "` },\n";
   }
   js += "];\n";
-  // each method: its temporaries and launches [kernel, [[kind, index], ...], numel]; kinds:
-  // 0 input, 1 output, 2 weight, 3 temporary
+  // each method: its temporaries, launches [kernel, [[kind, index], ...], numel] (kinds: 0 input,
+  // 1 output, 2 weight, 3 temporary) and state updates [weight, temporary, bytes]
   js += "const PLANS = {\n";
   for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
     const ExportMethodPlan& mp = plan.methods[mi];
@@ -3510,7 +3693,11 @@ inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPla
               std::to_string(l.buffers[b].index) + "]";
       js += "], " + size(l.numel) + "],\n";
     }
-    js += "  ] },\n";
+    js += "  ], updates: [";
+    for (const ExportUpdate& u : mp.updates)
+      js += "[" + std::to_string(u.weight) + ", " + std::to_string(u.temp) + ", " +
+            std::to_string(u.bytes) + "], ";
+    js += "] },\n";
   }
   js += "};\n";
   js += js_common;
@@ -3604,7 +3791,7 @@ class Model {
         const bytes = count(shape, dims) * ARRAYS[dtype].BYTES_PER_ELEMENT;
         return buffer(bytes, STORAGE | COPY_SRC);
       });
-      const temps = plan.temps.map((e) => buffer(size(e, dims), STORAGE));
+      const temps = plan.temps.map((e) => buffer(size(e, dims), STORAGE | COPY_SRC));
       const limit = d.limits.maxComputeWorkgroupsPerDimension;
       const encoder = d.createCommandEncoder();
       for (const [k, refs, numel] of plan.launches) {
@@ -3629,6 +3816,8 @@ class Model {
           pass.end();
         }
       }
+      // the new state, once every launch has read the old
+      for (const [w, t, bytes] of plan.updates) encoder.copyBufferToBuffer(temps[t], 0, this.#weights[w], 0, padded(bytes));
       const reads = outs.map((b) => {
         const r = buffer(b.size, MAP_READ | COPY_DST);
         encoder.copyBufferToBuffer(b, 0, r, 0, b.size);

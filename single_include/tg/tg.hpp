@@ -8766,6 +8766,8 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
 
 namespace tg {
 
+struct LazyNode; // (tensor/lazy.hpp)
+
 namespace detail {
 /// A shape as error messages and dumps print it: [2, batch+1].
 inline std::string shape_str(const Shape& s) {
@@ -8799,10 +8801,17 @@ inline Capture*& active_capture() {
 }
 /// While tg::export_model traces a method: the device of its input placeholders (buffers with no
 /// data) and the method's name. A realize that reads a placeholder is refused: an exported method
-/// is one graph, computed where it runs, with no value read back on the way.
+/// is one graph, computed where it runs, with no value read back on the way. tg::assign records
+/// its (target, value) pairs in `assigns` instead of running them: the method's state updates.
 struct ExportTrace {
   const Device* placeholders = nullptr;
   std::string method;
+  struct Assign {
+    std::shared_ptr<LazyNode> target, value;
+    int call = 0; // which tg::assign call of the method
+  };
+  std::vector<Assign> assigns;
+  int assign_calls = 0;
 };
 inline ExportTrace*& active_export() {
   thread_local ExportTrace* t = nullptr;
@@ -11866,6 +11875,12 @@ inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
       detail::fail<error>("assign", "one value is assigned to two targets", loc);
     nodes.push_back(v.lazy());
     buffers.push_back(t->buffer);
+  }
+  if (detail::ExportTrace* e = detail::active_export()) { // an exported method's state update
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      e->assigns.push_back({pairs[i].first.lazy(), nodes[i], e->assign_calls});
+    ++e->assign_calls;
+    return;
   }
   for (const Tensor& t : realize_too)
     if (std::find(nodes.begin(), nodes.end(), t.lazy()) == nodes.end()) {
@@ -19773,7 +19788,11 @@ protected:
         g.params.push_back(p);
       }
       std::string dev = g.params.empty() ? default_device() : g.params[0].device();
-      g.lr_t = detail::scalar_buffer(g.lr, DType::Float64, dev);
+      // float32 unless a parameter is float64: every update casts it to its parameter's dtype,
+      // and devices without 64-bit types (WEBGPU, an exported WebGPU step) can hold it
+      bool wide = false;
+      for (const Tensor& p : g.params) wide = wide || p.dtype() == DType::Float64;
+      g.lr_t = detail::scalar_buffer(g.lr, wide ? DType::Float64 : DType::Float32, dev);
       groups_.push_back(std::move(g));
     }
     state_.resize(seen.size());

@@ -44,6 +44,12 @@ inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
     nodes.push_back(v.lazy());
     buffers.push_back(t->buffer);
   }
+  if (detail::ExportTrace* e = detail::active_export()) { // an exported method's state update
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      e->assigns.push_back({pairs[i].first.lazy(), nodes[i], e->assign_calls});
+    ++e->assign_calls;
+    return;
+  }
   for (const Tensor& t : realize_too)
     if (std::find(nodes.begin(), nodes.end(), t.lazy()) == nodes.end()) {
       nodes.push_back(t.lazy());

@@ -15,6 +15,8 @@
 
 namespace tg {
 
+struct LazyNode; // (tensor/lazy.hpp)
+
 namespace detail {
 /// A shape as error messages and dumps print it: [2, batch+1].
 inline std::string shape_str(const Shape& s) {
@@ -48,10 +50,17 @@ inline Capture*& active_capture() {
 }
 /// While tg::export_model traces a method: the device of its input placeholders (buffers with no
 /// data) and the method's name. A realize that reads a placeholder is refused: an exported method
-/// is one graph, computed where it runs, with no value read back on the way.
+/// is one graph, computed where it runs, with no value read back on the way. tg::assign records
+/// its (target, value) pairs in `assigns` instead of running them: the method's state updates.
 struct ExportTrace {
   const Device* placeholders = nullptr;
   std::string method;
+  struct Assign {
+    std::shared_ptr<LazyNode> target, value;
+    int call = 0; // which tg::assign call of the method
+  };
+  std::vector<Assign> assigns;
+  int assign_calls = 0;
 };
 inline ExportTrace*& active_export() {
   thread_local ExportTrace* t = nullptr;

@@ -544,6 +544,9 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
               std::to_string(l.kernel) + ", b, v, " + detail::c_size(p.outer) + ", " +
               detail::c_size(p.work) + ");\n  }\n";
     }
+    for (const ExportUpdate& u : mp.updates) // the new state, once every launch has read the old
+      body += "  memcpy(m->w[" + std::to_string(u.weight) + "], m->arena + " +
+              std::to_string(offset[std::size_t(u.temp)]) + ", " + std::to_string(u.bytes) + ");\n";
     body += "  return 0;\n}\n\n";
     methods += body;
   }

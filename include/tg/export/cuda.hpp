@@ -34,6 +34,7 @@ static struct {
   int (*cuMemFree)(tg_ptr);
   int (*cuMemcpyHtoD)(tg_ptr, const void*, size_t);
   int (*cuMemcpyDtoH)(void*, tg_ptr, size_t);
+  int (*cuMemcpyDtoD)(tg_ptr, tg_ptr, size_t);
   int (*cuLaunchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, void*, void**, void**);
 } tg_cu;
@@ -69,6 +70,7 @@ static int tg_cu_open(void) {
   TG_CU_LOAD(cuMemFree, "cuMemFree_v2")
   TG_CU_LOAD(cuMemcpyHtoD, "cuMemcpyHtoD_v2")
   TG_CU_LOAD(cuMemcpyDtoH, "cuMemcpyDtoH_v2")
+  TG_CU_LOAD(cuMemcpyDtoD, "cuMemcpyDtoD_v2")
   TG_CU_LOAD(cuLaunchKernel, "cuLaunchKernel")
 #undef TG_CU_LOAD
   r = tg_cu.cuInit(0);
@@ -208,6 +210,10 @@ inline ExportedCuda export_cuda(const ExportedProgram& prog, const ExportCOption
               std::to_string(p.grouped ? 1 : p.local * p.per_thread) + ", " +
               std::to_string(p.local) + ")) return 1;\n  }\n";
     }
+    for (const ExportUpdate& u : mp.updates) // the new state, once every launch has read the old
+      body += "  if (tg_cu_fail(tg_cu.cuMemcpyDtoD(m->w[" + std::to_string(u.weight) + "], " +
+              temps[std::size_t(u.temp)] + ", " + std::to_string(u.bytes) + "), \"" + m.name +
+              ": updating its state\", m->error, sizeof m->error)) return 1;\n";
     for (std::size_t k = 0; k < m.outputs.size(); ++k)
       body += "  if (tg_get(m, " + m.output_names[k] + ", " + outs[k] + ", (size_t)" +
               detail::c_size(out_bytes[k]) + ", \"" + m.name +

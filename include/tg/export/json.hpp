@@ -173,6 +173,10 @@ inline std::string json_document(const ExportedProgram& prog, const std::string&
         json_size(j, l.numel);
         j += "}";
       }
+      j += "],\n       \"updates\": [";
+      for (std::size_t u = 0; u < mp.updates.size(); ++u)
+        j += std::string(u ? ", " : "") + "[" + std::to_string(mp.updates[u].weight) + ", " +
+             std::to_string(mp.updates[u].temp) + "]";
       j += "]}";
     }
     j += "]}";

@@ -91,6 +91,7 @@ public:
     std::vector<std::string> temporaries; // bytes
     std::vector<ExportLaunch> launches;   // (numel unused: numel_expr)
     std::vector<std::string> numel_expr;
+    std::vector<std::pair<int, int>> updates; // (weight, temporary): the state it writes
   };
 
   /// The methods' names, in the document's order.
@@ -186,6 +187,11 @@ public:
       std::vector<std::int64_t> vars;
       for (const Var& v : p.vars) vars.push_back(dims.at(std::string(v.name.view())));
       runners_.at(std::size_t(l.kernel))->run(bufs, vars);
+    }
+    for (const auto& [w, t] : m.updates) { // the new state, once every launch has read the old
+      const Tensor& target = weights_[std::size_t(w)];
+      dev->copy(target.lazy()->buffer->ptr, temps[std::size_t(t)]->ptr,
+                std::size_t(target.numel()) * itemsize(target.dtype()));
     }
     return out;
   }
@@ -354,6 +360,14 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
                     m.name = p.string();
                   else if (f == "temporaries")
                     strings(m.temporaries, 5);
+                  else if (f == "updates")
+                    p.array(5, [&] {
+                      std::vector<std::string> pair;
+                      strings(pair, 6);
+                      if (pair.size() != 2)
+                        throw export_error("tg.load_exported: an update is not [weight, temp]");
+                      m.updates.emplace_back(std::stoi(pair[0]), std::stoi(pair[1]));
+                    });
                   else if (f == "launches")
                     p.array(5, [&] {
                       ExportLaunch l;
@@ -405,6 +419,7 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
                 m.temporaries = std::move(plan.temporaries);
                 m.launches = std::move(plan.launches);
                 m.numel_expr = std::move(plan.numel_expr);
+                m.updates = std::move(plan.updates);
               }
         });
       else
@@ -442,6 +457,12 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
         throw export_error(where + "method '" + m.name +
                            "' launches a kernel or binds a buffer the document does not define");
     }
+  for (const ExportedModel::Method& m : model.methods_)
+    for (const auto& [w, t] : m.updates)
+      if (w < 0 || std::size_t(w) >= weights.size() || t < 0 ||
+          std::size_t(t) >= m.temporaries.size())
+        throw export_error(where + "method '" + m.name +
+                           "' updates a weight or from a temporary the document does not define");
 
   // the weights, checked against what the document says the kernels read
   const fs::path path = weights_path.empty() ? fs::path(json_path).parent_path() / weights_file

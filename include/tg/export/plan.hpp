@@ -25,10 +25,19 @@ struct ExportLaunch {
   SInt numel;
 };
 
-/// A method as a target runs it: its temporaries (bytes, expressions of the dims) and launches.
+/// State a method updates: when its launches are done, temporary `temp` is copied into weight
+/// `weight` (`bytes`, the weight's size). Every launch reads the state the method was called with.
+struct ExportUpdate {
+  int weight = 0, temp = 0;
+  std::int64_t bytes = 0;
+};
+
+/// A method as a target runs it: its temporaries (bytes, expressions of the dims), launches and
+/// state updates.
 struct ExportMethodPlan {
   std::vector<SInt> temp_bytes;
   std::vector<ExportLaunch> launches;
+  std::vector<ExportUpdate> updates;
 };
 
 /// A traced program compiled for one target.
@@ -77,6 +86,15 @@ inline ExportPlan plan_export(const ExportedProgram& prog, const Target& target)
     const MemoryPlan mem = plan_buffers(g, s, m.keep);
     ExportMethodPlan mp;
     mp.temp_bytes = mem.slot_bytes;
+    std::map<int, int> update_temp; // the new state's values: temporaries of their own
+    for (const auto& [w, node] : m.updates) {
+      const int temp = int(mp.temp_bytes.size());
+      const SInt bytes = prod(g[node].shape) * SInt(itemsize(g[node].dtype));
+      update_temp[node] = temp;
+      mp.temp_bytes.push_back(bytes);
+      if (bytes.max_value() > 0)
+        mp.updates.push_back({table[std::size_t(w)], temp, bytes.max_value()});
+    }
     auto ref = [&](int node) -> ExportRef {
       const Node& n = g[node];
       if (n.op == Op::Buffer) {
@@ -86,6 +104,8 @@ inline ExportPlan plan_export(const ExportedProgram& prog, const Target& target)
       }
       for (std::size_t k = 0; k < m.outputs.size(); ++k)
         if (m.outputs[k] == node) return {ExportRef::Kind::Output, int(k)};
+      if (auto u = update_temp.find(node); u != update_temp.end())
+        return {ExportRef::Kind::Temp, u->second};
       const int slot = mem.slot[std::size_t(node)];
       if (slot < 0)
         throw export_error("tg.export: method '" + m.name + "': node %" + std::to_string(node) +

@@ -118,7 +118,25 @@ public:
     return *this;
   }
 
+  /// Persistent state beside the module's weights: a tensor the methods read and update with
+  /// tg::assign (an optimizer's moments, a counter), saved in the .safetensors file as `name`.
+  /// It must be a realized tensor that owns its buffer, the one tg::assign writes.
+  ExportSpec& state(const std::string& name, const Tensor& t, Loc loc = Loc::current()) {
+    if (name.empty()) fail("state", "the name is empty", loc);
+    for (const auto& [n, x] : states_)
+      if (n == name) fail("state", "'" + name + "' is declared twice", loc);
+    if (!t.defined() || !t.is_realized() || t.lazy()->op != Op::Buffer)
+      fail("state",
+           "'" + name +
+               "' must be a realized tensor that owns its buffer (call contiguous().realize() "
+               "first)",
+           loc);
+    states_.emplace_back(name, t);
+    return *this;
+  }
+
   const std::vector<ExportDim>& dims() const { return dims_; }
+  const std::vector<std::pair<std::string, Tensor>>& states() const { return states_; }
   const std::vector<ExportMethod>& methods() const { return methods_; }
   const ExportDim* find_dim(const std::string& name) const {
     for (const ExportDim& d : dims_)
@@ -132,6 +150,7 @@ private:
   }
   std::vector<ExportDim> dims_;
   std::vector<ExportMethod> methods_;
+  std::vector<std::pair<std::string, Tensor>> states_;
 };
 
 } // namespace tg

@@ -28,6 +28,8 @@ struct ExportedMethod {
   std::vector<ExportedBuffer> buffers; // per graph buffer
   std::vector<int> outputs;            // graph nodes, one per output
   std::vector<std::string> output_names;
+  std::vector<std::pair<int, int>> updates; // (weight, graph node): the state it assigns, written
+                                            // when the method returns
 };
 
 /// A named tensor the exported program reads: a state_dict entry or a constant.
@@ -66,6 +68,20 @@ inline const std::shared_ptr<ExportPlaceholders>& export_placeholders() {
   return d;
 }
 
+/// Whether the graph of `n` reads buffer `b`.
+inline bool reads_buffer(const LazyPtr& n, const Buffer* b) {
+  std::vector<const LazyNode*> todo = {n.get()}, seen;
+  while (!todo.empty()) {
+    const LazyNode* x = todo.back();
+    todo.pop_back();
+    if (std::find(seen.begin(), seen.end(), x) != seen.end()) continue;
+    seen.push_back(x);
+    if (x->op == Op::Buffer && x->buffer.get() == b) return true;
+    for (const LazyPtr& s : x->src) todo.push_back(s.get());
+  }
+  return false;
+}
+
 /// Runs method m on placeholders and builds its graph; each dim is bound to its upper bound,
 /// less `below` (within its bounds).
 inline ExportedMethod trace_method(const ExportSpec& spec, const ExportMethod& m,
@@ -101,7 +117,7 @@ inline ExportedMethod trace_method(const ExportSpec& spec, const ExportMethod& m
         break;
       }
 
-  ExportTrace trace{placeholders.get(), m.name};
+  ExportTrace trace{placeholders.get(), m.name, {}, 0};
   std::vector<Tensor> results;
   {
     active_export() = &trace;
@@ -150,11 +166,46 @@ inline ExportedMethod trace_method(const ExportSpec& spec, const ExportMethod& m
     targets.push_back(l);
     out.output_names.push_back(m.outputs.empty() ? "out" + std::to_string(k) : m.outputs[k]);
   }
+  // the state it updates (tg::assign): weights, each once; every value is computed from the state
+  // as the method found it, so a value may not read a target of an earlier tg::assign call
+  std::vector<int> updated;
+  for (const ExportTrace::Assign& a : trace.assigns) {
+    auto w = weight_of.find(a.target->buffer.get());
+    if (w == weight_of.end())
+      fail<export_error>("export",
+                         "method '" + m.name +
+                             "' assigns to a tensor that is neither a weight of the module nor "
+                             "state declared with spec.state(name, tensor)",
+                         m.loc);
+    const std::string& name = weights[std::size_t(w->second)].name;
+    if (std::find(updated.begin(), updated.end(), w->second) != updated.end())
+      fail<export_error>("export", "method '" + m.name + "' assigns to '" + name + "' twice",
+                         m.loc);
+    for (const ExportTrace::Assign& before : trace.assigns)
+      if (before.call < a.call && reads_buffer(a.value, before.target->buffer.get()))
+        fail<export_error>(
+            "export",
+            "method '" + m.name + "' reads '" +
+                weights[std::size_t(weight_of.at(before.target->buffer.get()))].name +
+                "' after assigning it: an exported method computes every value "
+                "from the state it was called with (assign all state in one "
+                "tg::assign, as the optimizers do)",
+            m.loc);
+    updated.push_back(w->second);
+    weights[std::size_t(w->second)].used = true;
+    LazyPtr l = a.value;
+    if (l->op == Op::Buffer || std::find(targets.begin(), targets.end(), l) != targets.end())
+      l = Tensor::make(Op::Contiguous, l->dtype, l->shape, {l}, device).lazy();
+    targets.push_back(l);
+  }
   GraphBuild b = build_graph(targets);
   out.graph = std::move(b.graph);
   out.keep.assign(out.graph.size(), false);
   for (int o : out.graph.outputs) out.keep[std::size_t(o)] = true;
-  out.outputs = out.graph.outputs;
+  out.outputs.assign(out.graph.outputs.begin(),
+                     out.graph.outputs.begin() + std::ptrdiff_t(results.size()));
+  for (std::size_t i = 0; i < updated.size(); ++i)
+    out.updates.emplace_back(updated[i], out.graph.outputs[results.size() + i]);
   for (std::size_t i = 0; i < b.inputs.size(); ++i) {
     const Buffer* buf = b.inputs[i].get();
     auto a = std::find(arg_buffers.begin(), arg_buffers.end(), buf);
@@ -205,8 +256,37 @@ inline ExportedProgram trace_export(const nn::Module* m, const ExportSpec& spec,
       p.weights.push_back({name, w, false});
     }
   }
+  for (const auto& [name, t] : spec.states()) {
+    for (const ExportedWeight& w : p.weights)
+      if (w.name == name)
+        detail::fail<export_error>("export", "state '" + name + "' has a weight's name", loc);
+    if (weight_of.count(t.lazy()->buffer.get()))
+      detail::fail<export_error>("export", "state '" + name + "' is a weight of the module", loc);
+    if (t.device() != device)
+      detail::fail<export_error>(
+          "export",
+          "state '" + name + "' is on " + t.device() + ", the module's weights on " + device, loc);
+    weight_of.emplace(t.lazy()->buffer.get(), int(p.weights.size()));
+    p.weights.push_back({name, t, false});
+  }
+  // the gradients a method's backward() leaves on the parameters are graphs of its placeholders:
+  // after each trace, the parameters get back what they held
+  std::vector<std::pair<Tensor, Tensor>> grads;
+  if (m)
+    for (auto& [name, t] : m->state_dict()) grads.emplace_back(t, t.grad());
+  for (const auto& [name, t] : spec.states()) grads.emplace_back(t, t.grad());
+  auto trace = [&](const ExportMethod& method, std::map<const Buffer*, int>& wo,
+                   std::vector<ExportedWeight>& ws, std::int64_t below) {
+    struct Restore {
+      std::vector<std::pair<Tensor, Tensor>>& grads;
+      ~Restore() {
+        for (auto& [t, g] : grads) t.set_grad(g);
+      }
+    } restore{grads};
+    return detail::trace_method(spec, method, device, wo, ws, below);
+  };
   for (const ExportMethod& method : spec.methods()) {
-    p.methods.push_back(detail::trace_method(spec, method, device, weight_of, p.weights));
+    p.methods.push_back(trace(method, weight_of, p.weights, 0));
     // Traced again with every dim one less, the graph must be the same: a method that used a
     // dim's value (x.size(0), x.shape()) would otherwise be exported for that value alone.
     const ExportedMethod& first = p.methods.back();
@@ -216,7 +296,7 @@ inline ExportedProgram trace_export(const nn::Module* m, const ExportSpec& spec,
     if (!varies) continue;
     std::map<const Buffer*, int> weight_of2 = weight_of;
     std::vector<ExportedWeight> weights2 = p.weights;
-    ExportedMethod again = detail::trace_method(spec, method, device, weight_of2, weights2, 1);
+    ExportedMethod again = trace(method, weight_of2, weights2, 1);
     const Device& any = *detail::export_placeholders(); // (a plan key names a device)
     if (detail::plan_key(first.graph, first.keep, any) !=
         detail::plan_key(again.graph, again.keep, any)) {

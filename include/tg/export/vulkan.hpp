@@ -44,7 +44,7 @@ struct TG_MODEL {
   std::string name;
   bool llvmpipe = false;
   std::uint32_t groups[3] = {1, 1, 1};
-  TgPipe pipes[TG_KERNELS];
+  TgPipe pipes[TG_KERNELS + 1];
   std::vector<TgBuffer> weights;
   std::vector<TgBuffer> buffers[TG_METHODS];       // inputs, outputs, temporaries
   std::vector<vk::DescriptorSet> sets[TG_METHODS]; // one per launch
@@ -348,6 +348,28 @@ void tg_launch(TG_MODEL* m, int mi, int l, long long numel, long long outer, lon
                          {}, after, {}, {}, m->d);
 }
 
+/// Records method mi's state updates: its new values copied into the weights, after every launch
+/// has read the old ones.
+void tg_update(TG_MODEL* m, int mi) {
+  const TgMethodInfo& method = tg_methods[mi];
+  if (method.updates == 0) return;
+  const vk::MemoryBarrier before(vk::AccessFlagBits::eShaderRead | vk::AccessFlagBits::eShaderWrite,
+                                 vk::AccessFlagBits::eTransferRead |
+                                     vk::AccessFlagBits::eTransferWrite);
+  m->cmd.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                         vk::PipelineStageFlagBits::eTransfer, {}, before, {}, {}, m->d);
+  for (int u = 0; u < method.updates; ++u) {
+    const TgUpdateInfo& x = method.update[u];
+    const TgBuffer& from = m->buffers[mi][std::size_t(method.inputs + method.outputs + x.temp)];
+    m->cmd.copyBuffer(from.buffer, m->weights[std::size_t(x.weight)].buffer,
+                      vk::BufferCopy(0, 0, vk::DeviceSize(x.bytes)), m->d);
+  }
+  const vk::MemoryBarrier after(vk::AccessFlagBits::eTransferWrite,
+                                vk::AccessFlagBits::eShaderRead);
+  m->cmd.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer,
+                         vk::PipelineStageFlagBits::eComputeShader, {}, after, {}, {}, m->d);
+}
+
 void tg_begin(TG_MODEL* m) {
   m->cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit), m->d);
 }
@@ -429,7 +451,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
   std::int64_t largest = 4;
   std::string src = "#define TG_KERNELS " + std::to_string(plan.kernels.size()) +
                     "\n#define TG_METHODS " + std::to_string(prog.methods.size()) + "\n";
-  std::string tables = "static const TgKernelInfo tg_kernels[TG_KERNELS] = {\n";
+  std::string tables = "static const TgKernelInfo tg_kernels[TG_KERNELS + 1] = {\n";
   std::string spirv;
   for (std::size_t k = 0; k < plan.kernels.size(); ++k) {
     const Program& p = plan.kernels[k].program;
@@ -455,7 +477,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
               (p.grouped ? "1" : "0") + ", " + std::to_string(p.per_thread) + "}, /* " +
               std::string(p.name.view()) + " */\n";
   }
-  tables += "};\n";
+  tables += "  {nullptr, 0, 0, 0, 1, 1, 0, 1}, /* (none: an array has an element) */\n};\n";
   for (int k : plan.weights) {
     const Tensor& t = prog.weights[std::size_t(k)].tensor;
     largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
@@ -505,8 +527,12 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
       body += "}); /* " + std::string(p.name.view()) + " */\n";
     }
     if (mp.launches.empty()) tables += "  {0, 0, {}},\n";
-    tables += "};\n";
-    body += "    tg_submit(m);\n";
+    tables += "};\nstatic const TgUpdateInfo tg_updates" + id + "[] = {";
+    for (const ExportUpdate& u : mp.updates)
+      tables += "{" + std::to_string(u.weight) + ", " + std::to_string(u.temp) + ", " +
+                std::to_string(u.bytes) + "}, ";
+    tables += "{0, 0, 0}};\n";
+    body += "    tg_update(m, " + id + ");\n    tg_submit(m);\n";
     for (std::size_t k = 0; k < m.outputs.size(); ++k)
       body += "    std::memcpy(" + m.output_names[k] + ", m->buffers[" + id + "][" +
               std::to_string(m.inputs.size() + k) + "].mapped, (std::size_t)" +
@@ -517,7 +543,8 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
     method_table += "  {" + std::to_string(m.inputs.size()) + ", " +
                     std::to_string(m.outputs.size()) + ", " + std::to_string(mp.temp_bytes.size()) +
                     ", tg_bytes" + id + ", " + std::to_string(mp.launches.size()) +
-                    ", tg_launches" + id + "},\n";
+                    ", tg_launches" + id + ", " + std::to_string(mp.updates.size()) +
+                    ", tg_updates" + id + "},\n";
   }
   method_table += "};\n";
 
@@ -560,8 +587,11 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
        "per_thread;\n};\n"
        "struct TgRef {\n  int kind, index; // input, output, weight or temporary, and which\n};\n"
        "struct TgLaunchInfo {\n  int kernel, count;\n  TgRef refs[TG_MAX_BINDINGS];\n};\n"
+       "struct TgUpdateInfo {\n  int weight, temp; // the new state in temporary `temp`\n"
+       "  long long bytes;\n};\n"
        "struct TgMethodInfo {\n  int inputs, outputs, temps;\n  const long long* bytes; // each "
-       "buffer's at the dims' upper bounds\n  int launches;\n  const TgLaunchInfo* launch;\n};\n";
+       "buffer's at the dims' upper bounds\n  int launches;\n  const TgLaunchInfo* launch;\n"
+       "  int updates;\n  const TgUpdateInfo* update;\n};\n";
   c += spirv + tables + method_table;
   c += detail::vulkan_host;
   c += detail::c_fail(P);

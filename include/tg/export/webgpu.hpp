@@ -93,8 +93,8 @@ inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPla
           js_template(k.source.view()) + "` },\n";
   }
   js += "];\n";
-  // each method: its temporaries and launches [kernel, [[kind, index], ...], numel]; kinds:
-  // 0 input, 1 output, 2 weight, 3 temporary
+  // each method: its temporaries, launches [kernel, [[kind, index], ...], numel] (kinds: 0 input,
+  // 1 output, 2 weight, 3 temporary) and state updates [weight, temporary, bytes]
   js += "const PLANS = {\n";
   for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
     const ExportMethodPlan& mp = plan.methods[mi];
@@ -109,7 +109,11 @@ inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPla
               std::to_string(l.buffers[b].index) + "]";
       js += "], " + size(l.numel) + "],\n";
     }
-    js += "  ] },\n";
+    js += "  ], updates: [";
+    for (const ExportUpdate& u : mp.updates)
+      js += "[" + std::to_string(u.weight) + ", " + std::to_string(u.temp) + ", " +
+            std::to_string(u.bytes) + "], ";
+    js += "] },\n";
   }
   js += "};\n";
   js += js_common;
@@ -203,7 +207,7 @@ class Model {
         const bytes = count(shape, dims) * ARRAYS[dtype].BYTES_PER_ELEMENT;
         return buffer(bytes, STORAGE | COPY_SRC);
       });
-      const temps = plan.temps.map((e) => buffer(size(e, dims), STORAGE));
+      const temps = plan.temps.map((e) => buffer(size(e, dims), STORAGE | COPY_SRC));
       const limit = d.limits.maxComputeWorkgroupsPerDimension;
       const encoder = d.createCommandEncoder();
       for (const [k, refs, numel] of plan.launches) {
@@ -228,6 +232,8 @@ class Model {
           pass.end();
         }
       }
+      // the new state, once every launch has read the old
+      for (const [w, t, bytes] of plan.updates) encoder.copyBufferToBuffer(temps[t], 0, this.#weights[w], 0, padded(bytes));
       const reads = outs.map((b) => {
         const r = buffer(b.size, MAP_READ | COPY_DST);
         encoder.copyBufferToBuffer(b, 0, r, 0, b.size);

@@ -177,7 +177,11 @@ protected:
         g.params.push_back(p);
       }
       std::string dev = g.params.empty() ? default_device() : g.params[0].device();
-      g.lr_t = detail::scalar_buffer(g.lr, DType::Float64, dev);
+      // float32 unless a parameter is float64: every update casts it to its parameter's dtype,
+      // and devices without 64-bit types (WEBGPU, an exported WebGPU step) can hold it
+      bool wide = false;
+      for (const Tensor& p : g.params) wide = wide || p.dtype() == DType::Float64;
+      g.lr_t = detail::scalar_buffer(g.lr, wide ? DType::Float64 : DType::Float32, dev);
       groups_.push_back(std::move(g));
     }
     state_.resize(seen.size());
