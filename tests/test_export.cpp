@@ -843,6 +843,77 @@ TEST_CASE(
         "'s' must be a realized tensor that owns its buffer");
 }
 
+TEST_CASE("export: an Adam step, its moments and step counts declared as state") {
+  if (!have_compiler()) return;
+  tg::manual_seed(31);
+  Tensor x = tg::randn({5, 4}), y = tg::randn({5, 3});
+  auto make = [] {
+    tg::manual_seed(3);
+    return tg::nn::Linear(4, 3);
+  };
+  auto loss_of = [&](tg::nn::Linear& lin, const Tensor& a, const Tensor& b) {
+    return tg::nn::functional::mse_loss(lin(a), b);
+  };
+  std::vector<Tensor> want;
+  {
+    tg::nn::Linear lin = make();
+    tg::optim::Adam opt(lin.parameters(), {.lr = 0.05});
+    for (int k = 0; k < 3; ++k) {
+      opt.zero_grad();
+      Tensor loss = loss_of(lin, x, y).realize();
+      loss.backward();
+      opt.step();
+      want.push_back(loss.reshape({1}));
+    }
+    want.push_back(lin(x).reshape({-1}));
+  }
+  tg::nn::Linear lin = make();
+  tg::optim::Adam opt(lin.parameters(), {.lr = 0.05});
+  tg::ExportSpec s;
+  s.dim("batch", 1, 8);
+  s.state(opt.state_dict(), "optim.");
+  s.method("step", {{"x", tg::float32, {5, 4}}, {"y", tg::float32, {5, 3}}},
+           [&](const std::vector<Tensor>& in) {
+             opt.zero_grad();
+             Tensor loss = loss_of(lin, in[0], in[1]);
+             loss.backward();
+             opt.step();
+             return loss;
+           },
+           {"loss"});
+  s.method("forward", {{"x", tg::float32, {"batch", 4}}},
+           [&](const std::vector<Tensor>& in) { return lin(in[0]); }, {"out"});
+  const fs::path dir = scratch("train-adam");
+  tg::export_model(lin, s, "c", dir.string(), {.prefix = "net"});
+  const std::vector<std::string> keys =
+      tg::safetensors::load_file((dir / "net.safetensors").string()).keys();
+  for (const char* k : {"optim.state.0.exp_avg", "optim.state.1.exp_avg_sq", "optim.state.0.step",
+                        "optim.param_groups.0.lr"}) {
+    CAPTURE(k);
+    CHECK(std::find(keys.begin(), keys.end(), k) != keys.end());
+  }
+  write_bytes(dir / "drv.c", train_driver, std::strlen(train_driver));
+  REQUIRE(run("cd " + dir.string() + " && " + compiler() +
+              " -O2 -std=c11 -Wall drv.c net.c -lm -o drv") == 0);
+  const Tensor xy = tg::cat({x.reshape({-1}), y.reshape({-1})}, 0);
+  near(through(dir, xy, "./drv", nullptr), tg::cat(want, 0), 1e-6f);
+  try { // (WGSL, one of the json target's default dialects, has no float64 for Adam's step count)
+    tg::export_model(lin, s, "json", dir.string(), {.prefix = "net"});
+    FAIL("no error for float64 in the wgsl dialect");
+  } catch (const tg::export_error& e) {
+    CHECK_MESSAGE(std::string(e.what()).find("json: dialect wgsl: ") != std::string::npos,
+                  e.what());
+  }
+  tg::ExportOptions c_only{.prefix = "net"};
+  c_only.json_dialects = {"c"};
+  tg::export_model(lin, s, "json", dir.string(), c_only);
+  tg::ExportedModel e = tg::load_exported((dir / "net.json").string(), "CPU");
+  std::vector<Tensor> got;
+  for (int k = 0; k < 3; ++k) got.push_back(e.run("step", {x, y})[0].reshape({1}));
+  got.push_back(e.run("forward", {x})[0].reshape({-1}));
+  near(tg::cat(got, 0).to_vector<float>(), tg::cat(want, 0), 1e-6f);
+}
+
 TEST_CASE("export: two exports of one model are byte-identical") {
   Mlp m;
   const fs::path a = scratch("same-a"), b = scratch("same-b");

@@ -201,6 +201,13 @@ public:
     return *this;
   }
 
+  /// Every tensor of a state dict as state, named prefix + its key: an optimizer's moments, step
+  /// counts and learning rates (`spec.state(opt.state_dict(), "optim.")`).
+  ExportSpec& state(const StateDict& sd, const std::string& prefix, Loc loc = Loc::current()) {
+    for (const auto& [name, t] : sd) state(prefix + name, t, loc);
+    return *this;
+  }
+
   const std::vector<ExportDim>& dims() const { return dims_; }
   const std::vector<std::pair<std::string, Tensor>>& states() const { return states_; }
   const std::vector<ExportMethod>& methods() const { return methods_; }
@@ -1889,8 +1896,14 @@ inline std::string json_document(const ExportedProgram& prog, const std::string&
 inline std::string export_json(const ExportedProgram& prog, const std::string& weights_file,
                                const std::vector<std::string>& dialects) {
   std::vector<std::pair<std::string, ExportPlan>> programs;
-  for (const std::string& d : dialects)
-    programs.emplace_back(d, plan_export(prog, detail::export_dialect_target(d)));
+  for (const std::string& d : dialects) try {
+      programs.emplace_back(d, plan_export(prog, detail::export_dialect_target(d)));
+    } catch (const export_error&) {
+      throw;
+    } catch (const error& e) { // a kernel the dialect cannot express (float64 in WGSL)
+      throw export_error("tg.export: json: dialect " + d + ": " + e.what() +
+                         " (leave it out of ExportOptions::json_dialects)");
+    }
   return detail::json_document(prog, weights_file, programs);
 }
 

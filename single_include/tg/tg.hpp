@@ -19704,7 +19704,8 @@ public:
   /// The learning rate the group started with (the base of LR schedulers).
   double initial_lr(std::size_t group = 0) const { return group_at(group).initial_lr; }
   double weight_decay(std::size_t group = 0) const { return group_at(group).weight_decay; }
-  /// The 0-d float64 tensor the update kernels read the learning rate from.
+  /// The 0-d tensor the update kernels read the learning rate from (float32, or float64 where a
+  /// parameter of the group is float64).
   const Tensor& lr_tensor(std::size_t group = 0) const { return group_at(group).lr_t; }
   /// Sets the learning rate of every group (writes the lr tensors; no recapture needed).
   void set_lr(double lr) {

@@ -191,8 +191,14 @@ inline std::string json_document(const ExportedProgram& prog, const std::string&
 inline std::string export_json(const ExportedProgram& prog, const std::string& weights_file,
                                const std::vector<std::string>& dialects) {
   std::vector<std::pair<std::string, ExportPlan>> programs;
-  for (const std::string& d : dialects)
-    programs.emplace_back(d, plan_export(prog, detail::export_dialect_target(d)));
+  for (const std::string& d : dialects) try {
+      programs.emplace_back(d, plan_export(prog, detail::export_dialect_target(d)));
+    } catch (const export_error&) {
+      throw;
+    } catch (const error& e) { // a kernel the dialect cannot express (float64 in WGSL)
+      throw export_error("tg.export: json: dialect " + d + ": " + e.what() +
+                         " (leave it out of ExportOptions::json_dialects)");
+    }
   return detail::json_document(prog, weights_file, programs);
 }
 

@@ -135,6 +135,13 @@ public:
     return *this;
   }
 
+  /// Every tensor of a state dict as state, named prefix + its key: an optimizer's moments, step
+  /// counts and learning rates (`spec.state(opt.state_dict(), "optim.")`).
+  ExportSpec& state(const StateDict& sd, const std::string& prefix, Loc loc = Loc::current()) {
+    for (const auto& [name, t] : sd) state(prefix + name, t, loc);
+    return *this;
+  }
+
   const std::vector<ExportDim>& dims() const { return dims_; }
   const std::vector<std::pair<std::string, Tensor>>& states() const { return states_; }
   const std::vector<ExportMethod>& methods() const { return methods_; }
