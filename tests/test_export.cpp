@@ -440,8 +440,9 @@ TEST_CASE("export wasm: the C in WebAssembly, run by its ES module in node, equa
 
 /// A node program over the webgpu export in its folder: `node gpu.mjs MODULES BACKEND METHOD X Y
 /// [low]` opens a WebGPU device with Dawn (npm webgpu in MODULES), loads the model, reads float32
-/// inputs from X, runs METHOD and writes its first output to Y; `low`: the device keeps the
-/// default limits. A failure prints the message and exits 2.
+/// inputs from X, runs METHOD and writes its first output to Y (METHOD `train`: three steps and a
+/// forward of the state test's Trainer); `low`: the device keeps the default limits. A failure
+/// prints the message and exits 2.
 const char* gpu_driver = R"JS(
 import { createRequire } from "node:module";
 import fs from "node:fs";
@@ -460,8 +461,15 @@ try {
   device = await adapter.requestDevice({ requiredLimits });
   const model = await create(device);
   const data = new Float32Array(new Uint8Array(fs.readFileSync(xin)).buffer);
-  const out = await model[method]({ x: data });
-  fs.writeFileSync(yout, new Uint8Array(Object.values(out)[0].buffer));
+  if (method === "train") { // three steps on x, y (X holds both), then forward(x)
+    const x = data.slice(0, 20), y = data.slice(20), out = [];
+    for (let k = 0; k < 3; ++k) out.push(...(await model.step({ x, y })).loss);
+    out.push(...(await model.forward({ x })).out);
+    fs.writeFileSync(yout, new Uint8Array(new Float32Array(out).buffer));
+  } else {
+    const out = await model[method]({ x: data });
+    fs.writeFileSync(yout, new Uint8Array(Object.values(out)[0].buffer));
+  }
   model.destroy();
 } catch (e) {
   console.log(e.message);
@@ -700,37 +708,6 @@ int main(void) {
 }
 )C";
 
-/// The same in node over the webgpu module.
-const char* train_gpu_driver = R"JS(
-import { createRequire } from "node:module";
-import fs from "node:fs";
-import { create } from "./net.js";
-const [modules, backend] = process.argv.slice(2);
-const { create: dawn, globals } = createRequire(import.meta.url)(modules + "/webgpu");
-Object.assign(globalThis, globals);
-globalThis.tgGpu = dawn([`backend=${backend}`]);
-let device;
-try {
-  const adapter = await globalThis.tgGpu.requestAdapter({ featureLevel: "compatibility" });
-  const names = ["maxStorageBuffersPerShaderStage", "maxComputeInvocationsPerWorkgroup",
-                 "maxComputeWorkgroupSizeX", "maxStorageBufferBindingSize"];
-  device = await adapter.requestDevice({ requiredLimits: Object.fromEntries(names.map((n) => [n, adapter.limits[n]])) });
-  const model = await create(device);
-  const xy = new Float32Array(new Uint8Array(fs.readFileSync("x.bin")).buffer);
-  const x = xy.slice(0, 20), y = xy.slice(20);
-  const out = [];
-  for (let k = 0; k < 3; ++k) out.push(...(await model.step({ x, y })).loss);
-  out.push(...(await model.forward({ x })).out);
-  fs.writeFileSync("y.bin", new Uint8Array(new Float32Array(out).buffer));
-  model.destroy();
-} catch (e) {
-  console.log(e.message);
-  process.exitCode = 2;
-}
-device?.destroy();
-delete globalThis.tgGpu;
-)JS";
-
 TEST_CASE(
     "export: state the methods update (an SGD step's tg::assign) in c, vulkan, webgpu, json") {
   if (!have_compiler()) return;
@@ -792,8 +769,9 @@ TEST_CASE(
   if (have_node() && fs::exists(modules + "/webgpu")) {
     const fs::path gpu = scratch("train-webgpu");
     tg::export_model(t.lin, t.spec(), "webgpu", gpu.string(), {.prefix = "net"});
-    write_bytes(gpu / "train.mjs", train_gpu_driver, std::strlen(train_gpu_driver));
-    near(through(gpu, xy, "EGL_PLATFORM=surfaceless node train.mjs " + modules + " opengles",
+    write_bytes(gpu / "gpu.mjs", gpu_driver, std::strlen(gpu_driver));
+    near(through(gpu, xy,
+                 "EGL_PLATFORM=surfaceless node gpu.mjs " + modules + " opengles train x.bin y.bin",
                  nullptr),
          expected, 1e-6f);
   }

@@ -1062,8 +1062,9 @@ static unsigned char* tg_read_file(const char* what, const char* path, size_t* s
 }
 )C";
 
-/// <P>_create(weights_path, ...): the file's bytes given to <P>_create_from_memory.
-inline std::string c_create_from_file(const std::string& P) {
+/// The functions every target with the C API defines alike: <P>_create(weights_path, ...), the
+/// file's bytes given to <P>_create_from_memory, and <P>_error.
+inline std::string c_create_and_error(const std::string& P) {
   return P + "_model* " + P +
          "_create(const char* weights_path, char* error, size_t error_size) {\n"
          "  char scratch[256];\n  size_t size = 0;\n  unsigned char* bytes;\n  " +
@@ -1073,7 +1074,9 @@ inline std::string c_create_from_file(const std::string& P) {
          "  bytes = tg_read_file(\"weights file\", weights_path, &size, error, error_size);\n"
          "  if (!bytes) return 0;\n  m = " +
          P +
-         "_create_from_memory(bytes, size, error, error_size);\n  free(bytes);\n  return m;\n}\n";
+         "_create_from_memory(bytes, size, error, error_size);\n  free(bytes);\n  return m;\n}\n"
+         "const char* " +
+         P + "_error(const " + P + "_model* m) { return m ? m->error : \"\"; }\n\n";
 }
 
 /// The header of every target with this C API (c, cuda, vulkan): `intro` says what the model runs
@@ -1264,7 +1267,7 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
        std::to_string(arena) + " bytes)\");\n    " + P +
        "_destroy(m);\n    return 0;\n  }\n"
        "  return m;\n}\n";
-  c += detail::c_create_from_file(P);
+  c += detail::c_create_and_error(P);
   if (o.embed_weights) {
     c += "static const unsigned char tg_embedded[" +
          std::to_string(std::max<std::size_t>(weights.size(), 1)) + "] = {";
@@ -1278,7 +1281,6 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   c += "void " + P + "_destroy(" + P +
        "_model* m) {\n  int k;\n  if (!m) return;\n"
        "  for (k = 0; k < TG_WEIGHTS; ++k) free(m->w[k]);\n  free(m->arena);\n  free(m);\n}\n";
-  c += "const char* " + P + "_error(const " + P + "_model* m) { return m ? m->error : \"\"; }\n\n";
   c += methods;
   return out;
 }
@@ -1685,8 +1687,7 @@ inline ExportedCuda export_cuda(const ExportedProgram& prog, const ExportCOption
        "  if (!module_path) module = (unsigned char*)tg_ptx_text();\n"
        "  m = bytes ? tg_create(device, module, bytes, size, error, error_size) : 0;\n"
        "  free(bytes);\n  free(module);\n  return m;\n}\n";
-  c += detail::c_create_from_file(P);
-  c += "const char* " + P + "_error(const " + P + "_model* m) { return m ? m->error : \"\"; }\n\n";
+  c += detail::c_create_and_error(P);
   c += methods;
   return out;
 }
@@ -3240,8 +3241,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
   c += P + "_model* " + P +
        "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size) {\n"
        "  return tg_create(0, bytes, size, error, error_size);\n}\n";
-  c += detail::c_create_from_file(P);
-  c += "const char* " + P + "_error(const " + P + "_model* m) { return m ? m->error : \"\"; }\n\n";
+  c += detail::c_create_and_error(P);
   c += methods;
   return out;
 }

@@ -407,8 +407,7 @@ inline ExportedCuda export_cuda(const ExportedProgram& prog, const ExportCOption
        "  if (!module_path) module = (unsigned char*)tg_ptx_text();\n"
        "  m = bytes ? tg_create(device, module, bytes, size, error, error_size) : 0;\n"
        "  free(bytes);\n  free(module);\n  return m;\n}\n";
-  c += detail::c_create_from_file(P);
-  c += "const char* " + P + "_error(const " + P + "_model* m) { return m ? m->error : \"\"; }\n\n";
+  c += detail::c_create_and_error(P);
   c += methods;
   return out;
 }

@@ -609,8 +609,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
   c += P + "_model* " + P +
        "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size) {\n"
        "  return tg_create(0, bytes, size, error, error_size);\n}\n";
-  c += detail::c_create_from_file(P);
-  c += "const char* " + P + "_error(const " + P + "_model* m) { return m ? m->error : \"\"; }\n\n";
+  c += detail::c_create_and_error(P);
   c += methods;
   return out;
 }
