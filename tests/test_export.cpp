@@ -68,6 +68,16 @@ int run(const std::string& cmd, std::string* out = nullptr, bool may_fail = fals
   return rc;
 }
 
+/// Builds `dir`/drv from the C driver `source` and the vulkan target's host <prefix>.cpp (C++17
+/// over Vulkan-Hpp, with warnings); whether it built.
+bool build_vulkan_driver(const fs::path& dir, const char* source, const std::string& prefix) {
+  write_bytes(dir / "drv.c", source, std::strlen(source));
+  return run("cd " + dir.string() + " && " + cxx_compiler() + " -std=c++17 -O1 -Wall -Wextra -c " +
+             prefix + ".cpp -o host.o && " + compiler() +
+             " -O2 -std=c11 -Wall -c drv.c -o drv.o && " + cxx_compiler() +
+             " drv.o host.o -ldl -o drv") == 0;
+}
+
 /// A C program over an exported model of prefix `net`: `drv WEIGHTS|embedded METHOD BATCH IN OUT`
 /// reads BATCH x NIN floats, calls net_<METHOD> and writes BATCH x NOUT floats; a failure prints
 /// the model's message and exits 2.
@@ -577,11 +587,7 @@ TEST_CASE("export vulkan: SPIR-V and a Vulkan-Hpp host with the C API, run on la
   CHECK(kernels > 0);
   CHECK(r.files.size() == 4 + 2 * kernels);
   // the host: C++17 over Vulkan-Hpp, behind the c target's C API (the same driver runs it)
-  write_bytes(dir / "drv.c", driver, std::strlen(driver));
-  const std::string cxx = cxx_compiler();
-  REQUIRE(run("cd " + dir.string() + " && " + cxx +
-              " -std=c++17 -O1 -Wall -Wextra -c net.cpp -o net.o && " + compiler() +
-              " -O2 -std=c11 -Wall -c drv.c -o drv.o && " + cxx + " drv.o net.o -ldl -o drv") == 0);
+  REQUIRE(build_vulkan_driver(dir, driver, "net"));
   const std::string drv = (dir / "drv").string();
   if (!has_device("VULKAN")) return skipped("no Vulkan device opens here");
   tg::manual_seed(19);
@@ -757,10 +763,7 @@ TEST_CASE(
   if (tg::vulkan::detail::GlslCompiler::get().error.empty() && has_device("VULKAN")) {
     const fs::path vk = scratch("train-vulkan");
     tg::export_model(t.lin, t.spec(), "vulkan", vk.string(), {.prefix = "net"});
-    write_bytes(vk / "drv.c", train_driver, std::strlen(train_driver));
-    REQUIRE(run("cd " + vk.string() + " && " + compiler() + " -O2 -std=c11 -c drv.c && " +
-                cxx_compiler() + " -std=c++17 -O1 -c net.cpp && " + cxx_compiler() +
-                " drv.o net.o -ldl -o drv") == 0);
+    REQUIRE(build_vulkan_driver(vk, train_driver, "net"));
     near(through(vk, xy, "./drv", nullptr), expected, 1e-6f);
   }
 
@@ -1103,11 +1106,8 @@ int main(void) {
                   " -O2 -std=c11 -Wall drv.c fn.c -lm -o drv && ./drv",
               &out) == 0);
   if (vulkan) {
-    write_bytes(vk / "drv.c", drv, std::strlen(drv));
-    REQUIRE(run("cd " + vk.string() + " && " + compiler() + " -O2 -std=c11 -c drv.c && " +
-                    cxx_compiler() + " -std=c++17 -O1 -c fn.cpp && " + cxx_compiler() +
-                    " drv.o fn.o -ldl -o drv && ./drv",
-                &out_vk) == 0);
+    REQUIRE(build_vulkan_driver(vk, drv, "fn"));
+    REQUIRE(run("cd " + vk.string() + " && ./drv", &out_vk) == 0);
   }
   std::vector<float> xs(12);
   for (int i = 0; i < 12; ++i) xs[std::size_t(i)] = float(i) * 0.25f;

@@ -599,6 +599,36 @@ inline Target export_glsl_target() {
   return t;
 }
 
+/// The bytes of each input and each output of method m, expressions of its dims.
+inline std::vector<SInt> export_input_bytes(const ExportedMethod& m) {
+  std::vector<SInt> out;
+  for (std::size_t i = 0; i < m.inputs.size(); ++i)
+    out.push_back(prod(m.input_shapes[i]) * SInt(itemsize(m.inputs[i].dtype)));
+  return out;
+}
+inline std::vector<SInt> export_output_bytes(const ExportedMethod& m) {
+  std::vector<SInt> out;
+  for (int o : m.outputs) out.push_back(prod(m.graph[o].shape) * SInt(itemsize(m.graph[o].dtype)));
+  return out;
+}
+
+/// The largest buffer a call binds (weights, inputs, outputs, temporaries; the dims at their upper
+/// bounds), at least 4 bytes: what a GPU host checks against its device's limits.
+inline std::int64_t export_largest_buffer(const ExportedProgram& prog, const ExportPlan& plan) {
+  std::int64_t largest = 4;
+  for (int k : plan.weights) {
+    const Tensor& t = prog.weights[std::size_t(k)].tensor;
+    largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
+  }
+  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
+    std::vector<SInt> all = export_input_bytes(prog.methods[mi]);
+    for (const SInt& b : export_output_bytes(prog.methods[mi])) all.push_back(b);
+    for (const SInt& b : plan.methods[mi].temp_bytes) all.push_back(b);
+    for (const SInt& b : all) largest = std::max(largest, b.max_value());
+  }
+  return largest;
+}
+
 /// Compiles every method of `prog` for `target`.
 inline ExportPlan plan_export(const ExportedProgram& prog, const Target& target) {
   ExportPlan plan;
@@ -1446,16 +1476,10 @@ inline ExportedCuda export_cuda(const ExportedProgram& prog, const ExportCOption
       used += (bytes.max_value() + 255) / 256 * 256;
       return "m->arena + " + std::to_string(at);
     };
+    const std::vector<SInt> in_bytes = export_input_bytes(m), out_bytes = export_output_bytes(m);
     std::vector<std::string> in, outs, temps;
-    std::vector<SInt> in_bytes, out_bytes;
-    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
-      in_bytes.push_back(prod(m.input_shapes[i]) * SInt(itemsize(m.inputs[i].dtype)));
-      in.push_back(place(in_bytes.back()));
-    }
-    for (int o : m.outputs) {
-      out_bytes.push_back(prod(m.graph[o].shape) * SInt(itemsize(m.graph[o].dtype)));
-      outs.push_back(place(out_bytes.back()));
-    }
+    for (const SInt& b : in_bytes) in.push_back(place(b));
+    for (const SInt& b : out_bytes) outs.push_back(place(b));
     for (const SInt& t : mp.temp_bytes) temps.push_back(place(t));
     arena = std::max(arena, used);
 
@@ -3080,7 +3104,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
   // what the kernels need of the device
   GlslNeeds needs;
   std::size_t most_buffers = 1, most_vars = 0;
-  std::int64_t largest = 4;
+  const std::int64_t largest = export_largest_buffer(prog, plan);
   std::string src = "#define TG_KERNELS " + std::to_string(plan.kernels.size()) +
                     "\n#define TG_METHODS " + std::to_string(prog.methods.size()) + "\n";
   std::string tables = "static const TgKernelInfo tg_kernels[TG_KERNELS + 1] = {\n";
@@ -3110,31 +3134,16 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
               std::string(p.name.view()) + " */\n";
   }
   tables += "  {nullptr, 0, 0, 0, 1, 1, 0, 1}, /* (none: an array has an element) */\n};\n";
-  for (int k : plan.weights) {
-    const Tensor& t = prog.weights[std::size_t(k)].tensor;
-    largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
-  }
 
   std::string methods, method_table = "static const TgMethodInfo tg_methods[TG_METHODS] = {\n";
   for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
     const ExportedMethod& m = prog.methods[mi];
     const ExportMethodPlan& mp = plan.methods[mi];
     const std::string id = std::to_string(mi);
-    std::vector<SInt> in_bytes, out_bytes;
+    const std::vector<SInt> in_bytes = export_input_bytes(m), out_bytes = export_output_bytes(m);
     std::string bytes = "static const long long tg_bytes" + id + "[] = {";
-    auto add = [&](const SInt& b) {
-      bytes += std::to_string(b.max_value()) + ", ";
-      largest = std::max(largest, b.max_value());
-    };
-    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
-      in_bytes.push_back(prod(m.input_shapes[i]) * SInt(itemsize(m.inputs[i].dtype)));
-      add(in_bytes.back());
-    }
-    for (int o2 : m.outputs) {
-      out_bytes.push_back(prod(m.graph[o2].shape) * SInt(itemsize(m.graph[o2].dtype)));
-      add(out_bytes.back());
-    }
-    for (const SInt& t : mp.temp_bytes) add(t);
+    for (const std::vector<SInt>* list : {&in_bytes, &out_bytes, &mp.temp_bytes})
+      for (const SInt& b : *list) bytes += std::to_string(b.max_value()) + ", ";
     tables += bytes + "0};\nstatic const TgLaunchInfo tg_launches" + id + "[] = {\n";
 
     const detail::CMethodApi api = detail::c_method_api(m, P);
@@ -3626,24 +3635,9 @@ inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPla
     json_size(out, s);
     return out;
   };
-  // the largest buffer any call binds (the dims at their upper bounds), and the most buffers a
-  // kernel binds
-  std::int64_t largest = 4;
+  // the largest buffer any call binds, and the most buffers a kernel binds
+  const std::int64_t largest = export_largest_buffer(prog, plan);
   std::size_t most = 1;
-  for (int k : plan.weights) {
-    const Tensor& t = prog.weights[std::size_t(k)].tensor;
-    largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
-  }
-  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
-    const ExportedMethod& m = prog.methods[mi];
-    for (std::size_t i = 0; i < m.inputs.size(); ++i)
-      largest = std::max(largest, prod(m.input_shapes[i]).max_value() *
-                                      std::int64_t(itemsize(m.inputs[i].dtype)));
-    for (int o : m.outputs)
-      largest = std::max(largest, prod(m.graph[o].shape).max_value() *
-                                      std::int64_t(itemsize(m.graph[o].dtype)));
-    for (const SInt& t : plan.methods[mi].temp_bytes) largest = std::max(largest, t.max_value());
-  }
   for (const KernelCode& k : plan.kernels) most = std::max(most, k.program.params.size());
 
   std::string js =

@@ -166,16 +166,10 @@ inline ExportedCuda export_cuda(const ExportedProgram& prog, const ExportCOption
       used += (bytes.max_value() + 255) / 256 * 256;
       return "m->arena + " + std::to_string(at);
     };
+    const std::vector<SInt> in_bytes = export_input_bytes(m), out_bytes = export_output_bytes(m);
     std::vector<std::string> in, outs, temps;
-    std::vector<SInt> in_bytes, out_bytes;
-    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
-      in_bytes.push_back(prod(m.input_shapes[i]) * SInt(itemsize(m.inputs[i].dtype)));
-      in.push_back(place(in_bytes.back()));
-    }
-    for (int o : m.outputs) {
-      out_bytes.push_back(prod(m.graph[o].shape) * SInt(itemsize(m.graph[o].dtype)));
-      outs.push_back(place(out_bytes.back()));
-    }
+    for (const SInt& b : in_bytes) in.push_back(place(b));
+    for (const SInt& b : out_bytes) outs.push_back(place(b));
     for (const SInt& t : mp.temp_bytes) temps.push_back(place(t));
     arena = std::max(arena, used);
 

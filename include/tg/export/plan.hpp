@@ -69,6 +69,36 @@ inline Target export_glsl_target() {
   return t;
 }
 
+/// The bytes of each input and each output of method m, expressions of its dims.
+inline std::vector<SInt> export_input_bytes(const ExportedMethod& m) {
+  std::vector<SInt> out;
+  for (std::size_t i = 0; i < m.inputs.size(); ++i)
+    out.push_back(prod(m.input_shapes[i]) * SInt(itemsize(m.inputs[i].dtype)));
+  return out;
+}
+inline std::vector<SInt> export_output_bytes(const ExportedMethod& m) {
+  std::vector<SInt> out;
+  for (int o : m.outputs) out.push_back(prod(m.graph[o].shape) * SInt(itemsize(m.graph[o].dtype)));
+  return out;
+}
+
+/// The largest buffer a call binds (weights, inputs, outputs, temporaries; the dims at their upper
+/// bounds), at least 4 bytes: what a GPU host checks against its device's limits.
+inline std::int64_t export_largest_buffer(const ExportedProgram& prog, const ExportPlan& plan) {
+  std::int64_t largest = 4;
+  for (int k : plan.weights) {
+    const Tensor& t = prog.weights[std::size_t(k)].tensor;
+    largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
+  }
+  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
+    std::vector<SInt> all = export_input_bytes(prog.methods[mi]);
+    for (const SInt& b : export_output_bytes(prog.methods[mi])) all.push_back(b);
+    for (const SInt& b : plan.methods[mi].temp_bytes) all.push_back(b);
+    for (const SInt& b : all) largest = std::max(largest, b.max_value());
+  }
+  return largest;
+}
+
 /// Compiles every method of `prog` for `target`.
 inline ExportPlan plan_export(const ExportedProgram& prog, const Target& target) {
   ExportPlan plan;

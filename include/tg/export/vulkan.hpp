@@ -448,7 +448,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
   // what the kernels need of the device
   GlslNeeds needs;
   std::size_t most_buffers = 1, most_vars = 0;
-  std::int64_t largest = 4;
+  const std::int64_t largest = export_largest_buffer(prog, plan);
   std::string src = "#define TG_KERNELS " + std::to_string(plan.kernels.size()) +
                     "\n#define TG_METHODS " + std::to_string(prog.methods.size()) + "\n";
   std::string tables = "static const TgKernelInfo tg_kernels[TG_KERNELS + 1] = {\n";
@@ -478,31 +478,16 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
               std::string(p.name.view()) + " */\n";
   }
   tables += "  {nullptr, 0, 0, 0, 1, 1, 0, 1}, /* (none: an array has an element) */\n};\n";
-  for (int k : plan.weights) {
-    const Tensor& t = prog.weights[std::size_t(k)].tensor;
-    largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
-  }
 
   std::string methods, method_table = "static const TgMethodInfo tg_methods[TG_METHODS] = {\n";
   for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
     const ExportedMethod& m = prog.methods[mi];
     const ExportMethodPlan& mp = plan.methods[mi];
     const std::string id = std::to_string(mi);
-    std::vector<SInt> in_bytes, out_bytes;
+    const std::vector<SInt> in_bytes = export_input_bytes(m), out_bytes = export_output_bytes(m);
     std::string bytes = "static const long long tg_bytes" + id + "[] = {";
-    auto add = [&](const SInt& b) {
-      bytes += std::to_string(b.max_value()) + ", ";
-      largest = std::max(largest, b.max_value());
-    };
-    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
-      in_bytes.push_back(prod(m.input_shapes[i]) * SInt(itemsize(m.inputs[i].dtype)));
-      add(in_bytes.back());
-    }
-    for (int o2 : m.outputs) {
-      out_bytes.push_back(prod(m.graph[o2].shape) * SInt(itemsize(m.graph[o2].dtype)));
-      add(out_bytes.back());
-    }
-    for (const SInt& t : mp.temp_bytes) add(t);
+    for (const std::vector<SInt>* list : {&in_bytes, &out_bytes, &mp.temp_bytes})
+      for (const SInt& b : *list) bytes += std::to_string(b.max_value()) + ", ";
     tables += bytes + "0};\nstatic const TgLaunchInfo tg_launches" + id + "[] = {\n";
 
     const detail::CMethodApi api = detail::c_method_api(m, P);

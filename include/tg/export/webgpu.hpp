@@ -29,24 +29,9 @@ inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPla
     json_size(out, s);
     return out;
   };
-  // the largest buffer any call binds (the dims at their upper bounds), and the most buffers a
-  // kernel binds
-  std::int64_t largest = 4;
+  // the largest buffer any call binds, and the most buffers a kernel binds
+  const std::int64_t largest = export_largest_buffer(prog, plan);
   std::size_t most = 1;
-  for (int k : plan.weights) {
-    const Tensor& t = prog.weights[std::size_t(k)].tensor;
-    largest = std::max(largest, t.numel() * std::int64_t(itemsize(t.dtype())));
-  }
-  for (std::size_t mi = 0; mi < prog.methods.size(); ++mi) {
-    const ExportedMethod& m = prog.methods[mi];
-    for (std::size_t i = 0; i < m.inputs.size(); ++i)
-      largest = std::max(largest, prod(m.input_shapes[i]).max_value() *
-                                      std::int64_t(itemsize(m.inputs[i].dtype)));
-    for (int o : m.outputs)
-      largest = std::max(largest, prod(m.graph[o].shape).max_value() *
-                                      std::int64_t(itemsize(m.graph[o].dtype)));
-    for (const SInt& t : plan.methods[mi].temp_bytes) largest = std::max(largest, t.max_value());
-  }
   for (const KernelCode& k : plan.kernels) most = std::max(most, k.program.params.size());
 
   std::string js =
