@@ -5,6 +5,10 @@
 // kernels) and with it fixed; the time an export of the demo's CNN takes (its kernels are
 // rendered, not compiled); and, timed by node, the MLP's wasm and webgpu ES modules: load time
 // and the time of a call at batch 1 and 128 (js_module/*).
+// The training step too (issue #27): the MLP's Adam step at batch 64 (uint8 pixels, int32 labels,
+// as example_export_fashion_mnist exports it) exported to C against tg's own jitted step on the
+// CPU device (both on one thread) and on WEBGPU (Dawn, where it opens), and the step of the wasm
+// and webgpu modules timed by node (js_module/*_step).
 #include <dlfcn.h>
 
 #include <chrono>
@@ -14,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <tg/export.hpp>
+#include <tg/webgpu.hpp>
 
 #include "../examples/fashion_mnist_models.hpp"
 #include "ratios.hpp"
@@ -110,6 +115,133 @@ void tg_mlp_symbolic(benchmark::State& st) {
 }
 BENCHMARK(tg_mlp_symbolic)->Arg(1)->Arg(128)->Unit(benchmark::kMicrosecond);
 
+/// The training step's model and spec: the demo's MLP (784-256-128-10) from a fixed seed on
+/// `device`, Adam, batch 64.
+struct StepModel {
+  static constexpr std::int64_t batch = 64;
+  struct Net : tg::nn::Module {
+    tg::nn::Linear fc1, fc2, fc3;
+    explicit Net(const std::string& device)
+        : fc1(784, 256, true, {tg::float32, device}), fc2(256, 128, true, {tg::float32, device}),
+          fc3(128, 10, true, {tg::float32, device}) {
+      register_module("fc1", fc1);
+      register_module("fc2", fc2);
+      register_module("fc3", fc3);
+    }
+    Tensor forward(const Tensor& x) override { return fc3(fc2(fc1(x).relu()).relu()); }
+  } net;
+  tg::optim::Adam opt;
+  explicit StepModel(const std::string& device)
+      : net((tg::manual_seed(1), Net(device))), opt(net.parameters(), {.lr = 2e-3}) {}
+  Tensor step(const Tensor& pixels, const Tensor& labels) {
+    opt.zero_grad();
+    Tensor x = (pixels.cast(tg::float32) / 255.0f - 0.2860f) / 0.3530f;
+    Tensor loss = tg::nn::F::cross_entropy(net(x), labels);
+    loss.realize();
+    loss.backward();
+    opt.step();
+    return loss;
+  }
+  tg::ExportSpec spec() {
+    tg::ExportSpec s;
+    s.state(opt.state_dict(), "optim.");
+    s.method("step", {{"pixels", tg::uint8, {batch, 784}}, {"labels", tg::int32, {batch}}},
+             [this](const std::vector<Tensor>& in) { return step(in[0], in[1]); }, {"loss"});
+    return s;
+  }
+};
+/// One batch of inputs (the same in every benchmark).
+std::vector<std::uint8_t> step_pixels() {
+  std::vector<std::uint8_t> px(StepModel::batch * 784);
+  for (std::size_t i = 0; i < px.size(); ++i) px[i] = std::uint8_t(i * 7 % 251);
+  return px;
+}
+std::vector<std::int32_t> step_labels() {
+  std::vector<std::int32_t> y(StepModel::batch);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 10);
+  return y;
+}
+/// tg's first loss from the fixed seed, on the CPU.
+float first_loss() {
+  static const float l = [] {
+    StepModel m("CPU");
+    return m
+        .step(Tensor::from_data(step_pixels(), {StepModel::batch, 784}, tg::uint8),
+              Tensor::from_data(step_labels(), {StepModel::batch}, tg::int32))
+        .item<float>();
+  }();
+  return l;
+}
+
+/// The exported step, built as a shared object and opened.
+struct ExportedStep {
+  void* model = nullptr;
+  int (*step)(void*, const std::uint8_t*, const std::int32_t*, float*) = nullptr;
+  std::string error;
+  float first = 0; // the loss of its first step
+  ExportedStep() {
+    const fs::path dir = fs::temp_directory_path() / "tg-bench-export-step";
+    fs::remove_all(dir);
+    StepModel m("CPU");
+    tg::export_model(m.net, m.spec(), "c", dir.string(), {.prefix = "train"});
+    const char* cc = std::getenv("TG_CC");
+    const char* flags = std::getenv("TG_BENCH_CFLAGS");
+    const std::string cmd = std::string(cc && *cc ? cc : "cc") + " -O2 -march=native " +
+                            (flags ? flags : "") + " -shared -fPIC -o " +
+                            (dir / "train.so").string() + " " + (dir / "train.c").string() + " -lm";
+    if (std::system(cmd.c_str()) != 0) {
+      error = "could not build the exported C: " + cmd;
+      return;
+    }
+    void* so = dlopen((dir / "train.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!so) {
+      error = dlerror();
+      return;
+    }
+    auto create =
+        reinterpret_cast<void* (*)(const char*, char*, std::size_t)>(dlsym(so, "train_create"));
+    step = reinterpret_cast<decltype(step)>(dlsym(so, "train_step"));
+    char why[256] = "";
+    model = create((dir / "train.safetensors").c_str(), why, sizeof why);
+    if (!model) error = why;
+    if (model) step(model, step_pixels().data(), step_labels().data(), &first);
+  }
+};
+
+void exported_step(benchmark::State& st) {
+  static ExportedStep e;
+  if (!e.model) return st.SkipWithError(e.error.c_str());
+  if (!tg_bench::matches(st, {e.first}, {first_loss()}, "exported step's first loss")) return;
+  const std::vector<std::uint8_t> px = step_pixels();
+  const std::vector<std::int32_t> y = step_labels();
+  float loss = 0;
+  for (auto _ : st) {
+    e.step(e.model, px.data(), y.data(), &loss);
+    benchmark::DoNotOptimize(loss);
+  }
+}
+BENCHMARK(exported_step)->Unit(benchmark::kMicrosecond);
+
+/// tg's own step, compiled with tg::jit, on `device`.
+void tg_step(benchmark::State& st, const std::string& device) {
+  try {
+    StepModel m(device);
+    Tensor px = Tensor::from_data(step_pixels(), {StepModel::batch, 784}, tg::uint8).to(device);
+    Tensor y = Tensor::from_data(step_labels(), {StepModel::batch}, tg::int32).to(device);
+    auto step = tg::jit([&](Tensor a, Tensor b) { return m.step(a, b); });
+    if (!tg_bench::matches(st, {step(px, y).item<float>()}, {first_loss()}, "tg step")) return;
+    for (int k = 0; k < 2; ++k) step(px, y); // captured, replayed
+    for (auto _ : st) {
+      float l = step(px, y).item<float>();
+      benchmark::DoNotOptimize(l);
+    }
+  } catch (const tg::error& e) {
+    st.SkipWithError((device + ": " + e.what()).c_str());
+  }
+}
+BENCHMARK_CAPTURE(tg_step, cpu, std::string("CPU"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(tg_step, webgpu, std::string("WEBGPU"))->Unit(benchmark::kMicrosecond);
+
 void export_cnn(benchmark::State& st) {
   fashion_mnist::CNN cnn;
   cnn.eval();
@@ -150,6 +282,15 @@ for (const target of ["wasm", "webgpu"]) {
     out[`${target}_${batch}`] = (performance.now() - t) / n;
   }
   model.destroy();
+  const step = await import(`${dir}/${target}/train.js`);
+  const trainer = target === "webgpu" ? await step.create(device) : await step.create();
+  const pixels = new Uint8Array(64 * 784).map((_, i) => (i * 7) % 251);
+  const labels = new Int32Array(64).map((_, i) => i % 10);
+  out[`${target}_first_loss`] = (await trainer.step({ pixels, labels })).loss[0];
+  t = performance.now();
+  for (let k = 0; k < 10; ++k) await trainer.step({ pixels, labels });
+  out[`${target}_step`] = (performance.now() - t) / 10;
+  trainer.destroy();
 }
 console.log(JSON.stringify(out));
 device.destroy();
@@ -168,8 +309,11 @@ const std::map<std::string, double>& node_timings(std::string& why) {
         .method("forward", {{"x", tg::float32, {"batch", 784}}},
                 [](const std::vector<Tensor>& in) { return mlp().net(in[0]); });
     try {
-      for (const char* target : {"wasm", "webgpu"})
+      StepModel m("CPU");
+      for (const char* target : {"wasm", "webgpu"}) {
         tg::export_model(mlp().net, spec, target, (dir / target).string(), {.prefix = "mlp"});
+        tg::export_model(m.net, m.spec(), target, (dir / target).string(), {.prefix = "train"});
+      }
     } catch (const tg::error& e) {
       reason = e.what();
       return out;
@@ -207,6 +351,12 @@ void js_module(benchmark::State& st, const std::string& key) {
   const auto& t = node_timings(why);
   auto it = t.find(key);
   if (it == t.end()) return st.SkipWithError((why.empty() ? "no timing " + key : why).c_str());
+  if (key.ends_with("_step")) { // the module's first step: tg's first loss
+    auto first = t.find(key.substr(0, key.size() - 4) + "first_loss");
+    if (first == t.end() ||
+        !tg_bench::matches(st, {float(first->second)}, {first_loss()}, key + " first loss"))
+      return;
+  }
   for (auto _ : st) st.SetIterationTime(it->second / 1e3);
 }
 BENCHMARK_CAPTURE(js_module, wasm_load, std::string("wasm_load"))
@@ -218,6 +368,10 @@ BENCHMARK_CAPTURE(js_module, wasm_call_1, std::string("wasm_1"))
     ->Iterations(1)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(js_module, wasm_call_128, std::string("wasm_128"))
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(js_module, wasm_step, std::string("wasm_step"))
     ->UseManualTime()
     ->Iterations(1)
     ->Unit(benchmark::kMicrosecond);
@@ -233,6 +387,10 @@ BENCHMARK_CAPTURE(js_module, webgpu_call_128, std::string("webgpu_128"))
     ->UseManualTime()
     ->Iterations(1)
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(js_module, webgpu_step, std::string("webgpu_step"))
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMicrosecond);
 
 } // namespace
 
@@ -244,5 +402,9 @@ int main(int argc, char** argv) {
                         {"exported_mlp/1", "tg_mlp/1"},
                         {"exported_mlp/128", "tg_mlp/128"},
                         {"js_module/wasm_call_1/iterations:1/manual_time", "exported_mlp/1"},
-                        {"js_module/wasm_call_128/iterations:1/manual_time", "exported_mlp/128"}});
+                        {"js_module/wasm_call_128/iterations:1/manual_time", "exported_mlp/128"},
+                        {"exported_step", "tg_step/cpu"},
+                        {"js_module/wasm_step/iterations:1/manual_time", "exported_step"},
+                        {"js_module/webgpu_step/iterations:1/manual_time", "tg_step/webgpu"},
+                        {"js_module/webgpu_step/iterations:1/manual_time", "tg_step/cpu"}});
 }

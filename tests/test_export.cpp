@@ -446,6 +446,18 @@ TEST_CASE("export wasm: the C in WebAssembly, run by its ES module in node, equa
   CHECK(call_node("forward", tg::randn({2, 32}), &why, "truncated.safetensors").empty());
   CHECK_MESSAGE(why.find("net: weight ") != std::string::npos, why);
   CHECK_MESSAGE(why.find("(a truncated or damaged file)") != std::string::npos, why);
+
+  // a product at a fixed batch: the CPU device's kernel packs panels on the stack (more than the
+  // 64 KiB wasm-ld gives a module by default)
+  tg::nn::Linear big(784, 256);
+  tg::ExportSpec fixed;
+  fixed.method("forward", {{"x", tg::float32, {64, 784}}},
+               [&](const std::vector<Tensor>& in) { return big(in[0]); });
+  const fs::path panels = scratch("panels-wasm");
+  tg::export_model(big, fixed, "wasm", panels.string(), {.prefix = "net"});
+  write_bytes(panels / "drv.mjs", node_driver, std::strlen(node_driver));
+  Tensor x = tg::randn({64, 784});
+  near(through(panels, x, "node drv.mjs forward x.bin y.bin", nullptr), big(x), 1e-5f);
 }
 
 /// A node program over the webgpu export in its folder: `node gpu.mjs MODULES BACKEND METHOD X Y
@@ -878,21 +890,289 @@ TEST_CASE("export: an Adam step, its moments and step counts declared as state")
               " -O2 -std=c11 -Wall drv.c net.c -lm -o drv") == 0);
   const Tensor xy = tg::cat({x.reshape({-1}), y.reshape({-1})}, 0);
   near(through(dir, xy, "./drv", nullptr), tg::cat(want, 0), 1e-6f);
-  try { // (WGSL, one of the json target's default dialects, has no float64 for Adam's step count)
-    tg::export_model(lin, s, "json", dir.string(), {.prefix = "net"});
-    FAIL("no error for float64 in the wgsl dialect");
-  } catch (const tg::export_error& e) {
-    CHECK_MESSAGE(std::string(e.what()).find("json: dialect wgsl: ") != std::string::npos,
-                  e.what());
-  }
-  tg::ExportOptions c_only{.prefix = "net"};
-  c_only.json_dialects = {"c"};
-  tg::export_model(lin, s, "json", dir.string(), c_only);
+  // the json target in every dialect (Adam's step counts are float32: WGSL holds them)
+  tg::export_model(lin, s, "json", dir.string(), {.prefix = "net"});
   tg::ExportedModel e = tg::load_exported((dir / "net.json").string(), "CPU");
   std::vector<Tensor> got;
   for (int k = 0; k < 3; ++k) got.push_back(e.run("step", {x, y})[0].reshape({1}));
   got.push_back(e.run("forward", {x})[0].reshape({-1}));
   near(tg::cat(got, 0).to_vector<float>(), tg::cat(want, 0), 1e-6f);
+  // a float64 model's Adam keeps float64 state, which WGSL cannot hold: named as the dialect's
+  Tensor w64 = tg::randn({3}).cast(tg::float64).contiguous().realize();
+  w64.requires_grad_();
+  tg::optim::Adam opt64({w64}, {.lr = 0.05});
+  tg::ExportSpec s64;
+  s64.state("w", w64).state(opt64.state_dict(), "optim.");
+  s64.method("step", {{"x", tg::float64, {3}}}, [&](const std::vector<Tensor>& in) {
+    opt64.zero_grad();
+    Tensor loss = ((w64 - in[0]) * (w64 - in[0])).sum();
+    loss.backward();
+    opt64.step();
+    return loss;
+  });
+  try {
+    tg::export_model(s64, "json", dir.string(), {.prefix = "wide"});
+    FAIL("no error for float64 in the wgsl dialect");
+  } catch (const tg::export_error& e) {
+    CHECK_MESSAGE(std::string(e.what()).find("json: dialect wgsl: ") != std::string::npos,
+                  e.what());
+  }
+}
+
+/// 20 steps over batches.bin (each batch: x, 4 x 6 float32, then y, 4 int32): the losses to
+/// losses.bin, the weights to trained.safetensors; wrong.safetensors and a 2-byte learning rate
+/// refused (printed "refused: ..."), the weights then to kept.safetensors; the initial weights
+/// reloaded, the learning rate set to 0 and read back, one step, the weights to
+/// frozen.safetensors. A failure prints the message and exits 2.
+const char* steps_driver = R"C(
+#include "net.h"
+#include <stdio.h>
+int main(void) {
+  char err[256];
+  float x[20][24], losses[20], lr = 0, back = 1;
+  int y[20][4], k;
+  net_model* m = net_create("net.safetensors", err, sizeof err);
+  FILE* f = fopen("batches.bin", "rb");
+  if (!m || !f) {
+    printf("create: %s\n", m ? "no batches.bin" : err);
+    return 2;
+  }
+  for (k = 0; k < 20; ++k)
+    if (fread(x[k], sizeof(float), 24, f) != 24 || fread(y[k], sizeof(int), 4, f) != 4) return 3;
+  fclose(f);
+  for (k = 0; k < 20; ++k)
+    if (net_step(m, x[k], y[k], &losses[k])) break;
+  if (k < 20 || net_save_weights(m, "trained.safetensors")) {
+    printf("%s\n", net_error(m));
+    return 2;
+  }
+  f = fopen("losses.bin", "wb");
+  fwrite(losses, sizeof(float), 20, f);
+  fclose(f);
+  if (net_load_weights(m, "wrong.safetensors") == 0) printf("wrong.safetensors loaded\n");
+  else printf("refused: %s\n", net_error(m));
+  if (net_set_weight(m, "optim.param_groups.0.lr", &lr, 2) == 0) printf("2 bytes set\n");
+  else printf("refused: %s\n", net_error(m));
+  if (net_save_weights(m, "kept.safetensors") || net_load_weights(m, "net.safetensors") ||
+      net_set_weight(m, "optim.param_groups.0.lr", &lr, sizeof lr) ||
+      net_get_weight(m, "optim.param_groups.0.lr", &back, sizeof back) ||
+      net_step(m, x[0], y[0], losses) || net_save_weights(m, "frozen.safetensors")) {
+    printf("%s\n", net_error(m));
+    return 2;
+  }
+  if (back != 0) printf("the learning rate reads back %g\n", back);
+  net_destroy(m);
+  return 0;
+}
+)C";
+
+/// The same in JavaScript: `node steps.mjs wasm`, or `node steps.mjs webgpu MODULES` (Dawn's GL
+/// backend from the npm package webgpu in MODULES).
+const char* steps_js = R"JS(
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import { create } from "./net.js";
+const [kind, modules] = process.argv.slice(2);
+let device;
+try {
+  let model;
+  if (kind === "webgpu") {
+    const { create: dawn, globals } = createRequire(import.meta.url)(modules + "/webgpu");
+    Object.assign(globalThis, globals);
+    globalThis.tgGpu = dawn(["backend=opengles"]); // kept reachable: dawn.node crashes otherwise
+    const adapter = await globalThis.tgGpu.requestAdapter({ featureLevel: "compatibility" });
+    const names = ["maxStorageBuffersPerShaderStage", "maxComputeInvocationsPerWorkgroup",
+                   "maxComputeWorkgroupSizeX", "maxStorageBufferBindingSize"];
+    device = await adapter.requestDevice({ requiredLimits: Object.fromEntries(names.map((n) => [n, adapter.limits[n]])) });
+    model = await create(device);
+  } else {
+    model = await create();
+  }
+  const all = new Uint8Array(fs.readFileSync("batches.bin")).buffer;
+  const batch = (k) => ({ x: new Float32Array(all, k * 112, 24), y: new Int32Array(all, k * 112 + 96, 4) });
+  const losses = [];
+  for (let k = 0; k < 20; ++k) losses.push(...(await model.step(batch(k))).loss);
+  fs.writeFileSync("losses.bin", new Uint8Array(new Float32Array(losses).buffer));
+  fs.writeFileSync("trained.safetensors", await model.saveWeights());
+  for (const wrong of [() => model.loadWeights("./wrong.safetensors"),
+                       () => model.setWeight("optim.param_groups.0.lr", new Float64Array(1))]) {
+    try {
+      await wrong();
+      console.log("a wrong call succeeded");
+    } catch (e) {
+      console.log(`refused: ${e.message}`);
+    }
+  }
+  fs.writeFileSync("kept.safetensors", await model.saveWeights());
+  await model.loadWeights("./net.safetensors");
+  await model.setWeight("optim.param_groups.0.lr", new Float32Array([0]));
+  const back = await model.getWeight("optim.param_groups.0.lr");
+  if (back[0] !== 0) console.log(`the learning rate reads back ${back[0]}`);
+  await model.step(batch(0));
+  fs.writeFileSync("frozen.safetensors", await model.saveWeights());
+  model.destroy();
+} catch (e) {
+  console.log(e.message);
+  process.exitCode = 2;
+}
+device?.destroy();
+delete globalThis.tgGpu;
+)JS";
+
+TEST_CASE("export: 20 steps of SGD and of Adam in c, wasm, webgpu and vulkan equal tg's; weights "
+          "saved, loaded and set by name") {
+  if (!have_compiler()) return;
+  tg::manual_seed(41);
+  std::vector<Tensor> xs, ys;
+  std::string batches;
+  for (int k = 0; k < 20; ++k) {
+    xs.push_back(tg::randn({4, 6}));
+    ys.push_back(tg::randint(0, 3, {4}, tg::int32));
+    const std::vector<float> x = xs.back().to_vector<float>();
+    const std::vector<std::int32_t> y = ys.back().to_vector<std::int32_t>();
+    batches.append(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
+    batches.append(reinterpret_cast<const char*>(y.data()), y.size() * sizeof(std::int32_t));
+  }
+  const char* env = std::getenv("TG_NODE_MODULES");
+  const std::string modules = env && *env ? env : "/usr/local/lib/tg-npm/node_modules";
+  // SGD with momentum, Adam, and SGD under a warm-up then cosine schedule that the step advances
+  for (const std::string optimizer : {"sgd", "adam", "scheduled"}) {
+    CAPTURE(optimizer);
+    struct Net {
+      tg::nn::Sequential net;
+      std::unique_ptr<tg::optim::Optimizer> opt;
+      std::shared_ptr<tg::optim::LRScheduler> schedule;
+      explicit Net(const std::string& o)
+          : net((tg::manual_seed(5),
+                 tg::nn::Sequential(tg::nn::Linear(6, 8), tg::nn::ReLU(), tg::nn::Linear(8, 3)))) {
+        if (o == "adam")
+          opt = std::make_unique<tg::optim::Adam>(net.parameters(),
+                                                  tg::optim::AdamOptions{.lr = 0.02});
+        else
+          opt = std::make_unique<tg::optim::SGD>(net.parameters(),
+                                                 tg::optim::SGDOptions{.lr = 0.2, .momentum = 0.9});
+        if (o == "scheduled")
+          schedule = std::make_shared<tg::optim::SequentialLR>(
+              *opt,
+              std::vector<std::shared_ptr<tg::optim::LRScheduler>>{
+                  std::make_shared<tg::optim::LinearLR>(*opt, 0.25, 1.0, 5),
+                  std::make_shared<tg::optim::CosineAnnealingLR>(*opt, 15, 0.01)},
+              std::vector<std::int64_t>{5});
+      }
+      Tensor step(const Tensor& x, const Tensor& y) {
+        opt->zero_grad();
+        Tensor loss = tg::nn::functional::cross_entropy(net(x), y);
+        loss.realize(); // (its value before the update, as the exported step's)
+        loss.backward();
+        opt->step();
+        if (schedule) schedule->step();
+        return loss;
+      }
+      tg::StateDict state() const {
+        tg::StateDict sd = net.state_dict();
+        for (const auto& [k, t] : opt->state_dict()) sd.insert("optim." + k, t);
+        if (schedule) sd.insert("sched.last_epoch", schedule->state_dict().at("last_epoch"));
+        return sd;
+      }
+    };
+    Net ref(optimizer);
+    std::vector<Tensor> losses;
+    for (int k = 0; k < 20; ++k)
+      losses.push_back(ref.step(xs[std::size_t(k)], ys[std::size_t(k)]).reshape({1}));
+    const Tensor want_losses = tg::cat(losses, 0);
+    const tg::StateDict want = ref.state();
+
+    Net t(optimizer);
+    tg::ExportSpec spec;
+    spec.dim("batch", 1, 16);
+    spec.state(t.opt->state_dict(), "optim.");
+    if (t.schedule) spec.state(t.schedule->state_dict(), "sched.");
+    spec.method("step", {{"x", tg::float32, {4, 6}}, {"y", tg::int32, {4}}},
+                [&](const std::vector<Tensor>& in) { return t.step(in[0], in[1]); }, {"loss"});
+    spec.method("forward", {{"x", tg::float32, {"batch", 6}}},
+                [&](const std::vector<Tensor>& in) { return t.net(in[0]); }, {"logits"});
+
+    const fs::path c = scratch("steps-c-" + optimizer);
+    tg::export_model(t.net, spec, "c", c.string(), {.prefix = "net"});
+    const tg::StateDict initial = tg::safetensors::load_file((c / "net.safetensors").string());
+
+    // what each artifact left in its folder, against tg's
+    auto check = [&](const fs::path& dir, const std::string& printed) {
+      CHECK_MESSAGE(printed.find("refused: ") != std::string::npos, printed);
+      CHECK_MESSAGE(printed.find("weight '0.weight' has size 5 in dimension 1 in the file; the "
+                                 "model reads 6") != std::string::npos,
+                    printed);
+      CHECK_MESSAGE(printed.find("weight 'optim.param_groups.0.lr' is ") != std::string::npos,
+                    printed);
+      CHECK_MESSAGE(printed.find("succeeded") == std::string::npos, printed);
+      CHECK_MESSAGE(printed.find("reads back") == std::string::npos, printed);
+      const std::string bytes = read_text(dir / "losses.bin");
+      std::vector<float> got(bytes.size() / sizeof(float));
+      std::memcpy(got.data(), bytes.data(), got.size() * sizeof(float));
+      near(got, want_losses, 1e-5f);
+      const tg::StateDict trained =
+          tg::safetensors::load_file((dir / "trained.safetensors").string());
+      CHECK(trained.size() >= want.size()); // (and constants the kernels read: tg.constant.N)
+      for (const auto& [k, w] : want) {
+        CAPTURE(k);
+        const Tensor* g = trained.find(k);
+        REQUIRE(g);
+        CHECK(g->dtype() == w.dtype());
+        near(g->to_vector<float>(), w.reshape({-1}), 1e-5f);
+      }
+      CHECK(read_text(dir / "kept.safetensors") == read_text(dir / "trained.safetensors"));
+      const tg::StateDict frozen =
+          tg::safetensors::load_file((dir / "frozen.safetensors").string());
+      for (const auto& [k, w] : t.net.state_dict()) { // learning rate 0: the parameters stay
+        CAPTURE(k);
+        CHECK(frozen.at(k).to_vector<float>() == initial.at(k).to_vector<float>());
+      }
+    };
+    auto prepare = [&](const fs::path& dir) {
+      write_bytes(dir / "batches.bin", batches.data(), batches.size());
+      tg::StateDict wrong = initial;
+      wrong.insert("0.weight", tg::zeros({8, 5}));
+      tg::safetensors::save_file(wrong, (dir / "wrong.safetensors").string());
+    };
+
+    prepare(c);
+    write_bytes(c / "drv.c", steps_driver, std::strlen(steps_driver));
+    std::string printed;
+    REQUIRE(run("cd " + c.string() + " && " + compiler() + " -O2 -std=c11 -Wall -c net.c && " +
+                    compiler() + " -O2 -std=c11 -Wall drv.c net.o -lm -o drv && ./drv",
+                &printed) == 0);
+    check(c, printed);
+
+    if (have_node()) {
+      const fs::path w = scratch("steps-wasm-" + optimizer);
+      tg::export_model(t.net, spec, "wasm", w.string(), {.prefix = "net"});
+      prepare(w);
+      write_bytes(w / "steps.mjs", steps_js, std::strlen(steps_js));
+      REQUIRE(run("cd " + w.string() + " && node steps.mjs wasm", &printed) == 0);
+      check(w, printed);
+      if (fs::exists(modules + "/webgpu")) {
+        const fs::path g = scratch("steps-webgpu-" + optimizer);
+        tg::export_model(t.net, spec, "webgpu", g.string(), {.prefix = "net"});
+        prepare(g);
+        write_bytes(g / "steps.mjs", steps_js, std::strlen(steps_js));
+        REQUIRE(run("cd " + g.string() + " && EGL_PLATFORM=surfaceless node steps.mjs webgpu " +
+                        modules,
+                    &printed) == 0);
+        check(g, printed);
+      } else {
+        skipped("no npm package webgpu in " + modules + " (tools/install-deps.sh)");
+      }
+    }
+    if (optimizer == "adam" && tg::vulkan::detail::GlslCompiler::get().error.empty() &&
+        has_device("VULKAN")) {
+      const fs::path v = scratch("steps-vulkan");
+      tg::export_model(t.net, spec, "vulkan", v.string(), {.prefix = "net"});
+      prepare(v);
+      REQUIRE(build_vulkan_driver(v, steps_driver, "net"));
+      REQUIRE(run("cd " + v.string() + " && ./drv", &printed) == 0);
+      check(v, printed);
+    }
+  }
 }
 
 TEST_CASE("export: two exports of one model are byte-identical") {
@@ -1010,6 +1290,8 @@ TEST_CASE("export: mistakes are export errors naming the method, the input and t
               [](const std::vector<Tensor>& in) { return in[0] * in[0].sum().item<float>(); });
   fails([&] { tg::export_model(host, "c", dir.string()); },
         "method 'f' computes a value from its inputs before it returns");
+  fails([&] { tg::export_model(host, "c", dir.string()); }, "The read: (at "); // item()'s line
+  fails([&] { tg::export_model(host, "c", dir.string()); }, "test_export.cpp:");
   tg::ExportSpec read_input;
   read_input.method("f", {{"x", tg::float32, {4}}}, [](const std::vector<Tensor>& in) {
     return in[0] * in[0].to_vector<float>()[0];

@@ -236,11 +236,20 @@ TEST_CASE("parameter groups have their own learning rate and weight decay; param
 TEST_CASE("learning-rate schedulers follow PyTorch's formulas") {
   auto ps = make_params();
   optim::SGD opt({{{ps[0]}, 0.1}, {{ps[1]}, 0.4}}, {.lr = 0.1});
+  // each rate also as the tensor ops an exported step computes (float32), and the epoch counter
+  auto same_in_tensors = [&](optim::LRScheduler& s) {
+    Tensor e = Tensor::from_data(std::vector<float>{float(s.last_epoch())}, tg::Shape{});
+    CHECK(s.lr_expr(e, opt.initial_lr(0)).item<double>() ==
+          doctest::Approx(opt.lr(0)).epsilon(1e-6));
+    CHECK(s.state_dict().at("last_epoch").item<double>() == double(s.last_epoch()));
+  };
   auto lrs = [&](optim::LRScheduler& s, int n) {
     std::vector<double> r{opt.lr(0)};
+    same_in_tensors(s);
     for (int i = 1; i < n; ++i) {
       s.step();
       r.push_back(opt.lr(0));
+      same_in_tensors(s);
     }
     return r;
   };
@@ -271,7 +280,14 @@ TEST_CASE("learning-rate schedulers follow PyTorch's formulas") {
   }
   {
     optim::LambdaLR s(opt, [](std::int64_t e) { return 1.0 / double(e + 1); });
-    near(lrs(s, 3), {0.1, 0.05, 0.1 / 3});
+    std::vector<double> r{opt.lr(0)};
+    for (int i = 1; i < 3; ++i) {
+      s.step();
+      r.push_back(opt.lr(0));
+    }
+    near(r, {0.1, 0.05, 0.1 / 3});
+    CHECK_THROWS_AS(s.lr_expr(Tensor::from_data(std::vector<float>{1}, tg::Shape{}), 0.1),
+                    tg::export_error); // a C++ function: no tensor form to export
   }
   {
     auto warm = std::make_shared<optim::LinearLR>(opt, 0.5, 1.0, 2);
@@ -279,6 +295,11 @@ TEST_CASE("learning-rate schedulers follow PyTorch's formulas") {
     optim::SequentialLR s(opt, {warm, cos}, {2});
     near(lrs(s, 5), {0.05, 0.075, 0.1, 0.05, 0.0});
     CHECK(s.get_last_lr()[1] == doctest::Approx(0.0));
+    // the epoch counter restored: the rates of that epoch
+    optim::SequentialLR again(opt, {warm, cos}, {2});
+    again.load_state_dict(s.state_dict());
+    CHECK(again.last_epoch() == 4);
+    CHECK(opt.lr(0) == doctest::Approx(0.0));
   }
 }
 

@@ -60,9 +60,10 @@ class DevTools:
                 return reply["result"]
 
 
-def run(browser, url, shot, timeout):
+def run(browser, url, shot, timeout, after=None):
     """Runs Chromium on url until the page logs "tg-web done" or "tg-web error", then takes a
-    screenshot of the whole page into `shot`; the page's tg-web lines."""
+    screenshot of the whole page into `shot` and calls after(tools, session) if given (the
+    DevTools connection and the page's session); the page's tg-web lines."""
     to_r, to_w = os.pipe()
     from_r, from_w = os.pipe()
 
@@ -99,6 +100,8 @@ def run(browser, url, shot, timeout):
                              {"format": "png", "captureBeyondViewport": True}, session)["data"]
             with open(shot, "wb") as f:
                 f.write(base64.b64decode(png))
+            if after:
+                after(tools, session)
         except (RuntimeError, StopIteration, OSError) as e:
             print(f"no screenshot: {e}")
         finally:

@@ -148,6 +148,13 @@ public:
       fail("method", "'" + name + "' is not an identifier (letters, digits and _)", loc);
     for (const ExportMethod& m : methods_)
       if (m.name == name) fail("method", "'" + name + "' is declared twice", loc);
+    for (const char* own :
+         {"create", "create_from_memory", "create_on", "create_embedded", "destroy", "error",
+          "get_weight", "set_weight", "save_weights", "save_weights_to_memory", "load_weights",
+          "load_weights_from_memory", "run", "getWeight", "setWeight", "saveWeights", "loadWeights",
+          "constructor"})
+      if (name == own)
+        fail("method", "'" + name + "' names a function of the exported API itself", loc);
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const ExportInput& in = inputs[i];
       const std::string where = "method '" + name + "', input '" + in.name + "'";
@@ -1128,14 +1135,145 @@ inline std::string c_header(const ExportedProgram& prog, const std::string& P,
        "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size);\n";
   h += creates;
   h += "void " + P + "_destroy(" + P + "_model* m);\n";
-  h += "/* Why the last method call returned 1. */\nconst char* " + P + "_error(const " + P +
-       "_model* m);\n\n";
+  h += "/* Why the last call that returned 1 (or NULL) failed. */\nconst char* " + P +
+       "_error(const " + P + "_model* m);\n\n";
+  const std::string M = P + "_model* m";
+  h += "/* A weight (or state) by name: copies its bytes out of or into the model; `bytes` must "
+       "be its\n   size. Returns 0, or 1 with the reason in " +
+       P +
+       "_error(m). Setting a training step's learning rate\n   (\"optim.param_groups.0.lr\" "
+       "where the export declared spec.state(opt.state_dict(), \"optim.\"))\n   takes effect "
+       "at the next call. */\n";
+  h += "int " + P + "_get_weight(" + M + ", const char* name, void* data, size_t bytes);\n";
+  h += "int " + P + "_set_weight(" + M + ", const char* name, const void* data, size_t bytes);\n";
+  h += "/* Every weight and state as a .safetensors file (what _create reads; "
+       "tg::safetensors::load_file\n   too), or in memory: malloc'd bytes (free them), their "
+       "count in *size; NULL on failure. */\n";
+  h += "int " + P + "_save_weights(" + M + ", const char* path);\n";
+  h += "void* " + P + "_save_weights_to_memory(" + M + ", size_t* size);\n";
+  h += "/* Replaces the weights with a .safetensors file's, checked as _create checks them (each "
+       "name,\n   dtype and shape); a file that does not match leaves the model as it was. */\n";
+  h += "int " + P + "_load_weights(" + M + ", const char* path);\n";
+  h += "int " + P + "_load_weights_from_memory(" + M + ", const void* bytes, size_t size);\n\n";
   for (const ExportedMethod& m : prog.methods) {
     const CMethodApi a = c_method_api(m, P);
     h += a.doc + a.signature + ";\n";
   }
   h += "\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
   return h;
+}
+
+/// The weights by name and as a .safetensors file, for every target with the C API: written over
+/// the target's tg_weight_read(m, k, to) and tg_weight_write(m, k, from) (weight k's bytes out of
+/// and into the model; 0, or 1 with the reason in m->error), tg_weights and tg_load_weights.
+inline std::string c_weights_api(const std::string& P) {
+  std::string c = R"C(
+/* ---- the weights by name, and as a .safetensors file ---- */
+/* The index of weight `name` if `bytes` is its size and `data` is not null; else -1 with the
+   reason in m->error. */
+static int tg_weight_find(P_model* m, const char* name, const void* data, size_t bytes) {
+  int k;
+  for (k = 0; name && k < TG_WEIGHTS; ++k)
+    if (strcmp(tg_weights[k].name, name) == 0) {
+      if (!data) {
+        snprintf(m->error, sizeof m->error, "weight '%s': the data pointer is null", name);
+        return -1;
+      }
+      if ((unsigned long long)bytes != tg_weights[k].bytes) {
+        snprintf(m->error, sizeof m->error, "weight '%s' is %llu bytes (%s); got %llu", name,
+                 tg_weights[k].bytes, tg_weights[k].dtype, (unsigned long long)bytes);
+        return -1;
+      }
+      return k;
+    }
+  snprintf(m->error, sizeof m->error, "the model has no weight '%s'", name ? name : "(null)");
+  return -1;
+}
+int P_get_weight(P_model* m, const char* name, void* data, size_t bytes) {
+  int k = tg_weight_find(m, name, data, bytes);
+  return k < 0 || tg_weight_read(m, k, data);
+}
+int P_set_weight(P_model* m, const char* name, const void* data, size_t bytes) {
+  int k = tg_weight_find(m, name, data, bytes);
+  return k < 0 || tg_weight_write(m, k, data);
+}
+/* Weight k's entry in a safetensors header (written to out where n > 0); its length. */
+static size_t tg_entry(char* out, size_t n, int k, unsigned long long begin) {
+  char shape[8 * 24];
+  size_t at = 0;
+  int d;
+  shape[0] = 0;
+  for (d = 0; d < tg_weights[k].ndim; ++d)
+    at += (size_t)snprintf(shape + at, sizeof shape - at, d ? ",%lld" : "%lld",
+                           tg_weights[k].shape[d]);
+  return (size_t)snprintf(out, n, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%s],\"data_offsets\":[%llu,%llu]}",
+                          k ? "," : "", tg_weights[k].name, tg_weights[k].dtype, shape, begin,
+                          begin + tg_weights[k].bytes);
+}
+void* P_save_weights_to_memory(P_model* m, size_t* size) {
+  unsigned long long header = 2, data = 0, total;
+  size_t at = 8;
+  unsigned char* file;
+  int k;
+  for (k = 0; k < TG_WEIGHTS; data += tg_weights[k].bytes, ++k) header += tg_entry(0, 0, k, data);
+  header = (header + 7) / 8 * 8; /* (the data 8-byte aligned, as safetensors writers do) */
+  total = 8 + header + data;
+  file = (unsigned char*)(total == (size_t)total ? malloc((size_t)total + 1) : 0);
+  if (!file) {
+    snprintf(m->error, sizeof m->error, "out of memory for the weights (%llu bytes)", total);
+    return 0;
+  }
+  for (k = 0; k < 8; ++k) file[k] = (unsigned char)(header >> (8 * k));
+  file[at++] = '{';
+  for (k = 0, data = 0; k < TG_WEIGHTS; data += tg_weights[k].bytes, ++k)
+    at += tg_entry((char*)file + at, (size_t)total + 1 - at, k, data);
+  file[at++] = '}';
+  while (at < 8 + header) file[at++] = ' ';
+  for (k = 0; k < TG_WEIGHTS; at += (size_t)tg_weights[k].bytes, ++k)
+    if (tg_weights[k].bytes && tg_weight_read(m, k, file + at)) {
+      free(file);
+      return 0;
+    }
+  if (size) *size = at;
+  return file;
+}
+int P_save_weights(P_model* m, const char* path) {
+  size_t size = 0;
+  void* bytes = P_save_weights_to_memory(m, &size);
+  FILE* f;
+  int failed;
+  if (!bytes) return 1;
+  f = path ? fopen(path, "wb") : 0;
+  failed = !f || fwrite(bytes, 1, size, f) != size;
+  if (f && fclose(f) != 0) failed = 1;
+  free(bytes);
+  if (failed)
+    snprintf(m->error, sizeof m->error, "cannot write the weights to %s", path ? path : "(null)");
+  return failed;
+}
+int P_load_weights_from_memory(P_model* m, const void* bytes, size_t size) {
+  void* host[TG_WEIGHTS + 1] = {0};
+  int k, failed = !bytes;
+  if (failed) snprintf(m->error, sizeof m->error, "the weights' bytes are null");
+  if (!failed)
+    failed = tg_load_weights((const unsigned char*)bytes, size, tg_weights, TG_WEIGHTS, host,
+                             m->error, sizeof m->error);
+  for (k = 0; k < TG_WEIGHTS && !failed; ++k)
+    failed = tg_weights[k].bytes && tg_weight_write(m, k, host[k]);
+  for (k = 0; k < TG_WEIGHTS; ++k) free(host[k]);
+  return failed;
+}
+int P_load_weights(P_model* m, const char* path) {
+  size_t size = 0;
+  unsigned char* bytes = tg_read_file("weights file", path, &size, m->error, sizeof m->error);
+  int failed = !bytes || P_load_weights_from_memory(m, bytes, size);
+  free(bytes);
+  return failed;
+}
+)C";
+  for (std::size_t at = c.find("P_"); at != std::string::npos; at = c.find("P_", at + P.size()))
+    c.replace(at, 1, P);
+  return c;
 }
 
 /// tg_fail: the reason of a method's failure, in m->error.
@@ -1159,6 +1297,7 @@ struct ExportCOptions {
 /// The exported C: the header's text and the source's.
 struct ExportedC {
   std::string header, source;
+  std::vector<int> weights; // the program's weights the model holds, in the C's order
 };
 
 /// The `c` target: the program's methods over the CPU device's kernels. `weights`: the bytes of
@@ -1171,6 +1310,7 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   target.cpu_passes = !o.iso_c;
   const ExportPlan plan = plan_export(prog, target);
   ExportedC out;
+  out.weights = plan.weights;
 
   std::string kernels, methods;
   std::set<std::string> libm;
@@ -1263,11 +1403,12 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   c += "#include \"" + P +
        ".h\"\n#include <stdarg.h>\n#include <stdio.h>\n#include "
        "<stdlib.h>\n#include <string.h>\n";
-  c += "/* Float arithmetic as tg computes it (no contraction into fused multiply-adds) and\n"
-       "   integers that wrap: */\n"
+  c += "/* Float arithmetic as tg computes it (no contraction into fused multiply-adds),\n"
+       "   integers that wrap, and GCC's vectorizer as the CPU device asks for it (its -O2 cost\n"
+       "   model gives up on loops that need a run-time alias check): */\n"
        "#if defined(__clang__)\n#pragma clang fp contract(off)\n"
        "#elif defined(__GNUC__)\n#pragma GCC optimize(\"fp-contract=off\", \"wrapv\", "
-       "\"no-math-errno\")\n#endif\n\n";
+       "\"no-math-errno\", \"vect-cost-model=dynamic\")\n#endif\n\n";
   c += kernels;
   c += detail::c_loader;
   c += detail::c_read_file;
@@ -1298,6 +1439,14 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
        "_destroy(m);\n    return 0;\n  }\n"
        "  return m;\n}\n";
   c += detail::c_create_and_error(P);
+  c += "static int tg_weight_read(" + P +
+       "_model* m, int k, void* to) {\n"
+       "  memcpy(to, m->w[k], (size_t)tg_weights[k].bytes);\n  return 0;\n}\n"
+       "static int tg_weight_write(" +
+       P +
+       "_model* m, int k, const void* from) {\n"
+       "  memcpy(m->w[k], from, (size_t)tg_weights[k].bytes);\n  return 0;\n}\n";
+  c += detail::c_weights_api(P);
   if (o.embed_weights) {
     c += "static const unsigned char tg_embedded[" +
          std::to_string(std::max<std::size_t>(weights.size(), 1)) + "] = {";
@@ -1712,6 +1861,20 @@ inline ExportedCuda export_cuda(const ExportedProgram& prog, const ExportCOption
        "  m = bytes ? tg_create(device, module, bytes, size, error, error_size) : 0;\n"
        "  free(bytes);\n  free(module);\n  return m;\n}\n";
   c += detail::c_create_and_error(P);
+  c += "static int tg_weight_read(" + P +
+       "_model* m, int k, void* to) {\n"
+       "  return tg_cu_fail(tg_cu.cuCtxSetCurrent(m->context), \"cuCtxSetCurrent\", m->error, "
+       "sizeof m->error) ||\n"
+       "         tg_get(m, to, m->w[k], (size_t)tg_weights[k].bytes, \"reading a weight "
+       "(cuMemcpyDtoH)\");\n}\n"
+       "static int tg_weight_write(" +
+       P +
+       "_model* m, int k, const void* from) {\n"
+       "  return tg_cu_fail(tg_cu.cuCtxSetCurrent(m->context), \"cuCtxSetCurrent\", m->error, "
+       "sizeof m->error) ||\n"
+       "         tg_put(m, m->w[k], from, (size_t)tg_weights[k].bytes, \"writing a weight "
+       "(cuMemcpyHtoD)\");\n}\n";
+  c += detail::c_weights_api(P);
   c += methods;
   return out;
 }
@@ -3030,6 +3193,45 @@ void tg_begin(TG_MODEL* m) {
   m->cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit), m->d);
 }
 
+/// Copies weight k out of its device-local buffer (to) or into it (from), through a staging
+/// buffer: 0, or 1 with the reason in m->error.
+int tg_weight_copy(TG_MODEL* m, int k, void* to, const void* from) {
+  const vk::DeviceSize bytes = tg_weights[k].bytes;
+  if (bytes == 0) return 0;
+  std::vector<TgBuffer> staging;
+  try {
+    TgBuffer& s = tg_buffer(m, staging, (long long)bytes, true);
+    const vk::Buffer w = m->weights[std::size_t(k)].buffer;
+    if (from) std::memcpy(s.mapped, from, std::size_t(bytes));
+    tg_begin(m);
+    m->cmd.copyBuffer(from ? s.buffer : w, from ? w : s.buffer, vk::BufferCopy(0, 0, bytes), m->d);
+    const vk::MemoryBarrier after(vk::AccessFlagBits::eTransferWrite,
+                                  from ? vk::AccessFlagBits::eShaderRead
+                                       : vk::AccessFlagBits::eHostRead);
+    m->cmd.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer,
+                           from ? vk::PipelineStageFlagBits::eComputeShader
+                                : vk::PipelineStageFlagBits::eHost,
+                           {}, after, {}, {}, m->d);
+    tg_submit(m);
+    if (to) std::memcpy(to, s.mapped, std::size_t(bytes));
+  } catch (const std::exception& e) {
+    tg_free(m, staging);
+    std::snprintf(m->error, sizeof m->error, "%s weight '%s': %s", from ? "writing" : "reading",
+                  tg_weights[k].name, e.what());
+    try {
+      m->cmd.reset({}, m->d);
+    } catch (...) {
+    }
+    return 1;
+  }
+  tg_free(m, staging);
+  return 0;
+}
+int tg_weight_read(TG_MODEL* m, int k, void* to) { return tg_weight_copy(m, k, to, nullptr); }
+int tg_weight_write(TG_MODEL* m, int k, const void* from) {
+  return tg_weight_copy(m, k, nullptr, from);
+}
+
 /// A method's failure: the reason in m->error, and the command buffer ready for the next call.
 int tg_failed(TG_MODEL* m, const char* method, const std::exception& e) {
   std::snprintf(m->error, sizeof m->error, "%s: %s", method, e.what());
@@ -3251,6 +3453,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
        "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size) {\n"
        "  return tg_create(0, bytes, size, error, error_size);\n}\n";
   c += detail::c_create_and_error(P);
+  c += detail::c_weights_api(P);
   c += methods;
   return out;
 }
@@ -3337,7 +3540,24 @@ inline std::string js_api(const ExportedProgram& prog, const std::string& P) {
   }
   js += "// Dims are read from the inputs' lengths, or given by name ({batch: 7, ...}). float16 "
         "and bfloat16\n// travel as their bits in Uint16Array.\n";
-  return js + "const PREFIX = \"" + P + "\";\nconst METHODS = " + js_methods(prog) + ";\n";
+  return js + "const PREFIX = \"" + P +
+         "\";\n// Each method's dims [name, lo, hi], inputs and outputs [name, dtype, shape].\n"
+         "export const METHODS = " +
+         js_methods(prog) + ";\n";
+}
+
+/// WEIGHTS: the weights a module's model holds, [name, safetensors dtype, shape, bytes] each.
+inline std::string js_weights(const ExportedProgram& prog, const std::vector<int>& weights) {
+  std::string js = "const WEIGHTS = [\n";
+  for (int k : weights) {
+    const Tensor& t = prog.weights[std::size_t(k)].tensor;
+    js += "  [\"" + prog.weights[std::size_t(k)].name + "\", \"" +
+          safetensors::dtype_code(t.dtype()) + "\", [";
+    for (int d = 0; d < t.ndim(); ++d)
+      js += (d ? ", " : "") + std::to_string(t.shape()[std::size_t(d)]);
+    js += "], " + std::to_string(t.numel() * std::int64_t(itemsize(t.dtype()))) + "],\n";
+  }
+  return js + "];\n";
 }
 
 /// What every exported ES module shares: typed arrays per dtype, sizes of the dims, reading a
@@ -3361,6 +3581,29 @@ function size(e, dims) {
   return sum;
 }
 const count = (shape, dims) => shape.reduce((n, e) => n * size(e, dims), 1);
+
+// The typed array of each safetensors dtype.
+const CODES = {
+  BOOL: Uint8Array, U8: Uint8Array, I8: Int8Array, I16: Int16Array, U16: Uint16Array,
+  I32: Int32Array, U32: Uint32Array, I64: BigInt64Array, U64: BigUint64Array, F16: Uint16Array,
+  BF16: Uint16Array, F32: Float32Array, F64: Float64Array,
+};
+// The index in WEIGHTS of weight `name`.
+function weightAt(name, where) {
+  const k = WEIGHTS.findIndex((w) => w[0] === name);
+  if (k < 0) throw new Error(`${PREFIX}.${where}: the model has no weight '${name}' (it has ${WEIGHTS.map((w) => w[0]).join(", ")})`);
+  return k;
+}
+// The bytes of `array` as weight k's new value, checked: its typed array and length.
+function weightBytes(k, array) {
+  const [name, dtype, shape, bytes] = WEIGHTS[k];
+  const T = CODES[dtype];
+  if (!(array instanceof T))
+    throw new TypeError(`${PREFIX}.setWeight: weight '${name}' is ${dtype}: pass a ${T.name}, got ${array?.constructor?.name ?? typeof array}`);
+  if (array.byteLength !== bytes)
+    throw new RangeError(`${PREFIX}.setWeight: weight '${name}' has ${bytes / T.BYTES_PER_ELEMENT} elements ([${shape.join(", ")}]); got ${array.length}`);
+  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+}
 
 // The bytes of an ArrayBuffer, a typed array, a URL or a path (relative to this module).
 async function bytesOf(source, what) {
@@ -3424,7 +3667,8 @@ function bind(name, args) {
 )JS";
 
 /// The ES module of the wasm target.
-inline std::string wasm_module_js(const ExportedProgram& prog, const std::string& P) {
+inline std::string wasm_module_js(const ExportedProgram& prog, const std::string& P,
+                                  const std::vector<int>& weights) {
   std::string js =
       "// " + P +
       ".js: generated by tg::export_model (target wasm). The model's methods in WebAssembly\n"
@@ -3436,12 +3680,19 @@ inline std::string wasm_module_js(const ExportedProgram& prog, const std::string
       ".js\";\n"
       "//   const model = await create();     // or create({ wasm: bytes|url, weights: "
       "bytes|url })\n";
-  js += js_api(prog, P) + js_common;
+  js += js_api(prog, P) + js_weights(prog, weights) + js_common;
   js += R"JS(
 // The C string at address p.
 function cstring(x, p) {
   const bytes = new Uint8Array(x.memory.buffer, p);
   return new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(0)));
+}
+// `s` as a C string in memory from alloc.
+function text(x, alloc, s) {
+  const bytes = new TextEncoder().encode(s);
+  const p = alloc(bytes.length + 1);
+  new Uint8Array(x.memory.buffer, p, bytes.length + 1).set([...bytes, 0]);
+  return p;
 }
 
 class Model {
@@ -3456,18 +3707,68 @@ class Model {
     if (this.#handle) this.#x[`${PREFIX}_destroy`](this.#handle);
     this.#handle = 0;
   }
-  async run(name, args) {
-    const { m, dims } = bind(name, args);
+  // Calls f(x, handle, alloc) with memory from alloc freed after; a C function's failure (a
+  // nonzero result) is an Error with the reason the model gives.
+  #call(where, f) {
     const x = this.#x;
-    if (!this.#handle) throw new Error(`${PREFIX}.${name}: the model was destroyed`);
+    if (!this.#handle) throw new Error(`${PREFIX}.${where}: the model was destroyed`);
     const held = [];
     const alloc = (bytes) => {
       const p = x.tg_malloc(Math.max(bytes, 1));
-      if (!p) throw new RangeError(`${PREFIX}.${name}: out of WebAssembly memory (${bytes} bytes)`);
+      if (!p) throw new RangeError(`${PREFIX}.${where}: out of WebAssembly memory (${bytes} bytes)`);
       held.push(p);
       return p;
     };
     try {
+      return f(x, this.#handle, alloc, () => new Error(`${PREFIX}.${where}: ${cstring(x, x[`${PREFIX}_error`](this.#handle))}`));
+    } finally {
+      for (const p of held) x.tg_free(p);
+    }
+  }
+  // A weight (or state) by name, as a typed array of its dtype.
+  async getWeight(name) {
+    const k = weightAt(name, "getWeight");
+    const [, dtype, , bytes] = WEIGHTS[k];
+    return this.#call("getWeight", (x, h, alloc, failed) => {
+      const p = alloc(bytes);
+      if (x[`${PREFIX}_get_weight`](h, text(x, alloc, name), p, bytes)) throw failed();
+      return new CODES[dtype](x.memory.buffer.slice(p, p + bytes));
+    });
+  }
+  // Sets a weight (or state) by name from a typed array of its dtype and size: a training step's
+  // learning rate ("optim.param_groups.0.lr") takes effect at the next call.
+  async setWeight(name, array) {
+    const bytes = weightBytes(weightAt(name, "setWeight"), array);
+    this.#call("setWeight", (x, h, alloc, failed) => {
+      const p = alloc(bytes.length);
+      new Uint8Array(x.memory.buffer, p, bytes.length).set(bytes);
+      if (x[`${PREFIX}_set_weight`](h, text(x, alloc, name), p, bytes.length)) throw failed();
+    });
+  }
+  // Every weight and state as the bytes of a .safetensors file.
+  async saveWeights() {
+    return this.#call("saveWeights", (x, h, alloc, failed) => {
+      const size = alloc(4);
+      const p = x[`${PREFIX}_save_weights_to_memory`](h, size);
+      if (!p) throw failed();
+      const file = new Uint8Array(x.memory.buffer, p, new Uint32Array(x.memory.buffer, size, 1)[0]).slice();
+      x.tg_free(p);
+      return file;
+    });
+  }
+  // Replaces the weights with a .safetensors file's (bytes, a URL or a path), checked as create
+  // checks them; a file that does not match leaves the model as it was.
+  async loadWeights(source) {
+    const file = await bytesOf(source, "the weights");
+    this.#call("loadWeights", (x, h, alloc, failed) => {
+      const p = alloc(file.length);
+      new Uint8Array(x.memory.buffer, p, file.length).set(file);
+      if (x[`${PREFIX}_load_weights_from_memory`](h, p, file.length)) throw failed();
+    });
+  }
+  async run(name, args) {
+    const { m, dims } = bind(name, args);
+    return this.#call(name, (x, h, alloc, failed) => {
       const ins = m.inputs.map(([input]) => {
         const a = args[input];
         const p = alloc(a.byteLength);
@@ -3478,17 +3779,14 @@ class Model {
         const n = count(shape, dims);
         return [alloc(n * ARRAYS[dtype].BYTES_PER_ELEMENT), ARRAYS[dtype], n];
       });
-      const rc = x[`${PREFIX}_${name}`](this.#handle, ...m.dims.map(([d]) => BigInt(dims[d])), ...ins, ...outs.map((o) => o[0]));
-      if (rc) throw new Error(`${PREFIX}.${name}: ${cstring(x, x[`${PREFIX}_error`](this.#handle))}`);
+      if (x[`${PREFIX}_${name}`](h, ...m.dims.map(([d]) => BigInt(dims[d])), ...ins, ...outs.map((o) => o[0]))) throw failed();
       const result = {};
       m.outputs.forEach(([output], k) => {
         const [p, T, n] = outs[k];
         result[output] = new T(x.memory.buffer, p, n).slice();
       });
       return result;
-    } finally {
-      for (const p of held) x.tg_free(p);
-    }
+    });
   }
 )JS";
   for (const ExportedMethod& m : prog.methods)
@@ -3594,9 +3892,18 @@ inline ExportedWasm export_wasm(const ExportedProgram& prog, const ExportCOption
   detail::write_text(dir / (P + ".h"), c.header);
   detail::write_text(dir / (P + ".c"), c.source);
   detail::write_text(dir / "glue.c", detail::wasm_glue);
-  std::vector<std::string> argv = {cc, "--target=wasm32-wasi", "-O2", "-msimd128",
-                                   "-mexec-model=reactor"};
-  for (const char* f : {"create_from_memory", "destroy", "error"})
+  // The CPU device's kernels keep packed panels on the stack (64 KiB and more): a 1 MiB stack
+  // (wasm-ld's default is 64 KiB), placed first so that an overflow traps instead of writing
+  // over the heap.
+  std::vector<std::string> argv = {cc,
+                                   "--target=wasm32-wasi",
+                                   "-O2",
+                                   "-msimd128",
+                                   "-mexec-model=reactor",
+                                   "-Wl,--stack-first",
+                                   "-Wl,-z,stack-size=1048576"};
+  for (const char* f : {"create_from_memory", "destroy", "error", "get_weight", "set_weight",
+                        "save_weights_to_memory", "load_weights_from_memory"})
     argv.push_back("-Wl,--export=" + P + "_" + f);
   for (const ExportedMethod& m : prog.methods) argv.push_back("-Wl,--export=" + P + "_" + m.name);
   for (const std::string& f :
@@ -3606,7 +3913,8 @@ inline ExportedWasm export_wasm(const ExportedProgram& prog, const ExportCOption
   if (rc != 0)
     throw export_error("tg.export: wasm: " + cc + " failed (" + detail::process_status(rc) +
                        "):\n" + detail::read_file((dir / "build.log").string()));
-  return {detail::read_file((dir / (P + ".wasm")).string()), detail::wasm_module_js(prog, P)};
+  return {detail::read_file((dir / (P + ".wasm")).string()),
+          detail::wasm_module_js(prog, P, c.weights)};
 }
 
 } // namespace tg
@@ -3659,17 +3967,7 @@ inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPla
         ", maxComputeWorkgroupSizeX: " + std::to_string(plan.target.launch.max_local) +
         ", maxStorageBufferBindingSize: " + std::to_string((largest + 3) / 4 * 4) +
         ", maxBufferSize: " + std::to_string((largest + 3) / 4 * 4) + " };\n";
-  // the weights the kernels read: name, safetensors dtype, shape, bytes
-  js += "const WEIGHTS = [\n";
-  for (int k : plan.weights) {
-    const Tensor& t = prog.weights[std::size_t(k)].tensor;
-    js += "  [\"" + prog.weights[std::size_t(k)].name + "\", \"" +
-          safetensors::dtype_code(t.dtype()) + "\", [";
-    for (int d = 0; d < t.ndim(); ++d)
-      js += (d ? ", " : "") + std::to_string(t.shape()[std::size_t(d)]);
-    js += "], " + std::to_string(t.numel() * std::int64_t(itemsize(t.dtype()))) + "],\n";
-  }
-  js += "];\n";
+  js += js_weights(prog, plan.weights);
   // the kernels: entry point, dims, outer size, launch shape, source
   js += "const KERNELS = [\n";
   for (const KernelCode& k : plan.kernels) {
@@ -3759,6 +4057,39 @@ function readWeights(file) {
 
 const padded = (bytes) => Math.max(4, Math.ceil(bytes / 4) * 4);
 
+// Writes `bytes` into GPU buffer b (in 16 MiB writes, the tail padded to 4 bytes).
+function upload(device, b, bytes) {
+  const chunk = 1 << 24;
+  const whole = bytes.length - bytes.length % 4;
+  for (let at = 0; at < whole; at += chunk) device.queue.writeBuffer(b, at, bytes, at, Math.min(chunk, whole - at));
+  if (whole < bytes.length) {
+    const tail = new Uint8Array(4);
+    tail.set(bytes.subarray(whole));
+    device.queue.writeBuffer(b, whole, tail);
+  }
+}
+
+// A .safetensors file of the weights (WEIGHTS' names, dtypes and shapes; `parts`: their bytes).
+function safetensorsFile(parts) {
+  const header = {};
+  let data = 0;
+  for (const [name, dtype, shape, bytes] of WEIGHTS) {
+    header[name] = { dtype, shape, data_offsets: [data, data + bytes] };
+    data += bytes;
+  }
+  let text = new TextEncoder().encode(JSON.stringify(header));
+  const length = Math.ceil(text.length / 8) * 8; // (the data 8-byte aligned, as writers do)
+  const file = new Uint8Array(8 + length + data).fill(32, 8, 8 + length);
+  new DataView(file.buffer).setBigUint64(0, BigInt(length), true);
+  file.set(text, 8);
+  let at = 8 + length;
+  for (const p of parts) {
+    file.set(p, at);
+    at += p.length;
+  }
+  return file;
+}
+
 class Model {
   #device;
   #weights;
@@ -3773,9 +4104,56 @@ class Model {
     for (const b of this.#weights ?? []) b.destroy();
     this.#weights = null;
   }
+  #live(where) {
+    if (!this.#weights) throw new Error(`${PREFIX}.${where}: the model was destroyed`);
+  }
+  // The bytes of weights ks, read back from the GPU.
+  async #read(ks) {
+    const d = this.#device;
+    let total = 0;
+    const at = ks.map((k) => (total += padded(WEIGHTS[k][3])) - padded(WEIGHTS[k][3]));
+    const r = d.createBuffer({ size: Math.max(total, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    try {
+      const encoder = d.createCommandEncoder();
+      ks.forEach((k, i) => encoder.copyBufferToBuffer(this.#weights[k], 0, r, at[i], padded(WEIGHTS[k][3])));
+      d.queue.submit([encoder.finish()]);
+      await r.mapAsync(GPUMapMode.READ);
+      const all = new Uint8Array(r.getMappedRange().slice(0));
+      return ks.map((k, i) => all.subarray(at[i], at[i] + WEIGHTS[k][3]));
+    } finally {
+      r.destroy();
+    }
+  }
+  // A weight (or state) by name, as a typed array of its dtype.
+  async getWeight(name) {
+    const k = weightAt(name, "getWeight");
+    this.#live("getWeight");
+    const [bytes] = await this.#read([k]);
+    return new CODES[WEIGHTS[k][1]](bytes.slice().buffer);
+  }
+  // Sets a weight (or state) by name from a typed array of its dtype and size: a training step's
+  // learning rate ("optim.param_groups.0.lr") takes effect at the next call.
+  async setWeight(name, array) {
+    const k = weightAt(name, "setWeight");
+    const bytes = weightBytes(k, array);
+    this.#live("setWeight");
+    upload(this.#device, this.#weights[k], bytes);
+  }
+  // Every weight and state as the bytes of a .safetensors file.
+  async saveWeights() {
+    this.#live("saveWeights");
+    return safetensorsFile(await this.#read(WEIGHTS.map((w, k) => k)));
+  }
+  // Replaces the weights with a .safetensors file's (bytes, a URL or a path), checked as create
+  // checks them; a file that does not match leaves the model as it was.
+  async loadWeights(source) {
+    const parts = readWeights(await bytesOf(source, "the weights"));
+    this.#live("loadWeights");
+    parts.forEach((bytes, k) => upload(this.#device, this.#weights[k], bytes));
+  }
   async run(name, args) {
     const { m, dims } = bind(name, args);
-    if (!this.#weights) throw new Error(`${PREFIX}.${name}: the model was destroyed`);
+    this.#live(name);
     const plan = PLANS[name];
     const d = this.#device;
     const made = [];
@@ -3864,16 +4242,9 @@ export async function create(device, weights) {
   if (F16 && !device.features.has("shader-f16"))
     throw new Error(`${PREFIX}: the model keeps float16 in array<f16>, which needs the device feature shader-f16 (request it in requestDevice's requiredFeatures, or export without f16)`);
   const parts = readWeights(await bytesOf(weights ?? `./${PREFIX}.safetensors`, "the weights"));
-  const chunk = 1 << 24; // the weights go to the GPU in 16 MiB writes
   const buffers = parts.map((bytes) => {
-    const b = device.createBuffer({ size: padded(bytes.length), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
-    const whole = bytes.length - bytes.length % 4;
-    for (let at = 0; at < whole; at += chunk) device.queue.writeBuffer(b, at, bytes, at, Math.min(chunk, whole - at));
-    if (whole < bytes.length) {
-      const tail = new Uint8Array(4);
-      tail.set(bytes.subarray(whole));
-      device.queue.writeBuffer(b, whole, tail);
-    }
+    const b = device.createBuffer({ size: padded(bytes.length), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+    upload(device, b, bytes);
     return b;
   });
   device.pushErrorScope("validation");

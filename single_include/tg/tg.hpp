@@ -2685,8 +2685,13 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
       }
     if (len > longest) longest = len;
   }
+  // A work-group shares an item where there are too few items to fill a GPU one a thread and
+  // each reduction is long, also against their count: many shorter reductions (a [64, 256] x
+  // [256, 128] product: 8192 items of 256) run one a thread, as fast on GPUs and far faster on
+  // software adapters (SwiftShader, llvmpipe), whose work-group barriers are costly.
   std::int64_t items = p.outer.is_const() ? p.outer.constant() * m : std::int64_t(1) << 40;
-  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256));
+  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256 &&
+                                                longest * 4 >= items));
   int local = detail::floor_pow2(o.local < 1 ? 1 : o.local);
   if (local > o.max_local) local = detail::floor_pow2(o.max_local);
   if (grouped && longest < local)
@@ -9086,8 +9091,8 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
         for (int o : g.outputs) ops += (ops.empty() ? "" : ", ") + std::string(op_name(g[o].op));
         throw export_error("tg.export: method '" + e->method +
                            "' computes a value from its inputs before it returns (" + ops +
-                           "): an item(), to_vector(), realize() or a branch on a tensor's value "
-                           "inside the method. An exported method is one graph with no host read "
+                           "): an item(), to_vector() or a branch on a tensor's value inside the "
+                           "method. An exported method is one graph with no host read "
                            "in the middle: move that read out of the method.");
       }
   const int debug = env::debug();
@@ -9413,6 +9418,20 @@ inline void realize_nodes(const std::vector<LazyPtr>& targets) {
   adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
 }
 
+/// What Tensor::realize() and tg::realize do: realize_nodes, except that while tg::export_model
+/// traces a method, values of its inputs stay lazy. The exported call computes every value from
+/// the state as the call found it, which a realize before an update (a training step's loss) is
+/// there to fix; a value read on the host (item(), to_vector()) is still refused.
+inline void realize_requested(const std::vector<LazyPtr>& targets) {
+  const ExportTrace* e = active_export();
+  GraphBuild b = build_graph(targets);
+  if (b.order.empty()) return;
+  if (e)
+    for (const auto& buffer : b.inputs)
+      if (buffer && buffer->device.get() == e->placeholders) return;
+  adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
+}
+
 } // namespace detail
 
 } // namespace tg
@@ -9558,8 +9577,10 @@ public:
   Tensor detach() const;
 
   // ---- evaluation ------------------------------------------------------------------------
+  /// Computes the tensor now (while a method is exported, a value of its inputs stays lazy:
+  /// detail::realize_requested).
   Tensor& realize() {
-    detail::realize_nodes({n_});
+    detail::realize_requested({n_});
     return *this;
   }
   Tensor contiguous(Loc loc = Loc::current()) const;
@@ -10142,22 +10163,29 @@ Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions 
   }
 }
 
-template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc) const {
+template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc loc) const {
   Tensor t = *this;
-  t.realize();
-  // a view that is not the buffer's own layout is copied out by a kernel first
-  if (t.node().op != Op::Buffer) {
-    const LazyNode& v = t.node();
-    ShapeTracker st = ShapeTracker::contiguous(v.src[0]->shape).apply(v.moves);
-    if (!st.is_contiguous())
-      t = t.contiguous().realize();
-    else
-      t = Tensor(v.src[0]);
+  std::vector<unsigned char> host;
+  try {
+    detail::realize_nodes({t.lazy()});
+    // a view that is not the buffer's own layout is copied out by a kernel first
+    if (t.node().op != Op::Buffer) {
+      const LazyNode& v = t.node();
+      ShapeTracker st = ShapeTracker::contiguous(v.src[0]->shape).apply(v.moves);
+      if (!st.is_contiguous()) {
+        t = t.contiguous();
+        detail::realize_nodes({t.lazy()});
+      } else
+        t = Tensor(v.src[0]);
+    }
+    const Buffer& b = *t.node().buffer;
+    host.resize(b.nbytes());
+    b.device->copy_out(host.data(), b.ptr, host.size());
+  } catch (const export_error& e) { // a host read inside an exported method: where it is
+    throw export_error(std::string(e.what()) + " The read:" + detail::where(loc));
   }
   std::int64_t n = numel();
   const Buffer& b = *t.node().buffer;
-  std::vector<unsigned char> host(b.nbytes());
-  b.device->copy_out(host.data(), b.ptr, host.size());
   std::vector<E> out(static_cast<std::size_t>(n));
   visit_dtype(b.dtype, [&](auto x) {
     using D = decltype(x);
@@ -10191,7 +10219,8 @@ inline Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
     std::string why = e.what();
     detail::fail<device_error>("to", why.rfind("tg: ", 0) == 0 ? why.substr(4) : why, loc);
   }
-  Tensor src = contiguous().realize();
+  Tensor src = contiguous();
+  detail::realize_nodes({src.lazy()}); // (a host copy: refused while exporting, as to_vector)
   const Buffer& b = *src.node().buffer;
   auto buf = std::make_shared<Buffer>(dst, b.dtype, b.numel);
   std::vector<unsigned char> host(b.nbytes());
@@ -10240,11 +10269,11 @@ inline ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& d
   return schedule(ts, tg::device(name)->target());
 }
 
-/// Realizes several tensors with one schedule.
+/// Realizes several tensors with one schedule (as Tensor::realize).
 inline void realize(std::vector<Tensor> ts) {
   std::vector<LazyPtr> nodes;
   for (const Tensor& t : ts) nodes.push_back(t.lazy());
-  detail::realize_nodes(nodes);
+  detail::realize_requested(nodes);
 }
 
 } // namespace tg
@@ -18312,9 +18341,23 @@ inline Tensor cached_arange(std::int64_t n, const std::string& device, DType t) 
   return a;
 }
 /// One-hot of integer indices: idx [...] -> bool [..., n].
+/// The dtype integer indices are compared in: int32 unless they are 64-bit, so that devices
+/// without 64-bit types (WGSL's) run embeddings and classification losses.
+inline DType index_dtype(const Tensor& idx) {
+  return itemsize(idx.dtype()) == 8 ? DType::Int64 : DType::Int32;
+}
 inline Tensor one_hot_mask(const Tensor& idx, std::int64_t n) {
-  Tensor ar = cached_arange(n, idx.device(), DType::Int64);
-  return idx.cast(DType::Int64).unsqueeze(-1) == ar;
+  const DType t = n > std::numeric_limits<std::int32_t>::max() ? DType::Int64 : index_dtype(idx);
+  Tensor ar = cached_arange(n, idx.device(), t);
+  return idx.cast(t).unsqueeze(-1) == ar;
+}
+/// idx != value, compared in index_dtype (a value outside its range is never equal).
+inline Tensor index_ne(const Tensor& idx, std::int64_t value) {
+  const DType t = index_dtype(idx);
+  if (t == DType::Int32 && (value < std::numeric_limits<std::int32_t>::min() ||
+                            value > std::numeric_limits<std::int32_t>::max()))
+    return Tensor::full_on(idx.sym_shape(), 1, DType::Bool, idx.device());
+  return idx.cast(t) != Tensor::full_on({}, value, t, idx.device());
 }
 } // namespace detail
 
@@ -18336,7 +18379,7 @@ inline Tensor embedding(const Tensor& idx, const Tensor& weight,
   Tensor out = where(hot, weight, zero, loc).sum(-2, false, loc); // [..., D]
   if (padding_idx) {
     std::int64_t p = *padding_idx < 0 ? *padding_idx + V : *padding_idx;
-    Tensor keep = (idx.cast(DType::Int64) != p).unsqueeze(-1);
+    Tensor keep = detail::index_ne(idx, p).unsqueeze(-1);
     out = where(keep, out, out.detach(), loc);
   }
   return out;
@@ -19261,7 +19304,7 @@ inline std::pair<Tensor, Tensor> pick(const Tensor& logp_last, const Tensor& tar
   Tensor w = weight.defined()
                  ? where(hot, weight.cast(logp_last.dtype()), zero, loc).sum(-1, false, loc)
                  : hot.any(-1, false, loc).cast(logp_last.dtype());
-  Tensor valid = target.cast(DType::Int64) != ignore_index;
+  Tensor valid = detail::index_ne(target, ignore_index);
   w = where(valid, w, zero, loc);
   return {-picked * w, w};
 }
@@ -19321,7 +19364,7 @@ inline Tensor cross_entropy(const Tensor& input, const Tensor& target,
   Tensor loss = nll;
   if (label_smoothing > 0) {
     Tensor smooth = -(wc.defined() ? lp * wc : lp).sum(-1, false, loc);
-    Tensor valid = target.cast(DType::Int64) != ignore_index;
+    Tensor valid = detail::index_ne(target, ignore_index);
     smooth = where(valid, smooth, Tensor::full_on({}, 0, lp.dtype(), lp.device()), loc);
     loss = nll * (1.0 - label_smoothing) + smooth * (label_smoothing / double(C));
   }
@@ -19789,8 +19832,6 @@ protected:
         g.params.push_back(p);
       }
       std::string dev = g.params.empty() ? default_device() : g.params[0].device();
-      // float32 unless a parameter is float64: every update casts it to its parameter's dtype,
-      // and devices without 64-bit types (WEBGPU, an exported WebGPU step) can hold it
       bool wide = false;
       for (const Tensor& p : g.params) wide = wide || p.dtype() == DType::Float64;
       g.lr_t = detail::scalar_buffer(g.lr, wide ? DType::Float64 : DType::Float32, dev);
@@ -19828,6 +19869,12 @@ protected:
       throw error("tg.optim: group " + std::to_string(g) + " does not exist (" +
                   std::to_string(groups_.size()) + " groups)");
     return groups_[g];
+  }
+  /// The dtype of scalar state (a step count; the learning rate): float32 as in PyTorch, float64
+  /// beside float64 parameters. Every update casts it to its parameter's dtype, and devices
+  /// without 64-bit types (WEBGPU, an exported WebGPU step) can hold it.
+  static DType scalar_dtype(const Tensor& p) {
+    return p.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   }
   /// The group's learning rate as a 0-d tensor of the parameter's dtype.
   Tensor lr_of(std::size_t g, const Tensor& p) const { return groups_[g].lr_t.cast(p.dtype()); }
@@ -19871,7 +19918,7 @@ protected:
                         std::string(name) + ": invalid beta2 " + std::to_string(b2));
     detail::check_hyper(o.eps >= 0, std::string(name) + ": invalid eps " + std::to_string(o.eps));
     init_state([&](std::size_t i, const Tensor& p) {
-      state(i, "step", p, 0, DType::Float64, true);
+      state(i, "step", p, 0, scalar_dtype(p), true);
       state(i, "exp_avg", p);
       state(i, "exp_avg_sq", p);
       if (opt_.amsgrad) state(i, "max_exp_avg_sq", p);
@@ -19884,20 +19931,20 @@ protected:
     const double wd = groups_[g].weight_decay;
     const DType t = p0.dtype();
     Tensor grad = opt_.maximize ? -grad0 : grad0;
-    Tensor lr64 = groups_[g].lr_t;
+    Tensor lr = groups_[g].lr_t;
     Tensor p = p0;
-    if (decoupled_ && wd != 0) p = p * (1.0 - lr64 * wd).cast(t);
+    if (decoupled_ && wd != 0) p = p * (1.0 - lr * wd).cast(t);
     if (!decoupled_ && wd != 0) grad = grad + p * wd;
-    Tensor& step = state(i, "step", p0, 0, DType::Float64, true);
+    Tensor& step = state(i, "step", p0, 0, scalar_dtype(p0), true);
     Tensor& m = state(i, "exp_avg", p0);
     Tensor& v = state(i, "exp_avg_sq", p0);
     Tensor step1 = step + 1.0;
     Tensor m1 = m + (grad - m) * (1.0 - b1);
     Tensor v1 = v * b2 + grad * grad * (1.0 - b2);
-    // per-step scalars in float64, computed once (contiguous: not per element)
-    Tensor b1t = Tensor::full_on({}, b1, DType::Float64, p0.device());
-    Tensor b2t = Tensor::full_on({}, b2, DType::Float64, p0.device());
-    Tensor step_size = (lr64 / (1.0 - b1t.pow(step1))).cast(t).contiguous();
+    // per-step scalars in the step count's dtype, computed once (contiguous: not per element)
+    Tensor b1t = Tensor::full_on({}, b1, step.dtype(), p0.device());
+    Tensor b2t = Tensor::full_on({}, b2, step.dtype(), p0.device());
+    Tensor step_size = (lr / (1.0 - b1t.pow(step1))).cast(t).contiguous();
     // 1 / sqrt(1 - beta2^step): a multiply per element where PyTorch divides (the update is the
     // same but for the last bit; a vector division costs as much as the square root)
     Tensor inv_bc2_sqrt = (1.0 / (1.0 - b2t.pow(step1)).sqrt()).cast(t).contiguous();
@@ -20001,16 +20048,24 @@ inline void clip_grad_value_(const std::vector<Tensor>& params, double clip_valu
 // Learning-rate schedules (torch.optim.lr_scheduler), in closed form: each step() sets every
 // group's learning rate to f(epoch, initial lr) through Optimizer::set_lr, which writes the lr
 // tensor the update kernels read (so a step captured by tg::jit follows the schedule).
-// As in PyTorch, constructing a scheduler applies its epoch-0 rate.
+// As in PyTorch, constructing a scheduler applies its epoch-0 rate. Each also writes f in tensor
+// ops (lr_expr): a training step exported with tg::export_model that calls step() computes its
+// next rate itself.
 
 namespace tg::optim {
 
 class LRScheduler {
 public:
   virtual ~LRScheduler() = default;
-  /// Advances one epoch (or iteration) and sets the learning rates.
+  /// Advances one epoch (or iteration) and sets the learning rates. Inside a method that
+  /// tg::export_model traces, records that instead: the exported method advances its epoch
+  /// counter and sets each group's rate to lr_expr of it, with the method's other updates
+  /// (declare both as state: spec.state(opt.state_dict(), "optim.") and
+  /// spec.state(scheduler.state_dict(), "sched.")).
   void step() {
+    if (tg::detail::active_export()) return record_step();
     ++last_epoch_;
+    detail::write_scalar(epoch_, double(last_epoch_));
     apply();
   }
   std::int64_t last_epoch() const { return last_epoch_; }
@@ -20022,17 +20077,42 @@ public:
   }
   /// The rate at `epoch` for a group that started at `base`.
   virtual double lr_at(std::int64_t epoch, double base) const = 0;
+  /// The same in tensor ops of `epoch` (a float32 0-d tensor): what an exported step computes.
+  virtual Tensor lr_expr(const Tensor& epoch, double base) const = 0;
+  /// The epoch counter ("last_epoch", a float32 0-d tensor): the state of an exported step.
+  StateDict state_dict() const { return {{"last_epoch", epoch_}}; }
+  /// Restores what state_dict() returned, and sets the rates of that epoch.
+  void load_state_dict(const StateDict& sd) {
+    last_epoch_ = std::llround(sd.at("last_epoch").item<double>());
+    detail::write_scalar(epoch_, double(last_epoch_));
+    apply();
+  }
 
 protected:
-  explicit LRScheduler(Optimizer& opt) : opt_(&opt) {}
+  explicit LRScheduler(Optimizer& opt)
+      : opt_(&opt), epoch_(detail::scalar_buffer(0, DType::Float32, opt.lr_tensor(0).device())) {}
   /// Called at the end of each derived constructor (epoch 0).
   void start() { apply(); }
   void apply() {
     for (std::size_t g = 0; g < opt_->num_groups(); ++g)
       opt_->set_lr(g, lr_at(last_epoch_, opt_->initial_lr(g)));
   }
+  void record_step() {
+    Tensor next = epoch_ + 1.0;
+    std::vector<std::pair<Tensor, Tensor>> writes = {{epoch_, next}};
+    for (std::size_t g = 0; g < opt_->num_groups(); ++g) {
+      const Tensor& lr = opt_->lr_tensor(g);
+      writes.emplace_back(lr, lr_expr(next, opt_->initial_lr(g)).cast(lr.dtype()));
+    }
+    tg::assign(writes);
+  }
+  /// v as a 0-d tensor beside `epoch`.
+  static Tensor constant(const Tensor& epoch, double v) {
+    return Tensor::full_on({}, v, epoch.dtype(), epoch.device());
+  }
   Optimizer* opt_;
   std::int64_t last_epoch_ = 0;
+  Tensor epoch_;
 };
 
 /// base * gamma^(epoch / step_size).
@@ -20045,6 +20125,9 @@ public:
   }
   double lr_at(std::int64_t e, double base) const override {
     return base * std::pow(gamma, double(e / step_size));
+  }
+  Tensor lr_expr(const Tensor& e, double base) const override { // (+0.5: exact floors)
+    return constant(e, gamma).pow(((e + 0.5) / double(step_size)).floor()) * base;
   }
   std::int64_t step_size;
   double gamma;
@@ -20062,6 +20145,11 @@ public:
     auto n = std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin();
     return base * std::pow(gamma, double(n));
   }
+  Tensor lr_expr(const Tensor& e, double base) const override {
+    Tensor n = constant(e, 0);
+    for (std::int64_t m : milestones) n = n + (e >= double(m)).cast(e.dtype());
+    return constant(e, gamma).pow(n) * base;
+  }
   std::vector<std::int64_t> milestones;
   double gamma;
 };
@@ -20077,6 +20165,10 @@ public:
   double lr_at(std::int64_t e, double base) const override {
     return eta_min +
            (base - eta_min) * (1 + std::cos(3.141592653589793 * double(e) / double(T_max))) / 2;
+  }
+  Tensor lr_expr(const Tensor& e, double base) const override {
+    return ((e * (3.141592653589793 / double(T_max))).cos() + 1.0) * ((base - eta_min) / 2) +
+           eta_min;
   }
   std::int64_t T_max;
   double eta_min;
@@ -20099,6 +20191,10 @@ public:
     double f = double(std::min(e, total_iters)) / double(total_iters);
     return base * (start_factor + (end_factor - start_factor) * f);
   }
+  Tensor lr_expr(const Tensor& e, double base) const override {
+    Tensor f = e.minimum(constant(e, double(total_iters))) / double(total_iters);
+    return (f * (end_factor - start_factor) + start_factor) * base;
+  }
   double start_factor, end_factor;
   std::int64_t total_iters;
 };
@@ -20111,6 +20207,12 @@ public:
     start();
   }
   double lr_at(std::int64_t e, double base) const override { return base * fn(e); }
+  Tensor lr_expr(const Tensor&, double) const override {
+    throw export_error("tg.optim.LambdaLR: its rate is a C++ function, which an exported step "
+                       "cannot compute; set the rate between calls (the exported API's "
+                       "set_weight of optim.param_groups.<g>.lr), or use StepLR, MultiStepLR, "
+                       "CosineAnnealingLR, LinearLR or SequentialLR");
+  }
   std::function<double(std::int64_t)> fn;
 };
 
@@ -20129,6 +20231,13 @@ public:
     std::size_t k =
         std::size_t(std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin());
     return schedulers[k]->lr_at(k ? e - milestones[k - 1] : e, base);
+  }
+  Tensor lr_expr(const Tensor& e, double base) const override {
+    Tensor r = schedulers[0]->lr_expr(e, base);
+    for (std::size_t k = 1; k < schedulers.size(); ++k)
+      r = where(e >= double(milestones[k - 1]),
+                schedulers[k]->lr_expr(e - double(milestones[k - 1]), base), r);
+    return r;
   }
   std::vector<std::shared_ptr<LRScheduler>> schedulers;
   std::vector<std::int64_t> milestones;

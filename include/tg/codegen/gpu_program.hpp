@@ -93,8 +93,13 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
       }
     if (len > longest) longest = len;
   }
+  // A work-group shares an item where there are too few items to fill a GPU one a thread and
+  // each reduction is long, also against their count: many shorter reductions (a [64, 256] x
+  // [256, 128] product: 8192 items of 256) run one a thread, as fast on GPUs and far faster on
+  // software adapters (SwiftShader, llvmpipe), whose work-group barriers are costly.
   std::int64_t items = p.outer.is_const() ? p.outer.constant() * m : std::int64_t(1) << 40;
-  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256));
+  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256 &&
+                                                longest * 4 >= items));
   int local = detail::floor_pow2(o.local < 1 ? 1 : o.local);
   if (local > o.max_local) local = detail::floor_pow2(o.max_local);
   if (grouped && longest < local)

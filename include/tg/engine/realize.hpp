@@ -335,8 +335,8 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
         for (int o : g.outputs) ops += (ops.empty() ? "" : ", ") + std::string(op_name(g[o].op));
         throw export_error("tg.export: method '" + e->method +
                            "' computes a value from its inputs before it returns (" + ops +
-                           "): an item(), to_vector(), realize() or a branch on a tensor's value "
-                           "inside the method. An exported method is one graph with no host read "
+                           "): an item(), to_vector() or a branch on a tensor's value inside the "
+                           "method. An exported method is one graph with no host read "
                            "in the middle: move that read out of the method.");
       }
   const int debug = env::debug();

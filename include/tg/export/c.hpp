@@ -447,14 +447,145 @@ inline std::string c_header(const ExportedProgram& prog, const std::string& P,
        "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size);\n";
   h += creates;
   h += "void " + P + "_destroy(" + P + "_model* m);\n";
-  h += "/* Why the last method call returned 1. */\nconst char* " + P + "_error(const " + P +
-       "_model* m);\n\n";
+  h += "/* Why the last call that returned 1 (or NULL) failed. */\nconst char* " + P +
+       "_error(const " + P + "_model* m);\n\n";
+  const std::string M = P + "_model* m";
+  h += "/* A weight (or state) by name: copies its bytes out of or into the model; `bytes` must "
+       "be its\n   size. Returns 0, or 1 with the reason in " +
+       P +
+       "_error(m). Setting a training step's learning rate\n   (\"optim.param_groups.0.lr\" "
+       "where the export declared spec.state(opt.state_dict(), \"optim.\"))\n   takes effect "
+       "at the next call. */\n";
+  h += "int " + P + "_get_weight(" + M + ", const char* name, void* data, size_t bytes);\n";
+  h += "int " + P + "_set_weight(" + M + ", const char* name, const void* data, size_t bytes);\n";
+  h += "/* Every weight and state as a .safetensors file (what _create reads; "
+       "tg::safetensors::load_file\n   too), or in memory: malloc'd bytes (free them), their "
+       "count in *size; NULL on failure. */\n";
+  h += "int " + P + "_save_weights(" + M + ", const char* path);\n";
+  h += "void* " + P + "_save_weights_to_memory(" + M + ", size_t* size);\n";
+  h += "/* Replaces the weights with a .safetensors file's, checked as _create checks them (each "
+       "name,\n   dtype and shape); a file that does not match leaves the model as it was. */\n";
+  h += "int " + P + "_load_weights(" + M + ", const char* path);\n";
+  h += "int " + P + "_load_weights_from_memory(" + M + ", const void* bytes, size_t size);\n\n";
   for (const ExportedMethod& m : prog.methods) {
     const CMethodApi a = c_method_api(m, P);
     h += a.doc + a.signature + ";\n";
   }
   h += "\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
   return h;
+}
+
+/// The weights by name and as a .safetensors file, for every target with the C API: written over
+/// the target's tg_weight_read(m, k, to) and tg_weight_write(m, k, from) (weight k's bytes out of
+/// and into the model; 0, or 1 with the reason in m->error), tg_weights and tg_load_weights.
+inline std::string c_weights_api(const std::string& P) {
+  std::string c = R"C(
+/* ---- the weights by name, and as a .safetensors file ---- */
+/* The index of weight `name` if `bytes` is its size and `data` is not null; else -1 with the
+   reason in m->error. */
+static int tg_weight_find(P_model* m, const char* name, const void* data, size_t bytes) {
+  int k;
+  for (k = 0; name && k < TG_WEIGHTS; ++k)
+    if (strcmp(tg_weights[k].name, name) == 0) {
+      if (!data) {
+        snprintf(m->error, sizeof m->error, "weight '%s': the data pointer is null", name);
+        return -1;
+      }
+      if ((unsigned long long)bytes != tg_weights[k].bytes) {
+        snprintf(m->error, sizeof m->error, "weight '%s' is %llu bytes (%s); got %llu", name,
+                 tg_weights[k].bytes, tg_weights[k].dtype, (unsigned long long)bytes);
+        return -1;
+      }
+      return k;
+    }
+  snprintf(m->error, sizeof m->error, "the model has no weight '%s'", name ? name : "(null)");
+  return -1;
+}
+int P_get_weight(P_model* m, const char* name, void* data, size_t bytes) {
+  int k = tg_weight_find(m, name, data, bytes);
+  return k < 0 || tg_weight_read(m, k, data);
+}
+int P_set_weight(P_model* m, const char* name, const void* data, size_t bytes) {
+  int k = tg_weight_find(m, name, data, bytes);
+  return k < 0 || tg_weight_write(m, k, data);
+}
+/* Weight k's entry in a safetensors header (written to out where n > 0); its length. */
+static size_t tg_entry(char* out, size_t n, int k, unsigned long long begin) {
+  char shape[8 * 24];
+  size_t at = 0;
+  int d;
+  shape[0] = 0;
+  for (d = 0; d < tg_weights[k].ndim; ++d)
+    at += (size_t)snprintf(shape + at, sizeof shape - at, d ? ",%lld" : "%lld",
+                           tg_weights[k].shape[d]);
+  return (size_t)snprintf(out, n, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%s],\"data_offsets\":[%llu,%llu]}",
+                          k ? "," : "", tg_weights[k].name, tg_weights[k].dtype, shape, begin,
+                          begin + tg_weights[k].bytes);
+}
+void* P_save_weights_to_memory(P_model* m, size_t* size) {
+  unsigned long long header = 2, data = 0, total;
+  size_t at = 8;
+  unsigned char* file;
+  int k;
+  for (k = 0; k < TG_WEIGHTS; data += tg_weights[k].bytes, ++k) header += tg_entry(0, 0, k, data);
+  header = (header + 7) / 8 * 8; /* (the data 8-byte aligned, as safetensors writers do) */
+  total = 8 + header + data;
+  file = (unsigned char*)(total == (size_t)total ? malloc((size_t)total + 1) : 0);
+  if (!file) {
+    snprintf(m->error, sizeof m->error, "out of memory for the weights (%llu bytes)", total);
+    return 0;
+  }
+  for (k = 0; k < 8; ++k) file[k] = (unsigned char)(header >> (8 * k));
+  file[at++] = '{';
+  for (k = 0, data = 0; k < TG_WEIGHTS; data += tg_weights[k].bytes, ++k)
+    at += tg_entry((char*)file + at, (size_t)total + 1 - at, k, data);
+  file[at++] = '}';
+  while (at < 8 + header) file[at++] = ' ';
+  for (k = 0; k < TG_WEIGHTS; at += (size_t)tg_weights[k].bytes, ++k)
+    if (tg_weights[k].bytes && tg_weight_read(m, k, file + at)) {
+      free(file);
+      return 0;
+    }
+  if (size) *size = at;
+  return file;
+}
+int P_save_weights(P_model* m, const char* path) {
+  size_t size = 0;
+  void* bytes = P_save_weights_to_memory(m, &size);
+  FILE* f;
+  int failed;
+  if (!bytes) return 1;
+  f = path ? fopen(path, "wb") : 0;
+  failed = !f || fwrite(bytes, 1, size, f) != size;
+  if (f && fclose(f) != 0) failed = 1;
+  free(bytes);
+  if (failed)
+    snprintf(m->error, sizeof m->error, "cannot write the weights to %s", path ? path : "(null)");
+  return failed;
+}
+int P_load_weights_from_memory(P_model* m, const void* bytes, size_t size) {
+  void* host[TG_WEIGHTS + 1] = {0};
+  int k, failed = !bytes;
+  if (failed) snprintf(m->error, sizeof m->error, "the weights' bytes are null");
+  if (!failed)
+    failed = tg_load_weights((const unsigned char*)bytes, size, tg_weights, TG_WEIGHTS, host,
+                             m->error, sizeof m->error);
+  for (k = 0; k < TG_WEIGHTS && !failed; ++k)
+    failed = tg_weights[k].bytes && tg_weight_write(m, k, host[k]);
+  for (k = 0; k < TG_WEIGHTS; ++k) free(host[k]);
+  return failed;
+}
+int P_load_weights(P_model* m, const char* path) {
+  size_t size = 0;
+  unsigned char* bytes = tg_read_file("weights file", path, &size, m->error, sizeof m->error);
+  int failed = !bytes || P_load_weights_from_memory(m, bytes, size);
+  free(bytes);
+  return failed;
+}
+)C";
+  for (std::size_t at = c.find("P_"); at != std::string::npos; at = c.find("P_", at + P.size()))
+    c.replace(at, 1, P);
+  return c;
 }
 
 /// tg_fail: the reason of a method's failure, in m->error.
@@ -478,6 +609,7 @@ struct ExportCOptions {
 /// The exported C: the header's text and the source's.
 struct ExportedC {
   std::string header, source;
+  std::vector<int> weights; // the program's weights the model holds, in the C's order
 };
 
 /// The `c` target: the program's methods over the CPU device's kernels. `weights`: the bytes of
@@ -490,6 +622,7 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   target.cpu_passes = !o.iso_c;
   const ExportPlan plan = plan_export(prog, target);
   ExportedC out;
+  out.weights = plan.weights;
 
   std::string kernels, methods;
   std::set<std::string> libm;
@@ -582,11 +715,12 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   c += "#include \"" + P +
        ".h\"\n#include <stdarg.h>\n#include <stdio.h>\n#include "
        "<stdlib.h>\n#include <string.h>\n";
-  c += "/* Float arithmetic as tg computes it (no contraction into fused multiply-adds) and\n"
-       "   integers that wrap: */\n"
+  c += "/* Float arithmetic as tg computes it (no contraction into fused multiply-adds),\n"
+       "   integers that wrap, and GCC's vectorizer as the CPU device asks for it (its -O2 cost\n"
+       "   model gives up on loops that need a run-time alias check): */\n"
        "#if defined(__clang__)\n#pragma clang fp contract(off)\n"
        "#elif defined(__GNUC__)\n#pragma GCC optimize(\"fp-contract=off\", \"wrapv\", "
-       "\"no-math-errno\")\n#endif\n\n";
+       "\"no-math-errno\", \"vect-cost-model=dynamic\")\n#endif\n\n";
   c += kernels;
   c += detail::c_loader;
   c += detail::c_read_file;
@@ -617,6 +751,14 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
        "_destroy(m);\n    return 0;\n  }\n"
        "  return m;\n}\n";
   c += detail::c_create_and_error(P);
+  c += "static int tg_weight_read(" + P +
+       "_model* m, int k, void* to) {\n"
+       "  memcpy(to, m->w[k], (size_t)tg_weights[k].bytes);\n  return 0;\n}\n"
+       "static int tg_weight_write(" +
+       P +
+       "_model* m, int k, const void* from) {\n"
+       "  memcpy(m->w[k], from, (size_t)tg_weights[k].bytes);\n  return 0;\n}\n";
+  c += detail::c_weights_api(P);
   if (o.embed_weights) {
     c += "static const unsigned char tg_embedded[" +
          std::to_string(std::max<std::size_t>(weights.size(), 1)) + "] = {";

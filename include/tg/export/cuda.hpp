@@ -402,6 +402,20 @@ inline ExportedCuda export_cuda(const ExportedProgram& prog, const ExportCOption
        "  m = bytes ? tg_create(device, module, bytes, size, error, error_size) : 0;\n"
        "  free(bytes);\n  free(module);\n  return m;\n}\n";
   c += detail::c_create_and_error(P);
+  c += "static int tg_weight_read(" + P +
+       "_model* m, int k, void* to) {\n"
+       "  return tg_cu_fail(tg_cu.cuCtxSetCurrent(m->context), \"cuCtxSetCurrent\", m->error, "
+       "sizeof m->error) ||\n"
+       "         tg_get(m, to, m->w[k], (size_t)tg_weights[k].bytes, \"reading a weight "
+       "(cuMemcpyDtoH)\");\n}\n"
+       "static int tg_weight_write(" +
+       P +
+       "_model* m, int k, const void* from) {\n"
+       "  return tg_cu_fail(tg_cu.cuCtxSetCurrent(m->context), \"cuCtxSetCurrent\", m->error, "
+       "sizeof m->error) ||\n"
+       "         tg_put(m, m->w[k], from, (size_t)tg_weights[k].bytes, \"writing a weight "
+       "(cuMemcpyHtoD)\");\n}\n";
+  c += detail::c_weights_api(P);
   c += methods;
   return out;
 }

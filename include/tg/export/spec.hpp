@@ -82,6 +82,13 @@ public:
       fail("method", "'" + name + "' is not an identifier (letters, digits and _)", loc);
     for (const ExportMethod& m : methods_)
       if (m.name == name) fail("method", "'" + name + "' is declared twice", loc);
+    for (const char* own :
+         {"create", "create_from_memory", "create_on", "create_embedded", "destroy", "error",
+          "get_weight", "set_weight", "save_weights", "save_weights_to_memory", "load_weights",
+          "load_weights_from_memory", "run", "getWeight", "setWeight", "saveWeights", "loadWeights",
+          "constructor"})
+      if (name == own)
+        fail("method", "'" + name + "' names a function of the exported API itself", loc);
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const ExportInput& in = inputs[i];
       const std::string where = "method '" + name + "', input '" + in.name + "'";

@@ -374,6 +374,45 @@ void tg_begin(TG_MODEL* m) {
   m->cmd.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit), m->d);
 }
 
+/// Copies weight k out of its device-local buffer (to) or into it (from), through a staging
+/// buffer: 0, or 1 with the reason in m->error.
+int tg_weight_copy(TG_MODEL* m, int k, void* to, const void* from) {
+  const vk::DeviceSize bytes = tg_weights[k].bytes;
+  if (bytes == 0) return 0;
+  std::vector<TgBuffer> staging;
+  try {
+    TgBuffer& s = tg_buffer(m, staging, (long long)bytes, true);
+    const vk::Buffer w = m->weights[std::size_t(k)].buffer;
+    if (from) std::memcpy(s.mapped, from, std::size_t(bytes));
+    tg_begin(m);
+    m->cmd.copyBuffer(from ? s.buffer : w, from ? w : s.buffer, vk::BufferCopy(0, 0, bytes), m->d);
+    const vk::MemoryBarrier after(vk::AccessFlagBits::eTransferWrite,
+                                  from ? vk::AccessFlagBits::eShaderRead
+                                       : vk::AccessFlagBits::eHostRead);
+    m->cmd.pipelineBarrier(vk::PipelineStageFlagBits::eTransfer,
+                           from ? vk::PipelineStageFlagBits::eComputeShader
+                                : vk::PipelineStageFlagBits::eHost,
+                           {}, after, {}, {}, m->d);
+    tg_submit(m);
+    if (to) std::memcpy(to, s.mapped, std::size_t(bytes));
+  } catch (const std::exception& e) {
+    tg_free(m, staging);
+    std::snprintf(m->error, sizeof m->error, "%s weight '%s': %s", from ? "writing" : "reading",
+                  tg_weights[k].name, e.what());
+    try {
+      m->cmd.reset({}, m->d);
+    } catch (...) {
+    }
+    return 1;
+  }
+  tg_free(m, staging);
+  return 0;
+}
+int tg_weight_read(TG_MODEL* m, int k, void* to) { return tg_weight_copy(m, k, to, nullptr); }
+int tg_weight_write(TG_MODEL* m, int k, const void* from) {
+  return tg_weight_copy(m, k, nullptr, from);
+}
+
 /// A method's failure: the reason in m->error, and the command buffer ready for the next call.
 int tg_failed(TG_MODEL* m, const char* method, const std::exception& e) {
   std::snprintf(m->error, sizeof m->error, "%s: %s", method, e.what());
@@ -595,6 +634,7 @@ inline ExportedVulkan export_vulkan(const ExportedProgram& prog, const ExportCOp
        "_create_from_memory(const void* bytes, size_t size, char* error, size_t error_size) {\n"
        "  return tg_create(0, bytes, size, error, error_size);\n}\n";
   c += detail::c_create_and_error(P);
+  c += detail::c_weights_api(P);
   c += methods;
   return out;
 }

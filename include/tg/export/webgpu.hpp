@@ -53,17 +53,7 @@ inline std::string webgpu_module_js(const ExportedProgram& prog, const ExportPla
         ", maxComputeWorkgroupSizeX: " + std::to_string(plan.target.launch.max_local) +
         ", maxStorageBufferBindingSize: " + std::to_string((largest + 3) / 4 * 4) +
         ", maxBufferSize: " + std::to_string((largest + 3) / 4 * 4) + " };\n";
-  // the weights the kernels read: name, safetensors dtype, shape, bytes
-  js += "const WEIGHTS = [\n";
-  for (int k : plan.weights) {
-    const Tensor& t = prog.weights[std::size_t(k)].tensor;
-    js += "  [\"" + prog.weights[std::size_t(k)].name + "\", \"" +
-          safetensors::dtype_code(t.dtype()) + "\", [";
-    for (int d = 0; d < t.ndim(); ++d)
-      js += (d ? ", " : "") + std::to_string(t.shape()[std::size_t(d)]);
-    js += "], " + std::to_string(t.numel() * std::int64_t(itemsize(t.dtype()))) + "],\n";
-  }
-  js += "];\n";
+  js += js_weights(prog, plan.weights);
   // the kernels: entry point, dims, outer size, launch shape, source
   js += "const KERNELS = [\n";
   for (const KernelCode& k : plan.kernels) {
@@ -153,6 +143,39 @@ function readWeights(file) {
 
 const padded = (bytes) => Math.max(4, Math.ceil(bytes / 4) * 4);
 
+// Writes `bytes` into GPU buffer b (in 16 MiB writes, the tail padded to 4 bytes).
+function upload(device, b, bytes) {
+  const chunk = 1 << 24;
+  const whole = bytes.length - bytes.length % 4;
+  for (let at = 0; at < whole; at += chunk) device.queue.writeBuffer(b, at, bytes, at, Math.min(chunk, whole - at));
+  if (whole < bytes.length) {
+    const tail = new Uint8Array(4);
+    tail.set(bytes.subarray(whole));
+    device.queue.writeBuffer(b, whole, tail);
+  }
+}
+
+// A .safetensors file of the weights (WEIGHTS' names, dtypes and shapes; `parts`: their bytes).
+function safetensorsFile(parts) {
+  const header = {};
+  let data = 0;
+  for (const [name, dtype, shape, bytes] of WEIGHTS) {
+    header[name] = { dtype, shape, data_offsets: [data, data + bytes] };
+    data += bytes;
+  }
+  let text = new TextEncoder().encode(JSON.stringify(header));
+  const length = Math.ceil(text.length / 8) * 8; // (the data 8-byte aligned, as writers do)
+  const file = new Uint8Array(8 + length + data).fill(32, 8, 8 + length);
+  new DataView(file.buffer).setBigUint64(0, BigInt(length), true);
+  file.set(text, 8);
+  let at = 8 + length;
+  for (const p of parts) {
+    file.set(p, at);
+    at += p.length;
+  }
+  return file;
+}
+
 class Model {
   #device;
   #weights;
@@ -167,9 +190,56 @@ class Model {
     for (const b of this.#weights ?? []) b.destroy();
     this.#weights = null;
   }
+  #live(where) {
+    if (!this.#weights) throw new Error(`${PREFIX}.${where}: the model was destroyed`);
+  }
+  // The bytes of weights ks, read back from the GPU.
+  async #read(ks) {
+    const d = this.#device;
+    let total = 0;
+    const at = ks.map((k) => (total += padded(WEIGHTS[k][3])) - padded(WEIGHTS[k][3]));
+    const r = d.createBuffer({ size: Math.max(total, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    try {
+      const encoder = d.createCommandEncoder();
+      ks.forEach((k, i) => encoder.copyBufferToBuffer(this.#weights[k], 0, r, at[i], padded(WEIGHTS[k][3])));
+      d.queue.submit([encoder.finish()]);
+      await r.mapAsync(GPUMapMode.READ);
+      const all = new Uint8Array(r.getMappedRange().slice(0));
+      return ks.map((k, i) => all.subarray(at[i], at[i] + WEIGHTS[k][3]));
+    } finally {
+      r.destroy();
+    }
+  }
+  // A weight (or state) by name, as a typed array of its dtype.
+  async getWeight(name) {
+    const k = weightAt(name, "getWeight");
+    this.#live("getWeight");
+    const [bytes] = await this.#read([k]);
+    return new CODES[WEIGHTS[k][1]](bytes.slice().buffer);
+  }
+  // Sets a weight (or state) by name from a typed array of its dtype and size: a training step's
+  // learning rate ("optim.param_groups.0.lr") takes effect at the next call.
+  async setWeight(name, array) {
+    const k = weightAt(name, "setWeight");
+    const bytes = weightBytes(k, array);
+    this.#live("setWeight");
+    upload(this.#device, this.#weights[k], bytes);
+  }
+  // Every weight and state as the bytes of a .safetensors file.
+  async saveWeights() {
+    this.#live("saveWeights");
+    return safetensorsFile(await this.#read(WEIGHTS.map((w, k) => k)));
+  }
+  // Replaces the weights with a .safetensors file's (bytes, a URL or a path), checked as create
+  // checks them; a file that does not match leaves the model as it was.
+  async loadWeights(source) {
+    const parts = readWeights(await bytesOf(source, "the weights"));
+    this.#live("loadWeights");
+    parts.forEach((bytes, k) => upload(this.#device, this.#weights[k], bytes));
+  }
   async run(name, args) {
     const { m, dims } = bind(name, args);
-    if (!this.#weights) throw new Error(`${PREFIX}.${name}: the model was destroyed`);
+    this.#live(name);
     const plan = PLANS[name];
     const d = this.#device;
     const made = [];
@@ -258,16 +328,9 @@ export async function create(device, weights) {
   if (F16 && !device.features.has("shader-f16"))
     throw new Error(`${PREFIX}: the model keeps float16 in array<f16>, which needs the device feature shader-f16 (request it in requestDevice's requiredFeatures, or export without f16)`);
   const parts = readWeights(await bytesOf(weights ?? `./${PREFIX}.safetensors`, "the weights"));
-  const chunk = 1 << 24; // the weights go to the GPU in 16 MiB writes
   const buffers = parts.map((bytes) => {
-    const b = device.createBuffer({ size: padded(bytes.length), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
-    const whole = bytes.length - bytes.length % 4;
-    for (let at = 0; at < whole; at += chunk) device.queue.writeBuffer(b, at, bytes, at, Math.min(chunk, whole - at));
-    if (whole < bytes.length) {
-      const tail = new Uint8Array(4);
-      tail.set(bytes.subarray(whole));
-      device.queue.writeBuffer(b, whole, tail);
-    }
+    const b = device.createBuffer({ size: padded(bytes.length), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
+    upload(device, b, bytes);
     return b;
   });
   device.pushErrorScope("validation");

@@ -9,6 +9,7 @@
 // weight as a matmul whose reductions run along contiguous memory, forward and backward.
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -338,9 +339,23 @@ inline Tensor cached_arange(std::int64_t n, const std::string& device, DType t) 
   return a;
 }
 /// One-hot of integer indices: idx [...] -> bool [..., n].
+/// The dtype integer indices are compared in: int32 unless they are 64-bit, so that devices
+/// without 64-bit types (WGSL's) run embeddings and classification losses.
+inline DType index_dtype(const Tensor& idx) {
+  return itemsize(idx.dtype()) == 8 ? DType::Int64 : DType::Int32;
+}
 inline Tensor one_hot_mask(const Tensor& idx, std::int64_t n) {
-  Tensor ar = cached_arange(n, idx.device(), DType::Int64);
-  return idx.cast(DType::Int64).unsqueeze(-1) == ar;
+  const DType t = n > std::numeric_limits<std::int32_t>::max() ? DType::Int64 : index_dtype(idx);
+  Tensor ar = cached_arange(n, idx.device(), t);
+  return idx.cast(t).unsqueeze(-1) == ar;
+}
+/// idx != value, compared in index_dtype (a value outside its range is never equal).
+inline Tensor index_ne(const Tensor& idx, std::int64_t value) {
+  const DType t = index_dtype(idx);
+  if (t == DType::Int32 && (value < std::numeric_limits<std::int32_t>::min() ||
+                            value > std::numeric_limits<std::int32_t>::max()))
+    return Tensor::full_on(idx.sym_shape(), 1, DType::Bool, idx.device());
+  return idx.cast(t) != Tensor::full_on({}, value, t, idx.device());
 }
 } // namespace detail
 
@@ -362,7 +377,7 @@ inline Tensor embedding(const Tensor& idx, const Tensor& weight,
   Tensor out = where(hot, weight, zero, loc).sum(-2, false, loc); // [..., D]
   if (padding_idx) {
     std::int64_t p = *padding_idx < 0 ? *padding_idx + V : *padding_idx;
-    Tensor keep = (idx.cast(DType::Int64) != p).unsqueeze(-1);
+    Tensor keep = detail::index_ne(idx, p).unsqueeze(-1);
     out = where(keep, out, out.detach(), loc);
   }
   return out;

@@ -60,7 +60,7 @@ inline std::pair<Tensor, Tensor> pick(const Tensor& logp_last, const Tensor& tar
   Tensor w = weight.defined()
                  ? where(hot, weight.cast(logp_last.dtype()), zero, loc).sum(-1, false, loc)
                  : hot.any(-1, false, loc).cast(logp_last.dtype());
-  Tensor valid = target.cast(DType::Int64) != ignore_index;
+  Tensor valid = detail::index_ne(target, ignore_index);
   w = where(valid, w, zero, loc);
   return {-picked * w, w};
 }
@@ -120,7 +120,7 @@ inline Tensor cross_entropy(const Tensor& input, const Tensor& target,
   Tensor loss = nll;
   if (label_smoothing > 0) {
     Tensor smooth = -(wc.defined() ? lp * wc : lp).sum(-1, false, loc);
-    Tensor valid = target.cast(DType::Int64) != ignore_index;
+    Tensor valid = detail::index_ne(target, ignore_index);
     smooth = where(valid, smooth, Tensor::full_on({}, 0, lp.dtype(), lp.device()), loc);
     loss = nll * (1.0 - label_smoothing) + smooth * (label_smoothing / double(C));
   }

@@ -34,7 +34,7 @@ protected:
                         std::string(name) + ": invalid beta2 " + std::to_string(b2));
     detail::check_hyper(o.eps >= 0, std::string(name) + ": invalid eps " + std::to_string(o.eps));
     init_state([&](std::size_t i, const Tensor& p) {
-      state(i, "step", p, 0, DType::Float64, true);
+      state(i, "step", p, 0, scalar_dtype(p), true);
       state(i, "exp_avg", p);
       state(i, "exp_avg_sq", p);
       if (opt_.amsgrad) state(i, "max_exp_avg_sq", p);
@@ -47,20 +47,20 @@ protected:
     const double wd = groups_[g].weight_decay;
     const DType t = p0.dtype();
     Tensor grad = opt_.maximize ? -grad0 : grad0;
-    Tensor lr64 = groups_[g].lr_t;
+    Tensor lr = groups_[g].lr_t;
     Tensor p = p0;
-    if (decoupled_ && wd != 0) p = p * (1.0 - lr64 * wd).cast(t);
+    if (decoupled_ && wd != 0) p = p * (1.0 - lr * wd).cast(t);
     if (!decoupled_ && wd != 0) grad = grad + p * wd;
-    Tensor& step = state(i, "step", p0, 0, DType::Float64, true);
+    Tensor& step = state(i, "step", p0, 0, scalar_dtype(p0), true);
     Tensor& m = state(i, "exp_avg", p0);
     Tensor& v = state(i, "exp_avg_sq", p0);
     Tensor step1 = step + 1.0;
     Tensor m1 = m + (grad - m) * (1.0 - b1);
     Tensor v1 = v * b2 + grad * grad * (1.0 - b2);
-    // per-step scalars in float64, computed once (contiguous: not per element)
-    Tensor b1t = Tensor::full_on({}, b1, DType::Float64, p0.device());
-    Tensor b2t = Tensor::full_on({}, b2, DType::Float64, p0.device());
-    Tensor step_size = (lr64 / (1.0 - b1t.pow(step1))).cast(t).contiguous();
+    // per-step scalars in the step count's dtype, computed once (contiguous: not per element)
+    Tensor b1t = Tensor::full_on({}, b1, step.dtype(), p0.device());
+    Tensor b2t = Tensor::full_on({}, b2, step.dtype(), p0.device());
+    Tensor step_size = (lr / (1.0 - b1t.pow(step1))).cast(t).contiguous();
     // 1 / sqrt(1 - beta2^step): a multiply per element where PyTorch divides (the update is the
     // same but for the last bit; a vector division costs as much as the square root)
     Tensor inv_bc2_sqrt = (1.0 / (1.0 - b2t.pow(step1)).sqrt()).cast(t).contiguous();

@@ -178,8 +178,6 @@ protected:
         g.params.push_back(p);
       }
       std::string dev = g.params.empty() ? default_device() : g.params[0].device();
-      // float32 unless a parameter is float64: every update casts it to its parameter's dtype,
-      // and devices without 64-bit types (WEBGPU, an exported WebGPU step) can hold it
       bool wide = false;
       for (const Tensor& p : g.params) wide = wide || p.dtype() == DType::Float64;
       g.lr_t = detail::scalar_buffer(g.lr, wide ? DType::Float64 : DType::Float32, dev);
@@ -217,6 +215,12 @@ protected:
       throw error("tg.optim: group " + std::to_string(g) + " does not exist (" +
                   std::to_string(groups_.size()) + " groups)");
     return groups_[g];
+  }
+  /// The dtype of scalar state (a step count; the learning rate): float32 as in PyTorch, float64
+  /// beside float64 parameters. Every update casts it to its parameter's dtype, and devices
+  /// without 64-bit types (WEBGPU, an exported WebGPU step) can hold it.
+  static DType scalar_dtype(const Tensor& p) {
+    return p.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   }
   /// The group's learning rate as a 0-d tensor of the parameter's dtype.
   Tensor lr_of(std::size_t g, const Tensor& p) const { return groups_[g].lr_t.cast(p.dtype()); }

@@ -626,6 +626,23 @@ public:
                          ": its sizes pass 2^31 and WGSL indexes with 32-bit integers");
     std::lock_guard<std::mutex> g(m_);
     encoder_locked();
+    // A buffer bound twice (an update in place: a tg::assign whose value reads its target) is
+    // an error in WebGPU when one binding is writable: the kernel reads a copy instead.
+    std::vector<api::Handle> bound(buffers.size()), copies;
+    for (std::size_t k = 0; k < buffers.size(); ++k) {
+      const Buf* b = static_cast<Buf*>(buffers[k]);
+      bound[k] = b->buffer;
+      for (std::size_t j = 0; j < k; ++j)
+        if (buffers[j] == buffers[k]) {
+          api::BufferDescriptor d;
+          d.usage = api::kUsageStorage | api::kUsageCopyDst;
+          d.size = b->bytes;
+          bound[k] = lib_.f.DeviceCreateBuffer(device_, &d);
+          copies.push_back(bound[k]);
+          lib_.f.CommandEncoderCopyBufferToBuffer(encoder_, b->buffer, 0, bound[k], 0, b->bytes);
+          break;
+        }
+    }
     api::Handle layout = lib_.f.ComputePipelineGetBindGroupLayout(pipe, 0);
     const std::size_t words = (3 + vars.size() + 3) / 4 * 4;
     for (const GpuDispatch& x : ds) {
@@ -645,7 +662,7 @@ public:
       std::vector<api::BindGroupEntry> entries(buffers.size() + 1);
       for (std::size_t k = 0; k < buffers.size(); ++k) {
         entries[k].binding = std::uint32_t(k);
-        entries[k].buffer = static_cast<Buf*>(buffers[k])->buffer;
+        entries[k].buffer = bound[k];
       }
       entries.back().binding = std::uint32_t(buffers.size());
       entries.back().buffer = uniform;
@@ -666,6 +683,7 @@ public:
       lib_.f.BufferRelease(uniform);
     }
     lib_.f.BindGroupLayoutRelease(layout);
+    for (api::Handle c : copies) lib_.f.BufferRelease(c); // (Dawn keeps it while work uses it)
     if (++recorded_ >= 256 || env::debug() >= 1) flush_locked();
     check_errors(("launching " + std::string(p.name.view())).c_str());
   }

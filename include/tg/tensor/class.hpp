@@ -153,8 +153,10 @@ public:
   Tensor detach() const;
 
   // ---- evaluation ------------------------------------------------------------------------
+  /// Computes the tensor now (while a method is exported, a value of its inputs stays lazy:
+  /// detail::realize_requested).
   Tensor& realize() {
-    detail::realize_nodes({n_});
+    detail::realize_requested({n_});
     return *this;
   }
   Tensor contiguous(Loc loc = Loc::current()) const;

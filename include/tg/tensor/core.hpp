@@ -297,22 +297,29 @@ Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions 
   }
 }
 
-template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc) const {
+template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc loc) const {
   Tensor t = *this;
-  t.realize();
-  // a view that is not the buffer's own layout is copied out by a kernel first
-  if (t.node().op != Op::Buffer) {
-    const LazyNode& v = t.node();
-    ShapeTracker st = ShapeTracker::contiguous(v.src[0]->shape).apply(v.moves);
-    if (!st.is_contiguous())
-      t = t.contiguous().realize();
-    else
-      t = Tensor(v.src[0]);
+  std::vector<unsigned char> host;
+  try {
+    detail::realize_nodes({t.lazy()});
+    // a view that is not the buffer's own layout is copied out by a kernel first
+    if (t.node().op != Op::Buffer) {
+      const LazyNode& v = t.node();
+      ShapeTracker st = ShapeTracker::contiguous(v.src[0]->shape).apply(v.moves);
+      if (!st.is_contiguous()) {
+        t = t.contiguous();
+        detail::realize_nodes({t.lazy()});
+      } else
+        t = Tensor(v.src[0]);
+    }
+    const Buffer& b = *t.node().buffer;
+    host.resize(b.nbytes());
+    b.device->copy_out(host.data(), b.ptr, host.size());
+  } catch (const export_error& e) { // a host read inside an exported method: where it is
+    throw export_error(std::string(e.what()) + " The read:" + detail::where(loc));
   }
   std::int64_t n = numel();
   const Buffer& b = *t.node().buffer;
-  std::vector<unsigned char> host(b.nbytes());
-  b.device->copy_out(host.data(), b.ptr, host.size());
   std::vector<E> out(static_cast<std::size_t>(n));
   visit_dtype(b.dtype, [&](auto x) {
     using D = decltype(x);
@@ -346,7 +353,8 @@ inline Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
     std::string why = e.what();
     detail::fail<device_error>("to", why.rfind("tg: ", 0) == 0 ? why.substr(4) : why, loc);
   }
-  Tensor src = contiguous().realize();
+  Tensor src = contiguous();
+  detail::realize_nodes({src.lazy()}); // (a host copy: refused while exporting, as to_vector)
   const Buffer& b = *src.node().buffer;
   auto buf = std::make_shared<Buffer>(dst, b.dtype, b.numel);
   std::vector<unsigned char> host(b.nbytes());
@@ -395,11 +403,11 @@ inline ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& d
   return schedule(ts, tg::device(name)->target());
 }
 
-/// Realizes several tensors with one schedule.
+/// Realizes several tensors with one schedule (as Tensor::realize).
 inline void realize(std::vector<Tensor> ts) {
   std::vector<LazyPtr> nodes;
   for (const Tensor& t : ts) nodes.push_back(t.lazy());
-  detail::realize_nodes(nodes);
+  detail::realize_requested(nodes);
 }
 
 } // namespace tg

@@ -220,6 +220,20 @@ inline void realize_nodes(const std::vector<LazyPtr>& targets) {
   adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
 }
 
+/// What Tensor::realize() and tg::realize do: realize_nodes, except that while tg::export_model
+/// traces a method, values of its inputs stay lazy. The exported call computes every value from
+/// the state as the call found it, which a realize before an update (a training step's loss) is
+/// there to fix; a value read on the host (item(), to_vector()) is still refused.
+inline void realize_requested(const std::vector<LazyPtr>& targets) {
+  const ExportTrace* e = active_export();
+  GraphBuild b = build_graph(targets);
+  if (b.order.empty()) return;
+  if (e)
+    for (const auto& buffer : b.inputs)
+      if (buffer && buffer->device.get() == e->placeholders) return;
+  adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
+}
+
 } // namespace detail
 
 } // namespace tg
