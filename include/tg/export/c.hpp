@@ -720,7 +720,16 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
        "   model gives up on loops that need a run-time alias check): */\n"
        "#if defined(__clang__)\n#pragma clang fp contract(off)\n"
        "#elif defined(__GNUC__)\n#pragma GCC optimize(\"fp-contract=off\", \"wrapv\", "
-       "\"no-math-errno\", \"vect-cost-model=dynamic\")\n#endif\n\n";
+       "\"no-math-errno\", \"vect-cost-model=dynamic\")\n"
+       "/* and libm without errno, which tg's kernels never read (the pragma's no-math-errno does\n"
+       "   not reach these builtins, and a loop that may set errno does not vectorize): */\n"
+       "#define TG_NO_ERRNO __attribute__((const))\n"
+       "float sqrtf(float) TG_NO_ERRNO; double sqrt(double) TG_NO_ERRNO;\n"
+       "float exp2f(float) TG_NO_ERRNO; double exp2(double) TG_NO_ERRNO;\n"
+       "float log2f(float) TG_NO_ERRNO; double log2(double) TG_NO_ERRNO;\n"
+       "float sinf(float) TG_NO_ERRNO; double sin(double) TG_NO_ERRNO;\n"
+       "float powf(float, float) TG_NO_ERRNO; double pow(double, double) TG_NO_ERRNO;\n"
+       "#endif\n\n";
   c += kernels;
   c += detail::c_loader;
   c += detail::c_read_file;
