@@ -111,14 +111,17 @@ Workload small_chain() {
   return w;
 }
 
-Workload conv2d() {
+/// A 3 x 3 convolution of [n, c, s, s] images into c output channels, padding 1.
+Workload conv2d(std::int64_t n = 32, std::int64_t c = 16, std::int64_t s = 28,
+                std::int64_t out = 32) {
   Workload w;
-  w.name = "conv2d_3x3_32x16x28x28";
-  w.make_inputs = [] {
-    return std::vector<Tensor>{tg::randn({32, 16, 28, 28}), tg::randn({32, 16, 3, 3})};
+  w.name = "conv2d_3x3_" + std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(s) +
+           "x" + std::to_string(s);
+  w.make_inputs = [=] {
+    return std::vector<Tensor>{tg::randn({n, c, s, s}), tg::randn({out, c, 3, 3})};
   };
   w.compute = [](const std::vector<Tensor>& x) { return F::conv2d(x[0], x[1], Tensor(), 1, 1); };
-  w.flops = 2.0 * 32 * 32 * 28 * 28 * 16 * 9;
+  w.flops = 2.0 * double(n * out * s * s * c * 9);
   return w;
 }
 
@@ -155,10 +158,12 @@ std::vector<Workload> cuda_workloads() {
       matmul("sgemm_1024", 0, 1024, 1024, 1024, false),
       matmul("sgemm_4096", 0, 4096, 4096, 4096, false),
       matmul("hgemm_4096", 0, 4096, 4096, 4096, false, tg::float16),
+      matmul("bgemm_4096", 0, 4096, 4096, 4096, false, tg::bfloat16),
       matmul("linear_128x784x256", 0, 128, 784, 256, true),
       matmul("bmm_16x256x256x256", 16, 256, 256, 256, false),
   };
   for (Workload& w : common()) all.push_back(w);
+  all.push_back(conv2d(64, 64, 56, 64)); // a ResNet stage's
   constexpr std::int64_t n = std::int64_t(1) << 26;
   Workload scale;
   scale.name = "scale_64m";

@@ -71,8 +71,8 @@ def sum_axis(axis):
     return lambda: x.sum(axis)
 
 
-def conv2d():
-    x, w = randn(32, 16, 28, 28), randn(32, 16, 3, 3)
+def conv2d(n=32, c=16, s=28, out=32):
+    x, w = randn(n, c, s, s), randn(out, c, 3, 3)
     return lambda: F.conv2d(x, w, padding=1)
 
 
@@ -135,9 +135,11 @@ gpu_workloads = {
     "sgemm_1024": lambda: matmul(1024, 1024, 1024),
     "sgemm_4096": lambda: matmul(4096, 4096, 4096),
     "hgemm_4096": lambda: matmul(4096, 4096, 4096, torch.float16),
+    "bgemm_4096": lambda: matmul(4096, 4096, 4096, torch.bfloat16),
     "linear_128x784x256": lambda: linear(128, 784, 256),
     "bmm_16x256x256x256": lambda: bmm(16, 256, 256, 256),
     **common,
+    "conv2d_3x3_64x64x56x56": lambda: conv2d(64, 64, 56, 64),
     "copy_64m": copy,
     "scale_64m": scale,
     "fused_relu_mul_add_64m": fused,

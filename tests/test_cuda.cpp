@@ -267,6 +267,106 @@ TEST_CASE("CUDA: sums of products accumulate by fused multiply-add, and nothing 
   }
 }
 
+TEST_CASE("CUDA: products run as shared-memory tiles; their PTX passes ptxas for sm_80 and "
+          "sm_90") {
+  auto& nv = tg::cuda::Nvrtc::get();
+  if (!nv.error.empty()) {
+    MESSAGE("NVRTC is unavailable, skipping: " << nv.error);
+    return;
+  }
+  const bool have_ptxas = !tg::cuda::find_tool("ptxas").empty();
+  if (!have_ptxas) MESSAGE("ptxas not found: NVRTC's PTX is the only check");
+  TensorOptions cpu(tg::float32, "CPU");
+  Tensor a = tg::rand({1000, 300}, cpu), b = tg::rand({300, 1000}, cpu),
+         bias = tg::rand({1000}, cpu);
+  Tensor img = tg::rand({4, 8, 30, 30}, cpu), k = tg::rand({16, 8, 3, 3}, cpu);
+  for (Tensor t : {a, b, bias, img, k}) t.realize();
+  struct Case {
+    std::string what;
+    Tensor r;
+  };
+  std::vector<Case> cases;
+  for (tg::DType t : {tg::float32, tg::float16, tg::bfloat16, tg::float64}) {
+    const std::string d = tg::dtype_name(t);
+    cases.push_back({"matmul " + d, a.cast(t).matmul(b.cast(t))});
+    cases.push_back({"relu(x @ w.T + b) " + d,
+                     (a.cast(t).matmul(a.cast(t).T()) + bias.cast(t)).relu().cast(tg::float32)});
+  }
+  cases.push_back({"x.T @ y", b.T().matmul(a.T())});
+  cases.push_back({"bmm", a.reshape({10, 100, 300}).matmul(b.reshape({10, 300, 100}))});
+  cases.push_back({"conv2d", tg::nn::F::conv2d(img, k, Tensor(), 1, 1)});
+  for (tg::GpuOptions o : {tg::GpuOptions{}, [] {
+                             tg::GpuOptions x;
+                             x.tile_layout = 0;
+                             return x;
+                           }()}) {
+    for (const Case& c : cases) {
+      CAPTURE(c.what);
+      CAPTURE(o.tile_layout);
+      tg::ScheduleInfo info = tg::schedule({c.r}, tg::Target::cuda(o));
+      int tiled = 0;
+      for (std::size_t i = 0; i < info.programs.size(); ++i) {
+        const std::string name(info.programs[i].name.view());
+        if (name.rfind("rt", 0) != 0) continue;
+        ++tiled;
+        const std::string ptx = tg::cuda::nvrtc_compile(info.sources[i], name, "compute_80").binary;
+        CHECK(ptx.find("ld.shared") != std::string::npos);
+        CHECK(ptx.find("st.shared") != std::string::npos);
+        CHECK(ptx.find("bar.sync") != std::string::npos);
+        if (o.tile_layout == 1 && name.rfind("rt16x", 0) != 0) // a thread's consecutive outputs
+          CHECK(ptx.find("ld.shared.v") != std::string::npos); // (v4 of floats, v2 of doubles)
+        if (c.what.find("float64") == std::string::npos)
+          CHECK(ptx.find("fma.rn.f32") != std::string::npos);
+        if (have_ptxas)
+          for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx, arch, name) == "");
+      }
+      CHECK(tiled == 1);
+    }
+  }
+}
+
+TEST_CASE("CUDA: float16 and bfloat16 products on tensor cores (mma.sync), for sm_80 and sm_90") {
+  auto& nv = tg::cuda::Nvrtc::get();
+  if (!nv.error.empty()) {
+    MESSAGE("NVRTC is unavailable, skipping: " << nv.error);
+    return;
+  }
+  const bool have_ptxas = !tg::cuda::find_tool("ptxas").empty();
+  TensorOptions cpu(tg::float32, "CPU");
+  tg::GpuOptions tc;
+  tc.tensor_cores = true; // as a device of compute capability 8.0 or later sets it
+  for (tg::DType t : {tg::float16, tg::bfloat16}) {
+    // sizes the blocks do not divide, a reduction the step does not, an epilogue
+    Tensor a = tg::rand({1000, 300}, cpu).cast(t), b = tg::rand({300, 70}, cpu).cast(t),
+           bias = tg::rand({70}, cpu).cast(t);
+    for (Tensor x : {a, b, bias}) x.realize();
+    for (const Tensor& r : {a.matmul(b), (a.matmul(b) + bias).relu(), b.T().matmul(a.T())}) {
+      CAPTURE(tg::dtype_name(t));
+      tg::ScheduleInfo info = tg::schedule({r}, tg::Target::cuda(tc));
+      std::size_t k = 0; // the product's kernel (a float16 epilogue may take one of its own)
+      while (k + 1 < info.programs.size() && info.programs[k].name.view().substr(0, 2) != "rt") ++k;
+      const std::string name(info.programs[k].name.view());
+      CHECK(name.rfind("rt64x64k32_", 0) == 0);
+      const std::string ptx = tg::cuda::nvrtc_compile(info.sources[k], name, "compute_80").binary;
+      const std::string kind = t == tg::float16 ? ".f16.f16" : ".bf16.bf16";
+      CHECK(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32" + kind + ".f32") != std::string::npos);
+      if (have_ptxas)
+        for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx, arch, name) == "");
+      // without tensor cores (an older GPU): the float32 shared-memory tiles
+      const std::string plain(tg::schedule({r}, tg::Target::cuda()).sources.at(k));
+      CHECK(plain.find("tg_mma_tile") == std::string::npos);
+    }
+  }
+  // float32 products and small blocks do not use them
+  Tensor x = tg::rand({1000, 300}, cpu), y = tg::rand({300, 1000}, cpu);
+  CHECK(std::string(tg::schedule({x.matmul(y)}, tg::Target::cuda(tc)).sources.at(0))
+            .find("tg_mma_tile") == std::string::npos);
+  Tensor h = tg::rand({40, 300}, cpu).cast(tg::float16),
+         w = tg::rand({300, 1000}, cpu).cast(tg::float16);
+  CHECK(std::string(tg::schedule({h.matmul(w)}, tg::Target::cuda(tc)).sources.at(0))
+            .find("tg_mma_tile") == std::string::npos);
+}
+
 TEST_CASE("CUDA: a kernel that does not compile reports NVRTC's log and the source") {
   if (!tg::cuda::Nvrtc::get().error.empty()) return;
   try {

@@ -180,7 +180,7 @@ constexpr auto glsl_subgroups = tg::freeze([] {
 static_assert(glsl_subgroups.contains("subgroup"));
 constexpr auto cuda_grouped = tg::freeze(
     [] { return tg::kernel_source(long_rows.sum<1>(), 0, tg::Target::cuda(grouped).planned()); });
-static_assert(cuda_grouped.contains("__shared__ float tg_lds") &&
+static_assert(cuda_grouped.contains("__shared__ __align__(16) float tg_lds") &&
               cuda_grouped.contains("__syncthreads();"));
 
 constexpr auto wgsl = tg::freeze(

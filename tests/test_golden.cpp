@@ -29,6 +29,10 @@ tg::Tensor input(std::vector<std::int64_t> shape, tg::DType dtype = tg::float32)
 tg::Tensor elementwise_chain() { return (input({64, 32}) * 2.0f + 1.0f).relu().exp2(); }
 tg::Tensor reduce_epilogue() { return (input({16, 100}) * input({16, 100})).sum(1).sqrt() + 1.0f; }
 tg::Tensor matmul_tile() { return (input({64, 48}).matmul(input({48, 32})) + input({32})).relu(); }
+// enough outputs for GPU shared-memory tiles (codegen/shared_tiles.hpp): 16 x 16 blocks here
+tg::Tensor matmul_shared() {
+  return (input({96, 40}).matmul(input({40, 80})) + input({80})).relu();
+}
 tg::Tensor softmax() { return input({8, 200}).softmax(1); }
 tg::Tensor conv2d() { return tg::nn::functional::conv2d(input({2, 3, 8, 8}), input({4, 3, 3, 3})); }
 tg::Tensor symbolic_size() {
@@ -41,6 +45,7 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> c{{"elementwise_chain", elementwise_chain},
                                    {"reduce_epilogue", reduce_epilogue},
                                    {"matmul_tile", matmul_tile},
+                                   {"matmul_shared", matmul_shared},
                                    {"softmax", softmax},
                                    {"conv2d", conv2d},
                                    {"symbolic_size", symbolic_size},

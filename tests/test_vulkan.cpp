@@ -105,13 +105,13 @@ TEST_CASE("gpu_program: the outer loop becomes the work item; small outputs with
   CHECK_FALSE(e.grouped);
   CHECK(e.local == 256);
   CHECK(e.per_thread == 1); // 16,384 items: one a thread
-  // 2^20 items and more, without reductions: 8 a thread, each group covering 8 x 256 items
+  // 2^20 items and more, without reductions: 4 a thread, each group covering 4 x 256 items
   Tensor big = tg::rand({1 << 20}, TensorOptions(tg::float32, "CPU"));
   tg::Program e4 = tg::gpu_program(tg::schedule({big * 2.0f}).lowered.at(0));
-  CHECK(e4.per_thread == 8);
-  CHECK(tg::gpu_dispatches(e4, 1 << 20, {65535, 65535, 65535}).at(0).groups[0] == 512);
-  CHECK(std::string(tg::render_cuda(e4).view()).find("tg_group() * 2048ll") != std::string::npos);
-  CHECK(std::string(tg::render_glsl(e4).view()).find("tg_group()) * 2048L") != std::string::npos);
+  CHECK(e4.per_thread == 4);
+  CHECK(tg::gpu_dispatches(e4, 1 << 20, {65535, 65535, 65535}).at(0).groups[0] == 1024);
+  CHECK(std::string(tg::render_cuda(e4).view()).find("tg_group() * 1024ll") != std::string::npos);
+  CHECK(std::string(tg::render_glsl(e4).view()).find("tg_group()) * 1024L") != std::string::npos);
   CHECK(
       tg::gpu_program(tg::schedule({big.reshape({1024, 1024}).sum(1)}).lowered.at(0)).per_thread ==
       1); // a reduction: one a thread
@@ -357,6 +357,87 @@ TEST_CASE("GPU register tiles: products compute strided tiles a thread, with the
   Tensor img = tg::randn({4, 8, 64, 64}, cpu), k = tg::randn({16, 8, 3, 3}, cpu);
   same("conv2d", tg::nn::F::conv2d(V(img), V(k), Tensor(), 1, 1),
        tg::nn::F::conv2d(img, k, Tensor(), 1, 1), 1e-4);
+}
+
+TEST_CASE("GPU shared-memory tiles: which products take them, and their values on VULKAN") {
+  TensorOptions cpu(tg::float32, "CPU");
+  auto names = [](const Tensor& t, tg::GpuOptions o = {}) {
+    std::string r;
+    for (const tg::Program& p : tg::schedule({t}, tg::Target::glsl(o)).programs)
+      r += std::string(r.empty() ? "" : " ") + std::string(p.name.view());
+    return r;
+  };
+  // block tiles of 16 x 16 threads: 8 x 8 outputs a thread while 256 work-groups are left
+  Tensor a = tg::randn({1000, 300}, cpu), b = tg::randn({300, 1000}, cpu);
+  CHECK(names(a.matmul(b)) == "rt64x64k16_1000_1000");
+  CHECK(names(tg::randn({4096, 8}, cpu).matmul(tg::randn({8, 4096}, cpu))) ==
+        "rt128x128k8_4096_4096");
+  CHECK(names(tg::randn({64, 784}, cpu).matmul(tg::randn({784, 256}, cpu))) == "rt16x16k32_64_256");
+  // not a product with both sides, too small, or off: as before
+  CHECK(names(tg::randn({1000, 300}, cpu).matmul(tg::randn({300, 1}, cpu))) == "r_1000");
+  CHECK(names(tg::randn({50, 30}, cpu).matmul(tg::randn({30, 50}, cpu))) == "r_50_50");
+  CHECK(names(tg::randn({1000, 1000}, cpu).sum(0)).find("rt") == std::string::npos);
+  tg::GpuOptions off;
+  off.shared_tiles = false;
+  CHECK(names(a.matmul(b), off) == "ru2x1g_500_1000"); // the register tiles of LowerOptions
+  tg::GpuOptions every;
+  every.tile_min_outputs = every.tile_blocks = 1;
+  CHECK(names(tg::randn({50, 30}, cpu).matmul(tg::randn({30, 50}, cpu)), every) ==
+        "rt128x128k8_50_50");
+
+  auto v = vulkan();
+  if (!v) return;
+  auto same = [](const std::string& what, const Tensor& on_vulkan, const Tensor& on_cpu,
+                 double tol) {
+    INFO(what);
+    REQUIRE(on_vulkan.device() == "VULKAN");
+    std::vector<double> x = on_vulkan.to_vector<double>(), y = on_cpu.to_vector<double>();
+    REQUIRE(x.size() == y.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, std::abs(x[i] - y[i]) / (1 + std::abs(y[i])));
+    CHECK(worst <= tol);
+  };
+  auto V = [](const Tensor& t) { return t.to("VULKAN"); };
+  auto tiled = [](const Tensor& t) {
+    for (const tg::Program& p : tg::schedule({t}).programs)
+      if (p.name.view().substr(0, 2) == "rt") return true;
+    return false;
+  };
+  // sizes the tiles do not divide: primes, 17, 1000 (and 1, where no tile applies)
+  for (std::int64_t m : {1, 17, 67, 1000})
+    for (auto [k, n] : {std::pair<std::int64_t, std::int64_t>{59, 71}, {300, 1000}, {9, 263}}) {
+      Tensor x = tg::randn({m, k}, cpu), y = tg::randn({k, n}, cpu);
+      const std::string what =
+          std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+      Tensor r = V(x).matmul(V(y));
+      CHECK(tiled(r) == (m * n >= 4096));
+      same(what, r, x.matmul(y), 1e-5);
+    }
+  Tensor x = tg::randn({67, 59}, cpu), w = tg::randn({71, 59}, cpu), bias = tg::randn({71}, cpu);
+  Tensor wt = tg::randn({59, 71}, cpu);             // (a small transposed operand is copied first)
+  Tensor r = (V(x).matmul(V(wt)) + V(bias)).relu(); // the epilogue in the product's kernel
+  CHECK(tiled(r));
+  CHECK(tg::schedule({r}).kernels() == 1);
+  same("relu(x @ w + b)", r, (x.matmul(wt) + bias).relu(), 1e-5);
+  same("gelu(x @ w.T + b)", (V(x).matmul(V(w).T()) + V(bias)).gelu(),
+       (x.matmul(w.T()) + bias).gelu(), 1e-5);
+  Tensor p = tg::randn({67, 80}, cpu);
+  same("x.T @ y", V(x).T().matmul(V(p)), x.T().matmul(p), 1e-5);
+  Tensor x3 = tg::randn({3, 67, 20}, cpu), y3 = tg::randn({3, 20, 45}, cpu);
+  same("bmm", V(x3).matmul(V(y3)), x3.matmul(y3), 1e-5);
+  same("bmm, y shared by the batch", V(x3).matmul(V(y3[0])), x3.matmul(y3[0]), 1e-5);
+  for (tg::DType t : {tg::float16, tg::bfloat16, tg::float64}) {
+    Tensor c = V(x).cast(t).matmul(V(w).cast(t).T());
+    CHECK(tiled(c));
+    same(std::string("x @ w.T in ") + tg::dtype_name(t), c, x.cast(t).matmul(w.cast(t).T()),
+         t == tg::float64 ? 1e-12 : 2e-2);
+  }
+  Tensor img = tg::randn({4, 8, 33, 31}, cpu), k = tg::randn({16, 8, 3, 3}, cpu),
+         kb = tg::randn({16}, cpu);
+  Tensor conv = tg::nn::F::conv2d(V(img), V(k), V(kb), 2, 1);
+  CHECK(tiled(conv));
+  same("conv2d", conv, tg::nn::F::conv2d(img, k, kb, 2, 1), 1e-4);
 }
 
 TEST_CASE("VULKAN: float exp and pow as INTERP's where fma, exp2 and log2 round differently "

@@ -41,7 +41,8 @@
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
-//                   -> GPU: gpu_program -> decompose (-> narrow32: WGSL)  device_passes
+//                   -> GPU: shared_tiles (products) or gpu_program
+//                      -> decompose (-> narrow32: WGSL)                  device_passes
 //                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
 //
 // compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
@@ -1528,6 +1529,13 @@ enum class UKind : std::uint8_t {
   If,          // src0 condition; the ops up to the matching EndIf run when it holds
   EndIf,       // src0: its If
   GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
+  Shared,      // a work-group array of arg elements of dtype (Load/Store take it as src0)
+  Barrier,     // every thread of the work-group waits here (in uniform control flow only)
+  Private,     // an array of arg elements of dtype, private to the thread, zeroed (Load: src0)
+  Mma,         // (CUDA) a warp's tensor-core step, shared_tiles.hpp: src0, src1: the Shared
+               // arrays of A and B (16-bit words, a row of value.i each), src2: the Private
+               // accumulators; ranges: the reduction offset, the warp's first row and column;
+               // arg: tiles of 16 rows x 8 columns (rows * 256 + columns); dtype: A's and B's
   // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
   VecAcc,   // a vector accumulator of arg lanes, each `value`
   VecLoad,  // src0 param, src1 index: arg elements, consecutive or value.i (> 1) apart
@@ -1578,9 +1586,10 @@ struct Program {
 
 constexpr const char* ukind_name(UKind k) {
   constexpr const char* names[] = {
-      "param",  "var",       "bound",  "const",   "range",    "endrange", "load",   "store",
-      "acc",    "accassign", "alu",    "reduce",  "special",  "if",       "endif",  "groupreduce",
-      "vecacc", "vecload",   "vecmac", "veclane", "vecstore", "local",    "vecfold"};
+      "param",   "var",         "bound",     "const",    "range",   "endrange", "load",
+      "store",   "acc",         "accassign", "alu",      "reduce",  "special",  "if",
+      "endif",   "groupreduce", "shared",    "barrier",  "private", "mma",      "vecacc",
+      "vecload", "vecmac",      "veclane",   "vecstore", "local",   "vecfold"};
   return names[static_cast<int>(k)];
 }
 
@@ -1612,6 +1621,7 @@ struct ProgramRewriter {
     UOp r = u;
     for (int& s : r.src)
       if (s >= 0) s = map[std::size_t(s)];
+    for (int& s : r.ranges) s = map[std::size_t(s)]; // (Reduce's loops, Mma's operands)
     return r;
   }
 };
@@ -1682,6 +1692,10 @@ struct DecomposeOptions {
   /// as 2^(b log2|a|). GLSL's and WGSL's pow are undefined for a < 0 and inexact. `pow_f64`: a
   /// float32's general case computed in float64 and rounded once, as glibc's powf does.
   bool pow = false, pow_f64 = false;
+  /// pow's general case (a positive base, an exponent that is not an integer below 2^24) by the
+  /// dialect's own pow, where that is accurate (CUDA's: within 2 ulp; its integer exponents were
+  /// not exact: pow(3.0, 1.0) was 2.9999999999999996 on an H100).
+  bool pow_native = false;
   /// The dialect has no 64-bit integers (WGSL; narrow32 makes index arithmetic 32-bit): float ->
   /// uint32 is computed without going through int64.
   bool no_int64 = false;
@@ -1742,6 +1756,7 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     DecomposeOptions only_pow, rest = o; //   the rest of the pass then decomposes
     only_pow.pow = true;
     only_pow.pow_f64 = o.pow_f64;
+    only_pow.pow_native = o.pow_native;
     rest.pow = false;
     return decompose(decompose(p, only_pow), rest);
   }
@@ -1954,7 +1969,9 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       if (k + 1 < steps) x = alu(Op::Mul, cf, x, x);
     }
     int general; // 2^(b log2|a|)
-    if (o.pow_f64 && !f64) {
+    if (o.pow_native) {
+      general = alu(Op::Pow, cf, ma, b);
+    } else if (o.pow_f64 && !f64) {
       const DType d = DType::Float64;
       const int l = alu(Op::Log2, d, alu(Op::Cast, d, ma));
       general = alu(Op::Cast, cf, alu(Op::Exp2, d, alu(Op::Mul, d, alu(Op::Cast, d, b), l)));
@@ -1988,15 +2005,22 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     return pick(alu(Op::Or, b1, is(b, 0.0), is(a, 1.0)), one, r);
   };
 
+  // A rewritten value of a 16-bit float type the dialect converts itself (CUDA's float16) typed
+  // so again, exactly: a store then encodes it (a float32-typed value was stored as an integer).
+  auto typed = [&](DType d, int v) {
+    return is_half(d) && !o.bits_of(d) && rw.out[std::size_t(v)].dtype != d ? alu(Op::Cast, d, v)
+                                                                            : v;
+  };
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const UOp& u = p.ops[i];
     UOp r = rw.remapped(u);
-    for (int& k : r.ranges) k = rw.map[std::size_t(k)];
     const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
     const bool of_param = u.src[0] >= 0 && p.ops[std::size_t(u.src[0])].kind == UKind::Param;
     if (u.kind == UKind::Load && of_param && o.bits_of(d)) { // the bits, then the value
       r.dtype = u32;
-      rw.map[i] = decode16(d, rw.add(std::move(r)));
+      const int w = rw.add(std::move(r));
+      // (loaded as an integer: the bits themselves, as shared_tiles stages tensor-core operands)
+      rw.map[i] = is_half(u.dtype) ? decode16(d, w) : alu(Op::Cast, u.dtype, w);
       continue;
     }
     if (u.kind == UKind::Store && of_param && o.bits_of(d)) {
@@ -2020,7 +2044,7 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     }
     if (u.kind == UKind::Alu && u.op == Op::Pow && o.pow && is_float(compute_dtype(u.dtype))) {
       const DType cf = compute_dtype(u.dtype);
-      rw.map[i] = pow_ops(cf, as_float(cf, r.src[0]), as_float(cf, r.src[1]));
+      rw.map[i] = typed(u.dtype, pow_ops(cf, as_float(cf, r.src[0]), as_float(cf, r.src[1])));
       continue;
     }
     if (u.kind == UKind::Alu && o.ieee_div && is_float(compute_dtype(u.dtype)) &&
@@ -2034,7 +2058,8 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       // a 16-bit float's bits are its codec's; integers of 16 bits wrap into and out of a word
       const int w = is_half(d) ? encode16(d, r.src[0])
                                : alu(Op::Cast, u32, alu(Op::Cast, DType::UInt16, r.src[0]));
-      rw.map[i] = is_half(u.dtype) ? decode16(u.dtype, w) : alu(Op::Cast, u.dtype, w);
+      rw.map[i] =
+          typed(u.dtype, is_half(u.dtype) ? decode16(u.dtype, w) : alu(Op::Cast, u.dtype, w));
       continue;
     }
     if (o.subnormal_log2 && u.kind == UKind::Alu && u.op == Op::Log2 && u.dtype == DType::Float32) {
@@ -2099,7 +2124,19 @@ struct GpuOptions {
   int local = 256;      // threads per work-group (rounded down to a power of two)
   int max_local = 1024; // the device's limit
   int grouped = -1;     // -1: decide; 0: never; 1: whenever the program reduces
-  int per_thread = 8;   // items a thread runs in a kernel without reductions of 2^20 items or more
+  int per_thread = 4;   // items a thread runs in a kernel without reductions of 2^20 items or more
+  /// Products (a matmul, a convolution's window product) as work-group tiles staged through
+  /// shared memory (codegen/shared_tiles.hpp), when they have at least tile_min_outputs outputs;
+  /// the block tile is the largest that leaves tile_blocks work-groups (two per SM of an H100).
+  bool shared_tiles = true;
+  std::int64_t tile_min_outputs = 4096;
+  std::int64_t tile_blocks = 256;
+  /// A thread's tile: rows and columns 16 apart (0: a warp's shared-memory reads are broadcasts
+  /// or consecutive words) or consecutive (1: the compiler may read them as vectors)
+  int tile_layout = 1;
+  /// float16 and bfloat16 products on tensor cores (mma.sync, float32 sums): CUDA devices of
+  /// compute capability 8.0 and later set it.
+  bool tensor_cores = false;
 };
 
 namespace detail {
@@ -2190,9 +2227,10 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
   if (grouped && longest < local)
     local = std::max(std::min(local, 32), detail::floor_pow2(longest));
 
-  // A kernel without reductions over many items runs 8 of them a thread, a work-group's width
-  // apart (loads stay coalesced): each thread then has 8 loads in flight, which brings an
-  // elementwise kernel to a device-to-device copy's speed (docs/performance.md).
+  // A kernel without reductions over many items runs 4 of them a thread, a work-group's width
+  // apart (loads stay coalesced): each thread then has 4 loads in flight, which brings an
+  // elementwise kernel near a device-to-device copy's speed (8 was 3x slower on an H100;
+  // docs/performance.md).
   const std::int64_t per_thread =
       !reduces && p.outer.is_const() && items >= (std::int64_t(1) << 20) && o.per_thread > 1
           ? o.per_thread
@@ -4598,6 +4636,12 @@ struct CStyleRenderer {
       case UKind::Load: {
         indent();
         declare(Decl::Value);
+        if (p.ops[std::size_t(u.src[0])].kind == UKind::Shared ||
+            p.ops[std::size_t(u.src[0])].kind == UKind::Private) { // hold compute dtype values
+          D::shared_element(t, u.src[0], u.src[1]);
+          t << ";\n";
+          break;
+        }
         const DType stored = p.ops[std::size_t(u.src[0])].dtype;
         if (u.src[2] >= 0) { // gated: zero where the gate is off
           Text gate, x, zero;
@@ -4614,6 +4658,11 @@ struct CStyleRenderer {
         indent();
         Text val;
         name(val, p, u.src[2]);
+        if (p.ops[std::size_t(u.src[0])].kind == UKind::Shared) {
+          D::shared_element(t, u.src[0], u.src[1]);
+          t << " = " << val.view() << ";\n";
+          break;
+        }
         D::store(t, p.ops[std::size_t(u.src[0])].dtype, p.ops[std::size_t(u.src[2])].dtype,
                  u.src[0], u.src[1], val.view());
         break;
@@ -4680,6 +4729,22 @@ struct CStyleRenderer {
           D::group_reduce(t, p, u, int(i), depth);
         else
           group_reduce<D>(t, p, u, int(i), depth);
+        break;
+      case UKind::Shared:
+        indent();
+        D::local_array(t, compute_dtype(u.dtype), self.view(), u.arg);
+        break;
+      case UKind::Barrier:
+        indent();
+        D::barrier(t);
+        break;
+      case UKind::Private:
+      case UKind::Mma:
+        indent();
+        if constexpr (D::tensor_cores)
+          D::warp_op(t, p, u, int(i));
+        else
+          throw graph_error(std::string("tg: this renderer has no ") + ukind_name(u.kind));
         break;
       case UKind::VecAcc:
       case UKind::VecLoad:
@@ -4751,6 +4816,7 @@ struct CStyleRenderer {
 ///   D::is_nan(t, a)                a NaN test that survives the compiler
 ///   D::reinterpret(t, from, to, a) the bits of a float as an integer of its size or back
 ///   D::element(t, buf, idx)        a buffer element, read or written
+///   D::shared_element(t, buf, idx) an element of a work-group array (UKind::Shared)
 ///   D::storage(d)                  the dtype a buffer of d holds (bool as a byte where needed)
 ///   D::mod_by_div                  signed remainder spelled a - a / b * b (no defined `%`)
 /// A dialect that converts 16-bit floats itself (CUDA's float16) also names tg_h2f/tg_f2h.
@@ -4783,6 +4849,12 @@ template <class D> struct CStyle {
     t << '(' << c << " ? " << a << " : " << b << ')';
   }
   static constexpr void element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
+  }
+  /// Whether the dialect renders Private arrays and tensor-core steps (Mma): CUDA's.
+  static constexpr bool tensor_cores = false;
+  /// An element of a work-group array (UKind::Shared).
+  static constexpr void shared_element(Text& t, int buf, int idx) {
     t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
   }
   /// Where op is in a math() table: sqrt, exp2, log2, sin, trunc, pow.
@@ -5215,23 +5287,86 @@ struct CudaDialect : CFamily<CudaDialect> {
     t << "tg_bits<" << type(to) << ">(" << a << ')';
   }
 
-  static constexpr void prelude(Text& t, const Program&) {
+  static constexpr void prelude(Text& t, const Program& p) {
     // guarded, as the C prelude: several kernels can share one NVRTC program
     t << "// tg CUDA kernel (NVRTC, no headers)\n"
          "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "#define INFINITY __int_as_float(0x7f800000)\n"
          "#define NAN __int_as_float(0x7fffffff)\n"
          "typedef unsigned short tg_u16;\n"
-         "__device__ __forceinline__ float tg_h2f(tg_u16 h) { float f; asm(\"cvt.f32.f16 %0, %1;\" "
-         ": \"=f\"(f) : \"h\"(h)); return f; }\n"
-         "__device__ __forceinline__ tg_u16 tg_f2h(float f) { tg_u16 h; asm(\"cvt.rn.f16.f32 %0, "
-         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+         // NaNs as INTERP's codec (decompose.hpp) keeps them, where cvt makes every NaN 0x7fff
+         // and 0x7fffffff: decoded with sign and payload, encoded as a quiet NaN with its sign
+         "__device__ __forceinline__ float tg_h2f(tg_u16 h) {\n"
+         "  if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) return __uint_as_float(((unsigned)(h & "
+         "0x8000u) << 16) | 0x7f800000u | ((unsigned)(h & 0x3ffu) << 13));\n"
+         "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+         "__device__ __forceinline__ tg_u16 tg_f2h(float f) {\n"
+         "  const unsigned u = __float_as_uint(f);\n"
+         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (tg_u16)(((u >> 16) & 0x8000u) | "
+         "0x7e00u);\n"
+         "  tg_u16 h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
          "template <class T, class F> __device__ __forceinline__ T tg_bits(F f) { union { F f; T "
          "t; } u; u.f = f; return u.t; }\n"
          "__device__ __forceinline__ unsigned long long tg_group() {\n"
          "  return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long "
          "long)gridDim.y * blockIdx.z); }\n"
          "#endif\n";
+    bool mma = false;
+    for (const UOp& u : p.ops) mma = mma || u.kind == UKind::Mma;
+    if (mma) t << kMmaHelpers;
+  }
+
+  /// A warp's step over 16 of the reduction: tiles of 16 x 8 outputs by mma.sync m16n8k16 (f32
+  /// accumulators). A and B are in shared memory as rows of 16-bit words, S apart, the reduction
+  /// along each row (A: [rows][k], B: [columns][k]), so a fragment register is one 32-bit load.
+  /// Fragment layouts: the PTX ISA's for mma.m16n8k16 with .f16/.bf16 multiplicands.
+  static constexpr const char* kMmaHelpers =
+      "#ifndef TG_MMA\n#define TG_MMA\n"
+      "template <bool BF> __device__ __forceinline__ void tg_mma16816(float* c, const unsigned* "
+      "a, const unsigned* b) {\n"
+      "  if (BF) asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(c[0]), \"+f\"(c[1]), "
+      "\"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), "
+      "\"r\"(b[0]), \"r\"(b[1]));\n"
+      "  else asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(c[0]), \"+f\"(c[1]), "
+      "\"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), "
+      "\"r\"(b[0]), \"r\"(b[1]));\n}\n"
+      "template <int S, int TM, int TN, bool BF> __device__ __forceinline__ void tg_mma_tile(const "
+      "unsigned short* As, const unsigned short* Bs, long long kk, float* acc, long long wm, long "
+      "long wn) {\n"
+      "  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;\n"
+      "  unsigned a[TM][4], b[TN][2];\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i) {\n"
+      "    const unsigned short* p = As + (wm + i * 16 + g) * S + kk + t * 2;\n"
+      "    a[i][0] = *(const unsigned*)p; a[i][1] = *(const unsigned*)(p + 8 * S);\n"
+      "    a[i][2] = *(const unsigned*)(p + 8); a[i][3] = *(const unsigned*)(p + 8 * S + 8);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int j = 0; j < TN; ++j) {\n"
+      "    const unsigned short* q = Bs + (wn + j * 8 + g) * S + kk + t * 2;\n"
+      "    b[j][0] = *(const unsigned*)q; b[j][1] = *(const unsigned*)(q + 8);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i)\n"
+      "#pragma unroll\n"
+      "    for (int j = 0; j < TN; ++j) tg_mma16816<BF>(acc + (i * TN + j) * 4, a[i], b[j]);\n"
+      "}\n#endif\n";
+  static constexpr bool tensor_cores = true;
+  /// Private arrays and tensor-core steps (UKind::Private, UKind::Mma).
+  static constexpr void warp_op(Text& t, const Program& p, const UOp& u, int i) {
+    if (u.kind == UKind::Private) {
+      t << type(compute_dtype(u.dtype)) << " v" << std::int64_t(i) << '[' << std::int64_t(u.arg)
+        << "] = {};\n";
+      return;
+    }
+    (void)p;
+    t << "tg_mma_tile<" << u.value.i << ", " << std::int64_t(u.arg / 256) << ", "
+      << std::int64_t(u.arg % 256) << ", " << (u.dtype == DType::BFloat16 ? "true" : "false")
+      << ">(v" << std::int64_t(u.src[0]) << ", v" << std::int64_t(u.src[1]) << ", v"
+      << std::int64_t(u.ranges.at(0)) << ", v" << std::int64_t(u.src[2]) << ", v"
+      << std::int64_t(u.ranges.at(1)) << ", v" << std::int64_t(u.ranges.at(2)) << ");\n";
   }
   static constexpr void signature(Text& t, const Program& p) {
     t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
@@ -5263,7 +5398,8 @@ struct CudaDialect : CFamily<CudaDialect> {
       declare_launch(t, u, p, i);
   }
   static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
-    t << "__shared__ " << type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
+    t << "__shared__ __align__(16) " << type(d) << ' ' << name << '[' << std::int64_t(size)
+      << "];\n";
   }
   static constexpr void barrier(Text& t) { t << "__syncthreads();\n"; }
 };
@@ -5407,6 +5543,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   static constexpr void element(Text& t, int buf, int idx) {
     t << 'v' << std::int64_t(buf) << ".d[uint(v" << std::int64_t(idx) << ")]";
   }
+  static constexpr void shared_element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[uint(v" << std::int64_t(idx) << ")]";
+  }
 
   static constexpr bool fits_subgroup(const UOp& u) {
     if (u.dtype == DType::Float32) return u.op == Op::Add || u.op == Op::Mul;
@@ -5451,6 +5590,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
       if (p.ops[i].kind == UKind::GroupReduce)
         t << "shared " << type(compute_dtype(p.ops[i].dtype)) << " tg_lds" << std::int64_t(i) << '['
           << std::int64_t(p.local) << "];\n";
+      else if (p.ops[i].kind == UKind::Shared)
+        t << "shared " << type(compute_dtype(p.ops[i].dtype)) << " v" << std::int64_t(i) << '['
+          << std::int64_t(p.ops[i].arg) << "];\n";
     t << "uint64_t tg_group() { return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_NumWorkGroups.x) * "
          "(uint64_t(gl_WorkGroupID.y) + uint64_t(gl_NumWorkGroups.y) * "
          "uint64_t(gl_WorkGroupID.z)); }\n";
@@ -5718,9 +5860,10 @@ template <bool F16 = false> struct WgslDialect : CStyle<WgslDialect<F16>> {
       << "> } // item base, outer start, outer end, sizes\n"
       << "@group(0) @binding(" << n << ") var<uniform> tg_pc: tg_Launch;\n";
     for (std::size_t i = 0; i < p.ops.size(); ++i)
-      if (p.ops[i].kind == UKind::GroupReduce)
-        t << "var<workgroup> tg_lds" << std::int64_t(i) << ": array<"
-          << type(compute_dtype(p.ops[i].dtype)) << ", " << std::int64_t(p.local) << ">;\n";
+      if (p.ops[i].kind == UKind::GroupReduce || p.ops[i].kind == UKind::Shared)
+        t << "var<workgroup> " << (p.ops[i].kind == UKind::Shared ? "v" : "tg_lds")
+          << std::int64_t(i) << ": array<" << type(compute_dtype(p.ops[i].dtype)) << ", "
+          << std::int64_t(p.ops[i].kind == UKind::Shared ? p.ops[i].arg : p.local) << ">;\n";
   }
   /// The work-group's index from the built-ins (uniform values, so barriers under its tests pass
   /// WGSL's uniformity analysis). Every binding is used (`_ = &v;`): a pipeline's derived layout
@@ -5937,6 +6080,550 @@ constexpr Program reuse_values(const Program& p, std::int64_t max_bytes = 64 * 1
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
 
+// ---- tg/codegen/shared_tiles.hpp ----
+#ifndef TG_SI_TG_CODEGEN_SHARED_TILES_HPP
+#define TG_SI_TG_CODEGEN_SHARED_TILES_HPP
+// shared_tiles: a product kernel (one sum of x * y per output, x shared along some output axes, y
+// along others: a matmul, bmm, linear, a convolution's window product) -> the same kernel as
+// work-group tiles staged through shared memory, shaped for a GPU launch (it replaces
+// gpu_program for the kernels it takes). A work-group of 16 x 16 threads computes a block of
+// bm x bn outputs; each thread a register tile of r x c of them, 16 rows and 16 columns apart (so
+// a warp's shared-memory reads are broadcasts or consecutive). The reduction runs in steps of bk:
+// the group's threads load the bm x bk slice of x and the bk x bn slice of y into shared memory
+// (each element once, coalesced along whichever axis the operand's memory is contiguous in),
+// wait, and every thread accumulates its tile from shared memory. x and y are the program's own
+// expressions (loads, casts, masks, fused elementwise ops) re-emitted at the staged indices; the
+// epilogue after the sum (bias, activation, cast) and the store are re-emitted per tile output.
+// Everything else (programs with several sums, symbolic sizes, integer sums) is left to
+// gpu_program. Measurements: docs/performance.md.
+
+namespace tg {
+
+namespace detail {
+
+/// The block and thread tile of a shared-memory product (16 x 16 threads a work-group).
+struct SharedTileShape {
+  std::int64_t bm = 0, bn = 0, bk = 0; // a block's outputs, and the reduction's step
+  std::int64_t r = 0, c = 0;           // a thread's outputs: rows and columns
+};
+
+class SharedTiler : GpuRewriter {
+public:
+  constexpr SharedTiler(const Program& p, const GpuOptions& o)
+      : GpuRewriter{{p, {}, std::vector<int>(p.ops.size(), -1)}}, o_(o) {}
+
+  /// The tiled program, or one with local == 0 when the kernel is not a product it takes.
+  constexpr Program run() {
+    Program none;
+    if (!analyze()) return none;
+    emit();
+    Program r;
+    r.ops = std::move(out);
+    r.params = in.params;
+    r.vars = in.vars;
+    r.outer = SInt(blocks_);
+    r.work = SInt(blocks_ * kThreads * ((k_ + s_.bk - 1) / s_.bk)); // loop iterations
+    r.name << "rt" << s_.bm << 'x' << s_.bn << 'k' << s_.bk;
+    for (std::size_t k = 0; k < ext_.size(); ++k) // the output loops, as lower names them
+      if (range_ops_[k] < acc_) r.name << '_' << ext_[k];
+    r.local = int(kThreads);
+    r.items_per_outer = kThreads;
+    return r;
+  }
+
+private:
+  static constexpr std::int64_t kThreads = 256, kSide = 16; // 16 x 16 threads
+  static constexpr std::int64_t kPad = 4; // shared rows padded: staged stores spread over banks
+
+  const GpuOptions& o_;
+  std::vector<std::uint64_t> deps_; // per op: the ranges it depends on (bit: the range's ordinal)
+  std::vector<char> uses_acc_;      // per op: depends on the sum
+  std::vector<int> range_ops_;      // ordinal -> op
+  std::vector<std::int64_t> ext_;   // ordinal -> extent
+  std::vector<int> rows_, cols_, batch_, red_; // ordinals, outermost first
+  int acc_ = -1, x_ = -1, y_ = -1, store_ = -1, mul_ = -1;
+  std::int64_t m_ = 1, n_ = 1, k_ = 1, b_ = 1, blocks_ = 0;
+  bool x_k_fast_ = true, y_k_fast_ = false; // which axis consecutive threads stage along
+  bool tc_ = false; // on tensor cores: operands staged as 16-bit words, a row per row of A
+  SharedTileShape s_;
+  // emission
+  std::vector<int> memo_; // old op -> new op in the current scope
+  std::vector<int> env_;  // range ordinal -> its value in the current scope
+  int new_acc_ = -1;      // the sum in the current scope (the epilogue's)
+  std::vector<int> top_;  // old op -> new op for ops that depend on no range and no sum
+
+  constexpr const UOp& op(int i) const { return in.ops[std::size_t(i)]; }
+  constexpr int ordinal(int range_op) const {
+    for (std::size_t k = 0; k < range_ops_.size(); ++k)
+      if (range_ops_[k] == range_op) return int(k);
+    return -1;
+  }
+  constexpr std::int64_t extent(const std::vector<int>& ords) const {
+    std::int64_t e = 1;
+    for (int k : ords) e *= ext_[std::size_t(k)];
+    return e;
+  }
+
+  constexpr bool analyze() {
+    const std::size_t n = in.ops.size();
+    deps_.assign(n, 0);
+    uses_acc_.assign(n, 0);
+    int aa = -1;
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = op(int(i));
+      switch (u.kind) {
+      case UKind::Range: {
+        if (range_ops_.size() >= 64 || u.src[2] >= 0) return false;
+        const UOp& s = op(u.src[0]);
+        const UOp& e = op(u.src[1]);
+        std::int64_t x = 0;
+        if (s.kind == UKind::Bound) { // the outer loop: [start, end) of [0, outer)
+          if (!in.outer.is_const()) return false;
+          x = in.outer.constant();
+        } else if (s.kind == UKind::Const && s.value.i == 0 && e.kind == UKind::Const) {
+          x = e.value.i;
+        } else {
+          return false;
+        }
+        if (x < 1) return false;
+        deps_[i] = std::uint64_t(1) << range_ops_.size();
+        range_ops_.push_back(int(i));
+        ext_.push_back(x);
+        break;
+      }
+      case UKind::DefineAcc:
+        if (acc_ >= 0 || u.op != Op::Add || !is_float(u.dtype)) return false;
+        acc_ = int(i);
+        uses_acc_[i] = 1;
+        break;
+      case UKind::AccAssign:
+        if (aa >= 0 || u.src[0] != acc_ || u.op != Op::Add) return false;
+        aa = int(i);
+        break;
+      case UKind::Store:
+        if (store_ >= 0 || aa < 0) return false;
+        store_ = int(i);
+        break;
+      case UKind::Param:
+      case UKind::VarParam:
+      case UKind::Bound:
+      case UKind::Const:
+      case UKind::EndRange:
+      case UKind::Load:
+      case UKind::Alu:
+        break;
+      default:
+        return false;
+      }
+      if (u.kind != UKind::Range && u.kind != UKind::DefineAcc)
+        for (int s : u.src)
+          if (s >= 0) {
+            deps_[i] |= deps_[std::size_t(s)];
+            uses_acc_[i] |= uses_acc_[std::size_t(s)];
+          }
+    }
+    if (acc_ < 0 || aa < 0 || store_ < 0) return false;
+    // the reduction's loops are those opened between the sum and its update
+    std::vector<int> outs;
+    for (std::size_t k = 0; k < range_ops_.size(); ++k) {
+      int r = range_ops_[k];
+      if (r > acc_ && r < aa)
+        red_.push_back(int(k));
+      else if (r < acc_)
+        outs.push_back(int(k));
+      else
+        return false; // a loop after the sum
+    }
+    const UOp& v = op(op(aa).src[1]);
+    if (v.kind != UKind::Alu || v.op != Op::Mul || v.dtype != op(acc_).dtype || red_.empty())
+      return false;
+    mul_ = op(aa).src[1];
+    x_ = v.src[0];
+    y_ = v.src[1];
+    if (uses_acc_[std::size_t(x_)] || uses_acc_[std::size_t(y_)]) return false;
+    std::uint64_t red_bits = 0;
+    for (int k : red_) red_bits |= std::uint64_t(1) << k;
+    const UOp& st = op(store_);
+    if ((deps_[std::size_t(st.src[1])] | deps_[std::size_t(st.src[2])]) & red_bits) return false;
+    if (uses_acc_[std::size_t(st.src[1])]) return false;
+    // rows: output loops x reads and y does not; columns the other way; the rest a batch
+    for (int k : outs) {
+      const std::uint64_t bit = std::uint64_t(1) << k;
+      const bool in_x = deps_[std::size_t(x_)] & bit, in_y = deps_[std::size_t(y_)] & bit;
+      (in_x && !in_y ? rows_ : in_y && !in_x ? cols_ : batch_).push_back(k);
+    }
+    if (rows_.empty() || cols_.empty()) return false;
+    m_ = extent(rows_);
+    n_ = extent(cols_);
+    k_ = extent(red_);
+    b_ = extent(batch_);
+    if (m_ * n_ * b_ < o_.tile_min_outputs || k_ < 8) return false;
+    const DType xd = op(x_).dtype;
+    tc_ = o_.tensor_cores && is_half(xd) && op(y_).dtype == xd && m_ >= 64 && n_ >= 64 &&
+          compute_dtype(op(acc_).dtype) == DType::Float32;
+    choose_shape();
+    x_k_fast_ = stride(x_, red_.back()) == 1 || stride(x_, rows_.back()) != 1;
+    y_k_fast_ = stride(y_, cols_.back()) != 1 && stride(y_, red_.back()) == 1;
+    return true;
+  }
+
+  /// The largest block tile that still leaves the GPU enough work-groups (o_.tile_blocks).
+  constexpr void choose_shape() {
+    if (tc_) { // 8 warps of (bm / 2) x (bn / 4) outputs; a step of 32 (two mma k-steps)
+      for (std::int64_t t : {std::int64_t(128), std::int64_t(64)}) {
+        s_.bm = s_.bn = t;
+        s_.bk = 32;
+        blocks_ = b_ * ((m_ + t - 1) / t) * ((n_ + t - 1) / t);
+        if (blocks_ >= o_.tile_blocks) return;
+      }
+      return;
+    }
+    const bool wide = compute_dtype(op(acc_).dtype) == DType::Float64;
+    for (std::int64_t t : {std::int64_t(8), std::int64_t(4), std::int64_t(2), std::int64_t(1)}) {
+      if (wide && t > 4) continue; // 64 double accumulators spill
+      s_.r = s_.c = t;
+      s_.bm = s_.bn = kSide * t;
+      s_.bk = std::min<std::int64_t>(32, std::max<std::int64_t>(8, 1024 / s_.bm));
+      blocks_ = b_ * ((m_ + s_.bm - 1) / s_.bm) * ((n_ + s_.bn - 1) / s_.bn);
+      if (blocks_ >= o_.tile_blocks) return;
+    }
+  }
+
+  /// How far the first load under `from` moves in memory when range ordinal `k` moves by one (0
+  /// when that is not a constant: then no axis is known to be contiguous).
+  constexpr std::int64_t stride(int from, int k) const {
+    int load = first_load(from);
+    if (load < 0) return 0;
+    std::vector<std::int64_t> at(range_ops_.size(), 0);
+    bool ok = true;
+    std::int64_t a = eval(op(load).src[1], at, ok);
+    at[std::size_t(k)] = 1;
+    std::int64_t b = eval(op(load).src[1], at, ok);
+    return ok ? b - a : 0;
+  }
+  constexpr int first_load(int i) const {
+    const UOp& u = op(i);
+    if (u.kind == UKind::Load) return i;
+    for (int s : u.src)
+      if (s >= 0 && (u.kind == UKind::Alu))
+        if (int l = first_load(s); l >= 0) return l;
+    return -1;
+  }
+  constexpr std::int64_t eval(int i, const std::vector<std::int64_t>& at, bool& ok) const {
+    const UOp& u = op(i);
+    if (u.kind == UKind::Const) return u.value.i;
+    if (u.kind == UKind::Range) return at[std::size_t(ordinal(i))];
+    if (u.kind != UKind::Alu || is_float(u.dtype)) {
+      ok = false;
+      return 0;
+    }
+    std::int64_t s[3] = {0, 0, 0};
+    for (int k = 0; k < 3; ++k)
+      if (u.src[std::size_t(k)] >= 0) s[k] = eval(u.src[std::size_t(k)], at, ok);
+    switch (u.op) {
+    case Op::Add:
+      return s[0] + s[1];
+    case Op::Mul:
+      return s[0] * s[1];
+    case Op::Div:
+      return s[1] ? s[0] / s[1] : 0;
+    case Op::Mod:
+      return s[1] ? s[0] % s[1] : 0;
+    case Op::Max:
+      return s[0] > s[1] ? s[0] : s[1];
+    case Op::Neg:
+      return -s[0];
+    case Op::CmpLt:
+      return s[0] < s[1];
+    case Op::CmpEq:
+      return s[0] == s[1];
+    case Op::CmpNe:
+      return s[0] != s[1];
+    case Op::And:
+      return s[0] & s[1];
+    case Op::Or:
+      return s[0] | s[1];
+    case Op::Where:
+      return s[0] ? s[1] : s[2];
+    case Op::Cast:
+      return s[0];
+    default:
+      ok = false;
+      return 0;
+    }
+  }
+
+  // ---- emission ----
+  constexpr int i64(Op o, int a, int b) { return alu(o, DType::Int64, a, b); }
+  constexpr int add_c(int a, std::int64_t c) { return c ? i64(Op::Add, a, cint(c)) : a; }
+  constexpr int mul_c(int a, std::int64_t c) { return c != 1 ? i64(Op::Mul, a, cint(c)) : a; }
+  constexpr int min_c(int a, std::int64_t hi) { // min(a, hi)
+    int lt = alu(Op::CmpLt, DType::Bool, a, cint(hi + 1));
+    return add(UOp{UKind::Alu, Op::Where, DType::Int64, {lt, a, cint(hi)}, {}, -1, {}});
+  }
+  /// Sets env_ for the loops `ords` (outermost first) from their flat index `flat`.
+  constexpr void split(const std::vector<int>& ords, int flat) {
+    std::int64_t stride = extent(ords);
+    for (int k : ords) {
+      const std::int64_t e = ext_[std::size_t(k)];
+      stride /= e;
+      int v = flat;
+      if (stride > 1) v = i64(Op::Div, v, cint(stride));
+      if (stride * e < extent(ords)) v = i64(Op::Mod, v, cint(e));
+      env_[std::size_t(k)] = v;
+    }
+  }
+  /// Old op `i` re-emitted with the loops at env_ (and the sum at new_acc_), once per scope.
+  constexpr int clone(int i) {
+    if (top_[std::size_t(i)] >= 0) return top_[std::size_t(i)];
+    if (memo_[std::size_t(i)] >= 0) return memo_[std::size_t(i)];
+    const UOp& u = op(i);
+    int r;
+    if (u.kind == UKind::Range) {
+      r = env_[std::size_t(ordinal(i))];
+      if (r < 0) throw graph_error{"shared_tiles: a loop index without a value"};
+    } else if (i == acc_)
+      r = new_acc_;
+    else {
+      UOp c = u;
+      for (int& s : c.src)
+        if (s >= 0) s = clone(s);
+      r = add(c);
+    }
+    memo_[std::size_t(i)] = r;
+    return r;
+  }
+  constexpr void new_scope() { memo_.assign(in.ops.size(), -1); }
+  constexpr int shared(DType d, std::int64_t size) {
+    return add(UOp{UKind::Shared, Op::Add, d, {-1, -1, -1}, {}, int(size), {}});
+  }
+  constexpr void barrier() {
+    add(UOp{UKind::Barrier, Op::Add, DType::Int64, {-1, -1, -1}, {}, -1, {}});
+  }
+
+  /// Stages the bm x bk (or bk x bn) slice of operand `x` at reduction offset k0 into `sh`.
+  constexpr void stage(int x, int sh, std::int64_t span, std::int64_t stride, bool k_fast,
+                       const std::vector<int>& side, std::int64_t side_size, int side_base, int k0,
+                       int lane) {
+    const std::int64_t per = span * s_.bk / kThreads;
+    for (std::int64_t e = 0; e < per; ++e) {
+      new_scope();
+      int flat = add_c(lane, e * kThreads);
+      int kk = k_fast ? i64(Op::Mod, flat, cint(s_.bk)) : i64(Op::Div, flat, cint(span));
+      int at = k_fast ? i64(Op::Div, flat, cint(s_.bk)) : i64(Op::Mod, flat, cint(span));
+      int pos = i64(Op::Add, side_base, at);
+      if (side_size % span) pos = min_c(pos, side_size - 1); // a partial block reads a real row
+      split(side, pos);
+      int kv = i64(Op::Add, k0, kk);
+      int kc = k_ % s_.bk ? min_c(kv, k_ - 1) : kv;
+      split(red_, kc);
+      // tensor cores read 16-bit words: an operand that is a buffer's element is loaded as its
+      // bits, anything else computed and converted
+      const UOp& xu = op(x);
+      const bool raw = tc_ && xu.kind == UKind::Load && xu.src[2] < 0 &&
+                       op(xu.src[0]).kind == UKind::Param && op(xu.src[0]).dtype == xu.dtype;
+      int v;
+      if (raw) {
+        int idx = clone(xu.src[1]);
+        v = add(UOp{UKind::Load,
+                    Op::Add,
+                    DType::UInt16,
+                    {top_[std::size_t(xu.src[0])], idx, -1},
+                    {},
+                    -1,
+                    {}});
+      } else {
+        v = clone(x);
+      }
+      const DType vd = raw ? DType::UInt16 : xu.dtype;
+      if (k_ % s_.bk) { // past the end of the sum: zero, in both operands
+        int in_k = alu(Op::CmpLt, DType::Bool, kv, cint(k_));
+        int zero = add(UOp{UKind::Const, Op::Add, vd, {-1, -1, -1}, {}, -1, {}});
+        v = add(UOp{UKind::Alu, Op::Where, vd, {in_k, v, zero}, {}, -1, {}});
+      }
+      if (tc_ && !raw)
+        v = add(UOp{UKind::Alu, Op::Bitcast, DType::UInt16, {v, -1, -1}, {}, -1, {}});
+      int slot = tc_ ? i64(Op::Add, mul_c(at, stride), kk) : i64(Op::Add, mul_c(kk, stride), at);
+      add(UOp{UKind::Store, Op::Add, tc_ ? DType::UInt16 : op(x).dtype, {sh, slot, v}, {}, -1, {}});
+    }
+  }
+
+  constexpr void emit() {
+    const std::size_t n = in.ops.size();
+    top_.assign(n, -1);
+    env_.assign(range_ops_.size(), -1);
+    // declarations, then what depends on no loop and no sum (hoisted to the top)
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = op(int(i));
+      const bool decl = u.kind == UKind::Param || u.kind == UKind::Bound ||
+                        u.kind == UKind::VarParam || u.kind == UKind::Const;
+      const bool free =
+          (u.kind == UKind::Alu || u.kind == UKind::Load) && deps_[i] == 0 && !uses_acc_[i];
+      if (decl || free) top_[i] = add(remapped_top(u));
+    }
+    int start = -1, end = -1;
+    for (std::size_t i = 0; i < n; ++i)
+      if (op(int(i)).kind == UKind::Bound) (op(int(i)).arg == 0 ? start : end) = top_[i];
+    if (start < 0) start = cint(0);
+    if (end < 0) end = cint(blocks_);
+    int item = special(GpuIndex::Item), lane = special(GpuIndex::Lane);
+    int blk = i64(Op::Add, start, i64(Op::Div, item, cint(kThreads)));
+    int in_range = add(UOp{UKind::If,
+                           Op::Add,
+                           DType::Bool,
+                           {alu(Op::CmpLt, DType::Bool, blk, end), -1, -1},
+                           {},
+                           -1,
+                           {}});
+    const std::int64_t nbn = (n_ + s_.bn - 1) / s_.bn, nbm = (m_ + s_.bm - 1) / s_.bm;
+    int bj = i64(Op::Mod, blk, cint(nbn));
+    int rest = i64(Op::Div, blk, cint(nbn));
+    int bi = nbm > 1 ? i64(Op::Mod, rest, cint(nbm)) : cint(0);
+    int bb = i64(Op::Div, rest, cint(nbm));
+    int row0 = mul_c(bi, s_.bm), col0 = mul_c(bj, s_.bn);
+    int tx = i64(Op::Mod, lane, cint(kSide)), ty = i64(Op::Div, lane, cint(kSide));
+    // a thread's rows (and columns) 16 apart, or consecutive (GpuOptions::tile_layout)
+    const bool runs = o_.tile_layout == 1 && s_.r > 1;
+    const std::int64_t rstep = runs ? 1 : kSide;
+    int ty0 = runs ? mul_c(ty, s_.r) : ty, tx0 = runs ? mul_c(tx, s_.c) : tx;
+    const DType xd = op(x_).dtype, yd = op(y_).dtype, ad = op(acc_).dtype;
+    if (!batch_.empty()) split(batch_, bb);
+    if (tc_) return emit_tensor_cores(lane, row0, col0, in_range);
+    const std::int64_t sa = s_.bm + kPad, sb = s_.bn + kPad;
+    int as = shared(compute_dtype(xd), s_.bk * sa), bs = shared(compute_dtype(yd), s_.bk * sb);
+    std::vector<int> accs;
+    for (std::int64_t t = 0; t < s_.r * s_.c; ++t) accs.push_back(add(op(acc_)));
+    int k0 =
+        add(UOp{UKind::Range, Op::Add, DType::Int64, {cint(0), cint(k_), cint(s_.bk)}, {}, -1, {}});
+    std::vector<int> keep = env_; // the batch's values, for every scope below
+    stage(x_, as, s_.bm, sa, x_k_fast_, rows_, m_, row0, k0, lane);
+    env_ = keep;
+    stage(y_, bs, s_.bn, sb, y_k_fast_, cols_, n_, col0, k0, lane);
+    env_ = keep;
+    barrier();
+    std::vector<int> a(std::size_t(s_.r)), b(std::size_t(s_.c));
+    for (std::int64_t kk = 0; kk < s_.bk; ++kk) {
+      for (std::int64_t r = 0; r < s_.r; ++r)
+        a[std::size_t(r)] = add(
+            UOp{UKind::Load, Op::Add, xd, {as, add_c(ty0, kk * sa + r * rstep), -1}, {}, -1, {}});
+      for (std::int64_t c = 0; c < s_.c; ++c)
+        b[std::size_t(c)] = add(
+            UOp{UKind::Load, Op::Add, yd, {bs, add_c(tx0, kk * sb + c * rstep), -1}, {}, -1, {}});
+      for (std::int64_t r = 0; r < s_.r; ++r)
+        for (std::int64_t c = 0; c < s_.c; ++c) {
+          int prod = add(UOp{UKind::Alu,
+                             Op::Mul,
+                             op(mul_).dtype,
+                             {a[std::size_t(r)], b[std::size_t(c)], -1},
+                             {},
+                             -1,
+                             {}});
+          add(UOp{UKind::AccAssign,
+                  Op::Add,
+                  ad,
+                  {accs[std::size_t(r * s_.c + c)], prod, -1},
+                  {},
+                  -1,
+                  {}});
+        }
+    }
+    barrier();
+    add(UOp{UKind::EndRange, Op::Add, DType::Int64, {k0, -1, -1}, {}, -1, {}});
+    // the epilogue and the store, once per output of the thread's tile
+    for (std::int64_t r = 0; r < s_.r; ++r)
+      for (std::int64_t c = 0; c < s_.c; ++c) {
+        env_ = keep;
+        int row = i64(Op::Add, row0, add_c(ty0, r * rstep));
+        int col = i64(Op::Add, col0, add_c(tx0, c * rstep));
+        store(row, col, [&] { return accs[std::size_t(r * s_.c + c)]; });
+      }
+    add(UOp{UKind::EndIf, Op::Add, DType::Bool, {in_range, -1, -1}, {}, -1, {}});
+  }
+
+  /// The epilogue and the store of the output at (row, col) of the block's operands, where they
+  /// are in range; `sum()` emits the output's sum.
+  template <class Sum> constexpr void store(int row, int col, Sum&& sum) {
+    const UOp& st = op(store_);
+    new_scope();
+    int ok = -1;
+    if (m_ % s_.bm) ok = alu(Op::CmpLt, DType::Bool, row, cint(m_));
+    if (n_ % s_.bn) {
+      int okc = alu(Op::CmpLt, DType::Bool, col, cint(n_));
+      ok = ok < 0 ? okc : alu(Op::And, DType::Bool, ok, okc);
+    }
+    int guard = ok < 0 ? -1 : add(UOp{UKind::If, Op::Add, DType::Bool, {ok, -1, -1}, {}, -1, {}});
+    split(rows_, row);
+    split(cols_, col);
+    new_acc_ = sum();
+    int idx = clone(st.src[1]), val = clone(st.src[2]);
+    add(UOp{UKind::Store, Op::Add, st.dtype, {top_[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
+    if (guard >= 0) add(UOp{UKind::EndIf, Op::Add, DType::Bool, {guard, -1, -1}, {}, -1, {}});
+  }
+
+  /// The block on tensor cores: 8 warps of (bm / 2) x (bn / 4) outputs, each a grid of 16 x 8
+  /// mma tiles whose float32 sums stay in registers (a Private array); the operands staged as
+  /// 16-bit words, each row of A (and column of B) a row of shared memory along the reduction.
+  constexpr void emit_tensor_cores(int lane, int row0, int col0, int in_range) {
+    const std::int64_t S = s_.bk + 8; // (padded: a warp's fragment loads hit 32 banks)
+    const std::int64_t wm_size = s_.bm / 2, wn_size = s_.bn / 4;
+    const std::int64_t tm = wm_size / 16, tn = wn_size / 8;
+    int as = shared(DType::UInt16, s_.bm * S), bs = shared(DType::UInt16, s_.bn * S);
+    int acc =
+        add(UOp{UKind::Private, Op::Add, DType::Float32, {-1, -1, -1}, {}, int(tm * tn * 4), {}});
+    int warp = i64(Op::Div, lane, cint(32));
+    int wm = mul_c(i64(Op::Div, warp, cint(4)), wm_size);
+    int wn = mul_c(i64(Op::Mod, warp, cint(4)), wn_size);
+    int k0 =
+        add(UOp{UKind::Range, Op::Add, DType::Int64, {cint(0), cint(k_), cint(s_.bk)}, {}, -1, {}});
+    std::vector<int> keep = env_;
+    stage(x_, as, s_.bm, S, x_k_fast_, rows_, m_, row0, k0, lane);
+    env_ = keep;
+    stage(y_, bs, s_.bn, S, y_k_fast_, cols_, n_, col0, k0, lane);
+    env_ = keep;
+    barrier();
+    for (std::int64_t kk = 0; kk < s_.bk; kk += 16) {
+      UOp m{UKind::Mma, Op::Add, op(x_).dtype, {as, bs, acc}, Scalar{}, int(tm * 256 + tn), {}};
+      m.value.i = S;
+      m.ranges = {cint(kk), wm, wn};
+      add(m);
+    }
+    barrier();
+    add(UOp{UKind::EndRange, Op::Add, DType::Int64, {k0, -1, -1}, {}, -1, {}});
+    // each thread's sums: tile (i, j), element q at row g (+ 8), column 2 t (+ 1) of the tile
+    int wl = i64(Op::Mod, lane, cint(32));
+    int g = i64(Op::Div, wl, cint(4)), t2 = mul_c(i64(Op::Mod, wl, cint(4)), 2);
+    int r0 = i64(Op::Add, i64(Op::Add, row0, wm), g), c0 = i64(Op::Add, i64(Op::Add, col0, wn), t2);
+    for (std::int64_t i = 0; i < tm; ++i)
+      for (std::int64_t j = 0; j < tn; ++j)
+        for (std::int64_t q = 0; q < 4; ++q) {
+          env_ = keep;
+          int row = add_c(r0, i * 16 + (q >= 2 ? 8 : 0)), col = add_c(c0, j * 8 + (q & 1));
+          const std::int64_t e = (i * tn + j) * 4 + q;
+          store(row, col, [&] {
+            return add(UOp{UKind::Load, Op::Add, op(acc_).dtype, {acc, cint(e), -1}, {}, -1, {}});
+          });
+        }
+    add(UOp{UKind::EndIf, Op::Add, DType::Bool, {in_range, -1, -1}, {}, -1, {}});
+  }
+  constexpr UOp remapped_top(const UOp& u) const {
+    UOp r = u;
+    for (int& s : r.src)
+      if (s >= 0) s = top_[std::size_t(s)];
+    return r;
+  }
+};
+
+} // namespace detail
+
+/// The product kernel `p` (as lower made it, before gpu_program) as shared-memory work-group
+/// tiles; a program with local == 0 when `p` is not such a product (see the file's comment).
+constexpr Program shared_tiles(const Program& p, const GpuOptions& o) {
+  return detail::SharedTiler(p, o).run();
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_SHARED_TILES_HPP
+
 namespace tg {
 
 /// The source language a target's kernels are rendered in (None: INTERP runs the program itself).
@@ -5983,6 +6670,11 @@ struct Target {
   static constexpr Target gpu_of(Dialect dialect, GpuOptions launch = {}) {
     Target t;
     t.lower = t.lower.for_gpu();
+    // WGSL's devices are often software adapters, where a barrier costs more than the L1 reuse
+    // a work-group tile gains: products keep the register tiles there
+    if (dialect == Dialect::Wgsl) launch.shared_tiles = false;
+    if (dialect != Dialect::Cuda) launch.tensor_cores = false; // (mma.sync)
+    if (launch.shared_tiles) t.lower.gpu_tile = 1;             // shared_tiles makes the tiles
     t.gpu = t.split_reductions = true;
     t.launch = launch;
     t.decompose = DecomposeOptions::gpu();
@@ -5993,6 +6685,7 @@ struct Target {
   static constexpr Target cuda(GpuOptions launch = {}) {
     Target t = gpu_of(Dialect::Cuda, launch);
     t.decompose.f16_bits = t.decompose.exp2_poly = false;
+    t.decompose.pow = t.decompose.pow_native = true; // C's special cases and integer exponents
     return t;
   }
   static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
@@ -6034,6 +6727,7 @@ struct Target {
     t.fuse.row_reductions = false;
     t.fuse.broadcast_operand_min = 0;
     t.lower = gpu ? LowerOptions::off().for_gpu() : LowerOptions::off();
+    t.launch.shared_tiles = false;
     t.lower.tile_lanes = lower.tile_lanes;
     return t;
   }
@@ -6164,7 +6858,13 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     step("pack_panels", [](const Program& q) { return pack_panels(q); });
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
   }
-  if (t.gpu) step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
+  if (t.gpu && t.launch.shared_tiles)
+    step("shared_tiles", [&](const Program& q) {
+      Program r = shared_tiles(q, t.launch);
+      return r.local > 0 ? r : q;
+    });
+  if (t.gpu && p.local == 0)
+    step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
   if (t.decompose.any())
     step("decompose", [&](const Program& q) { return decompose(q, t.decompose); });
   if (t.narrow32) step("narrow32", [](const Program& q) { return narrow32(q); });

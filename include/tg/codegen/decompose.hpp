@@ -43,6 +43,10 @@ struct DecomposeOptions {
   /// as 2^(b log2|a|). GLSL's and WGSL's pow are undefined for a < 0 and inexact. `pow_f64`: a
   /// float32's general case computed in float64 and rounded once, as glibc's powf does.
   bool pow = false, pow_f64 = false;
+  /// pow's general case (a positive base, an exponent that is not an integer below 2^24) by the
+  /// dialect's own pow, where that is accurate (CUDA's: within 2 ulp; its integer exponents were
+  /// not exact: pow(3.0, 1.0) was 2.9999999999999996 on an H100).
+  bool pow_native = false;
   /// The dialect has no 64-bit integers (WGSL; narrow32 makes index arithmetic 32-bit): float ->
   /// uint32 is computed without going through int64.
   bool no_int64 = false;
@@ -103,6 +107,7 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     DecomposeOptions only_pow, rest = o; //   the rest of the pass then decomposes
     only_pow.pow = true;
     only_pow.pow_f64 = o.pow_f64;
+    only_pow.pow_native = o.pow_native;
     rest.pow = false;
     return decompose(decompose(p, only_pow), rest);
   }
@@ -315,7 +320,9 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       if (k + 1 < steps) x = alu(Op::Mul, cf, x, x);
     }
     int general; // 2^(b log2|a|)
-    if (o.pow_f64 && !f64) {
+    if (o.pow_native) {
+      general = alu(Op::Pow, cf, ma, b);
+    } else if (o.pow_f64 && !f64) {
       const DType d = DType::Float64;
       const int l = alu(Op::Log2, d, alu(Op::Cast, d, ma));
       general = alu(Op::Cast, cf, alu(Op::Exp2, d, alu(Op::Mul, d, alu(Op::Cast, d, b), l)));
@@ -349,15 +356,22 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     return pick(alu(Op::Or, b1, is(b, 0.0), is(a, 1.0)), one, r);
   };
 
+  // A rewritten value of a 16-bit float type the dialect converts itself (CUDA's float16) typed
+  // so again, exactly: a store then encodes it (a float32-typed value was stored as an integer).
+  auto typed = [&](DType d, int v) {
+    return is_half(d) && !o.bits_of(d) && rw.out[std::size_t(v)].dtype != d ? alu(Op::Cast, d, v)
+                                                                            : v;
+  };
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const UOp& u = p.ops[i];
     UOp r = rw.remapped(u);
-    for (int& k : r.ranges) k = rw.map[std::size_t(k)];
     const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
     const bool of_param = u.src[0] >= 0 && p.ops[std::size_t(u.src[0])].kind == UKind::Param;
     if (u.kind == UKind::Load && of_param && o.bits_of(d)) { // the bits, then the value
       r.dtype = u32;
-      rw.map[i] = decode16(d, rw.add(std::move(r)));
+      const int w = rw.add(std::move(r));
+      // (loaded as an integer: the bits themselves, as shared_tiles stages tensor-core operands)
+      rw.map[i] = is_half(u.dtype) ? decode16(d, w) : alu(Op::Cast, u.dtype, w);
       continue;
     }
     if (u.kind == UKind::Store && of_param && o.bits_of(d)) {
@@ -381,7 +395,7 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     }
     if (u.kind == UKind::Alu && u.op == Op::Pow && o.pow && is_float(compute_dtype(u.dtype))) {
       const DType cf = compute_dtype(u.dtype);
-      rw.map[i] = pow_ops(cf, as_float(cf, r.src[0]), as_float(cf, r.src[1]));
+      rw.map[i] = typed(u.dtype, pow_ops(cf, as_float(cf, r.src[0]), as_float(cf, r.src[1])));
       continue;
     }
     if (u.kind == UKind::Alu && o.ieee_div && is_float(compute_dtype(u.dtype)) &&
@@ -395,7 +409,8 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       // a 16-bit float's bits are its codec's; integers of 16 bits wrap into and out of a word
       const int w = is_half(d) ? encode16(d, r.src[0])
                                : alu(Op::Cast, u32, alu(Op::Cast, DType::UInt16, r.src[0]));
-      rw.map[i] = is_half(u.dtype) ? decode16(u.dtype, w) : alu(Op::Cast, u.dtype, w);
+      rw.map[i] =
+          typed(u.dtype, is_half(u.dtype) ? decode16(u.dtype, w) : alu(Op::Cast, u.dtype, w));
       continue;
     }
     if (o.subnormal_log2 && u.kind == UKind::Alu && u.op == Op::Log2 && u.dtype == DType::Float32) {

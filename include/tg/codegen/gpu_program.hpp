@@ -14,7 +14,19 @@ struct GpuOptions {
   int local = 256;      // threads per work-group (rounded down to a power of two)
   int max_local = 1024; // the device's limit
   int grouped = -1;     // -1: decide; 0: never; 1: whenever the program reduces
-  int per_thread = 8;   // items a thread runs in a kernel without reductions of 2^20 items or more
+  int per_thread = 4;   // items a thread runs in a kernel without reductions of 2^20 items or more
+  /// Products (a matmul, a convolution's window product) as work-group tiles staged through
+  /// shared memory (codegen/shared_tiles.hpp), when they have at least tile_min_outputs outputs;
+  /// the block tile is the largest that leaves tile_blocks work-groups (two per SM of an H100).
+  bool shared_tiles = true;
+  std::int64_t tile_min_outputs = 4096;
+  std::int64_t tile_blocks = 256;
+  /// A thread's tile: rows and columns 16 apart (0: a warp's shared-memory reads are broadcasts
+  /// or consecutive words) or consecutive (1: the compiler may read them as vectors)
+  int tile_layout = 1;
+  /// float16 and bfloat16 products on tensor cores (mma.sync, float32 sums): CUDA devices of
+  /// compute capability 8.0 and later set it.
+  bool tensor_cores = false;
 };
 
 namespace detail {
@@ -105,9 +117,10 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
   if (grouped && longest < local)
     local = std::max(std::min(local, 32), detail::floor_pow2(longest));
 
-  // A kernel without reductions over many items runs 8 of them a thread, a work-group's width
-  // apart (loads stay coalesced): each thread then has 8 loads in flight, which brings an
-  // elementwise kernel to a device-to-device copy's speed (docs/performance.md).
+  // A kernel without reductions over many items runs 4 of them a thread, a work-group's width
+  // apart (loads stay coalesced): each thread then has 4 loads in flight, which brings an
+  // elementwise kernel near a device-to-device copy's speed (8 was 3x slower on an H100;
+  // docs/performance.md).
   const std::int64_t per_thread =
       !reduces && p.outer.is_const() && items >= (std::int64_t(1) << 20) && o.per_thread > 1
           ? o.per_thread

@@ -24,6 +24,13 @@ enum class UKind : std::uint8_t {
   If,          // src0 condition; the ops up to the matching EndIf run when it holds
   EndIf,       // src0: its If
   GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
+  Shared,      // a work-group array of arg elements of dtype (Load/Store take it as src0)
+  Barrier,     // every thread of the work-group waits here (in uniform control flow only)
+  Private,     // an array of arg elements of dtype, private to the thread, zeroed (Load: src0)
+  Mma,         // (CUDA) a warp's tensor-core step, shared_tiles.hpp: src0, src1: the Shared
+               // arrays of A and B (16-bit words, a row of value.i each), src2: the Private
+               // accumulators; ranges: the reduction offset, the warp's first row and column;
+               // arg: tiles of 16 rows x 8 columns (rows * 256 + columns); dtype: A's and B's
   // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
   VecAcc,   // a vector accumulator of arg lanes, each `value`
   VecLoad,  // src0 param, src1 index: arg elements, consecutive or value.i (> 1) apart
@@ -74,9 +81,10 @@ struct Program {
 
 constexpr const char* ukind_name(UKind k) {
   constexpr const char* names[] = {
-      "param",  "var",       "bound",  "const",   "range",    "endrange", "load",   "store",
-      "acc",    "accassign", "alu",    "reduce",  "special",  "if",       "endif",  "groupreduce",
-      "vecacc", "vecload",   "vecmac", "veclane", "vecstore", "local",    "vecfold"};
+      "param",   "var",         "bound",     "const",    "range",   "endrange", "load",
+      "store",   "acc",         "accassign", "alu",      "reduce",  "special",  "if",
+      "endif",   "groupreduce", "shared",    "barrier",  "private", "mma",      "vecacc",
+      "vecload", "vecmac",      "veclane",   "vecstore", "local",   "vecfold"};
   return names[static_cast<int>(k)];
 }
 
@@ -108,6 +116,7 @@ struct ProgramRewriter {
     UOp r = u;
     for (int& s : r.src)
       if (s >= 0) s = map[std::size_t(s)];
+    for (int& s : r.ranges) s = map[std::size_t(s)]; // (Reduce's loops, Mma's operands)
     return r;
   }
 };

@@ -6,7 +6,8 @@
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
-//                   -> GPU: gpu_program -> decompose (-> narrow32: WGSL)  device_passes
+//                   -> GPU: shared_tiles (products) or gpu_program
+//                      -> decompose (-> narrow32: WGSL)                  device_passes
 //                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
 //
 // compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
@@ -24,6 +25,7 @@
 #include "render_glsl.hpp"
 #include "render_wgsl.hpp"
 #include "reuse_values.hpp"
+#include "shared_tiles.hpp"
 #include "vectorize.hpp"
 
 namespace tg {
@@ -72,6 +74,11 @@ struct Target {
   static constexpr Target gpu_of(Dialect dialect, GpuOptions launch = {}) {
     Target t;
     t.lower = t.lower.for_gpu();
+    // WGSL's devices are often software adapters, where a barrier costs more than the L1 reuse
+    // a work-group tile gains: products keep the register tiles there
+    if (dialect == Dialect::Wgsl) launch.shared_tiles = false;
+    if (dialect != Dialect::Cuda) launch.tensor_cores = false; // (mma.sync)
+    if (launch.shared_tiles) t.lower.gpu_tile = 1;             // shared_tiles makes the tiles
     t.gpu = t.split_reductions = true;
     t.launch = launch;
     t.decompose = DecomposeOptions::gpu();
@@ -82,6 +89,7 @@ struct Target {
   static constexpr Target cuda(GpuOptions launch = {}) {
     Target t = gpu_of(Dialect::Cuda, launch);
     t.decompose.f16_bits = t.decompose.exp2_poly = false;
+    t.decompose.pow = t.decompose.pow_native = true; // C's special cases and integer exponents
     return t;
   }
   static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
@@ -123,6 +131,7 @@ struct Target {
     t.fuse.row_reductions = false;
     t.fuse.broadcast_operand_min = 0;
     t.lower = gpu ? LowerOptions::off().for_gpu() : LowerOptions::off();
+    t.launch.shared_tiles = false;
     t.lower.tile_lanes = lower.tile_lanes;
     return t;
   }
@@ -253,7 +262,13 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     step("pack_panels", [](const Program& q) { return pack_panels(q); });
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
   }
-  if (t.gpu) step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
+  if (t.gpu && t.launch.shared_tiles)
+    step("shared_tiles", [&](const Program& q) {
+      Program r = shared_tiles(q, t.launch);
+      return r.local > 0 ? r : q;
+    });
+  if (t.gpu && p.local == 0)
+    step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
   if (t.decompose.any())
     step("decompose", [&](const Program& q) { return decompose(q, t.decompose); });
   if (t.narrow32) step("narrow32", [](const Program& q) { return narrow32(q); });

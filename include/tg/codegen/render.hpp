@@ -62,6 +62,12 @@ struct CStyleRenderer {
       case UKind::Load: {
         indent();
         declare(Decl::Value);
+        if (p.ops[std::size_t(u.src[0])].kind == UKind::Shared ||
+            p.ops[std::size_t(u.src[0])].kind == UKind::Private) { // hold compute dtype values
+          D::shared_element(t, u.src[0], u.src[1]);
+          t << ";\n";
+          break;
+        }
         const DType stored = p.ops[std::size_t(u.src[0])].dtype;
         if (u.src[2] >= 0) { // gated: zero where the gate is off
           Text gate, x, zero;
@@ -78,6 +84,11 @@ struct CStyleRenderer {
         indent();
         Text val;
         name(val, p, u.src[2]);
+        if (p.ops[std::size_t(u.src[0])].kind == UKind::Shared) {
+          D::shared_element(t, u.src[0], u.src[1]);
+          t << " = " << val.view() << ";\n";
+          break;
+        }
         D::store(t, p.ops[std::size_t(u.src[0])].dtype, p.ops[std::size_t(u.src[2])].dtype,
                  u.src[0], u.src[1], val.view());
         break;
@@ -144,6 +155,22 @@ struct CStyleRenderer {
           D::group_reduce(t, p, u, int(i), depth);
         else
           group_reduce<D>(t, p, u, int(i), depth);
+        break;
+      case UKind::Shared:
+        indent();
+        D::local_array(t, compute_dtype(u.dtype), self.view(), u.arg);
+        break;
+      case UKind::Barrier:
+        indent();
+        D::barrier(t);
+        break;
+      case UKind::Private:
+      case UKind::Mma:
+        indent();
+        if constexpr (D::tensor_cores)
+          D::warp_op(t, p, u, int(i));
+        else
+          throw graph_error(std::string("tg: this renderer has no ") + ukind_name(u.kind));
         break;
       case UKind::VecAcc:
       case UKind::VecLoad:
@@ -215,6 +242,7 @@ struct CStyleRenderer {
 ///   D::is_nan(t, a)                a NaN test that survives the compiler
 ///   D::reinterpret(t, from, to, a) the bits of a float as an integer of its size or back
 ///   D::element(t, buf, idx)        a buffer element, read or written
+///   D::shared_element(t, buf, idx) an element of a work-group array (UKind::Shared)
 ///   D::storage(d)                  the dtype a buffer of d holds (bool as a byte where needed)
 ///   D::mod_by_div                  signed remainder spelled a - a / b * b (no defined `%`)
 /// A dialect that converts 16-bit floats itself (CUDA's float16) also names tg_h2f/tg_f2h.
@@ -247,6 +275,12 @@ template <class D> struct CStyle {
     t << '(' << c << " ? " << a << " : " << b << ')';
   }
   static constexpr void element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
+  }
+  /// Whether the dialect renders Private arrays and tensor-core steps (Mma): CUDA's.
+  static constexpr bool tensor_cores = false;
+  /// An element of a work-group array (UKind::Shared).
+  static constexpr void shared_element(Text& t, int buf, int idx) {
     t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
   }
   /// Where op is in a math() table: sqrt, exp2, log2, sin, trunc, pow.

@@ -37,23 +37,86 @@ struct CudaDialect : CFamily<CudaDialect> {
     t << "tg_bits<" << type(to) << ">(" << a << ')';
   }
 
-  static constexpr void prelude(Text& t, const Program&) {
+  static constexpr void prelude(Text& t, const Program& p) {
     // guarded, as the C prelude: several kernels can share one NVRTC program
     t << "// tg CUDA kernel (NVRTC, no headers)\n"
          "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "#define INFINITY __int_as_float(0x7f800000)\n"
          "#define NAN __int_as_float(0x7fffffff)\n"
          "typedef unsigned short tg_u16;\n"
-         "__device__ __forceinline__ float tg_h2f(tg_u16 h) { float f; asm(\"cvt.f32.f16 %0, %1;\" "
-         ": \"=f\"(f) : \"h\"(h)); return f; }\n"
-         "__device__ __forceinline__ tg_u16 tg_f2h(float f) { tg_u16 h; asm(\"cvt.rn.f16.f32 %0, "
-         "%1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+         // NaNs as INTERP's codec (decompose.hpp) keeps them, where cvt makes every NaN 0x7fff
+         // and 0x7fffffff: decoded with sign and payload, encoded as a quiet NaN with its sign
+         "__device__ __forceinline__ float tg_h2f(tg_u16 h) {\n"
+         "  if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) return __uint_as_float(((unsigned)(h & "
+         "0x8000u) << 16) | 0x7f800000u | ((unsigned)(h & 0x3ffu) << 13));\n"
+         "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+         "__device__ __forceinline__ tg_u16 tg_f2h(float f) {\n"
+         "  const unsigned u = __float_as_uint(f);\n"
+         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (tg_u16)(((u >> 16) & 0x8000u) | "
+         "0x7e00u);\n"
+         "  tg_u16 h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
          "template <class T, class F> __device__ __forceinline__ T tg_bits(F f) { union { F f; T "
          "t; } u; u.f = f; return u.t; }\n"
          "__device__ __forceinline__ unsigned long long tg_group() {\n"
          "  return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long "
          "long)gridDim.y * blockIdx.z); }\n"
          "#endif\n";
+    bool mma = false;
+    for (const UOp& u : p.ops) mma = mma || u.kind == UKind::Mma;
+    if (mma) t << kMmaHelpers;
+  }
+
+  /// A warp's step over 16 of the reduction: tiles of 16 x 8 outputs by mma.sync m16n8k16 (f32
+  /// accumulators). A and B are in shared memory as rows of 16-bit words, S apart, the reduction
+  /// along each row (A: [rows][k], B: [columns][k]), so a fragment register is one 32-bit load.
+  /// Fragment layouts: the PTX ISA's for mma.m16n8k16 with .f16/.bf16 multiplicands.
+  static constexpr const char* kMmaHelpers =
+      "#ifndef TG_MMA\n#define TG_MMA\n"
+      "template <bool BF> __device__ __forceinline__ void tg_mma16816(float* c, const unsigned* "
+      "a, const unsigned* b) {\n"
+      "  if (BF) asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(c[0]), \"+f\"(c[1]), "
+      "\"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), "
+      "\"r\"(b[0]), \"r\"(b[1]));\n"
+      "  else asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(c[0]), \"+f\"(c[1]), "
+      "\"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), "
+      "\"r\"(b[0]), \"r\"(b[1]));\n}\n"
+      "template <int S, int TM, int TN, bool BF> __device__ __forceinline__ void tg_mma_tile(const "
+      "unsigned short* As, const unsigned short* Bs, long long kk, float* acc, long long wm, long "
+      "long wn) {\n"
+      "  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;\n"
+      "  unsigned a[TM][4], b[TN][2];\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i) {\n"
+      "    const unsigned short* p = As + (wm + i * 16 + g) * S + kk + t * 2;\n"
+      "    a[i][0] = *(const unsigned*)p; a[i][1] = *(const unsigned*)(p + 8 * S);\n"
+      "    a[i][2] = *(const unsigned*)(p + 8); a[i][3] = *(const unsigned*)(p + 8 * S + 8);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int j = 0; j < TN; ++j) {\n"
+      "    const unsigned short* q = Bs + (wn + j * 8 + g) * S + kk + t * 2;\n"
+      "    b[j][0] = *(const unsigned*)q; b[j][1] = *(const unsigned*)(q + 8);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i)\n"
+      "#pragma unroll\n"
+      "    for (int j = 0; j < TN; ++j) tg_mma16816<BF>(acc + (i * TN + j) * 4, a[i], b[j]);\n"
+      "}\n#endif\n";
+  static constexpr bool tensor_cores = true;
+  /// Private arrays and tensor-core steps (UKind::Private, UKind::Mma).
+  static constexpr void warp_op(Text& t, const Program& p, const UOp& u, int i) {
+    if (u.kind == UKind::Private) {
+      t << type(compute_dtype(u.dtype)) << " v" << std::int64_t(i) << '[' << std::int64_t(u.arg)
+        << "] = {};\n";
+      return;
+    }
+    (void)p;
+    t << "tg_mma_tile<" << u.value.i << ", " << std::int64_t(u.arg / 256) << ", "
+      << std::int64_t(u.arg % 256) << ", " << (u.dtype == DType::BFloat16 ? "true" : "false")
+      << ">(v" << std::int64_t(u.src[0]) << ", v" << std::int64_t(u.src[1]) << ", v"
+      << std::int64_t(u.ranges.at(0)) << ", v" << std::int64_t(u.src[2]) << ", v"
+      << std::int64_t(u.ranges.at(1)) << ", v" << std::int64_t(u.ranges.at(2)) << ");\n";
   }
   static constexpr void signature(Text& t, const Program& p) {
     t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
@@ -85,7 +148,8 @@ struct CudaDialect : CFamily<CudaDialect> {
       declare_launch(t, u, p, i);
   }
   static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
-    t << "__shared__ " << type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
+    t << "__shared__ __align__(16) " << type(d) << ' ' << name << '[' << std::int64_t(size)
+      << "];\n";
   }
   static constexpr void barrier(Text& t) { t << "__syncthreads();\n"; }
 };

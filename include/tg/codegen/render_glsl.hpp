@@ -130,6 +130,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
   static constexpr void element(Text& t, int buf, int idx) {
     t << 'v' << std::int64_t(buf) << ".d[uint(v" << std::int64_t(idx) << ")]";
   }
+  static constexpr void shared_element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[uint(v" << std::int64_t(idx) << ")]";
+  }
 
   static constexpr bool fits_subgroup(const UOp& u) {
     if (u.dtype == DType::Float32) return u.op == Op::Add || u.op == Op::Mul;
@@ -174,6 +177,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
       if (p.ops[i].kind == UKind::GroupReduce)
         t << "shared " << type(compute_dtype(p.ops[i].dtype)) << " tg_lds" << std::int64_t(i) << '['
           << std::int64_t(p.local) << "];\n";
+      else if (p.ops[i].kind == UKind::Shared)
+        t << "shared " << type(compute_dtype(p.ops[i].dtype)) << " v" << std::int64_t(i) << '['
+          << std::int64_t(p.ops[i].arg) << "];\n";
     t << "uint64_t tg_group() { return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_NumWorkGroups.x) * "
          "(uint64_t(gl_WorkGroupID.y) + uint64_t(gl_NumWorkGroups.y) * "
          "uint64_t(gl_WorkGroupID.z)); }\n";

@@ -174,9 +174,10 @@ template <bool F16 = false> struct WgslDialect : CStyle<WgslDialect<F16>> {
       << "> } // item base, outer start, outer end, sizes\n"
       << "@group(0) @binding(" << n << ") var<uniform> tg_pc: tg_Launch;\n";
     for (std::size_t i = 0; i < p.ops.size(); ++i)
-      if (p.ops[i].kind == UKind::GroupReduce)
-        t << "var<workgroup> tg_lds" << std::int64_t(i) << ": array<"
-          << type(compute_dtype(p.ops[i].dtype)) << ", " << std::int64_t(p.local) << ">;\n";
+      if (p.ops[i].kind == UKind::GroupReduce || p.ops[i].kind == UKind::Shared)
+        t << "var<workgroup> " << (p.ops[i].kind == UKind::Shared ? "v" : "tg_lds")
+          << std::int64_t(i) << ": array<" << type(compute_dtype(p.ops[i].dtype)) << ", "
+          << std::int64_t(p.ops[i].kind == UKind::Shared ? p.ops[i].arg : p.local) << ">;\n";
   }
   /// The work-group's index from the built-ins (uniform values, so barriers under its tests pass
   /// WGSL's uniformity analysis). Every binding is used (`_ = &v;`): a pipeline's derived layout

@@ -478,7 +478,11 @@ public:
     d.check(d.cuEventSynchronize(done_), "cuEventSynchronize");
   }
 
-  Target target() const override { return with_env(Target::cuda(gpu_options(max_threads_))); }
+  Target target() const override {
+    GpuOptions o = gpu_options(max_threads_);
+    o.tensor_cores = o.tensor_cores && cc_ >= 80; // mma.sync m16n8k16 (sm_80)
+    return with_env(Target::cuda(o));
+  }
 
   std::vector<std::shared_ptr<Runner>>
   prepare(const std::vector<const KernelCode*>& kernels) override {

@@ -317,6 +317,10 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
       break;
     case UKind::Special:
     case UKind::GroupReduce:
+    case UKind::Shared:
+    case UKind::Barrier:
+    case UKind::Private:
+    case UKind::Mma:
     case UKind::VecAcc:
     case UKind::VecLoad:
     case UKind::VecMac:

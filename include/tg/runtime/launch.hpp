@@ -33,6 +33,13 @@ inline GpuOptions gpu_options(int max_local) {
   o.local = int(env::get_int("TG_GPU_LOCAL", o.local));
   o.grouped = int(env::get_int("TG_GPU_GROUP_REDUCE", o.grouped));
   o.per_thread = int(env::get_int("TG_GPU_PER_THREAD", o.per_thread));
+  // TG_GPU_SHARED_TILES: 0 turns shared_tiles off, 2 tiles every product with the largest tile
+  const std::int64_t shared = env::get_int("TG_GPU_SHARED_TILES", 1);
+  o.shared_tiles = shared != 0;
+  if (shared == 2) o.tile_min_outputs = o.tile_blocks = 1;
+  o.tile_layout = int(env::get_int("TG_GPU_TILE_LAYOUT", o.tile_layout));
+  // (a device without them turns them off: CudaDevice::target)
+  o.tensor_cores = env::get_int("TG_GPU_TENSOR_CORES", 1) != 0;
   return o;
 }
 
