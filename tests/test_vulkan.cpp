@@ -373,6 +373,8 @@ TEST_CASE("GPU shared-memory tiles: which products take them, and their values o
   CHECK(names(tg::randn({4096, 8}, cpu).matmul(tg::randn({8, 4096}, cpu))) ==
         "rt128x128k8_4096_4096");
   CHECK(names(tg::randn({64, 784}, cpu).matmul(tg::randn({784, 256}, cpu))) == "rt16x16k32_64_256");
+  // float64: blocks within 16 KiB of shared memory (half the step)
+  CHECK(names(a.cast(tg::float64).matmul(b.cast(tg::float64))) == "rt64x64k8_1000_1000");
   // not a product with both sides, too small, or off: as before
   CHECK(names(tg::randn({1000, 300}, cpu).matmul(tg::randn({300, 1}, cpu))) == "r_1000");
   CHECK(names(tg::randn({50, 30}, cpu).matmul(tg::randn({30, 50}, cpu))) == "r_50_50");

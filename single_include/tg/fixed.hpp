@@ -6283,7 +6283,9 @@ private:
       if (wide && t > 4) continue; // 64 double accumulators spill
       s_.r = s_.c = t;
       s_.bm = s_.bn = kSide * t;
-      s_.bk = std::min<std::int64_t>(32, std::max<std::int64_t>(8, 1024 / s_.bm));
+      // each thread stages 4 elements of each operand a step (2 of float64, whose blocks stay
+      // within the 16 KiB of shared memory every Vulkan device has)
+      s_.bk = std::min<std::int64_t>(32, std::max<std::int64_t>(8, (wide ? 512 : 1024) / s_.bm));
       blocks_ = b_ * ((m_ + s_.bm - 1) / s_.bm) * ((n_ + s_.bn - 1) / s_.bn);
       if (blocks_ >= o_.tile_blocks) return;
     }
