@@ -6087,15 +6087,17 @@ constexpr Program reuse_values(const Program& p, std::int64_t max_bytes = 64 * 1
 // along others: a matmul, bmm, linear, a convolution's window product) -> the same kernel as
 // work-group tiles staged through shared memory, shaped for a GPU launch (it replaces
 // gpu_program for the kernels it takes). A work-group of 16 x 16 threads computes a block of
-// bm x bn outputs; each thread a register tile of r x c of them, 16 rows and 16 columns apart (so
-// a warp's shared-memory reads are broadcasts or consecutive). The reduction runs in steps of bk:
+// bm x bn outputs; each thread a register tile of r x c of them, consecutive (read from shared
+// memory as vectors) or 16 apart (GpuOptions::tile_layout). The reduction runs in steps of bk:
 // the group's threads load the bm x bk slice of x and the bk x bn slice of y into shared memory
 // (each element once, coalesced along whichever axis the operand's memory is contiguous in),
 // wait, and every thread accumulates its tile from shared memory. x and y are the program's own
 // expressions (loads, casts, masks, fused elementwise ops) re-emitted at the staged indices; the
 // epilogue after the sum (bias, activation, cast) and the store are re-emitted per tile output.
-// Everything else (programs with several sums, symbolic sizes, integer sums) is left to
-// gpu_program. Measurements: docs/performance.md.
+// float16/bfloat16 products on CUDA's tensor cores (GpuOptions::tensor_cores): 8 warps each run
+// mma.sync over a grid of 16 x 8 tiles (UKind::Mma, rendered by render_cuda.hpp). Everything else
+// (programs with several sums, symbolic sizes, integer sums) is left to gpu_program. Measurements:
+// docs/performance.md.
 
 namespace tg {
 
@@ -6165,6 +6167,7 @@ private:
   }
 
   constexpr bool analyze() {
+    if (o_.max_local < kThreads) return false; // (a device with smaller work-groups)
     const std::size_t n = in.ops.size();
     deps_.assign(n, 0);
     uses_acc_.assign(n, 0);
