@@ -6151,8 +6151,8 @@ private:
   // emission
   std::vector<int> memo_; // old op -> new op in the current scope
   std::vector<int> env_;  // range ordinal -> its value in the current scope
-  int new_acc_ = -1;      // the sum in the current scope (the epilogue's)
-  std::vector<int> top_;  // old op -> new op for ops that depend on no range and no sum
+  // (map, the rewriter's: old op -> new op for those that depend on no loop and no sum)
+  int new_acc_ = -1; // the sum in the current scope (the epilogue's)
 
   constexpr const UOp& op(int i) const { return in.ops[std::size_t(i)]; }
   constexpr int ordinal(int range_op) const {
@@ -6380,7 +6380,7 @@ private:
   }
   /// Old op `i` re-emitted with the loops at env_ (and the sum at new_acc_), once per scope.
   constexpr int clone(int i) {
-    if (top_[std::size_t(i)] >= 0) return top_[std::size_t(i)];
+    if (map[std::size_t(i)] >= 0) return map[std::size_t(i)];
     if (memo_[std::size_t(i)] >= 0) return memo_[std::size_t(i)];
     const UOp& u = op(i);
     int r;
@@ -6433,7 +6433,7 @@ private:
         v = add(UOp{UKind::Load,
                     Op::Add,
                     DType::UInt16,
-                    {top_[std::size_t(xu.src[0])], idx, -1},
+                    {map[std::size_t(xu.src[0])], idx, -1},
                     {},
                     -1,
                     {}});
@@ -6455,7 +6455,6 @@ private:
 
   constexpr void emit() {
     const std::size_t n = in.ops.size();
-    top_.assign(n, -1);
     env_.assign(range_ops_.size(), -1);
     // declarations, then what depends on no loop and no sum (hoisted to the top)
     for (std::size_t i = 0; i < n; ++i) {
@@ -6464,11 +6463,11 @@ private:
                         u.kind == UKind::VarParam || u.kind == UKind::Const;
       const bool free =
           (u.kind == UKind::Alu || u.kind == UKind::Load) && deps_[i] == 0 && !uses_acc_[i];
-      if (decl || free) top_[i] = add(remapped_top(u));
+      if (decl || free) map[i] = add(remapped(u));
     }
     int start = -1, end = -1;
     for (std::size_t i = 0; i < n; ++i)
-      if (op(int(i)).kind == UKind::Bound) (op(int(i)).arg == 0 ? start : end) = top_[i];
+      if (op(int(i)).kind == UKind::Bound) (op(int(i)).arg == 0 ? start : end) = map[i];
     if (start < 0) start = cint(0);
     if (end < 0) end = cint(blocks_);
     int item = special(GpuIndex::Item), lane = special(GpuIndex::Lane);
@@ -6561,7 +6560,7 @@ private:
     split(cols_, col);
     new_acc_ = sum();
     int idx = clone(st.src[1]), val = clone(st.src[2]);
-    add(UOp{UKind::Store, Op::Add, st.dtype, {top_[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
+    add(UOp{UKind::Store, Op::Add, st.dtype, {map[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
     if (guard >= 0) add(UOp{UKind::EndIf, Op::Add, DType::Bool, {guard, -1, -1}, {}, -1, {}});
   }
 
@@ -6609,12 +6608,6 @@ private:
           });
         }
     add(UOp{UKind::EndIf, Op::Add, DType::Bool, {in_range, -1, -1}, {}, -1, {}});
-  }
-  constexpr UOp remapped_top(const UOp& u) const {
-    UOp r = u;
-    for (int& s : r.src)
-      if (s >= 0) s = top_[std::size_t(s)];
-    return r;
   }
 };
 
