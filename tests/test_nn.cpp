@@ -326,35 +326,49 @@ TEST_CASE("pooling against loops") {
     std::array<std::int64_t, 2> k, s, p, d;
   };
   for (Case c : {Case{{2, 2}, {2, 2}, {0, 0}, {1, 1}}, Case{{3, 3}, {1, 1}, {1, 1}, {1, 1}},
-                 Case{{3, 2}, {2, 1}, {1, 0}, {1, 2}}, Case{{2, 3}, {3, 2}, {0, 1}, {2, 1}}}) {
-    std::int64_t OH = (7 + 2 * c.p[0] - c.d[0] * (c.k[0] - 1) - 1) / c.s[0] + 1;
-    std::int64_t OW = (6 + 2 * c.p[1] - c.d[1] * (c.k[1] - 1) - 1) / c.s[1] + 1;
-    std::vector<double> mx, avg, avg_nopad;
-    for (std::int64_t n = 0; n < 2; ++n)
-      for (std::int64_t ch = 0; ch < 3; ++ch)
-        for (std::int64_t i = 0; i < OH; ++i)
-          for (std::int64_t j = 0; j < OW; ++j) {
-            double m = -INFINITY, s = 0;
-            int cnt = 0;
-            for (std::int64_t a = 0; a < c.k[0]; ++a)
-              for (std::int64_t b = 0; b < c.k[1]; ++b) {
-                std::int64_t h = i * c.s[0] + a * c.d[0] - c.p[0],
-                             w = j * c.s[1] + b * c.d[1] - c.p[1];
-                if (h < 0 || h >= 7 || w < 0 || w >= 6) continue;
-                m = std::max(m, at(n, ch, h, w));
-                s += at(n, ch, h, w);
-                ++cnt;
-              }
-            mx.push_back(m);
-            avg.push_back(s / double(c.k[0] * c.k[1]));
-            avg_nopad.push_back(s / cnt);
-          }
-    check_close(F::max_pool2d(x, c.k, c.s, c.p, c.d).to_vector<double>(), mx);
-    if (c.d == std::array<std::int64_t, 2>{1, 1}) {
-      check_close(F::avg_pool2d(x, c.k, c.s, c.p).to_vector<double>(), avg);
-      check_close(F::avg_pool2d(x, c.k, c.s, c.p, false).to_vector<double>(), avg_nopad);
+                 Case{{3, 2}, {2, 1}, {1, 0}, {1, 2}}, Case{{2, 3}, {3, 2}, {0, 1}, {2, 1}},
+                 Case{{3, 3}, {2, 2}, {1, 1}, {1, 1}}, Case{{2, 2}, {3, 3}, {1, 0}, {1, 1}}})
+    for (bool ceil : {false, true}) {
+      CAPTURE(ceil);
+      std::int64_t out[2];
+      const std::int64_t in[2] = {7, 6};
+      for (int a = 0; a < 2; ++a) { // PyTorch's pooling output size
+        std::int64_t span = c.d[a] * (c.k[a] - 1) + 1, len = in[a] + 2 * c.p[a] - span;
+        out[a] = (ceil ? (len + c.s[a] - 1) / c.s[a] : len / c.s[a]) + 1;
+        if (ceil && (out[a] - 1) * c.s[a] >= in[a] + c.p[a]) --out[a];
+      }
+      std::vector<double> mx, avg, avg_nopad;
+      for (std::int64_t n = 0; n < 2; ++n)
+        for (std::int64_t ch = 0; ch < 3; ++ch)
+          for (std::int64_t i = 0; i < out[0]; ++i)
+            for (std::int64_t j = 0; j < out[1]; ++j) {
+              double m = -INFINITY, s = 0;
+              int cnt = 0;
+              for (std::int64_t a = 0; a < c.k[0]; ++a)
+                for (std::int64_t b = 0; b < c.k[1]; ++b) {
+                  std::int64_t h = i * c.s[0] + a * c.d[0] - c.p[0],
+                               w = j * c.s[1] + b * c.d[1] - c.p[1];
+                  if (h < 0 || h >= 7 || w < 0 || w >= 6) continue;
+                  m = std::max(m, at(n, ch, h, w));
+                  s += at(n, ch, h, w);
+                  ++cnt;
+                }
+              // with padding counted: the window clipped to the padded input
+              std::int64_t h0 = i * c.s[0] - c.p[0], w0 = j * c.s[1] - c.p[1];
+              double area = double((std::min(h0 + c.k[0], 7 + c.p[0]) - h0) *
+                                   (std::min(w0 + c.k[1], 6 + c.p[1]) - w0));
+              mx.push_back(m);
+              avg.push_back(s / area);
+              avg_nopad.push_back(s / cnt);
+            }
+      Tensor m = F::max_pool2d(x, c.k, c.s, c.p, c.d, ceil);
+      CHECK(m.shape() == std::vector<std::int64_t>{2, 3, out[0], out[1]});
+      check_close(m.to_vector<double>(), mx);
+      if (c.d == std::array<std::int64_t, 2>{1, 1}) {
+        check_close(F::avg_pool2d(x, c.k, c.s, c.p, ceil).to_vector<double>(), avg);
+        check_close(F::avg_pool2d(x, c.k, c.s, c.p, ceil, false).to_vector<double>(), avg_nopad);
+      }
     }
-  }
   nn::MaxPool2d pool(2);
   CHECK(pool(x).shape() == std::vector<std::int64_t>{2, 3, 3, 3});
   nn::AvgPool2d apool(3, 2, 1);
@@ -390,14 +404,47 @@ TEST_CASE("gradients of every layer (finite differences, float64)") {
     check_grad("max_pool2d", [](auto& v) { return F::max_pool2d(v[0], 2); }, {{1, 2, 4, 5}});
     check_grad("max_pool2d overlapping, padded",
                [](auto& v) { return F::max_pool2d(v[0], 3, 2, 1); }, {{1, 2, 5, 5}});
-    check_grad("avg_pool2d", [](auto& v) { return F::avg_pool2d(v[0], 3, 2, 1, false); },
+    check_grad("avg_pool2d", [](auto& v) { return F::avg_pool2d(v[0], 3, 2, 1, false, false); },
                {{1, 2, 5, 4}});
+    check_grad("max_pool2d ceil_mode",
+               [](auto& v) { return F::max_pool2d(v[0], 2, 2, 0, 1, true); }, {{1, 2, 5, 5}});
+    check_grad("avg_pool2d ceil_mode", [](auto& v) { return F::avg_pool2d(v[0], 3, 2, 1, true); },
+               {{1, 2, 6, 5}});
   }
   SUBCASE("batch norm, layer norm, rms norm") {
     nn::BatchNorm2d bn(3, 1e-5, 0.1, true, true, f64);
     check_module_grad("batch_norm (train)", bn, {2, 3, 2, 2});
     bn.eval();
     check_module_grad("batch_norm (eval)", bn, {2, 3, 2, 2});
+    nn::BatchNorm1d bn1(3, 1e-5, 0.1, true, true, f64);
+    check_module_grad("batch_norm1d (train, [N, C])", bn1, {4, 3});
+    check_module_grad("batch_norm1d (train, [N, C, L])", bn1, {2, 3, 2});
+    nn::BatchNorm3d bn3(2, 1e-5, 0.1, true, true, f64);
+    check_module_grad("batch_norm3d (train)", bn3, {2, 2, 2, 1, 2});
+    CHECK_THROWS_WITH_AS(bn1(tg::ones({2, 3, 2, 2})), doctest::Contains("BatchNorm1d"),
+                         tg::shape_error);
+    CHECK_THROWS_WITH_AS(bn3(tg::ones({2, 2, 2, 2})), doctest::Contains("[N, 2, D, H, W]"),
+                         tg::shape_error);
+    // the functional form, in training, updates the running statistics it is given
+    CHECK_THROWS_WITH_AS(
+        F::batch_norm(tg::ones({2, 2}), tg::zeros({2}), tg::ones({2}), Tensor(), Tensor(), true),
+        doctest::Contains("running_mean is updated in place"), tg::error);
+    Tensor rm = tg::zeros({2}).realize(), rv = tg::ones({2}).realize();
+    Tensor xb = Tensor::from_data(std::vector<float>{1, 2, 3, 5, 0, 4, 2, 10}, {2, 2, 2});
+    Tensor yb = F::batch_norm(xb, rm, rv, Tensor(), Tensor(), true, 0.5);
+    check_close(rm.to_vector<double>(), {0.5 * 1.75, 0.5 * 5}, 1e-6); // channel means
+    // unbiased variances of {1, 2, 0, 4} and {3, 5, 2, 10}: 35/12 and 38/3
+    check_close(rv.to_vector<double>(), {0.5 + 0.5 * 35.0 / 12, 0.5 + 0.5 * 38.0 / 3}, 1e-6);
+    CHECK(yb.to_vector<double>()[0] == doctest::Approx((1 - 1.75) / std::sqrt(35.0 / 16 + 1e-5)));
+    CHECK(F::batch_norm(xb, rm, rv).to_vector<double>()[1] ==
+          doctest::Approx((2 - 0.875) / std::sqrt(0.5 + 35.0 / 24 + 1e-5)));
+    CHECK_THROWS_WITH_AS(F::batch_norm(xb, Tensor(), Tensor()),
+                         doctest::Contains("running_mean and running_var"), tg::error);
+    CHECK_THROWS_WITH_AS(F::batch_norm(xb, tg::zeros({3}), rv), doctest::Contains("running_mean"),
+                         tg::shape_error);
+    CHECK_THROWS_WITH_AS(
+        F::batch_norm(tg::ones({1, 2}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+        doctest::Contains("more than 1 value per channel"), tg::shape_error);
     nn::LayerNorm ln(std::vector<std::int64_t>{2, 3}, 1e-5, true, true, f64);
     check_module_grad("layer_norm", ln, {2, 2, 3});
     nn::RMSNorm rms(4, std::nullopt, true, f64);

@@ -2588,3 +2588,62 @@ TEST_CASE("GPU launch shape: every accumulator of an upcast reduction is combine
   CHECK(accs > 1); // upcast: several lanes
   CHECK(combined == accs);
 }
+
+TEST_CASE("multinomial: frequencies, without replacement, errors, fresh draws under jit") {
+  for (const std::string& dev : kDevices) {
+    if (tg_test::lacks_64bit(dev)) continue; // int64 indices
+    CAPTURE(dev);
+    tg::TensorOptions o(tg::DType::Float32, dev);
+    // unnormalized weights, one zero: 20000 draws with replacement from each of two rows
+    Tensor w = Tensor::from_data(std::vector<float>{1, 2, 0, 7, 0, 0, 5, 5}, {2, 4}, o);
+    Tensor s = tg::multinomial(w, 20000, true);
+    CHECK(s.dtype() == tg::DType::Int64);
+    CHECK(s.shape() == std::vector<std::int64_t>{2, 20000});
+    auto v = s.to_vector<std::int64_t>();
+    const double p[2][4] = {{0.1, 0.2, 0, 0.7}, {0, 0, 0.5, 0.5}};
+    for (int r = 0; r < 2; ++r) {
+      std::vector<double> n(4, 0);
+      for (int k = 0; k < 20000; ++k) n[std::size_t(v[std::size_t(r * 20000 + k)])] += 1;
+      for (int c = 0; c < 4; ++c) {
+        double sd = std::sqrt(20000 * p[r][c] * (1 - p[r][c]));
+        CHECK(std::abs(n[std::size_t(c)] - 20000 * p[r][c]) <= 5 * sd); // 0 draws where p is 0
+      }
+    }
+    // without replacement: distinct indices, positive weights first; the first draw follows w
+    Tensor w1 = Tensor::from_data(std::vector<float>{1, 0, 3, 4}, {4}, o);
+    std::vector<double> first(4, 0);
+    Tensor many = tg::multinomial(w1.unsqueeze(0).expand({4000, 4}), 3);
+    CHECK(many.shape() == std::vector<std::int64_t>{4000, 3});
+    auto m = many.to_vector<std::int64_t>();
+    for (int k = 0; k < 4000; ++k) {
+      std::int64_t a = m[std::size_t(3 * k)], b = m[std::size_t(3 * k + 1)],
+                   c = m[std::size_t(3 * k + 2)];
+      CHECK((a != b && b != c && a != c));
+      CHECK((a != 1 && b != 1 && c != 1));
+      first[std::size_t(a)] += 1;
+    }
+    for (int c : {0, 2, 3}) {
+      double q = c == 0 ? 0.125 : c == 2 ? 0.375 : 0.5;
+      CHECK(std::abs(first[std::size_t(c)] - 4000 * q) <= 5 * std::sqrt(4000 * q * (1 - q)));
+    }
+    CHECK(tg::multinomial(w1, 1).shape() == std::vector<std::int64_t>{1});
+    CHECK(tg::multinomial(w1, 4).shape() == std::vector<std::int64_t>{4});
+  }
+  Tensor w = tg::ones({5});
+  CHECK_THROWS_WITH_AS(tg::multinomial(w, 6), doctest::Contains("without replacement from 5"),
+                       tg::shape_error);
+  CHECK_THROWS_WITH_AS(tg::multinomial(tg::ones({2, 2, 2}), 1), doctest::Contains("1-D or 2-D"),
+                       tg::shape_error);
+  CHECK_THROWS_WITH_AS(tg::multinomial(w, 0), doctest::Contains("must be positive"),
+                       tg::shape_error);
+  CHECK_THROWS_WITH_AS(tg::multinomial(tg::ones({3}, tg::DType::Int32), 1),
+                       doctest::Contains("floating weights"), tg::dtype_error);
+  CHECK_THROWS_AS(tg::multinomial(tg::ones({2, 0}), 1, true), tg::shape_error);
+  // a captured function draws anew on each replay
+  auto draw = tg::jit([](Tensor x) { return tg::multinomial(x, 16, true); });
+  Tensor x = tg::ones({64});
+  std::vector<std::vector<std::int64_t>> seen;
+  for (int k = 0; k < 4; ++k) seen.push_back(draw(x).to_vector<std::int64_t>());
+  CHECK(seen[2] != seen[3]);
+  CHECK(seen[1] != seen[2]);
+}

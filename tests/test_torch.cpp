@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -305,6 +306,28 @@ const std::map<std::string, Fn>& ops() {
     m["avg_pool2d"] = [](const Args& a, const Kw& k) {
       return F::avg_pool2d(a[0], k.i("k"), F::Pair(k.i("s")), k.i("p"));
     };
+    m["max_pool2d_ceil"] = [](const Args& a, const Kw& k) {
+      return F::max_pool2d(a[0], k.i("k"), F::Pair(k.i("s")), k.i("p"), 1, k.b("ceil"));
+    };
+    m["avg_pool2d_ceil"] = [](const Args& a, const Kw& k) {
+      return F::avg_pool2d(a[0], k.i("k"), F::Pair(k.i("s")), k.i("p"), k.b("ceil"), k.b("inc"));
+    };
+    m["avg_pool2d_divisor"] = [](const Args& a, const Kw& k) {
+      return F::avg_pool2d(a[0], k.i("k"), std::nullopt, 0, false, true, k.i("d"));
+    };
+    m["batch_norm"] = [](const Args& a, const Kw& k) {
+      // in training the running statistics are updated in place: copies, as the case's PyTorch
+      Tensor rm = k.b("training") ? a[1].detach().contiguous().realize() : a[1],
+             rv = k.b("training") ? a[2].detach().contiguous().realize() : a[2];
+      return F::batch_norm(a[0], rm, rv, a[3], a[4], k.b("training"));
+    };
+    m["batch_norm_running"] = [](const Args& a, const Kw& k) {
+      tg::TensorOptions o(a[0].dtype(), a[0].device());
+      Tensor rm = tg::zeros({a[0].size(1)}, o).realize(),
+             rv = tg::ones({a[0].size(1)}, o).realize();
+      F::batch_norm(a[0], rm, rv, Tensor(), Tensor(), true, k.f("momentum"));
+      return tg::stack({rm, rv});
+    };
     m["layer_norm"] = [](const Args& a, const Kw&) {
       return F::layer_norm(a[0], {a[0].size(-1)}, a[1], a[2], 1e-5);
     };
@@ -327,6 +350,93 @@ const std::map<std::string, Fn>& ops() {
     m["nll_loss"] = [](const Args& a, const Kw& k) {
       return F::nll_loss(a[0], a[1], Tensor(), -100, k.s("reduction"));
     };
+
+    m["cross_entropy_opts"] = [](const Args& a, const Kw& k) {
+      return F::cross_entropy(a[0], a[1], a[2], k.i("ign"), k.s("reduction"), k.f("ls"));
+    };
+    m["nll_loss_opts"] = [](const Args& a, const Kw& k) {
+      return F::nll_loss(a[0], a[1], a[2], k.i("ign"), k.s("reduction"));
+    };
+    m["cross_entropy_probs"] = [](const Args& a, const Kw& k) {
+      return F::cross_entropy(a[0], a[1], Tensor(), -100, k.s("reduction"), k.f("ls"));
+    };
+    m["binary_cross_entropy_weight"] = [](const Args& a, const Kw& k) {
+      return F::binary_cross_entropy(a[0], a[1], a[2], k.s("reduction"));
+    };
+    m["bce_with_logits_pos_weight"] = [](const Args& a, const Kw& k) {
+      return F::binary_cross_entropy_with_logits(a[0], a[1], a[2], k.s("reduction"), a[3]);
+    };
+    auto part = [](const std::vector<Tensor>& parts, const Kw& k) {
+      return parts.at(std::size_t(k.i("part")));
+    };
+    m["split"] = [=](const Args& a, const Kw& k) {
+      return part(a[0].split(k.i("size"), int(k.i("dim"))), k);
+    };
+    m["split_sizes"] = [=](const Args& a, const Kw& k) {
+      return part(a[0].split(k.l("sizes"), int(k.i("dim"))), k);
+    };
+    m["chunk"] = [=](const Args& a, const Kw& k) {
+      return part(a[0].chunk(k.i("n"), int(k.i("dim"))), k);
+    };
+    m["chunk_count"] = [](const Args& a, const Kw& k) {
+      return Tensor::scalar(std::int64_t(a[0].chunk(k.i("n"), int(k.i("dim"))).size()));
+    };
+    m["index"] = [](const Args& a, const Kw& k) { // make_cases.py's INDEX_FORMS
+      using S = tg::Slice;
+      const Tensor& x = a[0];
+      switch (k.i("which")) {
+      case 0:
+        return x.index({1});
+      case 1:
+        return x.index({-1, S{1, 3}});
+      case 2:
+        return x.index({S{}, S{std::nullopt, std::nullopt, 2}, 1});
+      case 3:
+        return x.index({S{1, 0}});
+      case 4:
+        return x.index({S{}, S{-100, 100}, -1});
+      case 5:
+        return x.index({0, 0, 0});
+      case 6:
+        return x.index({3});
+      case 7:
+        return x.index({0, 0, 0, 0});
+      case 8:
+        return x.index({S{}, S{}, 5});
+      }
+      throw std::runtime_error("unknown index form");
+    };
+    m["cat3"] = [](const Args& a, const Kw& k) {
+      return tg::cat({a[0], a[1], a[2]}, int(k.i("dim")));
+    };
+    // three steps of fixed gradients g (the gradient of sum(p * g))
+    auto optimize = [](const std::string& kind, const Args& a, const Kw& k) {
+      Tensor p = a[0].detach().contiguous().realize().requires_grad_();
+      std::unique_ptr<tg::optim::Optimizer> opt;
+      if (kind == "sgd")
+        opt = std::make_unique<tg::optim::SGD>(
+            std::vector<Tensor>{p},
+            tg::optim::SGDOptions{k.f("lr"), k.f("momentum"), k.f("dampening"), k.f("wd"),
+                                  k.b("nesterov"), k.b("maximize")});
+      else {
+        tg::optim::AdamOptions o{k.f("lr"), {k.f("b1"), k.f("b2")}, k.f("eps"),
+                                 k.f("wd"), k.b("amsgrad"),         k.b("maximize")};
+        if (kind == "adam")
+          opt = std::make_unique<tg::optim::Adam>(std::vector<Tensor>{p}, o);
+        else
+          opt = std::make_unique<tg::optim::AdamW>(
+              std::vector<Tensor>{p},
+              tg::optim::AdamWOptions{o.lr, o.betas, o.eps, o.weight_decay, o.amsgrad, o.maximize});
+      }
+      for (int s = 1; s <= 3; ++s) {
+        opt->zero_grad();
+        (p * a[std::size_t(s)]).sum().backward();
+        opt->step();
+      }
+      return p.detach();
+    };
+    for (std::string kind : {"sgd", "adam", "adamw"})
+      m["optim_" + kind] = [=](const Args& a, const Kw& k) { return optimize(kind, a, k); };
 
     // math.hpp
 #define TG_UNARY(name) m[#name] = [](const Args& a, const Kw&) { return a[0].name(); };

@@ -18913,10 +18913,26 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
       .reshape({N, O, OH, OW}, loc);
 }
 
-/// Max over windows; padding reads as -inf. ceil_mode is not supported.
+namespace detail {
+/// The extra bottom/right padding that makes windows2d give ceil_mode's output size: windows
+/// that pass the end of the input by less than a stride are kept, unless one would start in the
+/// right padding (PyTorch's rule).
+inline std::array<std::int64_t, 2> ceil_extra(const Tensor& x, Pair k, Pair s, Pair p, Pair d) {
+  std::array<std::int64_t, 2> extra{};
+  for (int i = 0; i < 2; ++i) {
+    const std::int64_t in = x.size(2 + i) + 2 * p[i], span = d[i] * (k[i] - 1) + 1;
+    std::int64_t out = (in - span + s[i] - 1) / s[i] + 1;
+    if ((out - 1) * s[i] >= x.size(2 + i) + p[i]) --out;
+    extra[std::size_t(i)] = std::max<std::int64_t>(0, (out - 1) * s[i] + span - in);
+  }
+  return extra;
+}
+} // namespace detail
+
+/// Max over windows; padding reads as -inf. ceil_mode keeps the last, partial windows.
 inline Tensor max_pool2d(const Tensor& x, Pair kernel_size,
                          std::optional<Pair> stride = std::nullopt, Pair padding = 0,
-                         Pair dilation = 1, Loc loc = Loc::current()) {
+                         Pair dilation = 1, bool ceil_mode = false, Loc loc = Loc::current()) {
   detail::check_4d(x, "max_pool2d", loc);
   Pair s = stride.value_or(kernel_size);
   detail::check_pos("max_pool2d", "kernel_size", kernel_size.v, false, loc);
@@ -18927,21 +18943,27 @@ inline Tensor max_pool2d(const Tensor& x, Pair kernel_size,
     tg::detail::fail<shape_error>("max_pool2d", "padding should be at most half the kernel size",
                                   loc);
   detail::check_window_fits("max_pool2d", x, kernel_size, padding, dilation, loc);
+  auto extra = ceil_mode ? detail::ceil_extra(x, kernel_size, s, padding, dilation)
+                         : std::array<std::int64_t, 2>{};
   // Materialized, with its gradient, as in conv2d: the gradient routes through a gather by
   // window, and a producer's gradient fused into it (a batch norm's, with its reductions) was
   // recomputed with that gather for every read.
   Tensor xc = x.contiguous(loc);
-  Tensor xp = (padding[0] || padding[1])
-                  ? xc.pad({padding[1], padding[1], padding[0], padding[0]}, -INFINITY, loc)
+  Tensor xp = (padding[0] || padding[1] || extra[0] || extra[1])
+                  ? xc.pad({padding[1], padding[1] + extra[1], padding[0], padding[0] + extra[0]},
+                           -INFINITY, loc)
                   : xc;
   return detail::windows2d(xp, kernel_size.v, s.v, dilation.v).max({4, 5}, false, loc);
 }
 
-/// Mean over windows; zero padding counts unless count_include_pad is false. ceil_mode is not
-/// supported.
+/// Mean over windows. The divisor is the window's size within the padded input (zero padding
+/// counts) unless count_include_pad is false (only input elements count), or divisor_override.
+/// ceil_mode keeps the last, partial windows (their divisor counts what they cover).
 inline Tensor avg_pool2d(const Tensor& x, Pair kernel_size,
                          std::optional<Pair> stride = std::nullopt, Pair padding = 0,
-                         bool count_include_pad = true, Loc loc = Loc::current()) {
+                         bool ceil_mode = false, bool count_include_pad = true,
+                         std::optional<std::int64_t> divisor_override = std::nullopt,
+                         Loc loc = Loc::current()) {
   detail::check_4d(x, "avg_pool2d", loc);
   Pair s = stride.value_or(kernel_size);
   detail::check_pos("avg_pool2d", "kernel_size", kernel_size.v, false, loc);
@@ -18950,32 +18972,120 @@ inline Tensor avg_pool2d(const Tensor& x, Pair kernel_size,
   if (padding[0] * 2 > kernel_size[0] || padding[1] * 2 > kernel_size[1])
     tg::detail::fail<shape_error>("avg_pool2d", "padding should be at most half the kernel size",
                                   loc);
+  if (divisor_override && *divisor_override == 0)
+    tg::detail::fail<error>("avg_pool2d", "divisor_override must be nonzero", loc);
   detail::check_window_fits("avg_pool2d", x, kernel_size, padding, 1, loc);
-  bool padded = padding[0] || padding[1];
+  auto extra =
+      ceil_mode ? detail::ceil_extra(x, kernel_size, s, padding, 1) : std::array<std::int64_t, 2>{};
+  const bool padded = padding[0] || padding[1], extended = extra[0] || extra[1];
+  std::vector<std::int64_t> pads{padding[1], padding[1] + extra[1], padding[0],
+                                 padding[0] + extra[0]};
   Tensor xf = x.as_float();
-  Tensor xp = padded ? xf.pad({padding[1], padding[1], padding[0], padding[0]}) : xf;
+  Tensor xp = padded || extended ? xf.pad(pads) : xf;
   Tensor sum = detail::windows2d(xp, kernel_size.v, s.v, {1, 1}).sum({4, 5}, false, loc);
-  if (count_include_pad || !padded) return sum / double(kernel_size[0] * kernel_size[1]);
-  // divide by the number of real (unpadded) elements in each window: a constant
-  Tensor ones = tg::ones({1, 1, x.size(2), x.size(3)}, TensorOptions(xf.dtype(), x.device()))
-                    .pad({padding[1], padding[1], padding[0], padding[0]});
+  if (divisor_override) return sum / double(*divisor_override);
+  if (!extended && (count_include_pad || !padded))
+    return sum / double(kernel_size[0] * kernel_size[1]);
+  // divide by what each window covers (the input, and the zero padding if it counts): a constant
+  const TensorOptions o(xf.dtype(), x.device());
+  Tensor ones = count_include_pad
+                    ? tg::ones({1, 1, x.size(2) + 2 * padding[0], x.size(3) + 2 * padding[1]}, o)
+                          .pad({0, extra[1], 0, extra[0]})
+                    : tg::ones({1, 1, x.size(2), x.size(3)}, o).pad(pads);
   Tensor count = detail::windows2d(ones, kernel_size.v, s.v, {1, 1}).sum({4, 5}, false, loc);
   return sum / count;
 }
 
-/// Normalization over the axes other than 1 with the given statistics (batch_norm's core).
-inline Tensor batch_norm(const Tensor& x, const Tensor& mean, const Tensor& var,
-                         const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
-                         double eps = 1e-5, Loc loc = Loc::current()) {
-  if (x.ndim() < 2)
-    tg::detail::fail<shape_error>(
-        "batch_norm", "needs an input of at least 2 dims, got " + tg::detail::shape_of(x), loc);
+namespace detail {
+/// (x - mean) / sqrt(var + eps) * weight + bias, the statistics per channel (axis 1).
+inline Tensor normalize_channels(const Tensor& x, const Tensor& mean, const Tensor& var,
+                                 const Tensor& weight, const Tensor& bias, double eps, Loc loc) {
   Shape s(std::size_t(x.ndim()), SInt(1));
   s[1] = x.sym_shape()[1];
   Tensor y = (x - mean.reshape(s, loc)) * (var.reshape(s, loc) + eps).rsqrt(loc);
   if (weight.defined()) y = y * weight.reshape(s, loc);
   if (bias.defined()) y = y + bias.reshape(s, loc);
   return y;
+}
+/// Batch normalization by the batch's statistics (every axis but 1); where running_mean and
+/// running_var are given, they move toward the batch's mean and unbiased variance by `momentum`
+/// (a 0-d tensor, so that BatchNorm's cumulative average needs no host read): the updates are
+/// added to `updates`, for the caller's one tg::assign.
+inline Tensor batch_norm_train(const Tensor& x, const Tensor& running_mean,
+                               const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                               const Tensor& momentum, double eps,
+                               std::vector<std::pair<Tensor, Tensor>>& updates, Loc loc) {
+  std::vector<int> axes{0};
+  for (int d = 2; d < x.ndim(); ++d) axes.push_back(d);
+  Shape s(std::size_t(x.ndim()), SInt(1));
+  s[1] = x.sym_shape()[1];
+  Tensor xf = x.as_float();
+  Tensor mean = xf.mean(axes, false, loc);
+  Tensor d = xf - mean.reshape(s, loc);
+  Tensor var = (d * d).mean(axes, false, loc);
+  Tensor y = normalize_channels(xf, mean, var, weight, bias, eps, loc);
+  if (running_mean.defined() || running_var.defined()) {
+    no_grad guard;
+    const double n = double(x.numel() / std::max<std::int64_t>(x.size(1), 1));
+    auto move = [&](const Tensor& r, const Tensor& v) {
+      Tensor m = momentum.cast(r.dtype());
+      updates.push_back({r, (1.0 - m) * r + m * v.detach().cast(r.dtype())});
+    };
+    if (running_mean.defined()) move(running_mean, mean);
+    if (running_var.defined()) move(running_var, var * (n / std::max(n - 1, 1.0)));
+  }
+  return y;
+}
+inline void check_running(const Tensor& x, const Tensor& t, const char* what, Loc loc) {
+  if (t.defined() && (t.ndim() != 1 || t.size(0) != x.size(1)))
+    tg::detail::fail<shape_error>("batch_norm",
+                                  std::string(what) + " " + tg::detail::shape_of(t) +
+                                      " does not fit input " + tg::detail::shape_of(x) +
+                                      " (one value per channel: [" + std::to_string(x.size(1)) +
+                                      "])",
+                                  loc);
+}
+} // namespace detail
+
+/// torch.nn.functional.batch_norm: normalizes each channel (axis 1). Not training: by
+/// running_mean and running_var. Training: by the batch's statistics, and the running
+/// statistics, where given, are updated in place (new = (1 - momentum) old + momentum batch,
+/// with the batch's unbiased variance).
+inline Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                         const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                         bool training = false, double momentum = 0.1, double eps = 1e-5,
+                         Loc loc = Loc::current()) {
+  if (x.ndim() < 2)
+    tg::detail::fail<shape_error>(
+        "batch_norm", "needs an input of at least 2 dims, got " + tg::detail::shape_of(x), loc);
+  detail::check_running(x, running_mean, "running_mean", loc);
+  detail::check_running(x, running_var, "running_var", loc);
+  detail::check_running(x, weight, "weight", loc);
+  detail::check_running(x, bias, "bias", loc);
+  if (training) {
+    if (x.numel() == x.size(1))
+      tg::detail::fail<shape_error>("batch_norm",
+                                    "expected more than 1 value per channel when training, got " +
+                                        tg::detail::shape_of(x),
+                                    loc);
+    for (const Tensor* r : {&running_mean, &running_var})
+      if (r->defined() && (!r->lazy() || r->lazy()->op != Op::Buffer))
+        tg::detail::fail<error>("batch_norm",
+                                std::string(r == &running_mean ? "running_mean" : "running_var") +
+                                    " is updated in place in training: it must be a realized "
+                                    "tensor that owns its buffer (call .contiguous().realize())",
+                                loc);
+    std::vector<std::pair<Tensor, Tensor>> updates;
+    Tensor y = detail::batch_norm_train(
+        x, running_mean, running_var, weight, bias,
+        Tensor::full_on({}, momentum, DType::Float64, x.device()), eps, updates, loc);
+    if (!updates.empty()) tg::assign(updates, {}, loc);
+    return y;
+  }
+  if (!running_mean.defined() || !running_var.defined())
+    tg::detail::fail<error>("batch_norm",
+                            "needs running_mean and running_var when not training", loc);
+  return detail::normalize_channels(x, running_mean, running_var, weight, bias, eps, loc);
 }
 
 inline std::vector<int> last_axes(const Tensor& x, std::size_t n, const char* op, Loc loc) {
@@ -19399,6 +19509,61 @@ inline Tensor interpolate(const Tensor& x, std::optional<Pair> size,
 namespace tg::nn {
 namespace F = functional;
 }
+
+namespace tg {
+
+/// torch.multinomial: `num_samples` category indices (int64) per row of `input` ([C] or [N, C]
+/// non-negative weights, not necessarily normalized), drawn with or without replacement. Each draw
+/// is the exponential race: category i wins with key w_i / E_i, E_i ~ Exp(1) from
+/// nn::F::device_rand, so a call draws on the device and a function captured by tg::jit draws anew
+/// on every replay. With replacement, every sample races all categories ([N, S, C] keys, one fused
+/// reduction); without, the `num_samples` largest keys of one race are the samples, in order.
+/// The weights are not read back to the host: negative, NaN or all-zero rows are not refused (as
+/// PyTorch does) and give unspecified indices; a zero-weight category is drawn only when a row has
+/// fewer positive weights than samples without replacement.
+inline Tensor multinomial(const Tensor& input, std::int64_t num_samples, bool replacement = false,
+                          std::source_location loc = std::source_location::current()) {
+  const char* op = "multinomial";
+  if (input.ndim() != 1 && input.ndim() != 2)
+    detail::fail<shape_error>(op, "needs a 1-D or 2-D input of weights, got " +
+                                      detail::shape_of(input), loc);
+  if (!is_float(input.dtype()))
+    detail::fail<dtype_error>(op, std::string("needs floating weights, got ") +
+                                      dtype_name(input.dtype()), loc);
+  const std::int64_t C = input.size(-1);
+  if (num_samples <= 0)
+    detail::fail<shape_error>(op, "num_samples must be positive, got " +
+                                      std::to_string(num_samples), loc);
+  if (C == 0)
+    detail::fail<shape_error>(op, "cannot sample from " + detail::shape_of(input) +
+                                      ": no categories", loc);
+  if (!replacement && num_samples > C)
+    detail::fail<shape_error>(op, "cannot draw " + std::to_string(num_samples) +
+                                      " samples without replacement from " + std::to_string(C) +
+                                      " categories (" + detail::shape_of(input) + ")", loc);
+  no_grad guard;
+  Tensor w = input.dtype() == DType::Float64 ? input.detach() : input.detach().cast(DType::Float32);
+  Shape rows = w.sym_shape();
+  rows.pop_back();
+  Shape keys = rows;
+  if (replacement) {
+    keys.push_back(num_samples);
+    w = w.unsqueeze(-2, loc);
+  }
+  keys.push_back(C);
+  Tensor u = nn::F::device_rand(keys, input.device());
+  if (w.dtype() == DType::Float64) u = u.cast(DType::Float64);
+  Tensor e = -(1.0 - u).log(loc); // Exp(1) (1 - u is exact); 0 only where u is 0
+  Tensor zero = Tensor::full_on({}, 0, w.dtype(), w.device());
+  Tensor key = where(w > zero, w / e, Tensor::full_on({}, -1, w.dtype(), w.device()), loc);
+  if (replacement || num_samples == 1) {
+    Tensor i = key.argmax(-1, false, loc);
+    return replacement ? i : i.unsqueeze(-1, loc);
+  }
+  return key.topk(num_samples, -1, true, loc).second;
+}
+
+} // namespace tg
 #endif // TG_SI_TG_NN_FUNCTIONAL_HPP
 
 namespace tg::nn {
@@ -19576,30 +19741,37 @@ public:
 class MaxPool2d : public Module {
 public:
   F::Pair kernel_size, stride, padding, dilation;
+  bool ceil_mode;
+  /// PyTorch's MaxPool2d takes return_indices before ceil_mode; tg has no return_indices.
   MaxPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
-            F::Pair padding_ = 0, F::Pair dilation_ = 1)
+            F::Pair padding_ = 0, F::Pair dilation_ = 1, bool ceil_mode_ = false)
       : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        dilation(dilation_) {}
+        dilation(dilation_), ceil_mode(ceil_mode_) {}
   Tensor forward(const Tensor& x) override {
-    return F::max_pool2d(x, kernel_size, stride, padding, dilation);
+    return F::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
   }
   std::string type_name() const override { return "MaxPool2d"; }
   std::string extra_repr() const override {
     return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
-           ", padding=" + detail::pair_str(padding) + ", dilation=" + detail::pair_str(dilation);
+           ", padding=" + detail::pair_str(padding) + ", dilation=" + detail::pair_str(dilation) +
+           ", ceil_mode=" + (ceil_mode ? "True" : "False");
   }
 };
 
 class AvgPool2d : public Module {
 public:
   F::Pair kernel_size, stride, padding;
-  bool count_include_pad;
+  bool ceil_mode, count_include_pad;
+  std::optional<std::int64_t> divisor_override;
   AvgPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
-            F::Pair padding_ = 0, bool count_include_pad_ = true)
+            F::Pair padding_ = 0, bool ceil_mode_ = false, bool count_include_pad_ = true,
+            std::optional<std::int64_t> divisor_override_ = std::nullopt)
       : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        count_include_pad(count_include_pad_) {}
+        ceil_mode(ceil_mode_), count_include_pad(count_include_pad_),
+        divisor_override(divisor_override_) {}
   Tensor forward(const Tensor& x) override {
-    return F::avg_pool2d(x, kernel_size, stride, padding, count_include_pad);
+    return F::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override);
   }
   std::string type_name() const override { return "AvgPool2d"; }
   std::string extra_repr() const override {
@@ -19612,7 +19784,10 @@ public:
 /// batch's statistics and updates running_mean / running_var (unbiased) in place with tg::assign:
 /// running = (1 - momentum) * running + momentum * batch (momentum = nullopt: a cumulative
 /// average). In eval mode it normalizes with the running statistics.
-class BatchNorm2d : public Module {
+namespace detail {
+/// BatchNorm1d/2d/3d: batch statistics in training (and the running ones updated), the running
+/// ones in evaluation; momentum nullopt is the cumulative average (1 / batches seen).
+template <int Dims> class BatchNorm : public Module {
 public:
   std::int64_t num_features;
   double eps;
@@ -19620,9 +19795,9 @@ public:
   bool affine, track_running_stats;
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
-  explicit BatchNorm2d(std::int64_t num_features_, double eps_ = 1e-5,
-                       std::optional<double> momentum_ = 0.1, bool affine_ = true,
-                       bool track_running_stats_ = true, TensorOptions o = {})
+  explicit BatchNorm(std::int64_t num_features_, double eps_ = 1e-5,
+                     std::optional<double> momentum_ = 0.1, bool affine_ = true,
+                     bool track_running_stats_ = true, TensorOptions o = {})
       : num_features(num_features_), eps(eps_), momentum(momentum_), affine(affine_),
         track_running_stats(track_running_stats_) {
     if (affine) {
@@ -19638,31 +19813,34 @@ public:
     }
   }
   Tensor forward(const Tensor& x) override {
-    if (x.ndim() != 4 || x.size(1) != num_features)
-      throw shape_error("tg.nn.BatchNorm2d: expected an input [N, " + std::to_string(num_features) +
-                        ", H, W], got " + tg::detail::shape_of(x));
-    if (!is_training() && track_running_stats)
-      return F::batch_norm(x, running_mean, running_var, weight, bias, eps);
-    Tensor xf = x.as_float();
-    Tensor mean = xf.mean({0, 2, 3}, false);
-    Tensor d = xf - mean.reshape({1, num_features, 1, 1});
-    Tensor var = (d * d).mean({0, 2, 3}, false);
-    Tensor y = F::batch_norm(xf, mean, var, weight, bias, eps);
-    if (is_training() && track_running_stats) {
-      no_grad guard;
-      double n = double(x.numel() / num_features);
-      Tensor unbiased = var.detach() * (n / std::max(n - 1, 1.0));
-      Tensor count = num_batches_tracked + std::int64_t(1);
-      Tensor m = momentum
-                     ? Tensor::full_on({}, *momentum, running_mean.dtype(), running_mean.device())
-                     : (1.0 / count.cast(DType::Float64)).cast(running_mean.dtype());
-      tg::assign({{running_mean, (1.0 - m) * running_mean + m * mean.detach()},
-                  {running_var, (1.0 - m) * running_var + m * unbiased},
-                  {num_batches_tracked, count}});
+    // BatchNorm1d takes [N, C] or [N, C, L]; 2d [N, C, H, W]; 3d [N, C, D, H, W]
+    const bool rank_ok = Dims == 1 ? x.ndim() == 2 || x.ndim() == 3 : x.ndim() == Dims + 2;
+    if (!rank_ok || x.size(1) != num_features) {
+      std::string want = Dims == 1   ? "[N, " + std::to_string(num_features) + "] or [N, " +
+                                         std::to_string(num_features) + ", L]"
+                         : Dims == 2 ? "[N, " + std::to_string(num_features) + ", H, W]"
+                                     : "[N, " + std::to_string(num_features) + ", D, H, W]";
+      throw shape_error("tg.nn." + type_name() + ": expected an input " + want + ", got " +
+                        tg::detail::shape_of(x));
     }
+    if (!is_training() && track_running_stats)
+      return F::batch_norm(x, running_mean, running_var, weight, bias, false, 0, eps);
+    std::vector<std::pair<Tensor, Tensor>> updates;
+    if (!is_training() || !track_running_stats)
+      return F::detail::batch_norm_train(x, Tensor(), Tensor(), weight, bias, Tensor(), eps,
+                                         updates, std::source_location::current());
+    Tensor count = num_batches_tracked + std::int64_t(1);
+    Tensor m = momentum ? Tensor::full_on({}, *momentum, running_mean.dtype(), x.device())
+                        : (1.0 / count.cast(DType::Float64)).cast(running_mean.dtype());
+    Tensor y = F::detail::batch_norm_train(x, running_mean, running_var, weight, bias, m, eps,
+                                           updates, std::source_location::current());
+    updates.push_back({num_batches_tracked, count});
+    tg::assign(updates);
     return y;
   }
-  std::string type_name() const override { return "BatchNorm2d"; }
+  std::string type_name() const override {
+    return "BatchNorm" + std::to_string(Dims) + "d";
+  }
   std::string extra_repr() const override {
     return std::to_string(num_features) + ", eps=" + std::to_string(eps) +
            ", momentum=" + (momentum ? std::to_string(*momentum) : "None") +
@@ -19670,6 +19848,11 @@ public:
            ", track_running_stats=" + detail::b(track_running_stats);
   }
 };
+} // namespace detail
+
+using BatchNorm1d = detail::BatchNorm<1>;
+using BatchNorm2d = detail::BatchNorm<2>;
+using BatchNorm3d = detail::BatchNorm<3>;
 
 /// Normalization over the last dims: weight = 1, bias = 0.
 class LayerNorm : public Module {

@@ -103,14 +103,16 @@ out_lines = []
 counts = {}
 
 
-def case(op, fn, inputs, kw=None, tol=1.0, grad=True):
-    """One case: fn(*inputs, **kw) in PyTorch; gradients for floating inputs and output."""
+def case(op, fn, inputs, kw=None, tol=1.0, grad=True, nograd=()):
+    """One case: fn(*inputs, **kw) in PyTorch; gradients for floating inputs and output (but
+    the inputs numbered in nograd: PyTorch refuses gradients for a loss's class weights)."""
     kw = kw or {}
     counts[op] = counts.get(op, 0) + 1
     lines = ["case " + op, "tol %r %r" % (tol, tol)]
     lines += ["in " + fmt_tensor(x) for x in inputs]
     lines += ["kw %s %s" % (k, fmt_kw(v)) for k, v in kw.items()]
-    leaves = [x.detach().clone().requires_grad_(x.is_floating_point() and grad) for x in inputs]
+    leaves = [x.detach().clone().requires_grad_(x.is_floating_point() and grad and
+                                                i not in nograd) for i, x in enumerate(inputs)]
     try:
         try:
             out = fn(*leaves, **kw)
@@ -171,6 +173,31 @@ def binary(op, fn, dtypes=(("float32", "float32"), ("float64", "float32"), ("int
     case(op, fn, [rand((0, 3), "float32", lo, hi), rand((3,), "float32", lo, hi)], tol=tol)
     case(op, fn, [edge("float32"), edge("float32").flip(0)], tol=tol, grad=False)
     case(op, fn, [rand((3, 4), "float32"), rand((3,), "float32")], tol=tol)  # not broadcastable
+
+
+# x[...] forms for the "index" cases (tg: Tensor::index with integers and slices)
+INDEX_FORMS = [lambda x: x[1], lambda x: x[-1, 1:3], lambda x: x[:, ::2, 1],
+               lambda x: x[1:0], lambda x: x[:, -100:100, -1], lambda x: x[0, 0, 0],
+               lambda x: x[3], lambda x: x[0, 0, 0, 0], lambda x: x[:, :, 5]]
+
+
+def run_optimizer(kind):
+    def run(p0, g1, g2, g3, **kw):
+        p = p0.detach().clone().requires_grad_()
+        if kind == "sgd":
+            opt = torch.optim.SGD([p], lr=kw["lr"], momentum=kw["momentum"],
+                                  dampening=kw["dampening"], weight_decay=kw["wd"],
+                                  nesterov=kw["nesterov"], maximize=kw["maximize"])
+        else:
+            cls = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
+            opt = cls([p], lr=kw["lr"], betas=(kw["b1"], kw["b2"]), eps=kw["eps"],
+                      weight_decay=kw["wd"], amsgrad=kw["amsgrad"], maximize=kw["maximize"])
+        for g in (g1, g2, g3):
+            opt.zero_grad()
+            (p * g).sum().backward()
+            opt.step()
+        return p.detach()
+    return run
 
 
 def main():
@@ -384,8 +411,38 @@ def main():
              [rand((2, 3, 6, 5), "float32")], {"k": k, "s": s, "p": p}, tol=4.0)
     case("max_pool2d", lambda x, k, s, p: F.max_pool2d(x, k, s, p),
          [rand((1, 1, 2, 2), "float32")], {"k": 3, "s": 1, "p": 0})
+    for k, s, p, ceil, inc in [(2, 2, 0, True, True), (3, 2, 1, True, True), (3, 2, 1, True, False),
+                               (2, 3, 1, True, False), (3, 3, 0, False, False)]:
+        case("max_pool2d_ceil", lambda x, k, s, p, ceil: F.max_pool2d(x, k, s, p, ceil_mode=ceil),
+             [rand((2, 3, 7, 6), "float32")], {"k": k, "s": s, "p": p, "ceil": ceil})
+        case("avg_pool2d_ceil", lambda x, k, s, p, ceil, inc: F.avg_pool2d(
+            x, k, s, p, ceil_mode=ceil, count_include_pad=inc),
+             [rand((2, 3, 7, 6), "float32")], {"k": k, "s": s, "p": p, "ceil": ceil, "inc": inc},
+             tol=4.0)
+    case("avg_pool2d_divisor", lambda x, k, d: F.avg_pool2d(x, k, divisor_override=d),
+         [rand((1, 2, 4, 4), "float32")], {"k": 2, "d": 3})
     case("layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b, 1e-5),
          [rand((3, 4), "float32"), rand((4,), "float32"), rand((4,), "float32")], tol=16.0)
+    for shape in [(3, 4), (2, 4, 3), (2, 4, 3, 2)]:
+        stats = [rand((4,), "float32"), rand((4,), "float32", 0.5, 2), rand((4,), "float32"),
+                 rand((4,), "float32")]
+        case("batch_norm", lambda x, rm, rv, w, b, training: F.batch_norm(
+            x, rm, rv, w, b, training), [rand(shape, "float32")] + stats, {"training": False},
+             tol=16.0, nograd=(1, 2))
+        case("batch_norm", lambda x, rm, rv, w, b, training: F.batch_norm(
+            x, rm.clone(), rv.clone(), w, b, training),
+             [rand(shape, "float32")] + stats, {"training": True}, tol=16.0, nograd=(1, 2))
+
+        def running(x, momentum):  # the running statistics after one training step
+            rm, rv = torch.zeros(x.shape[1], dtype=x.dtype), torch.ones(x.shape[1], dtype=x.dtype)
+            F.batch_norm(x, rm, rv, None, None, True, momentum)
+            return torch.stack([rm, rv])
+        case("batch_norm_running", running, [rand(shape, "float64")], {"momentum": 0.3},
+             grad=False, tol=4.0)
+    case("batch_norm", lambda x, rm, rv, w, b, training: F.batch_norm(x, rm, rv, w, b, training),
+         [rand((1, 4), "float32")] + stats, {"training": True}, nograd=(1, 2))  # one value per channel
+    case("batch_norm", lambda x, rm, rv, w, b, training: F.batch_norm(x, rm, rv, w, b, training),
+         [rand((2, 3), "float32")] + stats, {"training": False}, nograd=(1, 2))  # 3 channels, stats of 4
     case("embedding", lambda i, w: F.embedding(i, w), [torch.tensor([[0, 2], [3, 0]]),
                                                         rand((4, 3), "float32")])
     case("embedding", lambda i, w: F.embedding(i, w), [torch.tensor([4]), rand((4, 3), "float32")])
@@ -413,6 +470,93 @@ def main():
         case("nll_loss", lambda x, t, reduction: F.nll_loss(x, t, reduction=reduction),
              [rand((4, 5), "float32"), torch.randint(0, 5, (4,), generator=g)],
              {"reduction": red}, tol=4.0)
+
+    # losses' options: class weights, ignore_index, label smoothing, probability targets
+    wts = rand((5,), "float32", 0.2, 2)
+    for red in ("mean", "sum", "none"):
+        for ign, ls in ((-100, 0.0), (2, 0.0), (-100, 0.2), (1, 0.1)):
+            t = torch.tensor([0, 2, 4, 1, 2, 3])
+            case("cross_entropy_opts", lambda x, t, w, ign, ls, reduction: F.cross_entropy(
+                x, t, w, ignore_index=ign, reduction=reduction, label_smoothing=ls),
+                 [rand((6, 5), "float32"), t, wts], {"ign": ign, "ls": ls, "reduction": red},
+                 tol=4.0, nograd=(2,))
+            case("cross_entropy_opts", lambda x, t, w, ign, ls, reduction: F.cross_entropy(
+                x, t, w, ignore_index=ign, reduction=reduction, label_smoothing=ls),
+                 [rand((2, 5, 3), "float32"), t.reshape(2, 3), wts],
+                 {"ign": ign, "ls": ls, "reduction": red}, tol=4.0, nograd=(2,))
+        case("nll_loss_opts", lambda x, t, w, ign, reduction: F.nll_loss(
+            x, t, w, ignore_index=ign, reduction=reduction),
+             [rand((4, 5), "float32"), torch.tensor([4, 0, 3, 0]), wts], {"ign": 0,
+                                                                          "reduction": red},
+             tol=4.0, nograd=(2,))
+        case("cross_entropy_probs", lambda x, t, ls, reduction: F.cross_entropy(
+            x, t, reduction=reduction, label_smoothing=ls),
+             [rand((3, 5), "float32"), rand((3, 5), "float32", 0, 1).softmax(1)],
+             {"ls": 0.1, "reduction": red}, tol=4.0)
+        case("binary_cross_entropy_weight", lambda x, t, w, reduction: F.binary_cross_entropy(
+            x, t, w, reduction=reduction),
+             [rand((3, 4), "float32", 0.05, 0.95), rand((3, 4), "float32", 0, 1),
+              rand((4,), "float32", 0, 2)], {"reduction": red}, tol=4.0, nograd=(2,))
+        case("bce_with_logits_pos_weight", lambda x, t, w, pw, reduction:
+             F.binary_cross_entropy_with_logits(x, t, w, reduction=reduction, pos_weight=pw),
+             [rand((3, 4), "float32"), rand((3, 4), "float32", 0, 1), rand((3, 1), "float32", 0, 2),
+              rand((4,), "float32", 0.5, 3)], {"reduction": red}, tol=4.0, nograd=(2, 3))
+    case("cross_entropy_opts", lambda x, t, w, ign, ls, reduction: F.cross_entropy(
+        x, t, w, ignore_index=ign, reduction=reduction, label_smoothing=ls),
+         [rand((3, 5), "float32"), torch.tensor([0, 1, 2]), rand((4,), "float32")],
+         {"ign": -100, "ls": 0.0, "reduction": "mean"}, nograd=(2,))  # weight of the wrong size
+
+    # ---- split, chunk, index, cat of several
+    for dt in ("float32", "int32"):
+        x = rand((5, 6), dt)
+        for size, dim in ((2, 0), (4, 1), (6, 1)):
+            for part in range(-(-x.shape[dim] // size)):
+                case("split", lambda x, size, dim, part: x.split(size, dim)[part], [x],
+                     {"size": size, "dim": dim, "part": part})
+        for sizes, dim in (([1, 4], 0), ([3, 0, 3], 1)):
+            for part in range(len(sizes)):
+                case("split_sizes", lambda x, sizes, dim, part: x.split(sizes, dim)[part], [x],
+                     {"sizes": sizes, "dim": dim, "part": part})
+        case("split_sizes", lambda x, sizes, dim, part: x.split(sizes, dim)[part], [x],
+             {"sizes": [2, 2], "dim": 0, "part": 0})  # sizes do not add up
+        case("split", lambda x, size, dim, part: x.split(size, dim)[part], [x],
+             {"size": 0, "dim": 0, "part": 0})
+        for n, dim in ((3, 0), (4, 1), (6, 0), (5, 1)):
+            # the number of chunks (PyTorch: ceil(len / ceil(len / n)), fewer than n at times)
+            case("chunk_count", lambda x, n, dim: torch.tensor(len(x.chunk(n, dim))), [x],
+                 {"n": n, "dim": dim})
+            for part in range(len(x.chunk(n, dim))):
+                case("chunk", lambda x, n, dim, part: x.chunk(n, dim)[part], [x],
+                     {"n": n, "dim": dim, "part": part})
+        case("chunk", lambda x, n, dim, part: x.chunk(n, dim)[part], [x],
+             {"n": 0, "dim": 0, "part": 0})
+        y = rand((3, 4, 5), dt)
+        for which in range(len(INDEX_FORMS)):
+            case("index", lambda x, which: INDEX_FORMS[which](x), [y], {"which": which})
+        case("cat3", lambda a, b, c, dim: torch.cat([a, b, c], dim),
+             [rand((2, 3), dt), rand((2, 1), dt), rand((2, 4), dt)], {"dim": 1})
+        case("cat3", lambda a, b, c, dim: torch.cat([a, b, c], dim),
+             [rand((2, 3), dt), rand((0, 3), dt), rand((1, 3), dt)], {"dim": -2})
+    case("cat3", lambda a, b, c, dim: torch.cat([a, b, c], dim),
+         [rand((2,), "int32"), rand((1,), "float64"), rand((3,), "uint8")], {"dim": 0})
+
+    # ---- optimizers: a parameter after three steps of fixed gradients
+    for kind, kw in [("sgd", {"lr": 0.1, "momentum": 0.0, "dampening": 0.0, "wd": 0.0,
+                              "nesterov": False, "maximize": False}),
+                     ("sgd", {"lr": 0.1, "momentum": 0.9, "dampening": 0.0, "wd": 0.01,
+                              "nesterov": True, "maximize": False}),
+                     ("sgd", {"lr": 0.05, "momentum": 0.5, "dampening": 0.3, "wd": 0.0,
+                              "nesterov": False, "maximize": True}),
+                     ("adam", {"lr": 0.01, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "wd": 0.0,
+                               "amsgrad": False, "maximize": False}),
+                     ("adam", {"lr": 0.01, "b1": 0.8, "b2": 0.99, "eps": 1e-6, "wd": 0.1,
+                               "amsgrad": True, "maximize": False}),
+                     ("adamw", {"lr": 0.01, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "wd": 0.05,
+                                "amsgrad": False, "maximize": True})]:
+        for dt in ("float32", "float64"):
+            case("optim_" + kind, run_optimizer(kind),
+                 [rand((3, 4), dt)] + [rand((3, 4), dt) for _ in range(3)], kw, grad=False,
+                 tol=4.0)
 
     # ---- more math
     for op, fn, lo, hi, tol in [("erf", torch.erf, -3, 3, 4.0), ("erfc", torch.erfc, -3, 3, 4.0),

@@ -177,30 +177,37 @@ public:
 class MaxPool2d : public Module {
 public:
   F::Pair kernel_size, stride, padding, dilation;
+  bool ceil_mode;
+  /// PyTorch's MaxPool2d takes return_indices before ceil_mode; tg has no return_indices.
   MaxPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
-            F::Pair padding_ = 0, F::Pair dilation_ = 1)
+            F::Pair padding_ = 0, F::Pair dilation_ = 1, bool ceil_mode_ = false)
       : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        dilation(dilation_) {}
+        dilation(dilation_), ceil_mode(ceil_mode_) {}
   Tensor forward(const Tensor& x) override {
-    return F::max_pool2d(x, kernel_size, stride, padding, dilation);
+    return F::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
   }
   std::string type_name() const override { return "MaxPool2d"; }
   std::string extra_repr() const override {
     return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
-           ", padding=" + detail::pair_str(padding) + ", dilation=" + detail::pair_str(dilation);
+           ", padding=" + detail::pair_str(padding) + ", dilation=" + detail::pair_str(dilation) +
+           ", ceil_mode=" + (ceil_mode ? "True" : "False");
   }
 };
 
 class AvgPool2d : public Module {
 public:
   F::Pair kernel_size, stride, padding;
-  bool count_include_pad;
+  bool ceil_mode, count_include_pad;
+  std::optional<std::int64_t> divisor_override;
   AvgPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
-            F::Pair padding_ = 0, bool count_include_pad_ = true)
+            F::Pair padding_ = 0, bool ceil_mode_ = false, bool count_include_pad_ = true,
+            std::optional<std::int64_t> divisor_override_ = std::nullopt)
       : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        count_include_pad(count_include_pad_) {}
+        ceil_mode(ceil_mode_), count_include_pad(count_include_pad_),
+        divisor_override(divisor_override_) {}
   Tensor forward(const Tensor& x) override {
-    return F::avg_pool2d(x, kernel_size, stride, padding, count_include_pad);
+    return F::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override);
   }
   std::string type_name() const override { return "AvgPool2d"; }
   std::string extra_repr() const override {
@@ -213,7 +220,10 @@ public:
 /// batch's statistics and updates running_mean / running_var (unbiased) in place with tg::assign:
 /// running = (1 - momentum) * running + momentum * batch (momentum = nullopt: a cumulative
 /// average). In eval mode it normalizes with the running statistics.
-class BatchNorm2d : public Module {
+namespace detail {
+/// BatchNorm1d/2d/3d: batch statistics in training (and the running ones updated), the running
+/// ones in evaluation; momentum nullopt is the cumulative average (1 / batches seen).
+template <int Dims> class BatchNorm : public Module {
 public:
   std::int64_t num_features;
   double eps;
@@ -221,9 +231,9 @@ public:
   bool affine, track_running_stats;
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
-  explicit BatchNorm2d(std::int64_t num_features_, double eps_ = 1e-5,
-                       std::optional<double> momentum_ = 0.1, bool affine_ = true,
-                       bool track_running_stats_ = true, TensorOptions o = {})
+  explicit BatchNorm(std::int64_t num_features_, double eps_ = 1e-5,
+                     std::optional<double> momentum_ = 0.1, bool affine_ = true,
+                     bool track_running_stats_ = true, TensorOptions o = {})
       : num_features(num_features_), eps(eps_), momentum(momentum_), affine(affine_),
         track_running_stats(track_running_stats_) {
     if (affine) {
@@ -239,31 +249,32 @@ public:
     }
   }
   Tensor forward(const Tensor& x) override {
-    if (x.ndim() != 4 || x.size(1) != num_features)
-      throw shape_error("tg.nn.BatchNorm2d: expected an input [N, " + std::to_string(num_features) +
-                        ", H, W], got " + tg::detail::shape_of(x));
-    if (!is_training() && track_running_stats)
-      return F::batch_norm(x, running_mean, running_var, weight, bias, eps);
-    Tensor xf = x.as_float();
-    Tensor mean = xf.mean({0, 2, 3}, false);
-    Tensor d = xf - mean.reshape({1, num_features, 1, 1});
-    Tensor var = (d * d).mean({0, 2, 3}, false);
-    Tensor y = F::batch_norm(xf, mean, var, weight, bias, eps);
-    if (is_training() && track_running_stats) {
-      no_grad guard;
-      double n = double(x.numel() / num_features);
-      Tensor unbiased = var.detach() * (n / std::max(n - 1, 1.0));
-      Tensor count = num_batches_tracked + std::int64_t(1);
-      Tensor m = momentum
-                     ? Tensor::full_on({}, *momentum, running_mean.dtype(), running_mean.device())
-                     : (1.0 / count.cast(DType::Float64)).cast(running_mean.dtype());
-      tg::assign({{running_mean, (1.0 - m) * running_mean + m * mean.detach()},
-                  {running_var, (1.0 - m) * running_var + m * unbiased},
-                  {num_batches_tracked, count}});
+    // BatchNorm1d takes [N, C] or [N, C, L]; 2d [N, C, H, W]; 3d [N, C, D, H, W]
+    const bool rank_ok = Dims == 1 ? x.ndim() == 2 || x.ndim() == 3 : x.ndim() == Dims + 2;
+    if (!rank_ok || x.size(1) != num_features) {
+      std::string want = Dims == 1 ? "[N, " + std::to_string(num_features) + "] or [N, " +
+                                         std::to_string(num_features) + ", L]"
+                         : Dims == 2 ? "[N, " + std::to_string(num_features) + ", H, W]"
+                                     : "[N, " + std::to_string(num_features) + ", D, H, W]";
+      throw shape_error("tg.nn." + type_name() + ": expected an input " + want + ", got " +
+                        tg::detail::shape_of(x));
     }
+    if (!is_training() && track_running_stats)
+      return F::batch_norm(x, running_mean, running_var, weight, bias, false, 0, eps);
+    std::vector<std::pair<Tensor, Tensor>> updates;
+    if (!is_training() || !track_running_stats)
+      return F::detail::batch_norm_train(x, Tensor(), Tensor(), weight, bias, Tensor(), eps,
+                                         updates, std::source_location::current());
+    Tensor count = num_batches_tracked + std::int64_t(1);
+    Tensor m = momentum ? Tensor::full_on({}, *momentum, running_mean.dtype(), x.device())
+                        : (1.0 / count.cast(DType::Float64)).cast(running_mean.dtype());
+    Tensor y = F::detail::batch_norm_train(x, running_mean, running_var, weight, bias, m, eps,
+                                           updates, std::source_location::current());
+    updates.push_back({num_batches_tracked, count});
+    tg::assign(updates);
     return y;
   }
-  std::string type_name() const override { return "BatchNorm2d"; }
+  std::string type_name() const override { return "BatchNorm" + std::to_string(Dims) + "d"; }
   std::string extra_repr() const override {
     return std::to_string(num_features) + ", eps=" + std::to_string(eps) +
            ", momentum=" + (momentum ? std::to_string(*momentum) : "None") +
@@ -271,6 +282,11 @@ public:
            ", track_running_stats=" + detail::b(track_running_stats);
   }
 };
+} // namespace detail
+
+using BatchNorm1d = detail::BatchNorm<1>;
+using BatchNorm2d = detail::BatchNorm<2>;
+using BatchNorm3d = detail::BatchNorm<3>;
 
 /// Normalization over the last dims: weight = 1, bias = 0.
 class LayerNorm : public Module {
