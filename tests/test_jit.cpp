@@ -144,6 +144,7 @@ TEST_CASE("a jitted function that reads a changing host value is refused, never 
   // (the capture) built another kernel than call 1, so call 3 runs the function again and is
   // compared with the capture.
   double scale = 1;
+  const int line = __LINE__ + 1;
   auto f = tg::jit([&](tg::Tensor x) { return (x * scale).sum(); });
   auto x = tg::Tensor({1.f, 1.f, 1.f, 1.f});
   CHECK(f(x).item<float>() == doctest::Approx(4));
@@ -156,19 +157,26 @@ TEST_CASE("a jitted function that reads a changing host value is refused, never 
   } catch (const tg::error& e) {
     std::string m = e.what();
     CHECK(m.find("tg.jit: call 3") != std::string::npos);
-    CHECK(m.find("where it was") != std::string::npos); // the changed line of the kernel
+    // the changed constant, with the op and the call site that made it
+    const std::string site = "(`*` at " + std::string(__FILE__) + ":" + std::to_string(line) + ")";
+    CHECK_MESSAGE(m.find("`constant 3 " + site + "` where it was `constant 2 " + site + "`") !=
+                      std::string::npos,
+                  m);
   }
   // the capture was forgotten: with the value held still, it warms up, captures and replays
   for (int call = 0; call < 4; ++call) CHECK(f(x).item<float>() == doctest::Approx(12));
 
   // a vector made into a tensor inside the function: an upload whose data changed
   std::vector<float> w{1, 1, 1, 1};
+  const int line_w = __LINE__ + 1;
   auto g = tg::jit([&](tg::Tensor v) { return (v * tg::Tensor::from_data(w)).sum(); });
   CHECK(g(x).item<float>() == doctest::Approx(4));
   w[0] = 5;
   CHECK(g(x).item<float>() == doctest::Approx(8));
   w[0] = 7;
-  CHECK_THROWS_WITH_AS(g(x), doctest::Contains("differs in its data"), tg::error);
+  const std::string upload = "(upload [4] float32 made at " + std::string(__FILE__) + ":" +
+                             std::to_string(line_w) + ") differs in its data";
+  CHECK_THROWS_WITH_AS(g(x), doctest::Contains(upload.c_str()), tg::error);
 }
 
 TEST_CASE("TG_JIT_VERIFY=N re-runs every Nth replay and throws on any difference") {

@@ -588,6 +588,7 @@ constexpr SliceBounds slice_bounds(std::int64_t n, std::optional<std::int64_t> s
 // The run-time front end's lazy graph: each Tensor points at a LazyNode; realizing turns the
 // nodes it needs into a Graph, runs it, and replaces realized nodes by their buffers (so a
 // realized tensor is never recomputed and the graph above it can be freed).
+#include <source_location>
 
 // ---- tg/engine/realize.hpp ----
 #ifndef TG_SI_TG_ENGINE_REALIZE_HPP
@@ -965,7 +966,6 @@ inline std::string temp_path(const std::string& stem) {
 #ifndef TG_SI_TG_ERRORS_HPP
 #define TG_SI_TG_ERRORS_HPP
 // The errors tg throws. Each names the op and, for user mistakes, the user's call site.
-#include <source_location>
 #include <stdexcept>
 
 namespace tg {
@@ -9539,7 +9539,35 @@ inline ExportTrace*& active_export() {
 /// constants count) and the content of each host upload, in order.
 struct Trace {
   std::vector<std::string> steps;
+  std::vector<std::string> sites; // per node of the graph being realized: where a constant was made
 };
+/// The constants a kernel computes with that the user's code made, one line each ("constant 2
+/// (`*` at main.cpp:12)"): a step of the trace starts with them, so a changed host value is named
+/// with its call site.
+inline std::string constant_sites(const Graph& g, const NodeFlags& materialized, int root,
+                                  const std::vector<std::string>& sites) {
+  std::string out;
+  std::vector<std::uint8_t> seen(g.size(), 0);
+  std::vector<int> stack{root};
+  while (!stack.empty()) {
+    int n = stack.back();
+    stack.pop_back();
+    if (seen[std::size_t(n)]) continue;
+    seen[std::size_t(n)] = 1;
+    const Node& node = g[n];
+    if (node.op == Op::Const && !sites[std::size_t(n)].empty()) {
+      char v[32];
+      if (is_float(node.dtype))
+        std::snprintf(v, sizeof v, "%.9g", node.value.f);
+      else
+        std::snprintf(v, sizeof v, "%lld", static_cast<long long>(node.value.i));
+      out += "constant " + std::string(v) + " (" + sites[std::size_t(n)] + ")\n";
+    }
+    for (int src : node.src)
+      if (src >= 0 && !materialized[std::size_t(src)]) stack.push_back(src);
+  }
+  return out;
+}
 inline Trace*& active_trace() {
   thread_local Trace* t = nullptr;
   return t;
@@ -9888,7 +9916,12 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     runners[k]->run(ptrs_k, vars);
     detail::stats_storage().kernels_launched++;
     if (detail::Trace* trace = detail::active_trace())
-      trace->steps.push_back("kernel " + runners[k]->name + "\n" + runners[k]->source);
+      trace->steps.push_back(
+          "kernel " + runners[k]->name + "\n" +
+          (trace->sites.size() == g.size()
+               ? detail::constant_sites(g, s.materialized, kern.root, trace->sites)
+               : std::string()) +
+          runners[k]->source);
     if (capture) {
       detail::Launch l{runners[k], {buffer_of(kern.root)}, kernel_vars, 0};
       for (int in : kern.inputs) l.buffers.push_back(buffer_of(in));
@@ -9940,6 +9973,10 @@ struct LazyNode {
   bool requires_grad = false;
   std::shared_ptr<GradRecord> grad_fn; // null for leaves
   std::shared_ptr<LazyNode> grad;      // accumulated by backward() on leaves
+  // a constant made from a C++ number in the user's code: the op and the call site, which
+  // tg::jit names when a replay would repeat a value that changed
+  const char* made_by = nullptr;
+  std::source_location made_at;
 };
 
 namespace detail {
@@ -10124,10 +10161,29 @@ inline void adopt(const GraphBuild& b, const Realized& r) {
   }
 }
 
+/// While tg::jit records a call: where each constant of the graph was made (Trace::sites).
+struct TraceSites {
+  Trace* trace = active_trace();
+  explicit TraceSites(const GraphBuild& b) {
+    if (!trace) return;
+    trace->sites.assign(b.order.size(), std::string());
+    for (std::size_t i = 0; i < b.order.size(); ++i)
+      if (const LazyNode& n = *b.order[i]; n.op == Op::Const && n.made_by)
+        trace->sites[i] = "`" + std::string(n.made_by) + "` at " + n.made_at.file_name() + ":" +
+                          std::to_string(n.made_at.line());
+  }
+  ~TraceSites() {
+    if (trace) trace->sites.clear();
+  }
+  TraceSites(const TraceSites&) = delete;
+  TraceSites& operator=(const TraceSites&) = delete;
+};
+
 /// Realizes every target (on one device) with one schedule.
 inline void realize_nodes(const std::vector<LazyPtr>& targets) {
   GraphBuild b = build_graph(targets);
   if (b.order.empty()) return;
+  TraceSites sites(b);
   adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
 }
 
@@ -10142,6 +10198,7 @@ inline void realize_requested(const std::vector<LazyPtr>& targets) {
   if (e)
     for (const auto& buffer : b.inputs)
       if (buffer && buffer->device.get() == e->placeholders) return;
+  TraceSites sites(b);
   adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
 }
 
@@ -10622,6 +10679,29 @@ inline Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src
   return Tensor(std::move(n));
 }
 
+namespace detail {
+/// Whether a call site is in the user's code rather than in tg's headers (where composite ops
+/// call other ops): tg's root is the directory of this header's `tg/`.
+inline bool user_site(const std::source_location& loc) {
+  static const std::string root = [] {
+    std::string f = __FILE__;
+    std::size_t p = f.rfind("/tg/");
+    return p == std::string::npos ? std::string() : f.substr(0, p + 4);
+  }();
+  return root.empty() || std::string_view(loc.file_name()).substr(0, root.size()) != root;
+}
+/// Marks a constant made from a C++ number at the user's call `loc` of `op` (tg::jit names it
+/// when that number changes between calls).
+inline const Tensor& made_at(const Tensor& c, const char* op, const std::source_location& loc) {
+  LazyNode& n = *c.lazy();
+  if (n.op == Op::Const && !n.made_by && user_site(loc)) {
+    n.made_by = op;
+    n.made_at = loc;
+  }
+  return c;
+}
+} // namespace detail
+
 inline Tensor Tensor::full_on(const Shape& shape, double v, DType t, const std::string& device) {
   return full_on(shape, Scalar::of(t, v), t, device);
 }
@@ -10669,6 +10749,8 @@ inline Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char*
                               "shapes " + detail::shape_of(a0) + " and " + detail::shape_of(b0) +
                                   " cannot be broadcast",
                               loc);
+  detail::made_at(a0, name, loc);
+  detail::made_at(b0, name, loc);
   DType t = detail::promote(a0, b0);
   // expand takes its shape by value: skip the copy where the operand has that shape already
   auto widen = [&](const Tensor& x) {
@@ -10853,7 +10935,11 @@ Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
   });
   d->copy_in(buf->ptr, host.data(), host.size());
   if (detail::Trace* trace = detail::active_trace()) // tg::jit: a host value frozen at capture
-    trace->steps.push_back("upload " + detail::shape_str(shape) + " " + dtype_name(t) + "\n" +
+    trace->steps.push_back("upload " + detail::shape_str(shape) + " " + dtype_name(t) +
+                           (detail::user_site(loc) ? std::string(" made at ") + loc.file_name() +
+                                                         ":" + std::to_string(loc.line())
+                                                   : std::string()) +
+                           "\n" +
                            detail::hex64(fnv1a(std::string_view(
                                reinterpret_cast<const char*>(host.data()), host.size()))));
   Tensor r = make(Op::Buffer, t, std::move(shape), {}, dev);
@@ -11069,10 +11155,12 @@ template <class S> Tensor scalar_for(const Tensor& t, S v) {
 
 #define TG_SCALAR_OPERATOR(OP)                                                                     \
   template <Arithmetic S> Tensor operator OP(TensorArg a, S b) {                                   \
-    return TensorArg(a.t, a.loc) OP TensorArg(detail::scalar_for(a.t, b), a.loc);                  \
+    Tensor s = detail::scalar_for(a.t, b);                                                         \
+    return TensorArg(a.t, a.loc) OP TensorArg(detail::made_at(s, #OP, a.loc), a.loc);              \
   }                                                                                                \
   template <Arithmetic S> Tensor operator OP(S a, TensorArg b) {                                   \
-    return TensorArg(detail::scalar_for(b.t, a), b.loc) OP TensorArg(b.t, b.loc);                  \
+    Tensor s = detail::scalar_for(b.t, a);                                                         \
+    return TensorArg(detail::made_at(s, #OP, b.loc), b.loc) OP TensorArg(b.t, b.loc);              \
   }
 TG_SCALAR_OPERATOR(+)
 TG_SCALAR_OPERATOR(-)
@@ -19076,15 +19164,15 @@ inline Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tens
                                     "tensor that owns its buffer (call .contiguous().realize())",
                                 loc);
     std::vector<std::pair<Tensor, Tensor>> updates;
-    Tensor y = detail::batch_norm_train(
-        x, running_mean, running_var, weight, bias,
-        Tensor::full_on({}, momentum, DType::Float64, x.device()), eps, updates, loc);
+    Tensor y = detail::batch_norm_train(x, running_mean, running_var, weight, bias,
+                                        Tensor::full_on({}, momentum, DType::Float64, x.device()),
+                                        eps, updates, loc);
     if (!updates.empty()) tg::assign(updates, {}, loc);
     return y;
   }
   if (!running_mean.defined() || !running_var.defined())
-    tg::detail::fail<error>("batch_norm",
-                            "needs running_mean and running_var when not training", loc);
+    tg::detail::fail<error>("batch_norm", "needs running_mean and running_var when not training",
+                            loc);
   return detail::normalize_channels(x, running_mean, running_var, weight, bias, eps, loc);
 }
 
@@ -19525,22 +19613,24 @@ inline Tensor multinomial(const Tensor& input, std::int64_t num_samples, bool re
                           std::source_location loc = std::source_location::current()) {
   const char* op = "multinomial";
   if (input.ndim() != 1 && input.ndim() != 2)
-    detail::fail<shape_error>(op, "needs a 1-D or 2-D input of weights, got " +
-                                      detail::shape_of(input), loc);
+    detail::fail<shape_error>(
+        op, "needs a 1-D or 2-D input of weights, got " + detail::shape_of(input), loc);
   if (!is_float(input.dtype()))
-    detail::fail<dtype_error>(op, std::string("needs floating weights, got ") +
-                                      dtype_name(input.dtype()), loc);
+    detail::fail<dtype_error>(
+        op, std::string("needs floating weights, got ") + dtype_name(input.dtype()), loc);
   const std::int64_t C = input.size(-1);
   if (num_samples <= 0)
-    detail::fail<shape_error>(op, "num_samples must be positive, got " +
-                                      std::to_string(num_samples), loc);
+    detail::fail<shape_error>(
+        op, "num_samples must be positive, got " + std::to_string(num_samples), loc);
   if (C == 0)
-    detail::fail<shape_error>(op, "cannot sample from " + detail::shape_of(input) +
-                                      ": no categories", loc);
+    detail::fail<shape_error>(
+        op, "cannot sample from " + detail::shape_of(input) + ": no categories", loc);
   if (!replacement && num_samples > C)
-    detail::fail<shape_error>(op, "cannot draw " + std::to_string(num_samples) +
-                                      " samples without replacement from " + std::to_string(C) +
-                                      " categories (" + detail::shape_of(input) + ")", loc);
+    detail::fail<shape_error>(op,
+                              "cannot draw " + std::to_string(num_samples) +
+                                  " samples without replacement from " + std::to_string(C) +
+                                  " categories (" + detail::shape_of(input) + ")",
+                              loc);
   no_grad guard;
   Tensor w = input.dtype() == DType::Float64 ? input.detach() : input.detach().cast(DType::Float32);
   Shape rows = w.sym_shape();
@@ -19816,7 +19906,7 @@ public:
     // BatchNorm1d takes [N, C] or [N, C, L]; 2d [N, C, H, W]; 3d [N, C, D, H, W]
     const bool rank_ok = Dims == 1 ? x.ndim() == 2 || x.ndim() == 3 : x.ndim() == Dims + 2;
     if (!rank_ok || x.size(1) != num_features) {
-      std::string want = Dims == 1   ? "[N, " + std::to_string(num_features) + "] or [N, " +
+      std::string want = Dims == 1 ? "[N, " + std::to_string(num_features) + "] or [N, " +
                                          std::to_string(num_features) + ", L]"
                          : Dims == 2 ? "[N, " + std::to_string(num_features) + ", H, W]"
                                      : "[N, " + std::to_string(num_features) + ", D, H, W]";
@@ -19838,9 +19928,7 @@ public:
     tg::assign(updates);
     return y;
   }
-  std::string type_name() const override {
-    return "BatchNorm" + std::to_string(Dims) + "d";
-  }
+  std::string type_name() const override { return "BatchNorm" + std::to_string(Dims) + "d"; }
   std::string extra_repr() const override {
     return std::to_string(num_features) + ", eps=" + std::to_string(eps) +
            ", momentum=" + (momentum ? std::to_string(*momentum) : "None") +

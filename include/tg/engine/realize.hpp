@@ -70,7 +70,35 @@ inline ExportTrace*& active_export() {
 /// constants count) and the content of each host upload, in order.
 struct Trace {
   std::vector<std::string> steps;
+  std::vector<std::string> sites; // per node of the graph being realized: where a constant was made
 };
+/// The constants a kernel computes with that the user's code made, one line each ("constant 2
+/// (`*` at main.cpp:12)"): a step of the trace starts with them, so a changed host value is named
+/// with its call site.
+inline std::string constant_sites(const Graph& g, const NodeFlags& materialized, int root,
+                                  const std::vector<std::string>& sites) {
+  std::string out;
+  std::vector<std::uint8_t> seen(g.size(), 0);
+  std::vector<int> stack{root};
+  while (!stack.empty()) {
+    int n = stack.back();
+    stack.pop_back();
+    if (seen[std::size_t(n)]) continue;
+    seen[std::size_t(n)] = 1;
+    const Node& node = g[n];
+    if (node.op == Op::Const && !sites[std::size_t(n)].empty()) {
+      char v[32];
+      if (is_float(node.dtype))
+        std::snprintf(v, sizeof v, "%.9g", node.value.f);
+      else
+        std::snprintf(v, sizeof v, "%lld", static_cast<long long>(node.value.i));
+      out += "constant " + std::string(v) + " (" + sites[std::size_t(n)] + ")\n";
+    }
+    for (int src : node.src)
+      if (src >= 0 && !materialized[std::size_t(src)]) stack.push_back(src);
+  }
+  return out;
+}
 inline Trace*& active_trace() {
   thread_local Trace* t = nullptr;
   return t;
@@ -419,7 +447,12 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     runners[k]->run(ptrs_k, vars);
     detail::stats_storage().kernels_launched++;
     if (detail::Trace* trace = detail::active_trace())
-      trace->steps.push_back("kernel " + runners[k]->name + "\n" + runners[k]->source);
+      trace->steps.push_back(
+          "kernel " + runners[k]->name + "\n" +
+          (trace->sites.size() == g.size()
+               ? detail::constant_sites(g, s.materialized, kern.root, trace->sites)
+               : std::string()) +
+          runners[k]->source);
     if (capture) {
       detail::Launch l{runners[k], {buffer_of(kern.root)}, kernel_vars, 0};
       for (int in : kern.inputs) l.buffers.push_back(buffer_of(in));

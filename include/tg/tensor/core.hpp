@@ -43,6 +43,29 @@ inline Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src
   return Tensor(std::move(n));
 }
 
+namespace detail {
+/// Whether a call site is in the user's code rather than in tg's headers (where composite ops
+/// call other ops): tg's root is the directory of this header's `tg/`.
+inline bool user_site(const std::source_location& loc) {
+  static const std::string root = [] {
+    std::string f = __FILE__;
+    std::size_t p = f.rfind("/tg/");
+    return p == std::string::npos ? std::string() : f.substr(0, p + 4);
+  }();
+  return root.empty() || std::string_view(loc.file_name()).substr(0, root.size()) != root;
+}
+/// Marks a constant made from a C++ number at the user's call `loc` of `op` (tg::jit names it
+/// when that number changes between calls).
+inline const Tensor& made_at(const Tensor& c, const char* op, const std::source_location& loc) {
+  LazyNode& n = *c.lazy();
+  if (n.op == Op::Const && !n.made_by && user_site(loc)) {
+    n.made_by = op;
+    n.made_at = loc;
+  }
+  return c;
+}
+} // namespace detail
+
 inline Tensor Tensor::full_on(const Shape& shape, double v, DType t, const std::string& device) {
   return full_on(shape, Scalar::of(t, v), t, device);
 }
@@ -90,6 +113,8 @@ inline Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char*
                               "shapes " + detail::shape_of(a0) + " and " + detail::shape_of(b0) +
                                   " cannot be broadcast",
                               loc);
+  detail::made_at(a0, name, loc);
+  detail::made_at(b0, name, loc);
   DType t = detail::promote(a0, b0);
   // expand takes its shape by value: skip the copy where the operand has that shape already
   auto widen = [&](const Tensor& x) {
@@ -274,7 +299,11 @@ Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
   });
   d->copy_in(buf->ptr, host.data(), host.size());
   if (detail::Trace* trace = detail::active_trace()) // tg::jit: a host value frozen at capture
-    trace->steps.push_back("upload " + detail::shape_str(shape) + " " + dtype_name(t) + "\n" +
+    trace->steps.push_back("upload " + detail::shape_str(shape) + " " + dtype_name(t) +
+                           (detail::user_site(loc) ? std::string(" made at ") + loc.file_name() +
+                                                         ":" + std::to_string(loc.line())
+                                                   : std::string()) +
+                           "\n" +
                            detail::hex64(fnv1a(std::string_view(
                                reinterpret_cast<const char*>(host.data()), host.size()))));
   Tensor r = make(Op::Buffer, t, std::move(shape), {}, dev);

@@ -2,6 +2,8 @@
 // The run-time front end's lazy graph: each Tensor points at a LazyNode; realizing turns the
 // nodes it needs into a Graph, runs it, and replaces realized nodes by their buffers (so a
 // realized tensor is never recomputed and the graph above it can be freed).
+#include <source_location>
+
 #include "../engine/realize.hpp"
 
 namespace tg {
@@ -29,6 +31,10 @@ struct LazyNode {
   bool requires_grad = false;
   std::shared_ptr<GradRecord> grad_fn; // null for leaves
   std::shared_ptr<LazyNode> grad;      // accumulated by backward() on leaves
+  // a constant made from a C++ number in the user's code: the op and the call site, which
+  // tg::jit names when a replay would repeat a value that changed
+  const char* made_by = nullptr;
+  std::source_location made_at;
 };
 
 namespace detail {
@@ -213,10 +219,29 @@ inline void adopt(const GraphBuild& b, const Realized& r) {
   }
 }
 
+/// While tg::jit records a call: where each constant of the graph was made (Trace::sites).
+struct TraceSites {
+  Trace* trace = active_trace();
+  explicit TraceSites(const GraphBuild& b) {
+    if (!trace) return;
+    trace->sites.assign(b.order.size(), std::string());
+    for (std::size_t i = 0; i < b.order.size(); ++i)
+      if (const LazyNode& n = *b.order[i]; n.op == Op::Const && n.made_by)
+        trace->sites[i] = "`" + std::string(n.made_by) + "` at " + n.made_at.file_name() + ":" +
+                          std::to_string(n.made_at.line());
+  }
+  ~TraceSites() {
+    if (trace) trace->sites.clear();
+  }
+  TraceSites(const TraceSites&) = delete;
+  TraceSites& operator=(const TraceSites&) = delete;
+};
+
 /// Realizes every target (on one device) with one schedule.
 inline void realize_nodes(const std::vector<LazyPtr>& targets) {
   GraphBuild b = build_graph(targets);
   if (b.order.empty()) return;
+  TraceSites sites(b);
   adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
 }
 
@@ -231,6 +256,7 @@ inline void realize_requested(const std::vector<LazyPtr>& targets) {
   if (e)
     for (const auto& buffer : b.inputs)
       if (buffer && buffer->device.get() == e->placeholders) return;
+  TraceSites sites(b);
   adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
 }
 

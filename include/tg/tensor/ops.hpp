@@ -80,10 +80,12 @@ template <class S> Tensor scalar_for(const Tensor& t, S v) {
 
 #define TG_SCALAR_OPERATOR(OP)                                                                     \
   template <Arithmetic S> Tensor operator OP(TensorArg a, S b) {                                   \
-    return TensorArg(a.t, a.loc) OP TensorArg(detail::scalar_for(a.t, b), a.loc);                  \
+    Tensor s = detail::scalar_for(a.t, b);                                                         \
+    return TensorArg(a.t, a.loc) OP TensorArg(detail::made_at(s, #OP, a.loc), a.loc);              \
   }                                                                                                \
   template <Arithmetic S> Tensor operator OP(S a, TensorArg b) {                                   \
-    return TensorArg(detail::scalar_for(b.t, a), b.loc) OP TensorArg(b.t, b.loc);                  \
+    Tensor s = detail::scalar_for(b.t, a);                                                         \
+    return TensorArg(detail::made_at(s, #OP, b.loc), b.loc) OP TensorArg(b.t, b.loc);              \
   }
 TG_SCALAR_OPERATOR(+)
 TG_SCALAR_OPERATOR(-)
