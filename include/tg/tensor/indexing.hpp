@@ -105,10 +105,12 @@ inline Tensor Tensor::logcumsumexp(int dim, Loc loc) const {
   if (ndim() == 0) return x;
   Tensor c = detail::running(x.detach(), d, Op::ReduceMax, "logcumsumexp", loc);
   Tensor shift = where(c.isinf(loc), x.const_like(0), c); // all -inf so far, or an inf
-  Tensor terms = (x.unsqueeze(d, loc) - shift.unsqueeze(d + 1, loc)).exp(loc);
-  Tensor zero = full_on({}, 0, x.dtype(), device());
-  Tensor s = where(detail::upto_mask(size(d), ndim(), d, device()), terms, zero).sum(d + 1);
-  return s.log(loc) + shift;
+  // terms past the running position are masked before exp: after it, one that overflowed would
+  // make the gradient 0 * inf (NaN)
+  Tensor diff = x.unsqueeze(d, loc) - shift.unsqueeze(d + 1, loc);
+  Tensor none = full_on({}, -INFINITY, x.dtype(), device());
+  Tensor terms = where(detail::upto_mask(size(d), ndim(), d, device()), diff, none).exp(loc);
+  return terms.sum(d + 1).log(loc) + shift;
 }
 
 inline Tensor Tensor::masked_fill(const Tensor& mask, double value, Loc loc) const {

@@ -71,9 +71,9 @@ inline Tensor atan_value(const Tensor& x) {
 /// with enough terms for the dtype (float64: about 1e-15 relative; float32 and narrower: 1e-8).
 inline Tensor erf_series(const Tensor& x) {
   const int n = x.dtype() == DType::Float64 ? 32 : 22;
-  Tensor x2 = x * x, term = x, sum = x;
+  Tensor mx2 = -(x * x), term = x, sum = x;
   for (int k = 1; k < n; ++k) {
-    term = term * (-x2) / double(k);
+    term = term * mx2 / double(k);
     sum = sum + term / double(2 * k + 1);
   }
   return sum * 1.1283791670955126; // 2 / sqrt(pi)
@@ -99,12 +99,13 @@ inline std::pair<Tensor, Tensor> erf_erfc(const Tensor& x) {
   Tensor small = ax < 2.0;
   Tensor s = erf_series(where(small, x, two));     // erf, |x| < 2
   Tensor c = erfc_fraction(where(small, two, ax)); // erfc(|x|), |x| >= 2
-  Tensor erf_v = where(small, s, where(x < 0.0, c - 1.0, 1.0 - c));
-  Tensor erfc_v = where(small, 1.0 - s, where(x < 0.0, 2.0 - c, c));
-  Tensor inf = x.isinf(), pos = x > 0.0;
+  Tensor neg = x < 0.0;
+  Tensor erf_v = where(small, s, where(neg, c - 1.0, 1.0 - c));
+  Tensor erfc_v = where(small, 1.0 - s, where(neg, 2.0 - c, c));
+  Tensor inf = x.isinf(), pos = x > 0.0, nan = x.isnan();
   erf_v = where(inf, where(pos, scalar_like(x, 1), scalar_like(x, -1)), erf_v);
   erfc_v = where(inf, where(pos, scalar_like(x, 0), two), erfc_v);
-  return {where(x.isnan(), x, erf_v), where(x.isnan(), x, erfc_v)};
+  return {where(nan, x, erf_v), where(nan, x, erfc_v)};
 }
 inline void require_integral(const Tensor& a, const Tensor& b, const char* op,
                              std::source_location loc) {
@@ -170,8 +171,8 @@ inline Tensor Tensor::expm1(Loc loc) const {
   Tensor one = detail::scalar_like(x, 1);
   Tensor exact = u == one, l = where(exact, one, u.log(loc));
   // the rounding of u matters only near x = 0; elsewhere u - 1 does not cancel
-  Tensor far = (u < 0.5).logical_or(u > 2.0);
-  Tensor v = where(far, u - 1.0, where(exact, x, (u - 1.0) * (x / l)));
+  Tensor far = (u < 0.5).logical_or(u > 2.0), um1 = u - 1.0;
+  Tensor v = where(far, um1, where(exact, x, um1 * (x / l)));
   return detail::with_derivatives(v, {{x, u}});
 }
 namespace detail { // values only (x detached): each is the other's derivative
@@ -191,8 +192,8 @@ inline Tensor Tensor::cosh(Loc) const {
 }
 inline Tensor Tensor::asinh(Loc loc) const {
   Tensor x = as_float(), xd = x.detach(), ax = xd.abs(loc);
-  Tensor s = (1.0 + ax * ax).sqrt(loc);
-  Tensor small = (ax + ax * ax / (1.0 + s)).log1p(loc);
+  Tensor ax2 = ax * ax, s = (1.0 + ax2).sqrt(loc);
+  Tensor small = (ax + ax2 / (1.0 + s)).log1p(loc);
   Tensor large = ax.log(loc) + detail::kLn2; // |x| > 2^28: x^2 + 1 == x^2
   Tensor a = where(ax > 268435456.0, large, small);
   Tensor v = where(xd < 0.0, -a, where(xd == 0.0, xd, a));
@@ -233,9 +234,10 @@ inline Tensor Tensor::atan2(const Tensor& o, Loc loc) const {
   auto [y0, x0] = detail::promoted(*this, o, "atan2", loc);
   Tensor y = y0.as_float(), x = x0.as_float(), yd = y.detach(), xd = x.detach();
   // the sign bits, -0 included (1 / -0 is -inf)
-  Tensor y_neg = (yd < 0.0).logical_or((yd == 0.0).logical_and(yd.reciprocal(loc) < 0.0));
-  Tensor x_neg = (xd < 0.0).logical_or((xd == 0.0).logical_and(xd.reciprocal(loc) < 0.0));
-  Tensor both_zero = (xd == 0.0).logical_and(yd == 0.0);
+  Tensor y_zero = yd == 0.0, x_zero = xd == 0.0;
+  Tensor y_neg = (yd < 0.0).logical_or(y_zero.logical_and(yd.reciprocal(loc) < 0.0));
+  Tensor x_neg = (xd < 0.0).logical_or(x_zero.logical_and(xd.reciprocal(loc) < 0.0));
+  Tensor both_zero = x_zero.logical_and(y_zero);
   Tensor q = where(both_zero, detail::scalar_like(yd, 0), yd / xd);
   Tensor a = detail::atan_value(q);
   Tensor pi = detail::scalar_like(a, detail::kPi);
@@ -249,9 +251,9 @@ inline Tensor Tensor::hypot(const Tensor& o, Loc loc) const {
   auto [a0, b0] = detail::promoted(*this, o, "hypot", loc);
   Tensor a = a0.as_float(), b = b0.as_float();
   Tensor m = a.abs(loc).maximum(b.abs(loc)).detach();
-  Tensor safe = where(m == 0.0, detail::scalar_like(m, 1), m);
+  Tensor zero = m == 0.0, safe = where(zero, detail::scalar_like(m, 1), m);
   Tensor ra = a.detach() / safe, rb = b.detach() / safe;
-  Tensor v = where(m == 0.0, m, m * (ra * ra + rb * rb).sqrt(loc));
+  Tensor v = where(zero, m, m * (ra * ra + rb * rb).sqrt(loc));
   v = where(m.isinf(loc), m, v); // inf with anything (NaN too) is inf
   Tensor h = where(v == 0.0, detail::scalar_like(v, 1), v);
   return detail::with_derivatives(v, {{a, a / h}, {b, b / h}});
