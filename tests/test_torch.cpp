@@ -435,8 +435,10 @@ const std::map<std::string, Fn>& ops() {
       }
       return p.detach();
     };
-    for (std::string kind : {"sgd", "adam", "adamw"})
-      m["optim_" + kind] = [=](const Args& a, const Kw& k) { return optimize(kind, a, k); };
+    for (std::string kind : {"sgd", "adam", "adamw"}) {
+      Fn step = [=](const Args& a, const Kw& k) { return optimize(kind, a, k); };
+      m["optim_" + kind] = step;
+    }
 
     // math.hpp
 #define TG_UNARY(name) m[#name] = [](const Args& a, const Kw&) { return a[0].name(); };

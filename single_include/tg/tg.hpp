@@ -10690,9 +10690,11 @@ inline bool user_site(const std::source_location& loc) {
   }();
   return root.empty() || std::string_view(loc.file_name()).substr(0, root.size()) != root;
 }
-/// Marks a constant made from a C++ number at the user's call `loc` of `op` (tg::jit names it
-/// when that number changes between calls).
+/// Marks a constant made from a C++ number at the user's call `loc` of `op` while tg::jit records
+/// a call (it names the constant when that number changes between calls; nothing is done
+/// outside a jitted function).
 inline const Tensor& made_at(const Tensor& c, const char* op, const std::source_location& loc) {
+  if (!active_trace()) return c;
   LazyNode& n = *c.lazy();
   if (n.op == Op::Const && !n.made_by && user_site(loc)) {
     n.made_by = op;
