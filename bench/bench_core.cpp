@@ -1,5 +1,7 @@
 // Core pipeline figures: a fused elementwise kernel against a hand-written 2-thread loop (the
 // memory-bandwidth floor), the host overhead of a small realize, and kernel compile times.
+#include <tg/runtime/cpu.hpp>
+#include <tg/schedule.hpp>
 #include <tg/tg.hpp>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // The static front end (tg::fixed) against Eigen's fixed-size matrices and against the run-time
 // tg::Tensor path, all in the same run: an elementwise expression (a * b + c) and a matmul, at
 // 4x4, 16x16 and 64x64 float32. Ratios > 1 mean tg::fixed is slower than the peer.
+#include <tg/fixed.hpp>
 #include <tg/tg.hpp>
 
 #include <random>

@@ -15,6 +15,7 @@
 // TG_BENCH_DEVICES=CUDA (a comma-separated list) picks the devices; by default every one of
 // VULKAN, CUDA and WEBGPU that opens. bench_ops's sgemm 2048^2 is left out of VULKAN: one run takes
 // about a minute on lavapipe.
+#include <tg/runtime/cuda.hpp>
 #include <tg/vulkan.hpp>
 #include <tg/webgpu.hpp>
 

@@ -3,6 +3,7 @@
 // (bench/mlp_step_torch.py, run as a subprocess in this same run when python3-torch is installed).
 // Also the time to the first step with a cold and with a warm kernel cache (CPU only).
 // TG_BENCH_DEVICE=CUDA runs both steps on the GPU instead (PyTorch with --device cuda).
+#include <tg/runtime/cpu.hpp>
 #include <tg/tg.hpp>
 
 #include <chrono>

@@ -2,6 +2,7 @@
 // PyTorch as a peer measured in the same run: bench/ops_torch.py runs once as a subprocess and
 // prints "<workload> <median ms>" per workload; each is reported as a benchmark of its own, so the
 // ratio table can pair it with tg's. Used by bench_ops (CPU) and bench_gpu (`--device cuda`).
+#include <tg/runtime/cache.hpp> // run_process, temp_path
 #include <tg/tg.hpp>
 
 #include <unistd.h>

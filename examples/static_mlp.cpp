@@ -5,6 +5,7 @@
 // compared.
 //
 //   example_static_mlp [weights.bin]
+#include <tg/fixed.hpp>
 #include <tg/tg.hpp>
 
 #include <cstdio>

@@ -14,6 +14,9 @@
 // TG_TEST_DEVICES=CPU,INTERP,VULKAN (a comma-separated list) restricts the list (under CI=true a
 // device it names must open).
 #include <doctest/doctest.h>
+#include <tg/runtime/cuda.hpp> // the NVRTC stand-in: white-box
+#include <tg/runtime/interp.hpp>
+#include <tg/schedule.hpp>
 #include <tg/vulkan.hpp>
 #include <tg/webgpu.hpp>
 

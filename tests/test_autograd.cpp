@@ -1,6 +1,8 @@
 // Every differentiable op's gradient against central finite differences, in float64.
 #include <doctest/doctest.h>
 
+#include <tg/autograd/backward.hpp> // white-box: permutes_last
+#include <tg/schedule.hpp>
 #include <tg/tg.hpp>
 
 #include "gradcheck.hpp"

@@ -3,6 +3,8 @@
 // storage, printing, aliasing and the bridges to tg::Tensor.
 #include <doctest/doctest.h>
 
+#include <tg/fixed.hpp>
+#include <tg/schedule.hpp>
 #include <tg/tg.hpp>
 
 #include <cmath>

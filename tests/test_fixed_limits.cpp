@@ -3,6 +3,7 @@
 // the run-time front end's schedule instead.
 #include <doctest/doctest.h>
 
+#include <tg/fixed.hpp>
 #include <tg/tg.hpp>
 
 TEST_CASE("fixed: tg::Tensor(expr) past the constant-evaluation limit is scheduled at run time") {

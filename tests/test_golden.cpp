@@ -3,6 +3,8 @@
 // tests/golden/<graph>.<target>.txt. A change to a pass or a renderer shows up here as a diff.
 // TG_GOLDEN=update rewrites the files (then review them with git diff).
 #include <doctest/doctest.h>
+#include <tg/engine/build.hpp> // white-box: PassDump, compile_kernel, build_graph
+#include <tg/schedule.hpp>
 #include <tg/tg.hpp>
 
 #include <cstdlib>

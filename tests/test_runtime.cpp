@@ -2,6 +2,9 @@
 // device listing and counters. Child processes are this test binary run again with a filter.
 #include <doctest/doctest.h>
 
+#include <tg/fixed.hpp>
+#include <tg/runtime/cpu.hpp> // white-box: the thread pool, the CPU runtime
+#include <tg/schedule.hpp>
 #include <tg/tg.hpp>
 
 #include <cmath>

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <doctest/doctest.h>
 
+#include <tg/runtime/cpu.hpp> // white-box: the pass list, renderers and runtimes
+#include <tg/runtime/interp.hpp>
+#include <tg/schedule.hpp>
 #include <tg/tg.hpp>
 
 namespace {

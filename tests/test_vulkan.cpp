@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <tg/fixed.hpp>
+
 #include "devices.hpp"
 
 namespace {

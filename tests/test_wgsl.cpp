@@ -11,6 +11,8 @@
 //   fails under CI=true).
 // What the dialect's own text does at run time (packed loads and stores) needs a WebGPU device.
 #include <doctest/doctest.h>
+#include <tg/runtime/interp.hpp> // white-box: InterpRunner
+#include <tg/schedule.hpp>
 #include <tg/webgpu.hpp>
 
 #include <bit>

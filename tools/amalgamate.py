@@ -13,7 +13,7 @@ How a file is assembled, starting from its entry header:
   headers' own. Their #pragma once lines are dropped; each inlined file is wrapped in an include
   guard of its own (TG_SI_<path>), so several single-include files can be used together.
 - In the other outputs, an include of tg.hpp is kept, as #include "tg.hpp" (the sibling output
-  file), and what tg.hpp reaches is not inlined again.
+  file), and what tg.hpp always reaches (outside its #if blocks) is not inlined again.
 - Other includes (the standard library, system headers) are kept, each one only the first time it
   appears outside any #if block.
 - Lines inside raw string literals (e.g. rendered C source) are copied verbatim.
@@ -43,11 +43,17 @@ def resolve(inc: pathlib.Path, name: str, base: pathlib.Path):
 
 
 def includes_of(inc: pathlib.Path, path: pathlib.Path):
-    """The headers under include/ that `path` includes (outside raw strings or not: a superset)."""
-    out = []
+    """The headers under include/ that `path` includes outside any #if block (outside raw strings
+    or not: a superset)."""
+    out, depth = [], 0
     for line in path.read_text(encoding="utf-8").splitlines():
+        directive = line.strip()
+        if re.match(r"#\s*if", directive):
+            depth += 1
+        elif re.match(r"#\s*endif", directive):
+            depth -= 1
         m = INCLUDE.match(line)
-        if m:
+        if m and not depth:
             target = resolve(inc, m.group(2), path.parent)
             if target is not None:
                 out.append(target)
@@ -55,6 +61,9 @@ def includes_of(inc: pathlib.Path, path: pathlib.Path):
 
 
 def closure(inc: pathlib.Path, entry: pathlib.Path):
+    """What including `entry` always provides: the headers it reaches outside #if blocks (tg.hpp's
+    implementation, inside #if TG_DEFINITIONS, is inlined again where another output needs it; its
+    include guards keep one copy)."""
     seen, todo = set(), [entry]
     while todo:
         p = todo.pop()
@@ -74,7 +83,7 @@ def guard(rel: str) -> str:
     return "TG_SI_" + re.sub(r"[^A-Za-z0-9]", "_", rel).upper()
 
 
-def amalgamate(inc: pathlib.Path, entry: pathlib.Path, warn=True) -> str:
+def amalgamate(inc: pathlib.Path, entry: pathlib.Path) -> str:
     main = (inc / "tg" / MAIN).resolve()
     out, inlined, kept = [BANNER], set(), set()
 
@@ -97,10 +106,7 @@ def amalgamate(inc: pathlib.Path, entry: pathlib.Path, warn=True) -> str:
                         m = INCLUDE.match(line)
                         inlined.update(closure(inc, main))  # ...that provides all of these
                     elif target is not None:
-                        if target not in inlined:
-                            if depth + outer and warn:
-                                print(f"amalgamate: note: {rel} includes {m.group(2)} inside #if;"
-                                      " it is inlined there, once", file=sys.stderr)
+                        if target not in inlined:  # (inside an #if: there, once)
                             emit(target, depth + outer)
                         continue
                     key = m.group(1) + m.group(2)
@@ -146,7 +152,7 @@ def main() -> int:
     inc = (args.root / "include").resolve()
     out_dir = args.root / "single_include" / "tg"
     todo = entries(inc)
-    texts = {out_dir / e.name: amalgamate(inc, e, not args.check) for e in todo}
+    texts = {out_dir / e.name: amalgamate(inc, e) for e in todo}
     stale = sorted(p for p in out_dir.glob("*.hpp") if p not in texts) if out_dir.is_dir() else []
     if args.check:
         bad = [p for p, t in texts.items() if not p.is_file() or p.read_text(encoding="utf-8") != t]

@@ -3,7 +3,7 @@
 # .cmake-format.yaml) in place. With --check, changes nothing and fails when any file would
 # change (tools/check-format.sh, run by CI).
 #
-#   C++:   *.hpp, *.cpp under include/ tests/ bench/ examples/ tools/ (not single_include/, which is
+#   C++:   *.hpp, *.cpp under include/ src/ tests/ bench/ examples/ tools/ (not single_include/, which is
 #          generated, nor test data such as golden kernel sources)
 #   CMake: every CMakeLists.txt and *.cmake in the repository
 #
@@ -48,7 +48,7 @@ list_files() {
 }
 
 mapfile -d '' cxx_files < <(list_files \
-  ':(glob)include/**/*.hpp' ':(glob)include/**/*.cpp' \
+  ':(glob)include/**/*.hpp' ':(glob)include/**/*.cpp' ':(glob)src/**/*.cpp' \
   ':(glob)tests/**/*.hpp' ':(glob)tests/**/*.cpp' \
   ':(glob)bench/**/*.hpp' ':(glob)bench/**/*.cpp' \
   ':(glob)examples/**/*.hpp' ':(glob)examples/**/*.cpp' \

@@ -12,6 +12,7 @@ packages=(
   libclang-rt-19-dev # Clang's sanitizer and libFuzzer runtimes (tests/fuzz/, the clang stage)
   dataset-fashion-mnist # the data of examples/fashion_mnist.cpp
   python3-torch         # test_torch's reference: PyTorch's results for tg's ops (tests/torch/)
+  nlohmann-json3-dev    # tools/compile-time.sh's peer: a TU that parses and dumps JSON
   # The VULKAN device and its tests: Vulkan-Hpp headers and the loader, Mesa's lavapipe (a Vulkan
   # 1.3 driver on the CPU), GLSL -> SPIR-V compilers (glslc brings libshaderc1), SPIR-V tools, and
   # the validation layers the tests run with. None of this is needed for the CPU path. (CUDA needs

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "config.hpp"
+
 namespace tg {
 
 struct error : std::runtime_error {
@@ -38,10 +40,8 @@ struct compile_error : error {
 };
 
 namespace detail {
-inline std::string where(const std::source_location& loc) {
-  std::string file = loc.file_name();
-  return " (at " + file + ":" + std::to_string(loc.line()) + " in " + loc.function_name() + ")";
-}
+/// " (at file:line in function)", as errors end (tg/impl/tensor/class.hpp).
+TG_API std::string where(const std::source_location& loc);
 template <class E>
 [[noreturn]] void fail(const std::string& op, const std::string& msg,
                        const std::source_location& loc) {

@@ -4,7 +4,10 @@
 // compiler), and lower to the same tg::Graph the run-time front end builds, so kernels can be
 // fused, lowered and rendered in a constant expression (graph.hpp).
 //
-// This header includes only the graph, schedule and codegen layers: no device runtime. For the
-// bridges to tg::Tensor include <tg/tg.hpp> (or <tg/fixed/bridge.hpp>).
+// It includes the graph, schedule and codegen layers, whose constexpr functions fuse and lower
+// kernels at compile time: a translation unit that includes it takes seconds longer to compile
+// than one that includes only <tg/tg.hpp> (docs/static.md). With it come the bridges to
+// tg::Tensor (fixed/bridge.hpp), which need tg's run-time machinery linked only where used.
+#include "fixed/bridge.hpp"
 #include "fixed/graph.hpp"
 #include "fixed/print.hpp"

@@ -10,26 +10,46 @@
 // compiler), and lower to the same tg::Graph the run-time front end builds, so kernels can be
 // fused, lowered and rendered in a constant expression (graph.hpp).
 //
-// This header includes only the graph, schedule and codegen layers: no device runtime. For the
-// bridges to tg::Tensor include <tg/tg.hpp> (or <tg/fixed/bridge.hpp>).
+// It includes the graph, schedule and codegen layers, whose constexpr functions fuse and lower
+// kernels at compile time: a translation unit that includes it takes seconds longer to compile
+// than one that includes only <tg/tg.hpp> (docs/static.md). With it come the bridges to
+// tg::Tensor (fixed/bridge.hpp), which need tg's run-time machinery linked only where used.
 
-// ---- tg/fixed/graph.hpp ----
-#ifndef TG_SI_TG_FIXED_GRAPH_HPP
-#define TG_SI_TG_FIXED_GRAPH_HPP
-// The static front end meets the run-time one in tg::Graph. graph_of(expr) is a constexpr function
-// that builds, from a static expression, the Graph tg::schedule() shows for the same computation on
-// tg::Tensor: the same nodes in the same (depth-first, sources in order) order. The fuser, the
-// lowerer and the renderers then run on it in a constant expression:
+// ---- tg/fixed/bridge.hpp ----
+#ifndef TG_SI_TG_FIXED_BRIDGE_HPP
+#define TG_SI_TG_FIXED_BRIDGE_HPP
+// Bridges between the static and the run-time front ends:
+//   tg::Tensor t = tg::Tensor(expr);          // or tg::to_tensor(expr, "VULKAN")
+//   tg::fixed<float, 2, 3> f(t);              // shape and dtype checked at run time
 //
-//   static constexpr tg::input<0, float, 8, 100> x;
-//   constexpr auto src = tg::freeze([] { return tg::kernel_source(x.softmax<1>(), 2); });
-//   static_assert(src.contains("exp2f"));
+// tg::Tensor(expr) runs kernels fused and lowered at compile time: the plan is made from the
+// expression's type (proto.hpp), so at run time the device only compiles (or finds in its cache)
+// the programs, uploads the leaves and scalars, and launches; the tensor it returns is realized.
+// It gets lazy_tensor(expr).realize() instead where no plan can be made at compile time (a bare
+// tg::fixed; an expression past the compiler's constant-evaluation limit) or where the plan does
+// not hold for the data (it merged copies whose leaves or scalars differ, proto.hpp).
 //
-// Leaves are told apart by identity: a tg::input by its Id, a tg::fixed by its address (so an
-// expression over fixed tensors is a constant expression when they have static storage).
-// Identical sub-expressions over the same leaves become one node (as one Tensor variable used twice
-// is one node in the run-time graph).
-#include <string_view>
+// tg::lazy_tensor(expr, device) is the run-time front end's lazy tensor of the same Graph
+// (graph_of), node for node: fused and lowered when realized, together with what uses it.
+//
+// With the leaves' identity in the type (tg::input placeholders), a plan can be named:
+//   static constexpr tg::input<0, float, 8, 16> x;
+//   constexpr auto k = tg::precompile([] { return (x * 2.0f).softmax<1>(); });
+//   tg::Tensor y = k.run("CPU", some_fixed_8x16);   // fused, lowered at compile time
+#include <algorithm>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+// ---- tg/runtime/host.hpp ----
+#ifndef TG_SI_TG_RUNTIME_HOST_HPP
+#define TG_SI_TG_RUNTIME_HOST_HPP
+// What the device runtimes share: host memory (HostDevice), the registry of device factories
+// (tg::device and tg::register_device work on it, tg/impl/devices.hpp), and the placeholder for
+// a device this build cannot offer.
+#include <cstdlib>
 
 // ---- tg/codegen/pipeline.hpp ----
 #ifndef TG_SI_TG_CODEGEN_PIPELINE_HPP
@@ -365,6 +385,34 @@ template <class F> constexpr decltype(auto) visit_dtype(DType t, F&& f) {
 #include <stdexcept>
 #include <string>
 
+// ---- tg/config.hpp ----
+#ifndef TG_SI_TG_CONFIG_HPP
+#define TG_SI_TG_CONFIG_HPP
+// How this translation unit gets tg's run-time machinery (lowering, passes, renderers, device
+// runtimes, realize, jit, autograd's engine, safetensors, printing). docs/cmake.md has the whole
+// story; in short, exactly one of:
+// - nothing defined (the default): the headers declare the machinery and the program links it
+//   once, from the CMake target tg::tg or from one source file that defines TG_IMPLEMENTATION;
+// - TG_IMPLEMENTATION, defined before including <tg/tg.hpp> in one source file: that file
+//   defines the machinery for the whole program (the single-header drop-in);
+// - TG_HEADER_ONLY, defined in every source file (the CMake target tg::header_only): every
+//   file defines it all, inline, as one-file scripts like (and pays for in compile time).
+// A program uses one way throughout.
+#if defined(TG_HEADER_ONLY) || defined(TG_IMPLEMENTATION)
+#define TG_DEFINITIONS 1
+#else
+#define TG_DEFINITIONS 0
+#endif
+
+// Declares and defines the functions the headers declare and tg/impl/ defines: inline in the
+// header-only mode, one external definition otherwise.
+#ifdef TG_HEADER_ONLY
+#define TG_API inline
+#else
+#define TG_API
+#endif
+#endif // TG_SI_TG_CONFIG_HPP
+
 namespace tg {
 
 struct error : std::runtime_error {
@@ -399,10 +447,8 @@ struct compile_error : error {
 };
 
 namespace detail {
-inline std::string where(const std::source_location& loc) {
-  std::string file = loc.file_name();
-  return " (at " + file + ":" + std::to_string(loc.line()) + " in " + loc.function_name() + ")";
-}
+/// " (at file:line in function)", as errors end (tg/impl/tensor/class.hpp).
+TG_API std::string where(const std::source_location& loc);
 template <class E>
 [[noreturn]] void fail(const std::string& op, const std::string& msg,
                        const std::source_location& loc) {
@@ -419,10 +465,103 @@ template <class E>
 // Symbolic integers: dimensions that are polynomials over named variables with bounds
 // ("batch" in [1, 4096]). A variable may carry a bound value, used when a kernel is launched;
 // the kernel's source only names the variable, so one compiled kernel serves every value.
-#include <algorithm>
 #include <array>
 #include <concepts>
+#include <string_view>
 #include <vector>
+
+// ---- tg/util/text.hpp ----
+#ifndef TG_SI_TG_UTIL_TEXT_HPP
+#define TG_SI_TG_UTIL_TEXT_HPP
+// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
+
+namespace tg {
+
+class Text {
+public:
+  constexpr Text& operator<<(std::string_view s) {
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
+  constexpr Text& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  constexpr Text& operator<<(std::int64_t v) {
+    if (v < 0) {
+      buf_.push_back('-');
+      return write_unsigned(0 - static_cast<std::uint64_t>(v));
+    }
+    return write_unsigned(static_cast<std::uint64_t>(v));
+  }
+  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
+  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
+  constexpr Text& write_unsigned(std::uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+      tmp[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  constexpr Text& hex(std::uint64_t v) {
+    constexpr char digits[] = "0123456789abcdef";
+    char tmp[17];
+    int n = 0;
+    do {
+      tmp[n++] = digits[v & 15];
+      v >>= 4;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
+  constexpr Text& literal(double d) {
+    if (d != d) return *this << "NAN";
+    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
+    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
+    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
+      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
+      return *this << std::int64_t(d) << ".0";
+    }
+    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
+    if (bits >> 63) buf_.push_back('-');
+    int exp = int((bits >> 52) & 0x7ff);
+    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
+    *this << (exp ? "0x1." : "0x0.");
+    // 13 hex digits of mantissa, trailing zeros trimmed
+    char tmp[13];
+    for (int k = 12; k >= 0; --k) {
+      tmp[k] = "0123456789abcdef"[mant & 15];
+      mant >>= 4;
+    }
+    int last = 12;
+    while (last > 0 && tmp[last] == '0') --last;
+    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
+    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
+  }
+  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
+  constexpr std::size_t size() const { return buf_.size(); }
+  constexpr const std::vector<char>& chars() const { return buf_; }
+
+private:
+  std::vector<char> buf_;
+};
+
+/// FNV-1a, 64 bit: stable hashes for cache keys.
+constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_TEXT_HPP
 
 namespace tg {
 
@@ -593,6 +732,40 @@ constexpr Shape contiguous_strides(const Shape& shape) {
   }
   return st;
 }
+
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
+    }
+  }
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+/// A shape as error messages and dumps print it: [2, batch+1].
+inline std::string shape_str(const Shape& s) {
+  Text t;
+  write_shape(t, s);
+  return std::string(t.view());
+}
+} // namespace detail
 
 } // namespace tg
 #endif // TG_SI_TG_GRAPH_SINT_HPP
@@ -1415,99 +1588,6 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
 #define TG_SI_TG_CODEGEN_IR_HPP
 // The linear kernel program: what `lower` produces and every renderer (and the reference
 // interpreter) consumes. Values are referred to by their index in `ops`.
-
-// ---- tg/util/text.hpp ----
-#ifndef TG_SI_TG_UTIL_TEXT_HPP
-#define TG_SI_TG_UTIL_TEXT_HPP
-// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
-
-namespace tg {
-
-class Text {
-public:
-  constexpr Text& operator<<(std::string_view s) {
-    buf_.insert(buf_.end(), s.begin(), s.end());
-    return *this;
-  }
-  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
-  constexpr Text& operator<<(char c) {
-    buf_.push_back(c);
-    return *this;
-  }
-  constexpr Text& operator<<(std::int64_t v) {
-    if (v < 0) {
-      buf_.push_back('-');
-      return write_unsigned(0 - static_cast<std::uint64_t>(v));
-    }
-    return write_unsigned(static_cast<std::uint64_t>(v));
-  }
-  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
-  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
-  constexpr Text& write_unsigned(std::uint64_t v) {
-    char tmp[24];
-    int n = 0;
-    do {
-      tmp[n++] = char('0' + v % 10);
-      v /= 10;
-    } while (v);
-    while (n) buf_.push_back(tmp[--n]);
-    return *this;
-  }
-  constexpr Text& hex(std::uint64_t v) {
-    constexpr char digits[] = "0123456789abcdef";
-    char tmp[17];
-    int n = 0;
-    do {
-      tmp[n++] = digits[v & 15];
-      v >>= 4;
-    } while (v);
-    while (n) buf_.push_back(tmp[--n]);
-    return *this;
-  }
-  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
-  constexpr Text& literal(double d) {
-    if (d != d) return *this << "NAN";
-    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
-    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
-    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
-      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
-      return *this << std::int64_t(d) << ".0";
-    }
-    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
-    if (bits >> 63) buf_.push_back('-');
-    int exp = int((bits >> 52) & 0x7ff);
-    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
-    *this << (exp ? "0x1." : "0x0.");
-    // 13 hex digits of mantissa, trailing zeros trimmed
-    char tmp[13];
-    for (int k = 12; k >= 0; --k) {
-      tmp[k] = "0123456789abcdef"[mant & 15];
-      mant >>= 4;
-    }
-    int last = 12;
-    while (last > 0 && tmp[last] == '0') --last;
-    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
-    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
-  }
-  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
-  constexpr std::size_t size() const { return buf_.size(); }
-  constexpr const std::vector<char>& chars() const { return buf_; }
-
-private:
-  std::vector<char> buf_;
-};
-
-/// FNV-1a, 64 bit: stable hashes for cache keys.
-constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_UTIL_TEXT_HPP
 
 namespace tg {
 
@@ -6738,34 +6818,6 @@ struct NoPassLog {
   template <class F> constexpr void done(const char*, int, F&&) const {}
 };
 
-namespace detail {
-constexpr void write_sint(Text& t, const SInt& d) {
-  if (d.is_const()) {
-    t << d.constant();
-    return;
-  }
-  bool first = true;
-  for (const Term& term : d.terms()) {
-    if (!first) t << '+';
-    first = false;
-    if (term.coef != 1) t << term.coef << '*';
-    for (std::size_t k = 0; k < term.vars.size(); ++k) {
-      if (k) t << '*';
-      t << term.vars[k].name.view();
-    }
-  }
-  if (d.constant()) t << '+' << d.constant();
-}
-constexpr void write_shape(Text& t, const Shape& s) {
-  t << '[';
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i) t << ", ";
-    write_sint(t, s[i]);
-  }
-  t << ']';
-}
-} // namespace detail
-
 /// A readable dump of a graph: one line per node (TG_DEBUG=4).
 constexpr Text dump(const Graph& g) {
   Text t;
@@ -6913,6 +6965,404 @@ constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_PIPELINE_HPP
 
+// ---- tg/runtime/alloc_cache.hpp ----
+#ifndef TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
+#define TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
+// The allocation cache every device puts in front of its own allocator (host memory, cuMemAlloc,
+// Vulkan buffers): freed blocks are kept by rounded size and handed out again, up to a byte cap,
+// so repeated realizes of the same shapes reuse memory instead of allocating (and page-faulting
+// or synchronizing) afresh.
+#include <cstddef>
+#include <functional>
+#include <utility>
+
+namespace tg {
+
+class AllocCache {
+public:
+  /// A new block of `bytes` (already rounded); throws device_error when the device is out of
+  /// memory. Called without the cache's lock held.
+  using Allocate = std::function<void*(std::size_t bytes)>;
+  /// Gives a block back to the device (or queues it to be freed once no command uses it).
+  using Release = std::function<void(void*)>;
+
+  /// Sizes are rounded up to a multiple of `granule` (at least one granule); at most `max_cached`
+  /// bytes of freed blocks are kept.
+  AllocCache(std::size_t granule, Allocate allocate, Release release,
+             std::size_t max_cached = std::size_t(1) << 30)
+      : granule_(granule), max_cached_(max_cached), allocate_(std::move(allocate)),
+        release_(std::move(release)) {}
+  AllocCache(const AllocCache&) = delete;
+  AllocCache& operator=(const AllocCache&) = delete;
+  /// Releases the cached blocks (not the ones still in use: their owners free them first).
+  ~AllocCache() { trim(); }
+
+  std::size_t round(std::size_t bytes) const {
+    return bytes <= granule_ ? granule_ : (bytes + granule_ - 1) / granule_ * granule_;
+  }
+
+  /// A block of at least `bytes`: a cached one of the same rounded size, else a new one. When the
+  /// device is out of memory, the cached blocks are released and the allocation tried once more.
+  void* alloc(std::size_t bytes) {
+    std::size_t n = round(bytes);
+    {
+      std::lock_guard<std::mutex> g(m_);
+      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= n;
+        sizes_[p] = n;
+        return p;
+      }
+    }
+    void* p = nullptr;
+    try {
+      p = allocate_(n);
+    } catch (const device_error&) {
+      if (trim() == 0) throw;
+      p = allocate_(n);
+    }
+    std::lock_guard<std::mutex> g(m_);
+    sizes_[p] = n;
+    return p;
+  }
+
+  /// Takes back a block from alloc(): kept for reuse while the cache holds at most max_cached
+  /// bytes, else released. A pointer that alloc() did not return is ignored.
+  void free(void* p) {
+    std::lock_guard<std::mutex> g(m_);
+    auto it = sizes_.find(p);
+    if (it == sizes_.end()) return;
+    std::size_t n = it->second;
+    sizes_.erase(it);
+    if (cached_ + n <= max_cached_) {
+      free_[n].push_back(p);
+      cached_ += n;
+      return;
+    }
+    release_(p);
+  }
+
+  /// Releases every cached block; returns how many bytes they held.
+  std::size_t trim() {
+    std::lock_guard<std::mutex> g(m_);
+    std::size_t bytes = cached_;
+    for (auto& [n, blocks] : free_)
+      for (void* p : blocks) release_(p);
+    free_.clear();
+    cached_ = 0;
+    return bytes;
+  }
+
+  /// Bytes held by freed blocks kept for reuse.
+  std::size_t cached_bytes() const {
+    std::lock_guard<std::mutex> g(m_);
+    return cached_;
+  }
+
+private:
+  std::size_t granule_, max_cached_;
+  Allocate allocate_;
+  Release release_;
+  mutable std::mutex m_;
+  std::map<std::size_t, std::vector<void*>> free_; // rounded size -> freed blocks
+  std::map<void*, std::size_t> sizes_;             // blocks in use -> rounded size
+  std::size_t cached_ = 0;
+};
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
+
+// ---- tg/runtime/device.hpp ----
+#ifndef TG_SI_TG_RUNTIME_DEVICE_HPP
+#define TG_SI_TG_RUNTIME_DEVICE_HPP
+// Device = Allocator + Compiler + Program launcher. Devices register by name ("CPU", "INTERP");
+// `TG_DEVICE` picks the default. A device that cannot work here says why, and only when used.
+// This header declares them; runtime/host.hpp has the registry and tg/impl/devices.hpp the
+// functions.
+#include <cctype>
+#include <memory>
+
+// ---- tg/runtime/stats.hpp ----
+#ifndef TG_SI_TG_RUNTIME_STATS_HPP
+#define TG_SI_TG_RUNTIME_STATS_HPP
+// Counters that tests and users read to see what the runtime did.
+#include <atomic>
+
+namespace tg {
+
+struct Stats {
+  std::int64_t kernels_compiled = 0; // kernels the compiler built (several may share one run)
+  std::int64_t kernels_launched = 0;
+  std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
+  std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)
+  std::int64_t realizes = 0;
+  std::int64_t plans_reused = 0;  // realizes that found their kernels planned by an earlier one
+  std::int64_t beam_searches = 0; // kernels whose lowering TG_BEAM chose by timing variants
+  std::int64_t beam_cached = 0;   // kernels whose TG_BEAM choice was read from the disk cache
+};
+
+namespace detail {
+struct AtomicStats {
+  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
+      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
+};
+inline AtomicStats& stats_storage() {
+  static AtomicStats s;
+  return s;
+}
+} // namespace detail
+
+/// A snapshot of the counters since the start (or the last reset_stats()).
+inline Stats stats() {
+  auto& s = detail::stats_storage();
+  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
+               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
+               s.beam_searches.load(),    s.beam_cached.load()};
+}
+inline void reset_stats() {
+  auto& s = detail::stats_storage();
+  s.kernels_compiled = 0;
+  s.kernels_launched = 0;
+  s.cache_hits = 0;
+  s.bytes_allocated = 0;
+  s.realizes = 0;
+  s.plans_reused = 0;
+  s.beam_searches = 0;
+  s.beam_cached = 0;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_STATS_HPP
+
+namespace tg {
+
+struct Target;     // codegen/pipeline.hpp
+struct KernelCode; // codegen/pipeline.hpp
+
+/// A compiled kernel, ready to launch over buffers and symbolic-size values.
+class Runner {
+public:
+  virtual ~Runner() = default;
+  virtual void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) = 0;
+  std::string name, source;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  /// Why the device cannot be used here, or "" when it can.
+  virtual std::string unavailable_reason() const { return ""; }
+  virtual void* alloc(std::size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  virtual void copy_in(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_out(void* dst, const void* src, std::size_t bytes) = 0;
+  /// Device-to-device copy; by default through host memory.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) {
+    std::vector<unsigned char> host(bytes);
+    copy_out(host.data(), src, bytes);
+    copy_in(dst, host.data(), bytes);
+  }
+  /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
+  virtual bool host_memory() const { return false; }
+  /// What the pass list makes this device's kernels for (codegen/pipeline.hpp): its fuser and
+  /// lowering choices, device passes and dialect, with the environment's overrides.
+  virtual Target target() const = 0;
+  /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
+  /// runner each.
+  virtual std::vector<std::shared_ptr<Runner>>
+  prepare(const std::vector<const KernelCode*>& kernels) = 0;
+};
+
+/// Device memory owned by a tensor.
+struct Buffer {
+  std::shared_ptr<Device> device;
+  DType dtype;
+  std::int64_t numel;
+  void* ptr = nullptr;
+  Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
+      : device(std::move(d)), dtype(t), numel(n) {
+    std::size_t bytes = nbytes();
+    ptr = device->alloc(bytes ? bytes : 1);
+    detail::stats_storage().bytes_allocated += std::int64_t(bytes);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { device->free(ptr); }
+  std::size_t nbytes() const { return std::size_t(numel) * std::size_t(itemsize(dtype)); }
+};
+
+using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
+using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+
+TG_API void register_device(const std::string& name, DeviceFactory f);
+/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
+/// devices(). Opening NAME:k calls factory(k).
+TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
+                                   std::function<int()> count = {});
+/// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
+TG_API std::shared_ptr<Device> device(const std::string& requested);
+
+struct DeviceInfo {
+  std::string name;
+  bool available;
+  std::string reason; // why not, when unavailable
+};
+/// Every registered device and whether it works here.
+TG_API std::vector<DeviceInfo> devices();
+/// The default device: TG_DEVICE, else CPU.
+TG_API std::string default_device();
+
+namespace detail {
+inline std::string canonical_device(std::string name) {
+  for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (name.size() > 2 && name.substr(name.size() - 2) == ":0") name.resize(name.size() - 2);
+  return name;
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_DEVICE_HPP
+
+// ---- tg/runtime/env.hpp ----
+#ifndef TG_SI_TG_RUNTIME_ENV_HPP
+#define TG_SI_TG_RUNTIME_ENV_HPP
+// Environment settings, read once: TG_DEBUG, TG_DEVICE, TG_THREADS, TG_CACHE, TG_CACHE_DIR, TG_CC.
+#include <cstdio>
+#include <thread>
+
+namespace tg::env {
+
+inline std::string get(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+inline int get_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long r = std::strtol(v, &end, 10);
+  return end && *end == 0 ? int(r) : fallback;
+}
+/// TG_DEBUG: 1 launches with times, 2 the schedule, 3 kernel sources, 4 the IR after each pass.
+inline int debug() {
+  static const int level = get_int("TG_DEBUG", 0);
+  return level;
+}
+inline int threads() {
+  static const int n = [] {
+    int hw = int(std::thread::hardware_concurrency());
+    int t = get_int("TG_THREADS", hw > 0 ? hw : 1);
+    return t < 1 ? 1 : t;
+  }();
+  return n;
+}
+
+} // namespace tg::env
+#endif // TG_SI_TG_RUNTIME_ENV_HPP
+
+namespace tg {
+
+/// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads), through
+/// the allocation cache (up to 1 GiB of freed blocks), so repeated realizes of the same shapes
+/// touch memory that is already mapped instead of page-faulting fresh allocations.
+class HostDevice : public Device {
+public:
+  void* alloc(std::size_t bytes) override { return cache_.alloc(bytes); }
+  void free(void* p) override { cache_.free(p); }
+  void copy_in(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copy_out(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  bool host_memory() const override { return true; }
+
+private:
+  AllocCache cache_{64,
+                    [](std::size_t n) {
+                      void* p = std::aligned_alloc(64, n);
+                      if (!p)
+                        throw device_error("tg: out of host memory allocating " +
+                                           std::to_string(n) + " bytes");
+                      return p;
+                    },
+                    [](void* p) { std::free(p); }};
+};
+
+namespace detail {
+struct DeviceRegistry {
+  std::mutex m;
+  std::map<std::string, DeviceFactory> factories;
+  std::map<std::string, std::shared_ptr<Device>> open;
+  std::map<std::string, std::pair<DeviceFamilyFactory, std::function<int()>>> families;
+};
+inline DeviceRegistry& registry() {
+  static DeviceRegistry r;
+  return r;
+}
+} // namespace detail
+
+namespace detail {
+/// A registered name that stands in for a device this build cannot offer (it says why).
+class UnavailableDevice : public Device {
+public:
+  UnavailableDevice(std::string name, std::string reason)
+      : name_(std::move(name)), reason_(std::move(reason)) {}
+  std::string name() const override { return name_; }
+  std::string unavailable_reason() const override { return reason_; }
+  void* alloc(std::size_t) override {
+    throw device_error("tg: device " + name_ + " is unavailable: " + reason_);
+  }
+  void free(void*) override {}
+  void copy_in(void*, const void*, std::size_t) override { alloc(0); }
+  void copy_out(void*, const void*, std::size_t) override { alloc(0); }
+  Target target() const override { return Target::portable(); }
+  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
+    alloc(0);
+    return {};
+  }
+
+private:
+  std::string name_, reason_;
+};
+/// Registers a placeholder unless the real device registered itself first.
+inline void register_unavailable(const std::string& name, const std::string& reason) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> g(r.m);
+  if (!r.factories.count(name))
+    r.factories[name] = [name, reason] {
+      return std::make_shared<UnavailableDevice>(name, reason);
+    };
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_HOST_HPP
+#include "tg.hpp"
+
+// ---- tg/fixed/graph.hpp ----
+#ifndef TG_SI_TG_FIXED_GRAPH_HPP
+#define TG_SI_TG_FIXED_GRAPH_HPP
+// The static front end meets the run-time one in tg::Graph. graph_of(expr) is a constexpr function
+// that builds, from a static expression, the Graph tg::schedule() shows for the same computation on
+// tg::Tensor: the same nodes in the same (depth-first, sources in order) order. The fuser, the
+// lowerer and the renderers then run on it in a constant expression:
+//
+//   static constexpr tg::input<0, float, 8, 100> x;
+//   constexpr auto src = tg::freeze([] { return tg::kernel_source(x.softmax<1>(), 2); });
+//   static_assert(src.contains("exp2f"));
+//
+// Leaves are told apart by identity: a tg::input by its Id, a tg::fixed by its address (so an
+// expression over fixed tensors is a constant expression when they have static storage).
+// Identical sub-expressions over the same leaves become one node (as one Tensor variable used twice
+// is one node in the run-time graph).
+
 // ---- tg/fixed/ops.hpp ----
 #ifndef TG_SI_TG_FIXED_OPS_HPP
 #define TG_SI_TG_FIXED_OPS_HPP
@@ -6931,8 +7381,6 @@ constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size
 //
 // Checks are not made here: the public methods (base.hpp) and operators (operators.hpp) make them,
 // with one static_assert each, before calling a builder.
-#include <tuple>
-#include <utility>
 
 // ---- tg/fixed/shape_plans.hpp ----
 #ifndef TG_SI_TG_FIXED_SHAPE_PLANS_HPP
@@ -6940,51 +7388,7 @@ constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size
 // The static front end's compile-time shape computations: for each op that reshapes, pads, slices,
 // repeats or splits, the shapes its primitive steps go through, computed once as holder types (see
 // shape_from) for the builders (builders.hpp).
-#include <cstddef>
 #include <optional>
-
-// ---- tg/util/slice.hpp ----
-#ifndef TG_SI_TG_UTIL_SLICE_HPP
-#define TG_SI_TG_UTIL_SLICE_HPP
-// Python's slice semantics for one axis, shared by both front ends (Tensor::slice and tg::fixed's
-// slice plan) so they cut the same elements.
-
-namespace tg {
-
-/// What x[start:stop:step] keeps of an axis of size n: the range [lo, hi) to shrink the axis to,
-/// then a flip when step < 0, then a stride of |step|; `count` elements remain.
-struct SliceBounds {
-  std::int64_t lo = 0, hi = 0, count = 0;
-};
-
-/// Python's start/stop/step normalization: negative bounds count from the end, out-of-range bounds
-/// clamp, a missing bound is the axis's end in the step's direction. step must be nonzero.
-constexpr SliceBounds slice_bounds(std::int64_t n, std::optional<std::int64_t> start,
-                                   std::optional<std::int64_t> stop, std::int64_t step) {
-  auto norm = [n](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo,
-                  std::int64_t hi) {
-    if (!v) return dflt;
-    const std::int64_t x = *v < 0 ? *v + n : *v;
-    return x < lo ? lo : x > hi ? hi : x;
-  };
-  SliceBounds r;
-  if (step > 0) {
-    const std::int64_t b = norm(start, 0, 0, n), e = norm(stop, n, 0, n);
-    r.count = e > b ? (e - b + step - 1) / step : 0;
-    r.lo = b;
-    r.hi = b + (r.count ? (r.count - 1) * step + 1 : 0);
-  } else {
-    // the elements b, b+step, ... downwards: [b - (count-1)*|step|, b], flipped afterwards
-    const std::int64_t b = norm(start, n - 1, -1, n - 1), e = norm(stop, -1, -1, n - 1);
-    r.count = b > e ? (b - e - step - 1) / (-step) : 0;
-    r.lo = r.count ? b - (r.count - 1) * (-step) : 0;
-    r.hi = r.count ? b + 1 : 0;
-  }
-  return r;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_UTIL_SLICE_HPP
 
 // ---- tg/fixed/tensor.hpp ----
 #ifndef TG_SI_TG_FIXED_TENSOR_HPP
@@ -6996,7 +7400,6 @@ constexpr SliceBounds slice_bounds(std::int64_t n, std::optional<std::int64_t> s
 //   tg::fixed<float, 2, 3> a{{1, 2, 3}, {4, 5, 6}};
 //   tg::fixed<float, 3> b{1, 2, 3};
 //   tg::fixed<float, 2, 3> c = (a * b + 1.0f).relu();   // shapes checked at compile time
-#include <memory>
 #include <new>
 
 // ---- tg/fixed/nodes.hpp ----
@@ -11487,26 +11890,9 @@ template <class F> consteval auto freeze(F) {
 // Printing a tensor as PyTorch does (torch/_tensor_str.py): one function both front ends call
 // (tg::Tensor::to_string and tg::fixed's operator<<) over a flat, row-major copy of the values, so
 // the same values print the same whichever front end holds them.
-#include <cstdio>
 #include <span>
 
 namespace tg {
-
-/// PyTorch's print options (torch.set_printoptions), with its defaults.
-struct PrintOptions {
-  int precision = 4;             ///< digits after the point
-  std::int64_t threshold = 1000; ///< more elements than this are summarized
-  std::int64_t edgeitems = 3;    ///< items kept at each end of a summarized dim (at least 1)
-  int linewidth = 80;            ///< characters per line
-  std::optional<bool>
-      sci_mode; ///< scientific notation always (true) or never (false); unset: chosen
-};
-/// The options every tensor prints with.
-inline PrintOptions& print_options() {
-  static PrintOptions o;
-  return o;
-}
-inline void set_printoptions(const PrintOptions& o) { print_options() = o; }
 
 namespace detail {
 
@@ -11720,5 +12106,501 @@ std::ostream& operator<<(std::ostream& os, const E& e) {
 
 } // namespace tg
 #endif // TG_SI_TG_FIXED_PRINT_HPP
+
+// ---- tg/fixed/proto.hpp ----
+#ifndef TG_SI_TG_FIXED_PROTO_HPP
+#define TG_SI_TG_FIXED_PROTO_HPP
+// The Graph of a static expression built from its type alone, for the plan that tg::Tensor(expr)
+// fuses and lowers at compile time (bridge.hpp).
+//
+// graph_of(expr) tells leaves apart by address and puts the scalars' values in Const nodes; neither
+// is known from the type. So the graph here is built from a default-constructed stand-in of the
+// expression (every node type has one; it holds no data):
+// - every leaf and every scalar it meets is an occurrence: a Buffer node of its own, in the order
+//   emit() meets them (the same order in which collect_builder meets them in the real expression
+//   at run time). A scalar's value is uploaded at run time, never written into a kernel's source.
+// - a sub-expression that repeats one emitted before it, over leaves and scalars of the same dtypes
+//   and shapes, is that node: the copies the builders make (of x in softmax, gelu or abs) are one
+//   node, as in graph_of (left apart, copies of copies grow the graph exponentially: 535 nodes for
+//   where(a > b, a.tanh(), b.gelu()), 83 merged). The plan is then valid only for data where the
+//   occurrences so merged are equal; `checks` lists those pairs, and the bridge checks them at run
+//   time, falling back to the run-time front end where one fails: where the user wrote one op on
+//   two different tensors or scalars of one shape, exp(a) + exp(b) or a * 2 + a * 3.
+
+namespace tg::fx {
+
+struct proto_builder {
+  Graph g;
+  std::vector<int> occurrence_node;       // per occurrence: its Buffer node
+  std::vector<int> leaf_id;               // per buffer: the occurrence that supplies its data
+  std::vector<std::uint8_t> scalar;       // per node: whether it is a scalar's Buffer
+  std::vector<std::array<int, 2>> checks; // occurrences whose data must be equal
+
+  constexpr int mark() const { return int(g.nodes.size()); }
+  constexpr int occurrence(DType t, Shape shape, bool is_scalar) {
+    leaf_id.push_back(int(occurrence_node.size()));
+    occurrence_node.push_back(int(g.nodes.size()));
+    scalar.push_back(is_scalar);
+    return g.add_buffer(t, std::move(shape));
+  }
+  constexpr int buffer(const void*, int, DType t, Shape shape, const void*) {
+    return occurrence(t, std::move(shape), false);
+  }
+  constexpr int kept_buffer(std::vector<std::int64_t>, DType t, Shape shape, const void*) {
+    return occurrence(t, std::move(shape), false);
+  }
+  constexpr int add(Node n, int mark, int = 0, int = 0) {
+    if (n.op == Op::Const) return occurrence(n.dtype, {}, true);
+    // a view or cast is n only if its source is (a view of b is not one of a just because a and
+    // b are both [4, 5] floats: an assumption that would rarely hold, for nothing saved)
+    const bool pairing = n.op != Op::View && n.op != Op::Cast && n.op != Op::Bitcast;
+    for (int i = 0; i < mark; ++i) {
+      const Node& o = g[i];
+      if (o.op == Op::Buffer || (!pairing && o.src != n.src) || !graph_builder::same_fields(o, n))
+        continue;
+      std::vector<std::array<int, 2>> pairs; // (node of n's copy, node of i's)
+      bool same = true;
+      for (int k = 0; k < n.nsrc() && same; ++k)
+        same = equal(o.src[std::size_t(k)], n.src[std::size_t(k)], pairs);
+      if (same) {
+        drop_copy(mark, pairs);
+        return i;
+      }
+    }
+    scalar.push_back(0);
+    return g.add(std::move(n));
+  }
+  /// Whether node a (emitted before the copy) and node b compute one value, given that occurrences
+  /// of one kind, dtype and shape are equal; the occurrences paired so are added to `pairs`.
+  constexpr bool equal(int a, int b, std::vector<std::array<int, 2>>& pairs) const {
+    if (a == b) return true;
+    const Node &x = g[a], &y = g[b];
+    if (x.op == Op::Buffer || y.op == Op::Buffer) {
+      if (x.op != y.op || scalar[std::size_t(a)] != scalar[std::size_t(b)] || x.dtype != y.dtype ||
+          !(x.shape == y.shape))
+        return false;
+      pairs.push_back({b, a});
+      return true;
+    }
+    if (!graph_builder::same_fields(x, y)) return false;
+    for (int k = 0; k < x.nsrc(); ++k)
+      if (!equal(x.src[std::size_t(k)], y.src[std::size_t(k)], pairs)) return false;
+    return true;
+  }
+  /// Drops the nodes emitted for a copy (from `mark` on): its occurrences become the ones they were
+  /// paired with, on the condition (checks) that they are equal.
+  constexpr void drop_copy(int mark, const std::vector<std::array<int, 2>>& pairs) {
+    auto rep = [&](int node) { return leaf_id[std::size_t(g[node].arg)]; };
+    for (const auto& [b, a] : pairs) {
+      checks.push_back({rep(b), rep(a)});
+      if (b < mark) continue;
+      for (int& node : occurrence_node)
+        if (node == b) node = a;
+    }
+    for (int node : occurrence_node)
+      if (node >= mark) throw "tg: proto_builder: an occurrence in a merged copy was not paired";
+    std::size_t buffers = 0;
+    for (int i = 0; i < mark; ++i) buffers += g[i].op == Op::Buffer;
+    g.nodes.resize(std::size_t(mark));
+    g.buffers.resize(buffers);
+    leaf_id.resize(buffers);
+    scalar.resize(std::size_t(mark));
+  }
+};
+
+/// The stand-in graph of expression type E (its root is the output).
+template <class E> constexpr proto_builder proto_graph() {
+  proto_builder b;
+  b.g.outputs.push_back(E{}.emit(b));
+  return b;
+}
+
+} // namespace tg::fx
+#endif // TG_SI_TG_FIXED_PROTO_HPP
+
+namespace tg {
+
+/// The run-time front end's lazy tensor for a static expression, on `device` ("" = the default
+/// device): built from graph_of(expr), fused and lowered when realized.
+template <fx::expr E> Tensor lazy_tensor(const E& expr, const std::string& device = "") {
+  fx::graph_builder b = fx::build_graph(expr);
+  const Graph& g = b.g;
+  std::string dev = device.empty() ? default_device() : detail::canonical_device(device);
+  std::vector<LazyPtr> nodes;
+  nodes.reserve(g.size());
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Buffer) {
+      const void* data = b.leaf_data[std::size_t(n.arg)];
+      if (!data) throw error("tg.lazy_tensor: a tg::input placeholder has no data");
+      Tensor t = visit_dtype(n.dtype, [&](auto x) {
+        using T = decltype(x);
+        return Tensor::from_data(static_cast<const T*>(data), n.shape, TensorOptions(n.dtype, dev));
+      });
+      nodes.push_back(t.lazy());
+      continue;
+    }
+    std::vector<LazyPtr> src;
+    for (int k = 0; k < n.nsrc(); ++k) src.push_back(nodes[std::size_t(n.src[std::size_t(k)])]);
+    Tensor t = Tensor::make(n.op, n.dtype, n.shape, std::move(src), dev);
+    t.lazy()->moves = n.moves;
+    t.lazy()->axes = n.axes;
+    t.lazy()->value = n.value;
+    nodes.push_back(t.lazy());
+  }
+  return Tensor(nodes[std::size_t(g.outputs[0])]);
+}
+
+namespace fx {
+
+/// A lowered program as plain constants (a Program has vectors, which cannot outlive a constant
+/// expression).
+struct flat_uop {
+  UKind kind = UKind::Const;
+  Op op = Op::Add;
+  DType dtype = DType::Int64;
+  int src[3] = {-1, -1, -1};
+  double f = 0;
+  std::int64_t i = 0;
+  int arg = -1;
+};
+struct plan_sizes {
+  std::size_t ops = 0, params = 0, names = 0, kernels = 0, inputs = 0, nodes = 0;
+};
+template <plan_sizes Z> struct plan {
+  std::array<flat_uop, Z.ops + 1> ops{};
+  std::array<DType, Z.params + 1> params{};
+  std::array<char, Z.names + 1> names{};
+  std::array<std::size_t, Z.kernels + 1> op_begin{}, param_begin{}, name_begin{}, input_begin{};
+  std::array<std::int64_t, Z.kernels + 1> outer{}, work{}, items_per_outer{};
+  std::array<int, Z.kernels + 1> local{}, root{}, reduce_split{};
+  std::array<bool, Z.kernels + 1> grouped{};
+  std::array<int, Z.inputs + 1> inputs{};
+  std::array<DType, Z.nodes + 1> node_dtype{};
+  std::array<std::int64_t, Z.nodes + 1> node_numel{};
+  std::array<int, Z.nodes + 1> leaf_id{}; // a Buffer node's leaf (a tg::input's Id), else -1
+  int output = -1;
+};
+/// The sizes of the plan for the graph G{}() builds (a builder with .g and .leaf_id per buffer).
+template <class G> constexpr plan_sizes sizes_of() {
+  const Graph g = G{}().g;
+  Schedule s = schedule_graph(g, Target::portable());
+  plan_sizes z;
+  z.kernels = s.kernels.size();
+  z.nodes = g.size();
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    Program p = lower_kernel(g, s, k, Target::portable());
+    z.ops += p.ops.size();
+    z.params += p.params.size();
+    z.names += p.name.size();
+    z.inputs += s.kernels[k].inputs.size();
+  }
+  return z;
+}
+/// The graph G{}() builds, fused and every kernel lowered, as constants.
+template <class G> constexpr auto make_plan() {
+  constexpr plan_sizes Z = sizes_of<G>();
+  plan<Z> r{};
+  const auto b = G{}();
+  const Graph& g = b.g;
+  Schedule s = schedule_graph(g, Target::portable());
+  std::size_t o = 0, pa = 0, na = 0, in = 0;
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    Program p = lower_kernel(g, s, k, Target::portable());
+    r.op_begin[k] = o;
+    for (const UOp& u : p.ops) {
+      if (u.kind == UKind::Reduce || !u.ranges.empty())
+        throw "tg: make_plan: a program with unlinearized ops";
+      r.ops[o++] = flat_uop{u.kind,    u.op,      u.dtype, {u.src[0], u.src[1], u.src[2]},
+                            u.value.f, u.value.i, u.arg};
+    }
+    r.param_begin[k] = pa;
+    for (DType d : p.params) r.params[pa++] = d;
+    r.name_begin[k] = na;
+    for (char c : p.name.view()) r.names[na++] = c;
+    if (!p.vars.empty() || !p.outer.is_const() || !p.work.is_const())
+      throw "tg: make_plan: symbolic sizes";
+    r.outer[k] = p.outer.constant();
+    r.work[k] = p.work.constant();
+    r.local[k] = p.local;
+    r.grouped[k] = p.grouped;
+    r.reduce_split[k] = p.reduce_split;
+    r.items_per_outer[k] = p.items_per_outer;
+    r.root[k] = s.kernels[k].root;
+    r.input_begin[k] = in;
+    for (int x : s.kernels[k].inputs) r.inputs[in++] = x;
+  }
+  r.op_begin[Z.kernels] = o;
+  r.param_begin[Z.kernels] = pa;
+  r.name_begin[Z.kernels] = na;
+  r.input_begin[Z.kernels] = in;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes[i];
+    r.node_dtype[i] = n.dtype;
+    r.node_numel[i] = prod(n.shape).constant();
+    r.leaf_id[i] = n.op == Op::Buffer ? b.leaf_id[std::size_t(n.arg)] : -1;
+    if (n.op == Op::Buffer && r.leaf_id[i] < 0)
+      throw "tg: precompile: leaves must be tg::input placeholders";
+  }
+  r.output = g.outputs[0];
+  return r;
+}
+
+/// A plan's lowered programs (the rest of the pass list, finish_kernel, runs for the device).
+template <class P> std::vector<Program> programs_of(const P& plan) {
+  std::vector<Program> out;
+  for (std::size_t k = 0; k + 1 < plan.root.size(); ++k) {
+    Program p;
+    for (std::size_t i = plan.op_begin[k]; i < plan.op_begin[k + 1]; ++i) {
+      const flat_uop& f = plan.ops[i];
+      Scalar v;
+      v.f = f.f;
+      v.i = f.i;
+      p.ops.push_back(UOp{f.kind, f.op, f.dtype, {f.src[0], f.src[1], f.src[2]}, v, f.arg, {}});
+    }
+    for (std::size_t i = plan.param_begin[k]; i < plan.param_begin[k + 1]; ++i)
+      p.params.push_back(plan.params[i]);
+    p.name << std::string_view(plan.names.data() + plan.name_begin[k],
+                               plan.name_begin[k + 1] - plan.name_begin[k]);
+    p.outer = plan.outer[k];
+    p.work = plan.work[k];
+    p.local = plan.local[k];
+    p.grouped = plan.grouped[k];
+    p.reduce_split = plan.reduce_split[k];
+    p.items_per_outer = plan.items_per_outer[k];
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+/// Plan's programs compiled for device `name`, once per process.
+template <const auto& Plan>
+const std::vector<std::shared_ptr<Runner>>& runners_for(const std::string& name,
+                                                        const std::shared_ptr<Device>& dev) {
+  static std::mutex m;
+  static std::map<std::string, std::vector<std::shared_ptr<Runner>>> cache;
+  std::lock_guard<std::mutex> g(m);
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  const Target target = dev->target();
+  std::vector<KernelCode> kernels;
+  for (Program& p : programs_of(Plan)) kernels.push_back(finish_kernel(std::move(p), target));
+  std::vector<const KernelCode*> ptrs;
+  for (const KernelCode& c : kernels) ptrs.push_back(&c);
+  return cache[name] = dev->prepare(ptrs);
+}
+
+/// Runs Plan's kernels on device `name`; leaf(id, node, device) gives the Buffer of Buffer node
+/// `node`, whose leaf has that id. The result (dtype, shape) is a realized tensor there.
+template <const auto& Plan, class Leaf>
+Tensor launch(const std::string& name, DType dtype, Shape shape, Leaf&& leaf) {
+  std::shared_ptr<Device> dev = tg::device(name);
+  const std::vector<std::shared_ptr<Runner>>& runners = runners_for<Plan>(name, dev);
+  std::vector<std::shared_ptr<Buffer>> bufs(Plan.node_dtype.size());
+  for (std::size_t i = 0; i + 1 < Plan.node_dtype.size(); ++i)
+    if (Plan.leaf_id[i] >= 0) bufs[i] = leaf(Plan.leaf_id[i], i, dev);
+  for (std::size_t k = 0; k + 1 < Plan.root.size(); ++k) {
+    auto root = std::size_t(Plan.root[k]);
+    bufs[root] = std::make_shared<Buffer>(dev, Plan.node_dtype[root], Plan.node_numel[root]);
+    std::vector<void*> ptrs{bufs[root]->ptr};
+    for (std::size_t i = Plan.input_begin[k]; i < Plan.input_begin[k + 1]; ++i)
+      ptrs.push_back(bufs[std::size_t(Plan.inputs[i])]->ptr);
+    if (Plan.node_numel[root] == 0) continue;
+    runners[k]->run(ptrs, {});
+    detail::stats_storage().kernels_launched++;
+  }
+  Tensor t = Tensor::make(Op::Buffer, dtype, std::move(shape), {}, name);
+  t.lazy()->buffer = bufs[std::size_t(Plan.output)];
+  return t;
+}
+
+// ---- tg::Tensor(expr): the plans made from the expression's type ------------------------------
+/// What emit() meets in a real expression, in order: the leaves' data and the scalars' values (the
+/// occurrences of proto.hpp).
+struct collect_builder {
+  struct occurrence {
+    const void* data = nullptr; // a leaf's; null for a scalar
+    std::size_t bytes = 0;
+    DType dtype = DType::Float32;
+    Scalar value{};
+  };
+  std::vector<occurrence> seen;
+  int count = 0;
+  int mark() const { return count; }
+  int buffer(const void*, int, DType t, const Shape& shape, const void* data) {
+    if (!data) throw error("tg.to_tensor: a tg::input placeholder has no data");
+    seen.push_back({data, std::size_t(prod(shape).constant()) * std::size_t(itemsize(t)), t, {}});
+    return count++;
+  }
+  int kept_buffer(const std::vector<std::int64_t>&, DType t, const Shape& shape, const void* data) {
+    return buffer(nullptr, -1, t, shape, data);
+  }
+  int add(const Node& n, int, int = 0, int = 0) {
+    if (n.op == Op::Const) seen.push_back({nullptr, 0, n.dtype, n.value});
+    return count++;
+  }
+};
+template <class E> struct proto_source {
+  constexpr proto_builder operator()() const { return proto_graph<E>(); }
+};
+template <class E> constexpr auto checks_of() {
+  constexpr std::size_t n = proto_graph<E>().checks.size();
+  std::array<std::array<int, 2>, n> r{};
+  const proto_builder b = proto_graph<E>();
+  for (std::size_t i = 0; i < n; ++i) r[i] = b.checks[i];
+  return r;
+}
+template <std::size_t> struct constant_tag {};
+/// Whether E's plan can be made in a constant expression. Failing there (passing the compiler's
+/// evaluation limit) is a substitution failure here, not an error. The requirements are checked in
+/// order: make_plan only once its sizes are known (their failure inside it would be an error), and
+/// make_plan itself because it costs a little more than sizes_of.
+template <class G>
+concept plan_fits = requires {
+  typename constant_tag<sizes_of<G>().kernels>;
+  typename constant_tag<std::size_t(make_plan<G>().output)>;
+};
+template <class E>
+concept plannable = !is_fixed<E> && std::is_default_constructible_v<E> &&
+                    plan_fits<proto_source<E>> && (sizes_of<proto_source<E>>().kernels > 0);
+
+/// E's plan, valid for data where `checks` hold.
+template <class E> struct type_plan {
+  static constexpr auto plan = make_plan<proto_source<E>>();
+  static constexpr auto checks = checks_of<E>();
+  static constexpr std::size_t occurrences = proto_graph<E>().occurrence_node.size();
+};
+
+template <class E> Tensor run_type_plan(const E& expr, const std::string& device) {
+  using P = type_plan<E>;
+  collect_builder c;
+  expr.emit(c);
+  if (c.seen.size() != P::occurrences)
+    throw error("tg.to_tensor: the expression met " + std::to_string(c.seen.size()) +
+                " leaves and scalars, its plan " + std::to_string(P::occurrences));
+  auto same_data = [&](const std::array<int, 2>& pair) {
+    const collect_builder::occurrence &a = c.seen[std::size_t(pair[0])],
+                                      &b = c.seen[std::size_t(pair[1])];
+    if (!a.data || !b.data) return std::memcmp(&a.value, &b.value, sizeof(Scalar)) == 0;
+    return a.data == b.data || (a.bytes == b.bytes && std::memcmp(a.data, b.data, a.bytes) == 0);
+  };
+  std::string name = detail::canonical_device(device.empty() ? default_device() : device);
+  if (!std::all_of(P::checks.begin(), P::checks.end(), same_data)) {
+    if (env::debug() >= 1)
+      std::cerr << "tg.to_tensor: the compile-time plan merged copies whose leaves or scalars "
+                   "differ here; scheduled at run time\n";
+    return lazy_tensor(expr, name).realize();
+  }
+  // one upload per leaf tensor and per scalar value
+  std::map<std::pair<const void*, std::size_t>, std::shared_ptr<Buffer>> leaves;
+  std::map<std::tuple<DType, double, std::int64_t>, std::shared_ptr<Buffer>> scalars;
+  auto leaf = [&](int id, std::size_t, const std::shared_ptr<Device>& dev) {
+    const collect_builder::occurrence& o = c.seen[std::size_t(id)];
+    if (o.data) {
+      std::shared_ptr<Buffer>& b = leaves[{o.data, o.bytes}];
+      if (!b) {
+        b = std::make_shared<Buffer>(dev, o.dtype, std::int64_t(o.bytes) / itemsize(o.dtype));
+        dev->copy_in(b->ptr, o.data, o.bytes);
+      }
+      return b;
+    }
+    std::shared_ptr<Buffer>& b = scalars[{o.dtype, o.value.f, o.value.i}];
+    if (!b) {
+      b = std::make_shared<Buffer>(dev, o.dtype, 1);
+      visit_dtype(o.dtype, [&](auto x) {
+        using T = decltype(x);
+        T v = is_float(o.dtype) ? T(o.value.f) : T(o.value.i);
+        dev->copy_in(b->ptr, &v, sizeof(T));
+      });
+    }
+    return b;
+  };
+  return launch<P::plan>(name, E::dtype, sym<typename E::shape_type>(), leaf);
+}
+} // namespace fx
+
+/// The run-time tensor for a static expression, computed on `device` ("" = the default device) by
+/// kernels fused and lowered at compile time (see the top of this file); realized.
+template <fx::expr E> Tensor to_tensor(const E& expr, const std::string& device = "") {
+  if constexpr (fx::plannable<E>) {
+    return fx::run_type_plan(expr, device);
+  } else {
+    if (env::debug() >= 1 && !fx::is_fixed<E>)
+      std::cerr << "tg.to_tensor: no compile-time plan for this expression (past the compiler's "
+                   "constant-evaluation limit); scheduled at run time\n";
+    return lazy_tensor(expr, device).realize();
+  }
+}
+
+/// A static expression over tg::input placeholders whose kernels were fused and lowered at compile
+/// time (tg::precompile). run() binds input Id i to the i-th argument (a tg::fixed of the input's
+/// shape and dtype) on any run-time device.
+template <class F> struct precompiled {
+  using expr_type = decltype(F{}());
+  struct source {
+    constexpr fx::graph_builder operator()() const { return fx::build_graph(F{}()); }
+  };
+  static constexpr auto plan = fx::make_plan<source>();
+  static constexpr std::size_t kernels = plan.root.size() - 1;
+  static_assert(kernels >= 1,
+                "tg: precompile: the expression computes nothing (a view of an input)");
+
+  /// The lowered programs (what the device renders and compiles).
+  static std::vector<Program> programs() { return fx::programs_of(plan); }
+
+  /// Runs on `device` with the inputs' values; the result is a realized tg::Tensor there.
+  template <class... In> Tensor run(const std::string& device, const In&... in) const {
+    std::string name = detail::canonical_device(device.empty() ? default_device() : device);
+    std::vector<const void*> data{static_cast<const void*>(in.data())...};
+    std::vector<std::int64_t> bytes{std::int64_t(In::size * sizeof(typename In::value_type))...};
+    auto leaf = [&](int id, std::size_t node, const std::shared_ptr<Device>& dev) {
+      if (std::size_t(id) >= data.size())
+        throw error("tg.precompiled.run: no argument for tg::input " + std::to_string(id));
+      auto b = std::make_shared<Buffer>(dev, plan.node_dtype[node], plan.node_numel[node]);
+      if (std::int64_t(b->nbytes()) != bytes[std::size_t(id)])
+        throw shape_error("tg.precompiled.run: argument " + std::to_string(id) +
+                          " has the wrong size");
+      dev->copy_in(b->ptr, data[std::size_t(id)], b->nbytes());
+      return b;
+    };
+    return fx::launch<plan>(name, expr_type::dtype, fx::sym<typename expr_type::shape_type>(),
+                            leaf);
+  }
+};
+
+namespace fx {
+template <> struct bridge<Tensor> {
+  static constexpr bool enabled = true;
+  template <class E> static Tensor from_expr(const E& e, const std::string& device) {
+    return to_tensor(e, device);
+  }
+  template <class T, std::size_t N>
+  static void copy_to(const Tensor& t, T* out, DType dtype,
+                      const std::array<std::int64_t, N>& dims) {
+    std::vector<std::int64_t> want(dims.begin(), dims.end());
+    if (t.shape() != want) {
+      Shape s;
+      for (std::int64_t d : want) s.push_back(d);
+      throw shape_error("tg.fixed: a tensor of shape " + detail::shape_of(t) +
+                        " does not fit a fixed tensor of shape " + detail::shape_str(s));
+    }
+    if (t.dtype() != dtype)
+      throw dtype_error(std::string("tg.fixed: a tensor of dtype ") + dtype_name(t.dtype()) +
+                        " does not fit a fixed tensor of dtype " + dtype_name(dtype) +
+                        " (cast it first)");
+    std::vector<T> v = t.to_vector<T>();
+    std::copy(v.begin(), v.end(), out);
+  }
+};
+} // namespace fx
+
+/// precompile([] { return expr; }): the expression's kernels, fused and lowered at compile time.
+/// The lambda builds the expression from tg::input placeholders (and constants).
+template <class F> consteval precompiled<F> precompile(F) { return {}; }
+
+/// A run-time tensor's values as a fixed tensor (the shape and dtype are checked at run time).
+template <class F> F to_fixed(const Tensor& t) { return F(t); }
+
+} // namespace tg
+#endif // TG_SI_TG_FIXED_BRIDGE_HPP
 #endif // TG_SI_TG_FIXED_HPP
 // clang-format on

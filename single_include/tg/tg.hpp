@@ -5,46 +5,102 @@
 // ---- tg/tg.hpp ----
 #ifndef TG_SI_TG_TG_HPP
 #define TG_SI_TG_TG_HPP
-// tg: a header-only C++20 tensor DSL. Lazy tensors are captured as a graph, fused into few
-// kernels, rendered as C (and other dialects) and run through small device runtimes.
-// This is the only header users include.
+// tg: a C++20 tensor DSL. Lazy tensors are captured as a graph, fused into few kernels, rendered
+// as C (and other dialects) and run through small device runtimes. This is the header users
+// include. It declares the run-time machinery; one source file of the program defines it
+// (TG_IMPLEMENTATION), or the program links the CMake target tg::tg, or every file defines it
+// inline (TG_HEADER_ONLY): config.hpp.
 
-// ---- tg/autograd/backward.hpp ----
-#ifndef TG_SI_TG_AUTOGRAD_BACKWARD_HPP
-#define TG_SI_TG_AUTOGRAD_BACKWARD_HPP
-// Reverse-mode autograd over the lazy graph. Gradient rules exist for the primitive ops only;
-// every composite op (softmax, matmul, conv, losses) is differentiated through its primitives.
-// Gradients are ordinary lazy tensors, so they fuse like any other work.
-#include <unordered_map>
+// ---- tg/autograd/grad.hpp ----
+#ifndef TG_SI_TG_AUTOGRAD_GRAD_HPP
+#define TG_SI_TG_AUTOGRAD_GRAD_HPP
+// tg::grad (torch.autograd.grad); Tensor::backward is a member. Both are defined, over the engine
+// of autograd/backward.hpp, in tg/impl/autograd.hpp.
 
-// ---- tg/tensor/print.hpp ----
-#ifndef TG_SI_TG_TENSOR_PRINT_HPP
-#define TG_SI_TG_TENSOR_PRINT_HPP
-// Printing like PyTorch: tensor([[1.0000, 2.5000], ...], dtype=int32), by the printer both front
-// ends share (util/print.hpp).
-#include <ostream>
-
-// ---- tg/util/print.hpp ----
-#ifndef TG_SI_TG_UTIL_PRINT_HPP
-#define TG_SI_TG_UTIL_PRINT_HPP
-// Printing a tensor as PyTorch does (torch/_tensor_str.py): one function both front ends call
-// (tg::Tensor::to_string and tg::fixed's operator<<) over a flat, row-major copy of the values, so
-// the same values print the same whichever front end holds them.
-#include <algorithm>
+// ---- tg/tensor/class.hpp ----
+#ifndef TG_SI_TG_TENSOR_CLASS_HPP
+#define TG_SI_TG_TENSOR_CLASS_HPP
+// The tg::Tensor class. Its members and the free functions of tensor/ are declared here and in
+// core.hpp, ops.hpp, movement.hpp, math.hpp, indexing.hpp, creation.hpp and print.hpp (tensor.hpp
+// includes them all) and defined in tg/impl/tensor/ (autograd's in tg/impl/autograd.hpp, assign's
+// in tg/impl/jit.hpp); templates are defined where they are declared.
 #include <cmath>
-#include <cstdint>
-#include <cstdio>
+#include <concepts>
+#include <initializer_list>
+#include <iosfwd>
 #include <optional>
 #include <span>
+#include <variant>
+
+// ---- tg/tensor/lazy.hpp ----
+#ifndef TG_SI_TG_TENSOR_LAZY_HPP
+#define TG_SI_TG_TENSOR_LAZY_HPP
+// The run-time front end's lazy graph: each Tensor points at a LazyNode; realizing turns the
+// nodes it needs into a Graph (engine/build.hpp), runs it, and replaces realized nodes by their
+// buffers (so a realized tensor is never recomputed and the graph above it can be freed).
+#include <source_location>
+
+// ---- tg/engine/trace.hpp ----
+#ifndef TG_SI_TG_ENGINE_TRACE_HPP
+#define TG_SI_TG_ENGINE_TRACE_HPP
+// What the run-time front end reads of the engine's state while tg::jit records a call or
+// tg::export_model traces a method (realize.hpp, jit.hpp and export/ set it).
+#include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
+
+namespace tg {
+
+class Device;
+struct LazyNode; // (tensor/lazy.hpp)
+
+namespace detail {
+/// While tg::export_model traces a method: the device of its input placeholders (buffers with no
+/// data) and the method's name. A realize that reads a placeholder is refused: an exported method
+/// is one graph, computed where it runs, with no value read back on the way. tg::assign records
+/// its (target, value) pairs in `assigns` instead of running them: the method's state updates.
+struct ExportTrace {
+  const Device* placeholders = nullptr;
+  std::string method;
+  struct Assign {
+    std::shared_ptr<LazyNode> target, value;
+    int call = 0; // which tg::assign call of the method
+  };
+  std::vector<Assign> assigns;
+  int assign_calls = 0;
+};
+inline ExportTrace*& active_export() {
+  thread_local ExportTrace* t = nullptr;
+  return t;
+}
+/// What a function built, as tg::jit compares calls: each kernel launched (name and source, so
+/// constants count) and the content of each host upload, in order.
+struct Trace {
+  std::vector<std::string> steps;
+  std::vector<std::string> sites; // per node of the graph being realized: where a constant was made
+};
+inline Trace*& active_trace() {
+  thread_local Trace* t = nullptr;
+  return t;
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_ENGINE_TRACE_HPP
+
+// ---- tg/graph/graph.hpp ----
+#ifndef TG_SI_TG_GRAPH_GRAPH_HPP
+#define TG_SI_TG_GRAPH_GRAPH_HPP
+// The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
+// Both front ends build it; everything below (fuse, lower, render) reads only this.
+#include <limits>
 
 // ---- tg/graph/dtype.hpp ----
 #ifndef TG_SI_TG_GRAPH_DTYPE_HPP
 #define TG_SI_TG_GRAPH_DTYPE_HPP
 // Data types, their sizes and names, PyTorch type promotion, and the 16-bit float storage types.
 #include <bit>
+#include <cstdint>
 #include <type_traits>
 
 namespace tg {
@@ -315,336 +371,108 @@ template <class F> constexpr decltype(auto) visit_dtype(DType t, F&& f) {
 } // namespace tg
 #endif // TG_SI_TG_GRAPH_DTYPE_HPP
 
+// ---- tg/graph/view.hpp ----
+#ifndef TG_SI_TG_GRAPH_VIEW_HPP
+#define TG_SI_TG_GRAPH_VIEW_HPP
+// Views make movement ops zero-copy: a View maps an index in its shape to a flat offset
+// (offset + sum(idx * stride)) that is valid inside `mask` (padding reads as zero).
+// A ShapeTracker is a stack of views for reshapes that one view cannot express: the flat
+// offset of views[k+1] is unravelled in the shape of views[k].
+
+// ---- tg/errors.hpp ----
+#ifndef TG_SI_TG_ERRORS_HPP
+#define TG_SI_TG_ERRORS_HPP
+// The errors tg throws. Each names the op and, for user mistakes, the user's call site.
+#include <stdexcept>
+
+// ---- tg/config.hpp ----
+#ifndef TG_SI_TG_CONFIG_HPP
+#define TG_SI_TG_CONFIG_HPP
+// How this translation unit gets tg's run-time machinery (lowering, passes, renderers, device
+// runtimes, realize, jit, autograd's engine, safetensors, printing). docs/cmake.md has the whole
+// story; in short, exactly one of:
+// - nothing defined (the default): the headers declare the machinery and the program links it
+//   once, from the CMake target tg::tg or from one source file that defines TG_IMPLEMENTATION;
+// - TG_IMPLEMENTATION, defined before including <tg/tg.hpp> in one source file: that file
+//   defines the machinery for the whole program (the single-header drop-in);
+// - TG_HEADER_ONLY, defined in every source file (the CMake target tg::header_only): every
+//   file defines it all, inline, as one-file scripts like (and pays for in compile time).
+// A program uses one way throughout.
+#if defined(TG_HEADER_ONLY) || defined(TG_IMPLEMENTATION)
+#define TG_DEFINITIONS 1
+#else
+#define TG_DEFINITIONS 0
+#endif
+
+// Declares and defines the functions the headers declare and tg/impl/ defines: inline in the
+// header-only mode, one external definition otherwise.
+#ifdef TG_HEADER_ONLY
+#define TG_API inline
+#else
+#define TG_API
+#endif
+#endif // TG_SI_TG_CONFIG_HPP
+
 namespace tg {
 
-/// PyTorch's print options (torch.set_printoptions), with its defaults.
-struct PrintOptions {
-  int precision = 4;             ///< digits after the point
-  std::int64_t threshold = 1000; ///< more elements than this are summarized
-  std::int64_t edgeitems = 3;    ///< items kept at each end of a summarized dim (at least 1)
-  int linewidth = 80;            ///< characters per line
-  std::optional<bool>
-      sci_mode; ///< scientific notation always (true) or never (false); unset: chosen
+struct error : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
-/// The options every tensor prints with.
-inline PrintOptions& print_options() {
-  static PrintOptions o;
-  return o;
-}
-inline void set_printoptions(const PrintOptions& o) { print_options() = o; }
+/// Incompatible or invalid shapes, axes, reshapes or slices.
+struct shape_error : error {
+  using error::error;
+};
+/// A dtype an op does not accept, or two dtypes it cannot combine.
+struct dtype_error : error {
+  using error::error;
+};
+/// An index out of range (item(), gather indices checked on the host).
+struct index_error : error {
+  using error::error;
+};
+/// A device that is unavailable, or an operation across devices.
+struct device_error : error {
+  using error::error;
+};
+/// A model or method that cannot be exported as asked (tg::export_model): the method, the input
+/// or op, and the user's call site.
+struct export_error : error {
+  using error::error;
+};
+/// A kernel that did not compile: the compiler's message and the source.
+struct compile_error : error {
+  compile_error(const std::string& message, std::string source_, std::string log_)
+      : error(message), source(std::move(source_)), log(std::move(log_)) {}
+  std::string source, log;
+};
 
 namespace detail {
-
-/// PyTorch's _Formatter: one number format (and width) for every value shown.
-class ValueFormat {
-public:
-  ValueFormat(std::span<const double> floats, std::span<const std::int64_t> ints, DType t,
-              const PrintOptions& opt, const std::vector<std::int64_t>& shown)
-      : t_(t), precision_(opt.precision) {
-    if (!is_float(t)) {
-      for (std::int64_t i : shown) width_ = std::max(width_, text(floats, ints, i).size());
-      return;
-    }
-    double amax = 0, amin = INFINITY;
-    bool any = false;
-    for (std::int64_t i : shown) {
-      const double x = floats[std::size_t(i)];
-      if (!std::isfinite(x) || x == 0) continue;
-      any = true;
-      int_mode_ = int_mode_ && x == std::ceil(x);
-      amax = std::max(amax, std::fabs(x));
-      amin = std::min(amin, std::fabs(x));
-    }
-    if (any) {
-      sci_ = amax / amin > 1000.0 || amax > 1.0e8 || (!int_mode_ && amin < 1.0e-4);
-      for (std::int64_t i : shown) {
-        const double x = floats[std::size_t(i)];
-        if (std::isfinite(x) && x != 0) width_ = std::max(width_, text(floats, ints, i).size());
-      }
-    }
-    // as in PyTorch, the width is the chosen format's even when sci_mode overrides it
-    if (opt.sci_mode) sci_ = *opt.sci_mode;
-  }
-  std::size_t width() const { return width_; }
-  /// Element i, right-aligned to the width.
-  std::string operator()(std::span<const double> floats, std::span<const std::int64_t> ints,
-                         std::int64_t i) const {
-    std::string s = text(floats, ints, i);
-    return s.size() < width_ ? std::string(width_ - s.size(), ' ') + s : s;
-  }
-
-private:
-  std::string text(std::span<const double> floats, std::span<const std::int64_t> ints,
-                   std::int64_t i) const {
-    char buf[512];
-    if (!is_float(t_)) {
-      const std::int64_t v = ints[std::size_t(i)];
-      if (t_ == DType::Bool) return v ? "True" : "False";
-      if (is_unsigned(t_))
-        std::snprintf(buf, sizeof buf, "%llu",
-                      static_cast<unsigned long long>(static_cast<std::uint64_t>(v)));
-      else
-        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-      return buf;
-    }
-    const double x = floats[std::size_t(i)];
-    if (std::isnan(x)) return "nan"; // Python never writes "-nan"
-    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-    if (sci_)
-      std::snprintf(buf, sizeof buf, "%.*e", precision_, x);
-    else if (int_mode_)
-      std::snprintf(buf, sizeof buf, "%.0f.", x);
-    else
-      std::snprintf(buf, sizeof buf, "%.*f", precision_, x);
-    return buf;
-  }
-  DType t_;
-  int precision_;
-  bool int_mode_ = true, sci_ = false;
-  std::size_t width_ = 1;
-};
-
+/// " (at file:line in function)", as errors end (tg/impl/tensor/class.hpp).
+TG_API std::string where(const std::source_location& loc);
+template <class E>
+[[noreturn]] void fail(const std::string& op, const std::string& msg,
+                       const std::source_location& loc) {
+  throw E("tg." + op + ": " + msg + where(loc));
+}
 } // namespace detail
 
-/// The text PyTorch prints for a tensor of dtype `t` and `shape` whose row-major values are
-/// `floats` (a floating dtype, as doubles) or `ints` (any other: unsigned values as their 64-bit
-/// pattern, bools as 0 and 1); the other span is empty. `device` is named unless it is "CPU".
-/// dtypes are named as tg names them (dtype=int32).
-inline std::string format_tensor(std::span<const double> floats, std::span<const std::int64_t> ints,
-                                 std::span<const std::int64_t> shape, DType t,
-                                 std::string_view device = "CPU",
-                                 const PrintOptions& opt = print_options()) {
-  const std::size_t rank = shape.size();
-  std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
-  const std::int64_t edge = std::max<std::int64_t>(opt.edgeitems, 1);
-  const bool summarize = n > opt.threshold;
-  const std::string prefix = "tensor(";
-  const int indent0 = int(prefix.size());
-  std::vector<std::string> suffixes;
-  if (device != "CPU") suffixes.push_back("device='" + std::string(device) + "'");
-  std::string out = prefix;
-  if (n == 0) {
-    // an empty tensor: its size unless it is (0,), and its dtype unless it is the default
-    if (rank != 1) {
-      std::string s = "size=(";
-      for (std::size_t d = 0; d < rank; ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
-      suffixes.push_back(s + ")");
-    }
-    if (t != DType::Float32) suffixes.push_back(std::string("dtype=") + dtype_name(t));
-    out += "[]";
-  } else {
-    if (t != DType::Float32 && t != DType::Int64 && t != DType::Bool)
-      suffixes.push_back(std::string("dtype=") + dtype_name(t));
-    // summarized, a dim longer than 2 * edge shows `edge` items at each end: only they are shown,
-    // and only they decide the format
-    auto cut = [&](std::int64_t size) { return summarize && size > 2 * edge; };
-    std::vector<std::int64_t> shown;
-    for (std::int64_t i = 0; i < n; ++i) {
-      bool keep = true;
-      std::int64_t r = i;
-      for (std::size_t d = rank; d-- > 0 && keep; r /= shape[d]) {
-        const std::int64_t k = r % shape[d];
-        keep = !(cut(shape[d]) && k >= edge && k < shape[d] - edge);
-      }
-      if (keep) shown.push_back(i);
-    }
-    const detail::ValueFormat fmt(floats, ints, t, opt, shown);
-    std::vector<std::int64_t> strides(rank, 1);
-    for (std::size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * shape[d];
-    // the text of the sub-tensor at axis d starting at flat index base, indented by `indent`
-    auto rec = [&](auto& self, std::size_t d, std::int64_t base, int indent) -> std::string {
-      if (d == rank) return fmt(floats, ints, base);
-      const std::int64_t size = shape[d];
-      std::vector<std::string> items;
-      auto item = [&](std::int64_t i) {
-        items.push_back(self(self, d + 1, base + i * strides[d], indent + 1));
-      };
-      for (std::int64_t i = 0; i < size; ++i) {
-        if (cut(size) && i == edge) {
-          items.push_back(d + 1 == rank ? " ..." : "...");
-          i = size - edge;
-        }
-        item(i);
-      }
-      std::string s = "[";
-      if (d + 1 == rank) { // a row, wrapped at the line width
-        const std::size_t per_line = std::size_t(
-            std::max<std::int64_t>(1, (opt.linewidth - indent) / std::int64_t(fmt.width() + 2)));
-        for (std::size_t k = 0; k < items.size(); ++k) {
-          if (k) s += k % per_line ? ", " : ",\n" + std::string(std::size_t(indent + 1), ' ');
-          s += items[k];
-        }
-      } else {
-        const std::string sep =
-            ',' + std::string(rank - d - 1, '\n') + std::string(std::size_t(indent + 1), ' ');
-        for (std::size_t k = 0; k < items.size(); ++k) s += (k ? sep : "") + items[k];
-      }
-      return s + ']';
-    };
-    out += rec(rec, 0, 0, indent0);
-  }
-  // suffixes go on the last line while it stays within the line width (PyTorch's _add_suffixes)
-  const std::size_t nl = out.rfind('\n');
-  std::int64_t last_line =
-      std::int64_t(out.size()) - (nl == std::string::npos ? -1 : std::int64_t(nl)) + 1;
-  for (const std::string& s : suffixes) {
-    const std::int64_t len = std::int64_t(s.size());
-    if (last_line + len + 2 > opt.linewidth) {
-      out += ",\n" + std::string(std::size_t(indent0), ' ') + s;
-      last_line = indent0 + len;
-    } else {
-      out += ", " + s;
-      last_line += len + 2;
-    }
-  }
-  return out + ')';
-}
-
 } // namespace tg
-#endif // TG_SI_TG_UTIL_PRINT_HPP
+#endif // TG_SI_TG_ERRORS_HPP
 
-// ---- tg/tensor/creation.hpp ----
-#ifndef TG_SI_TG_TENSOR_CREATION_HPP
-#define TG_SI_TG_TENSOR_CREATION_HPP
-// Factories (torch.zeros, torch.arange, torch.rand, ...). Constants are lazy (they fuse into
-// their consumers); ranges and random values are generated on the host from a seeded generator.
-
-// ---- tg/tensor/movement.hpp ----
-#ifndef TG_SI_TG_TENSOR_MOVEMENT_HPP
-#define TG_SI_TG_TENSOR_MOVEMENT_HPP
-// Movement ops (views, no copies) and the composite ops built on them: cat, stack, split,
-// gather, matmul, softmax, cumsum.
-
-// ---- tg/util/slice.hpp ----
-#ifndef TG_SI_TG_UTIL_SLICE_HPP
-#define TG_SI_TG_UTIL_SLICE_HPP
-// Python's slice semantics for one axis, shared by both front ends (Tensor::slice and tg::fixed's
-// slice plan) so they cut the same elements.
-
-namespace tg {
-
-/// What x[start:stop:step] keeps of an axis of size n: the range [lo, hi) to shrink the axis to,
-/// then a flip when step < 0, then a stride of |step|; `count` elements remain.
-struct SliceBounds {
-  std::int64_t lo = 0, hi = 0, count = 0;
-};
-
-/// Python's start/stop/step normalization: negative bounds count from the end, out-of-range bounds
-/// clamp, a missing bound is the axis's end in the step's direction. step must be nonzero.
-constexpr SliceBounds slice_bounds(std::int64_t n, std::optional<std::int64_t> start,
-                                   std::optional<std::int64_t> stop, std::int64_t step) {
-  auto norm = [n](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo,
-                  std::int64_t hi) {
-    if (!v) return dflt;
-    const std::int64_t x = *v < 0 ? *v + n : *v;
-    return x < lo ? lo : x > hi ? hi : x;
-  };
-  SliceBounds r;
-  if (step > 0) {
-    const std::int64_t b = norm(start, 0, 0, n), e = norm(stop, n, 0, n);
-    r.count = e > b ? (e - b + step - 1) / step : 0;
-    r.lo = b;
-    r.hi = b + (r.count ? (r.count - 1) * step + 1 : 0);
-  } else {
-    // the elements b, b+step, ... downwards: [b - (count-1)*|step|, b], flipped afterwards
-    const std::int64_t b = norm(start, n - 1, -1, n - 1), e = norm(stop, -1, -1, n - 1);
-    r.count = b > e ? (b - e - step - 1) / (-step) : 0;
-    r.lo = r.count ? b - (r.count - 1) * (-step) : 0;
-    r.hi = r.count ? b + 1 : 0;
-  }
-  return r;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_UTIL_SLICE_HPP
-
-// ---- tg/tensor/ops.hpp ----
-#ifndef TG_SI_TG_TENSOR_OPS_HPP
-#define TG_SI_TG_TENSOR_OPS_HPP
-// Every op of the run-time front end, composed from the primitives (tinygrad's approach: a small
-// primitive set keeps renderers and gradient rules small).
-
-// ---- tg/tensor/core.hpp ----
-#ifndef TG_SI_TG_TENSOR_CORE_HPP
-#define TG_SI_TG_TENSOR_CORE_HPP
-// The mechanics every op is built from: node creation, broadcasting, views, reductions, casts,
-// and moving data in and out.
-
-// ---- tg/tensor/class.hpp ----
-#ifndef TG_SI_TG_TENSOR_CLASS_HPP
-#define TG_SI_TG_TENSOR_CLASS_HPP
-// The tg::Tensor class: its members are defined by core.hpp, ops.hpp, movement.hpp, creation.hpp,
-// print.hpp, autograd/backward.hpp and engine/jit.hpp, which include this; tensor.hpp includes
-// them all.
-#include <concepts>
-#include <initializer_list>
-#include <random>
-#include <variant>
-
-// ---- tg/tensor/lazy.hpp ----
-#ifndef TG_SI_TG_TENSOR_LAZY_HPP
-#define TG_SI_TG_TENSOR_LAZY_HPP
-// The run-time front end's lazy graph: each Tensor points at a LazyNode; realizing turns the
-// nodes it needs into a Graph, runs it, and replaces realized nodes by their buffers (so a
-// realized tensor is never recomputed and the graph above it can be freed).
-#include <source_location>
-
-// ---- tg/engine/realize.hpp ----
-#ifndef TG_SI_TG_ENGINE_REALIZE_HPP
-#define TG_SI_TG_ENGINE_REALIZE_HPP
-// realize: run a Graph on a device: the pass list (codegen/pipeline.hpp) for the device's target,
-// the device's compiler, then the launches. TG_DEBUG=2 prints the schedule, 3 the sources too, 4
-// the graph and the IR after each pass.
-#include <cstring>
-#include <iostream>
-#include <memory>
-#include <mutex>
-
-// ---- tg/runtime/devices.hpp ----
-#ifndef TG_SI_TG_RUNTIME_DEVICES_HPP
-#define TG_SI_TG_RUNTIME_DEVICES_HPP
-// The devices tg ships, registered on first use of the registry (tg::device, tg::devices: here,
-// where every runtime is visible; runtime/device.hpp has the registry). CUDA is always registered
-// (its runtime needs no header and loads the driver on first use). VULKAN needs Vulkan-Hpp, whose
-// header costs seconds per translation unit, so it is opt-in: `#include <tg/vulkan.hpp>` in one
-// source file registers it; until then "VULKAN" is listed as unavailable, saying so. WEBGPU is
-// opt-in the same way (<tg/webgpu.hpp>), so that programs that do not use it do not parse it.
-
-// ---- tg/runtime/cpu.hpp ----
-#ifndef TG_SI_TG_RUNTIME_CPU_HPP
-#define TG_SI_TG_RUNTIME_CPU_HPP
-// The CPU device: C source from the C renderer, compiled by the system C compiler into a shared
-// object, dlopen'ed, and run on the thread pool over slices of the kernel's outer loop.
-// Compiled kernels are cached on disk, keyed by a hash of source, compiler and flags.
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <filesystem>
-#include <fstream>
-#include <future>
-#include <sstream>
-
-// ---- tg/runtime/cache.hpp ----
-#ifndef TG_SI_TG_RUNTIME_CACHE_HPP
-#define TG_SI_TG_RUNTIME_CACHE_HPP
-// The pieces every runtime's kernel cache and compiler driver share: where the cache lives
-// (TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg; TG_CACHE=0 disables it), stable keys
-// (hashes of source, compiler and flags), atomic writes (a temporary file renamed into place, so
-// concurrent processes never see half a file), and running a compiler as a subprocess.
-
-#include <cerrno>
+// ---- tg/graph/sint.hpp ----
+#ifndef TG_SI_TG_GRAPH_SINT_HPP
+#define TG_SI_TG_GRAPH_SINT_HPP
+// Symbolic integers: dimensions that are polynomials over named variables with bounds
+// ("batch" in [1, 4096]). A variable may carry a bound value, used when a kernel is launched;
+// the kernel's source only names the variable, so one compiled kernel serves every value.
+#include <algorithm>
+#include <array>
+#include <string_view>
 
 // ---- tg/util/text.hpp ----
 #ifndef TG_SI_TG_UTIL_TEXT_HPP
 #define TG_SI_TG_UTIL_TEXT_HPP
 // A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
-#include <limits>
 
 namespace tg {
 
@@ -733,296 +561,6 @@ constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484
 
 } // namespace tg
 #endif // TG_SI_TG_UTIL_TEXT_HPP
-
-// ---- tg/runtime/env.hpp ----
-#ifndef TG_SI_TG_RUNTIME_ENV_HPP
-#define TG_SI_TG_RUNTIME_ENV_HPP
-// Environment settings, read once: TG_DEBUG, TG_DEVICE, TG_THREADS, TG_CACHE, TG_CACHE_DIR, TG_CC.
-#include <cstdlib>
-#include <thread>
-
-namespace tg::env {
-
-inline std::string get(const char* name, const std::string& fallback = "") {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
-inline int get_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long r = std::strtol(v, &end, 10);
-  return end && *end == 0 ? int(r) : fallback;
-}
-/// TG_DEBUG: 1 launches with times, 2 the schedule, 3 kernel sources, 4 the IR after each pass.
-inline int debug() {
-  static const int level = get_int("TG_DEBUG", 0);
-  return level;
-}
-inline int threads() {
-  static const int n = [] {
-    int hw = int(std::thread::hardware_concurrency());
-    int t = get_int("TG_THREADS", hw > 0 ? hw : 1);
-    return t < 1 ? 1 : t;
-  }();
-  return n;
-}
-
-} // namespace tg::env
-#endif // TG_SI_TG_RUNTIME_ENV_HPP
-
-extern char** environ;
-
-namespace tg::detail {
-
-inline std::string find_in_path(const std::string& exe) {
-  if (exe.find('/') != std::string::npos) return access(exe.c_str(), X_OK) == 0 ? exe : "";
-  std::string path = env::get("PATH", "/usr/bin:/bin");
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    std::string p = dir + "/" + exe;
-    if (access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "";
-}
-
-/// Runs argv with stdout and stderr into `log` (in directory `cwd` when given); returns the exit
-/// status, 128 + the signal number when a signal ended it (as shells do), or -1 when it could not
-/// be started.
-inline int run_process(const std::vector<std::string>& argv, const std::string& log,
-                       const std::string& cwd = "") {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  pid_t pid;
-  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/// How a run_process status reads in an error message: "exit 1", "killed by signal 11 (...)".
-inline std::string process_status(int rc) {
-  if (rc < 0) return "could not be started";
-  if (rc > 128)
-    return "killed by signal " + std::to_string(rc - 128) + " (" + strsignal(rc - 128) + ")";
-  return "exit " + std::to_string(rc);
-}
-
-inline std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-inline std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-/// The kernel cache directory: TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg.
-inline std::string cache_dir() {
-  std::string d = env::get("TG_CACHE_DIR");
-  if (d.empty()) {
-    std::string xdg = env::get("XDG_CACHE_HOME");
-    d = !xdg.empty() ? xdg + "/tg" : env::get("HOME", "/tmp") + "/.cache/tg";
-  }
-  return d;
-}
-inline bool disk_cache_enabled() { return env::get("TG_CACHE", "1") != "0"; }
-
-/// A 128-bit cache key (32 hex digits) for a source and what compiles it (compiler, flags, target).
-inline std::string cache_key(std::string_view source, std::string_view meta) {
-  std::string m(meta);
-  return hex64(fnv1a(source, fnv1a(m))) +
-         hex64(fnv1a(m + std::string(source), 0x84222325cbf29ce4ull));
-}
-
-/// The path of a cache entry, its directory created; empty when the disk cache is disabled.
-inline std::string cache_path(const std::string& file) {
-  if (!disk_cache_enabled()) return "";
-  std::error_code ec;
-  std::filesystem::create_directories(cache_dir(), ec);
-  return cache_dir() + "/" + file;
-}
-
-/// Reads a whole cache entry; false when it is missing (or unreadable).
-inline bool read_cached(const std::string& path, std::string& out) {
-  if (path.empty()) return false;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return !out.empty();
-}
-
-/// Writes a cache entry atomically (temporary file + rename). Failures are ignored: the cache is
-/// an optimization.
-inline void write_cached(const std::string& path, std::string_view bytes) {
-  if (path.empty()) return;
-  static std::atomic<int> counter{0};
-  std::string tmp = path + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-}
-
-/// A fresh temporary path in the cache directory (or /tmp when the cache is disabled).
-inline std::string temp_path(const std::string& stem) {
-  static std::atomic<int> counter{0};
-  std::string dir = disk_cache_enabled()
-                        ? cache_dir()
-                        : std::filesystem::temp_directory_path().string() + "/tg-nocache";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  return dir + "/tmp-" + stem + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-}
-
-} // namespace tg::detail
-#endif // TG_SI_TG_RUNTIME_CACHE_HPP
-
-// ---- tg/runtime/device.hpp ----
-#ifndef TG_SI_TG_RUNTIME_DEVICE_HPP
-#define TG_SI_TG_RUNTIME_DEVICE_HPP
-// Device = Allocator + Compiler + Program launcher. Devices register by name ("CPU", "INTERP");
-// `TG_DEVICE` picks the default. A device that cannot work here says why, and only when used.
-#include <cctype>
-#include <chrono>
-#include <functional>
-#include <map>
-
-// ---- tg/codegen/pipeline.hpp ----
-#ifndef TG_SI_TG_CODEGEN_PIPELINE_HPP
-#define TG_SI_TG_CODEGEN_PIPELINE_HPP
-// The pass list: every kernel tg runs, shows or plans is made by the functions of this file, in
-// this order, for a Target (a device's choices and dialect):
-//
-//   graph passes    fuse                                                 schedule_graph
-//                   -> plan_memory                                       plan_buffers
-//   kernel passes   lower                                                lower_kernel
-//                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
-//                   -> GPU: shared_tiles (products) or gpu_program
-//                      -> decompose (-> narrow32: WGSL)                  device_passes
-//                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
-//
-// compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
-// front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
-// what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
-// result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
-
-// ---- tg/schedule/memory.hpp ----
-#ifndef TG_SI_TG_SCHEDULE_MEMORY_HPP
-#define TG_SI_TG_SCHEDULE_MEMORY_HPP
-// memory: [Kernel] -> buffer plan. Intermediate results that nobody keeps share buffers once
-// their last reader has run (a buffer is never reused by the kernel that reads it, so a
-// kernel's inputs and output never alias).
-
-// ---- tg/schedule/fuse.hpp ----
-#ifndef TG_SI_TG_SCHEDULE_FUSE_HPP
-#define TG_SI_TG_SCHEDULE_FUSE_HPP
-// fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
-// reduction is inlined into the one consumer that reads it back at the same index (an
-// elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
-// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
-// node.
-
-// ---- tg/graph/graph.hpp ----
-#ifndef TG_SI_TG_GRAPH_GRAPH_HPP
-#define TG_SI_TG_GRAPH_GRAPH_HPP
-// The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
-// Both front ends build it; everything below (fuse, lower, render) reads only this.
-
-// ---- tg/graph/view.hpp ----
-#ifndef TG_SI_TG_GRAPH_VIEW_HPP
-#define TG_SI_TG_GRAPH_VIEW_HPP
-// Views make movement ops zero-copy: a View maps an index in its shape to a flat offset
-// (offset + sum(idx * stride)) that is valid inside `mask` (padding reads as zero).
-// A ShapeTracker is a stack of views for reshapes that one view cannot express: the flat
-// offset of views[k+1] is unravelled in the shape of views[k].
-
-// ---- tg/errors.hpp ----
-#ifndef TG_SI_TG_ERRORS_HPP
-#define TG_SI_TG_ERRORS_HPP
-// The errors tg throws. Each names the op and, for user mistakes, the user's call site.
-#include <stdexcept>
-
-namespace tg {
-
-struct error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-/// Incompatible or invalid shapes, axes, reshapes or slices.
-struct shape_error : error {
-  using error::error;
-};
-/// A dtype an op does not accept, or two dtypes it cannot combine.
-struct dtype_error : error {
-  using error::error;
-};
-/// An index out of range (item(), gather indices checked on the host).
-struct index_error : error {
-  using error::error;
-};
-/// A device that is unavailable, or an operation across devices.
-struct device_error : error {
-  using error::error;
-};
-/// A model or method that cannot be exported as asked (tg::export_model): the method, the input
-/// or op, and the user's call site.
-struct export_error : error {
-  using error::error;
-};
-/// A kernel that did not compile: the compiler's message and the source.
-struct compile_error : error {
-  compile_error(const std::string& message, std::string source_, std::string log_)
-      : error(message), source(std::move(source_)), log(std::move(log_)) {}
-  std::string source, log;
-};
-
-namespace detail {
-inline std::string where(const std::source_location& loc) {
-  std::string file = loc.file_name();
-  return " (at " + file + ":" + std::to_string(loc.line()) + " in " + loc.function_name() + ")";
-}
-template <class E>
-[[noreturn]] void fail(const std::string& op, const std::string& msg,
-                       const std::source_location& loc) {
-  throw E("tg." + op + ": " + msg + where(loc));
-}
-} // namespace detail
-
-} // namespace tg
-#endif // TG_SI_TG_ERRORS_HPP
-
-// ---- tg/graph/sint.hpp ----
-#ifndef TG_SI_TG_GRAPH_SINT_HPP
-#define TG_SI_TG_GRAPH_SINT_HPP
-// Symbolic integers: dimensions that are polynomials over named variables with bounds
-// ("batch" in [1, 4096]). A variable may carry a bound value, used when a kernel is launched;
-// the kernel's source only names the variable, so one compiled kernel serves every value.
-#include <array>
 
 namespace tg {
 
@@ -1193,6 +731,40 @@ constexpr Shape contiguous_strides(const Shape& shape) {
   }
   return st;
 }
+
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
+    }
+  }
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+/// A shape as error messages and dumps print it: [2, batch+1].
+inline std::string shape_str(const Shape& s) {
+  Text t;
+  write_shape(t, s);
+  return std::string(t.view());
+}
+} // namespace detail
 
 } // namespace tg
 #endif // TG_SI_TG_GRAPH_SINT_HPP
@@ -1679,6 +1251,3800 @@ using NodeFlags = std::vector<std::uint8_t>;
 
 } // namespace tg
 #endif // TG_SI_TG_GRAPH_GRAPH_HPP
+
+// ---- tg/runtime/device.hpp ----
+#ifndef TG_SI_TG_RUNTIME_DEVICE_HPP
+#define TG_SI_TG_RUNTIME_DEVICE_HPP
+// Device = Allocator + Compiler + Program launcher. Devices register by name ("CPU", "INTERP");
+// `TG_DEVICE` picks the default. A device that cannot work here says why, and only when used.
+// This header declares them; runtime/host.hpp has the registry and tg/impl/devices.hpp the
+// functions.
+#include <cctype>
+#include <functional>
+
+// ---- tg/runtime/stats.hpp ----
+#ifndef TG_SI_TG_RUNTIME_STATS_HPP
+#define TG_SI_TG_RUNTIME_STATS_HPP
+// Counters that tests and users read to see what the runtime did.
+#include <atomic>
+
+namespace tg {
+
+struct Stats {
+  std::int64_t kernels_compiled = 0; // kernels the compiler built (several may share one run)
+  std::int64_t kernels_launched = 0;
+  std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
+  std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)
+  std::int64_t realizes = 0;
+  std::int64_t plans_reused = 0;  // realizes that found their kernels planned by an earlier one
+  std::int64_t beam_searches = 0; // kernels whose lowering TG_BEAM chose by timing variants
+  std::int64_t beam_cached = 0;   // kernels whose TG_BEAM choice was read from the disk cache
+};
+
+namespace detail {
+struct AtomicStats {
+  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
+      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
+};
+inline AtomicStats& stats_storage() {
+  static AtomicStats s;
+  return s;
+}
+} // namespace detail
+
+/// A snapshot of the counters since the start (or the last reset_stats()).
+inline Stats stats() {
+  auto& s = detail::stats_storage();
+  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
+               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
+               s.beam_searches.load(),    s.beam_cached.load()};
+}
+inline void reset_stats() {
+  auto& s = detail::stats_storage();
+  s.kernels_compiled = 0;
+  s.kernels_launched = 0;
+  s.cache_hits = 0;
+  s.bytes_allocated = 0;
+  s.realizes = 0;
+  s.plans_reused = 0;
+  s.beam_searches = 0;
+  s.beam_cached = 0;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_STATS_HPP
+
+namespace tg {
+
+struct Target;     // codegen/pipeline.hpp
+struct KernelCode; // codegen/pipeline.hpp
+
+/// A compiled kernel, ready to launch over buffers and symbolic-size values.
+class Runner {
+public:
+  virtual ~Runner() = default;
+  virtual void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) = 0;
+  std::string name, source;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  /// Why the device cannot be used here, or "" when it can.
+  virtual std::string unavailable_reason() const { return ""; }
+  virtual void* alloc(std::size_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  virtual void copy_in(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_out(void* dst, const void* src, std::size_t bytes) = 0;
+  /// Device-to-device copy; by default through host memory.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) {
+    std::vector<unsigned char> host(bytes);
+    copy_out(host.data(), src, bytes);
+    copy_in(dst, host.data(), bytes);
+  }
+  /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
+  virtual bool host_memory() const { return false; }
+  /// What the pass list makes this device's kernels for (codegen/pipeline.hpp): its fuser and
+  /// lowering choices, device passes and dialect, with the environment's overrides.
+  virtual Target target() const = 0;
+  /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
+  /// runner each.
+  virtual std::vector<std::shared_ptr<Runner>>
+  prepare(const std::vector<const KernelCode*>& kernels) = 0;
+};
+
+/// Device memory owned by a tensor.
+struct Buffer {
+  std::shared_ptr<Device> device;
+  DType dtype;
+  std::int64_t numel;
+  void* ptr = nullptr;
+  Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
+      : device(std::move(d)), dtype(t), numel(n) {
+    std::size_t bytes = nbytes();
+    ptr = device->alloc(bytes ? bytes : 1);
+    detail::stats_storage().bytes_allocated += std::int64_t(bytes);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { device->free(ptr); }
+  std::size_t nbytes() const { return std::size_t(numel) * std::size_t(itemsize(dtype)); }
+};
+
+using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
+using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+
+TG_API void register_device(const std::string& name, DeviceFactory f);
+/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
+/// devices(). Opening NAME:k calls factory(k).
+TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
+                                   std::function<int()> count = {});
+/// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
+TG_API std::shared_ptr<Device> device(const std::string& requested);
+
+struct DeviceInfo {
+  std::string name;
+  bool available;
+  std::string reason; // why not, when unavailable
+};
+/// Every registered device and whether it works here.
+TG_API std::vector<DeviceInfo> devices();
+/// The default device: TG_DEVICE, else CPU.
+TG_API std::string default_device();
+
+namespace detail {
+inline std::string canonical_device(std::string name) {
+  for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (name.size() > 2 && name.substr(name.size() - 2) == ":0") name.resize(name.size() - 2);
+  return name;
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_DEVICE_HPP
+
+namespace tg {
+
+struct LazyNode;
+/// How a node that requires grad was made (kept apart from `src`, which realize clears).
+struct GradRecord {
+  Op op;
+  std::vector<std::shared_ptr<LazyNode>> parents;
+  std::vector<Movement> moves;
+  std::vector<int> axes;
+};
+
+struct LazyNode {
+  Op op = Op::Const;
+  DType dtype = DType::Float32;
+  Shape shape;
+  std::string device;
+  std::vector<std::shared_ptr<LazyNode>> src;
+  std::vector<Movement> moves;
+  std::vector<int> axes;
+  Scalar value;
+  std::shared_ptr<Buffer> buffer; // set when op == Buffer
+  // autograd
+  bool requires_grad = false;
+  std::shared_ptr<GradRecord> grad_fn; // null for leaves
+  std::shared_ptr<LazyNode> grad;      // accumulated by backward() on leaves
+  // a constant made from a C++ number in the user's code: the op and the call site, which
+  // tg::jit names when a replay would repeat a value that changed
+  const char* made_by = nullptr;
+  std::source_location made_at;
+};
+
+namespace detail {
+inline int& no_grad_depth() {
+  thread_local int depth = 0;
+  return depth;
+}
+} // namespace detail
+
+/// Within its scope, ops record nothing for autograd (as torch.no_grad()).
+struct no_grad {
+  no_grad() { ++detail::no_grad_depth(); }
+  ~no_grad() { --detail::no_grad_depth(); }
+  no_grad(const no_grad&) = delete;
+  no_grad& operator=(const no_grad&) = delete;
+};
+inline bool grad_enabled() { return detail::no_grad_depth() == 0; }
+using LazyPtr = std::shared_ptr<LazyNode>;
+
+namespace detail {
+
+/// True when reading `n` needs no kernel: a buffer, or a view of one.
+inline bool is_materialized(const LazyNode& n) {
+  return n.op == Op::Buffer || (n.op == Op::View && n.src[0]->op == Op::Buffer);
+}
+
+/// Realizes every target (on one device) with one schedule.
+TG_API void realize_nodes(const std::vector<LazyPtr>& targets);
+/// What Tensor::realize() and tg::realize do: realize_nodes, except that while tg::export_model
+/// traces a method, values of its inputs stay lazy (tg/impl/realize.hpp says why).
+TG_API void realize_requested(const std::vector<LazyPtr>& targets);
+
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_LAZY_HPP
+
+namespace tg {
+
+namespace detail {
+/// One axis of a reduction: any integer but bool.
+template <class T>
+concept Axis = std::integral<T> && !std::same_as<T, bool>;
+} // namespace detail
+
+template <class T>
+concept Arithmetic =
+    std::is_arithmetic_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+
+/// dtype (unset: float32 for factories, the element type for data) and device ("" = default).
+struct TensorOptions {
+  std::optional<DType> dtype;
+  std::string device;
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype(d) {}
+  TensorOptions(DType d, std::string dev) : dtype(d), device(std::move(dev)) {}
+};
+
+/// A symbolic size bound to a value: `tg::sym("batch", 1, 4096, 32)`.
+TG_API SInt sym(std::string_view name, std::int64_t lo, std::int64_t hi, std::int64_t value);
+
+/// One axis of an index: a slice [start:stop:step] (negative values count from the end).
+struct Slice {
+  std::optional<std::int64_t> start, stop;
+  std::int64_t step = 1;
+};
+/// An integer (removes the axis) or a Slice.
+struct Index {
+  std::variant<std::int64_t, Slice> v;
+  template <std::integral I> Index(I i) : v(std::int64_t(i)) {}
+  Index(Slice s) : v(s) {}
+};
+
+class Tensor;
+/// A tensor operand that remembers the user's call site (operators cannot take a default argument).
+struct TensorArg {
+  const Tensor& t;
+  std::source_location loc;
+  TensorArg(const Tensor& t_, std::source_location l = std::source_location::current())
+      : t(t_), loc(l) {}
+};
+
+class Tensor {
+public:
+  using Loc = std::source_location;
+
+  Tensor() = default;
+  explicit Tensor(LazyPtr n) : n_(std::move(n)) {}
+
+  // ---- data ------------------------------------------------------------------------------
+  template <Arithmetic E>
+  Tensor(std::initializer_list<E> v, TensorOptions o = {}, Loc loc = Loc::current())
+      : Tensor(from_data(std::vector<E>(v), {std::int64_t(v.size())}, o, loc)) {}
+  template <Arithmetic E>
+  Tensor(std::initializer_list<std::initializer_list<E>> v, TensorOptions o = {},
+         Loc loc = Loc::current()) {
+    std::vector<E> flat;
+    std::int64_t cols = v.size() ? std::int64_t(v.begin()->size()) : 0;
+    for (auto& row : v) {
+      if (std::int64_t(row.size()) != cols)
+        detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
+      flat.insert(flat.end(), row.begin(), row.end());
+    }
+    *this = from_data(flat, {std::int64_t(v.size()), cols}, o, loc);
+  }
+  template <Arithmetic E>
+  Tensor(std::initializer_list<std::initializer_list<std::initializer_list<E>>> v,
+         TensorOptions o = {}, Loc loc = Loc::current()) {
+    std::vector<E> flat;
+    std::int64_t d1 = v.size() ? std::int64_t(v.begin()->size()) : 0, d2 = -1;
+    for (auto& a : v) {
+      if (std::int64_t(a.size()) != d1)
+        detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
+      for (auto& b : a) {
+        if (d2 < 0) d2 = std::int64_t(b.size());
+        if (std::int64_t(b.size()) != d2)
+          detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
+        flat.insert(flat.end(), b.begin(), b.end());
+      }
+    }
+    *this = from_data(flat, {std::int64_t(v.size()), d1, d2 < 0 ? 0 : d2}, o, loc);
+  }
+  /// Copies `data` into a new tensor of the given shape (default: 1-D).
+  template <Arithmetic E>
+  static Tensor from_data(const std::vector<E>& data, Shape shape = {}, TensorOptions o = {},
+                          Loc loc = Loc::current());
+  template <Arithmetic E>
+  static Tensor from_data(const E* data, Shape shape, TensorOptions o = {},
+                          Loc loc = Loc::current());
+  /// A 0-d tensor.
+  template <Arithmetic E>
+  static Tensor scalar(E v, TensorOptions o = {}, Loc loc = Loc::current()) {
+    return from_data(std::vector<E>{v}, Shape{}, o, loc);
+  }
+
+  // ---- properties ------------------------------------------------------------------------
+  bool defined() const { return bool(n_); }
+  std::vector<std::int64_t> shape() const;
+  const Shape& sym_shape() const { return node().shape; }
+  std::int64_t size(int dim, Loc loc = Loc::current()) const;
+  DType dtype() const { return node().dtype; }
+  const std::string& device() const { return node().device; }
+  std::int64_t numel() const { return tg::prod(node().shape).eval(); }
+  int ndim() const { return int(node().shape.size()); }
+  const LazyPtr& lazy() const { return n_; }
+  /// True when the value is in memory (a buffer or a view of one).
+  bool is_realized() const { return detail::is_materialized(node()); }
+
+  // ---- autograd (autograd/backward.hpp) ---------------------------------------------------
+  /// Marks a leaf tensor as a parameter whose gradient backward() accumulates (float dtypes).
+  Tensor& requires_grad_(bool on = true, Loc loc = Loc::current());
+  bool requires_grad() const { return node().requires_grad; }
+  /// The gradient accumulated by backward(); undefined (defined() == false) before.
+  Tensor grad() const { return node().grad ? Tensor(node().grad) : Tensor(); }
+  void set_grad(const Tensor& g) { n_->grad = g.n_; }
+  /// Gradients of this tensor (a scalar, or with `gradient` of its shape) into every leaf
+  /// that requires grad, added to what their .grad() holds.
+  void backward(const Tensor& gradient = Tensor(), Loc loc = Loc::current()) const;
+  /// The same value, cut from the autograd graph.
+  Tensor detach() const;
+
+  // ---- evaluation ------------------------------------------------------------------------
+  /// Computes the tensor now (while a method is exported, a value of its inputs stays lazy:
+  /// detail::realize_requested).
+  Tensor& realize() {
+    detail::realize_requested({n_});
+    return *this;
+  }
+  Tensor contiguous(Loc loc = Loc::current()) const;
+  /// Writes `value` into this tensor's buffer (engine/jit.hpp; see tg::assign).
+  Tensor& assign(const Tensor& value, Loc loc = Loc::current());
+  Tensor to(const std::string& device, Loc loc = Loc::current()) const;
+  Tensor cast(DType t, Loc loc = Loc::current()) const;
+  Tensor bitcast(DType t, Loc loc = Loc::current()) const;
+  template <Arithmetic E> std::vector<E> to_vector(Loc loc = Loc::current()) const;
+  template <Arithmetic E> E item(Loc loc = Loc::current()) const;
+  std::string to_string() const;
+
+  // ---- elementwise -----------------------------------------------------------------------
+  Tensor neg(Loc loc = Loc::current()) const;
+  Tensor abs(Loc loc = Loc::current()) const;
+  Tensor sign(Loc loc = Loc::current()) const;
+  Tensor exp(Loc loc = Loc::current()) const;
+  Tensor exp2(Loc loc = Loc::current()) const;
+  Tensor log(Loc loc = Loc::current()) const;
+  Tensor log2(Loc loc = Loc::current()) const;
+  Tensor sqrt(Loc loc = Loc::current()) const;
+  Tensor rsqrt(Loc loc = Loc::current()) const;
+  Tensor reciprocal(Loc loc = Loc::current()) const;
+  Tensor sin(Loc loc = Loc::current()) const;
+  Tensor cos(Loc loc = Loc::current()) const;
+  Tensor tan(Loc loc = Loc::current()) const;
+  Tensor tanh(Loc loc = Loc::current()) const;
+  Tensor sigmoid(Loc loc = Loc::current()) const;
+  Tensor relu(Loc loc = Loc::current()) const;
+  Tensor leaky_relu(double negative_slope = 0.01, Loc loc = Loc::current()) const;
+  /// approximate: "none" (erf, as PyTorch's default) or "tanh".
+  Tensor gelu(const std::string& approximate = "none", Loc loc = Loc::current()) const;
+  Tensor silu(Loc loc = Loc::current()) const;
+  Tensor softplus(double beta = 1, double threshold = 20, Loc loc = Loc::current()) const;
+  Tensor square(Loc loc = Loc::current()) const;
+  Tensor floor(Loc loc = Loc::current()) const;
+  Tensor ceil(Loc loc = Loc::current()) const;
+  Tensor round(Loc loc = Loc::current()) const;
+  Tensor trunc(Loc loc = Loc::current()) const;
+  Tensor isnan(Loc loc = Loc::current()) const;
+  Tensor isinf(Loc loc = Loc::current()) const;
+  Tensor logical_not(Loc loc = Loc::current()) const;
+  Tensor pow(const Tensor& e, Loc loc = Loc::current()) const;
+  Tensor pow(double e, Loc loc = Loc::current()) const;
+  Tensor maximum(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor minimum(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor clamp(std::optional<double> lo, std::optional<double> hi, Loc loc = Loc::current()) const;
+  // math.hpp: more elementwise functions, as torch.* (first derivatives exact)
+  Tensor erf(Loc loc = Loc::current()) const;
+  Tensor erfc(Loc loc = Loc::current()) const;
+  Tensor log1p(Loc loc = Loc::current()) const;
+  Tensor expm1(Loc loc = Loc::current()) const;
+  Tensor sinh(Loc loc = Loc::current()) const;
+  Tensor cosh(Loc loc = Loc::current()) const;
+  Tensor asinh(Loc loc = Loc::current()) const;
+  Tensor acosh(Loc loc = Loc::current()) const;
+  Tensor atanh(Loc loc = Loc::current()) const;
+  Tensor atan(Loc loc = Loc::current()) const;
+  Tensor asin(Loc loc = Loc::current()) const;
+  Tensor acos(Loc loc = Loc::current()) const;
+  Tensor atan2(const Tensor& x, Loc loc = Loc::current()) const;
+  Tensor hypot(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight, Loc loc = Loc::current()) const;
+  Tensor lerp(const Tensor& end, double weight, Loc loc = Loc::current()) const;
+  /// Python's %: the remainder has the divisor's sign (integers by zero give 0).
+  Tensor remainder(const Tensor& o, Loc loc = Loc::current()) const;
+  /// C's fmod: the remainder has the dividend's sign.
+  Tensor fmod(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor floor_divide(const Tensor& o, Loc loc = Loc::current()) const;
+  /// Integer and bool tensors only.
+  Tensor bitwise_and(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_or(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_xor(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_not(Loc loc = Loc::current()) const;
+  Tensor bitwise_left_shift(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor bitwise_right_shift(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor logical_and(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor logical_or(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor logical_xor(const Tensor& o, Loc loc = Loc::current()) const;
+
+  // ---- reductions (no axes: all) ---------------------------------------------------------
+  // One axis is a template so that `{}` picks the axes overload (all axes), not axis 0.
+  Tensor sum(Loc loc = Loc::current()) const { return sum(std::vector<int>{}, false, loc); }
+  template <detail::Axis A>
+  Tensor sum(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return sum(std::vector<int>{int(axis)}, keepdim, loc);
+  }
+  Tensor sum(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor mean(Loc loc = Loc::current()) const { return mean(std::vector<int>{}, false, loc); }
+  template <detail::Axis A>
+  Tensor mean(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return mean(std::vector<int>{int(axis)}, keepdim, loc);
+  }
+  Tensor mean(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor max(Loc loc = Loc::current()) const { return max(std::vector<int>{}, false, loc); }
+  template <detail::Axis A>
+  Tensor max(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return max(std::vector<int>{int(axis)}, keepdim, loc);
+  }
+  Tensor max(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor min(Loc loc = Loc::current()) const { return min(std::vector<int>{}, false, loc); }
+  template <detail::Axis A>
+  Tensor min(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return min(std::vector<int>{int(axis)}, keepdim, loc);
+  }
+  Tensor min(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor prod(Loc loc = Loc::current()) const { return prod(std::vector<int>{}, false, loc); }
+  template <detail::Axis A>
+  Tensor prod(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return prod(std::vector<int>{int(axis)}, keepdim, loc);
+  }
+  Tensor prod(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor any(Loc loc = Loc::current()) const { return any(std::vector<int>{}, false, loc); }
+  template <detail::Axis A>
+  Tensor any(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return any(std::vector<int>{int(axis)}, keepdim, loc);
+  }
+  Tensor any(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor all(Loc loc = Loc::current()) const { return all(std::vector<int>{}, false, loc); }
+  template <detail::Axis A>
+  Tensor all(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return all(std::vector<int>{int(axis)}, keepdim, loc);
+  }
+  Tensor all(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  /// max and min over axes (all when empty), as torch.amax / amin.
+  Tensor amax(std::vector<int> axes = {}, bool keepdim = false, Loc loc = Loc::current()) const {
+    return max(std::move(axes), keepdim, loc);
+  }
+  Tensor amin(std::vector<int> axes = {}, bool keepdim = false, Loc loc = Loc::current()) const {
+    return min(std::move(axes), keepdim, loc);
+  }
+  /// The p-norm over axes (all when empty): torch.linalg.vector_norm (p: 2, 1, inf, -inf, 0 or
+  /// any other positive number).
+  Tensor norm(double p = 2, std::vector<int> axes = {}, bool keepdim = false,
+              Loc loc = Loc::current()) const;
+  /// Index of the first maximum (over the flattened tensor when no axis is given); int64.
+  Tensor argmax(std::optional<int> axis = std::nullopt, bool keepdim = false,
+                Loc loc = Loc::current()) const;
+  Tensor argmin(std::optional<int> axis = std::nullopt, bool keepdim = false,
+                Loc loc = Loc::current()) const;
+  /// Variance with Bessel's correction by default (correction = 1), as PyTorch.
+  Tensor var(std::vector<int> axes = {}, double correction = 1, bool keepdim = false,
+             Loc loc = Loc::current()) const;
+  Tensor std(std::vector<int> axes = {}, double correction = 1, bool keepdim = false,
+             Loc loc = Loc::current()) const;
+  Tensor logsumexp(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
+  template <detail::Axis A>
+  Tensor logsumexp(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
+    return logsumexp(std::vector<int>{int(axis)}, keepdim, loc);
+  }
+
+  // ---- movement (zero-copy views) --------------------------------------------------------
+  Tensor reshape(Shape shape, Loc loc = Loc::current()) const;
+  Tensor view(Shape shape, Loc loc = Loc::current()) const {
+    return reshape(std::move(shape), loc);
+  }
+  Tensor permute(std::vector<int> dims, Loc loc = Loc::current()) const;
+  Tensor transpose(int d0, int d1, Loc loc = Loc::current()) const;
+  Tensor T(Loc loc = Loc::current()) const;
+  /// -1 keeps a size; new leading axes may be added.
+  Tensor expand(Shape shape, Loc loc = Loc::current()) const;
+  Tensor broadcast_to(Shape shape, Loc loc = Loc::current()) const {
+    return expand(std::move(shape), loc);
+  }
+  Tensor squeeze(Loc loc = Loc::current()) const;
+  Tensor squeeze(int dim, Loc loc = Loc::current()) const;
+  Tensor unsqueeze(int dim, Loc loc = Loc::current()) const;
+  Tensor flatten(int start_dim = 0, int end_dim = -1, Loc loc = Loc::current()) const;
+  /// PyTorch's F.pad: pairs (before, after) starting from the last axis; negative values crop.
+  Tensor pad(std::vector<std::int64_t> pads, double value = 0, Loc loc = Loc::current()) const;
+  Tensor slice(int dim, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
+               std::int64_t step = 1, Loc loc = Loc::current()) const;
+  Tensor index(std::vector<Index> idx, Loc loc = Loc::current()) const;
+  /// x[i]: an integer index that remembers the caller's line (operator[] takes one argument).
+  struct At {
+    std::int64_t i;
+    std::source_location loc;
+    template <std::integral I>
+    At(I i_, std::source_location l = std::source_location::current())
+        : i(std::int64_t(i_)), loc(l) {}
+  };
+  Tensor operator[](At at) const { return index({Index(at.i)}, at.loc); }
+  Tensor flip(std::vector<int> dims, Loc loc = Loc::current()) const;
+  std::vector<Tensor> split(std::int64_t size, int dim = 0, Loc loc = Loc::current()) const;
+  std::vector<Tensor> split(std::vector<std::int64_t> sizes, int dim = 0,
+                            Loc loc = Loc::current()) const;
+  std::vector<Tensor> chunk(std::int64_t chunks, int dim = 0, Loc loc = Loc::current()) const;
+  Tensor repeat(std::vector<std::int64_t> repeats, Loc loc = Loc::current()) const;
+  Tensor gather(int dim, const Tensor& index, Loc loc = Loc::current()) const;
+  Tensor index_select(int dim, const Tensor& index, Loc loc = Loc::current()) const;
+
+  // ---- composite ------------------------------------------------------------------------
+  Tensor matmul(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor dot(const Tensor& o, Loc loc = Loc::current()) const;
+  Tensor softmax(int dim, Loc loc = Loc::current()) const;
+  Tensor log_softmax(int dim, Loc loc = Loc::current()) const;
+  Tensor cumsum(int dim, Loc loc = Loc::current()) const;
+  // indexing.hpp: ops that select, place or order elements
+  Tensor cumprod(int dim, Loc loc = Loc::current()) const;
+  /// The running maximum along dim and the index of the last element equal to it (int64).
+  std::pair<Tensor, Tensor> cummax(int dim, Loc loc = Loc::current()) const;
+  std::pair<Tensor, Tensor> cummin(int dim, Loc loc = Loc::current()) const;
+  Tensor logcumsumexp(int dim, Loc loc = Loc::current()) const;
+  /// value where mask (bool, broadcast to this tensor's shape) is true.
+  Tensor masked_fill(const Tensor& mask, double value, Loc loc = Loc::current()) const;
+  /// The lower (upper) triangle of the last two dims: j - i <= k (j - i >= k); the rest zero.
+  Tensor tril(std::int64_t k = 0, Loc loc = Loc::current()) const;
+  Tensor triu(std::int64_t k = 0, Loc loc = Loc::current()) const;
+  /// out[..., index[i][j], ...] = src[i][j] along dim (indices checked on the host).
+  Tensor scatter(int dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current()) const;
+  Tensor scatter_add(int dim, const Tensor& index, const Tensor& src,
+                     Loc loc = Loc::current()) const;
+  /// out[..., index[k], ...] += source[..., k, ...] along dim (index 1-D).
+  Tensor index_add(int dim, const Tensor& index, const Tensor& source,
+                   Loc loc = Loc::current()) const;
+  /// Sorted values and their indices (int64) along dim; stable; NaN sorts as the largest.
+  /// O(n^2) work along dim: meant for dims of up to a few thousand.
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false,
+                                 Loc loc = Loc::current()) const;
+  Tensor argsort(int dim = -1, bool descending = false, Loc loc = Loc::current()) const;
+  /// The k largest (or smallest) values along dim, sorted, and their indices.
+  std::pair<Tensor, Tensor> topk(std::int64_t k, int dim = -1, bool largest = true,
+                                 Loc loc = Loc::current()) const;
+
+  // ---- building blocks (used by the ops above and by the library layers) -----------------
+  static Tensor make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
+                     const std::string& device);
+  Tensor alu(Op op, Loc loc) const;
+  static Tensor alu(Op op, const Tensor& a, const Tensor& b, const char* name, Loc loc);
+  Tensor move(Movement m) const;
+  /// A View node for `moves` applied in order (`out`: the shape after the last), composed with
+  /// the view below as move() does; the moves are moved from.
+  Tensor append_moves(Shape out, std::span<Movement> moves) const;
+  Tensor reduce(Op op, std::vector<int> axes, bool keepdim, const char* name, Loc loc) const;
+  /// A constant of this tensor's device, broadcast to `shape`.
+  static Tensor full_on(const Shape& shape, double v, DType t, const std::string& device);
+  /// The same with an exact value (integers beyond 2^53 do not survive a double).
+  static Tensor full_on(const Shape& shape, Scalar v, DType t, const std::string& device);
+  Tensor const_like(double v, std::optional<DType> t = std::nullopt) const {
+    return full_on(sym_shape(), v, t.value_or(dtype()), device());
+  }
+  int normalize_axis(int axis, const char* op, Loc loc, int extra = 0) const;
+  /// A float tensor for float math: ints and bools become float32.
+  Tensor as_float() const { return is_float(dtype()) ? *this : cast(DType::Float32); }
+
+private:
+  const LazyNode& node() const {
+    if (!n_) throw error("tg: use of an undefined (default-constructed) Tensor");
+    return *n_;
+  }
+  LazyPtr n_;
+};
+
+// ---- shapes -----------------------------------------------------------------------------
+namespace detail {
+TG_API std::string shape_of(const Tensor& t);
+/// The dtype of a binary op's result: PyTorch's promotion, 0-d operands counting for less.
+TG_API DType promote(const Tensor& a, const Tensor& b);
+/// NumPy broadcasting of two shapes; false when they do not broadcast.
+TG_API bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
+} // namespace detail
+
+/// Seeds tg's random number generator (rand, randn, randint, ... are reproducible).
+TG_API void manual_seed(std::uint64_t seed);
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_CLASS_HPP
+
+namespace tg {
+
+/// torch.autograd.grad: the gradients of `outputs` (scalars, or weighted by `grad_outputs`)
+/// with respect to `inputs`, without touching any .grad().
+TG_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
+                                const std::vector<Tensor>& inputs,
+                                std::vector<Tensor> grad_outputs = {},
+                                std::source_location loc = std::source_location::current());
+
+} // namespace tg
+#endif // TG_SI_TG_AUTOGRAD_GRAD_HPP
+
+// ---- tg/engine/jit.hpp ----
+#ifndef TG_SI_TG_ENGINE_JIT_HPP
+#define TG_SI_TG_ENGINE_JIT_HPP
+// assign: write values into existing buffers (parameters and optimizer state update in place).
+// jit: capture the device work of a function on an early call and replay it afterwards: no graph
+// building, scheduling or compiling on replay (tinygrad's TinyJit, tensorgrad's compiled step).
+// Both are defined in tg/impl/jit.hpp; the template here only calls the function.
+#include <tuple>
+
+// ---- tg/tensor/core.hpp ----
+#ifndef TG_SI_TG_TENSOR_CORE_HPP
+#define TG_SI_TG_TENSOR_CORE_HPP
+// The mechanics every op is built from: node creation, broadcasting, views, reductions, casts,
+// and moving data in and out.
+
+namespace tg {
+
+namespace detail {
+/// Whether a call site is in the user's code rather than in tg's headers (where composite ops
+/// call other ops): tg's root is the directory of this header's `tg/`.
+TG_API bool user_site(const std::source_location& loc);
+/// Marks a constant made from a C++ number at the user's call `loc` of `op` while tg::jit records
+/// a call (it names the constant when that number changes between calls; nothing is done
+/// outside a jitted function).
+inline const Tensor& made_at(const Tensor& c, const char* op, const std::source_location& loc) {
+  if (!active_trace()) return c;
+  LazyNode& n = *c.lazy();
+  if (n.op == Op::Const && !n.made_by && user_site(loc)) {
+    n.made_by = op;
+    n.made_at = loc;
+  }
+  return c;
+}
+} // namespace detail
+
+namespace detail {
+
+/// How a GPU reduction is split into two (a reduced axis cut into [k, extent / k]: the first
+/// kernel reduces the inner part, the second the k partial results), or k = 0 to keep it whole.
+/// gpu_program gives each output of a reduction with fewer than 16,384 outputs a work-group of
+/// its own: that runs too few groups when the outputs are fewer still (a full sum was two orders
+/// of magnitude slower than PyTorch's, docs/performance.md; on lavapipe it passed llvmpipe's
+/// loop limit), and when the last axis is kept, a group's lanes read one column, each lane a
+/// different row. So: a reduction over the last axis gets about 4,096 groups of at least 1,024
+/// elements each; a reduction over other axes gets at least 262,144 outputs in its first kernel
+/// (one thread each, neighbouring threads reading neighbouring columns), each still reducing at
+/// least 16 elements (the fastest of the shapes measured for a column sum: docs/performance.md).
+/// Where no divisor of a reduced axis comes within 16 times of the k wanted (a prime length),
+/// the axis is padded with the reduction's identity to a multiple of a k that does (`pad`
+/// elements more): lavapipe refused a sum of a prime 16,777,259 floats in one work-group.
+struct ReduceSplit {
+  int axis = -1;
+  std::int64_t k = 0;
+  std::int64_t pad = 0;
+};
+constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
+                                       const std::vector<int>& axes) {
+  if (shape.empty() || axes.empty()) return {};
+  std::int64_t items = 1, len = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    (std::find(axes.begin(), axes.end(), int(i)) == axes.end() ? items : len) *= shape[i];
+  // over the last axis, or over the last one longer than 1: each output's elements lie together
+  bool last = true;
+  for (std::size_t i = std::size_t(axes.back()) + 1; i < shape.size(); ++i)
+    last = last && shape[i] == 1;
+  const std::int64_t min_part = last ? 1024 : 16;
+  if (items == 0 || len < (last ? 65536 : 256) || items >= (last ? 1024 : 16384)) return {};
+  const std::int64_t want = last ? (4096 + items - 1) / items : (262144 + items - 1) / items;
+  // over the last axis: the largest k up to `want`; else the smallest from `want` up (the
+  // largest below it when there is none). Divisors in pairs, up to the square root.
+  ReduceSplit best;
+  auto consider = [&](int a, std::int64_t k) {
+    if (k < 2 || len / k < min_part) return;
+    if (last ? (k <= want && k > best.k) : (best.k < want ? k > best.k : k >= want && k < best.k))
+      best = {a, k};
+  };
+  int longest = axes[0];
+  for (int a : axes) {
+    const std::int64_t d = shape[std::size_t(a)];
+    if (d > shape[std::size_t(longest)]) longest = a;
+    for (std::int64_t i = 1; i * i <= d; ++i)
+      if (d % i == 0) {
+        consider(a, i);
+        consider(a, d / i);
+      }
+  }
+  if (best.k * 16 >= want) return best;
+  // no divisor near `want`: pad the longest reduced axis to a multiple of one that is
+  const std::int64_t d = shape[std::size_t(longest)];
+  const std::int64_t k = std::min(want, d / min_part);
+  if (k < 2 || k <= best.k) return best;
+  return {longest, k, (k - d % k) % k};
+}
+
+/// Whether reductions on `device` are split for a GPU launch (Target::split_reductions).
+TG_API bool splits_reductions(const std::string& device);
+
+// The non-template parts of Tensor::from_data, to_vector and item (which convert the values).
+/// The element count of a new tensor's shape (refusing a negative size).
+TG_API std::int64_t checked_numel(const Shape& shape, std::source_location loc);
+/// The shape of a tensor made from `count` values (1-D by default); they must fill it.
+TG_API void fill_shape(Shape& shape, std::size_t count, std::source_location loc);
+TG_API void check_item(const Tensor& t, std::source_location loc);
+/// A new realized tensor of `shape` on device `dev` ("": the default) holding `host` (its values
+/// in dtype t), made at `loc`.
+TG_API Tensor upload(std::vector<unsigned char> host, DType t, Shape shape, const std::string& dev,
+                     std::source_location loc);
+/// The values of `t`, realized, in its dtype and row-major order (Tensor::to_vector converts).
+TG_API std::vector<unsigned char> download(const Tensor& t, std::source_location loc);
+
+} // namespace detail
+
+template <Arithmetic E>
+Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
+  DType t = o.dtype.value_or(dtype_of<E>);
+  std::int64_t n = detail::checked_numel(shape, loc);
+  std::vector<unsigned char> host(std::size_t(n) * std::size_t(itemsize(t)));
+  visit_dtype(t, [&](auto x) {
+    using D = decltype(x);
+    D* out = reinterpret_cast<D*>(host.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
+        out[i] = D(static_cast<float>(data[i]));
+      else if constexpr (std::is_same_v<E, half> || std::is_same_v<E, bfloat16_t>)
+        out[i] = static_cast<D>(static_cast<float>(data[i]));
+      else
+        out[i] = static_cast<D>(data[i]);
+    }
+  });
+  return detail::upload(std::move(host), t, std::move(shape), o.device, loc);
+}
+template <Arithmetic E>
+Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions o, Loc loc) {
+  detail::fill_shape(shape, data.size(), loc);
+  if constexpr (std::is_same_v<E, bool>) { // std::vector<bool> is packed: it has no data()
+    std::unique_ptr<bool[]> flat(new bool[data.size()]);
+    std::copy(data.begin(), data.end(), flat.get());
+    return from_data(static_cast<const bool*>(flat.get()), std::move(shape), o, loc);
+  } else {
+    return from_data(data.data(), std::move(shape), o, loc);
+  }
+}
+
+template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc loc) const {
+  std::vector<unsigned char> host = detail::download(*this, loc);
+  std::int64_t n = numel();
+  std::vector<E> out(static_cast<std::size_t>(n));
+  visit_dtype(dtype(), [&](auto x) {
+    using D = decltype(x);
+    const D* in = reinterpret_cast<const D*>(host.data());
+    for (std::int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
+        out[std::size_t(i)] = static_cast<E>(static_cast<float>(in[i]));
+      else
+        out[std::size_t(i)] = static_cast<E>(in[i]);
+    }
+  });
+  return out;
+}
+
+template <Arithmetic E> E Tensor::item(Loc loc) const {
+  detail::check_item(*this, loc);
+  return to_vector<E>(loc)[0];
+}
+
+/// Realizes several tensors with one schedule (as Tensor::realize).
+TG_API void realize(std::vector<Tensor> ts);
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_CORE_HPP
+
+namespace tg {
+
+/// Realizes every value into the buffer of its target (a realized tensor of the same shape;
+/// values are cast to the target's dtype) in one schedule. Afterwards each value tensor aliases
+/// its target's memory. The tensors in `realize_too` are realized in the same schedule, from the
+/// targets' old contents (an optimizer keeps the gradients it read this way).
+TG_API void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
+                   const std::vector<Tensor>& realize_too,
+                   std::source_location loc = std::source_location::current());
+
+inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
+                   std::source_location loc = std::source_location::current()) {
+  assign(pairs, {}, loc);
+}
+
+inline Tensor& Tensor::assign(const Tensor& value, Loc loc) {
+  tg::assign({{*this, value}}, loc);
+  return *this;
+}
+
+namespace detail {
+template <class R> struct JitResult; // how a function's result is flattened to tensors and rebuilt
+template <> struct JitResult<Tensor> {
+  static std::vector<Tensor> flatten(const Tensor& t) { return {t}; }
+  static Tensor rebuild(const std::vector<Tensor>& ts) { return ts[0]; }
+};
+template <> struct JitResult<std::vector<Tensor>> {
+  static std::vector<Tensor> flatten(const std::vector<Tensor>& t) { return t; }
+  static std::vector<Tensor> rebuild(const std::vector<Tensor>& ts) { return ts; }
+};
+template <> struct JitResult<void> {};
+template <class... T> struct JitResult<std::tuple<T...>> {
+  static std::vector<Tensor> flatten(const std::tuple<T...>& t) {
+    return std::apply([](const auto&... x) { return std::vector<Tensor>{x...}; }, t);
+  }
+  static std::tuple<T...> rebuild(const std::vector<Tensor>& ts) {
+    return rebuild(ts, std::index_sequence_for<T...>{});
+  }
+  template <std::size_t... I>
+  static std::tuple<T...> rebuild(const std::vector<Tensor>& ts, std::index_sequence<I...>) {
+    return std::tuple<T...>{ts[I]...};
+  }
+};
+} // namespace detail
+
+namespace detail {
+/// Everything tg::jit does but calling the function: it keeps the capture between calls and
+/// decides what each call does (warm up, capture, replay, or run and compare with the capture).
+/// Copies of a Jit share one capture.
+class JitCore {
+public:
+  TG_API JitCore();
+  /// One call with these arguments; `run` calls the function once (its results made contiguous
+  /// and realized in one schedule) where the call is not a replay. The results.
+  TG_API std::vector<Tensor>
+  call(std::vector<Tensor> inputs,
+       const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& run);
+  TG_API std::size_t captured_launches() const;
+
+private:
+  struct State;
+  std::shared_ptr<State> s_;
+};
+} // namespace detail
+
+/// A function of tensors whose device work is captured once and replayed. The first call runs
+/// normally (kernels compile); the second runs while recording every launch; later calls copy
+/// nothing and build nothing: they rebind the inputs' buffers and replay the launches.
+/// Rules, as for TinyJit: inputs are tensors of the captured shapes, dtypes and devices (a
+/// symbolic size may change within its bounds); state must change through tg::assign (parameters,
+/// optimizer moments, a learning rate held in a tensor); host values made inside the function
+/// are frozen at capture; the returned tensors alias buffers that the next replay overwrites.
+template <class F> class Jit {
+public:
+  explicit Jit(F f) : fn_(std::move(f)) {}
+
+  template <class... Args> auto operator()(const Args&... args) {
+    static_assert((std::is_same_v<Args, Tensor> && ...),
+                  "tg::jit: every argument must be a tg::Tensor");
+    using R = decltype(fn_(args...));
+    std::vector<Tensor> outs = core_.call({args...}, [&](const std::vector<Tensor>& inputs) {
+      return run(inputs, std::index_sequence_for<Args...>{});
+    });
+    if constexpr (!std::is_void_v<R>) return detail::JitResult<R>::rebuild(outs);
+  }
+
+  /// The number of device steps a replay runs (kernels and copies).
+  std::size_t captured_launches() const { return core_.captured_launches(); }
+
+private:
+  /// One call of the function, its results made contiguous and realized in one schedule, the
+  /// same way on every call so that the calls build the same work.
+  template <std::size_t... I>
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, std::index_sequence<I...>) {
+    using R = decltype(fn_(inputs[I]...));
+    if constexpr (std::is_void_v<R>) {
+      fn_(inputs[I]...);
+      return {};
+    } else {
+      std::vector<Tensor> outs = detail::JitResult<R>::flatten(fn_(inputs[I]...));
+      for (Tensor& o : outs) o = o.contiguous();
+      realize(outs);
+      return outs;
+    }
+  }
+
+  F fn_;
+  detail::JitCore core_;
+};
+
+/// Wraps a function of tensors in a Jit (see Jit).
+template <class F> Jit<F> jit(F f) { return Jit<F>(std::move(f)); }
+
+} // namespace tg
+#endif // TG_SI_TG_ENGINE_JIT_HPP
+
+// ---- tg/nn/nn.hpp ----
+#ifndef TG_SI_TG_NN_NN_HPP
+#define TG_SI_TG_NN_NN_HPP
+// tg::nn: modules with dotted parameter names, layers, initializers, losses (torch.nn).
+
+// ---- tg/nn/layers.hpp ----
+#ifndef TG_SI_TG_NN_LAYERS_HPP
+#define TG_SI_TG_NN_LAYERS_HPP
+// nn layers with PyTorch's parameter names, shapes, defaults and initialization.
+
+// ---- tg/nn/functional.hpp ----
+#ifndef TG_SI_TG_NN_FUNCTIONAL_HPP
+#define TG_SI_TG_NN_FUNCTIONAL_HPP
+// nn::functional (torch.nn.functional): the layers' computations as functions of tensors, all
+// composed from tg's primitives, so they fuse and are differentiable.
+//
+// Convolution and pooling gather their windows with movement ops only: each spatial axis
+// becomes (output position, kernel tap) through padding and strided slices stacked per tap (a
+// repeat and a skewing reshape for kernels above 8 taps), so pooling is one reduction over a
+// view. A convolution materializes those columns once (im2col) and multiplies them with the
+// weight as a matmul whose reductions run along contiguous memory, forward and backward.
+
+// ---- tg/nn/init.hpp ----
+#ifndef TG_SI_TG_NN_INIT_HPP
+#define TG_SI_TG_NN_INIT_HPP
+// nn::init: PyTorch's initializers (torch.nn.init), drawn on the host from tg's seeded generator
+// (tg::manual_seed makes them reproducible) and written into the tensor in place. The same
+// formulas as PyTorch: fan_in/fan_out from the shape (dim 1 and dim 0, times the receptive
+// field), gains from calculate_gain.
+
+// ---- tg/nn/module.hpp ----
+#ifndef TG_SI_TG_NN_MODULE_HPP
+#define TG_SI_TG_NN_MODULE_HPP
+// nn::Module: a tree of modules whose parameters and buffers get dotted names (layers.0.weight)
+// from one registration per member, as torch.nn.Module. A module registers its members in its
+// constructor:
+//
+//   struct Net : tg::nn::Module {
+//     tg::nn::Linear fc1{784, 256}, fc2{256, 10};
+//     tg::Tensor scale;
+//     Net() {
+//       register_module("fc1", fc1);
+//       register_module("fc2", fc2);
+//       register_parameter("scale", scale = tg::ones({1}));
+//     }
+//     tg::Tensor forward(const tg::Tensor& x) override { return fc2(fc1(x).relu()) * scale; }
+//   };
+//
+// Registrations record where a member lies inside its module (an offset from the module), so
+// modules can be copied and moved: a copy shares its parameters' storage (tensors are handles),
+// like assigning a torch module to a second name. Members registered by reference must be data
+// members of the module itself; modules held on the heap are registered as std::shared_ptr
+// (ModuleList and Sequential do this).
+
+// ---- tg/state/state_dict.hpp ----
+#ifndef TG_SI_TG_STATE_STATE_DICT_HPP
+#define TG_SI_TG_STATE_STATE_DICT_HPP
+// StateDict: named tensors in insertion order (PyTorch's OrderedDict of a state_dict). Modules
+// produce and consume it (nn/module.hpp); safetensors reads and writes it (state/safetensors.hpp).
+#include <utility>
+
+// ---- tg/tensor/tensor.hpp ----
+#ifndef TG_SI_TG_TENSOR_TENSOR_HPP
+#define TG_SI_TG_TENSOR_TENSOR_HPP
+// tg::Tensor: lazy, run-time-shaped tensors with PyTorch's names and semantics. Every op builds
+// graph nodes; nothing runs until a value is needed (realize(), to_vector(), item(), printing).
+// The class is declared in class.hpp; this header also includes every header that defines its
+// members, so a program that includes only it links.
+
+// ---- tg/tensor/creation.hpp ----
+#ifndef TG_SI_TG_TENSOR_CREATION_HPP
+#define TG_SI_TG_TENSOR_CREATION_HPP
+// Factories (torch.zeros, torch.arange, torch.rand, ...). Constants are lazy (they fuse into
+// their consumers); ranges and random values are generated on the host from a seeded generator.
+
+// ---- tg/tensor/movement.hpp ----
+#ifndef TG_SI_TG_TENSOR_MOVEMENT_HPP
+#define TG_SI_TG_TENSOR_MOVEMENT_HPP
+// Movement ops (views, no copies) and the composite ops built on them: cat, stack, split,
+// gather, matmul, softmax, cumsum.
+
+// ---- tg/util/slice.hpp ----
+#ifndef TG_SI_TG_UTIL_SLICE_HPP
+#define TG_SI_TG_UTIL_SLICE_HPP
+// Python's slice semantics for one axis, shared by both front ends (Tensor::slice and tg::fixed's
+// slice plan) so they cut the same elements.
+
+namespace tg {
+
+/// What x[start:stop:step] keeps of an axis of size n: the range [lo, hi) to shrink the axis to,
+/// then a flip when step < 0, then a stride of |step|; `count` elements remain.
+struct SliceBounds {
+  std::int64_t lo = 0, hi = 0, count = 0;
+};
+
+/// Python's start/stop/step normalization: negative bounds count from the end, out-of-range bounds
+/// clamp, a missing bound is the axis's end in the step's direction. step must be nonzero.
+constexpr SliceBounds slice_bounds(std::int64_t n, std::optional<std::int64_t> start,
+                                   std::optional<std::int64_t> stop, std::int64_t step) {
+  auto norm = [n](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo,
+                  std::int64_t hi) {
+    if (!v) return dflt;
+    const std::int64_t x = *v < 0 ? *v + n : *v;
+    return x < lo ? lo : x > hi ? hi : x;
+  };
+  SliceBounds r;
+  if (step > 0) {
+    const std::int64_t b = norm(start, 0, 0, n), e = norm(stop, n, 0, n);
+    r.count = e > b ? (e - b + step - 1) / step : 0;
+    r.lo = b;
+    r.hi = b + (r.count ? (r.count - 1) * step + 1 : 0);
+  } else {
+    // the elements b, b+step, ... downwards: [b - (count-1)*|step|, b], flipped afterwards
+    const std::int64_t b = norm(start, n - 1, -1, n - 1), e = norm(stop, -1, -1, n - 1);
+    r.count = b > e ? (b - e - step - 1) / (-step) : 0;
+    r.lo = r.count ? b - (r.count - 1) * (-step) : 0;
+    r.hi = r.count ? b + 1 : 0;
+  }
+  return r;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_SLICE_HPP
+
+// ---- tg/tensor/ops.hpp ----
+#ifndef TG_SI_TG_TENSOR_OPS_HPP
+#define TG_SI_TG_TENSOR_OPS_HPP
+// Every op of the run-time front end, composed from the primitives (tinygrad's approach: a small
+// primitive set keeps renderers and gradient rules small).
+
+namespace tg {
+
+namespace detail {
+inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
+                        kPi = 3.141592653589793;
+TG_API void require_not_bool(const Tensor& t, const char* op, std::source_location loc);
+} // namespace detail
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
+             std::source_location loc = std::source_location::current());
+
+// ---- operators -----------------------------------------------------------------------------
+TG_API Tensor operator+(TensorArg a, TensorArg b);
+TG_API Tensor operator*(TensorArg a, TensorArg b);
+TG_API Tensor operator-(TensorArg a);
+TG_API Tensor operator-(TensorArg a, TensorArg b);
+/// True division: integer inputs give float32, as in PyTorch.
+TG_API Tensor operator/(TensorArg a, TensorArg b);
+TG_API Tensor operator<(TensorArg a, TensorArg b);
+TG_API Tensor operator>(TensorArg a, TensorArg b);
+TG_API Tensor operator==(TensorArg a, TensorArg b);
+TG_API Tensor operator!=(TensorArg a, TensorArg b);
+TG_API Tensor operator<=(TensorArg a, TensorArg b);
+TG_API Tensor operator>=(TensorArg a, TensorArg b);
+TG_API Tensor operator!(TensorArg a);
+TG_API Tensor operator&&(TensorArg a, TensorArg b);
+TG_API Tensor operator||(TensorArg a, TensorArg b);
+
+namespace detail {
+/// A scalar operand as a 0-d constant of the dtype PyTorch would give it next to `t`.
+template <class S> Tensor scalar_for(const Tensor& t, S v) {
+  DType k = scalar_kind<S>();
+  DType d = promote_scalar(t.dtype(), k);
+  if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>) // exact: no trip through double
+    if (!is_float(d))
+      return Tensor::full_on({}, Scalar::of_int(d, static_cast<std::int64_t>(v)), d, t.device());
+  return Tensor::full_on({}, double(v), d, t.device());
+}
+} // namespace detail
+
+#define TG_SCALAR_OPERATOR(OP)                                                                     \
+  template <Arithmetic S> Tensor operator OP(TensorArg a, S b) {                                   \
+    Tensor s = detail::scalar_for(a.t, b);                                                         \
+    return TensorArg(a.t, a.loc) OP TensorArg(detail::made_at(s, #OP, a.loc), a.loc);              \
+  }                                                                                                \
+  template <Arithmetic S> Tensor operator OP(S a, TensorArg b) {                                   \
+    Tensor s = detail::scalar_for(b.t, a);                                                         \
+    return TensorArg(detail::made_at(s, #OP, b.loc), b.loc) OP TensorArg(b.t, b.loc);              \
+  }
+TG_SCALAR_OPERATOR(+)
+TG_SCALAR_OPERATOR(-)
+TG_SCALAR_OPERATOR(*)
+TG_SCALAR_OPERATOR(/)
+TG_SCALAR_OPERATOR(<)
+TG_SCALAR_OPERATOR(>)
+TG_SCALAR_OPERATOR(<=)
+TG_SCALAR_OPERATOR(>=)
+TG_SCALAR_OPERATOR(==)
+TG_SCALAR_OPERATOR(!=)
+#undef TG_SCALAR_OPERATOR
+
+TG_API Tensor& operator+=(Tensor& a, TensorArg b);
+TG_API Tensor& operator-=(Tensor& a, TensorArg b);
+TG_API Tensor& operator*=(Tensor& a, TensorArg b);
+TG_API Tensor& operator/=(Tensor& a, TensorArg b);
+template <Arithmetic S> Tensor& operator+=(Tensor& a, S b) { return a = a + b; }
+template <Arithmetic S> Tensor& operator-=(Tensor& a, S b) { return a = a - b; }
+template <Arithmetic S> Tensor& operator*=(Tensor& a, S b) { return a = a * b; }
+template <Arithmetic S> Tensor& operator/=(Tensor& a, S b) { return a = a / b; }
+
+/// Elementwise choice: cond ? a : b, broadcast together.
+TG_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc);
+template <Arithmetic S>
+Tensor where(const Tensor& cond, const Tensor& a, S b,
+             std::source_location loc = std::source_location::current()) {
+  return where(cond, a, detail::scalar_for(a, b), loc);
+}
+template <Arithmetic S>
+Tensor where(const Tensor& cond, S a, const Tensor& b,
+             std::source_location loc = std::source_location::current()) {
+  return where(cond, detail::scalar_for(b, a), b, loc);
+}
+
+namespace detail {
+/// max, min and argmax have no identity: an axis they reduce must not be empty (an empty tensor
+/// reduced along another axis gives an empty result, as in PyTorch).
+TG_API void require_nonempty_axes(const Tensor& t, std::vector<int> axes, const char* op,
+                                  std::source_location loc);
+} // namespace detail
+
+namespace detail {
+/// Checks the axes a composite op reduces under its own name (they are checked again by the
+/// reductions it is made of).
+TG_API void check_axes(const Tensor& t, const std::vector<int>& axes, const char* op,
+                       std::source_location loc);
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_OPS_HPP
+
+namespace tg {
+
+namespace detail {
+/// Host-side check that integer indices lie in [-n, n) (gather and index_select read them).
+TG_API Tensor checked_index(const Tensor& index, const Tensor& input, int d, const char* op,
+                            std::source_location loc);
+/// 0, 1, ..., n - 1 for the one-hot masks of gather, cumsum and the like: int32 where n allows
+/// (half the data; and devices without 64-bit types, WEBGPU, can hold it), otherwise int64.
+TG_API Tensor arange_on(std::int64_t n, const std::string& device);
+} // namespace detail
+
+/// Concatenation along `dim`: every piece padded to the full extent, then summed.
+TG_API Tensor cat(const std::vector<Tensor>& ts, int dim = 0,
+                  std::source_location loc = std::source_location::current());
+TG_API Tensor stack(const std::vector<Tensor>& ts, int dim = 0,
+                    std::source_location loc = std::source_location::current());
+
+namespace detail {
+/// Whether matmul copies its right operand first: a transposed view (x @ w.t(), as nn::Linear
+/// computes) is read along its strided axis by every lane of the kernel's register tile, which
+/// ran several times slower than over a contiguous copy (docs/performance.md). Not for small
+/// operands, whose copy costs more than it saves, nor when TG_OPT=0, nor where the kernel copies
+/// the operand's column panels itself (LowerOptions::packs_strided: large operands, whose tiles
+/// run in panel order). In tg/impl/realize.hpp.
+TG_API bool copy_transposed_operand(const Tensor& a, const Tensor& b);
+} // namespace detail
+
+TG_API Tensor matmul(const Tensor& a, const Tensor& b,
+                     std::source_location loc = std::source_location::current());
+
+// free-function spellings, as in torch.*
+TG_API Tensor softmax(const Tensor& x, int dim,
+                      std::source_location loc = std::source_location::current());
+TG_API Tensor log_softmax(const Tensor& x, int dim,
+                          std::source_location loc = std::source_location::current());
+TG_API Tensor maximum(const Tensor& a, const Tensor& b,
+                      std::source_location loc = std::source_location::current());
+TG_API Tensor minimum(const Tensor& a, const Tensor& b,
+                      std::source_location loc = std::source_location::current());
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_MOVEMENT_HPP
+
+namespace tg {
+
+namespace detail {
+TG_API std::string device_of(const TensorOptions& o);
+TG_API void check_shape(const Shape& s, const char* op, std::source_location loc);
+template <class T>
+Tensor host_tensor(std::vector<T> v, const Shape& s, DType t, const std::string& dev) {
+  return Tensor::from_data(v, s, TensorOptions(t, dev));
+}
+} // namespace detail
+
+/// Uninitialized memory in PyTorch; here, zeros (cheap, and never garbage).
+TG_API Tensor empty(Shape shape, TensorOptions o = {},
+                    std::source_location loc = std::source_location::current());
+TG_API Tensor full(Shape shape, double value, TensorOptions o = {},
+                   std::source_location loc = std::source_location::current());
+TG_API Tensor zeros(Shape shape, TensorOptions o = {},
+                    std::source_location loc = std::source_location::current());
+TG_API Tensor ones(Shape shape, TensorOptions o = {},
+                   std::source_location loc = std::source_location::current());
+namespace detail {
+TG_API TensorOptions like(const Tensor& t, TensorOptions o);
+} // namespace detail
+TG_API Tensor zeros_like(const Tensor& t, TensorOptions o = {});
+TG_API Tensor ones_like(const Tensor& t, TensorOptions o = {});
+TG_API Tensor empty_like(const Tensor& t, TensorOptions o = {});
+TG_API Tensor full_like(const Tensor& t, double v, TensorOptions o = {});
+
+/// [start, end) by step. Integer arguments give int64 (as PyTorch), otherwise float32.
+TG_API Tensor arange(double start, double end, double step = 1, TensorOptions o = {},
+                     std::source_location loc = std::source_location::current());
+TG_API Tensor arange(double end, TensorOptions o = {},
+                     std::source_location loc = std::source_location::current());
+TG_API Tensor linspace(double start, double end, std::int64_t steps, TensorOptions o = {},
+                       std::source_location loc = std::source_location::current());
+TG_API Tensor eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt,
+                  TensorOptions o = {}, std::source_location loc = std::source_location::current());
+/// Uniform in [0, 1).
+TG_API Tensor rand(Shape shape, TensorOptions o = {},
+                   std::source_location loc = std::source_location::current());
+/// Standard normal (Box-Muller).
+TG_API Tensor randn(Shape shape, TensorOptions o = {},
+                    std::source_location loc = std::source_location::current());
+/// Integers uniform in [low, high); int64 by default.
+TG_API Tensor randint(std::int64_t low, std::int64_t high, Shape shape, TensorOptions o = {},
+                      std::source_location loc = std::source_location::current());
+TG_API Tensor rand_like(const Tensor& t, TensorOptions o = {});
+TG_API Tensor randn_like(const Tensor& t, TensorOptions o = {});
+
+/// A tensor from data: `tg::tensor({1.f, 2.f})`, `tg::tensor(v, {2, 3})`.
+template <Arithmetic T>
+Tensor tensor(const std::vector<T>& data, Shape shape = {}, TensorOptions o = {},
+              std::source_location loc = std::source_location::current()) {
+  return Tensor::from_data(data, std::move(shape), o, loc);
+}
+template <Arithmetic T>
+Tensor tensor(std::initializer_list<T> data, TensorOptions o = {},
+              std::source_location loc = std::source_location::current()) {
+  return Tensor::from_data(std::vector<T>(data), {}, o, loc);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_CREATION_HPP
+
+// ---- tg/tensor/print.hpp ----
+#ifndef TG_SI_TG_TENSOR_PRINT_HPP
+#define TG_SI_TG_TENSOR_PRINT_HPP
+// Printing like PyTorch: tensor([[1.0000, 2.5000], ...], dtype=int32), by the printer both front
+// ends share (util/print.hpp; Tensor::to_string is in tg/impl/tensor.hpp).
+
+// ---- tg/util/print_options.hpp ----
+#ifndef TG_SI_TG_UTIL_PRINT_OPTIONS_HPP
+#define TG_SI_TG_UTIL_PRINT_OPTIONS_HPP
+// PyTorch's print options, which every tensor prints with (util/print.hpp prints).
+
+namespace tg {
+
+/// PyTorch's print options (torch.set_printoptions), with its defaults.
+struct PrintOptions {
+  int precision = 4;             ///< digits after the point
+  std::int64_t threshold = 1000; ///< more elements than this are summarized
+  std::int64_t edgeitems = 3;    ///< items kept at each end of a summarized dim (at least 1)
+  int linewidth = 80;            ///< characters per line
+  std::optional<bool>
+      sci_mode; ///< scientific notation always (true) or never (false); unset: chosen
+};
+/// The options every tensor prints with.
+inline PrintOptions& print_options() {
+  static PrintOptions o;
+  return o;
+}
+inline void set_printoptions(const PrintOptions& o) { print_options() = o; }
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_PRINT_OPTIONS_HPP
+
+namespace tg {
+
+TG_API std::ostream& operator<<(std::ostream& os, const Tensor& t);
+TG_API std::ostream& operator<<(std::ostream& os, DType t);
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_PRINT_HPP
+
+// ---- tg/tensor/indexing.hpp ----
+#ifndef TG_SI_TG_TENSOR_INDEXING_HPP
+#define TG_SI_TG_TENSOR_INDEXING_HPP
+// Ops that select, place or order elements, as torch.*: running products and maxima,
+// masked_fill, tril / triu, scatter / scatter_add / index_add, sort / argsort / topk, einsum.
+// All are compositions of tg's primitives: comparisons with an index range become one-hot masks
+// that a reduction folds (the pattern of cumsum and gather), so they fuse, run on every device and
+// differentiate. Sorting ranks every pair: O(n^2) work along the sorted dim.
+
+// ---- tg/tensor/math.hpp ----
+#ifndef TG_SI_TG_TENSOR_MATH_HPP
+#define TG_SI_TG_TENSOR_MATH_HPP
+// More elementwise math, as torch.*: erf, log1p, expm1, hyperbolic and inverse trigonometric
+// functions, atan2, hypot, lerp, remainder / fmod / floor_divide, bitwise ops, and the vector
+// norm. Each is composed from tg's primitives (so it fuses and runs on every device); where the
+// composition that gives an accurate value would differentiate badly (log1p's rounding trick),
+// its first derivative is attached exactly (detail::with_derivatives).
+
+namespace tg {
+
+namespace detail {
+/// Whether each element is neither infinite nor NaN.
+TG_API Tensor finite(const Tensor& x);
+/// `value`, whose derivative with respect to each x is the matching d (first derivatives only;
+/// where x or d is not finite, the gradient is 0). value itself is not differentiated.
+TG_API Tensor with_derivatives(const Tensor& value,
+                               std::initializer_list<std::pair<Tensor, Tensor>> x_and_d);
+TG_API Tensor scalar_like(const Tensor& x, double v);
+/// atan for |x| reduced as in Cephes (atanf for float32 and narrower, atan for float64).
+TG_API Tensor atan_value(const Tensor& x);
+/// erf(x) for |x| < 2 by its Taylor series, and erfc(x) for x >= 2 by its continued fraction,
+/// with enough terms for the dtype (float64: about 1e-15 relative; float32 and narrower: 1e-8).
+TG_API Tensor erf_series(const Tensor& x);
+TG_API Tensor erfc_fraction(const Tensor& x);
+/// erf(x) and erfc(x) of one input (values only).
+TG_API std::pair<Tensor, Tensor> erf_erfc(const Tensor& x);
+TG_API void require_integral(const Tensor& a, const Tensor& b, const char* op,
+                             std::source_location loc);
+/// Both operands in their promoted dtype, broadcast (shape errors name op).
+TG_API std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char* op,
+                                          std::source_location loc);
+} // namespace detail
+
+namespace detail { // values only (x detached): each is the other's derivative
+TG_API Tensor sinh_value(const Tensor& x);
+TG_API Tensor cosh_value(const Tensor& x);
+} // namespace detail
+namespace detail {
+/// C's fmod of floats: a - b trunc(a / b) in float64 (exact once rounded for narrower floats);
+/// a finite a over an infinite b is a.
+TG_API Tensor float_fmod(const Tensor& a, const Tensor& b);
+/// r (a remainder with a's sign) moved to b's side where it is nonzero and the signs differ.
+TG_API Tensor to_divisor_side(const Tensor& r, const Tensor& b);
+} // namespace detail
+
+// ---- free-function spellings and operators, as torch.* and Python's operators ----------------
+#define TG_BINARY_FN(name)                                                                         \
+  inline Tensor name(const Tensor& a, const Tensor& b,                                             \
+                     std::source_location loc = std::source_location::current()) {                 \
+    return a.name(b, loc);                                                                         \
+  }                                                                                                \
+  template <Arithmetic S>                                                                          \
+  Tensor name(const Tensor& a, S b, std::source_location loc = std::source_location::current()) {  \
+    return a.name(detail::scalar_for(a, b), loc);                                                  \
+  }
+TG_BINARY_FN(remainder)
+TG_BINARY_FN(fmod)
+TG_BINARY_FN(floor_divide)
+TG_BINARY_FN(atan2)
+TG_BINARY_FN(hypot)
+TG_BINARY_FN(bitwise_and)
+TG_BINARY_FN(bitwise_or)
+TG_BINARY_FN(bitwise_xor)
+TG_BINARY_FN(bitwise_left_shift)
+TG_BINARY_FN(bitwise_right_shift)
+#undef TG_BINARY_FN
+
+#define TG_BINARY_OPERATOR(OP, name)                                                               \
+  inline Tensor operator OP(TensorArg a, TensorArg b) { return a.t.name(b.t, a.loc); }             \
+  template <Arithmetic S> Tensor operator OP(TensorArg a, S b) {                                   \
+    return a.t.name(detail::scalar_for(a.t, b), a.loc);                                            \
+  }                                                                                                \
+  template <Arithmetic S> Tensor operator OP(S a, TensorArg b) {                                   \
+    return detail::scalar_for(b.t, a).name(b.t, b.loc);                                            \
+  }
+TG_BINARY_OPERATOR(%, remainder)
+TG_BINARY_OPERATOR(&, bitwise_and)
+TG_BINARY_OPERATOR(|, bitwise_or)
+TG_BINARY_OPERATOR(^, bitwise_xor)
+TG_BINARY_OPERATOR(<<, bitwise_left_shift)
+TG_BINARY_OPERATOR(>>, bitwise_right_shift)
+#undef TG_BINARY_OPERATOR
+TG_API Tensor operator~(TensorArg a);
+
+/// The outer product of two 1-D tensors: [n] x [m] -> [n, m].
+TG_API Tensor outer(const Tensor& a, const Tensor& b,
+                    std::source_location loc = std::source_location::current());
+
+namespace linalg {
+/// torch.linalg.vector_norm.
+TG_API Tensor vector_norm(const Tensor& x, double ord = 2, std::vector<int> dim = {},
+                          bool keepdim = false,
+                          std::source_location loc = std::source_location::current());
+} // namespace linalg
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_MATH_HPP
+
+namespace tg {
+
+namespace detail {
+/// An index range along axis `at` of a rank-`rank` shape of ones: arange(n) there.
+TG_API Tensor arange_along(std::int64_t n, int rank, int at, const std::string& device);
+/// [..., n(i), n(j), ...] at axes (d, d + 1): j <= i.
+TG_API Tensor upto_mask(std::int64_t n, int rank, int d, const std::string& device);
+/// A running reduction along dim d: out[i] = op over x[j], j <= i (x in the result dtype).
+TG_API Tensor running(const Tensor& x, int d, Op op, const char* name, std::source_location loc);
+/// Index of the last j <= i with x[j] equal to (or, both NaN, as) values[i] along d.
+TG_API Tensor running_index(const Tensor& x, const Tensor& values, int d);
+/// out[i] = x[index[i]] along d, index of x's shape (the gradient goes to the picked element).
+TG_API Tensor pick_along(const Tensor& x, const Tensor& index, int d);
+/// Moves axis d last (the permutation and its inverse).
+TG_API std::pair<std::vector<int>, std::vector<int>> axis_last(int rank, int d);
+/// For scatter-like ops: the sum of src[..., k] over k with index[..., k] == o, and whether any
+/// k hit o, for o in [0, O): index and src [..., K] (dim last), results [..., O].
+TG_API std::pair<Tensor, Tensor> place(const Tensor& index, const Tensor& src, std::int64_t O);
+/// The ordering sort uses: a before b (ascending: a < b, NaN last; descending: a > b, NaN first).
+TG_API Tensor before(const Tensor& a, const Tensor& b, bool descending);
+} // namespace detail
+
+namespace detail {
+TG_API Tensor triangle(const Tensor& x, std::int64_t k, bool lower, const char* op,
+                       std::source_location loc);
+} // namespace detail
+
+namespace detail {
+TG_API Tensor scatter_like(const Tensor& x, int dim, const Tensor& index, const Tensor& src,
+                           bool add, const char* op, std::source_location loc);
+} // namespace detail
+
+/// torch.einsum over explicit or implicit output ("ij,jk->ik", "ij,jk", "i,i->"): each operand
+/// is laid out over all the equation's letters, they are multiplied (broadcast), and the letters
+/// not in the output are summed; a letter twice in one operand takes a diagonal. No ellipsis.
+TG_API Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands,
+                     std::source_location loc = std::source_location::current());
+TG_API Tensor einsum(std::string_view equation, std::initializer_list<Tensor> operands,
+                     std::source_location loc = std::source_location::current());
+
+} // namespace tg
+#endif // TG_SI_TG_TENSOR_INDEXING_HPP
+#endif // TG_SI_TG_TENSOR_TENSOR_HPP
+
+namespace tg {
+
+class StateDict {
+public:
+  using value_type = std::pair<std::string, Tensor>;
+  using iterator = std::vector<value_type>::iterator;
+  using const_iterator = std::vector<value_type>::const_iterator;
+
+  StateDict() = default;
+  StateDict(std::initializer_list<value_type> items) {
+    for (const auto& [k, v] : items) insert(k, v);
+  }
+
+  /// Adds `name` (or replaces the tensor already stored under it).
+  void insert(const std::string& name, const Tensor& t) {
+    if (Tensor* p = find(name))
+      *p = t;
+    else
+      items_.emplace_back(name, t);
+  }
+  /// The tensor stored under `name`, inserting an undefined one when absent (as std::map).
+  Tensor& operator[](const std::string& name) {
+    if (Tensor* p = find(name)) return *p;
+    items_.emplace_back(name, Tensor());
+    return items_.back().second;
+  }
+  /// The tensor stored under `name`; throws tg::error naming the key when absent.
+  const Tensor& at(const std::string& name) const {
+    if (const Tensor* p = find(name)) return *p;
+    throw error("tg.StateDict: no tensor named '" + name + "'");
+  }
+  Tensor* find(const std::string& name) {
+    for (auto& [k, v] : items_)
+      if (k == name) return &v;
+    return nullptr;
+  }
+  const Tensor* find(const std::string& name) const {
+    for (const auto& [k, v] : items_)
+      if (k == name) return &v;
+    return nullptr;
+  }
+  bool contains(const std::string& name) const { return find(name) != nullptr; }
+  bool erase(const std::string& name) {
+    for (auto it = items_.begin(); it != items_.end(); ++it)
+      if (it->first == name) {
+        items_.erase(it);
+        return true;
+      }
+    return false;
+  }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> r;
+    for (const auto& kv : items_) r.push_back(kv.first);
+    return r;
+  }
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  iterator begin() { return items_.begin(); }
+  iterator end() { return items_.end(); }
+  const_iterator begin() const { return items_.begin(); }
+  const_iterator end() const { return items_.end(); }
+
+private:
+  std::vector<value_type> items_;
+};
+
+} // namespace tg
+#endif // TG_SI_TG_STATE_STATE_DICT_HPP
+
+namespace tg::nn {
+
+/// What load_state_dict(strict = false) found missing or left unused.
+struct LoadResult {
+  std::vector<std::string> missing_keys, unexpected_keys;
+};
+
+class Module {
+public:
+  virtual ~Module() = default;
+
+  /// The computation of a module with one input. Modules with other signatures (attention)
+  /// add their own overloads; this one throws for them.
+  virtual Tensor forward(const Tensor& x) {
+    (void)x;
+    throw error("tg.nn." + type_name() +
+                ": this module does not take a single tensor (see its forward overloads)");
+  }
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  /// The PyTorch-style name of the module's type, for printing and messages.
+  virtual std::string type_name() const { return "Module"; }
+  /// Its constructor arguments, for printing (as torch's extra_repr).
+  virtual std::string extra_repr() const { return ""; }
+
+  // ---- parameters and buffers ------------------------------------------------------------
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    collect(out, "", recurse, Kind::Parameter);
+    return out;
+  }
+  std::vector<Tensor> parameters(bool recurse = true) const {
+    return values(named_parameters(recurse));
+  }
+  /// Buffers (running statistics and the like), persistent or not.
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    collect(out, "", recurse, Kind::Buffer);
+    return out;
+  }
+  std::vector<Tensor> buffers(bool recurse = true) const { return values(named_buffers(recurse)); }
+  /// The direct submodules.
+  std::vector<std::pair<std::string, Module*>> named_children() {
+    std::vector<std::pair<std::string, Module*>> out;
+    for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
+    return out;
+  }
+  std::vector<std::pair<std::string, const Module*>> named_children() const {
+    std::vector<std::pair<std::string, const Module*>> out;
+    for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
+    return out;
+  }
+  /// This module ("") and every module below it, depth first, with dotted names.
+  std::vector<std::pair<std::string, Module*>> named_modules() {
+    std::vector<std::pair<std::string, Module*>> out{{"", this}};
+    for (auto& [name, m] : named_children())
+      for (auto& [sub, sm] : m->named_modules())
+        out.emplace_back(sub.empty() ? name : name + "." + sub, sm);
+    return out;
+  }
+  /// The module at a dotted path ("layers.0"); "" is this module.
+  Module& get_submodule(const std::string& path) {
+    if (path.empty()) return *this;
+    std::size_t dot = path.find('.');
+    std::string head = path.substr(0, dot);
+    for (const Slot& s : modules_)
+      if (s.name == head)
+        return dot == std::string::npos ? *child(s) : child(s)->get_submodule(path.substr(dot + 1));
+    throw error("tg.nn." + type_name() + ": no submodule '" + head + "'");
+  }
+  /// The parameter member at a dotted path ("layers.0.weight"), by reference: assigning to it
+  /// replaces the parameter (as setattr in PyTorch).
+  Tensor& get_parameter(const std::string& path) { return member(path, Kind::Parameter); }
+  Tensor& get_buffer(const std::string& path) { return member(path, Kind::Buffer); }
+  /// The number of parameter elements.
+  std::int64_t num_parameters() const {
+    std::int64_t n = 0;
+    for (const Tensor& p : parameters()) n += p.numel();
+    return n;
+  }
+
+  // ---- state ------------------------------------------------------------------------------
+  /// Parameters and persistent buffers by dotted name (the tensors themselves, not copies).
+  StateDict state_dict() const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    collect(out, "", true, Kind::State);
+    StateDict sd;
+    for (auto& [k, v] : out) sd.insert(k, v);
+    return sd;
+  }
+  /// Copies `sd` into the parameters and buffers, in place (one tg::assign; values are cast to
+  /// each parameter's dtype and moved to its device). A shape mismatch is always an error;
+  /// with `strict`, so are missing and unexpected keys. Every problem is listed in the message.
+  LoadResult load_state_dict(const StateDict& sd, bool strict = true,
+                             std::source_location loc = std::source_location::current()) {
+    StateDict own = state_dict();
+    LoadResult r;
+    std::vector<std::string> mismatched;
+    std::vector<std::pair<Tensor, Tensor>> writes;
+    for (const auto& [k, target] : own) {
+      const Tensor* v = sd.find(k);
+      if (!v || !v->defined()) {
+        r.missing_keys.push_back(k);
+        continue;
+      }
+      if (v->shape() != target.shape()) {
+        mismatched.push_back("size mismatch for " + k + ": copying a tensor of shape " +
+                             tg::detail::shape_of(*v) +
+                             " from the state dict, the shape in the current model is " +
+                             tg::detail::shape_of(target));
+        continue;
+      }
+      Tensor value = v->device() == target.device() ? *v : v->to(target.device());
+      writes.emplace_back(target, value.detach().cast(target.dtype()));
+    }
+    for (const auto& [k, v] : sd)
+      if (!own.contains(k)) r.unexpected_keys.push_back(k);
+    bool fail =
+        !mismatched.empty() || (strict && (!r.missing_keys.empty() || !r.unexpected_keys.empty()));
+    if (fail) {
+      std::string msg = "error(s) in loading the state dict of " + type_name() + ":";
+      auto list = [](const std::vector<std::string>& ks) {
+        std::string s;
+        for (std::size_t i = 0; i < ks.size(); ++i) {
+          s += i ? ", \"" : "\"";
+          s += ks[i];
+          s += '"';
+        }
+        return s;
+      };
+      if (strict && !r.missing_keys.empty()) msg += "\n  missing key(s): " + list(r.missing_keys);
+      if (strict && !r.unexpected_keys.empty())
+        msg += "\n  unexpected key(s): " + list(r.unexpected_keys);
+      for (const std::string& m : mismatched) msg += "\n  " + m;
+      tg::detail::fail<error>("load_state_dict", msg, loc);
+    }
+    if (!writes.empty()) {
+      no_grad guard;
+      tg::assign(writes, loc);
+    }
+    return r;
+  }
+
+  // ---- modes ------------------------------------------------------------------------------
+  /// Training mode (the default) for this module and every submodule: dropout drops, batch norm
+  /// uses and updates batch statistics.
+  Module& train(bool mode = true) {
+    training_ = mode;
+    for (auto& [name, m] : named_children()) m->train(mode);
+    return *this;
+  }
+  Module& eval() { return train(false); }
+  bool is_training() const { return training_; }
+  /// Sets every parameter's gradient to undefined (as zero_grad(set_to_none=True)).
+  void zero_grad() {
+    for (Tensor& p : parameters()) p.set_grad(Tensor());
+  }
+  /// Turns gradient tracking of every parameter on or off (freezing).
+  Module& requires_grad_(bool on = true) {
+    for (Tensor& p : parameters()) p.requires_grad_(on);
+    return *this;
+  }
+
+  /// A tree like torch's repr: "Sequential(\n  (0): Linear(in_features=2, ...)\n)".
+  std::string to_string() const {
+    std::string r = type_name() + "(" + extra_repr();
+    auto kids = named_children();
+    if (!kids.empty()) {
+      r += "\n";
+      for (auto& [name, m] : kids) {
+        std::string sub = m->to_string(), ind;
+        for (char c : sub) {
+          ind.push_back(c);
+          if (c == '\n') ind += "  ";
+        }
+        r += "  (" + name + "): " + ind + "\n";
+      }
+    }
+    return r + ")";
+  }
+
+protected:
+  Module() = default;
+  Module(const Module&) = default;
+  Module(Module&&) = default;
+  Module& operator=(const Module&) = default;
+  Module& operator=(Module&&) = default;
+
+  /// Registers the data member `member` as a parameter called `name`: it becomes a realized
+  /// buffer that requires grad (unless `requires_grad` is false). An undefined tensor (an absent
+  /// bias) is registered but skipped by parameters() and state_dict().
+  Tensor& register_parameter(const std::string& name, Tensor& member, bool requires_grad = true) {
+    check_name(name);
+    if (member.defined()) {
+      materialize(member);
+      if (requires_grad) member.requires_grad_();
+    }
+    params_.push_back(Slot{name, offset_of(&member), nullptr, true});
+    return member;
+  }
+  /// Registers the data member `member` as a buffer (state that is not trained: running
+  /// statistics). Non-persistent buffers are left out of state_dict().
+  Tensor& register_buffer(const std::string& name, Tensor& member, bool persistent = true) {
+    check_name(name);
+    if (member.defined()) materialize(member);
+    buffers_.push_back(Slot{name, offset_of(&member), nullptr, persistent});
+    return member;
+  }
+  /// Registers the data member `member` as a submodule.
+  template <std::derived_from<Module> M> M& register_module(const std::string& name, M& member) {
+    check_name(name);
+    modules_.push_back(Slot{name, offset_of(static_cast<Module*>(&member)), nullptr, true});
+    return member;
+  }
+  /// Registers a module held by shared pointer (owned jointly with the caller).
+  template <std::derived_from<Module> M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    check_name(name);
+    if (!m) throw error("tg.nn.register_module: '" + name + "' is a null module");
+    modules_.push_back(Slot{name, 0, m, true});
+    return m;
+  }
+
+private:
+  enum class Kind { Parameter, Buffer, State };
+  struct Slot {
+    std::string name;
+    std::ptrdiff_t offset; // from this module's address (members)
+    std::shared_ptr<Module> owned;
+    bool persistent;
+  };
+
+  std::ptrdiff_t offset_of(const void* member) const {
+    return reinterpret_cast<const char*>(member) - reinterpret_cast<const char*>(this);
+  }
+  Tensor& tensor_at(const Slot& s) const {
+    return *reinterpret_cast<Tensor*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
+                                      s.offset);
+  }
+  Module* child(const Slot& s) const {
+    if (s.owned) return s.owned.get();
+    return reinterpret_cast<Module*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
+                                     s.offset);
+  }
+  void check_name(const std::string& name) const {
+    if (name.empty() || name.find('.') != std::string::npos)
+      throw error("tg.nn." + type_name() + ": '" + name +
+                  "' is not a valid member name (non-empty, no '.')");
+    for (const auto* list : {&params_, &buffers_, &modules_})
+      for (const Slot& s : *list)
+        if (s.name == name)
+          throw error("tg.nn." + type_name() + ": '" + name + "' is registered twice");
+  }
+  static void materialize(Tensor& t) {
+    if (t.lazy()->op == Op::Buffer) return;
+    no_grad guard;
+    t = t.detach().contiguous().realize();
+  }
+  void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix,
+               bool recurse, Kind kind) const {
+    if (kind != Kind::Buffer)
+      for (const Slot& s : params_) {
+        const Tensor& t = tensor_at(s);
+        if (t.defined()) out.emplace_back(prefix + s.name, t);
+      }
+    if (kind != Kind::Parameter)
+      for (const Slot& s : buffers_) {
+        const Tensor& t = tensor_at(s);
+        if (t.defined() && (kind == Kind::Buffer || s.persistent))
+          out.emplace_back(prefix + s.name, t);
+      }
+    if (recurse)
+      for (const Slot& s : modules_) child(s)->collect(out, prefix + s.name + ".", true, kind);
+  }
+  Tensor& member(const std::string& path, Kind kind) {
+    std::size_t dot = path.rfind('.');
+    Module& owner = dot == std::string::npos ? *this : get_submodule(path.substr(0, dot));
+    std::string name = dot == std::string::npos ? path : path.substr(dot + 1);
+    for (const Slot& s : kind == Kind::Parameter ? owner.params_ : owner.buffers_)
+      if (s.name == name) return owner.tensor_at(s);
+    throw error("tg.nn." + type_name() + ": no " +
+                (kind == Kind::Parameter ? "parameter" : "buffer") + " '" + path + "'");
+  }
+  static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& kv) {
+    std::vector<Tensor> r;
+    for (const auto& [k, v] : kv) r.push_back(v);
+    return r;
+  }
+
+  std::vector<Slot> params_, buffers_, modules_;
+  bool training_ = true;
+};
+
+TG_API std::ostream& operator<<(std::ostream& os, const Module& m);
+
+namespace detail {
+template <class M> std::shared_ptr<Module> hold(M&& m) {
+  using D = std::decay_t<M>;
+  if constexpr (requires { typename D::element_type; }) {
+    static_assert(std::derived_from<typename D::element_type, Module>, "tg.nn: not a module");
+    return std::static_pointer_cast<Module>(m);
+  } else {
+    static_assert(std::derived_from<D, Module>, "tg.nn: not a module");
+    return std::make_shared<D>(std::forward<M>(m));
+  }
+}
+} // namespace detail
+
+/// Modules in a list, named "0", "1", ... (torch.nn.ModuleList). Takes modules by value (moved
+/// onto the heap) or by std::shared_ptr.
+class ModuleList : public Module {
+public:
+  ModuleList() = default;
+  template <class... Ms>
+    requires(sizeof...(Ms) > 0 &&
+             !(sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, ModuleList> && ...)))
+  explicit ModuleList(Ms&&... ms) {
+    (push_back(std::forward<Ms>(ms)), ...);
+  }
+  template <class M> ModuleList& push_back(M&& m) {
+    items_.push_back(
+        register_module(std::to_string(items_.size()), detail::hold(std::forward<M>(m))));
+    return *this;
+  }
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  Module& operator[](std::size_t i) { return *items_.at(i); }
+  const Module& operator[](std::size_t i) const { return *items_.at(i); }
+  /// The i-th module as its own type (throws tg::error if it is not an M).
+  template <class M> M& at(std::size_t i) {
+    auto* p = dynamic_cast<M*>(items_.at(i).get());
+    if (!p)
+      throw error("tg.nn.ModuleList: module " + std::to_string(i) + " is a " +
+                  items_[i]->type_name());
+    return *p;
+  }
+  auto begin() { return items_.begin(); }
+  auto end() { return items_.end(); }
+  std::string type_name() const override { return "ModuleList"; }
+
+protected:
+  std::vector<std::shared_ptr<Module>> items_;
+};
+
+/// Modules applied in order (torch.nn.Sequential): Sequential(Linear(2, 4), ReLU(), Linear(4, 1)).
+class Sequential : public ModuleList {
+public:
+  Sequential() = default;
+  template <class... Ms>
+    requires(sizeof...(Ms) > 0 &&
+             !(sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, Sequential> && ...)))
+  explicit Sequential(Ms&&... ms) {
+    (push_back(std::forward<Ms>(ms)), ...);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor y = x;
+    for (auto& m : items_) y = m->forward(y);
+    return y;
+  }
+  std::string type_name() const override { return "Sequential"; }
+};
+
+} // namespace tg::nn
+#endif // TG_SI_TG_NN_MODULE_HPP
+
+namespace tg::nn::init {
+
+/// The recommended gain for a nonlinearity (torch.nn.init.calculate_gain).
+TG_API double calculate_gain(const std::string& nonlinearity,
+                             std::optional<double> param = std::nullopt);
+
+/// (fan_in, fan_out) of a weight: [out, in, *receptive field].
+TG_API std::pair<std::int64_t, std::int64_t>
+calculate_fan_in_and_fan_out(const std::vector<std::int64_t>& shape);
+
+namespace detail {
+TG_API std::vector<double> draw_uniform(std::int64_t n, double a, double b);
+TG_API std::vector<double> draw_normal(std::int64_t n, double mean, double std);
+/// Writes host values into `t`: in place when it is a buffer (a parameter keeps its identity),
+/// otherwise `t` becomes a new buffer (keeping requires_grad).
+TG_API Tensor& fill(Tensor& t, const std::vector<double>& v);
+TG_API std::int64_t fan(const Tensor& t, const std::string& mode);
+} // namespace detail
+
+/// U(a, b).
+TG_API Tensor& uniform_(Tensor& t, double a = 0, double b = 1);
+/// N(mean, std^2).
+TG_API Tensor& normal_(Tensor& t, double mean = 0, double std = 1);
+TG_API Tensor& constant_(Tensor& t, double v);
+TG_API Tensor& zeros_(Tensor& t);
+TG_API Tensor& ones_(Tensor& t);
+/// He et al.: U(-b, b) with b = gain * sqrt(3 / fan).
+TG_API Tensor& kaiming_uniform_(Tensor& t, double a = 0, const std::string& mode = "fan_in",
+                                const std::string& nonlinearity = "leaky_relu");
+/// He et al.: N(0, std^2) with std = gain / sqrt(fan).
+TG_API Tensor& kaiming_normal_(Tensor& t, double a = 0, const std::string& mode = "fan_in",
+                               const std::string& nonlinearity = "leaky_relu");
+/// Glorot & Bengio: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
+TG_API Tensor& xavier_uniform_(Tensor& t, double gain = 1);
+/// Glorot & Bengio: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
+TG_API Tensor& xavier_normal_(Tensor& t, double gain = 1);
+
+// Fresh tensors (realized buffers), for module constructors: init::kaiming_uniform({out, in},
+// std::sqrt(5.0)).
+namespace detail {
+TG_API Tensor fresh(const Shape& shape, TensorOptions o, const std::vector<double>& v);
+TG_API std::int64_t numel(const Shape& s);
+TG_API std::vector<std::int64_t> dims(const Shape& s);
+TG_API std::int64_t fan(const Shape& s, const std::string& mode);
+} // namespace detail
+TG_API Tensor uniform(const Shape& shape, double a = 0, double b = 1, TensorOptions o = {});
+TG_API Tensor normal(const Shape& shape, double mean = 0, double std = 1, TensorOptions o = {});
+TG_API Tensor constant(const Shape& shape, double v, TensorOptions o = {});
+TG_API Tensor zeros(const Shape& shape, TensorOptions o = {});
+TG_API Tensor ones(const Shape& shape, TensorOptions o = {});
+TG_API Tensor kaiming_uniform(const Shape& shape, double a = 0, const std::string& mode = "fan_in",
+                              const std::string& nonlinearity = "leaky_relu", TensorOptions o = {});
+TG_API Tensor kaiming_normal(const Shape& shape, double a = 0, const std::string& mode = "fan_in",
+                             const std::string& nonlinearity = "leaky_relu", TensorOptions o = {});
+TG_API Tensor xavier_uniform(const Shape& shape, double gain = 1, TensorOptions o = {});
+TG_API Tensor xavier_normal(const Shape& shape, double gain = 1, TensorOptions o = {});
+
+} // namespace tg::nn::init
+#endif // TG_SI_TG_NN_INIT_HPP
+
+namespace tg::nn::functional {
+
+using Loc = std::source_location;
+
+/// y = x W^T + b for x [..., in], W [out, in], b [out].
+///
+/// The layers materialize their outputs (contiguous(): the matmul kernel writes them, no extra
+/// kernel), which also materializes the gradient there (autograd mirrors contiguous). Otherwise
+/// a gradient expression (softmax's, relu's) is fused into the dW and dX reductions and
+/// recomputed for every element of the broadcast axis: several times slower training steps
+/// (docs/performance.md).
+TG_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                     Loc loc = Loc::current());
+
+namespace detail {
+TG_API std::int64_t ceil_div(std::int64_t a, std::int64_t b);
+TG_API Shape leading(const Tensor& x, int drop);
+TG_API Shape with(Shape s, std::initializer_list<SInt> tail);
+
+/// Sliding windows over the last axis: x [..., L] -> [..., O, K] with
+/// out[..., o, k] = x[..., o * stride + k * dilation], O = (L - dilation * (K - 1) - 1) / stride
+/// + 1. Movement ops only (a view); `large` forces the repeat trick used for kernels above 8 taps.
+TG_API Tensor windows_last(const Tensor& x, std::int64_t k, std::int64_t stride,
+                           std::int64_t dilation, bool large = false);
+
+/// x [N, C, H, W] (already padded) -> [N, C, OH, OW, KH, KW].
+TG_API Tensor windows2d(const Tensor& x, std::array<std::int64_t, 2> k,
+                        std::array<std::int64_t, 2> s, std::array<std::int64_t, 2> d,
+                        bool large = false);
+
+TG_API void check_pos(const char* op, const char* what, std::array<std::int64_t, 2> v,
+                      bool allow_zero, Loc loc);
+TG_API void check_4d(const Tensor& x, const char* op, Loc loc);
+} // namespace detail
+
+/// A pair of sizes for the two spatial axes; an integer means both.
+struct Pair {
+  std::array<std::int64_t, 2> v;
+  Pair(std::int64_t a) : v{a, a} {}
+  Pair(std::int64_t a, std::int64_t b) : v{a, b} {}
+  Pair(std::array<std::int64_t, 2> a) : v(a) {}
+  std::int64_t operator[](int i) const { return v[std::size_t(i)]; }
+};
+
+namespace detail {
+/// The (padded) input must hold one dilated window in each spatial axis.
+TG_API void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair padding,
+                              Pair dilation, Loc loc);
+} // namespace detail
+
+/// 2-D convolution (cross-correlation, as PyTorch): x [N, C, H, W], weight [O, C / groups, KH, KW].
+TG_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                     Pair stride = 1, Pair padding = 0, Pair dilation = 1, std::int64_t groups = 1,
+                     Loc loc = Loc::current());
+
+namespace detail {
+/// The extra bottom/right padding that makes windows2d give ceil_mode's output size: windows
+/// that pass the end of the input by less than a stride are kept, unless one would start in the
+/// right padding (PyTorch's rule).
+TG_API std::array<std::int64_t, 2> ceil_extra(const Tensor& x, Pair k, Pair s, Pair p, Pair d);
+} // namespace detail
+
+/// Max over windows; padding reads as -inf. ceil_mode keeps the last, partial windows.
+TG_API Tensor max_pool2d(const Tensor& x, Pair kernel_size,
+                         std::optional<Pair> stride = std::nullopt, Pair padding = 0,
+                         Pair dilation = 1, bool ceil_mode = false, Loc loc = Loc::current());
+
+/// Mean over windows. The divisor is the window's size within the padded input (zero padding
+/// counts) unless count_include_pad is false (only input elements count), or divisor_override.
+/// ceil_mode keeps the last, partial windows (their divisor counts what they cover).
+TG_API Tensor avg_pool2d(const Tensor& x, Pair kernel_size,
+                         std::optional<Pair> stride = std::nullopt, Pair padding = 0,
+                         bool ceil_mode = false, bool count_include_pad = true,
+                         std::optional<std::int64_t> divisor_override = std::nullopt,
+                         Loc loc = Loc::current());
+
+namespace detail {
+/// (x - mean) / sqrt(var + eps) * weight + bias, the statistics per channel (axis 1).
+TG_API Tensor normalize_channels(const Tensor& x, const Tensor& mean, const Tensor& var,
+                                 const Tensor& weight, const Tensor& bias, double eps, Loc loc);
+/// Batch normalization by the batch's statistics (every axis but 1); where running_mean and
+/// running_var are given, they move toward the batch's mean and unbiased variance by `momentum`
+/// (a 0-d tensor, so that BatchNorm's cumulative average needs no host read): the updates are
+/// added to `updates`, for the caller's one tg::assign.
+TG_API Tensor batch_norm_train(const Tensor& x, const Tensor& running_mean,
+                               const Tensor& running_var, const Tensor& weight, const Tensor& bias,
+                               const Tensor& momentum, double eps,
+                               std::vector<std::pair<Tensor, Tensor>>& updates, Loc loc);
+TG_API void check_running(const Tensor& x, const Tensor& t, const char* what, Loc loc);
+} // namespace detail
+
+/// torch.nn.functional.batch_norm: normalizes each channel (axis 1). Not training: by
+/// running_mean and running_var. Training: by the batch's statistics, and the running
+/// statistics, where given, are updated in place (new = (1 - momentum) old + momentum batch,
+/// with the batch's unbiased variance).
+TG_API Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                         const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                         bool training = false, double momentum = 0.1, double eps = 1e-5,
+                         Loc loc = Loc::current());
+
+TG_API std::vector<int> last_axes(const Tensor& x, std::size_t n, const char* op, Loc loc);
+TG_API void check_normalized(const Tensor& x, const std::vector<std::int64_t>& shape,
+                             const char* op, Loc loc);
+
+/// (x - mean) / sqrt(var + eps) * weight + bias over the last dims (biased variance).
+TG_API Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
+                         const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                         double eps = 1e-5, Loc loc = Loc::current());
+
+/// x / sqrt(mean(x^2) + eps) * weight over the last dims; eps defaults to the dtype's epsilon.
+TG_API Tensor rms_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
+                       const Tensor& weight = Tensor(), std::optional<double> eps = std::nullopt,
+                       Loc loc = Loc::current());
+
+namespace detail {
+/// [0, n) as int64 on a device, uploaded once per (n, device, dtype).
+TG_API Tensor cached_arange(std::int64_t n, const std::string& device, DType t);
+/// One-hot of integer indices: idx [...] -> bool [..., n].
+/// The dtype integer indices are compared in: int32 unless they are 64-bit, so that devices
+/// without 64-bit types (WGSL's) run embeddings and classification losses.
+TG_API DType index_dtype(const Tensor& idx);
+TG_API Tensor one_hot_mask(const Tensor& idx, std::int64_t n);
+/// idx != value, compared in index_dtype (a value outside its range is never equal).
+TG_API Tensor index_ne(const Tensor& idx, std::int64_t value);
+} // namespace detail
+
+/// Rows of `weight` [V, D] picked by the integer tensor `idx`: [..., D]. Computed as a one-hot
+/// product (no host read of the indices, so it can be captured by tg::jit); an index outside
+/// [0, V) gives a row of zeros. Rows at padding_idx get no gradient.
+TG_API Tensor embedding(const Tensor& idx, const Tensor& weight,
+                        std::optional<std::int64_t> padding_idx = std::nullopt,
+                        Loc loc = Loc::current());
+
+// ---- randomness on the device ----------------------------------------------------------------
+namespace detail {
+TG_API Tensor u32(std::uint32_t v, const std::string& dev);
+TG_API Tensor shr(const Tensor& x, int k);
+TG_API Tensor xor_(const Tensor& a, const Tensor& b);
+/// Chris Wellons' lowbias32 integer hash.
+TG_API Tensor hash32(Tensor x);
+/// A device-side random state: a uint32 counter per device, seeded from tg's generator.
+TG_API Tensor& rng_state(const std::string& device);
+} // namespace detail
+
+/// Uniform [0, 1) float32 values of `shape`, generated on the device from a counter-based hash.
+/// Each call takes a fresh key from the device's random state and advances it with tg::assign,
+/// so a function captured by tg::jit draws new values on every replay.
+TG_API Tensor device_rand(const Shape& shape, const std::string& device = "");
+
+/// Zeroes elements with probability p and scales the rest by 1 / (1 - p) in training; the
+/// identity otherwise.
+TG_API Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
+                      Loc loc = Loc::current());
+
+/// softmax(q k^T * scale + mask) v. q [..., L, E], k [..., S, E], v [..., S, Ev]; attn_mask
+/// is bool (true: may attend) or float (added to the scores); is_causal masks j > i.
+TG_API Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const Tensor& attn_mask = Tensor(), double dropout_p = 0,
+                                           bool is_causal = false,
+                                           std::optional<double> scale = std::nullopt,
+                                           Loc loc = Loc::current());
+
+/// One-hot rows of class indices (int64, [..., num_classes]); num_classes = -1 takes the largest
+/// index + 1 (read on the host).
+TG_API Tensor one_hot(const Tensor& idx, std::int64_t num_classes = -1, Loc loc = Loc::current());
+
+/// 1-D convolution: x [N, C, L], weight [O, C / groups, K] (conv2d over a height of 1).
+TG_API Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                     std::int64_t stride = 1, std::int64_t padding = 0, std::int64_t dilation = 1,
+                     std::int64_t groups = 1, Loc loc = Loc::current());
+
+/// The transpose (gradient) of conv2d: x [N, Cin, H, W], weight [Cin, Cout / groups, KH, KW];
+/// out size (H - 1) stride - 2 padding + dilation (KH - 1) + output_padding + 1. A conv2d over
+/// the input spread out by stride and padded, with the kernel flipped.
+TG_API Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                               Pair stride = 1, Pair padding = 0, Pair output_padding = 0,
+                               std::int64_t groups = 1, Pair dilation = 1,
+                               Loc loc = Loc::current());
+
+/// Normalization over groups of channels: x [N, C, ...], C divisible by num_groups; weight and
+/// bias [C] (biased variance, as PyTorch).
+TG_API Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight = Tensor(),
+                         const Tensor& bias = Tensor(), double eps = 1e-5,
+                         Loc loc = Loc::current());
+/// Normalization of each channel of each sample over its spatial dims (no running statistics).
+TG_API Tensor instance_norm(const Tensor& x, const Tensor& weight = Tensor(),
+                            const Tensor& bias = Tensor(), double eps = 1e-5,
+                            Loc loc = Loc::current());
+
+namespace detail {
+/// [out, in] weights of adaptive average pooling along one axis: window o is [floor(o in / out),
+/// ceil((o + 1) in / out)).
+TG_API Tensor adaptive_matrix(std::int64_t in, std::int64_t out, DType t, const std::string& dev);
+/// [out, in] weights of bilinear interpolation along one axis (align_corners as PyTorch).
+TG_API Tensor linear_matrix(std::int64_t in, std::int64_t out, double scale, bool align_corners,
+                            DType t, const std::string& dev);
+} // namespace detail
+
+/// Average pooling to a given output size [OH, OW]: x [N, C, H, W] (two small matrix products).
+TG_API Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size, Loc loc = Loc::current());
+
+/// Resizes x [N, C, H, W] to `size` or by `scale_factor`: mode "nearest" (PyTorch's: source
+/// index floor(o * in / out)) or "bilinear" (align_corners as PyTorch).
+TG_API Tensor interpolate(const Tensor& x, std::optional<Pair> size,
+                          std::optional<std::array<double, 2>> scale_factor = std::nullopt,
+                          const std::string& mode = "nearest", bool align_corners = false,
+                          Loc loc = Loc::current());
+
+} // namespace tg::nn::functional
+
+namespace tg::nn {
+namespace F = functional;
+} // namespace tg::nn
+
+namespace tg {
+
+/// torch.multinomial: `num_samples` category indices (int64) per row of `input` ([C] or [N, C]
+/// non-negative weights, not necessarily normalized), drawn with or without replacement. Each draw
+/// is the exponential race: category i wins with key w_i / E_i, E_i ~ Exp(1) from
+/// nn::F::device_rand, so a call draws on the device and a function captured by tg::jit draws anew
+/// on every replay. With replacement, every sample races all categories ([N, S, C] keys, one fused
+/// reduction); without, the `num_samples` largest keys of one race are the samples, in order.
+/// The weights are not read back to the host: negative, NaN or all-zero rows are not refused (as
+/// PyTorch does) and give unspecified indices; a zero-weight category is drawn only when a row has
+/// fewer positive weights than samples without replacement.
+TG_API Tensor multinomial(const Tensor& input, std::int64_t num_samples, bool replacement = false,
+                          std::source_location loc = std::source_location::current());
+
+} // namespace tg
+#endif // TG_SI_TG_NN_FUNCTIONAL_HPP
+
+namespace tg::nn {
+
+namespace detail {
+inline std::string b(bool v) { return v ? "True" : "False"; }
+inline std::string pair_str(const F::Pair& p) {
+  return "(" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ")";
+}
+inline std::string dims_str(const std::vector<std::int64_t>& v) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+} // namespace detail
+
+/// y = x W^T + b. W [out, in] ~ kaiming_uniform(a = sqrt(5)), b ~ U(-1/sqrt(in), 1/sqrt(in)).
+class Linear : public Module {
+public:
+  std::int64_t in_features, out_features;
+  Tensor weight, bias;
+
+  Linear(std::int64_t in_features_, std::int64_t out_features_, bool with_bias = true,
+         TensorOptions o = {})
+      : in_features(in_features_), out_features(out_features_) {
+    register_parameter("weight",
+                       weight = init::kaiming_uniform({out_features, in_features}, std::sqrt(5.0),
+                                                      "fan_in", "leaky_relu", o));
+    if (with_bias) {
+      double bound = in_features > 0 ? 1.0 / std::sqrt(double(in_features)) : 0.0;
+      register_parameter("bias", bias = init::uniform({out_features}, -bound, bound, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override { return F::linear(x, weight, bias); }
+  std::string type_name() const override { return "Linear"; }
+  std::string extra_repr() const override {
+    return "in_features=" + std::to_string(in_features) +
+           ", out_features=" + std::to_string(out_features) + ", bias=" + detail::b(bias.defined());
+  }
+};
+
+/// 2-D convolution. weight [out, in / groups, KH, KW] ~ kaiming_uniform(a = sqrt(5)),
+/// bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+class Conv2d : public Module {
+public:
+  std::int64_t in_channels, out_channels, groups;
+  F::Pair kernel_size, stride, padding, dilation;
+  Tensor weight, bias;
+
+  Conv2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
+         F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair dilation_ = 1, std::int64_t groups_ = 1,
+         bool with_bias = true, TensorOptions o = {})
+      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
+        kernel_size(kernel_size_), stride(stride_), padding(padding_), dilation(dilation_) {
+    if (groups < 1 || in_channels % groups || out_channels % groups)
+      throw shape_error("tg.nn.Conv2d: in_channels (" + std::to_string(in_channels) +
+                        ") and out_channels (" + std::to_string(out_channels) +
+                        ") must be divisible by groups (" + std::to_string(groups) + ")");
+    register_parameter("weight",
+                       weight = init::kaiming_uniform(
+                           {out_channels, in_channels / groups, kernel_size[0], kernel_size[1]},
+                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
+    if (with_bias) {
+      std::int64_t fan_in = in_channels / groups * kernel_size[0] * kernel_size[1];
+      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::conv2d(x, weight, bias, stride, padding, dilation, groups);
+  }
+  std::string type_name() const override { return "Conv2d"; }
+  std::string extra_repr() const override {
+    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                    ", kernel_size=" + detail::pair_str(kernel_size) +
+                    ", stride=" + detail::pair_str(stride);
+    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
+    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
+    if (groups != 1) r += ", groups=" + std::to_string(groups);
+    if (!bias.defined()) r += ", bias=False";
+    return r;
+  }
+};
+
+/// 1-D convolution: weight [out, in / groups, K], initialized as Conv2d's.
+class Conv1d : public Module {
+public:
+  std::int64_t in_channels, out_channels, kernel_size, stride, padding, dilation, groups;
+  Tensor weight, bias;
+
+  Conv1d(std::int64_t in_channels_, std::int64_t out_channels_, std::int64_t kernel_size_,
+         std::int64_t stride_ = 1, std::int64_t padding_ = 0, std::int64_t dilation_ = 1,
+         std::int64_t groups_ = 1, bool with_bias = true, TensorOptions o = {})
+      : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_),
+        stride(stride_), padding(padding_), dilation(dilation_), groups(groups_) {
+    if (groups < 1 || in_channels % groups || out_channels % groups)
+      throw shape_error("tg.nn.Conv1d: in_channels (" + std::to_string(in_channels) +
+                        ") and out_channels (" + std::to_string(out_channels) +
+                        ") must be divisible by groups (" + std::to_string(groups) + ")");
+    register_parameter(
+        "weight", weight = init::kaiming_uniform({out_channels, in_channels / groups, kernel_size},
+                                                 std::sqrt(5.0), "fan_in", "leaky_relu", o));
+    if (with_bias) {
+      std::int64_t fan_in = in_channels / groups * kernel_size;
+      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::conv1d(x, weight, bias, stride, padding, dilation, groups);
+  }
+  std::string type_name() const override { return "Conv1d"; }
+  std::string extra_repr() const override {
+    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                    ", kernel_size=(" + std::to_string(kernel_size) + ",), stride=(" +
+                    std::to_string(stride) + ",)";
+    if (padding) r += ", padding=(" + std::to_string(padding) + ",)";
+    if (dilation != 1) r += ", dilation=(" + std::to_string(dilation) + ",)";
+    if (groups != 1) r += ", groups=" + std::to_string(groups);
+    if (!bias.defined()) r += ", bias=False";
+    return r;
+  }
+};
+
+/// Transposed 2-D convolution: weight [in, out / groups, KH, KW] (PyTorch's layout and init).
+class ConvTranspose2d : public Module {
+public:
+  std::int64_t in_channels, out_channels, groups;
+  F::Pair kernel_size, stride, padding, output_padding, dilation;
+  Tensor weight, bias;
+
+  ConvTranspose2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
+                  F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair output_padding_ = 0,
+                  std::int64_t groups_ = 1, bool with_bias = true, F::Pair dilation_ = 1,
+                  TensorOptions o = {})
+      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
+        kernel_size(kernel_size_), stride(stride_), padding(padding_),
+        output_padding(output_padding_), dilation(dilation_) {
+    if (groups < 1 || in_channels % groups || out_channels % groups)
+      throw shape_error("tg.nn.ConvTranspose2d: in_channels (" + std::to_string(in_channels) +
+                        ") and out_channels (" + std::to_string(out_channels) +
+                        ") must be divisible by groups (" + std::to_string(groups) + ")");
+    // PyTorch computes fan_in from dim 1 of this weight: out / groups * KH * KW
+    register_parameter("weight",
+                       weight = init::kaiming_uniform(
+                           {in_channels, out_channels / groups, kernel_size[0], kernel_size[1]},
+                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
+    if (with_bias) {
+      std::int64_t fan_in = out_channels / groups * kernel_size[0] * kernel_size[1];
+      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation);
+  }
+  std::string type_name() const override { return "ConvTranspose2d"; }
+  std::string extra_repr() const override {
+    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                    ", kernel_size=" + detail::pair_str(kernel_size) +
+                    ", stride=" + detail::pair_str(stride);
+    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
+    if (output_padding[0] || output_padding[1])
+      r += ", output_padding=" + detail::pair_str(output_padding);
+    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
+    if (groups != 1) r += ", groups=" + std::to_string(groups);
+    if (!bias.defined()) r += ", bias=False";
+    return r;
+  }
+};
+
+class MaxPool2d : public Module {
+public:
+  F::Pair kernel_size, stride, padding, dilation;
+  bool ceil_mode;
+  /// PyTorch's MaxPool2d takes return_indices before ceil_mode; tg has no return_indices.
+  MaxPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
+            F::Pair padding_ = 0, F::Pair dilation_ = 1, bool ceil_mode_ = false)
+      : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
+        dilation(dilation_), ceil_mode(ceil_mode_) {}
+  Tensor forward(const Tensor& x) override {
+    return F::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+  }
+  std::string type_name() const override { return "MaxPool2d"; }
+  std::string extra_repr() const override {
+    return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
+           ", padding=" + detail::pair_str(padding) + ", dilation=" + detail::pair_str(dilation) +
+           ", ceil_mode=" + (ceil_mode ? "True" : "False");
+  }
+};
+
+class AvgPool2d : public Module {
+public:
+  F::Pair kernel_size, stride, padding;
+  bool ceil_mode, count_include_pad;
+  std::optional<std::int64_t> divisor_override;
+  AvgPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
+            F::Pair padding_ = 0, bool ceil_mode_ = false, bool count_include_pad_ = true,
+            std::optional<std::int64_t> divisor_override_ = std::nullopt)
+      : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
+        ceil_mode(ceil_mode_), count_include_pad(count_include_pad_),
+        divisor_override(divisor_override_) {}
+  Tensor forward(const Tensor& x) override {
+    return F::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override);
+  }
+  std::string type_name() const override { return "AvgPool2d"; }
+  std::string extra_repr() const override {
+    return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
+           ", padding=" + detail::pair_str(padding);
+  }
+};
+
+/// Batch normalization over [N, C, H, W] per channel. In training mode it normalizes with the
+/// batch's statistics and updates running_mean / running_var (unbiased) in place with tg::assign:
+/// running = (1 - momentum) * running + momentum * batch (momentum = nullopt: a cumulative
+/// average). In eval mode it normalizes with the running statistics.
+namespace detail {
+/// BatchNorm1d/2d/3d: batch statistics in training (and the running ones updated), the running
+/// ones in evaluation; momentum nullopt is the cumulative average (1 / batches seen).
+template <int Dims> class BatchNorm : public Module {
+public:
+  std::int64_t num_features;
+  double eps;
+  std::optional<double> momentum;
+  bool affine, track_running_stats;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+  explicit BatchNorm(std::int64_t num_features_, double eps_ = 1e-5,
+                     std::optional<double> momentum_ = 0.1, bool affine_ = true,
+                     bool track_running_stats_ = true, TensorOptions o = {})
+      : num_features(num_features_), eps(eps_), momentum(momentum_), affine(affine_),
+        track_running_stats(track_running_stats_) {
+    if (affine) {
+      register_parameter("weight", weight = init::ones({num_features}, o));
+      register_parameter("bias", bias = init::zeros({num_features}, o));
+    }
+    if (track_running_stats) {
+      register_buffer("running_mean", running_mean = init::zeros({num_features}, o));
+      register_buffer("running_var", running_var = init::ones({num_features}, o));
+      register_buffer("num_batches_tracked", num_batches_tracked = Tensor::from_data(
+                                                 std::vector<std::int64_t>{0}, Shape{},
+                                                 TensorOptions(DType::Int64, o.device)));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    // BatchNorm1d takes [N, C] or [N, C, L]; 2d [N, C, H, W]; 3d [N, C, D, H, W]
+    const bool rank_ok = Dims == 1 ? x.ndim() == 2 || x.ndim() == 3 : x.ndim() == Dims + 2;
+    if (!rank_ok || x.size(1) != num_features) {
+      std::string want = Dims == 1 ? "[N, " + std::to_string(num_features) + "] or [N, " +
+                                         std::to_string(num_features) + ", L]"
+                         : Dims == 2 ? "[N, " + std::to_string(num_features) + ", H, W]"
+                                     : "[N, " + std::to_string(num_features) + ", D, H, W]";
+      throw shape_error("tg.nn." + type_name() + ": expected an input " + want + ", got " +
+                        tg::detail::shape_of(x));
+    }
+    if (!is_training() && track_running_stats)
+      return F::batch_norm(x, running_mean, running_var, weight, bias, false, 0, eps);
+    std::vector<std::pair<Tensor, Tensor>> updates;
+    if (!is_training() || !track_running_stats)
+      return F::detail::batch_norm_train(x, Tensor(), Tensor(), weight, bias, Tensor(), eps,
+                                         updates, std::source_location::current());
+    Tensor count = num_batches_tracked + std::int64_t(1);
+    Tensor m = momentum ? Tensor::full_on({}, *momentum, running_mean.dtype(), x.device())
+                        : (1.0 / count.cast(DType::Float64)).cast(running_mean.dtype());
+    Tensor y = F::detail::batch_norm_train(x, running_mean, running_var, weight, bias, m, eps,
+                                           updates, std::source_location::current());
+    updates.push_back({num_batches_tracked, count});
+    tg::assign(updates);
+    return y;
+  }
+  std::string type_name() const override { return "BatchNorm" + std::to_string(Dims) + "d"; }
+  std::string extra_repr() const override {
+    return std::to_string(num_features) + ", eps=" + std::to_string(eps) +
+           ", momentum=" + (momentum ? std::to_string(*momentum) : "None") +
+           ", affine=" + detail::b(affine) +
+           ", track_running_stats=" + detail::b(track_running_stats);
+  }
+};
+} // namespace detail
+
+using BatchNorm1d = detail::BatchNorm<1>;
+using BatchNorm2d = detail::BatchNorm<2>;
+using BatchNorm3d = detail::BatchNorm<3>;
+
+/// Normalization over the last dims: weight = 1, bias = 0.
+class LayerNorm : public Module {
+public:
+  std::vector<std::int64_t> normalized_shape;
+  double eps;
+  Tensor weight, bias;
+  explicit LayerNorm(std::vector<std::int64_t> normalized_shape_, double eps_ = 1e-5,
+                     bool elementwise_affine = true, bool with_bias = true, TensorOptions o = {})
+      : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
+    Shape s(normalized_shape.begin(), normalized_shape.end());
+    if (elementwise_affine) {
+      register_parameter("weight", weight = init::ones(s, o));
+      if (with_bias) register_parameter("bias", bias = init::zeros(s, o));
+    }
+  }
+  explicit LayerNorm(std::int64_t dim, double eps_ = 1e-5, bool elementwise_affine = true,
+                     bool with_bias = true, TensorOptions o = {})
+      : LayerNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, with_bias, o) {}
+  Tensor forward(const Tensor& x) override {
+    return F::layer_norm(x, normalized_shape, weight, bias, eps);
+  }
+  std::string type_name() const override { return "LayerNorm"; }
+  std::string extra_repr() const override {
+    return detail::dims_str(normalized_shape) + ", eps=" + std::to_string(eps) +
+           ", elementwise_affine=" + detail::b(weight.defined());
+  }
+};
+
+/// Normalization over groups of channels (F::group_norm); weight ones, bias zeros.
+class GroupNorm : public Module {
+public:
+  std::int64_t num_groups, num_channels;
+  double eps;
+  Tensor weight, bias;
+  GroupNorm(std::int64_t num_groups_, std::int64_t num_channels_, double eps_ = 1e-5,
+            bool affine = true, TensorOptions o = {})
+      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+    if (num_groups < 1 || num_channels % num_groups)
+      throw shape_error("tg.nn.GroupNorm: num_channels (" + std::to_string(num_channels) +
+                        ") must be divisible by num_groups (" + std::to_string(num_groups) + ")");
+    if (affine) {
+      register_parameter("weight", weight = init::ones({num_channels}, o));
+      register_parameter("bias", bias = init::zeros({num_channels}, o));
+    }
+  }
+  Tensor forward(const Tensor& x) override {
+    return F::group_norm(x, num_groups, weight, bias, eps);
+  }
+  std::string type_name() const override { return "GroupNorm"; }
+  std::string extra_repr() const override {
+    return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
+           ", eps=" + std::to_string(eps) + ", affine=" + detail::b(weight.defined());
+  }
+};
+
+/// x / sqrt(mean(x^2) + eps) * weight over the last dims (eps: the dtype's epsilon by default).
+class RMSNorm : public Module {
+public:
+  std::vector<std::int64_t> normalized_shape;
+  std::optional<double> eps;
+  Tensor weight;
+  explicit RMSNorm(std::vector<std::int64_t> normalized_shape_,
+                   std::optional<double> eps_ = std::nullopt, bool elementwise_affine = true,
+                   TensorOptions o = {})
+      : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
+    if (elementwise_affine)
+      register_parameter("weight", weight = init::ones(
+                                       Shape(normalized_shape.begin(), normalized_shape.end()), o));
+  }
+  explicit RMSNorm(std::int64_t dim, std::optional<double> eps_ = std::nullopt,
+                   bool elementwise_affine = true, TensorOptions o = {})
+      : RMSNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, o) {}
+  Tensor forward(const Tensor& x) override { return F::rms_norm(x, normalized_shape, weight, eps); }
+  std::string type_name() const override { return "RMSNorm"; }
+  std::string extra_repr() const override {
+    return detail::dims_str(normalized_shape) + ", eps=" + (eps ? std::to_string(*eps) : "None") +
+           ", elementwise_affine=" + detail::b(weight.defined());
+  }
+};
+
+/// A lookup table: weight [num_embeddings, embedding_dim] ~ N(0, 1); the padding_idx row is zero
+/// and gets no gradient.
+class Embedding : public Module {
+public:
+  std::int64_t num_embeddings, embedding_dim;
+  std::optional<std::int64_t> padding_idx;
+  Tensor weight;
+  Embedding(std::int64_t num_embeddings_, std::int64_t embedding_dim_,
+            std::optional<std::int64_t> padding_idx_ = std::nullopt, TensorOptions o = {})
+      : num_embeddings(num_embeddings_), embedding_dim(embedding_dim_), padding_idx(padding_idx_) {
+    if (padding_idx) {
+      if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings)
+        throw index_error("tg.nn.Embedding: padding_idx " + std::to_string(*padding_idx) +
+                          " is out of range");
+      if (*padding_idx < 0) *padding_idx += num_embeddings;
+    }
+    std::vector<double> v = init::detail::draw_normal(num_embeddings * embedding_dim, 0, 1);
+    if (padding_idx)
+      for (std::int64_t j = 0; j < embedding_dim; ++j)
+        v[std::size_t(*padding_idx * embedding_dim + j)] = 0;
+    register_parameter("weight",
+                       weight = init::detail::fresh({num_embeddings, embedding_dim}, o, v));
+  }
+  Tensor forward(const Tensor& idx) override { return F::embedding(idx, weight, padding_idx); }
+  std::string type_name() const override { return "Embedding"; }
+  std::string extra_repr() const override {
+    return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim) +
+           (padding_idx ? ", padding_idx=" + std::to_string(*padding_idx) : "");
+  }
+};
+
+/// Zeroes elements with probability p (on the device, fresh on every call, also under tg::jit)
+/// and scales the rest by 1 / (1 - p) in training mode; the identity in eval mode.
+class Dropout : public Module {
+public:
+  double p;
+  explicit Dropout(double p_ = 0.5) : p(p_) {
+    if (p < 0 || p > 1) throw error("tg.nn.Dropout: p must be in [0, 1], got " + std::to_string(p));
+  }
+  Tensor forward(const Tensor& x) override { return F::dropout(x, p, is_training()); }
+  std::string type_name() const override { return "Dropout"; }
+  std::string extra_repr() const override { return "p=" + std::to_string(p); }
+};
+
+/// Multi-head attention (torch.nn.MultiheadAttention, with kdim = vdim = embed_dim): the packed
+/// in_proj_weight [3E, E] ~ xavier_uniform, in_proj_bias = 0, out_proj a Linear with bias 0.
+/// Inputs are [L, N, E] ([N, L, E] with batch_first). As in PyTorch, a bool attn_mask or
+/// key_padding_mask is true where attention is NOT allowed; a float mask is added to the scores.
+/// forward returns the output only (no attention weights).
+class MultiheadAttention : public Module {
+public:
+  std::int64_t embed_dim, num_heads;
+  double dropout;
+  bool batch_first;
+  Tensor in_proj_weight, in_proj_bias;
+  Linear out_proj;
+
+  MultiheadAttention(std::int64_t embed_dim_, std::int64_t num_heads_, double dropout_ = 0,
+                     bool with_bias = true, bool batch_first_ = false, TensorOptions o = {})
+      : embed_dim(embed_dim_), num_heads(num_heads_), dropout(dropout_), batch_first(batch_first_),
+        out_proj(embed_dim_, embed_dim_, with_bias, o) {
+    if (num_heads < 1 || embed_dim % num_heads)
+      throw shape_error("tg.nn.MultiheadAttention: embed_dim (" + std::to_string(embed_dim) +
+                        ") must be divisible by num_heads (" + std::to_string(num_heads) + ")");
+    register_parameter("in_proj_weight",
+                       in_proj_weight = init::xavier_uniform({3 * embed_dim, embed_dim}, 1.0, o));
+    if (with_bias) {
+      register_parameter("in_proj_bias", in_proj_bias = init::zeros({3 * embed_dim}, o));
+      init::zeros_(out_proj.bias);
+    }
+    register_module("out_proj", out_proj);
+  }
+
+  /// Self-attention: forward(x, x, x).
+  Tensor forward(const Tensor& x) override { return forward(x, x, x); }
+  Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                 const Tensor& attn_mask = Tensor(), bool is_causal = false,
+                 const Tensor& key_padding_mask = Tensor()) {
+    if (query.ndim() != 3 || key.ndim() != 3 || value.ndim() != 3)
+      throw shape_error("tg.nn.MultiheadAttention: needs 3-D query, key and value, got " +
+                        tg::detail::shape_of(query) + ", " + tg::detail::shape_of(key) + ", " +
+                        tg::detail::shape_of(value));
+    Tensor q = batch_first ? query : query.transpose(0, 1),
+           k = batch_first ? key : key.transpose(0, 1),
+           v = batch_first ? value : value.transpose(0, 1); // [N, L, E]
+    const std::int64_t N = q.size(0), L = q.size(1), S = k.size(1), E = embed_dim, H = num_heads,
+                       D = E / H;
+    if (q.size(2) != E || k.size(2) != E || v.size(2) != E || k.size(0) != N || v.size(0) != N ||
+        v.size(1) != S)
+      throw shape_error("tg.nn.MultiheadAttention: query " + tg::detail::shape_of(query) +
+                        ", key " + tg::detail::shape_of(key) + " and value " +
+                        tg::detail::shape_of(value) + " do not fit embed_dim " + std::to_string(E));
+    auto w = in_proj_weight.split(E, 0);
+    std::vector<Tensor> bs(3);
+    if (in_proj_bias.defined()) bs = in_proj_bias.split(E, 0);
+    auto heads = [&](const Tensor& x, std::int64_t len, int i) {
+      return F::linear(x, w[std::size_t(i)], bs[std::size_t(i)])
+          .reshape({N, len, H, D})
+          .transpose(1, 2); // [N, H, len, D]
+    };
+    Tensor qh = heads(q, L, 0), kh = heads(k, S, 1), vh = heads(v, S, 2);
+    Tensor mask;
+    if (attn_mask.defined()) {
+      Tensor m = attn_mask;
+      if (m.ndim() == 3) m = m.reshape({N, H, L, S}); // [N * H, L, S]
+      mask = m.dtype() == DType::Bool ? m.logical_not() : m;
+    }
+    if (key_padding_mask.defined()) {
+      Tensor kp = key_padding_mask.reshape({N, 1, 1, S});
+      Tensor add = kp.dtype() == DType::Bool ? kp.logical_not() : kp;
+      if (!mask.defined())
+        mask = add;
+      else if (mask.dtype() == DType::Bool && add.dtype() == DType::Bool)
+        mask = mask.logical_and(add);
+      else {
+        auto to_float = [&](const Tensor& t) {
+          return t.dtype() == DType::Bool
+                     ? where(t, 0.0, Tensor::full_on({}, -INFINITY, qh.dtype(), qh.device()))
+                     : t;
+        };
+        mask = to_float(mask) + to_float(add);
+      }
+    }
+    Tensor out =
+        F::scaled_dot_product_attention(qh, kh, vh, mask, is_training() ? dropout : 0.0, is_causal);
+    out = out.transpose(1, 2).reshape({N, L, E});
+    out = out_proj(out);
+    return batch_first ? out : out.transpose(0, 1);
+  }
+  std::string type_name() const override { return "MultiheadAttention"; }
+  std::string extra_repr() const override {
+    return "embed_dim=" + std::to_string(embed_dim) + ", num_heads=" + std::to_string(num_heads) +
+           ", batch_first=" + detail::b(batch_first);
+  }
+};
+
+// ---- parameter-free modules (for Sequential) -------------------------------------------------
+class Identity : public Module {
+public:
+  Tensor forward(const Tensor& x) override { return x; }
+  std::string type_name() const override { return "Identity"; }
+};
+class ReLU : public Module {
+public:
+  Tensor forward(const Tensor& x) override { return x.relu(); }
+  std::string type_name() const override { return "ReLU"; }
+};
+class LeakyReLU : public Module {
+public:
+  double negative_slope;
+  explicit LeakyReLU(double negative_slope_ = 0.01) : negative_slope(negative_slope_) {}
+  Tensor forward(const Tensor& x) override { return x.leaky_relu(negative_slope); }
+  std::string type_name() const override { return "LeakyReLU"; }
+};
+class GELU : public Module {
+public:
+  std::string approximate;
+  explicit GELU(std::string approximate_ = "none") : approximate(std::move(approximate_)) {}
+  Tensor forward(const Tensor& x) override { return x.gelu(approximate); }
+  std::string type_name() const override { return "GELU"; }
+};
+class SiLU : public Module {
+public:
+  Tensor forward(const Tensor& x) override { return x.silu(); }
+  std::string type_name() const override { return "SiLU"; }
+};
+class Tanh : public Module {
+public:
+  Tensor forward(const Tensor& x) override { return x.tanh(); }
+  std::string type_name() const override { return "Tanh"; }
+};
+class Sigmoid : public Module {
+public:
+  Tensor forward(const Tensor& x) override { return x.sigmoid(); }
+  std::string type_name() const override { return "Sigmoid"; }
+};
+class Softmax : public Module {
+public:
+  int dim;
+  explicit Softmax(int dim_) : dim(dim_) {}
+  Tensor forward(const Tensor& x) override { return x.softmax(dim); }
+  std::string type_name() const override { return "Softmax"; }
+};
+class Flatten : public Module {
+public:
+  int start_dim, end_dim;
+  explicit Flatten(int start_dim_ = 1, int end_dim_ = -1)
+      : start_dim(start_dim_), end_dim(end_dim_) {}
+  Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
+  std::string type_name() const override { return "Flatten"; }
+};
+/// Any function of one tensor as a module: Lambda([](const Tensor& x) { return x * 2; }).
+class Lambda : public Module {
+public:
+  std::function<Tensor(const Tensor&)> fn;
+  explicit Lambda(std::function<Tensor(const Tensor&)> f) : fn(std::move(f)) {}
+  Tensor forward(const Tensor& x) override { return fn(x); }
+  std::string type_name() const override { return "Lambda"; }
+};
+
+} // namespace tg::nn
+#endif // TG_SI_TG_NN_LAYERS_HPP
+
+// ---- tg/nn/loss.hpp ----
+#ifndef TG_SI_TG_NN_LOSS_HPP
+#define TG_SI_TG_NN_LOSS_HPP
+// Losses (torch.nn.functional's, with the same reductions and defaults) and their module forms.
+// Class-index targets are turned into one-hot masks on the device (no host read of the labels,
+// so a training step stays capturable by tg::jit); a target outside [0, C) other than
+// ignore_index contributes nothing instead of raising as in PyTorch.
+
+namespace tg::nn::functional {
+
+namespace detail {
+TG_API Tensor reduce(const Tensor& loss, const std::string& reduction, const char* op, Loc loc);
+TG_API void same_shape(const Tensor& a, const Tensor& b, const char* op, Loc loc);
+/// Class dim (1, or 0 for a single sample) moved last: [N, d..., C].
+TG_API Tensor classes_last(const Tensor& x);
+TG_API void check_class_target(const Tensor& input, const Tensor& target, const char* op, Loc loc);
+/// (-logp[target] * w[target], w[target] masked by ignore_index) for log-probabilities [..., C].
+TG_API std::pair<Tensor, Tensor> pick(const Tensor& logp_last, const Tensor& target,
+                                      const Tensor& weight, std::int64_t ignore_index, Loc loc);
+} // namespace detail
+
+TG_API Tensor mse_loss(const Tensor& input, const Tensor& target,
+                       const std::string& reduction = "mean", Loc loc = Loc::current());
+TG_API Tensor l1_loss(const Tensor& input, const Tensor& target,
+                      const std::string& reduction = "mean", Loc loc = Loc::current());
+
+/// Negative log likelihood of log-probabilities input [N, C, d...] (or [C]) at class indices
+/// target [N, d...]; "mean" divides by the summed weights of the targets that are not ignored.
+TG_API Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                       std::int64_t ignore_index = -100, const std::string& reduction = "mean",
+                       Loc loc = Loc::current());
+
+/// Cross entropy of logits input [N, C, d...] (or [C]) with class indices target [N, d...]
+/// (integers) or class probabilities (floats, the input's shape). label_smoothing mixes the
+/// target with the uniform distribution, as in PyTorch.
+TG_API Tensor cross_entropy(const Tensor& input, const Tensor& target,
+                            const Tensor& weight = Tensor(), std::int64_t ignore_index = -100,
+                            const std::string& reduction = "mean", double label_smoothing = 0,
+                            Loc loc = Loc::current());
+
+/// -w (t log(x) + (1 - t) log(1 - x)) for probabilities x, with the logs clamped at -100.
+TG_API Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                                   const Tensor& weight = Tensor(),
+                                   const std::string& reduction = "mean", Loc loc = Loc::current());
+
+/// binary_cross_entropy(sigmoid(x), t) computed stably; pos_weight weighs the positive term.
+TG_API Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                               const Tensor& weight = Tensor(),
+                                               const std::string& reduction = "mean",
+                                               const Tensor& pos_weight = Tensor(),
+                                               Loc loc = Loc::current());
+
+} // namespace tg::nn::functional
+
+namespace tg::nn {
+
+/// Module-style losses: CrossEntropyLoss(...)(input, target).
+struct CrossEntropyLoss {
+  Tensor weight{};
+  std::int64_t ignore_index = -100;
+  std::string reduction = "mean";
+  double label_smoothing = 0;
+  Tensor operator()(const Tensor& input, const Tensor& target) const {
+    return F::cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing);
+  }
+};
+struct NLLLoss {
+  Tensor weight{};
+  std::int64_t ignore_index = -100;
+  std::string reduction = "mean";
+  Tensor operator()(const Tensor& input, const Tensor& target) const {
+    return F::nll_loss(input, target, weight, ignore_index, reduction);
+  }
+};
+struct MSELoss {
+  std::string reduction = "mean";
+  Tensor operator()(const Tensor& input, const Tensor& target) const {
+    return F::mse_loss(input, target, reduction);
+  }
+};
+struct L1Loss {
+  std::string reduction = "mean";
+  Tensor operator()(const Tensor& input, const Tensor& target) const {
+    return F::l1_loss(input, target, reduction);
+  }
+};
+struct BCELoss {
+  Tensor weight{};
+  std::string reduction = "mean";
+  Tensor operator()(const Tensor& input, const Tensor& target) const {
+    return F::binary_cross_entropy(input, target, weight, reduction);
+  }
+};
+struct BCEWithLogitsLoss {
+  Tensor weight{};
+  std::string reduction = "mean";
+  Tensor pos_weight{};
+  Tensor operator()(const Tensor& input, const Tensor& target) const {
+    return F::binary_cross_entropy_with_logits(input, target, weight, reduction, pos_weight);
+  }
+};
+
+} // namespace tg::nn
+#endif // TG_SI_TG_NN_LOSS_HPP
+
+// ---- tg/nn/rnn.hpp ----
+#ifndef TG_SI_TG_NN_RNN_HPP
+#define TG_SI_TG_NN_RNN_HPP
+// Recurrent layers, torch.nn.LSTM and torch.nn.GRU: the same parameters (names, shapes, gate
+// order, initialization U(-1/sqrt(hidden), 1/sqrt(hidden))), layers, directions, batch_first,
+// dropout between layers, and unbatched input. The time loop runs on the host, building one
+// lazy step per time step; the input projections of all steps are one product per layer.
+
+namespace tg::nn {
+
+/// What LSTM and GRU share. The parameters live in `flat_weights`, in PyTorch's order: per layer
+/// and direction weight_ih, weight_hh, bias_ih, bias_hh (named weight_ih_l0, ..._reverse).
+class RNNBase : public Module {
+public:
+  static constexpr int kMaxLayers = 8;
+  std::int64_t input_size, hidden_size, num_layers;
+  bool with_bias, batch_first, bidirectional;
+  double dropout;
+  std::array<Tensor, 4 * 2 * kMaxLayers> flat_weights;
+
+  /// The parameters of layer l, direction d (0 forward, 1 reverse): w_ih, w_hh, b_ih, b_hh.
+  Tensor& param(std::int64_t l, int d, int k) {
+    return flat_weights[std::size_t(4 * (l * directions() + d) + k)];
+  }
+  int directions() const { return bidirectional ? 2 : 1; }
+
+protected:
+  RNNBase(const char* type, int gates, std::int64_t input_size_, std::int64_t hidden_size_,
+          std::int64_t num_layers_, bool with_bias_, bool batch_first_, double dropout_,
+          bool bidirectional_, TensorOptions o)
+      : input_size(input_size_), hidden_size(hidden_size_), num_layers(num_layers_),
+        with_bias(with_bias_), batch_first(batch_first_), bidirectional(bidirectional_),
+        dropout(dropout_), type_(type), gates_(gates) {
+    if (num_layers < 1 || num_layers > kMaxLayers || hidden_size < 1 || input_size < 1)
+      throw shape_error(std::string("tg.nn.") + type + ": needs input_size and hidden_size >= 1 " +
+                        "and 1 <= num_layers <= " + std::to_string(kMaxLayers) + ", got " +
+                        std::to_string(input_size) + ", " + std::to_string(hidden_size) + ", " +
+                        std::to_string(num_layers));
+    if (dropout < 0 || dropout > 1)
+      throw error(std::string("tg.nn.") + type + ": dropout must be in [0, 1], got " +
+                  std::to_string(dropout));
+    const double k = 1.0 / std::sqrt(double(hidden_size));
+    const char* names[] = {"weight_ih_l", "weight_hh_l", "bias_ih_l", "bias_hh_l"};
+    for (std::int64_t l = 0; l < num_layers; ++l)
+      for (int d = 0; d < directions(); ++d) {
+        const std::int64_t in = l == 0 ? input_size : hidden_size * directions();
+        const Shape shapes[] = {{gates * hidden_size, in},
+                                {gates * hidden_size, hidden_size},
+                                {gates * hidden_size},
+                                {gates * hidden_size}};
+        for (int p = 0; p < (with_bias ? 4 : 2); ++p)
+          register_parameter(names[p] + std::to_string(l) + (d ? "_reverse" : ""),
+                             param(l, d, p) = init::uniform(shapes[p], -k, k, o));
+      }
+  }
+
+  /// Runs every layer and direction: the output [T, N, D * H] (or batch first) and the last
+  /// hidden (and, for LSTM, cell) states [layers * D, N, H]. `step` advances one time step:
+  /// (input projection of step t, h, c, w_hh, b_hh) -> (h, c).
+  template <class Step>
+  std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0,
+                                         Step step) {
+    const bool batched = input.ndim() == 3;
+    if (input.ndim() != 2 && input.ndim() != 3)
+      throw shape_error(std::string("tg.nn.") + type_ + ": needs an input of shape [T, N, " +
+                        std::to_string(input_size) + "] (or batch first, or unbatched [T, " +
+                        std::to_string(input_size) + "]), got " + tg::detail::shape_of(input));
+    Tensor x = batched ? (batch_first ? input.transpose(0, 1) : input) : input.unsqueeze(1);
+    if (x.size(2) != input_size)
+      throw shape_error(std::string("tg.nn.") + type_ + ": input " + tg::detail::shape_of(input) +
+                        " has " + std::to_string(x.size(2)) + " features, the layer takes " +
+                        std::to_string(input_size));
+    const std::int64_t T = x.size(0), N = x.size(1), H = hidden_size, S = num_layers * directions();
+    auto state = [&](const Tensor& s0, const char* what) {
+      if (!s0.defined())
+        return tg::zeros({S, N, H}, TensorOptions(x.as_float().dtype(), x.device()));
+      Tensor s = batched ? s0 : s0.unsqueeze(1);
+      if (s.shape() != std::vector<std::int64_t>{S, N, H})
+        throw shape_error(std::string("tg.nn.") + type_ + ": " + what + " must be [" +
+                          std::to_string(S) + ", " + std::to_string(N) + ", " + std::to_string(H) +
+                          "], got " + tg::detail::shape_of(s0));
+      return s;
+    };
+    Tensor hs0 = state(h0, "h0"), cs0 = gates_ == 4 ? state(c0, "c0") : Tensor();
+    std::vector<Tensor> h_n, c_n;
+    for (std::int64_t l = 0; l < num_layers; ++l) {
+      std::vector<Tensor> outs;
+      for (int d = 0; d < directions(); ++d) {
+        const std::int64_t s = l * directions() + d;
+        Tensor gi = x.matmul(param(l, d, 0).T()); // every step's input projection
+        if (with_bias) gi = gi + param(l, d, 2);
+        Tensor h = hs0[s], c = cs0.defined() ? cs0[s] : Tensor();
+        std::vector<Tensor> ys(static_cast<std::size_t>(T));
+        for (std::int64_t k = 0; k < T; ++k) {
+          const std::int64_t t = d ? T - 1 - k : k;
+          std::tie(h, c) = step(gi[t], h, c, param(l, d, 1), with_bias ? param(l, d, 3) : Tensor());
+          ys[std::size_t(t)] = h;
+        }
+        h_n.push_back(h);
+        if (c.defined()) c_n.push_back(c);
+        outs.push_back(T > 0 ? stack(ys, 0) : tg::zeros({0, N, H}));
+      }
+      x = outs.size() == 1 ? outs[0] : cat(outs, -1);
+      if (dropout > 0 && is_training() && l + 1 < num_layers) x = F::dropout(x, dropout, true);
+    }
+    Tensor out = batched ? (batch_first ? x.transpose(0, 1) : x) : x.squeeze(1);
+    Tensor hn = stack(h_n, 0), cn = c_n.empty() ? Tensor() : stack(c_n, 0);
+    if (!batched) {
+      hn = hn.squeeze(1);
+      if (cn.defined()) cn = cn.squeeze(1);
+    }
+    return {out, hn, cn};
+  }
+
+public:
+  std::string type_name() const override { return type_; }
+  std::string extra_repr() const override {
+    std::string r = std::to_string(input_size) + ", " + std::to_string(hidden_size);
+    if (num_layers != 1) r += ", num_layers=" + std::to_string(num_layers);
+    if (!with_bias) r += ", bias=False";
+    if (batch_first) r += ", batch_first=True";
+    if (dropout > 0) r += ", dropout=" + std::to_string(dropout);
+    if (bidirectional) r += ", bidirectional=True";
+    return r;
+  }
+
+private:
+  const char* type_;
+  int gates_;
+};
+
+/// Long short-term memory: gates i, f, g, o; c' = f c + i g, h' = o tanh(c').
+class LSTM : public RNNBase {
+public:
+  LSTM(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_ = 1,
+       bool with_bias_ = true, bool batch_first_ = false, double dropout_ = 0,
+       bool bidirectional_ = false, TensorOptions o = {})
+      : RNNBase("LSTM", 4, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_,
+                dropout_, bidirectional_, o) {}
+  /// The output only (forward(x, h0, c0) also gives the final states).
+  Tensor forward(const Tensor& x) override { return std::get<0>(forward(x, Tensor(), Tensor())); }
+  /// (output, h_n, c_n); h0 and c0 default to zeros.
+  std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor& h0, const Tensor& c0) {
+    const std::int64_t H = hidden_size;
+    return run(x, h0, c0,
+               [H](const Tensor& gi, const Tensor& h, const Tensor& c, const Tensor& w_hh,
+                   const Tensor& b_hh) {
+                 Tensor g = gi + h.matmul(w_hh.T());
+                 if (b_hh.defined()) g = g + b_hh;
+                 Tensor i = g.slice(-1, 0, H).sigmoid(), f = g.slice(-1, H, 2 * H).sigmoid(),
+                        gg = g.slice(-1, 2 * H, 3 * H).tanh(),
+                        o = g.slice(-1, 3 * H, 4 * H).sigmoid();
+                 Tensor c2 = f * c + i * gg;
+                 return std::pair<Tensor, Tensor>{o * c2.tanh(), c2};
+               });
+  }
+};
+
+/// Gated recurrent unit: gates r, z, n; n = tanh(W_in x + b_in + r (W_hn h + b_hn)),
+/// h' = (1 - z) n + z h.
+class GRU : public RNNBase {
+public:
+  GRU(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_ = 1,
+      bool with_bias_ = true, bool batch_first_ = false, double dropout_ = 0,
+      bool bidirectional_ = false, TensorOptions o = {})
+      : RNNBase("GRU", 3, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_,
+                dropout_, bidirectional_, o) {}
+  Tensor forward(const Tensor& x) override { return forward(x, Tensor()).first; }
+  /// (output, h_n); h0 defaults to zeros.
+  std::pair<Tensor, Tensor> forward(const Tensor& x, const Tensor& h0) {
+    const std::int64_t H = hidden_size;
+    auto [out, hn, cn] =
+        run(x, h0, Tensor(),
+            [H](const Tensor& gi, const Tensor& h, const Tensor&, const Tensor& w_hh,
+                const Tensor& b_hh) {
+              Tensor gh = h.matmul(w_hh.T());
+              if (b_hh.defined()) gh = gh + b_hh;
+              Tensor r = (gi.slice(-1, 0, H) + gh.slice(-1, 0, H)).sigmoid();
+              Tensor z = (gi.slice(-1, H, 2 * H) + gh.slice(-1, H, 2 * H)).sigmoid();
+              Tensor n = (gi.slice(-1, 2 * H, 3 * H) + r * gh.slice(-1, 2 * H, 3 * H)).tanh();
+              return std::pair<Tensor, Tensor>{(1.0 - z) * n + z * h, Tensor()};
+            });
+    return {out, hn};
+  }
+};
+
+} // namespace tg::nn
+#endif // TG_SI_TG_NN_RNN_HPP
+#endif // TG_SI_TG_NN_NN_HPP
+
+// ---- tg/optim/optim.hpp ----
+#ifndef TG_SI_TG_OPTIM_OPTIM_HPP
+#define TG_SI_TG_OPTIM_OPTIM_HPP
+// tg::optim: SGD, Adam, AdamW with parameter groups, LR schedulers, gradient clipping.
+
+// ---- tg/optim/adam.hpp ----
+#ifndef TG_SI_TG_OPTIM_ADAM_HPP
+#define TG_SI_TG_OPTIM_ADAM_HPP
+// Adam and AdamW: torch.optim.Adam / AdamW's single-tensor update, with amsgrad.
+
+// ---- tg/optim/optimizer.hpp ----
+#ifndef TG_SI_TG_OPTIM_OPTIMIZER_HPP
+#define TG_SI_TG_OPTIM_OPTIMIZER_HPP
+// optim::Optimizer: parameter groups, a learning rate held in a tensor, state tensors, and one
+// tg::assign per step that writes every parameter and every state tensor in place.
+//
+// Everything a step reads or writes lives in device buffers that keep their identity (the
+// parameters, the moments, a step counter per parameter, a 0-d float64 learning rate per group
+// that set_lr() overwrites), so a training step captured by tg::jit replays correctly:
+//
+//   auto step = tg::jit([&](tg::Tensor x, tg::Tensor y) {
+//     opt.zero_grad();                       // gradients become undefined: fresh each step
+//     tg::Tensor loss = tg::nn::F::cross_entropy(model(x), y);
+//     loss.realize();                        // the loss before the parameters change
+//     loss.backward();
+//     opt.step();                            // one tg::assign for all parameters and state
+//     return loss;
+//   });
+//
+// Hyperparameters other than the learning rate (momentum, betas, weight decay) are constants of
+// the captured kernels: change them only between captures.
+#include <cstring>
+
+namespace tg::optim {
+
+/// A group of parameters with its own learning rate and weight decay (unset: the optimizer's).
+struct ParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> lr = std::nullopt;
+  std::optional<double> weight_decay = std::nullopt;
+};
+
+namespace detail {
+/// Overwrites a 0-d buffer with a host value (no kernel).
+TG_API void write_scalar(const Tensor& t, double v);
+TG_API Tensor scalar_buffer(double v, DType t, const std::string& device);
+TG_API void check_hyper(bool ok, const std::string& msg);
+} // namespace detail
+
+class Optimizer {
+public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// One update of every parameter that has a gradient: one tg::assign for the parameters and
+  /// the optimizer's state together. The gradients are realized in the same schedule (stored as
+  /// the kernels compute them): a lazy gradient would be recomputed from the updated parameters
+  /// when read after the step, and it references its own parameter (a cycle of shared pointers
+  /// that would outlive the model).
+  void step() {
+    no_grad guard;
+    std::vector<std::pair<Tensor, Tensor>> writes;
+    std::vector<Tensor> grads;
+    std::size_t index = 0;
+    for (std::size_t g = 0; g < groups_.size(); ++g)
+      for (const Tensor& p : groups_[g].params) {
+        Tensor grad = p.grad();
+        if (grad.defined()) {
+          update(g, index, p, grad.detach(), writes);
+          grads.push_back(grad);
+        }
+        ++index;
+      }
+    if (!writes.empty()) tg::assign(writes, grads);
+  }
+  /// Sets every gradient to undefined (zero_grad(set_to_none=True), PyTorch's default).
+  void zero_grad() {
+    for (Group& g : groups_)
+      for (Tensor& p : g.params) p.set_grad(Tensor());
+  }
+
+  std::size_t num_groups() const { return groups_.size(); }
+  const std::vector<Tensor>& params(std::size_t group = 0) const { return group_at(group).params; }
+  double lr(std::size_t group = 0) const { return group_at(group).lr; }
+  /// The learning rate the group started with (the base of LR schedulers).
+  double initial_lr(std::size_t group = 0) const { return group_at(group).initial_lr; }
+  double weight_decay(std::size_t group = 0) const { return group_at(group).weight_decay; }
+  /// The 0-d tensor the update kernels read the learning rate from (float32, or float64 where a
+  /// parameter of the group is float64).
+  const Tensor& lr_tensor(std::size_t group = 0) const { return group_at(group).lr_t; }
+  /// Sets the learning rate of every group (writes the lr tensors; no recapture needed).
+  void set_lr(double lr) {
+    for (std::size_t g = 0; g < groups_.size(); ++g) set_lr(g, lr);
+  }
+  void set_lr(std::size_t group, double lr) {
+    detail::check_hyper(lr >= 0, "invalid learning rate " + std::to_string(lr));
+    Group& g = groups_.at(group);
+    g.lr = lr;
+    detail::write_scalar(g.lr_t, lr);
+  }
+
+  /// The state tensors by name ("state.<param index>.<name>") and each group's learning rate
+  /// ("param_groups.<group>.lr"): save it with safetensors to resume training.
+  StateDict state_dict() const {
+    StateDict sd;
+    for (std::size_t i = 0; i < state_.size(); ++i)
+      for (const auto& [name, t] : state_[i])
+        sd.insert("state." + std::to_string(i) + "." + name, t);
+    for (std::size_t g = 0; g < groups_.size(); ++g)
+      sd.insert("param_groups." + std::to_string(g) + ".lr", groups_[g].lr_t);
+    return sd;
+  }
+  /// Restores what state_dict() returned (every key must be present with its shape).
+  void load_state_dict(const StateDict& sd) {
+    std::vector<std::pair<Tensor, Tensor>> writes;
+    std::string missing;
+    for (const auto& [k, t] : state_dict()) {
+      const Tensor* v = sd.find(k);
+      if (!v || v->shape() != t.shape()) {
+        missing += (missing.empty() ? "" : ", ") + k;
+        continue;
+      }
+      writes.emplace_back(t, v->to(t.device()).detach());
+    }
+    if (!missing.empty())
+      throw error("tg.optim.load_state_dict: missing or mis-shaped key(s): " + missing);
+    no_grad guard;
+    if (!writes.empty()) tg::assign(writes);
+    for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g].lr = groups_[g].lr_t.item<double>();
+  }
+
+protected:
+  struct Group {
+    std::vector<Tensor> params;
+    double lr = 0, initial_lr = 0, weight_decay = 0;
+    Tensor lr_t;
+  };
+
+  Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, const char* name) {
+    detail::check_hyper(lr >= 0,
+                        std::string(name) + ": invalid learning rate " + std::to_string(lr));
+    detail::check_hyper(weight_decay >= 0, std::string(name) + ": invalid weight_decay " +
+                                               std::to_string(weight_decay));
+    if (groups.empty()) throw error(std::string("tg.optim.") + name + ": got no parameter groups");
+    std::vector<const LazyNode*> seen;
+    for (ParamGroup& pg : groups) {
+      Group g;
+      g.lr = g.initial_lr = pg.lr.value_or(lr);
+      g.weight_decay = pg.weight_decay.value_or(weight_decay);
+      detail::check_hyper(g.lr >= 0,
+                          std::string(name) + ": invalid learning rate " + std::to_string(g.lr));
+      detail::check_hyper(g.weight_decay >= 0, std::string(name) + ": invalid weight_decay " +
+                                                   std::to_string(g.weight_decay));
+      for (const Tensor& p : pg.params) {
+        if (!p.defined())
+          throw error(std::string("tg.optim.") + name + ": a parameter is undefined");
+        if (p.lazy()->op != Op::Buffer)
+          throw error(std::string("tg.optim.") + name +
+                      ": parameters must be realized tensors that own their buffer (updated in "
+                      "place); got a lazy "
+                      "tensor of shape " +
+                      tg::detail::shape_of(p) + " (call contiguous().realize() first)");
+        if (!is_float(p.dtype()))
+          throw dtype_error(std::string("tg.optim.") + name +
+                            ": parameters must be floating point, got " + dtype_name(p.dtype()));
+        if (std::find(seen.begin(), seen.end(), p.lazy().get()) != seen.end())
+          throw error(std::string("tg.optim.") + name +
+                      ": a parameter appears twice (in one group or in two groups)");
+        seen.push_back(p.lazy().get());
+        g.params.push_back(p);
+      }
+      std::string dev = g.params.empty() ? default_device() : g.params[0].device();
+      bool wide = false;
+      for (const Tensor& p : g.params) wide = wide || p.dtype() == DType::Float64;
+      g.lr_t = detail::scalar_buffer(g.lr, wide ? DType::Float64 : DType::Float32, dev);
+      groups_.push_back(std::move(g));
+    }
+    state_.resize(seen.size());
+  }
+  static std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
+    return {ParamGroup{std::move(params)}};
+  }
+
+  /// Appends (target, new value) pairs for parameter `p` (flat index `index`) of group `g`.
+  virtual void update(std::size_t g, std::size_t index, const Tensor& p, const Tensor& grad,
+                      std::vector<std::pair<Tensor, Tensor>>& writes) = 0;
+
+  /// A state tensor of parameter `index`, created as a realized buffer on first use.
+  Tensor& state(std::size_t index, const std::string& name, const Tensor& like, double init = 0,
+                std::optional<DType> dtype = std::nullopt, bool scalar = false) {
+    for (auto& [k, t] : state_[index])
+      if (k == name) return t;
+    DType t = dtype.value_or(like.dtype());
+    Shape s = scalar ? Shape{} : like.sym_shape();
+    Tensor v = Tensor::full_on(s, init, t, like.device()).contiguous().realize();
+    state_[index].emplace_back(name, v);
+    return state_[index].back().second;
+  }
+  /// Creates every state tensor up front (before a capture, so none is made while capturing).
+  void init_state(const std::function<void(std::size_t, const Tensor&)>& make) {
+    std::size_t index = 0;
+    for (const Group& g : groups_)
+      for (const Tensor& p : g.params) make(index++, p);
+  }
+  const Group& group_at(std::size_t g) const {
+    if (g >= groups_.size())
+      throw error("tg.optim: group " + std::to_string(g) + " does not exist (" +
+                  std::to_string(groups_.size()) + " groups)");
+    return groups_[g];
+  }
+  /// The dtype of scalar state (a step count; the learning rate): float32 as in PyTorch, float64
+  /// beside float64 parameters. Every update casts it to its parameter's dtype, and devices
+  /// without 64-bit types (WEBGPU, an exported WebGPU step) can hold it.
+  static DType scalar_dtype(const Tensor& p) {
+    return p.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  }
+  /// The group's learning rate as a 0-d tensor of the parameter's dtype.
+  Tensor lr_of(std::size_t g, const Tensor& p) const { return groups_[g].lr_t.cast(p.dtype()); }
+
+  std::vector<Group> groups_;
+  std::vector<std::vector<std::pair<std::string, Tensor>>> state_;
+};
+
+} // namespace tg::optim
+#endif // TG_SI_TG_OPTIM_OPTIMIZER_HPP
+
+namespace tg::optim {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool amsgrad = false;
+  bool maximize = false;
+};
+
+/// step += 1; g = grad (+ weight_decay * p for Adam); m = lerp(m, g, 1 - beta1);
+/// v = beta2 * v + (1 - beta2) * g^2; p = p - lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 -
+/// beta2^step) + eps) (with amsgrad, the running maximum of v). AdamW first decays p = p * (1 - lr
+/// * weight_decay).
+class Adam : public Optimizer {
+public:
+  Adam(std::vector<Tensor> params, AdamOptions o = {}) : Adam(one_group(std::move(params)), o) {}
+  Adam(std::vector<ParamGroup> groups, AdamOptions o = {})
+      : Adam(std::move(groups), o, false, "Adam") {}
+  const AdamOptions& options() const { return opt_; }
+
+protected:
+  Adam(std::vector<ParamGroup> groups, AdamOptions o, bool decoupled, const char* name)
+      : Optimizer(std::move(groups), o.lr, o.weight_decay, name), opt_(o), decoupled_(decoupled) {
+    auto [b1, b2] = o.betas;
+    detail::check_hyper(b1 >= 0 && b1 < 1,
+                        std::string(name) + ": invalid beta1 " + std::to_string(b1));
+    detail::check_hyper(b2 >= 0 && b2 < 1,
+                        std::string(name) + ": invalid beta2 " + std::to_string(b2));
+    detail::check_hyper(o.eps >= 0, std::string(name) + ": invalid eps " + std::to_string(o.eps));
+    init_state([&](std::size_t i, const Tensor& p) {
+      state(i, "step", p, 0, scalar_dtype(p), true);
+      state(i, "exp_avg", p);
+      state(i, "exp_avg_sq", p);
+      if (opt_.amsgrad) state(i, "max_exp_avg_sq", p);
+    });
+  }
+
+  void update(std::size_t g, std::size_t i, const Tensor& p0, const Tensor& grad0,
+              std::vector<std::pair<Tensor, Tensor>>& writes) override {
+    auto [b1, b2] = opt_.betas;
+    const double wd = groups_[g].weight_decay;
+    const DType t = p0.dtype();
+    Tensor grad = opt_.maximize ? -grad0 : grad0;
+    Tensor lr = groups_[g].lr_t;
+    Tensor p = p0;
+    if (decoupled_ && wd != 0) p = p * (1.0 - lr * wd).cast(t);
+    if (!decoupled_ && wd != 0) grad = grad + p * wd;
+    Tensor& step = state(i, "step", p0, 0, scalar_dtype(p0), true);
+    Tensor& m = state(i, "exp_avg", p0);
+    Tensor& v = state(i, "exp_avg_sq", p0);
+    Tensor step1 = step + 1.0;
+    Tensor m1 = m + (grad - m) * (1.0 - b1);
+    Tensor v1 = v * b2 + grad * grad * (1.0 - b2);
+    // per-step scalars in the step count's dtype, computed once (contiguous: not per element)
+    Tensor b1t = Tensor::full_on({}, b1, step.dtype(), p0.device());
+    Tensor b2t = Tensor::full_on({}, b2, step.dtype(), p0.device());
+    Tensor step_size = (lr / (1.0 - b1t.pow(step1))).cast(t).contiguous();
+    // 1 / sqrt(1 - beta2^step): a multiply per element where PyTorch divides (the update is the
+    // same but for the last bit; a vector division costs as much as the square root)
+    Tensor inv_bc2_sqrt = (1.0 / (1.0 - b2t.pow(step1)).sqrt()).cast(t).contiguous();
+    Tensor second = v1;
+    if (opt_.amsgrad) {
+      Tensor& vmax = state(i, "max_exp_avg_sq", p0);
+      second = vmax.maximum(v1);
+      writes.emplace_back(vmax, second);
+    }
+    Tensor denom = second.sqrt() * inv_bc2_sqrt + opt_.eps;
+    writes.emplace_back(step, step1);
+    writes.emplace_back(m, m1);
+    writes.emplace_back(v, v1);
+    writes.emplace_back(p0, p - step_size * (m1 / denom));
+  }
+
+  AdamOptions opt_;
+  bool decoupled_;
+};
+
+/// AdamW's options: Adam's, with weight_decay defaulting to 1e-2 as in PyTorch.
+struct AdamWOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool amsgrad = false;
+  bool maximize = false;
+  operator AdamOptions() const {
+    return AdamOptions{lr, betas, eps, weight_decay, amsgrad, maximize};
+  }
+};
+/// Adam with decoupled weight decay.
+class AdamW : public Adam {
+public:
+  AdamW(std::vector<Tensor> params, AdamWOptions o = {}) : AdamW(one_group(std::move(params)), o) {}
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {})
+      : Adam(std::move(groups), o, true, "AdamW") {}
+};
+
+} // namespace tg::optim
+#endif // TG_SI_TG_OPTIM_ADAM_HPP
+
+// ---- tg/optim/clip.hpp ----
+#ifndef TG_SI_TG_OPTIM_CLIP_HPP
+#define TG_SI_TG_OPTIM_CLIP_HPP
+// Gradient clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_), lazily: the scaled
+// gradients are new lazy tensors, so clipping adds no synchronization to a training step.
+
+namespace tg::optim {
+
+/// Scales the gradients of `params` so their total norm is at most max_norm:
+/// g *= min(1, max_norm / (total_norm + 1e-6)). Returns the total norm before clipping (a lazy
+/// 0-d tensor). norm_type may be INFINITY. error_if_nonfinite reads the norm on the host.
+TG_API Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm,
+                              double norm_type = 2.0, bool error_if_nonfinite = false);
+
+/// Clamps every gradient to [-clip_value, clip_value].
+TG_API void clip_grad_value_(const std::vector<Tensor>& params, double clip_value);
+
+} // namespace tg::optim
+#endif // TG_SI_TG_OPTIM_CLIP_HPP
+
+// ---- tg/optim/lr_scheduler.hpp ----
+#ifndef TG_SI_TG_OPTIM_LR_SCHEDULER_HPP
+#define TG_SI_TG_OPTIM_LR_SCHEDULER_HPP
+// Learning-rate schedules (torch.optim.lr_scheduler), in closed form: each step() sets every
+// group's learning rate to f(epoch, initial lr) through Optimizer::set_lr, which writes the lr
+// tensor the update kernels read (so a step captured by tg::jit follows the schedule).
+// As in PyTorch, constructing a scheduler applies its epoch-0 rate. Each also writes f in tensor
+// ops (lr_expr): a training step exported with tg::export_model that calls step() computes its
+// next rate itself.
+
+namespace tg::optim {
+
+class LRScheduler {
+public:
+  virtual ~LRScheduler() = default;
+  /// Advances one epoch (or iteration) and sets the learning rates. Inside a method that
+  /// tg::export_model traces, records that instead: the exported method advances its epoch
+  /// counter and sets each group's rate to lr_expr of it, with the method's other updates
+  /// (declare both as state: spec.state(opt.state_dict(), "optim.") and
+  /// spec.state(scheduler.state_dict(), "sched.")).
+  void step() {
+    if (tg::detail::active_export()) return record_step();
+    ++last_epoch_;
+    detail::write_scalar(epoch_, double(last_epoch_));
+    apply();
+  }
+  std::int64_t last_epoch() const { return last_epoch_; }
+  /// The learning rates the last step set, per group.
+  std::vector<double> get_last_lr() const {
+    std::vector<double> r;
+    for (std::size_t g = 0; g < opt_->num_groups(); ++g) r.push_back(opt_->lr(g));
+    return r;
+  }
+  /// The rate at `epoch` for a group that started at `base`.
+  virtual double lr_at(std::int64_t epoch, double base) const = 0;
+  /// The same in tensor ops of `epoch` (a float32 0-d tensor): what an exported step computes.
+  virtual Tensor lr_expr(const Tensor& epoch, double base) const = 0;
+  /// The epoch counter ("last_epoch", a float32 0-d tensor): the state of an exported step.
+  StateDict state_dict() const { return {{"last_epoch", epoch_}}; }
+  /// Restores what state_dict() returned, and sets the rates of that epoch.
+  void load_state_dict(const StateDict& sd) {
+    last_epoch_ = std::llround(sd.at("last_epoch").item<double>());
+    detail::write_scalar(epoch_, double(last_epoch_));
+    apply();
+  }
+
+protected:
+  explicit LRScheduler(Optimizer& opt)
+      : opt_(&opt), epoch_(detail::scalar_buffer(0, DType::Float32, opt.lr_tensor(0).device())) {}
+  /// Called at the end of each derived constructor (epoch 0).
+  void start() { apply(); }
+  void apply() {
+    for (std::size_t g = 0; g < opt_->num_groups(); ++g)
+      opt_->set_lr(g, lr_at(last_epoch_, opt_->initial_lr(g)));
+  }
+  void record_step() {
+    Tensor next = epoch_ + 1.0;
+    std::vector<std::pair<Tensor, Tensor>> writes = {{epoch_, next}};
+    for (std::size_t g = 0; g < opt_->num_groups(); ++g) {
+      const Tensor& lr = opt_->lr_tensor(g);
+      writes.emplace_back(lr, lr_expr(next, opt_->initial_lr(g)).cast(lr.dtype()));
+    }
+    tg::assign(writes);
+  }
+  /// v as a 0-d tensor beside `epoch`.
+  static Tensor constant(const Tensor& epoch, double v) {
+    return Tensor::full_on({}, v, epoch.dtype(), epoch.device());
+  }
+  Optimizer* opt_;
+  std::int64_t last_epoch_ = 0;
+  Tensor epoch_;
+};
+
+/// base * gamma^(epoch / step_size).
+class StepLR : public LRScheduler {
+public:
+  StepLR(Optimizer& opt, std::int64_t step_size_, double gamma_ = 0.1)
+      : LRScheduler(opt), step_size(step_size_), gamma(gamma_) {
+    if (step_size < 1) throw error("tg.optim.StepLR: step_size must be positive");
+    start();
+  }
+  double lr_at(std::int64_t e, double base) const override {
+    return base * std::pow(gamma, double(e / step_size));
+  }
+  Tensor lr_expr(const Tensor& e, double base) const override { // (+0.5: exact floors)
+    return constant(e, gamma).pow(((e + 0.5) / double(step_size)).floor()) * base;
+  }
+  std::int64_t step_size;
+  double gamma;
+};
+
+/// base * gamma^(number of milestones <= epoch).
+class MultiStepLR : public LRScheduler {
+public:
+  MultiStepLR(Optimizer& opt, std::vector<std::int64_t> milestones_, double gamma_ = 0.1)
+      : LRScheduler(opt), milestones(std::move(milestones_)), gamma(gamma_) {
+    std::sort(milestones.begin(), milestones.end());
+    start();
+  }
+  double lr_at(std::int64_t e, double base) const override {
+    auto n = std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin();
+    return base * std::pow(gamma, double(n));
+  }
+  Tensor lr_expr(const Tensor& e, double base) const override {
+    Tensor n = constant(e, 0);
+    for (std::int64_t m : milestones) n = n + (e >= double(m)).cast(e.dtype());
+    return constant(e, gamma).pow(n) * base;
+  }
+  std::vector<std::int64_t> milestones;
+  double gamma;
+};
+
+/// eta_min + (base - eta_min) * (1 + cos(pi * epoch / T_max)) / 2.
+class CosineAnnealingLR : public LRScheduler {
+public:
+  CosineAnnealingLR(Optimizer& opt, std::int64_t T_max_, double eta_min_ = 0)
+      : LRScheduler(opt), T_max(T_max_), eta_min(eta_min_) {
+    if (T_max < 1) throw error("tg.optim.CosineAnnealingLR: T_max must be positive");
+    start();
+  }
+  double lr_at(std::int64_t e, double base) const override {
+    return eta_min +
+           (base - eta_min) * (1 + std::cos(3.141592653589793 * double(e) / double(T_max))) / 2;
+  }
+  Tensor lr_expr(const Tensor& e, double base) const override {
+    return ((e * (3.141592653589793 / double(T_max))).cos() + 1.0) * ((base - eta_min) / 2) +
+           eta_min;
+  }
+  std::int64_t T_max;
+  double eta_min;
+};
+
+/// Linear warm-up: base * (start_factor + (end_factor - start_factor) * min(epoch, total_iters) /
+/// total_iters).
+class LinearLR : public LRScheduler {
+public:
+  LinearLR(Optimizer& opt, double start_factor_ = 1.0 / 3, double end_factor_ = 1.0,
+           std::int64_t total_iters_ = 5)
+      : LRScheduler(opt), start_factor(start_factor_), end_factor(end_factor_),
+        total_iters(total_iters_) {
+    if (start_factor <= 0 || start_factor > 1 || end_factor < 0 || end_factor > 1)
+      throw error("tg.optim.LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]");
+    if (total_iters < 1) throw error("tg.optim.LinearLR: total_iters must be positive");
+    start();
+  }
+  double lr_at(std::int64_t e, double base) const override {
+    double f = double(std::min(e, total_iters)) / double(total_iters);
+    return base * (start_factor + (end_factor - start_factor) * f);
+  }
+  Tensor lr_expr(const Tensor& e, double base) const override {
+    Tensor f = e.minimum(constant(e, double(total_iters))) / double(total_iters);
+    return (f * (end_factor - start_factor) + start_factor) * base;
+  }
+  double start_factor, end_factor;
+  std::int64_t total_iters;
+};
+
+/// base * fn(epoch).
+class LambdaLR : public LRScheduler {
+public:
+  LambdaLR(Optimizer& opt, std::function<double(std::int64_t)> fn_)
+      : LRScheduler(opt), fn(std::move(fn_)) {
+    start();
+  }
+  double lr_at(std::int64_t e, double base) const override { return base * fn(e); }
+  Tensor lr_expr(const Tensor&, double) const override {
+    throw export_error("tg.optim.LambdaLR: its rate is a C++ function, which an exported step "
+                       "cannot compute; set the rate between calls (the exported API's "
+                       "set_weight of optim.param_groups.<g>.lr), or use StepLR, MultiStepLR, "
+                       "CosineAnnealingLR, LinearLR or SequentialLR");
+  }
+  std::function<double(std::int64_t)> fn;
+};
+
+/// Schedulers one after another: schedulers[k] runs from milestones[k - 1] on, counting its
+/// epochs from there (warm-up then cosine: SequentialLR(opt, {warmup, cosine}, {100})).
+class SequentialLR : public LRScheduler {
+public:
+  SequentialLR(Optimizer& opt, std::vector<std::shared_ptr<LRScheduler>> schedulers_,
+               std::vector<std::int64_t> milestones_)
+      : LRScheduler(opt), schedulers(std::move(schedulers_)), milestones(std::move(milestones_)) {
+    if (schedulers.empty() || milestones.size() + 1 != schedulers.size())
+      throw error("tg.optim.SequentialLR: needs one milestone fewer than schedulers");
+    start();
+  }
+  double lr_at(std::int64_t e, double base) const override {
+    std::size_t k =
+        std::size_t(std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin());
+    return schedulers[k]->lr_at(k ? e - milestones[k - 1] : e, base);
+  }
+  Tensor lr_expr(const Tensor& e, double base) const override {
+    Tensor r = schedulers[0]->lr_expr(e, base);
+    for (std::size_t k = 1; k < schedulers.size(); ++k)
+      r = where(e >= double(milestones[k - 1]),
+                schedulers[k]->lr_expr(e - double(milestones[k - 1]), base), r);
+    return r;
+  }
+  std::vector<std::shared_ptr<LRScheduler>> schedulers;
+  std::vector<std::int64_t> milestones;
+};
+
+} // namespace tg::optim
+#endif // TG_SI_TG_OPTIM_LR_SCHEDULER_HPP
+
+// ---- tg/optim/sgd.hpp ----
+#ifndef TG_SI_TG_OPTIM_SGD_HPP
+#define TG_SI_TG_OPTIM_SGD_HPP
+// SGD with momentum, dampening, Nesterov momentum and weight decay: torch.optim.SGD's update.
+
+namespace tg::optim {
+
+struct SGDOptions {
+  double lr = 1e-3;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+  bool maximize = false;
+};
+
+/// g = grad + weight_decay * p; with momentum: buf = g on the first step, then
+/// buf = momentum * buf + (1 - dampening) * g, and g = buf (or g + momentum * buf with nesterov);
+/// p = p - lr * g.
+class SGD : public Optimizer {
+public:
+  SGD(std::vector<Tensor> params, SGDOptions o) : SGD(one_group(std::move(params)), o) {}
+  SGD(std::vector<ParamGroup> groups, SGDOptions o)
+      : Optimizer(std::move(groups), o.lr, o.weight_decay, "SGD"), opt_(o) {
+    detail::check_hyper(o.momentum >= 0, "SGD: invalid momentum " + std::to_string(o.momentum));
+    detail::check_hyper(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
+                        "SGD: Nesterov momentum requires a momentum and zero dampening");
+    // the momentum buffer starts at zero: buf = momentum * 0 + g is g exactly when there is no
+    // dampening; with dampening a step counter tells the first step apart
+    init_state([&](std::size_t i, const Tensor& p) {
+      if (opt_.momentum == 0) return;
+      state(i, "momentum_buffer", p);
+      if (opt_.dampening != 0) state(i, "step", p, 0, DType::Float32, true);
+    });
+  }
+  const SGDOptions& options() const { return opt_; }
+
+protected:
+  void update(std::size_t g, std::size_t i, const Tensor& p, const Tensor& grad0,
+              std::vector<std::pair<Tensor, Tensor>>& writes) override {
+    Tensor grad = opt_.maximize ? -grad0 : grad0;
+    double wd = groups_[g].weight_decay;
+    if (wd != 0) grad = grad + p * wd;
+    if (opt_.momentum != 0) {
+      Tensor& buf = state(i, "momentum_buffer", p);
+      Tensor next = buf * opt_.momentum + grad * (1.0 - opt_.dampening);
+      if (opt_.dampening != 0) {
+        Tensor& step = state(i, "step", p, 0, DType::Float32, true);
+        next = where(step == 0.0f, grad, next);
+        writes.emplace_back(step, step + 1.0f);
+      }
+      writes.emplace_back(buf, next);
+      grad = opt_.nesterov ? grad + next * opt_.momentum : next;
+    }
+    writes.emplace_back(p, p - lr_of(g, p) * grad);
+  }
+
+private:
+  SGDOptions opt_;
+};
+
+} // namespace tg::optim
+#endif // TG_SI_TG_OPTIM_SGD_HPP
+#endif // TG_SI_TG_OPTIM_OPTIM_HPP
+
+// ---- tg/state/safetensors.hpp ----
+#ifndef TG_SI_TG_STATE_SAFETENSORS_HPP
+#define TG_SI_TG_STATE_SAFETENSORS_HPP
+// safetensors (https://github.com/huggingface/safetensors): save and load named tensors.
+//
+//   file   = u64 little-endian N | N bytes of JSON header | data
+//   header = {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 3],
+//             "data_offsets": [begin, end]}, ...}      (offsets into data, row-major,
+//             little-endian)
+//
+// Loading validates everything before it allocates a tensor: the header length against the
+// file, the JSON (a small strict parser, no dependency), every dtype name, shape and offset
+// pair, that the tensors tile the data exactly (no gap, overlap or trailing bytes), as the
+// reference implementation does. A malformed or truncated file raises tg::safetensors::
+// format_error naming the file and the problem; it never reads out of bounds. The header is read
+// in one pass without a JSON tree: time linear in its length, memory in proportion to the
+// tensors it lists. tests/fuzz/fuzz_safetensors.cpp fuzzes all of this. The format is read and
+// written by state/safetensors_format.hpp; these functions are defined in tg/impl/safetensors.hpp.
+#include <map>
+
+namespace tg::safetensors {
+
+/// A malformed, truncated or unsupported file.
+struct format_error : error {
+  using error::error;
+};
+
+/// Options of load: convert floating-point tensors to `dtype` (e.g. float16 weights to
+/// float32); put the tensors on `device` ("" = the default device).
+struct LoadOptions {
+  std::optional<DType> dtype = std::nullopt;
+  std::string device = "";
+};
+
+/// Where one tensor lies in a file, as its header says.
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin, end; // into the data section
+};
+
+/// The parsed and validated header of a file of `file_size` bytes.
+struct Header {
+  std::vector<TensorInfo> tensors; // in file order of their data
+  std::map<std::string, std::string> metadata;
+  std::uint64_t data_start = 0; // 8 + header length
+};
+
+/// The bytes of a safetensors file holding `tensors` (and string metadata). Tensors are laid
+/// out by decreasing item size, then name, so each one is aligned to its item size.
+TG_API std::vector<unsigned char> save(const StateDict& tensors,
+                                       const std::map<std::string, std::string>& metadata = {});
+/// Parses and validates a file's header without reading its tensors.
+TG_API Header read_header(std::span<const unsigned char> bytes);
+/// The tensors of a safetensors file in memory (see LoadOptions for conversion).
+TG_API StateDict load(std::span<const unsigned char> bytes, const LoadOptions& o = {});
+/// The "__metadata__" strings of a file in memory.
+TG_API std::map<std::string, std::string> metadata(std::span<const unsigned char> bytes);
+TG_API void save_file(const StateDict& tensors, const std::string& path,
+                      const std::map<std::string, std::string>& metadata = {});
+TG_API StateDict load_file(const std::string& path, const LoadOptions& o = {});
+TG_API std::map<std::string, std::string> load_metadata(const std::string& path);
+/// Saves a module's state_dict.
+TG_API void save_file(const nn::Module& m, const std::string& path,
+                      const std::map<std::string, std::string>& metadata = {});
+/// Loads a file into a module in place (load_state_dict: strict by default, values cast to the
+/// parameters' dtypes).
+TG_API nn::LoadResult load_file(nn::Module& m, const std::string& path, bool strict = true);
+
+} // namespace tg::safetensors
+#endif // TG_SI_TG_STATE_SAFETENSORS_HPP
+
+namespace tg {
+inline constexpr const char* version = "0.1.0";
+} // namespace tg
+
+#if TG_DEFINITIONS
+
+// ---- tg/impl/impl.hpp ----
+#ifndef TG_SI_TG_IMPL_IMPL_HPP
+#define TG_SI_TG_IMPL_IMPL_HPP
+// The definitions of what tg's headers declare with TG_API (config.hpp): included by tg.hpp where
+// TG_IMPLEMENTATION or TG_HEADER_ONLY is defined, and compiled into the CMake target tg::tg (one
+// source file per header here, src/).
+
+// ---- tg/impl/autograd.hpp ----
+#ifndef TG_SI_TG_IMPL_AUTOGRAD_HPP
+#define TG_SI_TG_IMPL_AUTOGRAD_HPP
+// Autograd's entry points (declared in tensor/class.hpp and autograd/grad.hpp) over the engine
+// in autograd/backward.hpp.
+
+// ---- tg/autograd/backward.hpp ----
+#ifndef TG_SI_TG_AUTOGRAD_BACKWARD_HPP
+#define TG_SI_TG_AUTOGRAD_BACKWARD_HPP
+// Reverse-mode autograd over the lazy graph. Gradient rules exist for the primitive ops only;
+// every composite op (softmax, matmul, conv, losses) is differentiated through its primitives.
+// Gradients are ordinary lazy tensors, so they fuse like any other work. Tensor::backward and
+// tg::grad are defined in tg/impl/autograd.hpp.
+#include <unordered_map>
+
+// ---- tg/runtime/launch.hpp ----
+#ifndef TG_SI_TG_RUNTIME_LAUNCH_HPP
+#define TG_SI_TG_RUNTIME_LAUNCH_HPP
+// What every runtime needs to launch a program: its symbolic sizes evaluated with the values
+// passed at launch, and its target with the environment's overrides (TG_OPT, the GPU launch shape
+// and tiles).
+
+// ---- tg/codegen/pipeline.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PIPELINE_HPP
+#define TG_SI_TG_CODEGEN_PIPELINE_HPP
+// The pass list: every kernel tg runs, shows or plans is made by the functions of this file, in
+// this order, for a Target (a device's choices and dialect):
+//
+//   graph passes    fuse                                                 schedule_graph
+//                   -> plan_memory                                       plan_buffers
+//   kernel passes   lower                                                lower_kernel
+//                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
+//                   -> GPU: shared_tiles (products) or gpu_program
+//                      -> decompose (-> narrow32: WGSL)                  device_passes
+//                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
+//
+// compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
+// front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
+// what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
+// result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
+
+// ---- tg/schedule/memory.hpp ----
+#ifndef TG_SI_TG_SCHEDULE_MEMORY_HPP
+#define TG_SI_TG_SCHEDULE_MEMORY_HPP
+// memory: [Kernel] -> buffer plan. Intermediate results that nobody keeps share buffers once
+// their last reader has run (a buffer is never reused by the kernel that reads it, so a
+// kernel's inputs and output never alias).
+
+// ---- tg/schedule/fuse.hpp ----
+#ifndef TG_SI_TG_SCHEDULE_FUSE_HPP
+#define TG_SI_TG_SCHEDULE_FUSE_HPP
+// fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
+// reduction is inlined into the one consumer that reads it back at the same index (an
+// elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
+// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
+// node.
 
 namespace tg {
 
@@ -7245,34 +10611,6 @@ struct NoPassLog {
   template <class F> constexpr void done(const char*, int, F&&) const {}
 };
 
-namespace detail {
-constexpr void write_sint(Text& t, const SInt& d) {
-  if (d.is_const()) {
-    t << d.constant();
-    return;
-  }
-  bool first = true;
-  for (const Term& term : d.terms()) {
-    if (!first) t << '+';
-    first = false;
-    if (term.coef != 1) t << term.coef << '*';
-    for (std::size_t k = 0; k < term.vars.size(); ++k) {
-      if (k) t << '*';
-      t << term.vars[k].name.view();
-    }
-  }
-  if (d.constant()) t << '+' << d.constant();
-}
-constexpr void write_shape(Text& t, const Shape& s) {
-  t << '[';
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i) t << ", ";
-    write_sint(t, s[i]);
-  }
-  t << ']';
-}
-} // namespace detail
-
 /// A readable dump of a graph: one line per node (TG_DEBUG=4).
 constexpr Text dump(const Graph& g) {
   Text t;
@@ -7420,6 +10758,696 @@ constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_PIPELINE_HPP
 
+// ---- tg/runtime/env.hpp ----
+#ifndef TG_SI_TG_RUNTIME_ENV_HPP
+#define TG_SI_TG_RUNTIME_ENV_HPP
+// Environment settings, read once: TG_DEBUG, TG_DEVICE, TG_THREADS, TG_CACHE, TG_CACHE_DIR, TG_CC.
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace tg::env {
+
+inline std::string get(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+inline int get_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long r = std::strtol(v, &end, 10);
+  return end && *end == 0 ? int(r) : fallback;
+}
+/// TG_DEBUG: 1 launches with times, 2 the schedule, 3 kernel sources, 4 the IR after each pass.
+inline int debug() {
+  static const int level = get_int("TG_DEBUG", 0);
+  return level;
+}
+inline int threads() {
+  static const int n = [] {
+    int hw = int(std::thread::hardware_concurrency());
+    int t = get_int("TG_THREADS", hw > 0 ? hw : 1);
+    return t < 1 ? 1 : t;
+  }();
+  return n;
+}
+
+} // namespace tg::env
+#endif // TG_SI_TG_RUNTIME_ENV_HPP
+
+namespace tg {
+
+inline std::int64_t eval_sint(const SInt& s, const std::vector<Var>& vars,
+                              const std::vector<std::int64_t>& values) {
+  std::int64_t r = s.constant();
+  for (const Term& t : s.terms()) {
+    std::int64_t p = t.coef;
+    for (const Var& v : t.vars) {
+      std::int64_t val = v.value;
+      for (std::size_t i = 0; i < vars.size(); ++i)
+        if (vars[i] == v) val = values[i];
+      p *= val;
+    }
+    r += p;
+  }
+  return r;
+}
+
+/// The launch shape a GPU device asks gpu_program for, within its work-group limit:
+/// TG_GPU_LOCAL (threads per work-group, default 256), TG_GPU_GROUP_REDUCE (0 or 1: never or
+/// always a work-group per reduction output) and TG_GPU_PER_THREAD (items a thread runs in
+/// kernels without reductions, default 8).
+inline GpuOptions gpu_options(int max_local) {
+  GpuOptions o;
+  o.max_local = max_local;
+  o.local = int(env::get_int("TG_GPU_LOCAL", o.local));
+  o.grouped = int(env::get_int("TG_GPU_GROUP_REDUCE", o.grouped));
+  o.per_thread = int(env::get_int("TG_GPU_PER_THREAD", o.per_thread));
+  // TG_GPU_SHARED_TILES: 0 turns shared_tiles off, 2 tiles every product with the largest tile
+  const std::int64_t shared = env::get_int("TG_GPU_SHARED_TILES", 1);
+  o.shared_tiles = shared != 0;
+  if (shared == 2) o.tile_min_outputs = o.tile_blocks = 1;
+  o.tile_layout = int(env::get_int("TG_GPU_TILE_LAYOUT", o.tile_layout));
+  // (a device without them turns them off: CudaDevice::target)
+  o.tensor_cores = env::get_int("TG_GPU_TENSOR_CORES", 1) != 0;
+  return o;
+}
+
+/// Whether the fuser's and the lowering's optimizations are on (TG_OPT=0 turns them off).
+inline bool optimizations_on() {
+  static const bool on = env::get_int("TG_OPT", 1) != 0;
+  return on;
+}
+/// The lowering's choices on a CPU, unless TG_OPT=0 (the front end consults them for a few
+/// graph-level decisions).
+inline LowerOptions lower_options() {
+  return optimizations_on() ? LowerOptions{} : LowerOptions::off();
+}
+
+/// A device's target with the environment's overrides: TG_OPT=0 turns every optimization off;
+/// on GPUs, TG_GPU_TILE and TG_GPU_TILE_THREADS set the register tile (LowerOptions::gpu_tile;
+/// tests set TG_GPU_TILE_THREADS=1 to tile their small products).
+inline Target with_env(Target t) {
+  if (!optimizations_on()) t = t.unoptimized();
+  if (t.gpu) {
+    static const int tile = env::get_int("TG_GPU_TILE", 0);
+    static const int threads = env::get_int("TG_GPU_TILE_THREADS", 0);
+    if (tile > 0 && t.lower.gpu_tile > 1) t.lower.gpu_tile = tile;
+    if (threads > 0) t.lower.gpu_tile_threads = threads;
+  }
+  return t;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_LAUNCH_HPP
+
+namespace tg {
+
+namespace detail {
+
+/// The same view with its permutes moved after the reshapes that only insert size-1 axes and
+/// the expands that follow them, so that an expand's gradient (a sum) is taken in the source's
+/// axis order: dW of x @ W.T comes out in W's layout, where it came out transposed and went
+/// through a transposing copy. The first other move ends the reordering.
+inline std::vector<Movement> permutes_last(const Shape& in, const std::vector<Movement>& moves) {
+  Shape phys = in;                  // the source's shape after the moves so far, before `perm`
+  std::vector<int> perm(in.size()); // logical axis i is physical axis perm[i]
+  for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
+  auto identity = [&] {
+    for (std::size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != int(i)) return false;
+    return true;
+  };
+  std::vector<Movement> out;
+  std::size_t i = 0;
+  for (; i < moves.size(); ++i) {
+    const Movement& m = moves[i];
+    if (m.op == MoveOp::Permute) {
+      std::vector<int> p(perm.size());
+      for (std::size_t j = 0; j < p.size(); ++j) p[j] = perm[std::size_t(m.a[j].constant())];
+      perm = p;
+    } else if (m.op == MoveOp::Expand) {
+      for (std::size_t j = 0; j < perm.size(); ++j) phys[std::size_t(perm[j])] = m.a[j];
+      out.push_back({MoveOp::Expand, phys, {}});
+    } else if (m.op == MoveOp::Reshape) {
+      // match the new shape's axes to the logical ones; the others must be inserted 1s
+      const Shape& to = m.a;
+      std::vector<int> from(to.size(), -1); // new axis -> logical axis, or -1 (an inserted 1)
+      std::size_t l = 0;
+      bool fits = true;
+      for (std::size_t t = 0; t < to.size() && fits; ++t) {
+        if (l < perm.size() && to[t] == phys[std::size_t(perm[l])])
+          from[t] = int(l++);
+        else
+          fits = to[t] == 1;
+      }
+      if (!fits || l != perm.size()) break;
+      // each inserted axis goes right before the physical axis of the next matched one
+      std::vector<std::vector<int>> before(phys.size() + 1);
+      for (std::size_t t = 0; t < to.size(); ++t) {
+        if (from[t] >= 0) continue;
+        std::size_t at = phys.size();
+        for (std::size_t u = t + 1; u < to.size(); ++u)
+          if (from[u] >= 0) {
+            at = std::size_t(perm[std::size_t(from[u])]);
+            break;
+          }
+        before[at].push_back(int(t));
+      }
+      Shape next;
+      std::vector<int> new_of_old(phys.size()), next_perm(to.size());
+      for (std::size_t p = 0; p <= phys.size(); ++p) {
+        for (int t : before[p]) {
+          next_perm[std::size_t(t)] = int(next.size());
+          next.push_back(SInt(1));
+        }
+        if (p == phys.size()) break;
+        new_of_old[p] = int(next.size());
+        next.push_back(phys[p]);
+      }
+      for (std::size_t t = 0; t < to.size(); ++t)
+        if (from[t] >= 0) next_perm[t] = new_of_old[std::size_t(perm[std::size_t(from[t])])];
+      phys = next;
+      perm = next_perm;
+      out.push_back({MoveOp::Reshape, phys, {}});
+    } else {
+      break;
+    }
+  }
+  if (!identity()) {
+    std::vector<SInt> p;
+    for (int a : perm) p.push_back(SInt(a));
+    out.push_back({MoveOp::Permute, p, {}});
+  }
+  out.insert(out.end(), moves.begin() + std::ptrdiff_t(i), moves.end());
+  return out;
+}
+
+/// An expand's gradient: `g` summed over the expanded `axes`. One long axis (at least 8192)
+/// summed into a small result (at most 65536 elements) is summed 256 elements at a time first,
+/// then over those partial sums: a weight gradient summed over batch x positions (conv2d's dW,
+/// 144 x 32 outputs over 25088 rows) otherwise streams all of its inputs from memory for every
+/// register tile (docs/performance.md); in chunks, a chunk's rows stay in cache for all the
+/// tiles, and the chunks run in parallel. Not with TG_OPT=0.
+inline Tensor sum_expanded(const Tensor& g, const std::vector<int>& axes) {
+  constexpr std::int64_t chunk = 256;
+  auto loc = std::source_location::current();
+  if (axes.size() == 1 && lower_options().split_reduce > 1) {
+    const std::size_t a = std::size_t(axes[0]);
+    const Shape& s = g.sym_shape();
+    bool fixed = true;
+    std::int64_t out = 1;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      fixed = fixed && s[i].is_const();
+      if (fixed && i != a) out *= s[i].constant();
+    }
+    if (fixed && s[a].constant() >= 8192 && s[a].constant() % chunk == 0 && out <= 65536) {
+      Shape split = s;
+      split[a] = SInt(s[a].constant() / chunk);
+      split.insert(split.begin() + std::ptrdiff_t(a) + 1, SInt(chunk));
+      Tensor partial =
+          g.reshape(split).reduce(Op::ReduceSum, {int(a) + 1}, false, "expand.backward", loc);
+      return partial.reduce(Op::ReduceSum, {int(a)}, true, "expand.backward", loc);
+    }
+  }
+  return g.reduce(Op::ReduceSum, axes, true, "expand.backward", loc);
+}
+
+/// The gradient of a movement op's input, given the gradient of its output.
+inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
+  switch (m.op) {
+  case MoveOp::Reshape:
+    return g.reshape(in);
+  case MoveOp::Permute: {
+    std::vector<int> inv(m.a.size());
+    for (std::size_t i = 0; i < m.a.size(); ++i) inv[std::size_t(m.a[i].constant())] = int(i);
+    return g.permute(inv);
+  }
+  case MoveOp::Expand: {
+    std::vector<int> axes;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      if (!(in[i] == m.a[i])) axes.push_back(int(i));
+    return axes.empty() ? g : sum_expanded(g, axes);
+  }
+  case MoveOp::Pad: {
+    std::vector<SInt> lo = m.a, hi = m.a;
+    for (std::size_t i = 0; i < in.size(); ++i) hi[i] = m.a[i] + in[i];
+    return g.move({MoveOp::Shrink, lo, hi});
+  }
+  case MoveOp::Shrink: {
+    std::vector<SInt> before = m.a, after = m.a;
+    for (std::size_t i = 0; i < in.size(); ++i) after[i] = in[i] - m.b[i];
+    return g.move({MoveOp::Pad, before, after});
+  }
+  case MoveOp::Flip:
+    return g.move(m);
+  case MoveOp::Stride: {
+    // scatter back: every output element to position i*k; pad each with k-1 zeros, then crop
+    Tensor r = g;
+    for (std::size_t ax = 0; ax < in.size(); ++ax) {
+      std::int64_t k = m.a[ax].constant();
+      if (k == 1) continue;
+      std::int64_t n = in[ax].constant(), cnt = r.sym_shape()[ax].constant();
+      Shape s = r.sym_shape(), split = s;
+      split.insert(split.begin() + std::ptrdiff_t(ax) + 1, SInt(1));
+      std::vector<SInt> before(split.size(), SInt(0)), after = before;
+      after[ax + 1] = k - 1;
+      Tensor spread = r.reshape(split).move({MoveOp::Pad, before, after});
+      s[ax] = cnt * k;
+      spread = spread.reshape(s);
+      std::vector<SInt> lo(s.size(), SInt(0)), hi = s, b2(s.size(), SInt(0)), a2 = b2;
+      if (cnt * k >= n) {
+        hi[ax] = n;
+        spread = spread.move({MoveOp::Shrink, lo, hi});
+      } else {
+        a2[ax] = n - cnt * k;
+        spread = spread.move({MoveOp::Pad, b2, a2});
+      }
+      r = spread;
+    }
+    return r;
+  }
+  }
+  return g;
+}
+
+/// Gradients of one node's parents (undefined where a parent gets none).
+inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const Tensor& g) {
+  auto P = [&](std::size_t i) { return Tensor(r.parents[i]); };
+  Tensor out(node);
+  const DType t = node->dtype;
+  auto c = [&](double v) { return Tensor::full_on({}, v, t, node->device); };
+  switch (r.op) {
+  case Op::Neg:
+    return {-g};
+  case Op::Recip:
+    return {-g * out * out};
+  case Op::Sqrt:
+    return {g / (out * c(2))};
+  case Op::Exp2:
+    return {g * out * c(kLn2)};
+  case Op::Log2:
+    return {g / (P(0) * c(kLn2))};
+  case Op::Sin:
+    return {g * P(0).cos()};
+  case Op::Trunc:
+    return {g * c(0)};
+  case Op::Cast:
+    return {is_float(r.parents[0]->dtype) ? g.cast(r.parents[0]->dtype) : Tensor()};
+  case Op::Add:
+    return {g, g};
+  case Op::Mul:
+    return {g * P(1), g * P(0)};
+  case Op::Div:
+    return {g / P(1), -g * P(0) / (P(1) * P(1))};
+  case Op::Max: {
+    // ties split the gradient evenly
+    Tensor a = P(0), b = P(1);
+    Tensor wa = (a > b).cast(t) + (a == b).cast(t) * c(0.5);
+    return {g * wa, g * (c(1) - wa)};
+  }
+  case Op::Pow: {
+    Tensor a = P(0), b = P(1);
+    Tensor da = g * b * a.pow(b - c(1));
+    Tensor db = g * out * where(a > c(0), a, c(1)).log();
+    return {da, db};
+  }
+  case Op::Where: {
+    Tensor zero = Tensor::full_on({}, 0, t, node->device);
+    return {Tensor(), where(P(0), g, zero), where(P(0), zero, g)};
+  }
+  case Op::ReduceSum:
+    return {g.expand(r.parents[0]->shape)};
+  case Op::ReduceMax: {
+    // the gradient goes to the maxima, split evenly among ties
+    Tensor x = P(0);
+    Tensor hit = (x == out.expand(x.sym_shape())).cast(t);
+    Tensor count =
+        hit.reduce(Op::ReduceSum, r.axes, true, "max.backward", std::source_location::current());
+    return {hit * (g / count).expand(x.sym_shape())};
+  }
+  case Op::ReduceProd: {
+    // product of the others: out / x where x != 0; with zeros, the product of the rest
+    Tensor x = P(0);
+    Tensor nz = x != c(0);
+    Tensor safe = where(nz, x, c(1));
+    Tensor zeros = (x == c(0)).cast(t).reduce(Op::ReduceSum, r.axes, true, "prod.backward",
+                                              std::source_location::current());
+    Tensor prod_nz =
+        safe.reduce(Op::ReduceProd, r.axes, true, "prod.backward", std::source_location::current());
+    Tensor others = where(
+        nz, where(zeros.expand(x.sym_shape()) > c(0), c(0), prod_nz.expand(x.sym_shape()) / safe),
+        where(zeros.expand(x.sym_shape()) == c(1), prod_nz.expand(x.sym_shape()), c(0)));
+    return {g.expand(x.sym_shape()) * others};
+  }
+  case Op::View: {
+    std::vector<Movement> moves = permutes_last(r.parents[0]->shape, r.moves);
+    std::vector<Shape> shapes{r.parents[0]->shape};
+    for (const Movement& m : moves) shapes.push_back(moved_shape(shapes.back(), m));
+    Tensor gi = g;
+    for (std::size_t i = moves.size(); i-- > 0;) gi = unmove(moves[i], shapes[i], gi);
+    return {gi};
+  }
+  // A value the forward pass materializes gets a materialized gradient too: a fused gradient
+  // expression read by several reductions (a conv's dW and dX) would be recomputed in each of
+  // them, once per broadcast element.
+  case Op::Contiguous:
+    return {g.contiguous()};
+  default:
+    return std::vector<Tensor>(r.parents.size()); // comparisons, bitwise ops, bitcast: no gradient
+  }
+}
+
+/// d(outputs)/d(inputs) weighted by `seeds`; a leaf with no path gets an undefined Tensor.
+inline std::vector<Tensor> gradients(const std::vector<Tensor>& outputs,
+                                     const std::vector<Tensor>& seeds,
+                                     const std::vector<LazyPtr>& wanted, bool accumulate_leaves) {
+  no_grad guard;
+  // reverse topological order over nodes that require grad
+  std::vector<LazyPtr> order;
+  std::unordered_map<const LazyNode*, int> state; // 1 visiting, 2 done
+  std::vector<std::pair<LazyPtr, std::size_t>> stack;
+  for (const Tensor& o : outputs) {
+    if (!o.lazy()->requires_grad || state.count(o.lazy().get())) continue;
+    stack.push_back({o.lazy(), 0});
+    state[o.lazy().get()] = 1;
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (n->grad_fn && next < n->grad_fn->parents.size()) {
+        LazyPtr p = n->grad_fn->parents[next++];
+        if (p->requires_grad && !state.count(p.get())) {
+          state[p.get()] = 1;
+          stack.push_back({p, 0});
+        }
+        continue;
+      }
+      state[n.get()] = 2;
+      order.push_back(n);
+      stack.pop_back();
+    }
+  }
+  std::unordered_map<const LazyNode*, Tensor> grads;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].lazy()->requires_grad) continue;
+    auto& acc = grads[outputs[i].lazy().get()];
+    acc = acc.defined() ? acc + seeds[i] : seeds[i];
+  }
+  for (std::size_t k = order.size(); k-- > 0;) {
+    const LazyPtr& n = order[k];
+    auto it = grads.find(n.get());
+    if (it == grads.end() || !n->grad_fn) continue;
+    std::vector<Tensor> gs = vjp(n, *n->grad_fn, it->second);
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      const LazyPtr& p = n->grad_fn->parents[i];
+      if (!gs[i].defined() || !p->requires_grad) continue;
+      Tensor gi = gs[i].dtype() == p->dtype ? gs[i] : gs[i].cast(p->dtype);
+      auto& acc = grads[p.get()];
+      acc = acc.defined() ? acc + gi : gi;
+    }
+  }
+  if (accumulate_leaves)
+    for (const LazyPtr& n : order) {
+      if (n->grad_fn) continue;
+      auto it = grads.find(n.get());
+      if (it == grads.end()) continue;
+      n->grad = n->grad ? (Tensor(n->grad) + it->second).lazy() : it->second.lazy();
+    }
+  std::vector<Tensor> out;
+  for (const LazyPtr& w : wanted) {
+    auto it = grads.find(w.get());
+    out.push_back(it == grads.end() ? Tensor() : it->second);
+  }
+  return out;
+}
+
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_AUTOGRAD_BACKWARD_HPP
+
+namespace tg {
+
+TG_API Tensor& Tensor::requires_grad_(bool on, Loc loc) {
+  if (on && !is_float(dtype()))
+    detail::fail<dtype_error>("requires_grad_",
+                              std::string("only floating point tensors can require grad, got ") +
+                                  dtype_name(dtype()),
+                              loc);
+  if (n_->grad_fn)
+    detail::fail<error>("requires_grad_",
+                        "only leaf tensors can be made to require grad (use detach())", loc);
+  n_->requires_grad = on;
+  return *this;
+}
+
+TG_API Tensor Tensor::detach() const {
+  if (!requires_grad()) return *this;
+  if (node().op == Op::Buffer) {
+    Tensor r = make(Op::Buffer, dtype(), sym_shape(), {}, device());
+    r.n_->buffer = n_->buffer;
+    return r;
+  }
+  no_grad guard;
+  return make(Op::Contiguous, dtype(), sym_shape(), {n_}, device());
+}
+
+TG_API void Tensor::backward(const Tensor& gradient, Loc loc) const {
+  if (!requires_grad())
+    detail::fail<error>("backward",
+                        "the tensor does not require grad (no input of it called requires_grad_())",
+                        loc);
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    if (numel() != 1)
+      detail::fail<shape_error>(
+          "backward",
+          "needs a gradient for a non-scalar tensor of shape " + detail::shape_of(*this), loc);
+    seed = full_on(sym_shape(), 1, dtype(), device());
+  } else if (!(seed.sym_shape() == sym_shape())) {
+    detail::fail<shape_error>("backward",
+                              "gradient of shape " + detail::shape_of(seed) +
+                                  " for a tensor of shape " + detail::shape_of(*this),
+                              loc);
+  }
+  detail::gradients({*this}, {seed.cast(dtype())}, {}, true);
+}
+
+TG_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
+                                const std::vector<Tensor>& inputs, std::vector<Tensor> grad_outputs,
+                                std::source_location loc) {
+  if (grad_outputs.empty())
+    for (const Tensor& o : outputs) {
+      if (o.numel() != 1)
+        detail::fail<shape_error>(
+            "grad", "needs grad_outputs for a non-scalar output of shape " + detail::shape_of(o),
+            loc);
+      grad_outputs.push_back(Tensor::full_on(o.sym_shape(), 1, o.dtype(), o.device()));
+    }
+  std::vector<LazyPtr> wanted;
+  for (const Tensor& i : inputs) {
+    if (!i.requires_grad()) detail::fail<error>("grad", "an input does not require grad", loc);
+    wanted.push_back(i.lazy());
+  }
+  std::vector<Tensor> gs = detail::gradients(outputs, grad_outputs, wanted, false);
+  for (std::size_t k = 0; k < gs.size(); ++k)
+    if (!gs[k].defined()) gs[k] = zeros_like(inputs[k]);
+  return gs;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_IMPL_AUTOGRAD_HPP
+
+// ---- tg/impl/devices.hpp ----
+#ifndef TG_SI_TG_IMPL_DEVICES_HPP
+#define TG_SI_TG_IMPL_DEVICES_HPP
+// The device functions runtime/device.hpp declares, and the devices tg ships, registered on first
+// use of the registry (tg::device, tg::devices: here, where every runtime is visible;
+// runtime/host.hpp has the registry). CUDA is always registered
+// (its runtime needs no header and loads the driver on first use). VULKAN needs Vulkan-Hpp, whose
+// header costs seconds per translation unit, so it is opt-in: `#include <tg/vulkan.hpp>` in one
+// source file registers it; until then "VULKAN" is listed as unavailable, saying so. WEBGPU is
+// opt-in the same way (<tg/webgpu.hpp>), so that programs that do not use it do not parse it.
+
+// ---- tg/runtime/cpu.hpp ----
+#ifndef TG_SI_TG_RUNTIME_CPU_HPP
+#define TG_SI_TG_RUNTIME_CPU_HPP
+// The CPU device: C source from the C renderer, compiled by the system C compiler into a shared
+// object, dlopen'ed, and run on the thread pool over slices of the kernel's outer loop.
+// Compiled kernels are cached on disk, keyed by a hash of source, compiler and flags.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <unordered_map>
+
+// ---- tg/runtime/cache.hpp ----
+#ifndef TG_SI_TG_RUNTIME_CACHE_HPP
+#define TG_SI_TG_RUNTIME_CACHE_HPP
+// The pieces every runtime's kernel cache and compiler driver share: where the cache lives
+// (TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg; TG_CACHE=0 disables it), stable keys
+// (hashes of source, compiler and flags), atomic writes (a temporary file renamed into place, so
+// concurrent processes never see half a file), and running a compiler as a subprocess.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace tg::detail {
+
+inline std::string find_in_path(const std::string& exe) {
+  if (exe.find('/') != std::string::npos) return access(exe.c_str(), X_OK) == 0 ? exe : "";
+  std::string path = env::get("PATH", "/usr/bin:/bin");
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    std::string p = dir + "/" + exe;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+/// Runs argv with stdout and stderr into `log` (in directory `cwd` when given); returns the exit
+/// status, 128 + the signal number when a signal ended it (as shells do), or -1 when it could not
+/// be started.
+inline int run_process(const std::vector<std::string>& argv, const std::string& log,
+                       const std::string& cwd = "") {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+  pid_t pid;
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// How a run_process status reads in an error message: "exit 1", "killed by signal 11 (...)".
+inline std::string process_status(int rc) {
+  if (rc < 0) return "could not be started";
+  if (rc > 128)
+    return "killed by signal " + std::to_string(rc - 128) + " (" + strsignal(rc - 128) + ")";
+  return "exit " + std::to_string(rc);
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// The kernel cache directory: TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg.
+inline std::string cache_dir() {
+  std::string d = env::get("TG_CACHE_DIR");
+  if (d.empty()) {
+    std::string xdg = env::get("XDG_CACHE_HOME");
+    d = !xdg.empty() ? xdg + "/tg" : env::get("HOME", "/tmp") + "/.cache/tg";
+  }
+  return d;
+}
+inline bool disk_cache_enabled() { return env::get("TG_CACHE", "1") != "0"; }
+
+/// A 128-bit cache key (32 hex digits) for a source and what compiles it (compiler, flags, target).
+inline std::string cache_key(std::string_view source, std::string_view meta) {
+  std::string m(meta);
+  return hex64(fnv1a(source, fnv1a(m))) +
+         hex64(fnv1a(m + std::string(source), 0x84222325cbf29ce4ull));
+}
+
+/// The path of a cache entry, its directory created; empty when the disk cache is disabled.
+inline std::string cache_path(const std::string& file) {
+  if (!disk_cache_enabled()) return "";
+  std::error_code ec;
+  std::filesystem::create_directories(cache_dir(), ec);
+  return cache_dir() + "/" + file;
+}
+
+/// Reads a whole cache entry; false when it is missing (or unreadable).
+inline bool read_cached(const std::string& path, std::string& out) {
+  if (path.empty()) return false;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return !out.empty();
+}
+
+/// Writes a cache entry atomically (temporary file + rename). Failures are ignored: the cache is
+/// an optimization.
+inline void write_cached(const std::string& path, std::string_view bytes) {
+  if (path.empty()) return;
+  static std::atomic<int> counter{0};
+  std::string tmp = path + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(bytes.data(), std::streamsize(bytes.size()));
+    if (!f) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+/// A fresh temporary path in the cache directory (or /tmp when the cache is disabled).
+inline std::string temp_path(const std::string& stem) {
+  static std::atomic<int> counter{0};
+  std::string dir = disk_cache_enabled()
+                        ? cache_dir()
+                        : std::filesystem::temp_directory_path().string() + "/tg-nocache";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return dir + "/tmp-" + stem + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+} // namespace tg::detail
+#endif // TG_SI_TG_RUNTIME_CACHE_HPP
+
+// ---- tg/runtime/host.hpp ----
+#ifndef TG_SI_TG_RUNTIME_HOST_HPP
+#define TG_SI_TG_RUNTIME_HOST_HPP
+// What the device runtimes share: host memory (HostDevice), the registry of device factories
+// (tg::device and tg::register_device work on it, tg/impl/devices.hpp), and the placeholder for
+// a device this build cannot offer.
+#include <cstdlib>
+#include <mutex>
+
 // ---- tg/runtime/alloc_cache.hpp ----
 #ifndef TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
 #define TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
@@ -7428,7 +11456,7 @@ constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size
 // so repeated realizes of the same shapes reuse memory instead of allocating (and page-faulting
 // or synchronizing) afresh.
 #include <cstddef>
-#include <utility>
+#include <mutex>
 
 namespace tg {
 
@@ -7527,111 +11555,7 @@ private:
 } // namespace tg
 #endif // TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
 
-// ---- tg/runtime/stats.hpp ----
-#ifndef TG_SI_TG_RUNTIME_STATS_HPP
-#define TG_SI_TG_RUNTIME_STATS_HPP
-// Counters that tests and users read to see what the runtime did.
-
 namespace tg {
-
-struct Stats {
-  std::int64_t kernels_compiled = 0; // kernels the compiler built (several may share one run)
-  std::int64_t kernels_launched = 0;
-  std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
-  std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)
-  std::int64_t realizes = 0;
-  std::int64_t plans_reused = 0;  // realizes that found their kernels planned by an earlier one
-  std::int64_t beam_searches = 0; // kernels whose lowering TG_BEAM chose by timing variants
-  std::int64_t beam_cached = 0;   // kernels whose TG_BEAM choice was read from the disk cache
-};
-
-namespace detail {
-struct AtomicStats {
-  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
-      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
-};
-inline AtomicStats& stats_storage() {
-  static AtomicStats s;
-  return s;
-}
-} // namespace detail
-
-/// A snapshot of the counters since the start (or the last reset_stats()).
-inline Stats stats() {
-  auto& s = detail::stats_storage();
-  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
-               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
-               s.beam_searches.load(),    s.beam_cached.load()};
-}
-inline void reset_stats() {
-  auto& s = detail::stats_storage();
-  s.kernels_compiled = 0;
-  s.kernels_launched = 0;
-  s.cache_hits = 0;
-  s.bytes_allocated = 0;
-  s.realizes = 0;
-  s.plans_reused = 0;
-  s.beam_searches = 0;
-  s.beam_cached = 0;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_RUNTIME_STATS_HPP
-
-namespace tg {
-
-/// A compiled kernel, ready to launch over buffers and symbolic-size values.
-class Runner {
-public:
-  virtual ~Runner() = default;
-  virtual void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) = 0;
-  std::string name, source;
-};
-
-class Device {
-public:
-  virtual ~Device() = default;
-  virtual std::string name() const = 0;
-  /// Why the device cannot be used here, or "" when it can.
-  virtual std::string unavailable_reason() const { return ""; }
-  virtual void* alloc(std::size_t bytes) = 0;
-  virtual void free(void* p) = 0;
-  virtual void copy_in(void* dst, const void* src, std::size_t bytes) = 0;
-  virtual void copy_out(void* dst, const void* src, std::size_t bytes) = 0;
-  /// Device-to-device copy; by default through host memory.
-  virtual void copy(void* dst, const void* src, std::size_t bytes) {
-    std::vector<unsigned char> host(bytes);
-    copy_out(host.data(), src, bytes);
-    copy_in(dst, host.data(), bytes);
-  }
-  /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
-  virtual bool host_memory() const { return false; }
-  /// What the pass list makes this device's kernels for (codegen/pipeline.hpp): its fuser and
-  /// lowering choices, device passes and dialect, with the environment's overrides.
-  virtual Target target() const = 0;
-  /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
-  /// runner each.
-  virtual std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) = 0;
-};
-
-/// Device memory owned by a tensor.
-struct Buffer {
-  std::shared_ptr<Device> device;
-  DType dtype;
-  std::int64_t numel;
-  void* ptr = nullptr;
-  Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
-      : device(std::move(d)), dtype(t), numel(n) {
-    std::size_t bytes = nbytes();
-    ptr = device->alloc(bytes ? bytes : 1);
-    detail::stats_storage().bytes_allocated += std::int64_t(bytes);
-  }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { device->free(ptr); }
-  std::size_t nbytes() const { return std::size_t(numel) * std::size_t(itemsize(dtype)); }
-};
 
 /// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads), through
 /// the allocation cache (up to 1 GiB of freed blocks), so repeated realizes of the same shapes
@@ -7663,10 +11587,6 @@ private:
                     [](void* p) { std::free(p); }};
 };
 
-using DeviceFactory = std::function<std::shared_ptr<Device>()>;
-/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
-using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
-
 namespace detail {
 struct DeviceRegistry {
   std::mutex m;
@@ -7678,28 +11598,7 @@ inline DeviceRegistry& registry() {
   static DeviceRegistry r;
   return r;
 }
-inline std::string canonical_device(std::string name) {
-  for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
-  if (name.size() > 2 && name.substr(name.size() - 2) == ":0") name.resize(name.size() - 2);
-  return name;
-}
 } // namespace detail
-
-inline void register_device(const std::string& name, DeviceFactory f) {
-  auto& r = detail::registry();
-  std::lock_guard<std::mutex> g(r.m);
-  r.factories[name] = std::move(f);
-}
-
-/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
-/// devices(). Opening NAME:k calls factory(k).
-inline void register_device_family(const std::string& name, DeviceFamilyFactory factory,
-                                   std::function<int()> count = {}) {
-  auto& r = detail::registry();
-  std::lock_guard<std::mutex> g(r.m);
-  r.factories[name] = [factory] { return factory(0); };
-  r.families[name] = {std::move(factory), std::move(count)};
-}
 
 namespace detail {
 /// A registered name that stands in for a device this build cannot offer (it says why).
@@ -7735,94 +11634,18 @@ inline void register_unavailable(const std::string& name, const std::string& rea
 }
 } // namespace detail
 
-/// The default device: TG_DEVICE, else CPU.
-inline std::string default_device() {
-  static const std::string d = detail::canonical_device(env::get("TG_DEVICE", "CPU"));
-  return d;
-}
-
 } // namespace tg
-#endif // TG_SI_TG_RUNTIME_DEVICE_HPP
-
-// ---- tg/runtime/launch.hpp ----
-#ifndef TG_SI_TG_RUNTIME_LAUNCH_HPP
-#define TG_SI_TG_RUNTIME_LAUNCH_HPP
-// What every runtime needs to launch a program: its symbolic sizes evaluated with the values
-// passed at launch, and its target with the environment's overrides (TG_OPT, the GPU launch shape
-// and tiles).
-
-namespace tg {
-
-inline std::int64_t eval_sint(const SInt& s, const std::vector<Var>& vars,
-                              const std::vector<std::int64_t>& values) {
-  std::int64_t r = s.constant();
-  for (const Term& t : s.terms()) {
-    std::int64_t p = t.coef;
-    for (const Var& v : t.vars) {
-      std::int64_t val = v.value;
-      for (std::size_t i = 0; i < vars.size(); ++i)
-        if (vars[i] == v) val = values[i];
-      p *= val;
-    }
-    r += p;
-  }
-  return r;
-}
-
-/// The launch shape a GPU device asks gpu_program for, within its work-group limit:
-/// TG_GPU_LOCAL (threads per work-group, default 256), TG_GPU_GROUP_REDUCE (0 or 1: never or
-/// always a work-group per reduction output) and TG_GPU_PER_THREAD (items a thread runs in
-/// kernels without reductions, default 8).
-inline GpuOptions gpu_options(int max_local) {
-  GpuOptions o;
-  o.max_local = max_local;
-  o.local = int(env::get_int("TG_GPU_LOCAL", o.local));
-  o.grouped = int(env::get_int("TG_GPU_GROUP_REDUCE", o.grouped));
-  o.per_thread = int(env::get_int("TG_GPU_PER_THREAD", o.per_thread));
-  // TG_GPU_SHARED_TILES: 0 turns shared_tiles off, 2 tiles every product with the largest tile
-  const std::int64_t shared = env::get_int("TG_GPU_SHARED_TILES", 1);
-  o.shared_tiles = shared != 0;
-  if (shared == 2) o.tile_min_outputs = o.tile_blocks = 1;
-  o.tile_layout = int(env::get_int("TG_GPU_TILE_LAYOUT", o.tile_layout));
-  // (a device without them turns them off: CudaDevice::target)
-  o.tensor_cores = env::get_int("TG_GPU_TENSOR_CORES", 1) != 0;
-  return o;
-}
-
-/// Whether the fuser's and the lowering's optimizations are on (TG_OPT=0 turns them off).
-inline bool optimizations_on() {
-  static const bool on = env::get_int("TG_OPT", 1) != 0;
-  return on;
-}
-/// The lowering's choices on a CPU, unless TG_OPT=0 (the front end consults them for a few
-/// graph-level decisions).
-inline LowerOptions lower_options() {
-  return optimizations_on() ? LowerOptions{} : LowerOptions::off();
-}
-
-/// A device's target with the environment's overrides: TG_OPT=0 turns every optimization off;
-/// on GPUs, TG_GPU_TILE and TG_GPU_TILE_THREADS set the register tile (LowerOptions::gpu_tile;
-/// tests set TG_GPU_TILE_THREADS=1 to tile their small products).
-inline Target with_env(Target t) {
-  if (!optimizations_on()) t = t.unoptimized();
-  if (t.gpu) {
-    static const int tile = env::get_int("TG_GPU_TILE", 0);
-    static const int threads = env::get_int("TG_GPU_TILE_THREADS", 0);
-    if (tile > 0 && t.lower.gpu_tile > 1) t.lower.gpu_tile = tile;
-    if (threads > 0) t.lower.gpu_tile_threads = threads;
-  }
-  return t;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_RUNTIME_LAUNCH_HPP
+#endif // TG_SI_TG_RUNTIME_HOST_HPP
 
 // ---- tg/runtime/thread_pool.hpp ----
 #ifndef TG_SI_TG_RUNTIME_THREAD_POOL_HPP
 #define TG_SI_TG_RUNTIME_THREAD_POOL_HPP
 // A fixed pool that runs one function over chunks of a range and waits for all of them.
+#include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <mutex>
+#include <thread>
 
 namespace tg {
 
@@ -8263,6 +12086,11 @@ private:
 // Environment: TG_LIBCUDA (path of the driver library), TG_NVRTC (path of libnvrtc),
 // CUDA_PATH / CUDA_HOME (toolkit root, searched for NVRTC and ptxas).
 #include <dirent.h>
+#include <dlfcn.h>
+
+#include <future>
+#include <mutex>
+#include <unordered_map>
 
 namespace tg::cuda {
 
@@ -9253,6 +13081,25 @@ public:
 
 namespace tg {
 
+TG_API void register_device(const std::string& name, DeviceFactory f) {
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> g(r.m);
+  r.factories[name] = std::move(f);
+}
+
+TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
+                                   std::function<int()> count) {
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> g(r.m);
+  r.factories[name] = [factory] { return factory(0); };
+  r.families[name] = {std::move(factory), std::move(count)};
+}
+
+TG_API std::string default_device() {
+  static const std::string d = detail::canonical_device(env::get("TG_DEVICE", "CPU"));
+  return d;
+}
+
 /// Registers the devices tg ships (tg::device does, once, on first use).
 inline void register_builtin_devices() {
   register_device("CPU", [] { return std::make_shared<CpuDevice>(); });
@@ -9268,8 +13115,7 @@ inline void register_builtin_devices() {
                 "files");
 }
 
-/// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
-inline std::shared_ptr<Device> device(const std::string& requested) {
+TG_API std::shared_ptr<Device> device(const std::string& requested) {
   static std::once_flag builtins;
   std::call_once(builtins, [] { register_builtin_devices(); });
   std::string name = detail::canonical_device(requested);
@@ -9296,14 +13142,7 @@ inline std::shared_ptr<Device> device(const std::string& requested) {
   return d;
 }
 
-struct DeviceInfo {
-  std::string name;
-  bool available;
-  std::string reason; // why not, when unavailable
-};
-
-/// Every registered device and whether it works here.
-inline std::vector<DeviceInfo> devices() {
+TG_API std::vector<DeviceInfo> devices() {
   device("INTERP"); // registers the built-in devices
   std::vector<std::string> names;
   std::vector<std::pair<std::string, std::function<int()>>> counts;
@@ -9335,7 +13174,32 @@ inline std::vector<DeviceInfo> devices() {
 }
 
 } // namespace tg
-#endif // TG_SI_TG_RUNTIME_DEVICES_HPP
+#endif // TG_SI_TG_IMPL_DEVICES_HPP
+
+// ---- tg/impl/jit.hpp ----
+#ifndef TG_SI_TG_IMPL_JIT_HPP
+#define TG_SI_TG_IMPL_JIT_HPP
+// tg::assign and tg::jit's capture and replay (declared in engine/jit.hpp).
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+// ---- tg/engine/build.hpp ----
+#ifndef TG_SI_TG_ENGINE_BUILD_HPP
+#define TG_SI_TG_ENGINE_BUILD_HPP
+// From the run-time front end's lazy nodes to a Graph, and back: build_graph collects what a
+// realize needs, adopt makes the realized nodes buffers.
+
+// ---- tg/engine/realize.hpp ----
+#ifndef TG_SI_TG_ENGINE_REALIZE_HPP
+#define TG_SI_TG_ENGINE_REALIZE_HPP
+// realize: run a Graph on a device: the pass list (codegen/pipeline.hpp) for the device's target,
+// the device's compiler, then the launches. TG_DEBUG=2 prints the schedule, 3 the sources too, 4
+// the graph and the IR after each pass.
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <unordered_map>
 
 // ---- tg/engine/beam.hpp ----
 #ifndef TG_SI_TG_ENGINE_BEAM_HPP
@@ -9349,6 +13213,7 @@ inline std::vector<DeviceInfo> devices() {
 // The variants run on scratch buffers of zeros: tg's kernels index memory only through affine
 // functions of their loop indices (gather is a one-hot select), so no value read can send a load
 // out of bounds, and every variant computes the same function.
+#include <chrono>
 
 namespace tg {
 
@@ -9486,15 +13351,6 @@ namespace tg {
 
 struct LazyNode; // (tensor/lazy.hpp)
 
-namespace detail {
-/// A shape as error messages and dumps print it: [2, batch+1].
-inline std::string shape_str(const Shape& s) {
-  Text t;
-  write_shape(t, s);
-  return std::string(t.view());
-}
-} // namespace detail
-
 /// What a realize produces: a buffer for every node the caller asked to keep.
 struct Realized {
   std::vector<std::shared_ptr<Buffer>> buffers; // per node (null where not kept)
@@ -9517,30 +13373,6 @@ inline Capture*& active_capture() {
   thread_local Capture* c = nullptr;
   return c;
 }
-/// While tg::export_model traces a method: the device of its input placeholders (buffers with no
-/// data) and the method's name. A realize that reads a placeholder is refused: an exported method
-/// is one graph, computed where it runs, with no value read back on the way. tg::assign records
-/// its (target, value) pairs in `assigns` instead of running them: the method's state updates.
-struct ExportTrace {
-  const Device* placeholders = nullptr;
-  std::string method;
-  struct Assign {
-    std::shared_ptr<LazyNode> target, value;
-    int call = 0; // which tg::assign call of the method
-  };
-  std::vector<Assign> assigns;
-  int assign_calls = 0;
-};
-inline ExportTrace*& active_export() {
-  thread_local ExportTrace* t = nullptr;
-  return t;
-}
-/// What a function built, as tg::jit compares calls: each kernel launched (name and source, so
-/// constants count) and the content of each host upload, in order.
-struct Trace {
-  std::vector<std::string> steps;
-  std::vector<std::string> sites; // per node of the graph being realized: where a constant was made
-};
 /// The constants a kernel computes with that the user's code made, one line each ("constant 2
 /// (`*` at main.cpp:12)"): a step of the trace starts with them, so a changed host value is named
 /// with its call site.
@@ -9567,10 +13399,6 @@ inline std::string constant_sites(const Graph& g, const NodeFlags& materialized,
       if (src >= 0 && !materialized[std::size_t(src)]) stack.push_back(src);
   }
   return out;
-}
-inline Trace*& active_trace() {
-  thread_local Trace* t = nullptr;
-  return t;
 }
 
 /// Whether kernel `k` reads buffer node `b` only at the index it writes (elementwise paths, no
@@ -9948,60 +13776,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
 } // namespace tg
 #endif // TG_SI_TG_ENGINE_REALIZE_HPP
 
-namespace tg {
-
-struct LazyNode;
-/// How a node that requires grad was made (kept apart from `src`, which realize clears).
-struct GradRecord {
-  Op op;
-  std::vector<std::shared_ptr<LazyNode>> parents;
-  std::vector<Movement> moves;
-  std::vector<int> axes;
-};
-
-struct LazyNode {
-  Op op = Op::Const;
-  DType dtype = DType::Float32;
-  Shape shape;
-  std::string device;
-  std::vector<std::shared_ptr<LazyNode>> src;
-  std::vector<Movement> moves;
-  std::vector<int> axes;
-  Scalar value;
-  std::shared_ptr<Buffer> buffer; // set when op == Buffer
-  // autograd
-  bool requires_grad = false;
-  std::shared_ptr<GradRecord> grad_fn; // null for leaves
-  std::shared_ptr<LazyNode> grad;      // accumulated by backward() on leaves
-  // a constant made from a C++ number in the user's code: the op and the call site, which
-  // tg::jit names when a replay would repeat a value that changed
-  const char* made_by = nullptr;
-  std::source_location made_at;
-};
-
-namespace detail {
-inline int& no_grad_depth() {
-  thread_local int depth = 0;
-  return depth;
-}
-} // namespace detail
-
-/// Within its scope, ops record nothing for autograd (as torch.no_grad()).
-struct no_grad {
-  no_grad() { ++detail::no_grad_depth(); }
-  ~no_grad() { --detail::no_grad_depth(); }
-  no_grad(const no_grad&) = delete;
-  no_grad& operator=(const no_grad&) = delete;
-};
-inline bool grad_enabled() { return detail::no_grad_depth() == 0; }
-using LazyPtr = std::shared_ptr<LazyNode>;
-
-namespace detail {
-
-/// True when reading `n` needs no kernel: a buffer, or a view of one.
-inline bool is_materialized(const LazyNode& n) {
-  return n.op == Op::Buffer || (n.op == Op::View && n.src[0]->op == Op::Buffer);
-}
+namespace tg::detail {
 
 /// The Graph for a set of lazy targets, with what realizing it needs.
 struct GraphBuild {
@@ -10179,2509 +13954,13 @@ struct TraceSites {
   TraceSites& operator=(const TraceSites&) = delete;
 };
 
-/// Realizes every target (on one device) with one schedule.
-inline void realize_nodes(const std::vector<LazyPtr>& targets) {
-  GraphBuild b = build_graph(targets);
-  if (b.order.empty()) return;
-  TraceSites sites(b);
-  adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
-}
-
-/// What Tensor::realize() and tg::realize do: realize_nodes, except that while tg::export_model
-/// traces a method, values of its inputs stay lazy. The exported call computes every value from
-/// the state as the call found it, which a realize before an update (a training step's loss) is
-/// there to fix; a value read on the host (item(), to_vector()) is still refused.
-inline void realize_requested(const std::vector<LazyPtr>& targets) {
-  const ExportTrace* e = active_export();
-  GraphBuild b = build_graph(targets);
-  if (b.order.empty()) return;
-  if (e)
-    for (const auto& buffer : b.inputs)
-      if (buffer && buffer->device.get() == e->placeholders) return;
-  TraceSites sites(b);
-  adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
-}
-
-} // namespace detail
-
-} // namespace tg
-#endif // TG_SI_TG_TENSOR_LAZY_HPP
+} // namespace tg::detail
+#endif // TG_SI_TG_ENGINE_BUILD_HPP
 
 namespace tg {
 
-namespace detail {
-/// One axis of a reduction: any integer but bool.
-template <class T>
-concept Axis = std::integral<T> && !std::same_as<T, bool>;
-} // namespace detail
-
-template <class T>
-concept Arithmetic =
-    std::is_arithmetic_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
-
-/// dtype (unset: float32 for factories, the element type for data) and device ("" = default).
-struct TensorOptions {
-  std::optional<DType> dtype;
-  std::string device;
-  TensorOptions() = default;
-  TensorOptions(DType d) : dtype(d) {}
-  TensorOptions(DType d, std::string dev) : dtype(d), device(std::move(dev)) {}
-};
-
-/// A symbolic size bound to a value: `tg::sym("batch", 1, 4096, 32)`.
-inline SInt sym(std::string_view name, std::int64_t lo, std::int64_t hi, std::int64_t value) {
-  auto valid = [](std::string_view n) {
-    if (n.empty() || n.size() > 23 || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
-    for (char c : n)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-    return true;
-  };
-  if (!valid(name))
-    throw shape_error("tg.sym: '" + std::string(name) +
-                      "' is not a valid size name (letters, digits, _; at most 23)");
-  if (lo > hi || value < lo || value > hi)
-    throw shape_error("tg.sym: " + std::string(name) + " = " + std::to_string(value) +
-                      " is outside its bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                      "]");
-  return SInt(Var{Name(name), lo, hi, value});
-}
-
-/// One axis of an index: a slice [start:stop:step] (negative values count from the end).
-struct Slice {
-  std::optional<std::int64_t> start, stop;
-  std::int64_t step = 1;
-};
-/// An integer (removes the axis) or a Slice.
-struct Index {
-  std::variant<std::int64_t, Slice> v;
-  template <std::integral I> Index(I i) : v(std::int64_t(i)) {}
-  Index(Slice s) : v(s) {}
-};
-
-class Tensor;
-/// A tensor operand that remembers the user's call site (operators cannot take a default argument).
-struct TensorArg {
-  const Tensor& t;
-  std::source_location loc;
-  TensorArg(const Tensor& t_, std::source_location l = std::source_location::current())
-      : t(t_), loc(l) {}
-};
-
-class Tensor {
-public:
-  using Loc = std::source_location;
-
-  Tensor() = default;
-  explicit Tensor(LazyPtr n) : n_(std::move(n)) {}
-
-  // ---- data ------------------------------------------------------------------------------
-  template <Arithmetic E>
-  Tensor(std::initializer_list<E> v, TensorOptions o = {}, Loc loc = Loc::current())
-      : Tensor(from_data(std::vector<E>(v), {std::int64_t(v.size())}, o, loc)) {}
-  template <Arithmetic E>
-  Tensor(std::initializer_list<std::initializer_list<E>> v, TensorOptions o = {},
-         Loc loc = Loc::current()) {
-    std::vector<E> flat;
-    std::int64_t cols = v.size() ? std::int64_t(v.begin()->size()) : 0;
-    for (auto& row : v) {
-      if (std::int64_t(row.size()) != cols)
-        detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
-      flat.insert(flat.end(), row.begin(), row.end());
-    }
-    *this = from_data(flat, {std::int64_t(v.size()), cols}, o, loc);
-  }
-  template <Arithmetic E>
-  Tensor(std::initializer_list<std::initializer_list<std::initializer_list<E>>> v,
-         TensorOptions o = {}, Loc loc = Loc::current()) {
-    std::vector<E> flat;
-    std::int64_t d1 = v.size() ? std::int64_t(v.begin()->size()) : 0, d2 = -1;
-    for (auto& a : v) {
-      if (std::int64_t(a.size()) != d1)
-        detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
-      for (auto& b : a) {
-        if (d2 < 0) d2 = std::int64_t(b.size());
-        if (std::int64_t(b.size()) != d2)
-          detail::fail<shape_error>("tensor", "nested lists have different lengths", loc);
-        flat.insert(flat.end(), b.begin(), b.end());
-      }
-    }
-    *this = from_data(flat, {std::int64_t(v.size()), d1, d2 < 0 ? 0 : d2}, o, loc);
-  }
-  /// Copies `data` into a new tensor of the given shape (default: 1-D).
-  template <Arithmetic E>
-  static Tensor from_data(const std::vector<E>& data, Shape shape = {}, TensorOptions o = {},
-                          Loc loc = Loc::current());
-  template <Arithmetic E>
-  static Tensor from_data(const E* data, Shape shape, TensorOptions o = {},
-                          Loc loc = Loc::current());
-  /// A 0-d tensor.
-  template <Arithmetic E>
-  static Tensor scalar(E v, TensorOptions o = {}, Loc loc = Loc::current()) {
-    return from_data(std::vector<E>{v}, Shape{}, o, loc);
-  }
-
-  // ---- properties ------------------------------------------------------------------------
-  bool defined() const { return bool(n_); }
-  std::vector<std::int64_t> shape() const;
-  const Shape& sym_shape() const { return node().shape; }
-  std::int64_t size(int dim, Loc loc = Loc::current()) const;
-  DType dtype() const { return node().dtype; }
-  const std::string& device() const { return node().device; }
-  std::int64_t numel() const { return tg::prod(node().shape).eval(); }
-  int ndim() const { return int(node().shape.size()); }
-  const LazyPtr& lazy() const { return n_; }
-  /// True when the value is in memory (a buffer or a view of one).
-  bool is_realized() const { return detail::is_materialized(node()); }
-
-  // ---- autograd (autograd/backward.hpp) ---------------------------------------------------
-  /// Marks a leaf tensor as a parameter whose gradient backward() accumulates (float dtypes).
-  Tensor& requires_grad_(bool on = true, Loc loc = Loc::current());
-  bool requires_grad() const { return node().requires_grad; }
-  /// The gradient accumulated by backward(); undefined (defined() == false) before.
-  Tensor grad() const { return node().grad ? Tensor(node().grad) : Tensor(); }
-  void set_grad(const Tensor& g) { n_->grad = g.n_; }
-  /// Gradients of this tensor (a scalar, or with `gradient` of its shape) into every leaf
-  /// that requires grad, added to what their .grad() holds.
-  void backward(const Tensor& gradient = Tensor(), Loc loc = Loc::current()) const;
-  /// The same value, cut from the autograd graph.
-  Tensor detach() const;
-
-  // ---- evaluation ------------------------------------------------------------------------
-  /// Computes the tensor now (while a method is exported, a value of its inputs stays lazy:
-  /// detail::realize_requested).
-  Tensor& realize() {
-    detail::realize_requested({n_});
-    return *this;
-  }
-  Tensor contiguous(Loc loc = Loc::current()) const;
-  /// Writes `value` into this tensor's buffer (engine/jit.hpp; see tg::assign).
-  Tensor& assign(const Tensor& value, Loc loc = Loc::current());
-  Tensor to(const std::string& device, Loc loc = Loc::current()) const;
-  Tensor cast(DType t, Loc loc = Loc::current()) const;
-  Tensor bitcast(DType t, Loc loc = Loc::current()) const;
-  template <Arithmetic E> std::vector<E> to_vector(Loc loc = Loc::current()) const;
-  template <Arithmetic E> E item(Loc loc = Loc::current()) const;
-  std::string to_string() const;
-
-  // ---- elementwise -----------------------------------------------------------------------
-  Tensor neg(Loc loc = Loc::current()) const;
-  Tensor abs(Loc loc = Loc::current()) const;
-  Tensor sign(Loc loc = Loc::current()) const;
-  Tensor exp(Loc loc = Loc::current()) const;
-  Tensor exp2(Loc loc = Loc::current()) const;
-  Tensor log(Loc loc = Loc::current()) const;
-  Tensor log2(Loc loc = Loc::current()) const;
-  Tensor sqrt(Loc loc = Loc::current()) const;
-  Tensor rsqrt(Loc loc = Loc::current()) const;
-  Tensor reciprocal(Loc loc = Loc::current()) const;
-  Tensor sin(Loc loc = Loc::current()) const;
-  Tensor cos(Loc loc = Loc::current()) const;
-  Tensor tan(Loc loc = Loc::current()) const;
-  Tensor tanh(Loc loc = Loc::current()) const;
-  Tensor sigmoid(Loc loc = Loc::current()) const;
-  Tensor relu(Loc loc = Loc::current()) const;
-  Tensor leaky_relu(double negative_slope = 0.01, Loc loc = Loc::current()) const;
-  /// approximate: "none" (erf, as PyTorch's default) or "tanh".
-  Tensor gelu(const std::string& approximate = "none", Loc loc = Loc::current()) const;
-  Tensor silu(Loc loc = Loc::current()) const;
-  Tensor softplus(double beta = 1, double threshold = 20, Loc loc = Loc::current()) const;
-  Tensor square(Loc loc = Loc::current()) const;
-  Tensor floor(Loc loc = Loc::current()) const;
-  Tensor ceil(Loc loc = Loc::current()) const;
-  Tensor round(Loc loc = Loc::current()) const;
-  Tensor trunc(Loc loc = Loc::current()) const;
-  Tensor isnan(Loc loc = Loc::current()) const;
-  Tensor isinf(Loc loc = Loc::current()) const;
-  Tensor logical_not(Loc loc = Loc::current()) const;
-  Tensor pow(const Tensor& e, Loc loc = Loc::current()) const;
-  Tensor pow(double e, Loc loc = Loc::current()) const;
-  Tensor maximum(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor minimum(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor clamp(std::optional<double> lo, std::optional<double> hi, Loc loc = Loc::current()) const;
-  // math.hpp: more elementwise functions, as torch.* (first derivatives exact)
-  Tensor erf(Loc loc = Loc::current()) const;
-  Tensor erfc(Loc loc = Loc::current()) const;
-  Tensor log1p(Loc loc = Loc::current()) const;
-  Tensor expm1(Loc loc = Loc::current()) const;
-  Tensor sinh(Loc loc = Loc::current()) const;
-  Tensor cosh(Loc loc = Loc::current()) const;
-  Tensor asinh(Loc loc = Loc::current()) const;
-  Tensor acosh(Loc loc = Loc::current()) const;
-  Tensor atanh(Loc loc = Loc::current()) const;
-  Tensor atan(Loc loc = Loc::current()) const;
-  Tensor asin(Loc loc = Loc::current()) const;
-  Tensor acos(Loc loc = Loc::current()) const;
-  Tensor atan2(const Tensor& x, Loc loc = Loc::current()) const;
-  Tensor hypot(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor lerp(const Tensor& end, const Tensor& weight, Loc loc = Loc::current()) const;
-  Tensor lerp(const Tensor& end, double weight, Loc loc = Loc::current()) const;
-  /// Python's %: the remainder has the divisor's sign (integers by zero give 0).
-  Tensor remainder(const Tensor& o, Loc loc = Loc::current()) const;
-  /// C's fmod: the remainder has the dividend's sign.
-  Tensor fmod(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor floor_divide(const Tensor& o, Loc loc = Loc::current()) const;
-  /// Integer and bool tensors only.
-  Tensor bitwise_and(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor bitwise_or(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor bitwise_xor(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor bitwise_not(Loc loc = Loc::current()) const;
-  Tensor bitwise_left_shift(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor bitwise_right_shift(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor logical_and(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor logical_or(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor logical_xor(const Tensor& o, Loc loc = Loc::current()) const;
-
-  // ---- reductions (no axes: all) ---------------------------------------------------------
-  // One axis is a template so that `{}` picks the axes overload (all axes), not axis 0.
-  Tensor sum(Loc loc = Loc::current()) const { return sum(std::vector<int>{}, false, loc); }
-  template <detail::Axis A>
-  Tensor sum(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return sum(std::vector<int>{int(axis)}, keepdim, loc);
-  }
-  Tensor sum(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor mean(Loc loc = Loc::current()) const { return mean(std::vector<int>{}, false, loc); }
-  template <detail::Axis A>
-  Tensor mean(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return mean(std::vector<int>{int(axis)}, keepdim, loc);
-  }
-  Tensor mean(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor max(Loc loc = Loc::current()) const { return max(std::vector<int>{}, false, loc); }
-  template <detail::Axis A>
-  Tensor max(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return max(std::vector<int>{int(axis)}, keepdim, loc);
-  }
-  Tensor max(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor min(Loc loc = Loc::current()) const { return min(std::vector<int>{}, false, loc); }
-  template <detail::Axis A>
-  Tensor min(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return min(std::vector<int>{int(axis)}, keepdim, loc);
-  }
-  Tensor min(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor prod(Loc loc = Loc::current()) const { return prod(std::vector<int>{}, false, loc); }
-  template <detail::Axis A>
-  Tensor prod(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return prod(std::vector<int>{int(axis)}, keepdim, loc);
-  }
-  Tensor prod(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor any(Loc loc = Loc::current()) const { return any(std::vector<int>{}, false, loc); }
-  template <detail::Axis A>
-  Tensor any(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return any(std::vector<int>{int(axis)}, keepdim, loc);
-  }
-  Tensor any(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor all(Loc loc = Loc::current()) const { return all(std::vector<int>{}, false, loc); }
-  template <detail::Axis A>
-  Tensor all(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return all(std::vector<int>{int(axis)}, keepdim, loc);
-  }
-  Tensor all(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  /// max and min over axes (all when empty), as torch.amax / amin.
-  Tensor amax(std::vector<int> axes = {}, bool keepdim = false, Loc loc = Loc::current()) const {
-    return max(std::move(axes), keepdim, loc);
-  }
-  Tensor amin(std::vector<int> axes = {}, bool keepdim = false, Loc loc = Loc::current()) const {
-    return min(std::move(axes), keepdim, loc);
-  }
-  /// The p-norm over axes (all when empty): torch.linalg.vector_norm (p: 2, 1, inf, -inf, 0 or
-  /// any other positive number).
-  Tensor norm(double p = 2, std::vector<int> axes = {}, bool keepdim = false,
-              Loc loc = Loc::current()) const;
-  /// Index of the first maximum (over the flattened tensor when no axis is given); int64.
-  Tensor argmax(std::optional<int> axis = std::nullopt, bool keepdim = false,
-                Loc loc = Loc::current()) const;
-  Tensor argmin(std::optional<int> axis = std::nullopt, bool keepdim = false,
-                Loc loc = Loc::current()) const;
-  /// Variance with Bessel's correction by default (correction = 1), as PyTorch.
-  Tensor var(std::vector<int> axes = {}, double correction = 1, bool keepdim = false,
-             Loc loc = Loc::current()) const;
-  Tensor std(std::vector<int> axes = {}, double correction = 1, bool keepdim = false,
-             Loc loc = Loc::current()) const;
-  Tensor logsumexp(std::vector<int> axes, bool keepdim = false, Loc loc = Loc::current()) const;
-  template <detail::Axis A>
-  Tensor logsumexp(A axis, bool keepdim = false, Loc loc = Loc::current()) const {
-    return logsumexp(std::vector<int>{int(axis)}, keepdim, loc);
-  }
-
-  // ---- movement (zero-copy views) --------------------------------------------------------
-  Tensor reshape(Shape shape, Loc loc = Loc::current()) const;
-  Tensor view(Shape shape, Loc loc = Loc::current()) const {
-    return reshape(std::move(shape), loc);
-  }
-  Tensor permute(std::vector<int> dims, Loc loc = Loc::current()) const;
-  Tensor transpose(int d0, int d1, Loc loc = Loc::current()) const;
-  Tensor T(Loc loc = Loc::current()) const;
-  /// -1 keeps a size; new leading axes may be added.
-  Tensor expand(Shape shape, Loc loc = Loc::current()) const;
-  Tensor broadcast_to(Shape shape, Loc loc = Loc::current()) const {
-    return expand(std::move(shape), loc);
-  }
-  Tensor squeeze(Loc loc = Loc::current()) const;
-  Tensor squeeze(int dim, Loc loc = Loc::current()) const;
-  Tensor unsqueeze(int dim, Loc loc = Loc::current()) const;
-  Tensor flatten(int start_dim = 0, int end_dim = -1, Loc loc = Loc::current()) const;
-  /// PyTorch's F.pad: pairs (before, after) starting from the last axis; negative values crop.
-  Tensor pad(std::vector<std::int64_t> pads, double value = 0, Loc loc = Loc::current()) const;
-  Tensor slice(int dim, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
-               std::int64_t step = 1, Loc loc = Loc::current()) const;
-  Tensor index(std::vector<Index> idx, Loc loc = Loc::current()) const;
-  /// x[i]: an integer index that remembers the caller's line (operator[] takes one argument).
-  struct At {
-    std::int64_t i;
-    std::source_location loc;
-    template <std::integral I>
-    At(I i_, std::source_location l = std::source_location::current())
-        : i(std::int64_t(i_)), loc(l) {}
-  };
-  Tensor operator[](At at) const { return index({Index(at.i)}, at.loc); }
-  Tensor flip(std::vector<int> dims, Loc loc = Loc::current()) const;
-  std::vector<Tensor> split(std::int64_t size, int dim = 0, Loc loc = Loc::current()) const;
-  std::vector<Tensor> split(std::vector<std::int64_t> sizes, int dim = 0,
-                            Loc loc = Loc::current()) const;
-  std::vector<Tensor> chunk(std::int64_t chunks, int dim = 0, Loc loc = Loc::current()) const;
-  Tensor repeat(std::vector<std::int64_t> repeats, Loc loc = Loc::current()) const;
-  Tensor gather(int dim, const Tensor& index, Loc loc = Loc::current()) const;
-  Tensor index_select(int dim, const Tensor& index, Loc loc = Loc::current()) const;
-
-  // ---- composite ------------------------------------------------------------------------
-  Tensor matmul(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor dot(const Tensor& o, Loc loc = Loc::current()) const;
-  Tensor softmax(int dim, Loc loc = Loc::current()) const;
-  Tensor log_softmax(int dim, Loc loc = Loc::current()) const;
-  Tensor cumsum(int dim, Loc loc = Loc::current()) const;
-  // indexing.hpp: ops that select, place or order elements
-  Tensor cumprod(int dim, Loc loc = Loc::current()) const;
-  /// The running maximum along dim and the index of the last element equal to it (int64).
-  std::pair<Tensor, Tensor> cummax(int dim, Loc loc = Loc::current()) const;
-  std::pair<Tensor, Tensor> cummin(int dim, Loc loc = Loc::current()) const;
-  Tensor logcumsumexp(int dim, Loc loc = Loc::current()) const;
-  /// value where mask (bool, broadcast to this tensor's shape) is true.
-  Tensor masked_fill(const Tensor& mask, double value, Loc loc = Loc::current()) const;
-  /// The lower (upper) triangle of the last two dims: j - i <= k (j - i >= k); the rest zero.
-  Tensor tril(std::int64_t k = 0, Loc loc = Loc::current()) const;
-  Tensor triu(std::int64_t k = 0, Loc loc = Loc::current()) const;
-  /// out[..., index[i][j], ...] = src[i][j] along dim (indices checked on the host).
-  Tensor scatter(int dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current()) const;
-  Tensor scatter_add(int dim, const Tensor& index, const Tensor& src,
-                     Loc loc = Loc::current()) const;
-  /// out[..., index[k], ...] += source[..., k, ...] along dim (index 1-D).
-  Tensor index_add(int dim, const Tensor& index, const Tensor& source,
-                   Loc loc = Loc::current()) const;
-  /// Sorted values and their indices (int64) along dim; stable; NaN sorts as the largest.
-  /// O(n^2) work along dim: meant for dims of up to a few thousand.
-  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false,
-                                 Loc loc = Loc::current()) const;
-  Tensor argsort(int dim = -1, bool descending = false, Loc loc = Loc::current()) const;
-  /// The k largest (or smallest) values along dim, sorted, and their indices.
-  std::pair<Tensor, Tensor> topk(std::int64_t k, int dim = -1, bool largest = true,
-                                 Loc loc = Loc::current()) const;
-
-  // ---- building blocks (used by the ops above and by the library layers) -----------------
-  static Tensor make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
-                     const std::string& device);
-  Tensor alu(Op op, Loc loc) const;
-  static Tensor alu(Op op, const Tensor& a, const Tensor& b, const char* name, Loc loc);
-  Tensor move(Movement m) const;
-  /// A View node for `moves` applied in order (`out`: the shape after the last), composed with
-  /// the view below as move() does; the moves are moved from.
-  Tensor append_moves(Shape out, std::span<Movement> moves) const;
-  Tensor reduce(Op op, std::vector<int> axes, bool keepdim, const char* name, Loc loc) const;
-  /// A constant of this tensor's device, broadcast to `shape`.
-  static Tensor full_on(const Shape& shape, double v, DType t, const std::string& device);
-  /// The same with an exact value (integers beyond 2^53 do not survive a double).
-  static Tensor full_on(const Shape& shape, Scalar v, DType t, const std::string& device);
-  Tensor const_like(double v, std::optional<DType> t = std::nullopt) const {
-    return full_on(sym_shape(), v, t.value_or(dtype()), device());
-  }
-  int normalize_axis(int axis, const char* op, Loc loc, int extra = 0) const;
-  /// A float tensor for float math: ints and bools become float32.
-  Tensor as_float() const { return is_float(dtype()) ? *this : cast(DType::Float32); }
-
-private:
-  const LazyNode& node() const {
-    if (!n_) throw error("tg: use of an undefined (default-constructed) Tensor");
-    return *n_;
-  }
-  LazyPtr n_;
-};
-
-// ---- shapes -----------------------------------------------------------------------------
-namespace detail {
-inline std::string shape_of(const Tensor& t) { return shape_str(t.sym_shape()); }
-/// The dtype of a binary op's result: PyTorch's promotion, 0-d operands counting for less.
-inline DType promote(const Tensor& a, const Tensor& b) {
-  return tg::promote(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
-}
-/// NumPy broadcasting of two shapes; false when they do not broadcast.
-inline bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
-  std::size_t n = std::max(a.size(), b.size());
-  out.assign(n, SInt(1));
-  for (std::size_t i = 0; i < n; ++i) {
-    SInt x = i < n - a.size() ? SInt(1) : a[i - (n - a.size())];
-    SInt y = i < n - b.size() ? SInt(1) : b[i - (n - b.size())];
-    if ((x == y && x.eval() == y.eval()) || y == 1)
-      out[i] = x; // same name, same bound value
-    else if (x == 1)
-      out[i] = y;
-    else
-      return false;
-  }
-  return true;
-}
-inline std::mt19937_64& rng() {
-  static std::mt19937_64 g(0x5eed);
-  return g;
-}
-} // namespace detail
-
-/// Seeds tg's random number generator (rand, randn, randint, ... are reproducible).
-inline void manual_seed(std::uint64_t seed) { detail::rng().seed(seed); }
-
-} // namespace tg
-#endif // TG_SI_TG_TENSOR_CLASS_HPP
-
-namespace tg {
-
-inline std::vector<std::int64_t> Tensor::shape() const {
-  std::vector<std::int64_t> r;
-  for (const SInt& d : node().shape) r.push_back(d.eval());
-  return r;
-}
-inline std::int64_t Tensor::size(int dim, Loc loc) const {
-  if (ndim() == 0) detail::fail<shape_error>("size", "a 0-d tensor has no dimensions", loc);
-  return node().shape[std::size_t(normalize_axis(dim, "size", loc))].eval();
-}
-
-inline int Tensor::normalize_axis(int axis, const char* op, Loc loc, int extra) const {
-  int n = std::max(ndim() + extra, 1); // a 0-d tensor takes axis 0 and -1, as PyTorch
-  int a = axis < 0 ? axis + n : axis;
-  if (a < 0 || a >= n)
-    detail::fail<shape_error>(op,
-                              "axis " + std::to_string(axis) +
-                                  " is out of range for a tensor of shape " +
-                                  detail::shape_of(*this),
-                              loc);
-  return a;
-}
-
-inline Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
-                           const std::string& device) {
-  auto n = std::make_shared<LazyNode>();
-  n->op = op;
-  n->dtype = t;
-  n->shape = std::move(shape);
-  n->src = std::move(src);
-  n->device = device;
-  if (grad_enabled() && std::any_of(n->src.begin(), n->src.end(),
-                                    [](const LazyPtr& s) { return s->requires_grad; })) {
-    n->requires_grad = true;
-    n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}});
-  }
-  return Tensor(std::move(n));
-}
-
-namespace detail {
-/// Whether a call site is in the user's code rather than in tg's headers (where composite ops
-/// call other ops): tg's root is the directory of this header's `tg/`.
-inline bool user_site(const std::source_location& loc) {
-  static const std::string root = [] {
-    std::string f = __FILE__;
-    std::size_t p = f.rfind("/tg/");
-    return p == std::string::npos ? std::string() : f.substr(0, p + 4);
-  }();
-  return root.empty() || std::string_view(loc.file_name()).substr(0, root.size()) != root;
-}
-/// Marks a constant made from a C++ number at the user's call `loc` of `op` while tg::jit records
-/// a call (it names the constant when that number changes between calls; nothing is done
-/// outside a jitted function).
-inline const Tensor& made_at(const Tensor& c, const char* op, const std::source_location& loc) {
-  if (!active_trace()) return c;
-  LazyNode& n = *c.lazy();
-  if (n.op == Op::Const && !n.made_by && user_site(loc)) {
-    n.made_by = op;
-    n.made_at = loc;
-  }
-  return c;
-}
-} // namespace detail
-
-inline Tensor Tensor::full_on(const Shape& shape, double v, DType t, const std::string& device) {
-  return full_on(shape, Scalar::of(t, v), t, device);
-}
-inline Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::string& device) {
-  Tensor c = make(Op::Const, t, {}, {}, device);
-  c.n_->value = v;
-  if (shape.empty()) return c;
-  // reshape to 1s, then expand: one View node, as c.move(reshape).move(expand) would leave
-  Movement moves[] = {{MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}},
-                      {MoveOp::Expand, shape, {}}};
-  return c.append_moves(shape, moves);
-}
-
-inline Tensor Tensor::move(Movement m) const {
-  const LazyNode& n = node();
-  Shape out = moved_shape(n.shape, m);
-  if (m.op == MoveOp::Reshape && out == n.shape) return *this;
-  return append_moves(std::move(out), {&m, 1});
-}
-
-inline Tensor Tensor::append_moves(Shape out, std::span<Movement> moves) const {
-  const LazyNode& n = node();
-  const bool compose = n.op == Op::View; // compose with the view below: one View node per chain
-  Tensor r = make(Op::View, n.dtype, std::move(out), {compose ? n.src[0] : n_}, n.device);
-  std::vector<Movement>& all = r.n_->moves;
-  all.reserve((compose ? n.moves.size() : 0) + moves.size()); // one allocation for them all
-  if (compose) all.assign(n.moves.begin(), n.moves.end());
-  for (Movement& m : moves) all.push_back(std::move(m));
-  if (r.n_->grad_fn) r.n_->grad_fn->moves = all;
-  return r;
-}
-
-inline Tensor Tensor::alu(Op op, Loc) const {
-  return make(op, dtype(), sym_shape(), {n_}, device());
-}
-
-inline Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char* name, Loc loc) {
-  if (a0.device() != b0.device())
-    detail::fail<device_error>(
-        name, "tensors are on different devices (" + a0.device() + " and " + b0.device() + ")",
-        loc);
-  Shape out;
-  if (!detail::broadcast_shapes(a0.sym_shape(), b0.sym_shape(), out))
-    detail::fail<shape_error>(name,
-                              "shapes " + detail::shape_of(a0) + " and " + detail::shape_of(b0) +
-                                  " cannot be broadcast",
-                              loc);
-  detail::made_at(a0, name, loc);
-  detail::made_at(b0, name, loc);
-  DType t = detail::promote(a0, b0);
-  // expand takes its shape by value: skip the copy where the operand has that shape already
-  auto widen = [&](const Tensor& x) {
-    Tensor c = x.cast(t);
-    return c.sym_shape() == out ? c : c.expand(out);
-  };
-  Tensor a = widen(a0), b = widen(b0);
-  DType rt = is_compare(op) ? DType::Bool : t;
-  return make(op, rt, std::move(out), {a.n_, b.n_}, a.device());
-}
-
-inline Tensor Tensor::cast(DType t, Loc) const {
-  if (t == dtype()) return *this;
-  return make(Op::Cast, t, sym_shape(), {n_}, device());
-}
-inline Tensor Tensor::bitcast(DType t, Loc loc) const {
-  if (itemsize(t) != itemsize(dtype()))
-    detail::fail<dtype_error>("bitcast",
-                              std::string("cannot reinterpret ") + dtype_name(dtype()) + " as " +
-                                  dtype_name(t) + " (different sizes)",
-                              loc);
-  if (t == dtype()) return *this;
-  return make(Op::Bitcast, t, sym_shape(), {n_}, device());
-}
-
-namespace detail {
-
-/// How a GPU reduction is split into two (a reduced axis cut into [k, extent / k]: the first
-/// kernel reduces the inner part, the second the k partial results), or k = 0 to keep it whole.
-/// gpu_program gives each output of a reduction with fewer than 16,384 outputs a work-group of
-/// its own: that runs too few groups when the outputs are fewer still (a full sum was two orders
-/// of magnitude slower than PyTorch's, docs/performance.md; on lavapipe it passed llvmpipe's
-/// loop limit), and when the last axis is kept, a group's lanes read one column, each lane a
-/// different row. So: a reduction over the last axis gets about 4,096 groups of at least 1,024
-/// elements each; a reduction over other axes gets at least 262,144 outputs in its first kernel
-/// (one thread each, neighbouring threads reading neighbouring columns), each still reducing at
-/// least 16 elements (the fastest of the shapes measured for a column sum: docs/performance.md).
-/// Where no divisor of a reduced axis comes within 16 times of the k wanted (a prime length),
-/// the axis is padded with the reduction's identity to a multiple of a k that does (`pad`
-/// elements more): lavapipe refused a sum of a prime 16,777,259 floats in one work-group.
-struct ReduceSplit {
-  int axis = -1;
-  std::int64_t k = 0;
-  std::int64_t pad = 0;
-};
-constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
-                                       const std::vector<int>& axes) {
-  if (shape.empty() || axes.empty()) return {};
-  std::int64_t items = 1, len = 1;
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    (std::find(axes.begin(), axes.end(), int(i)) == axes.end() ? items : len) *= shape[i];
-  // over the last axis, or over the last one longer than 1: each output's elements lie together
-  bool last = true;
-  for (std::size_t i = std::size_t(axes.back()) + 1; i < shape.size(); ++i)
-    last = last && shape[i] == 1;
-  const std::int64_t min_part = last ? 1024 : 16;
-  if (items == 0 || len < (last ? 65536 : 256) || items >= (last ? 1024 : 16384)) return {};
-  const std::int64_t want = last ? (4096 + items - 1) / items : (262144 + items - 1) / items;
-  // over the last axis: the largest k up to `want`; else the smallest from `want` up (the
-  // largest below it when there is none). Divisors in pairs, up to the square root.
-  ReduceSplit best;
-  auto consider = [&](int a, std::int64_t k) {
-    if (k < 2 || len / k < min_part) return;
-    if (last ? (k <= want && k > best.k) : (best.k < want ? k > best.k : k >= want && k < best.k))
-      best = {a, k};
-  };
-  int longest = axes[0];
-  for (int a : axes) {
-    const std::int64_t d = shape[std::size_t(a)];
-    if (d > shape[std::size_t(longest)]) longest = a;
-    for (std::int64_t i = 1; i * i <= d; ++i)
-      if (d % i == 0) {
-        consider(a, i);
-        consider(a, d / i);
-      }
-  }
-  if (best.k * 16 >= want) return best;
-  // no divisor near `want`: pad the longest reduced axis to a multiple of one that is
-  const std::int64_t d = shape[std::size_t(longest)];
-  const std::int64_t k = std::min(want, d / min_part);
-  if (k < 2 || k <= best.k) return best;
-  return {longest, k, (k - d % k) % k};
-}
-
-/// Whether reductions on `device` are split for a GPU launch (Target::split_reductions).
-inline bool splits_reductions(const std::string& device) {
-  if (device == "CPU" || device == "INTERP") return false;
-  return tg::device(device)->target().split_reductions;
-}
-
-} // namespace detail
-
-inline Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const char* name,
-                             Loc loc) const {
-  if (axes.empty())
-    for (int i = 0; i < ndim(); ++i) axes.push_back(i);
-  for (int& a : axes) a = normalize_axis(a, name, loc);
-  std::sort(axes.begin(), axes.end());
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-    detail::fail<shape_error>(name, "an axis is repeated", loc);
-  if (ndim() == 0) axes.clear(); // axis 0 (or -1) of a 0-d tensor, as PyTorch: nothing to reduce
-  Shape s = sym_shape();
-  for (int a : axes) s[std::size_t(a)] = 1;
-  Tensor r = *this;
-  // On a GPU, a long reduction into few outputs runs as two (detail::gpu_reduce_split); not a
-  // max that records its gradient, whose ties would no longer share it evenly.
-  static thread_local bool splitting = false; // (the two parts are not split again)
-  bool split = false;
-  const Shape& in = sym_shape();
-  if (!splitting && !axes.empty() && !(op == Op::ReduceMax && requires_grad()) &&
-      std::all_of(in.begin(), in.end(), [](const SInt& d) { return d.is_const(); }) &&
-      detail::splits_reductions(device())) {
-    std::vector<std::int64_t> dims;
-    for (const SInt& d : in) dims.push_back(d.constant());
-    if (detail::ReduceSplit sp = detail::gpu_reduce_split(dims, axes); sp.k > 1) {
-      Tensor src = *this;
-      if (sp.pad > 0) { // with the reduction's identity
-        std::vector<std::int64_t> pads(2 * (dims.size() - std::size_t(sp.axis)), 0);
-        pads.back() = sp.pad;
-        src = pad(pads, reduce_identity(op, dtype()).as_double(dtype()), loc);
-        dims[std::size_t(sp.axis)] += sp.pad;
-      }
-      Shape cut;
-      std::vector<int> inner; // the reduced axes of the cut shape, but its k axis
-      for (std::size_t i = 0; i < dims.size(); ++i) {
-        if (int(i) == sp.axis) cut.push_back(sp.k);
-        cut.push_back(int(i) == sp.axis ? dims[i] / sp.k : dims[i]);
-        if (std::find(axes.begin(), axes.end(), int(i)) != axes.end())
-          inner.push_back(int(i) < sp.axis ? int(i) : int(i) + 1);
-      }
-      struct Reset {
-        bool& flag;
-        ~Reset() { flag = false; }
-      } reset{splitting = true};
-      r = src.reshape(cut)
-              .reduce(op, inner, true, name, loc)
-              .reduce(op, {sp.axis}, true, name, loc)
-              .reshape(s);
-      split = true;
-    }
-  }
-  if (!axes.empty() && !split) {
-    r = make(op, dtype(), s, {n_}, device());
-    r.n_->axes = axes;
-    if (r.n_->grad_fn) r.n_->grad_fn->axes = axes;
-  }
-  if (keepdim) return r;
-  Shape squeezed;
-  for (std::size_t i = 0; i < s.size(); ++i)
-    if (std::find(axes.begin(), axes.end(), int(i)) == axes.end()) squeezed.push_back(s[i]);
-  return r.reshape(squeezed);
-}
-
-inline Tensor Tensor::contiguous(Loc) const {
-  if (node().op == Op::Buffer) return *this;
-  return make(Op::Contiguous, dtype(), sym_shape(), {n_}, device());
-}
-
-template <Arithmetic E>
-Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
-  DType t = o.dtype.value_or(dtype_of<E>);
-  std::string dev = o.device.empty() ? default_device() : detail::canonical_device(o.device);
-  std::int64_t n = tg::prod(shape).eval();
-  for (const SInt& d : shape)
-    if (d.eval() < 0)
-      detail::fail<shape_error>("tensor", "negative size in shape " + detail::shape_str(shape),
-                                loc);
-  auto d = tg::device(dev);
-  auto buf = std::make_shared<Buffer>(d, t, n);
-  std::vector<unsigned char> host(buf->nbytes());
-  visit_dtype(t, [&](auto x) {
-    using D = decltype(x);
-    D* out = reinterpret_cast<D*>(host.data());
-    for (std::int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
-        out[i] = D(static_cast<float>(data[i]));
-      else if constexpr (std::is_same_v<E, half> || std::is_same_v<E, bfloat16_t>)
-        out[i] = static_cast<D>(static_cast<float>(data[i]));
-      else
-        out[i] = static_cast<D>(data[i]);
-    }
-  });
-  d->copy_in(buf->ptr, host.data(), host.size());
-  if (detail::Trace* trace = detail::active_trace()) // tg::jit: a host value frozen at capture
-    trace->steps.push_back("upload " + detail::shape_str(shape) + " " + dtype_name(t) +
-                           (detail::user_site(loc) ? std::string(" made at ") + loc.file_name() +
-                                                         ":" + std::to_string(loc.line())
-                                                   : std::string()) +
-                           "\n" +
-                           detail::hex64(fnv1a(std::string_view(
-                               reinterpret_cast<const char*>(host.data()), host.size()))));
-  Tensor r = make(Op::Buffer, t, std::move(shape), {}, dev);
-  r.n_->buffer = std::move(buf);
-  return r;
-}
-template <Arithmetic E>
-Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions o, Loc loc) {
-  if (shape.empty() && data.size() != 1) shape = {std::int64_t(data.size())};
-  if (tg::prod(shape).eval() != std::int64_t(data.size()))
-    detail::fail<shape_error>(
-        "tensor",
-        std::to_string(data.size()) + " values do not fill shape " + detail::shape_str(shape), loc);
-  if constexpr (std::is_same_v<E, bool>) { // std::vector<bool> is packed: it has no data()
-    std::unique_ptr<bool[]> flat(new bool[data.size()]);
-    std::copy(data.begin(), data.end(), flat.get());
-    return from_data(static_cast<const bool*>(flat.get()), std::move(shape), o, loc);
-  } else {
-    return from_data(data.data(), std::move(shape), o, loc);
-  }
-}
-
-template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc loc) const {
-  Tensor t = *this;
-  std::vector<unsigned char> host;
-  try {
-    detail::realize_nodes({t.lazy()});
-    // a view that is not the buffer's own layout is copied out by a kernel first
-    if (t.node().op != Op::Buffer) {
-      const LazyNode& v = t.node();
-      ShapeTracker st = ShapeTracker::contiguous(v.src[0]->shape).apply(v.moves);
-      if (!st.is_contiguous()) {
-        t = t.contiguous();
-        detail::realize_nodes({t.lazy()});
-      } else
-        t = Tensor(v.src[0]);
-    }
-    const Buffer& b = *t.node().buffer;
-    host.resize(b.nbytes());
-    b.device->copy_out(host.data(), b.ptr, host.size());
-  } catch (const export_error& e) { // a host read inside an exported method: where it is
-    throw export_error(std::string(e.what()) + " The read:" + detail::where(loc));
-  }
-  std::int64_t n = numel();
-  const Buffer& b = *t.node().buffer;
-  std::vector<E> out(static_cast<std::size_t>(n));
-  visit_dtype(b.dtype, [&](auto x) {
-    using D = decltype(x);
-    const D* in = reinterpret_cast<const D*>(host.data());
-    for (std::int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
-        out[std::size_t(i)] = static_cast<E>(static_cast<float>(in[i]));
-      else
-        out[std::size_t(i)] = static_cast<E>(in[i]);
-    }
-  });
-  return out;
-}
-
-template <Arithmetic E> E Tensor::item(Loc loc) const {
-  if (numel() != 1)
-    detail::fail<shape_error>("item",
-                              "a tensor of shape " + detail::shape_of(*this) + " has " +
-                                  std::to_string(numel()) + " elements, not 1",
-                              loc);
-  return to_vector<E>(loc)[0];
-}
-
-inline Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
-  std::string target = detail::canonical_device(dev_name);
-  if (target == device()) return *this;
-  std::shared_ptr<Device> dst;
-  try {
-    dst = tg::device(target);
-  } catch (const device_error& e) {
-    std::string why = e.what();
-    detail::fail<device_error>("to", why.rfind("tg: ", 0) == 0 ? why.substr(4) : why, loc);
-  }
-  Tensor src = contiguous();
-  detail::realize_nodes({src.lazy()}); // (a host copy: refused while exporting, as to_vector)
-  const Buffer& b = *src.node().buffer;
-  auto buf = std::make_shared<Buffer>(dst, b.dtype, b.numel);
-  std::vector<unsigned char> host(b.nbytes());
-  b.device->copy_out(host.data(), b.ptr, host.size());
-  dst->copy_in(buf->ptr, host.data(), host.size());
-  Tensor r = make(Op::Buffer, dtype(), sym_shape(), {}, target);
-  r.n_->buffer = std::move(buf);
-  return r;
-}
-
-/// What realizing these tensors would do, without running it (like tinygrad's
-/// Tensor.schedule()): the graph, its kernels and memory plan, and each kernel as the pass list
-/// makes it for a target: lowered, then after the device passes (what the device runs), and its
-/// source.
-struct ScheduleInfo {
-  Graph graph;
-  Schedule schedule;
-  MemoryPlan memory;
-  std::vector<Program> lowered;     // per kernel: after lower
-  std::vector<Program> programs;    // per kernel: after the device passes
-  std::vector<std::string> sources; // per kernel: rendered in the target's dialect
-  std::size_t kernels() const { return schedule.kernels.size(); }
-};
-/// The schedule for a target (without TG_BEAM's search).
-inline ScheduleInfo schedule(const std::vector<Tensor>& ts, const Target& target) {
-  std::vector<LazyPtr> nodes;
-  for (const Tensor& t : ts) nodes.push_back(t.lazy());
-  detail::GraphBuild b = detail::build_graph(nodes);
-  ScheduleInfo info;
-  info.graph = std::move(b.graph);
-  info.schedule = schedule_graph(info.graph, target);
-  info.memory = plan_buffers(info.graph, info.schedule, b.keep);
-  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k) {
-    info.lowered.push_back(lower_kernel(info.graph, info.schedule, k, target));
-    KernelCode c = finish_kernel(info.lowered.back(), target);
-    info.programs.push_back(std::move(c.program));
-    info.sources.emplace_back(c.source.view());
-  }
-  return info;
-}
-/// The schedule a device runs: by default the tensors' own (the first one's).
-inline ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& device = "") {
-  const std::string name = !device.empty() ? device
-                           : ts.empty()    ? default_device()
-                                           : ts[0].device();
-  return schedule(ts, tg::device(name)->target());
-}
-
-/// Realizes several tensors with one schedule (as Tensor::realize).
-inline void realize(std::vector<Tensor> ts) {
-  std::vector<LazyPtr> nodes;
-  for (const Tensor& t : ts) nodes.push_back(t.lazy());
-  detail::realize_requested(nodes);
-}
-
-} // namespace tg
-#endif // TG_SI_TG_TENSOR_CORE_HPP
-
-namespace tg {
-
-namespace detail {
-inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
-                        kPi = 3.141592653589793;
-inline void require_not_bool(const Tensor& t, const char* op, std::source_location loc) {
-  if (t.dtype() == DType::Bool)
-    fail<dtype_error>(
-        op, "is not defined for bool tensors (cast to an integer or float type first)", loc);
-}
-} // namespace detail
-
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
-             std::source_location loc = std::source_location::current());
-
-// ---- operators -----------------------------------------------------------------------------
-inline Tensor operator+(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::Add, a.t, b.t, "add", a.loc);
-}
-inline Tensor operator*(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::Mul, a.t, b.t, "mul", a.loc);
-}
-inline Tensor operator-(TensorArg a) {
-  detail::require_not_bool(a.t, "neg", a.loc);
-  return a.t.alu(Op::Neg, a.loc);
-}
-inline Tensor operator-(TensorArg a, TensorArg b) {
-  if (a.t.dtype() == DType::Bool || b.t.dtype() == DType::Bool)
-    detail::fail<dtype_error>("sub", "subtracting bool tensors is not supported (use logical_xor)",
-                              a.loc);
-  DType t = detail::promote(a.t, b.t);
-  return Tensor::alu(Op::Add, a.t.cast(t), -TensorArg(b.t.cast(t), a.loc), "sub", a.loc);
-}
-/// True division: integer inputs give float32, as in PyTorch.
-inline Tensor operator/(TensorArg a, TensorArg b) {
-  DType t = detail::promote(a.t, b.t);
-  if (!is_float(t)) t = DType::Float32;
-  return Tensor::alu(Op::Div, a.t.cast(t), b.t.cast(t), "div", a.loc);
-}
-inline Tensor operator<(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::CmpLt, a.t, b.t, "lt", a.loc);
-}
-inline Tensor operator>(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::CmpLt, b.t, a.t, "gt", a.loc);
-}
-inline Tensor operator==(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::CmpEq, a.t, b.t, "eq", a.loc);
-}
-inline Tensor operator!=(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::CmpNe, a.t, b.t, "ne", a.loc);
-}
-inline Tensor operator<=(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::Or, Tensor::alu(Op::CmpLt, a.t, b.t, "le", a.loc),
-                     Tensor::alu(Op::CmpEq, a.t, b.t, "le", a.loc), "le", a.loc);
-}
-inline Tensor operator>=(TensorArg a, TensorArg b) {
-  return Tensor::alu(Op::Or, Tensor::alu(Op::CmpLt, b.t, a.t, "ge", a.loc),
-                     Tensor::alu(Op::CmpEq, a.t, b.t, "ge", a.loc), "ge", a.loc);
-}
-inline Tensor operator!(TensorArg a) { return a.t.logical_not(a.loc); }
-inline Tensor operator&&(TensorArg a, TensorArg b) { return a.t.logical_and(b.t, a.loc); }
-inline Tensor operator||(TensorArg a, TensorArg b) { return a.t.logical_or(b.t, a.loc); }
-
-namespace detail {
-/// A scalar operand as a 0-d constant of the dtype PyTorch would give it next to `t`.
-template <class S> Tensor scalar_for(const Tensor& t, S v) {
-  DType k = scalar_kind<S>();
-  DType d = promote_scalar(t.dtype(), k);
-  if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool>) // exact: no trip through double
-    if (!is_float(d))
-      return Tensor::full_on({}, Scalar::of_int(d, static_cast<std::int64_t>(v)), d, t.device());
-  return Tensor::full_on({}, double(v), d, t.device());
-}
-} // namespace detail
-
-#define TG_SCALAR_OPERATOR(OP)                                                                     \
-  template <Arithmetic S> Tensor operator OP(TensorArg a, S b) {                                   \
-    Tensor s = detail::scalar_for(a.t, b);                                                         \
-    return TensorArg(a.t, a.loc) OP TensorArg(detail::made_at(s, #OP, a.loc), a.loc);              \
-  }                                                                                                \
-  template <Arithmetic S> Tensor operator OP(S a, TensorArg b) {                                   \
-    Tensor s = detail::scalar_for(b.t, a);                                                         \
-    return TensorArg(detail::made_at(s, #OP, b.loc), b.loc) OP TensorArg(b.t, b.loc);              \
-  }
-TG_SCALAR_OPERATOR(+)
-TG_SCALAR_OPERATOR(-)
-TG_SCALAR_OPERATOR(*)
-TG_SCALAR_OPERATOR(/)
-TG_SCALAR_OPERATOR(<)
-TG_SCALAR_OPERATOR(>)
-TG_SCALAR_OPERATOR(<=)
-TG_SCALAR_OPERATOR(>=)
-TG_SCALAR_OPERATOR(==)
-TG_SCALAR_OPERATOR(!=)
-#undef TG_SCALAR_OPERATOR
-
-inline Tensor& operator+=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) + b; }
-inline Tensor& operator-=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) - b; }
-inline Tensor& operator*=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) * b; }
-inline Tensor& operator/=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) / b; }
-template <Arithmetic S> Tensor& operator+=(Tensor& a, S b) { return a = a + b; }
-template <Arithmetic S> Tensor& operator-=(Tensor& a, S b) { return a = a - b; }
-template <Arithmetic S> Tensor& operator*=(Tensor& a, S b) { return a = a * b; }
-template <Arithmetic S> Tensor& operator/=(Tensor& a, S b) { return a = a / b; }
-
-// ---- elementwise ---------------------------------------------------------------------------
-inline Tensor Tensor::neg(Loc loc) const { return -TensorArg(*this, loc); }
-inline Tensor Tensor::abs(Loc loc) const {
-  detail::require_not_bool(*this, "abs", loc);
-  if (is_unsigned(dtype())) return *this;
-  Tensor m = neg(loc).maximum(*this, loc);
-  if (!is_float(dtype())) return m;
-  // max(-0, +0) may be -0: a zero becomes +0 by a select, not by adding +0, which a Vulkan
-  // driver may fold away (lavapipe does, float controls or not: abs(0) was -0, 1 / it -inf)
-  return where(m == const_like(0), const_like(0), m, loc);
-}
-inline Tensor Tensor::sign(Loc loc) const {
-  detail::require_not_bool(*this, "sign", loc);
-  Tensor zero = const_like(0);
-  return alu(Op::CmpLt, zero, *this, "sign", loc).cast(dtype()) -
-         alu(Op::CmpLt, *this, zero, "sign", loc).cast(dtype());
-}
-inline Tensor Tensor::exp2(Loc loc) const { return as_float().alu(Op::Exp2, loc); }
-inline Tensor Tensor::exp(Loc loc) const {
-  return (as_float() * detail::kLog2E).alu(Op::Exp2, loc);
-}
-inline Tensor Tensor::log2(Loc loc) const { return as_float().alu(Op::Log2, loc); }
-inline Tensor Tensor::log(Loc loc) const { return as_float().alu(Op::Log2, loc) * detail::kLn2; }
-inline Tensor Tensor::sqrt(Loc loc) const { return as_float().alu(Op::Sqrt, loc); }
-inline Tensor Tensor::rsqrt(Loc loc) const { return sqrt(loc).reciprocal(loc); }
-inline Tensor Tensor::reciprocal(Loc loc) const { return as_float().alu(Op::Recip, loc); }
-inline Tensor Tensor::sin(Loc loc) const { return as_float().alu(Op::Sin, loc); }
-/// cos(x) = 1 - 2 sin^2(x / 2): halving is exact, so large arguments keep their digits (sin of
-/// pi/2 - x rounds the difference first: cos(12345.678f) was off by 3e-4).
-inline Tensor Tensor::cos(Loc loc) const {
-  return 1.0 - 2.0 * (as_float() * 0.5).alu(Op::Sin, loc).square(loc);
-}
-inline Tensor Tensor::tan(Loc loc) const { return sin(loc) / cos(loc); }
-inline Tensor Tensor::sigmoid(Loc loc) const {
-  return (1.0 + (-as_float()).exp(loc)).reciprocal(loc);
-}
-inline Tensor Tensor::tanh(Loc loc) const { return 2.0 * (2.0 * as_float()).sigmoid(loc) - 1.0; }
-inline Tensor Tensor::relu(Loc loc) const {
-  detail::require_not_bool(*this, "relu", loc);
-  Tensor zero = const_like(0);
-  Tensor out = maximum(zero, loc); // NaN stays NaN
-  // PyTorch's gradient, none at 0 (max would split the tie evenly): the record of a select on
-  // x > 0, which is also one compare in the backward kernels.
-  if (out.lazy()->grad_fn) {
-    no_grad guard; // the mask itself is not differentiated
-    *out.lazy()->grad_fn = GradRecord{
-        Op::Where, {(zero < *this).lazy(), lazy(), zero.expand(sym_shape()).lazy()}, {}, {}};
-  }
-  return out;
-}
-inline Tensor Tensor::leaky_relu(double slope, Loc loc) const {
-  Tensor x = as_float();
-  return where(x > 0.0, x, x * slope, loc);
-}
-inline Tensor Tensor::silu(Loc loc) const { return as_float() * sigmoid(loc); }
-inline Tensor Tensor::softplus(double beta, double threshold, Loc loc) const {
-  Tensor bx = as_float() * beta;
-  Tensor soft = (bx.relu(loc) + (1.0 + (-bx.abs(loc)).exp(loc)).log(loc)) / beta;
-  return where(bx > threshold, as_float(), soft, loc);
-}
-inline Tensor Tensor::square(Loc loc) const {
-  return TensorArg(*this, loc) * TensorArg(*this, loc);
-}
-inline Tensor Tensor::trunc(Loc loc) const {
-  return is_float(dtype()) ? alu(Op::Trunc, loc) : *this;
-}
-inline Tensor Tensor::floor(Loc loc) const {
-  if (!is_float(dtype())) return *this;
-  Tensor t = trunc(loc);
-  return where(*this < t, t - 1.0, t, loc);
-}
-inline Tensor Tensor::ceil(Loc loc) const {
-  if (!is_float(dtype())) return *this;
-  Tensor t = trunc(loc);
-  return where(*this > t, t + 1.0, t, loc);
-}
-/// Round half to even, as PyTorch. From trunc: x - trunc(x) is exact, whereas x + 0.5 rounds
-/// (0.49999997f + 0.5 == 1.0f, and 2^23 + 1 + 0.5 is a tie in float32).
-inline Tensor Tensor::round(Loc loc) const {
-  if (!is_float(dtype())) return *this;
-  Tensor t = trunc(loc), frac = *this - t, af = frac.abs(loc);
-  Tensor odd = (t * 0.5).trunc(loc) * 2.0 != t;
-  Tensor away = (af > 0.5).logical_or((af == 0.5).logical_and(odd, loc), loc);
-  return where(away, t + where(frac < 0.0, const_like(-1), const_like(1), loc), t, loc);
-}
-inline Tensor Tensor::isnan(Loc loc) const {
-  if (!is_float(dtype())) return full_on(sym_shape(), 0, DType::Bool, device());
-  return alu(Op::CmpNe, *this, *this, "isnan", loc);
-}
-inline Tensor Tensor::isinf(Loc loc) const {
-  if (!is_float(dtype())) return full_on(sym_shape(), 0, DType::Bool, device());
-  return (*this == INFINITY).logical_or(*this == -INFINITY, loc);
-}
-inline Tensor Tensor::logical_not(Loc loc) const {
-  return alu(Op::CmpEq, cast(DType::Bool), const_like(0, DType::Bool), "logical_not", loc);
-}
-inline Tensor Tensor::logical_and(const Tensor& o, Loc loc) const {
-  return alu(Op::And, cast(DType::Bool), o.cast(DType::Bool), "logical_and", loc);
-}
-inline Tensor Tensor::logical_or(const Tensor& o, Loc loc) const {
-  return alu(Op::Or, cast(DType::Bool), o.cast(DType::Bool), "logical_or", loc);
-}
-inline Tensor Tensor::logical_xor(const Tensor& o, Loc loc) const {
-  return alu(Op::Xor, cast(DType::Bool), o.cast(DType::Bool), "logical_xor", loc);
-}
-inline Tensor Tensor::pow(const Tensor& e, Loc loc) const {
-  DType t = detail::promote(*this, e);
-  if (is_float(t)) return alu(Op::Pow, cast(t), e.cast(t), "pow", loc);
-  // integer powers: exact in float64 for the values integers can hold without overflow
-  return alu(Op::Pow, cast(DType::Float64), e.cast(DType::Float64), "pow", loc).round(loc).cast(t);
-}
-inline Tensor Tensor::pow(double e, Loc loc) const {
-  if (e == 2) return square(loc);
-  if (e == 1) return *this;
-  if (e == 0.5) return sqrt(loc);
-  if (!is_float(dtype()) && e == std::floor(e)) { // an integer power keeps the integer dtype
-    if (e < 0)
-      detail::fail<dtype_error>("pow",
-                                std::string("integers to negative integer powers are not "
-                                            "allowed (") +
-                                    dtype_name(dtype()) + " tensor to the power " +
-                                    std::to_string(std::int64_t(e)) + ")",
-                                loc);
-    Tensor x = dtype() == DType::Bool ? cast(DType::Int64) : *this;
-    return x.pow(full_on({}, Scalar::of_int(DType::Int64, std::int64_t(e)), DType::Int64, device()),
-                 loc);
-  }
-  Tensor x = is_float(dtype()) ? *this : cast(DType::Float32);
-  // as PyTorch's scalar powers: products, exact where the result is (a GPU's pow need not be)
-  if (e == 3) return x.square(loc) * x;
-  if (e == -1) return x.reciprocal(loc);
-  if (e == -2) return x.square(loc).reciprocal(loc);
-  return x.pow(full_on({}, e, x.dtype(), device()), loc);
-}
-inline Tensor Tensor::maximum(const Tensor& o, Loc loc) const {
-  return alu(Op::Max, *this, o, "maximum", loc);
-}
-inline Tensor Tensor::minimum(const Tensor& o, Loc loc) const {
-  DType t = detail::promote(*this, o);
-  Tensor a = cast(t), b = o.cast(t);
-  Tensor pick_a = alu(Op::CmpLt, a, b, "minimum", loc);
-  if (is_float(t)) pick_a = pick_a.logical_or(a.isnan(loc), loc);
-  return where(pick_a, a, b, loc);
-}
-inline Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi, Loc loc) const {
-  // PyTorch's promotion with the bounds as scalars: an integer tensor with a bound that is not an
-  // integer is clamped as float32; bounds in the result's dtype (not via a float32 constant,
-  // which rounds large int64 bounds)
-  auto fractional = [](std::optional<double> b) { return b && *b != std::floor(*b); };
-  Tensor r =
-      !is_float(dtype()) && (fractional(lo) || fractional(hi)) ? cast(DType::Float32) : *this;
-  if (lo) r = r.maximum(full_on({}, *lo, r.dtype(), device()), loc);
-  if (hi) r = r.minimum(full_on({}, *hi, r.dtype(), device()), loc);
-  return r;
-}
-
-/// Elementwise choice: cond ? a : b, broadcast together.
-inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
-                    std::source_location loc) {
-  Shape s1, out;
-  if (!detail::broadcast_shapes(cond.sym_shape(), a.sym_shape(), s1) ||
-      !detail::broadcast_shapes(s1, b.sym_shape(), out))
-    detail::fail<shape_error>("where",
-                              "shapes " + detail::shape_of(cond) + ", " + detail::shape_of(a) +
-                                  " and " + detail::shape_of(b) + " cannot be broadcast",
-                              loc);
-  if (cond.device() != a.device() || a.device() != b.device())
-    detail::fail<device_error>("where", "tensors are on different devices", loc);
-  DType t = detail::promote(a, b);
-  Tensor c = cond.cast(DType::Bool).expand(out), x = a.cast(t).expand(out),
-         y = b.cast(t).expand(out);
-  return Tensor::make(Op::Where, t, out, {c.lazy(), x.lazy(), y.lazy()}, a.device());
-}
-template <Arithmetic S>
-Tensor where(const Tensor& cond, const Tensor& a, S b,
-             std::source_location loc = std::source_location::current()) {
-  return where(cond, a, detail::scalar_for(a, b), loc);
-}
-template <Arithmetic S>
-Tensor where(const Tensor& cond, S a, const Tensor& b,
-             std::source_location loc = std::source_location::current()) {
-  return where(cond, detail::scalar_for(b, a), b, loc);
-}
-
-// ---- reductions ----------------------------------------------------------------------------
-inline Tensor Tensor::sum(std::vector<int> axes, bool keepdim, Loc loc) const {
-  Tensor x = is_float(dtype()) ? *this
-                               : cast(DType::Int64); // integer sums accumulate in int64, as PyTorch
-  return x.reduce(Op::ReduceSum, std::move(axes), keepdim, "sum", loc);
-}
-inline Tensor Tensor::prod(std::vector<int> axes, bool keepdim, Loc loc) const {
-  Tensor x = is_float(dtype()) ? *this : cast(DType::Int64);
-  return x.reduce(Op::ReduceProd, std::move(axes), keepdim, "prod", loc);
-}
-namespace detail {
-/// max, min and argmax have no identity: an axis they reduce must not be empty (an empty tensor
-/// reduced along another axis gives an empty result, as in PyTorch).
-inline void require_nonempty_axes(const Tensor& t, std::vector<int> axes, const char* op,
-                                  std::source_location loc) {
-  if (t.numel() != 0 || t.ndim() == 0) return;
-  if (axes.empty())
-    fail<shape_error>(op,
-                      "reduction over all of the empty tensor " + shape_of(t) +
-                          " has no identity (give an axis that is not empty)",
-                      loc);
-  for (int a : axes) {
-    a = t.normalize_axis(a, op, loc);
-    if (t.sym_shape()[std::size_t(a)].eval() == 0)
-      fail<shape_error>(op,
-                        "axis " + std::to_string(a) + " of " + shape_of(t) +
-                            " is empty, and the reduction has no identity",
-                        loc);
-  }
-}
-} // namespace detail
-
-inline Tensor Tensor::max(std::vector<int> axes, bool keepdim, Loc loc) const {
-  detail::require_nonempty_axes(*this, axes, "max", loc);
-  return reduce(Op::ReduceMax, std::move(axes), keepdim, "max", loc);
-}
-inline Tensor Tensor::min(std::vector<int> axes, bool keepdim, Loc loc) const {
-  detail::require_nonempty_axes(*this, axes, "min", loc);
-  if (is_float(dtype()))
-    return -(-*this).reduce(Op::ReduceMax, std::move(axes), keepdim, "min", loc);
-  if (dtype() == DType::Bool) return all(std::move(axes), keepdim, loc);
-  // ~x reverses the order of any integer type
-  return alu(Op::Xor,
-             alu(Op::Xor, *this, const_like(-1), "min", loc)
-                 .reduce(Op::ReduceMax, axes, keepdim, "min", loc),
-             full_on({}, -1, dtype(), device()), "min", loc);
-}
-namespace detail {
-/// Checks the axes a composite op reduces under its own name (they are checked again by the
-/// reductions it is made of).
-inline void check_axes(const Tensor& t, const std::vector<int>& axes, const char* op,
-                       std::source_location loc) {
-  for (int a : axes) t.normalize_axis(a, op, loc);
-}
-} // namespace detail
-
-inline Tensor Tensor::mean(std::vector<int> axes, bool keepdim, Loc loc) const {
-  detail::check_axes(*this, axes, "mean", loc);
-  if (!is_float(dtype()))
-    detail::fail<dtype_error>(
-        "mean", std::string("needs a floating point tensor, got ") + dtype_name(dtype()), loc);
-  Tensor s = sum(axes, keepdim, loc);
-  double count = double(numel()) / double(std::max<std::int64_t>(s.numel(), 1));
-  return s / count;
-}
-inline Tensor Tensor::any(std::vector<int> axes, bool keepdim, Loc loc) const {
-  return cast(DType::Bool).reduce(Op::ReduceMax, std::move(axes), keepdim, "any", loc);
-}
-inline Tensor Tensor::all(std::vector<int> axes, bool keepdim, Loc loc) const {
-  return logical_not(loc).any(std::move(axes), keepdim, loc).logical_not(loc);
-}
-inline Tensor Tensor::argmax(std::optional<int> axis, bool keepdim, Loc loc) const {
-  detail::require_nonempty_axes(*this, axis ? std::vector<int>{*axis} : std::vector<int>{},
-                                "argmax", loc);
-  if (!axis) {
-    Tensor r = flatten(0, -1, loc).argmax(0, false, loc);
-    if (keepdim) return r.reshape(Shape(std::size_t(ndim()), SInt(1)), loc);
-    return r;
-  }
-  int a = normalize_axis(*axis, "argmax", loc);
-  if (ndim() == 0)
-    return full_on({}, 0, DType::Int64, device()); // axis 0 of a 0-d tensor, as PyTorch
-  SInt n = sym_shape()[std::size_t(a)];
-  Tensor m = max(a, true, loc);
-  Tensor hit = *this == m;
-  if (is_float(dtype())) hit = hit.logical_or(isnan(loc), loc);
-  // n - i for the first hit is the largest; take it and turn it back into i
-  Shape idx_shape(std::size_t(ndim()), SInt(1));
-  idx_shape[std::size_t(a)] = n;
-  std::vector<std::int64_t> rev(std::size_t(n.eval()));
-  for (std::size_t i = 0; i < rev.size(); ++i) rev[i] = std::int64_t(rev.size() - i);
-  Tensor countdown = from_data(rev, idx_shape, TensorOptions(DType::Int64, device()), loc);
-  Tensor best =
-      where(hit, countdown, full_on({}, 0, DType::Int64, device()), loc).max(a, keepdim, loc);
-  return full_on({}, double(n.eval()), DType::Int64, device()) - best;
-}
-inline Tensor Tensor::argmin(std::optional<int> axis, bool keepdim, Loc loc) const {
-  detail::require_not_bool(*this, "argmin", loc);
-  if (is_float(dtype())) return (-*this).argmax(axis, keepdim, loc);
-  return alu(Op::Xor, *this, const_like(-1), "argmin", loc).argmax(axis, keepdim, loc);
-}
-inline Tensor Tensor::var(std::vector<int> axes, double correction, bool keepdim, Loc loc) const {
-  detail::check_axes(*this, axes, "var", loc);
-  Tensor x = as_float();
-  Tensor m = x.mean(axes, true, loc);
-  Tensor d = x - m;
-  Tensor s = (d * d).sum(axes, keepdim, loc);
-  double count = double(numel()) / double(std::max<std::int64_t>(s.numel(), 1));
-  return s / std::max(count - correction, 0.0);
-}
-inline Tensor Tensor::std(std::vector<int> axes, double correction, bool keepdim, Loc loc) const {
-  detail::check_axes(*this, axes, "std", loc);
-  return var(std::move(axes), correction, keepdim, loc).sqrt(loc);
-}
-inline Tensor Tensor::logsumexp(std::vector<int> axes, bool keepdim, Loc loc) const {
-  detail::check_axes(*this, axes, "logsumexp", loc);
-  Tensor x = as_float();
-  if (numel() == 0) return x.exp(loc).sum(axes, keepdim, loc).log(loc); // empty sums: log(0) = -inf
-  Tensor m = x.max(axes, true, loc);
-  Tensor safe = where(m.isinf(loc), m.const_like(0), m, loc); // all -inf rows give -inf, not nan
-  Tensor r = (x - safe).exp(loc).sum(axes, true, loc).log(loc) + safe;
-  if (keepdim) return r;
-  return r.reshape(x.max(axes, false, loc).sym_shape(), loc);
-}
-
-} // namespace tg
-#endif // TG_SI_TG_TENSOR_OPS_HPP
-
-namespace tg {
-
-inline Tensor Tensor::reshape(Shape shape, Loc loc) const {
-  int infer = -1;
-  SInt known = 1;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (infer >= 0)
-        detail::fail<shape_error>("reshape",
-                                  "only one dimension can be -1 in " + detail::shape_str(shape) +
-                                      " (reshaping " + detail::shape_of(*this) + ")",
-                                  loc);
-      infer = int(i);
-    } else if (shape[i].is_const() && shape[i].constant() < 0) {
-      detail::fail<shape_error>("reshape",
-                                "invalid size in " + detail::shape_str(shape) + " (reshaping " +
-                                    detail::shape_of(*this) + ")",
-                                loc);
-    } else
-      known = known * shape[i];
-  }
-  SInt total = tg::prod(sym_shape());
-  if (infer >= 0) {
-    if (total.is_const() && known.is_const()) {
-      if (known.constant() == 0 || total.constant() % known.constant())
-        detail::fail<shape_error>(
-            "reshape",
-            "cannot reshape " + detail::shape_of(*this) + " into " + detail::shape_str(shape), loc);
-      shape[std::size_t(infer)] = total.constant() / known.constant();
-    } else if (known.is_const() && total.divisible_by(known.constant())) {
-      shape[std::size_t(infer)] = total.div_exact(known.constant());
-    } else if (known == total) {
-      shape[std::size_t(infer)] = 1;
-    } else {
-      detail::fail<shape_error>("reshape",
-                                "cannot infer -1 in " + detail::shape_str(shape) + " from " +
-                                    detail::shape_of(*this),
-                                loc);
-    }
-  }
-  if (!(tg::prod(shape) == total) && tg::prod(shape).eval() != total.eval())
-    detail::fail<shape_error>("reshape",
-                              "cannot reshape " + detail::shape_of(*this) + " (" +
-                                  std::to_string(total.eval()) + " elements) into " +
-                                  detail::shape_str(shape),
-                              loc);
-  return move({MoveOp::Reshape, shape, {}});
-}
-
-inline Tensor Tensor::permute(std::vector<int> dims, Loc loc) const {
-  if (int(dims.size()) != ndim())
-    detail::fail<shape_error>("permute",
-                              "got " + std::to_string(dims.size()) +
-                                  " dims for a tensor of shape " + detail::shape_of(*this),
-                              loc);
-  std::vector<bool> seen(dims.size(), false);
-  std::vector<SInt> order;
-  bool identity = true;
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    int d = normalize_axis(dims[i], "permute", loc);
-    if (seen[std::size_t(d)])
-      detail::fail<shape_error>("permute",
-                                "dimension " + std::to_string(d) + " repeats (permuting " +
-                                    detail::shape_of(*this) + ")",
-                                loc);
-    seen[std::size_t(d)] = true;
-    order.push_back(d);
-    identity = identity && d == int(i);
-  }
-  if (identity) return *this;
-  return move({MoveOp::Permute, order, {}});
-}
-inline Tensor Tensor::transpose(int d0, int d1, Loc loc) const {
-  int a = normalize_axis(d0, "transpose", loc), b = normalize_axis(d1, "transpose", loc);
-  if (ndim() == 0) return *this; // axis 0 (or -1) of a 0-d tensor: nothing to swap
-  std::vector<int> p;
-  for (int i = 0; i < ndim(); ++i) p.push_back(i);
-  std::swap(p[std::size_t(a)], p[std::size_t(b)]);
-  return permute(p, loc);
-}
-inline Tensor Tensor::T(Loc loc) const {
-  if (ndim() > 2)
-    detail::fail<shape_error>(
-        "T", "needs a tensor of at most 2 dims, got " + detail::shape_of(*this) + " (use permute)",
-        loc);
-  return ndim() < 2 ? *this : transpose(0, 1, loc);
-}
-inline Tensor Tensor::expand(Shape shape, Loc loc) const {
-  const Shape& s = sym_shape();
-  if (shape.size() < s.size())
-    detail::fail<shape_error>("expand",
-                              "cannot expand " + detail::shape_of(*this) + " to fewer dims " +
-                                  detail::shape_str(shape),
-                              loc);
-  std::size_t lead = shape.size() - s.size();
-  Shape src(lead, SInt(1));
-  src.insert(src.end(), s.begin(), s.end());
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (i < lead)
-        detail::fail<shape_error>("expand", "-1 is not allowed for a new leading dim", loc);
-      shape[i] = src[i];
-    }
-    if (!(shape[i] == src[i]) && !(src[i] == 1))
-      detail::fail<shape_error>(
-          "expand", "cannot expand " + detail::shape_of(*this) + " to " + detail::shape_str(shape),
-          loc);
-  }
-  if (!lead) return src == shape ? *this : move({MoveOp::Expand, std::move(shape), {}});
-  // the reshape that adds the leading 1s and the expand as one View node, not a node each
-  const std::size_t count = src == shape ? 1 : 2;
-  Movement moves[] = {{MoveOp::Reshape, std::move(src), {}}, {MoveOp::Expand, shape, {}}};
-  return append_moves(std::move(shape), std::span(moves, count));
-}
-inline Tensor Tensor::squeeze(Loc loc) const {
-  Shape s;
-  for (const SInt& d : sym_shape())
-    if (!(d == 1)) s.push_back(d);
-  return reshape(s, loc);
-}
-inline Tensor Tensor::squeeze(int dim, Loc loc) const {
-  int d = normalize_axis(dim, "squeeze", loc);
-  if (ndim() == 0) return *this;
-  if (!(sym_shape()[std::size_t(d)] == 1)) return *this;
-  Shape s = sym_shape();
-  s.erase(s.begin() + d);
-  return reshape(s, loc);
-}
-inline Tensor Tensor::unsqueeze(int dim, Loc loc) const {
-  int d = normalize_axis(dim, "unsqueeze", loc, 1);
-  Shape s = sym_shape();
-  s.insert(s.begin() + d, SInt(1));
-  return reshape(s, loc);
-}
-inline Tensor Tensor::flatten(int start, int end, Loc loc) const {
-  if (ndim() == 0) return reshape({1}, loc);
-  int a = normalize_axis(start, "flatten", loc), b = normalize_axis(end, "flatten", loc);
-  if (a > b)
-    detail::fail<shape_error>("flatten",
-                              "start_dim " + std::to_string(start) + " comes after end_dim " +
-                                  std::to_string(end) + " of " + detail::shape_of(*this),
-                              loc);
-  Shape s(sym_shape().begin(), sym_shape().begin() + a);
-  SInt m = 1;
-  for (int i = a; i <= b; ++i) m = m * sym_shape()[std::size_t(i)];
-  s.push_back(m);
-  s.insert(s.end(), sym_shape().begin() + b + 1, sym_shape().end());
-  return reshape(s, loc);
-}
-inline Tensor Tensor::pad(std::vector<std::int64_t> pads, double value, Loc loc) const {
-  if (pads.size() % 2 || int(pads.size()) > 2 * ndim())
-    detail::fail<shape_error>("pad",
-                              "needs pairs (before, after) for at most " + std::to_string(ndim()) +
-                                  " dims of " + detail::shape_of(*this) + ", got " +
-                                  std::to_string(pads.size()) + " values",
-                              loc);
-  std::vector<SInt> before(std::size_t(ndim()), SInt(0)), after = before, lo = before,
-                                                          hi = sym_shape();
-  bool crop = false, grow = false;
-  for (std::size_t k = 0; k < pads.size() / 2; ++k) {
-    std::size_t axis = std::size_t(ndim()) - 1 - k;
-    std::int64_t b = pads[2 * k], e = pads[2 * k + 1];
-    std::int64_t size = sym_shape()[axis].eval();
-    if (b < -size || e < -size || b + e < -size)
-      detail::fail<shape_error>("pad",
-                                "cropping more than the size of dim " + std::to_string(axis) +
-                                    " of " + detail::shape_of(*this),
-                                loc);
-    if (b < 0) {
-      lo[axis] = -b;
-      crop = true;
-    } else if (b > 0) {
-      before[axis] = b;
-      grow = true;
-    }
-    if (e < 0) {
-      hi[axis] = hi[axis] + e;
-      crop = true;
-    } else if (e > 0) {
-      after[axis] = e;
-      grow = true;
-    }
-  }
-  Tensor r = *this;
-  if (crop) r = r.move({MoveOp::Shrink, lo, hi});
-  if (!grow) return r;
-  Tensor padded = r.move({MoveOp::Pad, before, after});
-  if (value == 0) return padded;
-  Tensor inside =
-      full_on(r.sym_shape(), 1, DType::Bool, device()).move({MoveOp::Pad, before, after});
-  return where(inside, padded, detail::scalar_for(*this, value).cast(dtype()), loc);
-}
-inline Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
-                            std::optional<std::int64_t> stop, std::int64_t step, Loc loc) const {
-  int d = normalize_axis(dim, "slice", loc);
-  if (ndim() == 0) detail::fail<shape_error>("slice", "a 0-d tensor cannot be sliced", loc);
-  if (step == 0)
-    detail::fail<shape_error>("slice",
-                              "step cannot be zero (slicing " + detail::shape_of(*this) + ")", loc);
-  const SInt& size_s = sym_shape()[std::size_t(d)];
-  if (!size_s.is_const() && !start && !stop && step == 1) return *this;
-  // Python's slice semantics, clamped (util/slice.hpp): shrink, then flip, then stride
-  const SliceBounds sb = slice_bounds(size_s.eval(), start, stop, step);
-  std::vector<SInt> lo(std::size_t(ndim()), SInt(0)), hi = sym_shape();
-  Tensor r = *this;
-  lo[std::size_t(d)] = sb.lo;
-  hi[std::size_t(d)] = sb.hi;
-  if (!(lo[std::size_t(d)] == 0 && hi[std::size_t(d)] == sym_shape()[std::size_t(d)]))
-    r = r.move({MoveOp::Shrink, lo, hi});
-  if (step < 0) {
-    std::vector<SInt> axes(std::size_t(ndim()), SInt(0));
-    axes[std::size_t(d)] = 1;
-    r = r.move({MoveOp::Flip, axes, {}});
-  }
-  std::int64_t k = step < 0 ? -step : step;
-  if (k != 1 && sb.count > 0) {
-    std::vector<SInt> steps(std::size_t(ndim()), SInt(1));
-    steps[std::size_t(d)] = k;
-    r = r.move({MoveOp::Stride, steps, {}});
-  }
-  return r;
-}
-inline Tensor Tensor::index(std::vector<Index> idx, Loc loc) const {
-  if (int(idx.size()) > ndim())
-    detail::fail<shape_error>("index",
-                              "too many indices (" + std::to_string(idx.size()) +
-                                  ") for a tensor of shape " + detail::shape_of(*this),
-                              loc);
-  Tensor r = *this;
-  std::vector<int> drop;
-  for (std::size_t i = 0; i < idx.size(); ++i) {
-    if (auto* s = std::get_if<Slice>(&idx[i].v)) {
-      r = r.slice(int(i), s->start, s->stop, s->step, loc);
-    } else {
-      std::int64_t k = std::get<std::int64_t>(idx[i].v), n = r.size(int(i), loc);
-      if (k < -n || k >= n)
-        detail::fail<index_error>("index",
-                                  "index " + std::to_string(k) + " is out of range for dim " +
-                                      std::to_string(i) + " of size " + std::to_string(n),
-                                  loc);
-      if (k < 0) k += n;
-      r = r.slice(int(i), k, k + 1, 1, loc);
-      drop.push_back(int(i));
-    }
-  }
-  if (drop.empty()) return r;
-  Shape s;
-  for (int i = 0; i < r.ndim(); ++i)
-    if (std::find(drop.begin(), drop.end(), i) == drop.end())
-      s.push_back(r.sym_shape()[std::size_t(i)]);
-  return r.reshape(s, loc);
-}
-inline Tensor Tensor::flip(std::vector<int> dims, Loc loc) const {
-  std::vector<SInt> axes(std::size_t(ndim()), SInt(0));
-  for (int d : dims) {
-    int a = normalize_axis(d, "flip", loc);
-    if (ndim() == 0) continue; // a 0-d tensor takes axis 0 and flips nothing
-    if (axes[std::size_t(a)] == 1)
-      detail::fail<shape_error>("flip",
-                                "dim " + std::to_string(a) +
-                                    " appears more than once in the dims of " +
-                                    detail::shape_of(*this),
-                                loc);
-    axes[std::size_t(a)] = 1;
-  }
-  return move({MoveOp::Flip, axes, {}});
-}
-inline std::vector<Tensor> Tensor::split(std::int64_t size, int dim, Loc loc) const {
-  if (size <= 0)
-    detail::fail<shape_error>("split",
-                              "split size must be positive, got " + std::to_string(size) +
-                                  " (splitting " + detail::shape_of(*this) + ")",
-                              loc);
-  std::int64_t n = this->size(dim, loc);
-  std::vector<std::int64_t> sizes;
-  for (std::int64_t b = 0; b < n; b += size) sizes.push_back(std::min(size, n - b));
-  if (sizes.empty()) sizes.push_back(0);
-  return split(sizes, dim, loc);
-}
-inline std::vector<Tensor> Tensor::split(std::vector<std::int64_t> sizes, int dim, Loc loc) const {
-  int d = normalize_axis(dim, "split", loc);
-  std::int64_t total = 0;
-  for (std::int64_t s : sizes) total += s;
-  if (total != size(d, loc))
-    detail::fail<shape_error>("split",
-                              "sizes add up to " + std::to_string(total) + ", not the " +
-                                  std::to_string(size(d, loc)) + " of dim " + std::to_string(d) +
-                                  " of " + detail::shape_of(*this),
-                              loc);
-  std::vector<Tensor> out;
-  std::int64_t b = 0;
-  for (std::int64_t s : sizes) {
-    out.push_back(slice(d, b, b + s, 1, loc));
-    b += s;
-  }
-  return out;
-}
-inline std::vector<Tensor> Tensor::chunk(std::int64_t chunks, int dim, Loc loc) const {
-  if (chunks <= 0)
-    detail::fail<shape_error>("chunk",
-                              "chunks must be positive, got " + std::to_string(chunks) +
-                                  " (chunking " + detail::shape_of(*this) + ")",
-                              loc);
-  std::int64_t n = size(dim, loc);
-  return split(std::max<std::int64_t>((n + chunks - 1) / chunks, 1), dim, loc);
-}
-inline Tensor Tensor::repeat(std::vector<std::int64_t> reps, Loc loc) const {
-  if (int(reps.size()) < ndim())
-    detail::fail<shape_error>("repeat",
-                              "needs at least " + std::to_string(ndim()) + " repeat counts for " +
-                                  detail::shape_of(*this) + ", got " + std::to_string(reps.size()),
-                              loc);
-  std::size_t lead = reps.size() - std::size_t(ndim());
-  Shape s(lead, SInt(1));
-  s.insert(s.end(), sym_shape().begin(), sym_shape().end());
-  Shape inter, expanded, out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (reps[i] < 0)
-      detail::fail<shape_error>("repeat",
-                                "negative repeat count " + std::to_string(reps[i]) + " for " +
-                                    detail::shape_of(*this),
-                                loc);
-    inter.push_back(1);
-    inter.push_back(s[i]);
-    expanded.push_back(reps[i]);
-    expanded.push_back(s[i]);
-    out.push_back(s[i] * SInt(reps[i]));
-  }
-  return reshape(inter, loc).expand(expanded, loc).reshape(out, loc);
-}
-
-namespace detail {
-/// Host-side check that integer indices lie in [-n, n) (gather and index_select read them).
-inline Tensor checked_index(const Tensor& index, const Tensor& input, int d, const char* op,
-                            std::source_location loc) {
-  const std::int64_t n = input.size(d);
-  if (!is_int(index.dtype()))
-    fail<dtype_error>(
-        op, std::string("index must be an integer tensor, got ") + dtype_name(index.dtype()), loc);
-  std::vector<std::int64_t> v = index.to_vector<std::int64_t>();
-  for (std::int64_t x : v)
-    if (x < -n || x >= n)
-      fail<index_error>(op,
-                        "index " + std::to_string(x) + " is out of range for dim " +
-                            std::to_string(d) + " of " + shape_of(input),
-                        loc);
-  Tensor i = index.cast(DType::Int64);
-  return where(i < std::int64_t(0), i + n, i, loc);
-}
-/// 0, 1, ..., n - 1 for the one-hot masks of gather, cumsum and the like: int32 where n allows
-/// (half the data; and devices without 64-bit types, WEBGPU, can hold it), otherwise int64.
-inline Tensor arange_on(std::int64_t n, const std::string& device) {
-  if (n > std::numeric_limits<std::int32_t>::max()) {
-    std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = i;
-    return Tensor::from_data(v, {n}, TensorOptions(DType::Int64, device));
-  }
-  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
-  for (std::int32_t i = 0; i < std::int32_t(n); ++i) v[std::size_t(i)] = i;
-  return Tensor::from_data(v, {n}, TensorOptions(DType::Int32, device));
-}
-} // namespace detail
-
-inline Tensor Tensor::gather(int dim, const Tensor& index, Loc loc) const {
-  int d = normalize_axis(dim, "gather", loc);
-  if (index.ndim() != ndim())
-    detail::fail<shape_error>("gather",
-                              "index " + detail::shape_of(index) +
-                                  " must have as many dims as the input " + detail::shape_of(*this),
-                              loc);
-  for (int i = 0; i < ndim(); ++i)
-    if (i != d && index.size(i) > size(i))
-      detail::fail<shape_error>("gather",
-                                "index " + detail::shape_of(index) + " is larger than the input " +
-                                    detail::shape_of(*this) + " in dim " + std::to_string(i),
-                                loc);
-  std::int64_t n = size(d);
-  Tensor idx = detail::checked_index(index, *this, d, "gather", loc);
-  // crop the input to the index's extent (except along dim), then one-hot select along dim
-  std::vector<SInt> lo(std::size_t(ndim()), SInt(0)), hi = index.sym_shape();
-  hi[std::size_t(d)] = sym_shape()[std::size_t(d)];
-  Tensor x = (hi == sym_shape()) ? *this : move({MoveOp::Shrink, lo, hi});
-  Shape ar(std::size_t(ndim()) + 1, SInt(1));
-  ar[std::size_t(d) + 1] = n;
-  Tensor onehot = idx.unsqueeze(d + 1, loc) == detail::arange_on(n, device()).reshape(ar, loc);
-  Tensor picked =
-      where(onehot, x.unsqueeze(d, loc), Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
-  return picked.reduce(Op::ReduceSum, {d + 1}, false, "gather", loc);
-}
-inline Tensor Tensor::index_select(int dim, const Tensor& index, Loc loc) const {
-  int d = normalize_axis(dim, "index_select", loc);
-  if (index.ndim() > 1)
-    detail::fail<shape_error>("index_select", "index must be 1-D, got " + detail::shape_of(index),
-                              loc);
-  std::int64_t n = size(d), m = index.numel();
-  Tensor idx = detail::checked_index(index.reshape({m}), *this, d, "index_select", loc);
-  // out[..., j, ...] = sum_k x[..., k, ...] * (idx[j] == k)
-  Shape is(std::size_t(ndim()) + 1, SInt(1));
-  is[std::size_t(d)] = m;
-  Shape ks(std::size_t(ndim()) + 1, SInt(1));
-  ks[std::size_t(d) + 1] = n;
-  Tensor onehot = idx.reshape(is, loc) == detail::arange_on(n, device()).reshape(ks, loc);
-  Tensor picked = where(onehot, unsqueeze(d, loc), full_on({}, 0, dtype(), device()), loc);
-  return picked.reduce(Op::ReduceSum, {d + 1}, false, "index_select", loc);
-}
-
-/// Concatenation along `dim`: every piece padded to the full extent, then summed.
-inline Tensor cat(const std::vector<Tensor>& ts, int dim = 0,
-                  std::source_location loc = std::source_location::current()) {
-  if (ts.empty()) detail::fail<shape_error>("cat", "needs at least one tensor", loc);
-  int d = ts[0].normalize_axis(dim, "cat", loc);
-  if (ts[0].ndim() == 0)
-    detail::fail<shape_error>("cat", "0-d tensors cannot be concatenated (use stack)", loc);
-  DType t = ts[0].dtype();
-  SInt total = 0;
-  for (const Tensor& x : ts) {
-    if (x.ndim() != ts[0].ndim())
-      detail::fail<shape_error>("cat",
-                                "tensors must have the same number of dims: " +
-                                    detail::shape_of(ts[0]) + " and " + detail::shape_of(x),
-                                loc);
-    for (int i = 0; i < x.ndim(); ++i)
-      if (i != d && !(x.sym_shape()[std::size_t(i)] == ts[0].sym_shape()[std::size_t(i)]))
-        detail::fail<shape_error>("cat",
-                                  "shapes " + detail::shape_of(ts[0]) + " and " +
-                                      detail::shape_of(x) + " differ outside dim " +
-                                      std::to_string(d),
-                                  loc);
-    t = promote(t, x.dtype());
-    total = total + x.sym_shape()[std::size_t(d)];
-  }
-  if (ts.size() == 1) return ts[0].cast(t);
-  Tensor out;
-  SInt offset = 0;
-  for (const Tensor& x : ts) {
-    std::vector<SInt> before(std::size_t(x.ndim()), SInt(0)), after = before;
-    before[std::size_t(d)] = offset;
-    offset = offset + x.sym_shape()[std::size_t(d)];
-    after[std::size_t(d)] = total - offset;
-    Tensor p = x.cast(t).move({MoveOp::Pad, before, after});
-    out = out.defined() ? (t == DType::Bool ? out.logical_or(p, loc)
-                                            : Tensor::alu(Op::Add, out, p, "cat", loc))
-                        : p;
-  }
-  return out;
-}
-inline Tensor stack(const std::vector<Tensor>& ts, int dim = 0,
-                    std::source_location loc = std::source_location::current()) {
-  if (ts.empty()) detail::fail<shape_error>("stack", "needs at least one tensor", loc);
-  std::vector<Tensor> u;
-  for (const Tensor& x : ts) {
-    if (!(x.sym_shape() == ts[0].sym_shape()))
-      detail::fail<shape_error>(
-          "stack", "shapes " + detail::shape_of(ts[0]) + " and " + detail::shape_of(x) + " differ",
-          loc);
-    u.push_back(x.unsqueeze(dim, loc));
-  }
-  return cat(u, dim, loc);
-}
-
-namespace detail {
-/// Whether matmul copies its right operand first: a transposed view (x @ w.t(), as nn::Linear
-/// computes) is read along its strided axis by every lane of the kernel's register tile, which
-/// ran several times slower than over a contiguous copy (docs/performance.md). Not for small
-/// operands, whose copy costs more than it saves, nor when TG_OPT=0, nor where the kernel copies
-/// the operand's column panels itself (LowerOptions::packs_strided: large operands, whose tiles
-/// run in panel order).
-inline bool copy_transposed_operand(const Tensor& a, const Tensor& b) {
-  const LazyNode& n = *b.lazy();
-  const Shape &as = a.sym_shape(), &bs = b.sym_shape();
-  const LowerOptions o = lower_options();
-  if (n.op != Op::View || b.ndim() < 2 || o.upcast_rows < 2) return false;
-  const SInt &rows = as[as.size() - 2], &k = bs[bs.size() - 2], &m = bs.back();
-  if (!rows.is_const() || !k.is_const() || !m.is_const() || rows.constant() < 8 ||
-      k.constant() * m.constant() < 4096 ||
-      (rows.constant() % 2 == 0 && o.packs_strided(k.constant(), m.constant())))
-    return false;
-  ShapeTracker st = ShapeTracker::contiguous(n.src[0]->shape).apply(n.moves);
-  const View& v = st.views.back();
-  return st.views.size() == 1 && v.strides[v.ndim() - 2] == 1 && !(v.strides.back() == 0) &&
-         !(v.strides.back() == 1);
-}
-} // namespace detail
-
-inline Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
-  if (ndim() == 0 || o.ndim() == 0)
-    detail::fail<shape_error>("matmul",
-                              "needs tensors of at least 1 dim, got " + detail::shape_of(*this) +
-                                  " and " + detail::shape_of(o),
-                              loc);
-  Tensor a = ndim() == 1 ? unsqueeze(0, loc) : *this;
-  Tensor b = o.ndim() == 1 ? o.unsqueeze(1, loc) : o;
-  bool copy = detail::copy_transposed_operand(a, b);
-  const Shape &as = a.sym_shape(), &bs = b.sym_shape();
-  if (!(as.back() == bs[bs.size() - 2]))
-    detail::fail<shape_error>("matmul",
-                              "shapes " + detail::shape_of(*this) + " and " + detail::shape_of(o) +
-                                  " cannot be multiplied (" + detail::shape_str({as.back()}) +
-                                  " vs " + detail::shape_str({bs[bs.size() - 2]}) + ")",
-                              loc);
-  Shape batch;
-  Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
-  if (!detail::broadcast_shapes(ab, bb, batch))
-    detail::fail<shape_error>("matmul",
-                              "batch dims of " + detail::shape_of(*this) + " and " +
-                                  detail::shape_of(o) + " cannot be broadcast",
-                              loc);
-  SInt n = as[as.size() - 2], k = as.back(), m = bs.back();
-  Shape sa = batch, sb = batch;
-  sa.insert(sa.end(), {n, k, SInt(1)});
-  sb.insert(sb.end(), {SInt(1), k, m});
-  Shape full = batch;
-  full.insert(full.end(), {n, k, m});
-  auto broadcast_b = [&](const Tensor& t) {
-    return t.unsqueeze(-3, loc).expand(sb, loc).expand(full, loc);
-  };
-  Tensor prodt = alu(Op::Mul, a.unsqueeze(-1, loc).expand(sa, loc).expand(full, loc),
-                     broadcast_b(copy ? b.contiguous(loc) : b), "matmul", loc);
-  // The backward reads the operand as the caller laid it out, not the copy: the gradient of x in
-  // x @ w.t() sums over w's rows, along which w itself is contiguous and the copy is not.
-  if (copy && prodt.lazy()->grad_fn) prodt.lazy()->grad_fn->parents[1] = broadcast_b(b).lazy();
-  Tensor r = prodt.reduce(Op::ReduceSum, {int(full.size()) - 2}, false, "matmul", loc);
-  if (ndim() == 1) r = r.squeeze(-2, loc);
-  if (o.ndim() == 1) r = r.squeeze(-1, loc);
-  return r;
-}
-inline Tensor Tensor::dot(const Tensor& o, Loc loc) const {
-  if (ndim() != 1 || o.ndim() != 1)
-    detail::fail<shape_error>("dot",
-                              "needs two 1-D tensors, got " + detail::shape_of(*this) + " and " +
-                                  detail::shape_of(o),
-                              loc);
-  if (size(0) != o.size(0))
-    detail::fail<shape_error>("dot",
-                              "the tensors have different sizes: " + detail::shape_of(*this) +
-                                  " and " + detail::shape_of(o),
-                              loc);
-  return matmul(o, loc);
-}
-inline Tensor matmul(const Tensor& a, const Tensor& b,
-                     std::source_location loc = std::source_location::current()) {
-  return a.matmul(b, loc);
-}
-inline Tensor Tensor::softmax(int dim, Loc loc) const {
-  normalize_axis(dim, "softmax", loc); // the error names the op called
-  Tensor x = as_float();
-  Tensor e = (x - x.max(dim, true, loc)).exp(loc);
-  return e / e.sum(dim, true, loc);
-}
-inline Tensor Tensor::log_softmax(int dim, Loc loc) const {
-  normalize_axis(dim, "log_softmax", loc);
-  Tensor x = as_float();
-  Tensor s = x - x.max(dim, true, loc);
-  return s - s.exp(loc).sum(dim, true, loc).log(loc);
-}
-/// Running sum along dim: out[i] = sum_{j <= i} x[j] (one kernel, O(n^2) work along dim).
-inline Tensor Tensor::cumsum(int dim, Loc loc) const {
-  int d = normalize_axis(dim, "cumsum", loc);
-  Tensor x = is_float(dtype()) ? *this : cast(DType::Int64);
-  if (ndim() == 0) return x;
-  std::int64_t n = size(d);
-  Tensor ar = detail::arange_on(n, device());
-  Shape is(std::size_t(ndim()) + 1, SInt(1)), js = is;
-  is[std::size_t(d)] = n;
-  js[std::size_t(d) + 1] = n;
-  Tensor upto = ar.reshape(js, loc) <= ar.reshape(is, loc); // j <= i
-  Tensor picked =
-      where(upto, x.unsqueeze(d, loc), Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
-  return picked.reduce(Op::ReduceSum, {d + 1}, false, "cumsum", loc);
-}
-
-// free-function spellings, as in torch.*
-inline Tensor softmax(const Tensor& x, int dim,
-                      std::source_location loc = std::source_location::current()) {
-  return x.softmax(dim, loc);
-}
-inline Tensor log_softmax(const Tensor& x, int dim,
-                          std::source_location loc = std::source_location::current()) {
-  return x.log_softmax(dim, loc);
-}
-inline Tensor maximum(const Tensor& a, const Tensor& b,
-                      std::source_location loc = std::source_location::current()) {
-  return a.maximum(b, loc);
-}
-inline Tensor minimum(const Tensor& a, const Tensor& b,
-                      std::source_location loc = std::source_location::current()) {
-  return a.minimum(b, loc);
-}
-
-} // namespace tg
-#endif // TG_SI_TG_TENSOR_MOVEMENT_HPP
-
-namespace tg {
-
-namespace detail {
-inline std::string device_of(const TensorOptions& o) {
-  return o.device.empty() ? default_device() : canonical_device(o.device);
-}
-inline void check_shape(const Shape& s, const char* op, std::source_location loc) {
-  for (const SInt& d : s)
-    if (d.eval() < 0) fail<shape_error>(op, "negative size in shape " + shape_str(s), loc);
-}
-template <class T>
-Tensor host_tensor(std::vector<T> v, const Shape& s, DType t, const std::string& dev) {
-  return Tensor::from_data(v, s, TensorOptions(t, dev));
-}
-} // namespace detail
-
-/// Uninitialized memory in PyTorch; here, zeros (cheap, and never garbage).
-inline Tensor empty(Shape shape, TensorOptions o = {},
-                    std::source_location loc = std::source_location::current()) {
-  detail::check_shape(shape, "empty", loc);
-  return Tensor::full_on(shape, 0, o.dtype.value_or(DType::Float32), detail::device_of(o));
-}
-inline Tensor full(Shape shape, double value, TensorOptions o = {},
-                   std::source_location loc = std::source_location::current()) {
-  detail::check_shape(shape, "full", loc);
-  return Tensor::full_on(shape, value, o.dtype.value_or(DType::Float32), detail::device_of(o));
-}
-inline Tensor zeros(Shape shape, TensorOptions o = {},
-                    std::source_location loc = std::source_location::current()) {
-  return full(std::move(shape), 0, o, loc);
-}
-inline Tensor ones(Shape shape, TensorOptions o = {},
-                   std::source_location loc = std::source_location::current()) {
-  return full(std::move(shape), 1, o, loc);
-}
-namespace detail {
-inline TensorOptions like(const Tensor& t, TensorOptions o) {
-  if (!o.dtype) o.dtype = t.dtype();
-  if (o.device.empty()) o.device = t.device();
-  return o;
-}
-} // namespace detail
-inline Tensor zeros_like(const Tensor& t, TensorOptions o = {}) {
-  return zeros(t.sym_shape(), detail::like(t, o));
-}
-inline Tensor ones_like(const Tensor& t, TensorOptions o = {}) {
-  return ones(t.sym_shape(), detail::like(t, o));
-}
-inline Tensor empty_like(const Tensor& t, TensorOptions o = {}) {
-  return empty(t.sym_shape(), detail::like(t, o));
-}
-inline Tensor full_like(const Tensor& t, double v, TensorOptions o = {}) {
-  return full(t.sym_shape(), v, detail::like(t, o));
-}
-
-/// [start, end) by step. Integer arguments give int64 (as PyTorch), otherwise float32.
-inline Tensor arange(double start, double end, double step = 1, TensorOptions o = {},
-                     std::source_location loc = std::source_location::current()) {
-  if (step == 0) detail::fail<shape_error>("arange", "step must be nonzero", loc);
-  double count = std::ceil((end - start) / step);
-  if (!(count < 1e12)) detail::fail<shape_error>("arange", "range too large", loc);
-  std::int64_t n = std::max<std::int64_t>(0, std::int64_t(count));
-  bool integral = start == std::floor(start) && step == std::floor(step) && end == std::floor(end);
-  DType t = o.dtype.value_or(integral ? DType::Int64 : DType::Float32);
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = start + double(i) * step;
-  return detail::host_tensor(v, {n}, t, detail::device_of(o));
-}
-inline Tensor arange(double end, TensorOptions o = {},
-                     std::source_location loc = std::source_location::current()) {
-  return arange(0, end, 1, o, loc);
-}
-inline Tensor linspace(double start, double end, std::int64_t steps, TensorOptions o = {},
-                       std::source_location loc = std::source_location::current()) {
-  if (steps < 0) detail::fail<shape_error>("linspace", "steps must be non-negative", loc);
-  std::vector<double> v(static_cast<std::size_t>(steps));
-  for (std::int64_t i = 0; i < steps; ++i)
-    v[std::size_t(i)] = steps == 1 ? start
-                        : i < steps / 2
-                            ? start + (end - start) / double(steps - 1) * double(i)
-                            : end - (end - start) / double(steps - 1) * double(steps - 1 - i);
-  return detail::host_tensor(v, {steps}, o.dtype.value_or(DType::Float32), detail::device_of(o));
-}
-inline Tensor eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt,
-                  TensorOptions o = {},
-                  std::source_location loc = std::source_location::current()) {
-  std::int64_t cols = m.value_or(n);
-  if (n < 0 || cols < 0) detail::fail<shape_error>("eye", "sizes must be non-negative", loc);
-  std::vector<double> v(static_cast<std::size_t>(n * cols), 0.0);
-  for (std::int64_t i = 0; i < std::min(n, cols); ++i) v[std::size_t(i * cols + i)] = 1;
-  return detail::host_tensor(v, {n, cols}, o.dtype.value_or(DType::Float32), detail::device_of(o));
-}
-/// Uniform in [0, 1).
-inline Tensor rand(Shape shape, TensorOptions o = {},
-                   std::source_location loc = std::source_location::current()) {
-  detail::check_shape(shape, "rand", loc);
-  DType t = o.dtype.value_or(DType::Float32);
-  if (!is_float(t))
-    detail::fail<dtype_error>("rand", std::string("needs a float dtype, got ") + dtype_name(t),
-                              loc);
-  std::int64_t n = prod(shape).eval();
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (auto& x : v) {
-    std::uint64_t r = detail::rng()();
-    x = t == DType::Float64 ? double(r >> 11) * 0x1p-53
-                            : double(r >> 40) * 0x1p-24; // exact, never 1.0
-    if (is_half(t)) x = double(r >> 53) * 0x1p-11;
-  }
-  return detail::host_tensor(v, shape, t, detail::device_of(o));
-}
-/// Standard normal (Box-Muller).
-inline Tensor randn(Shape shape, TensorOptions o = {},
-                    std::source_location loc = std::source_location::current()) {
-  detail::check_shape(shape, "randn", loc);
-  DType t = o.dtype.value_or(DType::Float32);
-  if (!is_float(t))
-    detail::fail<dtype_error>("randn", std::string("needs a float dtype, got ") + dtype_name(t),
-                              loc);
-  std::int64_t n = prod(shape).eval();
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < v.size(); i += 2) {
-    double u1 = (double(detail::rng()() >> 11) + 1.0) * 0x1p-53,
-           u2 = double(detail::rng()() >> 11) * 0x1p-53;
-    double r = std::sqrt(-2.0 * std::log(u1));
-    v[i] = r * std::cos(2 * detail::kPi * u2);
-    if (i + 1 < v.size()) v[i + 1] = r * std::sin(2 * detail::kPi * u2);
-  }
-  return detail::host_tensor(v, shape, t, detail::device_of(o));
-}
-/// Integers uniform in [low, high); int64 by default.
-inline Tensor randint(std::int64_t low, std::int64_t high, Shape shape, TensorOptions o = {},
-                      std::source_location loc = std::source_location::current()) {
-  detail::check_shape(shape, "randint", loc);
-  if (high <= low) detail::fail<shape_error>("randint", "high must be greater than low", loc);
-  std::int64_t n = prod(shape).eval();
-  std::uint64_t span = std::uint64_t(high - low);
-  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = low + std::int64_t(detail::rng()() % span);
-  return detail::host_tensor(v, shape, o.dtype.value_or(DType::Int64), detail::device_of(o));
-}
-inline Tensor rand_like(const Tensor& t, TensorOptions o = {}) {
-  return rand(t.sym_shape(), detail::like(t, o));
-}
-inline Tensor randn_like(const Tensor& t, TensorOptions o = {}) {
-  return randn(t.sym_shape(), detail::like(t, o));
-}
-
-/// A tensor from data: `tg::tensor({1.f, 2.f})`, `tg::tensor(v, {2, 3})`.
-template <Arithmetic T>
-Tensor tensor(const std::vector<T>& data, Shape shape = {}, TensorOptions o = {},
-              std::source_location loc = std::source_location::current()) {
-  return Tensor::from_data(data, std::move(shape), o, loc);
-}
-template <Arithmetic T>
-Tensor tensor(std::initializer_list<T> data, TensorOptions o = {},
-              std::source_location loc = std::source_location::current()) {
-  return Tensor::from_data(std::vector<T>(data), {}, o, loc);
-}
-
-} // namespace tg
-#endif // TG_SI_TG_TENSOR_CREATION_HPP
-
-namespace tg {
-
-inline std::string Tensor::to_string() const {
-  std::vector<double> floats;
-  std::vector<std::int64_t> ints;
-  if (is_float(dtype()))
-    floats = to_vector<double>();
-  else if (is_unsigned(dtype()))
-    for (auto x : to_vector<std::uint64_t>()) ints.push_back(std::int64_t(x));
-  else
-    ints = to_vector<std::int64_t>();
-  return format_tensor(floats, ints, shape(), dtype(), device());
-}
-
-inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
-inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
-
-} // namespace tg
-#endif // TG_SI_TG_TENSOR_PRINT_HPP
-
-namespace tg {
-
-namespace detail {
-
-/// The same view with its permutes moved after the reshapes that only insert size-1 axes and
-/// the expands that follow them, so that an expand's gradient (a sum) is taken in the source's
-/// axis order: dW of x @ W.T comes out in W's layout, where it came out transposed and went
-/// through a transposing copy. The first other move ends the reordering.
-inline std::vector<Movement> permutes_last(const Shape& in, const std::vector<Movement>& moves) {
-  Shape phys = in;                  // the source's shape after the moves so far, before `perm`
-  std::vector<int> perm(in.size()); // logical axis i is physical axis perm[i]
-  for (std::size_t i = 0; i < perm.size(); ++i) perm[i] = int(i);
-  auto identity = [&] {
-    for (std::size_t i = 0; i < perm.size(); ++i)
-      if (perm[i] != int(i)) return false;
-    return true;
-  };
-  std::vector<Movement> out;
-  std::size_t i = 0;
-  for (; i < moves.size(); ++i) {
-    const Movement& m = moves[i];
-    if (m.op == MoveOp::Permute) {
-      std::vector<int> p(perm.size());
-      for (std::size_t j = 0; j < p.size(); ++j) p[j] = perm[std::size_t(m.a[j].constant())];
-      perm = p;
-    } else if (m.op == MoveOp::Expand) {
-      for (std::size_t j = 0; j < perm.size(); ++j) phys[std::size_t(perm[j])] = m.a[j];
-      out.push_back({MoveOp::Expand, phys, {}});
-    } else if (m.op == MoveOp::Reshape) {
-      // match the new shape's axes to the logical ones; the others must be inserted 1s
-      const Shape& to = m.a;
-      std::vector<int> from(to.size(), -1); // new axis -> logical axis, or -1 (an inserted 1)
-      std::size_t l = 0;
-      bool fits = true;
-      for (std::size_t t = 0; t < to.size() && fits; ++t) {
-        if (l < perm.size() && to[t] == phys[std::size_t(perm[l])])
-          from[t] = int(l++);
-        else
-          fits = to[t] == 1;
-      }
-      if (!fits || l != perm.size()) break;
-      // each inserted axis goes right before the physical axis of the next matched one
-      std::vector<std::vector<int>> before(phys.size() + 1);
-      for (std::size_t t = 0; t < to.size(); ++t) {
-        if (from[t] >= 0) continue;
-        std::size_t at = phys.size();
-        for (std::size_t u = t + 1; u < to.size(); ++u)
-          if (from[u] >= 0) {
-            at = std::size_t(perm[std::size_t(from[u])]);
-            break;
-          }
-        before[at].push_back(int(t));
-      }
-      Shape next;
-      std::vector<int> new_of_old(phys.size()), next_perm(to.size());
-      for (std::size_t p = 0; p <= phys.size(); ++p) {
-        for (int t : before[p]) {
-          next_perm[std::size_t(t)] = int(next.size());
-          next.push_back(SInt(1));
-        }
-        if (p == phys.size()) break;
-        new_of_old[p] = int(next.size());
-        next.push_back(phys[p]);
-      }
-      for (std::size_t t = 0; t < to.size(); ++t)
-        if (from[t] >= 0) next_perm[t] = new_of_old[std::size_t(perm[std::size_t(from[t])])];
-      phys = next;
-      perm = next_perm;
-      out.push_back({MoveOp::Reshape, phys, {}});
-    } else {
-      break;
-    }
-  }
-  if (!identity()) {
-    std::vector<SInt> p;
-    for (int a : perm) p.push_back(SInt(a));
-    out.push_back({MoveOp::Permute, p, {}});
-  }
-  out.insert(out.end(), moves.begin() + std::ptrdiff_t(i), moves.end());
-  return out;
-}
-
-/// An expand's gradient: `g` summed over the expanded `axes`. One long axis (at least 8192)
-/// summed into a small result (at most 65536 elements) is summed 256 elements at a time first,
-/// then over those partial sums: a weight gradient summed over batch x positions (conv2d's dW,
-/// 144 x 32 outputs over 25088 rows) otherwise streams all of its inputs from memory for every
-/// register tile (docs/performance.md); in chunks, a chunk's rows stay in cache for all the
-/// tiles, and the chunks run in parallel. Not with TG_OPT=0.
-inline Tensor sum_expanded(const Tensor& g, const std::vector<int>& axes) {
-  constexpr std::int64_t chunk = 256;
-  auto loc = std::source_location::current();
-  if (axes.size() == 1 && lower_options().split_reduce > 1) {
-    const std::size_t a = std::size_t(axes[0]);
-    const Shape& s = g.sym_shape();
-    bool fixed = true;
-    std::int64_t out = 1;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      fixed = fixed && s[i].is_const();
-      if (fixed && i != a) out *= s[i].constant();
-    }
-    if (fixed && s[a].constant() >= 8192 && s[a].constant() % chunk == 0 && out <= 65536) {
-      Shape split = s;
-      split[a] = SInt(s[a].constant() / chunk);
-      split.insert(split.begin() + std::ptrdiff_t(a) + 1, SInt(chunk));
-      Tensor partial =
-          g.reshape(split).reduce(Op::ReduceSum, {int(a) + 1}, false, "expand.backward", loc);
-      return partial.reduce(Op::ReduceSum, {int(a)}, true, "expand.backward", loc);
-    }
-  }
-  return g.reduce(Op::ReduceSum, axes, true, "expand.backward", loc);
-}
-
-/// The gradient of a movement op's input, given the gradient of its output.
-inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
-  switch (m.op) {
-  case MoveOp::Reshape:
-    return g.reshape(in);
-  case MoveOp::Permute: {
-    std::vector<int> inv(m.a.size());
-    for (std::size_t i = 0; i < m.a.size(); ++i) inv[std::size_t(m.a[i].constant())] = int(i);
-    return g.permute(inv);
-  }
-  case MoveOp::Expand: {
-    std::vector<int> axes;
-    for (std::size_t i = 0; i < in.size(); ++i)
-      if (!(in[i] == m.a[i])) axes.push_back(int(i));
-    return axes.empty() ? g : sum_expanded(g, axes);
-  }
-  case MoveOp::Pad: {
-    std::vector<SInt> lo = m.a, hi = m.a;
-    for (std::size_t i = 0; i < in.size(); ++i) hi[i] = m.a[i] + in[i];
-    return g.move({MoveOp::Shrink, lo, hi});
-  }
-  case MoveOp::Shrink: {
-    std::vector<SInt> before = m.a, after = m.a;
-    for (std::size_t i = 0; i < in.size(); ++i) after[i] = in[i] - m.b[i];
-    return g.move({MoveOp::Pad, before, after});
-  }
-  case MoveOp::Flip:
-    return g.move(m);
-  case MoveOp::Stride: {
-    // scatter back: every output element to position i*k; pad each with k-1 zeros, then crop
-    Tensor r = g;
-    for (std::size_t ax = 0; ax < in.size(); ++ax) {
-      std::int64_t k = m.a[ax].constant();
-      if (k == 1) continue;
-      std::int64_t n = in[ax].constant(), cnt = r.sym_shape()[ax].constant();
-      Shape s = r.sym_shape(), split = s;
-      split.insert(split.begin() + std::ptrdiff_t(ax) + 1, SInt(1));
-      std::vector<SInt> before(split.size(), SInt(0)), after = before;
-      after[ax + 1] = k - 1;
-      Tensor spread = r.reshape(split).move({MoveOp::Pad, before, after});
-      s[ax] = cnt * k;
-      spread = spread.reshape(s);
-      std::vector<SInt> lo(s.size(), SInt(0)), hi = s, b2(s.size(), SInt(0)), a2 = b2;
-      if (cnt * k >= n) {
-        hi[ax] = n;
-        spread = spread.move({MoveOp::Shrink, lo, hi});
-      } else {
-        a2[ax] = n - cnt * k;
-        spread = spread.move({MoveOp::Pad, b2, a2});
-      }
-      r = spread;
-    }
-    return r;
-  }
-  }
-  return g;
-}
-
-/// Gradients of one node's parents (undefined where a parent gets none).
-inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const Tensor& g) {
-  auto P = [&](std::size_t i) { return Tensor(r.parents[i]); };
-  Tensor out(node);
-  const DType t = node->dtype;
-  auto c = [&](double v) { return Tensor::full_on({}, v, t, node->device); };
-  switch (r.op) {
-  case Op::Neg:
-    return {-g};
-  case Op::Recip:
-    return {-g * out * out};
-  case Op::Sqrt:
-    return {g / (out * c(2))};
-  case Op::Exp2:
-    return {g * out * c(kLn2)};
-  case Op::Log2:
-    return {g / (P(0) * c(kLn2))};
-  case Op::Sin:
-    return {g * P(0).cos()};
-  case Op::Trunc:
-    return {g * c(0)};
-  case Op::Cast:
-    return {is_float(r.parents[0]->dtype) ? g.cast(r.parents[0]->dtype) : Tensor()};
-  case Op::Add:
-    return {g, g};
-  case Op::Mul:
-    return {g * P(1), g * P(0)};
-  case Op::Div:
-    return {g / P(1), -g * P(0) / (P(1) * P(1))};
-  case Op::Max: {
-    // ties split the gradient evenly
-    Tensor a = P(0), b = P(1);
-    Tensor wa = (a > b).cast(t) + (a == b).cast(t) * c(0.5);
-    return {g * wa, g * (c(1) - wa)};
-  }
-  case Op::Pow: {
-    Tensor a = P(0), b = P(1);
-    Tensor da = g * b * a.pow(b - c(1));
-    Tensor db = g * out * where(a > c(0), a, c(1)).log();
-    return {da, db};
-  }
-  case Op::Where: {
-    Tensor zero = Tensor::full_on({}, 0, t, node->device);
-    return {Tensor(), where(P(0), g, zero), where(P(0), zero, g)};
-  }
-  case Op::ReduceSum:
-    return {g.expand(r.parents[0]->shape)};
-  case Op::ReduceMax: {
-    // the gradient goes to the maxima, split evenly among ties
-    Tensor x = P(0);
-    Tensor hit = (x == out.expand(x.sym_shape())).cast(t);
-    Tensor count =
-        hit.reduce(Op::ReduceSum, r.axes, true, "max.backward", std::source_location::current());
-    return {hit * (g / count).expand(x.sym_shape())};
-  }
-  case Op::ReduceProd: {
-    // product of the others: out / x where x != 0; with zeros, the product of the rest
-    Tensor x = P(0);
-    Tensor nz = x != c(0);
-    Tensor safe = where(nz, x, c(1));
-    Tensor zeros = (x == c(0)).cast(t).reduce(Op::ReduceSum, r.axes, true, "prod.backward",
-                                              std::source_location::current());
-    Tensor prod_nz =
-        safe.reduce(Op::ReduceProd, r.axes, true, "prod.backward", std::source_location::current());
-    Tensor others = where(
-        nz, where(zeros.expand(x.sym_shape()) > c(0), c(0), prod_nz.expand(x.sym_shape()) / safe),
-        where(zeros.expand(x.sym_shape()) == c(1), prod_nz.expand(x.sym_shape()), c(0)));
-    return {g.expand(x.sym_shape()) * others};
-  }
-  case Op::View: {
-    std::vector<Movement> moves = permutes_last(r.parents[0]->shape, r.moves);
-    std::vector<Shape> shapes{r.parents[0]->shape};
-    for (const Movement& m : moves) shapes.push_back(moved_shape(shapes.back(), m));
-    Tensor gi = g;
-    for (std::size_t i = moves.size(); i-- > 0;) gi = unmove(moves[i], shapes[i], gi);
-    return {gi};
-  }
-  // A value the forward pass materializes gets a materialized gradient too: a fused gradient
-  // expression read by several reductions (a conv's dW and dX) would be recomputed in each of
-  // them, once per broadcast element.
-  case Op::Contiguous:
-    return {g.contiguous()};
-  default:
-    return std::vector<Tensor>(r.parents.size()); // comparisons, bitwise ops, bitcast: no gradient
-  }
-}
-
-/// d(outputs)/d(inputs) weighted by `seeds`; a leaf with no path gets an undefined Tensor.
-inline std::vector<Tensor> gradients(const std::vector<Tensor>& outputs,
-                                     const std::vector<Tensor>& seeds,
-                                     const std::vector<LazyPtr>& wanted, bool accumulate_leaves) {
-  no_grad guard;
-  // reverse topological order over nodes that require grad
-  std::vector<LazyPtr> order;
-  std::unordered_map<const LazyNode*, int> state; // 1 visiting, 2 done
-  std::vector<std::pair<LazyPtr, std::size_t>> stack;
-  for (const Tensor& o : outputs) {
-    if (!o.lazy()->requires_grad || state.count(o.lazy().get())) continue;
-    stack.push_back({o.lazy(), 0});
-    state[o.lazy().get()] = 1;
-    while (!stack.empty()) {
-      auto& [n, next] = stack.back();
-      if (n->grad_fn && next < n->grad_fn->parents.size()) {
-        LazyPtr p = n->grad_fn->parents[next++];
-        if (p->requires_grad && !state.count(p.get())) {
-          state[p.get()] = 1;
-          stack.push_back({p, 0});
-        }
-        continue;
-      }
-      state[n.get()] = 2;
-      order.push_back(n);
-      stack.pop_back();
-    }
-  }
-  std::unordered_map<const LazyNode*, Tensor> grads;
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (!outputs[i].lazy()->requires_grad) continue;
-    auto& acc = grads[outputs[i].lazy().get()];
-    acc = acc.defined() ? acc + seeds[i] : seeds[i];
-  }
-  for (std::size_t k = order.size(); k-- > 0;) {
-    const LazyPtr& n = order[k];
-    auto it = grads.find(n.get());
-    if (it == grads.end() || !n->grad_fn) continue;
-    std::vector<Tensor> gs = vjp(n, *n->grad_fn, it->second);
-    for (std::size_t i = 0; i < gs.size(); ++i) {
-      const LazyPtr& p = n->grad_fn->parents[i];
-      if (!gs[i].defined() || !p->requires_grad) continue;
-      Tensor gi = gs[i].dtype() == p->dtype ? gs[i] : gs[i].cast(p->dtype);
-      auto& acc = grads[p.get()];
-      acc = acc.defined() ? acc + gi : gi;
-    }
-  }
-  if (accumulate_leaves)
-    for (const LazyPtr& n : order) {
-      if (n->grad_fn) continue;
-      auto it = grads.find(n.get());
-      if (it == grads.end()) continue;
-      n->grad = n->grad ? (Tensor(n->grad) + it->second).lazy() : it->second.lazy();
-    }
-  std::vector<Tensor> out;
-  for (const LazyPtr& w : wanted) {
-    auto it = grads.find(w.get());
-    out.push_back(it == grads.end() ? Tensor() : it->second);
-  }
-  return out;
-}
-
-} // namespace detail
-
-inline Tensor& Tensor::requires_grad_(bool on, Loc loc) {
-  if (on && !is_float(dtype()))
-    detail::fail<dtype_error>("requires_grad_",
-                              std::string("only floating point tensors can require grad, got ") +
-                                  dtype_name(dtype()),
-                              loc);
-  if (n_->grad_fn)
-    detail::fail<error>("requires_grad_",
-                        "only leaf tensors can be made to require grad (use detach())", loc);
-  n_->requires_grad = on;
-  return *this;
-}
-
-inline Tensor Tensor::detach() const {
-  if (!requires_grad()) return *this;
-  if (node().op == Op::Buffer) {
-    Tensor r = make(Op::Buffer, dtype(), sym_shape(), {}, device());
-    r.n_->buffer = n_->buffer;
-    return r;
-  }
-  no_grad guard;
-  return make(Op::Contiguous, dtype(), sym_shape(), {n_}, device());
-}
-
-inline void Tensor::backward(const Tensor& gradient, Loc loc) const {
-  if (!requires_grad())
-    detail::fail<error>("backward",
-                        "the tensor does not require grad (no input of it called requires_grad_())",
-                        loc);
-  Tensor seed = gradient;
-  if (!seed.defined()) {
-    if (numel() != 1)
-      detail::fail<shape_error>(
-          "backward",
-          "needs a gradient for a non-scalar tensor of shape " + detail::shape_of(*this), loc);
-    seed = full_on(sym_shape(), 1, dtype(), device());
-  } else if (!(seed.sym_shape() == sym_shape())) {
-    detail::fail<shape_error>("backward",
-                              "gradient of shape " + detail::shape_of(seed) +
-                                  " for a tensor of shape " + detail::shape_of(*this),
-                              loc);
-  }
-  detail::gradients({*this}, {seed.cast(dtype())}, {}, true);
-}
-
-/// torch.autograd.grad: the gradients of `outputs` (scalars, or weighted by `grad_outputs`)
-/// with respect to `inputs`, without touching any .grad().
-inline std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
-                                const std::vector<Tensor>& inputs,
-                                std::vector<Tensor> grad_outputs = {},
-                                std::source_location loc = std::source_location::current()) {
-  if (grad_outputs.empty())
-    for (const Tensor& o : outputs) {
-      if (o.numel() != 1)
-        detail::fail<shape_error>(
-            "grad", "needs grad_outputs for a non-scalar output of shape " + detail::shape_of(o),
-            loc);
-      grad_outputs.push_back(Tensor::full_on(o.sym_shape(), 1, o.dtype(), o.device()));
-    }
-  std::vector<LazyPtr> wanted;
-  for (const Tensor& i : inputs) {
-    if (!i.requires_grad()) detail::fail<error>("grad", "an input does not require grad", loc);
-    wanted.push_back(i.lazy());
-  }
-  std::vector<Tensor> gs = detail::gradients(outputs, grad_outputs, wanted, false);
-  for (std::size_t k = 0; k < gs.size(); ++k)
-    if (!gs[k].defined()) gs[k] = zeros_like(inputs[k]);
-  return gs;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_AUTOGRAD_BACKWARD_HPP
-
-// ---- tg/engine/jit.hpp ----
-#ifndef TG_SI_TG_ENGINE_JIT_HPP
-#define TG_SI_TG_ENGINE_JIT_HPP
-// assign: write values into existing buffers (parameters and optimizer state update in place).
-// jit: capture the device work of a function on an early call and replay it afterwards: no graph
-// building, scheduling or compiling on replay (tinygrad's TinyJit, tensorgrad's compiled step).
-#include <tuple>
-
-namespace tg {
-
-/// Realizes every value into the buffer of its target (a realized tensor of the same shape;
-/// values are cast to the target's dtype) in one schedule. Afterwards each value tensor aliases
-/// its target's memory. The tensors in `realize_too` are realized in the same schedule, from the
-/// targets' old contents (an optimizer keeps the gradients it read this way).
-inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
-                   const std::vector<Tensor>& realize_too,
-                   std::source_location loc = std::source_location::current()) {
+TG_API void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
+                   const std::vector<Tensor>& realize_too, std::source_location loc) {
   std::vector<LazyPtr> nodes;
   std::vector<std::shared_ptr<Buffer>> buffers;
   for (const auto& [target, value0] : pairs) {
@@ -12729,126 +14008,9 @@ inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
   detail::adopt(b, r);
 }
 
-inline void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
-                   std::source_location loc = std::source_location::current()) {
-  assign(pairs, {}, loc);
-}
-
-inline Tensor& Tensor::assign(const Tensor& value, Loc loc) {
-  tg::assign({{*this, value}}, loc);
-  return *this;
-}
-
 namespace detail {
-template <class R> struct JitResult; // how a function's result is flattened to tensors and rebuilt
-template <> struct JitResult<Tensor> {
-  static std::vector<Tensor> flatten(const Tensor& t) { return {t}; }
-  static Tensor rebuild(const std::vector<Tensor>& ts) { return ts[0]; }
-};
-template <> struct JitResult<std::vector<Tensor>> {
-  static std::vector<Tensor> flatten(const std::vector<Tensor>& t) { return t; }
-  static std::vector<Tensor> rebuild(const std::vector<Tensor>& ts) { return ts; }
-};
-template <> struct JitResult<void> {};
-template <class... T> struct JitResult<std::tuple<T...>> {
-  static std::vector<Tensor> flatten(const std::tuple<T...>& t) {
-    return std::apply([](const auto&... x) { return std::vector<Tensor>{x...}; }, t);
-  }
-  static std::tuple<T...> rebuild(const std::vector<Tensor>& ts) {
-    return rebuild(ts, std::index_sequence_for<T...>{});
-  }
-  template <std::size_t... I>
-  static std::tuple<T...> rebuild(const std::vector<Tensor>& ts, std::index_sequence<I...>) {
-    return std::tuple<T...>{ts[I]...};
-  }
-};
-} // namespace detail
 
-/// A function of tensors whose device work is captured once and replayed. The first call runs
-/// normally (kernels compile); the second runs while recording every launch; later calls copy
-/// nothing and build nothing: they rebind the inputs' buffers and replay the launches.
-/// Rules, as for TinyJit: inputs are tensors of the captured shapes, dtypes and devices (a
-/// symbolic size may change within its bounds); state must change through tg::assign (parameters,
-/// optimizer moments, a learning rate held in a tensor); host values made inside the function
-/// are frozen at capture; the returned tensors alias buffers that the next replay overwrites.
-template <class F> class Jit {
-public:
-  explicit Jit(F f) : fn_(std::move(f)) {}
-
-  template <class... Args> auto operator()(const Args&... args) {
-    static_assert((std::is_same_v<Args, Tensor> && ...),
-                  "tg::jit: every argument must be a tg::Tensor");
-    using R = decltype(fn_(args...));
-    std::vector<Tensor> inputs{args...};
-    for (Tensor& t : inputs) { // inputs become plain buffers, outside any capture
-      if (t.lazy()->op != Op::Buffer) t = t.contiguous().realize();
-    }
-    if (calls_ >= 2) {
-      check(inputs);
-      ++replays_;
-      // the first replay after a capture unlike its warm-up, and with TG_JIT_VERIFY=N every Nth,
-      // runs the function instead and compares what it builds with the capture
-      if (check_next_ || (verify_every_ > 0 && replays_ % verify_every_ == 0)) {
-        detail::Trace trace;
-        Tracing on(trace);
-        const std::string which = "call " + std::to_string(replays_ + 2);
-        if constexpr (std::is_void_v<R>) {
-          call(inputs, std::index_sequence_for<Args...>{});
-          verify_or_forget(trace, which);
-        } else {
-          std::vector<Tensor> outs = run(inputs, std::index_sequence_for<Args...>{});
-          verify_or_forget(trace, which);
-          return detail::JitResult<R>::rebuild(outs);
-        }
-      } else if constexpr (std::is_void_v<R>)
-        replay(inputs);
-      else
-        return detail::JitResult<R>::rebuild(replay(inputs));
-    } else if (calls_++ == 0) { // warm-up: compiles everything
-      detail::Trace trace;
-      Tracing on(trace);
-      if constexpr (std::is_void_v<R>) {
-        call(inputs, std::index_sequence_for<Args...>{});
-        trace_ = std::move(trace.steps);
-      } else {
-        std::vector<Tensor> outs = run(inputs, std::index_sequence_for<Args...>{});
-        trace_ = std::move(trace.steps);
-        return detail::JitResult<R>::rebuild(outs);
-      }
-    } else { // capture
-      detail::Capture cap;
-      detail::active_capture() = &cap;
-      detail::Trace trace;
-      Tracing on(trace);
-      struct Reset {
-        ~Reset() { detail::active_capture() = nullptr; }
-      } reset;
-      for (const Tensor& t : inputs) {
-        input_buffers_.push_back(t.lazy()->buffer);
-        input_shapes_.push_back(t.sym_shape());
-        input_dtypes_.push_back(t.dtype());
-        input_devices_.push_back(t.device());
-      }
-      if constexpr (std::is_void_v<R>) {
-        call(inputs, std::index_sequence_for<Args...>{});
-        launches_ = std::move(cap.launches);
-        captured(trace);
-        prepare_replay();
-      } else {
-        std::vector<Tensor> outs = run(inputs, std::index_sequence_for<Args...>{});
-        for (const Tensor& o : outs) outputs_.push_back(o.lazy());
-        launches_ = std::move(cap.launches);
-        captured(trace);
-        prepare_replay();
-        return detail::JitResult<R>::rebuild(outs);
-      }
-    }
-  }
-
-  /// The number of device steps a replay runs (kernels and copies).
-  std::size_t captured_launches() const { return launches_.size(); }
-
-private:
+struct JitCore::State {
   /// Records what runs while alive (nested: the outer trace is restored after).
   struct Tracing {
     detail::Trace* saved;
@@ -12921,21 +14083,6 @@ private:
                 "made into a tensor, an item()) changed between calls, and replays would repeat "
                 "the captured one. Pass such values as tensor arguments, or keep them in a "
                 "tensor changed with tg::assign.");
-  }
-
-  template <std::size_t... I>
-  auto call(const std::vector<Tensor>& inputs, std::index_sequence<I...>) {
-    return fn_(inputs[I]...);
-  }
-  /// One call of a function with results, the results made contiguous and realized in one
-  /// schedule, the same way on every call so that the calls build the same work.
-  template <std::size_t... I>
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs, std::index_sequence<I...> seq) {
-    using R = decltype(fn_(inputs[I]...));
-    std::vector<Tensor> outs = detail::JitResult<R>::flatten(call(inputs, seq));
-    for (Tensor& o : outs) o = o.contiguous();
-    realize(outs);
-    return outs;
   }
 
   void check(const std::vector<Tensor>& inputs) const {
@@ -13030,7 +14177,6 @@ private:
     return r;
   }
 
-  F fn_;
   int calls_ = 0;
   std::int64_t replays_ = 0;
   bool check_next_ = false; // the capture differs from the warm-up: check the next call
@@ -13047,5812 +14193,108 @@ private:
   std::vector<LazyPtr> outputs_;
 };
 
-/// Wraps a function of tensors in a Jit (see Jit).
-template <class F> Jit<F> jit(F f) { return Jit<F>(std::move(f)); }
-
-} // namespace tg
-#endif // TG_SI_TG_ENGINE_JIT_HPP
-
-// ---- tg/fixed/bridge.hpp ----
-#ifndef TG_SI_TG_FIXED_BRIDGE_HPP
-#define TG_SI_TG_FIXED_BRIDGE_HPP
-// Bridges between the static and the run-time front ends:
-//   tg::Tensor t = tg::Tensor(expr);          // or tg::to_tensor(expr, "VULKAN")
-//   tg::fixed<float, 2, 3> f(t);              // shape and dtype checked at run time
-//
-// tg::Tensor(expr) runs kernels fused and lowered at compile time: the plan is made from the
-// expression's type (proto.hpp), so at run time the device only compiles (or finds in its cache)
-// the programs, uploads the leaves and scalars, and launches; the tensor it returns is realized.
-// It gets lazy_tensor(expr).realize() instead where no plan can be made at compile time (a bare
-// tg::fixed; an expression past the compiler's constant-evaluation limit) or where the plan does
-// not hold for the data (it merged copies whose leaves or scalars differ, proto.hpp).
-//
-// tg::lazy_tensor(expr, device) is the run-time front end's lazy tensor of the same Graph
-// (graph_of), node for node: fused and lowered when realized, together with what uses it.
-//
-// With the leaves' identity in the type (tg::input placeholders), a plan can be named:
-//   static constexpr tg::input<0, float, 8, 16> x;
-//   constexpr auto k = tg::precompile([] { return (x * 2.0f).softmax<1>(); });
-//   tg::Tensor y = k.run("CPU", some_fixed_8x16);   // fused, lowered at compile time
-
-// ---- tg/fixed.hpp ----
-#ifndef TG_SI_TG_FIXED_HPP
-#define TG_SI_TG_FIXED_HPP
-// The static front end: tg::fixed<T, dims...> and expression templates whose shapes are known at
-// compile time. Expressions evaluate in one loop compiled by the user's compiler (no run-time
-// compiler), and lower to the same tg::Graph the run-time front end builds, so kernels can be
-// fused, lowered and rendered in a constant expression (graph.hpp).
-//
-// This header includes only the graph, schedule and codegen layers: no device runtime. For the
-// bridges to tg::Tensor include <tg/tg.hpp> (or <tg/fixed/bridge.hpp>).
-
-// ---- tg/fixed/graph.hpp ----
-#ifndef TG_SI_TG_FIXED_GRAPH_HPP
-#define TG_SI_TG_FIXED_GRAPH_HPP
-// The static front end meets the run-time one in tg::Graph. graph_of(expr) is a constexpr function
-// that builds, from a static expression, the Graph tg::schedule() shows for the same computation on
-// tg::Tensor: the same nodes in the same (depth-first, sources in order) order. The fuser, the
-// lowerer and the renderers then run on it in a constant expression:
-//
-//   static constexpr tg::input<0, float, 8, 100> x;
-//   constexpr auto src = tg::freeze([] { return tg::kernel_source(x.softmax<1>(), 2); });
-//   static_assert(src.contains("exp2f"));
-//
-// Leaves are told apart by identity: a tg::input by its Id, a tg::fixed by its address (so an
-// expression over fixed tensors is a constant expression when they have static storage).
-// Identical sub-expressions over the same leaves become one node (as one Tensor variable used twice
-// is one node in the run-time graph).
-
-// ---- tg/fixed/ops.hpp ----
-#ifndef TG_SI_TG_FIXED_OPS_HPP
-#define TG_SI_TG_FIXED_OPS_HPP
-// The static front end's ops, in four parts: shape_plans.hpp (compile-time shape computations),
-// builders.hpp (each op composed from primitive nodes as tg::Tensor composes it), matmul.hpp (the
-// matmul node and in-place evaluation) and operators.hpp (operators and free functions).
-
-// ---- tg/fixed/builders.hpp ----
-#ifndef TG_SI_TG_FIXED_BUILDERS_HPP
-#define TG_SI_TG_FIXED_BUILDERS_HPP
-// The builders of the static front end. Each op is composed from primitive nodes exactly as the
-// run-time front end composes it in tensor/ops.hpp and tensor/movement.hpp (same primitives, same
-// order, same elisions), so that graph_of(expr) is the Graph that tg::schedule() shows for the
-// same computation on tg::Tensor. Keep the two in step: tests/test_fixed.cpp compares them node by
-// node.
-//
-// Checks are not made here: the public methods (base.hpp) and operators (operators.hpp) make them,
-// with one static_assert each, before calling a builder.
-
-// ---- tg/fixed/shape_plans.hpp ----
-#ifndef TG_SI_TG_FIXED_SHAPE_PLANS_HPP
-#define TG_SI_TG_FIXED_SHAPE_PLANS_HPP
-// The static front end's compile-time shape computations: for each op that reshapes, pads, slices,
-// repeats or splits, the shapes its primitive steps go through, computed once as holder types (see
-// shape_from) for the builders (builders.hpp).
-
-// ---- tg/fixed/tensor.hpp ----
-#ifndef TG_SI_TG_FIXED_TENSOR_HPP
-#define TG_SI_TG_FIXED_TENSOR_HPP
-// tg::fixed<T, dims...>: a tensor whose shape is part of its type. Value semantics; the elements
-// live inline up to tg::fixed_inline_bytes (4 KiB by default, TG_FIXED_INLINE_BYTES to change) and
-// on the heap past it. Assigning an expression evaluates it in one fused loop.
-//
-//   tg::fixed<float, 2, 3> a{{1, 2, 3}, {4, 5, 6}};
-//   tg::fixed<float, 3> b{1, 2, 3};
-//   tg::fixed<float, 2, 3> c = (a * b + 1.0f).relu();   // shapes checked at compile time
-#include <new>
-
-// ---- tg/fixed/nodes.hpp ----
-#ifndef TG_SI_TG_FIXED_NODES_HPP
-#define TG_SI_TG_FIXED_NODES_HPP
-// The primitive expression nodes of the static front end, one per Graph op: leaf (a Buffer),
-// constant (Const), unary, cast, bitcast, binary, where, reduce, view; plus matmul, a composite
-// that lowers to the same primitives but evaluates on the host with its own loop order.
-//
-// Every node has: dtype, shape_type, evaluator() (an object whose coeff(i) computes the element at
-// flat row-major index i, as the C renderer's kernel would), emit(builder) (its Graph node, see
-// graph.hpp) and reads(p) (whether it reads the fixed tensor at p). Default-constructed, a node is
-// a stand-in with no data, whose emit() gives the graph of its type (proto.hpp).
-
-// ---- tg/fixed/base.hpp ----
-#ifndef TG_SI_TG_FIXED_BASE_HPP
-#define TG_SI_TG_FIXED_BASE_HPP
-// tg::expression<D>: the methods every static expression has (x.exp(), x.sum<1>(), x.T(), ...).
-// Each method checks its shapes and dtypes with one static_assert, then builds the expression from
-// primitives exactly as the run-time front end's Tensor method of the same name builds its graph
-// (the builders are fx::ops, in ops.hpp).
-
-// ---- tg/fixed/math.hpp ----
-#ifndef TG_SI_TG_FIXED_MATH_HPP
-#define TG_SI_TG_FIXED_MATH_HPP
-// The math functions of the primitive ops (sqrt, exp2, log2, sin, trunc, pow), usable in constant
-// expressions: <cmath> at run time, portable double-precision versions during constant
-// evaluation (libstdc++'s <cmath> is not constexpr under Clang).
-
-namespace tg::fx::cmath {
-
-inline constexpr double inf = std::numeric_limits<double>::infinity();
-inline constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-
-constexpr bool isnan(double x) { return x != x; }
-constexpr double trunc(double x) {
-  if (isnan(x) || x >= 4503599627370496.0 || x <= -4503599627370496.0) return x;
-  double r = double(std::int64_t(x));
-  return r == 0 && std::bit_cast<std::uint64_t>(x) >> 63 ? -0.0 : r;
-}
-constexpr double floor(double x) {
-  double t = trunc(x);
-  return t > x ? t - 1 : t;
-}
-constexpr double sqrt(double x) {
-  if (isnan(x) || x < 0) return nan;
-  if (x == 0 || x == inf) return x;
-  // scale into [1, 4) by powers of 4, then Newton
-  double s = 1, m = x;
-  while (m >= 4) {
-    m *= 0.25;
-    s *= 2;
-  }
-  while (m < 1) {
-    m *= 4;
-    s *= 0.5;
-  }
-  double r = 1.5;
-  for (int i = 0; i < 8; ++i) r = 0.5 * (r + m / r);
-  return r * s;
-}
-/// 2^n for an integer n (with subnormals and overflow).
-constexpr double pow2i(std::int64_t n) {
-  if (n > 1023) return inf;
-  if (n < -1074) return 0;
-  if (n < -1022) return pow2i(n + 64) / 18446744073709551616.0;
-  return std::bit_cast<double>(std::uint64_t(n + 1023) << 52);
-}
-constexpr double exp2(double x) {
-  if (isnan(x)) return x;
-  if (x >= 1024) return inf;
-  if (x < -1080) return 0;
-  double n = floor(x + 0.5), f = x - n; // f in [-0.5, 0.5]
-  double y = f * 0.6931471805599453094, term = 1, sum = 1;
-  for (int k = 1; k < 24; ++k) {
-    term *= y / k;
-    sum += term;
-  }
-  std::int64_t e = std::int64_t(n);
-  // split the scaling so that neither factor over- or underflows on its own
-  return sum * pow2i(e / 2) * pow2i(e - e / 2);
-}
-constexpr double log2(double x) {
-  if (isnan(x) || x < 0) return nan;
-  if (x == 0) return -inf;
-  if (x == inf) return inf;
-  std::int64_t e = 0;
-  while (x < 1) {
-    x *= 2;
-    --e;
-  }
-  while (x >= 2) {
-    x *= 0.5;
-    ++e;
-  }
-  if (x > 1.4142135623730951) {
-    x *= 0.5;
-    ++e;
-  }
-  // ln(x) = 2 atanh((x - 1) / (x + 1))
-  double z = (x - 1) / (x + 1), z2 = z * z, term = z, sum = 0;
-  for (int k = 1; k < 60; k += 2) {
-    sum += term / k;
-    term *= z2;
-  }
-  return double(e) + 2 * sum * 1.4426950408889634074;
-}
-constexpr double sin(double x) {
-  if (isnan(x) || x == inf || x == -inf) return nan;
-  constexpr double pi = 3.141592653589793238, two_pi = 6.283185307179586477;
-  double k = floor(x / two_pi + 0.5);
-  double r = x - k * two_pi; // [-pi, pi]
-  if (r > pi / 2) r = pi - r;
-  if (r < -pi / 2) r = -pi - r;
-  double r2 = r * r, term = r, sum = r;
-  for (int n = 1; n < 14; ++n) {
-    term *= -r2 / double((2 * n) * (2 * n + 1));
-    sum += term;
-  }
-  return sum;
-}
-constexpr double pow(double a, double b) {
-  if (b == 0 || a == 1) return 1;
-  if (isnan(a) || isnan(b)) return nan;
-  bool int_b = trunc(b) == b, odd_b = int_b && trunc(b * 0.5) * 2 != b;
-  if (a == 0) {
-    if (b > 0) return odd_b ? a : 0.0;
-    return odd_b && std::bit_cast<std::uint64_t>(a) >> 63 ? -inf : inf;
-  }
-  if (a < 0) {
-    if (!int_b) return nan;
-    double r = exp2(b * log2(-a));
-    return odd_b ? -r : r;
-  }
-  return exp2(b * log2(a));
-}
-
-// Dispatch: <cmath> at run time, the versions above in constant expressions.
-template <class T> constexpr T sqrt_(T x) {
-  if (std::is_constant_evaluated()) return T(sqrt(double(x)));
-  return std::sqrt(x);
-}
-template <class T> constexpr T exp2_(T x) {
-  if (std::is_constant_evaluated()) return T(exp2(double(x)));
-  return std::exp2(x);
-}
-template <class T> constexpr T log2_(T x) {
-  if (std::is_constant_evaluated()) return T(log2(double(x)));
-  return std::log2(x);
-}
-template <class T> constexpr T sin_(T x) {
-  if (std::is_constant_evaluated()) return T(sin(double(x)));
-  return std::sin(x);
-}
-template <class T> constexpr T trunc_(T x) {
-  if (std::is_constant_evaluated()) return T(trunc(double(x)));
-  return std::trunc(x);
-}
-template <class T> constexpr T pow_(T a, T b) {
-  if (std::is_constant_evaluated()) return T(pow(double(a), double(b)));
-  return std::pow(a, b);
-}
-
-} // namespace tg::fx::cmath
-#endif // TG_SI_TG_FIXED_MATH_HPP
-
-// ---- tg/fixed/shape.hpp ----
-#ifndef TG_SI_TG_FIXED_SHAPE_HPP
-#define TG_SI_TG_FIXED_SHAPE_HPP
-// Compile-time shapes for the static front end (tg::fixed and its expressions): shape<2, 3>,
-// broadcasting, axes, and the checks whose names appear in shape-error diagnostics.
-//
-// A misuse is one static_assert in the function the user called, for example
-//   static_assert(tg::broadcastable<tg::op::add, tg::shape<2, 3>, tg::shape<4>>,
-//                 "tg: add: shapes cannot be broadcast");
-// GCC prints "'tg::broadcastable<tg::op::add, tg::shape<2, 3>, tg::shape<4> >' evaluates to
-// false", Clang "static assertion failed due to requirement 'tg::broadcastable<...>'": the op and
-// both shapes are in the diagnostic because they are the asserted expression's template arguments.
-
-namespace tg {
-
-/// A compile-time shape: tg::shape<2, 3>.
-template <std::size_t... D> struct shape {
-  static constexpr std::size_t rank = sizeof...(D);
-  static constexpr std::size_t size = (std::size_t(1) * ... * D);
-  static constexpr std::array<std::size_t, sizeof...(D)> dims{D...};
-};
-/// Axes as written by the user (negative values count from the end): tg::axes<0, -1>.
-template <int... A> struct axes {};
-/// Sizes as written by the user (-1: infer / keep): tg::dims<4, -1>.
-template <std::int64_t... D> struct dims {};
-/// The lengths of the rows of a nested initializer list: tg::rows<3, 4>.
-template <std::size_t... N> struct rows {};
-
-/// Tags naming the op in shape and dtype diagnostics.
-namespace op {
-struct add;
-struct sub;
-struct mul;
-struct div;
-struct lt;
-struct gt;
-struct le;
-struct ge;
-struct eq;
-struct ne;
-struct logical_and;
-struct logical_or;
-struct logical_xor;
-struct maximum;
-struct minimum;
-struct pow;
-struct where;
-struct assign;
-struct neg;
-struct abs;
-struct sign;
-struct relu;
-struct sum;
-struct prod;
-struct max;
-struct min;
-struct mean;
-struct any;
-struct all;
-struct var;
-struct std;
-struct logsumexp;
-struct softmax;
-struct log_softmax;
-struct reshape;
-struct permute;
-struct transpose;
-struct expand;
-struct squeeze;
-struct unsqueeze;
-struct flatten;
-struct pad;
-struct slice;
-struct select;
-struct flip;
-struct repeat;
-struct matmul;
-struct dot;
-struct index;
-struct init;
-struct cast;
-struct bitcast;
-struct eval;
-struct from_tensor;
-struct cat;
-struct T;
-struct argmax;
-struct argmin;
-struct cumsum;
-struct stack;
-struct gather;
-struct index_select;
-struct split;
-struct chunk;
-} // namespace op
-
-/// How keepdim is asked for: x.sum<1>(tg::keepdim).
-struct keepdim_t {
-  explicit constexpr keepdim_t() = default;
-};
-inline constexpr keepdim_t keepdim{};
-
-/// "no value" for slice bounds: x.slice<0, 1, tg::none>() is x[1:].
-inline constexpr std::int64_t none = INT64_MIN;
-
-/// The maximum rank of a static tensor.
-inline constexpr std::size_t fixed_max_rank = 8;
-
-namespace fx {
-
-template <std::size_t N> using dims_t = std::array<std::size_t, N>;
-
-/// shape<...> from a holder type H with a constant std::array `H::value`.
-///
-/// Shapes computed at compile time travel as holder types, never as class-type template arguments:
-/// GCC 12 mixes up template specializations on std::array (or struct) values computed in different
-/// instantiations, e.g. {0, 1} and {1, 0}.
-template <class H> struct shape_from_t {
-  template <std::size_t... I> static shape<H::value[I]...> make(std::index_sequence<I...>);
-  using type = decltype(make(std::make_index_sequence<H::value.size()>{}));
-};
-template <class H> using shape_from = typename shape_from_t<H>::type;
-
-/// The shape of an operand in a diagnostic; an operand that is already an error checks as valid,
-/// so one mistake gives one message.
-struct unknown_shape {
-  static constexpr std::size_t rank = 0, size = 1;
-  static constexpr std::array<std::size_t, 0> dims{};
-};
-template <class S> inline constexpr bool is_unknown = std::is_same_v<S, unknown_shape>;
-template <class... S> inline constexpr bool any_unknown = (is_unknown<S> || ...);
-
-template <std::size_t NA, std::size_t NB>
-constexpr bool can_broadcast(const dims_t<NA>& a, const dims_t<NB>& b) {
-  constexpr std::size_t n = NA > NB ? NA : NB;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::size_t x = i < n - NA ? 1 : a[i - (n - NA)], y = i < n - NB ? 1 : b[i - (n - NB)];
-    if (!(x == y || x == 1 || y == 1)) return false;
-  }
-  return true;
-}
-/// NumPy broadcasting, as the run-time front end's (x == y or y == 1: x; x == 1: y).
-template <std::size_t NA, std::size_t NB>
-constexpr dims_t<(NA > NB ? NA : NB)> broadcast(const dims_t<NA>& a, const dims_t<NB>& b) {
-  constexpr std::size_t n = NA > NB ? NA : NB;
-  dims_t<n> r{};
-  for (std::size_t i = 0; i < n; ++i) {
-    std::size_t x = i < n - NA ? 1 : a[i - (n - NA)], y = i < n - NB ? 1 : b[i - (n - NB)];
-    r[i] = (x == y || y == 1) ? x : x == 1 ? y : x;
-  }
-  return r;
-}
-template <class A, class B> struct broadcast_dims {
-  static constexpr auto value = broadcast(A::dims, B::dims);
-};
-template <class A, class B> using broadcast_shape = shape_from<broadcast_dims<A, B>>;
-
-template <class A, class B, class... R> constexpr bool broadcast_chain() {
-  if constexpr (!can_broadcast(A::dims, B::dims))
-    return false;
-  else if constexpr (sizeof...(R) == 0)
-    return true;
-  else
-    return broadcast_chain<broadcast_shape<A, B>, R...>();
-}
-template <class... S> constexpr bool broadcast_ok() {
-  if constexpr (sizeof...(S) < 2 || (is_unknown<S> || ...))
-    return true;
-  else
-    return broadcast_chain<S...>();
-}
-
-constexpr int normalize_axis(int a, std::size_t rank) { return a < 0 ? a + int(rank) : a; }
-
-/// Axes in range for `rank` and not repeated.
-template <std::size_t N> constexpr bool axes_ok(const std::array<int, N>& ax, std::size_t rank) {
-  for (std::size_t i = 0; i < N; ++i) {
-    int a = normalize_axis(ax[i], rank);
-    if (a < 0 || a >= int(rank < 1 ? 1 : rank) || (rank == 0 && a != 0)) return false;
-    for (std::size_t j = 0; j < i; ++j)
-      if (normalize_axis(ax[j], rank) == a) return false;
-  }
-  return true;
-}
-
-template <class T> struct is_shape : std::false_type {};
-template <std::size_t... D> struct is_shape<shape<D...>> : std::true_type {};
-
-// ---- dtypes ------------------------------------------------------------------------------------
-template <DType D> struct storage_of;
-template <> struct storage_of<DType::Bool> : std::type_identity<bool> {};
-template <> struct storage_of<DType::Int8> : std::type_identity<std::int8_t> {};
-template <> struct storage_of<DType::Int16> : std::type_identity<std::int16_t> {};
-template <> struct storage_of<DType::Int32> : std::type_identity<std::int32_t> {};
-template <> struct storage_of<DType::Int64> : std::type_identity<std::int64_t> {};
-template <> struct storage_of<DType::UInt8> : std::type_identity<std::uint8_t> {};
-template <> struct storage_of<DType::UInt16> : std::type_identity<std::uint16_t> {};
-template <> struct storage_of<DType::UInt32> : std::type_identity<std::uint32_t> {};
-template <> struct storage_of<DType::UInt64> : std::type_identity<std::uint64_t> {};
-template <> struct storage_of<DType::Float16> : std::type_identity<half> {};
-template <> struct storage_of<DType::BFloat16> : std::type_identity<bfloat16_t> {};
-template <> struct storage_of<DType::Float32> : std::type_identity<float> {};
-template <> struct storage_of<DType::Float64> : std::type_identity<double> {};
-/// The C++ type that stores a dtype.
-template <DType D> using storage_t = typename storage_of<D>::type;
-/// The C++ type a dtype is computed in (16-bit floats compute in float, as every renderer does).
-template <DType D> using compute_t = storage_t<compute_dtype(D)>;
-
-template <class T, class = void> struct has_dtype : std::false_type {};
-template <class T>
-struct has_dtype<T, std::void_t<decltype(dtype_of_t<T>::value)>> : std::true_type {};
-/// Element types a tg::fixed can hold.
-template <class T>
-concept element = has_dtype<std::remove_cv_t<T>>::value && !std::is_reference_v<T>;
-/// Plain scalars that mix with expressions (as Python numbers mix with torch tensors).
-template <class T>
-concept scalar =
-    std::is_arithmetic_v<std::remove_cvref_t<T>> || std::is_same_v<std::remove_cvref_t<T>, half> ||
-    std::is_same_v<std::remove_cvref_t<T>, bfloat16_t>;
-/// A scalar type a one-element expression converts to (by value).
-template <class T>
-concept by_value_scalar = scalar<T> && !std::is_reference_v<T>;
-
-} // namespace fx
-
-namespace fx {
-// The conditions of the cat, stack, gather and index_select checks (an unknown shape passes).
-template <class S0, class... S, int A> constexpr bool concat_ok(axes<A>) {
-  if constexpr (is_unknown<S0> || (is_unknown<S> || ...))
-    return true;
-  else {
-    constexpr int r = int(S0::rank);
-    if (r == 0 || A < -r || A >= r || ((int(S::rank) != r) || ...)) return false;
-    if constexpr (((S::rank == S0::rank) && ...)) {
-      const int d = A < 0 ? A + r : A;
-      for (int i = 0; i < r; ++i)
-        if (i != d && ((S::dims[std::size_t(i)] != S0::dims[std::size_t(i)]) || ...)) return false;
-    }
-    return true;
-  }
-}
-template <class S0, class... S, int A> constexpr bool stack_ok(axes<A>) {
-  if constexpr (is_unknown<S0> || (is_unknown<S> || ...))
-    return true;
-  else
-    return (std::is_same_v<S0, S> && ...) && A >= -int(S0::rank) - 1 && A <= int(S0::rank);
-}
-template <class S, class I, int A> constexpr bool gather_ok(axes<A>) {
-  if constexpr (is_unknown<S> || is_unknown<I>)
-    return true;
-  else {
-    constexpr int r = int(S::rank);
-    if (r == 0 || A < -r || A >= r || int(I::rank) != r) return false;
-    if constexpr (S::rank == I::rank) {
-      const int d = A < 0 ? A + r : A;
-      for (int i = 0; i < r; ++i)
-        if (i != d && I::dims[std::size_t(i)] > S::dims[std::size_t(i)]) return false;
-    }
-    return true;
-  }
-}
-template <class S, class I, int A> constexpr bool select_ok(axes<A>) {
-  if constexpr (is_unknown<S> || is_unknown<I>)
-    return true;
-  else
-    return int(S::rank) > 0 && A >= -int(S::rank) && A < int(S::rank) && I::rank <= 1;
-}
-// The conditions of the split and chunk checks: an axis in range (at least one axis), and a
-// positive size or count, or sizes that are not negative and add up to the axis' size.
-template <class S, int A> constexpr bool split_axis_ok() {
-  return int(S::rank) > 0 && A >= -int(S::rank) && A < int(S::rank);
-}
-template <class S, int A, std::int64_t N> constexpr bool split_ok(axes<A>, dims<N>) {
-  if constexpr (is_unknown<S>)
-    return true;
-  else
-    return split_axis_ok<S, A>() && N > 0;
-}
-/// User sizes as a list that must add up to `n` (split<tg::dims<...>>); anything else fits nothing.
-template <class Sizes> struct split_sizes {
-  static constexpr std::size_t count = 1;
-  static constexpr bool fit(std::size_t) { return false; }
-};
-template <std::int64_t... N> struct split_sizes<dims<N...>> {
-  static constexpr std::size_t count = sizeof...(N);
-  static constexpr bool fit(std::size_t n) {
-    return ((N >= 0) && ...) && (std::int64_t(0) + ... + N) == std::int64_t(n);
-  }
-};
-template <class S, class Sizes, int A> constexpr bool sizes_ok(axes<A>) {
-  if constexpr (is_unknown<S>)
-    return true;
-  else
-    return split_axis_ok<S, A>() &&
-           split_sizes<Sizes>::fit(S::dims[std::size_t(normalize_axis(A, S::rank))]);
-}
-} // namespace fx
-
-// ---- the checks named in diagnostics ------------------------------------------------------------
-/// Shapes that broadcast together (NumPy rules).
-template <class Op, class... S> inline constexpr bool broadcastable = fx::broadcast_ok<S...>();
-/// Two shapes that are the same.
-template <class Op, class A, class B>
-inline constexpr bool same_shape = fx::any_unknown<A, B> || std::is_same_v<A, B>;
-/// Two element types that are the same.
-template <class Op, class A, class B> inline constexpr bool same_dtype = std::is_same_v<A, B>;
-/// Axes in range and not repeated.
-template <class Op, class S, class Axes> inline constexpr bool axes_in_range = false;
-template <class Op, class S, int... A>
-inline constexpr bool axes_in_range<Op, S, axes<A...>> =
-    (fx::is_unknown<S> || fx::axes_ok(std::array<int, sizeof...(A)>{A...}, S::rank));
-/// Shapes that concatenate along axis A: the same rank (at least 1), the same sizes elsewhere.
-template <class Op, class Axis, class... S>
-inline constexpr bool concatenable = fx::concat_ok<S...>(Axis{});
-/// Shapes that stack along a new axis A: all the same.
-template <class Op, class Axis, class... S>
-inline constexpr bool stackable = fx::stack_ok<S...>(Axis{});
-/// tg::gather's operands: axis A in range, an index of the same rank, no larger outside A.
-template <class Op, class Axis, class S, class I>
-inline constexpr bool gatherable = fx::gather_ok<S, I>(Axis{});
-/// tg::index_select's operands: axis A in range, an index of at most one axis.
-template <class Op, class Axis, class S, class I>
-inline constexpr bool selectable = fx::select_ok<S, I>(Axis{});
-/// tg::split<Size, Axis>: an axis in range and a positive split size (as Tensor::split's checks).
-template <class Op, class Axis, class S, class Size>
-inline constexpr bool splittable = fx::split_ok<S>(Axis{}, Size{});
-/// tg::split<tg::dims<S0, S1, ...>, Axis>: an axis in range, sizes not negative that add up to its
-/// size.
-template <class Op, class Axis, class S, class Sizes>
-inline constexpr bool sizes_add_up = fx::sizes_ok<S, Sizes>(Axis{});
-/// tg::chunk<Chunks, Axis>: an axis in range and a positive number of chunks.
-template <class Op, class Axis, class S, class Chunks>
-inline constexpr bool chunkable = fx::split_ok<S>(Axis{}, Chunks{});
-/// An integer element type (indices).
-template <class Op, class T>
-inline constexpr bool integral = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-/// An op that is defined for an element type (neg, abs, sign, relu, sub: not for bool).
-template <class Op, class T> inline constexpr bool defined_for = !std::is_same_v<T, bool>;
-/// A floating point element type (mean, var, std).
-template <class Op, class T>
-inline constexpr bool floating =
-    std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
-
-} // namespace tg
-#endif // TG_SI_TG_FIXED_SHAPE_HPP
-
-#if defined(__GNUC__) || defined(__clang__)
-#define TG_FX_INLINE [[gnu::always_inline]] inline
-#else
-#define TG_FX_INLINE inline
-#endif
-
-namespace tg {
-
-template <class D> struct expression;
-template <class T, std::size_t... D> class fixed;
-template <int Id, class T, std::size_t... D> struct input;
-
-namespace fx {
-
-/// Every static expression (and tg::fixed, and tg::input) derives from this.
-struct expr_tag {};
-template <class E>
-concept expr = std::is_base_of_v<expr_tag, std::remove_cvref_t<E>>;
-
-template <class E> struct is_fixed_t : std::false_type {};
-template <class T, std::size_t... D> struct is_fixed_t<fixed<T, D...>> : std::true_type {};
-template <class E> inline constexpr bool is_fixed = is_fixed_t<std::remove_cvref_t<E>>::value;
-
-/// Conversions to and from a run-time tensor type R (specialized in bridge.hpp for tg::Tensor).
-template <class R> struct bridge {
-  // true in a specialization that defines from_expr and copy_to
-  static constexpr bool enabled = false;
-};
-template <class R>
-concept bridged = bridge<R>::enabled;
-
-/// The builders (defined in ops.hpp); a class template so that the methods below can name them
-/// before they are defined.
-template <class = void> struct ops;
-
-/// The expression node an operand becomes (a fixed tensor becomes a leaf that refers to it).
-template <class E> using node_t = decltype(ops<E>::node(std::declval<E>()));
-
-/// The shape of an expression as diagnostics show it.
-template <class E> struct shape_of_t {
-  using type = std::conditional_t<std::remove_cvref_t<E>::is_error, unknown_shape,
-                                  typename std::remove_cvref_t<E>::shape_type>;
-};
-template <class E> using shape_of = typename shape_of_t<E>::type;
-/// The element type of an expression as diagnostics show it.
-template <class E> using elem_of = storage_t<std::remove_cvref_t<E>::dtype>;
-
-/// T for an error stand-in (so that an earlier mistake is not reported again), else E's element
-/// type.
-template <class T, class E>
-using elem_or = std::conditional_t<std::remove_cvref_t<E>::is_error, T,
-                                   storage_t<std::remove_cvref_t<E>::dtype>>;
-
-/// An expression that stands in for a failed op, so that one mistake gives one diagnostic.
-struct error_expr;
-
-// ---- compile-time checks on user arguments (used by the methods and by ops.hpp) ---------------
-template <std::size_t N, std::size_t M>
-constexpr bool reshape_ok(const dims_t<N>& from, const std::array<std::int64_t, M>& to) {
-  std::size_t total = 1, known = 1;
-  int infer = 0;
-  for (std::size_t d : from) total *= d;
-  for (std::int64_t d : to) {
-    if (d == -1)
-      ++infer;
-    else if (d < 0)
-      return false;
-    else
-      known *= std::size_t(d);
-  }
-  if (infer > 1) return false;
-  if (infer == 1) return known != 0 && total % known == 0;
-  return known == total;
-}
-template <std::size_t N, std::size_t M>
-constexpr dims_t<M> reshape_dims(const dims_t<N>& from, const std::array<std::int64_t, M>& to) {
-  std::size_t total = 1, known = 1;
-  for (std::size_t d : from) total *= d;
-  for (std::int64_t d : to)
-    if (d >= 0) known *= std::size_t(d);
-  dims_t<M> r{};
-  for (std::size_t i = 0; i < M; ++i)
-    r[i] = to[i] >= 0 ? std::size_t(to[i]) : known ? total / known : 0;
-  return r;
-}
-template <std::size_t N, std::size_t M>
-constexpr bool expand_ok(const dims_t<N>& from, const std::array<std::int64_t, M>& to) {
-  if (M < N) return false;
-  for (std::size_t i = 0; i < M; ++i) {
-    std::size_t src = i < M - N ? 1 : from[i - (M - N)];
-    if (to[i] == -1) {
-      if (i < M - N) return false;
-      continue;
-    }
-    if (to[i] < 0) return false;
-    if (std::size_t(to[i]) != src && src != 1) return false;
-  }
-  return true;
-}
-template <std::size_t N>
-constexpr bool permutation_ok(const std::array<int, N>& p, std::size_t rank) {
-  return N == rank && axes_ok(p, rank);
-}
-template <std::size_t N, std::size_t M>
-constexpr bool pads_ok(const dims_t<N>& s, const std::array<std::int64_t, M>& pads) {
-  if (M % 2 || M > 2 * N) return false;
-  for (std::size_t k = 0; k < M / 2; ++k) {
-    std::int64_t size = std::int64_t(s[N - 1 - k]), b = pads[2 * k], e = pads[2 * k + 1];
-    if (b < -size || e < -size || b + e < -size) return false;
-  }
-  return true;
-}
-template <std::size_t N> constexpr bool multiply_ok(const dims_t<N>& a, const auto& b) {
-  constexpr std::size_t M = std::tuple_size_v<std::remove_cvref_t<decltype(b)>>;
-  if (N == 0 || M == 0) return false;
-  std::size_t k_a = a[N - 1], k_b = M == 1 ? b[0] : b[M - 2];
-  if (k_a != k_b) return false;
-  // batch dims broadcast
-  std::size_t na = N >= 2 ? N - 2 : 0, nb = M >= 2 ? M - 2 : 0, n = na > nb ? na : nb;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::size_t x = i < n - na ? 1 : a[i - (n - na)], y = i < n - nb ? 1 : b[i - (n - nb)];
-    if (!(x == y || x == 1 || y == 1)) return false;
-  }
-  return true;
-}
-
-template <class S> struct append_one_dims {
-  static constexpr auto value = [] {
-    dims_t<S::rank + 1> r{};
-    for (std::size_t i = 0; i < S::rank; ++i) r[i] = S::dims[i];
-    r[S::rank] = 1;
-    return r;
-  }();
-};
-template <class S> struct append_one_t : std::type_identity<shape_from<append_one_dims<S>>> {};
-template <> struct append_one_t<unknown_shape> : std::type_identity<unknown_shape> {};
-/// S with one more (size-1) axis: the shape unsqueeze's axis is checked against.
-template <class S> using append_one = typename append_one_t<S>::type;
-
-} // namespace fx
-
-// ---- the checks named in diagnostics (continued from shape.hpp) ---------------------------------
-/// A reshape that keeps the number of elements (one -1 is inferred).
-template <class S, class To> inline constexpr bool reshapeable = false;
-template <class S, std::int64_t... D>
-inline constexpr bool reshapeable<S, dims<D...>> =
-    fx::is_unknown<S> || fx::reshape_ok(S::dims, std::array<std::int64_t, sizeof...(D)>{D...});
-/// An expand (broadcast_to) that only grows size-1 axes (-1 keeps a size; new axes lead).
-template <class S, class To> inline constexpr bool expandable = false;
-template <class S, std::int64_t... D>
-inline constexpr bool expandable<S, dims<D...>> =
-    fx::is_unknown<S> || fx::expand_ok(S::dims, std::array<std::int64_t, sizeof...(D)>{D...});
-/// A permutation of all the axes of S.
-template <class S, class P> inline constexpr bool is_permutation = false;
-template <class S, int... P>
-inline constexpr bool is_permutation<S, axes<P...>> =
-    fx::is_unknown<S> || fx::permutation_ok(std::array<int, sizeof...(P)>{P...}, S::rank);
-/// matmul / dot operands: at least 1-D, inner dims equal, batch dims broadcast.
-template <class Op, class A, class B>
-inline constexpr bool multipliable = fx::any_unknown<A, B> || fx::multiply_ok(A::dims, B::dims);
-/// PyTorch's F.pad pairs (before, after) from the last axis, cropping at most the axis size.
-template <class S, class P> inline constexpr bool pads_fit = false;
-template <class S, std::int64_t... P>
-inline constexpr bool pads_fit<S, dims<P...>> =
-    (fx::is_unknown<S> || fx::pads_ok(S::dims, std::array<std::int64_t, sizeof...(P)>{P...}));
-/// A nonzero slice step on an axis in range.
-template <class S, class Axis, class Step> inline constexpr bool slice_fits = false;
-template <class S, int A, std::int64_t St>
-inline constexpr bool slice_fits<S, axes<A>, dims<St>> =
-    (fx::is_unknown<S> || (St != 0 && fx::axes_ok(std::array<int, 1>{A}, S::rank)));
-/// An integer index inside [-size, size) of its axis.
-template <class S, class Axis, class I> inline constexpr bool index_in_range = false;
-template <class S, int A, std::int64_t I>
-inline constexpr bool index_in_range<S, axes<A>, dims<I>> = [] {
-  if constexpr (fx::is_unknown<S>)
-    return true;
-  else {
-    if (!fx::axes_ok(std::array<int, 1>{A}, S::rank) || S::rank == 0) return false;
-    std::int64_t n = std::int64_t(S::dims[std::size_t(fx::normalize_axis(A, S::rank))]);
-    return I >= -n && I < n;
-  }
-}();
-/// At most 2 axes (x.T()).
-template <class Op, class S> inline constexpr bool at_most_2d = fx::is_unknown<S> || S::rank <= 2;
-/// Reinterpreting bits needs element types of one size.
-template <class Op, class From, class To>
-inline constexpr bool same_itemsize = itemsize(dtype_of<From>) == itemsize(dtype_of<To>);
-/// Element access with one index per axis.
-template <class S, class Indices> inline constexpr bool index_count_matches = false;
-template <class S, std::size_t N>
-inline constexpr bool index_count_matches<S, rows<N>> = S::rank == N;
-/// The rows of a nested initializer list fill the shape exactly.
-template <class S, class Rows> inline constexpr bool initializer_fits = false;
-template <std::size_t... D, std::size_t... N>
-inline constexpr bool initializer_fits<shape<D...>, rows<N...>> = [] {
-  constexpr std::array<std::size_t, sizeof...(D)> d{D...};
-  constexpr std::array<std::size_t, sizeof...(N)> n{N...};
-  if constexpr (sizeof...(D) == 1)
-    return sizeof...(N) == 1 && n[0] == d[0];
-  else {
-    if (sizeof...(N) != d[0]) return false;
-    std::size_t inner = 1;
-    for (std::size_t i = 1; i < d.size(); ++i) inner *= d[i];
-    for (std::size_t x : n)
-      if (x != inner) return false;
-    return true;
-  }
-}();
-/// A value to evaluate: tg::input placeholders have none.
-template <class Op, class E> inline constexpr bool has_data = !std::remove_cvref_t<E>::is_symbolic;
-/// A tensor with exactly one element (item()).
-template <class Op, class S> inline constexpr bool one_element = fx::is_unknown<S> || S::size == 1;
-
-/// The methods of every static expression. D is the derived expression type.
-template <class D> struct expression : fx::expr_tag {
-  constexpr const D& self() const { return static_cast<const D&>(*this); }
-
-private:
-  using X = fx::ops<D>;
-  // Alias templates, so that nothing about D (incomplete here) is needed before a method is used.
-  template <class DD = D> using N_ = fx::node_t<const DD&>;
-  template <class DD = D> using S_ = fx::shape_of<fx::node_t<const DD&>>;
-  template <class DD = D> using T_ = fx::elem_of<fx::node_t<const DD&>>;
-
-public:
-  // ---- elementwise ---------------------------------------------------------------------------
-  constexpr auto neg() const {
-    static_assert(defined_for<op::neg, T_<>>, "tg: neg: not defined for bool (use logical_not)");
-    return X::neg(X::node(self()));
-  }
-  constexpr auto abs() const {
-    static_assert(defined_for<op::abs, T_<>>, "tg: abs: not defined for bool");
-    return X::abs(X::node(self()));
-  }
-  constexpr auto sign() const {
-    static_assert(defined_for<op::sign, T_<>>, "tg: sign: not defined for bool");
-    return X::sign(X::node(self()));
-  }
-  constexpr auto relu() const {
-    static_assert(defined_for<op::relu, T_<>>, "tg: relu: not defined for bool");
-    return X::relu(X::node(self()));
-  }
-  constexpr auto exp() const { return X::exp(X::node(self())); }
-  constexpr auto exp2() const { return X::exp2(X::node(self())); }
-  constexpr auto log() const { return X::log(X::node(self())); }
-  constexpr auto log2() const { return X::log2(X::node(self())); }
-  constexpr auto sqrt() const { return X::sqrt(X::node(self())); }
-  constexpr auto rsqrt() const { return X::rsqrt(X::node(self())); }
-  constexpr auto reciprocal() const { return X::reciprocal(X::node(self())); }
-  constexpr auto sin() const { return X::sin(X::node(self())); }
-  constexpr auto cos() const { return X::cos(X::node(self())); }
-  constexpr auto tan() const { return X::tan(X::node(self())); }
-  constexpr auto tanh() const { return X::tanh(X::node(self())); }
-  constexpr auto sigmoid() const { return X::sigmoid(X::node(self())); }
-  constexpr auto silu() const { return X::silu(X::node(self())); }
-  /// erf-based GELU (PyTorch's default, approximate="none").
-  constexpr auto gelu() const { return X::gelu(X::node(self())); }
-  /// GELU with the tanh approximation (approximate="tanh").
-  constexpr auto gelu_tanh() const { return X::gelu_tanh(X::node(self())); }
-  constexpr auto leaky_relu(double negative_slope = 0.01) const {
-    return X::leaky_relu(X::node(self()), negative_slope);
-  }
-  constexpr auto softplus(double beta = 1, double threshold = 20) const {
-    return X::softplus(X::node(self()), beta, threshold);
-  }
-  constexpr auto square() const { return X::square(X::node(self())); }
-  constexpr auto trunc() const { return X::trunc(X::node(self())); }
-  constexpr auto floor() const { return X::floor(X::node(self())); }
-  constexpr auto ceil() const { return X::ceil(X::node(self())); }
-  constexpr auto round() const { return X::round(X::node(self())); }
-  constexpr auto isnan() const { return X::isnan(X::node(self())); }
-  constexpr auto isinf() const { return X::isinf(X::node(self())); }
-  constexpr auto logical_not() const { return X::logical_not(X::node(self())); }
-  /// Lower and upper bounds (as the run-time Tensor's clamp(lo, hi) with both given).
-  constexpr auto clamp(double lo, double hi) const { return X::clamp(X::node(self()), lo, hi); }
-  template <class U> constexpr auto cast() const {
-    static_assert(fx::element<U>, "tg: cast: not an element type");
-    return X::template cast_to<dtype_of<U>>(X::node(self()));
-  }
-  template <class U> constexpr auto bitcast() const {
-    static_assert(same_itemsize<op::bitcast, T_<>, U>, "tg: bitcast: element sizes differ");
-    return X::template bitcast_to<dtype_of<U>>(X::node(self()));
-  }
-
-  // ---- reductions: x.sum() (all axes), x.sum<1>(), x.sum<0, 1>(tg::keepdim)
-  // ----------------------
-  template <int... Ax> constexpr auto sum() const {
-    static_assert(axes_in_range<op::sum, S_<>, axes<Ax...>>,
-                  "tg: sum: axis out of range or repeated");
-    if constexpr (axes_in_range<op::sum, S_<>, axes<Ax...>>)
-      return X::template sum<false, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto sum(keepdim_t) const {
-    static_assert(axes_in_range<op::sum, S_<>, axes<Ax...>>,
-                  "tg: sum: axis out of range or repeated");
-    if constexpr (axes_in_range<op::sum, S_<>, axes<Ax...>>)
-      return X::template sum<true, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto prod() const {
-    static_assert(axes_in_range<op::prod, S_<>, axes<Ax...>>,
-                  "tg: prod: axis out of range or repeated");
-    if constexpr (axes_in_range<op::prod, S_<>, axes<Ax...>>)
-      return X::template prod<false, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto prod(keepdim_t) const {
-    static_assert(axes_in_range<op::prod, S_<>, axes<Ax...>>,
-                  "tg: prod: axis out of range or repeated");
-    if constexpr (axes_in_range<op::prod, S_<>, axes<Ax...>>)
-      return X::template prod<true, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto max() const {
-    static_assert(axes_in_range<op::max, S_<>, axes<Ax...>>,
-                  "tg: max: axis out of range or repeated");
-    if constexpr (axes_in_range<op::max, S_<>, axes<Ax...>>)
-      return X::template max<false, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto max(keepdim_t) const {
-    static_assert(axes_in_range<op::max, S_<>, axes<Ax...>>,
-                  "tg: max: axis out of range or repeated");
-    if constexpr (axes_in_range<op::max, S_<>, axes<Ax...>>)
-      return X::template max<true, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto min() const {
-    static_assert(axes_in_range<op::min, S_<>, axes<Ax...>>,
-                  "tg: min: axis out of range or repeated");
-    if constexpr (axes_in_range<op::min, S_<>, axes<Ax...>>)
-      return X::template min<false, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto min(keepdim_t) const {
-    static_assert(axes_in_range<op::min, S_<>, axes<Ax...>>,
-                  "tg: min: axis out of range or repeated");
-    if constexpr (axes_in_range<op::min, S_<>, axes<Ax...>>)
-      return X::template min<true, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto any() const {
-    static_assert(axes_in_range<op::any, S_<>, axes<Ax...>>,
-                  "tg: any: axis out of range or repeated");
-    if constexpr (axes_in_range<op::any, S_<>, axes<Ax...>>)
-      return X::template any<false, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto any(keepdim_t) const {
-    static_assert(axes_in_range<op::any, S_<>, axes<Ax...>>,
-                  "tg: any: axis out of range or repeated");
-    if constexpr (axes_in_range<op::any, S_<>, axes<Ax...>>)
-      return X::template any<true, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto all() const {
-    static_assert(axes_in_range<op::all, S_<>, axes<Ax...>>,
-                  "tg: all: axis out of range or repeated");
-    if constexpr (axes_in_range<op::all, S_<>, axes<Ax...>>)
-      return X::template all<false, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto all(keepdim_t) const {
-    static_assert(axes_in_range<op::all, S_<>, axes<Ax...>>,
-                  "tg: all: axis out of range or repeated");
-    if constexpr (axes_in_range<op::all, S_<>, axes<Ax...>>)
-      return X::template all<true, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto logsumexp() const {
-    static_assert(axes_in_range<op::logsumexp, S_<>, axes<Ax...>>,
-                  "tg: logsumexp: axis out of range or repeated");
-    if constexpr (axes_in_range<op::logsumexp, S_<>, axes<Ax...>>)
-      return X::template logsumexp<false, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto logsumexp(keepdim_t) const {
-    static_assert(axes_in_range<op::logsumexp, S_<>, axes<Ax...>>,
-                  "tg: logsumexp: axis out of range or repeated");
-    if constexpr (axes_in_range<op::logsumexp, S_<>, axes<Ax...>>)
-      return X::template logsumexp<true, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto mean() const {
-    static_assert(axes_in_range<op::mean, S_<>, axes<Ax...>>,
-                  "tg: mean: axis out of range or repeated");
-    static_assert(floating<op::mean, T_<>>, "tg: mean: needs a floating point tensor (cast first)");
-    if constexpr (axes_in_range<op::mean, S_<>, axes<Ax...>>)
-      return X::template mean<false, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Ax> constexpr auto mean(keepdim_t) const {
-    static_assert(axes_in_range<op::mean, S_<>, axes<Ax...>>,
-                  "tg: mean: axis out of range or repeated");
-    static_assert(floating<op::mean, T_<>>, "tg: mean: needs a floating point tensor (cast first)");
-    if constexpr (axes_in_range<op::mean, S_<>, axes<Ax...>>)
-      return X::template mean<true, Ax...>(X::node(self()));
-    else
-      return X::error();
-  }
-  /// Variance with Bessel's correction by default, as PyTorch.
-  template <int... Ax> constexpr auto var(double correction = 1) const {
-    return var_<false, Ax...>(correction);
-  }
-  template <int... Ax> constexpr auto var(keepdim_t, double correction = 1) const {
-    return var_<true, Ax...>(correction);
-  }
-  template <int... Ax> constexpr auto std(double correction = 1) const {
-    return std_<false, Ax...>(correction);
-  }
-  template <int... Ax> constexpr auto std(keepdim_t, double correction = 1) const {
-    return std_<true, Ax...>(correction);
-  }
-  template <int Axis> constexpr auto softmax() const {
-    static_assert(axes_in_range<op::softmax, S_<>, axes<Axis>>, "tg: softmax: axis out of range");
-    if constexpr (axes_in_range<op::softmax, S_<>, axes<Axis>>)
-      return X::template softmax<Axis>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int Axis> constexpr auto log_softmax() const {
-    static_assert(axes_in_range<op::log_softmax, S_<>, axes<Axis>>,
-                  "tg: log_softmax: axis out of range");
-    if constexpr (axes_in_range<op::log_softmax, S_<>, axes<Axis>>)
-      return X::template log_softmax<Axis>(X::node(self()));
-    else
-      return X::error();
-  }
-
-  /// The index of the first maximum along Axis (int64; NaN counts as the maximum, as PyTorch).
-  template <int Axis> constexpr auto argmax() const { return argmax_<false, Axis>(); }
-  template <int Axis> constexpr auto argmax(keepdim_t) const { return argmax_<true, Axis>(); }
-  /// Without an axis: the flat index of the first maximum.
-  constexpr auto argmax() const { return arg_all_<false, false>(); }
-  constexpr auto argmax(keepdim_t) const { return arg_all_<false, true>(); }
-  template <int Axis> constexpr auto argmin() const { return argmin_<false, Axis>(); }
-  template <int Axis> constexpr auto argmin(keepdim_t) const { return argmin_<true, Axis>(); }
-  constexpr auto argmin() const { return arg_all_<true, false>(); }
-  constexpr auto argmin(keepdim_t) const { return arg_all_<true, true>(); }
-
-  /// Running sum along Axis (integers and bool accumulate in int64, as on tg::Tensor).
-  template <int Axis> constexpr auto cumsum() const {
-    static_assert(axes_in_range<op::cumsum, S_<>, axes<Axis>>, "tg: cumsum: axis out of range");
-    if constexpr (axes_in_range<op::cumsum, S_<>, axes<Axis>>)
-      return X::template cumsum<Axis>(X::node(self()));
-    else
-      return X::error();
-  }
-
-  /// out[i][j] = x[index[i][j]][j] (Axis 0), as torch.gather; int64 or narrower integer indices.
-  /// An index outside [-n, n) throws tg::index_error (a compile error in a constant expression).
-  template <int Axis, class I>
-  constexpr auto gather(I&& index,
-                        std::source_location loc = std::source_location::current()) const {
-    using IN = fx::node_t<I>;
-    static_assert(gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>>,
-                  "tg: gather: axis out of range, or the index's shape does not fit");
-    static_assert(integral<op::gather, fx::elem_or<int, IN>>,
-                  "tg: gather: the index must have an integer type");
-    if constexpr (gatherable<op::gather, axes<Axis>, S_<>, fx::shape_of<IN>> &&
-                  integral<op::gather, fx::elem_or<int, IN>> && !IN::is_error)
-      return X::template gather<Axis>(X::node(self()), X::node(std::forward<I>(index)), loc);
-    else
-      return X::error();
-  }
-  /// The entries at 1-D `index` along Axis (checked as gather's).
-  template <int Axis, class I>
-  constexpr auto index_select(I&& index,
-                              std::source_location loc = std::source_location::current()) const {
-    using IN = fx::node_t<I>;
-    static_assert(selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>>,
-                  "tg: index_select: axis out of range, or the index has more than one axis");
-    static_assert(integral<op::index_select, fx::elem_or<int, IN>>,
-                  "tg: index_select: the index must have an integer type");
-    if constexpr (selectable<op::index_select, axes<Axis>, S_<>, fx::shape_of<IN>> &&
-                  integral<op::index_select, fx::elem_or<int, IN>> && !IN::is_error)
-      return X::template index_select<Axis>(X::node(self()), X::node(std::forward<I>(index)), loc);
-    else
-      return X::error();
-  }
-
-  // ---- movement (views: no copies) --------------------------------------------------------------
-  /// One size may be -1 (inferred).
-  template <std::int64_t... To> constexpr auto reshape() const {
-    static_assert(reshapeable<S_<>, dims<To...>>, "tg: reshape: the sizes do not match");
-    if constexpr (reshapeable<S_<>, dims<To...>>)
-      return X::template reshape<To...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <std::int64_t... To> constexpr auto view() const { return reshape<To...>(); }
-  template <int... P> constexpr auto permute() const {
-    static_assert(is_permutation<S_<>, axes<P...>>, "tg: permute: not a permutation of the axes");
-    if constexpr (is_permutation<S_<>, axes<P...>>)
-      return X::template permute<P...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int A, int B> constexpr auto transpose() const {
-    static_assert(axes_in_range<op::transpose, S_<>, axes<A>> &&
-                      axes_in_range<op::transpose, S_<>, axes<B>>,
-                  "tg: transpose: axis out of range");
-    if constexpr (axes_in_range<op::transpose, S_<>, axes<A>> &&
-                  axes_in_range<op::transpose, S_<>, axes<B>>)
-      return X::template transpose<A, B>(X::node(self()));
-    else
-      return X::error();
-  }
-  constexpr auto T() const {
-    static_assert(at_most_2d<op::T, S_<>>, "tg: T: needs at most 2 axes (use permute)");
-    if constexpr (at_most_2d<op::T, S_<>>)
-      return X::T(X::node(self()));
-    else
-      return X::error();
-  }
-  /// -1 keeps a size; new leading axes may be added.
-  template <std::int64_t... To> constexpr auto expand() const {
-    static_assert(expandable<S_<>, dims<To...>>, "tg: expand: only size-1 axes can grow");
-    if constexpr (expandable<S_<>, dims<To...>>)
-      return X::template expand<To...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <std::int64_t... To> constexpr auto broadcast_to() const { return expand<To...>(); }
-  /// Without an axis: every size-1 axis.
-  template <int... Axis> constexpr auto squeeze() const {
-    static_assert(sizeof...(Axis) <= 1, "tg: squeeze: at most one axis");
-    static_assert(axes_in_range<op::squeeze, S_<>, axes<Axis...>>,
-                  "tg: squeeze: axis out of range");
-    if constexpr (sizeof...(Axis) <= 1 && axes_in_range<op::squeeze, S_<>, axes<Axis...>>)
-      return X::template squeeze<Axis...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int Axis> constexpr auto unsqueeze() const {
-    static_assert(axes_in_range<op::unsqueeze, fx::append_one<S_<>>, axes<Axis>>,
-                  "tg: unsqueeze: axis out of range");
-    if constexpr (axes_in_range<op::unsqueeze, fx::append_one<S_<>>, axes<Axis>>)
-      return X::template unsqueeze<Axis>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int Start = 0, int End = -1> constexpr auto flatten() const {
-    constexpr bool ok = S_<>::rank == 0 || (axes_in_range<op::flatten, S_<>, axes<Start>> &&
-                                            axes_in_range<op::flatten, S_<>, axes<End>> &&
-                                            fx::normalize_axis(Start, S_<>::rank) <=
-                                                fx::normalize_axis(End, S_<>::rank));
-    static_assert(ok, "tg: flatten: axes out of range or start after end");
-    if constexpr (ok)
-      return X::template flatten<Start, End>(X::node(self()));
-    else
-      return X::error();
-  }
-  /// PyTorch's F.pad: pairs (before, after) from the last axis; negative values crop. Zero padding.
-  template <std::int64_t... P> constexpr auto pad() const {
-    static_assert(pads_fit<S_<>, dims<P...>>, "tg: pad: bad pads for this shape");
-    if constexpr (pads_fit<S_<>, dims<P...>>)
-      return X::template pad<P...>(X::node(self()));
-    else
-      return X::error();
-  }
-  /// Padding with a value (the run-time front end skips the select when value == 0).
-  template <std::int64_t... P> constexpr auto pad(double value) const {
-    static_assert(pads_fit<S_<>, dims<P...>>, "tg: pad: bad pads for this shape");
-    if constexpr (pads_fit<S_<>, dims<P...>>)
-      return X::template pad_value<P...>(X::node(self()), value);
-    else
-      return X::error();
-  }
-  /// x[start:stop:step] along Axis, Python's semantics (tg::none for a missing bound).
-  template <int Axis, std::int64_t Start, std::int64_t Stop = none, std::int64_t Step = 1>
-  constexpr auto slice() const {
-    static_assert(slice_fits<S_<>, axes<Axis>, dims<Step>>,
-                  "tg: slice: axis out of range or step 0");
-    if constexpr (slice_fits<S_<>, axes<Axis>, dims<Step>>)
-      return X::template slice<Axis, Start, Stop, Step>(X::node(self()));
-    else
-      return X::error();
-  }
-  /// x[..., i, ...] along Axis: the axis is removed.
-  template <int Axis, std::int64_t I> constexpr auto select() const {
-    static_assert(index_in_range<S_<>, axes<Axis>, dims<I>>, "tg: select: index out of range");
-    if constexpr (index_in_range<S_<>, axes<Axis>, dims<I>>)
-      return X::template select<Axis, I>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <int... Axes> constexpr auto flip() const {
-    static_assert(axes_in_range<op::flip, S_<>, axes<Axes...>>, "tg: flip: axis out of range");
-    if constexpr (axes_in_range<op::flip, S_<>, axes<Axes...>>)
-      return X::template flip<Axes...>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <std::size_t... Reps> constexpr auto repeat() const {
-    static_assert(sizeof...(Reps) >= S_<>::rank, "tg: repeat: needs a count for every axis");
-    if constexpr (sizeof...(Reps) >= S_<>::rank)
-      return X::template repeat<Reps...>(X::node(self()));
-    else
-      return X::error();
-  }
-  /// Pieces of Size along Axis, the last one shorter when Size does not divide the axis
-  /// (Tensor::split(size, dim)): a std::tuple of views.
-  template <std::int64_t Size, int Axis = 0> constexpr auto split() const {
-    static_assert(splittable<op::split, axes<Axis>, S_<>, dims<Size>>,
-                  "tg: split: axis out of range, or the split size is not positive");
-    if constexpr (splittable<op::split, axes<Axis>, S_<>, dims<Size>>)
-      return X::template split<Axis, Size>(X::node(self()));
-    else
-      return X::template error_pieces<1>();
-  }
-  /// Pieces of the given sizes along Axis, x.split<tg::dims<2, 3>, Axis>() (Tensor::split(sizes,
-  /// dim)): a std::tuple of views.
-  template <class Sizes, int Axis = 0> constexpr auto split() const {
-    static_assert(sizes_add_up<op::split, axes<Axis>, S_<>, Sizes>,
-                  "tg: split: axis out of range, or the sizes do not add up to its size");
-    if constexpr (sizes_add_up<op::split, axes<Axis>, S_<>, Sizes>)
-      return X::template split_into<Axis, Sizes>(X::node(self()));
-    else
-      return X::template error_pieces<fx::split_sizes<Sizes>::count>();
-  }
-  /// Chunks pieces of ceil(size / Chunks) along Axis, fewer when they cover the axis sooner
-  /// (Tensor::chunk, torch.chunk): a std::tuple of views.
-  template <std::int64_t Chunks, int Axis = 0> constexpr auto chunk() const {
-    static_assert(chunkable<op::chunk, axes<Axis>, S_<>, dims<Chunks>>,
-                  "tg: chunk: axis out of range, or the number of chunks is not positive");
-    if constexpr (chunkable<op::chunk, axes<Axis>, S_<>, dims<Chunks>>)
-      return X::template chunk<Axis, Chunks>(X::node(self()));
-    else
-      return X::template error_pieces<(Chunks > 0 ? std::size_t(Chunks) : 1)>();
-  }
-
-  // ---- composite -----------------------------------------------------------------------------
-  template <class B> constexpr auto matmul(B&& b) const {
-    using NB = fx::node_t<B>;
-    if constexpr (NB::is_error)
-      return X::error();
-    else {
-      static_assert(multipliable<op::matmul, S_<>, fx::shape_of<NB>>,
-                    "tg: matmul: inner dimensions differ (or batch dims do not broadcast)");
-      if constexpr (multipliable<op::matmul, S_<>, fx::shape_of<NB>>)
-        return X::matmul(X::node(self()), X::node(std::forward<B>(b)));
-      else
-        return X::error();
-    }
-  }
-  template <class B> constexpr auto dot(B&& b) const {
-    using NB = fx::node_t<B>;
-    if constexpr (NB::is_error)
-      return X::error();
-    else {
-      constexpr bool ok = S_<>::rank == 1 && fx::shape_of<NB>::rank == 1 &&
-                          multipliable<op::dot, S_<>, fx::shape_of<NB>>;
-      static_assert(ok || fx::is_unknown<S_<>>, "tg: dot: needs two 1-D tensors of one length");
-      if constexpr (ok)
-        return X::matmul(X::node(self()), X::node(std::forward<B>(b)));
-      else
-        return X::error();
-    }
-  }
-  template <class B> constexpr auto pow(B&& o) const {
-    auto a = X::node(self());
-    auto b = X::operand(std::forward<B>(o), a);
-    if constexpr (decltype(b)::is_error)
-      return X::error();
-    else {
-      static_assert(broadcastable<op::pow, S_<>, fx::shape_of<decltype(b)>>,
-                    "tg: pow: shapes cannot be broadcast");
-      if constexpr (broadcastable<op::pow, S_<>, fx::shape_of<decltype(b)>>)
-        return X::pow(a, b);
-      else
-        return X::error();
-    }
-  }
-  template <class B> constexpr auto maximum(B&& o) const {
-    auto a = X::node(self());
-    auto b = X::operand(std::forward<B>(o), a);
-    if constexpr (decltype(b)::is_error)
-      return X::error();
-    else {
-      static_assert(broadcastable<op::maximum, S_<>, fx::shape_of<decltype(b)>>,
-                    "tg: maximum: shapes cannot be broadcast");
-      if constexpr (broadcastable<op::maximum, S_<>, fx::shape_of<decltype(b)>>)
-        return X::maximum(a, b);
-      else
-        return X::error();
-    }
-  }
-  template <class B> constexpr auto minimum(B&& o) const {
-    auto a = X::node(self());
-    auto b = X::operand(std::forward<B>(o), a);
-    if constexpr (decltype(b)::is_error)
-      return X::error();
-    else {
-      static_assert(broadcastable<op::minimum, S_<>, fx::shape_of<decltype(b)>>,
-                    "tg: minimum: shapes cannot be broadcast");
-      if constexpr (broadcastable<op::minimum, S_<>, fx::shape_of<decltype(b)>>)
-        return X::minimum(a, b);
-      else
-        return X::error();
-    }
-  }
-  template <class B> constexpr auto logical_and(B&& o) const {
-    auto a = X::node(self());
-    auto b = X::operand(std::forward<B>(o), a);
-    if constexpr (decltype(b)::is_error)
-      return X::error();
-    else {
-      static_assert(broadcastable<op::logical_and, S_<>, fx::shape_of<decltype(b)>>,
-                    "tg: logical_and: shapes cannot be broadcast");
-      if constexpr (broadcastable<op::logical_and, S_<>, fx::shape_of<decltype(b)>>)
-        return X::logical_and(a, b);
-      else
-        return X::error();
-    }
-  }
-  template <class B> constexpr auto logical_or(B&& o) const {
-    auto a = X::node(self());
-    auto b = X::operand(std::forward<B>(o), a);
-    if constexpr (decltype(b)::is_error)
-      return X::error();
-    else {
-      static_assert(broadcastable<op::logical_or, S_<>, fx::shape_of<decltype(b)>>,
-                    "tg: logical_or: shapes cannot be broadcast");
-      if constexpr (broadcastable<op::logical_or, S_<>, fx::shape_of<decltype(b)>>)
-        return X::logical_or(a, b);
-      else
-        return X::error();
-    }
-  }
-  template <class B> constexpr auto logical_xor(B&& o) const {
-    auto a = X::node(self());
-    auto b = X::operand(std::forward<B>(o), a);
-    if constexpr (decltype(b)::is_error)
-      return X::error();
-    else {
-      static_assert(broadcastable<op::logical_xor, S_<>, fx::shape_of<decltype(b)>>,
-                    "tg: logical_xor: shapes cannot be broadcast");
-      if constexpr (broadcastable<op::logical_xor, S_<>, fx::shape_of<decltype(b)>>)
-        return X::logical_xor(a, b);
-      else
-        return X::error();
-    }
-  }
-
-  // ---- evaluation ----------------------------------------------------------------------------
-  /// A new tg::fixed holding the value (one fused loop).
-  constexpr auto eval() const {
-    static_assert(has_data<op::eval, N_<>>, "tg: eval: a tg::input placeholder has no data");
-    return X::eval(X::node(self()));
-  }
-  /// A one-element expression (a full reduction, say) converts to its value: this evaluates it.
-  template <fx::by_value_scalar U> constexpr operator U() const {
-    static_assert(one_element<op::eval, S_<>>,
-                  "tg: a tensor with more than one element is not a scalar");
-    return static_cast<U>(item());
-  }
-  /// The run-time front end's lazy tensor for this expression: tg::Tensor(expr) (bridge.hpp).
-  template <fx::bridged R> explicit operator R() const {
-    return fx::bridge<R>::from_expr(X::node(self()), "");
-  }
-  /// The single element.
-  constexpr auto item() const {
-    static_assert(one_element<op::eval, S_<>>, "tg: item: needs exactly one element");
-    return X::item(X::node(self()));
-  }
-
-private:
-  template <bool Keep, int... Ax> constexpr auto var_(double correction) const {
-    static_assert(axes_in_range<op::var, S_<>, axes<Ax...>>,
-                  "tg: var: axis out of range or repeated");
-    if constexpr (axes_in_range<op::var, S_<>, axes<Ax...>>)
-      return X::template var<Keep, Ax...>(X::node(self()), correction);
-    else
-      return X::error();
-  }
-  template <bool Keep, int Axis> constexpr auto argmax_() const {
-    static_assert(axes_in_range<op::argmax, S_<>, axes<Axis>>, "tg: argmax: axis out of range");
-    if constexpr (axes_in_range<op::argmax, S_<>, axes<Axis>>)
-      return X::template argmax<Keep, Axis>(X::node(self()));
-    else
-      return X::error();
-  }
-  template <bool Keep, int Axis> constexpr auto argmin_() const {
-    static_assert(axes_in_range<op::argmin, S_<>, axes<Axis>>, "tg: argmin: axis out of range");
-    static_assert(defined_for<op::argmin, T_<>>, "tg: argmin: not defined for bool");
-    if constexpr (axes_in_range<op::argmin, S_<>, axes<Axis>> && defined_for<op::argmin, T_<>>)
-      return X::template argmax<Keep, Axis>(X::argmin_operand(X::node(self())));
-    else
-      return X::error();
-  }
-  template <bool Min, bool Keep> constexpr auto arg_all_() const {
-    static_assert(!Min || defined_for<op::argmin, T_<>>, "tg: argmin: not defined for bool");
-    if constexpr (Min && !defined_for<op::argmin, T_<>>)
-      return X::error();
-    else if constexpr (Min)
-      return X::template argmax_all<Keep>(X::argmin_operand(X::node(self())));
-    else
-      return X::template argmax_all<Keep>(X::node(self()));
-  }
-  template <bool Keep, int... Ax> constexpr auto std_(double correction) const {
-    static_assert(axes_in_range<op::std, S_<>, axes<Ax...>>,
-                  "tg: std: axis out of range or repeated");
-    if constexpr (axes_in_range<op::std, S_<>, axes<Ax...>>)
-      return X::sqrt(X::template var<Keep, Ax...>(X::node(self()), correction));
-    else
-      return X::error();
-  }
-};
-
-} // namespace tg
-#endif // TG_SI_TG_FIXED_BASE_HPP
-
-namespace tg::fx {
-
-// ---- scalar semantics of the primitive ops (those of the C renderer) ----------------------------
-template <class T> TG_FX_INLINE constexpr T wrap_add(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>)
-    return a || b;
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
-    return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
-  else
-    return T(a + b);
-}
-template <class T> TG_FX_INLINE constexpr T wrap_mul(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>)
-    return a && b;
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
-    return T(std::make_unsigned_t<T>(a) * std::make_unsigned_t<T>(b));
-  else
-    return T(a * b);
-}
-
-template <DType D> constexpr compute_t<D> scalar_value(const Scalar& s) {
-  if constexpr (is_float(D))
-    return compute_t<D>(s.f);
-  else if constexpr (D == DType::Bool)
-    return s.i != 0;
-  else
-    return compute_t<D>(s.i);
-}
-
-template <Op O, DType D> TG_FX_INLINE constexpr compute_t<D> alu1(compute_t<D> a) {
-  using T = compute_t<D>;
-  if constexpr (O == Op::Neg) {
-    if constexpr (D == DType::Bool)
-      return !a;
-    else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
-      return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(a));
-    else
-      return T(-a);
-  } else if constexpr (O == Op::Recip)
-    return T(1) / a;
-  else if constexpr (O == Op::Sqrt)
-    return cmath::sqrt_(a);
-  else if constexpr (O == Op::Exp2)
-    return cmath::exp2_(a);
-  else if constexpr (O == Op::Log2)
-    return cmath::log2_(a);
-  else if constexpr (O == Op::Sin)
-    return cmath::sin_(a);
-  else if constexpr (O == Op::Trunc)
-    return cmath::trunc_(a);
-  else
-    return a;
-}
-
-template <Op O, DType In> TG_FX_INLINE constexpr auto alu2(compute_t<In> a, compute_t<In> b) {
-  using T = compute_t<In>;
-  if constexpr (O == Op::Add)
-    return wrap_add(a, b);
-  else if constexpr (O == Op::Mul)
-    return wrap_mul(a, b);
-  else if constexpr (O == Op::Div)
-    return T(a / b);
-  else if constexpr (O == Op::Mod) {
-    if constexpr (std::is_integral_v<T>)
-      return T(a % b);
-    else
-      return T(a - cmath::trunc_(a / b) * b);
-  } else if constexpr (O == Op::Max) {
-    if constexpr (std::is_floating_point_v<T>)
-      return (a > b || a != a) ? a : b;
-    else
-      return a > b ? a : b;
-  } else if constexpr (O == Op::Pow)
-    return cmath::pow_(a, b);
-  else if constexpr (O == Op::CmpLt)
-    return bool(a < b);
-  else if constexpr (O == Op::CmpEq)
-    return bool(a == b);
-  else if constexpr (O == Op::CmpNe)
-    return bool(a != b);
-  else if constexpr (O == Op::And)
-    return T(a & b);
-  else if constexpr (O == Op::Or)
-    return T(a | b);
-  else
-    return T(a ^ b);
-}
-
-/// Cast with the C renderer's semantics.
-template <DType From, DType To> TG_FX_INLINE constexpr compute_t<To> convert(compute_t<From> a) {
-  if constexpr (To == DType::Bool)
-    return a != compute_t<From>(0);
-  else if constexpr (To == DType::Float16)
-    return float(half(float(a)));
-  else if constexpr (To == DType::BFloat16)
-    return float(bfloat16_t(float(a)));
-  else
-    return static_cast<compute_t<To>>(a);
-}
-template <DType From, DType To>
-TG_FX_INLINE constexpr compute_t<To> reinterpret(compute_t<From> a) {
-  if constexpr (From == DType::Float16)
-    return compute_t<To>(half(a).bits);
-  else if constexpr (From == DType::BFloat16)
-    return compute_t<To>(bfloat16_t(a).bits);
-  else if constexpr (To == DType::Float16)
-    return half::to_float(std::uint16_t(a));
-  else if constexpr (To == DType::BFloat16)
-    return bfloat16_t::to_float(std::uint16_t(a));
-  else
-    return std::bit_cast<compute_t<To>>(a);
-}
-
-template <Op O, DType D> constexpr compute_t<D> reduce_identity() {
-  if constexpr (O == Op::ReduceSum)
-    return compute_t<D>(0);
-  else if constexpr (O == Op::ReduceProd)
-    return compute_t<D>(1);
-  else if constexpr (is_float(D))
-    return -std::numeric_limits<compute_t<D>>::infinity();
-  else
-    return std::numeric_limits<compute_t<D>>::lowest();
-}
-template <Op O, DType D>
-TG_FX_INLINE constexpr compute_t<D> accumulate(compute_t<D> acc, compute_t<D> v) {
-  if constexpr (O == Op::ReduceSum)
-    return alu2<Op::Add, D>(acc, v);
-  else if constexpr (O == Op::ReduceMax)
-    return alu2<Op::Max, D>(acc, v);
-  else
-    return alu2<Op::Mul, D>(acc, v);
-}
-
-// ---- shapes as the graph layer sees them
-// ---------------------------------------------------------
-template <class S> constexpr Shape sym() {
-  Shape r;
-  for (std::size_t d : S::dims) r.push_back(SInt(std::int64_t(d)));
-  return r;
-}
-template <class S> constexpr std::vector<SInt> sym_values() { return sym<S>(); }
-
-/// Common static members of a node.
-template <DType Dt, class S> struct node_info {
-  static constexpr DType dtype = Dt;
-  using shape_type = S;
-  using value_type = compute_t<Dt>;
-  static constexpr std::size_t rank = S::rank, size = S::size;
-  static constexpr bool is_error = false;
-};
-
-/// Adds a node whose sources were emitted after `mark` (see graph_builder::add).
-template <class B>
-constexpr int add_node(B& b, int mark, Op op, DType t, const Shape& shape, int s0 = -1, int s1 = -1,
-                       int s2 = -1) {
-  Node n;
-  n.op = op;
-  n.dtype = t;
-  n.src = {s0, s1, s2};
-  n.shape = shape;
-  return b.add(std::move(n), mark);
-}
-
-// ---- the error stand-in
-// --------------------------------------------------------------------------
-template <auto... A> constexpr error_expr make_error();
-template <class... A> constexpr error_expr make_error_t();
-/// N error stand-ins, for a failed split or chunk (N: the pieces the user most likely expects).
-template <std::size_t N, class E = error_expr> constexpr auto error_pieces() {
-  auto each = []<std::size_t... I>(std::index_sequence<I...>) {
-    return std::make_tuple((void(I), E{})...);
-  };
-  return each(std::make_index_sequence<N>{});
-}
-} // namespace tg::fx
-
-namespace tg {
-/// Every method of an error stand-in gives another: one mistake, one diagnostic.
-template <> struct expression<fx::error_expr> : fx::expr_tag {
-#define TG_FX_ABSORB(NAME)                                                                         \
-  template <auto... A> constexpr auto NAME(auto&&...) const { return fx::make_error<A...>(); }     \
-  template <class A0, class... A> constexpr auto NAME(auto&&...) const {                           \
-    return fx::make_error_t<A0, A...>();                                                           \
-  }
-  TG_FX_ABSORB(neg)
-  TG_FX_ABSORB(abs)
-  TG_FX_ABSORB(sign)
-  TG_FX_ABSORB(relu)
-  TG_FX_ABSORB(exp)
-  TG_FX_ABSORB(exp2)
-  TG_FX_ABSORB(log)
-  TG_FX_ABSORB(log2)
-  TG_FX_ABSORB(sqrt)
-  TG_FX_ABSORB(rsqrt)
-  TG_FX_ABSORB(reciprocal)
-  TG_FX_ABSORB(sin)
-  TG_FX_ABSORB(cos)
-  TG_FX_ABSORB(tan)
-  TG_FX_ABSORB(tanh)
-  TG_FX_ABSORB(sigmoid)
-  TG_FX_ABSORB(silu)
-  TG_FX_ABSORB(gelu)
-  TG_FX_ABSORB(gelu_tanh)
-  TG_FX_ABSORB(leaky_relu)
-  TG_FX_ABSORB(softplus)
-  TG_FX_ABSORB(square)
-  TG_FX_ABSORB(trunc)
-  TG_FX_ABSORB(floor)
-  TG_FX_ABSORB(ceil)
-  TG_FX_ABSORB(round)
-  TG_FX_ABSORB(isnan)
-  TG_FX_ABSORB(isinf)
-  TG_FX_ABSORB(logical_not)
-  TG_FX_ABSORB(clamp)
-  TG_FX_ABSORB(cast)
-  TG_FX_ABSORB(bitcast)
-  TG_FX_ABSORB(sum)
-  TG_FX_ABSORB(prod)
-  TG_FX_ABSORB(max)
-  TG_FX_ABSORB(min)
-  TG_FX_ABSORB(any)
-  TG_FX_ABSORB(all)
-  TG_FX_ABSORB(logsumexp)
-  TG_FX_ABSORB(mean)
-  TG_FX_ABSORB(var)
-  TG_FX_ABSORB(std)
-  TG_FX_ABSORB(softmax)
-  TG_FX_ABSORB(log_softmax)
-  TG_FX_ABSORB(reshape)
-  TG_FX_ABSORB(view)
-  TG_FX_ABSORB(permute)
-  TG_FX_ABSORB(transpose)
-  TG_FX_ABSORB(T)
-  TG_FX_ABSORB(expand)
-  TG_FX_ABSORB(broadcast_to)
-  TG_FX_ABSORB(squeeze)
-  TG_FX_ABSORB(unsqueeze)
-  TG_FX_ABSORB(flatten)
-  TG_FX_ABSORB(pad)
-  TG_FX_ABSORB(slice)
-  TG_FX_ABSORB(select)
-  TG_FX_ABSORB(flip)
-  TG_FX_ABSORB(repeat)
-  TG_FX_ABSORB(matmul)
-  TG_FX_ABSORB(dot)
-  TG_FX_ABSORB(pow)
-  TG_FX_ABSORB(maximum)
-  TG_FX_ABSORB(minimum)
-  TG_FX_ABSORB(logical_and)
-  TG_FX_ABSORB(logical_or)
-  TG_FX_ABSORB(logical_xor)
-  TG_FX_ABSORB(argmax)
-  TG_FX_ABSORB(argmin)
-  TG_FX_ABSORB(cumsum)
-  TG_FX_ABSORB(gather)
-  TG_FX_ABSORB(index_select)
-  TG_FX_ABSORB(eval)
-  TG_FX_ABSORB(item)
-#undef TG_FX_ABSORB
-};
-} // namespace tg
-
-namespace tg::fx {
-struct error_expr : expression<error_expr>, node_info<DType::Float32, shape<>> {
-  static constexpr bool is_error = true, is_symbolic = false, has_reduce = false, aligned = true;
-  struct evaluator_t {
-    constexpr float coeff(std::size_t) const { return 0; }
-  };
-  constexpr evaluator_t evaluator() const { return {}; }
-  template <class B> constexpr int emit(B&) const { return -1; }
-  constexpr bool reads(const void*) const { return false; }
-  // split and chunk give tuples of stand-ins: one, as many as the sizes given, or Chunks
-  template <auto... A> constexpr auto split(auto&&...) const { return error_pieces<1>(); }
-  template <class Sizes, auto... A> constexpr auto split(auto&&...) const {
-    return error_pieces<split_sizes<Sizes>::count>();
-  }
-  template <std::int64_t Chunks, auto... A> constexpr auto chunk(auto&&...) const {
-    return error_pieces<(Chunks > 0 ? std::size_t(Chunks) : 1)>();
-  }
-};
-template <auto... A> constexpr error_expr make_error() { return {}; }
-template <class... A> constexpr error_expr make_error_t() { return {}; }
-
-// ---- leaves
-// ----------------------------------------------------------------------------------------
-/// A fixed tensor read by reference (the user keeps it alive until the expression is assigned).
-template <class F> struct leaf : expression<leaf<F>>, node_info<F::dtype, typename F::shape_type> {
-  const F* p = nullptr;
-  constexpr leaf() = default;
-  constexpr explicit leaf(const F& f) : p(&f) {}
-  static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
-  struct evaluator_t {
-    const typename F::value_type* d;
-    TG_FX_INLINE constexpr compute_t<F::dtype> coeff(std::size_t i) const {
-      return compute_t<F::dtype>(d[i]);
-    }
-  };
-  constexpr evaluator_t evaluator() const { return {std::assume_aligned<F::alignment>(p->data())}; }
-  template <class B> constexpr int emit(B& b) const {
-    return b.buffer(p, -1, F::dtype, sym<typename F::shape_type>(), p ? p->data() : nullptr);
-  }
-  constexpr bool reads(const void* q) const { return static_cast<const void*>(p) == q; }
-  constexpr const typename F::value_type* contiguous_data() const { return p->data(); }
-};
-/// A fixed tensor that was an rvalue operand: the expression keeps it.
-template <class F>
-struct owned : expression<owned<F>>, node_info<F::dtype, typename F::shape_type> {
-  F value{};
-  constexpr owned() = default;
-  constexpr explicit owned(F&& f) : value(std::move(f)) {}
-  static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
-  using evaluator_t = typename leaf<F>::evaluator_t;
-  constexpr evaluator_t evaluator() const {
-    return {std::assume_aligned<F::alignment>(value.data())};
-  }
-  template <class B> constexpr int emit(B& b) const {
-    return b.buffer(&value, -1, F::dtype, sym<typename F::shape_type>(), value.data());
-  }
-  constexpr bool reads(const void*) const { return false; }
-  constexpr const typename F::value_type* contiguous_data() const { return value.data(); }
-};
-
-/// An index that gather or index_select computed when it was built (the run-time front end
-/// realizes such an index): the expression keeps its values. Told apart by value, not by address:
-/// the builders read an index more than once (copies), and copies are one Buffer node.
-template <class F> struct kept : expression<kept<F>>, node_info<F::dtype, typename F::shape_type> {
-  F value{};
-  constexpr kept() = default;
-  constexpr explicit kept(F&& f) : value(std::move(f)) {}
-  static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
-  using evaluator_t = typename leaf<F>::evaluator_t;
-  constexpr evaluator_t evaluator() const {
-    return {std::assume_aligned<F::alignment>(value.data())};
-  }
-  template <class B> constexpr int emit(B& b) const {
-    std::vector<std::int64_t> v;
-    for (const auto& x : value) v.push_back(std::int64_t(x));
-    return b.kept_buffer(std::move(v), F::dtype, sym<typename F::shape_type>(), value.data());
-  }
-  constexpr bool reads(const void*) const { return false; }
-};
-
-/// The index constants that the run-time argmax, cumsum, gather and index_select upload with
-/// Tensor::from_data (n - i for argmax, i for the others), as static data: one Buffer. The
-/// ranges i are int32 where they fit, as detail::arange_on makes them.
-enum class index_kind { countdown, arange };
-template <index_kind K, std::size_t N>
-inline constexpr DType index_dtype =
-    N <= 2147483647u && K == index_kind::arange ? DType::Int32 : DType::Int64;
-template <index_kind K, std::size_t N>
-using index_t = std::conditional_t<index_dtype<K, N> == DType::Int32, std::int32_t, std::int64_t>;
-template <index_kind K, std::size_t N>
-inline constexpr auto index_data = [] {
-  std::array<index_t<K, N>, N == 0 ? 1 : N> r{};
-  for (std::size_t i = 0; i < N; ++i) r[i] = index_t<K, N>(K == index_kind::countdown ? N - i : i);
-  return r;
-}();
-/// index_data<K, S::size> as a leaf of shape S.
-template <index_kind K, class S>
-struct index_leaf : expression<index_leaf<K, S>>, node_info<index_dtype<K, S::size>, S> {
-  static constexpr bool is_symbolic = false, has_reduce = false, aligned = false;
-  struct evaluator_t {
-    const index_t<K, S::size>* d;
-    TG_FX_INLINE constexpr index_t<K, S::size> coeff(std::size_t i) const { return d[i]; }
-  };
-  constexpr evaluator_t evaluator() const { return {index_data<K, S::size>.data()}; }
-  template <class B> constexpr int emit(B& b) const {
-    const auto* p = &index_data<K, S::size>;
-    return b.buffer(p, -1, index_dtype<K, S::size>, sym<S>(), p->data());
-  }
-  constexpr bool reads(const void*) const { return false; }
-};
-
-/// A scalar constant (shape []), Op::Const.
-template <DType D> struct constant : expression<constant<D>>, node_info<D, shape<>> {
-  Scalar value{};
-  /// Nonzero: this constant is one value that its builder uses more than once (the run-time front
-  /// end's one Tensor used twice); equal constants with the same tag are one node.
-  int share = 0;
-  constexpr constant() = default;
-  constexpr explicit constant(Scalar v, int share_ = 0) : value(v), share(share_) {}
-  static constexpr bool is_symbolic = false, has_reduce = false, aligned = true;
-  struct evaluator_t {
-    compute_t<D> v;
-    TG_FX_INLINE constexpr compute_t<D> coeff(std::size_t) const { return v; }
-  };
-  constexpr evaluator_t evaluator() const { return {scalar_value<D>(value)}; }
-  template <class B> constexpr int emit(B& b) const {
-    Node n;
-    n.op = Op::Const;
-    n.dtype = D;
-    n.value = value;
-    return b.add(std::move(n), b.mark(), share);
-  }
-  constexpr bool reads(const void*) const { return false; }
-};
-template <class E> inline constexpr bool is_constant = false;
-template <DType D> inline constexpr bool is_constant<constant<D>> = true;
-
-// ---- elementwise
-// ---------------------------------------------------------------------------------
-template <Op O, class C>
-struct unary : expression<unary<O, C>>, node_info<C::dtype, typename C::shape_type> {
-  C c{};
-  int salt = 0; // where it was made (see ops::unary_op)
-  constexpr unary() = default;
-  constexpr explicit unary(C c_, int salt_ = 0) : c(std::move(c_)), salt(salt_) {}
-  static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce,
-                        aligned = C::aligned;
-  struct evaluator_t {
-    decltype(std::declval<const C&>().evaluator()) e;
-    TG_FX_INLINE constexpr compute_t<C::dtype> coeff(std::size_t i) const {
-      return alu1<O, C::dtype>(e.coeff(i));
-    }
-  };
-  constexpr evaluator_t evaluator() const { return {c.evaluator()}; }
-  template <class B> constexpr int emit(B& b) const {
-    int mark = b.mark();
-    int s = c.emit(b);
-    Node n;
-    n.op = O;
-    n.dtype = C::dtype;
-    n.src = {s, -1, -1};
-    n.shape = sym<typename C::shape_type>();
-    return b.add(std::move(n), mark, 0, salt);
-  }
-  constexpr bool reads(const void* q) const { return c.reads(q); }
-};
-
-template <DType D, class C>
-struct cast_node : expression<cast_node<D, C>>, node_info<D, typename C::shape_type> {
-  C c{};
-  /// Where the cast was made (see ops::cast_to): casts from different places are different nodes.
-  int salt = 0;
-  constexpr cast_node() = default;
-  constexpr explicit cast_node(C c_, int salt_ = 0) : c(std::move(c_)), salt(salt_) {}
-  static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce,
-                        aligned = C::aligned;
-  struct evaluator_t {
-    decltype(std::declval<const C&>().evaluator()) e;
-    TG_FX_INLINE constexpr compute_t<D> coeff(std::size_t i) const {
-      return convert<C::dtype, D>(e.coeff(i));
-    }
-  };
-  constexpr evaluator_t evaluator() const { return {c.evaluator()}; }
-  template <class B> constexpr int emit(B& b) const {
-    int mark = b.mark();
-    int s = c.emit(b);
-    Node n;
-    n.op = Op::Cast;
-    n.dtype = D;
-    n.src = {s, -1, -1};
-    n.shape = sym<typename C::shape_type>();
-    return b.add(std::move(n), mark, 0, salt);
-  }
-  constexpr bool reads(const void* q) const { return c.reads(q); }
-};
-
-template <DType D, class C>
-struct bitcast_node : expression<bitcast_node<D, C>>, node_info<D, typename C::shape_type> {
-  C c{};
-  constexpr bitcast_node() = default;
-  constexpr explicit bitcast_node(C c_) : c(std::move(c_)) {}
-  static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce,
-                        aligned = C::aligned;
-  struct evaluator_t {
-    decltype(std::declval<const C&>().evaluator()) e;
-    TG_FX_INLINE constexpr compute_t<D> coeff(std::size_t i) const {
-      return reinterpret<C::dtype, D>(e.coeff(i));
-    }
-  };
-  constexpr evaluator_t evaluator() const { return {c.evaluator()}; }
-  template <class B> constexpr int emit(B& b) const {
-    int mark = b.mark();
-    int s = c.emit(b);
-    return add_node(b, mark, Op::Bitcast, D, sym<typename C::shape_type>(), s);
-  }
-  constexpr bool reads(const void* q) const { return c.reads(q); }
-};
-
-/// Operands of one shape and one dtype (the builders expand and cast them first).
-template <Op O, class L, class R>
-struct binary : expression<binary<O, L, R>>,
-                node_info<is_compare(O) ? DType::Bool : L::dtype, typename L::shape_type> {
-  L l{};
-  R r{};
-  constexpr binary() = default;
-  constexpr binary(L l_, R r_) : l(std::move(l_)), r(std::move(r_)) {}
-  static constexpr DType dtype = is_compare(O) ? DType::Bool : L::dtype;
-  static constexpr bool is_symbolic = L::is_symbolic || R::is_symbolic;
-  static constexpr bool has_reduce = L::has_reduce || R::has_reduce,
-                        aligned = L::aligned && R::aligned;
-  struct evaluator_t {
-    decltype(std::declval<const L&>().evaluator()) a;
-    decltype(std::declval<const R&>().evaluator()) b;
-    TG_FX_INLINE constexpr compute_t<dtype> coeff(std::size_t i) const {
-      return compute_t<dtype>(alu2<O, L::dtype>(a.coeff(i), b.coeff(i)));
-    }
-  };
-  constexpr evaluator_t evaluator() const { return {l.evaluator(), r.evaluator()}; }
-  template <class B> constexpr int emit(B& b) const {
-    int mark = b.mark();
-    int s0 = l.emit(b);
-    int s1 = r.emit(b);
-    return add_node(b, mark, O, dtype, sym<typename L::shape_type>(), s0, s1);
-  }
-  constexpr bool reads(const void* q) const { return l.reads(q) || r.reads(q); }
-};
-
-template <class C, class A, class B2>
-struct where_node : expression<where_node<C, A, B2>>, node_info<A::dtype, typename A::shape_type> {
-  C c{};
-  A a{};
-  B2 b{};
-  constexpr where_node() = default;
-  constexpr where_node(C c_, A a_, B2 b_) : c(std::move(c_)), a(std::move(a_)), b(std::move(b_)) {}
-  static constexpr bool is_symbolic = C::is_symbolic || A::is_symbolic || B2::is_symbolic;
-  static constexpr bool has_reduce = C::has_reduce || A::has_reduce || B2::has_reduce;
-  static constexpr bool aligned = C::aligned && A::aligned && B2::aligned;
-  struct evaluator_t {
-    decltype(std::declval<const C&>().evaluator()) ec;
-    decltype(std::declval<const A&>().evaluator()) ea;
-    decltype(std::declval<const B2&>().evaluator()) eb;
-    TG_FX_INLINE constexpr compute_t<A::dtype> coeff(std::size_t i) const {
-      return ec.coeff(i) ? ea.coeff(i) : eb.coeff(i);
-    }
-  };
-  constexpr evaluator_t evaluator() const { return {c.evaluator(), a.evaluator(), b.evaluator()}; }
-  template <class Bld> constexpr int emit(Bld& bld) const {
-    int mark = bld.mark();
-    int s0 = c.emit(bld);
-    int s1 = a.emit(bld);
-    int s2 = b.emit(bld);
-    return add_node(bld, mark, Op::Where, A::dtype, sym<typename A::shape_type>(), s0, s1, s2);
-  }
-  constexpr bool reads(const void* q) const { return c.reads(q) || a.reads(q) || b.reads(q); }
-};
-
-// ---- materializing a sub-expression (what a kernel boundary is on the host) ---------------------
-template <DType D, class S> struct fixed_for_t;
-template <DType D, std::size_t... Dims> struct fixed_for_t<D, shape<Dims...>> {
-  using type = fixed<storage_t<D>, Dims...>;
-};
-/// The fixed tensor that holds an expression of dtype D and shape S.
-template <DType D, class S> using fixed_for = typename fixed_for_t<D, S>::type;
-
-/// Writes every element of `e` to out[0..size) (one loop).
-template <class T, class E> constexpr void evaluate_into(T* out, const E& e);
-template <std::size_t Align, class T, class E> constexpr void evaluate_into(T* out, const E& e);
-
-template <class C> struct materialized {
-  fixed_for<C::dtype, typename C::shape_type> t;
-  constexpr explicit materialized(const C& c) { evaluate_into(t.data(), c); }
-  TG_FX_INLINE constexpr compute_t<C::dtype> coeff(std::size_t i) const {
-    return compute_t<C::dtype>(t.data()[i]);
-  }
-};
-
-// ---- reductions
-// ----------------------------------------------------------------------------------
-inline constexpr std::size_t kViewRank = 16;
-using idx_array = std::array<std::int64_t, kViewRank>;
-
-template <class In, int... Ax> struct reduce_info {
-  struct info_t {
-    idx_array in_stride{}, out_shape{}, out_div{}, r_size{}, r_stride{}, r_div{};
-    std::array<bool, kViewRank> red{};
-    std::int64_t R = 1;
-    bool suffix = true;
-  };
-  static constexpr std::size_t rank = In::rank, nred = sizeof...(Ax);
-  static constexpr info_t value = [] {
-    info_t r{};
-    std::array<int, nred> ax{Ax...};
-    std::int64_t acc = 1;
-    for (std::size_t d = rank; d-- > 0;) {
-      r.in_stride[d] = acc;
-      acc *= std::int64_t(In::dims[d]);
-    }
-    for (int a : ax) r.red[std::size_t(a)] = true;
-    for (std::size_t d = 0; d < rank; ++d)
-      r.out_shape[d] = r.red[d] ? 1 : std::int64_t(In::dims[d]);
-    acc = 1;
-    for (std::size_t d = rank; d-- > 0;) {
-      r.out_div[d] = acc;
-      acc *= r.out_shape[d];
-    }
-    for (std::size_t j = 0; j < nred; ++j) {
-      r.r_size[j] = std::int64_t(In::dims[std::size_t(ax[j])]);
-      r.r_stride[j] = r.in_stride[std::size_t(ax[j])];
-      r.R *= r.r_size[j];
-    }
-    acc = 1;
-    for (std::size_t j = nred; j-- > 0;) {
-      r.r_div[j] = acc;
-      acc *= r.r_size[j];
-    }
-    for (std::size_t j = 0; j < nred; ++j) r.suffix = r.suffix && ax[j] == int(rank - nred + j);
-    return r;
-  }();
-};
-
-/// A reduction over sorted, normalized axes; its shape keeps them as size 1.
-template <Op O, class C, int... Ax> struct reduce_dims {
-  static constexpr auto value = [] {
-    dims_t<C::rank> r = C::shape_type::dims;
-    for (int a : std::array<int, sizeof...(Ax)>{Ax...}) r[std::size_t(a)] = 1;
-    return r;
-  }();
-};
-template <Op O, class C, int... Ax> struct reduce_shape_t {
-  using type = shape_from<reduce_dims<O, C, Ax...>>;
-};
-
-template <Op O, class C, int... Ax>
-struct reduce_node : expression<reduce_node<O, C, Ax...>>,
-                     node_info<C::dtype, typename reduce_shape_t<O, C, Ax...>::type> {
-  C c{};
-  constexpr reduce_node() = default;
-  constexpr explicit reduce_node(C c_) : c(std::move(c_)) {}
-  static constexpr bool is_symbolic = C::is_symbolic, has_reduce = true, aligned = false;
-  using info = reduce_info<typename C::shape_type, Ax...>;
-  using value_type = compute_t<C::dtype>;
-  struct evaluator_t {
-    decltype(std::declval<const C&>().evaluator()) e;
-    template <std::size_t D>
-    TG_FX_INLINE static constexpr void add_dim(std::int64_t o, std::int64_t& b) {
-      constexpr const auto& I = info::value;
-      if constexpr (!I.red[D] && I.out_shape[D] != 1) {
-        std::int64_t x = o;
-        if constexpr (I.out_div[D] != 1) x /= I.out_div[D];
-        if constexpr (D > 0) x %= I.out_shape[D];
-        b += x * I.in_stride[D];
-      }
-    }
-    template <std::size_t J>
-    TG_FX_INLINE static constexpr void add_red(std::int64_t r, std::int64_t& b) {
-      constexpr const auto& I = info::value;
-      std::int64_t x = r;
-      if constexpr (I.r_div[J] != 1) x /= I.r_div[J];
-      if constexpr (J > 0) x %= I.r_size[J];
-      b += x * I.r_stride[J];
-    }
-    constexpr value_type coeff(std::size_t o) const {
-      constexpr const auto& I = info::value;
-      auto base_of = [&]<std::size_t... D>(std::index_sequence<D...>) {
-        std::int64_t b = 0;
-        (add_dim<D>(std::int64_t(o), b), ...);
-        return b;
-      };
-      const std::int64_t base = base_of(std::make_index_sequence<info::rank>{});
-      value_type acc = reduce_identity<O, C::dtype>();
-      if constexpr (I.suffix) {
-        for (std::int64_t r = 0; r < I.R; ++r)
-          acc = accumulate<O, C::dtype>(acc, e.coeff(std::size_t(base + r)));
-      } else if constexpr (info::nred == 1) {
-        for (std::int64_t r = 0; r < I.R; ++r)
-          acc = accumulate<O, C::dtype>(acc, e.coeff(std::size_t(base + r * I.r_stride[0])));
-      } else {
-        for (std::int64_t r = 0; r < I.R; ++r) {
-          auto offset_of = [&]<std::size_t... J>(std::index_sequence<J...>) {
-            std::int64_t b = base;
-            (add_red<J>(r, b), ...);
-            return b;
-          };
-          std::int64_t off = offset_of(std::make_index_sequence<info::nred>{});
-          acc = accumulate<O, C::dtype>(acc, e.coeff(std::size_t(off)));
-        }
-      }
-      return acc;
-    }
-  };
-  constexpr evaluator_t evaluator() const { return {c.evaluator()}; }
-  template <class B> constexpr int emit(B& b) const {
-    int mark = b.mark();
-    int s = c.emit(b);
-    Node n;
-    n.op = O;
-    n.dtype = C::dtype;
-    n.src = {s, -1, -1};
-    n.shape = sym<typename reduce_node::shape_type>();
-    n.axes = {Ax...};
-    return b.add(std::move(n), mark);
-  }
-  constexpr bool reads(const void* q) const { return c.reads(q); }
-};
-
-// ---- views
-// -----------------------------------------------------------------------------------------
-namespace mv {
-template <std::size_t N>
-constexpr dims_t<N> add3(dims_t<N> a, const dims_t<N>& b, const dims_t<N>& c) {
-  for (std::size_t i = 0; i < N; ++i) a[i] += b[i] + c[i];
-  return a;
-}
-template <class S> struct reshape {
-  static constexpr bool is_reshape = true;
-  template <class In> using out = S;
-  static constexpr Movement movement() { return {MoveOp::Reshape, sym<S>(), {}}; }
-};
-template <std::size_t... P> struct permute {
-  static constexpr bool is_reshape = false;
-  template <class In> using out = shape<In::dims[P]...>;
-  static constexpr Movement movement() { return {MoveOp::Permute, {SInt(std::int64_t(P))...}, {}}; }
-};
-template <class S> struct expand {
-  static constexpr bool is_reshape = false;
-  template <class In> using out = S;
-  static constexpr Movement movement() { return {MoveOp::Expand, sym<S>(), {}}; }
-};
-template <class Before, class After> struct pad {
-  static constexpr bool is_reshape = false;
-  template <class In> struct out_t {
-    static constexpr auto value = add3(In::dims, Before::dims, After::dims);
-  };
-  template <class In> using out = shape_from<out_t<In>>;
-  static constexpr Movement movement() { return {MoveOp::Pad, sym<Before>(), sym<After>()}; }
-};
-template <class Lo, class Hi> struct shrink {
-  static constexpr bool is_reshape = false;
-  template <class In> struct out_t {
-    static constexpr auto value = [] {
-      auto r = Hi::dims;
-      for (std::size_t i = 0; i < r.size(); ++i) r[i] -= Lo::dims[i];
-      return r;
-    }();
-  };
-  template <class In> using out = shape_from<out_t<In>>;
-  static constexpr Movement movement() { return {MoveOp::Shrink, sym<Lo>(), sym<Hi>()}; }
-};
-template <class Flags> struct flip {
-  static constexpr bool is_reshape = false;
-  template <class In> using out = In;
-  static constexpr Movement movement() { return {MoveOp::Flip, sym<Flags>(), {}}; }
-};
-template <class Steps> struct stride {
-  static constexpr bool is_reshape = false;
-  template <class In> struct out_t {
-    static constexpr auto value = [] {
-      auto r = In::dims;
-      for (std::size_t i = 0; i < r.size(); ++i)
-        if (Steps::dims[i] != 1) r[i] = (r[i] + Steps::dims[i] - 1) / Steps::dims[i];
-      return r;
-    }();
-  };
-  template <class In> using out = shape_from<out_t<In>>;
-  static constexpr Movement movement() { return {MoveOp::Stride, sym<Steps>(), {}}; }
-};
-} // namespace mv
-
-template <class S, class... M> struct moved_t : std::type_identity<S> {};
-template <class S, class M, class... R> struct moved_t<S, M, R...> {
-  using type = typename moved_t<typename M::template out<S>, R...>::type;
-};
-/// The shape after a list of movement ops.
-template <class S, class... M> using moved = typename moved_t<S, M...>::type;
-
-/// One view of a ShapeTracker, flattened into arrays for the host index computation.
-struct fview {
-  std::size_t ndim = 0;
-  idx_array shape{}, strides{}, div{}, mlo{}, mhi{};
-  std::int64_t offset = 0;
-  bool masked = false;
-};
-struct ftracker {
-  std::array<fview, 4> views{};
-  std::size_t n = 0;
-  bool identity = false, masked = false;
-};
-
-/// The ShapeTracker of a view, computed at compile time by the graph layer's own code.
-template <class In, class... M> struct view_map {
-  static constexpr ShapeTracker tracker() {
-    ShapeTracker t = ShapeTracker::contiguous(sym<In>());
-    ((t = t.apply(M::movement())), ...);
-    return t;
-  }
-  static constexpr ftracker value = [] {
-    ShapeTracker t = tracker();
-    ftracker r{};
-    r.n = t.views.size();
-    if (r.n > r.views.size()) throw "tg: a view of more than 4 stacked views";
-    for (std::size_t k = 0; k < r.n; ++k) {
-      const View& v = t.views[k];
-      fview& f = r.views[k];
-      f.ndim = v.ndim();
-      if (f.ndim > kViewRank) throw "tg: a view of more than 16 axes";
-      f.offset = v.offset.constant();
-      f.masked = v.has_mask();
-      r.masked = r.masked || f.masked;
-      std::int64_t acc = 1;
-      for (std::size_t d = f.ndim; d-- > 0;) {
-        f.shape[d] = v.shape[d].constant();
-        f.strides[d] = v.strides[d].constant();
-        f.div[d] = acc;
-        acc *= f.shape[d];
-        if (f.masked) {
-          f.mlo[d] = v.mask[d].first.constant();
-          f.mhi[d] = v.mask[d].second.constant();
-        }
-      }
-    }
-    r.identity = r.n == 1 && t.views[0].is_contiguous();
-    return r;
-  }();
-};
-
-template <class Map> struct view_index {
-  static constexpr const ftracker& T = Map::value;
-  template <std::size_t K, std::size_t D>
-  TG_FX_INLINE static constexpr void dim(std::int64_t i, std::int64_t& e, bool& valid) {
-    constexpr const fview& V = T.views[K];
-    constexpr bool lo = V.masked && V.mlo[D] != 0, hi = V.masked && V.mhi[D] != V.shape[D];
-    if constexpr (V.strides[D] != 0 || lo || hi) {
-      // (a view with no elements has sizes and divisors 0: it is never read, only instantiated)
-      std::int64_t x = i;
-      if constexpr (V.div[D] > 1) x /= V.div[D];
-      if constexpr (D > 0 && V.shape[D] != 0) x %= V.shape[D];
-      if constexpr (V.strides[D] != 0) e += x * V.strides[D];
-      if constexpr (lo) valid = valid && x >= V.mlo[D];
-      if constexpr (hi) valid = valid && x < V.mhi[D];
-    }
-  }
-  template <std::size_t K>
-  TG_FX_INLINE static constexpr std::int64_t step(std::int64_t i, bool& valid) {
-    auto through_view = [&]<std::size_t... D>(std::index_sequence<D...>) {
-      std::int64_t e = T.views[K].offset;
-      (dim<K, D>(i, e, valid), ...);
-      return e;
-    };
-    return through_view(std::make_index_sequence<T.views[K].ndim>{});
-  }
-  TG_FX_INLINE static constexpr std::int64_t map(std::int64_t i, bool& valid) {
-    auto through_views = [&]<std::size_t... K>(std::index_sequence<K...>) {
-      std::int64_t e = i;
-      ((e = step<T.n - 1 - K>(e, valid)), ...);
-      return e;
-    };
-    return through_views(std::make_index_sequence<T.n>{});
-  }
-};
-
-template <class E> inline constexpr bool is_view = false;
-
-/// Movement ops over a node that is not itself a view (views of views compose, as
-/// Tensor::move does in the run-time front end).
-template <class C, class... M>
-struct view : expression<view<C, M...>>, node_info<C::dtype, moved<typename C::shape_type, M...>> {
-  C c{};
-  /// Nonzero: a view of a constant that its builder uses more than once (see ops::share).
-  int share = 0;
-  /// Nonzero: made at a place of the builders where the run-time front end makes a second, equal
-  /// View node (graph.hpp keeps nodes of different sites apart).
-  int site = 0;
-  constexpr view() = default;
-  constexpr explicit view(C c_, int share_ = 0) : c(std::move(c_)), share(share_) {}
-  using child_type = C;
-  using map = view_map<typename C::shape_type, M...>;
-  static constexpr bool reshape_only = (M::is_reshape && ...);
-  /// A reduction read through a view that is not a reshape is computed once, into a temporary
-  /// (the fuser makes it a kernel of its own for the same reason).
-  static constexpr bool materialize = C::has_reduce && !reshape_only;
-  static constexpr bool is_symbolic = C::is_symbolic, has_reduce = C::has_reduce && !materialize;
-  static constexpr bool aligned = is_constant<C> || (C::aligned && map::value.identity);
-  using value_type = compute_t<C::dtype>;
-  using inner_t = std::conditional_t<materialize, materialized<C>,
-                                     decltype(std::declval<const C&>().evaluator())>;
-  struct evaluator_t {
-    inner_t in;
-    TG_FX_INLINE constexpr value_type coeff(std::size_t i) const {
-      if constexpr (map::value.identity)
-        return in.coeff(i);
-      else if constexpr (is_constant<C> && !map::value.masked)
-        return in.coeff(0);
-      else {
-        bool valid = true;
-        std::int64_t e = view_index<map>::map(std::int64_t(i), valid);
-        if constexpr (map::value.masked)
-          if (!valid) return value_type{};
-        return in.coeff(std::size_t(e));
-      }
-    }
-  };
-  constexpr evaluator_t evaluator() const {
-    if constexpr (materialize)
-      return {materialized<C>(c)};
-    else
-      return {c.evaluator()};
-  }
-  template <class B> constexpr int emit(B& b) const {
-    int mark = b.mark();
-    int s = c.emit(b);
-    Node n;
-    n.op = Op::View;
-    n.dtype = C::dtype;
-    n.src = {s, -1, -1};
-    n.shape = sym<typename view::shape_type>();
-    (n.moves.push_back(M::movement()), ...);
-    return b.add(std::move(n), mark, share, site);
-  }
-  constexpr bool reads(const void* q) const { return c.reads(q); }
-};
-template <class C, class... M> inline constexpr bool is_view<view<C, M...>> = true;
-
-} // namespace tg::fx
-#endif // TG_SI_TG_FIXED_NODES_HPP
-
-#ifndef TG_FIXED_INLINE_BYTES
-#define TG_FIXED_INLINE_BYTES 4096
-#endif
-
-namespace tg {
-
-/// Tensors up to this many bytes keep their elements inline (no allocation).
-inline constexpr std::size_t fixed_inline_bytes = TG_FIXED_INLINE_BYTES;
-
-namespace fx {
-
-template <class T, std::size_t N, bool Inline = (N * sizeof(T) <= fixed_inline_bytes)>
-struct storage {
-  static constexpr std::size_t alignment = N * sizeof(T) >= 32 ? 32 : alignof(T);
-  alignas(alignment) T v[N == 0 ? 1 : N]{};
-  constexpr T* data() { return v; }
-  constexpr const T* data() const { return v; }
-  static constexpr bool is_inline = true;
-};
-template <class T, std::size_t N> struct storage<T, N, false> {
-  static constexpr bool is_inline = false;
-  static constexpr std::size_t alignment = 64;
-  static constexpr std::align_val_t align{64};
-  T* p = nullptr;
-  static constexpr T* allocate() {
-    if (std::is_constant_evaluated()) return new T[N]{};
-    T* q = static_cast<T*>(::operator new(N * sizeof(T), align));
-    std::uninitialized_value_construct_n(q, N);
-    return q;
-  }
-  static constexpr void release(T* q) {
-    if (!q) return;
-    if (std::is_constant_evaluated())
-      delete[] q;
-    else
-      ::operator delete(q, align);
-  }
-  constexpr storage() : p(allocate()) {}
-  constexpr storage(const storage& o) : p(allocate()) { std::copy(o.p, o.p + N, p); }
-  /// The moved-from tensor holds no elements: it can only be assigned to or destroyed.
-  constexpr storage(storage&& o) noexcept : p(o.p) { o.p = nullptr; }
-  constexpr storage& operator=(const storage& o) {
-    if (this != &o) {
-      if (!p) p = allocate();
-      std::copy(o.p, o.p + N, p);
-    }
-    return *this;
-  }
-  constexpr storage& operator=(storage&& o) noexcept {
-    std::swap(p, o.p);
-    return *this;
-  }
-  constexpr ~storage() { release(p); }
-  constexpr T* data() { return p; }
-  constexpr const T* data() const { return p; }
-};
-
-} // namespace fx
-
-template <class T, std::size_t... D> class fixed : public expression<fixed<T, D...>> {
-  static_assert(fx::element<T>, "tg: fixed: the element type has no dtype (bool, int8..int64, "
-                                "uint8..uint64, tg::half, tg::bfloat16_t, float, double)");
-  static_assert(sizeof...(D) <= fixed_max_rank, "tg: fixed: at most 8 axes");
-
-public:
-  using value_type = T;
-  using shape_type = shape<D...>;
-  static constexpr DType dtype = dtype_of<T>;
-  static constexpr std::size_t rank = sizeof...(D);
-  static constexpr std::size_t size = (std::size_t(1) * ... * D);
-  static constexpr std::array<std::size_t, rank> dims{D...};
-  static constexpr bool is_error = false, is_symbolic = false;
-
-  /// Zeros.
-  constexpr fixed() = default;
-  constexpr fixed(const fixed&) = default;
-  constexpr fixed(fixed&&) noexcept = default;
-  constexpr fixed& operator=(const fixed&) = default;
-  constexpr fixed& operator=(fixed&&) noexcept = default;
-
-  /// A 0-d tensor, or the elements of a 1-D one: fixed<float, 3>{1, 2, 3}.
-  template <fx::scalar... S>
-    requires(sizeof...(S) >= 1 && (rank <= 1))
-  constexpr fixed(S... v) {
-    if constexpr (rank == 0) {
-      static_assert(sizeof...(S) == 1, "tg: init: a 0-d tensor takes one value");
-    } else {
-      static_assert(initializer_fits<shape_type, rows<sizeof...(S)>>,
-                    "tg: init: the number of values does not match the shape");
-    }
-    if constexpr (sizeof...(S) <= size) {
-      std::size_t i = 0;
-      ((data()[i++] = static_cast<T>(v)), ...);
-    }
-  }
-  /// Nested lists, one per row: fixed<float, 2, 3>{{1, 2, 3}, {4, 5, 6}}.
-  template <std::size_t... N>
-    requires(rank == 2)
-  constexpr fixed(const T (&... r)[N]) {
-    static_assert(initializer_fits<shape_type, rows<N...>>,
-                  "tg: init: the nested lists do not match the shape");
-    if constexpr (initializer_fits<shape_type, rows<N...>>) {
-      std::size_t i = 0;
-      ((void)std::copy(r, r + N, data() + (i++) * N), ...);
-    }
-  }
-  template <std::size_t... A, std::size_t... B>
-    requires(rank == 3)
-  constexpr fixed(const T (&... r)[A][B]) {
-    static_assert(initializer_fits<shape_type, rows<(A * B)...>> && ((B == dims[rank - 1]) && ...),
-                  "tg: init: the nested lists do not match the shape");
-    if constexpr (initializer_fits<shape_type, rows<(A * B)...>> &&
-                  ((B == dims[rank - 1]) && ...)) {
-      std::size_t i = 0;
-      ((void)std::copy(&r[0][0], &r[0][0] + A * B, data() + (i++) * A * B), ...);
-    }
-  }
-  template <std::size_t... A, std::size_t... B, std::size_t... C>
-    requires(rank == 4)
-  constexpr fixed(const T (&... r)[A][B][C]) {
-    constexpr bool ok = initializer_fits<shape_type, rows<(A * B * C)...>> &&
-                        ((B == dims[2] && C == dims[3]) && ...);
-    static_assert(ok, "tg: init: the nested lists do not match the shape");
-    if constexpr (ok) {
-      std::size_t i = 0;
-      ((void)std::copy(&r[0][0][0], &r[0][0][0] + A * B * C, data() + (i++) * A * B * C), ...);
-    }
-  }
-
-  /// A run-time tensor's values (bridge.hpp; the shape and dtype are checked at run time).
-  template <class R>
-    requires(fx::bridge<R>::enabled)
-  explicit fixed(const R& r) {
-    fx::bridge<R>::copy_to(r, data(), dtype, std::array<std::int64_t, rank>{std::int64_t(D)...});
-  }
-  /// The value of an expression of this shape and element type, computed in one fused loop.
-  template <fx::expr E>
-    requires(!std::is_same_v<std::remove_cvref_t<E>, fixed>)
-  constexpr fixed(E&& e) {
-    using NE = fx::node_t<E>;
-    static_assert(same_shape<op::assign, shape_type, fx::shape_of<NE>>,
-                  "tg: assign: the expression has another shape");
-    static_assert(same_dtype<op::assign, T, fx::elem_or<T, NE>>,
-                  "tg: assign: the expression has another element type (use .cast<T>())");
-    static_assert(has_data<op::assign, NE>, "tg: assign: a tg::input placeholder has no data");
-    assign_(std::forward<E>(e));
-  }
-  template <fx::expr E>
-    requires(!std::is_same_v<std::remove_cvref_t<E>, fixed>)
-  constexpr fixed& operator=(E&& e) {
-    using NE = fx::node_t<E>;
-    static_assert(same_shape<op::assign, shape_type, fx::shape_of<NE>>,
-                  "tg: assign: the expression has another shape");
-    static_assert(same_dtype<op::assign, T, fx::elem_or<T, NE>>,
-                  "tg: assign: the expression has another element type (use .cast<T>())");
-    static_assert(has_data<op::assign, NE>, "tg: assign: a tg::input placeholder has no data");
-    assign_(std::forward<E>(e));
-    return *this;
-  }
-
-  static constexpr fixed full(T v) {
-    fixed r;
-    r.fill(v);
-    return r;
-  }
-  static constexpr fixed zeros() { return fixed(); }
-  static constexpr fixed ones() { return full(T(1)); }
-  /// Copies `size` elements (row-major) from p.
-  template <class U> static constexpr fixed from(const U* p) {
-    fixed r;
-    for (std::size_t i = 0; i < size; ++i) r.data()[i] = static_cast<T>(p[i]);
-    return r;
-  }
-  constexpr void fill(T v) { std::fill(data(), data() + size, v); }
-
-  // ---- element access ------------------------------------------------------------------------
-  constexpr T* data() { return s_.data(); }
-  constexpr const T* data() const { return s_.data(); }
-  constexpr T* begin() { return data(); }
-  constexpr T* end() { return data() + size; }
-  constexpr const T* begin() const { return data(); }
-  constexpr const T* end() const { return data() + size; }
-  /// Element i of the row-major order.
-  constexpr T& operator[](std::size_t i) { return data()[i]; }
-  constexpr const T& operator[](std::size_t i) const { return data()[i]; }
-  /// a(i, j): one index per axis.
-  template <std::integral... I> constexpr T& operator()(I... idx) {
-    static_assert(index_count_matches<shape_type, rows<sizeof...(I)>>,
-                  "tg: index: one index per axis is needed");
-    return data()[flat_(idx...)];
-  }
-  template <std::integral... I> constexpr const T& operator()(I... idx) const {
-    static_assert(index_count_matches<shape_type, rows<sizeof...(I)>>,
-                  "tg: index: one index per axis is needed");
-    return data()[flat_(idx...)];
-  }
-  /// Bounds-checked a(i, j) (negative indices count from the end).
-  template <std::integral... I> constexpr const T& at(I... idx) const {
-    static_assert(index_count_matches<shape_type, rows<sizeof...(I)>>,
-                  "tg: index: one index per axis is needed");
-    return data()[checked_(idx...)];
-  }
-  template <std::integral... I> constexpr T& at(I... idx) {
-    static_assert(index_count_matches<shape_type, rows<sizeof...(I)>>,
-                  "tg: index: one index per axis is needed");
-    return data()[checked_(idx...)];
-  }
-  /// Whether the elements are inline (no allocation), and their alignment in bytes.
-  static constexpr bool is_inline = fx::storage<T, size>::is_inline;
-  static constexpr std::size_t alignment = fx::storage<T, size>::alignment;
-
-private:
-  template <class... I> constexpr std::size_t flat_(I... idx) const {
-    std::size_t f = 0, k = 0;
-    ((f = f * dims[k++] + std::size_t(idx)), ...);
-    return f;
-  }
-  template <class... I> constexpr std::size_t checked_(I... idx) const {
-    std::size_t f = 0, k = 0;
-    auto one = [&](std::int64_t i) {
-      std::int64_t n = std::int64_t(dims[k]);
-      if (i < -n || i >= n)
-        throw std::out_of_range("tg.fixed.at: index " + std::to_string(i) +
-                                " is out of range for axis " + std::to_string(k) + " of size " +
-                                std::to_string(n));
-      f = f * dims[k++] + std::size_t(i < 0 ? i + n : i);
-    };
-    (one(std::int64_t(idx)), ...);
-    return f;
-  }
-  template <class E> constexpr void assign_(E&& e) {
-    using NE = fx::node_t<E>;
-    if constexpr (!NE::is_error) {
-      if constexpr (same_shape<op::assign, shape_type, fx::shape_of<NE>> &&
-                    same_dtype<op::assign, T, fx::elem_of<NE>> && has_data<op::assign, NE>) {
-        decltype(auto) n = fx::ops<NE>::node(std::forward<E>(e));
-        // An expression that reads this tensor at other positions than it writes is evaluated
-        // into a temporary first.
-        if constexpr (!NE::aligned) {
-          if (n.reads(this)) {
-            fixed tmp;
-            fx::evaluate_into(tmp.data(), n);
-            *this = std::move(tmp);
-            return;
-          }
-        }
-        fx::evaluate_into<alignment>(data(), n);
-      }
-    }
-  }
-
-  fx::storage<T, size> s_;
-};
-
-/// A named input of a static expression with no data: for graphs and kernel sources computed at
-/// compile time. Two inputs with the same Id are the same buffer.
-template <int Id, class T, std::size_t... D>
-struct input : expression<input<Id, T, D...>>, fx::node_info<dtype_of<T>, shape<D...>> {
-  static constexpr bool is_symbolic = true, has_reduce = false, aligned = true;
-  struct evaluator_t {
-    constexpr fx::compute_t<dtype_of<T>> coeff(std::size_t) const { return {}; }
-  };
-  constexpr evaluator_t evaluator() const { return {}; }
-  template <class B> constexpr int emit(B& b) const {
-    return b.buffer(nullptr, Id, dtype_of<T>, fx::sym<shape<D...>>(), nullptr);
-  }
-  constexpr bool reads(const void*) const { return false; }
-};
-
-} // namespace tg
-#endif // TG_SI_TG_FIXED_TENSOR_HPP
-
-namespace tg {
-namespace fx {
-
-/// Sorted, normalized axes (all axes when none are given).
-template <std::size_t Rank, int... Ax> struct norm_axes {
-  static constexpr std::size_t count = sizeof...(Ax) == 0 ? Rank : sizeof...(Ax);
-  static constexpr std::array<int, count> value = [] {
-    std::array<int, count> r{};
-    if constexpr (sizeof...(Ax) == 0) {
-      for (std::size_t i = 0; i < Rank; ++i) r[i] = int(i);
-    } else {
-      std::array<int, sizeof...(Ax)> a{Ax...};
-      for (std::size_t i = 0; i < a.size(); ++i) r[i] = normalize_axis(a[i], Rank);
-      std::sort(r.begin(), r.end());
-    }
-    return r;
-  }();
-};
-
-// ---- compile-time shape computations, as holder types (see shape_from)
-// -----------------------------
-/// The dtype of an op over tensors of these dtypes (tg::cat).
-constexpr DType promote_all(DType t) { return t; }
-template <class... D> constexpr DType promote_all(DType a, DType b, D... rest) {
-  return promote_all(promote(a, b), rest...);
-}
-template <std::size_t N> struct ones_dims {
-  static constexpr auto value = [] {
-    dims_t<N> r{};
-    for (auto& d : r) d = 1;
-    return r;
-  }();
-};
-/// The shape Tensor::expand reshapes to first: leading ones, then In.
-template <class S, class In> struct expand_src_dims {
-  static constexpr auto value = [] {
-    constexpr std::size_t lead = S::rank - In::rank;
-    dims_t<S::rank> r{};
-    for (std::size_t i = 0; i < S::rank; ++i) r[i] = i < lead ? 1 : In::dims[i - lead];
-    return r;
-  }();
-};
-template <class S, class NA> struct drop_axes_dims {
-  static constexpr auto value = [] {
-    dims_t<S::rank - NA::count> r{};
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < S::rank; ++i)
-      if (std::find(NA::value.begin(), NA::value.end(), int(i)) == NA::value.end())
-        r[k++] = S::dims[i];
-    return r;
-  }();
-};
-template <class S, std::int64_t... To> struct reshape_dims_h {
-  static constexpr auto value =
-      reshape_dims(S::dims, std::array<std::int64_t, sizeof...(To)>{To...});
-};
-template <class S, std::int64_t... To> struct expand_dims_h {
-  static constexpr auto value = [] {
-    constexpr std::size_t M = sizeof...(To), N = S::rank;
-    std::array<std::int64_t, M> t{To...};
-    dims_t<M> r{};
-    for (std::size_t i = 0; i < M; ++i)
-      r[i] = t[i] == -1 ? S::dims[i - (M - N)] : std::size_t(t[i]);
-    return r;
-  }();
-};
-/// Shape [1, ..., N, ..., 1] (N at axis D of Rank).
-template <std::size_t Rank, std::size_t D, std::size_t N> struct one_axis_dims {
-  static constexpr auto value = [] {
-    dims_t<Rank> r{};
-    for (std::size_t i = 0; i < Rank; ++i) r[i] = i == D ? N : 1;
-    return r;
-  }();
-};
-/// Rank sizes of Fill, V at axis D.
-template <std::size_t Rank, std::size_t D, std::size_t V, std::size_t Fill> struct at_axis_dims {
-  static constexpr auto value = [] {
-    dims_t<Rank> r{};
-    for (std::size_t i = 0; i < Rank; ++i) r[i] = i == D ? V : Fill;
-    return r;
-  }();
-};
-/// The index's shape, with N at axis D (tg::gather crops the input to it).
-template <class I, std::size_t D, std::size_t N> struct gather_hi_dims {
-  static constexpr auto value = [] {
-    auto r = I::dims;
-    r[D] = N;
-    return r;
-  }();
-};
-template <class S> struct squeeze_all_dims {
-  static constexpr std::size_t n = [] {
-    std::size_t k = 0;
-    for (std::size_t d : S::dims) k += d != 1;
-    return k;
-  }();
-  static constexpr auto value = [] {
-    dims_t<n> r{};
-    std::size_t k = 0;
-    for (std::size_t d : S::dims)
-      if (d != 1) r[k++] = d;
-    return r;
-  }();
-};
-template <class S, std::size_t A> struct remove_axis_dims {
-  static constexpr auto value = [] {
-    dims_t<S::rank - 1> r{};
-    for (std::size_t i = 0, k = 0; i < S::rank; ++i)
-      if (i != A) r[k++] = S::dims[i];
-    return r;
-  }();
-};
-template <class S, std::size_t A> using remove_axis = shape_from<remove_axis_dims<S, A>>;
-template <class S, std::size_t A> struct insert_axis_dims {
-  static constexpr auto value = [] {
-    dims_t<S::rank + 1> r{};
-    for (std::size_t i = 0, k = 0; i <= S::rank; ++i) r[i] = i == A ? 1 : S::dims[k++];
-    return r;
-  }();
-};
-template <class S, std::size_t A> using insert_axis = shape_from<insert_axis_dims<S, A>>;
-template <class S, std::size_t A, std::size_t B> struct flatten_dims {
-  static constexpr auto value = [] {
-    dims_t<S::rank - (B - A)> r{};
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < A; ++i) r[k++] = S::dims[i];
-    std::size_t m = 1;
-    for (std::size_t i = A; i <= B; ++i) m *= S::dims[i];
-    r[k++] = m;
-    for (std::size_t i = B + 1; i < S::rank; ++i) r[k++] = S::dims[i];
-    return r;
-  }();
-};
-template <class S, int... Axes> struct flip_dims {
-  static constexpr auto value = [] {
-    dims_t<S::rank> f{};
-    for (int a : std::array<int, sizeof...(Axes)>{Axes...})
-      f[std::size_t(normalize_axis(a, S::rank))] = 1;
-    return f;
-  }();
-};
-/// Tensor::pad's plan: crop (shrink lo..hi), then grow (pad before/after).
-template <class S, std::int64_t... P> struct pad_plan {
-  static constexpr std::size_t n = S::rank;
-  struct plan_t {
-    dims_t<n> before{}, after{}, lo{}, hi{};
-    bool crop = false, grow = false;
-  };
-  static constexpr plan_t value = [] {
-    plan_t p{};
-    std::array<std::int64_t, sizeof...(P)> pads{P...};
-    p.hi = S::dims;
-    for (std::size_t k = 0; k < pads.size() / 2; ++k) {
-      std::size_t axis = n - 1 - k;
-      std::int64_t b = pads[2 * k], e = pads[2 * k + 1];
-      if (b < 0) {
-        p.lo[axis] = std::size_t(-b);
-        p.crop = true;
-      } else if (b > 0) {
-        p.before[axis] = std::size_t(b);
-        p.grow = true;
-      }
-      if (e < 0) {
-        p.hi[axis] = std::size_t(std::int64_t(p.hi[axis]) + e);
-        p.crop = true;
-      } else if (e > 0) {
-        p.after[axis] = std::size_t(e);
-        p.grow = true;
-      }
-    }
-    return p;
-  }();
-  struct before_h {
-    static constexpr auto value = pad_plan::value.before;
-  };
-  struct after_h {
-    static constexpr auto value = pad_plan::value.after;
-  };
-  struct lo_h {
-    static constexpr auto value = pad_plan::value.lo;
-  };
-  struct hi_h {
-    static constexpr auto value = pad_plan::value.hi;
-  };
-  using Before = shape_from<before_h>;
-  using After = shape_from<after_h>;
-  using Lo = shape_from<lo_h>;
-  using Hi = shape_from<hi_h>;
-};
-/// Tensor::slice's plan (Python's semantics, clamped: slice_bounds): shrink, then flip (negative
-/// step), then stride.
-template <class S, std::size_t D, std::int64_t Start, std::int64_t Stop, std::int64_t Step>
-struct slice_plan {
-  struct plan_t {
-    dims_t<S::rank> lo{}, hi{}, flags{}, steps{};
-    bool shrink = false, flip = false, stride = false;
-  };
-  static constexpr plan_t value = [] {
-    plan_t r{};
-    const std::int64_t n = std::int64_t(S::dims[D]);
-    auto bound = [](std::int64_t v) {
-      return v == none ? std::nullopt : std::optional<std::int64_t>(v);
-    };
-    const SliceBounds b = slice_bounds(n, bound(Start), bound(Stop), Step);
-    r.hi = S::dims;
-    r.lo[D] = std::size_t(b.lo);
-    r.hi[D] = std::size_t(b.hi);
-    r.shrink = !(b.lo == 0 && b.hi == n);
-    r.flip = Step < 0;
-    r.flags[D] = 1;
-    std::int64_t k = Step < 0 ? -Step : Step;
-    for (auto& st : r.steps) st = 1;
-    r.steps[D] = std::size_t(k);
-    r.stride = k != 1 && b.count > 0;
-    return r;
-  }();
-  struct lo_h {
-    static constexpr auto value = slice_plan::value.lo;
-  };
-  struct hi_h {
-    static constexpr auto value = slice_plan::value.hi;
-  };
-  struct flags_h {
-    static constexpr auto value = slice_plan::value.flags;
-  };
-  struct steps_h {
-    static constexpr auto value = slice_plan::value.steps;
-  };
-};
-/// Tensor::repeat's plan: reshape to (1, s) pairs, expand to (rep, s), reshape to rep * s.
-template <class S, std::size_t... Reps> struct repeat_plan {
-  static constexpr std::size_t R = sizeof...(Reps), lead = R - S::rank;
-  struct plan_t {
-    dims_t<2 * R> inter{}, expanded{};
-    dims_t<R> out{};
-  };
-  static constexpr plan_t value = [] {
-    plan_t r{};
-    std::array<std::size_t, R> reps{Reps...};
-    for (std::size_t i = 0; i < R; ++i) {
-      std::size_t s = i < lead ? 1 : S::dims[i - lead];
-      r.inter[2 * i] = 1;
-      r.inter[2 * i + 1] = s;
-      r.expanded[2 * i] = reps[i];
-      r.expanded[2 * i + 1] = s;
-      r.out[i] = s * reps[i];
-    }
-    return r;
-  }();
-  struct inter_h {
-    static constexpr auto value = repeat_plan::value.inter;
-  };
-  struct expanded_h {
-    static constexpr auto value = repeat_plan::value.expanded;
-  };
-  struct out_h {
-    static constexpr auto value = repeat_plan::value.out;
-  };
-};
-
-/// Tensor::split's pieces along an axis of size N: split<Size> cuts pieces of Size (the last one
-/// shorter; one empty piece of an empty axis), split<tg::dims<...>> the sizes given.
-template <std::size_t N, std::int64_t Size> struct split_by_size {
-  static constexpr std::size_t size = std::size_t(Size), count = N == 0 ? 1 : (N + size - 1) / size;
-  static constexpr auto sizes = [] {
-    std::array<std::size_t, count> r{};
-    for (std::size_t k = 0, b = 0; k < count; ++k, b += size) r[k] = N - b < size ? N - b : size;
-    return r;
-  }();
-};
-template <class Sizes> struct split_by_sizes;
-template <std::int64_t... S> struct split_by_sizes<dims<S...>> {
-  static constexpr std::size_t count = sizeof...(S);
-  static constexpr std::array<std::size_t, count> sizes{std::size_t(S)...};
-};
-/// Tensor::chunk(chunks): split by ceil(N / Chunks), at least 1.
-template <std::size_t N, std::int64_t Chunks>
-using chunk_by =
-    split_by_size<N,
-                  std::int64_t(N == 0 ? 1 : (N + std::size_t(Chunks) - 1) / std::size_t(Chunks))>;
-/// Where each piece starts.
-template <class P> struct split_starts {
-  static constexpr auto value = [] {
-    std::array<std::size_t, P::count> r{};
-    for (std::size_t k = 1; k < P::count; ++k) r[k] = r[k - 1] + P::sizes[k - 1];
-    return r;
-  }();
-};
-
-} // namespace fx
-} // namespace tg
-#endif // TG_SI_TG_FIXED_SHAPE_PLANS_HPP
-
-namespace tg {
-namespace fx {
-
-inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
-                        kPi = 3.141592653589793;
-
-// ops<>::matmul builds it (matmul.hpp), and its primitive() is built by ops<>: each is used by the
-// other only inside templates.
-template <class A, class B> struct matmul_node;
-
-/// A node whose values are stored (a fixed tensor, an index constant) or a view of one: what the
-/// run-time front end reads without a kernel (detail::is_materialized).
-template <class E> inline constexpr bool is_stored = false;
-template <class F> inline constexpr bool is_stored<leaf<F>> = true;
-template <class F> inline constexpr bool is_stored<owned<F>> = true;
-template <class F> inline constexpr bool is_stored<kept<F>> = true;
-template <index_kind K, class S> inline constexpr bool is_stored<index_leaf<K, S>> = true;
-template <class C, class... M> inline constexpr bool is_stored<view<C, M...>> = is_stored<C>;
-
-/// detail::checked_index's error: an index outside [-n, n), naming the op and the call site. Not
-/// constexpr: in a constant expression, reaching it is the compile error (its name and Op show in
-/// the diagnostic).
-template <class Op, class S>
-[[noreturn]] void index_out_of_range(const char* op, std::int64_t index, std::size_t d,
-                                     const std::source_location& loc) {
-  std::string shape = "[";
-  for (std::size_t i = 0; i < S::dims.size(); ++i)
-    shape += (i ? ", " : "") + std::to_string(S::dims[i]);
-  tg::detail::fail<index_error>(op,
-                                "index " + std::to_string(index) + " is out of range for dim " +
-                                    std::to_string(d) + " of " + shape + "]",
-                                loc);
-}
-
-template <class> struct ops {
-  // ---- operands
-  // ----------------------------------------------------------------------------------
-  template <class E> static constexpr auto node(E&& e) {
-    using R = std::remove_cvref_t<E>;
-    if constexpr (is_fixed<R>) {
-      if constexpr (std::is_lvalue_reference_v<E>)
-        return leaf<R>(e);
-      else
-        return owned<R>(std::move(e));
-    } else if constexpr (scalar<R>)
-      return constant<dtype_of<R>>(Scalar::of(dtype_of<R>, double(e)));
-    else
-      return R(std::forward<E>(e));
-  }
-  /// An operand next to `other`: a scalar becomes a constant of the dtype PyTorch would give it.
-  template <class E, class O> static constexpr auto operand(E&& e, const O& other) {
-    if constexpr (scalar<E>)
-      return scalar_for(other, e);
-    else
-      return node(std::forward<E>(e));
-  }
-  static constexpr error_expr error() { return {}; }
-
-  // ---- mechanics (Tensor::move, reshape, expand, cast, alu, reduce, full_on)
-  // -----------------------
-  /// A movement op; views of views compose into one view (one Graph node), as Tensor::move does.
-  template <class M, class E> static constexpr auto move(const E& e) {
-    using Out = typename M::template out<typename E::shape_type>;
-    if constexpr (std::is_same_v<M, mv::reshape<Out>> &&
-                  std::is_same_v<Out, typename E::shape_type>)
-      return e;
-    else if constexpr (is_view<E>)
-      return compose<M>(e);
-    else
-      return view<E, M>(e);
-  }
-  template <class M, class C, class... Ms> static constexpr auto compose(const view<C, Ms...>& v) {
-    return view<C, Ms..., M>(v.c);
-  }
-  template <class S, class E> static constexpr auto reshape_to(const E& e) {
-    return move<mv::reshape<S>>(e);
-  }
-  template <class S, class E> static constexpr auto expand_to(const E& e) {
-    using In = typename E::shape_type;
-    constexpr std::size_t lead = S::rank - In::rank;
-    if constexpr (lead == 0) {
-      if constexpr (std::is_same_v<In, S>)
-        return e;
-      else
-        return move<mv::expand<S>>(e);
-    } else {
-      using Src = shape_from<expand_src_dims<S, In>>;
-      auto r = reshape_to<Src>(e);
-      if constexpr (std::is_same_v<Src, S>)
-        return r;
-      else
-        return move<mv::expand<S>>(r);
-    }
-  }
-  /// A cast; casts made at different places of the builders are different nodes (as each
-  /// Tensor::cast call makes a node), copies of one cast are one.
-  template <DType D, class E>
-  static constexpr auto cast_to(const E& e,
-                                std::source_location loc = std::source_location::current()) {
-    if constexpr (D == E::dtype)
-      return e;
-    else
-      return cast_node<D, E>(e, site(loc));
-  }
-  static constexpr int site(const std::source_location& loc) {
-    return int(loc.line() * 512 + loc.column());
-  }
-  template <DType D, class E> static constexpr auto bitcast_to(const E& e) {
-    if constexpr (D == E::dtype)
-      return e;
-    else
-      return bitcast_node<D, E>(e);
-  }
-  template <class E>
-  static constexpr auto as_float(const E& e,
-                                 std::source_location loc = std::source_location::current()) {
-    if constexpr (is_float(E::dtype))
-      return e;
-    else
-      return cast_to<DType::Float32>(e, loc);
-  }
-  /// A unary op; made at different places of the builders, they are different nodes (as each
-  /// Tensor call makes one), copies of one are one.
-  template <Op O, class E>
-  static constexpr auto unary_op(const E& e,
-                                 std::source_location loc = std::source_location::current()) {
-    return unary<O, E>(e, site(loc));
-  }
-  /// Tensor::alu(op, a, b): broadcast, promote, cast, expand.
-  template <Op O, class A, class B> static constexpr auto alu(const A& a0, const B& b0) {
-    using Out = broadcast_shape<typename A::shape_type, typename B::shape_type>;
-    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
-    auto a = expand_to<Out>(cast_to<t>(a0));
-    auto b = expand_to<Out>(cast_to<t>(b0));
-    return binary<O, decltype(a), decltype(b)>(a, b);
-  }
-  /// Tensor::full_on: a Const, reshaped to ones and expanded (one composed view).
-  template <class S, DType D> static constexpr auto full(double v) {
-    constant<D> c(Scalar::of(D, v));
-    if constexpr (S::rank == 0)
-      return c;
-    else {
-      return move<mv::expand<S>>(move<mv::reshape<shape_from<ones_dims<S::rank>>>>(c));
-    }
-  }
-  template <class E> static constexpr auto const_like(const E&, double v) {
-    return full<typename E::shape_type, E::dtype>(v);
-  }
-  /// Marks a constant (or a view of one) as one value used more than once by its builder, as the
-  /// run-time builder uses one Tensor twice: its copies are one node (graph.hpp).
-  template <class E> static constexpr E share(E e) {
-    if constexpr (is_constant<E>)
-      e.share = 1;
-    else if constexpr (is_view<E>) {
-      if constexpr (is_constant<typename E::child_type>) {
-        e.share = 1;
-        e.c.share = 1;
-      }
-    }
-    return e;
-  }
-  template <DType D, class E> static constexpr auto const_like(const E&, double v) {
-    return full<typename E::shape_type, D>(v);
-  }
-  /// detail::scalar_for: a 0-d constant of the dtype PyTorch gives a Python scalar next to t.
-  template <class E, class S> static constexpr auto scalar_for(const E&, S v) {
-    constexpr DType d = promote_scalar(E::dtype, scalar_kind<S>());
-    return constant<d>(Scalar::of(d, double(v)));
-  }
-  /// Tensor::reduce(op, axes, keepdim).
-  template <Op O, bool Keep, int... Ax, class E> static constexpr auto reduce(const E& e) {
-    using NA = norm_axes<E::rank, Ax...>;
-    auto reduced = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      if constexpr (NA::count == 0)
-        return e;
-      else
-        return reduce_node<O, E, NA::value[I]...>(e);
-    };
-    auto res = reduced(std::make_index_sequence<NA::count>{});
-    if constexpr (Keep)
-      return res;
-    else {
-      return reshape_to<shape_from<drop_axes_dims<typename E::shape_type, NA>>>(res);
-    }
-  }
-
-  // ---- operators (tensor/ops.hpp)
-  // ----------------------------------------------------------------
-  template <class A, class B> static constexpr auto add(const A& a, const B& b) {
-    return alu<Op::Add>(a, b);
-  }
-  template <class A, class B> static constexpr auto mul(const A& a, const B& b) {
-    return alu<Op::Mul>(a, b);
-  }
-  template <class E>
-  static constexpr auto neg(const E& e,
-                            std::source_location loc = std::source_location::current()) {
-    return unary_op<Op::Neg>(e, loc);
-  }
-  template <class A, class B> static constexpr auto sub(const A& a, const B& b) {
-    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
-    return alu<Op::Add>(cast_to<t>(a), neg(cast_to<t>(b)));
-  }
-  template <class A, class B> static constexpr auto div(const A& a, const B& b) {
-    constexpr DType t0 = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0),
-                    t = is_float(t0) ? t0 : DType::Float32;
-    return alu<Op::Div>(cast_to<t>(a), cast_to<t>(b));
-  }
-  template <class A, class B> static constexpr auto lt(const A& a, const B& b) {
-    return alu<Op::CmpLt>(a, b);
-  }
-  template <class A, class B> static constexpr auto gt(const A& a, const B& b) {
-    return alu<Op::CmpLt>(b, a);
-  }
-  template <class A, class B> static constexpr auto eq(const A& a, const B& b) {
-    return alu<Op::CmpEq>(a, b);
-  }
-  template <class A, class B> static constexpr auto ne(const A& a, const B& b) {
-    return alu<Op::CmpNe>(a, b);
-  }
-  template <class A, class B> static constexpr auto le(const A& a, const B& b) {
-    return alu<Op::Or>(alu<Op::CmpLt>(a, b), alu<Op::CmpEq>(a, b));
-  }
-  template <class A, class B> static constexpr auto ge(const A& a, const B& b) {
-    return alu<Op::Or>(alu<Op::CmpLt>(b, a), alu<Op::CmpEq>(a, b));
-  }
-  // tensor OP python scalar, python scalar OP tensor
-  template <class E> static constexpr auto add_s(const E& e, double v) {
-    return add(e, scalar_for(e, v));
-  }
-  template <class E> static constexpr auto sadd(double v, const E& e) {
-    return add(scalar_for(e, v), e);
-  }
-  template <class E> static constexpr auto sub_s(const E& e, double v) {
-    return sub(e, scalar_for(e, v));
-  }
-  template <class E> static constexpr auto ssub(double v, const E& e) {
-    return sub(scalar_for(e, v), e);
-  }
-  template <class E> static constexpr auto mul_s(const E& e, double v) {
-    return mul(e, scalar_for(e, v));
-  }
-  template <class E> static constexpr auto smul(double v, const E& e) {
-    return mul(scalar_for(e, v), e);
-  }
-  template <class E> static constexpr auto div_s(const E& e, double v) {
-    return div(e, scalar_for(e, v));
-  }
-  template <class E> static constexpr auto gt_s(const E& e, double v) {
-    return gt(e, scalar_for(e, v));
-  }
-  template <class E> static constexpr auto lt_s(const E& e, double v) {
-    return lt(e, scalar_for(e, v));
-  }
-  template <class E> static constexpr auto eq_s(const E& e, double v) {
-    return eq(e, scalar_for(e, v));
-  }
-
-  // ---- elementwise
-  // -------------------------------------------------------------------------------
-  template <class E> static constexpr auto abs(const E& e) {
-    if constexpr (is_unsigned(E::dtype))
-      return e;
-    else if constexpr (is_float(E::dtype)) { // as Tensor::abs: a zero becomes +0 by a select
-      auto m = maximum(neg(e), e);
-      return where3(eq(m, const_like(e, 0)), const_like(e, 0), m);
-    } else {
-      return maximum(neg(e), e);
-    }
-  }
-  template <class E> static constexpr auto sign(const E& e) {
-    auto zero = share(const_like(e, 0));
-    return sub(cast_to<E::dtype>(alu<Op::CmpLt>(zero, e)),
-               cast_to<E::dtype>(alu<Op::CmpLt>(e, zero)));
-  }
-  template <class E> static constexpr auto exp2(const E& e) {
-    return unary_op<Op::Exp2>(as_float(e));
-  }
-  template <class E> static constexpr auto exp(const E& e) {
-    return unary_op<Op::Exp2>(mul_s(as_float(e), kLog2E));
-  }
-  template <class E> static constexpr auto log2(const E& e) {
-    return unary_op<Op::Log2>(as_float(e));
-  }
-  template <class E> static constexpr auto log(const E& e) {
-    return mul_s(unary_op<Op::Log2>(as_float(e)), kLn2);
-  }
-  template <class E> static constexpr auto sqrt(const E& e) {
-    return unary_op<Op::Sqrt>(as_float(e));
-  }
-  template <class E> static constexpr auto reciprocal(const E& e) {
-    return unary_op<Op::Recip>(as_float(e));
-  }
-  template <class E> static constexpr auto rsqrt(const E& e) { return reciprocal(sqrt(e)); }
-  template <class E> static constexpr auto sin(const E& e) {
-    return unary_op<Op::Sin>(as_float(e));
-  }
-  template <class E> static constexpr auto cos(const E& e) {
-    return ssub(1.0, smul(2.0, square(unary_op<Op::Sin>(mul_s(as_float(e), 0.5)))));
-  }
-  template <class E> static constexpr auto tan(const E& e) { return div(sin(e), cos(e)); }
-  template <class E> static constexpr auto sigmoid(const E& e) {
-    return reciprocal(sadd(1.0, exp(neg(as_float(e)))));
-  }
-  template <class E> static constexpr auto tanh(const E& e) {
-    return sub_s(smul(2.0, sigmoid(smul(2.0, as_float(e)))), 1.0);
-  }
-  template <class E> static constexpr auto relu(const E& e) { return maximum(e, const_like(e, 0)); }
-  template <class E> static constexpr auto leaky_relu(const E& e, double slope) {
-    auto x = as_float(e);
-    return where3(gt_s(x, 0.0), x, mul_s(x, slope));
-  }
-  template <class E> static constexpr auto gelu_tanh(const E& e) {
-    auto x = as_float(e);
-    return mul(smul(0.5, x), sadd(1.0, tanh(smul(0.7978845608028654,
-                                                 add(x, mul(mul(smul(0.044715, x), x), x))))));
-  }
-  template <class E> static constexpr auto gelu(const E& e) {
-    auto x = as_float(e);
-    auto z = mul_s(x, 0.7071067811865476);
-    auto az = abs(z);
-    auto t = reciprocal(sadd(1.0, smul(0.3275911, az)));
-    auto poly =
-        mul(t, sadd(0.254829592,
-                    mul(t, sadd(-0.284496736,
-                                mul(t, sadd(1.421413741,
-                                            mul(t, sadd(-1.453152027, mul_s(t, 1.061405429)))))))));
-    auto erf_abs = ssub(1.0, mul(poly, exp(neg(mul(az, az)))));
-    auto erf = where3(lt_s(z, 0.0), neg(erf_abs), erf_abs);
-    return mul(smul(0.5, x), sadd(1.0, erf));
-  }
-  template <class E> static constexpr auto silu(const E& e) { return mul(as_float(e), sigmoid(e)); }
-  template <class E> static constexpr auto softplus(const E& e, double beta, double threshold) {
-    auto bx = mul_s(as_float(e), beta);
-    auto soft = div_s(add(relu(bx), log(sadd(1.0, exp(neg(abs(bx)))))), beta);
-    return where3(gt_s(bx, threshold), as_float(e), soft);
-  }
-  template <class E> static constexpr auto square(const E& e) { return mul(e, e); }
-  template <class E>
-  static constexpr auto trunc(const E& e,
-                              std::source_location loc = std::source_location::current()) {
-    if constexpr (is_float(E::dtype))
-      return unary_op<Op::Trunc>(e, loc);
-    else
-      return e;
-  }
-  template <class E> static constexpr auto floor(const E& e) {
-    if constexpr (!is_float(E::dtype))
-      return e;
-    else {
-      auto t = trunc(e);
-      return where3(lt(e, t), sub_s(t, 1.0), t);
-    }
-  }
-  template <class E> static constexpr auto ceil(const E& e) {
-    if constexpr (!is_float(E::dtype))
-      return e;
-    else {
-      auto t = trunc(e);
-      return where3(gt(e, t), add_s(t, 1.0), t);
-    }
-  }
-  /// Round half to even, as PyTorch (and as Tensor::round: from trunc, so that no step rounds).
-  template <class E> static constexpr auto round(const E& e) {
-    if constexpr (!is_float(E::dtype))
-      return e;
-    else {
-      auto t = trunc(e);
-      auto frac = sub(e, t);
-      auto af = abs(frac);
-      auto odd = ne(mul_s(trunc(mul_s(t, 0.5)), 2.0), t);
-      auto away = logical_or(gt_s(af, 0.5), logical_and(eq_s(af, 0.5), odd));
-      return where3(away, add(t, where3(lt_s(frac, 0.0), const_like(e, -1), const_like(e, 1))), t);
-    }
-  }
-  template <class E> static constexpr auto isnan(const E& e) {
-    if constexpr (!is_float(E::dtype))
-      return full<typename E::shape_type, DType::Bool>(0);
-    else
-      return alu<Op::CmpNe>(e, e);
-  }
-  template <class E> static constexpr auto isinf(const E& e) {
-    if constexpr (!is_float(E::dtype))
-      return full<typename E::shape_type, DType::Bool>(0);
-    else
-      return logical_or(eq(e, scalar_for(e, cmath::inf)), eq(e, scalar_for(e, -cmath::inf)));
-  }
-  template <class E> static constexpr auto logical_not(const E& e) {
-    return alu<Op::CmpEq>(cast_to<DType::Bool>(e), const_like<DType::Bool>(e, 0));
-  }
-  template <class A, class B> static constexpr auto logical_and(const A& a, const B& b) {
-    return alu<Op::And>(cast_to<DType::Bool>(a), cast_to<DType::Bool>(b));
-  }
-  template <class A, class B> static constexpr auto logical_or(const A& a, const B& b) {
-    return alu<Op::Or>(cast_to<DType::Bool>(a), cast_to<DType::Bool>(b));
-  }
-  template <class A, class B> static constexpr auto logical_xor(const A& a, const B& b) {
-    return alu<Op::Xor>(cast_to<DType::Bool>(a), cast_to<DType::Bool>(b));
-  }
-  template <class A, class B> static constexpr auto pow(const A& a, const B& b) {
-    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
-    if constexpr (is_float(t))
-      return alu<Op::Pow>(cast_to<t>(a), cast_to<t>(b));
-    else
-      return cast_to<t>(
-          round(alu<Op::Pow>(cast_to<DType::Float64>(a), cast_to<DType::Float64>(b))));
-  }
-  template <class A, class B> static constexpr auto maximum(const A& a, const B& b) {
-    return alu<Op::Max>(a, b);
-  }
-  template <class A, class B> static constexpr auto minimum(const A& a0, const B& b0) {
-    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
-    auto a = share(cast_to<t>(a0));
-    auto b = share(cast_to<t>(b0));
-    if constexpr (is_float(t))
-      return where3(logical_or(alu<Op::CmpLt>(a, b), isnan(a)), a, b);
-    else
-      return where3(alu<Op::CmpLt>(a, b), a, b);
-  }
-  template <class E> static constexpr auto clamp(const E& e, double lo, double hi) {
-    constexpr bool integral = !is_float(E::dtype);
-    if (integral && (cmath::floor(lo) != lo || cmath::floor(hi) != hi))
-      throw dtype_error("tg.clamp: an integer expression with bounds that are not whole numbers "
-                        "would be float32 (PyTorch's promotion), a dtype a static expression "
-                        "cannot take from values: cast it to a float type first");
-    auto r = maximum(e, full<shape<>, E::dtype>(lo));
-    return minimum(r, full<shape<>, E::dtype>(hi));
-  }
-  /// where(cond, a, b), broadcast together.
-  template <class C, class A, class B>
-  static constexpr auto where3(const C& c0, const A& a0, const B& b0) {
-    using Out = broadcast_shape<broadcast_shape<typename C::shape_type, typename A::shape_type>,
-                                typename B::shape_type>;
-    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
-    auto c = expand_to<Out>(cast_to<DType::Bool>(c0));
-    auto x = expand_to<Out>(cast_to<t>(a0));
-    auto y = expand_to<Out>(cast_to<t>(b0));
-    return where_node<decltype(c), decltype(x), decltype(y)>(c, x, y);
-  }
-
-  // ---- reductions
-  // --------------------------------------------------------------------------------
-  template <bool Keep, int... Ax, class E> static constexpr auto sum(const E& e) {
-    if constexpr (is_float(E::dtype))
-      return reduce<Op::ReduceSum, Keep, Ax...>(e);
-    else
-      return reduce<Op::ReduceSum, Keep, Ax...>(cast_to<DType::Int64>(e));
-  }
-  template <bool Keep, int... Ax, class E> static constexpr auto prod(const E& e) {
-    if constexpr (is_float(E::dtype))
-      return reduce<Op::ReduceProd, Keep, Ax...>(e);
-    else
-      return reduce<Op::ReduceProd, Keep, Ax...>(cast_to<DType::Int64>(e));
-  }
-  template <bool Keep, int... Ax, class E> static constexpr auto max(const E& e) {
-    return reduce<Op::ReduceMax, Keep, Ax...>(e);
-  }
-  template <bool Keep, int... Ax, class E> static constexpr auto min(const E& e) {
-    if constexpr (is_float(E::dtype))
-      return neg(reduce<Op::ReduceMax, Keep, Ax...>(neg(e)));
-    else if constexpr (E::dtype == DType::Bool)
-      return all<Keep, Ax...>(e);
-    else
-      return alu<Op::Xor>(reduce<Op::ReduceMax, Keep, Ax...>(alu<Op::Xor>(e, const_like(e, -1))),
-                          full<shape<>, E::dtype>(-1));
-  }
-  template <bool Keep, int... Ax, class E> static constexpr auto mean(const E& e) {
-    auto s = sum<Keep, Ax...>(e);
-    constexpr double count =
-        double(E::size) / double(decltype(s)::size > 0 ? decltype(s)::size : 1);
-    return div_s(s, count);
-  }
-  template <bool Keep, int... Ax, class E> static constexpr auto any(const E& e) {
-    return reduce<Op::ReduceMax, Keep, Ax...>(cast_to<DType::Bool>(e));
-  }
-  template <bool Keep, int... Ax, class E> static constexpr auto all(const E& e) {
-    return logical_not(any<Keep, Ax...>(logical_not(e)));
-  }
-  template <bool Keep, int... Ax, class E>
-  static constexpr auto var(const E& e, double correction) {
-    auto x = as_float(e);
-    auto m = mean<true, Ax...>(x);
-    auto d = sub(x, m);
-    auto s = sum<Keep, Ax...>(mul(d, d));
-    constexpr double count =
-        double(E::size) / double(decltype(s)::size > 0 ? decltype(s)::size : 1);
-    return div_s(s, count - correction > 0.0 ? count - correction : 0.0);
-  }
-  template <bool Keep, int... Ax, class E> static constexpr auto logsumexp(const E& e) {
-    auto x = as_float(e);
-    auto m = max<true, Ax...>(x);
-    auto safe = where3(isinf(m), const_like(m, 0), m);
-    auto r = add(log(sum<true, Ax...>(exp(sub(x, safe)))), safe);
-    if constexpr (Keep)
-      return r;
-    else
-      return reshape_to<typename decltype(max<false, Ax...>(x))::shape_type>(r);
-  }
-  template <int A, class E> static constexpr auto softmax(const E& e) {
-    auto x = as_float(e);
-    auto ex = exp(sub(x, max<true, A>(x)));
-    return div(ex, sum<true, A>(ex));
-  }
-  template <int A, class E> static constexpr auto log_softmax(const E& e) {
-    auto x = as_float(e);
-    auto s = sub(x, max<true, A>(x));
-    return sub(s, log(sum<true, A>(exp(s))));
-  }
-
-  /// Tensor::argmax(axis, keepdim): n - i of the first maximum (NaN counts as one) is the largest
-  /// of a countdown where the maximum is; the first i is n minus it.
-  template <bool Keep, int A, class E> static constexpr auto argmax(const E& e) {
-    if constexpr (E::rank == 0)
-      return full<shape<>, DType::Int64>(0);
-    else {
-      constexpr int d = normalize_axis(A, E::rank);
-      constexpr std::size_t n = E::shape_type::dims[std::size_t(d)];
-      auto m = max<true, d>(e);
-      auto hit = [&] {
-        if constexpr (is_float(E::dtype))
-          return logical_or(eq(e, m), isnan(e));
-        else
-          return eq(e, m);
-      }();
-      return argmax_rest<Keep, d, n>(e, hit);
-    }
-  }
-  template <bool Keep, int D, std::size_t N, class E, class H>
-  static constexpr auto argmax_rest(const E&, const H& hit) {
-    using idx = shape_from<one_axis_dims<E::rank, std::size_t(D), N>>;
-    index_leaf<index_kind::countdown, idx> countdown;
-    auto best = max<Keep, D>(where3(hit, countdown, full<shape<>, DType::Int64>(0)));
-    return sub(full<shape<>, DType::Int64>(double(N)), best);
-  }
-  /// Tensor::argmax() (no axis): over the flattened tensor; keepdim keeps every axis as size 1.
-  template <bool Keep, class E> static constexpr auto argmax_all(const E& e) {
-    auto r = argmax<false, 0>(flatten<0, -1>(e));
-    if constexpr (Keep)
-      return reshape_to<shape_from<ones_dims<E::rank>>>(r);
-    else
-      return r;
-  }
-  /// Tensor::argmin: argmax of the negation (floats) or of the bitwise complement (integers).
-  template <class E> static constexpr auto argmin_operand(const E& e) {
-    if constexpr (is_float(E::dtype))
-      return neg(e);
-    else
-      return alu<Op::Xor>(e, const_like(e, -1));
-  }
-
-  /// e, its View node apart from equal ones made elsewhere (see view::site).
-  template <class E> static constexpr E with_site(E e, int s) {
-    if constexpr (is_view<E>) e.site = s;
-    return e;
-  }
-  /// expand_to<S>(e) a second time: a new View node where the expansion makes one.
-  template <class S, class E> static constexpr auto expanded_again(const E& e) {
-    auto r = expand_to<S>(e);
-    if constexpr (std::is_same_v<decltype(r), E>)
-      return r;
-    else
-      return with_site(r, site(std::source_location::current()));
-  }
-  /// Tensor::cumsum: out[i] = sum over j <= i of x[j], as a masked sum over a new axis (one
-  /// kernel, n^2 work along the axis).
-  template <int A, class E> static constexpr auto cumsum(const E& e) {
-    auto x = [&] {
-      if constexpr (is_float(E::dtype))
-        return e;
-      else
-        return cast_to<DType::Int64>(e);
-    }();
-    if constexpr (E::rank == 0)
-      return x;
-    else {
-      constexpr int d = normalize_axis(A, E::rank);
-      constexpr std::size_t n = E::shape_type::dims[std::size_t(d)];
-      index_leaf<index_kind::arange, shape<n>> ar;
-      // j <= i is CmpLt or CmpEq; each alu call of the run-time <= expands its operands anew (two
-      // View nodes each), and the two reshapes of ar are two nodes even when they are equal
-      auto j =
-          with_site(reshape_to<shape_from<one_axis_dims<E::rank + 1, std::size_t(d) + 1, n>>>(ar),
-                    site(std::source_location::current()));
-      auto i = with_site(reshape_to<shape_from<one_axis_dims<E::rank + 1, std::size_t(d), n>>>(ar),
-                         site(std::source_location::current()));
-      using Out =
-          broadcast_shape<typename decltype(j)::shape_type, typename decltype(i)::shape_type>;
-      auto upto = alu<Op::Or>(alu<Op::CmpLt>(j, i),
-                              alu<Op::CmpEq>(expanded_again<Out>(j), expanded_again<Out>(i)));
-      auto picked = where3(upto, unsqueeze<d>(x), full<shape<>, decltype(x)::dtype>(0));
-      return reduce<Op::ReduceSum, false, d + 1>(picked);
-    }
-  }
-
-  /// tg::cat: every piece cast to the common dtype and padded to the full extent along D, then
-  /// summed (or'ed, for bool) left to right.
-  template <int A, class E0, class... E> static constexpr auto cat(const E0& e0, const E&... es) {
-    constexpr DType t = promote_all(E0::dtype, E::dtype...);
-    constexpr std::size_t d = std::size_t(normalize_axis(A, E0::rank));
-    constexpr std::size_t total =
-        E0::shape_type::dims[d] + (std::size_t(0) + ... + E::shape_type::dims[d]);
-    if constexpr (sizeof...(E) == 0)
-      return cast_to<t>(e0);
-    else
-      return cat_rest<t, d, total, E0::shape_type::dims[d]>(cat_piece<t, d, total, 0>(e0), es...);
-  }
-  template <DType T, std::size_t D, std::size_t Total, std::size_t Offset, class E>
-  static constexpr auto cat_piece(const E& e) {
-    constexpr std::size_t r = E::rank, n = E::shape_type::dims[D];
-    using Before = shape_from<at_axis_dims<r, D, Offset, 0>>;
-    using After = shape_from<at_axis_dims<r, D, Total - Offset - n, 0>>;
-    return move<mv::pad<Before, After>>(cast_to<T>(e));
-  }
-  template <DType T, std::size_t D, std::size_t Total, std::size_t Offset, class O, class E,
-            class... Es>
-  static constexpr auto cat_rest(const O& out, const E& e, const Es&... es) {
-    auto p = cat_piece<T, D, Total, Offset>(e);
-    auto sum = [&] {
-      if constexpr (T == DType::Bool)
-        return logical_or(out, p);
-      else
-        return alu<Op::Add>(out, p);
-    }();
-    if constexpr (sizeof...(Es) == 0)
-      return sum;
-    else
-      return cat_rest<T, D, Total, Offset + E::shape_type::dims[D]>(sum, es...);
-  }
-  /// tg::stack: cat of the pieces unsqueezed at A.
-  template <int A, class... E> static constexpr auto stack(const E&... es) {
-    return cat<A>(unsqueeze<A>(es)...);
-  }
-
-  /// detail::checked_index: every index in [-N, N), or index_out_of_range (a compile error in a
-  /// constant expression). The values are read when the op is built, as Tensor::gather reads them:
-  /// a stored index (a fixed tensor, a view of one) in place; a computed one is first evaluated
-  /// into a tensor the expression keeps, as the run-time front end realizes it (a Buffer in both
-  /// graphs). A tg::input has no values to check.
-  template <class S, std::size_t D, class Op, class I>
-  static constexpr auto checked_index(const I& index, const char* op,
-                                      const std::source_location& loc) {
-    if constexpr (I::is_symbolic)
-      return index;
-    else if constexpr (is_stored<I>) {
-      check_index_values<S, D, Op>(index, op, loc);
-      return index;
-    } else {
-      kept<fixed_for<I::dtype, typename I::shape_type>> values(eval(index));
-      check_index_values<S, D, Op>(values, op, loc);
-      return values;
-    }
-  }
-  /// Indices into dim D of shape S.
-  template <class S, std::size_t D, class Op, class I>
-  static constexpr void check_index_values(const I& index, const char* op,
-                                           const std::source_location& loc) {
-    constexpr auto N = std::int64_t(S::dims[D]);
-    const auto ev = index.evaluator();
-    for (std::size_t k = 0; k < I::size; ++k) {
-      const auto i = std::int64_t(ev.coeff(k));
-      if (i < -N || i >= N) index_out_of_range<Op, S>(op, i, D, loc);
-    }
-  }
-  /// The rest of detail::checked_index: negative indices count from the end.
-  template <std::size_t N, class I> static constexpr auto wrapped_index(const I& index) {
-    auto i = cast_to<DType::Int64>(index);
-    return where3(lt(i, scalar_for(i, std::int64_t(0))), add(i, scalar_for(i, std::int64_t(N))), i);
-  }
-  /// Tensor::gather: crop the input to the index's extent (except along D), then a one-hot select
-  /// along D summed over a new axis.
-  template <int A, class E, class I>
-  static constexpr auto gather(const E& e, const I& index, const std::source_location& loc) {
-    constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
-    constexpr std::size_t n = E::shape_type::dims[d];
-    auto idx = wrapped_index<n>(
-        checked_index<typename E::shape_type, d, op::gather>(index, "gather", loc));
-    using Hi = shape_from<gather_hi_dims<typename I::shape_type, d, n>>;
-    auto x = [&] {
-      if constexpr (std::is_same_v<Hi, typename E::shape_type>)
-        return e;
-      else
-        return move<mv::shrink<shape_from<at_axis_dims<r, d, 0, 0>>, Hi>>(e);
-    }();
-    index_leaf<index_kind::arange, shape<n>> ar;
-    auto onehot = eq(unsqueeze<int(d) + 1>(idx),
-                     reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));
-    auto picked = where3(onehot, unsqueeze<int(d)>(x), full<shape<>, E::dtype>(0));
-    return reduce<Op::ReduceSum, false, int(d) + 1>(picked);
-  }
-  /// Tensor::index_select: out[..., j, ...] = sum over k of x[..., k, ...] * (idx[j] == k).
-  template <int A, class E, class I>
-  static constexpr auto index_select(const E& e, const I& index, const std::source_location& loc) {
-    constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank)), r = E::rank;
-    constexpr std::size_t n = E::shape_type::dims[d], m = I::size;
-    auto idx = wrapped_index<n>(checked_index<typename E::shape_type, d, op::index_select>(
-        reshape_to<shape<m>>(index), "index_select", loc));
-    index_leaf<index_kind::arange, shape<n>> ar;
-    auto onehot = eq(reshape_to<shape_from<at_axis_dims<r + 1, d, m, 1>>>(idx),
-                     reshape_to<shape_from<at_axis_dims<r + 1, d + 1, n, 1>>>(ar));
-    auto picked = where3(onehot, unsqueeze<int(d)>(e), full<shape<>, E::dtype>(0));
-    return reduce<Op::ReduceSum, false, int(d) + 1>(picked);
-  }
-
-  // ---- movement (tensor/movement.hpp)
-  // ------------------------------------------------------------
-  template <std::int64_t... To, class E> static constexpr auto reshape(const E& e) {
-    return reshape_to<shape_from<reshape_dims_h<typename E::shape_type, To...>>>(e);
-  }
-  template <int... P, class E> static constexpr auto permute(const E& e) {
-    constexpr std::array<int, sizeof...(P)> p{normalize_axis(P, E::rank)...};
-    constexpr bool identity = [&] {
-      for (std::size_t i = 0; i < p.size(); ++i)
-        if (p[i] != int(i)) return false;
-      return true;
-    }();
-    if constexpr (identity)
-      return e;
-    else
-      return move<mv::permute<std::size_t(normalize_axis(P, E::rank))...>>(e);
-  }
-  template <int A, int B, class E> static constexpr auto transpose(const E& e) {
-    constexpr int a = normalize_axis(A, E::rank), b = normalize_axis(B, E::rank);
-    auto swapped = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return permute<(int(I) == a ? b : int(I) == b ? a : int(I))...>(e);
-    };
-    return swapped(std::make_index_sequence<E::rank>{});
-  }
-  template <class E> static constexpr auto T(const E& e) {
-    if constexpr (E::rank < 2)
-      return e;
-    else
-      return transpose<0, 1>(e);
-  }
-  template <std::int64_t... To, class E> static constexpr auto expand(const E& e) {
-    return expand_to<shape_from<expand_dims_h<typename E::shape_type, To...>>>(e);
-  }
-  template <int... Axis, class E> static constexpr auto squeeze(const E& e) {
-    if constexpr (sizeof...(Axis) == 0) {
-      return reshape_to<shape_from<squeeze_all_dims<typename E::shape_type>>>(e);
-    } else {
-      constexpr int a = normalize_axis((Axis + ...), E::rank);
-      if constexpr (E::shape_type::dims[std::size_t(a)] != 1)
-        return e;
-      else
-        return reshape_to<remove_axis<typename E::shape_type, std::size_t(a)>>(e);
-    }
-  }
-  template <int A, class E> static constexpr auto unsqueeze(const E& e) {
-    return reshape_to<
-        insert_axis<typename E::shape_type, std::size_t(normalize_axis(A, E::rank + 1))>>(e);
-  }
-  template <int Start, int End, class E> static constexpr auto flatten(const E& e) {
-    if constexpr (E::rank == 0)
-      return reshape_to<shape<1>>(e);
-    else {
-      constexpr std::size_t a = std::size_t(normalize_axis(Start, E::rank)),
-                            b = std::size_t(normalize_axis(End, E::rank));
-      return reshape_to<shape_from<flatten_dims<typename E::shape_type, a, b>>>(e);
-    }
-  }
-  template <std::int64_t... P, class E> static constexpr auto pad_cropped(const E& e) {
-    using Plan = pad_plan<typename E::shape_type, P...>;
-    if constexpr (Plan::value.crop)
-      return move<mv::shrink<typename Plan::Lo, typename Plan::Hi>>(e);
-    else
-      return e;
-  }
-  template <std::int64_t... P, class E> static constexpr auto pad(const E& e) {
-    using Plan = pad_plan<typename E::shape_type, P...>;
-    auto r = pad_cropped<P...>(e);
-    if constexpr (!Plan::value.grow)
-      return r;
-    else
-      return move<mv::pad<typename Plan::Before, typename Plan::After>>(r);
-  }
-  template <std::int64_t... P, class E> static constexpr auto pad_value(const E& e, double value) {
-    using Plan = pad_plan<typename E::shape_type, P...>;
-    auto r = pad_cropped<P...>(e);
-    if constexpr (!Plan::value.grow)
-      return r;
-    else {
-      using M = mv::pad<typename Plan::Before, typename Plan::After>;
-      auto padded = move<M>(r);
-      auto inside = move<M>(full<typename decltype(r)::shape_type, DType::Bool>(1));
-      return where3(inside, padded, cast_to<E::dtype>(scalar_for(e, value)));
-    }
-  }
-  template <int A, std::int64_t Start, std::int64_t Stop, std::int64_t Step, class E>
-  static constexpr auto slice(const E& e) {
-    using P = slice_plan<typename E::shape_type, std::size_t(normalize_axis(A, E::rank)), Start,
-                         Stop, Step>;
-    auto r1 = [&] {
-      if constexpr (P::value.shrink)
-        return move<mv::shrink<shape_from<typename P::lo_h>, shape_from<typename P::hi_h>>>(e);
-      else
-        return e;
-    }();
-    auto r2 = [&] {
-      if constexpr (P::value.flip)
-        return move<mv::flip<shape_from<typename P::flags_h>>>(r1);
-      else
-        return r1;
-    }();
-    if constexpr (P::value.stride)
-      return move<mv::stride<shape_from<typename P::steps_h>>>(r2);
-    else
-      return r2;
-  }
-  template <int A, std::int64_t I, class E> static constexpr auto select(const E& e) {
-    constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank));
-    constexpr std::int64_t n = std::int64_t(E::shape_type::dims[d]), k = I < 0 ? I + n : I;
-    auto r = slice<int(d), k, k + 1, 1>(e);
-    return reshape_to<remove_axis<typename decltype(r)::shape_type, d>>(r);
-  }
-  template <int... Axes, class E> static constexpr auto flip(const E& e) {
-    return move<mv::flip<shape_from<flip_dims<typename E::shape_type, Axes...>>>>(e);
-  }
-  template <std::size_t... Reps, class E> static constexpr auto repeat(const E& e) {
-    using P = repeat_plan<typename E::shape_type, Reps...>;
-    return reshape_to<shape_from<typename P::out_h>>(expand_to<shape_from<typename P::expanded_h>>(
-        reshape_to<shape_from<typename P::inter_h>>(e)));
-  }
-  /// Tensor::split(sizes, dim): piece k is slice(dim, start_k, start_k + size_k).
-  template <int D, class P, class E> static constexpr auto split_pieces(const E& e) {
-    using St = split_starts<P>;
-    auto pieces = [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return std::make_tuple(
-          slice<D, std::int64_t(St::value[K]), std::int64_t(St::value[K] + P::sizes[K]), 1>(e)...);
-    };
-    return pieces(std::make_index_sequence<P::count>{});
-  }
-  template <int A, std::int64_t Size, class E> static constexpr auto split(const E& e) {
-    constexpr int d = normalize_axis(A, E::rank);
-    return split_pieces<d, split_by_size<E::shape_type::dims[std::size_t(d)], Size>>(e);
-  }
-  template <int A, class Sizes, class E> static constexpr auto split_into(const E& e) {
-    return split_pieces<normalize_axis(A, E::rank), split_by_sizes<Sizes>>(e);
-  }
-  /// Tensor::chunk(chunks, dim): split by ceil(size / chunks).
-  template <int A, std::int64_t Chunks, class E> static constexpr auto chunk(const E& e) {
-    constexpr int d = normalize_axis(A, E::rank);
-    return split_pieces<d, chunk_by<E::shape_type::dims[std::size_t(d)], Chunks>>(e);
-  }
-  /// The stand-in of a failed split or chunk: N pieces.
-  template <std::size_t N> static constexpr auto error_pieces() { return fx::error_pieces<N>(); }
-
-  // ---- composite
-  // ---------------------------------------------------------------------------------
-  /// Tensor::matmul: 1-D operands are unsqueezed, the product of expanded views is summed over k.
-  template <class A, class B> static constexpr auto matmul(const A& a0, const B& b0) {
-    auto a = [&] {
-      if constexpr (A::rank == 1)
-        return unsqueeze<0>(a0);
-      else
-        return a0;
-    }();
-    auto b = [&] {
-      if constexpr (B::rank == 1)
-        return unsqueeze<1>(b0);
-      else
-        return b0;
-    }();
-    using MM = matmul_node<decltype(a), decltype(b)>;
-    MM m(a, b);
-    auto r = reshape_to<typename MM::out_shape>(m);
-    auto r2 = [&] {
-      if constexpr (A::rank == 1)
-        return squeeze<-2>(r);
-      else
-        return r;
-    }();
-    if constexpr (B::rank == 1)
-      return squeeze<-1>(r2);
-    else
-      return r2;
-  }
-
-  // ---- evaluation
-  // --------------------------------------------------------------------------------
-  template <class E> static constexpr auto eval(const E& e) {
-    fixed_for<E::dtype, typename E::shape_type> r;
-    evaluate_into(r.data(), e);
-    return r;
-  }
-  template <class E> static constexpr storage_t<E::dtype> item(const E& e) {
-    return storage_t<E::dtype>(e.evaluator().coeff(0));
-  }
-};
-
-} // namespace fx
-} // namespace tg
-#endif // TG_SI_TG_FIXED_BUILDERS_HPP
-
-// ---- tg/fixed/matmul.hpp ----
-#ifndef TG_SI_TG_FIXED_MATMUL_HPP
-#define TG_SI_TG_FIXED_MATMUL_HPP
-// The matmul node of the static front end: the ReduceSum of Tensor::matmul, which on the host runs
-// as a loop nest of its own (gemm), and evaluate_into, which lets a product be written in place.
-
-namespace tg {
-namespace fx {
-
-template <class A, class B> struct matmul_dims {
-  static constexpr std::size_t ra = A::rank, rb = B::rank, nb = (ra > rb ? ra : rb) - 2;
-  static constexpr std::size_t n = A::shape_type::dims[ra - 2], k = A::shape_type::dims[ra - 1],
-                               m = B::shape_type::dims[rb - 1];
-  static constexpr auto batch = [] {
-    dims_t<ra - 2> ab{};
-    dims_t<rb - 2> bb{};
-    for (std::size_t i = 0; i + 2 < ra; ++i) ab[i] = A::shape_type::dims[i];
-    for (std::size_t i = 0; i + 2 < rb; ++i) bb[i] = B::shape_type::dims[i];
-    return broadcast(ab, bb);
-  }();
-  static constexpr std::size_t batch_size = [] {
-    std::size_t s = 1;
-    for (std::size_t d : batch) s *= d;
-    return s;
-  }();
-  template <std::size_t... Tail> static constexpr dims_t<nb + sizeof...(Tail)> with() {
-    dims_t<nb + sizeof...(Tail)> r{};
-    for (std::size_t i = 0; i < nb; ++i) r[i] = batch[i];
-    std::array<std::size_t, sizeof...(Tail)> t{Tail...};
-    for (std::size_t i = 0; i < t.size(); ++i) r[nb + i] = t[i];
-    return r;
-  }
-  template <std::size_t... Tail> struct with_h {
-    // the dims with the batch dims in front, held for shape_from
-    static constexpr auto value = with<Tail...>();
-  };
-  using keep_shape = shape_from<with_h<n, 1, m>>;
-  using out_shape = shape_from<with_h<n, m>>;
-  using a_shape = shape_from<with_h<n, k>>;
-  using b_shape = shape_from<with_h<k, m>>;
-  using sa = shape_from<with_h<n, k, 1>>;
-  using sb = shape_from<with_h<1, k, m>>;
-  using full = shape_from<with_h<n, k, m>>;
-};
-
-/// out[p, i, j] = sum_k a[p, i, k] * b[p, k, j], k ascending (the order of the fused kernel).
-template <class C, std::size_t P, std::size_t N, std::size_t K, std::size_t M>
-constexpr void gemm(C* __restrict out, const C* __restrict a, const C* __restrict b) {
-  for (std::size_t p = 0; p < P; ++p) {
-    const C* ap = a + p * N * K;
-    const C* bp = b + p * K * M;
-    for (std::size_t i = 0; i < N; ++i) {
-      C* row = out + (p * N + i) * M;
-      for (std::size_t j = 0; j < M; ++j) row[j] = C(0);
-      for (std::size_t kk = 0; kk < K; ++kk) {
-        const C av = ap[i * K + kk];
-        const C* brow = bp + kk * M;
-        if constexpr (M <= 32) {
-          // (fully unrolled, GCC 12 vectorizes this row update across k with shuffles: 4x slower)
-#pragma GCC unroll 4
-          for (std::size_t j = 0; j < M; ++j) row[j] = wrap_add(row[j], wrap_mul(av, brow[j]));
-        } else {
-          for (std::size_t j = 0; j < M; ++j) row[j] = wrap_add(row[j], wrap_mul(av, brow[j]));
-        }
-      }
-    }
-  }
-}
-
-template <class E> inline constexpr bool is_leaf = false;
-template <class F> inline constexpr bool is_leaf<leaf<F>> = true;
-template <class F> inline constexpr bool is_leaf<owned<F>> = true;
-
-/// The ReduceSum of Tensor::matmul (keepdim shape [batch..., n, 1, m]). Lowers to the same
-/// primitives; on the host it runs as a loop nest of its own (i, k, j: the inner loop vectorizes).
-template <class A, class B>
-struct matmul_node
-    : expression<matmul_node<A, B>>,
-      node_info<promote(A::dtype, B::dtype), typename matmul_dims<A, B>::keep_shape> {
-  A a{};
-  B b{};
-  constexpr matmul_node() = default;
-  constexpr matmul_node(A a_, B b_) : a(std::move(a_)), b(std::move(b_)) {}
-  using dims = matmul_dims<A, B>;
-  using out_shape = typename dims::out_shape;
-  static constexpr DType t = promote(A::dtype, B::dtype);
-  static constexpr bool is_symbolic = A::is_symbolic || B::is_symbolic, has_reduce = true,
-                        aligned = false;
-  using C = compute_t<t>;
-
-  /// The primitive expression the run-time front end builds.
-  constexpr auto primitive() const {
-    using O = ops<A>;
-    auto pa = O::template expand_to<typename dims::full>(
-        O::template expand_to<typename dims::sa>(O::template unsqueeze<-1>(a)));
-    auto pb = O::template expand_to<typename dims::full>(
-        O::template expand_to<typename dims::sb>(O::template unsqueeze<-3>(b)));
-    auto prodt = O::template alu<Op::Mul>(pa, pb);
-    return reduce_node<Op::ReduceSum, decltype(prodt), int(dims::full::rank - 2)>(prodt);
-  }
-  template <class Bld> constexpr int emit(Bld& bld) const { return primitive().emit(bld); }
-  constexpr bool reads(const void* q) const { return a.reads(q) || b.reads(q); }
-
-  template <class Shape, class E> static constexpr auto operand(const E& e) {
-    using O = ops<E>;
-    return O::template expand_to<Shape>(O::template cast_to<t>(e));
-  }
-  /// Writes the product (shape [batch..., n, m], row-major) to out.
-  constexpr void compute(C* out) const {
-    auto ea = operand<typename dims::a_shape>(a);
-    auto eb = operand<typename dims::b_shape>(b);
-    using EA = decltype(ea);
-    using EB = decltype(eb);
-    auto run = [&](const C* pa, const C* pb) {
-      gemm<C, dims::batch_size, dims::n, dims::k, dims::m>(out, pa, pb);
-    };
-    constexpr bool da = is_leaf<EA> && std::is_same_v<storage_t<EA::dtype>, C>;
-    constexpr bool db = is_leaf<EB> && std::is_same_v<storage_t<EB::dtype>, C>;
-    if constexpr (da && db)
-      run(ea.contiguous_data(), eb.contiguous_data());
-    else if constexpr (da) {
-      fixed_for<t, typename dims::b_shape> tb;
-      evaluate_into(tb.data(), eb);
-      run(ea.contiguous_data(), tb.data());
-    } else if constexpr (db) {
-      fixed_for<t, typename dims::a_shape> ta;
-      evaluate_into(ta.data(), ea);
-      run(ta.data(), eb.contiguous_data());
-    } else {
-      fixed_for<t, typename dims::a_shape> ta;
-      fixed_for<t, typename dims::b_shape> tb;
-      evaluate_into(ta.data(), ea);
-      evaluate_into(tb.data(), eb);
-      run(ta.data(), tb.data());
-    }
-  }
-  struct evaluator_t {
-    fixed_for<t, typename dims::keep_shape> r;
-    constexpr explicit evaluator_t(const matmul_node& m) {
-      if constexpr (std::is_same_v<storage_t<t>, C>)
-        m.compute(r.data());
-      else {
-        fixed<C, dims::keep_shape::size> tmp;
-        m.compute(tmp.data());
-        for (std::size_t i = 0; i < dims::keep_shape::size; ++i)
-          r.data()[i] = storage_t<t>(tmp.data()[i]);
-      }
-    }
-    TG_FX_INLINE constexpr C coeff(std::size_t i) const { return C(r.data()[i]); }
-  };
-  constexpr evaluator_t evaluator() const { return evaluator_t(*this); }
-};
-
-template <class E> inline constexpr bool is_matmul = false;
-template <class A, class B> inline constexpr bool is_matmul<matmul_node<A, B>> = true;
-
-/// Whether a product can be written in place (a matmul, or one read through reshapes only).
-template <class T, class E> constexpr bool writes_product() {
-  if constexpr (is_matmul<E>)
-    return std::is_same_v<T, typename E::C>;
-  else if constexpr (is_view<E>) {
-    if constexpr (is_matmul<typename E::child_type>)
-      return E::reshape_only && std::is_same_v<T, typename E::child_type::C>;
-    else
-      return false;
-  } else
-    return false;
-}
-
-/// Writes every element of `e` to out[0..size): one loop (out is Align-byte aligned).
-template <std::size_t Align, class T, class E> constexpr void evaluate_into(T* out, const E& e) {
-  if constexpr (writes_product<T, E>()) {
-    if constexpr (is_matmul<E>)
-      e.compute(out);
-    else
-      e.c.compute(out);
-  } else {
-    T* o = std::assume_aligned<Align>(out);
-    const auto ev = e.evaluator();
-    for (std::size_t i = 0; i < E::size; ++i) o[i] = T(ev.coeff(i));
-  }
-}
-template <class T, class E> constexpr void evaluate_into(T* out, const E& e) {
-  evaluate_into<alignof(T)>(out, e);
-}
-
-} // namespace fx
-} // namespace tg
-#endif // TG_SI_TG_FIXED_MATMUL_HPP
-
-// ---- tg/fixed/operators.hpp ----
-#ifndef TG_SI_TG_FIXED_OPERATORS_HPP
-#define TG_SI_TG_FIXED_OPERATORS_HPP
-// The operators and free functions of the static front end (a + b, tg::where, tg::cat,
-// tg::sum<1>(x), ...): each checks its operands with one static_assert, then calls a builder.
-
-namespace tg {
-namespace fx {
-
-/// Both operands of a binary operator as nodes (a scalar takes its dtype from the other side).
-template <class A, class B> constexpr auto lhs(A&& a, B&& b) {
-  if constexpr (scalar<A>)
-    return ops<>::scalar_for(ops<>::node(std::forward<B>(b)), a);
-  else
-    return ops<>::node(std::forward<A>(a));
-}
-template <class A, class B> constexpr auto rhs(A&& a, B&& b) {
-  if constexpr (scalar<B>)
-    return ops<>::scalar_for(ops<>::node(std::forward<A>(a)), b);
-  else
-    return ops<>::node(std::forward<B>(b));
-}
-/// An operand of a binary op: an expression or a scalar.
-template <class T>
-concept operand = expr<T> || scalar<T>;
-template <class A, class B>
-concept either_expr = expr<A> || expr<B>;
-/// The second operand B of a binary op whose first is A: an operand, and one of them an
-/// expression (a type constraint, so `template <operand A, operand_with<A> B>` needs no
-/// requires-clause).
-template <class B, class A>
-concept operand_with = operand<B> && either_expr<A, B>;
-
-/// tg::cat and tg::stack over expression nodes: one check, then the builder.
-template <int Axis, class... E> constexpr auto cat_nodes(const E&... e) {
-  if constexpr ((E::is_error || ...))
-    return ops<>::error();
-  else {
-    static_assert(concatenable<op::cat, axes<Axis>, shape_of<E>...>,
-                  "tg: cat: axis out of range, or shapes differ outside it");
-    if constexpr (concatenable<op::cat, axes<Axis>, shape_of<E>...>)
-      return ops<>::cat<Axis>(e...);
-    else
-      return ops<>::error();
-  }
-}
-template <int Axis, class... E> constexpr auto stack_nodes(const E&... e) {
-  if constexpr ((E::is_error || ...))
-    return ops<>::error();
-  else {
-    static_assert(stackable<op::stack, axes<Axis>, shape_of<E>...>,
-                  "tg: stack: axis out of range, or shapes differ");
-    if constexpr (stackable<op::stack, axes<Axis>, shape_of<E>...>)
-      return ops<>::stack<Axis>(e...);
-    else
-      return ops<>::error();
-  }
-}
-} // namespace fx
-
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator+(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::add, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: add: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::add, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::add(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator-(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::sub, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: sub: shapes cannot be broadcast");
-    static_assert(defined_for<op::sub, fx::elem_of<XN>> && defined_for<op::sub, fx::elem_of<YN>>,
-                  "tg: sub: not defined for bool (use logical_xor)");
-    if constexpr (broadcastable<op::sub, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::sub(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator*(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::mul, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: mul: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::mul, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::mul(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator/(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::div, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: div: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::div, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::div(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator<(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::lt, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: lt: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::lt, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::lt(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator>(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::gt, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: gt: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::gt, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::gt(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator<=(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::le, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: le: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::le, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::le(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator>=(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::ge, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: ge: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::ge, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::ge(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator==(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::eq, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: eq: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::eq, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::eq(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator!=(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::ne, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: ne: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::ne, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::ne(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator&&(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::logical_and, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: logical_and: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::logical_and, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::logical_and(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::operand A, fx::operand_with<A> B> constexpr auto operator||(A&& a, B&& b) {
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::logical_or, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: logical_or: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::logical_or, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::logical_or(x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-
-template <fx::expr A> constexpr auto operator-(A&& a) { return a.neg(); }
-template <fx::expr A> constexpr auto operator!(A&& a) { return a.logical_not(); }
-
-/// cond ? a : b elementwise, broadcast together (a or b may be a scalar).
-template <fx::expr C, fx::operand A, fx::operand_with<A> B>
-constexpr auto where(C&& c, A&& a, B&& b) {
-  auto cn = fx::ops<>::node(std::forward<C>(c));
-  auto x = fx::lhs(std::forward<A>(a), b);
-  auto y = fx::rhs(a, std::forward<B>(b));
-  using CN = decltype(cn);
-  using XN = decltype(x);
-  using YN = decltype(y);
-  if constexpr (CN::is_error || XN::is_error || YN::is_error)
-    return fx::ops<>::error();
-  else {
-    static_assert(broadcastable<op::where, fx::shape_of<CN>, fx::shape_of<XN>, fx::shape_of<YN>>,
-                  "tg: where: shapes cannot be broadcast");
-    if constexpr (broadcastable<op::where, fx::shape_of<CN>, fx::shape_of<XN>, fx::shape_of<YN>>)
-      return fx::ops<>::where3(cn, x, y);
-    else
-      return fx::ops<>::error();
-  }
-}
-template <fx::expr A, class B> constexpr auto matmul(A&& a, B&& b) {
-  return a.matmul(std::forward<B>(b));
-}
-template <fx::expr A, class B> constexpr auto maximum(A&& a, B&& b) {
-  return a.maximum(std::forward<B>(b));
-}
-template <fx::expr A, class B> constexpr auto minimum(A&& a, B&& b) {
-  return a.minimum(std::forward<B>(b));
-}
-/// Concatenation along a compile-time axis: tg::cat<1>(a, b, c).
-template <int Axis = 0, fx::expr E0, fx::expr... E> constexpr auto cat(E0&& e0, E&&... e) {
-  return fx::cat_nodes<Axis>(fx::ops<>::node(std::forward<E0>(e0)),
-                             fx::ops<>::node(std::forward<E>(e))...);
-}
-/// Stacking along a new compile-time axis: tg::stack<0>(a, b) has shape [2, a's shape...].
-template <int Axis = 0, fx::expr E0, fx::expr... E> constexpr auto stack(E0&& e0, E&&... e) {
-  return fx::stack_nodes<Axis>(fx::ops<>::node(std::forward<E0>(e0)),
-                               fx::ops<>::node(std::forward<E>(e))...);
-}
-/// The value of an expression as a new tg::fixed.
-template <fx::expr E> constexpr auto eval(E&& e) { return e.eval(); }
-
-// Free spellings of the methods that take template arguments: inside a template, where the
-// expression's type is dependent, x.sum<1>() must be written x.template sum<1>(); tg::sum<1>(x)
-// needs no `template`.
-template <int... Ax, fx::expr E> constexpr auto sum(const E& e) { return e.template sum<Ax...>(); }
-template <int... Ax, fx::expr E> constexpr auto sum(const E& e, keepdim_t k) {
-  return e.template sum<Ax...>(k);
-}
-template <int... Ax, fx::expr E> constexpr auto prod(const E& e) {
-  return e.template prod<Ax...>();
-}
-template <int... Ax, fx::expr E> constexpr auto prod(const E& e, keepdim_t k) {
-  return e.template prod<Ax...>(k);
-}
-template <int... Ax, fx::expr E> constexpr auto max(const E& e) { return e.template max<Ax...>(); }
-template <int... Ax, fx::expr E> constexpr auto max(const E& e, keepdim_t k) {
-  return e.template max<Ax...>(k);
-}
-template <int... Ax, fx::expr E> constexpr auto min(const E& e) { return e.template min<Ax...>(); }
-template <int... Ax, fx::expr E> constexpr auto min(const E& e, keepdim_t k) {
-  return e.template min<Ax...>(k);
-}
-template <int... Ax, fx::expr E> constexpr auto mean(const E& e) {
-  return e.template mean<Ax...>();
-}
-template <int... Ax, fx::expr E> constexpr auto mean(const E& e, keepdim_t k) {
-  return e.template mean<Ax...>(k);
-}
-template <int... Ax, fx::expr E> constexpr auto any(const E& e) { return e.template any<Ax...>(); }
-template <int... Ax, fx::expr E> constexpr auto all(const E& e) { return e.template all<Ax...>(); }
-template <int... Ax, fx::expr E> constexpr auto logsumexp(const E& e) {
-  return e.template logsumexp<Ax...>();
-}
-template <int Axis, fx::expr E> constexpr auto softmax(const E& e) {
-  return e.template softmax<Axis>();
-}
-template <int Axis, fx::expr E> constexpr auto log_softmax(const E& e) {
-  return e.template log_softmax<Axis>();
-}
-template <int Axis, fx::expr E> constexpr auto argmax(const E& e) {
-  return e.template argmax<Axis>();
-}
-template <int Axis, fx::expr E> constexpr auto argmin(const E& e) {
-  return e.template argmin<Axis>();
-}
-template <int Axis, fx::expr E> constexpr auto cumsum(const E& e) {
-  return e.template cumsum<Axis>();
-}
-template <int Axis, fx::expr E, class I>
-constexpr auto gather(const E& e, I&& index,
-                      std::source_location loc = std::source_location::current()) {
-  return e.template gather<Axis>(std::forward<I>(index), loc);
-}
-template <int Axis, fx::expr E, class I>
-constexpr auto index_select(const E& e, I&& index,
-                            std::source_location loc = std::source_location::current()) {
-  return e.template index_select<Axis>(std::forward<I>(index), loc);
-}
-/// tg::split<Size, Axis>(x), tg::split<tg::dims<S0, S1, ...>, Axis>(x): a std::tuple of views.
-template <std::int64_t Size, int Axis = 0, fx::expr E> constexpr auto split(const E& e) {
-  return e.template split<Size, Axis>();
-}
-template <class Sizes, int Axis = 0, fx::expr E> constexpr auto split(const E& e) {
-  return e.template split<Sizes, Axis>();
-}
-template <std::int64_t Chunks, int Axis = 0, fx::expr E> constexpr auto chunk(const E& e) {
-  return e.template chunk<Chunks, Axis>();
-}
-template <std::int64_t... To, fx::expr E> constexpr auto reshape(const E& e) {
-  return e.template reshape<To...>();
-}
-template <int... P, fx::expr E> constexpr auto permute(const E& e) {
-  return e.template permute<P...>();
-}
-template <int A, int B, fx::expr E> constexpr auto transpose(const E& e) {
-  return e.template transpose<A, B>();
-}
-template <std::int64_t... To, fx::expr E> constexpr auto expand(const E& e) {
-  return e.template expand<To...>();
-}
-template <int Axis, fx::expr E> constexpr auto unsqueeze(const E& e) {
-  return e.template unsqueeze<Axis>();
-}
-template <int... Axis, fx::expr E> constexpr auto squeeze(const E& e) {
-  return e.template squeeze<Axis...>();
-}
-template <int Axis, std::int64_t Start, std::int64_t Stop = none, std::int64_t Step = 1, fx::expr E>
-constexpr auto slice(const E& e) {
-  return e.template slice<Axis, Start, Stop, Step>();
-}
-template <class U, fx::expr E> constexpr auto cast(const E& e) { return e.template cast<U>(); }
-
-} // namespace tg
-#endif // TG_SI_TG_FIXED_OPERATORS_HPP
-#endif // TG_SI_TG_FIXED_OPS_HPP
-
-namespace tg {
-
-namespace fx {
-
-constexpr bool same_moves(const std::vector<Movement>& a, const std::vector<Movement>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].op != b[i].op || !(a[i].a == b[i].a) || !(a[i].b == b[i].b)) return false;
-  return true;
-}
-/// Two nodes that compute the same value from the same sources.
-constexpr bool same_node(const Node& a, const Node& b) {
-  return a.op == b.op && a.dtype == b.dtype && a.src == b.src && a.shape == b.shape &&
-         same_moves(a.moves, b.moves) && a.axes == b.axes && a.value == b.value && a.arg == b.arg;
-}
-
-/// Builds a Graph as expression nodes emit themselves (sources first, depth first, as the run-time
-/// front end orders its graph).
-///
-/// Which occurrences are one node: the run-time graph shares a node where one Tensor is used twice.
-/// Here a reused sub-expression appears as identical copies, so identical sub-expressions over the
-/// same leaves are one node. Constants need care: two scalars with one value are two Const nodes in
-/// the run-time graph. So a sub-expression of constants only is not merged on its own (unless its
-/// builder marked it as one value used twice, ops::share); it is merged as part of a larger copy
-/// that reads a leaf: then the nodes just emitted for the copy are dropped again. Casts carry the
-/// place they were made at, as each Tensor::cast call makes a node of its own.
-struct graph_builder {
-  Graph g;
-  std::vector<const void*> leaf_ptr, leaf_data; // per graph buffer
-  std::vector<int> leaf_id, leaf_node;
-  std::vector<std::vector<std::int64_t>> leaf_values; // per graph buffer: a kept index's values
-  std::vector<std::uint8_t> const_only, shared;       // per node
-  std::vector<int> salt;                              // per node
-
-  constexpr int mark() const { return int(g.nodes.size()); }
-
-  /// A Buffer node for a leaf: a fixed tensor (by address) or a tg::input (by id).
-  constexpr int buffer(const void* p, int id, DType t, Shape shape, const void* data) {
-    for (std::size_t i = 0; i < leaf_node.size(); ++i)
-      if (leaf_ptr[i] == p && leaf_id[i] == id) return leaf_node[i];
-    int idx = g.add_buffer(t, std::move(shape));
-    const_only.push_back(0);
-    shared.push_back(0);
-    salt.push_back(0);
-    leaf_ptr.push_back(p);
-    leaf_data.push_back(data);
-    leaf_id.push_back(id);
-    leaf_node.push_back(idx);
-    leaf_values.emplace_back();
-    return idx;
-  }
-  /// A Buffer node for an index kept by value (fx::kept): one node per dtype, shape and values.
-  constexpr int kept_buffer(std::vector<std::int64_t> values, DType t, Shape shape,
-                            const void* data) {
-    for (std::size_t i = 0; i < leaf_node.size(); ++i) {
-      const Node& n = g[leaf_node[i]];
-      if (leaf_id[i] == kKept && n.dtype == t && n.shape == shape && leaf_values[i] == values)
-        return leaf_node[i];
-    }
-    int idx = buffer(data, kKept, t, std::move(shape), data);
-    leaf_values.back() = std::move(values);
-    return idx;
-  }
-  /// The id of kept indices' buffers (tg::input ids are not negative, fixed tensors' are -1).
-  static constexpr int kKept = -2;
-  static constexpr bool same_fields(const Node& a, const Node& b) {
-    return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape &&
-           same_moves(a.moves, b.moves) && a.axes == b.axes && a.value == b.value && a.arg == b.arg;
-  }
-  /// Nodes a and b compute one value: the same node, or constants only and structurally equal.
-  constexpr bool same_value(int a, int b) const {
-    if (a == b) return true;
-    if (a < 0 || b < 0 || !const_only[std::size_t(a)] || !const_only[std::size_t(b)]) return false;
-    const Node &x = g[a], &y = g[b];
-    if (!same_fields(x, y) || salt[std::size_t(a)] != salt[std::size_t(b)]) return false;
-    for (int k = 0; k < x.nsrc(); ++k)
-      if (!same_value(x.src[std::size_t(k)], y.src[std::size_t(k)])) return false;
-    return true;
-  }
-  /// Adds n (its sources were emitted after `mark` or before), or finds the node it duplicates.
-  constexpr int add(Node n, int mark, int share = 0, int site = 0) {
-    bool co = true, sh = share != 0;
-    for (int k = 0; k < n.nsrc(); ++k) {
-      co = co && const_only[std::size_t(n.src[std::size_t(k)])];
-      sh = sh && shared[std::size_t(n.src[std::size_t(k)])];
-    }
-    if (!co || sh) {
-      for (std::size_t i = 0; i < std::size_t(mark); ++i) {
-        const Node& o = g.nodes[i];
-        if (o.op == Op::Buffer || !same_fields(o, n) || salt[i] != site) continue;
-        bool same = true;
-        for (int k = 0; k < n.nsrc() && same; ++k)
-          same = same_value(o.src[std::size_t(k)], n.src[std::size_t(k)]);
-        if (!same) continue;
-        // a copy of node i: drop what was emitted for it
-        g.nodes.resize(std::size_t(mark));
-        const_only.resize(std::size_t(mark));
-        shared.resize(std::size_t(mark));
-        salt.resize(std::size_t(mark));
-        return int(i);
-      }
-    }
-    const_only.push_back(co);
-    shared.push_back(co && sh);
-    salt.push_back(site);
-    return g.add(std::move(n));
-  }
-};
-
-} // namespace fx
-
-namespace fx {
-/// The builder after emitting e (its leaf_data point into e's leaves: keep e alive).
-template <class E> constexpr graph_builder build_graph(const E& e) {
-  graph_builder b;
-  int root = -1;
-  if constexpr (is_fixed<E>)
-    root = leaf<E>(e).emit(b);
-  else
-    root = e.emit(b);
-  b.g.outputs.push_back(root);
-  return b;
-}
-} // namespace fx
-
-/// The Graph the run-time front end builds for the same computation (one output: the root).
-template <fx::expr E> constexpr Graph graph_of(const E& e) {
-  return std::move(fx::build_graph(e).g);
-}
-/// The kernels the pass list makes of it for a target; by default what tg::Tensor(expr) runs on the
-/// CPU device (the portable plan, bridge.hpp; the run-time front end's CPU schedule is
-/// Target::cpu(), which computes a softmax's row reductions inside one kernel).
-template <fx::expr E>
-constexpr Schedule schedule_of(const E& e, const Target& t = Target::cpu().planned()) {
-  return schedule_graph(graph_of(e), t);
-}
-template <fx::expr E>
-constexpr std::size_t kernel_count(const E& e, const Target& t = Target::cpu().planned()) {
-  return schedule_of(e, t).kernels.size();
-}
-/// Kernel k through the pass list for a target: the program its device runs.
-template <fx::expr E>
-constexpr KernelCode kernel_code(const E& e, std::size_t k = 0,
-                                 const Target& t = Target::cpu().planned()) {
-  Graph g = graph_of(e);
-  Schedule s = schedule_graph(g, t);
-  return compile_kernel(g, s, k, t);
-}
-template <fx::expr E>
-constexpr Program kernel_program(const E& e, std::size_t k = 0,
-                                 const Target& t = Target::cpu().planned()) {
-  return kernel_code(e, k, t).program;
-}
-/// Kernel k's source in the target's dialect (by default the C that tg::Tensor(expr) compiles on
-/// the CPU device).
-template <fx::expr E>
-constexpr Text kernel_source(const E& e, std::size_t k = 0,
-                             const Target& t = Target::cpu().planned()) {
-  return kernel_code(e, k, t).source;
-}
-
-/// Text frozen into a constant: the result of a constant expression that builds a tg::Text.
-template <std::size_t N> struct static_text {
-  std::array<char, N == 0 ? 1 : N> chars{};
-  constexpr std::string_view view() const { return {chars.data(), N}; }
-  constexpr std::size_t size() const { return N; }
-  constexpr bool contains(std::string_view s) const {
-    return view().find(s) != std::string_view::npos;
-  }
-  constexpr operator std::string_view() const { return view(); }
-};
-/// freeze([] { return tg::kernel_source(expr); }): the text as a compile-time constant (the lambda
-/// runs twice: once for the length, once for the characters).
-template <class F> consteval auto freeze(F) {
-  constexpr std::size_t n = F{}().size();
-  static_text<n> r{};
-  const Text t = F{}();
-  for (std::size_t i = 0; i < n; ++i) r.chars[i] = t.view()[i];
-  return r;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_FIXED_GRAPH_HPP
-
-// ---- tg/fixed/print.hpp ----
-#ifndef TG_SI_TG_FIXED_PRINT_HPP
-#define TG_SI_TG_FIXED_PRINT_HPP
-// Printing a fixed tensor (or any static expression, evaluated first) exactly as tg::Tensor prints
-// the same values: tensor([[1.0000, 2.5000], ...]), PyTorch's format, by the one printer both front
-// ends call (util/print.hpp).
-
-namespace tg {
-
-namespace fx {
-
-/// The text of a row-major array of `shape`, by the printer tg::Tensor uses (util/print.hpp).
-template <class T> std::string format(const T* data, const std::vector<std::int64_t>& s, DType t) {
-  std::int64_t n = 1;
-  for (std::int64_t d : s) n *= d;
-  std::vector<double> floats;
-  std::vector<std::int64_t> ints;
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>)
-      floats.push_back(double(float(data[i])));
-    else if constexpr (std::is_floating_point_v<T>)
-      floats.push_back(double(data[i]));
-    else if constexpr (std::is_unsigned_v<T>)
-      ints.push_back(std::int64_t(std::uint64_t(data[i])));
-    else
-      ints.push_back(std::int64_t(data[i]));
-  }
-  return format_tensor(floats, ints, s, t);
-}
-
-} // namespace fx
-
-template <class T, std::size_t... D> std::string to_string(const fixed<T, D...>& x) {
-  return fx::format(x.data(), {std::int64_t(D)...}, dtype_of<T>);
-}
-template <class T, std::size_t... D>
-std::ostream& operator<<(std::ostream& os, const fixed<T, D...>& x) {
-  return os << to_string(x);
-}
-/// An expression prints its value.
-template <fx::expr E>
-  requires(!fx::is_fixed<E>)
-std::ostream& operator<<(std::ostream& os, const E& e) {
-  return os << to_string(e.eval());
-}
-
-} // namespace tg
-#endif // TG_SI_TG_FIXED_PRINT_HPP
-#endif // TG_SI_TG_FIXED_HPP
-
-// ---- tg/fixed/proto.hpp ----
-#ifndef TG_SI_TG_FIXED_PROTO_HPP
-#define TG_SI_TG_FIXED_PROTO_HPP
-// The Graph of a static expression built from its type alone, for the plan that tg::Tensor(expr)
-// fuses and lowers at compile time (bridge.hpp).
-//
-// graph_of(expr) tells leaves apart by address and puts the scalars' values in Const nodes; neither
-// is known from the type. So the graph here is built from a default-constructed stand-in of the
-// expression (every node type has one; it holds no data):
-// - every leaf and every scalar it meets is an occurrence: a Buffer node of its own, in the order
-//   emit() meets them (the same order in which collect_builder meets them in the real expression
-//   at run time). A scalar's value is uploaded at run time, never written into a kernel's source.
-// - a sub-expression that repeats one emitted before it, over leaves and scalars of the same dtypes
-//   and shapes, is that node: the copies the builders make (of x in softmax, gelu or abs) are one
-//   node, as in graph_of (left apart, copies of copies grow the graph exponentially: 535 nodes for
-//   where(a > b, a.tanh(), b.gelu()), 83 merged). The plan is then valid only for data where the
-//   occurrences so merged are equal; `checks` lists those pairs, and the bridge checks them at run
-//   time, falling back to the run-time front end where one fails: where the user wrote one op on
-//   two different tensors or scalars of one shape, exp(a) + exp(b) or a * 2 + a * 3.
-
-namespace tg::fx {
-
-struct proto_builder {
-  Graph g;
-  std::vector<int> occurrence_node;       // per occurrence: its Buffer node
-  std::vector<int> leaf_id;               // per buffer: the occurrence that supplies its data
-  std::vector<std::uint8_t> scalar;       // per node: whether it is a scalar's Buffer
-  std::vector<std::array<int, 2>> checks; // occurrences whose data must be equal
-
-  constexpr int mark() const { return int(g.nodes.size()); }
-  constexpr int occurrence(DType t, Shape shape, bool is_scalar) {
-    leaf_id.push_back(int(occurrence_node.size()));
-    occurrence_node.push_back(int(g.nodes.size()));
-    scalar.push_back(is_scalar);
-    return g.add_buffer(t, std::move(shape));
-  }
-  constexpr int buffer(const void*, int, DType t, Shape shape, const void*) {
-    return occurrence(t, std::move(shape), false);
-  }
-  constexpr int kept_buffer(std::vector<std::int64_t>, DType t, Shape shape, const void*) {
-    return occurrence(t, std::move(shape), false);
-  }
-  constexpr int add(Node n, int mark, int = 0, int = 0) {
-    if (n.op == Op::Const) return occurrence(n.dtype, {}, true);
-    // a view or cast is n only if its source is (a view of b is not one of a just because a and
-    // b are both [4, 5] floats: an assumption that would rarely hold, for nothing saved)
-    const bool pairing = n.op != Op::View && n.op != Op::Cast && n.op != Op::Bitcast;
-    for (int i = 0; i < mark; ++i) {
-      const Node& o = g[i];
-      if (o.op == Op::Buffer || (!pairing && o.src != n.src) || !graph_builder::same_fields(o, n))
-        continue;
-      std::vector<std::array<int, 2>> pairs; // (node of n's copy, node of i's)
-      bool same = true;
-      for (int k = 0; k < n.nsrc() && same; ++k)
-        same = equal(o.src[std::size_t(k)], n.src[std::size_t(k)], pairs);
-      if (same) {
-        drop_copy(mark, pairs);
-        return i;
-      }
-    }
-    scalar.push_back(0);
-    return g.add(std::move(n));
-  }
-  /// Whether node a (emitted before the copy) and node b compute one value, given that occurrences
-  /// of one kind, dtype and shape are equal; the occurrences paired so are added to `pairs`.
-  constexpr bool equal(int a, int b, std::vector<std::array<int, 2>>& pairs) const {
-    if (a == b) return true;
-    const Node &x = g[a], &y = g[b];
-    if (x.op == Op::Buffer || y.op == Op::Buffer) {
-      if (x.op != y.op || scalar[std::size_t(a)] != scalar[std::size_t(b)] || x.dtype != y.dtype ||
-          !(x.shape == y.shape))
-        return false;
-      pairs.push_back({b, a});
-      return true;
-    }
-    if (!graph_builder::same_fields(x, y)) return false;
-    for (int k = 0; k < x.nsrc(); ++k)
-      if (!equal(x.src[std::size_t(k)], y.src[std::size_t(k)], pairs)) return false;
-    return true;
-  }
-  /// Drops the nodes emitted for a copy (from `mark` on): its occurrences become the ones they were
-  /// paired with, on the condition (checks) that they are equal.
-  constexpr void drop_copy(int mark, const std::vector<std::array<int, 2>>& pairs) {
-    auto rep = [&](int node) { return leaf_id[std::size_t(g[node].arg)]; };
-    for (const auto& [b, a] : pairs) {
-      checks.push_back({rep(b), rep(a)});
-      if (b < mark) continue;
-      for (int& node : occurrence_node)
-        if (node == b) node = a;
-    }
-    for (int node : occurrence_node)
-      if (node >= mark) throw "tg: proto_builder: an occurrence in a merged copy was not paired";
-    std::size_t buffers = 0;
-    for (int i = 0; i < mark; ++i) buffers += g[i].op == Op::Buffer;
-    g.nodes.resize(std::size_t(mark));
-    g.buffers.resize(buffers);
-    leaf_id.resize(buffers);
-    scalar.resize(std::size_t(mark));
-  }
-};
-
-/// The stand-in graph of expression type E (its root is the output).
-template <class E> constexpr proto_builder proto_graph() {
-  proto_builder b;
-  b.g.outputs.push_back(E{}.emit(b));
-  return b;
-}
-
-} // namespace tg::fx
-#endif // TG_SI_TG_FIXED_PROTO_HPP
-
-namespace tg {
-
-/// The run-time front end's lazy tensor for a static expression, on `device` ("" = the default
-/// device): built from graph_of(expr), fused and lowered when realized.
-template <fx::expr E> Tensor lazy_tensor(const E& expr, const std::string& device = "") {
-  fx::graph_builder b = fx::build_graph(expr);
-  const Graph& g = b.g;
-  std::string dev = device.empty() ? default_device() : detail::canonical_device(device);
-  std::vector<LazyPtr> nodes;
-  nodes.reserve(g.size());
-  for (const Node& n : g.nodes) {
-    if (n.op == Op::Buffer) {
-      const void* data = b.leaf_data[std::size_t(n.arg)];
-      if (!data) throw error("tg.lazy_tensor: a tg::input placeholder has no data");
-      Tensor t = visit_dtype(n.dtype, [&](auto x) {
-        using T = decltype(x);
-        return Tensor::from_data(static_cast<const T*>(data), n.shape, TensorOptions(n.dtype, dev));
-      });
-      nodes.push_back(t.lazy());
-      continue;
-    }
-    std::vector<LazyPtr> src;
-    for (int k = 0; k < n.nsrc(); ++k) src.push_back(nodes[std::size_t(n.src[std::size_t(k)])]);
-    Tensor t = Tensor::make(n.op, n.dtype, n.shape, std::move(src), dev);
-    t.lazy()->moves = n.moves;
-    t.lazy()->axes = n.axes;
-    t.lazy()->value = n.value;
-    nodes.push_back(t.lazy());
-  }
-  return Tensor(nodes[std::size_t(g.outputs[0])]);
-}
-
-namespace fx {
-
-/// A lowered program as plain constants (a Program has vectors, which cannot outlive a constant
-/// expression).
-struct flat_uop {
-  UKind kind = UKind::Const;
-  Op op = Op::Add;
-  DType dtype = DType::Int64;
-  int src[3] = {-1, -1, -1};
-  double f = 0;
-  std::int64_t i = 0;
-  int arg = -1;
-};
-struct plan_sizes {
-  std::size_t ops = 0, params = 0, names = 0, kernels = 0, inputs = 0, nodes = 0;
-};
-template <plan_sizes Z> struct plan {
-  std::array<flat_uop, Z.ops + 1> ops{};
-  std::array<DType, Z.params + 1> params{};
-  std::array<char, Z.names + 1> names{};
-  std::array<std::size_t, Z.kernels + 1> op_begin{}, param_begin{}, name_begin{}, input_begin{};
-  std::array<std::int64_t, Z.kernels + 1> outer{}, work{}, items_per_outer{};
-  std::array<int, Z.kernels + 1> local{}, root{}, reduce_split{};
-  std::array<bool, Z.kernels + 1> grouped{};
-  std::array<int, Z.inputs + 1> inputs{};
-  std::array<DType, Z.nodes + 1> node_dtype{};
-  std::array<std::int64_t, Z.nodes + 1> node_numel{};
-  std::array<int, Z.nodes + 1> leaf_id{}; // a Buffer node's leaf (a tg::input's Id), else -1
-  int output = -1;
-};
-/// The sizes of the plan for the graph G{}() builds (a builder with .g and .leaf_id per buffer).
-template <class G> constexpr plan_sizes sizes_of() {
-  const Graph g = G{}().g;
-  Schedule s = schedule_graph(g, Target::portable());
-  plan_sizes z;
-  z.kernels = s.kernels.size();
-  z.nodes = g.size();
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    Program p = lower_kernel(g, s, k, Target::portable());
-    z.ops += p.ops.size();
-    z.params += p.params.size();
-    z.names += p.name.size();
-    z.inputs += s.kernels[k].inputs.size();
-  }
-  return z;
-}
-/// The graph G{}() builds, fused and every kernel lowered, as constants.
-template <class G> constexpr auto make_plan() {
-  constexpr plan_sizes Z = sizes_of<G>();
-  plan<Z> r{};
-  const auto b = G{}();
-  const Graph& g = b.g;
-  Schedule s = schedule_graph(g, Target::portable());
-  std::size_t o = 0, pa = 0, na = 0, in = 0;
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    Program p = lower_kernel(g, s, k, Target::portable());
-    r.op_begin[k] = o;
-    for (const UOp& u : p.ops) {
-      if (u.kind == UKind::Reduce || !u.ranges.empty())
-        throw "tg: make_plan: a program with unlinearized ops";
-      r.ops[o++] = flat_uop{u.kind,    u.op,      u.dtype, {u.src[0], u.src[1], u.src[2]},
-                            u.value.f, u.value.i, u.arg};
-    }
-    r.param_begin[k] = pa;
-    for (DType d : p.params) r.params[pa++] = d;
-    r.name_begin[k] = na;
-    for (char c : p.name.view()) r.names[na++] = c;
-    if (!p.vars.empty() || !p.outer.is_const() || !p.work.is_const())
-      throw "tg: make_plan: symbolic sizes";
-    r.outer[k] = p.outer.constant();
-    r.work[k] = p.work.constant();
-    r.local[k] = p.local;
-    r.grouped[k] = p.grouped;
-    r.reduce_split[k] = p.reduce_split;
-    r.items_per_outer[k] = p.items_per_outer;
-    r.root[k] = s.kernels[k].root;
-    r.input_begin[k] = in;
-    for (int x : s.kernels[k].inputs) r.inputs[in++] = x;
-  }
-  r.op_begin[Z.kernels] = o;
-  r.param_begin[Z.kernels] = pa;
-  r.name_begin[Z.kernels] = na;
-  r.input_begin[Z.kernels] = in;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const Node& n = g.nodes[i];
-    r.node_dtype[i] = n.dtype;
-    r.node_numel[i] = prod(n.shape).constant();
-    r.leaf_id[i] = n.op == Op::Buffer ? b.leaf_id[std::size_t(n.arg)] : -1;
-    if (n.op == Op::Buffer && r.leaf_id[i] < 0)
-      throw "tg: precompile: leaves must be tg::input placeholders";
-  }
-  r.output = g.outputs[0];
-  return r;
-}
-
-/// A plan's lowered programs (the rest of the pass list, finish_kernel, runs for the device).
-template <class P> std::vector<Program> programs_of(const P& plan) {
-  std::vector<Program> out;
-  for (std::size_t k = 0; k + 1 < plan.root.size(); ++k) {
-    Program p;
-    for (std::size_t i = plan.op_begin[k]; i < plan.op_begin[k + 1]; ++i) {
-      const flat_uop& f = plan.ops[i];
-      Scalar v;
-      v.f = f.f;
-      v.i = f.i;
-      p.ops.push_back(UOp{f.kind, f.op, f.dtype, {f.src[0], f.src[1], f.src[2]}, v, f.arg, {}});
-    }
-    for (std::size_t i = plan.param_begin[k]; i < plan.param_begin[k + 1]; ++i)
-      p.params.push_back(plan.params[i]);
-    p.name << std::string_view(plan.names.data() + plan.name_begin[k],
-                               plan.name_begin[k + 1] - plan.name_begin[k]);
-    p.outer = plan.outer[k];
-    p.work = plan.work[k];
-    p.local = plan.local[k];
-    p.grouped = plan.grouped[k];
-    p.reduce_split = plan.reduce_split[k];
-    p.items_per_outer = plan.items_per_outer[k];
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
-/// Plan's programs compiled for device `name`, once per process.
-template <const auto& Plan>
-const std::vector<std::shared_ptr<Runner>>& runners_for(const std::string& name,
-                                                        const std::shared_ptr<Device>& dev) {
-  static std::mutex m;
-  static std::map<std::string, std::vector<std::shared_ptr<Runner>>> cache;
-  std::lock_guard<std::mutex> g(m);
-  auto it = cache.find(name);
-  if (it != cache.end()) return it->second;
-  const Target target = dev->target();
-  std::vector<KernelCode> kernels;
-  for (Program& p : programs_of(Plan)) kernels.push_back(finish_kernel(std::move(p), target));
-  std::vector<const KernelCode*> ptrs;
-  for (const KernelCode& c : kernels) ptrs.push_back(&c);
-  return cache[name] = dev->prepare(ptrs);
+TG_API JitCore::JitCore() : s_(std::make_shared<State>()) {}
+
+TG_API std::size_t JitCore::captured_launches() const { return s_->launches_.size(); }
+
+TG_API std::vector<Tensor>
+JitCore::call(std::vector<Tensor> inputs,
+              const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& run) {
+  State& s = *s_;
+  for (Tensor& t : inputs) { // inputs become plain buffers, outside any capture
+    if (t.lazy()->op != Op::Buffer) t = t.contiguous().realize();
+  }
+  if (s.calls_ >= 2) {
+    s.check(inputs);
+    ++s.replays_;
+    // the first replay after a capture unlike its warm-up, and with TG_JIT_VERIFY=N every Nth,
+    // runs the function instead and compares what it builds with the capture
+    if (s.check_next_ || (s.verify_every_ > 0 && s.replays_ % s.verify_every_ == 0)) {
+      Trace trace;
+      State::Tracing on(trace);
+      std::vector<Tensor> outs = run(inputs);
+      s.verify_or_forget(trace, "call " + std::to_string(s.replays_ + 2));
+      return outs;
+    }
+    return s.replay(inputs);
+  }
+  if (s.calls_++ == 0) { // warm-up: compiles everything
+    Trace trace;
+    State::Tracing on(trace);
+    std::vector<Tensor> outs = run(inputs);
+    s.trace_ = std::move(trace.steps);
+    return outs;
+  }
+  // capture
+  Capture cap;
+  active_capture() = &cap;
+  Trace trace;
+  State::Tracing on(trace);
+  struct Reset {
+    ~Reset() { active_capture() = nullptr; }
+  } reset;
+  for (const Tensor& t : inputs) {
+    s.input_buffers_.push_back(t.lazy()->buffer);
+    s.input_shapes_.push_back(t.sym_shape());
+    s.input_dtypes_.push_back(t.dtype());
+    s.input_devices_.push_back(t.device());
+  }
+  std::vector<Tensor> outs = run(inputs);
+  for (const Tensor& o : outs) s.outputs_.push_back(o.lazy());
+  s.launches_ = std::move(cap.launches);
+  s.captured(trace);
+  s.prepare_replay();
+  return outs;
 }
-
-/// Runs Plan's kernels on device `name`; leaf(id, node, device) gives the Buffer of Buffer node
-/// `node`, whose leaf has that id. The result (dtype, shape) is a realized tensor there.
-template <const auto& Plan, class Leaf>
-Tensor launch(const std::string& name, DType dtype, Shape shape, Leaf&& leaf) {
-  std::shared_ptr<Device> dev = tg::device(name);
-  const std::vector<std::shared_ptr<Runner>>& runners = runners_for<Plan>(name, dev);
-  std::vector<std::shared_ptr<Buffer>> bufs(Plan.node_dtype.size());
-  for (std::size_t i = 0; i + 1 < Plan.node_dtype.size(); ++i)
-    if (Plan.leaf_id[i] >= 0) bufs[i] = leaf(Plan.leaf_id[i], i, dev);
-  for (std::size_t k = 0; k + 1 < Plan.root.size(); ++k) {
-    auto root = std::size_t(Plan.root[k]);
-    bufs[root] = std::make_shared<Buffer>(dev, Plan.node_dtype[root], Plan.node_numel[root]);
-    std::vector<void*> ptrs{bufs[root]->ptr};
-    for (std::size_t i = Plan.input_begin[k]; i < Plan.input_begin[k + 1]; ++i)
-      ptrs.push_back(bufs[std::size_t(Plan.inputs[i])]->ptr);
-    if (Plan.node_numel[root] == 0) continue;
-    runners[k]->run(ptrs, {});
-    detail::stats_storage().kernels_launched++;
-  }
-  Tensor t = Tensor::make(Op::Buffer, dtype, std::move(shape), {}, name);
-  t.lazy()->buffer = bufs[std::size_t(Plan.output)];
-  return t;
-}
-
-// ---- tg::Tensor(expr): the plans made from the expression's type ------------------------------
-/// What emit() meets in a real expression, in order: the leaves' data and the scalars' values (the
-/// occurrences of proto.hpp).
-struct collect_builder {
-  struct occurrence {
-    const void* data = nullptr; // a leaf's; null for a scalar
-    std::size_t bytes = 0;
-    DType dtype = DType::Float32;
-    Scalar value{};
-  };
-  std::vector<occurrence> seen;
-  int count = 0;
-  int mark() const { return count; }
-  int buffer(const void*, int, DType t, const Shape& shape, const void* data) {
-    if (!data) throw error("tg.to_tensor: a tg::input placeholder has no data");
-    seen.push_back({data, std::size_t(prod(shape).constant()) * std::size_t(itemsize(t)), t, {}});
-    return count++;
-  }
-  int kept_buffer(const std::vector<std::int64_t>&, DType t, const Shape& shape, const void* data) {
-    return buffer(nullptr, -1, t, shape, data);
-  }
-  int add(const Node& n, int, int = 0, int = 0) {
-    if (n.op == Op::Const) seen.push_back({nullptr, 0, n.dtype, n.value});
-    return count++;
-  }
-};
-template <class E> struct proto_source {
-  constexpr proto_builder operator()() const { return proto_graph<E>(); }
-};
-template <class E> constexpr auto checks_of() {
-  constexpr std::size_t n = proto_graph<E>().checks.size();
-  std::array<std::array<int, 2>, n> r{};
-  const proto_builder b = proto_graph<E>();
-  for (std::size_t i = 0; i < n; ++i) r[i] = b.checks[i];
-  return r;
-}
-template <std::size_t> struct constant_tag {};
-/// Whether E's plan can be made in a constant expression. Failing there (passing the compiler's
-/// evaluation limit) is a substitution failure here, not an error. The requirements are checked in
-/// order: make_plan only once its sizes are known (their failure inside it would be an error), and
-/// make_plan itself because it costs a little more than sizes_of.
-template <class G>
-concept plan_fits = requires {
-  typename constant_tag<sizes_of<G>().kernels>;
-  typename constant_tag<std::size_t(make_plan<G>().output)>;
-};
-template <class E>
-concept plannable = !is_fixed<E> && std::is_default_constructible_v<E> &&
-                    plan_fits<proto_source<E>> && (sizes_of<proto_source<E>>().kernels > 0);
-
-/// E's plan, valid for data where `checks` hold.
-template <class E> struct type_plan {
-  static constexpr auto plan = make_plan<proto_source<E>>();
-  static constexpr auto checks = checks_of<E>();
-  static constexpr std::size_t occurrences = proto_graph<E>().occurrence_node.size();
-};
-
-template <class E> Tensor run_type_plan(const E& expr, const std::string& device) {
-  using P = type_plan<E>;
-  collect_builder c;
-  expr.emit(c);
-  if (c.seen.size() != P::occurrences)
-    throw error("tg.to_tensor: the expression met " + std::to_string(c.seen.size()) +
-                " leaves and scalars, its plan " + std::to_string(P::occurrences));
-  auto same_data = [&](const std::array<int, 2>& pair) {
-    const collect_builder::occurrence &a = c.seen[std::size_t(pair[0])],
-                                      &b = c.seen[std::size_t(pair[1])];
-    if (!a.data || !b.data) return std::memcmp(&a.value, &b.value, sizeof(Scalar)) == 0;
-    return a.data == b.data || (a.bytes == b.bytes && std::memcmp(a.data, b.data, a.bytes) == 0);
-  };
-  std::string name = detail::canonical_device(device.empty() ? default_device() : device);
-  if (!std::all_of(P::checks.begin(), P::checks.end(), same_data)) {
-    if (env::debug() >= 1)
-      std::cerr << "tg.to_tensor: the compile-time plan merged copies whose leaves or scalars "
-                   "differ here; scheduled at run time\n";
-    return lazy_tensor(expr, name).realize();
-  }
-  // one upload per leaf tensor and per scalar value
-  std::map<std::pair<const void*, std::size_t>, std::shared_ptr<Buffer>> leaves;
-  std::map<std::tuple<DType, double, std::int64_t>, std::shared_ptr<Buffer>> scalars;
-  auto leaf = [&](int id, std::size_t, const std::shared_ptr<Device>& dev) {
-    const collect_builder::occurrence& o = c.seen[std::size_t(id)];
-    if (o.data) {
-      std::shared_ptr<Buffer>& b = leaves[{o.data, o.bytes}];
-      if (!b) {
-        b = std::make_shared<Buffer>(dev, o.dtype, std::int64_t(o.bytes) / itemsize(o.dtype));
-        dev->copy_in(b->ptr, o.data, o.bytes);
-      }
-      return b;
-    }
-    std::shared_ptr<Buffer>& b = scalars[{o.dtype, o.value.f, o.value.i}];
-    if (!b) {
-      b = std::make_shared<Buffer>(dev, o.dtype, 1);
-      visit_dtype(o.dtype, [&](auto x) {
-        using T = decltype(x);
-        T v = is_float(o.dtype) ? T(o.value.f) : T(o.value.i);
-        dev->copy_in(b->ptr, &v, sizeof(T));
-      });
-    }
-    return b;
-  };
-  return launch<P::plan>(name, E::dtype, sym<typename E::shape_type>(), leaf);
-}
-} // namespace fx
-
-/// The run-time tensor for a static expression, computed on `device` ("" = the default device) by
-/// kernels fused and lowered at compile time (see the top of this file); realized.
-template <fx::expr E> Tensor to_tensor(const E& expr, const std::string& device = "") {
-  if constexpr (fx::plannable<E>) {
-    return fx::run_type_plan(expr, device);
-  } else {
-    if (env::debug() >= 1 && !fx::is_fixed<E>)
-      std::cerr << "tg.to_tensor: no compile-time plan for this expression (past the compiler's "
-                   "constant-evaluation limit); scheduled at run time\n";
-    return lazy_tensor(expr, device).realize();
-  }
-}
-
-/// A static expression over tg::input placeholders whose kernels were fused and lowered at compile
-/// time (tg::precompile). run() binds input Id i to the i-th argument (a tg::fixed of the input's
-/// shape and dtype) on any run-time device.
-template <class F> struct precompiled {
-  using expr_type = decltype(F{}());
-  struct source {
-    constexpr fx::graph_builder operator()() const { return fx::build_graph(F{}()); }
-  };
-  static constexpr auto plan = fx::make_plan<source>();
-  static constexpr std::size_t kernels = plan.root.size() - 1;
-  static_assert(kernels >= 1,
-                "tg: precompile: the expression computes nothing (a view of an input)");
-
-  /// The lowered programs (what the device renders and compiles).
-  static std::vector<Program> programs() { return fx::programs_of(plan); }
-
-  /// Runs on `device` with the inputs' values; the result is a realized tg::Tensor there.
-  template <class... In> Tensor run(const std::string& device, const In&... in) const {
-    std::string name = detail::canonical_device(device.empty() ? default_device() : device);
-    std::vector<const void*> data{static_cast<const void*>(in.data())...};
-    std::vector<std::int64_t> bytes{std::int64_t(In::size * sizeof(typename In::value_type))...};
-    auto leaf = [&](int id, std::size_t node, const std::shared_ptr<Device>& dev) {
-      if (std::size_t(id) >= data.size())
-        throw error("tg.precompiled.run: no argument for tg::input " + std::to_string(id));
-      auto b = std::make_shared<Buffer>(dev, plan.node_dtype[node], plan.node_numel[node]);
-      if (std::int64_t(b->nbytes()) != bytes[std::size_t(id)])
-        throw shape_error("tg.precompiled.run: argument " + std::to_string(id) +
-                          " has the wrong size");
-      dev->copy_in(b->ptr, data[std::size_t(id)], b->nbytes());
-      return b;
-    };
-    return fx::launch<plan>(name, expr_type::dtype, fx::sym<typename expr_type::shape_type>(),
-                            leaf);
-  }
-};
-
-namespace fx {
-template <> struct bridge<Tensor> {
-  static constexpr bool enabled = true;
-  template <class E> static Tensor from_expr(const E& e, const std::string& device) {
-    return to_tensor(e, device);
-  }
-  template <class T, std::size_t N>
-  static void copy_to(const Tensor& t, T* out, DType dtype,
-                      const std::array<std::int64_t, N>& dims) {
-    std::vector<std::int64_t> want(dims.begin(), dims.end());
-    if (t.shape() != want) {
-      Shape s;
-      for (std::int64_t d : want) s.push_back(d);
-      throw shape_error("tg.fixed: a tensor of shape " + detail::shape_of(t) +
-                        " does not fit a fixed tensor of shape " + detail::shape_str(s));
-    }
-    if (t.dtype() != dtype)
-      throw dtype_error(std::string("tg.fixed: a tensor of dtype ") + dtype_name(t.dtype()) +
-                        " does not fit a fixed tensor of dtype " + dtype_name(dtype) +
-                        " (cast it first)");
-    std::vector<T> v = t.to_vector<T>();
-    std::copy(v.begin(), v.end(), out);
-  }
-};
-} // namespace fx
-
-/// precompile([] { return expr; }): the expression's kernels, fused and lowered at compile time.
-/// The lambda builds the expression from tg::input placeholders (and constants).
-template <class F> consteval precompiled<F> precompile(F) { return {}; }
-
-/// A run-time tensor's values as a fixed tensor (the shape and dtype are checked at run time).
-template <class F> F to_fixed(const Tensor& t) { return F(t); }
-
-} // namespace tg
-#endif // TG_SI_TG_FIXED_BRIDGE_HPP
-
-// ---- tg/nn/nn.hpp ----
-#ifndef TG_SI_TG_NN_NN_HPP
-#define TG_SI_TG_NN_NN_HPP
-// tg::nn: modules with dotted parameter names, layers, initializers, losses (torch.nn).
-
-// ---- tg/nn/layers.hpp ----
-#ifndef TG_SI_TG_NN_LAYERS_HPP
-#define TG_SI_TG_NN_LAYERS_HPP
-// nn layers with PyTorch's parameter names, shapes, defaults and initialization.
-
-// ---- tg/nn/functional.hpp ----
-#ifndef TG_SI_TG_NN_FUNCTIONAL_HPP
-#define TG_SI_TG_NN_FUNCTIONAL_HPP
-// nn::functional (torch.nn.functional): the layers' computations as functions of tensors, all
-// composed from tg's primitives, so they fuse and are differentiable.
-//
-// Convolution and pooling gather their windows with movement ops only: each spatial axis
-// becomes (output position, kernel tap) through padding and strided slices stacked per tap (a
-// repeat and a skewing reshape for kernels above 8 taps), so pooling is one reduction over a
-// view. A convolution materializes those columns once (im2col) and multiplies them with the
-// weight as a matmul whose reductions run along contiguous memory, forward and backward.
-
-// ---- tg/nn/init.hpp ----
-#ifndef TG_SI_TG_NN_INIT_HPP
-#define TG_SI_TG_NN_INIT_HPP
-// nn::init: PyTorch's initializers (torch.nn.init), drawn on the host from tg's seeded generator
-// (tg::manual_seed makes them reproducible) and written into the tensor in place. The same
-// formulas as PyTorch: fan_in/fan_out from the shape (dim 1 and dim 0, times the receptive
-// field), gains from calculate_gain.
 
-// ---- tg/nn/module.hpp ----
-#ifndef TG_SI_TG_NN_MODULE_HPP
-#define TG_SI_TG_NN_MODULE_HPP
-// nn::Module: a tree of modules whose parameters and buffers get dotted names (layers.0.weight)
-// from one registration per member, as torch.nn.Module. A module registers its members in its
-// constructor:
-//
-//   struct Net : tg::nn::Module {
-//     tg::nn::Linear fc1{784, 256}, fc2{256, 10};
-//     tg::Tensor scale;
-//     Net() {
-//       register_module("fc1", fc1);
-//       register_module("fc2", fc2);
-//       register_parameter("scale", scale = tg::ones({1}));
-//     }
-//     tg::Tensor forward(const tg::Tensor& x) override { return fc2(fc1(x).relu()) * scale; }
-//   };
-//
-// Registrations record where a member lies inside its module (an offset from the module), so
-// modules can be copied and moved: a copy shares its parameters' storage (tensors are handles),
-// like assigning a torch module to a second name. Members registered by reference must be data
-// members of the module itself; modules held on the heap are registered as std::shared_ptr
-// (ModuleList and Sequential do this).
-
-// ---- tg/state/state_dict.hpp ----
-#ifndef TG_SI_TG_STATE_STATE_DICT_HPP
-#define TG_SI_TG_STATE_STATE_DICT_HPP
-// StateDict: named tensors in insertion order (PyTorch's OrderedDict of a state_dict). Modules
-// produce and consume it (nn/module.hpp); safetensors reads and writes it (state/safetensors.hpp).
-
-namespace tg {
-
-class StateDict {
-public:
-  using value_type = std::pair<std::string, Tensor>;
-  using iterator = std::vector<value_type>::iterator;
-  using const_iterator = std::vector<value_type>::const_iterator;
-
-  StateDict() = default;
-  StateDict(std::initializer_list<value_type> items) {
-    for (const auto& [k, v] : items) insert(k, v);
-  }
-
-  /// Adds `name` (or replaces the tensor already stored under it).
-  void insert(const std::string& name, const Tensor& t) {
-    if (Tensor* p = find(name))
-      *p = t;
-    else
-      items_.emplace_back(name, t);
-  }
-  /// The tensor stored under `name`, inserting an undefined one when absent (as std::map).
-  Tensor& operator[](const std::string& name) {
-    if (Tensor* p = find(name)) return *p;
-    items_.emplace_back(name, Tensor());
-    return items_.back().second;
-  }
-  /// The tensor stored under `name`; throws tg::error naming the key when absent.
-  const Tensor& at(const std::string& name) const {
-    if (const Tensor* p = find(name)) return *p;
-    throw error("tg.StateDict: no tensor named '" + name + "'");
-  }
-  Tensor* find(const std::string& name) {
-    for (auto& [k, v] : items_)
-      if (k == name) return &v;
-    return nullptr;
-  }
-  const Tensor* find(const std::string& name) const {
-    for (const auto& [k, v] : items_)
-      if (k == name) return &v;
-    return nullptr;
-  }
-  bool contains(const std::string& name) const { return find(name) != nullptr; }
-  bool erase(const std::string& name) {
-    for (auto it = items_.begin(); it != items_.end(); ++it)
-      if (it->first == name) {
-        items_.erase(it);
-        return true;
-      }
-    return false;
-  }
-  std::vector<std::string> keys() const {
-    std::vector<std::string> r;
-    for (const auto& kv : items_) r.push_back(kv.first);
-    return r;
-  }
-  std::size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
-  iterator begin() { return items_.begin(); }
-  iterator end() { return items_.end(); }
-  const_iterator begin() const { return items_.begin(); }
-  const_iterator end() const { return items_.end(); }
-
-private:
-  std::vector<value_type> items_;
-};
-
-} // namespace tg
-#endif // TG_SI_TG_STATE_STATE_DICT_HPP
-
-namespace tg::nn {
-
-/// What load_state_dict(strict = false) found missing or left unused.
-struct LoadResult {
-  std::vector<std::string> missing_keys, unexpected_keys;
-};
-
-class Module {
-public:
-  virtual ~Module() = default;
-
-  /// The computation of a module with one input. Modules with other signatures (attention)
-  /// add their own overloads; this one throws for them.
-  virtual Tensor forward(const Tensor& x) {
-    (void)x;
-    throw error("tg.nn." + type_name() +
-                ": this module does not take a single tensor (see its forward overloads)");
-  }
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  /// The PyTorch-style name of the module's type, for printing and messages.
-  virtual std::string type_name() const { return "Module"; }
-  /// Its constructor arguments, for printing (as torch's extra_repr).
-  virtual std::string extra_repr() const { return ""; }
-
-  // ---- parameters and buffers ------------------------------------------------------------
-  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", recurse, Kind::Parameter);
-    return out;
-  }
-  std::vector<Tensor> parameters(bool recurse = true) const {
-    return values(named_parameters(recurse));
-  }
-  /// Buffers (running statistics and the like), persistent or not.
-  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", recurse, Kind::Buffer);
-    return out;
-  }
-  std::vector<Tensor> buffers(bool recurse = true) const { return values(named_buffers(recurse)); }
-  /// The direct submodules.
-  std::vector<std::pair<std::string, Module*>> named_children() {
-    std::vector<std::pair<std::string, Module*>> out;
-    for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
-    return out;
-  }
-  std::vector<std::pair<std::string, const Module*>> named_children() const {
-    std::vector<std::pair<std::string, const Module*>> out;
-    for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
-    return out;
-  }
-  /// This module ("") and every module below it, depth first, with dotted names.
-  std::vector<std::pair<std::string, Module*>> named_modules() {
-    std::vector<std::pair<std::string, Module*>> out{{"", this}};
-    for (auto& [name, m] : named_children())
-      for (auto& [sub, sm] : m->named_modules())
-        out.emplace_back(sub.empty() ? name : name + "." + sub, sm);
-    return out;
-  }
-  /// The module at a dotted path ("layers.0"); "" is this module.
-  Module& get_submodule(const std::string& path) {
-    if (path.empty()) return *this;
-    std::size_t dot = path.find('.');
-    std::string head = path.substr(0, dot);
-    for (const Slot& s : modules_)
-      if (s.name == head)
-        return dot == std::string::npos ? *child(s) : child(s)->get_submodule(path.substr(dot + 1));
-    throw error("tg.nn." + type_name() + ": no submodule '" + head + "'");
-  }
-  /// The parameter member at a dotted path ("layers.0.weight"), by reference: assigning to it
-  /// replaces the parameter (as setattr in PyTorch).
-  Tensor& get_parameter(const std::string& path) { return member(path, Kind::Parameter); }
-  Tensor& get_buffer(const std::string& path) { return member(path, Kind::Buffer); }
-  /// The number of parameter elements.
-  std::int64_t num_parameters() const {
-    std::int64_t n = 0;
-    for (const Tensor& p : parameters()) n += p.numel();
-    return n;
-  }
-
-  // ---- state ------------------------------------------------------------------------------
-  /// Parameters and persistent buffers by dotted name (the tensors themselves, not copies).
-  StateDict state_dict() const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", true, Kind::State);
-    StateDict sd;
-    for (auto& [k, v] : out) sd.insert(k, v);
-    return sd;
-  }
-  /// Copies `sd` into the parameters and buffers, in place (one tg::assign; values are cast to
-  /// each parameter's dtype and moved to its device). A shape mismatch is always an error;
-  /// with `strict`, so are missing and unexpected keys. Every problem is listed in the message.
-  LoadResult load_state_dict(const StateDict& sd, bool strict = true,
-                             std::source_location loc = std::source_location::current()) {
-    StateDict own = state_dict();
-    LoadResult r;
-    std::vector<std::string> mismatched;
-    std::vector<std::pair<Tensor, Tensor>> writes;
-    for (const auto& [k, target] : own) {
-      const Tensor* v = sd.find(k);
-      if (!v || !v->defined()) {
-        r.missing_keys.push_back(k);
-        continue;
-      }
-      if (v->shape() != target.shape()) {
-        mismatched.push_back("size mismatch for " + k + ": copying a tensor of shape " +
-                             tg::detail::shape_of(*v) +
-                             " from the state dict, the shape in the current model is " +
-                             tg::detail::shape_of(target));
-        continue;
-      }
-      Tensor value = v->device() == target.device() ? *v : v->to(target.device());
-      writes.emplace_back(target, value.detach().cast(target.dtype()));
-    }
-    for (const auto& [k, v] : sd)
-      if (!own.contains(k)) r.unexpected_keys.push_back(k);
-    bool fail =
-        !mismatched.empty() || (strict && (!r.missing_keys.empty() || !r.unexpected_keys.empty()));
-    if (fail) {
-      std::string msg = "error(s) in loading the state dict of " + type_name() + ":";
-      auto list = [](const std::vector<std::string>& ks) {
-        std::string s;
-        for (std::size_t i = 0; i < ks.size(); ++i) {
-          s += i ? ", \"" : "\"";
-          s += ks[i];
-          s += '"';
-        }
-        return s;
-      };
-      if (strict && !r.missing_keys.empty()) msg += "\n  missing key(s): " + list(r.missing_keys);
-      if (strict && !r.unexpected_keys.empty())
-        msg += "\n  unexpected key(s): " + list(r.unexpected_keys);
-      for (const std::string& m : mismatched) msg += "\n  " + m;
-      tg::detail::fail<error>("load_state_dict", msg, loc);
-    }
-    if (!writes.empty()) {
-      no_grad guard;
-      tg::assign(writes, loc);
-    }
-    return r;
-  }
-
-  // ---- modes ------------------------------------------------------------------------------
-  /// Training mode (the default) for this module and every submodule: dropout drops, batch norm
-  /// uses and updates batch statistics.
-  Module& train(bool mode = true) {
-    training_ = mode;
-    for (auto& [name, m] : named_children()) m->train(mode);
-    return *this;
-  }
-  Module& eval() { return train(false); }
-  bool is_training() const { return training_; }
-  /// Sets every parameter's gradient to undefined (as zero_grad(set_to_none=True)).
-  void zero_grad() {
-    for (Tensor& p : parameters()) p.set_grad(Tensor());
-  }
-  /// Turns gradient tracking of every parameter on or off (freezing).
-  Module& requires_grad_(bool on = true) {
-    for (Tensor& p : parameters()) p.requires_grad_(on);
-    return *this;
-  }
-
-  /// A tree like torch's repr: "Sequential(\n  (0): Linear(in_features=2, ...)\n)".
-  std::string to_string() const {
-    std::string r = type_name() + "(" + extra_repr();
-    auto kids = named_children();
-    if (!kids.empty()) {
-      r += "\n";
-      for (auto& [name, m] : kids) {
-        std::string sub = m->to_string(), ind;
-        for (char c : sub) {
-          ind.push_back(c);
-          if (c == '\n') ind += "  ";
-        }
-        r += "  (" + name + "): " + ind + "\n";
-      }
-    }
-    return r + ")";
-  }
-
-protected:
-  Module() = default;
-  Module(const Module&) = default;
-  Module(Module&&) = default;
-  Module& operator=(const Module&) = default;
-  Module& operator=(Module&&) = default;
-
-  /// Registers the data member `member` as a parameter called `name`: it becomes a realized
-  /// buffer that requires grad (unless `requires_grad` is false). An undefined tensor (an absent
-  /// bias) is registered but skipped by parameters() and state_dict().
-  Tensor& register_parameter(const std::string& name, Tensor& member, bool requires_grad = true) {
-    check_name(name);
-    if (member.defined()) {
-      materialize(member);
-      if (requires_grad) member.requires_grad_();
-    }
-    params_.push_back(Slot{name, offset_of(&member), nullptr, true});
-    return member;
-  }
-  /// Registers the data member `member` as a buffer (state that is not trained: running
-  /// statistics). Non-persistent buffers are left out of state_dict().
-  Tensor& register_buffer(const std::string& name, Tensor& member, bool persistent = true) {
-    check_name(name);
-    if (member.defined()) materialize(member);
-    buffers_.push_back(Slot{name, offset_of(&member), nullptr, persistent});
-    return member;
-  }
-  /// Registers the data member `member` as a submodule.
-  template <std::derived_from<Module> M> M& register_module(const std::string& name, M& member) {
-    check_name(name);
-    modules_.push_back(Slot{name, offset_of(static_cast<Module*>(&member)), nullptr, true});
-    return member;
-  }
-  /// Registers a module held by shared pointer (owned jointly with the caller).
-  template <std::derived_from<Module> M>
-  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
-    check_name(name);
-    if (!m) throw error("tg.nn.register_module: '" + name + "' is a null module");
-    modules_.push_back(Slot{name, 0, m, true});
-    return m;
-  }
-
-private:
-  enum class Kind { Parameter, Buffer, State };
-  struct Slot {
-    std::string name;
-    std::ptrdiff_t offset; // from this module's address (members)
-    std::shared_ptr<Module> owned;
-    bool persistent;
-  };
-
-  std::ptrdiff_t offset_of(const void* member) const {
-    return reinterpret_cast<const char*>(member) - reinterpret_cast<const char*>(this);
-  }
-  Tensor& tensor_at(const Slot& s) const {
-    return *reinterpret_cast<Tensor*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
-                                      s.offset);
-  }
-  Module* child(const Slot& s) const {
-    if (s.owned) return s.owned.get();
-    return reinterpret_cast<Module*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
-                                     s.offset);
-  }
-  void check_name(const std::string& name) const {
-    if (name.empty() || name.find('.') != std::string::npos)
-      throw error("tg.nn." + type_name() + ": '" + name +
-                  "' is not a valid member name (non-empty, no '.')");
-    for (const auto* list : {&params_, &buffers_, &modules_})
-      for (const Slot& s : *list)
-        if (s.name == name)
-          throw error("tg.nn." + type_name() + ": '" + name + "' is registered twice");
-  }
-  static void materialize(Tensor& t) {
-    if (t.lazy()->op == Op::Buffer) return;
-    no_grad guard;
-    t = t.detach().contiguous().realize();
-  }
-  void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix,
-               bool recurse, Kind kind) const {
-    if (kind != Kind::Buffer)
-      for (const Slot& s : params_) {
-        const Tensor& t = tensor_at(s);
-        if (t.defined()) out.emplace_back(prefix + s.name, t);
-      }
-    if (kind != Kind::Parameter)
-      for (const Slot& s : buffers_) {
-        const Tensor& t = tensor_at(s);
-        if (t.defined() && (kind == Kind::Buffer || s.persistent))
-          out.emplace_back(prefix + s.name, t);
-      }
-    if (recurse)
-      for (const Slot& s : modules_) child(s)->collect(out, prefix + s.name + ".", true, kind);
-  }
-  Tensor& member(const std::string& path, Kind kind) {
-    std::size_t dot = path.rfind('.');
-    Module& owner = dot == std::string::npos ? *this : get_submodule(path.substr(0, dot));
-    std::string name = dot == std::string::npos ? path : path.substr(dot + 1);
-    for (const Slot& s : kind == Kind::Parameter ? owner.params_ : owner.buffers_)
-      if (s.name == name) return owner.tensor_at(s);
-    throw error("tg.nn." + type_name() + ": no " +
-                (kind == Kind::Parameter ? "parameter" : "buffer") + " '" + path + "'");
-  }
-  static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& kv) {
-    std::vector<Tensor> r;
-    for (const auto& [k, v] : kv) r.push_back(v);
-    return r;
-  }
-
-  std::vector<Slot> params_, buffers_, modules_;
-  bool training_ = true;
-};
-
-inline std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.to_string(); }
-
-namespace detail {
-template <class M> std::shared_ptr<Module> hold(M&& m) {
-  using D = std::decay_t<M>;
-  if constexpr (requires { typename D::element_type; }) {
-    static_assert(std::derived_from<typename D::element_type, Module>, "tg.nn: not a module");
-    return std::static_pointer_cast<Module>(m);
-  } else {
-    static_assert(std::derived_from<D, Module>, "tg.nn: not a module");
-    return std::make_shared<D>(std::forward<M>(m));
-  }
-}
 } // namespace detail
 
-/// Modules in a list, named "0", "1", ... (torch.nn.ModuleList). Takes modules by value (moved
-/// onto the heap) or by std::shared_ptr.
-class ModuleList : public Module {
-public:
-  ModuleList() = default;
-  template <class... Ms>
-    requires(sizeof...(Ms) > 0 &&
-             !(sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, ModuleList> && ...)))
-  explicit ModuleList(Ms&&... ms) {
-    (push_back(std::forward<Ms>(ms)), ...);
-  }
-  template <class M> ModuleList& push_back(M&& m) {
-    items_.push_back(
-        register_module(std::to_string(items_.size()), detail::hold(std::forward<M>(m))));
-    return *this;
-  }
-  std::size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
-  Module& operator[](std::size_t i) { return *items_.at(i); }
-  const Module& operator[](std::size_t i) const { return *items_.at(i); }
-  /// The i-th module as its own type (throws tg::error if it is not an M).
-  template <class M> M& at(std::size_t i) {
-    auto* p = dynamic_cast<M*>(items_.at(i).get());
-    if (!p)
-      throw error("tg.nn.ModuleList: module " + std::to_string(i) + " is a " +
-                  items_[i]->type_name());
-    return *p;
-  }
-  auto begin() { return items_.begin(); }
-  auto end() { return items_.end(); }
-  std::string type_name() const override { return "ModuleList"; }
+} // namespace tg
+#endif // TG_SI_TG_IMPL_JIT_HPP
 
-protected:
-  std::vector<std::shared_ptr<Module>> items_;
-};
+// ---- tg/impl/nn/functional.hpp ----
+#ifndef TG_SI_TG_IMPL_NN_FUNCTIONAL_HPP
+#define TG_SI_TG_IMPL_NN_FUNCTIONAL_HPP
+// What nn/functional.hpp declares (TG_API, config.hpp).
+#include <mutex>
+#include <ostream>
 
-/// Modules applied in order (torch.nn.Sequential): Sequential(Linear(2, 4), ReLU(), Linear(4, 1)).
-class Sequential : public ModuleList {
-public:
-  Sequential() = default;
-  template <class... Ms>
-    requires(sizeof...(Ms) > 0 &&
-             !(sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, Sequential> && ...)))
-  explicit Sequential(Ms&&... ms) {
-    (push_back(std::forward<Ms>(ms)), ...);
-  }
-  Tensor forward(const Tensor& x) override {
-    Tensor y = x;
-    for (auto& m : items_) y = m->forward(y);
-    return y;
-  }
-  std::string type_name() const override { return "Sequential"; }
-};
+// ---- tg/util/rng.hpp ----
+#ifndef TG_SI_TG_UTIL_RNG_HPP
+#define TG_SI_TG_UTIL_RNG_HPP
+// The generator of tg's host-side random numbers (rand, randn, init, dropout's seeds), seeded by
+// tg::manual_seed; defined in tg/impl/tensor/class.hpp.
+#include <random>
 
-} // namespace tg::nn
-#endif // TG_SI_TG_NN_MODULE_HPP
-
-namespace tg::nn::init {
-
-/// The recommended gain for a nonlinearity (torch.nn.init.calculate_gain).
-inline double calculate_gain(const std::string& nonlinearity,
-                             std::optional<double> param = std::nullopt) {
-  if (nonlinearity == "linear" || nonlinearity == "identity" || nonlinearity == "sigmoid" ||
-      nonlinearity.rfind("conv", 0) == 0)
-    return 1.0;
-  if (nonlinearity == "tanh") return 5.0 / 3.0;
-  if (nonlinearity == "relu") return std::sqrt(2.0);
-  if (nonlinearity == "leaky_relu") {
-    double a = param.value_or(0.01);
-    return std::sqrt(2.0 / (1 + a * a));
-  }
-  if (nonlinearity == "selu") return 3.0 / 4.0;
-  throw error("tg.nn.init.calculate_gain: unsupported nonlinearity '" + nonlinearity + "'");
-}
-
-/// (fan_in, fan_out) of a weight: [out, in, *receptive field].
-inline std::pair<std::int64_t, std::int64_t>
-calculate_fan_in_and_fan_out(const std::vector<std::int64_t>& shape) {
-  if (shape.size() < 2)
-    throw shape_error("tg.nn.init: fan in and fan out need a tensor of at least 2 dims, got " +
-                      std::to_string(shape.size()));
-  std::int64_t field = 1;
-  for (std::size_t i = 2; i < shape.size(); ++i) field *= shape[i];
-  return {shape[1] * field, shape[0] * field};
-}
-
-namespace detail {
-inline std::vector<double> draw_uniform(std::int64_t n, double a, double b) {
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (double& x : v) x = a + (b - a) * (double(tg::detail::rng()() >> 11) * 0x1p-53);
-  return v;
-}
-inline std::vector<double> draw_normal(std::int64_t n, double mean, double std) {
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < v.size(); i += 2) {
-    double u1 = (double(tg::detail::rng()() >> 11) + 1.0) * 0x1p-53,
-           u2 = double(tg::detail::rng()() >> 11) * 0x1p-53;
-    double r = std::sqrt(-2.0 * std::log(u1));
-    v[i] = mean + std * r * std::cos(2 * tg::detail::kPi * u2);
-    if (i + 1 < v.size()) v[i + 1] = mean + std * r * std::sin(2 * tg::detail::kPi * u2);
-  }
-  return v;
-}
-/// Writes host values into `t`: in place when it is a buffer (a parameter keeps its identity),
-/// otherwise `t` becomes a new buffer (keeping requires_grad).
-inline Tensor& fill(Tensor& t, const std::vector<double>& v) {
-  if (!t.defined()) throw error("tg.nn.init: the tensor is undefined");
-  if (!is_float(t.dtype()))
-    throw dtype_error(std::string("tg.nn.init: needs a floating point tensor, got ") +
-                      dtype_name(t.dtype()));
-  Tensor values = Tensor::from_data(v, t.sym_shape(), TensorOptions(t.dtype(), t.device()));
-  if (t.lazy()->op == Op::Buffer) {
-    tg::assign({{t, values}});
-  } else {
-    bool rg = t.requires_grad() && !t.lazy()->grad_fn;
-    t = values;
-    if (rg) t.requires_grad_();
-  }
-  return t;
-}
-inline std::int64_t fan(const Tensor& t, const std::string& mode) {
-  auto [in, out] = calculate_fan_in_and_fan_out(t.shape());
-  if (mode == "fan_in") return in;
-  if (mode == "fan_out") return out;
-  throw error("tg.nn.init: mode must be \"fan_in\" or \"fan_out\", not \"" + mode + "\"");
-}
-} // namespace detail
-
-/// U(a, b).
-inline Tensor& uniform_(Tensor& t, double a = 0, double b = 1) {
-  return detail::fill(t, detail::draw_uniform(t.numel(), a, b));
-}
-/// N(mean, std^2).
-inline Tensor& normal_(Tensor& t, double mean = 0, double std = 1) {
-  return detail::fill(t, detail::draw_normal(t.numel(), mean, std));
-}
-inline Tensor& constant_(Tensor& t, double v) {
-  return detail::fill(t, std::vector<double>(std::size_t(t.numel()), v));
-}
-inline Tensor& zeros_(Tensor& t) { return constant_(t, 0); }
-inline Tensor& ones_(Tensor& t) { return constant_(t, 1); }
-/// He et al.: U(-b, b) with b = gain * sqrt(3 / fan).
-inline Tensor& kaiming_uniform_(Tensor& t, double a = 0, const std::string& mode = "fan_in",
-                                const std::string& nonlinearity = "leaky_relu") {
-  double bound =
-      std::sqrt(3.0) * calculate_gain(nonlinearity, a) / std::sqrt(double(detail::fan(t, mode)));
-  return uniform_(t, -bound, bound);
-}
-/// He et al.: N(0, std^2) with std = gain / sqrt(fan).
-inline Tensor& kaiming_normal_(Tensor& t, double a = 0, const std::string& mode = "fan_in",
-                               const std::string& nonlinearity = "leaky_relu") {
-  return normal_(t, 0, calculate_gain(nonlinearity, a) / std::sqrt(double(detail::fan(t, mode))));
-}
-/// Glorot & Bengio: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
-inline Tensor& xavier_uniform_(Tensor& t, double gain = 1) {
-  auto [in, out] = calculate_fan_in_and_fan_out(t.shape());
-  double bound = gain * std::sqrt(6.0 / double(in + out));
-  return uniform_(t, -bound, bound);
-}
-/// Glorot & Bengio: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
-inline Tensor& xavier_normal_(Tensor& t, double gain = 1) {
-  auto [in, out] = calculate_fan_in_and_fan_out(t.shape());
-  return normal_(t, 0, gain * std::sqrt(2.0 / double(in + out)));
-}
-
-// Fresh tensors (realized buffers), for module constructors: init::kaiming_uniform({out, in},
-// std::sqrt(5.0)).
-namespace detail {
-inline Tensor fresh(const Shape& shape, TensorOptions o, const std::vector<double>& v) {
-  if (!o.dtype) o.dtype = DType::Float32;
-  if (!is_float(*o.dtype))
-    throw dtype_error(std::string("tg.nn.init: needs a floating point dtype, got ") +
-                      dtype_name(*o.dtype));
-  return Tensor::from_data(v, shape, o);
-}
-inline std::int64_t numel(const Shape& s) { return tg::prod(s).eval(); }
-inline std::vector<std::int64_t> dims(const Shape& s) {
-  std::vector<std::int64_t> r;
-  for (const SInt& d : s) r.push_back(d.eval());
-  return r;
-}
-inline std::int64_t fan(const Shape& s, const std::string& mode) {
-  auto [in, out] = calculate_fan_in_and_fan_out(dims(s));
-  if (mode == "fan_in") return in;
-  if (mode == "fan_out") return out;
-  throw error("tg.nn.init: mode must be \"fan_in\" or \"fan_out\", not \"" + mode + "\"");
-}
-} // namespace detail
-inline Tensor uniform(const Shape& shape, double a = 0, double b = 1, TensorOptions o = {}) {
-  return detail::fresh(shape, o, detail::draw_uniform(detail::numel(shape), a, b));
-}
-inline Tensor normal(const Shape& shape, double mean = 0, double std = 1, TensorOptions o = {}) {
-  return detail::fresh(shape, o, detail::draw_normal(detail::numel(shape), mean, std));
-}
-inline Tensor constant(const Shape& shape, double v, TensorOptions o = {}) {
-  return detail::fresh(shape, o, std::vector<double>(std::size_t(detail::numel(shape)), v));
-}
-inline Tensor zeros(const Shape& shape, TensorOptions o = {}) { return constant(shape, 0, o); }
-inline Tensor ones(const Shape& shape, TensorOptions o = {}) { return constant(shape, 1, o); }
-inline Tensor kaiming_uniform(const Shape& shape, double a = 0, const std::string& mode = "fan_in",
-                              const std::string& nonlinearity = "leaky_relu",
-                              TensorOptions o = {}) {
-  double bound = std::sqrt(3.0) * calculate_gain(nonlinearity, a) /
-                 std::sqrt(double(detail::fan(shape, mode)));
-  return uniform(shape, -bound, bound, o);
-}
-inline Tensor kaiming_normal(const Shape& shape, double a = 0, const std::string& mode = "fan_in",
-                             const std::string& nonlinearity = "leaky_relu", TensorOptions o = {}) {
-  return normal(shape, 0,
-                calculate_gain(nonlinearity, a) / std::sqrt(double(detail::fan(shape, mode))), o);
-}
-inline Tensor xavier_uniform(const Shape& shape, double gain = 1, TensorOptions o = {}) {
-  auto [in, out] = calculate_fan_in_and_fan_out(detail::dims(shape));
-  double bound = gain * std::sqrt(6.0 / double(in + out));
-  return uniform(shape, -bound, bound, o);
-}
-inline Tensor xavier_normal(const Shape& shape, double gain = 1, TensorOptions o = {}) {
-  auto [in, out] = calculate_fan_in_and_fan_out(detail::dims(shape));
-  return normal(shape, 0, gain * std::sqrt(2.0 / double(in + out)), o);
-}
-
-} // namespace tg::nn::init
-#endif // TG_SI_TG_NN_INIT_HPP
+namespace tg::detail {
+TG_API std::mt19937_64& rng();
+} // namespace tg::detail
+#endif // TG_SI_TG_UTIL_RNG_HPP
 
 namespace tg::nn::functional {
 
-using Loc = std::source_location;
-
-/// y = x W^T + b for x [..., in], W [out, in], b [out].
-///
-/// The layers materialize their outputs (contiguous(): the matmul kernel writes them, no extra
-/// kernel), which also materializes the gradient there (autograd mirrors contiguous). Otherwise
-/// a gradient expression (softmax's, relu's) is fused into the dW and dX reductions and
-/// recomputed for every element of the broadcast axis: several times slower training steps
-/// (docs/performance.md).
-inline Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-                     Loc loc = Loc::current()) {
+TG_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc) {
   Tensor y = x.matmul(weight.T(loc), loc);
   return (bias.defined() ? TensorArg(y, loc) + bias : y).contiguous(loc);
 }
 
-namespace detail {
-inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-inline Shape leading(const Tensor& x, int drop) {
+} // namespace tg::nn::functional
+
+namespace tg::nn::functional::detail {
+
+TG_API std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+TG_API Shape leading(const Tensor& x, int drop) {
   return Shape(x.sym_shape().begin(), x.sym_shape().end() - drop);
 }
-inline Shape with(Shape s, std::initializer_list<SInt> tail) {
+
+TG_API Shape with(Shape s, std::initializer_list<SInt> tail) {
   s.insert(s.end(), tail.begin(), tail.end());
   return s;
 }
 
-/// Sliding windows over the last axis: x [..., L] -> [..., O, K] with
-/// out[..., o, k] = x[..., o * stride + k * dilation], O = (L - dilation * (K - 1) - 1) / stride
-/// + 1. Movement ops only (a view); `large` forces the repeat trick used for kernels above 8 taps.
-inline Tensor windows_last(const Tensor& x, std::int64_t k, std::int64_t stride,
-                           std::int64_t dilation, bool large = false) {
+TG_API Tensor windows_last(const Tensor& x, std::int64_t k, std::int64_t stride,
+                           std::int64_t dilation, bool large) {
   const std::int64_t L = x.size(-1);
   const std::int64_t o = (L - dilation * (k - 1) - 1) / stride + 1;
   Shape lead = leading(x, 1);
@@ -18884,16 +14326,14 @@ inline Tensor windows_last(const Tensor& x, std::int64_t k, std::int64_t stride,
   return y.transpose(-1, -2);
 }
 
-/// x [N, C, H, W] (already padded) -> [N, C, OH, OW, KH, KW].
-inline Tensor windows2d(const Tensor& x, std::array<std::int64_t, 2> k,
-                        std::array<std::int64_t, 2> s, std::array<std::int64_t, 2> d,
-                        bool large = false) {
+TG_API Tensor windows2d(const Tensor& x, std::array<std::int64_t, 2> k,
+                        std::array<std::int64_t, 2> s, std::array<std::int64_t, 2> d, bool large) {
   Tensor w = windows_last(x, k[1], s[1], d[1], large);                   // [N, C, H, OW, KW]
   w = windows_last(w.permute({0, 1, 3, 4, 2}), k[0], s[0], d[0], large); // [N, C, OW, KW, OH, KH]
   return w.permute({0, 1, 4, 2, 5, 3});
 }
 
-inline void check_pos(const char* op, const char* what, std::array<std::int64_t, 2> v,
+TG_API void check_pos(const char* op, const char* what, std::array<std::int64_t, 2> v,
                       bool allow_zero, Loc loc) {
   for (std::int64_t x : v)
     if (x < 0 || (!allow_zero && x == 0))
@@ -18903,25 +14343,14 @@ inline void check_pos(const char* op, const char* what, std::array<std::int64_t,
                                         std::to_string(x),
                                     loc);
 }
-inline void check_4d(const Tensor& x, const char* op, Loc loc) {
+
+TG_API void check_4d(const Tensor& x, const char* op, Loc loc) {
   if (x.ndim() != 4)
     tg::detail::fail<shape_error>(
         op, "needs an input of shape [N, C, H, W], got " + tg::detail::shape_of(x), loc);
 }
-} // namespace detail
 
-/// A pair of sizes for the two spatial axes; an integer means both.
-struct Pair {
-  std::array<std::int64_t, 2> v;
-  Pair(std::int64_t a) : v{a, a} {}
-  Pair(std::int64_t a, std::int64_t b) : v{a, b} {}
-  Pair(std::array<std::int64_t, 2> a) : v(a) {}
-  std::int64_t operator[](int i) const { return v[std::size_t(i)]; }
-};
-
-namespace detail {
-/// The (padded) input must hold one dilated window in each spatial axis.
-inline void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair padding,
+TG_API void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair padding,
                               Pair dilation, Loc loc) {
   for (int i = 0; i < 2; ++i)
     if (x.size(2 + i) + 2 * padding[i] < dilation[i] * (kernel[i] - 1) + 1)
@@ -18938,12 +14367,13 @@ inline void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair
                    : std::string()),
           loc);
 }
-} // namespace detail
 
-/// 2-D convolution (cross-correlation, as PyTorch): x [N, C, H, W], weight [O, C / groups, KH, KW].
-inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-                     Pair stride = 1, Pair padding = 0, Pair dilation = 1, std::int64_t groups = 1,
-                     Loc loc = Loc::current()) {
+} // namespace tg::nn::functional::detail
+
+namespace tg::nn::functional {
+
+TG_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride,
+                     Pair padding, Pair dilation, std::int64_t groups, Loc loc) {
   detail::check_4d(x, "conv2d", loc);
   if (weight.ndim() != 4)
     tg::detail::fail<shape_error>("conv2d",
@@ -19003,11 +14433,11 @@ inline Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias =
       .reshape({N, O, OH, OW}, loc);
 }
 
-namespace detail {
-/// The extra bottom/right padding that makes windows2d give ceil_mode's output size: windows
-/// that pass the end of the input by less than a stride are kept, unless one would start in the
-/// right padding (PyTorch's rule).
-inline std::array<std::int64_t, 2> ceil_extra(const Tensor& x, Pair k, Pair s, Pair p, Pair d) {
+} // namespace tg::nn::functional
+
+namespace tg::nn::functional::detail {
+
+TG_API std::array<std::int64_t, 2> ceil_extra(const Tensor& x, Pair k, Pair s, Pair p, Pair d) {
   std::array<std::int64_t, 2> extra{};
   for (int i = 0; i < 2; ++i) {
     const std::int64_t in = x.size(2 + i) + 2 * p[i], span = d[i] * (k[i] - 1) + 1;
@@ -19017,12 +14447,13 @@ inline std::array<std::int64_t, 2> ceil_extra(const Tensor& x, Pair k, Pair s, P
   }
   return extra;
 }
-} // namespace detail
 
-/// Max over windows; padding reads as -inf. ceil_mode keeps the last, partial windows.
-inline Tensor max_pool2d(const Tensor& x, Pair kernel_size,
-                         std::optional<Pair> stride = std::nullopt, Pair padding = 0,
-                         Pair dilation = 1, bool ceil_mode = false, Loc loc = Loc::current()) {
+} // namespace tg::nn::functional::detail
+
+namespace tg::nn::functional {
+
+TG_API Tensor max_pool2d(const Tensor& x, Pair kernel_size, std::optional<Pair> stride,
+                         Pair padding, Pair dilation, bool ceil_mode, Loc loc) {
   detail::check_4d(x, "max_pool2d", loc);
   Pair s = stride.value_or(kernel_size);
   detail::check_pos("max_pool2d", "kernel_size", kernel_size.v, false, loc);
@@ -19046,14 +14477,9 @@ inline Tensor max_pool2d(const Tensor& x, Pair kernel_size,
   return detail::windows2d(xp, kernel_size.v, s.v, dilation.v).max({4, 5}, false, loc);
 }
 
-/// Mean over windows. The divisor is the window's size within the padded input (zero padding
-/// counts) unless count_include_pad is false (only input elements count), or divisor_override.
-/// ceil_mode keeps the last, partial windows (their divisor counts what they cover).
-inline Tensor avg_pool2d(const Tensor& x, Pair kernel_size,
-                         std::optional<Pair> stride = std::nullopt, Pair padding = 0,
-                         bool ceil_mode = false, bool count_include_pad = true,
-                         std::optional<std::int64_t> divisor_override = std::nullopt,
-                         Loc loc = Loc::current()) {
+TG_API Tensor avg_pool2d(const Tensor& x, Pair kernel_size, std::optional<Pair> stride,
+                         Pair padding, bool ceil_mode, bool count_include_pad,
+                         std::optional<std::int64_t> divisor_override, Loc loc) {
   detail::check_4d(x, "avg_pool2d", loc);
   Pair s = stride.value_or(kernel_size);
   detail::check_pos("avg_pool2d", "kernel_size", kernel_size.v, false, loc);
@@ -19086,9 +14512,11 @@ inline Tensor avg_pool2d(const Tensor& x, Pair kernel_size,
   return sum / count;
 }
 
-namespace detail {
-/// (x - mean) / sqrt(var + eps) * weight + bias, the statistics per channel (axis 1).
-inline Tensor normalize_channels(const Tensor& x, const Tensor& mean, const Tensor& var,
+} // namespace tg::nn::functional
+
+namespace tg::nn::functional::detail {
+
+TG_API Tensor normalize_channels(const Tensor& x, const Tensor& mean, const Tensor& var,
                                  const Tensor& weight, const Tensor& bias, double eps, Loc loc) {
   Shape s(std::size_t(x.ndim()), SInt(1));
   s[1] = x.sym_shape()[1];
@@ -19097,11 +14525,8 @@ inline Tensor normalize_channels(const Tensor& x, const Tensor& mean, const Tens
   if (bias.defined()) y = y + bias.reshape(s, loc);
   return y;
 }
-/// Batch normalization by the batch's statistics (every axis but 1); where running_mean and
-/// running_var are given, they move toward the batch's mean and unbiased variance by `momentum`
-/// (a 0-d tensor, so that BatchNorm's cumulative average needs no host read): the updates are
-/// added to `updates`, for the caller's one tg::assign.
-inline Tensor batch_norm_train(const Tensor& x, const Tensor& running_mean,
+
+TG_API Tensor batch_norm_train(const Tensor& x, const Tensor& running_mean,
                                const Tensor& running_var, const Tensor& weight, const Tensor& bias,
                                const Tensor& momentum, double eps,
                                std::vector<std::pair<Tensor, Tensor>>& updates, Loc loc) {
@@ -19126,7 +14551,8 @@ inline Tensor batch_norm_train(const Tensor& x, const Tensor& running_mean,
   }
   return y;
 }
-inline void check_running(const Tensor& x, const Tensor& t, const char* what, Loc loc) {
+
+TG_API void check_running(const Tensor& x, const Tensor& t, const char* what, Loc loc) {
   if (t.defined() && (t.ndim() != 1 || t.size(0) != x.size(1)))
     tg::detail::fail<shape_error>("batch_norm",
                                   std::string(what) + " " + tg::detail::shape_of(t) +
@@ -19135,16 +14561,14 @@ inline void check_running(const Tensor& x, const Tensor& t, const char* what, Lo
                                       "])",
                                   loc);
 }
-} // namespace detail
 
-/// torch.nn.functional.batch_norm: normalizes each channel (axis 1). Not training: by
-/// running_mean and running_var. Training: by the batch's statistics, and the running
-/// statistics, where given, are updated in place (new = (1 - momentum) old + momentum batch,
-/// with the batch's unbiased variance).
-inline Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                         const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
-                         bool training = false, double momentum = 0.1, double eps = 1e-5,
-                         Loc loc = Loc::current()) {
+} // namespace tg::nn::functional::detail
+
+namespace tg::nn::functional {
+
+TG_API Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                         const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                         double eps, Loc loc) {
   if (x.ndim() < 2)
     tg::detail::fail<shape_error>(
         "batch_norm", "needs an input of at least 2 dims, got " + tg::detail::shape_of(x), loc);
@@ -19178,7 +14602,7 @@ inline Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tens
   return detail::normalize_channels(x, running_mean, running_var, weight, bias, eps, loc);
 }
 
-inline std::vector<int> last_axes(const Tensor& x, std::size_t n, const char* op, Loc loc) {
+TG_API std::vector<int> last_axes(const Tensor& x, std::size_t n, const char* op, Loc loc) {
   if (n == 0 || n > std::size_t(x.ndim()))
     tg::detail::fail<shape_error>(op,
                                   "cannot normalize the last " + std::to_string(n) + " dims of " +
@@ -19188,7 +14612,8 @@ inline std::vector<int> last_axes(const Tensor& x, std::size_t n, const char* op
   for (std::size_t i = 0; i < n; ++i) axes.push_back(x.ndim() - int(n) + int(i));
   return axes;
 }
-inline void check_normalized(const Tensor& x, const std::vector<std::int64_t>& shape,
+
+TG_API void check_normalized(const Tensor& x, const std::vector<std::int64_t>& shape,
                              const char* op, Loc loc) {
   auto xs = x.shape();
   bool ok = shape.size() <= xs.size();
@@ -19204,10 +14629,8 @@ inline void check_normalized(const Tensor& x, const std::vector<std::int64_t>& s
   }
 }
 
-/// (x - mean) / sqrt(var + eps) * weight + bias over the last dims (biased variance).
-inline Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
-                         const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
-                         double eps = 1e-5, Loc loc = Loc::current()) {
+TG_API Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
+                         const Tensor& weight, const Tensor& bias, double eps, Loc loc) {
   check_normalized(x, normalized_shape, "layer_norm", loc);
   std::vector<int> axes = last_axes(x, normalized_shape.size(), "layer_norm", loc);
   Tensor xf = x.as_float();
@@ -19220,10 +14643,8 @@ inline Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& norma
   return y.contiguous(loc); // read by the next matmul once per output column (see linear)
 }
 
-/// x / sqrt(mean(x^2) + eps) * weight over the last dims; eps defaults to the dtype's epsilon.
-inline Tensor rms_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
-                       const Tensor& weight = Tensor(), std::optional<double> eps = std::nullopt,
-                       Loc loc = Loc::current()) {
+TG_API Tensor rms_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
+                       const Tensor& weight, std::optional<double> eps, Loc loc) {
   check_normalized(x, normalized_shape, "rms_norm", loc);
   std::vector<int> axes = last_axes(x, normalized_shape.size(), "rms_norm", loc);
   Tensor xf = x.as_float();
@@ -19236,9 +14657,11 @@ inline Tensor rms_norm(const Tensor& x, const std::vector<std::int64_t>& normali
   return (weight.defined() ? y * weight : y).contiguous(loc);
 }
 
-namespace detail {
-/// [0, n) as int64 on a device, uploaded once per (n, device, dtype).
-inline Tensor cached_arange(std::int64_t n, const std::string& device, DType t) {
+} // namespace tg::nn::functional
+
+namespace tg::nn::functional::detail {
+
+TG_API Tensor cached_arange(std::int64_t n, const std::string& device, DType t) {
   // never destroyed: buffers must not outlive their device's driver at exit
   static std::mutex m;
   static auto& cache = *new std::map<std::tuple<std::int64_t, std::string, DType>, Tensor>();
@@ -19253,33 +14676,31 @@ inline Tensor cached_arange(std::int64_t n, const std::string& device, DType t) 
   cache.emplace(key, a);
   return a;
 }
-/// One-hot of integer indices: idx [...] -> bool [..., n].
-/// The dtype integer indices are compared in: int32 unless they are 64-bit, so that devices
-/// without 64-bit types (WGSL's) run embeddings and classification losses.
-inline DType index_dtype(const Tensor& idx) {
+
+TG_API DType index_dtype(const Tensor& idx) {
   return itemsize(idx.dtype()) == 8 ? DType::Int64 : DType::Int32;
 }
-inline Tensor one_hot_mask(const Tensor& idx, std::int64_t n) {
+
+TG_API Tensor one_hot_mask(const Tensor& idx, std::int64_t n) {
   const DType t = n > std::numeric_limits<std::int32_t>::max() ? DType::Int64 : index_dtype(idx);
   Tensor ar = cached_arange(n, idx.device(), t);
   return idx.cast(t).unsqueeze(-1) == ar;
 }
-/// idx != value, compared in index_dtype (a value outside its range is never equal).
-inline Tensor index_ne(const Tensor& idx, std::int64_t value) {
+
+TG_API Tensor index_ne(const Tensor& idx, std::int64_t value) {
   const DType t = index_dtype(idx);
   if (t == DType::Int32 && (value < std::numeric_limits<std::int32_t>::min() ||
                             value > std::numeric_limits<std::int32_t>::max()))
     return Tensor::full_on(idx.sym_shape(), 1, DType::Bool, idx.device());
   return idx.cast(t) != Tensor::full_on({}, value, t, idx.device());
 }
-} // namespace detail
 
-/// Rows of `weight` [V, D] picked by the integer tensor `idx`: [..., D]. Computed as a one-hot
-/// product (no host read of the indices, so it can be captured by tg::jit); an index outside
-/// [0, V) gives a row of zeros. Rows at padding_idx get no gradient.
-inline Tensor embedding(const Tensor& idx, const Tensor& weight,
-                        std::optional<std::int64_t> padding_idx = std::nullopt,
-                        Loc loc = Loc::current()) {
+} // namespace tg::nn::functional::detail
+
+namespace tg::nn::functional {
+
+TG_API Tensor embedding(const Tensor& idx, const Tensor& weight,
+                        std::optional<std::int64_t> padding_idx, Loc loc) {
   if (!is_int(idx.dtype()))
     tg::detail::fail<dtype_error>(
         "embedding", std::string("indices must be integers, got ") + dtype_name(idx.dtype()), loc);
@@ -19298,26 +14719,30 @@ inline Tensor embedding(const Tensor& idx, const Tensor& weight,
   return out;
 }
 
-// ---- randomness on the device ----------------------------------------------------------------
-namespace detail {
-inline Tensor u32(std::uint32_t v, const std::string& dev) {
+} // namespace tg::nn::functional
+
+namespace tg::nn::functional::detail {
+
+TG_API Tensor u32(std::uint32_t v, const std::string& dev) {
   return Tensor::full_on({}, Scalar::of_int(DType::UInt32, v), DType::UInt32, dev);
 }
-inline Tensor shr(const Tensor& x, int k) {
+
+TG_API Tensor shr(const Tensor& x, int k) {
   return Tensor::alu(Op::Div, x, u32(1u << k, x.device()), "shr", Loc::current());
 }
-inline Tensor xor_(const Tensor& a, const Tensor& b) {
+
+TG_API Tensor xor_(const Tensor& a, const Tensor& b) {
   return Tensor::alu(Op::Xor, a, b, "xor", Loc::current());
 }
-/// Chris Wellons' lowbias32 integer hash.
-inline Tensor hash32(Tensor x) {
+
+TG_API Tensor hash32(Tensor x) {
   const std::string& d = x.device();
   x = xor_(x, shr(x, 16)) * u32(0x7feb352du, d);
   x = xor_(x, shr(x, 15)) * u32(0x846ca68bu, d);
   return xor_(x, shr(x, 16));
 }
-/// A device-side random state: a uint32 counter per device, seeded from tg's generator.
-inline Tensor& rng_state(const std::string& device) {
+
+TG_API Tensor& rng_state(const std::string& device) {
   static std::mutex m;
   static auto& states = *new std::map<std::string, Tensor>(); // never destroyed (see cached_arange)
   std::lock_guard<std::mutex> lock(m);
@@ -19331,12 +14756,12 @@ inline Tensor& rng_state(const std::string& device) {
   }
   return it->second;
 }
-} // namespace detail
 
-/// Uniform [0, 1) float32 values of `shape`, generated on the device from a counter-based hash.
-/// Each call takes a fresh key from the device's random state and advances it with tg::assign,
-/// so a function captured by tg::jit draws new values on every replay.
-inline Tensor device_rand(const Shape& shape, const std::string& device = "") {
+} // namespace tg::nn::functional::detail
+
+namespace tg::nn::functional {
+
+TG_API Tensor device_rand(const Shape& shape, const std::string& device) {
   std::string dev = device.empty() ? tg::default_device() : tg::detail::canonical_device(device);
   no_grad guard;
   Tensor& state = detail::rng_state(dev);
@@ -19350,10 +14775,7 @@ inline Tensor device_rand(const Shape& shape, const std::string& device = "") {
   return (detail::shr(h, 8).cast(DType::Float32) * float(0x1p-24)).reshape(shape);
 }
 
-/// Zeroes elements with probability p and scales the rest by 1 / (1 - p) in training; the
-/// identity otherwise.
-inline Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
-                      Loc loc = Loc::current()) {
+TG_API Tensor dropout(const Tensor& x, double p, bool training, Loc loc) {
   if (p < 0 || p > 1)
     tg::detail::fail<error>("dropout", "p must be in [0, 1], got " + std::to_string(p), loc);
   if (!training || p == 0) return x;
@@ -19364,13 +14786,9 @@ inline Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
   return where(keep, x * (1.0 / (1.0 - p)), Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
 }
 
-/// softmax(q k^T * scale + mask) v. q [..., L, E], k [..., S, E], v [..., S, Ev]; attn_mask
-/// is bool (true: may attend) or float (added to the scores); is_causal masks j > i.
-inline Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                           const Tensor& attn_mask = Tensor(), double dropout_p = 0,
-                                           bool is_causal = false,
-                                           std::optional<double> scale = std::nullopt,
-                                           Loc loc = Loc::current()) {
+TG_API Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const Tensor& attn_mask, double dropout_p,
+                                           bool is_causal, std::optional<double> scale, Loc loc) {
   if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
     tg::detail::fail<shape_error>("scaled_dot_product_attention", "q, k and v need at least 2 dims",
                                   loc);
@@ -19396,9 +14814,7 @@ inline Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, con
   return attn.matmul(v, loc).contiguous(loc);
 }
 
-/// One-hot rows of class indices (int64, [..., num_classes]); num_classes = -1 takes the largest
-/// index + 1 (read on the host).
-inline Tensor one_hot(const Tensor& idx, std::int64_t num_classes = -1, Loc loc = Loc::current()) {
+TG_API Tensor one_hot(const Tensor& idx, std::int64_t num_classes, Loc loc) {
   if (!is_int(idx.dtype()))
     tg::detail::fail<dtype_error>(
         "one_hot", std::string("needs integer class indices, got ") + dtype_name(idx.dtype()), loc);
@@ -19416,10 +14832,8 @@ inline Tensor one_hot(const Tensor& idx, std::int64_t num_classes = -1, Loc loc 
   return detail::one_hot_mask(idx, num_classes).cast(DType::Int64);
 }
 
-/// 1-D convolution: x [N, C, L], weight [O, C / groups, K] (conv2d over a height of 1).
-inline Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-                     std::int64_t stride = 1, std::int64_t padding = 0, std::int64_t dilation = 1,
-                     std::int64_t groups = 1, Loc loc = Loc::current()) {
+TG_API Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, std::int64_t stride,
+                     std::int64_t padding, std::int64_t dilation, std::int64_t groups, Loc loc) {
   if (x.ndim() != 3 || weight.ndim() != 3)
     tg::detail::fail<shape_error>("conv1d",
                                   "needs an input [N, C, L] and a weight [O, C / groups, K], got " +
@@ -19431,13 +14845,9 @@ inline Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias =
       .squeeze(2, loc);
 }
 
-/// The transpose (gradient) of conv2d: x [N, Cin, H, W], weight [Cin, Cout / groups, KH, KW];
-/// out size (H - 1) stride - 2 padding + dilation (KH - 1) + output_padding + 1. A conv2d over
-/// the input spread out by stride and padded, with the kernel flipped.
-inline Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
-                               Pair stride = 1, Pair padding = 0, Pair output_padding = 0,
-                               std::int64_t groups = 1, Pair dilation = 1,
-                               Loc loc = Loc::current()) {
+TG_API Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                               Pair stride, Pair padding, Pair output_padding, std::int64_t groups,
+                               Pair dilation, Loc loc) {
   detail::check_4d(x, "conv_transpose2d", loc);
   detail::check_pos("conv_transpose2d", "stride", stride.v, false, loc);
   detail::check_pos("conv_transpose2d", "dilation", dilation.v, false, loc);
@@ -19478,11 +14888,8 @@ inline Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tens
   return conv2d(xs, w, bias, 1, 0, dilation, groups, loc);
 }
 
-/// Normalization over groups of channels: x [N, C, ...], C divisible by num_groups; weight and
-/// bias [C] (biased variance, as PyTorch).
-inline Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight = Tensor(),
-                         const Tensor& bias = Tensor(), double eps = 1e-5,
-                         Loc loc = Loc::current()) {
+TG_API Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor& weight,
+                         const Tensor& bias, double eps, Loc loc) {
   if (x.ndim() < 2 || num_groups < 1 || x.size(1) % num_groups)
     tg::detail::fail<shape_error>("group_norm",
                                   "needs an input [N, C, ...] with C divisible by num_groups = " +
@@ -19499,10 +14906,9 @@ inline Tensor group_norm(const Tensor& x, std::int64_t num_groups, const Tensor&
   if (bias.defined()) y = y + bias.reshape(s, loc);
   return y;
 }
-/// Normalization of each channel of each sample over its spatial dims (no running statistics).
-inline Tensor instance_norm(const Tensor& x, const Tensor& weight = Tensor(),
-                            const Tensor& bias = Tensor(), double eps = 1e-5,
-                            Loc loc = Loc::current()) {
+
+TG_API Tensor instance_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                            Loc loc) {
   if (x.ndim() < 3)
     tg::detail::fail<shape_error>(
         "instance_norm",
@@ -19510,10 +14916,11 @@ inline Tensor instance_norm(const Tensor& x, const Tensor& weight = Tensor(),
   return group_norm(x, x.size(1), weight, bias, eps, loc);
 }
 
-namespace detail {
-/// [out, in] weights of adaptive average pooling along one axis: window o is [floor(o in / out),
-/// ceil((o + 1) in / out)).
-inline Tensor adaptive_matrix(std::int64_t in, std::int64_t out, DType t, const std::string& dev) {
+} // namespace tg::nn::functional
+
+namespace tg::nn::functional::detail {
+
+TG_API Tensor adaptive_matrix(std::int64_t in, std::int64_t out, DType t, const std::string& dev) {
   std::vector<double> m(std::size_t(in * out), 0.0);
   for (std::int64_t o = 0; o < out; ++o) {
     std::int64_t a = o * in / out, b = ((o + 1) * in + out - 1) / out;
@@ -19521,8 +14928,8 @@ inline Tensor adaptive_matrix(std::int64_t in, std::int64_t out, DType t, const 
   }
   return Tensor::from_data(m, {out, in}, TensorOptions(t, dev));
 }
-/// [out, in] weights of bilinear interpolation along one axis (align_corners as PyTorch).
-inline Tensor linear_matrix(std::int64_t in, std::int64_t out, double scale, bool align_corners,
+
+TG_API Tensor linear_matrix(std::int64_t in, std::int64_t out, double scale, bool align_corners,
                             DType t, const std::string& dev) {
   std::vector<double> m(std::size_t(in * out), 0.0);
   for (std::int64_t o = 0; o < out; ++o) {
@@ -19536,10 +14943,12 @@ inline Tensor linear_matrix(std::int64_t in, std::int64_t out, double scale, boo
   }
   return Tensor::from_data(m, {out, in}, TensorOptions(t, dev));
 }
-} // namespace detail
 
-/// Average pooling to a given output size [OH, OW]: x [N, C, H, W] (two small matrix products).
-inline Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size, Loc loc = Loc::current()) {
+} // namespace tg::nn::functional::detail
+
+namespace tg::nn::functional {
+
+TG_API Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size, Loc loc) {
   detail::check_4d(x, "adaptive_avg_pool2d", loc);
   detail::check_pos("adaptive_avg_pool2d", "output_size", output_size.v, false, loc);
   Tensor xf = x.as_float();
@@ -19548,12 +14957,9 @@ inline Tensor adaptive_avg_pool2d(const Tensor& x, Pair output_size, Loc loc = L
   return mh.matmul(xf, loc).matmul(mw.T(loc), loc);
 }
 
-/// Resizes x [N, C, H, W] to `size` or by `scale_factor`: mode "nearest" (PyTorch's: source
-/// index floor(o * in / out)) or "bilinear" (align_corners as PyTorch).
-inline Tensor interpolate(const Tensor& x, std::optional<Pair> size,
-                          std::optional<std::array<double, 2>> scale_factor = std::nullopt,
-                          const std::string& mode = "nearest", bool align_corners = false,
-                          Loc loc = Loc::current()) {
+TG_API Tensor interpolate(const Tensor& x, std::optional<Pair> size,
+                          std::optional<std::array<double, 2>> scale_factor,
+                          const std::string& mode, bool align_corners, Loc loc) {
   detail::check_4d(x, "interpolate", loc);
   if (size.has_value() == scale_factor.has_value())
     tg::detail::fail<error>("interpolate", "give exactly one of size and scale_factor", loc);
@@ -19596,23 +15002,10 @@ inline Tensor interpolate(const Tensor& x, std::optional<Pair> size,
 
 } // namespace tg::nn::functional
 
-namespace tg::nn {
-namespace F = functional;
-}
-
 namespace tg {
 
-/// torch.multinomial: `num_samples` category indices (int64) per row of `input` ([C] or [N, C]
-/// non-negative weights, not necessarily normalized), drawn with or without replacement. Each draw
-/// is the exponential race: category i wins with key w_i / E_i, E_i ~ Exp(1) from
-/// nn::F::device_rand, so a call draws on the device and a function captured by tg::jit draws anew
-/// on every replay. With replacement, every sample races all categories ([N, S, C] keys, one fused
-/// reduction); without, the `num_samples` largest keys of one race are the samples, in order.
-/// The weights are not read back to the host: negative, NaN or all-zero rows are not refused (as
-/// PyTorch does) and give unspecified indices; a zero-weight category is drawn only when a row has
-/// fewer positive weights than samples without replacement.
-inline Tensor multinomial(const Tensor& input, std::int64_t num_samples, bool replacement = false,
-                          std::source_location loc = std::source_location::current()) {
+TG_API Tensor multinomial(const Tensor& input, std::int64_t num_samples, bool replacement,
+                          std::source_location loc) {
   const char* op = "multinomial";
   if (input.ndim() != 1 && input.ndim() != 2)
     detail::fail<shape_error>(
@@ -19656,611 +15049,239 @@ inline Tensor multinomial(const Tensor& input, std::int64_t num_samples, bool re
 }
 
 } // namespace tg
-#endif // TG_SI_TG_NN_FUNCTIONAL_HPP
 
 namespace tg::nn {
 
-namespace detail {
-inline std::string b(bool v) { return v ? "True" : "False"; }
-inline std::string pair_str(const F::Pair& p) {
-  return "(" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ")";
-}
-inline std::string dims_str(const std::vector<std::int64_t>& v) {
-  std::string s = "(";
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(v[i]);
-  }
-  return s + (v.size() == 1 ? ",)" : ")");
-}
-} // namespace detail
-
-/// y = x W^T + b. W [out, in] ~ kaiming_uniform(a = sqrt(5)), b ~ U(-1/sqrt(in), 1/sqrt(in)).
-class Linear : public Module {
-public:
-  std::int64_t in_features, out_features;
-  Tensor weight, bias;
-
-  Linear(std::int64_t in_features_, std::int64_t out_features_, bool with_bias = true,
-         TensorOptions o = {})
-      : in_features(in_features_), out_features(out_features_) {
-    register_parameter("weight",
-                       weight = init::kaiming_uniform({out_features, in_features}, std::sqrt(5.0),
-                                                      "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      double bound = in_features > 0 ? 1.0 / std::sqrt(double(in_features)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_features}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override { return F::linear(x, weight, bias); }
-  std::string type_name() const override { return "Linear"; }
-  std::string extra_repr() const override {
-    return "in_features=" + std::to_string(in_features) +
-           ", out_features=" + std::to_string(out_features) + ", bias=" + detail::b(bias.defined());
-  }
-};
-
-/// 2-D convolution. weight [out, in / groups, KH, KW] ~ kaiming_uniform(a = sqrt(5)),
-/// bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-class Conv2d : public Module {
-public:
-  std::int64_t in_channels, out_channels, groups;
-  F::Pair kernel_size, stride, padding, dilation;
-  Tensor weight, bias;
-
-  Conv2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
-         F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair dilation_ = 1, std::int64_t groups_ = 1,
-         bool with_bias = true, TensorOptions o = {})
-      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
-        kernel_size(kernel_size_), stride(stride_), padding(padding_), dilation(dilation_) {
-    if (groups < 1 || in_channels % groups || out_channels % groups)
-      throw shape_error("tg.nn.Conv2d: in_channels (" + std::to_string(in_channels) +
-                        ") and out_channels (" + std::to_string(out_channels) +
-                        ") must be divisible by groups (" + std::to_string(groups) + ")");
-    register_parameter("weight",
-                       weight = init::kaiming_uniform(
-                           {out_channels, in_channels / groups, kernel_size[0], kernel_size[1]},
-                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      std::int64_t fan_in = in_channels / groups * kernel_size[0] * kernel_size[1];
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::conv2d(x, weight, bias, stride, padding, dilation, groups);
-  }
-  std::string type_name() const override { return "Conv2d"; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                    ", kernel_size=" + detail::pair_str(kernel_size) +
-                    ", stride=" + detail::pair_str(stride);
-    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
-    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
-    if (groups != 1) r += ", groups=" + std::to_string(groups);
-    if (!bias.defined()) r += ", bias=False";
-    return r;
-  }
-};
-
-/// 1-D convolution: weight [out, in / groups, K], initialized as Conv2d's.
-class Conv1d : public Module {
-public:
-  std::int64_t in_channels, out_channels, kernel_size, stride, padding, dilation, groups;
-  Tensor weight, bias;
-
-  Conv1d(std::int64_t in_channels_, std::int64_t out_channels_, std::int64_t kernel_size_,
-         std::int64_t stride_ = 1, std::int64_t padding_ = 0, std::int64_t dilation_ = 1,
-         std::int64_t groups_ = 1, bool with_bias = true, TensorOptions o = {})
-      : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_),
-        stride(stride_), padding(padding_), dilation(dilation_), groups(groups_) {
-    if (groups < 1 || in_channels % groups || out_channels % groups)
-      throw shape_error("tg.nn.Conv1d: in_channels (" + std::to_string(in_channels) +
-                        ") and out_channels (" + std::to_string(out_channels) +
-                        ") must be divisible by groups (" + std::to_string(groups) + ")");
-    register_parameter(
-        "weight", weight = init::kaiming_uniform({out_channels, in_channels / groups, kernel_size},
-                                                 std::sqrt(5.0), "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      std::int64_t fan_in = in_channels / groups * kernel_size;
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::conv1d(x, weight, bias, stride, padding, dilation, groups);
-  }
-  std::string type_name() const override { return "Conv1d"; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                    ", kernel_size=(" + std::to_string(kernel_size) + ",), stride=(" +
-                    std::to_string(stride) + ",)";
-    if (padding) r += ", padding=(" + std::to_string(padding) + ",)";
-    if (dilation != 1) r += ", dilation=(" + std::to_string(dilation) + ",)";
-    if (groups != 1) r += ", groups=" + std::to_string(groups);
-    if (!bias.defined()) r += ", bias=False";
-    return r;
-  }
-};
-
-/// Transposed 2-D convolution: weight [in, out / groups, KH, KW] (PyTorch's layout and init).
-class ConvTranspose2d : public Module {
-public:
-  std::int64_t in_channels, out_channels, groups;
-  F::Pair kernel_size, stride, padding, output_padding, dilation;
-  Tensor weight, bias;
-
-  ConvTranspose2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
-                  F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair output_padding_ = 0,
-                  std::int64_t groups_ = 1, bool with_bias = true, F::Pair dilation_ = 1,
-                  TensorOptions o = {})
-      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
-        kernel_size(kernel_size_), stride(stride_), padding(padding_),
-        output_padding(output_padding_), dilation(dilation_) {
-    if (groups < 1 || in_channels % groups || out_channels % groups)
-      throw shape_error("tg.nn.ConvTranspose2d: in_channels (" + std::to_string(in_channels) +
-                        ") and out_channels (" + std::to_string(out_channels) +
-                        ") must be divisible by groups (" + std::to_string(groups) + ")");
-    // PyTorch computes fan_in from dim 1 of this weight: out / groups * KH * KW
-    register_parameter("weight",
-                       weight = init::kaiming_uniform(
-                           {in_channels, out_channels / groups, kernel_size[0], kernel_size[1]},
-                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      std::int64_t fan_in = out_channels / groups * kernel_size[0] * kernel_size[1];
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation);
-  }
-  std::string type_name() const override { return "ConvTranspose2d"; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                    ", kernel_size=" + detail::pair_str(kernel_size) +
-                    ", stride=" + detail::pair_str(stride);
-    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
-    if (output_padding[0] || output_padding[1])
-      r += ", output_padding=" + detail::pair_str(output_padding);
-    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
-    if (groups != 1) r += ", groups=" + std::to_string(groups);
-    if (!bias.defined()) r += ", bias=False";
-    return r;
-  }
-};
-
-class MaxPool2d : public Module {
-public:
-  F::Pair kernel_size, stride, padding, dilation;
-  bool ceil_mode;
-  /// PyTorch's MaxPool2d takes return_indices before ceil_mode; tg has no return_indices.
-  MaxPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
-            F::Pair padding_ = 0, F::Pair dilation_ = 1, bool ceil_mode_ = false)
-      : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        dilation(dilation_), ceil_mode(ceil_mode_) {}
-  Tensor forward(const Tensor& x) override {
-    return F::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
-  }
-  std::string type_name() const override { return "MaxPool2d"; }
-  std::string extra_repr() const override {
-    return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
-           ", padding=" + detail::pair_str(padding) + ", dilation=" + detail::pair_str(dilation) +
-           ", ceil_mode=" + (ceil_mode ? "True" : "False");
-  }
-};
-
-class AvgPool2d : public Module {
-public:
-  F::Pair kernel_size, stride, padding;
-  bool ceil_mode, count_include_pad;
-  std::optional<std::int64_t> divisor_override;
-  AvgPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
-            F::Pair padding_ = 0, bool ceil_mode_ = false, bool count_include_pad_ = true,
-            std::optional<std::int64_t> divisor_override_ = std::nullopt)
-      : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        ceil_mode(ceil_mode_), count_include_pad(count_include_pad_),
-        divisor_override(divisor_override_) {}
-  Tensor forward(const Tensor& x) override {
-    return F::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                         divisor_override);
-  }
-  std::string type_name() const override { return "AvgPool2d"; }
-  std::string extra_repr() const override {
-    return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
-           ", padding=" + detail::pair_str(padding);
-  }
-};
-
-/// Batch normalization over [N, C, H, W] per channel. In training mode it normalizes with the
-/// batch's statistics and updates running_mean / running_var (unbiased) in place with tg::assign:
-/// running = (1 - momentum) * running + momentum * batch (momentum = nullopt: a cumulative
-/// average). In eval mode it normalizes with the running statistics.
-namespace detail {
-/// BatchNorm1d/2d/3d: batch statistics in training (and the running ones updated), the running
-/// ones in evaluation; momentum nullopt is the cumulative average (1 / batches seen).
-template <int Dims> class BatchNorm : public Module {
-public:
-  std::int64_t num_features;
-  double eps;
-  std::optional<double> momentum;
-  bool affine, track_running_stats;
-  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
-
-  explicit BatchNorm(std::int64_t num_features_, double eps_ = 1e-5,
-                     std::optional<double> momentum_ = 0.1, bool affine_ = true,
-                     bool track_running_stats_ = true, TensorOptions o = {})
-      : num_features(num_features_), eps(eps_), momentum(momentum_), affine(affine_),
-        track_running_stats(track_running_stats_) {
-    if (affine) {
-      register_parameter("weight", weight = init::ones({num_features}, o));
-      register_parameter("bias", bias = init::zeros({num_features}, o));
-    }
-    if (track_running_stats) {
-      register_buffer("running_mean", running_mean = init::zeros({num_features}, o));
-      register_buffer("running_var", running_var = init::ones({num_features}, o));
-      register_buffer("num_batches_tracked", num_batches_tracked = Tensor::from_data(
-                                                 std::vector<std::int64_t>{0}, Shape{},
-                                                 TensorOptions(DType::Int64, o.device)));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    // BatchNorm1d takes [N, C] or [N, C, L]; 2d [N, C, H, W]; 3d [N, C, D, H, W]
-    const bool rank_ok = Dims == 1 ? x.ndim() == 2 || x.ndim() == 3 : x.ndim() == Dims + 2;
-    if (!rank_ok || x.size(1) != num_features) {
-      std::string want = Dims == 1 ? "[N, " + std::to_string(num_features) + "] or [N, " +
-                                         std::to_string(num_features) + ", L]"
-                         : Dims == 2 ? "[N, " + std::to_string(num_features) + ", H, W]"
-                                     : "[N, " + std::to_string(num_features) + ", D, H, W]";
-      throw shape_error("tg.nn." + type_name() + ": expected an input " + want + ", got " +
-                        tg::detail::shape_of(x));
-    }
-    if (!is_training() && track_running_stats)
-      return F::batch_norm(x, running_mean, running_var, weight, bias, false, 0, eps);
-    std::vector<std::pair<Tensor, Tensor>> updates;
-    if (!is_training() || !track_running_stats)
-      return F::detail::batch_norm_train(x, Tensor(), Tensor(), weight, bias, Tensor(), eps,
-                                         updates, std::source_location::current());
-    Tensor count = num_batches_tracked + std::int64_t(1);
-    Tensor m = momentum ? Tensor::full_on({}, *momentum, running_mean.dtype(), x.device())
-                        : (1.0 / count.cast(DType::Float64)).cast(running_mean.dtype());
-    Tensor y = F::detail::batch_norm_train(x, running_mean, running_var, weight, bias, m, eps,
-                                           updates, std::source_location::current());
-    updates.push_back({num_batches_tracked, count});
-    tg::assign(updates);
-    return y;
-  }
-  std::string type_name() const override { return "BatchNorm" + std::to_string(Dims) + "d"; }
-  std::string extra_repr() const override {
-    return std::to_string(num_features) + ", eps=" + std::to_string(eps) +
-           ", momentum=" + (momentum ? std::to_string(*momentum) : "None") +
-           ", affine=" + detail::b(affine) +
-           ", track_running_stats=" + detail::b(track_running_stats);
-  }
-};
-} // namespace detail
-
-using BatchNorm1d = detail::BatchNorm<1>;
-using BatchNorm2d = detail::BatchNorm<2>;
-using BatchNorm3d = detail::BatchNorm<3>;
-
-/// Normalization over the last dims: weight = 1, bias = 0.
-class LayerNorm : public Module {
-public:
-  std::vector<std::int64_t> normalized_shape;
-  double eps;
-  Tensor weight, bias;
-  explicit LayerNorm(std::vector<std::int64_t> normalized_shape_, double eps_ = 1e-5,
-                     bool elementwise_affine = true, bool with_bias = true, TensorOptions o = {})
-      : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
-    Shape s(normalized_shape.begin(), normalized_shape.end());
-    if (elementwise_affine) {
-      register_parameter("weight", weight = init::ones(s, o));
-      if (with_bias) register_parameter("bias", bias = init::zeros(s, o));
-    }
-  }
-  explicit LayerNorm(std::int64_t dim, double eps_ = 1e-5, bool elementwise_affine = true,
-                     bool with_bias = true, TensorOptions o = {})
-      : LayerNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, with_bias, o) {}
-  Tensor forward(const Tensor& x) override {
-    return F::layer_norm(x, normalized_shape, weight, bias, eps);
-  }
-  std::string type_name() const override { return "LayerNorm"; }
-  std::string extra_repr() const override {
-    return detail::dims_str(normalized_shape) + ", eps=" + std::to_string(eps) +
-           ", elementwise_affine=" + detail::b(weight.defined());
-  }
-};
-
-/// Normalization over groups of channels (F::group_norm); weight ones, bias zeros.
-class GroupNorm : public Module {
-public:
-  std::int64_t num_groups, num_channels;
-  double eps;
-  Tensor weight, bias;
-  GroupNorm(std::int64_t num_groups_, std::int64_t num_channels_, double eps_ = 1e-5,
-            bool affine = true, TensorOptions o = {})
-      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
-    if (num_groups < 1 || num_channels % num_groups)
-      throw shape_error("tg.nn.GroupNorm: num_channels (" + std::to_string(num_channels) +
-                        ") must be divisible by num_groups (" + std::to_string(num_groups) + ")");
-    if (affine) {
-      register_parameter("weight", weight = init::ones({num_channels}, o));
-      register_parameter("bias", bias = init::zeros({num_channels}, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::group_norm(x, num_groups, weight, bias, eps);
-  }
-  std::string type_name() const override { return "GroupNorm"; }
-  std::string extra_repr() const override {
-    return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
-           ", eps=" + std::to_string(eps) + ", affine=" + detail::b(weight.defined());
-  }
-};
-
-/// x / sqrt(mean(x^2) + eps) * weight over the last dims (eps: the dtype's epsilon by default).
-class RMSNorm : public Module {
-public:
-  std::vector<std::int64_t> normalized_shape;
-  std::optional<double> eps;
-  Tensor weight;
-  explicit RMSNorm(std::vector<std::int64_t> normalized_shape_,
-                   std::optional<double> eps_ = std::nullopt, bool elementwise_affine = true,
-                   TensorOptions o = {})
-      : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
-    if (elementwise_affine)
-      register_parameter("weight", weight = init::ones(
-                                       Shape(normalized_shape.begin(), normalized_shape.end()), o));
-  }
-  explicit RMSNorm(std::int64_t dim, std::optional<double> eps_ = std::nullopt,
-                   bool elementwise_affine = true, TensorOptions o = {})
-      : RMSNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, o) {}
-  Tensor forward(const Tensor& x) override { return F::rms_norm(x, normalized_shape, weight, eps); }
-  std::string type_name() const override { return "RMSNorm"; }
-  std::string extra_repr() const override {
-    return detail::dims_str(normalized_shape) + ", eps=" + (eps ? std::to_string(*eps) : "None") +
-           ", elementwise_affine=" + detail::b(weight.defined());
-  }
-};
-
-/// A lookup table: weight [num_embeddings, embedding_dim] ~ N(0, 1); the padding_idx row is zero
-/// and gets no gradient.
-class Embedding : public Module {
-public:
-  std::int64_t num_embeddings, embedding_dim;
-  std::optional<std::int64_t> padding_idx;
-  Tensor weight;
-  Embedding(std::int64_t num_embeddings_, std::int64_t embedding_dim_,
-            std::optional<std::int64_t> padding_idx_ = std::nullopt, TensorOptions o = {})
-      : num_embeddings(num_embeddings_), embedding_dim(embedding_dim_), padding_idx(padding_idx_) {
-    if (padding_idx) {
-      if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings)
-        throw index_error("tg.nn.Embedding: padding_idx " + std::to_string(*padding_idx) +
-                          " is out of range");
-      if (*padding_idx < 0) *padding_idx += num_embeddings;
-    }
-    std::vector<double> v = init::detail::draw_normal(num_embeddings * embedding_dim, 0, 1);
-    if (padding_idx)
-      for (std::int64_t j = 0; j < embedding_dim; ++j)
-        v[std::size_t(*padding_idx * embedding_dim + j)] = 0;
-    register_parameter("weight",
-                       weight = init::detail::fresh({num_embeddings, embedding_dim}, o, v));
-  }
-  Tensor forward(const Tensor& idx) override { return F::embedding(idx, weight, padding_idx); }
-  std::string type_name() const override { return "Embedding"; }
-  std::string extra_repr() const override {
-    return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim) +
-           (padding_idx ? ", padding_idx=" + std::to_string(*padding_idx) : "");
-  }
-};
-
-/// Zeroes elements with probability p (on the device, fresh on every call, also under tg::jit)
-/// and scales the rest by 1 / (1 - p) in training mode; the identity in eval mode.
-class Dropout : public Module {
-public:
-  double p;
-  explicit Dropout(double p_ = 0.5) : p(p_) {
-    if (p < 0 || p > 1) throw error("tg.nn.Dropout: p must be in [0, 1], got " + std::to_string(p));
-  }
-  Tensor forward(const Tensor& x) override { return F::dropout(x, p, is_training()); }
-  std::string type_name() const override { return "Dropout"; }
-  std::string extra_repr() const override { return "p=" + std::to_string(p); }
-};
-
-/// Multi-head attention (torch.nn.MultiheadAttention, with kdim = vdim = embed_dim): the packed
-/// in_proj_weight [3E, E] ~ xavier_uniform, in_proj_bias = 0, out_proj a Linear with bias 0.
-/// Inputs are [L, N, E] ([N, L, E] with batch_first). As in PyTorch, a bool attn_mask or
-/// key_padding_mask is true where attention is NOT allowed; a float mask is added to the scores.
-/// forward returns the output only (no attention weights).
-class MultiheadAttention : public Module {
-public:
-  std::int64_t embed_dim, num_heads;
-  double dropout;
-  bool batch_first;
-  Tensor in_proj_weight, in_proj_bias;
-  Linear out_proj;
-
-  MultiheadAttention(std::int64_t embed_dim_, std::int64_t num_heads_, double dropout_ = 0,
-                     bool with_bias = true, bool batch_first_ = false, TensorOptions o = {})
-      : embed_dim(embed_dim_), num_heads(num_heads_), dropout(dropout_), batch_first(batch_first_),
-        out_proj(embed_dim_, embed_dim_, with_bias, o) {
-    if (num_heads < 1 || embed_dim % num_heads)
-      throw shape_error("tg.nn.MultiheadAttention: embed_dim (" + std::to_string(embed_dim) +
-                        ") must be divisible by num_heads (" + std::to_string(num_heads) + ")");
-    register_parameter("in_proj_weight",
-                       in_proj_weight = init::xavier_uniform({3 * embed_dim, embed_dim}, 1.0, o));
-    if (with_bias) {
-      register_parameter("in_proj_bias", in_proj_bias = init::zeros({3 * embed_dim}, o));
-      init::zeros_(out_proj.bias);
-    }
-    register_module("out_proj", out_proj);
-  }
-
-  /// Self-attention: forward(x, x, x).
-  Tensor forward(const Tensor& x) override { return forward(x, x, x); }
-  Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                 const Tensor& attn_mask = Tensor(), bool is_causal = false,
-                 const Tensor& key_padding_mask = Tensor()) {
-    if (query.ndim() != 3 || key.ndim() != 3 || value.ndim() != 3)
-      throw shape_error("tg.nn.MultiheadAttention: needs 3-D query, key and value, got " +
-                        tg::detail::shape_of(query) + ", " + tg::detail::shape_of(key) + ", " +
-                        tg::detail::shape_of(value));
-    Tensor q = batch_first ? query : query.transpose(0, 1),
-           k = batch_first ? key : key.transpose(0, 1),
-           v = batch_first ? value : value.transpose(0, 1); // [N, L, E]
-    const std::int64_t N = q.size(0), L = q.size(1), S = k.size(1), E = embed_dim, H = num_heads,
-                       D = E / H;
-    if (q.size(2) != E || k.size(2) != E || v.size(2) != E || k.size(0) != N || v.size(0) != N ||
-        v.size(1) != S)
-      throw shape_error("tg.nn.MultiheadAttention: query " + tg::detail::shape_of(query) +
-                        ", key " + tg::detail::shape_of(key) + " and value " +
-                        tg::detail::shape_of(value) + " do not fit embed_dim " + std::to_string(E));
-    auto w = in_proj_weight.split(E, 0);
-    std::vector<Tensor> bs(3);
-    if (in_proj_bias.defined()) bs = in_proj_bias.split(E, 0);
-    auto heads = [&](const Tensor& x, std::int64_t len, int i) {
-      return F::linear(x, w[std::size_t(i)], bs[std::size_t(i)])
-          .reshape({N, len, H, D})
-          .transpose(1, 2); // [N, H, len, D]
-    };
-    Tensor qh = heads(q, L, 0), kh = heads(k, S, 1), vh = heads(v, S, 2);
-    Tensor mask;
-    if (attn_mask.defined()) {
-      Tensor m = attn_mask;
-      if (m.ndim() == 3) m = m.reshape({N, H, L, S}); // [N * H, L, S]
-      mask = m.dtype() == DType::Bool ? m.logical_not() : m;
-    }
-    if (key_padding_mask.defined()) {
-      Tensor kp = key_padding_mask.reshape({N, 1, 1, S});
-      Tensor add = kp.dtype() == DType::Bool ? kp.logical_not() : kp;
-      if (!mask.defined())
-        mask = add;
-      else if (mask.dtype() == DType::Bool && add.dtype() == DType::Bool)
-        mask = mask.logical_and(add);
-      else {
-        auto to_float = [&](const Tensor& t) {
-          return t.dtype() == DType::Bool
-                     ? where(t, 0.0, Tensor::full_on({}, -INFINITY, qh.dtype(), qh.device()))
-                     : t;
-        };
-        mask = to_float(mask) + to_float(add);
-      }
-    }
-    Tensor out =
-        F::scaled_dot_product_attention(qh, kh, vh, mask, is_training() ? dropout : 0.0, is_causal);
-    out = out.transpose(1, 2).reshape({N, L, E});
-    out = out_proj(out);
-    return batch_first ? out : out.transpose(0, 1);
-  }
-  std::string type_name() const override { return "MultiheadAttention"; }
-  std::string extra_repr() const override {
-    return "embed_dim=" + std::to_string(embed_dim) + ", num_heads=" + std::to_string(num_heads) +
-           ", batch_first=" + detail::b(batch_first);
-  }
-};
-
-// ---- parameter-free modules (for Sequential) -------------------------------------------------
-class Identity : public Module {
-public:
-  Tensor forward(const Tensor& x) override { return x; }
-  std::string type_name() const override { return "Identity"; }
-};
-class ReLU : public Module {
-public:
-  Tensor forward(const Tensor& x) override { return x.relu(); }
-  std::string type_name() const override { return "ReLU"; }
-};
-class LeakyReLU : public Module {
-public:
-  double negative_slope;
-  explicit LeakyReLU(double negative_slope_ = 0.01) : negative_slope(negative_slope_) {}
-  Tensor forward(const Tensor& x) override { return x.leaky_relu(negative_slope); }
-  std::string type_name() const override { return "LeakyReLU"; }
-};
-class GELU : public Module {
-public:
-  std::string approximate;
-  explicit GELU(std::string approximate_ = "none") : approximate(std::move(approximate_)) {}
-  Tensor forward(const Tensor& x) override { return x.gelu(approximate); }
-  std::string type_name() const override { return "GELU"; }
-};
-class SiLU : public Module {
-public:
-  Tensor forward(const Tensor& x) override { return x.silu(); }
-  std::string type_name() const override { return "SiLU"; }
-};
-class Tanh : public Module {
-public:
-  Tensor forward(const Tensor& x) override { return x.tanh(); }
-  std::string type_name() const override { return "Tanh"; }
-};
-class Sigmoid : public Module {
-public:
-  Tensor forward(const Tensor& x) override { return x.sigmoid(); }
-  std::string type_name() const override { return "Sigmoid"; }
-};
-class Softmax : public Module {
-public:
-  int dim;
-  explicit Softmax(int dim_) : dim(dim_) {}
-  Tensor forward(const Tensor& x) override { return x.softmax(dim); }
-  std::string type_name() const override { return "Softmax"; }
-};
-class Flatten : public Module {
-public:
-  int start_dim, end_dim;
-  explicit Flatten(int start_dim_ = 1, int end_dim_ = -1)
-      : start_dim(start_dim_), end_dim(end_dim_) {}
-  Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
-  std::string type_name() const override { return "Flatten"; }
-};
-/// Any function of one tensor as a module: Lambda([](const Tensor& x) { return x * 2; }).
-class Lambda : public Module {
-public:
-  std::function<Tensor(const Tensor&)> fn;
-  explicit Lambda(std::function<Tensor(const Tensor&)> f) : fn(std::move(f)) {}
-  Tensor forward(const Tensor& x) override { return fn(x); }
-  std::string type_name() const override { return "Lambda"; }
-};
+TG_API std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.to_string(); }
 
 } // namespace tg::nn
-#endif // TG_SI_TG_NN_LAYERS_HPP
+#endif // TG_SI_TG_IMPL_NN_FUNCTIONAL_HPP
 
-// ---- tg/nn/loss.hpp ----
-#ifndef TG_SI_TG_NN_LOSS_HPP
-#define TG_SI_TG_NN_LOSS_HPP
-// Losses (torch.nn.functional's, with the same reductions and defaults) and their module forms.
-// Class-index targets are turned into one-hot masks on the device (no host read of the labels,
-// so a training step stays capturable by tg::jit); a target outside [0, C) other than
-// ignore_index contributes nothing instead of raising as in PyTorch.
+// ---- tg/impl/nn/init.hpp ----
+#ifndef TG_SI_TG_IMPL_NN_INIT_HPP
+#define TG_SI_TG_IMPL_NN_INIT_HPP
+// What nn/init.hpp declares (TG_API, config.hpp).
 
-namespace tg::nn::functional {
+namespace tg::nn::init {
 
-namespace detail {
-inline Tensor reduce(const Tensor& loss, const std::string& reduction, const char* op, Loc loc) {
+TG_API double calculate_gain(const std::string& nonlinearity, std::optional<double> param) {
+  if (nonlinearity == "linear" || nonlinearity == "identity" || nonlinearity == "sigmoid" ||
+      nonlinearity.rfind("conv", 0) == 0)
+    return 1.0;
+  if (nonlinearity == "tanh") return 5.0 / 3.0;
+  if (nonlinearity == "relu") return std::sqrt(2.0);
+  if (nonlinearity == "leaky_relu") {
+    double a = param.value_or(0.01);
+    return std::sqrt(2.0 / (1 + a * a));
+  }
+  if (nonlinearity == "selu") return 3.0 / 4.0;
+  throw error("tg.nn.init.calculate_gain: unsupported nonlinearity '" + nonlinearity + "'");
+}
+
+TG_API std::pair<std::int64_t, std::int64_t>
+calculate_fan_in_and_fan_out(const std::vector<std::int64_t>& shape) {
+  if (shape.size() < 2)
+    throw shape_error("tg.nn.init: fan in and fan out need a tensor of at least 2 dims, got " +
+                      std::to_string(shape.size()));
+  std::int64_t field = 1;
+  for (std::size_t i = 2; i < shape.size(); ++i) field *= shape[i];
+  return {shape[1] * field, shape[0] * field};
+}
+
+} // namespace tg::nn::init
+
+namespace tg::nn::init::detail {
+
+TG_API std::vector<double> draw_uniform(std::int64_t n, double a, double b) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (double& x : v) x = a + (b - a) * (double(tg::detail::rng()() >> 11) * 0x1p-53);
+  return v;
+}
+
+TG_API std::vector<double> draw_normal(std::int64_t n, double mean, double std) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); i += 2) {
+    double u1 = (double(tg::detail::rng()() >> 11) + 1.0) * 0x1p-53,
+           u2 = double(tg::detail::rng()() >> 11) * 0x1p-53;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    v[i] = mean + std * r * std::cos(2 * tg::detail::kPi * u2);
+    if (i + 1 < v.size()) v[i + 1] = mean + std * r * std::sin(2 * tg::detail::kPi * u2);
+  }
+  return v;
+}
+
+TG_API Tensor& fill(Tensor& t, const std::vector<double>& v) {
+  if (!t.defined()) throw error("tg.nn.init: the tensor is undefined");
+  if (!is_float(t.dtype()))
+    throw dtype_error(std::string("tg.nn.init: needs a floating point tensor, got ") +
+                      dtype_name(t.dtype()));
+  Tensor values = Tensor::from_data(v, t.sym_shape(), TensorOptions(t.dtype(), t.device()));
+  if (t.lazy()->op == Op::Buffer) {
+    tg::assign({{t, values}});
+  } else {
+    bool rg = t.requires_grad() && !t.lazy()->grad_fn;
+    t = values;
+    if (rg) t.requires_grad_();
+  }
+  return t;
+}
+
+TG_API std::int64_t fan(const Tensor& t, const std::string& mode) {
+  auto [in, out] = calculate_fan_in_and_fan_out(t.shape());
+  if (mode == "fan_in") return in;
+  if (mode == "fan_out") return out;
+  throw error("tg.nn.init: mode must be \"fan_in\" or \"fan_out\", not \"" + mode + "\"");
+}
+
+} // namespace tg::nn::init::detail
+
+namespace tg::nn::init {
+
+TG_API Tensor& uniform_(Tensor& t, double a, double b) {
+  return detail::fill(t, detail::draw_uniform(t.numel(), a, b));
+}
+
+TG_API Tensor& normal_(Tensor& t, double mean, double std) {
+  return detail::fill(t, detail::draw_normal(t.numel(), mean, std));
+}
+
+TG_API Tensor& constant_(Tensor& t, double v) {
+  return detail::fill(t, std::vector<double>(std::size_t(t.numel()), v));
+}
+
+TG_API Tensor& zeros_(Tensor& t) { return constant_(t, 0); }
+
+TG_API Tensor& ones_(Tensor& t) { return constant_(t, 1); }
+
+TG_API Tensor& kaiming_uniform_(Tensor& t, double a, const std::string& mode,
+                                const std::string& nonlinearity) {
+  double bound =
+      std::sqrt(3.0) * calculate_gain(nonlinearity, a) / std::sqrt(double(detail::fan(t, mode)));
+  return uniform_(t, -bound, bound);
+}
+
+TG_API Tensor& kaiming_normal_(Tensor& t, double a, const std::string& mode,
+                               const std::string& nonlinearity) {
+  return normal_(t, 0, calculate_gain(nonlinearity, a) / std::sqrt(double(detail::fan(t, mode))));
+}
+
+TG_API Tensor& xavier_uniform_(Tensor& t, double gain) {
+  auto [in, out] = calculate_fan_in_and_fan_out(t.shape());
+  double bound = gain * std::sqrt(6.0 / double(in + out));
+  return uniform_(t, -bound, bound);
+}
+
+TG_API Tensor& xavier_normal_(Tensor& t, double gain) {
+  auto [in, out] = calculate_fan_in_and_fan_out(t.shape());
+  return normal_(t, 0, gain * std::sqrt(2.0 / double(in + out)));
+}
+
+} // namespace tg::nn::init
+
+namespace tg::nn::init::detail {
+
+TG_API Tensor fresh(const Shape& shape, TensorOptions o, const std::vector<double>& v) {
+  if (!o.dtype) o.dtype = DType::Float32;
+  if (!is_float(*o.dtype))
+    throw dtype_error(std::string("tg.nn.init: needs a floating point dtype, got ") +
+                      dtype_name(*o.dtype));
+  return Tensor::from_data(v, shape, o);
+}
+
+TG_API std::int64_t numel(const Shape& s) { return tg::prod(s).eval(); }
+
+TG_API std::vector<std::int64_t> dims(const Shape& s) {
+  std::vector<std::int64_t> r;
+  for (const SInt& d : s) r.push_back(d.eval());
+  return r;
+}
+
+TG_API std::int64_t fan(const Shape& s, const std::string& mode) {
+  auto [in, out] = calculate_fan_in_and_fan_out(dims(s));
+  if (mode == "fan_in") return in;
+  if (mode == "fan_out") return out;
+  throw error("tg.nn.init: mode must be \"fan_in\" or \"fan_out\", not \"" + mode + "\"");
+}
+
+} // namespace tg::nn::init::detail
+
+namespace tg::nn::init {
+
+TG_API Tensor uniform(const Shape& shape, double a, double b, TensorOptions o) {
+  return detail::fresh(shape, o, detail::draw_uniform(detail::numel(shape), a, b));
+}
+
+TG_API Tensor normal(const Shape& shape, double mean, double std, TensorOptions o) {
+  return detail::fresh(shape, o, detail::draw_normal(detail::numel(shape), mean, std));
+}
+
+TG_API Tensor constant(const Shape& shape, double v, TensorOptions o) {
+  return detail::fresh(shape, o, std::vector<double>(std::size_t(detail::numel(shape)), v));
+}
+
+TG_API Tensor zeros(const Shape& shape, TensorOptions o) { return constant(shape, 0, o); }
+
+TG_API Tensor ones(const Shape& shape, TensorOptions o) { return constant(shape, 1, o); }
+
+TG_API Tensor kaiming_uniform(const Shape& shape, double a, const std::string& mode,
+                              const std::string& nonlinearity, TensorOptions o) {
+  double bound = std::sqrt(3.0) * calculate_gain(nonlinearity, a) /
+                 std::sqrt(double(detail::fan(shape, mode)));
+  return uniform(shape, -bound, bound, o);
+}
+
+TG_API Tensor kaiming_normal(const Shape& shape, double a, const std::string& mode,
+                             const std::string& nonlinearity, TensorOptions o) {
+  return normal(shape, 0,
+                calculate_gain(nonlinearity, a) / std::sqrt(double(detail::fan(shape, mode))), o);
+}
+
+TG_API Tensor xavier_uniform(const Shape& shape, double gain, TensorOptions o) {
+  auto [in, out] = calculate_fan_in_and_fan_out(detail::dims(shape));
+  double bound = gain * std::sqrt(6.0 / double(in + out));
+  return uniform(shape, -bound, bound, o);
+}
+
+TG_API Tensor xavier_normal(const Shape& shape, double gain, TensorOptions o) {
+  auto [in, out] = calculate_fan_in_and_fan_out(detail::dims(shape));
+  return normal(shape, 0, gain * std::sqrt(2.0 / double(in + out)), o);
+}
+
+} // namespace tg::nn::init
+#endif // TG_SI_TG_IMPL_NN_INIT_HPP
+
+// ---- tg/impl/nn/loss.hpp ----
+#ifndef TG_SI_TG_IMPL_NN_LOSS_HPP
+#define TG_SI_TG_IMPL_NN_LOSS_HPP
+// What nn/loss.hpp declares (TG_API, config.hpp).
+
+namespace tg::nn::functional::detail {
+
+TG_API Tensor reduce(const Tensor& loss, const std::string& reduction, const char* op, Loc loc) {
   if (reduction == "mean") return loss.mean({}, false, loc);
   if (reduction == "sum") return loss.sum({}, false, loc);
   if (reduction == "none") return loss;
   tg::detail::fail<error>(
       op, "reduction must be \"mean\", \"sum\" or \"none\", not \"" + reduction + "\"", loc);
 }
-inline void same_shape(const Tensor& a, const Tensor& b, const char* op, Loc loc) {
+
+TG_API void same_shape(const Tensor& a, const Tensor& b, const char* op, Loc loc) {
   if (a.shape() != b.shape())
     tg::detail::fail<shape_error>(op,
                                   "input " + tg::detail::shape_of(a) + " and target " +
                                       tg::detail::shape_of(b) + " must have the same shape",
                                   loc);
 }
-/// Class dim (1, or 0 for a single sample) moved last: [N, d..., C].
-inline Tensor classes_last(const Tensor& x) {
+
+TG_API Tensor classes_last(const Tensor& x) {
   if (x.ndim() <= 2) return x;
   std::vector<int> p{0};
   for (int i = 2; i < x.ndim(); ++i) p.push_back(i);
   p.push_back(1);
   return x.permute(p);
 }
-inline void check_class_target(const Tensor& input, const Tensor& target, const char* op, Loc loc) {
+
+TG_API void check_class_target(const Tensor& input, const Tensor& target, const char* op, Loc loc) {
   if (!is_int(target.dtype()))
     tg::detail::fail<dtype_error>(
         op, std::string("class-index targets must be integers, got ") + dtype_name(target.dtype()),
@@ -20280,8 +15301,8 @@ inline void check_class_target(const Tensor& input, const Tensor& target, const 
                                       tg::detail::shape_of(target) + " ([N, d...])",
                                   loc);
 }
-/// (-logp[target] * w[target], w[target] masked by ignore_index) for log-probabilities [..., C].
-inline std::pair<Tensor, Tensor> pick(const Tensor& logp_last, const Tensor& target,
+
+TG_API std::pair<Tensor, Tensor> pick(const Tensor& logp_last, const Tensor& target,
                                       const Tensor& weight, std::int64_t ignore_index, Loc loc) {
   const std::int64_t C = logp_last.size(-1);
   Tensor hot = one_hot_mask(target, C);
@@ -20294,25 +15315,26 @@ inline std::pair<Tensor, Tensor> pick(const Tensor& logp_last, const Tensor& tar
   w = where(valid, w, zero, loc);
   return {-picked * w, w};
 }
-} // namespace detail
 
-inline Tensor mse_loss(const Tensor& input, const Tensor& target,
-                       const std::string& reduction = "mean", Loc loc = Loc::current()) {
+} // namespace tg::nn::functional::detail
+
+namespace tg::nn::functional {
+
+TG_API Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
+                       Loc loc) {
   detail::same_shape(input, target, "mse_loss", loc);
   Tensor d = input.as_float() - target;
   return detail::reduce(d * d, reduction, "mse_loss", loc);
 }
-inline Tensor l1_loss(const Tensor& input, const Tensor& target,
-                      const std::string& reduction = "mean", Loc loc = Loc::current()) {
+
+TG_API Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction,
+                      Loc loc) {
   detail::same_shape(input, target, "l1_loss", loc);
   return detail::reduce((input.as_float() - target).abs(loc), reduction, "l1_loss", loc);
 }
 
-/// Negative log likelihood of log-probabilities input [N, C, d...] (or [C]) at class indices
-/// target [N, d...]; "mean" divides by the summed weights of the targets that are not ignored.
-inline Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
-                       std::int64_t ignore_index = -100, const std::string& reduction = "mean",
-                       Loc loc = Loc::current()) {
+TG_API Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+                       std::int64_t ignore_index, const std::string& reduction, Loc loc) {
   detail::check_class_target(input, target, "nll_loss", loc);
   auto [loss, w] =
       detail::pick(detail::classes_last(input.as_float()), target, weight, ignore_index, loc);
@@ -20320,13 +15342,9 @@ inline Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& 
   return detail::reduce(loss, reduction, "nll_loss", loc);
 }
 
-/// Cross entropy of logits input [N, C, d...] (or [C]) with class indices target [N, d...]
-/// (integers) or class probabilities (floats, the input's shape). label_smoothing mixes the
-/// target with the uniform distribution, as in PyTorch.
-inline Tensor cross_entropy(const Tensor& input, const Tensor& target,
-                            const Tensor& weight = Tensor(), std::int64_t ignore_index = -100,
-                            const std::string& reduction = "mean", double label_smoothing = 0,
-                            Loc loc = Loc::current()) {
+TG_API Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                            std::int64_t ignore_index, const std::string& reduction,
+                            double label_smoothing, Loc loc) {
   if (label_smoothing < 0 || label_smoothing > 1)
     tg::detail::fail<error>(
         "cross_entropy",
@@ -20358,11 +15376,8 @@ inline Tensor cross_entropy(const Tensor& input, const Tensor& target,
   return detail::reduce(loss, reduction, "cross_entropy", loc);
 }
 
-/// -w (t log(x) + (1 - t) log(1 - x)) for probabilities x, with the logs clamped at -100.
-inline Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
-                                   const Tensor& weight = Tensor(),
-                                   const std::string& reduction = "mean",
-                                   Loc loc = Loc::current()) {
+TG_API Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                   const std::string& reduction, Loc loc) {
   detail::same_shape(input, target, "binary_cross_entropy", loc);
   Tensor x = input.as_float(), t = target.cast(x.dtype());
   Tensor lo = Tensor::full_on({}, -100, x.dtype(), x.device());
@@ -20371,12 +15386,9 @@ inline Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
   return detail::reduce(loss, reduction, "binary_cross_entropy", loc);
 }
 
-/// binary_cross_entropy(sigmoid(x), t) computed stably; pos_weight weighs the positive term.
-inline Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
-                                               const Tensor& weight = Tensor(),
-                                               const std::string& reduction = "mean",
-                                               const Tensor& pos_weight = Tensor(),
-                                               Loc loc = Loc::current()) {
+TG_API Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                               const Tensor& weight, const std::string& reduction,
+                                               const Tensor& pos_weight, Loc loc) {
   detail::same_shape(input, target, "binary_cross_entropy_with_logits", loc);
   Tensor x = input.as_float(), t = target.cast(x.dtype());
   Tensor softplus_neg =
@@ -20388,605 +15400,17 @@ inline Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor
 }
 
 } // namespace tg::nn::functional
+#endif // TG_SI_TG_IMPL_NN_LOSS_HPP
 
-namespace tg::nn {
-
-/// Module-style losses: CrossEntropyLoss(...)(input, target).
-struct CrossEntropyLoss {
-  Tensor weight{};
-  std::int64_t ignore_index = -100;
-  std::string reduction = "mean";
-  double label_smoothing = 0;
-  Tensor operator()(const Tensor& input, const Tensor& target) const {
-    return F::cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing);
-  }
-};
-struct NLLLoss {
-  Tensor weight{};
-  std::int64_t ignore_index = -100;
-  std::string reduction = "mean";
-  Tensor operator()(const Tensor& input, const Tensor& target) const {
-    return F::nll_loss(input, target, weight, ignore_index, reduction);
-  }
-};
-struct MSELoss {
-  std::string reduction = "mean";
-  Tensor operator()(const Tensor& input, const Tensor& target) const {
-    return F::mse_loss(input, target, reduction);
-  }
-};
-struct L1Loss {
-  std::string reduction = "mean";
-  Tensor operator()(const Tensor& input, const Tensor& target) const {
-    return F::l1_loss(input, target, reduction);
-  }
-};
-struct BCELoss {
-  Tensor weight{};
-  std::string reduction = "mean";
-  Tensor operator()(const Tensor& input, const Tensor& target) const {
-    return F::binary_cross_entropy(input, target, weight, reduction);
-  }
-};
-struct BCEWithLogitsLoss {
-  Tensor weight{};
-  std::string reduction = "mean";
-  Tensor pos_weight{};
-  Tensor operator()(const Tensor& input, const Tensor& target) const {
-    return F::binary_cross_entropy_with_logits(input, target, weight, reduction, pos_weight);
-  }
-};
-
-} // namespace tg::nn
-#endif // TG_SI_TG_NN_LOSS_HPP
-
-// ---- tg/nn/rnn.hpp ----
-#ifndef TG_SI_TG_NN_RNN_HPP
-#define TG_SI_TG_NN_RNN_HPP
-// Recurrent layers, torch.nn.LSTM and torch.nn.GRU: the same parameters (names, shapes, gate
-// order, initialization U(-1/sqrt(hidden), 1/sqrt(hidden))), layers, directions, batch_first,
-// dropout between layers, and unbatched input. The time loop runs on the host, building one
-// lazy step per time step; the input projections of all steps are one product per layer.
-
-namespace tg::nn {
-
-/// What LSTM and GRU share. The parameters live in `flat_weights`, in PyTorch's order: per layer
-/// and direction weight_ih, weight_hh, bias_ih, bias_hh (named weight_ih_l0, ..._reverse).
-class RNNBase : public Module {
-public:
-  static constexpr int kMaxLayers = 8;
-  std::int64_t input_size, hidden_size, num_layers;
-  bool with_bias, batch_first, bidirectional;
-  double dropout;
-  std::array<Tensor, 4 * 2 * kMaxLayers> flat_weights;
-
-  /// The parameters of layer l, direction d (0 forward, 1 reverse): w_ih, w_hh, b_ih, b_hh.
-  Tensor& param(std::int64_t l, int d, int k) {
-    return flat_weights[std::size_t(4 * (l * directions() + d) + k)];
-  }
-  int directions() const { return bidirectional ? 2 : 1; }
-
-protected:
-  RNNBase(const char* type, int gates, std::int64_t input_size_, std::int64_t hidden_size_,
-          std::int64_t num_layers_, bool with_bias_, bool batch_first_, double dropout_,
-          bool bidirectional_, TensorOptions o)
-      : input_size(input_size_), hidden_size(hidden_size_), num_layers(num_layers_),
-        with_bias(with_bias_), batch_first(batch_first_), bidirectional(bidirectional_),
-        dropout(dropout_), type_(type), gates_(gates) {
-    if (num_layers < 1 || num_layers > kMaxLayers || hidden_size < 1 || input_size < 1)
-      throw shape_error(std::string("tg.nn.") + type + ": needs input_size and hidden_size >= 1 " +
-                        "and 1 <= num_layers <= " + std::to_string(kMaxLayers) + ", got " +
-                        std::to_string(input_size) + ", " + std::to_string(hidden_size) + ", " +
-                        std::to_string(num_layers));
-    if (dropout < 0 || dropout > 1)
-      throw error(std::string("tg.nn.") + type + ": dropout must be in [0, 1], got " +
-                  std::to_string(dropout));
-    const double k = 1.0 / std::sqrt(double(hidden_size));
-    const char* names[] = {"weight_ih_l", "weight_hh_l", "bias_ih_l", "bias_hh_l"};
-    for (std::int64_t l = 0; l < num_layers; ++l)
-      for (int d = 0; d < directions(); ++d) {
-        const std::int64_t in = l == 0 ? input_size : hidden_size * directions();
-        const Shape shapes[] = {{gates * hidden_size, in},
-                                {gates * hidden_size, hidden_size},
-                                {gates * hidden_size},
-                                {gates * hidden_size}};
-        for (int p = 0; p < (with_bias ? 4 : 2); ++p)
-          register_parameter(names[p] + std::to_string(l) + (d ? "_reverse" : ""),
-                             param(l, d, p) = init::uniform(shapes[p], -k, k, o));
-      }
-  }
-
-  /// Runs every layer and direction: the output [T, N, D * H] (or batch first) and the last
-  /// hidden (and, for LSTM, cell) states [layers * D, N, H]. `step` advances one time step:
-  /// (input projection of step t, h, c, w_hh, b_hh) -> (h, c).
-  template <class Step>
-  std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0,
-                                         Step step) {
-    const bool batched = input.ndim() == 3;
-    if (input.ndim() != 2 && input.ndim() != 3)
-      throw shape_error(std::string("tg.nn.") + type_ + ": needs an input of shape [T, N, " +
-                        std::to_string(input_size) + "] (or batch first, or unbatched [T, " +
-                        std::to_string(input_size) + "]), got " + tg::detail::shape_of(input));
-    Tensor x = batched ? (batch_first ? input.transpose(0, 1) : input) : input.unsqueeze(1);
-    if (x.size(2) != input_size)
-      throw shape_error(std::string("tg.nn.") + type_ + ": input " + tg::detail::shape_of(input) +
-                        " has " + std::to_string(x.size(2)) + " features, the layer takes " +
-                        std::to_string(input_size));
-    const std::int64_t T = x.size(0), N = x.size(1), H = hidden_size, S = num_layers * directions();
-    auto state = [&](const Tensor& s0, const char* what) {
-      if (!s0.defined())
-        return tg::zeros({S, N, H}, TensorOptions(x.as_float().dtype(), x.device()));
-      Tensor s = batched ? s0 : s0.unsqueeze(1);
-      if (s.shape() != std::vector<std::int64_t>{S, N, H})
-        throw shape_error(std::string("tg.nn.") + type_ + ": " + what + " must be [" +
-                          std::to_string(S) + ", " + std::to_string(N) + ", " + std::to_string(H) +
-                          "], got " + tg::detail::shape_of(s0));
-      return s;
-    };
-    Tensor hs0 = state(h0, "h0"), cs0 = gates_ == 4 ? state(c0, "c0") : Tensor();
-    std::vector<Tensor> h_n, c_n;
-    for (std::int64_t l = 0; l < num_layers; ++l) {
-      std::vector<Tensor> outs;
-      for (int d = 0; d < directions(); ++d) {
-        const std::int64_t s = l * directions() + d;
-        Tensor gi = x.matmul(param(l, d, 0).T()); // every step's input projection
-        if (with_bias) gi = gi + param(l, d, 2);
-        Tensor h = hs0[s], c = cs0.defined() ? cs0[s] : Tensor();
-        std::vector<Tensor> ys(static_cast<std::size_t>(T));
-        for (std::int64_t k = 0; k < T; ++k) {
-          const std::int64_t t = d ? T - 1 - k : k;
-          std::tie(h, c) = step(gi[t], h, c, param(l, d, 1), with_bias ? param(l, d, 3) : Tensor());
-          ys[std::size_t(t)] = h;
-        }
-        h_n.push_back(h);
-        if (c.defined()) c_n.push_back(c);
-        outs.push_back(T > 0 ? stack(ys, 0) : tg::zeros({0, N, H}));
-      }
-      x = outs.size() == 1 ? outs[0] : cat(outs, -1);
-      if (dropout > 0 && is_training() && l + 1 < num_layers) x = F::dropout(x, dropout, true);
-    }
-    Tensor out = batched ? (batch_first ? x.transpose(0, 1) : x) : x.squeeze(1);
-    Tensor hn = stack(h_n, 0), cn = c_n.empty() ? Tensor() : stack(c_n, 0);
-    if (!batched) {
-      hn = hn.squeeze(1);
-      if (cn.defined()) cn = cn.squeeze(1);
-    }
-    return {out, hn, cn};
-  }
-
-public:
-  std::string type_name() const override { return type_; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(input_size) + ", " + std::to_string(hidden_size);
-    if (num_layers != 1) r += ", num_layers=" + std::to_string(num_layers);
-    if (!with_bias) r += ", bias=False";
-    if (batch_first) r += ", batch_first=True";
-    if (dropout > 0) r += ", dropout=" + std::to_string(dropout);
-    if (bidirectional) r += ", bidirectional=True";
-    return r;
-  }
-
-private:
-  const char* type_;
-  int gates_;
-};
-
-/// Long short-term memory: gates i, f, g, o; c' = f c + i g, h' = o tanh(c').
-class LSTM : public RNNBase {
-public:
-  LSTM(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_ = 1,
-       bool with_bias_ = true, bool batch_first_ = false, double dropout_ = 0,
-       bool bidirectional_ = false, TensorOptions o = {})
-      : RNNBase("LSTM", 4, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_,
-                dropout_, bidirectional_, o) {}
-  /// The output only (forward(x, h0, c0) also gives the final states).
-  Tensor forward(const Tensor& x) override { return std::get<0>(forward(x, Tensor(), Tensor())); }
-  /// (output, h_n, c_n); h0 and c0 default to zeros.
-  std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor& h0, const Tensor& c0) {
-    const std::int64_t H = hidden_size;
-    return run(x, h0, c0,
-               [H](const Tensor& gi, const Tensor& h, const Tensor& c, const Tensor& w_hh,
-                   const Tensor& b_hh) {
-                 Tensor g = gi + h.matmul(w_hh.T());
-                 if (b_hh.defined()) g = g + b_hh;
-                 Tensor i = g.slice(-1, 0, H).sigmoid(), f = g.slice(-1, H, 2 * H).sigmoid(),
-                        gg = g.slice(-1, 2 * H, 3 * H).tanh(),
-                        o = g.slice(-1, 3 * H, 4 * H).sigmoid();
-                 Tensor c2 = f * c + i * gg;
-                 return std::pair<Tensor, Tensor>{o * c2.tanh(), c2};
-               });
-  }
-};
-
-/// Gated recurrent unit: gates r, z, n; n = tanh(W_in x + b_in + r (W_hn h + b_hn)),
-/// h' = (1 - z) n + z h.
-class GRU : public RNNBase {
-public:
-  GRU(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_ = 1,
-      bool with_bias_ = true, bool batch_first_ = false, double dropout_ = 0,
-      bool bidirectional_ = false, TensorOptions o = {})
-      : RNNBase("GRU", 3, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_,
-                dropout_, bidirectional_, o) {}
-  Tensor forward(const Tensor& x) override { return forward(x, Tensor()).first; }
-  /// (output, h_n); h0 defaults to zeros.
-  std::pair<Tensor, Tensor> forward(const Tensor& x, const Tensor& h0) {
-    const std::int64_t H = hidden_size;
-    auto [out, hn, cn] =
-        run(x, h0, Tensor(),
-            [H](const Tensor& gi, const Tensor& h, const Tensor&, const Tensor& w_hh,
-                const Tensor& b_hh) {
-              Tensor gh = h.matmul(w_hh.T());
-              if (b_hh.defined()) gh = gh + b_hh;
-              Tensor r = (gi.slice(-1, 0, H) + gh.slice(-1, 0, H)).sigmoid();
-              Tensor z = (gi.slice(-1, H, 2 * H) + gh.slice(-1, H, 2 * H)).sigmoid();
-              Tensor n = (gi.slice(-1, 2 * H, 3 * H) + r * gh.slice(-1, 2 * H, 3 * H)).tanh();
-              return std::pair<Tensor, Tensor>{(1.0 - z) * n + z * h, Tensor()};
-            });
-    return {out, hn};
-  }
-};
-
-} // namespace tg::nn
-#endif // TG_SI_TG_NN_RNN_HPP
-#endif // TG_SI_TG_NN_NN_HPP
-
-// ---- tg/optim/optim.hpp ----
-#ifndef TG_SI_TG_OPTIM_OPTIM_HPP
-#define TG_SI_TG_OPTIM_OPTIM_HPP
-// tg::optim: SGD, Adam, AdamW with parameter groups, LR schedulers, gradient clipping.
-
-// ---- tg/optim/adam.hpp ----
-#ifndef TG_SI_TG_OPTIM_ADAM_HPP
-#define TG_SI_TG_OPTIM_ADAM_HPP
-// Adam and AdamW: torch.optim.Adam / AdamW's single-tensor update, with amsgrad.
-
-// ---- tg/optim/optimizer.hpp ----
-#ifndef TG_SI_TG_OPTIM_OPTIMIZER_HPP
-#define TG_SI_TG_OPTIM_OPTIMIZER_HPP
-// optim::Optimizer: parameter groups, a learning rate held in a tensor, state tensors, and one
-// tg::assign per step that writes every parameter and every state tensor in place.
-//
-// Everything a step reads or writes lives in device buffers that keep their identity (the
-// parameters, the moments, a step counter per parameter, a 0-d float64 learning rate per group
-// that set_lr() overwrites), so a training step captured by tg::jit replays correctly:
-//
-//   auto step = tg::jit([&](tg::Tensor x, tg::Tensor y) {
-//     opt.zero_grad();                       // gradients become undefined: fresh each step
-//     tg::Tensor loss = tg::nn::F::cross_entropy(model(x), y);
-//     loss.realize();                        // the loss before the parameters change
-//     loss.backward();
-//     opt.step();                            // one tg::assign for all parameters and state
-//     return loss;
-//   });
-//
-// Hyperparameters other than the learning rate (momentum, betas, weight decay) are constants of
-// the captured kernels: change them only between captures.
+// ---- tg/impl/optim/clip.hpp ----
+#ifndef TG_SI_TG_IMPL_OPTIM_CLIP_HPP
+#define TG_SI_TG_IMPL_OPTIM_CLIP_HPP
+// What optim/clip.hpp declares (TG_API, config.hpp).
 
 namespace tg::optim {
 
-/// A group of parameters with its own learning rate and weight decay (unset: the optimizer's).
-struct ParamGroup {
-  std::vector<Tensor> params;
-  std::optional<double> lr = std::nullopt;
-  std::optional<double> weight_decay = std::nullopt;
-};
-
-namespace detail {
-/// Overwrites a 0-d buffer with a host value (no kernel).
-inline void write_scalar(const Tensor& t, double v) {
-  const LazyPtr& n = t.lazy();
-  if (n->op != Op::Buffer) throw error("tg.optim: internal: a scalar state tensor is not a buffer");
-  visit_dtype(t.dtype(), [&](auto x) {
-    using D = decltype(x);
-    D value;
-    if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
-      value = D(float(v));
-    else
-      value = static_cast<D>(v);
-    n->buffer->device->copy_in(n->buffer->ptr, &value, sizeof(D));
-  });
-}
-inline Tensor scalar_buffer(double v, DType t, const std::string& device) {
-  return Tensor::from_data(std::vector<double>{v}, Shape{}, TensorOptions(t, device));
-}
-inline void check_hyper(bool ok, const std::string& msg) {
-  if (!ok) throw error("tg.optim: " + msg);
-}
-} // namespace detail
-
-class Optimizer {
-public:
-  virtual ~Optimizer() = default;
-  Optimizer(const Optimizer&) = delete;
-  Optimizer& operator=(const Optimizer&) = delete;
-
-  /// One update of every parameter that has a gradient: one tg::assign for the parameters and
-  /// the optimizer's state together. The gradients are realized in the same schedule (stored as
-  /// the kernels compute them): a lazy gradient would be recomputed from the updated parameters
-  /// when read after the step, and it references its own parameter (a cycle of shared pointers
-  /// that would outlive the model).
-  void step() {
-    no_grad guard;
-    std::vector<std::pair<Tensor, Tensor>> writes;
-    std::vector<Tensor> grads;
-    std::size_t index = 0;
-    for (std::size_t g = 0; g < groups_.size(); ++g)
-      for (const Tensor& p : groups_[g].params) {
-        Tensor grad = p.grad();
-        if (grad.defined()) {
-          update(g, index, p, grad.detach(), writes);
-          grads.push_back(grad);
-        }
-        ++index;
-      }
-    if (!writes.empty()) tg::assign(writes, grads);
-  }
-  /// Sets every gradient to undefined (zero_grad(set_to_none=True), PyTorch's default).
-  void zero_grad() {
-    for (Group& g : groups_)
-      for (Tensor& p : g.params) p.set_grad(Tensor());
-  }
-
-  std::size_t num_groups() const { return groups_.size(); }
-  const std::vector<Tensor>& params(std::size_t group = 0) const { return group_at(group).params; }
-  double lr(std::size_t group = 0) const { return group_at(group).lr; }
-  /// The learning rate the group started with (the base of LR schedulers).
-  double initial_lr(std::size_t group = 0) const { return group_at(group).initial_lr; }
-  double weight_decay(std::size_t group = 0) const { return group_at(group).weight_decay; }
-  /// The 0-d tensor the update kernels read the learning rate from (float32, or float64 where a
-  /// parameter of the group is float64).
-  const Tensor& lr_tensor(std::size_t group = 0) const { return group_at(group).lr_t; }
-  /// Sets the learning rate of every group (writes the lr tensors; no recapture needed).
-  void set_lr(double lr) {
-    for (std::size_t g = 0; g < groups_.size(); ++g) set_lr(g, lr);
-  }
-  void set_lr(std::size_t group, double lr) {
-    detail::check_hyper(lr >= 0, "invalid learning rate " + std::to_string(lr));
-    Group& g = groups_.at(group);
-    g.lr = lr;
-    detail::write_scalar(g.lr_t, lr);
-  }
-
-  /// The state tensors by name ("state.<param index>.<name>") and each group's learning rate
-  /// ("param_groups.<group>.lr"): save it with safetensors to resume training.
-  StateDict state_dict() const {
-    StateDict sd;
-    for (std::size_t i = 0; i < state_.size(); ++i)
-      for (const auto& [name, t] : state_[i])
-        sd.insert("state." + std::to_string(i) + "." + name, t);
-    for (std::size_t g = 0; g < groups_.size(); ++g)
-      sd.insert("param_groups." + std::to_string(g) + ".lr", groups_[g].lr_t);
-    return sd;
-  }
-  /// Restores what state_dict() returned (every key must be present with its shape).
-  void load_state_dict(const StateDict& sd) {
-    std::vector<std::pair<Tensor, Tensor>> writes;
-    std::string missing;
-    for (const auto& [k, t] : state_dict()) {
-      const Tensor* v = sd.find(k);
-      if (!v || v->shape() != t.shape()) {
-        missing += (missing.empty() ? "" : ", ") + k;
-        continue;
-      }
-      writes.emplace_back(t, v->to(t.device()).detach());
-    }
-    if (!missing.empty())
-      throw error("tg.optim.load_state_dict: missing or mis-shaped key(s): " + missing);
-    no_grad guard;
-    if (!writes.empty()) tg::assign(writes);
-    for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g].lr = groups_[g].lr_t.item<double>();
-  }
-
-protected:
-  struct Group {
-    std::vector<Tensor> params;
-    double lr = 0, initial_lr = 0, weight_decay = 0;
-    Tensor lr_t;
-  };
-
-  Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, const char* name) {
-    detail::check_hyper(lr >= 0,
-                        std::string(name) + ": invalid learning rate " + std::to_string(lr));
-    detail::check_hyper(weight_decay >= 0, std::string(name) + ": invalid weight_decay " +
-                                               std::to_string(weight_decay));
-    if (groups.empty()) throw error(std::string("tg.optim.") + name + ": got no parameter groups");
-    std::vector<const LazyNode*> seen;
-    for (ParamGroup& pg : groups) {
-      Group g;
-      g.lr = g.initial_lr = pg.lr.value_or(lr);
-      g.weight_decay = pg.weight_decay.value_or(weight_decay);
-      detail::check_hyper(g.lr >= 0,
-                          std::string(name) + ": invalid learning rate " + std::to_string(g.lr));
-      detail::check_hyper(g.weight_decay >= 0, std::string(name) + ": invalid weight_decay " +
-                                                   std::to_string(g.weight_decay));
-      for (const Tensor& p : pg.params) {
-        if (!p.defined())
-          throw error(std::string("tg.optim.") + name + ": a parameter is undefined");
-        if (p.lazy()->op != Op::Buffer)
-          throw error(std::string("tg.optim.") + name +
-                      ": parameters must be realized tensors that own their buffer (updated in "
-                      "place); got a lazy "
-                      "tensor of shape " +
-                      tg::detail::shape_of(p) + " (call contiguous().realize() first)");
-        if (!is_float(p.dtype()))
-          throw dtype_error(std::string("tg.optim.") + name +
-                            ": parameters must be floating point, got " + dtype_name(p.dtype()));
-        if (std::find(seen.begin(), seen.end(), p.lazy().get()) != seen.end())
-          throw error(std::string("tg.optim.") + name +
-                      ": a parameter appears twice (in one group or in two groups)");
-        seen.push_back(p.lazy().get());
-        g.params.push_back(p);
-      }
-      std::string dev = g.params.empty() ? default_device() : g.params[0].device();
-      bool wide = false;
-      for (const Tensor& p : g.params) wide = wide || p.dtype() == DType::Float64;
-      g.lr_t = detail::scalar_buffer(g.lr, wide ? DType::Float64 : DType::Float32, dev);
-      groups_.push_back(std::move(g));
-    }
-    state_.resize(seen.size());
-  }
-  static std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-    return {ParamGroup{std::move(params)}};
-  }
-
-  /// Appends (target, new value) pairs for parameter `p` (flat index `index`) of group `g`.
-  virtual void update(std::size_t g, std::size_t index, const Tensor& p, const Tensor& grad,
-                      std::vector<std::pair<Tensor, Tensor>>& writes) = 0;
-
-  /// A state tensor of parameter `index`, created as a realized buffer on first use.
-  Tensor& state(std::size_t index, const std::string& name, const Tensor& like, double init = 0,
-                std::optional<DType> dtype = std::nullopt, bool scalar = false) {
-    for (auto& [k, t] : state_[index])
-      if (k == name) return t;
-    DType t = dtype.value_or(like.dtype());
-    Shape s = scalar ? Shape{} : like.sym_shape();
-    Tensor v = Tensor::full_on(s, init, t, like.device()).contiguous().realize();
-    state_[index].emplace_back(name, v);
-    return state_[index].back().second;
-  }
-  /// Creates every state tensor up front (before a capture, so none is made while capturing).
-  void init_state(const std::function<void(std::size_t, const Tensor&)>& make) {
-    std::size_t index = 0;
-    for (const Group& g : groups_)
-      for (const Tensor& p : g.params) make(index++, p);
-  }
-  const Group& group_at(std::size_t g) const {
-    if (g >= groups_.size())
-      throw error("tg.optim: group " + std::to_string(g) + " does not exist (" +
-                  std::to_string(groups_.size()) + " groups)");
-    return groups_[g];
-  }
-  /// The dtype of scalar state (a step count; the learning rate): float32 as in PyTorch, float64
-  /// beside float64 parameters. Every update casts it to its parameter's dtype, and devices
-  /// without 64-bit types (WEBGPU, an exported WebGPU step) can hold it.
-  static DType scalar_dtype(const Tensor& p) {
-    return p.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
-  }
-  /// The group's learning rate as a 0-d tensor of the parameter's dtype.
-  Tensor lr_of(std::size_t g, const Tensor& p) const { return groups_[g].lr_t.cast(p.dtype()); }
-
-  std::vector<Group> groups_;
-  std::vector<std::vector<std::pair<std::string, Tensor>>> state_;
-};
-
-} // namespace tg::optim
-#endif // TG_SI_TG_OPTIM_OPTIMIZER_HPP
-
-namespace tg::optim {
-
-struct AdamOptions {
-  double lr = 1e-3;
-  std::pair<double, double> betas = {0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 0;
-  bool amsgrad = false;
-  bool maximize = false;
-};
-
-/// step += 1; g = grad (+ weight_decay * p for Adam); m = lerp(m, g, 1 - beta1);
-/// v = beta2 * v + (1 - beta2) * g^2; p = p - lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 -
-/// beta2^step) + eps) (with amsgrad, the running maximum of v). AdamW first decays p = p * (1 - lr
-/// * weight_decay).
-class Adam : public Optimizer {
-public:
-  Adam(std::vector<Tensor> params, AdamOptions o = {}) : Adam(one_group(std::move(params)), o) {}
-  Adam(std::vector<ParamGroup> groups, AdamOptions o = {})
-      : Adam(std::move(groups), o, false, "Adam") {}
-  const AdamOptions& options() const { return opt_; }
-
-protected:
-  Adam(std::vector<ParamGroup> groups, AdamOptions o, bool decoupled, const char* name)
-      : Optimizer(std::move(groups), o.lr, o.weight_decay, name), opt_(o), decoupled_(decoupled) {
-    auto [b1, b2] = o.betas;
-    detail::check_hyper(b1 >= 0 && b1 < 1,
-                        std::string(name) + ": invalid beta1 " + std::to_string(b1));
-    detail::check_hyper(b2 >= 0 && b2 < 1,
-                        std::string(name) + ": invalid beta2 " + std::to_string(b2));
-    detail::check_hyper(o.eps >= 0, std::string(name) + ": invalid eps " + std::to_string(o.eps));
-    init_state([&](std::size_t i, const Tensor& p) {
-      state(i, "step", p, 0, scalar_dtype(p), true);
-      state(i, "exp_avg", p);
-      state(i, "exp_avg_sq", p);
-      if (opt_.amsgrad) state(i, "max_exp_avg_sq", p);
-    });
-  }
-
-  void update(std::size_t g, std::size_t i, const Tensor& p0, const Tensor& grad0,
-              std::vector<std::pair<Tensor, Tensor>>& writes) override {
-    auto [b1, b2] = opt_.betas;
-    const double wd = groups_[g].weight_decay;
-    const DType t = p0.dtype();
-    Tensor grad = opt_.maximize ? -grad0 : grad0;
-    Tensor lr = groups_[g].lr_t;
-    Tensor p = p0;
-    if (decoupled_ && wd != 0) p = p * (1.0 - lr * wd).cast(t);
-    if (!decoupled_ && wd != 0) grad = grad + p * wd;
-    Tensor& step = state(i, "step", p0, 0, scalar_dtype(p0), true);
-    Tensor& m = state(i, "exp_avg", p0);
-    Tensor& v = state(i, "exp_avg_sq", p0);
-    Tensor step1 = step + 1.0;
-    Tensor m1 = m + (grad - m) * (1.0 - b1);
-    Tensor v1 = v * b2 + grad * grad * (1.0 - b2);
-    // per-step scalars in the step count's dtype, computed once (contiguous: not per element)
-    Tensor b1t = Tensor::full_on({}, b1, step.dtype(), p0.device());
-    Tensor b2t = Tensor::full_on({}, b2, step.dtype(), p0.device());
-    Tensor step_size = (lr / (1.0 - b1t.pow(step1))).cast(t).contiguous();
-    // 1 / sqrt(1 - beta2^step): a multiply per element where PyTorch divides (the update is the
-    // same but for the last bit; a vector division costs as much as the square root)
-    Tensor inv_bc2_sqrt = (1.0 / (1.0 - b2t.pow(step1)).sqrt()).cast(t).contiguous();
-    Tensor second = v1;
-    if (opt_.amsgrad) {
-      Tensor& vmax = state(i, "max_exp_avg_sq", p0);
-      second = vmax.maximum(v1);
-      writes.emplace_back(vmax, second);
-    }
-    Tensor denom = second.sqrt() * inv_bc2_sqrt + opt_.eps;
-    writes.emplace_back(step, step1);
-    writes.emplace_back(m, m1);
-    writes.emplace_back(v, v1);
-    writes.emplace_back(p0, p - step_size * (m1 / denom));
-  }
-
-  AdamOptions opt_;
-  bool decoupled_;
-};
-
-/// AdamW's options: Adam's, with weight_decay defaulting to 1e-2 as in PyTorch.
-struct AdamWOptions {
-  double lr = 1e-3;
-  std::pair<double, double> betas = {0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-  bool amsgrad = false;
-  bool maximize = false;
-  operator AdamOptions() const {
-    return AdamOptions{lr, betas, eps, weight_decay, amsgrad, maximize};
-  }
-};
-/// Adam with decoupled weight decay.
-class AdamW : public Adam {
-public:
-  AdamW(std::vector<Tensor> params, AdamWOptions o = {}) : AdamW(one_group(std::move(params)), o) {}
-  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {})
-      : Adam(std::move(groups), o, true, "AdamW") {}
-};
-
-} // namespace tg::optim
-#endif // TG_SI_TG_OPTIM_ADAM_HPP
-
-// ---- tg/optim/clip.hpp ----
-#ifndef TG_SI_TG_OPTIM_CLIP_HPP
-#define TG_SI_TG_OPTIM_CLIP_HPP
-// Gradient clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_), lazily: the scaled
-// gradients are new lazy tensors, so clipping adds no synchronization to a training step.
-
-namespace tg::optim {
-
-/// Scales the gradients of `params` so their total norm is at most max_norm:
-/// g *= min(1, max_norm / (total_norm + 1e-6)). Returns the total norm before clipping (a lazy
-/// 0-d tensor). norm_type may be INFINITY. error_if_nonfinite reads the norm on the host.
-inline Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm,
-                              double norm_type = 2.0, bool error_if_nonfinite = false) {
+TG_API Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type,
+                              bool error_if_nonfinite) {
   no_grad guard;
   std::vector<Tensor> grads;
   for (const Tensor& p : params)
@@ -21016,8 +15440,7 @@ inline Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm
   return total;
 }
 
-/// Clamps every gradient to [-clip_value, clip_value].
-inline void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
+TG_API void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
   no_grad guard;
   for (Tensor p : params) {
     Tensor g = p.grad();
@@ -21026,302 +15449,442 @@ inline void clip_grad_value_(const std::vector<Tensor>& params, double clip_valu
 }
 
 } // namespace tg::optim
-#endif // TG_SI_TG_OPTIM_CLIP_HPP
+#endif // TG_SI_TG_IMPL_OPTIM_CLIP_HPP
 
-// ---- tg/optim/lr_scheduler.hpp ----
-#ifndef TG_SI_TG_OPTIM_LR_SCHEDULER_HPP
-#define TG_SI_TG_OPTIM_LR_SCHEDULER_HPP
-// Learning-rate schedules (torch.optim.lr_scheduler), in closed form: each step() sets every
-// group's learning rate to f(epoch, initial lr) through Optimizer::set_lr, which writes the lr
-// tensor the update kernels read (so a step captured by tg::jit follows the schedule).
-// As in PyTorch, constructing a scheduler applies its epoch-0 rate. Each also writes f in tensor
-// ops (lr_expr): a training step exported with tg::export_model that calls step() computes its
-// next rate itself.
+// ---- tg/impl/optim/optimizer.hpp ----
+#ifndef TG_SI_TG_IMPL_OPTIM_OPTIMIZER_HPP
+#define TG_SI_TG_IMPL_OPTIM_OPTIMIZER_HPP
+// What optim/optimizer.hpp declares (TG_API, config.hpp).
 
-namespace tg::optim {
+namespace tg::optim::detail {
 
-class LRScheduler {
+TG_API void write_scalar(const Tensor& t, double v) {
+  const LazyPtr& n = t.lazy();
+  if (n->op != Op::Buffer) throw error("tg.optim: internal: a scalar state tensor is not a buffer");
+  visit_dtype(t.dtype(), [&](auto x) {
+    using D = decltype(x);
+    D value;
+    if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
+      value = D(float(v));
+    else
+      value = static_cast<D>(v);
+    n->buffer->device->copy_in(n->buffer->ptr, &value, sizeof(D));
+  });
+}
+
+TG_API Tensor scalar_buffer(double v, DType t, const std::string& device) {
+  return Tensor::from_data(std::vector<double>{v}, Shape{}, TensorOptions(t, device));
+}
+
+TG_API void check_hyper(bool ok, const std::string& msg) {
+  if (!ok) throw error("tg.optim: " + msg);
+}
+
+} // namespace tg::optim::detail
+#endif // TG_SI_TG_IMPL_OPTIM_OPTIMIZER_HPP
+
+// ---- tg/impl/realize.hpp ----
+#ifndef TG_SI_TG_IMPL_REALIZE_HPP
+#define TG_SI_TG_IMPL_REALIZE_HPP
+// Realizing lazy tensors, moving their data in and out, printing them (declared in
+// tensor/lazy.hpp, tensor/class.hpp, tensor/core.hpp and engine/schedule_info.hpp).
+
+// ---- tg/engine/schedule_info.hpp ----
+#ifndef TG_SI_TG_ENGINE_SCHEDULE_INFO_HPP
+#define TG_SI_TG_ENGINE_SCHEDULE_INFO_HPP
+// tg::schedule: what realizing tensors would do, without running it (<tg/schedule.hpp>).
+
+namespace tg {
+
+/// What realizing these tensors would do, without running it (like tinygrad's
+/// Tensor.schedule()): the graph, its kernels and memory plan, and each kernel as the pass list
+/// makes it for a target: lowered, then after the device passes (what the device runs), and its
+/// source.
+struct ScheduleInfo {
+  Graph graph;
+  Schedule schedule;
+  MemoryPlan memory;
+  std::vector<Program> lowered;     // per kernel: after lower
+  std::vector<Program> programs;    // per kernel: after the device passes
+  std::vector<std::string> sources; // per kernel: rendered in the target's dialect
+  std::size_t kernels() const { return schedule.kernels.size(); }
+};
+/// The schedule for a target (without TG_BEAM's search).
+TG_API ScheduleInfo schedule(const std::vector<Tensor>& ts, const Target& target);
+/// The schedule a device runs: by default the tensors' own (the first one's).
+TG_API ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& device = "");
+
+} // namespace tg
+#endif // TG_SI_TG_ENGINE_SCHEDULE_INFO_HPP
+
+// ---- tg/util/print.hpp ----
+#ifndef TG_SI_TG_UTIL_PRINT_HPP
+#define TG_SI_TG_UTIL_PRINT_HPP
+// Printing a tensor as PyTorch does (torch/_tensor_str.py): one function both front ends call
+// (tg::Tensor::to_string and tg::fixed's operator<<) over a flat, row-major copy of the values, so
+// the same values print the same whichever front end holds them.
+#include <cstdio>
+
+namespace tg {
+
+namespace detail {
+
+/// PyTorch's _Formatter: one number format (and width) for every value shown.
+class ValueFormat {
 public:
-  virtual ~LRScheduler() = default;
-  /// Advances one epoch (or iteration) and sets the learning rates. Inside a method that
-  /// tg::export_model traces, records that instead: the exported method advances its epoch
-  /// counter and sets each group's rate to lr_expr of it, with the method's other updates
-  /// (declare both as state: spec.state(opt.state_dict(), "optim.") and
-  /// spec.state(scheduler.state_dict(), "sched.")).
-  void step() {
-    if (tg::detail::active_export()) return record_step();
-    ++last_epoch_;
-    detail::write_scalar(epoch_, double(last_epoch_));
-    apply();
-  }
-  std::int64_t last_epoch() const { return last_epoch_; }
-  /// The learning rates the last step set, per group.
-  std::vector<double> get_last_lr() const {
-    std::vector<double> r;
-    for (std::size_t g = 0; g < opt_->num_groups(); ++g) r.push_back(opt_->lr(g));
-    return r;
-  }
-  /// The rate at `epoch` for a group that started at `base`.
-  virtual double lr_at(std::int64_t epoch, double base) const = 0;
-  /// The same in tensor ops of `epoch` (a float32 0-d tensor): what an exported step computes.
-  virtual Tensor lr_expr(const Tensor& epoch, double base) const = 0;
-  /// The epoch counter ("last_epoch", a float32 0-d tensor): the state of an exported step.
-  StateDict state_dict() const { return {{"last_epoch", epoch_}}; }
-  /// Restores what state_dict() returned, and sets the rates of that epoch.
-  void load_state_dict(const StateDict& sd) {
-    last_epoch_ = std::llround(sd.at("last_epoch").item<double>());
-    detail::write_scalar(epoch_, double(last_epoch_));
-    apply();
-  }
-
-protected:
-  explicit LRScheduler(Optimizer& opt)
-      : opt_(&opt), epoch_(detail::scalar_buffer(0, DType::Float32, opt.lr_tensor(0).device())) {}
-  /// Called at the end of each derived constructor (epoch 0).
-  void start() { apply(); }
-  void apply() {
-    for (std::size_t g = 0; g < opt_->num_groups(); ++g)
-      opt_->set_lr(g, lr_at(last_epoch_, opt_->initial_lr(g)));
-  }
-  void record_step() {
-    Tensor next = epoch_ + 1.0;
-    std::vector<std::pair<Tensor, Tensor>> writes = {{epoch_, next}};
-    for (std::size_t g = 0; g < opt_->num_groups(); ++g) {
-      const Tensor& lr = opt_->lr_tensor(g);
-      writes.emplace_back(lr, lr_expr(next, opt_->initial_lr(g)).cast(lr.dtype()));
+  ValueFormat(std::span<const double> floats, std::span<const std::int64_t> ints, DType t,
+              const PrintOptions& opt, const std::vector<std::int64_t>& shown)
+      : t_(t), precision_(opt.precision) {
+    if (!is_float(t)) {
+      for (std::int64_t i : shown) width_ = std::max(width_, text(floats, ints, i).size());
+      return;
     }
-    tg::assign(writes);
-  }
-  /// v as a 0-d tensor beside `epoch`.
-  static Tensor constant(const Tensor& epoch, double v) {
-    return Tensor::full_on({}, v, epoch.dtype(), epoch.device());
-  }
-  Optimizer* opt_;
-  std::int64_t last_epoch_ = 0;
-  Tensor epoch_;
-};
-
-/// base * gamma^(epoch / step_size).
-class StepLR : public LRScheduler {
-public:
-  StepLR(Optimizer& opt, std::int64_t step_size_, double gamma_ = 0.1)
-      : LRScheduler(opt), step_size(step_size_), gamma(gamma_) {
-    if (step_size < 1) throw error("tg.optim.StepLR: step_size must be positive");
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    return base * std::pow(gamma, double(e / step_size));
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override { // (+0.5: exact floors)
-    return constant(e, gamma).pow(((e + 0.5) / double(step_size)).floor()) * base;
-  }
-  std::int64_t step_size;
-  double gamma;
-};
-
-/// base * gamma^(number of milestones <= epoch).
-class MultiStepLR : public LRScheduler {
-public:
-  MultiStepLR(Optimizer& opt, std::vector<std::int64_t> milestones_, double gamma_ = 0.1)
-      : LRScheduler(opt), milestones(std::move(milestones_)), gamma(gamma_) {
-    std::sort(milestones.begin(), milestones.end());
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    auto n = std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin();
-    return base * std::pow(gamma, double(n));
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override {
-    Tensor n = constant(e, 0);
-    for (std::int64_t m : milestones) n = n + (e >= double(m)).cast(e.dtype());
-    return constant(e, gamma).pow(n) * base;
-  }
-  std::vector<std::int64_t> milestones;
-  double gamma;
-};
-
-/// eta_min + (base - eta_min) * (1 + cos(pi * epoch / T_max)) / 2.
-class CosineAnnealingLR : public LRScheduler {
-public:
-  CosineAnnealingLR(Optimizer& opt, std::int64_t T_max_, double eta_min_ = 0)
-      : LRScheduler(opt), T_max(T_max_), eta_min(eta_min_) {
-    if (T_max < 1) throw error("tg.optim.CosineAnnealingLR: T_max must be positive");
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    return eta_min +
-           (base - eta_min) * (1 + std::cos(3.141592653589793 * double(e) / double(T_max))) / 2;
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override {
-    return ((e * (3.141592653589793 / double(T_max))).cos() + 1.0) * ((base - eta_min) / 2) +
-           eta_min;
-  }
-  std::int64_t T_max;
-  double eta_min;
-};
-
-/// Linear warm-up: base * (start_factor + (end_factor - start_factor) * min(epoch, total_iters) /
-/// total_iters).
-class LinearLR : public LRScheduler {
-public:
-  LinearLR(Optimizer& opt, double start_factor_ = 1.0 / 3, double end_factor_ = 1.0,
-           std::int64_t total_iters_ = 5)
-      : LRScheduler(opt), start_factor(start_factor_), end_factor(end_factor_),
-        total_iters(total_iters_) {
-    if (start_factor <= 0 || start_factor > 1 || end_factor < 0 || end_factor > 1)
-      throw error("tg.optim.LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]");
-    if (total_iters < 1) throw error("tg.optim.LinearLR: total_iters must be positive");
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    double f = double(std::min(e, total_iters)) / double(total_iters);
-    return base * (start_factor + (end_factor - start_factor) * f);
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override {
-    Tensor f = e.minimum(constant(e, double(total_iters))) / double(total_iters);
-    return (f * (end_factor - start_factor) + start_factor) * base;
-  }
-  double start_factor, end_factor;
-  std::int64_t total_iters;
-};
-
-/// base * fn(epoch).
-class LambdaLR : public LRScheduler {
-public:
-  LambdaLR(Optimizer& opt, std::function<double(std::int64_t)> fn_)
-      : LRScheduler(opt), fn(std::move(fn_)) {
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override { return base * fn(e); }
-  Tensor lr_expr(const Tensor&, double) const override {
-    throw export_error("tg.optim.LambdaLR: its rate is a C++ function, which an exported step "
-                       "cannot compute; set the rate between calls (the exported API's "
-                       "set_weight of optim.param_groups.<g>.lr), or use StepLR, MultiStepLR, "
-                       "CosineAnnealingLR, LinearLR or SequentialLR");
-  }
-  std::function<double(std::int64_t)> fn;
-};
-
-/// Schedulers one after another: schedulers[k] runs from milestones[k - 1] on, counting its
-/// epochs from there (warm-up then cosine: SequentialLR(opt, {warmup, cosine}, {100})).
-class SequentialLR : public LRScheduler {
-public:
-  SequentialLR(Optimizer& opt, std::vector<std::shared_ptr<LRScheduler>> schedulers_,
-               std::vector<std::int64_t> milestones_)
-      : LRScheduler(opt), schedulers(std::move(schedulers_)), milestones(std::move(milestones_)) {
-    if (schedulers.empty() || milestones.size() + 1 != schedulers.size())
-      throw error("tg.optim.SequentialLR: needs one milestone fewer than schedulers");
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    std::size_t k =
-        std::size_t(std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin());
-    return schedulers[k]->lr_at(k ? e - milestones[k - 1] : e, base);
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override {
-    Tensor r = schedulers[0]->lr_expr(e, base);
-    for (std::size_t k = 1; k < schedulers.size(); ++k)
-      r = where(e >= double(milestones[k - 1]),
-                schedulers[k]->lr_expr(e - double(milestones[k - 1]), base), r);
-    return r;
-  }
-  std::vector<std::shared_ptr<LRScheduler>> schedulers;
-  std::vector<std::int64_t> milestones;
-};
-
-} // namespace tg::optim
-#endif // TG_SI_TG_OPTIM_LR_SCHEDULER_HPP
-
-// ---- tg/optim/sgd.hpp ----
-#ifndef TG_SI_TG_OPTIM_SGD_HPP
-#define TG_SI_TG_OPTIM_SGD_HPP
-// SGD with momentum, dampening, Nesterov momentum and weight decay: torch.optim.SGD's update.
-
-namespace tg::optim {
-
-struct SGDOptions {
-  double lr = 1e-3;
-  double momentum = 0;
-  double dampening = 0;
-  double weight_decay = 0;
-  bool nesterov = false;
-  bool maximize = false;
-};
-
-/// g = grad + weight_decay * p; with momentum: buf = g on the first step, then
-/// buf = momentum * buf + (1 - dampening) * g, and g = buf (or g + momentum * buf with nesterov);
-/// p = p - lr * g.
-class SGD : public Optimizer {
-public:
-  SGD(std::vector<Tensor> params, SGDOptions o) : SGD(one_group(std::move(params)), o) {}
-  SGD(std::vector<ParamGroup> groups, SGDOptions o)
-      : Optimizer(std::move(groups), o.lr, o.weight_decay, "SGD"), opt_(o) {
-    detail::check_hyper(o.momentum >= 0, "SGD: invalid momentum " + std::to_string(o.momentum));
-    detail::check_hyper(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
-                        "SGD: Nesterov momentum requires a momentum and zero dampening");
-    // the momentum buffer starts at zero: buf = momentum * 0 + g is g exactly when there is no
-    // dampening; with dampening a step counter tells the first step apart
-    init_state([&](std::size_t i, const Tensor& p) {
-      if (opt_.momentum == 0) return;
-      state(i, "momentum_buffer", p);
-      if (opt_.dampening != 0) state(i, "step", p, 0, DType::Float32, true);
-    });
-  }
-  const SGDOptions& options() const { return opt_; }
-
-protected:
-  void update(std::size_t g, std::size_t i, const Tensor& p, const Tensor& grad0,
-              std::vector<std::pair<Tensor, Tensor>>& writes) override {
-    Tensor grad = opt_.maximize ? -grad0 : grad0;
-    double wd = groups_[g].weight_decay;
-    if (wd != 0) grad = grad + p * wd;
-    if (opt_.momentum != 0) {
-      Tensor& buf = state(i, "momentum_buffer", p);
-      Tensor next = buf * opt_.momentum + grad * (1.0 - opt_.dampening);
-      if (opt_.dampening != 0) {
-        Tensor& step = state(i, "step", p, 0, DType::Float32, true);
-        next = where(step == 0.0f, grad, next);
-        writes.emplace_back(step, step + 1.0f);
+    double amax = 0, amin = INFINITY;
+    bool any = false;
+    for (std::int64_t i : shown) {
+      const double x = floats[std::size_t(i)];
+      if (!std::isfinite(x) || x == 0) continue;
+      any = true;
+      int_mode_ = int_mode_ && x == std::ceil(x);
+      amax = std::max(amax, std::fabs(x));
+      amin = std::min(amin, std::fabs(x));
+    }
+    if (any) {
+      sci_ = amax / amin > 1000.0 || amax > 1.0e8 || (!int_mode_ && amin < 1.0e-4);
+      for (std::int64_t i : shown) {
+        const double x = floats[std::size_t(i)];
+        if (std::isfinite(x) && x != 0) width_ = std::max(width_, text(floats, ints, i).size());
       }
-      writes.emplace_back(buf, next);
-      grad = opt_.nesterov ? grad + next * opt_.momentum : next;
     }
-    writes.emplace_back(p, p - lr_of(g, p) * grad);
+    // as in PyTorch, the width is the chosen format's even when sci_mode overrides it
+    if (opt.sci_mode) sci_ = *opt.sci_mode;
+  }
+  std::size_t width() const { return width_; }
+  /// Element i, right-aligned to the width.
+  std::string operator()(std::span<const double> floats, std::span<const std::int64_t> ints,
+                         std::int64_t i) const {
+    std::string s = text(floats, ints, i);
+    return s.size() < width_ ? std::string(width_ - s.size(), ' ') + s : s;
   }
 
 private:
-  SGDOptions opt_;
+  std::string text(std::span<const double> floats, std::span<const std::int64_t> ints,
+                   std::int64_t i) const {
+    char buf[512];
+    if (!is_float(t_)) {
+      const std::int64_t v = ints[std::size_t(i)];
+      if (t_ == DType::Bool) return v ? "True" : "False";
+      if (is_unsigned(t_))
+        std::snprintf(buf, sizeof buf, "%llu",
+                      static_cast<unsigned long long>(static_cast<std::uint64_t>(v)));
+      else
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+      return buf;
+    }
+    const double x = floats[std::size_t(i)];
+    if (std::isnan(x)) return "nan"; // Python never writes "-nan"
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    if (sci_)
+      std::snprintf(buf, sizeof buf, "%.*e", precision_, x);
+    else if (int_mode_)
+      std::snprintf(buf, sizeof buf, "%.0f.", x);
+    else
+      std::snprintf(buf, sizeof buf, "%.*f", precision_, x);
+    return buf;
+  }
+  DType t_;
+  int precision_;
+  bool int_mode_ = true, sci_ = false;
+  std::size_t width_ = 1;
 };
 
-} // namespace tg::optim
-#endif // TG_SI_TG_OPTIM_SGD_HPP
-#endif // TG_SI_TG_OPTIM_OPTIM_HPP
+} // namespace detail
 
-// ---- tg/state/safetensors.hpp ----
-#ifndef TG_SI_TG_STATE_SAFETENSORS_HPP
-#define TG_SI_TG_STATE_SAFETENSORS_HPP
-// safetensors (https://github.com/huggingface/safetensors): save and load named tensors.
-//
-//   file   = u64 little-endian N | N bytes of JSON header | data
-//   header = {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 3],
-//             "data_offsets": [begin, end]}, ...}      (offsets into data, row-major,
-//             little-endian)
-//
-// Loading validates everything before it allocates a tensor: the header length against the
-// file, the JSON (a small strict parser, no dependency), every dtype name, shape and offset
-// pair, that the tensors tile the data exactly (no gap, overlap or trailing bytes), as the
-// reference implementation does. A malformed or truncated file raises tg::safetensors::
-// format_error naming the file and the problem; it never reads out of bounds. The header is read
-// in one pass without a JSON tree: time linear in its length, memory in proportion to the
-// tensors it lists. tests/fuzz/fuzz_safetensors.cpp fuzzes all of this.
+/// The text PyTorch prints for a tensor of dtype `t` and `shape` whose row-major values are
+/// `floats` (a floating dtype, as doubles) or `ints` (any other: unsigned values as their 64-bit
+/// pattern, bools as 0 and 1); the other span is empty. `device` is named unless it is "CPU".
+/// dtypes are named as tg names them (dtype=int32).
+inline std::string format_tensor(std::span<const double> floats, std::span<const std::int64_t> ints,
+                                 std::span<const std::int64_t> shape, DType t,
+                                 std::string_view device = "CPU",
+                                 const PrintOptions& opt = print_options()) {
+  const std::size_t rank = shape.size();
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  const std::int64_t edge = std::max<std::int64_t>(opt.edgeitems, 1);
+  const bool summarize = n > opt.threshold;
+  const std::string prefix = "tensor(";
+  const int indent0 = int(prefix.size());
+  std::vector<std::string> suffixes;
+  if (device != "CPU") suffixes.push_back("device='" + std::string(device) + "'");
+  std::string out = prefix;
+  if (n == 0) {
+    // an empty tensor: its size unless it is (0,), and its dtype unless it is the default
+    if (rank != 1) {
+      std::string s = "size=(";
+      for (std::size_t d = 0; d < rank; ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
+      suffixes.push_back(s + ")");
+    }
+    if (t != DType::Float32) suffixes.push_back(std::string("dtype=") + dtype_name(t));
+    out += "[]";
+  } else {
+    if (t != DType::Float32 && t != DType::Int64 && t != DType::Bool)
+      suffixes.push_back(std::string("dtype=") + dtype_name(t));
+    // summarized, a dim longer than 2 * edge shows `edge` items at each end: only they are shown,
+    // and only they decide the format
+    auto cut = [&](std::int64_t size) { return summarize && size > 2 * edge; };
+    std::vector<std::int64_t> shown;
+    for (std::int64_t i = 0; i < n; ++i) {
+      bool keep = true;
+      std::int64_t r = i;
+      for (std::size_t d = rank; d-- > 0 && keep; r /= shape[d]) {
+        const std::int64_t k = r % shape[d];
+        keep = !(cut(shape[d]) && k >= edge && k < shape[d] - edge);
+      }
+      if (keep) shown.push_back(i);
+    }
+    const detail::ValueFormat fmt(floats, ints, t, opt, shown);
+    std::vector<std::int64_t> strides(rank, 1);
+    for (std::size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+    // the text of the sub-tensor at axis d starting at flat index base, indented by `indent`
+    auto rec = [&](auto& self, std::size_t d, std::int64_t base, int indent) -> std::string {
+      if (d == rank) return fmt(floats, ints, base);
+      const std::int64_t size = shape[d];
+      std::vector<std::string> items;
+      auto item = [&](std::int64_t i) {
+        items.push_back(self(self, d + 1, base + i * strides[d], indent + 1));
+      };
+      for (std::int64_t i = 0; i < size; ++i) {
+        if (cut(size) && i == edge) {
+          items.push_back(d + 1 == rank ? " ..." : "...");
+          i = size - edge;
+        }
+        item(i);
+      }
+      std::string s = "[";
+      if (d + 1 == rank) { // a row, wrapped at the line width
+        const std::size_t per_line = std::size_t(
+            std::max<std::int64_t>(1, (opt.linewidth - indent) / std::int64_t(fmt.width() + 2)));
+        for (std::size_t k = 0; k < items.size(); ++k) {
+          if (k) s += k % per_line ? ", " : ",\n" + std::string(std::size_t(indent + 1), ' ');
+          s += items[k];
+        }
+      } else {
+        const std::string sep =
+            ',' + std::string(rank - d - 1, '\n') + std::string(std::size_t(indent + 1), ' ');
+        for (std::size_t k = 0; k < items.size(); ++k) s += (k ? sep : "") + items[k];
+      }
+      return s + ']';
+    };
+    out += rec(rec, 0, 0, indent0);
+  }
+  // suffixes go on the last line while it stays within the line width (PyTorch's _add_suffixes)
+  const std::size_t nl = out.rfind('\n');
+  std::int64_t last_line =
+      std::int64_t(out.size()) - (nl == std::string::npos ? -1 : std::int64_t(nl)) + 1;
+  for (const std::string& s : suffixes) {
+    const std::int64_t len = std::int64_t(s.size());
+    if (last_line + len + 2 > opt.linewidth) {
+      out += ",\n" + std::string(std::size_t(indent0), ' ') + s;
+      last_line = indent0 + len;
+    } else {
+      out += ", " + s;
+      last_line += len + 2;
+    }
+  }
+  return out + ')';
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_PRINT_HPP
+
+namespace tg {
+
+namespace detail {
+
+TG_API void realize_nodes(const std::vector<LazyPtr>& targets) {
+  GraphBuild b = build_graph(targets);
+  if (b.order.empty()) return;
+  TraceSites sites(b);
+  adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
+}
+
+// The exported call computes every value from the state as the call found it, which a realize
+// before an update (a training step's loss) is there to fix; a value read on the host (item(),
+// to_vector()) is still refused.
+TG_API void realize_requested(const std::vector<LazyPtr>& targets) {
+  const ExportTrace* e = active_export();
+  GraphBuild b = build_graph(targets);
+  if (b.order.empty()) return;
+  if (e)
+    for (const auto& buffer : b.inputs)
+      if (buffer && buffer->device.get() == e->placeholders) return;
+  TraceSites sites(b);
+  adopt(b, realize_graph(b.graph, b.inputs, b.keep, device(b.device)));
+}
+
+TG_API bool copy_transposed_operand(const Tensor& a, const Tensor& b) {
+  const LazyNode& n = *b.lazy();
+  const Shape &as = a.sym_shape(), &bs = b.sym_shape();
+  const LowerOptions o = lower_options();
+  if (n.op != Op::View || b.ndim() < 2 || o.upcast_rows < 2) return false;
+  const SInt &rows = as[as.size() - 2], &k = bs[bs.size() - 2], &m = bs.back();
+  if (!rows.is_const() || !k.is_const() || !m.is_const() || rows.constant() < 8 ||
+      k.constant() * m.constant() < 4096 ||
+      (rows.constant() % 2 == 0 && o.packs_strided(k.constant(), m.constant())))
+    return false;
+  ShapeTracker st = ShapeTracker::contiguous(n.src[0]->shape).apply(n.moves);
+  const View& v = st.views.back();
+  return st.views.size() == 1 && v.strides[v.ndim() - 2] == 1 && !(v.strides.back() == 0) &&
+         !(v.strides.back() == 1);
+}
+TG_API bool splits_reductions(const std::string& device) {
+  if (device == "CPU" || device == "INTERP") return false;
+  return tg::device(device)->target().split_reductions;
+}
+
+TG_API std::int64_t checked_numel(const Shape& shape, std::source_location loc) {
+  for (const SInt& d : shape)
+    if (d.eval() < 0)
+      fail<shape_error>("tensor", "negative size in shape " + shape_str(shape), loc);
+  return tg::prod(shape).eval();
+}
+
+TG_API void fill_shape(Shape& shape, std::size_t count, std::source_location loc) {
+  if (shape.empty() && count != 1) shape = {std::int64_t(count)};
+  if (tg::prod(shape).eval() != std::int64_t(count))
+    fail<shape_error>("tensor",
+                      std::to_string(count) + " values do not fill shape " + shape_str(shape), loc);
+}
+
+TG_API void check_item(const Tensor& t, std::source_location loc) {
+  if (t.numel() != 1)
+    fail<shape_error>("item",
+                      "a tensor of shape " + shape_of(t) + " has " + std::to_string(t.numel()) +
+                          " elements, not 1",
+                      loc);
+}
+
+TG_API Tensor upload(std::vector<unsigned char> host, DType t, Shape shape,
+                     const std::string& device, std::source_location loc) {
+  const std::string dev = device.empty() ? default_device() : canonical_device(device);
+  auto d = tg::device(dev);
+  auto buf = std::make_shared<Buffer>(d, t, tg::prod(shape).eval());
+  d->copy_in(buf->ptr, host.data(), host.size());
+  if (Trace* trace = active_trace()) // tg::jit: a host value frozen at capture
+    trace->steps.push_back(
+        "upload " + shape_str(shape) + " " + dtype_name(t) +
+        (user_site(loc)
+             ? std::string(" made at ") + loc.file_name() + ":" + std::to_string(loc.line())
+             : std::string()) +
+        "\n" +
+        hex64(fnv1a(std::string_view(reinterpret_cast<const char*>(host.data()), host.size()))));
+  Tensor r = Tensor::make(Op::Buffer, t, std::move(shape), {}, dev);
+  r.lazy()->buffer = std::move(buf);
+  return r;
+}
+
+TG_API std::vector<unsigned char> download(const Tensor& tensor, std::source_location loc) {
+  Tensor t = tensor;
+  std::vector<unsigned char> host;
+  try {
+    realize_nodes({t.lazy()});
+    // a view that is not the buffer's own layout is copied out by a kernel first
+    if (t.lazy()->op != Op::Buffer) {
+      const LazyNode& v = *t.lazy();
+      ShapeTracker st = ShapeTracker::contiguous(v.src[0]->shape).apply(v.moves);
+      if (!st.is_contiguous()) {
+        t = t.contiguous();
+        realize_nodes({t.lazy()});
+      } else
+        t = Tensor(v.src[0]);
+    }
+    const Buffer& b = *t.lazy()->buffer;
+    host.resize(b.nbytes());
+    b.device->copy_out(host.data(), b.ptr, host.size());
+  } catch (const export_error& e) { // a host read inside an exported method: where it is
+    throw export_error(std::string(e.what()) + " The read:" + where(loc));
+  }
+  return host;
+}
+
+} // namespace detail
+
+TG_API Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
+  std::string target = detail::canonical_device(dev_name);
+  if (target == device()) return *this;
+  std::shared_ptr<Device> dst;
+  try {
+    dst = tg::device(target);
+  } catch (const device_error& e) {
+    std::string why = e.what();
+    detail::fail<device_error>("to", why.rfind("tg: ", 0) == 0 ? why.substr(4) : why, loc);
+  }
+  Tensor src = contiguous();
+  detail::realize_nodes({src.lazy()}); // (a host copy: refused while exporting, as to_vector)
+  const Buffer& b = *src.node().buffer;
+  auto buf = std::make_shared<Buffer>(dst, b.dtype, b.numel);
+  std::vector<unsigned char> host(b.nbytes());
+  b.device->copy_out(host.data(), b.ptr, host.size());
+  dst->copy_in(buf->ptr, host.data(), host.size());
+  Tensor r = make(Op::Buffer, dtype(), sym_shape(), {}, target);
+  r.n_->buffer = std::move(buf);
+  return r;
+}
+
+TG_API std::string Tensor::to_string() const {
+  std::vector<double> floats;
+  std::vector<std::int64_t> ints;
+  if (is_float(dtype()))
+    floats = to_vector<double>();
+  else if (is_unsigned(dtype()))
+    for (auto x : to_vector<std::uint64_t>()) ints.push_back(std::int64_t(x));
+  else
+    ints = to_vector<std::int64_t>();
+  return format_tensor(floats, ints, shape(), dtype(), device());
+}
+
+TG_API ScheduleInfo schedule(const std::vector<Tensor>& ts, const Target& target) {
+  std::vector<LazyPtr> nodes;
+  for (const Tensor& t : ts) nodes.push_back(t.lazy());
+  detail::GraphBuild b = detail::build_graph(nodes);
+  ScheduleInfo info;
+  info.graph = std::move(b.graph);
+  info.schedule = schedule_graph(info.graph, target);
+  info.memory = plan_buffers(info.graph, info.schedule, b.keep);
+  for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k) {
+    info.lowered.push_back(lower_kernel(info.graph, info.schedule, k, target));
+    KernelCode c = finish_kernel(info.lowered.back(), target);
+    info.programs.push_back(std::move(c.program));
+    info.sources.emplace_back(c.source.view());
+  }
+  return info;
+}
+
+TG_API ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& device) {
+  const std::string name = !device.empty() ? device
+                           : ts.empty()    ? default_device()
+                                           : ts[0].device();
+  return schedule(ts, tg::device(name)->target());
+}
+
+} // namespace tg
+#endif // TG_SI_TG_IMPL_REALIZE_HPP
+
+// ---- tg/impl/safetensors.hpp ----
+#ifndef TG_SI_TG_IMPL_SAFETENSORS_HPP
+#define TG_SI_TG_IMPL_SAFETENSORS_HPP
+// Saving and loading safetensors (declared in state/safetensors.hpp).
+
+// ---- tg/state/safetensors_format.hpp ----
+#ifndef TG_SI_TG_STATE_SAFETENSORS_FORMAT_HPP
+#define TG_SI_TG_STATE_SAFETENSORS_FORMAT_HPP
+// The safetensors format (state/safetensors.hpp): dtype codes, a small strict JSON parser, and
+// the header's validation.
+#include <fstream>
 #include <unordered_set>
 
 namespace tg::safetensors {
-
-/// A malformed, truncated or unsupported file.
-struct format_error : error {
-  using error::error;
-};
 
 /// The safetensors name of a dtype ("F32", "BF16", "I64", "BOOL", ...).
 inline const char* dtype_code(DType t) {
@@ -21615,28 +16178,6 @@ inline void quote(std::string& out, std::string_view s) {
 }
 } // namespace json
 
-/// Options of load: convert floating-point tensors to `dtype` (e.g. float16 weights to
-/// float32); put the tensors on `device` ("" = the default device).
-struct LoadOptions {
-  std::optional<DType> dtype = std::nullopt;
-  std::string device = "";
-};
-
-/// Where one tensor lies in a file, as its header says.
-struct TensorInfo {
-  std::string name;
-  DType dtype;
-  std::vector<std::int64_t> shape;
-  std::uint64_t begin, end; // into the data section
-};
-
-/// The parsed and validated header of a file of `file_size` bytes.
-struct Header {
-  std::vector<TensorInfo> tensors; // in file order of their data
-  std::map<std::string, std::string> metadata;
-  std::uint64_t data_start = 0; // 8 + header length
-};
-
 namespace detail {
 inline constexpr std::uint64_t max_header = 100'000'000; // as the reference implementation
 
@@ -21842,13 +16383,16 @@ template <class F> auto with_name(const std::string& what, F&& f) {
 }
 } // namespace detail
 
+} // namespace tg::safetensors
+#endif // TG_SI_TG_STATE_SAFETENSORS_FORMAT_HPP
+
+namespace tg::safetensors {
+
 static_assert(std::endian::native == std::endian::little,
               "tg.safetensors assumes a little-endian host");
 
-/// The bytes of a safetensors file holding `tensors` (and string metadata). Tensors are laid
-/// out by decreasing item size, then name, so each one is aligned to its item size.
-inline std::vector<unsigned char> save(const StateDict& tensors,
-                                       const std::map<std::string, std::string>& metadata = {}) {
+TG_API std::vector<unsigned char> save(const StateDict& tensors,
+                                       const std::map<std::string, std::string>& metadata) {
   struct Item {
     std::string name;
     Tensor t;
@@ -21924,13 +16468,11 @@ inline std::vector<unsigned char> save(const StateDict& tensors,
   return out;
 }
 
-/// Parses and validates a file's header without reading its tensors.
-inline Header read_header(std::span<const unsigned char> bytes) {
+TG_API Header read_header(std::span<const unsigned char> bytes) {
   return detail::parse_file_header(bytes);
 }
 
-/// The tensors of a safetensors file in memory (see LoadOptions for conversion).
-inline StateDict load(std::span<const unsigned char> bytes, const LoadOptions& o = {}) {
+TG_API StateDict load(std::span<const unsigned char> bytes, const LoadOptions& o) {
   Header h = detail::parse_file_header(bytes);
   StateDict out;
   std::vector<Tensor> converted;
@@ -21949,511 +16491,509 @@ inline StateDict load(std::span<const unsigned char> bytes, const LoadOptions& o
   return out;
 }
 
-/// The "__metadata__" strings of a file in memory.
-inline std::map<std::string, std::string> metadata(std::span<const unsigned char> bytes) {
+TG_API std::map<std::string, std::string> metadata(std::span<const unsigned char> bytes) {
   return detail::parse_file_header(bytes).metadata;
 }
 
-inline void save_file(const StateDict& tensors, const std::string& path,
-                      const std::map<std::string, std::string>& meta = {}) {
+TG_API void save_file(const StateDict& tensors, const std::string& path,
+                      const std::map<std::string, std::string>& meta) {
   std::vector<unsigned char> bytes = save(tensors, meta);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw error("tg.safetensors.save_file: cannot open " + path + " for writing");
   f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   if (!f) throw error("tg.safetensors.save_file: cannot write " + path);
 }
-inline StateDict load_file(const std::string& path, const LoadOptions& o = {}) {
+TG_API StateDict load_file(const std::string& path, const LoadOptions& o) {
   std::vector<unsigned char> bytes = detail::read_file(path, "load_file");
   return detail::with_name(path, [&] { return load(bytes, o); });
 }
-inline std::map<std::string, std::string> load_metadata(const std::string& path) {
+TG_API std::map<std::string, std::string> load_metadata(const std::string& path) {
   std::vector<unsigned char> bytes = detail::read_file(path, "load_metadata");
   return detail::with_name(path, [&] { return metadata(bytes); });
 }
 
-/// Saves a module's state_dict.
-inline void save_file(const nn::Module& m, const std::string& path,
-                      const std::map<std::string, std::string>& meta = {}) {
+TG_API void save_file(const nn::Module& m, const std::string& path,
+                      const std::map<std::string, std::string>& meta) {
   save_file(m.state_dict(), path, meta);
 }
-/// Loads a file into a module in place (load_state_dict: strict by default, values cast to the
-/// parameters' dtypes).
-inline nn::LoadResult load_file(nn::Module& m, const std::string& path, bool strict = true) {
+TG_API nn::LoadResult load_file(nn::Module& m, const std::string& path, bool strict) {
   return m.load_state_dict(load_file(path), strict);
 }
 
 } // namespace tg::safetensors
-#endif // TG_SI_TG_STATE_SAFETENSORS_HPP
+#endif // TG_SI_TG_IMPL_SAFETENSORS_HPP
 
-// ---- tg/tensor/indexing.hpp ----
-#ifndef TG_SI_TG_TENSOR_INDEXING_HPP
-#define TG_SI_TG_TENSOR_INDEXING_HPP
-// Ops that select, place or order elements, as torch.*: running products and maxima,
-// masked_fill, tril / triu, scatter / scatter_add / index_add, sort / argsort / topk, einsum.
-// All are compositions of tg's primitives: comparisons with an index range become one-hot masks
-// that a reduction folds (the pattern of cumsum and gather), so they fuse, run on every device and
-// differentiate. Sorting ranks every pair: O(n^2) work along the sorted dim.
-
-// ---- tg/tensor/math.hpp ----
-#ifndef TG_SI_TG_TENSOR_MATH_HPP
-#define TG_SI_TG_TENSOR_MATH_HPP
-// More elementwise math, as torch.*: erf, log1p, expm1, hyperbolic and inverse trigonometric
-// functions, atan2, hypot, lerp, remainder / fmod / floor_divide, bitwise ops, and the vector
-// norm. Each is composed from tg's primitives (so it fuses and runs on every device); where the
-// composition that gives an accurate value would differentiate badly (log1p's rounding trick),
-// its first derivative is attached exactly (detail::with_derivatives).
+// ---- tg/impl/tensor/class.hpp ----
+#ifndef TG_SI_TG_IMPL_TENSOR_CLASS_HPP
+#define TG_SI_TG_IMPL_TENSOR_CLASS_HPP
+// What tensor/class.hpp declares (TG_API, config.hpp).
 
 namespace tg {
 
-namespace detail {
-/// Whether each element is neither infinite nor NaN.
-inline Tensor finite(const Tensor& x) {
-  return x.abs() < Tensor::full_on({}, INFINITY, x.dtype(), x.device());
+TG_API SInt sym(std::string_view name, std::int64_t lo, std::int64_t hi, std::int64_t value) {
+  auto valid = [](std::string_view n) {
+    if (n.empty() || n.size() > 23 || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
+    for (char c : n)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    return true;
+  };
+  if (!valid(name))
+    throw shape_error("tg.sym: '" + std::string(name) +
+                      "' is not a valid size name (letters, digits, _; at most 23)");
+  if (lo > hi || value < lo || value > hi)
+    throw shape_error("tg.sym: " + std::string(name) + " = " + std::to_string(value) +
+                      " is outside its bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                      "]");
+  return SInt(Var{Name(name), lo, hi, value});
 }
-/// `value`, whose derivative with respect to each x is the matching d (first derivatives only;
-/// where x or d is not finite, the gradient is 0). value itself is not differentiated.
-inline Tensor with_derivatives(const Tensor& value,
-                               std::initializer_list<std::pair<Tensor, Tensor>> x_and_d) {
-  bool any = false;
-  for (const auto& [x, d] : x_and_d) any = any || x.requires_grad();
-  if (!any) return value;
-  Tensor v = value.detach(), zero = Tensor::full_on({}, 0, value.dtype(), value.device());
-  for (const auto& [x0, d0] : x_and_d) {
-    if (!x0.requires_grad()) continue;
-    Tensor x = x0.cast(value.dtype()), d = d0.detach().cast(value.dtype());
-    Tensor ok = finite(x.detach()).logical_and(finite(d));
-    v = v + where(ok, (x - x.detach()) * d, zero); // 0 in value, d in gradient
-  }
-  return v;
-}
-inline Tensor scalar_like(const Tensor& x, double v) {
-  return Tensor::full_on({}, v, x.dtype(), x.device());
-}
-/// atan for |x| reduced as in Cephes (atanf for float32 and narrower, atan for float64).
-inline Tensor atan_value(const Tensor& x) {
-  const bool f64 = x.dtype() == DType::Float64;
-  Tensor ax = x.abs(), one = scalar_like(x, 1);
-  Tensor big = ax > 2.414213562373095,
-         mid = big.logical_not().logical_and(ax > (f64 ? 0.66 : 0.4142135623730950));
-  Tensor r = where(big, -(ax.maximum(one).reciprocal()), where(mid, (ax - 1.0) / (ax + 1.0), ax));
-  Tensor base = where(big, scalar_like(x, kPi / 2), where(mid, scalar_like(x, kPi / 4), 0.0));
-  Tensor z = r * r, y;
-  if (f64) {
-    Tensor p = (((-8.750608600031904122785e-1 * z - 1.615753718733365076637e1) * z -
-                 7.500855792314704667340e1) *
-                    z -
-                1.228866684490136173410e2) *
-                   z -
-               6.485021904942025371773e1;
-    Tensor q = ((((z + 2.485846490142306297962e1) * z + 1.650270098316988542046e2) * z +
-                 4.328810604912902668951e2) *
-                    z +
-                4.853903996359136964868e2) *
-                   z +
-               1.945506571482613964425e2;
-    y = r * (z * p / q) + r;
-    // the low part of pi/2 and pi/4 that base lacks
-    y = y + where(big, scalar_like(x, 6.123233995736765886130e-17),
-                  where(mid, scalar_like(x, 3.061616997868382943065e-17), 0.0));
-  } else {
-    y = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z -
-         3.33329491539e-1) *
-            z * r +
-        r;
-  }
-  Tensor a = base + y;
-  return where(x < 0.0, -a, where(x == 0.0, x, a)); // NaN stays NaN, -0 stays -0
-}
-/// erf(x) for |x| < 2 by its Taylor series, and erfc(x) for x >= 2 by its continued fraction,
-/// with enough terms for the dtype (float64: about 1e-15 relative; float32 and narrower: 1e-8).
-inline Tensor erf_series(const Tensor& x) {
-  const int n = x.dtype() == DType::Float64 ? 32 : 22;
-  Tensor mx2 = -(x * x), term = x, sum = x;
-  for (int k = 1; k < n; ++k) {
-    term = term * mx2 / double(k);
-    sum = sum + term / double(2 * k + 1);
-  }
-  return sum * 1.1283791670955126; // 2 / sqrt(pi)
-}
-inline Tensor erfc_fraction(const Tensor& x) {
-  const bool f64 = x.dtype() == DType::Float64;
-  Tensor t = x;
-  for (int k = f64 ? 40 : 20; k > 0; --k) t = x + (0.5 * k) / t;
-  // exp(-x^2) with x^2 split so that its rounding does not grow with x (float64)
-  Tensor e;
-  if (f64) { // (exp(-27.5^2) is 0 in float64: the clamp keeps the split finite)
-    Tensor xe = x.minimum(scalar_like(x, 27.5));
-    Tensor hi = xe.cast(DType::Float32).cast(DType::Float64), lo = xe - hi;
-    e = (-(hi * hi)).exp() * (-(lo * (hi + hi + lo))).exp();
-  } else {
-    e = (-(x * x)).exp();
-  }
-  return e / t * 0.5641895835477563; // 1 / sqrt(pi)
-}
-/// erf(x) and erfc(x) of one input (values only).
-inline std::pair<Tensor, Tensor> erf_erfc(const Tensor& x) {
-  Tensor ax = x.abs(), two = scalar_like(x, 2);
-  Tensor small = ax < 2.0;
-  Tensor s = erf_series(where(small, x, two));     // erf, |x| < 2
-  Tensor c = erfc_fraction(where(small, two, ax)); // erfc(|x|), |x| >= 2
-  Tensor neg = x < 0.0;
-  Tensor erf_v = where(small, s, where(neg, c - 1.0, 1.0 - c));
-  Tensor erfc_v = where(small, 1.0 - s, where(neg, 2.0 - c, c));
-  Tensor inf = x.isinf(), pos = x > 0.0, nan = x.isnan();
-  erf_v = where(inf, where(pos, scalar_like(x, 1), scalar_like(x, -1)), erf_v);
-  erfc_v = where(inf, where(pos, scalar_like(x, 0), two), erfc_v);
-  return {where(nan, x, erf_v), where(nan, x, erfc_v)};
-}
-inline void require_integral(const Tensor& a, const Tensor& b, const char* op,
-                             std::source_location loc) {
-  if (is_float(a.dtype()) || is_float(b.dtype()))
-    fail<dtype_error>(op,
-                      std::string("needs integer or bool tensors, got ") + dtype_name(a.dtype()) +
-                          " and " + dtype_name(b.dtype()),
-                      loc);
-}
-/// Both operands in their promoted dtype, broadcast (shape errors name op).
-inline std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char* op,
-                                          std::source_location loc) {
-  DType t = promote(a, b);
-  Shape out;
-  if (!broadcast_shapes(a.sym_shape(), b.sym_shape(), out))
-    fail<shape_error>(op, "shapes " + shape_of(a) + " and " + shape_of(b) + " cannot be broadcast",
-                      loc);
-  return {a.cast(t), b.cast(t)};
-}
-} // namespace detail
-
-inline Tensor Tensor::erf(Loc) const {
-  Tensor x = as_float();
-  return detail::with_derivatives(detail::erf_erfc(x.detach()).first,
-                                  {{x, 1.1283791670955126 * (-(x * x)).exp()}});
-}
-inline Tensor Tensor::erfc(Loc) const {
-  Tensor x = as_float();
-  return detail::with_derivatives(detail::erf_erfc(x.detach()).second,
-                                  {{x, -1.1283791670955126 * (-(x * x)).exp()}});
-}
-inline Tensor Tensor::gelu(const std::string& approximate, Loc loc) const {
-  Tensor x = as_float();
-  if (approximate == "tanh")
-    return 0.5 * x * (1.0 + (0.7978845608028654 * (x + 0.044715 * x * x * x)).tanh(loc));
-  if (approximate != "none")
-    detail::fail<error>(
-        "gelu", "approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"", loc);
-  if (x.dtype() == DType::Float64) return 0.5 * x * (1.0 + (x * 0.7071067811865476).erf(loc));
-  // float32 and narrower: erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), a short kernel,
-  // node for node the static front end's gelu
-  Tensor z = x * 0.7071067811865476, az = z.abs(loc);
-  Tensor t = (1.0 + 0.3275911 * az).reciprocal(loc);
-  Tensor poly = t * (0.254829592 +
-                     t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-  Tensor erf_abs = 1.0 - poly * (-(az * az)).exp(loc);
-  Tensor erf = where(z < 0.0, -erf_abs, erf_abs, loc);
-  return 0.5 * x * (1.0 + erf);
-}
-/// log(1 + x) without the rounding of 1 + x: log(u) * x / (u - 1) with u = 1 + x (Goldberg).
-inline Tensor Tensor::log1p(Loc loc) const {
-  Tensor x = as_float(), u = 1.0 + x;
-  Tensor one = detail::scalar_like(x, 1);
-  Tensor exact = u == one, d = where(exact, one, u - 1.0);
-  Tensor v = where(exact, x, u.log(loc) * (x / d));
-  v = where(u.isinf(loc), u, v);
-  v = where(x < -1.0, detail::scalar_like(x, NAN), v); // log(1 + -inf) is NaN, not -inf
-  return detail::with_derivatives(v, {{x, u.reciprocal(loc)}});
-}
-/// exp(x) - 1 without cancellation: (u - 1) * x / log(u) with u = exp(x).
-inline Tensor Tensor::expm1(Loc loc) const {
-  Tensor x = as_float(), u = x.exp(loc);
-  Tensor one = detail::scalar_like(x, 1);
-  Tensor exact = u == one, l = where(exact, one, u.log(loc));
-  // the rounding of u matters only near x = 0; elsewhere u - 1 does not cancel
-  Tensor far = (u < 0.5).logical_or(u > 2.0), um1 = u - 1.0;
-  Tensor v = where(far, um1, where(exact, x, um1 * (x / l)));
-  return detail::with_derivatives(v, {{x, u}});
-}
-namespace detail { // values only (x detached): each is the other's derivative
-inline Tensor sinh_value(const Tensor& x) { return (x.expm1() - (-x).expm1()) * 0.5; }
-inline Tensor cosh_value(const Tensor& x) {
-  Tensor e = x.abs().exp();
-  return (e + e.reciprocal()) * 0.5;
-}
-} // namespace detail
-inline Tensor Tensor::sinh(Loc) const {
-  Tensor x = as_float(), xd = x.detach();
-  return detail::with_derivatives(detail::sinh_value(xd), {{x, detail::cosh_value(xd)}});
-}
-inline Tensor Tensor::cosh(Loc) const {
-  Tensor x = as_float(), xd = x.detach();
-  return detail::with_derivatives(detail::cosh_value(xd), {{x, detail::sinh_value(xd)}});
-}
-inline Tensor Tensor::asinh(Loc loc) const {
-  Tensor x = as_float(), xd = x.detach(), ax = xd.abs(loc);
-  Tensor ax2 = ax * ax, s = (1.0 + ax2).sqrt(loc);
-  Tensor small = (ax + ax2 / (1.0 + s)).log1p(loc);
-  Tensor large = ax.log(loc) + detail::kLn2; // |x| > 2^28: x^2 + 1 == x^2
-  Tensor a = where(ax > 268435456.0, large, small);
-  Tensor v = where(xd < 0.0, -a, where(xd == 0.0, xd, a));
-  return detail::with_derivatives(v, {{x, s.reciprocal(loc)}});
-}
-inline Tensor Tensor::acosh(Loc loc) const {
-  Tensor x = as_float(), xd = x.detach(), t = xd - 1.0;
-  Tensor small = (t + (t * (t + 2.0)).sqrt(loc)).log1p(loc);
-  Tensor large = xd.log(loc) + detail::kLn2;
-  Tensor v = where(xd > 268435456.0, large, small);
-  v = where(xd < 1.0, detail::scalar_like(v, NAN), v);
-  return detail::with_derivatives(v, {{x, ((x - 1.0) * (x + 1.0)).rsqrt(loc)}});
-}
-inline Tensor Tensor::atanh(Loc loc) const {
-  Tensor x = as_float();
-  Tensor xd = x.detach(), v = 0.5 * (2.0 * xd / (1.0 - xd)).log1p(loc);
-  v = where(xd.abs(loc) > 1.0, detail::scalar_like(v, NAN), v);
-  return detail::with_derivatives(v, {{x, ((1.0 - x) * (1.0 + x)).reciprocal(loc)}});
-}
-inline Tensor Tensor::atan(Loc loc) const {
-  Tensor x = as_float();
-  return detail::with_derivatives(detail::atan_value(x.detach()),
-                                  {{x, (1.0 + x * x).reciprocal(loc)}});
-}
-inline Tensor Tensor::asin(Loc loc) const {
-  Tensor x = as_float();
-  Tensor c = ((1.0 - x) * (1.0 + x)).sqrt(loc); // cos(asin(x)), without 1 - x^2's cancellation
-  Tensor v = x.detach().atan2(c.detach(), loc);
-  return detail::with_derivatives(v, {{x, c.reciprocal(loc)}});
-}
-inline Tensor Tensor::acos(Loc loc) const {
-  Tensor x = as_float();
-  Tensor xd = x.detach(), v = 2.0 * ((1.0 - xd) / (1.0 + xd)).sqrt(loc).atan(loc);
-  return detail::with_derivatives(v, {{x, -((1.0 - x) * (1.0 + x)).rsqrt(loc)}});
-}
-/// The angle of (x, y) = (o, this), in (-pi, pi], as std::atan2 (atan2(0, 0) = 0).
-inline Tensor Tensor::atan2(const Tensor& o, Loc loc) const {
-  auto [y0, x0] = detail::promoted(*this, o, "atan2", loc);
-  Tensor y = y0.as_float(), x = x0.as_float(), yd = y.detach(), xd = x.detach();
-  // the sign bits, -0 included (1 / -0 is -inf)
-  Tensor y_zero = yd == 0.0, x_zero = xd == 0.0;
-  Tensor y_neg = (yd < 0.0).logical_or(y_zero.logical_and(yd.reciprocal(loc) < 0.0));
-  Tensor x_neg = (xd < 0.0).logical_or(x_zero.logical_and(xd.reciprocal(loc) < 0.0));
-  Tensor both_zero = x_zero.logical_and(y_zero);
-  Tensor q = where(both_zero, detail::scalar_like(yd, 0), yd / xd);
-  Tensor a = detail::atan_value(q);
-  Tensor pi = detail::scalar_like(a, detail::kPi);
-  Tensor v = where(x_neg, where(y_neg, a - pi, a + pi), a);
-  v = where(both_zero, where(x_neg, where(y_neg, -pi, pi), yd), v); // atan2(+-0, -0) = +-pi
-  Tensor r2 = xd * xd + yd * yd;
-  return detail::with_derivatives(v, {{y, xd / r2}, {x, -yd / r2}});
-}
-/// sqrt(a^2 + b^2) without overflow or underflow in the squares.
-inline Tensor Tensor::hypot(const Tensor& o, Loc loc) const {
-  auto [a0, b0] = detail::promoted(*this, o, "hypot", loc);
-  Tensor a = a0.as_float(), b = b0.as_float();
-  Tensor m = a.abs(loc).maximum(b.abs(loc)).detach();
-  Tensor zero = m == 0.0, safe = where(zero, detail::scalar_like(m, 1), m);
-  Tensor ra = a.detach() / safe, rb = b.detach() / safe;
-  Tensor v = where(zero, m, m * (ra * ra + rb * rb).sqrt(loc));
-  v = where(m.isinf(loc), m, v); // inf with anything (NaN too) is inf
-  Tensor h = where(v == 0.0, detail::scalar_like(v, 1), v);
-  return detail::with_derivatives(v, {{a, a / h}, {b, b / h}});
-}
-/// start + weight * (end - start), as PyTorch: from end's side where weight >= 0.5.
-inline Tensor Tensor::lerp(const Tensor& end, const Tensor& weight, Loc loc) const {
-  Tensor d = TensorArg(end, loc) - *this;
-  return where(weight < 0.5, *this + weight * d, end - d * (1.0 - weight), loc);
-}
-inline Tensor Tensor::lerp(const Tensor& end, double weight, Loc loc) const {
-  return lerp(end, full_on({}, weight, detail::promote(*this, end), device()), loc);
-}
-namespace detail {
-/// C's fmod of floats: a - b trunc(a / b) in float64 (exact once rounded for narrower floats);
-/// a finite a over an infinite b is a.
-inline Tensor float_fmod(const Tensor& a, const Tensor& b) {
-  Tensor a64 = a.cast(DType::Float64), b64 = b.cast(DType::Float64);
-  Tensor r = a64 - b64 * (a64 / b64).trunc();
-  return where(b64.isinf().logical_and(finite(a64)), a64, r).cast(a.dtype());
-}
-/// r (a remainder with a's sign) moved to b's side where it is nonzero and the signs differ.
-inline Tensor to_divisor_side(const Tensor& r, const Tensor& b) {
-  Tensor zero = scalar_like(r, 0);
-  return where((r != zero).logical_and((r < zero).logical_xor(b < zero)), r + b, r);
-}
-} // namespace detail
-inline Tensor Tensor::remainder(const Tensor& o, Loc loc) const {
-  auto [a, b] = detail::promoted(*this, o, "remainder", loc);
-  if (a.dtype() == DType::Bool)
-    detail::fail<dtype_error>("remainder", "is not defined for bool tensors", loc);
-  if (!is_float(a.dtype())) // C's % rounds toward zero
-    return detail::to_divisor_side(Tensor::alu(Op::Mod, a, b, "remainder", loc), b);
-  return detail::to_divisor_side(detail::float_fmod(a, b), b);
-}
-inline Tensor Tensor::fmod(const Tensor& o, Loc loc) const {
-  auto [a, b] = detail::promoted(*this, o, "fmod", loc);
-  if (a.dtype() == DType::Bool)
-    detail::fail<dtype_error>("fmod", "is not defined for bool tensors", loc);
-  if (!is_float(a.dtype())) return Tensor::alu(Op::Mod, a, b, "fmod", loc);
-  return detail::float_fmod(a, b);
-}
-/// floor(a / b); for floats as PyTorch computes it: (a - fmod(a, b)) / b, adjusted, so that
-/// a == b * floor_divide(a, b) + remainder(a, b) where both are finite.
-inline Tensor Tensor::floor_divide(const Tensor& o, Loc loc) const {
-  auto [a, b] = detail::promoted(*this, o, "floor_divide", loc);
-  if (a.dtype() == DType::Bool)
-    detail::fail<dtype_error>("floor_divide", "is not defined for bool tensors", loc);
-  if (is_float(a.dtype())) {
-    Tensor mod = detail::float_fmod(a, b), zero = detail::scalar_like(a, 0);
-    Tensor div = (a - mod) / b;
-    div = where((mod != zero).logical_and((b < zero).logical_xor(mod < zero)), div - 1.0, div);
-    Tensor fl = div.floor(loc);
-    fl = where(div - fl > 0.5, fl + 1.0, fl);
-    Tensor q = a / b;
-    Tensor signed_zero = where(q < zero, detail::scalar_like(a, -0.0), zero);
-    return where(b == zero, q, where(div == zero, signed_zero, fl));
-  }
-  Tensor q = Tensor::alu(Op::Div, a, b, "floor_divide", loc); // toward zero
-  Tensor r = Tensor::alu(Op::Mod, a, b, "floor_divide", loc), zero = detail::scalar_like(q, 0);
-  Tensor down = (r != zero).logical_and((r < zero).logical_xor(b < zero));
-  return where(down, q - detail::scalar_like(q, 1), q, loc);
-}
-inline Tensor Tensor::bitwise_and(const Tensor& o, Loc loc) const {
-  detail::require_integral(*this, o, "bitwise_and", loc);
-  return Tensor::alu(Op::And, *this, o, "bitwise_and", loc);
-}
-inline Tensor Tensor::bitwise_or(const Tensor& o, Loc loc) const {
-  detail::require_integral(*this, o, "bitwise_or", loc);
-  return Tensor::alu(Op::Or, *this, o, "bitwise_or", loc);
-}
-inline Tensor Tensor::bitwise_xor(const Tensor& o, Loc loc) const {
-  detail::require_integral(*this, o, "bitwise_xor", loc);
-  return Tensor::alu(Op::Xor, *this, o, "bitwise_xor", loc);
-}
-inline Tensor Tensor::bitwise_not(Loc loc) const {
-  detail::require_integral(*this, *this, "bitwise_not", loc);
-  if (dtype() == DType::Bool) return logical_not(loc);
-  return Tensor::alu(Op::Xor, *this, full_on({}, -1, dtype(), device()), "bitwise_not", loc);
-}
-/// a * 2^b (wrapping), as PyTorch's <<.
-inline Tensor Tensor::bitwise_left_shift(const Tensor& o, Loc loc) const {
-  detail::require_integral(*this, o, "bitwise_left_shift", loc);
-  auto [a, b] = detail::promoted(*this, o, "bitwise_left_shift", loc);
-  Tensor p = b.cast(DType::Float64).exp2(loc).cast(DType::Int64).cast(a.dtype());
-  return a * p;
-}
-/// floor(a / 2^b), as PyTorch's >> (arithmetic for signed types).
-inline Tensor Tensor::bitwise_right_shift(const Tensor& o, Loc loc) const {
-  detail::require_integral(*this, o, "bitwise_right_shift", loc);
-  auto [a, b] = detail::promoted(*this, o, "bitwise_right_shift", loc);
-  Tensor p = b.cast(DType::Float64).exp2(loc).cast(DType::Int64);
-  return a.cast(DType::Int64).floor_divide(p, loc).cast(a.dtype());
-}
-
-inline Tensor Tensor::norm(double p, std::vector<int> axes, bool keepdim, Loc loc) const {
-  detail::check_axes(*this, axes, "norm", loc);
-  Tensor x = as_float(), ax = x.abs(loc);
-  if (p == INFINITY) return ax.max(axes, keepdim, loc);
-  if (p == -INFINITY) return ax.min(axes, keepdim, loc);
-  if (p == 0) return (ax != 0.0).cast(x.dtype()).sum(axes, keepdim, loc);
-  if (p == 1) return ax.sum(axes, keepdim, loc);
-  if (!(p > 0))
-    detail::fail<error>("norm", "p must be positive, 0 or +-inf, got " + std::to_string(p), loc);
-  Tensor v = p == 2 ? x.detach().square(loc).sum(axes, keepdim, loc).sqrt(loc)
-                    : ax.detach().pow(p, loc).sum(axes, keepdim, loc).pow(1.0 / p, loc);
-  if (!requires_grad()) return v;
-  // d/dx = sign(x) |x|^(p-1) / norm^(p-1), 0 where the norm is 0
-  Tensor vk = keepdim ? v : v.reshape([&] {
-    Shape s = sym_shape();
-    std::vector<int> all = axes;
-    if (all.empty())
-      for (int i = 0; i < ndim(); ++i) all.push_back(i);
-    for (int a : all) s[std::size_t(normalize_axis(a, "norm", loc))] = 1;
-    return s;
-  }());
-  Tensor safe = where(vk == 0.0, detail::scalar_like(vk, 1), vk);
-  Tensor d = p == 2 ? x / safe : x.sign(loc) * (ax / safe).pow(p - 1, loc);
-  return v + (x * d.detach()).sum(axes, keepdim, loc) - (x * d).detach().sum(axes, keepdim, loc);
-}
-
-// ---- free-function spellings and operators, as torch.* and Python's operators ----------------
-#define TG_BINARY_FN(name)                                                                         \
-  inline Tensor name(const Tensor& a, const Tensor& b,                                             \
-                     std::source_location loc = std::source_location::current()) {                 \
-    return a.name(b, loc);                                                                         \
-  }                                                                                                \
-  template <Arithmetic S>                                                                          \
-  Tensor name(const Tensor& a, S b, std::source_location loc = std::source_location::current()) {  \
-    return a.name(detail::scalar_for(a, b), loc);                                                  \
-  }
-TG_BINARY_FN(remainder)
-TG_BINARY_FN(fmod)
-TG_BINARY_FN(floor_divide)
-TG_BINARY_FN(atan2)
-TG_BINARY_FN(hypot)
-TG_BINARY_FN(bitwise_and)
-TG_BINARY_FN(bitwise_or)
-TG_BINARY_FN(bitwise_xor)
-TG_BINARY_FN(bitwise_left_shift)
-TG_BINARY_FN(bitwise_right_shift)
-#undef TG_BINARY_FN
-
-#define TG_BINARY_OPERATOR(OP, name)                                                               \
-  inline Tensor operator OP(TensorArg a, TensorArg b) { return a.t.name(b.t, a.loc); }             \
-  template <Arithmetic S> Tensor operator OP(TensorArg a, S b) {                                   \
-    return a.t.name(detail::scalar_for(a.t, b), a.loc);                                            \
-  }                                                                                                \
-  template <Arithmetic S> Tensor operator OP(S a, TensorArg b) {                                   \
-    return detail::scalar_for(b.t, a).name(b.t, b.loc);                                            \
-  }
-TG_BINARY_OPERATOR(%, remainder)
-TG_BINARY_OPERATOR(&, bitwise_and)
-TG_BINARY_OPERATOR(|, bitwise_or)
-TG_BINARY_OPERATOR(^, bitwise_xor)
-TG_BINARY_OPERATOR(<<, bitwise_left_shift)
-TG_BINARY_OPERATOR(>>, bitwise_right_shift)
-#undef TG_BINARY_OPERATOR
-inline Tensor operator~(TensorArg a) { return a.t.bitwise_not(a.loc); }
-
-/// The outer product of two 1-D tensors: [n] x [m] -> [n, m].
-inline Tensor outer(const Tensor& a, const Tensor& b,
-                    std::source_location loc = std::source_location::current()) {
-  if (a.ndim() != 1 || b.ndim() != 1)
-    detail::fail<shape_error>(
-        "outer",
-        "needs two 1-D tensors, got " + detail::shape_of(a) + " and " + detail::shape_of(b), loc);
-  return TensorArg(a.unsqueeze(1, loc), loc) * b.unsqueeze(0, loc);
-}
-
-namespace linalg {
-/// torch.linalg.vector_norm.
-inline Tensor vector_norm(const Tensor& x, double ord = 2, std::vector<int> dim = {},
-                          bool keepdim = false,
-                          std::source_location loc = std::source_location::current()) {
-  return x.norm(ord, std::move(dim), keepdim, loc);
-}
-} // namespace linalg
 
 } // namespace tg
-#endif // TG_SI_TG_TENSOR_MATH_HPP
+
+namespace tg::detail {
+
+TG_API std::string where(const std::source_location& loc) {
+  std::string file = loc.file_name();
+  return " (at " + file + ":" + std::to_string(loc.line()) + " in " + loc.function_name() + ")";
+}
+
+TG_API std::string shape_of(const Tensor& t) { return shape_str(t.sym_shape()); }
+
+TG_API DType promote(const Tensor& a, const Tensor& b) {
+  return tg::promote(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
+}
+
+TG_API bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
+  std::size_t n = std::max(a.size(), b.size());
+  out.assign(n, SInt(1));
+  for (std::size_t i = 0; i < n; ++i) {
+    SInt x = i < n - a.size() ? SInt(1) : a[i - (n - a.size())];
+    SInt y = i < n - b.size() ? SInt(1) : b[i - (n - b.size())];
+    if ((x == y && x.eval() == y.eval()) || y == 1)
+      out[i] = x; // same name, same bound value
+    else if (x == 1)
+      out[i] = y;
+    else
+      return false;
+  }
+  return true;
+}
+
+TG_API std::mt19937_64& rng() {
+  static std::mt19937_64 g(0x5eed);
+  return g;
+}
+
+} // namespace tg::detail
 
 namespace tg {
 
-namespace detail {
-/// An index range along axis `at` of a rank-`rank` shape of ones: arange(n) there.
-inline Tensor arange_along(std::int64_t n, int rank, int at, const std::string& device) {
+TG_API void manual_seed(std::uint64_t seed) { detail::rng().seed(seed); }
+
+} // namespace tg
+#endif // TG_SI_TG_IMPL_TENSOR_CLASS_HPP
+
+// ---- tg/impl/tensor/core.hpp ----
+#ifndef TG_SI_TG_IMPL_TENSOR_CORE_HPP
+#define TG_SI_TG_IMPL_TENSOR_CORE_HPP
+// What tensor/core.hpp declares (TG_API, config.hpp).
+
+namespace tg {
+
+TG_API std::vector<std::int64_t> Tensor::shape() const {
+  std::vector<std::int64_t> r;
+  for (const SInt& d : node().shape) r.push_back(d.eval());
+  return r;
+}
+
+TG_API std::int64_t Tensor::size(int dim, Loc loc) const {
+  if (ndim() == 0) detail::fail<shape_error>("size", "a 0-d tensor has no dimensions", loc);
+  return node().shape[std::size_t(normalize_axis(dim, "size", loc))].eval();
+}
+
+TG_API int Tensor::normalize_axis(int axis, const char* op, Loc loc, int extra) const {
+  int n = std::max(ndim() + extra, 1); // a 0-d tensor takes axis 0 and -1, as PyTorch
+  int a = axis < 0 ? axis + n : axis;
+  if (a < 0 || a >= n)
+    detail::fail<shape_error>(op,
+                              "axis " + std::to_string(axis) +
+                                  " is out of range for a tensor of shape " +
+                                  detail::shape_of(*this),
+                              loc);
+  return a;
+}
+
+TG_API Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
+                           const std::string& device) {
+  auto n = std::make_shared<LazyNode>();
+  n->op = op;
+  n->dtype = t;
+  n->shape = std::move(shape);
+  n->src = std::move(src);
+  n->device = device;
+  if (grad_enabled() && std::any_of(n->src.begin(), n->src.end(),
+                                    [](const LazyPtr& s) { return s->requires_grad; })) {
+    n->requires_grad = true;
+    n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}});
+  }
+  return Tensor(std::move(n));
+}
+
+} // namespace tg
+
+namespace tg::detail {
+
+TG_API bool user_site(const std::source_location& loc) {
+  static const std::string root = [] {
+    std::string f = __FILE__;
+    std::size_t p = f.rfind("/tg/");
+    return p == std::string::npos ? std::string() : f.substr(0, p + 4);
+  }();
+  return root.empty() || std::string_view(loc.file_name()).substr(0, root.size()) != root;
+}
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor Tensor::full_on(const Shape& shape, double v, DType t, const std::string& device) {
+  return full_on(shape, Scalar::of(t, v), t, device);
+}
+
+TG_API Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::string& device) {
+  Tensor c = make(Op::Const, t, {}, {}, device);
+  c.n_->value = v;
+  if (shape.empty()) return c;
+  // reshape to 1s, then expand: one View node, as c.move(reshape).move(expand) would leave
+  Movement moves[] = {{MoveOp::Reshape, Shape(shape.size(), SInt(1)), {}},
+                      {MoveOp::Expand, shape, {}}};
+  return c.append_moves(shape, moves);
+}
+
+TG_API Tensor Tensor::move(Movement m) const {
+  const LazyNode& n = node();
+  Shape out = moved_shape(n.shape, m);
+  if (m.op == MoveOp::Reshape && out == n.shape) return *this;
+  return append_moves(std::move(out), {&m, 1});
+}
+
+TG_API Tensor Tensor::append_moves(Shape out, std::span<Movement> moves) const {
+  const LazyNode& n = node();
+  const bool compose = n.op == Op::View; // compose with the view below: one View node per chain
+  Tensor r = make(Op::View, n.dtype, std::move(out), {compose ? n.src[0] : n_}, n.device);
+  std::vector<Movement>& all = r.n_->moves;
+  all.reserve((compose ? n.moves.size() : 0) + moves.size()); // one allocation for them all
+  if (compose) all.assign(n.moves.begin(), n.moves.end());
+  for (Movement& m : moves) all.push_back(std::move(m));
+  if (r.n_->grad_fn) r.n_->grad_fn->moves = all;
+  return r;
+}
+
+TG_API Tensor Tensor::alu(Op op, Loc) const {
+  return make(op, dtype(), sym_shape(), {n_}, device());
+}
+
+TG_API Tensor Tensor::alu(Op op, const Tensor& a0, const Tensor& b0, const char* name, Loc loc) {
+  if (a0.device() != b0.device())
+    detail::fail<device_error>(
+        name, "tensors are on different devices (" + a0.device() + " and " + b0.device() + ")",
+        loc);
+  Shape out;
+  if (!detail::broadcast_shapes(a0.sym_shape(), b0.sym_shape(), out))
+    detail::fail<shape_error>(name,
+                              "shapes " + detail::shape_of(a0) + " and " + detail::shape_of(b0) +
+                                  " cannot be broadcast",
+                              loc);
+  detail::made_at(a0, name, loc);
+  detail::made_at(b0, name, loc);
+  DType t = detail::promote(a0, b0);
+  // expand takes its shape by value: skip the copy where the operand has that shape already
+  auto widen = [&](const Tensor& x) {
+    Tensor c = x.cast(t);
+    return c.sym_shape() == out ? c : c.expand(out);
+  };
+  Tensor a = widen(a0), b = widen(b0);
+  DType rt = is_compare(op) ? DType::Bool : t;
+  return make(op, rt, std::move(out), {a.n_, b.n_}, a.device());
+}
+
+TG_API Tensor Tensor::cast(DType t, Loc) const {
+  if (t == dtype()) return *this;
+  return make(Op::Cast, t, sym_shape(), {n_}, device());
+}
+
+TG_API Tensor Tensor::bitcast(DType t, Loc loc) const {
+  if (itemsize(t) != itemsize(dtype()))
+    detail::fail<dtype_error>("bitcast",
+                              std::string("cannot reinterpret ") + dtype_name(dtype()) + " as " +
+                                  dtype_name(t) + " (different sizes)",
+                              loc);
+  if (t == dtype()) return *this;
+  return make(Op::Bitcast, t, sym_shape(), {n_}, device());
+}
+
+TG_API Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const char* name,
+                             Loc loc) const {
+  if (axes.empty())
+    for (int i = 0; i < ndim(); ++i) axes.push_back(i);
+  for (int& a : axes) a = normalize_axis(a, name, loc);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    detail::fail<shape_error>(name, "an axis is repeated", loc);
+  if (ndim() == 0) axes.clear(); // axis 0 (or -1) of a 0-d tensor, as PyTorch: nothing to reduce
+  Shape s = sym_shape();
+  for (int a : axes) s[std::size_t(a)] = 1;
+  Tensor r = *this;
+  // On a GPU, a long reduction into few outputs runs as two (detail::gpu_reduce_split); not a
+  // max that records its gradient, whose ties would no longer share it evenly.
+  static thread_local bool splitting = false; // (the two parts are not split again)
+  bool split = false;
+  const Shape& in = sym_shape();
+  if (!splitting && !axes.empty() && !(op == Op::ReduceMax && requires_grad()) &&
+      std::all_of(in.begin(), in.end(), [](const SInt& d) { return d.is_const(); }) &&
+      detail::splits_reductions(device())) {
+    std::vector<std::int64_t> dims;
+    for (const SInt& d : in) dims.push_back(d.constant());
+    if (detail::ReduceSplit sp = detail::gpu_reduce_split(dims, axes); sp.k > 1) {
+      Tensor src = *this;
+      if (sp.pad > 0) { // with the reduction's identity
+        std::vector<std::int64_t> pads(2 * (dims.size() - std::size_t(sp.axis)), 0);
+        pads.back() = sp.pad;
+        src = pad(pads, reduce_identity(op, dtype()).as_double(dtype()), loc);
+        dims[std::size_t(sp.axis)] += sp.pad;
+      }
+      Shape cut;
+      std::vector<int> inner; // the reduced axes of the cut shape, but its k axis
+      for (std::size_t i = 0; i < dims.size(); ++i) {
+        if (int(i) == sp.axis) cut.push_back(sp.k);
+        cut.push_back(int(i) == sp.axis ? dims[i] / sp.k : dims[i]);
+        if (std::find(axes.begin(), axes.end(), int(i)) != axes.end())
+          inner.push_back(int(i) < sp.axis ? int(i) : int(i) + 1);
+      }
+      struct Reset {
+        bool& flag;
+        ~Reset() { flag = false; }
+      } reset{splitting = true};
+      r = src.reshape(cut)
+              .reduce(op, inner, true, name, loc)
+              .reduce(op, {sp.axis}, true, name, loc)
+              .reshape(s);
+      split = true;
+    }
+  }
+  if (!axes.empty() && !split) {
+    r = make(op, dtype(), s, {n_}, device());
+    r.n_->axes = axes;
+    if (r.n_->grad_fn) r.n_->grad_fn->axes = axes;
+  }
+  if (keepdim) return r;
+  Shape squeezed;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (std::find(axes.begin(), axes.end(), int(i)) == axes.end()) squeezed.push_back(s[i]);
+  return r.reshape(squeezed);
+}
+
+TG_API Tensor Tensor::contiguous(Loc) const {
+  if (node().op == Op::Buffer) return *this;
+  return make(Op::Contiguous, dtype(), sym_shape(), {n_}, device());
+}
+
+TG_API void realize(std::vector<Tensor> ts) {
+  std::vector<LazyPtr> nodes;
+  for (const Tensor& t : ts) nodes.push_back(t.lazy());
+  detail::realize_requested(nodes);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_IMPL_TENSOR_CORE_HPP
+
+// ---- tg/impl/tensor/creation.hpp ----
+#ifndef TG_SI_TG_IMPL_TENSOR_CREATION_HPP
+#define TG_SI_TG_IMPL_TENSOR_CREATION_HPP
+// What tensor/creation.hpp declares (TG_API, config.hpp).
+
+namespace tg::detail {
+
+TG_API std::string device_of(const TensorOptions& o) {
+  return o.device.empty() ? default_device() : canonical_device(o.device);
+}
+
+TG_API void check_shape(const Shape& s, const char* op, std::source_location loc) {
+  for (const SInt& d : s)
+    if (d.eval() < 0) fail<shape_error>(op, "negative size in shape " + shape_str(s), loc);
+}
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor empty(Shape shape, TensorOptions o, std::source_location loc) {
+  detail::check_shape(shape, "empty", loc);
+  return Tensor::full_on(shape, 0, o.dtype.value_or(DType::Float32), detail::device_of(o));
+}
+
+TG_API Tensor full(Shape shape, double value, TensorOptions o, std::source_location loc) {
+  detail::check_shape(shape, "full", loc);
+  return Tensor::full_on(shape, value, o.dtype.value_or(DType::Float32), detail::device_of(o));
+}
+
+TG_API Tensor zeros(Shape shape, TensorOptions o, std::source_location loc) {
+  return full(std::move(shape), 0, o, loc);
+}
+
+TG_API Tensor ones(Shape shape, TensorOptions o, std::source_location loc) {
+  return full(std::move(shape), 1, o, loc);
+}
+
+} // namespace tg
+
+namespace tg::detail {
+
+TG_API TensorOptions like(const Tensor& t, TensorOptions o) {
+  if (!o.dtype) o.dtype = t.dtype();
+  if (o.device.empty()) o.device = t.device();
+  return o;
+}
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor zeros_like(const Tensor& t, TensorOptions o) {
+  return zeros(t.sym_shape(), detail::like(t, o));
+}
+
+TG_API Tensor ones_like(const Tensor& t, TensorOptions o) {
+  return ones(t.sym_shape(), detail::like(t, o));
+}
+
+TG_API Tensor empty_like(const Tensor& t, TensorOptions o) {
+  return empty(t.sym_shape(), detail::like(t, o));
+}
+
+TG_API Tensor full_like(const Tensor& t, double v, TensorOptions o) {
+  return full(t.sym_shape(), v, detail::like(t, o));
+}
+
+TG_API Tensor arange(double start, double end, double step, TensorOptions o,
+                     std::source_location loc) {
+  if (step == 0) detail::fail<shape_error>("arange", "step must be nonzero", loc);
+  double count = std::ceil((end - start) / step);
+  if (!(count < 1e12)) detail::fail<shape_error>("arange", "range too large", loc);
+  std::int64_t n = std::max<std::int64_t>(0, std::int64_t(count));
+  bool integral = start == std::floor(start) && step == std::floor(step) && end == std::floor(end);
+  DType t = o.dtype.value_or(integral ? DType::Int64 : DType::Float32);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = start + double(i) * step;
+  return detail::host_tensor(v, {n}, t, detail::device_of(o));
+}
+
+TG_API Tensor arange(double end, TensorOptions o, std::source_location loc) {
+  return arange(0, end, 1, o, loc);
+}
+
+TG_API Tensor linspace(double start, double end, std::int64_t steps, TensorOptions o,
+                       std::source_location loc) {
+  if (steps < 0) detail::fail<shape_error>("linspace", "steps must be non-negative", loc);
+  std::vector<double> v(static_cast<std::size_t>(steps));
+  for (std::int64_t i = 0; i < steps; ++i)
+    v[std::size_t(i)] = steps == 1 ? start
+                        : i < steps / 2
+                            ? start + (end - start) / double(steps - 1) * double(i)
+                            : end - (end - start) / double(steps - 1) * double(steps - 1 - i);
+  return detail::host_tensor(v, {steps}, o.dtype.value_or(DType::Float32), detail::device_of(o));
+}
+
+TG_API Tensor eye(std::int64_t n, std::optional<std::int64_t> m, TensorOptions o,
+                  std::source_location loc) {
+  std::int64_t cols = m.value_or(n);
+  if (n < 0 || cols < 0) detail::fail<shape_error>("eye", "sizes must be non-negative", loc);
+  std::vector<double> v(static_cast<std::size_t>(n * cols), 0.0);
+  for (std::int64_t i = 0; i < std::min(n, cols); ++i) v[std::size_t(i * cols + i)] = 1;
+  return detail::host_tensor(v, {n, cols}, o.dtype.value_or(DType::Float32), detail::device_of(o));
+}
+
+TG_API Tensor rand(Shape shape, TensorOptions o, std::source_location loc) {
+  detail::check_shape(shape, "rand", loc);
+  DType t = o.dtype.value_or(DType::Float32);
+  if (!is_float(t))
+    detail::fail<dtype_error>("rand", std::string("needs a float dtype, got ") + dtype_name(t),
+                              loc);
+  std::int64_t n = prod(shape).eval();
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (auto& x : v) {
+    std::uint64_t r = detail::rng()();
+    x = t == DType::Float64 ? double(r >> 11) * 0x1p-53
+                            : double(r >> 40) * 0x1p-24; // exact, never 1.0
+    if (is_half(t)) x = double(r >> 53) * 0x1p-11;
+  }
+  return detail::host_tensor(v, shape, t, detail::device_of(o));
+}
+
+TG_API Tensor randn(Shape shape, TensorOptions o, std::source_location loc) {
+  detail::check_shape(shape, "randn", loc);
+  DType t = o.dtype.value_or(DType::Float32);
+  if (!is_float(t))
+    detail::fail<dtype_error>("randn", std::string("needs a float dtype, got ") + dtype_name(t),
+                              loc);
+  std::int64_t n = prod(shape).eval();
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); i += 2) {
+    double u1 = (double(detail::rng()() >> 11) + 1.0) * 0x1p-53,
+           u2 = double(detail::rng()() >> 11) * 0x1p-53;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    v[i] = r * std::cos(2 * detail::kPi * u2);
+    if (i + 1 < v.size()) v[i + 1] = r * std::sin(2 * detail::kPi * u2);
+  }
+  return detail::host_tensor(v, shape, t, detail::device_of(o));
+}
+
+TG_API Tensor randint(std::int64_t low, std::int64_t high, Shape shape, TensorOptions o,
+                      std::source_location loc) {
+  detail::check_shape(shape, "randint", loc);
+  if (high <= low) detail::fail<shape_error>("randint", "high must be greater than low", loc);
+  std::int64_t n = prod(shape).eval();
+  std::uint64_t span = std::uint64_t(high - low);
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = low + std::int64_t(detail::rng()() % span);
+  return detail::host_tensor(v, shape, o.dtype.value_or(DType::Int64), detail::device_of(o));
+}
+
+TG_API Tensor rand_like(const Tensor& t, TensorOptions o) {
+  return rand(t.sym_shape(), detail::like(t, o));
+}
+
+TG_API Tensor randn_like(const Tensor& t, TensorOptions o) {
+  return randn(t.sym_shape(), detail::like(t, o));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_IMPL_TENSOR_CREATION_HPP
+
+// ---- tg/impl/tensor/indexing.hpp ----
+#ifndef TG_SI_TG_IMPL_TENSOR_INDEXING_HPP
+#define TG_SI_TG_IMPL_TENSOR_INDEXING_HPP
+// What tensor/indexing.hpp declares (TG_API, config.hpp).
+
+namespace tg::detail {
+
+TG_API Tensor arange_along(std::int64_t n, int rank, int at, const std::string& device) {
   Shape s(std::size_t(rank), SInt(1));
   s[std::size_t(at)] = n;
   return arange_on(n, device).reshape(s);
 }
-/// [..., n(i), n(j), ...] at axes (d, d + 1): j <= i.
-inline Tensor upto_mask(std::int64_t n, int rank, int d, const std::string& device) {
+
+TG_API Tensor upto_mask(std::int64_t n, int rank, int d, const std::string& device) {
   return arange_along(n, rank + 1, d + 1, device) <= arange_along(n, rank + 1, d, device);
 }
-/// A running reduction along dim d: out[i] = op over x[j], j <= i (x in the result dtype).
-inline Tensor running(const Tensor& x, int d, Op op, const char* name, std::source_location loc) {
+
+TG_API Tensor running(const Tensor& x, int d, Op op, const char* name, std::source_location loc) {
   if (x.ndim() == 0) return x;
   Tensor fill = Tensor::full_on({}, reduce_identity(op, x.dtype()), x.dtype(), x.device());
   Tensor picked = where(upto_mask(x.size(d), x.ndim(), d, x.device()), x.unsqueeze(d, loc), fill);
   return picked.reduce(op, {d + 1}, false, name, loc);
 }
-/// Index of the last j <= i with x[j] equal to (or, both NaN, as) values[i] along d.
-inline Tensor running_index(const Tensor& x, const Tensor& values, int d) {
+
+TG_API Tensor running_index(const Tensor& x, const Tensor& values, int d) {
   const std::int64_t n = x.size(d);
   Tensor xj = x.unsqueeze(d), vi = values.unsqueeze(d + 1);
   Tensor same = xj == vi;
@@ -22464,16 +17004,16 @@ inline Tensor running_index(const Tensor& x, const Tensor& values, int d) {
       .max(d + 1)
       .cast(DType::Int64); // (an index, int64 as in PyTorch)
 }
-/// out[i] = x[index[i]] along d, index of x's shape (the gradient goes to the picked element).
-inline Tensor pick_along(const Tensor& x, const Tensor& index, int d) {
+
+TG_API Tensor pick_along(const Tensor& x, const Tensor& index, int d) {
   Tensor j = arange_along(x.size(d), x.ndim() + 1, d + 1, x.device());
   Tensor hit = index.unsqueeze(d + 1) == j; // i at d, j at d + 1
   return where(hit, x.unsqueeze(d), Tensor::full_on({}, 0, x.dtype(), x.device()))
       .sum(d + 1)
       .cast(x.dtype());
 }
-/// Moves axis d last (the permutation and its inverse).
-inline std::pair<std::vector<int>, std::vector<int>> axis_last(int rank, int d) {
+
+TG_API std::pair<std::vector<int>, std::vector<int>> axis_last(int rank, int d) {
   std::vector<int> p, inv(static_cast<std::size_t>(rank));
   for (int i = 0; i < rank; ++i)
     if (i != d) p.push_back(i);
@@ -22481,37 +17021,41 @@ inline std::pair<std::vector<int>, std::vector<int>> axis_last(int rank, int d) 
   for (int i = 0; i < rank; ++i) inv[std::size_t(p[std::size_t(i)])] = i;
   return {p, inv};
 }
-/// For scatter-like ops: the sum of src[..., k] over k with index[..., k] == o, and whether any
-/// k hit o, for o in [0, O): index and src [..., K] (dim last), results [..., O].
-inline std::pair<Tensor, Tensor> place(const Tensor& index, const Tensor& src, std::int64_t O) {
+
+TG_API std::pair<Tensor, Tensor> place(const Tensor& index, const Tensor& src, std::int64_t O) {
   Tensor hit = index.cast(DType::Int64).unsqueeze(-1) ==
                arange_along(O, index.ndim() + 1, index.ndim(), index.device());
   Tensor zero = Tensor::full_on({}, 0, src.dtype(), src.device());
   return {where(hit, src.unsqueeze(-1), zero).sum(-2).cast(src.dtype()), hit.any(-2)};
 }
-/// The ordering sort uses: a before b (ascending: a < b, NaN last; descending: a > b, NaN first).
-inline Tensor before(const Tensor& a, const Tensor& b, bool descending) {
+
+TG_API Tensor before(const Tensor& a, const Tensor& b, bool descending) {
   const Tensor& lo = descending ? b : a;
   const Tensor& hi = descending ? a : b;
   Tensor lt = lo < hi;
   if (is_float(a.dtype())) lt = lt.logical_or(hi.isnan().logical_and(lo.isnan().logical_not()));
   return lt;
 }
-} // namespace detail
 
-inline Tensor Tensor::cumprod(int dim, Loc loc) const {
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor Tensor::cumprod(int dim, Loc loc) const {
   int d = normalize_axis(dim, "cumprod", loc);
   Tensor x = is_float(dtype()) ? *this : cast(DType::Int64);
   return detail::running(x, d, Op::ReduceProd, "cumprod", loc);
 }
-inline std::pair<Tensor, Tensor> Tensor::cummax(int dim, Loc loc) const {
+
+TG_API std::pair<Tensor, Tensor> Tensor::cummax(int dim, Loc loc) const {
   int d = normalize_axis(dim, "cummax", loc);
   if (ndim() == 0) return {*this, full_on({}, 0, DType::Int64, device())};
   Tensor v = detail::running(detach(), d, Op::ReduceMax, "cummax", loc);
   Tensor i = detail::running_index(detach(), v, d);
   return {detail::pick_along(*this, i, d), i};
 }
-inline std::pair<Tensor, Tensor> Tensor::cummin(int dim, Loc loc) const {
+
+TG_API std::pair<Tensor, Tensor> Tensor::cummin(int dim, Loc loc) const {
   int d = normalize_axis(dim, "cummin", loc);
   if (ndim() == 0) return {*this, full_on({}, 0, DType::Int64, device())};
   detail::require_not_bool(*this, "cummin", loc);
@@ -22522,8 +17066,9 @@ inline std::pair<Tensor, Tensor> Tensor::cummin(int dim, Loc loc) const {
   Tensor i = detail::running_index(detach(), v, d);
   return {detail::pick_along(*this, i, d), i};
 }
+
 /// log(cumsum(exp(x))), shifted by the running maximum so that nothing overflows.
-inline Tensor Tensor::logcumsumexp(int dim, Loc loc) const {
+TG_API Tensor Tensor::logcumsumexp(int dim, Loc loc) const {
   int d = normalize_axis(dim, "logcumsumexp", loc);
   Tensor x = as_float();
   if (ndim() == 0) return x;
@@ -22537,7 +17082,7 @@ inline Tensor Tensor::logcumsumexp(int dim, Loc loc) const {
   return terms.sum(d + 1).log(loc) + shift;
 }
 
-inline Tensor Tensor::masked_fill(const Tensor& mask, double value, Loc loc) const {
+TG_API Tensor Tensor::masked_fill(const Tensor& mask, double value, Loc loc) const {
   if (mask.dtype() != DType::Bool)
     detail::fail<dtype_error>(
         "masked_fill", std::string("mask must be bool, got ") + dtype_name(mask.dtype()), loc);
@@ -22550,8 +17095,12 @@ inline Tensor Tensor::masked_fill(const Tensor& mask, double value, Loc loc) con
                               loc);
   return where(mask, full_on({}, value, dtype(), device()), *this, loc);
 }
-namespace detail {
-inline Tensor triangle(const Tensor& x, std::int64_t k, bool lower, const char* op,
+
+} // namespace tg
+
+namespace tg::detail {
+
+TG_API Tensor triangle(const Tensor& x, std::int64_t k, bool lower, const char* op,
                        std::source_location loc) {
   if (x.ndim() < 2) fail<shape_error>(op, "needs at least 2 dims, got " + shape_of(x), loc);
   const int r = x.ndim();
@@ -22561,16 +17110,24 @@ inline Tensor triangle(const Tensor& x, std::int64_t k, bool lower, const char* 
   Tensor keep = lower ? off <= kk : off >= kk;
   return where(keep, x, Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
 }
-} // namespace detail
-inline Tensor Tensor::tril(std::int64_t k, Loc loc) const {
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor Tensor::tril(std::int64_t k, Loc loc) const {
   return detail::triangle(*this, k, true, "tril", loc);
 }
-inline Tensor Tensor::triu(std::int64_t k, Loc loc) const {
+
+TG_API Tensor Tensor::triu(std::int64_t k, Loc loc) const {
   return detail::triangle(*this, k, false, "triu", loc);
 }
 
-namespace detail {
-inline Tensor scatter_like(const Tensor& x, int dim, const Tensor& index, const Tensor& src,
+} // namespace tg
+
+namespace tg::detail {
+
+TG_API Tensor scatter_like(const Tensor& x, int dim, const Tensor& index, const Tensor& src,
                            bool add, const char* op, std::source_location loc) {
   int d = x.normalize_axis(dim, op, loc);
   if (index.ndim() != x.ndim() || src.ndim() != x.ndim())
@@ -22598,14 +17155,20 @@ inline Tensor scatter_like(const Tensor& x, int dim, const Tensor& index, const 
   if (add) return TensorArg(x, loc) + sum;
   return where(any.pad(pads, 0, loc).permute(inv, loc), sum, x, loc);
 }
-} // namespace detail
-inline Tensor Tensor::scatter(int dim, const Tensor& index, const Tensor& src, Loc loc) const {
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor Tensor::scatter(int dim, const Tensor& index, const Tensor& src, Loc loc) const {
   return detail::scatter_like(*this, dim, index, src, false, "scatter", loc);
 }
-inline Tensor Tensor::scatter_add(int dim, const Tensor& index, const Tensor& src, Loc loc) const {
+
+TG_API Tensor Tensor::scatter_add(int dim, const Tensor& index, const Tensor& src, Loc loc) const {
   return detail::scatter_like(*this, dim, index, src, true, "scatter_add", loc);
 }
-inline Tensor Tensor::index_add(int dim, const Tensor& index, const Tensor& source, Loc loc) const {
+
+TG_API Tensor Tensor::index_add(int dim, const Tensor& index, const Tensor& source, Loc loc) const {
   int d = normalize_axis(dim, "index_add", loc);
   if (index.ndim() != 1 || source.ndim() != ndim() || source.size(d) != index.size(0))
     detail::fail<shape_error>("index_add",
@@ -22629,7 +17192,7 @@ inline Tensor Tensor::index_add(int dim, const Tensor& index, const Tensor& sour
   return TensorArg(*this, loc) + sum.permute(inv, loc);
 }
 
-inline std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending, Loc loc) const {
+TG_API std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending, Loc loc) const {
   int d = normalize_axis(dim, "sort", loc);
   if (ndim() == 0) return {*this, full_on({}, 0, DType::Int64, device())};
   const std::int64_t n = size(d);
@@ -22650,10 +17213,12 @@ inline std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending, Loc loc)
       where(hit, j_ar, full_on({}, 0, DType::Int64, device()), loc).sum(d + 1, false, loc);
   return {values.cast(dtype()), indices};
 }
-inline Tensor Tensor::argsort(int dim, bool descending, Loc loc) const {
+
+TG_API Tensor Tensor::argsort(int dim, bool descending, Loc loc) const {
   return sort(dim, descending, loc).second;
 }
-inline std::pair<Tensor, Tensor> Tensor::topk(std::int64_t k, int dim, bool largest,
+
+TG_API std::pair<Tensor, Tensor> Tensor::topk(std::int64_t k, int dim, bool largest,
                                               Loc loc) const {
   int d = normalize_axis(dim, "topk", loc);
   const std::int64_t n = ndim() == 0 ? 1 : size(d);
@@ -22667,11 +17232,8 @@ inline std::pair<Tensor, Tensor> Tensor::topk(std::int64_t k, int dim, bool larg
   return {v.slice(d, 0, k, 1, loc), i.slice(d, 0, k, 1, loc)};
 }
 
-/// torch.einsum over explicit or implicit output ("ij,jk->ik", "ij,jk", "i,i->"): each operand
-/// is laid out over all the equation's letters, they are multiplied (broadcast), and the letters
-/// not in the output are summed; a letter twice in one operand takes a diagonal. No ellipsis.
-inline Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands,
-                     std::source_location loc = std::source_location::current()) {
+TG_API Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands,
+                     std::source_location loc) {
   std::string eq;
   for (char c : equation)
     if (c != ' ') eq += c;
@@ -22758,16 +17320,1496 @@ inline Tensor einsum(std::string_view equation, const std::vector<Tensor>& opera
   for (char c : out) perm.push_back(int(kept.find(c)));
   return perm.size() > 1 ? r.permute(perm, loc) : r;
 }
-inline Tensor einsum(std::string_view equation, std::initializer_list<Tensor> operands,
-                     std::source_location loc = std::source_location::current()) {
+
+TG_API Tensor einsum(std::string_view equation, std::initializer_list<Tensor> operands,
+                     std::source_location loc) {
   return einsum(equation, std::vector<Tensor>(operands), loc);
 }
 
 } // namespace tg
-#endif // TG_SI_TG_TENSOR_INDEXING_HPP
+#endif // TG_SI_TG_IMPL_TENSOR_INDEXING_HPP
+
+// ---- tg/impl/tensor/math.hpp ----
+#ifndef TG_SI_TG_IMPL_TENSOR_MATH_HPP
+#define TG_SI_TG_IMPL_TENSOR_MATH_HPP
+// What tensor/math.hpp declares (TG_API, config.hpp).
+
+namespace tg::detail {
+
+TG_API Tensor finite(const Tensor& x) {
+  return x.abs() < Tensor::full_on({}, INFINITY, x.dtype(), x.device());
+}
+
+TG_API Tensor with_derivatives(const Tensor& value,
+                               std::initializer_list<std::pair<Tensor, Tensor>> x_and_d) {
+  bool any = false;
+  for (const auto& [x, d] : x_and_d) any = any || x.requires_grad();
+  if (!any) return value;
+  Tensor v = value.detach(), zero = Tensor::full_on({}, 0, value.dtype(), value.device());
+  for (const auto& [x0, d0] : x_and_d) {
+    if (!x0.requires_grad()) continue;
+    Tensor x = x0.cast(value.dtype()), d = d0.detach().cast(value.dtype());
+    Tensor ok = finite(x.detach()).logical_and(finite(d));
+    v = v + where(ok, (x - x.detach()) * d, zero); // 0 in value, d in gradient
+  }
+  return v;
+}
+
+TG_API Tensor scalar_like(const Tensor& x, double v) {
+  return Tensor::full_on({}, v, x.dtype(), x.device());
+}
+
+TG_API Tensor atan_value(const Tensor& x) {
+  const bool f64 = x.dtype() == DType::Float64;
+  Tensor ax = x.abs(), one = scalar_like(x, 1);
+  Tensor big = ax > 2.414213562373095,
+         mid = big.logical_not().logical_and(ax > (f64 ? 0.66 : 0.4142135623730950));
+  Tensor r = where(big, -(ax.maximum(one).reciprocal()), where(mid, (ax - 1.0) / (ax + 1.0), ax));
+  Tensor base = where(big, scalar_like(x, kPi / 2), where(mid, scalar_like(x, kPi / 4), 0.0));
+  Tensor z = r * r, y;
+  if (f64) {
+    Tensor p = (((-8.750608600031904122785e-1 * z - 1.615753718733365076637e1) * z -
+                 7.500855792314704667340e1) *
+                    z -
+                1.228866684490136173410e2) *
+                   z -
+               6.485021904942025371773e1;
+    Tensor q = ((((z + 2.485846490142306297962e1) * z + 1.650270098316988542046e2) * z +
+                 4.328810604912902668951e2) *
+                    z +
+                4.853903996359136964868e2) *
+                   z +
+               1.945506571482613964425e2;
+    y = r * (z * p / q) + r;
+    // the low part of pi/2 and pi/4 that base lacks
+    y = y + where(big, scalar_like(x, 6.123233995736765886130e-17),
+                  where(mid, scalar_like(x, 3.061616997868382943065e-17), 0.0));
+  } else {
+    y = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z -
+         3.33329491539e-1) *
+            z * r +
+        r;
+  }
+  Tensor a = base + y;
+  return where(x < 0.0, -a, where(x == 0.0, x, a)); // NaN stays NaN, -0 stays -0
+}
+
+TG_API Tensor erf_series(const Tensor& x) {
+  const int n = x.dtype() == DType::Float64 ? 32 : 22;
+  Tensor mx2 = -(x * x), term = x, sum = x;
+  for (int k = 1; k < n; ++k) {
+    term = term * mx2 / double(k);
+    sum = sum + term / double(2 * k + 1);
+  }
+  return sum * 1.1283791670955126; // 2 / sqrt(pi)
+}
+
+TG_API Tensor erfc_fraction(const Tensor& x) {
+  const bool f64 = x.dtype() == DType::Float64;
+  Tensor t = x;
+  for (int k = f64 ? 40 : 20; k > 0; --k) t = x + (0.5 * k) / t;
+  // exp(-x^2) with x^2 split so that its rounding does not grow with x (float64)
+  Tensor e;
+  if (f64) { // (exp(-27.5^2) is 0 in float64: the clamp keeps the split finite)
+    Tensor xe = x.minimum(scalar_like(x, 27.5));
+    Tensor hi = xe.cast(DType::Float32).cast(DType::Float64), lo = xe - hi;
+    e = (-(hi * hi)).exp() * (-(lo * (hi + hi + lo))).exp();
+  } else {
+    e = (-(x * x)).exp();
+  }
+  return e / t * 0.5641895835477563; // 1 / sqrt(pi)
+}
+
+TG_API std::pair<Tensor, Tensor> erf_erfc(const Tensor& x) {
+  Tensor ax = x.abs(), two = scalar_like(x, 2);
+  Tensor small = ax < 2.0;
+  Tensor s = erf_series(where(small, x, two));     // erf, |x| < 2
+  Tensor c = erfc_fraction(where(small, two, ax)); // erfc(|x|), |x| >= 2
+  Tensor neg = x < 0.0;
+  Tensor erf_v = where(small, s, where(neg, c - 1.0, 1.0 - c));
+  Tensor erfc_v = where(small, 1.0 - s, where(neg, 2.0 - c, c));
+  Tensor inf = x.isinf(), pos = x > 0.0, nan = x.isnan();
+  erf_v = where(inf, where(pos, scalar_like(x, 1), scalar_like(x, -1)), erf_v);
+  erfc_v = where(inf, where(pos, scalar_like(x, 0), two), erfc_v);
+  return {where(nan, x, erf_v), where(nan, x, erfc_v)};
+}
+
+TG_API void require_integral(const Tensor& a, const Tensor& b, const char* op,
+                             std::source_location loc) {
+  if (is_float(a.dtype()) || is_float(b.dtype()))
+    fail<dtype_error>(op,
+                      std::string("needs integer or bool tensors, got ") + dtype_name(a.dtype()) +
+                          " and " + dtype_name(b.dtype()),
+                      loc);
+}
+
+TG_API std::pair<Tensor, Tensor> promoted(const Tensor& a, const Tensor& b, const char* op,
+                                          std::source_location loc) {
+  DType t = promote(a, b);
+  Shape out;
+  if (!broadcast_shapes(a.sym_shape(), b.sym_shape(), out))
+    fail<shape_error>(op, "shapes " + shape_of(a) + " and " + shape_of(b) + " cannot be broadcast",
+                      loc);
+  return {a.cast(t), b.cast(t)};
+}
+
+} // namespace tg::detail
 
 namespace tg {
-inline constexpr const char* version = "0.1.0";
+
+TG_API Tensor Tensor::erf(Loc) const {
+  Tensor x = as_float();
+  return detail::with_derivatives(detail::erf_erfc(x.detach()).first,
+                                  {{x, 1.1283791670955126 * (-(x * x)).exp()}});
+}
+
+TG_API Tensor Tensor::erfc(Loc) const {
+  Tensor x = as_float();
+  return detail::with_derivatives(detail::erf_erfc(x.detach()).second,
+                                  {{x, -1.1283791670955126 * (-(x * x)).exp()}});
+}
+
+TG_API Tensor Tensor::gelu(const std::string& approximate, Loc loc) const {
+  Tensor x = as_float();
+  if (approximate == "tanh")
+    return 0.5 * x * (1.0 + (0.7978845608028654 * (x + 0.044715 * x * x * x)).tanh(loc));
+  if (approximate != "none")
+    detail::fail<error>(
+        "gelu", "approximate must be \"none\" or \"tanh\", not \"" + approximate + "\"", loc);
+  if (x.dtype() == DType::Float64) return 0.5 * x * (1.0 + (x * 0.7071067811865476).erf(loc));
+  // float32 and narrower: erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), a short kernel,
+  // node for node the static front end's gelu
+  Tensor z = x * 0.7071067811865476, az = z.abs(loc);
+  Tensor t = (1.0 + 0.3275911 * az).reciprocal(loc);
+  Tensor poly = t * (0.254829592 +
+                     t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  Tensor erf_abs = 1.0 - poly * (-(az * az)).exp(loc);
+  Tensor erf = where(z < 0.0, -erf_abs, erf_abs, loc);
+  return 0.5 * x * (1.0 + erf);
+}
+
+/// log(1 + x) without the rounding of 1 + x: log(u) * x / (u - 1) with u = 1 + x (Goldberg).
+TG_API Tensor Tensor::log1p(Loc loc) const {
+  Tensor x = as_float(), u = 1.0 + x;
+  Tensor one = detail::scalar_like(x, 1);
+  Tensor exact = u == one, d = where(exact, one, u - 1.0);
+  Tensor v = where(exact, x, u.log(loc) * (x / d));
+  v = where(u.isinf(loc), u, v);
+  v = where(x < -1.0, detail::scalar_like(x, NAN), v); // log(1 + -inf) is NaN, not -inf
+  return detail::with_derivatives(v, {{x, u.reciprocal(loc)}});
+}
+
+/// exp(x) - 1 without cancellation: (u - 1) * x / log(u) with u = exp(x).
+TG_API Tensor Tensor::expm1(Loc loc) const {
+  Tensor x = as_float(), u = x.exp(loc);
+  Tensor one = detail::scalar_like(x, 1);
+  Tensor exact = u == one, l = where(exact, one, u.log(loc));
+  // the rounding of u matters only near x = 0; elsewhere u - 1 does not cancel
+  Tensor far = (u < 0.5).logical_or(u > 2.0), um1 = u - 1.0;
+  Tensor v = where(far, um1, where(exact, x, um1 * (x / l)));
+  return detail::with_derivatives(v, {{x, u}});
+}
+
 } // namespace tg
+
+namespace tg::detail {
+
+TG_API Tensor sinh_value(const Tensor& x) { return (x.expm1() - (-x).expm1()) * 0.5; }
+
+TG_API Tensor cosh_value(const Tensor& x) {
+  Tensor e = x.abs().exp();
+  return (e + e.reciprocal()) * 0.5;
+}
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor Tensor::sinh(Loc) const {
+  Tensor x = as_float(), xd = x.detach();
+  return detail::with_derivatives(detail::sinh_value(xd), {{x, detail::cosh_value(xd)}});
+}
+
+TG_API Tensor Tensor::cosh(Loc) const {
+  Tensor x = as_float(), xd = x.detach();
+  return detail::with_derivatives(detail::cosh_value(xd), {{x, detail::sinh_value(xd)}});
+}
+
+TG_API Tensor Tensor::asinh(Loc loc) const {
+  Tensor x = as_float(), xd = x.detach(), ax = xd.abs(loc);
+  Tensor ax2 = ax * ax, s = (1.0 + ax2).sqrt(loc);
+  Tensor small = (ax + ax2 / (1.0 + s)).log1p(loc);
+  Tensor large = ax.log(loc) + detail::kLn2; // |x| > 2^28: x^2 + 1 == x^2
+  Tensor a = where(ax > 268435456.0, large, small);
+  Tensor v = where(xd < 0.0, -a, where(xd == 0.0, xd, a));
+  return detail::with_derivatives(v, {{x, s.reciprocal(loc)}});
+}
+
+TG_API Tensor Tensor::acosh(Loc loc) const {
+  Tensor x = as_float(), xd = x.detach(), t = xd - 1.0;
+  Tensor small = (t + (t * (t + 2.0)).sqrt(loc)).log1p(loc);
+  Tensor large = xd.log(loc) + detail::kLn2;
+  Tensor v = where(xd > 268435456.0, large, small);
+  v = where(xd < 1.0, detail::scalar_like(v, NAN), v);
+  return detail::with_derivatives(v, {{x, ((x - 1.0) * (x + 1.0)).rsqrt(loc)}});
+}
+
+TG_API Tensor Tensor::atanh(Loc loc) const {
+  Tensor x = as_float();
+  Tensor xd = x.detach(), v = 0.5 * (2.0 * xd / (1.0 - xd)).log1p(loc);
+  v = where(xd.abs(loc) > 1.0, detail::scalar_like(v, NAN), v);
+  return detail::with_derivatives(v, {{x, ((1.0 - x) * (1.0 + x)).reciprocal(loc)}});
+}
+
+TG_API Tensor Tensor::atan(Loc loc) const {
+  Tensor x = as_float();
+  return detail::with_derivatives(detail::atan_value(x.detach()),
+                                  {{x, (1.0 + x * x).reciprocal(loc)}});
+}
+
+TG_API Tensor Tensor::asin(Loc loc) const {
+  Tensor x = as_float();
+  Tensor c = ((1.0 - x) * (1.0 + x)).sqrt(loc); // cos(asin(x)), without 1 - x^2's cancellation
+  Tensor v = x.detach().atan2(c.detach(), loc);
+  return detail::with_derivatives(v, {{x, c.reciprocal(loc)}});
+}
+
+TG_API Tensor Tensor::acos(Loc loc) const {
+  Tensor x = as_float();
+  Tensor xd = x.detach(), v = 2.0 * ((1.0 - xd) / (1.0 + xd)).sqrt(loc).atan(loc);
+  return detail::with_derivatives(v, {{x, -((1.0 - x) * (1.0 + x)).rsqrt(loc)}});
+}
+
+/// The angle of (x, y) = (o, this), in (-pi, pi], as std::atan2 (atan2(0, 0) = 0).
+TG_API Tensor Tensor::atan2(const Tensor& o, Loc loc) const {
+  auto [y0, x0] = detail::promoted(*this, o, "atan2", loc);
+  Tensor y = y0.as_float(), x = x0.as_float(), yd = y.detach(), xd = x.detach();
+  // the sign bits, -0 included (1 / -0 is -inf)
+  Tensor y_zero = yd == 0.0, x_zero = xd == 0.0;
+  Tensor y_neg = (yd < 0.0).logical_or(y_zero.logical_and(yd.reciprocal(loc) < 0.0));
+  Tensor x_neg = (xd < 0.0).logical_or(x_zero.logical_and(xd.reciprocal(loc) < 0.0));
+  Tensor both_zero = x_zero.logical_and(y_zero);
+  Tensor q = where(both_zero, detail::scalar_like(yd, 0), yd / xd);
+  Tensor a = detail::atan_value(q);
+  Tensor pi = detail::scalar_like(a, detail::kPi);
+  Tensor v = where(x_neg, where(y_neg, a - pi, a + pi), a);
+  v = where(both_zero, where(x_neg, where(y_neg, -pi, pi), yd), v); // atan2(+-0, -0) = +-pi
+  Tensor r2 = xd * xd + yd * yd;
+  return detail::with_derivatives(v, {{y, xd / r2}, {x, -yd / r2}});
+}
+
+/// sqrt(a^2 + b^2) without overflow or underflow in the squares.
+TG_API Tensor Tensor::hypot(const Tensor& o, Loc loc) const {
+  auto [a0, b0] = detail::promoted(*this, o, "hypot", loc);
+  Tensor a = a0.as_float(), b = b0.as_float();
+  Tensor m = a.abs(loc).maximum(b.abs(loc)).detach();
+  Tensor zero = m == 0.0, safe = where(zero, detail::scalar_like(m, 1), m);
+  Tensor ra = a.detach() / safe, rb = b.detach() / safe;
+  Tensor v = where(zero, m, m * (ra * ra + rb * rb).sqrt(loc));
+  v = where(m.isinf(loc), m, v); // inf with anything (NaN too) is inf
+  Tensor h = where(v == 0.0, detail::scalar_like(v, 1), v);
+  return detail::with_derivatives(v, {{a, a / h}, {b, b / h}});
+}
+
+/// start + weight * (end - start), as PyTorch: from end's side where weight >= 0.5.
+TG_API Tensor Tensor::lerp(const Tensor& end, const Tensor& weight, Loc loc) const {
+  Tensor d = TensorArg(end, loc) - *this;
+  return where(weight < 0.5, *this + weight * d, end - d * (1.0 - weight), loc);
+}
+
+TG_API Tensor Tensor::lerp(const Tensor& end, double weight, Loc loc) const {
+  return lerp(end, full_on({}, weight, detail::promote(*this, end), device()), loc);
+}
+
+} // namespace tg
+
+namespace tg::detail {
+
+TG_API Tensor float_fmod(const Tensor& a, const Tensor& b) {
+  Tensor a64 = a.cast(DType::Float64), b64 = b.cast(DType::Float64);
+  Tensor r = a64 - b64 * (a64 / b64).trunc();
+  return where(b64.isinf().logical_and(finite(a64)), a64, r).cast(a.dtype());
+}
+
+TG_API Tensor to_divisor_side(const Tensor& r, const Tensor& b) {
+  Tensor zero = scalar_like(r, 0);
+  return where((r != zero).logical_and((r < zero).logical_xor(b < zero)), r + b, r);
+}
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor Tensor::remainder(const Tensor& o, Loc loc) const {
+  auto [a, b] = detail::promoted(*this, o, "remainder", loc);
+  if (a.dtype() == DType::Bool)
+    detail::fail<dtype_error>("remainder", "is not defined for bool tensors", loc);
+  if (!is_float(a.dtype())) // C's % rounds toward zero
+    return detail::to_divisor_side(Tensor::alu(Op::Mod, a, b, "remainder", loc), b);
+  return detail::to_divisor_side(detail::float_fmod(a, b), b);
+}
+
+TG_API Tensor Tensor::fmod(const Tensor& o, Loc loc) const {
+  auto [a, b] = detail::promoted(*this, o, "fmod", loc);
+  if (a.dtype() == DType::Bool)
+    detail::fail<dtype_error>("fmod", "is not defined for bool tensors", loc);
+  if (!is_float(a.dtype())) return Tensor::alu(Op::Mod, a, b, "fmod", loc);
+  return detail::float_fmod(a, b);
+}
+
+/// floor(a / b); for floats as PyTorch computes it: (a - fmod(a, b)) / b, adjusted, so that
+/// a == b * floor_divide(a, b) + remainder(a, b) where both are finite.
+TG_API Tensor Tensor::floor_divide(const Tensor& o, Loc loc) const {
+  auto [a, b] = detail::promoted(*this, o, "floor_divide", loc);
+  if (a.dtype() == DType::Bool)
+    detail::fail<dtype_error>("floor_divide", "is not defined for bool tensors", loc);
+  if (is_float(a.dtype())) {
+    Tensor mod = detail::float_fmod(a, b), zero = detail::scalar_like(a, 0);
+    Tensor div = (a - mod) / b;
+    div = where((mod != zero).logical_and((b < zero).logical_xor(mod < zero)), div - 1.0, div);
+    Tensor fl = div.floor(loc);
+    fl = where(div - fl > 0.5, fl + 1.0, fl);
+    Tensor q = a / b;
+    Tensor signed_zero = where(q < zero, detail::scalar_like(a, -0.0), zero);
+    return where(b == zero, q, where(div == zero, signed_zero, fl));
+  }
+  Tensor q = Tensor::alu(Op::Div, a, b, "floor_divide", loc); // toward zero
+  Tensor r = Tensor::alu(Op::Mod, a, b, "floor_divide", loc), zero = detail::scalar_like(q, 0);
+  Tensor down = (r != zero).logical_and((r < zero).logical_xor(b < zero));
+  return where(down, q - detail::scalar_like(q, 1), q, loc);
+}
+
+TG_API Tensor Tensor::bitwise_and(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_and", loc);
+  return Tensor::alu(Op::And, *this, o, "bitwise_and", loc);
+}
+
+TG_API Tensor Tensor::bitwise_or(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_or", loc);
+  return Tensor::alu(Op::Or, *this, o, "bitwise_or", loc);
+}
+
+TG_API Tensor Tensor::bitwise_xor(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_xor", loc);
+  return Tensor::alu(Op::Xor, *this, o, "bitwise_xor", loc);
+}
+
+TG_API Tensor Tensor::bitwise_not(Loc loc) const {
+  detail::require_integral(*this, *this, "bitwise_not", loc);
+  if (dtype() == DType::Bool) return logical_not(loc);
+  return Tensor::alu(Op::Xor, *this, full_on({}, -1, dtype(), device()), "bitwise_not", loc);
+}
+
+/// a * 2^b (wrapping), as PyTorch's <<.
+TG_API Tensor Tensor::bitwise_left_shift(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_left_shift", loc);
+  auto [a, b] = detail::promoted(*this, o, "bitwise_left_shift", loc);
+  Tensor p = b.cast(DType::Float64).exp2(loc).cast(DType::Int64).cast(a.dtype());
+  return a * p;
+}
+
+/// floor(a / 2^b), as PyTorch's >> (arithmetic for signed types).
+TG_API Tensor Tensor::bitwise_right_shift(const Tensor& o, Loc loc) const {
+  detail::require_integral(*this, o, "bitwise_right_shift", loc);
+  auto [a, b] = detail::promoted(*this, o, "bitwise_right_shift", loc);
+  Tensor p = b.cast(DType::Float64).exp2(loc).cast(DType::Int64);
+  return a.cast(DType::Int64).floor_divide(p, loc).cast(a.dtype());
+}
+
+TG_API Tensor Tensor::norm(double p, std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "norm", loc);
+  Tensor x = as_float(), ax = x.abs(loc);
+  if (p == INFINITY) return ax.max(axes, keepdim, loc);
+  if (p == -INFINITY) return ax.min(axes, keepdim, loc);
+  if (p == 0) return (ax != 0.0).cast(x.dtype()).sum(axes, keepdim, loc);
+  if (p == 1) return ax.sum(axes, keepdim, loc);
+  if (!(p > 0))
+    detail::fail<error>("norm", "p must be positive, 0 or +-inf, got " + std::to_string(p), loc);
+  Tensor v = p == 2 ? x.detach().square(loc).sum(axes, keepdim, loc).sqrt(loc)
+                    : ax.detach().pow(p, loc).sum(axes, keepdim, loc).pow(1.0 / p, loc);
+  if (!requires_grad()) return v;
+  // d/dx = sign(x) |x|^(p-1) / norm^(p-1), 0 where the norm is 0
+  Tensor vk = keepdim ? v : v.reshape([&] {
+    Shape s = sym_shape();
+    std::vector<int> all = axes;
+    if (all.empty())
+      for (int i = 0; i < ndim(); ++i) all.push_back(i);
+    for (int a : all) s[std::size_t(normalize_axis(a, "norm", loc))] = 1;
+    return s;
+  }());
+  Tensor safe = where(vk == 0.0, detail::scalar_like(vk, 1), vk);
+  Tensor d = p == 2 ? x / safe : x.sign(loc) * (ax / safe).pow(p - 1, loc);
+  return v + (x * d.detach()).sum(axes, keepdim, loc) - (x * d).detach().sum(axes, keepdim, loc);
+}
+
+TG_API Tensor operator~(TensorArg a) { return a.t.bitwise_not(a.loc); }
+
+TG_API Tensor outer(const Tensor& a, const Tensor& b, std::source_location loc) {
+  if (a.ndim() != 1 || b.ndim() != 1)
+    detail::fail<shape_error>(
+        "outer",
+        "needs two 1-D tensors, got " + detail::shape_of(a) + " and " + detail::shape_of(b), loc);
+  return TensorArg(a.unsqueeze(1, loc), loc) * b.unsqueeze(0, loc);
+}
+
+} // namespace tg
+
+namespace tg::linalg {
+
+TG_API Tensor vector_norm(const Tensor& x, double ord, std::vector<int> dim, bool keepdim,
+                          std::source_location loc) {
+  return x.norm(ord, std::move(dim), keepdim, loc);
+}
+
+} // namespace tg::linalg
+#endif // TG_SI_TG_IMPL_TENSOR_MATH_HPP
+
+// ---- tg/impl/tensor/movement.hpp ----
+#ifndef TG_SI_TG_IMPL_TENSOR_MOVEMENT_HPP
+#define TG_SI_TG_IMPL_TENSOR_MOVEMENT_HPP
+// What tensor/movement.hpp declares (TG_API, config.hpp).
+
+namespace tg {
+
+TG_API Tensor Tensor::reshape(Shape shape, Loc loc) const {
+  int infer = -1;
+  SInt known = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0)
+        detail::fail<shape_error>("reshape",
+                                  "only one dimension can be -1 in " + detail::shape_str(shape) +
+                                      " (reshaping " + detail::shape_of(*this) + ")",
+                                  loc);
+      infer = int(i);
+    } else if (shape[i].is_const() && shape[i].constant() < 0) {
+      detail::fail<shape_error>("reshape",
+                                "invalid size in " + detail::shape_str(shape) + " (reshaping " +
+                                    detail::shape_of(*this) + ")",
+                                loc);
+    } else
+      known = known * shape[i];
+  }
+  SInt total = tg::prod(sym_shape());
+  if (infer >= 0) {
+    if (total.is_const() && known.is_const()) {
+      if (known.constant() == 0 || total.constant() % known.constant())
+        detail::fail<shape_error>(
+            "reshape",
+            "cannot reshape " + detail::shape_of(*this) + " into " + detail::shape_str(shape), loc);
+      shape[std::size_t(infer)] = total.constant() / known.constant();
+    } else if (known.is_const() && total.divisible_by(known.constant())) {
+      shape[std::size_t(infer)] = total.div_exact(known.constant());
+    } else if (known == total) {
+      shape[std::size_t(infer)] = 1;
+    } else {
+      detail::fail<shape_error>("reshape",
+                                "cannot infer -1 in " + detail::shape_str(shape) + " from " +
+                                    detail::shape_of(*this),
+                                loc);
+    }
+  }
+  if (!(tg::prod(shape) == total) && tg::prod(shape).eval() != total.eval())
+    detail::fail<shape_error>("reshape",
+                              "cannot reshape " + detail::shape_of(*this) + " (" +
+                                  std::to_string(total.eval()) + " elements) into " +
+                                  detail::shape_str(shape),
+                              loc);
+  return move({MoveOp::Reshape, shape, {}});
+}
+
+TG_API Tensor Tensor::permute(std::vector<int> dims, Loc loc) const {
+  if (int(dims.size()) != ndim())
+    detail::fail<shape_error>("permute",
+                              "got " + std::to_string(dims.size()) +
+                                  " dims for a tensor of shape " + detail::shape_of(*this),
+                              loc);
+  std::vector<bool> seen(dims.size(), false);
+  std::vector<SInt> order;
+  bool identity = true;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    int d = normalize_axis(dims[i], "permute", loc);
+    if (seen[std::size_t(d)])
+      detail::fail<shape_error>("permute",
+                                "dimension " + std::to_string(d) + " repeats (permuting " +
+                                    detail::shape_of(*this) + ")",
+                                loc);
+    seen[std::size_t(d)] = true;
+    order.push_back(d);
+    identity = identity && d == int(i);
+  }
+  if (identity) return *this;
+  return move({MoveOp::Permute, order, {}});
+}
+
+TG_API Tensor Tensor::transpose(int d0, int d1, Loc loc) const {
+  int a = normalize_axis(d0, "transpose", loc), b = normalize_axis(d1, "transpose", loc);
+  if (ndim() == 0) return *this; // axis 0 (or -1) of a 0-d tensor: nothing to swap
+  std::vector<int> p;
+  for (int i = 0; i < ndim(); ++i) p.push_back(i);
+  std::swap(p[std::size_t(a)], p[std::size_t(b)]);
+  return permute(p, loc);
+}
+
+TG_API Tensor Tensor::T(Loc loc) const {
+  if (ndim() > 2)
+    detail::fail<shape_error>(
+        "T", "needs a tensor of at most 2 dims, got " + detail::shape_of(*this) + " (use permute)",
+        loc);
+  return ndim() < 2 ? *this : transpose(0, 1, loc);
+}
+
+TG_API Tensor Tensor::expand(Shape shape, Loc loc) const {
+  const Shape& s = sym_shape();
+  if (shape.size() < s.size())
+    detail::fail<shape_error>("expand",
+                              "cannot expand " + detail::shape_of(*this) + " to fewer dims " +
+                                  detail::shape_str(shape),
+                              loc);
+  std::size_t lead = shape.size() - s.size();
+  Shape src(lead, SInt(1));
+  src.insert(src.end(), s.begin(), s.end());
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (i < lead)
+        detail::fail<shape_error>("expand", "-1 is not allowed for a new leading dim", loc);
+      shape[i] = src[i];
+    }
+    if (!(shape[i] == src[i]) && !(src[i] == 1))
+      detail::fail<shape_error>(
+          "expand", "cannot expand " + detail::shape_of(*this) + " to " + detail::shape_str(shape),
+          loc);
+  }
+  if (!lead) return src == shape ? *this : move({MoveOp::Expand, std::move(shape), {}});
+  // the reshape that adds the leading 1s and the expand as one View node, not a node each
+  const std::size_t count = src == shape ? 1 : 2;
+  Movement moves[] = {{MoveOp::Reshape, std::move(src), {}}, {MoveOp::Expand, shape, {}}};
+  return append_moves(std::move(shape), std::span(moves, count));
+}
+
+TG_API Tensor Tensor::squeeze(Loc loc) const {
+  Shape s;
+  for (const SInt& d : sym_shape())
+    if (!(d == 1)) s.push_back(d);
+  return reshape(s, loc);
+}
+
+TG_API Tensor Tensor::squeeze(int dim, Loc loc) const {
+  int d = normalize_axis(dim, "squeeze", loc);
+  if (ndim() == 0) return *this;
+  if (!(sym_shape()[std::size_t(d)] == 1)) return *this;
+  Shape s = sym_shape();
+  s.erase(s.begin() + d);
+  return reshape(s, loc);
+}
+
+TG_API Tensor Tensor::unsqueeze(int dim, Loc loc) const {
+  int d = normalize_axis(dim, "unsqueeze", loc, 1);
+  Shape s = sym_shape();
+  s.insert(s.begin() + d, SInt(1));
+  return reshape(s, loc);
+}
+
+TG_API Tensor Tensor::flatten(int start, int end, Loc loc) const {
+  if (ndim() == 0) return reshape({1}, loc);
+  int a = normalize_axis(start, "flatten", loc), b = normalize_axis(end, "flatten", loc);
+  if (a > b)
+    detail::fail<shape_error>("flatten",
+                              "start_dim " + std::to_string(start) + " comes after end_dim " +
+                                  std::to_string(end) + " of " + detail::shape_of(*this),
+                              loc);
+  Shape s(sym_shape().begin(), sym_shape().begin() + a);
+  SInt m = 1;
+  for (int i = a; i <= b; ++i) m = m * sym_shape()[std::size_t(i)];
+  s.push_back(m);
+  s.insert(s.end(), sym_shape().begin() + b + 1, sym_shape().end());
+  return reshape(s, loc);
+}
+
+TG_API Tensor Tensor::pad(std::vector<std::int64_t> pads, double value, Loc loc) const {
+  if (pads.size() % 2 || int(pads.size()) > 2 * ndim())
+    detail::fail<shape_error>("pad",
+                              "needs pairs (before, after) for at most " + std::to_string(ndim()) +
+                                  " dims of " + detail::shape_of(*this) + ", got " +
+                                  std::to_string(pads.size()) + " values",
+                              loc);
+  std::vector<SInt> before(std::size_t(ndim()), SInt(0)), after = before, lo = before,
+                                                          hi = sym_shape();
+  bool crop = false, grow = false;
+  for (std::size_t k = 0; k < pads.size() / 2; ++k) {
+    std::size_t axis = std::size_t(ndim()) - 1 - k;
+    std::int64_t b = pads[2 * k], e = pads[2 * k + 1];
+    std::int64_t size = sym_shape()[axis].eval();
+    if (b < -size || e < -size || b + e < -size)
+      detail::fail<shape_error>("pad",
+                                "cropping more than the size of dim " + std::to_string(axis) +
+                                    " of " + detail::shape_of(*this),
+                                loc);
+    if (b < 0) {
+      lo[axis] = -b;
+      crop = true;
+    } else if (b > 0) {
+      before[axis] = b;
+      grow = true;
+    }
+    if (e < 0) {
+      hi[axis] = hi[axis] + e;
+      crop = true;
+    } else if (e > 0) {
+      after[axis] = e;
+      grow = true;
+    }
+  }
+  Tensor r = *this;
+  if (crop) r = r.move({MoveOp::Shrink, lo, hi});
+  if (!grow) return r;
+  Tensor padded = r.move({MoveOp::Pad, before, after});
+  if (value == 0) return padded;
+  Tensor inside =
+      full_on(r.sym_shape(), 1, DType::Bool, device()).move({MoveOp::Pad, before, after});
+  return where(inside, padded, detail::scalar_for(*this, value).cast(dtype()), loc);
+}
+
+TG_API Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
+                            std::optional<std::int64_t> stop, std::int64_t step, Loc loc) const {
+  int d = normalize_axis(dim, "slice", loc);
+  if (ndim() == 0) detail::fail<shape_error>("slice", "a 0-d tensor cannot be sliced", loc);
+  if (step == 0)
+    detail::fail<shape_error>("slice",
+                              "step cannot be zero (slicing " + detail::shape_of(*this) + ")", loc);
+  const SInt& size_s = sym_shape()[std::size_t(d)];
+  if (!size_s.is_const() && !start && !stop && step == 1) return *this;
+  // Python's slice semantics, clamped (util/slice.hpp): shrink, then flip, then stride
+  const SliceBounds sb = slice_bounds(size_s.eval(), start, stop, step);
+  std::vector<SInt> lo(std::size_t(ndim()), SInt(0)), hi = sym_shape();
+  Tensor r = *this;
+  lo[std::size_t(d)] = sb.lo;
+  hi[std::size_t(d)] = sb.hi;
+  if (!(lo[std::size_t(d)] == 0 && hi[std::size_t(d)] == sym_shape()[std::size_t(d)]))
+    r = r.move({MoveOp::Shrink, lo, hi});
+  if (step < 0) {
+    std::vector<SInt> axes(std::size_t(ndim()), SInt(0));
+    axes[std::size_t(d)] = 1;
+    r = r.move({MoveOp::Flip, axes, {}});
+  }
+  std::int64_t k = step < 0 ? -step : step;
+  if (k != 1 && sb.count > 0) {
+    std::vector<SInt> steps(std::size_t(ndim()), SInt(1));
+    steps[std::size_t(d)] = k;
+    r = r.move({MoveOp::Stride, steps, {}});
+  }
+  return r;
+}
+
+TG_API Tensor Tensor::index(std::vector<Index> idx, Loc loc) const {
+  if (int(idx.size()) > ndim())
+    detail::fail<shape_error>("index",
+                              "too many indices (" + std::to_string(idx.size()) +
+                                  ") for a tensor of shape " + detail::shape_of(*this),
+                              loc);
+  Tensor r = *this;
+  std::vector<int> drop;
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    if (auto* s = std::get_if<Slice>(&idx[i].v)) {
+      r = r.slice(int(i), s->start, s->stop, s->step, loc);
+    } else {
+      std::int64_t k = std::get<std::int64_t>(idx[i].v), n = r.size(int(i), loc);
+      if (k < -n || k >= n)
+        detail::fail<index_error>("index",
+                                  "index " + std::to_string(k) + " is out of range for dim " +
+                                      std::to_string(i) + " of size " + std::to_string(n),
+                                  loc);
+      if (k < 0) k += n;
+      r = r.slice(int(i), k, k + 1, 1, loc);
+      drop.push_back(int(i));
+    }
+  }
+  if (drop.empty()) return r;
+  Shape s;
+  for (int i = 0; i < r.ndim(); ++i)
+    if (std::find(drop.begin(), drop.end(), i) == drop.end())
+      s.push_back(r.sym_shape()[std::size_t(i)]);
+  return r.reshape(s, loc);
+}
+
+TG_API Tensor Tensor::flip(std::vector<int> dims, Loc loc) const {
+  std::vector<SInt> axes(std::size_t(ndim()), SInt(0));
+  for (int d : dims) {
+    int a = normalize_axis(d, "flip", loc);
+    if (ndim() == 0) continue; // a 0-d tensor takes axis 0 and flips nothing
+    if (axes[std::size_t(a)] == 1)
+      detail::fail<shape_error>("flip",
+                                "dim " + std::to_string(a) +
+                                    " appears more than once in the dims of " +
+                                    detail::shape_of(*this),
+                                loc);
+    axes[std::size_t(a)] = 1;
+  }
+  return move({MoveOp::Flip, axes, {}});
+}
+
+TG_API std::vector<Tensor> Tensor::split(std::int64_t size, int dim, Loc loc) const {
+  if (size <= 0)
+    detail::fail<shape_error>("split",
+                              "split size must be positive, got " + std::to_string(size) +
+                                  " (splitting " + detail::shape_of(*this) + ")",
+                              loc);
+  std::int64_t n = this->size(dim, loc);
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t b = 0; b < n; b += size) sizes.push_back(std::min(size, n - b));
+  if (sizes.empty()) sizes.push_back(0);
+  return split(sizes, dim, loc);
+}
+
+TG_API std::vector<Tensor> Tensor::split(std::vector<std::int64_t> sizes, int dim, Loc loc) const {
+  int d = normalize_axis(dim, "split", loc);
+  std::int64_t total = 0;
+  for (std::int64_t s : sizes) total += s;
+  if (total != size(d, loc))
+    detail::fail<shape_error>("split",
+                              "sizes add up to " + std::to_string(total) + ", not the " +
+                                  std::to_string(size(d, loc)) + " of dim " + std::to_string(d) +
+                                  " of " + detail::shape_of(*this),
+                              loc);
+  std::vector<Tensor> out;
+  std::int64_t b = 0;
+  for (std::int64_t s : sizes) {
+    out.push_back(slice(d, b, b + s, 1, loc));
+    b += s;
+  }
+  return out;
+}
+
+TG_API std::vector<Tensor> Tensor::chunk(std::int64_t chunks, int dim, Loc loc) const {
+  if (chunks <= 0)
+    detail::fail<shape_error>("chunk",
+                              "chunks must be positive, got " + std::to_string(chunks) +
+                                  " (chunking " + detail::shape_of(*this) + ")",
+                              loc);
+  std::int64_t n = size(dim, loc);
+  return split(std::max<std::int64_t>((n + chunks - 1) / chunks, 1), dim, loc);
+}
+
+TG_API Tensor Tensor::repeat(std::vector<std::int64_t> reps, Loc loc) const {
+  if (int(reps.size()) < ndim())
+    detail::fail<shape_error>("repeat",
+                              "needs at least " + std::to_string(ndim()) + " repeat counts for " +
+                                  detail::shape_of(*this) + ", got " + std::to_string(reps.size()),
+                              loc);
+  std::size_t lead = reps.size() - std::size_t(ndim());
+  Shape s(lead, SInt(1));
+  s.insert(s.end(), sym_shape().begin(), sym_shape().end());
+  Shape inter, expanded, out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (reps[i] < 0)
+      detail::fail<shape_error>("repeat",
+                                "negative repeat count " + std::to_string(reps[i]) + " for " +
+                                    detail::shape_of(*this),
+                                loc);
+    inter.push_back(1);
+    inter.push_back(s[i]);
+    expanded.push_back(reps[i]);
+    expanded.push_back(s[i]);
+    out.push_back(s[i] * SInt(reps[i]));
+  }
+  return reshape(inter, loc).expand(expanded, loc).reshape(out, loc);
+}
+
+} // namespace tg
+
+namespace tg::detail {
+
+TG_API Tensor checked_index(const Tensor& index, const Tensor& input, int d, const char* op,
+                            std::source_location loc) {
+  const std::int64_t n = input.size(d);
+  if (!is_int(index.dtype()))
+    fail<dtype_error>(
+        op, std::string("index must be an integer tensor, got ") + dtype_name(index.dtype()), loc);
+  std::vector<std::int64_t> v = index.to_vector<std::int64_t>();
+  for (std::int64_t x : v)
+    if (x < -n || x >= n)
+      fail<index_error>(op,
+                        "index " + std::to_string(x) + " is out of range for dim " +
+                            std::to_string(d) + " of " + shape_of(input),
+                        loc);
+  Tensor i = index.cast(DType::Int64);
+  return where(i < std::int64_t(0), i + n, i, loc);
+}
+
+TG_API Tensor arange_on(std::int64_t n, const std::string& device) {
+  if (n > std::numeric_limits<std::int32_t>::max()) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = i;
+    return Tensor::from_data(v, {n}, TensorOptions(DType::Int64, device));
+  }
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (std::int32_t i = 0; i < std::int32_t(n); ++i) v[std::size_t(i)] = i;
+  return Tensor::from_data(v, {n}, TensorOptions(DType::Int32, device));
+}
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor Tensor::gather(int dim, const Tensor& index, Loc loc) const {
+  int d = normalize_axis(dim, "gather", loc);
+  if (index.ndim() != ndim())
+    detail::fail<shape_error>("gather",
+                              "index " + detail::shape_of(index) +
+                                  " must have as many dims as the input " + detail::shape_of(*this),
+                              loc);
+  for (int i = 0; i < ndim(); ++i)
+    if (i != d && index.size(i) > size(i))
+      detail::fail<shape_error>("gather",
+                                "index " + detail::shape_of(index) + " is larger than the input " +
+                                    detail::shape_of(*this) + " in dim " + std::to_string(i),
+                                loc);
+  std::int64_t n = size(d);
+  Tensor idx = detail::checked_index(index, *this, d, "gather", loc);
+  // crop the input to the index's extent (except along dim), then one-hot select along dim
+  std::vector<SInt> lo(std::size_t(ndim()), SInt(0)), hi = index.sym_shape();
+  hi[std::size_t(d)] = sym_shape()[std::size_t(d)];
+  Tensor x = (hi == sym_shape()) ? *this : move({MoveOp::Shrink, lo, hi});
+  Shape ar(std::size_t(ndim()) + 1, SInt(1));
+  ar[std::size_t(d) + 1] = n;
+  Tensor onehot = idx.unsqueeze(d + 1, loc) == detail::arange_on(n, device()).reshape(ar, loc);
+  Tensor picked =
+      where(onehot, x.unsqueeze(d, loc), Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
+  return picked.reduce(Op::ReduceSum, {d + 1}, false, "gather", loc);
+}
+
+TG_API Tensor Tensor::index_select(int dim, const Tensor& index, Loc loc) const {
+  int d = normalize_axis(dim, "index_select", loc);
+  if (index.ndim() > 1)
+    detail::fail<shape_error>("index_select", "index must be 1-D, got " + detail::shape_of(index),
+                              loc);
+  std::int64_t n = size(d), m = index.numel();
+  Tensor idx = detail::checked_index(index.reshape({m}), *this, d, "index_select", loc);
+  // out[..., j, ...] = sum_k x[..., k, ...] * (idx[j] == k)
+  Shape is(std::size_t(ndim()) + 1, SInt(1));
+  is[std::size_t(d)] = m;
+  Shape ks(std::size_t(ndim()) + 1, SInt(1));
+  ks[std::size_t(d) + 1] = n;
+  Tensor onehot = idx.reshape(is, loc) == detail::arange_on(n, device()).reshape(ks, loc);
+  Tensor picked = where(onehot, unsqueeze(d, loc), full_on({}, 0, dtype(), device()), loc);
+  return picked.reduce(Op::ReduceSum, {d + 1}, false, "index_select", loc);
+}
+
+TG_API Tensor cat(const std::vector<Tensor>& ts, int dim, std::source_location loc) {
+  if (ts.empty()) detail::fail<shape_error>("cat", "needs at least one tensor", loc);
+  int d = ts[0].normalize_axis(dim, "cat", loc);
+  if (ts[0].ndim() == 0)
+    detail::fail<shape_error>("cat", "0-d tensors cannot be concatenated (use stack)", loc);
+  DType t = ts[0].dtype();
+  SInt total = 0;
+  for (const Tensor& x : ts) {
+    if (x.ndim() != ts[0].ndim())
+      detail::fail<shape_error>("cat",
+                                "tensors must have the same number of dims: " +
+                                    detail::shape_of(ts[0]) + " and " + detail::shape_of(x),
+                                loc);
+    for (int i = 0; i < x.ndim(); ++i)
+      if (i != d && !(x.sym_shape()[std::size_t(i)] == ts[0].sym_shape()[std::size_t(i)]))
+        detail::fail<shape_error>("cat",
+                                  "shapes " + detail::shape_of(ts[0]) + " and " +
+                                      detail::shape_of(x) + " differ outside dim " +
+                                      std::to_string(d),
+                                  loc);
+    t = promote(t, x.dtype());
+    total = total + x.sym_shape()[std::size_t(d)];
+  }
+  if (ts.size() == 1) return ts[0].cast(t);
+  Tensor out;
+  SInt offset = 0;
+  for (const Tensor& x : ts) {
+    std::vector<SInt> before(std::size_t(x.ndim()), SInt(0)), after = before;
+    before[std::size_t(d)] = offset;
+    offset = offset + x.sym_shape()[std::size_t(d)];
+    after[std::size_t(d)] = total - offset;
+    Tensor p = x.cast(t).move({MoveOp::Pad, before, after});
+    out = out.defined() ? (t == DType::Bool ? out.logical_or(p, loc)
+                                            : Tensor::alu(Op::Add, out, p, "cat", loc))
+                        : p;
+  }
+  return out;
+}
+
+TG_API Tensor stack(const std::vector<Tensor>& ts, int dim, std::source_location loc) {
+  if (ts.empty()) detail::fail<shape_error>("stack", "needs at least one tensor", loc);
+  std::vector<Tensor> u;
+  for (const Tensor& x : ts) {
+    if (!(x.sym_shape() == ts[0].sym_shape()))
+      detail::fail<shape_error>(
+          "stack", "shapes " + detail::shape_of(ts[0]) + " and " + detail::shape_of(x) + " differ",
+          loc);
+    u.push_back(x.unsqueeze(dim, loc));
+  }
+  return cat(u, dim, loc);
+}
+
+TG_API Tensor Tensor::matmul(const Tensor& o, Loc loc) const {
+  if (ndim() == 0 || o.ndim() == 0)
+    detail::fail<shape_error>("matmul",
+                              "needs tensors of at least 1 dim, got " + detail::shape_of(*this) +
+                                  " and " + detail::shape_of(o),
+                              loc);
+  Tensor a = ndim() == 1 ? unsqueeze(0, loc) : *this;
+  Tensor b = o.ndim() == 1 ? o.unsqueeze(1, loc) : o;
+  bool copy = detail::copy_transposed_operand(a, b);
+  const Shape &as = a.sym_shape(), &bs = b.sym_shape();
+  if (!(as.back() == bs[bs.size() - 2]))
+    detail::fail<shape_error>("matmul",
+                              "shapes " + detail::shape_of(*this) + " and " + detail::shape_of(o) +
+                                  " cannot be multiplied (" + detail::shape_str({as.back()}) +
+                                  " vs " + detail::shape_str({bs[bs.size() - 2]}) + ")",
+                              loc);
+  Shape batch;
+  Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  if (!detail::broadcast_shapes(ab, bb, batch))
+    detail::fail<shape_error>("matmul",
+                              "batch dims of " + detail::shape_of(*this) + " and " +
+                                  detail::shape_of(o) + " cannot be broadcast",
+                              loc);
+  SInt n = as[as.size() - 2], k = as.back(), m = bs.back();
+  Shape sa = batch, sb = batch;
+  sa.insert(sa.end(), {n, k, SInt(1)});
+  sb.insert(sb.end(), {SInt(1), k, m});
+  Shape full = batch;
+  full.insert(full.end(), {n, k, m});
+  auto broadcast_b = [&](const Tensor& t) {
+    return t.unsqueeze(-3, loc).expand(sb, loc).expand(full, loc);
+  };
+  Tensor prodt = alu(Op::Mul, a.unsqueeze(-1, loc).expand(sa, loc).expand(full, loc),
+                     broadcast_b(copy ? b.contiguous(loc) : b), "matmul", loc);
+  // The backward reads the operand as the caller laid it out, not the copy: the gradient of x in
+  // x @ w.t() sums over w's rows, along which w itself is contiguous and the copy is not.
+  if (copy && prodt.lazy()->grad_fn) prodt.lazy()->grad_fn->parents[1] = broadcast_b(b).lazy();
+  Tensor r = prodt.reduce(Op::ReduceSum, {int(full.size()) - 2}, false, "matmul", loc);
+  if (ndim() == 1) r = r.squeeze(-2, loc);
+  if (o.ndim() == 1) r = r.squeeze(-1, loc);
+  return r;
+}
+
+TG_API Tensor Tensor::dot(const Tensor& o, Loc loc) const {
+  if (ndim() != 1 || o.ndim() != 1)
+    detail::fail<shape_error>("dot",
+                              "needs two 1-D tensors, got " + detail::shape_of(*this) + " and " +
+                                  detail::shape_of(o),
+                              loc);
+  if (size(0) != o.size(0))
+    detail::fail<shape_error>("dot",
+                              "the tensors have different sizes: " + detail::shape_of(*this) +
+                                  " and " + detail::shape_of(o),
+                              loc);
+  return matmul(o, loc);
+}
+
+TG_API Tensor matmul(const Tensor& a, const Tensor& b, std::source_location loc) {
+  return a.matmul(b, loc);
+}
+
+TG_API Tensor Tensor::softmax(int dim, Loc loc) const {
+  normalize_axis(dim, "softmax", loc); // the error names the op called
+  Tensor x = as_float();
+  Tensor e = (x - x.max(dim, true, loc)).exp(loc);
+  return e / e.sum(dim, true, loc);
+}
+
+TG_API Tensor Tensor::log_softmax(int dim, Loc loc) const {
+  normalize_axis(dim, "log_softmax", loc);
+  Tensor x = as_float();
+  Tensor s = x - x.max(dim, true, loc);
+  return s - s.exp(loc).sum(dim, true, loc).log(loc);
+}
+
+/// Running sum along dim: out[i] = sum_{j <= i} x[j] (one kernel, O(n^2) work along dim).
+TG_API Tensor Tensor::cumsum(int dim, Loc loc) const {
+  int d = normalize_axis(dim, "cumsum", loc);
+  Tensor x = is_float(dtype()) ? *this : cast(DType::Int64);
+  if (ndim() == 0) return x;
+  std::int64_t n = size(d);
+  Tensor ar = detail::arange_on(n, device());
+  Shape is(std::size_t(ndim()) + 1, SInt(1)), js = is;
+  is[std::size_t(d)] = n;
+  js[std::size_t(d) + 1] = n;
+  Tensor upto = ar.reshape(js, loc) <= ar.reshape(is, loc); // j <= i
+  Tensor picked =
+      where(upto, x.unsqueeze(d, loc), Tensor::full_on({}, 0, x.dtype(), x.device()), loc);
+  return picked.reduce(Op::ReduceSum, {d + 1}, false, "cumsum", loc);
+}
+
+TG_API Tensor softmax(const Tensor& x, int dim, std::source_location loc) {
+  return x.softmax(dim, loc);
+}
+
+TG_API Tensor log_softmax(const Tensor& x, int dim, std::source_location loc) {
+  return x.log_softmax(dim, loc);
+}
+
+TG_API Tensor maximum(const Tensor& a, const Tensor& b, std::source_location loc) {
+  return a.maximum(b, loc);
+}
+
+TG_API Tensor minimum(const Tensor& a, const Tensor& b, std::source_location loc) {
+  return a.minimum(b, loc);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_IMPL_TENSOR_MOVEMENT_HPP
+
+// ---- tg/impl/tensor/ops.hpp ----
+#ifndef TG_SI_TG_IMPL_TENSOR_OPS_HPP
+#define TG_SI_TG_IMPL_TENSOR_OPS_HPP
+// What tensor/ops.hpp declares (TG_API, config.hpp).
+
+namespace tg::detail {
+
+TG_API void require_not_bool(const Tensor& t, const char* op, std::source_location loc) {
+  if (t.dtype() == DType::Bool)
+    fail<dtype_error>(
+        op, "is not defined for bool tensors (cast to an integer or float type first)", loc);
+}
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor operator+(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::Add, a.t, b.t, "add", a.loc);
+}
+
+TG_API Tensor operator*(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::Mul, a.t, b.t, "mul", a.loc);
+}
+
+TG_API Tensor operator-(TensorArg a) {
+  detail::require_not_bool(a.t, "neg", a.loc);
+  return a.t.alu(Op::Neg, a.loc);
+}
+
+TG_API Tensor operator-(TensorArg a, TensorArg b) {
+  if (a.t.dtype() == DType::Bool || b.t.dtype() == DType::Bool)
+    detail::fail<dtype_error>("sub", "subtracting bool tensors is not supported (use logical_xor)",
+                              a.loc);
+  DType t = detail::promote(a.t, b.t);
+  return Tensor::alu(Op::Add, a.t.cast(t), -TensorArg(b.t.cast(t), a.loc), "sub", a.loc);
+}
+
+TG_API Tensor operator/(TensorArg a, TensorArg b) {
+  DType t = detail::promote(a.t, b.t);
+  if (!is_float(t)) t = DType::Float32;
+  return Tensor::alu(Op::Div, a.t.cast(t), b.t.cast(t), "div", a.loc);
+}
+
+TG_API Tensor operator<(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::CmpLt, a.t, b.t, "lt", a.loc);
+}
+
+TG_API Tensor operator>(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::CmpLt, b.t, a.t, "gt", a.loc);
+}
+
+TG_API Tensor operator==(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::CmpEq, a.t, b.t, "eq", a.loc);
+}
+
+TG_API Tensor operator!=(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::CmpNe, a.t, b.t, "ne", a.loc);
+}
+
+TG_API Tensor operator<=(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::Or, Tensor::alu(Op::CmpLt, a.t, b.t, "le", a.loc),
+                     Tensor::alu(Op::CmpEq, a.t, b.t, "le", a.loc), "le", a.loc);
+}
+
+TG_API Tensor operator>=(TensorArg a, TensorArg b) {
+  return Tensor::alu(Op::Or, Tensor::alu(Op::CmpLt, b.t, a.t, "ge", a.loc),
+                     Tensor::alu(Op::CmpEq, a.t, b.t, "ge", a.loc), "ge", a.loc);
+}
+
+TG_API Tensor operator!(TensorArg a) { return a.t.logical_not(a.loc); }
+
+TG_API Tensor operator&&(TensorArg a, TensorArg b) { return a.t.logical_and(b.t, a.loc); }
+
+TG_API Tensor operator||(TensorArg a, TensorArg b) { return a.t.logical_or(b.t, a.loc); }
+
+TG_API Tensor& operator+=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) + b; }
+
+TG_API Tensor& operator-=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) - b; }
+
+TG_API Tensor& operator*=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) * b; }
+
+TG_API Tensor& operator/=(Tensor& a, TensorArg b) { return a = TensorArg(a, b.loc) / b; }
+
+// ---- elementwise ---------------------------------------------------------------------------
+TG_API Tensor Tensor::neg(Loc loc) const { return -TensorArg(*this, loc); }
+
+TG_API Tensor Tensor::abs(Loc loc) const {
+  detail::require_not_bool(*this, "abs", loc);
+  if (is_unsigned(dtype())) return *this;
+  Tensor m = neg(loc).maximum(*this, loc);
+  if (!is_float(dtype())) return m;
+  // max(-0, +0) may be -0: a zero becomes +0 by a select, not by adding +0, which a Vulkan
+  // driver may fold away (lavapipe does, float controls or not: abs(0) was -0, 1 / it -inf)
+  return where(m == const_like(0), const_like(0), m, loc);
+}
+
+TG_API Tensor Tensor::sign(Loc loc) const {
+  detail::require_not_bool(*this, "sign", loc);
+  Tensor zero = const_like(0);
+  return alu(Op::CmpLt, zero, *this, "sign", loc).cast(dtype()) -
+         alu(Op::CmpLt, *this, zero, "sign", loc).cast(dtype());
+}
+
+TG_API Tensor Tensor::exp2(Loc loc) const { return as_float().alu(Op::Exp2, loc); }
+
+TG_API Tensor Tensor::exp(Loc loc) const {
+  return (as_float() * detail::kLog2E).alu(Op::Exp2, loc);
+}
+
+TG_API Tensor Tensor::log2(Loc loc) const { return as_float().alu(Op::Log2, loc); }
+
+TG_API Tensor Tensor::log(Loc loc) const { return as_float().alu(Op::Log2, loc) * detail::kLn2; }
+
+TG_API Tensor Tensor::sqrt(Loc loc) const { return as_float().alu(Op::Sqrt, loc); }
+
+TG_API Tensor Tensor::rsqrt(Loc loc) const { return sqrt(loc).reciprocal(loc); }
+
+TG_API Tensor Tensor::reciprocal(Loc loc) const { return as_float().alu(Op::Recip, loc); }
+
+TG_API Tensor Tensor::sin(Loc loc) const { return as_float().alu(Op::Sin, loc); }
+
+/// cos(x) = 1 - 2 sin^2(x / 2): halving is exact, so large arguments keep their digits (sin of
+/// pi/2 - x rounds the difference first: cos(12345.678f) was off by 3e-4).
+TG_API Tensor Tensor::cos(Loc loc) const {
+  return 1.0 - 2.0 * (as_float() * 0.5).alu(Op::Sin, loc).square(loc);
+}
+
+TG_API Tensor Tensor::tan(Loc loc) const { return sin(loc) / cos(loc); }
+
+TG_API Tensor Tensor::sigmoid(Loc loc) const {
+  return (1.0 + (-as_float()).exp(loc)).reciprocal(loc);
+}
+
+TG_API Tensor Tensor::tanh(Loc loc) const { return 2.0 * (2.0 * as_float()).sigmoid(loc) - 1.0; }
+
+TG_API Tensor Tensor::relu(Loc loc) const {
+  detail::require_not_bool(*this, "relu", loc);
+  Tensor zero = const_like(0);
+  Tensor out = maximum(zero, loc); // NaN stays NaN
+  // PyTorch's gradient, none at 0 (max would split the tie evenly): the record of a select on
+  // x > 0, which is also one compare in the backward kernels.
+  if (out.lazy()->grad_fn) {
+    no_grad guard; // the mask itself is not differentiated
+    *out.lazy()->grad_fn = GradRecord{
+        Op::Where, {(zero < *this).lazy(), lazy(), zero.expand(sym_shape()).lazy()}, {}, {}};
+  }
+  return out;
+}
+
+TG_API Tensor Tensor::leaky_relu(double slope, Loc loc) const {
+  Tensor x = as_float();
+  return where(x > 0.0, x, x * slope, loc);
+}
+
+TG_API Tensor Tensor::silu(Loc loc) const { return as_float() * sigmoid(loc); }
+
+TG_API Tensor Tensor::softplus(double beta, double threshold, Loc loc) const {
+  Tensor bx = as_float() * beta;
+  Tensor soft = (bx.relu(loc) + (1.0 + (-bx.abs(loc)).exp(loc)).log(loc)) / beta;
+  return where(bx > threshold, as_float(), soft, loc);
+}
+
+TG_API Tensor Tensor::square(Loc loc) const {
+  return TensorArg(*this, loc) * TensorArg(*this, loc);
+}
+
+TG_API Tensor Tensor::trunc(Loc loc) const {
+  return is_float(dtype()) ? alu(Op::Trunc, loc) : *this;
+}
+
+TG_API Tensor Tensor::floor(Loc loc) const {
+  if (!is_float(dtype())) return *this;
+  Tensor t = trunc(loc);
+  return where(*this < t, t - 1.0, t, loc);
+}
+
+TG_API Tensor Tensor::ceil(Loc loc) const {
+  if (!is_float(dtype())) return *this;
+  Tensor t = trunc(loc);
+  return where(*this > t, t + 1.0, t, loc);
+}
+
+/// Round half to even, as PyTorch. From trunc: x - trunc(x) is exact, whereas x + 0.5 rounds
+/// (0.49999997f + 0.5 == 1.0f, and 2^23 + 1 + 0.5 is a tie in float32).
+TG_API Tensor Tensor::round(Loc loc) const {
+  if (!is_float(dtype())) return *this;
+  Tensor t = trunc(loc), frac = *this - t, af = frac.abs(loc);
+  Tensor odd = (t * 0.5).trunc(loc) * 2.0 != t;
+  Tensor away = (af > 0.5).logical_or((af == 0.5).logical_and(odd, loc), loc);
+  return where(away, t + where(frac < 0.0, const_like(-1), const_like(1), loc), t, loc);
+}
+
+TG_API Tensor Tensor::isnan(Loc loc) const {
+  if (!is_float(dtype())) return full_on(sym_shape(), 0, DType::Bool, device());
+  return alu(Op::CmpNe, *this, *this, "isnan", loc);
+}
+
+TG_API Tensor Tensor::isinf(Loc loc) const {
+  if (!is_float(dtype())) return full_on(sym_shape(), 0, DType::Bool, device());
+  return (*this == INFINITY).logical_or(*this == -INFINITY, loc);
+}
+
+TG_API Tensor Tensor::logical_not(Loc loc) const {
+  return alu(Op::CmpEq, cast(DType::Bool), const_like(0, DType::Bool), "logical_not", loc);
+}
+
+TG_API Tensor Tensor::logical_and(const Tensor& o, Loc loc) const {
+  return alu(Op::And, cast(DType::Bool), o.cast(DType::Bool), "logical_and", loc);
+}
+
+TG_API Tensor Tensor::logical_or(const Tensor& o, Loc loc) const {
+  return alu(Op::Or, cast(DType::Bool), o.cast(DType::Bool), "logical_or", loc);
+}
+
+TG_API Tensor Tensor::logical_xor(const Tensor& o, Loc loc) const {
+  return alu(Op::Xor, cast(DType::Bool), o.cast(DType::Bool), "logical_xor", loc);
+}
+
+TG_API Tensor Tensor::pow(const Tensor& e, Loc loc) const {
+  DType t = detail::promote(*this, e);
+  if (is_float(t)) return alu(Op::Pow, cast(t), e.cast(t), "pow", loc);
+  // integer powers: exact in float64 for the values integers can hold without overflow
+  return alu(Op::Pow, cast(DType::Float64), e.cast(DType::Float64), "pow", loc).round(loc).cast(t);
+}
+
+TG_API Tensor Tensor::pow(double e, Loc loc) const {
+  if (e == 2) return square(loc);
+  if (e == 1) return *this;
+  if (e == 0.5) return sqrt(loc);
+  if (!is_float(dtype()) && e == std::floor(e)) { // an integer power keeps the integer dtype
+    if (e < 0)
+      detail::fail<dtype_error>("pow",
+                                std::string("integers to negative integer powers are not "
+                                            "allowed (") +
+                                    dtype_name(dtype()) + " tensor to the power " +
+                                    std::to_string(std::int64_t(e)) + ")",
+                                loc);
+    Tensor x = dtype() == DType::Bool ? cast(DType::Int64) : *this;
+    return x.pow(full_on({}, Scalar::of_int(DType::Int64, std::int64_t(e)), DType::Int64, device()),
+                 loc);
+  }
+  Tensor x = is_float(dtype()) ? *this : cast(DType::Float32);
+  // as PyTorch's scalar powers: products, exact where the result is (a GPU's pow need not be)
+  if (e == 3) return x.square(loc) * x;
+  if (e == -1) return x.reciprocal(loc);
+  if (e == -2) return x.square(loc).reciprocal(loc);
+  return x.pow(full_on({}, e, x.dtype(), device()), loc);
+}
+
+TG_API Tensor Tensor::maximum(const Tensor& o, Loc loc) const {
+  return alu(Op::Max, *this, o, "maximum", loc);
+}
+
+TG_API Tensor Tensor::minimum(const Tensor& o, Loc loc) const {
+  DType t = detail::promote(*this, o);
+  Tensor a = cast(t), b = o.cast(t);
+  Tensor pick_a = alu(Op::CmpLt, a, b, "minimum", loc);
+  if (is_float(t)) pick_a = pick_a.logical_or(a.isnan(loc), loc);
+  return where(pick_a, a, b, loc);
+}
+
+TG_API Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi, Loc loc) const {
+  // PyTorch's promotion with the bounds as scalars: an integer tensor with a bound that is not an
+  // integer is clamped as float32; bounds in the result's dtype (not via a float32 constant,
+  // which rounds large int64 bounds)
+  auto fractional = [](std::optional<double> b) { return b && *b != std::floor(*b); };
+  Tensor r =
+      !is_float(dtype()) && (fractional(lo) || fractional(hi)) ? cast(DType::Float32) : *this;
+  if (lo) r = r.maximum(full_on({}, *lo, r.dtype(), device()), loc);
+  if (hi) r = r.minimum(full_on({}, *hi, r.dtype(), device()), loc);
+  return r;
+}
+
+TG_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
+                    std::source_location loc) {
+  Shape s1, out;
+  if (!detail::broadcast_shapes(cond.sym_shape(), a.sym_shape(), s1) ||
+      !detail::broadcast_shapes(s1, b.sym_shape(), out))
+    detail::fail<shape_error>("where",
+                              "shapes " + detail::shape_of(cond) + ", " + detail::shape_of(a) +
+                                  " and " + detail::shape_of(b) + " cannot be broadcast",
+                              loc);
+  if (cond.device() != a.device() || a.device() != b.device())
+    detail::fail<device_error>("where", "tensors are on different devices", loc);
+  DType t = detail::promote(a, b);
+  Tensor c = cond.cast(DType::Bool).expand(out), x = a.cast(t).expand(out),
+         y = b.cast(t).expand(out);
+  return Tensor::make(Op::Where, t, out, {c.lazy(), x.lazy(), y.lazy()}, a.device());
+}
+
+// ---- reductions ----------------------------------------------------------------------------
+TG_API Tensor Tensor::sum(std::vector<int> axes, bool keepdim, Loc loc) const {
+  Tensor x = is_float(dtype()) ? *this
+                               : cast(DType::Int64); // integer sums accumulate in int64, as PyTorch
+  return x.reduce(Op::ReduceSum, std::move(axes), keepdim, "sum", loc);
+}
+
+TG_API Tensor Tensor::prod(std::vector<int> axes, bool keepdim, Loc loc) const {
+  Tensor x = is_float(dtype()) ? *this : cast(DType::Int64);
+  return x.reduce(Op::ReduceProd, std::move(axes), keepdim, "prod", loc);
+}
+
+} // namespace tg
+
+namespace tg::detail {
+
+TG_API void require_nonempty_axes(const Tensor& t, std::vector<int> axes, const char* op,
+                                  std::source_location loc) {
+  if (t.numel() != 0 || t.ndim() == 0) return;
+  if (axes.empty())
+    fail<shape_error>(op,
+                      "reduction over all of the empty tensor " + shape_of(t) +
+                          " has no identity (give an axis that is not empty)",
+                      loc);
+  for (int a : axes) {
+    a = t.normalize_axis(a, op, loc);
+    if (t.sym_shape()[std::size_t(a)].eval() == 0)
+      fail<shape_error>(op,
+                        "axis " + std::to_string(a) + " of " + shape_of(t) +
+                            " is empty, and the reduction has no identity",
+                        loc);
+  }
+}
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor Tensor::max(std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::require_nonempty_axes(*this, axes, "max", loc);
+  return reduce(Op::ReduceMax, std::move(axes), keepdim, "max", loc);
+}
+
+TG_API Tensor Tensor::min(std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::require_nonempty_axes(*this, axes, "min", loc);
+  if (is_float(dtype()))
+    return -(-*this).reduce(Op::ReduceMax, std::move(axes), keepdim, "min", loc);
+  if (dtype() == DType::Bool) return all(std::move(axes), keepdim, loc);
+  // ~x reverses the order of any integer type
+  return alu(Op::Xor,
+             alu(Op::Xor, *this, const_like(-1), "min", loc)
+                 .reduce(Op::ReduceMax, axes, keepdim, "min", loc),
+             full_on({}, -1, dtype(), device()), "min", loc);
+}
+
+} // namespace tg
+
+namespace tg::detail {
+
+TG_API void check_axes(const Tensor& t, const std::vector<int>& axes, const char* op,
+                       std::source_location loc) {
+  for (int a : axes) t.normalize_axis(a, op, loc);
+}
+
+} // namespace tg::detail
+
+namespace tg {
+
+TG_API Tensor Tensor::mean(std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "mean", loc);
+  if (!is_float(dtype()))
+    detail::fail<dtype_error>(
+        "mean", std::string("needs a floating point tensor, got ") + dtype_name(dtype()), loc);
+  Tensor s = sum(axes, keepdim, loc);
+  double count = double(numel()) / double(std::max<std::int64_t>(s.numel(), 1));
+  return s / count;
+}
+
+TG_API Tensor Tensor::any(std::vector<int> axes, bool keepdim, Loc loc) const {
+  return cast(DType::Bool).reduce(Op::ReduceMax, std::move(axes), keepdim, "any", loc);
+}
+
+TG_API Tensor Tensor::all(std::vector<int> axes, bool keepdim, Loc loc) const {
+  return logical_not(loc).any(std::move(axes), keepdim, loc).logical_not(loc);
+}
+
+TG_API Tensor Tensor::argmax(std::optional<int> axis, bool keepdim, Loc loc) const {
+  detail::require_nonempty_axes(*this, axis ? std::vector<int>{*axis} : std::vector<int>{},
+                                "argmax", loc);
+  if (!axis) {
+    Tensor r = flatten(0, -1, loc).argmax(0, false, loc);
+    if (keepdim) return r.reshape(Shape(std::size_t(ndim()), SInt(1)), loc);
+    return r;
+  }
+  int a = normalize_axis(*axis, "argmax", loc);
+  if (ndim() == 0)
+    return full_on({}, 0, DType::Int64, device()); // axis 0 of a 0-d tensor, as PyTorch
+  SInt n = sym_shape()[std::size_t(a)];
+  Tensor m = max(a, true, loc);
+  Tensor hit = *this == m;
+  if (is_float(dtype())) hit = hit.logical_or(isnan(loc), loc);
+  // n - i for the first hit is the largest; take it and turn it back into i
+  Shape idx_shape(std::size_t(ndim()), SInt(1));
+  idx_shape[std::size_t(a)] = n;
+  std::vector<std::int64_t> rev(std::size_t(n.eval()));
+  for (std::size_t i = 0; i < rev.size(); ++i) rev[i] = std::int64_t(rev.size() - i);
+  Tensor countdown = from_data(rev, idx_shape, TensorOptions(DType::Int64, device()), loc);
+  Tensor best =
+      where(hit, countdown, full_on({}, 0, DType::Int64, device()), loc).max(a, keepdim, loc);
+  return full_on({}, double(n.eval()), DType::Int64, device()) - best;
+}
+
+TG_API Tensor Tensor::argmin(std::optional<int> axis, bool keepdim, Loc loc) const {
+  detail::require_not_bool(*this, "argmin", loc);
+  if (is_float(dtype())) return (-*this).argmax(axis, keepdim, loc);
+  return alu(Op::Xor, *this, const_like(-1), "argmin", loc).argmax(axis, keepdim, loc);
+}
+
+TG_API Tensor Tensor::var(std::vector<int> axes, double correction, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "var", loc);
+  Tensor x = as_float();
+  Tensor m = x.mean(axes, true, loc);
+  Tensor d = x - m;
+  Tensor s = (d * d).sum(axes, keepdim, loc);
+  double count = double(numel()) / double(std::max<std::int64_t>(s.numel(), 1));
+  return s / std::max(count - correction, 0.0);
+}
+
+TG_API Tensor Tensor::std(std::vector<int> axes, double correction, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "std", loc);
+  return var(std::move(axes), correction, keepdim, loc).sqrt(loc);
+}
+
+TG_API Tensor Tensor::logsumexp(std::vector<int> axes, bool keepdim, Loc loc) const {
+  detail::check_axes(*this, axes, "logsumexp", loc);
+  Tensor x = as_float();
+  if (numel() == 0) return x.exp(loc).sum(axes, keepdim, loc).log(loc); // empty sums: log(0) = -inf
+  Tensor m = x.max(axes, true, loc);
+  Tensor safe = where(m.isinf(loc), m.const_like(0), m, loc); // all -inf rows give -inf, not nan
+  Tensor r = (x - safe).exp(loc).sum(axes, true, loc).log(loc) + safe;
+  if (keepdim) return r;
+  return r.reshape(x.max(axes, false, loc).sym_shape(), loc);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_IMPL_TENSOR_OPS_HPP
+
+// ---- tg/impl/tensor/print.hpp ----
+#ifndef TG_SI_TG_IMPL_TENSOR_PRINT_HPP
+#define TG_SI_TG_IMPL_TENSOR_PRINT_HPP
+// What tensor/print.hpp declares (TG_API, config.hpp).
+#include <ostream>
+
+namespace tg {
+
+TG_API std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+TG_API std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+
+} // namespace tg
+#endif // TG_SI_TG_IMPL_TENSOR_PRINT_HPP
+#endif // TG_SI_TG_IMPL_IMPL_HPP
+#endif
 #endif // TG_SI_TG_TG_HPP
 // clang-format on

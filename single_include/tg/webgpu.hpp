@@ -45,6 +45,6213 @@
 #include <mutex>
 #include <thread>
 
+// ---- tg/codegen/render_wgsl.hpp ----
+#ifndef TG_SI_TG_CODEGEN_RENDER_WGSL_HPP
+#define TG_SI_TG_CODEGEN_RENDER_WGSL_HPP
+// The WGSL dialect of the C-style renderer: a WebGPU compute shader per kernel, for programs
+// shaped by gpu_program, decomposed and narrowed to 32-bit integers (narrow32: WGSL has no 8-,
+// 16- or 64-bit integers). Buffers are storage buffers (binding = parameter index); bool, 8- and
+// 16-bit tensors are packed four or two to a 32-bit word: loads unpack, and a packed output is
+// written with atomicAnd/atomicOr on its word, so threads storing neighbouring elements never
+// race. On a device with shader-f16 (F16), float16 buffers are array<f16> instead: elements move
+// in and out as bits (decompose has rounded them exactly; WGSL leaves the rounding of an f32 ->
+// f16 conversion to the implementation), and a store needs no atomics. The launch values (item
+// base, outer start/end, symbolic sizes) are int32 in a uniform buffer bound after the storage
+// buffers. Float constants that are not finite cannot be constant expressions in WGSL: they come
+// from a function call.
+
+// ---- tg/codegen/gpu_program.hpp ----
+#ifndef TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
+#define TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
+// gpu_program: a lowered Program -> the same program shaped for a GPU launch, shared by every GPU
+// dialect (GLSL, CUDA). The parallel outer loop (a Range over the Bound start/end) becomes the
+// work item of each thread with a bounds check (Special + If); the inner output loops with constant
+// sizes are flattened into the item index; and when there are few items and long reductions, a
+// whole work-group shares one item: each reduction's loop is split across the group's lanes
+// (start = lane, step = local) and combined through local memory (GroupReduce), and only lane 0
+// stores. The CPU path never calls this; INTERP cannot run its output (Special, GroupReduce).
+
+// ---- tg/codegen/ir.hpp ----
+#ifndef TG_SI_TG_CODEGEN_IR_HPP
+#define TG_SI_TG_CODEGEN_IR_HPP
+// The linear kernel program: what `lower` produces and every renderer (and the reference
+// interpreter) consumes. Values are referred to by their index in `ops`.
+
+namespace tg {
+
+enum class UKind : std::uint8_t {
+  Param,     // arg: parameter index (0 = output); dtype: storage dtype
+  VarParam,  // arg: index into Program::vars
+  Bound,     // arg 0: start, 1: end of the parallel range (set by the launcher)
+  Const,     // value
+  Range,     // loop index; src0 start, src1 end, src2 step (or -1: 1); arg: range id
+  EndRange,  // src0: its Range
+  Load,      // src0 param, src1 index, src2 gate (or -1); value in compute dtype
+  Store,     // src0 param, src1 index, src2 value
+  DefineAcc, // value: initial value
+  AccAssign, // src0 acc, src1 value: acc = op(acc, value)
+  Alu,       // op with 1..3 sources
+  Reduce,    // (lowering only) op over src0 within ranges `ranges`
+  // GPU programs only (made by gpu_program, codegen/gpu_program.hpp; the CPU path never sees them):
+  Special,     // a launch index; arg: GpuIndex
+  If,          // src0 condition; the ops up to the matching EndIf run when it holds
+  EndIf,       // src0: its If
+  GroupReduce, // src0 acc: every thread of the work-group gets op over all threads' acc
+  Shared,      // a work-group array of arg elements of dtype (Load/Store take it as src0)
+  Barrier,     // every thread of the work-group waits here (in uniform control flow only)
+  Private,     // an array of arg elements of dtype, private to the thread, zeroed (Load: src0)
+  Mma,         // (CUDA) a warp's tensor-core step, shared_tiles.hpp: src0, src1: the Shared
+               // arrays of A and B (16-bit words, a row of value.i each), src2: the Private
+               // accumulators; ranges: the reduction offset, the warp's first row and column;
+               // arg: tiles of 16 rows x 8 columns (rows * 256 + columns); dtype: A's and B's
+  // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
+  VecAcc,   // a vector accumulator of arg lanes, each `value`
+  VecLoad,  // src0 param, src1 index: arg elements, consecutive or value.i (> 1) apart
+  VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
+  VecLane,  // src0 VecAcc: its lane arg
+  VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
+  Local,    // an array of arg elements of dtype, private to the thread (made by pack_panels)
+  VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
+};
+
+/// The largest panel the CPU device's pack_panels copies into a local array
+/// (codegen/pack_panels.hpp); the lowering counts on it (LowerOptions::packs_strided).
+inline constexpr std::int64_t kPackBytes = 256 * 1024;
+
+/// What a Special UOp reads (GPU programs).
+enum class GpuIndex : int {
+  Item = 0, // the work item: base + group * local + lane (grouped: base + group)
+  Lane = 1, // the thread's index in its work-group
+};
+
+struct UOp {
+  UKind kind = UKind::Const;
+  Op op = Op::Add;
+  DType dtype = DType::Int64;
+  std::array<int, 3> src{-1, -1, -1};
+  Scalar value;
+  int arg = -1;
+  std::vector<int> ranges; // Reduce: the ranges it runs over
+  constexpr bool operator==(const UOp&) const = default;
+};
+
+struct Program {
+  std::vector<UOp> ops;
+  std::vector<DType> params; // storage dtype of each parameter; 0 is the output
+  std::vector<Var> vars;     // symbolic sizes passed at launch
+  SInt outer;                // size of the parallel range (the launcher splits [0, outer))
+  SInt work;                 // iterations of the whole loop nest (for threading decisions)
+  Text name;
+  /// Its reduction split into this many partial accumulators (LowerOptions::split_reduce): the C
+  /// compiler may vectorize that loop, as each vector lane keeps its own sum in order.
+  int reduce_split = 1;
+  // GPU launch shape, set by gpu_program (codegen/gpu_program.hpp); local == 0 on CPU programs.
+  int local = 0;                    // threads per work-group (a power of two)
+  bool grouped = false;             // a work-group shares one item and splits its reductions
+  std::int64_t items_per_outer = 1; // inner output loops flattened into the item index
+  std::int64_t per_thread = 1;      // items each thread runs (not grouped): local apart
+};
+
+constexpr const char* ukind_name(UKind k) {
+  constexpr const char* names[] = {
+      "param",   "var",         "bound",     "const",    "range",   "endrange", "load",
+      "store",   "acc",         "accassign", "alu",      "reduce",  "special",  "if",
+      "endif",   "groupreduce", "shared",    "barrier",  "private", "mma",      "vecacc",
+      "vecload", "vecmac",      "veclane",   "vecstore", "local",   "vecfold"};
+  return names[static_cast<int>(k)];
+}
+
+namespace detail {
+/// Helpers for a pass that copies a program op by op into `out`, inserting ops of its own
+/// (map: each old op's index in `out`).
+struct ProgramRewriter {
+  const Program& in;
+  std::vector<UOp> out;
+  std::vector<int> map;
+
+  constexpr int add(UOp u) {
+    out.push_back(std::move(u));
+    return int(out.size()) - 1;
+  }
+  constexpr int cint(std::int64_t v) {
+    return add(UOp{UKind::Const,
+                   Op::Add,
+                   DType::Int64,
+                   {-1, -1, -1},
+                   Scalar::of_int(DType::Int64, v),
+                   -1,
+                   {}});
+  }
+  constexpr int alu(Op op, DType t, int a, int b) {
+    return add(UOp{UKind::Alu, op, t, {a, b, -1}, {}, -1, {}});
+  }
+  constexpr UOp remapped(const UOp& u) const {
+    UOp r = u;
+    for (int& s : r.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    for (int& s : r.ranges) s = map[std::size_t(s)]; // (Reduce's loops, Mma's operands)
+    return r;
+  }
+};
+} // namespace detail
+
+/// A readable dump of a program (TG_DEBUG=4).
+constexpr Text dump(const Program& p) {
+  Text t;
+  t << "program " << p.name.view() << '\n';
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    t << "  %" << i << " = " << ukind_name(u.kind);
+    if (u.kind == UKind::Alu || u.kind == UKind::AccAssign || u.kind == UKind::Reduce ||
+        u.kind == UKind::GroupReduce || u.kind == UKind::VecFold)
+      t << ' ' << op_name(u.op);
+    t << ' ' << dtype_name(u.dtype);
+    for (int s : u.src)
+      if (s >= 0) t << " %" << s;
+    if (u.kind == UKind::Const) {
+      if (is_float(u.dtype))
+        (t << ' ').literal(u.value.f); // exact (and inf, nan), so dumps tell constants apart
+      else
+        t << ' ' << u.value.i;
+    }
+    if (u.arg >= 0) t << " arg=" << u.arg;
+    if (u.kind == UKind::VecLoad && u.value.i > 1) t << " stride=" << u.value.i;
+    t << '\n';
+  }
+  return t;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_IR_HPP
+
+namespace tg {
+
+struct GpuOptions {
+  int local = 256;      // threads per work-group (rounded down to a power of two)
+  int max_local = 1024; // the device's limit
+  int grouped = -1;     // -1: decide; 0: never; 1: whenever the program reduces
+  int per_thread = 4;   // items a thread runs in a kernel without reductions of 2^20 items or more
+  /// Products (a matmul, a convolution's window product) as work-group tiles staged through
+  /// shared memory (codegen/shared_tiles.hpp), when they have at least tile_min_outputs outputs;
+  /// the block tile is the largest that leaves tile_blocks work-groups (two per SM of an H100).
+  bool shared_tiles = true;
+  std::int64_t tile_min_outputs = 4096;
+  std::int64_t tile_blocks = 256;
+  /// A thread's tile: rows and columns 16 apart (0: a warp's shared-memory reads are broadcasts
+  /// or consecutive words) or consecutive (1: the compiler may read them as vectors)
+  int tile_layout = 1;
+  /// float16 and bfloat16 products on tensor cores (mma.sync, float32 sums): CUDA devices of
+  /// compute capability 8.0 and later set it.
+  bool tensor_cores = false;
+};
+
+namespace detail {
+
+constexpr int floor_pow2(std::int64_t x) {
+  int r = 1;
+  while (std::int64_t(r) * 2 <= x && r < (1 << 30)) r *= 2;
+  return r;
+}
+
+struct GpuRewriter : ProgramRewriter {
+  constexpr int special(GpuIndex g) {
+    return add(UOp{UKind::Special, Op::Add, DType::Int64, {-1, -1, -1}, {}, int(g), {}});
+  }
+  constexpr bool is_const(int old) const { return in.ops[std::size_t(old)].kind == UKind::Const; }
+  constexpr std::int64_t ival(int old) const { return in.ops[std::size_t(old)].value.i; }
+};
+
+} // namespace detail
+
+/// The program shaped for a GPU launch of `items` = outer * items_per_outer work items, in
+/// work-groups of `local` threads (one item per thread, or per work-group when `grouped`).
+constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
+  const std::vector<UOp>& ops = p.ops;
+  const std::size_t n = ops.size();
+  // Which ranges belong to a reduction (opened between a DefineAcc and its AccAssign).
+  std::vector<int> reduction_of(n, -1); // Range -> its DefineAcc
+  std::vector<int> end_of(n, -1);       // Range -> its EndRange
+  int outer = -1;
+  {
+    std::vector<int> open_accs, stack;
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = ops[i];
+      if (u.kind == UKind::DefineAcc) open_accs.push_back(int(i));
+      // an AccAssign closes its accumulator (the lanes of an upcast kernel close several)
+      if (u.kind == UKind::AccAssign)
+        for (std::size_t k = 0; k < open_accs.size(); ++k)
+          if (open_accs[k] == u.src[0]) open_accs.erase(open_accs.begin() + std::ptrdiff_t(k));
+      if (u.kind == UKind::Range) {
+        stack.push_back(int(i));
+        if (!open_accs.empty()) reduction_of[i] = open_accs.back();
+        if (outer < 0 && ops[std::size_t(u.src[0])].kind == UKind::Bound) outer = int(i);
+      }
+      if (u.kind == UKind::EndRange) end_of[std::size_t(u.src[0])] = int(i);
+    }
+  }
+  if (outer < 0) throw graph_error{"gpu_program: the program has no outer loop"};
+  // Inner output loops: flattened into the item when all of them have constant sizes.
+  std::vector<int> inner;
+  std::int64_t m = 1;
+  bool flatten = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = ops[i];
+    if (u.kind != UKind::Range || int(i) == outer || reduction_of[i] >= 0) continue;
+    inner.push_back(int(i));
+    const UOp& s = ops[std::size_t(u.src[0])];
+    const UOp& e = ops[std::size_t(u.src[1])];
+    if (s.kind != UKind::Const || s.value.i != 0 || e.kind != UKind::Const || u.src[2] >= 0 ||
+        e.value.i <= 0)
+      flatten = false;
+    else
+      m *= e.value.i;
+  }
+  if (!flatten) m = 1;
+  // Reductions: the longest one decides whether a work-group shares an item.
+  bool reduces = false;
+  std::int64_t longest = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ops[i].kind != UKind::DefineAcc) continue;
+    reduces = true;
+    std::int64_t len = 1;
+    for (std::size_t r = 0; r < n; ++r)
+      if (reduction_of[r] == int(i)) {
+        const UOp& e = ops[std::size_t(ops[r].src[1])];
+        len *= e.kind == UKind::Const ? e.value.i : 4096; // a symbolic size counts as long
+      }
+    if (len > longest) longest = len;
+  }
+  // A work-group shares an item where there are too few items to fill a GPU one a thread and
+  // each reduction is long, also against their count: many shorter reductions (a [64, 256] x
+  // [256, 128] product: 8192 items of 256) run one a thread, as fast on GPUs and far faster on
+  // software adapters (SwiftShader, llvmpipe), whose work-group barriers are costly.
+  std::int64_t items = p.outer.is_const() ? p.outer.constant() * m : std::int64_t(1) << 40;
+  bool grouped = reduces && (o.grouped == 1 || (o.grouped < 0 && items < 16384 && longest >= 256 &&
+                                                longest * 4 >= items));
+  int local = detail::floor_pow2(o.local < 1 ? 1 : o.local);
+  if (local > o.max_local) local = detail::floor_pow2(o.max_local);
+  if (grouped && longest < local)
+    local = std::max(std::min(local, 32), detail::floor_pow2(longest));
+
+  // A kernel without reductions over many items runs 4 of them a thread, a work-group's width
+  // apart (loads stay coalesced): each thread then has 4 loads in flight, which brings an
+  // elementwise kernel near a device-to-device copy's speed (8 was 3x slower on an H100;
+  // docs/performance.md).
+  const std::int64_t per_thread =
+      !reduces && p.outer.is_const() && items >= (std::int64_t(1) << 20) && o.per_thread > 1
+          ? o.per_thread
+          : 1;
+
+  detail::GpuRewriter w{{p, {}, std::vector<int>(n, -1)}};
+  int item = w.special(GpuIndex::Item);
+  int lane = grouped ? w.special(GpuIndex::Lane) : -1;
+  int lane0 = grouped ? w.alu(Op::CmpEq, DType::Bool, lane, w.cint(0)) : -1;
+  std::vector<int> skip_end(n, 0);      // EndRange ops that vanish (flattened loops)
+  std::vector<int> reduce_after(n, -1); // EndRange -> the DefineAcc to combine after it
+  std::vector<int> loop(n, -1);         // Range -> the loop that replaced it
+  // Declarations first (buffers, launch values, constants), then the bounds check, so that
+  // everything else, including work outside the outer loop, runs once per item in range.
+  for (std::size_t i = 0; i < n; ++i) {
+    UKind k = ops[i].kind;
+    if (k == UKind::Param || k == UKind::Bound || k == UKind::VarParam || k == UKind::Const)
+      w.map[i] = w.add(ops[i]);
+  }
+  int rem = -1, if_outer = -1, thread_loop = -1;
+  if (per_thread > 1) {
+    thread_loop = w.add(
+        UOp{UKind::Range, Op::Add, DType::Int64, {w.cint(0), w.cint(per_thread), -1}, {}, -1, {}});
+    item = w.alu(Op::Add, DType::Int64, item,
+                 w.alu(Op::Mul, DType::Int64, thread_loop, w.cint(local)));
+  }
+  {
+    const UOp& u = ops[std::size_t(outer)];
+    int q = item;
+    if (m > 1) {
+      int mm = w.cint(m);
+      q = w.alu(Op::Div, DType::Int64, item, mm);
+      rem = w.alu(Op::Mod, DType::Int64, item, mm);
+    }
+    int idx = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], q);
+    int ok = w.alu(Op::CmpLt, DType::Bool, idx, w.map[std::size_t(u.src[1])]);
+    if_outer = w.add(UOp{UKind::If, Op::Add, DType::Bool, {ok, -1, -1}, {}, -1, {}});
+    w.map[std::size_t(outer)] = idx;
+    skip_end[std::size_t(end_of[std::size_t(outer)])] = 1;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = ops[i];
+    if (w.map[i] >= 0)
+      continue; // a declaration, the outer loop, or folded into a flattened reduction loop
+    if (u.kind == UKind::Range && reduction_of[i] < 0 && m > 1) { // a flattened inner output loop
+      std::int64_t stride = 1;
+      bool after = false;
+      for (int r : inner) {
+        if (after) stride *= w.ival(ops[std::size_t(r)].src[1]);
+        if (r == int(i)) after = true;
+      }
+      int x = rem;
+      if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
+      if (stride * w.ival(u.src[1]) < m)
+        x = w.alu(Op::Mod, DType::Int64, x, w.cint(w.ival(u.src[1])));
+      w.map[i] = x;
+      skip_end[std::size_t(end_of[i])] = 1;
+      continue;
+    }
+    if (u.kind == UKind::Range && reduction_of[i] >= 0 && grouped) {
+      int acc = reduction_of[i];
+      bool first = i > 0 && (ops[i - 1].kind == UKind::DefineAcc && int(i - 1) == acc);
+      if (first) {
+        // Every range of this reduction, outermost first; flattened into one strided loop when
+        // their sizes are constant, else only this (outermost) loop is split across the lanes.
+        std::vector<int> rs;
+        bool all_const = true;
+        for (std::size_t r = i; r < n; ++r)
+          if (reduction_of[r] == acc) {
+            rs.push_back(int(r));
+            const UOp& ru = ops[r];
+            if (!w.is_const(ru.src[0]) || w.ival(ru.src[0]) != 0 || !w.is_const(ru.src[1]) ||
+                ru.src[2] >= 0)
+              all_const = false;
+          }
+        int step = w.cint(local);
+        if (all_const && rs.size() > 1) {
+          std::int64_t total = 1;
+          for (int r : rs) total *= w.ival(ops[std::size_t(r)].src[1]);
+          int f = w.add(
+              UOp{UKind::Range, Op::Add, DType::Int64, {lane, w.cint(total), step}, {}, u.arg, {}});
+          std::int64_t stride = total;
+          for (int r : rs) {
+            std::int64_t ext = w.ival(ops[std::size_t(r)].src[1]);
+            stride /= ext;
+            int x = f;
+            if (stride > 1) x = w.alu(Op::Div, DType::Int64, x, w.cint(stride));
+            if (stride * ext < total) x = w.alu(Op::Mod, DType::Int64, x, w.cint(ext));
+            w.map[std::size_t(r)] = x;
+            if (r != int(i)) skip_end[std::size_t(end_of[std::size_t(r)])] = 1;
+          }
+          loop[i] = f; // the first range's EndRange closes the strided loop
+          reduce_after[std::size_t(end_of[i])] = acc;
+          continue;
+        }
+        int start = w.alu(Op::Add, DType::Int64, w.map[std::size_t(u.src[0])], lane);
+        UOp r = u;
+        r.src = {start, w.map[std::size_t(u.src[1])], step};
+        w.map[i] = w.add(r);
+        reduce_after[std::size_t(end_of[i])] = acc;
+        continue;
+      }
+    }
+    if (u.kind == UKind::EndRange && skip_end[i] == 1) continue;
+    if (u.kind == UKind::Store && grouped) {
+      int g = w.add(UOp{UKind::If, Op::Add, DType::Bool, {lane0, -1, -1}, {}, -1, {}});
+      w.map[i] = w.add(w.remapped(u));
+      w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {g, -1, -1}, {}, -1, {}});
+      continue;
+    }
+    UOp c = w.remapped(u);
+    if (u.kind == UKind::EndRange && loop[std::size_t(u.src[0])] >= 0)
+      c.src[0] = loop[std::size_t(u.src[0])];
+    w.map[i] = w.add(c);
+    if (u.kind == UKind::EndRange && reduce_after[i] >= 0) {
+      // every accumulator of this loop: the lanes of an upcast kernel define theirs right before it
+      int first_acc = reduce_after[i];
+      while (first_acc > 0 && ops[std::size_t(first_acc - 1)].kind == UKind::DefineAcc) --first_acc;
+      for (int a = first_acc; a <= reduce_after[i]; ++a)
+        w.add(UOp{UKind::GroupReduce,
+                  ops[std::size_t(a)].op,
+                  ops[std::size_t(a)].dtype,
+                  {w.map[std::size_t(a)], -1, -1},
+                  {},
+                  -1,
+                  {}});
+    }
+  }
+  w.add(UOp{UKind::EndIf, Op::Add, DType::Bool, {if_outer, -1, -1}, {}, -1, {}});
+  if (thread_loop >= 0)
+    w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {thread_loop, -1, -1}, {}, -1, {}});
+  Program r;
+  r.ops = std::move(w.out);
+  r.params = p.params;
+  r.vars = p.vars;
+  r.outer = p.outer;
+  r.work = p.work;
+  r.name = p.name;
+  r.local = local;
+  r.grouped = grouped;
+  r.items_per_outer = m;
+  r.per_thread = per_thread;
+  return r;
+}
+
+} // namespace tg
+
+namespace tg {
+
+/// One launch of a GPU program: the item it starts at and its grid of work-groups.
+struct GpuDispatch {
+  std::int64_t base = 0;                // first item (the kernel adds group * local + lane)
+  std::array<std::int64_t, 3> groups{}; // work-groups in x, y, z
+};
+
+/// The launches that cover every item of `p` for an outer size of `outer`, within the device's
+/// limits on work-groups per dimension (e.g. 65,535): the grid spills from x into y and z, and
+/// past what one grid holds into further launches. Work-groups past the last item exit early.
+constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t outer,
+                                                  std::array<std::int64_t, 3> max_groups) {
+  std::vector<GpuDispatch> out;
+  const std::int64_t items = outer * p.items_per_outer;
+  if (items <= 0) return out;
+  const std::int64_t per_group = p.grouped ? 1 : p.local * p.per_thread;
+  const std::int64_t groups = (items + per_group - 1) / per_group;
+  for (auto& m : max_groups)
+    if (m < 1) m = 1;
+  for (std::int64_t first = 0; first < groups;) {
+    std::int64_t left = groups - first;
+    GpuDispatch d;
+    d.base = first * per_group;
+    d.groups[0] = left < max_groups[0] ? left : max_groups[0];
+    std::int64_t y = (left + d.groups[0] - 1) / d.groups[0];
+    d.groups[1] = y < max_groups[1] ? y : max_groups[1];
+    std::int64_t z = (left + d.groups[0] * d.groups[1] - 1) / (d.groups[0] * d.groups[1]);
+    d.groups[2] = z < max_groups[2] ? z : max_groups[2];
+    out.push_back(d);
+    first += d.groups[0] * d.groups[1] * d.groups[2];
+  }
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
+
+// ---- tg/codegen/render.hpp ----
+#ifndef TG_SI_TG_CODEGEN_RENDER_HPP
+#define TG_SI_TG_CODEGEN_RENDER_HPP
+// render: linear program -> source text. One C-style renderer for every dialect:
+// - CStyleRenderer::render<D> walks the program, one named variable per value (so operands are
+//   never evaluated twice);
+// - CStyle<D> holds the semantics every C-like dialect shares, written once: arithmetic, compares,
+//   casts, bitcasts, constants, loads and stores, loops;
+// - a dialect D (C below, CUDA, GLSL and WGSL in render_cuda/glsl/wgsl.hpp) derives CStyle<D> and
+//   supplies spellings (type names, conversions, literal suffixes, math function names) and the
+//   launch plumbing (prelude, signature, parameters, buffer elements, local memory, barriers).
+// Semantics that must agree across dialects are IR rewrites done before rendering
+// (codegen/decompose.hpp): a program reaches a renderer with every float -> integer conversion in
+// range, 16-bit floats as words of bits (except where the dialect converts them itself: CUDA's
+// float16), float exp2 as a polynomial and division made safe where the dialect's own is not.
+#include <limits>
+
+namespace tg {
+
+/// How a value is declared: a constant, a computed value, or a variable that is assigned again.
+enum class Decl : std::uint8_t { Const, Value, Mutable };
+
+struct CStyleRenderer {
+  template <class D> static constexpr Text render(const Program& p) {
+    Text t;
+    D::prelude(t, p);
+    D::signature(t, p);
+    int depth = 1;
+    auto indent = [&] {
+      for (int i = 0; i < depth; ++i) t << "  ";
+    };
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const UOp& u = p.ops[i];
+      Text self;
+      self << (u.kind == UKind::DefineAcc ? "acc" : "v") << std::int64_t(i);
+      auto declare = [&](Decl k) { D::declare(t, k, compute_dtype(u.dtype), self.view()); };
+      switch (u.kind) {
+      case UKind::Param:
+      case UKind::Bound:
+      case UKind::VarParam:
+      case UKind::Special:
+        indent();
+        D::declare_param(t, u, p, int(i));
+        break;
+      case UKind::Const:
+        indent();
+        declare(Decl::Const);
+        D::constant(t, u.dtype, u.value);
+        t << ";\n";
+        break;
+      case UKind::Range:
+        indent();
+        D::open_range(t, u, int(i), u.src[0], u.src[1]);
+        ++depth;
+        break;
+      case UKind::EndRange:
+      case UKind::EndIf:
+        --depth;
+        indent();
+        t << "}\n";
+        break;
+      case UKind::Load: {
+        indent();
+        declare(Decl::Value);
+        if (p.ops[std::size_t(u.src[0])].kind == UKind::Shared ||
+            p.ops[std::size_t(u.src[0])].kind == UKind::Private) { // hold compute dtype values
+          D::shared_element(t, u.src[0], u.src[1]);
+          t << ";\n";
+          break;
+        }
+        const DType stored = p.ops[std::size_t(u.src[0])].dtype;
+        if (u.src[2] >= 0) { // gated: zero where the gate is off
+          Text gate, x, zero;
+          name(gate, p, u.src[2]);
+          D::load(x, stored, u.dtype, u.src[0], u.src[1]);
+          D::constant(zero, u.dtype, Scalar{});
+          D::select(t, gate.view(), x.view(), zero.view());
+        } else
+          D::load(t, stored, u.dtype, u.src[0], u.src[1]);
+        t << ";\n";
+        break;
+      }
+      case UKind::Store: {
+        indent();
+        Text val;
+        name(val, p, u.src[2]);
+        if (p.ops[std::size_t(u.src[0])].kind == UKind::Shared) {
+          D::shared_element(t, u.src[0], u.src[1]);
+          t << " = " << val.view() << ";\n";
+          break;
+        }
+        D::store(t, p.ops[std::size_t(u.src[0])].dtype, p.ops[std::size_t(u.src[2])].dtype,
+                 u.src[0], u.src[1], val.view());
+        break;
+      }
+      case UKind::DefineAcc:
+        indent();
+        declare(Decl::Mutable);
+        D::constant(t, u.dtype, u.value);
+        t << ";\n";
+        break;
+      case UKind::AccAssign: {
+        indent();
+        Text a, b;
+        name(a, p, u.src[0]);
+        name(b, p, u.src[1]);
+        t << a.view() << " = ";
+        const UOp& x = p.ops[std::size_t(u.src[1])];
+        if (const char* fma = D::mul_acc(u.dtype); fma && u.op == Op::Add && x.kind == UKind::Alu &&
+                                                   x.op == Op::Mul && x.dtype == u.dtype) {
+          Text l, r;
+          name(l, p, x.src[0]);
+          name(r, p, x.src[1]);
+          t << fma << '(' << l.view() << ", " << r.view() << ", " << a.view() << ')';
+        } else {
+          D::binary(t, u.op, u.dtype, a.view(), b.view());
+        }
+        t << ";\n";
+        break;
+      }
+      case UKind::Alu: {
+        indent();
+        declare(Decl::Value);
+        Text s[3];
+        for (int k = 0; k < 3; ++k)
+          if (u.src[std::size_t(k)] >= 0) name(s[k], p, u.src[std::size_t(k)]);
+        DType in = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
+        if (u.op == Op::Where)
+          D::select(t, s[0].view(), s[1].view(), s[2].view());
+        else if (u.op == Op::Cast)
+          D::cast(t, in, u.dtype, s[0].view());
+        else if (u.op == Op::Bitcast)
+          D::bitcast(t, in, u.dtype, s[0].view());
+        else if (u.op == Op::MulAdd)
+          t << D::fma(u.dtype) << '(' << s[0].view() << ", " << s[1].view() << ", " << s[2].view()
+            << ')';
+        else if (is_unary(u.op))
+          D::unary(t, u.op, u.dtype, s[0].view());
+        else
+          D::binary(t, u.op, is_compare(u.op) || u.op == Op::Div || u.op == Op::Mod ? in : u.dtype,
+                    s[0].view(), s[1].view());
+        t << ";\n";
+        break;
+      }
+      case UKind::Reduce:
+        break;
+      case UKind::If:
+        indent();
+        t << "if (";
+        name(t, p, u.src[0]) << ") {\n";
+        ++depth;
+        break;
+      case UKind::GroupReduce: // the dialect's own (GLSL subgroups) or the shared tree
+        if constexpr (D::own_group_reduce)
+          D::group_reduce(t, p, u, int(i), depth);
+        else
+          group_reduce<D>(t, p, u, int(i), depth);
+        break;
+      case UKind::Shared:
+        indent();
+        D::local_array(t, compute_dtype(u.dtype), self.view(), u.arg);
+        break;
+      case UKind::Barrier:
+        indent();
+        D::barrier(t);
+        break;
+      case UKind::Private:
+      case UKind::Mma:
+        indent();
+        if constexpr (D::tensor_cores)
+          D::warp_op(t, p, u, int(i));
+        else
+          throw graph_error(std::string("tg: this renderer has no ") + ukind_name(u.kind));
+        break;
+      case UKind::VecAcc:
+      case UKind::VecLoad:
+      case UKind::VecMac:
+      case UKind::VecLane:
+      case UKind::VecStore:
+      case UKind::Local:
+      case UKind::VecFold:
+        indent();
+        if constexpr (D::vectors)
+          D::vector_op(t, u, int(i));
+        else
+          throw graph_error(std::string("tg: this renderer has no ") + ukind_name(u.kind));
+        break;
+      }
+    }
+    t << "}\n";
+    return t;
+  }
+  static constexpr Text& name(Text& t, const Program& p, int k) {
+    return t << (p.ops[std::size_t(k)].kind == UKind::DefineAcc ? "acc" : "v") << std::int64_t(k);
+  }
+  /// GPU dialects: a work-group reduction of an accumulator through local memory, a tree of
+  /// p.local lanes (D::local_array declares the array, D::barrier synchronizes the group).
+  template <class D>
+  static constexpr void group_reduce(Text& t, const Program& p, const UOp& u, int i, int depth) {
+    auto indent = [&](int extra) -> Text& {
+      for (int k = 0; k < depth + extra; ++k) t << "  ";
+      return t;
+    };
+    int lane = -1;
+    for (std::size_t k = 0; k < p.ops.size(); ++k)
+      if (p.ops[k].kind == UKind::Special && p.ops[k].arg == int(GpuIndex::Lane)) lane = int(k);
+    Text acc, lds, a, b;
+    name(acc, p, u.src[0]);
+    lds << "tg_lds" << std::int64_t(i);
+    a << lds.view() << "[tg_l]";
+    b << lds.view() << "[tg_l + tg_s]";
+    Text lane_name, half;
+    name(lane_name, p, lane);
+    half << std::int64_t(p.local / 2);
+    D::local_array(indent(0), compute_dtype(u.dtype), lds.view(), p.local);
+    indent(0) << "{\n";
+    D::declare(indent(1), Decl::Const, DType::Int32, "tg_l");
+    D::convert(t, DType::Int32, lane_name.view());
+    t << ";\n";
+    indent(1) << a.view() << " = " << acc.view() << ";\n";
+    D::barrier(indent(1));
+    D::open_for(indent(1), DType::Int32, "tg_s", half.view(), "tg_s > 0", "tg_s /= 2");
+    indent(2) << "if (tg_l < tg_s) { " << a.view() << " = ";
+    D::binary(t, u.op, u.dtype, a.view(), b.view());
+    t << "; }\n";
+    D::barrier(indent(2));
+    indent(1) << "}\n";
+    indent(1) << acc.view() << " = " << lds.view() << "[0];\n";
+    D::barrier(indent(1));
+    indent(0) << "}\n";
+  }
+};
+
+/// The semantics every C-like dialect shares, in terms of D's spellings:
+///   D::type(d)                     the name of a value type
+///   D::convert(t, to, a)           a value conversion ("(float)a", "float(a)")
+///   D::select(t, c, a, b)          c ? a : b
+///   D::fsuffix(d), D::int_suffix(d), D::boolean(b), D::float_constant(t, d, x)   literals
+///   D::math(op, d)                 the function computing a unary op or pow (math_index)
+///   D::fma(d)                      the fused multiply-add (MulAdd: a * b + c rounded once)
+///   D::fdiv(d), D::recip(d)        a function for float division / reciprocal, or null for `/`
+///   D::is_nan(t, a)                a NaN test that survives the compiler
+///   D::reinterpret(t, from, to, a) the bits of a float as an integer of its size or back
+///   D::element(t, buf, idx)        a buffer element, read or written
+///   D::shared_element(t, buf, idx) an element of a work-group array (UKind::Shared)
+///   D::storage(d)                  the dtype a buffer of d holds (bool as a byte where needed)
+///   D::mod_by_div                  signed remainder spelled a - a / b * b (no defined `%`)
+/// A dialect that converts 16-bit floats itself (CUDA's float16) also names tg_h2f/tg_f2h.
+/// The defaults here are C's.
+template <class D> struct CStyle {
+  static constexpr bool own_group_reduce = false;
+  static constexpr bool vectors = false;
+  static constexpr bool mod_by_div = false;
+  static constexpr const char* group_id = "tg_group()"; // the work-group's flat index (GPUs)
+  /// The fused multiply-add a sum of products of dtype t accumulates with (acc = f(a, b, acc)), or
+  /// null: a product and a sum, each rounded, as INTERP computes them.
+  static constexpr const char* mul_acc(DType) { return nullptr; }
+  static constexpr const char* qualifier(DType) { return ""; }
+  static constexpr DType storage(DType d) { return d; }
+  static constexpr const char* fdiv(DType) { return nullptr; }
+  static constexpr const char* recip(DType) { return nullptr; }
+  static constexpr void declare(Text& t, Decl k, DType d, std::string_view name) {
+    if (k == Decl::Const)
+      t << "const ";
+    else
+      t << D::qualifier(d);
+    t << D::type(d) << ' ' << name << " = ";
+  }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << '(' << D::type(to) << ')' << a;
+  }
+  /// c ? a : b (c: a bool).
+  static constexpr void select(Text& t, std::string_view c, std::string_view a,
+                               std::string_view b) {
+    t << '(' << c << " ? " << a << " : " << b << ')';
+  }
+  static constexpr void element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
+  }
+  /// Whether the dialect renders Private arrays and tensor-core steps (Mma): CUDA's.
+  static constexpr bool tensor_cores = false;
+  /// An element of a work-group array (UKind::Shared).
+  static constexpr void shared_element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx) << ']';
+  }
+  /// Where op is in a math() table: sqrt, exp2, log2, sin, trunc, pow.
+  static constexpr int math_index(Op op) { return op == Op::Pow ? 5 : int(op) - int(Op::Sqrt); }
+  static constexpr const char* decode(DType d) { return d == DType::Float16 ? "tg_h2f" : "tg_b2f"; }
+  static constexpr const char* encode(DType d) { return d == DType::Float16 ? "tg_f2h" : "tg_f2b"; }
+
+  static constexpr void increment(Text& t, std::string_view var) { t << "++" << var; }
+  /// `for (T var = init; cond; step) {`
+  static constexpr void open_for(Text& t, DType d, std::string_view var, std::string_view init,
+                                 std::string_view cond, std::string_view step) {
+    t << "for (" << D::type(d) << ' ' << var << " = " << init << "; " << cond << "; " << step
+      << ") {\n";
+  }
+  static constexpr void open_range(Text& t, const UOp& u, int i, int start, int end) {
+    Text v, init, cond, step;
+    v << 'v' << std::int64_t(i);
+    init << 'v' << std::int64_t(start);
+    cond << v.view() << " < v" << std::int64_t(end);
+    if (u.src[2] >= 0)
+      step << v.view() << " += v" << std::int64_t(u.src[2]);
+    else
+      D::increment(step, v.view());
+    D::open_for(t, u.dtype, v.view(), init.view(), cond.view(), step.view());
+  }
+  /// A buffer element as a value of dtype `value`: a 16-bit float as its value where the dialect
+  /// converts it, else as the word of its bits (decompose); bool from its byte.
+  static constexpr void load(Text& t, DType stored, DType value, int buf, int idx) {
+    Text e;
+    D::element(e, buf, idx);
+    if (is_half(stored) && is_half(value))
+      t << decode(stored) << '(' << e.view() << ')';
+    else if (is_half(stored))
+      D::convert(t, value, e.view());
+    else if (D::storage(stored) != stored) { // bool as a byte
+      t << '(' << e.view() << " != ";
+      D::constant(t, D::storage(stored), Scalar{});
+      t << ')';
+    } else
+      t << e.view();
+  }
+  static constexpr void store(Text& t, DType stored, DType value, int buf, int idx,
+                              std::string_view val) {
+    D::element(t, buf, idx);
+    t << " = ";
+    if (is_half(stored) && is_half(value))
+      t << encode(stored) << '(' << val << ')';
+    else if (D::storage(stored) != stored || is_half(stored))
+      D::convert(t, is_half(stored) ? DType::UInt16 : D::storage(stored), val);
+    else
+      t << val;
+    t << ";\n";
+  }
+
+  static constexpr void constant(Text& t, DType d, Scalar v) {
+    if (is_float(d)) return D::float_constant(t, d, d == DType::Float64 ? v.f : double(float(v.f)));
+    if (d == DType::Bool) return void(t << D::boolean(v.i != 0));
+    if (is_unsigned(d)) {
+      const int bits = 8 * int(itemsize(d));
+      const std::uint64_t x =
+          bits == 64 ? std::uint64_t(v.i) : std::uint64_t(v.i) & ((std::uint64_t(1) << bits) - 1);
+      Text n;
+      n.write_unsigned(x) << (d == DType::UInt64 ? D::int_suffix(d) : "u");
+      if (bits >= 32)
+        t << n.view();
+      else
+        D::convert(t, d, n.view());
+      return;
+    }
+    Text n;
+    if (d == DType::Int64 && v.i == std::numeric_limits<std::int64_t>::min())
+      n << "(-9223372036854775807" << D::int_suffix(d) << " - 1" << D::int_suffix(d) << ')';
+    else if (d == DType::Int32 && v.i == -2147483648ll)
+      n << "(-2147483647 - 1)";
+    else if (v.i < 0)
+      n << '(' << v.i << (d == DType::Int64 ? D::int_suffix(d) : "") << ')';
+    else
+      n << v.i << (d == DType::Int64 ? D::int_suffix(d) : "");
+    if (itemsize(d) >= 4)
+      t << n.view();
+    else
+      D::convert(t, d, n.view());
+  }
+  static constexpr void zero(Text& t, DType d) { D::constant(t, d, Scalar{}); }
+
+  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
+    if (op == Op::Neg) {
+      t << (d == DType::Bool ? "!" : "-") << a;
+    } else if (op == Op::Recip) {
+      if (const char* r = D::recip(d)) return void(t << r << '(' << a << ')');
+      Text one;
+      D::constant(one, d, Scalar::of(d, 1.0));
+      D::binary(t, Op::Div, d, one.view(), a);
+    } else
+      t << D::math(op, d) << '(' << a << ')';
+  }
+  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
+    if (d == DType::Bool) { // as logic, in every dialect
+      const char* sym = op == Op::Add || op == Op::Or || op == Op::Max ? " || "
+                        : op == Op::Mul || op == Op::And               ? " && "
+                        : op == Op::Xor || op == Op::CmpNe             ? " != "
+                        : op == Op::CmpEq                              ? " == "
+                                                                       : nullptr;
+      if (sym) return void(t << '(' << a << sym << b << ')');
+      if (op == Op::CmpLt) return void(t << "(!" << a << " && " << b << ')');
+    }
+    if (op == Op::Max) {
+      // NaN propagates: a if a is NaN or a > b. The NaN test outside, so that the compare with
+      // b is a select (GCC 12 compiled `((a > b) | (a != a)) ? a : b` to a branch on the sign in
+      // loops it does not vectorize).
+      Text gt, larger;
+      gt << a << " > " << b;
+      D::select(larger, gt.view(), a, b);
+      if (!is_float(d)) return void(t << larger.view());
+      Text nan;
+      D::is_nan(nan, a);
+      return D::select(t, nan.view(), a, larger.view());
+    }
+    if (op == Op::Pow) return void(t << D::math(op, d) << '(' << a << ", " << b << ')');
+    if (const char* f = op == Op::Div && is_float(d) ? D::fdiv(d) : nullptr)
+      return void(t << f << '(' << a << ", " << b << ')');
+    if (op == Op::Mod && D::mod_by_div && is_int(d) && !is_unsigned(d))
+      return void(t << '(' << a << " - (" << a << " / " << b << ") * " << b << ')');
+    // by Op, from Add to Xor (Max and Pow above)
+    constexpr const char* symbols[] = {" + ", " * ",  " / ",  " % ", "",    "",
+                                       " < ", " == ", " != ", " & ", " | ", " ^ "};
+    t << '(' << a << symbols[int(op) - int(Op::Add)] << b << ')';
+  }
+  /// (A float reaches an integer conversion in range: decompose's saturating_casts.)
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    if (to == DType::Bool) {
+      if (from == DType::Bool) return void(t << a);
+      t << '(' << a << " != ";
+      zero(t, compute_dtype(from));
+      t << ')';
+    } else if (is_half(to)) { // rounded to 16 bits, computed in float
+      t << decode(to) << '(' << encode(to) << '(';
+      D::convert(t, DType::Float32, a);
+      t << "))";
+    } else if (is_half(from) && to == DType::Float32)
+      t << a;
+    else
+      D::convert(t, to, a);
+  }
+  /// GPU dialects: a launch value (Bound, VarParam, Special) as an int64 constant, from
+  /// D::launch_arg(t, k) (k: 0 item base, 1 outer start, 2 outer end, 3 + v symbolic size v),
+  /// D::lane_id and D::comment.
+  static constexpr void declare_launch(Text& t, const UOp& u, const Program& p, int i) {
+    Text name;
+    name << 'v' << std::int64_t(i);
+    D::declare(t, Decl::Const, u.dtype, name.view());
+    if (u.kind == UKind::Bound)
+      D::launch_arg(t, u.arg == 0 ? 1 : 2);
+    else if (u.kind == UKind::VarParam)
+      D::launch_arg(t, 3 + u.arg);
+    else if (u.arg == int(GpuIndex::Lane))
+      D::convert(t, u.dtype, D::lane_id);
+    else {
+      D::launch_arg(t, 0);
+      t << " + ";
+      D::convert(t, u.dtype, D::group_id);
+      if (!p.grouped) {
+        t << " * ";
+        D::constant(t, u.dtype, Scalar::of_int(u.dtype, p.local * p.per_thread));
+        t << " + ";
+        D::convert(t, u.dtype, D::lane_id);
+      }
+    }
+    t << ';';
+    if (u.kind == UKind::VarParam) D::comment(t, p.vars[std::size_t(u.arg)].name.view());
+    t << '\n';
+  }
+  /// Dialects that declare buffers and local memory at module scope (GLSL, WGSL): a comment
+  /// where the kernel meets a buffer or a work-group array; launch values as above.
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << "// v" << std::int64_t(i) << ": buffer " << std::int64_t(u.arg) << '\n';
+    else
+      D::declare_launch(t, u, p, i);
+  }
+  static constexpr void local_array(Text& t, DType, std::string_view name, int) {
+    t << "// " << name << ": work-group memory, declared above\n";
+  }
+  /// (16-bit floats: decompose's, or the dialect's hardware conversions below.)
+  static constexpr void bitcast(Text& t, DType from, DType to, std::string_view a) {
+    if (is_half(from) || is_half(to)) { // a 16-bit float's register holds a float: its bits
+      Text bits;
+      if (is_half(from))
+        bits << encode(from) << '(' << a << ')';
+      else
+        D::convert(bits, DType::UInt16, a);
+      if (is_half(to))
+        t << decode(to) << '(' << bits.view() << ')';
+      else
+        D::convert(t, to, bits.view());
+    } else if (to == DType::Bool) {
+      t << '(' << a << " != ";
+      zero(t, from);
+      t << ')';
+    } else if (is_float(from) || is_float(to))
+      D::reinterpret(t, from, to, a);
+    else // integers (and bool) of one size: the same bits
+      D::convert(t, to, a);
+  }
+};
+
+/// The C-family spellings: C for the CPU device, and CUDA (render_cuda.hpp) on top.
+template <class D> struct CFamily : CStyle<D> {
+  /// By DType (16-bit floats: their bits).
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {"_Bool",
+                                                "signed char",
+                                                "short",
+                                                "int",
+                                                "long long",
+                                                "unsigned char",
+                                                "unsigned short",
+                                                "unsigned int",
+                                                "unsigned long long",
+                                                "unsigned short",
+                                                "unsigned short",
+                                                "float",
+                                                "double"};
+    return names[int(t)];
+  }
+  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "" : "f"; }
+  static constexpr const char* int_suffix(DType d) { return d == DType::UInt64 ? "ull" : "ll"; }
+  static constexpr const char* boolean(bool b) { return b ? "1" : "0"; }
+  static constexpr void float_constant(Text& t, DType d, double x) {
+    t.literal(x);
+    if (d != DType::Float64 && x == x && x != std::numeric_limits<double>::infinity() &&
+        x != -std::numeric_limits<double>::infinity())
+      t << 'f';
+  }
+  static constexpr void is_nan(Text& t, std::string_view a) { t << a << " != " << a; }
+  static constexpr const char* fma(DType d) {
+    return d == DType::Float64 ? "__builtin_fma" : "__builtin_fmaf";
+  }
+  static constexpr const char* math(Op op, DType d) {
+    constexpr const char* f[] = {"sqrtf", "exp2f", "log2f", "sinf", "truncf", "powf"};
+    constexpr const char* g[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    return (d == DType::Float64 ? g : f)[CStyle<D>::math_index(op)];
+  }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "({ " << D::type(to) << " _b; __builtin_memcpy(&_b, &" << a << ", sizeof _b); _b; })";
+  }
+  // Work-group hooks (GroupReduce, GPU programs only): in C a work-group is one thread.
+  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
+    t << D::type(d) << ' ' << name << '[' << std::int64_t(size) << "];\n";
+  }
+  static constexpr void barrier(Text& t) { t << "/* barrier */\n"; }
+};
+
+/// The C dialect: one function per kernel, run by the CPU runtime on a slice of its outer loop.
+struct CDialect : CFamily<CDialect> {
+  /// Whether it renders the vector ops of codegen/vectorize.hpp (GNU C vector extensions, which
+  /// GCC and Clang have: only the CPU device runs that pass, exported C stays ISO C).
+  static constexpr bool vectors = true;
+  /// ISO C: a union's other member (CUDA, C++, keeps CFamily's statement expression).
+  static constexpr void reinterpret(Text& t, DType from, DType to, std::string_view a) {
+    t << "((union { " << type(from) << " a; " << type(to) << " b; }){" << a << "}).b";
+  }
+  static constexpr const char* fma(DType d) { return d == DType::Float64 ? "fma" : "fmaf"; }
+  static constexpr void vector_op(Text& t, const UOp& u, int i) {
+    const char* vt = u.dtype == DType::Float64 ? "tg_f64x4" : "tg_f32x8";
+    auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
+    if (u.kind == UKind::VecAcc) {
+      t << vt << ' ';
+      v(i) << " = {0}";
+      if (u.value.f != 0) {
+        t << "; ";
+        v(i) << " += ";
+        constant(t, u.dtype, u.value);
+      }
+      t << ";\n";
+    } else if (u.kind == UKind::VecLoad && u.value.i > 1) { // elements a stride apart
+      t << vt << ' ';
+      v(i) << " = {";
+      for (int k = 0; k < u.arg; ++k) {
+        v(u.src[0]) << "[v" << std::int64_t(u.src[1]);
+        if (k > 0) t << " + " << u.value.i * k;
+        t << (k + 1 < u.arg ? "], " : "]");
+      }
+      t << "};\n";
+    } else if (u.kind == UKind::VecLoad) { // memcpy: an unaligned load, GCC's vmovups
+      t << vt << ' ';
+      v(i) << "; __builtin_memcpy(&";
+      v(i) << ", &";
+      v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], sizeof ";
+      v(i) << "); TG_IN_REG(";
+      v(i) << ");\n";
+    } else if (u.kind == UKind::VecStore) {
+      t << "__builtin_memcpy(&";
+      v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], &";
+      v(u.src[2]) << ", sizeof ";
+      v(u.src[2]) << ");\n";
+    } else if (u.kind == UKind::Local) {
+      t << type(u.dtype) << ' ';
+      v(i) << '[' << std::int64_t(u.arg) << "] __attribute__((aligned(64)));\n";
+    } else if (u.kind == UKind::VecFold && u.op == Op::Max) {
+      // NaN-propagating, as the scalar max: a lane keeps acc where acc > x or acc is NaN
+      const char* it = u.dtype == DType::Float64 ? "tg_i64x4" : "tg_i32x8";
+      t << "{ " << it << " m = (" << it << ")(";
+      v(u.src[0]) << " > ";
+      v(u.src[1]) << ") | (" << it << ")(";
+      v(u.src[0]) << " != ";
+      v(u.src[0]) << "); ";
+      v(u.src[0]) << " = (" << vt << ")(((" << it << ")";
+      v(u.src[0]) << " & m) | ((" << it << ")";
+      v(u.src[1]) << " & ~m)); }\n";
+    } else if (u.kind == UKind::VecFold) {
+      v(u.src[0]) << " = ";
+      v(u.src[0]) << " + ";
+      v(u.src[1]) << ";\n";
+    } else if (u.kind == UKind::VecMac) {
+      v(u.src[0]) << " = ";
+      v(u.src[0]) << " + ";
+      v(u.src[1]) << " * ";
+      v(u.src[2]) << ";\n";
+    } else {
+      t << type(u.dtype) << ' ';
+      v(i) << " = ";
+      v(u.src[0]) << '[' << std::int64_t(u.arg) << "];\n";
+    }
+  }
+  // The guard lets the CPU device compile several kernels as one file (one compiler run). The
+  // libm functions are declared rather than taken from <math.h>, whose parsing was a large part of
+  // a small kernel's compile time (docs/performance.md).
+  static constexpr void prelude(Text& t, const Program&) {
+    t << "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
+         "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
+         "float log2f(float); double log2(double); float sinf(float); double sin(double);\n"
+         "float truncf(float); double trunc(double); float powf(float, float);\n"
+         "double pow(double, double); float fmaf(float, float, float);\n"
+         "double fma(double, double, double);\n"
+         "#ifdef __GNUC__\n#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
+         "#else\n#include <math.h>\n#endif\n"
+         "#if defined(__GNUC__) && !defined(__clang__)\n"
+         "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
+         "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
+         "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
+         "#ifdef __GNUC__\n"
+         "typedef float tg_f32x8 __attribute__((vector_size(32)));\n"
+         "typedef int tg_i32x8 __attribute__((vector_size(32)));\n"
+         "typedef long long tg_i64x4 __attribute__((vector_size(32)));\n"
+         "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
+         "#endif\n"
+         // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
+         // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel
+         // is in cache bound by its loads. (A 32-byte vector fits a register with AVX only: an
+         // exported kernel may be built without it.)
+         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__AVX__)\n"
+         "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
+         "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
+         "#endif\n";
+  }
+  // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
+  // lanes can), and GCC's loop vectorizer with the dynamic cost model spent seconds on one such
+  // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
+  // except where the reduction was split into partial accumulators that vector lanes keep.
+  // GCC 12 miscompiles some loops with gated loads (a padded view) after if-converting and
+  // vectorizing them: a [2, 3, 4] tensor padded to [2, 5, 5] over loops of 2 x 5 x 5 read its
+  // rows 2 and 3 with an all-false mask (zeros). If-conversion is off in such kernels.
+  static constexpr void signature(Text& t, const Program& p) {
+    bool reduce = false, gated = false;
+    for (const UOp& u : p.ops) {
+      reduce = reduce ||
+               ((u.kind == UKind::DefineAcc || u.kind == UKind::VecAcc) && p.reduce_split == 1);
+      gated = gated || (u.kind == UKind::Load && u.src[2] >= 0);
+    }
+    if (reduce) t << "TG_REDUCE_KERNEL ";
+    if (gated) t << "TG_GATED_KERNEL ";
+    t << "void " << p.name.view()
+      << "(void** bufs, const long long* vars, long long start, long long end) {\n";
+  }
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << type(u.dtype) << "* v" << std::int64_t(i) << " = (" << type(u.dtype) << "*)bufs["
+        << std::int64_t(u.arg) << "];\n";
+    else if (u.kind == UKind::Bound)
+      t << "const long long v" << std::int64_t(i) << " = " << (u.arg == 0 ? "start" : "end")
+        << ";\n";
+    else
+      t << "const long long v" << std::int64_t(i) << " = vars[" << std::int64_t(u.arg) << "]; /* "
+        << p.vars[std::size_t(u.arg)].name.view() << " */\n";
+  }
+};
+
+constexpr Text render_c(const Program& p) { return CStyleRenderer::render<CDialect>(p); }
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_RENDER_HPP
+
+namespace tg {
+
+template <bool F16 = false> struct WgslDialect : CStyle<WgslDialect<F16>> {
+  using Base = CStyle<WgslDialect<F16>>;
+  static constexpr const char* group_id = "tg_group";
+  static constexpr const char* lane_id = "tg_lid.x";
+  /// Value types (after narrow32 only bool, i32, u32 and f32 remain; 16-bit floats are words).
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {"bool", "i32", "i32", "i32", "i64", "u32", "u32",
+                                                "u32",  "u64", "u32", "u32", "f32", "f64"};
+    return names[int(t)];
+  }
+  /// Whether a buffer of dtype d is packed into 32-bit words.
+  static constexpr bool packed(DType d) { return itemsize(d) < 4 && !native(d); }
+  /// Whether a buffer of dtype d is an array<f16>.
+  static constexpr bool native(DType d) { return F16 && d == DType::Float16; }
+  static constexpr void declare(Text& t, Decl k, DType d, std::string_view name) {
+    t << (k == Decl::Mutable ? "var " : "let ") << name << ": " << type(d) << " = ";
+  }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << type(to) << '(' << a << ')';
+  }
+  static constexpr void select(Text& t, std::string_view c, std::string_view a,
+                               std::string_view b) {
+    t << "select(" << b << ", " << a << ", " << c << ')';
+  }
+  static constexpr const char* fsuffix(DType) { return "f"; }
+  static constexpr const char* int_suffix(DType) { return ""; }
+  static constexpr const char* boolean(bool b) { return b ? "true" : "false"; }
+  /// Integral values as decimals, other finite ones as their bits (exact whatever the parser);
+  /// infinities and NaN through tg_f, as a constant expression may not evaluate to them.
+  static constexpr void float_constant(Text& t, DType, double x) {
+    const float f = float(x);
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+    Text hex;
+    hex.hex(bits);
+    if (f == f && f >= -16777216.0f && f <= 16777216.0f && f == float(std::int64_t(f)) &&
+        !(f == 0 && (bits >> 31)))
+      t << std::int64_t(f) << ".0f";
+    else if ((bits & 0x7f800000u) == 0x7f800000u)
+      t << "tg_f(0x" << hex.view() << "u)";
+    else
+      t << "bitcast<f32>(0x" << hex.view() << "u)";
+  }
+  /// By the bits, which no compiler folds (WGSL lets an implementation assume no NaN in floats).
+  static constexpr void is_nan(Text& t, std::string_view a) {
+    t << "((bitcast<u32>(" << a << ") & 0x7fffffffu) > 0x7f800000u)";
+  }
+  /// A float `!=` true for NaN by the bits: WGSL lets a compiler assume no NaN, and Dawn's Vulkan
+  /// backend over Mesa 25 then folds `x != x` to false and `NaN != 1` likewise.
+  static constexpr void binary(Text& t, Op op, DType d, std::string_view a, std::string_view b) {
+    if (op != Op::CmpNe || !is_float(d)) return Base::binary(t, op, d, a, b);
+    Text nan_a, nan_b;
+    is_nan(nan_a, a);
+    if (a == b) return void(t << nan_a.view());
+    is_nan(nan_b, b);
+    t << "(!(" << a << " == " << b << ") || " << nan_a.view() << " || " << nan_b.view() << ')';
+  }
+  /// A float is true where it is not +-0, NaN included (by the bits, as for `!=`).
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    if (to != DType::Bool || !is_float(compute_dtype(from))) return Base::cast(t, from, to, a);
+    t << "((bitcast<u32>(" << a << ") & 0x7fffffffu) != 0u)";
+  }
+  static constexpr const char* math(Op op, DType) {
+    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    return f[Base::math_index(op)];
+  }
+  static constexpr const char* fma(DType) { return "fma"; }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "bitcast<" << type(to) << ">(" << a << ')';
+  }
+  static constexpr void unary(Text& t, Op op, DType d, std::string_view a) {
+    if (op == Op::Neg && is_unsigned(d)) return void(t << "(0u - " << a << ')');
+    Base::unary(t, op, d, a);
+  }
+  static constexpr void increment(Text& t, std::string_view var) { t << var << "++"; }
+  static constexpr void open_for(Text& t, DType d, std::string_view var, std::string_view init,
+                                 std::string_view cond, std::string_view step) {
+    t << "for (var " << var << ": " << type(d) << " = " << init << "; " << cond << "; " << step
+      << ") {\n";
+  }
+  /// The word holding element idx of packed buffer buf, and the bit where the element starts.
+  static constexpr void word(Text& t, DType d, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[v" << std::int64_t(idx)
+      << (itemsize(d) == 1 ? " >> 2u]" : " >> 1u]");
+  }
+  static constexpr void shift(Text& t, DType d, int idx) {
+    t << "((u32(v" << std::int64_t(idx) << (itemsize(d) == 1 ? ") & 3u) * 8u)" : ") & 1u) * 16u)");
+  }
+  static constexpr void load(Text& t, DType stored, DType value, int buf, int idx) {
+    if (native(stored)) { // the bits, in the low half of a u32 (decompose decodes them)
+      t << "bitcast<u32>(vec2<f16>(";
+      Base::element(t, buf, idx);
+      return void(t << ", 0.0h))");
+    }
+    if (!packed(stored)) return Base::load(t, stored, value, buf, idx);
+    Text raw;
+    raw << "((";
+    word(raw, stored, buf, idx);
+    raw << " >> ";
+    shift(raw, stored, idx);
+    raw << (itemsize(stored) == 1 ? ") & 0xffu)" : ") & 0xffffu)");
+    if (stored == DType::Bool)
+      t << '(' << raw.view() << " != 0u)";
+    else if (stored == DType::Int8 || stored == DType::Int16) // sign-extended
+      t << "(bitcast<i32>(" << raw.view()
+        << (stored == DType::Int8 ? " << 24u) >> 24u)" : " << 16u) >> 16u)");
+    else
+      t << raw.view();
+  }
+  static constexpr void store(Text& t, DType stored, DType value, int buf, int idx,
+                              std::string_view val) {
+    if (native(stored)) {
+      Base::element(t, buf, idx);
+      return void(t << " = bitcast<vec2<f16>>(u32(" << val << ")).x;\n");
+    }
+    if (!packed(stored)) return Base::store(t, stored, value, buf, idx, val);
+    Text w, s;
+    w << '&';
+    word(w, stored, buf, idx);
+    shift(s, stored, idx);
+    const char* mask = itemsize(stored) == 1 ? "0xffu" : "0xffffu";
+    t << "atomicAnd(" << w.view() << ", ~(" << mask << " << " << s.view() << ")); atomicOr("
+      << w.view() << ", (u32(" << val << ") & " << mask << ") << " << s.view() << ");\n";
+  }
+
+  /// Parameter k's buffer: named after its Param op, or tg_unusedK where the kernel reads none
+  /// (it is bound all the same).
+  static constexpr void buffer(Text& t, const Program& p, std::int64_t k) {
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == UKind::Param && p.ops[i].arg == k)
+        return void(t << 'v' << std::int64_t(i));
+    t << "tg_unused" << k;
+  }
+  static constexpr void prelude(Text& t, const Program& p) {
+    t << "// " << p.name.view()
+      << (p.grouped ? ": one item per work-group" : ": one item per thread") << '\n';
+    const std::int64_t n = std::int64_t(p.params.size());
+    for (std::int64_t k = 0; k < n; ++k)
+      if (native(p.params[std::size_t(k)])) {
+        t << "enable f16;\n";
+        break;
+      }
+    t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
+    for (std::int64_t k = 0; k < n; ++k) {
+      const DType d = p.params[std::size_t(k)];
+      const bool out = k == 0;
+      t << "@group(0) @binding(" << k << ") var<storage, " << (out ? "read_write" : "read") << "> ";
+      buffer(t, p, k);
+      t << ": array<"
+        << (native(d)    ? "f16"
+            : !packed(d) ? type(d)
+            : out        ? "atomic<u32>"
+                         : "u32")
+        << ">; // " << dtype_name(d) << '\n';
+    }
+    const std::int64_t launch = 3 + std::int64_t(p.vars.size());
+    t << "struct tg_Launch { a: array<vec4<i32>, " << (launch + 3) / 4
+      << "> } // item base, outer start, outer end, sizes\n"
+      << "@group(0) @binding(" << n << ") var<uniform> tg_pc: tg_Launch;\n";
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == UKind::GroupReduce || p.ops[i].kind == UKind::Shared)
+        t << "var<workgroup> " << (p.ops[i].kind == UKind::Shared ? "v" : "tg_lds")
+          << std::int64_t(i) << ": array<" << type(compute_dtype(p.ops[i].dtype)) << ", "
+          << std::int64_t(p.ops[i].kind == UKind::Shared ? p.ops[i].arg : p.local) << ">;\n";
+  }
+  /// The work-group's index from the built-ins (uniform values, so barriers under its tests pass
+  /// WGSL's uniformity analysis). Every binding is used (`_ = &v;`): a pipeline's derived layout
+  /// holds only the ones its shader uses, and the runtime binds them all.
+  static constexpr void signature(Text& t, const Program& p) {
+    t << "@compute @workgroup_size(" << std::int64_t(p.local) << ")\nfn " << p.name.view()
+      << "(@builtin(workgroup_id) tg_wid: vec3<u32>, @builtin(num_workgroups) tg_nwg: vec3<u32>, "
+         "@builtin(local_invocation_id) tg_lid: vec3<u32>) {\n"
+         "  let tg_group = tg_wid.x + tg_nwg.x * (tg_wid.y + tg_nwg.y * tg_wid.z);\n ";
+    for (std::int64_t k = 0; k < std::int64_t(p.params.size()); ++k) {
+      t << " _ = &";
+      buffer(t, p, k);
+      t << ';';
+    }
+    t << " _ = &tg_pc;\n";
+  }
+  static constexpr void launch_arg(Text& t, int k) {
+    const char lane[] = {'x', 'y', 'z', 'w'};
+    t << "tg_pc.a[" << std::int64_t(k / 4) << "]." << lane[k % 4];
+  }
+  static constexpr void comment(Text& t, std::string_view s) { t << " // " << s; }
+  static constexpr void barrier(Text& t) { t << "workgroupBarrier();\n"; }
+};
+
+/// The WGSL compute shader of a program shaped by gpu_program, decomposed and narrowed (the pass
+/// list's Target::wgsl()); `f16`: float16 buffers are array<f16> (the device has shader-f16).
+constexpr Text render_wgsl(const Program& p, bool f16 = false) {
+  if (f16) return CStyleRenderer::render<WgslDialect<true>>(p); // (not ?:, which GCC 12's
+  return CStyleRenderer::render<WgslDialect<false>>(p);         // constant evaluation rejects)
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_RENDER_WGSL_HPP
+
+// ---- tg/runtime/cache.hpp ----
+#ifndef TG_SI_TG_RUNTIME_CACHE_HPP
+#define TG_SI_TG_RUNTIME_CACHE_HPP
+// The pieces every runtime's kernel cache and compiler driver share: where the cache lives
+// (TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg; TG_CACHE=0 disables it), stable keys
+// (hashes of source, compiler and flags), atomic writes (a temporary file renamed into place, so
+// concurrent processes never see half a file), and running a compiler as a subprocess.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// ---- tg/runtime/env.hpp ----
+#ifndef TG_SI_TG_RUNTIME_ENV_HPP
+#define TG_SI_TG_RUNTIME_ENV_HPP
+// Environment settings, read once: TG_DEBUG, TG_DEVICE, TG_THREADS, TG_CACHE, TG_CACHE_DIR, TG_CC.
+
+namespace tg::env {
+
+inline std::string get(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+inline int get_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long r = std::strtol(v, &end, 10);
+  return end && *end == 0 ? int(r) : fallback;
+}
+/// TG_DEBUG: 1 launches with times, 2 the schedule, 3 kernel sources, 4 the IR after each pass.
+inline int debug() {
+  static const int level = get_int("TG_DEBUG", 0);
+  return level;
+}
+inline int threads() {
+  static const int n = [] {
+    int hw = int(std::thread::hardware_concurrency());
+    int t = get_int("TG_THREADS", hw > 0 ? hw : 1);
+    return t < 1 ? 1 : t;
+  }();
+  return n;
+}
+
+} // namespace tg::env
+#endif // TG_SI_TG_RUNTIME_ENV_HPP
+
+extern char** environ;
+
+namespace tg::detail {
+
+inline std::string find_in_path(const std::string& exe) {
+  if (exe.find('/') != std::string::npos) return access(exe.c_str(), X_OK) == 0 ? exe : "";
+  std::string path = env::get("PATH", "/usr/bin:/bin");
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    std::string p = dir + "/" + exe;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+/// Runs argv with stdout and stderr into `log` (in directory `cwd` when given); returns the exit
+/// status, 128 + the signal number when a signal ended it (as shells do), or -1 when it could not
+/// be started.
+inline int run_process(const std::vector<std::string>& argv, const std::string& log,
+                       const std::string& cwd = "") {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+  pid_t pid;
+  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// How a run_process status reads in an error message: "exit 1", "killed by signal 11 (...)".
+inline std::string process_status(int rc) {
+  if (rc < 0) return "could not be started";
+  if (rc > 128)
+    return "killed by signal " + std::to_string(rc - 128) + " (" + strsignal(rc - 128) + ")";
+  return "exit " + std::to_string(rc);
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// The kernel cache directory: TG_CACHE_DIR, else $XDG_CACHE_HOME/tg, else ~/.cache/tg.
+inline std::string cache_dir() {
+  std::string d = env::get("TG_CACHE_DIR");
+  if (d.empty()) {
+    std::string xdg = env::get("XDG_CACHE_HOME");
+    d = !xdg.empty() ? xdg + "/tg" : env::get("HOME", "/tmp") + "/.cache/tg";
+  }
+  return d;
+}
+inline bool disk_cache_enabled() { return env::get("TG_CACHE", "1") != "0"; }
+
+/// A 128-bit cache key (32 hex digits) for a source and what compiles it (compiler, flags, target).
+inline std::string cache_key(std::string_view source, std::string_view meta) {
+  std::string m(meta);
+  return hex64(fnv1a(source, fnv1a(m))) +
+         hex64(fnv1a(m + std::string(source), 0x84222325cbf29ce4ull));
+}
+
+/// The path of a cache entry, its directory created; empty when the disk cache is disabled.
+inline std::string cache_path(const std::string& file) {
+  if (!disk_cache_enabled()) return "";
+  std::error_code ec;
+  std::filesystem::create_directories(cache_dir(), ec);
+  return cache_dir() + "/" + file;
+}
+
+/// Reads a whole cache entry; false when it is missing (or unreadable).
+inline bool read_cached(const std::string& path, std::string& out) {
+  if (path.empty()) return false;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return !out.empty();
+}
+
+/// Writes a cache entry atomically (temporary file + rename). Failures are ignored: the cache is
+/// an optimization.
+inline void write_cached(const std::string& path, std::string_view bytes) {
+  if (path.empty()) return;
+  static std::atomic<int> counter{0};
+  std::string tmp = path + ".tmp-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(bytes.data(), std::streamsize(bytes.size()));
+    if (!f) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+/// A fresh temporary path in the cache directory (or /tmp when the cache is disabled).
+inline std::string temp_path(const std::string& stem) {
+  static std::atomic<int> counter{0};
+  std::string dir = disk_cache_enabled()
+                        ? cache_dir()
+                        : std::filesystem::temp_directory_path().string() + "/tg-nocache";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return dir + "/tmp-" + stem + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+} // namespace tg::detail
+#endif // TG_SI_TG_RUNTIME_CACHE_HPP
+
+// ---- tg/runtime/host.hpp ----
+#ifndef TG_SI_TG_RUNTIME_HOST_HPP
+#define TG_SI_TG_RUNTIME_HOST_HPP
+// What the device runtimes share: host memory (HostDevice), the registry of device factories
+// (tg::device and tg::register_device work on it, tg/impl/devices.hpp), and the placeholder for
+// a device this build cannot offer.
+
+// ---- tg/codegen/pipeline.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PIPELINE_HPP
+#define TG_SI_TG_CODEGEN_PIPELINE_HPP
+// The pass list: every kernel tg runs, shows or plans is made by the functions of this file, in
+// this order, for a Target (a device's choices and dialect):
+//
+//   graph passes    fuse                                                 schedule_graph
+//                   -> plan_memory                                       plan_buffers
+//   kernel passes   lower                                                lower_kernel
+//                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
+//                   -> GPU: shared_tiles (products) or gpu_program
+//                      -> decompose (-> narrow32: WGSL)                  device_passes
+//                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
+//
+// compile_kernel runs the kernel passes in order. Realize, tg::schedule, kernel_source, the static
+// front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
+// what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
+// result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
+
+// ---- tg/schedule/memory.hpp ----
+#ifndef TG_SI_TG_SCHEDULE_MEMORY_HPP
+#define TG_SI_TG_SCHEDULE_MEMORY_HPP
+// memory: [Kernel] -> buffer plan. Intermediate results that nobody keeps share buffers once
+// their last reader has run (a buffer is never reused by the kernel that reads it, so a
+// kernel's inputs and output never alias).
+
+// ---- tg/schedule/fuse.hpp ----
+#ifndef TG_SI_TG_SCHEDULE_FUSE_HPP
+#define TG_SI_TG_SCHEDULE_FUSE_HPP
+// fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
+// reduction is inlined into the one consumer that reads it back at the same index (an
+// elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
+// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
+// node.
+
+namespace tg {
+
+/// Choices the fuser makes beyond correctness.
+struct FuseOptions {
+  /// A reduction whose every reader broadcasts it back along the axes after the ones its index
+  /// depends on (a softmax's row max and row sum, a layer norm's mean and variance) is computed
+  /// inside the kernels that read it, once per row (the lowering hoists it out of the loops its
+  /// index does not depend on), where it ended a kernel of its own: a softmax is one kernel that
+  /// reads each row from memory once and finds it in cache for the second and third pass, not
+  /// three kernels that each stream the whole tensor. Each reader computes it again, so at most
+  /// two may (kernels, or reductions it is read inside), one of them broadcasting it. Only for
+  /// devices where one thread runs a whole row (the CPU): a GPU thread per element would compute
+  /// the row's reduction per element.
+  bool row_reductions = false;
+  /// An elementwise result (not a bare view or cast of a buffer) that a reduction reads
+  /// broadcast along at least `broadcast_operand_min` of its output elements while varying along
+  /// a reduced axis (a matmul's relu'd operand, read once per output column) is materialized by a
+  /// kernel of its own, so the reduction reads it instead of computing it again for each
+  /// broadcast index. 0: never.
+  std::int64_t broadcast_operand_min = 8;
+  /// The most tensors a kernel may read (a device's storage buffers per shader stage, less the
+  /// output: WebGPU's are few). A kernel that would read more is cut: the computed node inside it
+  /// that reads the most tensors within the limit gets a buffer of its own, until every kernel
+  /// fits. 0: no limit.
+  int max_inputs = 0;
+};
+
+struct Kernel {
+  int root = -1;           // the node this kernel materializes
+  std::vector<int> inputs; // materialized nodes it reads (kernel parameters 1..n; 0 is the output)
+};
+
+struct Schedule {
+  std::vector<Kernel> kernels;
+  NodeFlags materialized; // per node: has a buffer (an input, or a kernel's root)
+};
+
+namespace detail {
+constexpr bool reshape_only(const std::vector<Movement>& moves) {
+  for (const Movement& m : moves)
+    if (m.op != MoveOp::Reshape) return false;
+  return true;
+}
+constexpr void collect_inputs(const Graph& g, const NodeFlags& mat, int node, int root,
+                              std::vector<int>& inputs, NodeFlags& seen) {
+  if (seen[std::size_t(node)]) return;
+  seen[std::size_t(node)] = true;
+  const Node& n = g[node];
+  if (node != root && mat[std::size_t(node)]) {
+    inputs.push_back(node);
+    return;
+  }
+  for (int k = 0; k < n.nsrc(); ++k)
+    collect_inputs(g, mat, n.src[std::size_t(k)], root, inputs, seen);
+}
+
+/// The readers of a reduction that read_by_rows found: the materialized nodes and reductions
+/// whose index spaces read it, and whether one of them reads it broadcast.
+struct RowReaders {
+  std::vector<int> readers;
+  bool broadcast = false;
+};
+/// Whether reduction `r`'s readers, reached through elementwise ops and views `moves` (reshapes
+/// and expands only) from node `at`, each read it at an index that depends only on axes of their
+/// index space before the ones it is broadcast along (see FuseOptions::row_reductions).
+constexpr bool read_by_rows(const Graph& g, const NodeFlags& mat,
+                            const std::vector<std::vector<int>>& consumers, int r, int at,
+                            const std::vector<Movement>& moves, RowReaders& found) {
+  for (int c : consumers[std::size_t(at)]) {
+    const Node& n = g[c];
+    std::vector<Movement> m = moves;
+    if (n.op == Op::View) {
+      for (const Movement& mv : n.moves) {
+        if (mv.op != MoveOp::Reshape && mv.op != MoveOp::Expand) return false;
+        m.push_back(mv);
+      }
+    } else if (!is_elementwise(n.op) && !is_reduce(n.op) && n.op != Op::Contiguous) {
+      return false;
+    }
+    if (is_reduce(n.op) || mat[std::size_t(c)]) {
+      // the index space that reads r, and which of its axes r's index depends on
+      ShapeTracker t = ShapeTracker::contiguous(g[r].shape).apply(m);
+      const View& v = t.views.back();
+      if (t.views.size() != 1 || v.has_mask()) return false;
+      bool broadcast = false; // some axis along which r is read alike has been met
+      for (std::size_t d = 0; d < v.ndim(); ++d) {
+        if (v.shape[d] == 1) continue;
+        bool along = false; // a reduced axis of the reader: r must not vary along it
+        for (int a : n.axes) along = along || (is_reduce(n.op) && std::size_t(a) == d);
+        bool depends = !(v.strides[d] == 0);
+        if (depends && (along || broadcast)) return false;
+        broadcast = broadcast || (!depends && !along);
+      }
+      found.broadcast = found.broadcast || broadcast || is_reduce(n.op);
+      bool known = false;
+      for (int k : found.readers) known = known || k == c;
+      if (!known) found.readers.push_back(c);
+      continue;
+    }
+    if (!read_by_rows(g, mat, consumers, r, c, m, found)) return false;
+  }
+  return true;
+}
+/// Whether a reduction that reads node `e` (from node `at`, through elementwise ops and views
+/// `moves`, up to the first reduction or materialized node; each node once: `seen[node] == e`)
+/// reads it alike along at least `min_broadcast` of its output indices while it varies along a
+/// reduced axis (see FuseOptions::broadcast_operand_min).
+constexpr bool read_broadcast_by_reduction(const Graph& g, const NodeFlags& mat,
+                                           const std::vector<std::vector<int>>& consumers, int e,
+                                           int at, const std::vector<Movement>& moves,
+                                           std::int64_t min_broadcast, std::vector<int>& seen) {
+  for (int c : consumers[std::size_t(at)]) {
+    if (seen[std::size_t(c)] == e) continue;
+    seen[std::size_t(c)] = e;
+    const Node& n = g[c];
+    std::vector<Movement> m = moves;
+    if (n.op == Op::View) m.insert(m.end(), n.moves.begin(), n.moves.end());
+    bool expands = false; // no expand, no broadcast (and no view to build: constexpr budget)
+    for (const Movement& mv : m) expands = expands || mv.op == MoveOp::Expand;
+    if (is_reduce(n.op) && expands) {
+      // The last view maps the reduction's index space onto the views before it: a zero stride
+      // there reads every earlier view, and so `e`, alike along that axis.
+      ShapeTracker t = ShapeTracker::contiguous(g[e].shape).apply(m);
+      const View& v = t.views.back();
+      std::int64_t broadcast = 1;
+      bool varies = false;
+      for (std::size_t d = 0; d < v.ndim(); ++d) {
+        bool reduced = false;
+        for (int a : n.axes) reduced = reduced || std::size_t(a) == d;
+        bool zero = v.strides[d] == 0;
+        if (reduced)
+          varies = varies || (!zero && !(v.shape[d] == 1));
+        else if (zero)
+          broadcast *= v.shape[d].max_value();
+      }
+      if (varies && broadcast >= min_broadcast) return true;
+    } else if (!is_reduce(n.op) && (n.op == Op::View || is_elementwise(n.op)) &&
+               !mat[std::size_t(c)] &&
+               read_broadcast_by_reduction(g, mat, consumers, e, c, m, min_broadcast, seen)) {
+      return true;
+    }
+  }
+  return false;
+}
+/// Whether `n` computes something (an elementwise op other than a cast of a buffer or constant).
+constexpr bool computes(const Graph& g, const Node& n) {
+  if (!is_elementwise(n.op)) return false;
+  if (n.op != Op::Cast && n.op != Op::Bitcast) return true;
+  const Node& src = g[n.src[0]];
+  return src.op != Op::Buffer && src.op != Op::Const && src.op != Op::View;
+}
+} // namespace detail
+
+/// Which nodes need a buffer. Views of materialized nodes never do.
+constexpr NodeFlags materialize(const Graph& g, FuseOptions o = {}) {
+  NodeFlags mat(g.size(), false);
+  for (std::size_t i = 0; i < g.size(); ++i)
+    mat[i] = g.nodes[i].op == Op::Buffer || g.nodes[i].op == Op::Contiguous;
+  for (int o : g.outputs) mat[std::size_t(o)] = true;
+  auto consumers = g.consumers();
+  std::vector<int> seen(o.broadcast_operand_min > 0 ? g.size() : 0, -1);
+  if (o.broadcast_operand_min > 0)
+    for (std::size_t i = g.size(); i-- > 0;) { // consumers first: the last op of a chain is enough
+      if (mat[i] || !detail::computes(g, g.nodes[i])) continue;
+      mat[i] = detail::read_broadcast_by_reduction(g, mat, consumers, int(i), int(i), {},
+                                                   o.broadcast_operand_min, seen);
+    }
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (!is_reduce(g.nodes[i].op) || mat[i]) continue;
+    // Follow the single chain of consumers up to a materialized node; every step must keep
+    // the reduction's output index (elementwise ops and reshapes only).
+    std::size_t cur = i;
+    bool inline_ok = false;
+    while (true) {
+      const auto& cs = consumers[cur];
+      if (cs.size() != 1) break;
+      const Node& c = g.nodes[std::size_t(cs[0])];
+      if (is_reduce(c.op) || (c.op == Op::View && !detail::reshape_only(c.moves))) break;
+      cur = std::size_t(cs[0]);
+      if (mat[cur]) {
+        inline_ok = true;
+        break;
+      }
+    }
+    mat[i] = !inline_ok;
+  }
+  if (o.row_reductions)
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const Node& n = g.nodes[i];
+      bool output = false;
+      for (int out : g.outputs) output = output || out == int(i);
+      if (!is_reduce(n.op) || !mat[i] || output) continue;
+      bool rows = false; // its result has more than one element (one thread would run them all)
+      for (std::size_t d = 0; d < n.shape.size(); ++d) rows = rows || (!(n.shape[d] == 1));
+      // Each reader computes it again: worth it where one reads it broadcast (that kernel reads
+      // the rows anyway), and for at most two readers.
+      detail::RowReaders found;
+      if (rows && detail::read_by_rows(g, mat, consumers, int(i), int(i), {}, found) &&
+          found.broadcast && found.readers.size() <= 2)
+        mat[i] = false;
+    }
+  return mat;
+}
+
+namespace detail {
+/// The tensors node `n` reads when it is fused (as collect_inputs finds them).
+constexpr std::size_t inputs_of(const Graph& g, const NodeFlags& mat, int n) {
+  std::vector<int> inputs;
+  NodeFlags seen(g.size(), false);
+  collect_inputs(g, mat, n, n, inputs, seen);
+  return inputs.size();
+}
+/// FuseOptions::max_inputs: gives buffers to computed nodes inside kernels that read too many
+/// tensors, the one reading the most within the limit first, until every kernel fits (a node of
+/// one op reads at most three).
+constexpr void cut_to_inputs(const Graph& g, NodeFlags& mat, std::size_t max_inputs) {
+  // again until none is cut: a buffer given inside one kernel can add an input to another that
+  // computes the same node from inputs it reads anyway
+  for (bool cut = true; cut;) {
+    cut = false;
+    for (std::size_t root = 0; root < g.size(); ++root) {
+      if (!mat[root] || g.nodes[root].op == Op::Buffer) continue;
+      while (inputs_of(g, mat, int(root)) > max_inputs) {
+        NodeFlags inside(g.size(), false); // the nodes this kernel computes
+        inside[root] = true;
+        for (std::size_t i = root + 1; i-- > 0;) {
+          if (!inside[i]) continue;
+          const Node& n = g.nodes[i];
+          for (int k = 0; k < n.nsrc(); ++k)
+            if (!mat[std::size_t(n.src[std::size_t(k)])])
+              inside[std::size_t(n.src[std::size_t(k)])] = true;
+        }
+        int best = -1;
+        std::size_t most = 0;
+        for (std::size_t i = 0; i < root; ++i) {
+          if (!inside[i] || !(computes(g, g.nodes[i]) || is_reduce(g.nodes[i].op))) continue;
+          const std::size_t n = inputs_of(g, mat, int(i));
+          if (n <= max_inputs && n > most) best = int(i), most = n;
+        }
+        if (best < 0) break; // (one op that reads more: left for the device to refuse)
+        mat[std::size_t(best)] = true;
+        cut = true;
+      }
+    }
+  }
+}
+} // namespace detail
+
+constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
+  Schedule s;
+  s.materialized = materialize(g, o);
+  if (o.max_inputs > 0) detail::cut_to_inputs(g, s.materialized, std::size_t(o.max_inputs));
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (!s.materialized[i] || g.nodes[i].op == Op::Buffer) continue;
+    Kernel k;
+    k.root = int(i);
+    NodeFlags seen(g.size(), false);
+    detail::collect_inputs(g, s.materialized, int(i), int(i), k.inputs, seen);
+    s.kernels.push_back(std::move(k));
+  }
+  return s;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_SCHEDULE_FUSE_HPP
+
+namespace tg {
+
+struct MemoryPlan {
+  std::vector<int> slot;        // per node: temporary slot index, or -1 (input / kept result)
+  std::vector<SInt> slot_bytes; // size of each temporary slot
+  std::vector<int> free_after;  // per kernel: slots whose last reader is this kernel
+};
+
+/// `keep[i]`: node i's buffer outlives the realize (an output, or referenced by the user).
+constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFlags& keep) {
+  MemoryPlan p;
+  p.slot.assign(g.size(), -1);
+  std::vector<int> last_use(g.size(), -1), kernel_of(g.size(), -1);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    kernel_of[std::size_t(s.kernels[k].root)] = int(k);
+    for (int in : s.kernels[k].inputs) last_use[std::size_t(in)] = int(k);
+  }
+  std::vector<int> free_slots;
+  std::vector<std::vector<int>> release(s.kernels.size());
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
+    int root = s.kernels[k].root;
+    const Node& n = g[root];
+    if (!keep[std::size_t(root)]) {
+      SInt bytes = prod(n.shape) * SInt(itemsize(n.dtype));
+      int chosen = -1;
+      for (std::size_t f = 0; f < free_slots.size(); ++f) {
+        const SInt& have = p.slot_bytes[std::size_t(free_slots[f])];
+        bool fits = have == bytes ||
+                    (have.is_const() && bytes.is_const() && have.constant() >= bytes.constant());
+        if (fits) {
+          chosen = free_slots[f];
+          free_slots.erase(free_slots.begin() + std::ptrdiff_t(f));
+          break;
+        }
+      }
+      if (chosen < 0) {
+        chosen = int(p.slot_bytes.size());
+        p.slot_bytes.push_back(bytes);
+      }
+      p.slot[std::size_t(root)] = chosen;
+      int lu = last_use[std::size_t(root)];
+      if (lu >= 0)
+        release[std::size_t(lu)].push_back(chosen);
+      else
+        release[k].push_back(chosen); // never read: free at once
+    }
+    for (int r : release[k]) free_slots.push_back(r);
+  }
+  p.free_after.assign(s.kernels.size(), 0);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k) p.free_after[k] = int(release[k].size());
+  return p;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_SCHEDULE_MEMORY_HPP
+
+// ---- tg/codegen/decompose.hpp ----
+#ifndef TG_SI_TG_CODEGEN_DECOMPOSE_HPP
+#define TG_SI_TG_CODEGEN_DECOMPOSE_HPP
+// decompose: op semantics that must agree across devices, as a rewrite of a Program before it is
+// rendered (tinygrad's codegen/decomp), so that every dialect that needs them gets the same ops
+// and no renderer spells them: safe integer division, float -> integer conversion as INTERP's,
+// float16/bfloat16 values to and from their bits, float exp2 as a polynomial, subnormal log2, pow.
+
+namespace tg {
+
+/// What a target needs spelled out.
+struct DecomposeOptions {
+  /// Integer division and remainder defined for every divisor, as INTERP defines them: x / 0 == 0,
+  /// x % 0 == 0, x / -1 == -x (wrapping), x % -1 == 0. GPUs leave x / 0 (and INT_MIN / -1)
+  /// undefined; the CPU's C keeps the plain operators, as before.
+  bool safe_int_div = false;
+  /// float32 log2 of a subnormal input exact: Vulkan drivers may flush it to zero (lavapipe gives
+  /// log2(1e-45) = -127), so a subnormal's log2 is taken of its mantissa bits, a whole number,
+  /// minus 149.
+  bool subnormal_log2 = false;
+  /// Float to integer as INTERP (x86) converts: through int32 (int64 for 32/64-bit targets), out
+  /// of range and NaN giving the minimum ("integer indefinite"), uint64 giving 0. The languages
+  /// leave those undefined, and compilers fold them differently ((unsigned char)-3.0f became 0,
+  /// not 253). Every dialect needs it: renderers convert only values in range.
+  bool saturating_casts = false;
+  /// float16 / bfloat16 loads, stores, casts and bitcasts as integer ops on their bits (round to
+  /// nearest even, NaN kept quiet, subnormals exact), as INTERP's half and bfloat16_t. Without it
+  /// the dialect converts (CUDA's float16: cvt in hardware).
+  bool f16_bits = false, bf16_bits = false;
+  /// float32 2^x as INTERP computes it (detail::exp2_float), bit for bit: 2^n * p(f), x = n + f,
+  /// |f| <= 1/2, p the degree-7 Taylor polynomial of 2^f (relative error below 1e-8) by fused
+  /// multiply-adds (MulAdd), 2^n in two factors so that subnormal results round once. Branch
+  /// free, so loops of it vectorize (libm's exp2f is a call per element); GLSL's exp2 returned 0
+  /// below 2^-126 on lavapipe. CUDA keeps its exp2f.
+  bool exp2_poly = false;
+  /// Float division and reciprocal as IEEE defines them where the dialect's `/` does not: a
+  /// division by zero is undefined in Vulkan (Mesa folds x / 0.0 to 0), so the divisor is made
+  /// nonzero and zero's results (+-inf, NaN for 0 / 0 and NaN / 0) are selected by hand.
+  bool ieee_div = false;
+  /// pow as INTERP's (glibc's): its special cases (zeros, infinities, NaN, negative bases), an
+  /// integer exponent below 2^24 (2^53 for float64) by squaring with the reciprocal last, others
+  /// as 2^(b log2|a|). GLSL's and WGSL's pow are undefined for a < 0 and inexact. `pow_f64`: a
+  /// float32's general case computed in float64 and rounded once, as glibc's powf does.
+  bool pow = false, pow_f64 = false;
+  /// pow's general case (a positive base, an exponent that is not an integer below 2^24) by the
+  /// dialect's own pow, where that is accurate (CUDA's: within 2 ulp; its integer exponents were
+  /// not exact: pow(3.0, 1.0) was 2.9999999999999996 on an H100).
+  bool pow_native = false;
+  /// The dialect has no 64-bit integers (WGSL; narrow32 makes index arithmetic 32-bit): float ->
+  /// uint32 is computed without going through int64.
+  bool no_int64 = false;
+
+  /// What every C-style dialect needs (C, and the GPU dialects below).
+  static constexpr DecomposeOptions c_style() {
+    DecomposeOptions o;
+    o.saturating_casts = o.f16_bits = o.bf16_bits = o.exp2_poly = true;
+    return o;
+  }
+  /// The GPU dialects' needs (CUDA, GLSL).
+  static constexpr DecomposeOptions gpu() {
+    DecomposeOptions o = c_style();
+    o.safe_int_div = true;
+    return o;
+  }
+  /// Whether the pass has anything to do.
+  constexpr bool any() const {
+    return safe_int_div || subnormal_log2 || saturating_casts || f16_bits || bf16_bits ||
+           exp2_poly || ieee_div || pow;
+  }
+  constexpr bool any_but_pow() const {
+    DecomposeOptions o = *this;
+    o.pow = false;
+    return o.any();
+  }
+  /// Whether it rewrites values of 16-bit float type d.
+  constexpr bool bits_of(DType d) const {
+    return (d == DType::Float16 && f16_bits) || (d == DType::BFloat16 && bf16_bits);
+  }
+};
+
+namespace detail {
+/// Whether op k is a divisor that needs no guard: a constant other than 0 and -1, or one this pass
+/// made (where(k == 0 [|| k == -1], 1, k)), so that decomposing twice changes nothing.
+constexpr bool plain_divisor(const Program& p, int k) {
+  const UOp& b = p.ops[std::size_t(k)];
+  if (b.kind == UKind::Const) return b.value.i != 0 && (is_unsigned(b.dtype) || b.value.i != -1);
+  auto op = [&](int i) -> const UOp& { return p.ops[std::size_t(i)]; };
+  auto tests = [&](int i, int x, std::int64_t v) { // op i is x == v
+    return op(i).kind == UKind::Alu && op(i).op == Op::CmpEq && op(i).src[0] == x &&
+           op(op(i).src[1]).kind == UKind::Const && op(op(i).src[1]).value.i == v;
+  };
+  if (b.kind != UKind::Alu || b.op != Op::Where || op(b.src[1]).kind != UKind::Const ||
+      op(b.src[1]).value.i != 1)
+    return false;
+  const UOp& c = op(b.src[0]);
+  return tests(b.src[0], b.src[2], 0) ||
+         (c.kind == UKind::Alu && c.op == Op::Or && tests(c.src[0], b.src[2], 0) &&
+          tests(c.src[1], b.src[2], -1));
+}
+} // namespace detail
+
+/// The program with the operations `o` asks for written as simpler ones (unchanged if none).
+constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
+  if (!o.any()) return p;
+  if (o.pow && o.any_but_pow()) { // pow first: its parts (casts, divisions, exp2, log2) are ops
+    DecomposeOptions only_pow, rest = o; //   the rest of the pass then decomposes
+    only_pow.pow = true;
+    only_pow.pow_f64 = o.pow_f64;
+    only_pow.pow_native = o.pow_native;
+    rest.pow = false;
+    return decompose(decompose(p, only_pow), rest);
+  }
+  detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
+  auto constant = [&](DType d, std::int64_t v) {
+    return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
+  };
+  auto constant_f = [&](double v) {
+    return rw.add(UOp{UKind::Const,
+                      Op::Add,
+                      DType::Float32,
+                      {-1, -1, -1},
+                      Scalar::of(DType::Float32, v),
+                      -1,
+                      {}});
+  };
+  auto alu = [&](Op op, DType d, int a, int b = -1, int c = -1) {
+    return rw.add(UOp{UKind::Alu, op, d, {a, b, c}, {}, -1, {}});
+  };
+  auto real = [&](DType d, double v) { // a float constant of compute dtype d
+    return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of(d, v), -1, {}});
+  };
+  const DType u32 = DType::UInt32, f32 = DType::Float32, b1 = DType::Bool;
+  auto bits_and = [&](int x, std::int64_t m) { return alu(Op::And, u32, x, constant(u32, m)); };
+  // x >> k and x << k of a uint32, as the IR has no shifts (a constant divisor: no guard)
+  auto shr = [&](int x, int k) {
+    return alu(Op::Div, u32, x, constant(u32, std::int64_t(1) << k));
+  };
+  auto shl = [&](int x, int k) {
+    return alu(Op::Mul, u32, x, constant(u32, std::int64_t(1) << k));
+  };
+  auto eq = [&](int x, std::int64_t v) { return alu(Op::CmpEq, b1, x, constant(u32, v)); };
+  auto below = [&](int x, std::int64_t v) { return alu(Op::CmpLt, b1, x, constant(u32, v)); };
+
+  // A float32 value from the 32-bit word holding a 16-bit float's bits.
+  auto decode16 = [&](DType half, int w) {
+    if (half == DType::BFloat16) return alu(Op::Bitcast, f32, shl(w, 16));
+    // normal and inf/NaN: the fields moved into float32's; subnormal: m * 2^-24 (exact, and
+    // never a subnormal float, which GPUs may flush)
+    const int s = shl(bits_and(w, 0x8000), 16), e = bits_and(shr(w, 10), 31),
+              mantissa = bits_and(w, 0x3ff), m = shl(mantissa, 13);
+    const int normal =
+        alu(Op::Or, u32, alu(Op::Or, u32, s, shl(alu(Op::Add, u32, e, constant(u32, 112)), 23)), m);
+    const int special = alu(Op::Or, u32, alu(Op::Or, u32, s, constant(u32, 0x7f800000)), m);
+    const int f = alu(Op::Bitcast, f32, alu(Op::Where, u32, eq(e, 31), special, normal));
+    const int tiny = alu(Op::Mul, f32, alu(Op::Cast, f32, mantissa), real(f32, 0x1p-24));
+    const int sub =
+        alu(Op::Where, f32, alu(Op::CmpNe, b1, s, constant(u32, 0)), alu(Op::Neg, f32, tiny), tiny);
+    return alu(Op::Where, f32, eq(e, 0), sub, f);
+  };
+  // The 32-bit word holding the 16-bit float nearest float32 value f (ties to even).
+  auto encode16 = [&](DType half, int f) {
+    // a value of 16-bit float type is a float32 in a register: typed so, its bits are float32's
+    if (is_half(rw.out[std::size_t(f)].dtype)) f = alu(Op::Cast, f32, f);
+    const int x = alu(Op::Bitcast, u32, f);
+    const int nan = alu(Op::And, b1, eq(bits_and(x, 0x7f800000), 0x7f800000),
+                        alu(Op::CmpNe, b1, bits_and(x, 0x7fffff), constant(u32, 0)));
+    if (half == DType::BFloat16) {
+      const int quiet = alu(Op::Or, u32, shr(x, 16), constant(u32, 0x40));
+      const int odd = bits_and(shr(x, 16), 1);
+      const int up = alu(Op::Add, u32, alu(Op::Add, u32, x, constant(u32, 0x7fff)), odd);
+      return alu(Op::Where, u32, nan, quiet, shr(up, 16));
+    }
+    const int s = bits_and(shr(x, 16), 0x8000), e = bits_and(shr(x, 23), 0xff);
+    // normal results: exponent and the top 10 mantissa bits, rounded by the 13 below (a carry
+    // moves into the exponent, up to infinity)
+    const int magnitude = bits_and(x, 0x7fffffff);
+    const int top = alu(Op::Add, u32, shr(magnitude, 13),
+                        constant(u32, std::int64_t(0x100000000) - (112 << 10)));
+    const int r = bits_and(x, 0x1fff);
+    const int up = alu(
+        Op::Or, b1, alu(Op::CmpLt, b1, constant(u32, 0x1000), r),
+        alu(Op::And, b1, eq(r, 0x1000), alu(Op::CmpNe, b1, bits_and(top, 1), constant(u32, 0))));
+    const int normal = alu(Op::Add, u32, top, alu(Op::Cast, u32, up));
+    // subnormal results (and zero): |f| * 2^24 (below 2^11 there) rounded to an integer, ties to
+    // even, from its integer part and the exact remainder (no step a compiler that reassociates
+    // float arithmetic, as WGSL's may, can fold)
+    const int product = alu(Op::Mul, f32, alu(Op::Bitcast, f32, magnitude), real(f32, 0x1p24));
+    const int scaled = alu(Op::Where, f32, alu(Op::CmpLt, b1, product, real(f32, 2048.0)), product,
+                           real(f32, 2048.0));
+    const int whole = alu(Op::Cast, u32, scaled);
+    const int rest = alu(Op::Add, f32, scaled, alu(Op::Neg, f32, alu(Op::Cast, f32, whole)));
+    const int one_half = real(f32, 0.5);
+    const int round_up = alu(Op::Or, b1, alu(Op::CmpLt, b1, one_half, rest),
+                             alu(Op::And, b1, alu(Op::CmpEq, b1, rest, one_half),
+                                 alu(Op::CmpNe, b1, bits_and(whole, 1), constant(u32, 0))));
+    const int sub = alu(Op::Add, u32, whole, alu(Op::Cast, u32, round_up));
+    const int inf = alu(Op::Where, u32, nan, constant(u32, 0x7e00), constant(u32, 0x7c00));
+    const int finite = alu(Op::Where, u32, below(e, 113), sub, normal);
+    return alu(Op::Or, u32, s, alu(Op::Where, u32, below(e, 143), finite, inf));
+  };
+  // Float (compute dtype cf) to uint32 as INTERP converts it (through int64: the low 32 bits)
+  // without 64-bit integers: t = trunc(a) through int32 where it fits, else t mod 2^32, which
+  // float arithmetic computes exactly (t is a multiple of its ulp, and so is the remainder);
+  // NaN and |t| >= 2^63 give 0 (int64's minimum, mod 2^32)
+  auto to_uint32 = [&](DType cf, int a) {
+    const DType i32 = DType::Int32;
+    auto lt = [&](int x, int y) { return alu(Op::CmpLt, b1, x, y); };
+    const int t = alu(Op::Trunc, cf, a);
+    const int small =
+        alu(Op::And, b1, lt(t, real(cf, 0x1p31)), alu(Op::Neg, b1, lt(t, real(cf, -0x1p31))));
+    const int big =
+        alu(Op::And, b1, alu(Op::Neg, b1, small),
+            alu(Op::And, b1, lt(t, real(cf, 0x1p63)), alu(Op::Neg, b1, lt(t, real(cf, -0x1p63)))));
+    const int via_int =
+        alu(Op::Bitcast, u32, alu(Op::Cast, i32, alu(Op::Where, cf, small, t, real(cf, 0.0))));
+    const int q = alu(Op::Mul, cf, t, real(cf, 0x1p-32)), tq = alu(Op::Trunc, cf, q);
+    const int fl =
+        alu(Op::Add, cf, tq, alu(Op::Where, cf, lt(q, tq), real(cf, -1.0), real(cf, 0.0))); // floor
+    const int rem = alu(Op::Add, cf, t, alu(Op::Neg, cf, alu(Op::Mul, cf, fl, real(cf, 0x1p32))));
+    const int wrapped = alu(Op::Cast, u32, alu(Op::Where, cf, big, rem, real(cf, 0.0)));
+    return alu(Op::Where, u32, small, via_int, alu(Op::Where, u32, big, wrapped, constant(u32, 0)));
+  };
+  // Float (compute dtype cf) to integer dtype `to` as INTERP converts, with only in-range values
+  // reaching the dialect's conversion.
+  auto to_int = [&](DType cf, DType to, int a) {
+    if (to == u32 && o.no_int64) return to_uint32(cf, a);
+    const bool wide = to == DType::Int64 || to == DType::UInt32;
+    const DType via = to == DType::UInt64 ? to : wide ? DType::Int64 : DType::Int32;
+    int ok;
+    if (to == DType::UInt64)
+      ok = alu(Op::And, b1, alu(Op::CmpLt, b1, real(cf, -1.0), a),
+               alu(Op::CmpLt, b1, a, real(cf, 0x1p64)));
+    else // lo <= a < hi, false for NaN
+      ok = alu(Op::And, b1, alu(Op::CmpLt, b1, a, real(cf, wide ? 0x1p63 : 0x1p31)),
+               alu(Op::Neg, b1, alu(Op::CmpLt, b1, a, real(cf, wide ? -0x1p63 : -0x1p31))));
+    const int in = alu(Op::Cast, via, alu(Op::Where, cf, ok, a, real(cf, 0.0)));
+    const std::int64_t out = to == DType::UInt64 ? 0
+                             : wide              ? std::numeric_limits<std::int64_t>::min()
+                                                 : std::int64_t(-2147483648ll);
+    const int v = alu(Op::Where, via, ok, in, constant(via, out));
+    return to == via ? v : alu(Op::Cast, to, v);
+  };
+
+  // float32 2^x (exp2_poly), the operations of detail::exp2_float in its order
+  auto exp2_poly = [&](int x) {
+    const DType i32 = DType::Int32;
+    if (is_half(rw.out[std::size_t(x)].dtype)) x = alu(Op::Cast, f32, x);
+    const int lo = real(f32, -151.0), hi = real(f32, 129.0);
+    x = alu(Op::Where, f32, alu(Op::CmpLt, b1, x, lo), lo,
+            alu(Op::Where, f32, alu(Op::CmpLt, b1, hi, x), hi, x));
+    const int t = alu(Op::Add, f32, x, real(f32, 12582912.0)); // x rounded to an integer n ...
+    const int f =
+        alu(Op::Add, f32, x, alu(Op::Neg, f32, alu(Op::Add, f32, t, real(f32, -12582912.0))));
+    const int n = alu(Op::Cast, i32,
+                      alu(Op::Add, u32, alu(Op::Bitcast, u32, t),
+                          constant(u32, std::int64_t(0x100000000) - 0x4b400000)));
+    const int n1 = alu(Op::Div, i32, n, constant(i32, 2)),
+              n2 = alu(Op::Add, i32, n, alu(Op::Neg, i32, n1));
+    int q = real(f32, 1.5252734e-5f); // ... and 2^f by Horner's rule
+    for (float c : {1.5403530e-4f, 1.3333558e-3f, 9.6181291e-3f, 5.5504109e-2f, 2.4022651e-1f,
+                    6.9314718e-1f, 1.0f})
+      q = alu(Op::MulAdd, f32, q, f, real(f32, c));
+    auto pow2 = [&](int k) { // 2^k for a normal exponent k, by its bits
+      return alu(Op::Bitcast, f32,
+                 shl(alu(Op::Cast, u32, alu(Op::Add, i32, k, constant(i32, 127))), 23));
+    };
+    return alu(Op::Mul, f32, alu(Op::Mul, f32, q, pow2(n1)), pow2(n2));
+  };
+
+  // a / b for floats of compute dtype cf, with b == 0 giving what IEEE division gives
+  auto ieee_div = [&](DType cf, int a, int b) {
+    const DType bits = cf == DType::Float64 ? DType::UInt64 : u32;
+    const std::int64_t sign = cf == DType::Float64 ? std::numeric_limits<std::int64_t>::min()
+                                                   : std::int64_t(0x80000000),
+                       inf = cf == DType::Float64 ? std::int64_t(0x7ff0000000000000)
+                                                  : std::int64_t(0x7f800000);
+    const int nonzero = alu(Op::CmpNe, b1, b, real(cf, 0.0));
+    const int q = alu(Op::Div, cf, a, alu(Op::Where, cf, nonzero, b, real(cf, 1.0)));
+    const int nan_or_zero =
+        alu(Op::Or, b1, alu(Op::CmpNe, b1, a, a), alu(Op::CmpEq, b1, a, real(cf, 0.0)));
+    const int signs = alu(Op::Xor, bits, alu(Op::Bitcast, bits, a), alu(Op::Bitcast, bits, b));
+    const int infinity = alu(
+        Op::Bitcast, cf,
+        alu(Op::Or, bits, alu(Op::And, bits, signs, constant(bits, sign)), constant(bits, inf)));
+    const int zero_div = alu(Op::Where, cf, nan_or_zero,
+                             real(cf, std::numeric_limits<double>::quiet_NaN()), infinity);
+    return alu(Op::Where, cf, nonzero, q, zero_div);
+  };
+
+  // value k as compute dtype cf (a value of 16-bit float type is a float32)
+  auto as_float = [&](DType cf, int k) {
+    return rw.out[std::size_t(k)].dtype == cf ? k : alu(Op::Cast, cf, k);
+  };
+  // pow(a, b) for floats of compute dtype cf (DecomposeOptions::pow), glibc's cases from the first
+  // (b == 0 or a == 1 gives 1, even for NaN) to the last (a negative base and a fractional b)
+  auto pow_ops = [&](DType cf, int a, int b) {
+    const bool f64 = cf == DType::Float64;
+    const DType ut = f64 ? DType::UInt64 : u32, it = f64 ? DType::Int64 : DType::Int32;
+    const double inf_v = std::numeric_limits<double>::infinity();
+    auto lt = [&](int x, int y) { return alu(Op::CmpLt, b1, x, y); };
+    auto is = [&](int x, double v) { return alu(Op::CmpEq, b1, x, real(cf, v)); };
+    auto both = [&](int x, int y) { return alu(Op::And, b1, x, y); };
+    auto pick = [&](int c, int x, int y) { return alu(Op::Where, cf, c, x, y); };
+    const int zero = real(cf, 0.0), one = real(cf, 1.0), inf = real(cf, inf_v);
+    const int a_neg = lt(a, zero), b_neg = lt(b, zero), b_pos = lt(zero, b);
+    const int ma = pick(a_neg, alu(Op::Neg, cf, a), a), mb = pick(b_neg, alu(Op::Neg, cf, b), b);
+    const int integral = alu(Op::CmpEq, b1, b, alu(Op::Trunc, cf, b)); // (and infinite)
+    const int small = both(integral, lt(mb, real(cf, f64 ? 0x1p53 : 0x1p24)));
+    const int half = alu(Op::Mul, cf, mb, real(cf, 0.5));
+    const int odd = both(small, alu(Op::CmpNe, b1, alu(Op::Trunc, cf, half), half));
+    // |a|^|b| by squaring, one step per bit of |b|
+    const int n = alu(Op::Cast, ut, pick(small, mb, zero));
+    const int steps = f64 ? 53 : 24;
+    int x = ma, r = one;
+    for (int k = 0; k < steps; ++k) {
+      const int bit = alu(Op::CmpNe, b1, alu(Op::And, ut, n, constant(ut, std::int64_t(1) << k)),
+                          constant(ut, 0));
+      r = pick(bit, alu(Op::Mul, cf, r, x), r);
+      if (k + 1 < steps) x = alu(Op::Mul, cf, x, x);
+    }
+    int general; // 2^(b log2|a|)
+    if (o.pow_native) {
+      general = alu(Op::Pow, cf, ma, b);
+    } else if (o.pow_f64 && !f64) {
+      const DType d = DType::Float64;
+      const int l = alu(Op::Log2, d, alu(Op::Cast, d, ma));
+      general = alu(Op::Cast, cf, alu(Op::Exp2, d, alu(Op::Mul, d, alu(Op::Cast, d, b), l)));
+    } else {
+      general = alu(Op::Exp2, cf, alu(Op::Mul, cf, b, alu(Op::Log2, cf, ma)));
+    }
+    r = pick(b_neg, pick(is(r, inf_v), general, alu(Op::Div, cf, one, r)), r);
+    r = pick(small, r, general);
+    r = pick(both(a_neg, odd), alu(Op::Neg, cf, r), r);
+    r = pick(both(a_neg, alu(Op::Neg, b1, integral)),
+             real(cf, std::numeric_limits<double>::quiet_NaN()), r);
+    // -0 or +0 by the sign bit: a compiler may fold a choice between the constants -0 and +0
+    // (Mesa's GL driver does)
+    const int neg_inf = real(cf, -inf_v);
+    const int signed_zero =
+        alu(Op::Bitcast, cf,
+            alu(Op::Where, ut, odd, constant(ut, std::int64_t(std::uint64_t(1) << (f64 ? 63 : 31))),
+                constant(ut, 0)));
+    const int at_inf =
+        pick(a_neg, pick(b_pos, pick(odd, neg_inf, inf), signed_zero), pick(b_pos, inf, zero));
+    r = pick(is(ma, inf_v), at_inf, r);
+    const int at_inf_b =
+        pick(is(ma, 1.0), one, pick(alu(Op::CmpNe, b1, lt(one, ma), b_pos), zero, inf));
+    r = pick(is(mb, inf_v), at_inf_b, r);
+    const int signed_inf =
+        pick(lt(alu(Op::Bitcast, it, a), constant(it, 0)), neg_inf, inf); // by a's sign bit: -0
+    const int at_zero = pick(b_neg, pick(odd, signed_inf, inf), pick(odd, a, zero));
+    r = pick(is(a, 0.0), at_zero, r);
+    r = pick(alu(Op::Or, b1, alu(Op::CmpNe, b1, a, a), alu(Op::CmpNe, b1, b, b)),
+             real(cf, std::numeric_limits<double>::quiet_NaN()), r);
+    return pick(alu(Op::Or, b1, is(b, 0.0), is(a, 1.0)), one, r);
+  };
+
+  // A rewritten value of a 16-bit float type the dialect converts itself (CUDA's float16) typed
+  // so again, exactly: a store then encodes it (a float32-typed value was stored as an integer).
+  auto typed = [&](DType d, int v) {
+    return is_half(d) && !o.bits_of(d) && rw.out[std::size_t(v)].dtype != d ? alu(Op::Cast, d, v)
+                                                                            : v;
+  };
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    UOp r = rw.remapped(u);
+    const DType d = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
+    const bool of_param = u.src[0] >= 0 && p.ops[std::size_t(u.src[0])].kind == UKind::Param;
+    if (u.kind == UKind::Load && of_param && o.bits_of(d)) { // the bits, then the value
+      r.dtype = u32;
+      const int w = rw.add(std::move(r));
+      // (loaded as an integer: the bits themselves, as shared_tiles stages tensor-core operands)
+      rw.map[i] = is_half(u.dtype) ? decode16(d, w) : alu(Op::Cast, u.dtype, w);
+      continue;
+    }
+    if (u.kind == UKind::Store && of_param && o.bits_of(d)) {
+      r.src[2] = encode16(d, r.src[2]);
+      rw.map[i] = rw.add(std::move(r));
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Cast && o.bits_of(u.dtype)) { // rounded to 16 bits
+      const int f = compute_dtype(d) == f32 ? r.src[0] : alu(Op::Cast, f32, r.src[0]);
+      rw.map[i] = decode16(u.dtype, encode16(u.dtype, f));
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Cast && o.saturating_casts &&
+        is_float(compute_dtype(d)) && is_int(u.dtype)) {
+      rw.map[i] = to_int(compute_dtype(d), u.dtype, r.src[0]);
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Exp2 && o.exp2_poly && compute_dtype(u.dtype) == f32) {
+      rw.map[i] = exp2_poly(r.src[0]);
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Pow && o.pow && is_float(compute_dtype(u.dtype))) {
+      const DType cf = compute_dtype(u.dtype);
+      rw.map[i] = typed(u.dtype, pow_ops(cf, as_float(cf, r.src[0]), as_float(cf, r.src[1])));
+      continue;
+    }
+    if (u.kind == UKind::Alu && o.ieee_div && is_float(compute_dtype(u.dtype)) &&
+        (u.op == Op::Div || u.op == Op::Recip)) {
+      const DType cf = compute_dtype(u.dtype);
+      const int a = u.op == Op::Recip ? real(cf, 1.0) : as_float(cf, r.src[0]);
+      rw.map[i] = ieee_div(cf, a, as_float(cf, u.op == Op::Recip ? r.src[0] : r.src[1]));
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Bitcast && (o.bits_of(d) || o.bits_of(u.dtype))) {
+      // a 16-bit float's bits are its codec's; integers of 16 bits wrap into and out of a word
+      const int w = is_half(d) ? encode16(d, r.src[0])
+                               : alu(Op::Cast, u32, alu(Op::Cast, DType::UInt16, r.src[0]));
+      rw.map[i] =
+          typed(u.dtype, is_half(u.dtype) ? decode16(u.dtype, w) : alu(Op::Cast, u.dtype, w));
+      continue;
+    }
+    if (o.subnormal_log2 && u.kind == UKind::Alu && u.op == Op::Log2 && u.dtype == DType::Float32) {
+      // x < 2^-126 (and > 0): log2(float(bits(x))) - 149; otherwise (0, negatives, NaN, normal
+      // numbers) log2(x) as it was
+      const int x = r.src[0];
+      const int plain = rw.add(std::move(r));
+      const int mant = alu(Op::Cast, DType::Float32, alu(Op::Bitcast, DType::Int32, x));
+      const int sub =
+          alu(Op::Add, DType::Float32, alu(Op::Log2, DType::Float32, mant), constant_f(-149.0));
+      const int tiny =
+          alu(Op::And, DType::Bool, alu(Op::CmpLt, DType::Bool, x, constant_f(0x1p-126)),
+              alu(Op::CmpLt, DType::Bool, constant_f(0.0), x));
+      rw.map[i] = alu(Op::Where, DType::Float32, tiny, sub, plain);
+      continue;
+    }
+    if (!o.safe_int_div || u.kind != UKind::Alu || (u.op != Op::Div && u.op != Op::Mod) ||
+        !is_int(d) || detail::plain_divisor(p, u.src[1])) {
+      rw.map[i] = rw.add(std::move(r));
+      continue;
+    }
+    // x op (b == 0 || b == -1 ? 1 : b), then the results INTERP gives for 0 and -1: x % 1 == 0 is
+    // already right, x / 1 == x becomes 0 or -x
+    const bool sign = !is_unsigned(d);
+    const int a = r.src[0], b = r.src[1];
+    const int zero = alu(Op::CmpEq, DType::Bool, b, constant(d, 0));
+    const int minus = sign ? alu(Op::CmpEq, DType::Bool, b, constant(d, -1)) : -1;
+    const int bad = sign ? alu(Op::Or, DType::Bool, zero, minus) : zero;
+    int q = alu(u.op, u.dtype, a, alu(Op::Where, d, bad, constant(d, 1), b));
+    if (u.op == Op::Div) {
+      if (sign) { // -x wrapping around (-INT_MIN == INT_MIN): negated as unsigned
+        const DType un = DType(int(d) + int(DType::UInt8) - int(DType::Int8));
+        const int n = alu(Op::Cast, d, alu(Op::Neg, un, alu(Op::Cast, un, q)));
+        q = alu(Op::Where, u.dtype, minus, n, q);
+      }
+      q = alu(Op::Where, u.dtype, zero, constant(u.dtype, 0), q);
+    }
+    rw.map[i] = q;
+  }
+  Program out = p;
+  out.ops = std::move(rw.out);
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_DECOMPOSE_HPP
+
+// ---- tg/codegen/lower.hpp ----
+#ifndef TG_SI_TG_CODEGEN_LOWER_HPP
+#define TG_SI_TG_CODEGEN_LOWER_HPP
+// lower: Kernel -> linear program. Walks the kernel's expression from its root, carrying the
+// movement ops between the loop indices and each node (views are pushed down to the loads);
+// merges loop axes that every access walks contiguously; then places every value in the
+// outermost loop it depends on (linearize).
+
+// ---- tg/codegen/builder.hpp ----
+#ifndef TG_SI_TG_CODEGEN_BUILDER_HPP
+#define TG_SI_TG_CODEGEN_BUILDER_HPP
+// A hash-consed builder of UOps that folds constants and simplifies index arithmetic using the
+// value ranges of integers (so a contiguous kernel's index is just its loop variable).
+
+namespace tg {
+
+class UOpBuilder {
+public:
+  static constexpr std::int64_t unknown = std::int64_t(1) << 50;
+
+  std::vector<UOp> ops;
+  std::vector<std::int64_t> lo, hi; // value range of integer uops
+
+  constexpr int add(UOp u, std::int64_t l = -unknown, std::int64_t h = unknown) {
+    std::size_t hsh = hash(u) % buckets_.size();
+    if (u.kind != UKind::Range && u.kind != UKind::Reduce && u.kind != UKind::Store)
+      for (int i : buckets_[hsh])
+        if (ops[std::size_t(i)] == u) return i;
+    ops.push_back(std::move(u));
+    lo.push_back(l);
+    hi.push_back(h);
+    int id = int(ops.size()) - 1;
+    buckets_[hsh].push_back(id);
+    return id;
+  }
+  constexpr const UOp& operator[](int i) const { return ops[std::size_t(i)]; }
+  constexpr bool is_const(int i) const { return ops[std::size_t(i)].kind == UKind::Const; }
+  constexpr std::int64_t ival(int i) const { return ops[std::size_t(i)].value.i; }
+
+  constexpr int constant(DType t, Scalar v) {
+    UOp u{UKind::Const, Op::Add, t, {-1, -1, -1}, v, -1, {}};
+    std::int64_t x = is_float(t) ? 0 : v.i;
+    return is_float(t) ? add(u) : add(u, x, x);
+  }
+  constexpr int cint(std::int64_t v) {
+    return constant(DType::Int64, Scalar::of_int(DType::Int64, v));
+  }
+  constexpr int cbool(bool v) { return constant(DType::Bool, Scalar::of_int(DType::Bool, v)); }
+
+  constexpr int alu(Op op, DType t, int a, int b = -1, int c = -1) {
+    if (op == Op::Where && is_const(a)) return ival(a) ? b : c;
+    if (is_float(t) || op == Op::Cast || op == Op::Bitcast ||
+        (a >= 0 && is_float(ops[std::size_t(a)].dtype)))
+      return raw(op, t, a, b, c);
+    // integer and boolean simplifications
+    const bool ca = a >= 0 && is_const(a), cb = b >= 0 && is_const(b);
+    if (is_binary(op) && ca && !cb &&
+        (op == Op::Add || op == Op::Mul || op == Op::And || op == Op::Or || op == Op::Max))
+      return alu(op, t, b, a);
+    if (ca && (b < 0 || cb) && c < 0 && is_binary(op)) {
+      std::int64_t x = ival(a), y = ival(b), r = 0;
+      bool ok = true;
+      switch (op) {
+      case Op::Add:
+        r = x + y;
+        break;
+      case Op::Mul:
+        r = x * y;
+        break;
+      case Op::Div:
+        ok = y != 0;
+        if (ok) r = x / y;
+        break;
+      case Op::Mod:
+        ok = y != 0;
+        if (ok) r = x % y;
+        break;
+      case Op::Max:
+        r = x > y ? x : y;
+        break;
+      case Op::CmpLt:
+        r = x < y;
+        break;
+      case Op::CmpEq:
+        r = x == y;
+        break;
+      case Op::CmpNe:
+        r = x != y;
+        break;
+      case Op::And:
+        r = x & y;
+        break;
+      case Op::Or:
+        r = x | y;
+        break;
+      default:
+        ok = false;
+      }
+      if (ok && !is_unsigned(t)) return constant(t, Scalar::of_int(t, r));
+    }
+    if (cb) {
+      std::int64_t y = ival(b);
+      if (op == Op::Add && y == 0) return a;
+      if (op == Op::Mul && y == 1) return a;
+      if (op == Op::Mul && y == 0) return cint_t(t, 0);
+      if (op == Op::Div && y == 1) return a;
+      if (op == Op::Mod && y == 1) return cint_t(t, 0);
+      if (op == Op::And && t == DType::Bool) return y ? a : cbool(false);
+      if (op == Op::Or && t == DType::Bool) return y ? cbool(true) : a;
+      const UOp& ua = ops[std::size_t(a)];
+      // (x op c1) op c2 -> x op (c1 op c2)
+      if ((op == Op::Add || op == Op::Mul) && ua.kind == UKind::Alu && ua.op == op &&
+          is_const(ua.src[1])) {
+        // copies first: alu() adds to `ops` (ua dangles), and argument order is unspecified
+        int x = ua.src[0], c1 = ua.src[1];
+        int c = alu(op, t, c1, b);
+        return alu(op, t, x, c);
+      }
+      if ((op == Op::Div || op == Op::Mod) && y > 0 && lo_(a) >= 0) {
+        if (hi_(a) < y) return op == Op::Div ? cint_t(t, 0) : a;
+        // (x*k + r) / y where y divides k and 0 <= r < y
+        auto [mul, rest] = split_multiple(a, y);
+        if (mul >= 0) {
+          if (op == Op::Mod) return rest < 0 ? cint_t(t, 0) : alu(Op::Mod, t, rest, b);
+          int q = mul;
+          if (rest >= 0) q = alu(Op::Add, t, q, alu(Op::Div, t, rest, b));
+          return q;
+        }
+      }
+      if (op == Op::CmpLt) {
+        if (hi_(a) < y) return cbool(true);
+        if (lo_(a) >= y) return cbool(false);
+      }
+    }
+    if (op == Op::CmpLt && ca) {
+      std::int64_t x = ival(a);
+      if (lo_(b) > x) return cbool(true);
+      if (hi_(b) <= x) return cbool(false);
+    }
+    return raw(op, t, a, b, c);
+  }
+
+  /// An index expression for a symbolic integer.
+  template <class VarIndex> constexpr int sint(const SInt& s, VarIndex&& var_index) {
+    int r = cint(s.constant());
+    for (const Term& t : s.terms()) {
+      int p = cint(t.coef);
+      for (const Var& v : t.vars) {
+        UOp u{UKind::VarParam, Op::Add, DType::Int64, {-1, -1, -1}, {}, var_index(v), {}};
+        p = alu(Op::Mul, DType::Int64, add(u, v.lo, v.hi), p);
+      }
+      r = alu(Op::Add, DType::Int64, r, p);
+    }
+    return r;
+  }
+
+private:
+  constexpr std::int64_t lo_(int i) const { return lo[std::size_t(i)]; }
+  constexpr std::int64_t hi_(int i) const { return hi[std::size_t(i)]; }
+  constexpr int cint_t(DType t, std::int64_t v) { return constant(t, Scalar::of_int(t, v)); }
+
+  /// Splits a = m*y + rest where rest has a range inside [0, y); m is returned pre-divided.
+  constexpr std::pair<int, int> split_multiple(int a, std::int64_t y) {
+    const UOp u = ops[std::size_t(a)]; // a copy: cint() and alu() below add to `ops`
+    if (u.kind == UKind::Alu && u.op == Op::Mul && is_const(u.src[1]) && ival(u.src[1]) % y == 0 &&
+        lo_(u.src[0]) >= 0) {
+      int k = cint(ival(u.src[1]) / y);
+      return {alu(Op::Mul, u.dtype, u.src[0], k), -1};
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Add) {
+      int x = u.src[0], r = u.src[1];
+      for (int pass = 0; pass < 2; ++pass) {
+        const UOp ux = ops[std::size_t(x)];
+        if (ux.kind == UKind::Alu && ux.op == Op::Mul && is_const(ux.src[1]) &&
+            ival(ux.src[1]) % y == 0 && lo_(ux.src[0]) >= 0 && lo_(r) >= 0 && hi_(r) < y) {
+          int k = cint(ival(ux.src[1]) / y);
+          return {alu(Op::Mul, u.dtype, ux.src[0], k), r};
+        }
+        if (ux.kind == UKind::Alu && ux.op == Op::Add && lo_(r) >= 0 && hi_(r) < y) {
+          auto [m, rest] = split_multiple(x, y);
+          if (m >= 0 && rest < 0) return {m, r};
+        }
+        int tmp = x;
+        x = r;
+        r = tmp;
+      }
+    }
+    return {-1, -1};
+  }
+
+  constexpr int raw(Op op, DType t, int a, int b, int c) {
+    UOp u{UKind::Alu, op, t, {a, b, c}, {}, -1, {}};
+    std::int64_t l = -unknown, h = unknown;
+    if (!is_float(t) && a >= 0) {
+      std::int64_t la = lo_(a), ha = hi_(a);
+      std::int64_t lb = b >= 0 ? lo_(b) : 0, hb = b >= 0 ? hi_(b) : 0;
+      auto known = [](std::int64_t v) { return v > -unknown && v < unknown; };
+      bool kn = known(la) && known(ha) && known(lb) && known(hb);
+      if (op == Op::Add && kn) {
+        l = la + lb;
+        h = ha + hb;
+      } else if (op == Op::Mul && kn && b >= 0 && is_const(b)) {
+        std::int64_t y = ival(b);
+        l = y >= 0 ? la * y : ha * y;
+        h = y >= 0 ? ha * y : la * y;
+      } else if (op == Op::Div && b >= 0 && is_const(b) && ival(b) > 0 && la >= 0) {
+        l = la / ival(b);
+        h = known(ha) ? ha / ival(b) : unknown;
+      } else if (op == Op::Mod && b >= 0 && is_const(b) && ival(b) > 0 && la >= 0) {
+        l = 0;
+        h = ival(b) - 1;
+      } else if (is_compare(op) || t == DType::Bool) {
+        l = 0;
+        h = 1;
+      }
+      if (!known(l) || !known(h)) {
+        l = -unknown;
+        h = unknown;
+      }
+    }
+    return add(u, l, h);
+  }
+  static constexpr std::size_t hash(const UOp& u) {
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(std::uint64_t(u.kind));
+    mix(std::uint64_t(u.op));
+    mix(std::uint64_t(u.dtype));
+    for (int s : u.src) mix(std::uint64_t(std::int64_t(s)));
+    mix(std::uint64_t(u.value.i));
+    mix(std::uint64_t(u.arg));
+    return std::size_t(h);
+  }
+  std::vector<std::vector<int>> buckets_ = std::vector<std::vector<int>>(509);
+};
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_BUILDER_HPP
+
+// ---- tg/codegen/opt.hpp ----
+#ifndef TG_SI_TG_CODEGEN_OPT_HPP
+#define TG_SI_TG_CODEGEN_OPT_HPP
+// opt: the optimizer's choices for one kernel — register tiles (upcast lanes and rows), split
+// accumulators, packed operands, loop order, GPU tiles — made from what the lowering found out
+// about the kernel's loops and loads (KernelFacts), under LowerOptions. lower (lower.hpp) asks
+// choose() and builds the program it chose; TG_BEAM (engine/beam.hpp) searches over the options.
+// The measurements behind each default are in docs/performance.md.
+
+namespace tg {
+
+/// Choices the lowering makes beyond correctness (TG_OPT=0 turns them off).
+struct LowerOptions {
+  /// Reductions compute this many consecutive outputs of their last axis at once, each with its
+  /// own accumulator in one shared loop: loads that do not depend on that axis are shared, and
+  /// the others are contiguous, so the C compiler vectorizes them (tinygrad's "upcast").
+  int upcast = 16;
+  /// With an upcast last axis, a reduction whose loads include one that every index of the
+  /// axis before it reads alike (matmul's right operand) also computes this many consecutive
+  /// outputs of that axis: a register tile of upcast_rows x upcast lanes, each load shared by a
+  /// row or a column of it (larger tiles were no longer vectorized by GCC).
+  int upcast_rows = 4;
+  /// A kernel whose one reduction runs along an axis that every load inside it reads
+  /// contiguously (a row of a softmax, a layer norm, a sum over the last axis) splits it into up
+  /// to this many partial accumulators, acc[j] over elements j, j + n, j + 2n, ..., combined
+  /// pairwise after the loop: the C compiler vectorizes the loop (one vector lane per
+  /// accumulator, each still summed in order, so the C kernel and INTERP agree bit for bit),
+  /// where one accumulator is a chain of dependent adds. It changes the order of a float sum
+  /// (TG_OPT=0 turns it off).
+  int split_reduce = 16;
+  /// A register-tiled reduction whose shared operand (reduce length x columns x 4 bytes) is
+  /// larger than this, with at least 8 column tiles, runs its column tiles in the outer loop:
+  /// every row tile then reads the same column panel of that operand, which the CPU device
+  /// copies into a contiguous array once per column tile (pack_panels), instead of streaming the
+  /// whole operand from memory once per row tile.
+  std::int64_t panel_bytes = std::int64_t(1) << 17;
+  /// Upcast lanes of a reduction without a register tile, when they are contiguous: a sum over
+  /// axis 0 then reads a longer run of each row it visits and crosses fewer pages.
+  int wide_upcast = 64;
+  /// A kernel without reductions that reads its index through a reshape of a view the reshape
+  /// cannot merge into (im2col's columns [R, K] from a masked [N, OH, OW, C, KH, KW] window view)
+  /// loops over the finer axes of both shapes: each index is then a sum of loop variables, where
+  /// it was divided and reduced modulo every axis size per element.
+  bool refine_views = true;
+  /// In a kernel without reductions, its last two axes when a view masks them and they are at
+  /// most this long (a convolution's kernel taps) are unrolled: every mask then folds to a
+  /// constant, and the loads a lane can never read vanish.
+  int unroll_masked = 8;
+  /// A reduction over at most this many elements (a 2 x 2 or 3 x 3 pooling window), unless it
+  /// is a product with a shared operand (a matmul), is unrolled: one expression over its loads,
+  /// folded in the loop's order (the same values), with no loop and no accumulator, so the C
+  /// compiler vectorizes the kernel's lanes like an elementwise one.
+  int unroll_reduce = 9;
+  /// A kernel without reductions whose output's last axis one load reads with a stride, and the
+  /// axis before it contiguously (a transpose), computes tiles of this many x this many outputs:
+  /// the tile's loads then read whole runs of that operand's rows, where one output row read one
+  /// element from each of its rows (rows a power of two apart fall in a few L1 sets).
+  int transpose_tile = 8;
+  /// Lanes (columns) of a float32 register tile of a product whose epilogue loads nothing per row
+  /// (a bias at most), when the output's last axis divides by them and the tile's order stays
+  /// the same (more than `upcast` only where the C compiler has 32 vector registers: the CPU
+  /// device on AVX-512, Target::cpu(32)). 4 x 32 is 16 accumulators of 8 floats; 4 x 16 leaves 8,
+  /// FMA latency-bound.
+  int tile_lanes = 16;
+  /// On a GPU (set by for_gpu), a product whose two operands are each shared along one output
+  /// axis (a matmul: the left one along the columns, the right one along the rows) computes up
+  /// to this many rows by this many columns of outputs a thread, the tile's outputs strided by
+  /// the axis over its size (row r of rows R is r * M / R + i): neighbouring threads then still
+  /// load neighbouring elements of the right operand for every column of their tiles, while each
+  /// load feeds a whole row or column of the tile. Tiles shrink until the kernel keeps at least
+  /// gpu_tile_threads threads (TG_GPU_TILE and TG_GPU_TILE_THREADS override both).
+  int gpu_tile = 1;
+  std::int64_t gpu_tile_threads = std::int64_t(1) << 18;
+
+  /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
+  /// length by the tile's output columns) runs its column tiles outermost (panel_bytes).
+  constexpr bool panel_order(std::int64_t k, std::int64_t columns) const {
+    return upcast_rows > 1 && upcast > 1 && k * columns * 4 > panel_bytes && columns / upcast >= 8;
+  }
+  /// Whether such a tile may read that operand with a stride along its columns (x @ w.t(), w
+  /// not copied): in panel order pack_panels copies each column panel of it (k x upcast
+  /// elements, at most kPackBytes) into a contiguous array, whose rows load as vectors. The
+  /// copy reads w's rows contiguously; without it, every lane of the tile read its own row.
+  constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
+    return panel_order(k, columns) && columns % upcast == 0 && k * upcast * 8 <= kPackBytes;
+  }
+
+  /// These choices for a device without register tiles (a GPU): one output per thread, and its
+  /// outer loop is its threads, so kept long (no finer loops) and simple (no unrolling). Upcast
+  /// lanes would make each thread read a run of a row that its warp's neighbours read next to
+  /// it: 32 cache lines per load instruction, and a sixteenth of the threads.
+  constexpr LowerOptions for_gpu() const {
+    LowerOptions o = *this;
+    o.gpu_tile = upcast > 1 ? 8 : 1; // (not with every choice off)
+    o.upcast = o.upcast_rows = o.split_reduce = o.unroll_masked = o.unroll_reduce = 1;
+    o.transpose_tile = 1;
+    o.wide_upcast = o.upcast;
+    o.refine_views = false;
+    return o;
+  }
+  /// Every choice off (TG_OPT=0): one output and one accumulator per loop iteration.
+  static constexpr LowerOptions off() {
+    LowerOptions o;
+    o.upcast = o.upcast_rows = o.split_reduce = o.unroll_masked = o.unroll_reduce = 1;
+    o.transpose_tile = 1;
+    o.refine_views = false;
+    return o;
+  }
+};
+
+/// What the lowering found out about one reduction of a kernel.
+struct ReductionFacts {
+  bool hoisted = false;          // computed once per element of its own result (a row's max)
+  std::int64_t inner = 0;        // its innermost merged loop's length (0: symbolic)
+  bool inner_contiguous = false; // every load inside it reads that loop contiguously or not at all
+  DType dtype = DType::Float32;
+};
+
+/// What the lowering found out about a kernel that its choices depend on: its merged output
+/// loops, its reductions, and how its loads walk the last output axis ("last") and the one
+/// before it ("row").
+struct KernelFacts {
+  Shape loops;
+  std::vector<ReductionFacts> reductions;
+  SInt reduce_length;                           // of reductions[0]: the product of its merged loops
+  bool shared_last = false, shared_row = false; // a load inside a reduction reads one element
+                                                // along the axis (and varies along another)
+  bool contiguous_last = false; // every load inside a reduction reads "last" contiguously
+  bool packable_last = false;   // ... or with a constant stride that pack_panels can copy
+  bool masked_last = false, masked_row = false; // a view masks part of the axis
+  bool transposed = false;          // a load reads "last" with a stride and "row" contiguously
+  bool row_shared_epilogue = false; // every load outside the reductions is one for all rows
+};
+
+/// The choices for a kernel.
+struct Choices {
+  bool pack_strided = false;        // a tile reads its shared operand strided (packs_strided)
+  std::vector<std::int64_t> splits; // per reduction: partial accumulators (split_reduce)
+  std::int64_t split = 1;           // the aligned reduction's
+  std::int64_t lanes = 1, rows = 1; // the register tile: rows x lanes outputs
+  bool strided_tile = false;        // a GPU's tile (gpu_tile)
+  bool panel = false;               // column tiles outermost (panel_bytes)
+};
+
+namespace detail {
+/// The largest power of two up to `most` that divides d (1 if d is symbolic).
+constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
+  if (d.is_const())
+    for (std::int64_t w = most; w >= 2; w /= 2)
+      if (d.constant() % w == 0) return w;
+  return 1;
+}
+} // namespace detail
+
+/// The choices for a kernel with these facts under these options.
+constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
+  using detail::divisor;
+  Choices c;
+  const Shape& m = f.loops;
+  const std::size_t n = m.size(), row = n - 2;
+  std::size_t aligned = 0;
+  for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
+  const bool one_aligned = f.reductions.size() == 1 && !f.reductions[0].hoisted;
+  const bool float_reduction = !f.reductions.empty() && f.reductions[0].dtype == DType::Float32;
+  // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
+  // LowerOptions::packs_strided); that tile, not split accumulators, then.
+  c.pack_strided = n >= 2 && one_aligned && m.back().is_const() && f.reduce_length.is_const() &&
+                   divisor(m[row], o.upcast_rows) > 1 && f.shared_row &&
+                   o.packs_strided(f.reduce_length.constant(), m.back().constant()) &&
+                   !f.contiguous_last;
+  const bool lanes_contiguous = c.pack_strided ? f.packable_last : f.contiguous_last;
+  for (const ReductionFacts& r : f.reductions) {
+    std::int64_t w = 1;
+    if (o.split_reduce >= 4 && (r.hoisted || aligned == 1) && !c.pack_strided && r.inner >= 64) {
+      w = divisor(r.inner, o.split_reduce);
+      if (w < 4 || !r.inner_contiguous) w = 1;
+    }
+    c.splits.push_back(w);
+    if (!r.hoisted) c.split = w; // (1 unless it is the one aligned reduction)
+  }
+  auto masked_small = [&](std::size_t axis, bool masked) { // (LowerOptions::unroll_masked)
+    return axis < n && m[axis].is_const() && m[axis].constant() >= 2 &&
+           m[axis].constant() <= o.unroll_masked && masked;
+  };
+  auto transposed = [&] { // (LowerOptions::transpose_tile)
+    const std::int64_t t = o.transpose_tile;
+    return t >= 2 && n >= 2 && m[n - 1].is_const() && m[n - 2].is_const() &&
+           m[n - 1].constant() % t == 0 && m[n - 2].constant() % t == 0 && f.transposed;
+  };
+  // Upcast the last output axis of a reduction kernel when it divides evenly, and the one before
+  // it for a register tile when a load is shared along it.
+  std::int64_t lanes = 1, rows = 1;
+  if (c.split == 1 && aligned > 0 && m.back().is_const()) {
+    const std::int64_t size = m.back().constant();
+    lanes = divisor(m.back(), o.upcast);
+    if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
+      lanes = size <= o.upcast ? std::max<std::int64_t>(size, 1) : 1;
+    else if (lanes > 4 && !lanes_contiguous)
+      lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
+  } else if (f.reductions.empty() && masked_small(n - 1, f.masked_last)) {
+    lanes = m.back().constant();
+    if (n >= 2 && masked_small(row, f.masked_row) && lanes * m[row].constant() <= 16)
+      rows = m[row].constant();
+  } else if (f.reductions.empty() && transposed()) {
+    lanes = rows = o.transpose_tile;
+  }
+  if (lanes >= 8 && n >= 2 && one_aligned && f.shared_row && lanes_contiguous)
+    rows = divisor(m[row], o.upcast_rows);
+  if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue && float_reduction) {
+    const std::int64_t wide = divisor(m.back(), o.tile_lanes);
+    const SInt& k = f.reduce_length;
+    if (wide > lanes && (!k.is_const() || !o.panel_order(k.constant(), m.back().constant()) ||
+                         m.back().constant() / wide >= 8))
+      lanes = wide;
+  }
+  // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
+  // then reads longer runs of each row it visits; with 32 vector registers (tile_lanes), float32
+  // lanes widen 4x more while at least 8 column blocks are left to share among threads
+  if (rows == 1 && lanes == o.upcast && o.upcast > 1 && lanes_contiguous) {
+    lanes = std::max(lanes, divisor(m.back(), o.wide_upcast));
+    const std::int64_t wider = divisor(m.back(), 4 * o.wide_upcast);
+    if (o.tile_lanes >= 32 && o.wide_upcast > o.upcast && f.reductions.size() == 1 &&
+        float_reduction && wider > lanes && m.back().constant() / wider >= 8)
+      lanes = wider;
+  }
+  if (o.gpu_tile > 1 && rows == 1 && lanes == 1 && n >= 2 && one_aligned && m.back().is_const() &&
+      m[row].is_const() && f.shared_row && f.shared_last) { // see LowerOptions::gpu_tile
+    std::int64_t r = divisor(m[row], o.gpu_tile), cols = divisor(m.back(), o.gpu_tile);
+    const SInt outputs = prod(m);
+    const std::int64_t total = outputs.is_const() ? outputs.constant() : outputs.max_value();
+    while (r * cols > 1 && total / (r * cols) < o.gpu_tile_threads) (cols >= r ? cols : r) /= 2;
+    if (r * cols > 1) {
+      rows = r;
+      lanes = cols;
+      c.strided_tile = true;
+    }
+  }
+  c.lanes = lanes;
+  c.rows = rows;
+  // A register tile whose shared operand (matmul's right one) outgrows the caches runs its column
+  // tiles outermost: each column panel of that operand then stays in cache while every row tile
+  // passes over it, instead of the whole operand streaming from memory once per row tile.
+  const std::int64_t column_tiles = lanes > 1 ? m.back().constant() / lanes : m.back().constant();
+  c.panel = rows > 1 && one_aligned && f.reduce_length.is_const() &&
+            o.panel_order(f.reduce_length.constant(), m.back().constant()) && column_tiles >= 8;
+  return c;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_OPT_HPP
+
+namespace tg {
+
+namespace detail {
+
+class Lowerer {
+public:
+  constexpr Lowerer(const Graph& g, const Schedule& s, const Kernel& k, LowerOptions o = {})
+      : g_(g), mat_(s.materialized), k_(k), opt_(o) {
+    params_.push_back(k.root);
+    for (int in : k.inputs) params_.push_back(in);
+  }
+
+  constexpr Program run() {
+    const Node& root = g_[k_.root];
+    // Pass 1: the trackers every access would use, in the unmerged index space.
+    space_ = root.shape;
+    collect();
+    while (recollect_) collect(); // a reduction turned out to be hoisted (see reduce)
+    if (opt_.refine_views && reduce_nodes_.empty()) {
+      Shape finer = refined_space();
+      if (!(finer == space_)) {
+        space_ = finer;
+        collect();
+      }
+    }
+    // Merge loop axes that every access of their space walks contiguously.
+    std::size_t n = space_.size();
+    out_groups_ = merge_groups(space_, 0, n, aligned_trackers());
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      Shape full = kept_shape(r), a = reduce_axes_shape(r);
+      std::size_t from = full.size();
+      full.insert(full.end(), a.begin(), a.end());
+      reduce_groups_.push_back(merge_groups(full, from, full.size(), space_trackers_[r + 1]));
+    }
+    Shape m = merged(space_, out_groups_, 0);
+    if (m.empty()) m.push_back(1);
+    // Short reductions unroll, unless one is a product whose operand is shared along an output
+    // axis (a matmul): its lanes already share the loads, and lowering every element of every
+    // lane costs (in constant evaluation too).
+    unroll_ok_ = true;
+    for (std::size_t axis = 0; axis < m.size(); ++axis)
+      unroll_ok_ = unroll_ok_ && !shared_along(axis);
+
+    // Pass 2: build the program over the merged loops.
+    collecting_ = false;
+    memo_.clear();
+    memo_of_.assign(g_.size(), {});
+    space_ctx_.assign(space_trackers_.size(), 0);
+    UOp bound0{UKind::Bound, Op::Add, DType::Int64, {-1, -1, -1}, {}, 0, {}};
+    UOp bound1 = bound0;
+    bound1.arg = 1;
+    std::size_t naligned = 0;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) naligned += !hoisted_[r];
+    const Choices choice = choose(facts(m), opt_);
+    splits_ = choice.splits;
+    split_ = choice.split;
+    const std::int64_t lanes = choice.lanes, rows = choice.rows;
+    strided_tile_ = choice.strided_tile;
+    panel_ = choice.panel;
+    std::size_t row_axis = m.size() - 2;
+    Shape loops = m;
+    loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
+    if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
+    // The loops in nesting order; the first is the parallel one (the column tiles in panel order).
+    std::vector<std::size_t> order;
+    if (panel_) order.push_back(loops.size() - 1);
+    for (std::size_t i = 0; i < loops.size(); ++i)
+      if (!panel_ || i + 1 < loops.size()) order.push_back(i);
+    std::int64_t mhi = loops[order[0]].max_value();
+    int start = b_.add(bound0, 0, mhi), end = b_.add(bound1, 0, mhi);
+    std::vector<int> ranges(loops.size(), -1);
+    ranges[order[0]] = range(start, end, mhi);
+    for (std::size_t i = 1; i < order.size(); ++i) {
+      const SInt& d = loops[order[i]];
+      int zero = b_.cint(0), size = sint(d); // named: argument order would vary by compiler
+      ranges[order[i]] = range(zero, size, d.max_value());
+    }
+    std::vector<Movement> to_loops{Movement{MoveOp::Reshape, m, {}}};
+    ShapeTracker out = ShapeTracker::contiguous(root.shape).apply(to_loops);
+    int param0 = param(k_.root);
+    // lane_ = row * lanes + column of the tile
+    auto tile_index = [&](std::size_t axis, std::int64_t size, std::int64_t at) {
+      // named: argument order would vary by compiler (and between run time and constexpr)
+      if (strided_tile_) {
+        int offset = b_.cint(at * (m[axis].constant() / size));
+        return b_.alu(Op::Add, DType::Int64, ranges[axis], offset);
+      }
+      int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
+      int offset = b_.cint(at);
+      return b_.alu(Op::Add, DType::Int64, base, offset);
+    };
+    // Every lane's value first, then the stores: a store between two lanes' loads may alias
+    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all.
+    std::vector<UOp> stores;
+    for (lane_ = 0; lane_ < rows * lanes; ++lane_) {
+      std::vector<int> idx = ranges;
+      if (lanes > 1) idx.back() = tile_index(ranges.size() - 1, lanes, lane_ % lanes);
+      if (rows > 1) idx[row_axis] = tile_index(row_axis, rows, lane_ / lanes);
+      out_idx_ = idx;
+      space_idx_.assign(std::max<std::size_t>(space_idx_.size(), 1), {});
+      space_idx_[0] = idx;
+      int v = value(k_.root, to_loops, 0);
+      auto [oi, ovalid] = index(out, idx);
+      (void)ovalid;
+      stores.push_back(UOp{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}});
+    }
+    for (const UOp& st : stores) b_.add(st);
+    lane_ = 0;
+
+    Program p = linearize(int(loops.size()));
+    for (int pn : params_) p.params.push_back(g_[pn].dtype);
+    p.outer = loops[order[0]];
+    // a hoisted reduction runs once per element of its own result
+    SInt work = prod(m), hoisted_work = 0;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
+      if (hoisted_[r])
+        hoisted_work = hoisted_work + prod(reduce_in_shape(r));
+      else
+        work = work * prod(reduce_axes_shape(r));
+    p.work = work + hoisted_work;
+    // the launcher evaluates these too: their variables are launch arguments even when the
+    // source never reads them
+    std::vector<Var> launch_vars;
+    p.outer.collect_vars(launch_vars);
+    p.work.collect_vars(launch_vars);
+    for (const Var& v : launch_vars) var_index(v);
+    p.vars = vars_;
+    // (TG_REDUCE_KERNEL unless every reduction keeps its partials in vector lanes)
+    p.reduce_split = splits_.empty() ? 1 : int(*std::min_element(splits_.begin(), splits_.end()));
+    p.name << (naligned > 0 ? "r" : "E") << (naligned < reduce_nodes_.size() ? "h" : "");
+    if (split_ > 1)
+      p.name << 's' << split_;
+    else if (rows > 1 || strided_tile_)
+      p.name << 'u' << rows << 'x' << lanes << (panel_ ? "p" : "") << (strided_tile_ ? "g" : "");
+    else if (lanes > 1)
+      p.name << 'u' << lanes;
+    for (const SInt& d : loops) {
+      p.name << '_';
+      if (d.is_const())
+        p.name << d.constant();
+      else
+        p.name << 'n';
+    }
+    return p;
+  }
+
+private:
+  struct Memo {
+    int node, space, lane, part, ctx;
+    std::vector<Movement> pending;
+    int uop;
+  };
+
+  static constexpr bool same_moves(const std::vector<Movement>& a, const std::vector<Movement>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i].op != b[i].op || !(a[i].a == b[i].a) || !(a[i].b == b[i].b)) return false;
+    return true;
+  }
+  static constexpr std::vector<Movement> concat(const std::vector<Movement>& a,
+                                                const std::vector<Movement>& b) {
+    std::vector<Movement> r = a;
+    r.insert(r.end(), b.begin(), b.end());
+    return r;
+  }
+  static constexpr bool has_pad(const std::vector<Movement>& ms) {
+    for (const Movement& m : ms)
+      if (m.op == MoveOp::Pad) return true;
+    return false;
+  }
+
+  /// Pass 1 over the index space space_.
+  constexpr void collect() {
+    collecting_ = true;
+    recollect_ = false;
+    reduce_nodes_.clear();
+    hoisted_.clear();
+    operand_trackers_.clear();
+    space_trackers_.assign(1, {});
+    space_trackers_[0].push_back(ShapeTracker::contiguous(space_));
+    std::vector<Movement> to_space;
+    if (!(space_ == g_[k_.root].shape)) to_space.push_back(Movement{MoveOp::Reshape, space_, {}});
+    value(k_.root, to_space, 0);
+  }
+  /// The finest shape that refines space_ and the shape every load's top view reshapes (without
+  /// masks) into a view below it; space_ when there is none (LowerOptions::refine_views).
+  constexpr Shape refined_space() const {
+    Shape s = space_;
+    for (const ShapeTracker& t : space_trackers_[0]) {
+      std::size_t nv = t.views.size();
+      if (nv < 2 || !t.views.back().is_contiguous()) continue;
+      Shape finer;
+      if (refine(s, t.views[nv - 2].shape, finer)) s = finer;
+    }
+    return s;
+  }
+  /// The shape whose axes split both a and b (both constant, of one size), if there is one: the
+  /// products of their leading axes, in order, each dividing the next.
+  static constexpr bool refine(const Shape& a, const Shape& b, Shape& out) {
+    std::vector<std::int64_t> cuts;
+    std::int64_t size[2] = {1, 1};
+    for (int k = 0; k < 2; ++k) {
+      const Shape& s = k == 0 ? a : b;
+      std::int64_t& p = size[k];
+      for (const SInt& d : s) {
+        if (!d.is_const() || d.constant() < 1) return false;
+        if (d.constant() == 1) continue;
+        p *= d.constant();
+        std::size_t at = 0;
+        while (at < cuts.size() && cuts[at] < p) ++at;
+        if (at == cuts.size() || cuts[at] != p) cuts.insert(cuts.begin() + std::ptrdiff_t(at), p);
+      }
+    }
+    if (cuts.empty() || size[0] != size[1]) return false;
+    out.clear();
+    std::int64_t prev = 1;
+    for (std::int64_t c : cuts) {
+      if (c % prev) return false;
+      out.push_back(c / prev);
+      prev = c;
+    }
+    return true;
+  }
+  /// Whether a view masks part of merged output axis `axis` (LowerOptions::unroll_masked).
+  constexpr bool masked(std::size_t axis) const {
+    for (const ShapeTracker& t : space_trackers_[0])
+      for (std::size_t d = 0; d < out_groups_.size(); ++d)
+        if (out_groups_[d] == int(axis) && t.views.back().masked(d)) return true;
+    return false;
+  }
+
+  /// Whether a load reads the last merged axis of loop shape m with a stride and the one before
+  /// it contiguously (LowerOptions::transpose_tile).
+  constexpr bool transposed(const Shape& m) const {
+    std::size_t n = m.size();
+    if (n < 2) return false;
+    std::size_t last = out_groups_.size(), before = out_groups_.size(); // innermost space axes
+    for (std::size_t d = 0; d < out_groups_.size(); ++d) {
+      if (out_groups_[d] == int(n - 1)) last = d;
+      if (out_groups_[d] == int(n - 2)) before = d;
+    }
+    if (last == out_groups_.size() || before == out_groups_.size()) return false;
+    for (const ShapeTracker& tr : space_trackers_[0]) {
+      const View& v = tr.views.back();
+      if (tr.views.size() == 1 && v.mask.empty() && v.strides[before] == 1 &&
+          !(v.strides[last] == 0) && !(v.strides[last] == 1))
+        return true;
+    }
+    return false;
+  }
+
+  constexpr int param(int node) {
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (params_[i] == node) {
+        UOp u{UKind::Param, Op::Add, g_[node].dtype, {-1, -1, -1}, {}, int(i), {}};
+        return b_.add(u);
+      }
+    throw graph_error("kernel input not scheduled");
+  }
+  constexpr int var_index(const Var& v) {
+    for (std::size_t i = 0; i < vars_.size(); ++i)
+      if (vars_[i] == v) return int(i);
+    vars_.push_back(v);
+    return int(vars_.size()) - 1;
+  }
+  constexpr int sint(const SInt& s) {
+    return b_.sint(s, [this](const Var& v) { return var_index(v); });
+  }
+  constexpr int range(int start, int end, std::int64_t max_end) {
+    UOp u{UKind::Range, Op::Add, DType::Int64, {start, end, -1}, {}, nranges_++, {}};
+    return b_.add(u, 0, max_end > 0 ? max_end - 1 : 0);
+  }
+
+  /// The flat offset and validity of a tracker at the given loop indices.
+  constexpr std::pair<int, int> index(const ShapeTracker& t, std::vector<int> idx) {
+    int valid = b_.cbool(true), e = -1;
+    for (std::size_t k = t.views.size(); k-- > 0;) {
+      const View& v = t.views[k];
+      e = sint(v.offset);
+      for (std::size_t d = 0; d < v.ndim(); ++d) {
+        if (v.strides[d] == 0) continue;
+        e = b_.alu(Op::Add, DType::Int64, e,
+                   b_.alu(Op::Mul, DType::Int64, idx[d], sint(v.strides[d])));
+      }
+      for (std::size_t d = 0; d < v.mask.size(); ++d) {
+        const auto& [mlo, mhi] = v.mask[d];
+        if (!(mlo == 0))
+          valid = b_.alu(Op::And, DType::Bool, valid,
+                         b_.alu(Op::CmpLt, DType::Bool, sint(mlo - 1), idx[d]));
+        if (!(mhi == v.shape[d]))
+          valid = b_.alu(Op::And, DType::Bool, valid,
+                         b_.alu(Op::CmpLt, DType::Bool, idx[d], sint(mhi)));
+      }
+      if (k == 0) break;
+      const Shape& below = t.views[k - 1].shape;
+      Shape cs = contiguous_strides(below);
+      idx.assign(below.size(), -1);
+      SInt acc = 1;
+      for (std::size_t d = below.size(); d-- > 0;) {
+        int x = e;
+        if (!(acc == 1)) x = b_.alu(Op::Div, DType::Int64, x, sint(acc));
+        if (d > 0) x = b_.alu(Op::Mod, DType::Int64, x, sint(below[d]));
+        idx[d] = below[d] == 1 ? b_.cint(0) : x;
+        acc = acc * below[d];
+      }
+    }
+    return {e, valid};
+  }
+
+  constexpr int value(int node, const std::vector<Movement>& pending, int space) {
+    if (!collecting_)
+      for (int i : memo_of_[std::size_t(node)]) {
+        const Memo& m = memo_[std::size_t(i)];
+        if (m.space == space && m.lane == lane_ && m.part == part_ &&
+            m.ctx == space_ctx_[std::size_t(space)] && same_moves(m.pending, pending))
+          return m.uop;
+      }
+    int r = compute(node, pending, space);
+    if (!collecting_) {
+      memo_of_[std::size_t(node)].push_back(int(memo_.size()));
+      memo_.push_back(
+          Memo{node, space, int(lane_), int(part_), space_ctx_[std::size_t(space)], pending, r});
+    }
+    return r;
+  }
+
+  constexpr int compute(int node, const std::vector<Movement>& pending, int space) {
+    const Node& n = g_[node];
+    if ((node != k_.root && mat_[std::size_t(node)]) || n.op == Op::Const) {
+      ShapeTracker t = ShapeTracker::contiguous(n.shape).apply(pending);
+      if (collecting_) {
+        space_trackers_[std::size_t(space)].push_back(t);
+        if (space > 0 && !hoisted_[std::size_t(space) - 1] && n.op != Op::Const)
+          operand_trackers_.push_back(t);
+        return -1;
+      }
+      auto [e, valid] = index(t, space_idx_[std::size_t(space)]);
+      bool gated = !(b_.is_const(valid) && b_.ival(valid) == 1);
+      // never valid (e.g. padding only): zero, with no load whose index may be out of range (a
+      // constant negative index does not even compile as GLSL)
+      if (b_.is_const(valid) && b_.ival(valid) == 0) return b_.constant(n.dtype, Scalar{});
+      if (n.op == Op::Const) {
+        int c = b_.constant(n.dtype, n.value);
+        return gated ? b_.alu(Op::Where, n.dtype, valid, c, b_.constant(n.dtype, Scalar{})) : c;
+      }
+      UOp u{UKind::Load, Op::Add, n.dtype, {param(node), e, gated ? valid : -1}, {}, -1, {}};
+      return b_.add(u);
+    }
+    if (n.op == Op::View) return value(n.src[0], concat(n.moves, pending), space);
+    if (n.op == Op::Contiguous) return value(n.src[0], pending, space);
+    if (is_reduce(n.op)) return reduce(node, pending, space);
+    // elementwise
+    int s[3] = {-1, -1, -1};
+    for (int i = 0; i < n.nsrc(); ++i) s[i] = value(n.src[std::size_t(i)], pending, space);
+    if (collecting_) return -1;
+    int r = b_.alu(n.op, n.dtype, s[0], s[1], s[2]);
+    if (has_pad(pending)) { // padding reads as zero, whatever the op makes of zero
+      auto [e, valid] =
+          index(ShapeTracker::contiguous(n.shape).apply(pending), space_idx_[std::size_t(space)]);
+      (void)e;
+      if (!(b_.is_const(valid) && b_.ival(valid) == 1))
+        r = b_.alu(Op::Where, n.dtype, valid, r, b_.constant(n.dtype, Scalar{}));
+    }
+    return r;
+  }
+
+  /// A reduction read at the kernel's own index (the root, or an epilogue's: reshapes only) runs
+  /// with the kernel's loops as its kept axes ("aligned"). One read through a broadcast (the row
+  /// max under a softmax; fuse's row reductions) is "hoisted": computed at the index the view
+  /// gives, once per distinct index, so it depends only on the loops that index does and
+  /// linearize emits it outside the others.
+  constexpr int reduce(int node, const std::vector<Movement>& pending, int space) {
+    const Node& n = g_[node];
+    // (one that is read both ways, as logsumexp's max, is hoisted: collect() runs again)
+    bool hoisted = space != 0 || !reshape_only(pending);
+    for (int h : force_hoisted_) hoisted = hoisted || h == node;
+    std::size_t r = 0;
+    while (r < reduce_nodes_.size() && reduce_nodes_[r] != node) ++r;
+    if (r == reduce_nodes_.size()) {
+      if (!collecting_) throw graph_error("reduction not seen in the first pass");
+      reduce_nodes_.push_back(node);
+      hoisted_.push_back(hoisted);
+      space_trackers_.push_back({});
+    } else if (bool(hoisted_[r]) != hoisted) {
+      force_hoisted_.push_back(node);
+      recollect_ = true;
+      return -1;
+    }
+    int sp = int(r) + 1;
+    // The input is read with kept axes first, then the reduced axes.
+    const Shape& in = g_[n.src[0]].shape;
+    Movement perm{MoveOp::Permute, {}, {}};
+    for (std::size_t d = 0; d < in.size(); ++d)
+      if (!reduced(n, d)) perm.a.push_back(std::int64_t(d));
+    for (int a : n.axes) perm.a.push_back(std::int64_t(a));
+    Shape loops; // (not a ?: of two temporaries: GCC 12's constant evaluation mishandles it)
+    if (hoisted)
+      loops = kept_shape(r);
+    else
+      loops = merged(space_, out_groups_, 0);
+    ShapeTracker at = ShapeTracker::contiguous(n.shape).apply(pending); // where it is read
+    if (collecting_) {
+      // (its index takes part in merging the axes of the space that reads it)
+      if (hoisted) space_trackers_[std::size_t(space)].push_back(at);
+      loops = kept_shape(r);
+      for (const SInt& d : reduce_axes_shape(r)) loops.push_back(d);
+      std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
+      value(n.src[0], p, sp);
+      return -1;
+    }
+    std::vector<int> idx = out_idx_;
+    int valid = -1;
+    if (!hoisted) {
+      if (int found = find_reduce(node, lane_); found >= 0) return found;
+      if (loops.empty()) loops.push_back(1);
+    } else {
+      auto [e, v] = index(at, space_idx_[std::size_t(space)]);
+      valid = v;
+      idx = kept_index(n, e);
+      int found = -1;
+      for (const Hoisted& h : hoisted_done_)
+        if (h.node == node && h.kept == idx) found = h.uop;
+      if (found < 0) {
+        ++space_ctx_[std::size_t(sp)]; // the values memoized in its space were for another index
+        found = reduce_at(r, idx, loops, perm);
+        hoisted_done_.push_back(Hoisted{node, idx, found});
+      }
+      if (b_.is_const(valid) && b_.ival(valid) == 1) return found;
+      return b_.alu(Op::Where, n.dtype, valid, found, b_.constant(n.dtype, Scalar{}));
+    }
+    return reduce_at(r, idx, loops, perm);
+  }
+  /// The kept coordinates of reduction `n`'s input at flat offset `e` of its result.
+  constexpr std::vector<int> kept_index(const Node& n, int e) {
+    std::vector<int> idx;
+    SInt acc = 1;
+    for (std::size_t d = n.shape.size(); d-- > 0;) {
+      int x = e;
+      if (!(acc == 1)) x = b_.alu(Op::Div, DType::Int64, x, sint(acc));
+      if (d > 0) x = b_.alu(Op::Mod, DType::Int64, x, sint(n.shape[d]));
+      if (!reduced(n, d)) idx.insert(idx.begin(), n.shape[d] == 1 ? b_.cint(0) : x);
+      acc = acc * n.shape[d];
+    }
+    return idx;
+  }
+  /// Reduction r over its loops, its kept axes at indices `kept` (of the loops `loops`).
+  constexpr int reduce_at(std::size_t r, std::vector<int> idx, Shape loops, const Movement& perm) {
+    const int node = reduce_nodes_[r], sp = int(r) + 1;
+    const Node& n = g_[node];
+    const std::int64_t split = splits_[r], outer_part = part_;
+    Shape ra = reduce_loops(r);
+    loops.insert(loops.end(), ra.begin(), ra.end());
+    if (space_idx_.size() <= std::size_t(sp)) space_idx_.resize(std::size_t(sp) + 1);
+    std::vector<Movement> p{perm, Movement{MoveOp::Reshape, loops, {}}};
+    Op op = n.op == Op::ReduceSum ? Op::Add : n.op == Op::ReduceMax ? Op::Max : Op::Mul;
+    // (over no loops at all, its one element: a loop nest of none would be shared with every
+    // other such reduction, the one that reads this one included)
+    if (std::int64_t total = ra.empty() ? 1 : unrolled_length(ra, split); total > 0) {
+      // element j at constant reduce indices (part_ tells the elements apart in the memo)
+      int acc = b_.constant(n.dtype, reduce_identity(op, n.dtype));
+      std::size_t at = idx.size();
+      idx.resize(at + ra.size());
+      for (part_ = 0; part_ < total; ++part_) {
+        std::int64_t rest = part_;
+        for (std::size_t i = ra.size(); i-- > 0;) {
+          idx[at + i] = b_.cint(rest % ra[i].constant());
+          rest /= ra[i].constant();
+        }
+        space_idx_[std::size_t(sp)] = idx;
+        int x = value(n.src[0], p, sp);
+        acc = b_.alu(op, n.dtype, acc, x);
+      }
+      part_ = outer_part;
+      return acc;
+    }
+    // every lane of an upcast kernel runs this reduction over the same loops
+    std::vector<int> rr;
+    for (const auto& [rn, existing] : reduce_ranges_)
+      if (rn == node) rr = existing;
+    if (rr.empty()) {
+      for (std::size_t i = 0; i < ra.size(); ++i) {
+        SInt d = i + 1 == ra.size() && split > 1 ? SInt(ra[i].constant() / split) : ra[i];
+        int zero = b_.cint(0), size = sint(d);
+        rr.push_back(range(zero, size, d.max_value()));
+      }
+      reduce_ranges_.push_back({node, rr});
+    }
+    idx.insert(idx.end(), rr.begin(), rr.end());
+    // one partial accumulator per element of a split (part_ tells their values apart in the memo)
+    std::vector<int> parts;
+    for (part_ = 0; part_ < split; ++part_) {
+      if (split > 1) {
+        int base = b_.alu(Op::Mul, DType::Int64, rr.back(), b_.cint(split));
+        int offset = b_.cint(part_); // named: argument order would vary by compiler
+        idx.back() = b_.alu(Op::Add, DType::Int64, base, offset);
+      }
+      space_idx_[std::size_t(sp)] = idx;
+      int x = value(n.src[0], p, sp);
+      UOp u{UKind::Reduce,
+            op,
+            n.dtype,
+            {x, -1, -1},
+            Scalar::of_int(DType::Int64, hoisted_[r] ? 0 : lane_),
+            split > 1 || hoisted_[r] ? -1 : node,
+            rr};
+      parts.push_back(b_.add(u));
+    }
+    part_ = outer_part;
+    for (std::size_t width = parts.size(); width > 1; width /= 2)
+      for (std::size_t i = 0; i < width / 2; ++i)
+        parts[i] = b_.alu(op, n.dtype, parts[2 * i], parts[2 * i + 1]);
+    return parts[0];
+  }
+  /// The number of elements of a reduction over loops `ra` when it is unrolled
+  /// (LowerOptions::unroll_reduce), else 0.
+  constexpr std::int64_t unrolled_length(const Shape& ra, std::int64_t split) const {
+    if (split > 1 || ra.empty()) return 0;
+    if (!unroll_ok_) return 0;
+    std::int64_t total = 1;
+    for (const SInt& d : ra) {
+      if (!d.is_const()) return 0;
+      total *= d.constant();
+    }
+    return total <= opt_.unroll_reduce ? total : 0;
+  }
+  constexpr int find_reduce(int node, std::int64_t lane) const {
+    for (std::size_t i = 0; i < b_.ops.size(); ++i)
+      if (b_.ops[i].kind == UKind::Reduce && b_.ops[i].arg == node && b_.ops[i].value.i == lane)
+        return int(i);
+    return -1;
+  }
+  static constexpr bool reduced(const Node& n, std::size_t d) {
+    for (int a : n.axes)
+      if (std::size_t(a) == d) return true;
+    return false;
+  }
+  constexpr const Shape& reduce_in_shape(std::size_t r) const {
+    return g_[g_[reduce_nodes_[r]].src[0]].shape;
+  }
+  constexpr Shape reduce_axes_shape(std::size_t r) const {
+    const Node& n = g_[reduce_nodes_[r]];
+    Shape a;
+    for (int ax : n.axes) a.push_back(g_[n.src[0]].shape[std::size_t(ax)]);
+    return a;
+  }
+  /// The merged reduce loops of reduction r.
+  constexpr Shape reduce_loops(std::size_t r) const {
+    Shape full = kept_shape(r);
+    std::size_t from = full.size();
+    for (const SInt& d : reduce_axes_shape(r)) full.push_back(d);
+    return merged(full, reduce_groups_[r], from);
+  }
+  /// The axes reduction r's input space puts before its reduced ones: the kernel's index space
+  /// (aligned), or the kept axes of its input (hoisted).
+  constexpr Shape kept_shape(std::size_t r) const {
+    if (!hoisted_[r]) return space_;
+    const Node& n = g_[reduce_nodes_[r]];
+    Shape k;
+    for (std::size_t d = 0; d < n.shape.size(); ++d)
+      if (!reduced(n, d)) k.push_back(n.shape[d]);
+    return k;
+  }
+  /// Whether every load inside reduction r reads its innermost merged loop contiguously, or not
+  /// at all (LowerOptions::split_reduce).
+  constexpr bool inner_contiguous(std::size_t r) const {
+    Shape ra = reduce_loops(r);
+    if (ra.empty()) return false;
+    std::size_t n = kept_shape(r).size(), inner = 0;
+    const std::vector<int>& groups = reduce_groups_[r];
+    for (std::size_t d = 0; d < groups.size(); ++d)
+      if (groups[d] == int(ra.size()) - 1) inner = n + d;
+    for (const ShapeTracker& t : space_trackers_[r + 1]) {
+      const SInt& stride = t.views.back().strides[inner];
+      if (!(stride == 0) && !(stride == 1 && t.views.size() == 1)) return false;
+    }
+    return true;
+  }
+  /// What choose() (opt.hpp) decides from, for merged output loops m.
+  constexpr KernelFacts facts(const Shape& m) const {
+    KernelFacts f;
+    f.loops = m;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      ReductionFacts rf;
+      rf.hoisted = hoisted_[r];
+      Shape ra = reduce_loops(r);
+      rf.inner = !ra.empty() && ra.back().is_const() ? ra.back().constant() : 0;
+      rf.inner_contiguous = inner_contiguous(r);
+      rf.dtype = g_[reduce_nodes_[r]].dtype;
+      f.reductions.push_back(rf);
+    }
+    if (!reduce_nodes_.empty()) f.reduce_length = prod(reduce_loops(0));
+    const std::size_t last = m.size() - 1;
+    f.shared_last = shared_along(last);
+    f.contiguous_last = lanes_contiguous(last, false);
+    f.packable_last = lanes_contiguous(last, true);
+    f.masked_last = masked(last);
+    f.transposed = transposed(m);
+    if (m.size() >= 2) {
+      f.shared_row = shared_along(last - 1);
+      f.masked_row = masked(last - 1);
+      f.row_shared_epilogue = row_shared_epilogue(last - 1);
+    }
+    return f;
+  }
+  /// Whether some load inside a reduction reads the same element at every index of merged output
+  /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
+  constexpr bool shared_along(std::size_t axis) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      const View& v = t.views.back();
+      bool along = true, elsewhere = false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) {
+        bool fixed = v.strides[d] == 0 && !v.masked(d);
+        if (out_groups_[d] == int(axis))
+          along = along && fixed;
+        else if (out_groups_[d] >= 0)
+          elsewhere = elsewhere || !fixed;
+      }
+      if (along && elsewhere) return true;
+    }
+    return false;
+  }
+  /// Whether every load of the kernel's epilogue (outside its reductions) reads one element for
+  /// all rows of a tile, merged output axis `row_axis`: a bias, not a relu mask. A 4 x 32 tile
+  /// whose epilogue loads a mask per element spills its 16 accumulators around the epilogue's
+  /// scalar loads, compares and multiplies, and is slower than 4 x 16.
+  constexpr bool row_shared_epilogue(std::size_t row_axis) const {
+    for (std::size_t i = 1; i < space_trackers_[0].size(); ++i) { // [0]: the output's own
+      const View& v = space_trackers_[0][i].views.back();
+      for (std::size_t d = 0; d < out_groups_.size(); ++d)
+        if (out_groups_[d] == int(row_axis) && !(v.strides[d] == 0 && !v.masked(d))) return false;
+    }
+    return true;
+  }
+  /// Whether every load inside a reduction reads consecutive elements along merged output axis
+  /// `axis` (or one element for all of it): the lanes of a tile then load as vectors. (A
+  /// transposed operand, strided along the lanes, gained nothing from a tile, unless it is the
+  /// shared operand of a tile whose panels pack_panels copies: `packed`.)
+  constexpr bool lanes_contiguous(std::size_t axis, bool packed) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      std::size_t inner = out_groups_.size();
+      for (std::size_t d = 0; d < out_groups_.size(); ++d)
+        if (out_groups_[d] == int(axis)) inner = d;
+      if (inner == out_groups_.size()) continue;
+      const View& v = t.views.back();
+      const SInt& stride = v.strides[inner];
+      if (stride == 0 || (stride == 1 && t.views.size() == 1)) continue;
+      if (!packed || t.views.size() != 1 || !v.mask.empty() || !stride.is_const()) return false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) // one element for every row
+        if (out_groups_[d] == int(axis) - 1 && !(v.strides[d] == 0)) return false;
+    }
+    return true;
+  }
+  /// The accesses indexed by the kernel's loops: those of its own space and of its aligned
+  /// reductions' spaces (whose leading axes are that space).
+  constexpr std::vector<ShapeTracker> aligned_trackers() const {
+    std::vector<ShapeTracker> all = space_trackers_[0];
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
+      if (!hoisted_[r])
+        all.insert(all.end(), space_trackers_[r + 1].begin(), space_trackers_[r + 1].end());
+    return all;
+  }
+
+  /// Groups of consecutive axes in [from, to) of `shape` that can run as one loop: every
+  /// tracker's top view steps through them contiguously and unmasked. Size-1 axes vanish.
+  /// The result lists, per axis, the group it belongs to (-1: dropped).
+  static constexpr std::vector<int> merge_groups(const Shape& shape, std::size_t from,
+                                                 std::size_t to,
+                                                 const std::vector<ShapeTracker>& ts) {
+    std::vector<int> group(to - from, -1);
+    auto unmasked = [&](std::size_t d) {
+      for (const ShapeTracker& t : ts) {
+        const View& v = t.views.back();
+        if (v.masked(d)) return false;
+      }
+      return true;
+    };
+    int g = -1;
+    std::size_t prev = to;
+    for (std::size_t d = from; d < to; ++d) {
+      if (shape[d] == 1 && unmasked(d)) continue;
+      bool join = prev < to && unmasked(d) && unmasked(prev);
+      for (const ShapeTracker& t : ts) {
+        if (!join) break;
+        const View& v = t.views.back();
+        join = v.strides[prev] == v.strides[d] * v.shape[d];
+      }
+      if (!join) ++g;
+      group[d - from] = g;
+      prev = d;
+    }
+    return group;
+  }
+  static constexpr Shape merged(const Shape& shape, const std::vector<int>& group,
+                                std::size_t from) {
+    Shape m;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      if (group[i] < 0) continue;
+      if (std::size_t(group[i]) == m.size())
+        m.push_back(shape[from + i]);
+      else
+        m.back() = m.back() * shape[from + i];
+    }
+    return m;
+  }
+
+  /// Emits every value in the outermost loop it depends on.
+  constexpr Program linearize(int nout) {
+    const std::vector<UOp>& dag = b_.ops;
+    std::size_t n = dag.size();
+    std::vector<std::uint64_t> deps(n, 0);
+    std::vector<std::uint64_t> reduce_bits(n, 0);
+    // Reductions sharing loops (the lanes of an upcast kernel) are emitted as one loop nest, so
+    // each depends on every loop any of them needs (a lane may not read the upcast axis at all).
+    std::vector<std::uint64_t> shared(n, 0);
+    for (bool again = true; again;) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const UOp& u = dag[i];
+        std::uint64_t d = 0;
+        for (int s : u.src)
+          if (s >= 0) d |= deps[std::size_t(s)];
+        if (u.kind == UKind::Range) {
+          if (u.arg >= 64) throw graph_error("a kernel with more than 64 loops");
+          d |= std::uint64_t(1) << u.arg;
+        }
+        if (u.kind == UKind::Reduce) {
+          for (int rg : u.ranges) reduce_bits[i] |= std::uint64_t(1) << dag[std::size_t(rg)].arg;
+          d = (d & ~reduce_bits[i]) | shared[i];
+        }
+        deps[i] = d;
+      }
+      again = false;
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n && dag[i].kind == UKind::Reduce; ++j)
+          if (dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges &&
+              (deps[j] & ~deps[i])) {
+            shared[i] |= deps[j];
+            again = true;
+          }
+    }
+    auto highest = [](std::uint64_t d) {
+      int h = -1;
+      for (int b = 0; b < 64; ++b)
+        if (d >> b & 1) h = b;
+      return h;
+    };
+    std::uint64_t outer_mask = nout >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << nout) - 1;
+    Program p;
+    std::vector<int> map(n, -1);
+    std::vector<std::uint8_t> done(n, false); // not vector<bool>: see NodeFlags
+    auto emit = [&](std::size_t i) {
+      UOp u = dag[i];
+      for (int& s : u.src)
+        if (s >= 0) s = map[std::size_t(s)];
+      u.ranges.clear();
+      p.ops.push_back(u);
+      map[i] = int(p.ops.size()) - 1;
+      done[i] = true;
+    };
+    auto end_range = [&](std::size_t r) {
+      UOp e{UKind::EndRange, Op::Add, DType::Int64, {map[r], -1, -1}, {}, -1, {}};
+      p.ops.push_back(e);
+    };
+    // Reductions over the same loops (the lanes of an upcast kernel) share one loop nest, each
+    // with its own accumulator.
+    auto emit_reduce = [&](std::size_t i) {
+      std::vector<std::size_t> group;
+      for (std::size_t j = i; j < n; ++j)
+        if (!done[j] && dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges)
+          group.push_back(j);
+      // first what the bodies need from outside the loops (later lanes' index math)
+      std::vector<std::uint8_t> need(n, 0);
+      std::vector<std::size_t> stack;
+      for (std::size_t g : group) stack.push_back(std::size_t(dag[g].src[0]));
+      while (!stack.empty()) {
+        std::size_t v = stack.back();
+        stack.pop_back();
+        if (done[v] || need[v] || dag[v].kind == UKind::Range) continue;
+        need[v] = 1;
+        for (int src : dag[v].src)
+          if (src >= 0) stack.push_back(std::size_t(src));
+      }
+      for (std::size_t v = 0; v < n; ++v)
+        if (need[v] && !(deps[v] & reduce_bits[i])) emit(v);
+      std::vector<int> accs;
+      for (std::size_t g : group) {
+        UOp acc{UKind::DefineAcc,
+                dag[g].op,
+                dag[g].dtype,
+                {-1, -1, -1},
+                reduce_identity(dag[g].op, dag[g].dtype),
+                -1,
+                {}};
+        p.ops.push_back(acc);
+        accs.push_back(int(p.ops.size()) - 1);
+      }
+      const UOp& u = dag[i];
+      for (int rg : u.ranges) {
+        emit(std::size_t(rg));
+        int bit = dag[std::size_t(rg)].arg;
+        for (std::size_t j = 0; j < n; ++j)
+          if (!done[j] && dag[j].kind != UKind::Range && (deps[j] & reduce_bits[i]) &&
+              highest(deps[j]) == bit) {
+            // (fuse keeps a reduction that varies along another's loop in a buffer)
+            if (dag[j].kind == UKind::Reduce)
+              throw graph_error("lower: a reduction nested in another reduction's loop");
+            emit(j);
+          }
+      }
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        const UOp& g = dag[group[k]];
+        UOp as{
+            UKind::AccAssign, g.op, g.dtype, {accs[k], map[std::size_t(g.src[0])], -1}, {}, -1, {}};
+        p.ops.push_back(as);
+      }
+      for (std::size_t k = u.ranges.size(); k-- > 0;) end_range(std::size_t(u.ranges[k]));
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        map[group[k]] = accs[k];
+        done[group[k]] = true;
+      }
+    };
+    // values no store depends on are never emitted
+    std::vector<std::uint8_t> live(n, false);
+    for (std::size_t i = n; i-- > 0;) {
+      const UOp& u = dag[i];
+      if (u.kind == UKind::Store || (u.kind == UKind::Range && u.arg < nout)) live[i] = true;
+      if (!live[i]) continue;
+      for (int src : u.src)
+        if (src >= 0) live[std::size_t(src)] = true;
+      for (int rg : u.ranges) live[std::size_t(rg)] = true;
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (!live[i]) done[i] = true;
+    std::vector<std::size_t> outer_ranges(std::size_t(nout), 0);
+    for (std::size_t i = 0; i < n; ++i)
+      if (dag[i].kind == UKind::Range && dag[i].arg < nout)
+        outer_ranges[std::size_t(dag[i].arg)] = i;
+    for (int level = -1; level < nout; ++level) {
+      if (level >= 0) emit(outer_ranges[std::size_t(level)]);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (done[i] || dag[i].kind == UKind::Range || (deps[i] & ~outer_mask) ||
+            highest(deps[i]) != level)
+          continue;
+        if (dag[i].kind == UKind::Reduce)
+          emit_reduce(i);
+        else
+          emit(i);
+      }
+    }
+    for (int level = nout; level-- > 0;) end_range(outer_ranges[std::size_t(level)]);
+    return p;
+  }
+
+public:
+private:
+  const Graph& g_;
+  const NodeFlags& mat_;
+  const Kernel& k_;
+  UOpBuilder b_;
+  std::vector<int> params_;
+  std::vector<Var> vars_;
+  bool collecting_ = false;
+  std::vector<Memo> memo_;
+  std::vector<std::vector<int>> memo_of_; // per graph node: its entries in memo_
+  std::vector<std::vector<ShapeTracker>> space_trackers_;
+  std::vector<ShapeTracker> operand_trackers_; // loads of buffers inside reductions
+  std::vector<int> reduce_nodes_;
+  std::vector<std::uint8_t> hoisted_; // per reduction: read through a view (see reduce)
+  std::vector<std::int64_t> splits_;  // per reduction: Choices::splits
+  std::vector<int> space_ctx_;        // per space: which binding of its indices memo_ holds
+  struct Hoisted {
+    int node;
+    std::vector<int> kept; // its kept index
+    int uop;               // its value
+  };
+  std::vector<Hoisted> hoisted_done_;
+  std::vector<int> force_hoisted_; // reductions read both at the kernel's index and through a view
+  bool recollect_ = false;
+  std::vector<int> out_groups_;
+  std::vector<std::vector<int>> reduce_groups_;
+  std::vector<int> out_idx_;
+  std::vector<std::vector<int>> space_idx_;
+  int nranges_ = 0;
+  LowerOptions opt_;
+  std::int64_t lane_ = 0;
+  std::int64_t split_ = 1, part_ = 0; // Choices::split, and the partial accumulator being built
+  bool panel_ = false;                // column tiles outermost (LowerOptions::panel_bytes)
+  bool strided_tile_ = false;         // a GPU's tile (LowerOptions::gpu_tile)
+  Shape space_;                       // the kernel's index space: its root's shape, or finer
+  bool unroll_ok_ = false;            // short reductions may unroll (LowerOptions::unroll_reduce)
+  std::vector<std::pair<int, std::vector<int>>> reduce_ranges_;
+};
+
+} // namespace detail
+
+constexpr Program lower(const Graph& g, const Schedule& s, std::size_t kernel,
+                        LowerOptions o = {}) {
+  return detail::Lowerer(g, s, s.kernels[kernel], o).run();
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_LOWER_HPP
+
+// ---- tg/codegen/narrow32.hpp ----
+#ifndef TG_SI_TG_CODEGEN_NARROW32_HPP
+#define TG_SI_TG_CODEGEN_NARROW32_HPP
+// narrow32: a program whose integers are all 32 bits wide, for a dialect with no 8-, 16- or
+// 64-bit integer arithmetic and no float64 (WGSL). Buffers keep their dtypes (the dialect packs
+// narrow ones into 32-bit words): loads widen, stores keep the low bits.
+// - 8- and 16-bit integer values become int32 / uint32 and are wrapped back into their dtype's
+//   range after every op that can leave it, so each value stays what its dtype makes it.
+// - int64 values are the index arithmetic: they become int32. The device refuses 64-bit tensors
+//   and checks at launch that sizes stay below 2^31; a constant outside int32, a 64-bit
+//   accumulator, a float converted to int64, and int64 arithmetic between two values read from
+//   buffers (which 32 bits could overflow) are refused here, naming the kernel.
+
+namespace tg {
+
+/// The 32-bit dtype a value of dtype d is computed in (d itself where it is not an integer).
+constexpr DType wide32(DType d) {
+  switch (d) {
+  case DType::Int8:
+  case DType::Int16:
+  case DType::Int64:
+    return DType::Int32;
+  case DType::UInt8:
+  case DType::UInt16:
+    return DType::UInt32;
+  default:
+    return d;
+  }
+}
+
+constexpr Program narrow32(const Program& p) {
+  const DType i32 = DType::Int32, u32 = DType::UInt32;
+  auto refuse = [&](const char* what) {
+    throw device_error(std::string("tg: kernel ") + std::string(p.name.view()) + " " + what +
+                       ", which a device without 64-bit types (WGSL) cannot compute");
+  };
+  for (DType d : p.params)
+    if (itemsize(d) == 8)
+      throw device_error(std::string("tg: kernel ") + std::string(p.name.view()) +
+                         " has a tensor of dtype " + dtype_name(d) +
+                         ", which a device without 64-bit types (WGSL) cannot hold");
+  detail::ProgramRewriter rw{p, {}, std::vector<int>(p.ops.size(), -1)};
+  auto add = [&](Op op, DType d, int a, int b = -1) {
+    return rw.add(UOp{UKind::Alu, op, d, {a, b, -1}, {}, -1, {}});
+  };
+  auto konst = [&](DType d, std::int64_t v) {
+    return rw.add(UOp{UKind::Const, Op::Add, d, {-1, -1, -1}, Scalar::of_int(d, v), -1, {}});
+  };
+  // x (a 32-bit value) as dtype d's value: the low bits, sign-extended for signed d
+  // ((x << k) >> k: the IR's shifts are products and exact quotients by 2^k)
+  auto wrap = [&](DType d, int x) {
+    const int bits = 8 * int(itemsize(d));
+    if (is_unsigned(d)) return add(Op::And, u32, x, konst(u32, (std::int64_t(1) << bits) - 1));
+    const int up =
+        add(Op::Mul, u32, add(Op::Bitcast, u32, x), konst(u32, std::int64_t(1) << (32 - bits)));
+    return add(Op::Div, i32, add(Op::Bitcast, i32, up), konst(i32, std::int64_t(1) << (32 - bits)));
+  };
+  const auto narrow = [](DType d) { return is_int(d) && itemsize(d) < 4; };
+  // (char, not bool: libstdc++'s vector<bool> is not usable in Clang's constant expressions)
+  std::vector<char> data(p.ops.size(), 0);  // a value read from a buffer, or computed from one
+  std::vector<char> dirty(p.ops.size(), 0); // a narrow accumulator summed or multiplied
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    UOp r = rw.remapped(u);
+    for (int& k : r.ranges) k = rw.map[std::size_t(k)];
+    for (int s : u.src)
+      if (s >= 0) data[i] = char(data[i] || data[std::size_t(s)]);
+    if (u.kind == UKind::Load || u.kind == UKind::DefineAcc) data[i] = 1;
+    if (u.kind == UKind::Param) {
+      rw.map[i] = rw.add(std::move(r));
+      continue;
+    }
+    if (u.dtype == DType::UInt64 || u.dtype == DType::Float64 ||
+        (u.kind == UKind::DefineAcc && u.dtype == DType::Int64))
+      refuse(u.kind == UKind::DefineAcc  ? "accumulates integers in int64 (a sum or product of "
+                                           "integers: cast them to int32 or float32 first)"
+             : u.dtype == DType::Float64 ? "computes float64 values"
+                                         : "computes uint64 values");
+    if (u.dtype == DType::Int64 && u.kind == UKind::Const &&
+        (u.value.i < -2147483648ll || u.value.i > 2147483647ll))
+      refuse("indexes past 2^31 (a constant outside int32)");
+    if (u.dtype == DType::Int64 && u.kind == UKind::Alu) {
+      const DType from = p.ops[std::size_t(u.src[0])].dtype;
+      if (u.op == Op::Cast && is_float(from)) refuse("converts a float to int64");
+      const bool arith = u.op == Op::Add || u.op == Op::Mul || u.op == Op::Neg || u.op == Op::Div ||
+                         u.op == Op::MulAdd;
+      bool all = arith;
+      for (int s : u.src)
+        if (s >= 0) all = all && data[std::size_t(s)];
+      if (all) refuse("computes int64 arithmetic of values read from buffers");
+    }
+    // a read of a narrow accumulator that was summed or multiplied: its value wrapped now
+    if (u.kind != UKind::AccAssign)
+      for (int k = 0; k < 3; ++k)
+        if (u.src[std::size_t(k)] >= 0 && dirty[std::size_t(u.src[std::size_t(k)])])
+          r.src[std::size_t(k)] =
+              wrap(p.ops[std::size_t(u.src[std::size_t(k)])].dtype, r.src[std::size_t(k)]);
+    if (u.kind == UKind::AccAssign && narrow(u.dtype) && (u.op == Op::Add || u.op == Op::Mul))
+      dirty[std::size_t(u.src[0])] = 1;
+    r.dtype = wide32(u.dtype);
+    if (u.kind == UKind::Const && narrow(u.dtype)) r.value = Scalar::of_int(r.dtype, u.value.i);
+    const int out = rw.add(std::move(r));
+    const bool leaves_range = u.op == Op::Add || u.op == Op::Mul || u.op == Op::Neg ||
+                              u.op == Op::Div || u.op == Op::MulAdd || u.op == Op::Cast ||
+                              u.op == Op::Bitcast;
+    rw.map[i] = u.kind == UKind::Alu && narrow(u.dtype) && leaves_range ? wrap(u.dtype, out) : out;
+  }
+  Program out = p;
+  out.ops = std::move(rw.out);
+  return out;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_NARROW32_HPP
+
+// ---- tg/codegen/pack_rows.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PACK_ROWS_HPP
+#define TG_SI_TG_CODEGEN_PACK_ROWS_HPP
+// pack_rows (C programs for the CPU only, after pack_panels): a register tile's row operand copied
+// into a local array when the tile reads it across the reduction. In a product whose left operand
+// is a transposed view (the weight gradient dy.t() @ x), a 4-row tile reads 4 consecutive floats
+// from each of K rows of the operand, rows 1 KiB apart (256 columns): the K rows fall into a few
+// sets of the L1 cache, and every column tile, which reads the whole operand again, fetches
+// each of them from L2. Copying the operand once per call, tile by tile (the 4 values of each k
+// next to each other), turns those reads into one contiguous stream per tile (figures in
+// docs/performance.md). The copy holds the same values, so results do not change.
+
+// ---- tg/codegen/pack_panels.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+#define TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+// pack_panels (C programs for the CPU only, after vectorize): a tile's shared operand copied
+// into a contiguous panel. In a matmul whose column tiles run outermost, every row tile reads
+// the same columns of the right operand: 16 floats from each of K rows, rows 4 KiB apart (1024
+// columns), so the K rows fall into a few sets of the L1 cache and are fetched again for every
+// row tile. Copying those columns once per column tile into a local array of K x 16 (each row
+// of the tile 64 bytes after the last) keeps them in cache (a standalone 1024² kernel ran twice
+// as fast: docs/performance.md). The copy reads the same elements, so results do not change.
+
+// ---- tg/codegen/vectorize.hpp ----
+#ifndef TG_SI_TG_CODEGEN_VECTORIZE_HPP
+#define TG_SI_TG_CODEGEN_VECTORIZE_HPP
+// vectorize (C programs for the CPU device only): a register tile's lanes as GNU C vectors.
+// A matmul's tile accumulates acc[r][c] += a[r] * b[c] with b[c] consecutive in memory. GCC
+// turned its scalar accumulators into vectors itself, but reloaded b for every row of the tile
+// (far from a core's peak: docs/performance.md). Here every run of W lanes of a row (W = one
+// 256-bit vector) becomes one vector accumulator, updated by one vector load of b and the
+// broadcast of a: the same products and sums, in the same order, for every lane (the C flags
+// forbid contraction), so the kernel still agrees with INTERP bit for bit.
+// The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
+// x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
+// a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
+
+namespace tg {
+
+namespace detail {
+
+/// An integer value as a sum of coefficient * atom plus a constant; atoms are op indices
+/// (ranges, parameters, and whatever is not a sum or a product by a constant).
+struct Affine {
+  std::vector<std::pair<int, std::int64_t>> terms; // sorted by atom
+  std::int64_t c = 0;
+};
+
+constexpr Affine affine_add(const Affine& a, const Affine& b, std::int64_t scale_b) {
+  Affine r;
+  r.c = a.c + scale_b * b.c;
+  std::size_t i = 0, j = 0;
+  while (i < a.terms.size() || j < b.terms.size()) {
+    if (j == b.terms.size() || (i < a.terms.size() && a.terms[i].first < b.terms[j].first)) {
+      r.terms.push_back(a.terms[i++]);
+    } else if (i == a.terms.size() || b.terms[j].first < a.terms[i].first) {
+      r.terms.push_back({b.terms[j].first, scale_b * b.terms[j].second});
+      ++j;
+    } else {
+      std::int64_t k = a.terms[i].second + scale_b * b.terms[j].second;
+      if (k != 0) r.terms.push_back({a.terms[i].first, k});
+      ++i;
+      ++j;
+    }
+  }
+  return r;
+}
+
+/// The affine form of every integer op of p (others: empty).
+constexpr std::vector<Affine> affine_forms(const Program& p) {
+  std::vector<Affine> f(p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (!is_int(u.dtype)) continue;
+    if (u.kind == UKind::Const) {
+      f[i].c = u.value.i;
+      continue;
+    }
+    if (u.kind == UKind::Alu && (u.op == Op::Add || u.op == Op::Mul)) {
+      const Affine& a = f[std::size_t(u.src[0])];
+      const Affine& b = f[std::size_t(u.src[1])];
+      if (u.op != Op::Mul) {
+        f[i] = affine_add(a, b, 1);
+        continue;
+      }
+      if (a.terms.empty() || b.terms.empty()) {
+        const Affine& x = a.terms.empty() ? b : a;
+        std::int64_t k = a.terms.empty() ? a.c : b.c;
+        f[i] = affine_add(Affine{}, x, k);
+        continue;
+      }
+    }
+    f[i].terms.push_back({int(i), 1});
+  }
+  return f;
+}
+
+/// Drops pure values nothing uses, renumbering the rest.
+constexpr Program drop_unused(Program p) {
+  std::vector<std::uint8_t> used(p.ops.size(), 0);
+  for (std::size_t i = p.ops.size(); i-- > 0;) {
+    const UOp& u = p.ops[i];
+    bool pure = u.kind == UKind::Const || u.kind == UKind::Alu || u.kind == UKind::Load ||
+                u.kind == UKind::VecLoad || u.kind == UKind::VecLane || u.kind == UKind::Local;
+    if (pure && !used[i]) continue;
+    used[i] = 1;
+    for (int s : u.src)
+      if (s >= 0) used[std::size_t(s)] = 1;
+  }
+  std::vector<int> map(p.ops.size(), -1);
+  std::vector<UOp> ops;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (!used[i]) continue;
+    UOp u = p.ops[i];
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    map[i] = int(ops.size());
+    ops.push_back(u);
+  }
+  p.ops = std::move(ops);
+  return p;
+}
+
+} // namespace detail
+
+/// The vectorize pass (see the top of this file). Programs without such a tile come back as they
+/// were.
+constexpr Program vectorize(const Program& p) {
+  const std::size_t n = p.ops.size();
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<int> depth_of(n, 0); // loops around each op
+  for (std::size_t i = 0, d = 0; i < n; ++i) {
+    if (p.ops[i].kind == UKind::EndRange) --d;
+    depth_of[i] = int(d);
+    if (p.ops[i].kind == UKind::Range) ++d;
+  }
+  // A lane: acc += s * b[i] (a product), or acc = op(acc, b[i]) (a fold: scalar -1), with b a
+  // plain load of the accumulator's own dtype.
+  struct Lane {
+    int assign = -1, acc = -1, scalar = -1, buf = -1, index = -1;
+  };
+  auto lane_of = [&](std::size_t i, int scalar_side) {
+    Lane l;
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max) ||
+        (u.dtype != DType::Float32 && u.dtype != DType::Float64))
+      return l;
+    const UOp& acc = p.ops[std::size_t(u.src[0])];
+    const UOp& m = p.ops[std::size_t(u.src[1])];
+    // (a reduction of one element has no loop: its lanes are not worth vectors)
+    if (acc.kind != UKind::DefineAcc || depth_of[i] <= depth_of[std::size_t(u.src[0])]) return l;
+    int s = -1, b = u.src[1];
+    if (m.kind == UKind::Alu && m.op == Op::Mul && u.op == Op::Add && acc.value.f == 0) {
+      s = m.src[std::size_t(scalar_side)];
+      b = m.src[std::size_t(1 - scalar_side)];
+    } else if (scalar_side == 1) {
+      return l;
+    }
+    const UOp& ld = p.ops[std::size_t(b)];
+    if (ld.kind != UKind::Load || ld.src[2] >= 0 || p.ops[std::size_t(ld.src[0])].dtype != u.dtype)
+      return l;
+    return Lane{int(i), u.src[0], s, ld.src[0], ld.src[1]};
+  };
+  // Groups of W consecutive lanes with one scalar and elements of one buffer at a constant
+  // distance: consecutive, or (a transposed operand, which pack_panels copies into a
+  // contiguous panel) `stride` apart.
+  std::vector<std::vector<Lane>> groups;
+  std::vector<std::int64_t> strides; // per group
+  std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
+    const std::size_t w = p.ops[i].dtype == DType::Float64 ? 4 : 8;
+    if (i + w > n) continue;
+    for (int side = 0; side < 2; ++side) {
+      std::vector<Lane> g;
+      std::int64_t stride = 1;
+      for (std::size_t j = 0; j < w; ++j) {
+        Lane l = lane_of(i + j, side);
+        if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
+        if (j > 0) {
+          const Lane& f = g[0];
+          detail::Affine d =
+              detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
+          if (j == 1 && d.terms.empty() && d.c > 1 && l.scalar >= 0) stride = d.c;
+          if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
+              d.c != std::int64_t(j) * stride ||
+              !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
+              p.ops[std::size_t(l.assign)].op != p.ops[i].op)
+            break;
+        }
+        g.push_back(l);
+      }
+      if (g.size() != w) continue;
+      for (const Lane& l : g) {
+        group_of_assign[std::size_t(l.assign)] = int(groups.size());
+        group_of_acc[std::size_t(l.acc)] = int(groups.size());
+      }
+      groups.push_back(g);
+      strides.push_back(stride);
+      break;
+    }
+  }
+  if (groups.empty()) return p;
+
+  Program q = p;
+  q.ops.clear();
+  std::vector<std::pair<std::pair<int, int>, int>> loaded; // (buffer, index) -> its VecLoad
+  std::vector<int> map(n, -1), vacc(groups.size(), -1), open_at(groups.size(), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    UOp u = p.ops[i];
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    if (int g = group_of_acc[i]; g >= 0) { // one vector accumulator per group
+      if (vacc[std::size_t(g)] < 0) {
+        UOp v{UKind::VecAcc,
+              u.op,
+              u.dtype,
+              {-1, -1, -1},
+              u.value,
+              int(groups[std::size_t(g)].size()),
+              {}};
+        q.ops.push_back(v);
+        vacc[std::size_t(g)] = int(q.ops.size()) - 1;
+        open_at[std::size_t(g)] = depth_of[i];
+      }
+      continue;
+    }
+    if (int g = group_of_assign[i]; g >= 0) { // the first lane updates the whole vector
+      const std::vector<Lane>& gr = groups[std::size_t(g)];
+      if (gr[0].assign != int(i)) continue;
+      const Lane& f = gr[0];
+      int w = int(gr.size()), ld = -1;
+      std::pair<int, int> at{map[std::size_t(f.buf)], map[std::size_t(f.index)]};
+      Scalar stride;
+      stride.i = strides[std::size_t(g)] > 1 ? strides[std::size_t(g)] : 0;
+      for (const auto& [key, id] : loaded)
+        if (key == at && q.ops[std::size_t(id)].value.i == stride.i) ld = id;
+      if (ld < 0) {
+        q.ops.push_back(
+            UOp{UKind::VecLoad, Op::Add, u.dtype, {at.first, at.second, -1}, stride, w, {}});
+        ld = int(q.ops.size()) - 1;
+        loaded.push_back({at, ld});
+      }
+      if (f.scalar < 0)
+        q.ops.push_back(
+            UOp{UKind::VecFold, u.op, u.dtype, {vacc[std::size_t(g)], ld, -1}, {}, w, {}});
+      else
+        q.ops.push_back(UOp{UKind::VecMac,
+                            Op::Add,
+                            u.dtype,
+                            {vacc[std::size_t(g)], map[std::size_t(f.scalar)], ld},
+                            {},
+                            w,
+                            {}});
+      continue;
+    }
+    q.ops.push_back(u);
+    map[i] = int(q.ops.size()) - 1;
+    if (u.kind != UKind::EndRange) continue;
+    loaded.clear();
+    // after the loop nest that defined them: the lanes as scalars, for the rest of the program
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (vacc[g] < 0 || open_at[g] != depth_of[i]) continue;
+      for (std::size_t k = 0; k < groups[g].size(); ++k) {
+        UOp lane{UKind::VecLane, Op::Add, q.ops[std::size_t(vacc[g])].dtype, {vacc[g], -1, -1}, {},
+                 int(k),         {}};
+        q.ops.push_back(lane);
+        map[std::size_t(groups[g][k].acc)] = int(q.ops.size()) - 1;
+      }
+      open_at[g] = -1;
+    }
+  }
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_VECTORIZE_HPP
+
+namespace tg {
+
+namespace detail {
+/// The ranges each op depends on (bit r: the r-th Range of the program; at most 64 ranges).
+constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<int>& range_bit) {
+  std::vector<std::uint64_t> d(p.ops.size(), 0);
+  range_bit.assign(p.ops.size(), -1);
+  int bits = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind == UKind::Range) {
+      if (bits == 64) return {};
+      range_bit[i] = bits;
+      d[i] = std::uint64_t(1) << bits++;
+    }
+    if (u.kind == UKind::EndRange) continue;
+    for (int s : u.src)
+      if (s >= 0) d[i] |= d[std::size_t(s)];
+  }
+  return d;
+}
+/// The ranges enclosing each op of p, outermost first.
+constexpr std::vector<std::vector<int>> enclosing_ranges(const Program& p) {
+  std::vector<std::vector<int>> stack(p.ops.size());
+  std::vector<int> open;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
+    stack[i] = open;
+    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
+  }
+  return stack;
+}
+} // namespace detail
+
+/// The pass (see the top of this file). Programs without such a tile come back as they were.
+constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBytes) {
+  const std::size_t n = p.ops.size();
+  std::vector<int> bit;
+  std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
+  if (deps.empty()) return p;
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p);
+  // One panel per (reduce loop, buffer): its vector loads, their offsets from the first.
+  struct Panel {
+    int loop = -1, buf = -1, hoist = -1; // hoist: the range the copy goes before
+    std::int64_t stride = 0;             // of its loads' elements (0: consecutive)
+    std::vector<int> loads, cone;        // cone: the index's ops that depend on the loop
+    std::vector<std::int64_t> offsets;   // in panel columns
+    std::int64_t columns = 0, length = 0;
+  };
+  std::vector<Panel> panels;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::VecLoad || stack[i].empty()) continue;
+    int loop = stack[i].back(), buf = u.src[0];
+    Panel* pn = nullptr;
+    for (Panel& x : panels)
+      if (x.loop == loop && x.buf == buf && x.stride == u.value.i) pn = &x;
+    if (!pn) {
+      panels.push_back(Panel{loop, buf, -1, u.value.i, {}, {}, {}, 0, 0});
+      pn = &panels.back();
+    }
+    detail::Affine d = detail::affine_add(
+        aff[std::size_t(u.src[1])],
+        aff[std::size_t(p.ops[std::size_t(pn->loads.empty() ? int(i) : pn->loads[0])].src[1])], -1);
+    // a strided load's elements are `stride` apart: its column is its offset over the stride
+    const std::int64_t s = std::max<std::int64_t>(pn->stride, 1);
+    pn->loads.push_back(int(i));
+    pn->offsets.push_back(d.terms.empty() && d.c % s == 0 ? d.c / s : -1);
+  }
+  std::vector<int> panel_of_load(n, -1);
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    Panel& pn = panels[k];
+    const UOp& loop = p.ops[std::size_t(pn.loop)];
+    const UOp& first = p.ops[std::size_t(pn.loads[0])];
+    const std::int64_t w = first.arg;
+    // a loop 0..K with constant K, read at offsets 0, w, 2w, ... (in any order)
+    const UOp& lo = p.ops[std::size_t(loop.src[0])];
+    const UOp& hi = p.ops[std::size_t(loop.src[1])];
+    if (lo.kind != UKind::Const || lo.value.i != 0 || hi.kind != UKind::Const || loop.src[2] >= 0)
+      continue;
+    pn.length = hi.value.i;
+    std::int64_t most = 0;
+    bool ok = true;
+    for (std::int64_t o : pn.offsets) {
+      ok = ok && o >= 0 && o % w == 0;
+      most = std::max(most, o);
+    }
+    pn.columns = most + w;
+    std::vector<std::uint8_t> seen(std::size_t(pn.columns / w), 0);
+    for (std::int64_t o : pn.offsets)
+      if (ok) seen[std::size_t(o / w)] = 1;
+    for (std::uint8_t s : seen) ok = ok && s;
+    if (!ok || pn.length * pn.columns * itemsize(first.dtype) > max_bytes) continue;
+    // The copy goes before the outermost enclosing loop from which on no loop changes the
+    // index: that loop (row tiles) then reuses the panel. Everything the index needs besides
+    // the reduce loop must be computed before it.
+    const std::vector<int>& enclosing = stack[std::size_t(pn.loop)];
+    std::uint64_t idx = deps[std::size_t(first.src[1])];
+    std::size_t h = enclosing.size();
+    while (h > 0 && !(idx >> bit[std::size_t(enclosing[h - 1])] & 1)) --h;
+    if (h == enclosing.size()) continue;
+    const int hoist = enclosing[h];
+    const UOp& hend = p.ops[std::size_t(p.ops[std::size_t(hoist)].src[1])];
+    if (hend.kind != UKind::Const || hend.value.i < 2) continue; // nothing to reuse
+    // the index's ops inside the loop (cloned into the copy's loop) must all be arithmetic
+    std::vector<int> todo{first.src[1]};
+    while (ok && !todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (v == pn.loop) continue;
+      if (!(deps[std::size_t(v)] >> bit[std::size_t(pn.loop)] & 1)) {
+        ok = v < hoist;
+        continue;
+      }
+      const UOp& x = p.ops[std::size_t(v)];
+      ok = x.kind == UKind::Alu;
+      pn.cone.push_back(v);
+      for (int s : x.src)
+        if (s >= 0) todo.push_back(s);
+    }
+    if (!ok) continue;
+    pn.hoist = hoist;
+    for (int l : pn.loads) panel_of_load[std::size_t(l)] = int(k);
+  }
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  std::vector<int>& map = w.map;
+  std::vector<int> local(panels.size(), -1), kk(panels.size(), -1);
+  // the index of panel element (loop index at, offset o)
+  auto panel_index = [&](const Panel& pn, int at, std::int64_t o) {
+    int row = w.alu(Op::Mul, DType::Int64, at, w.cint(pn.columns));
+    return w.alu(Op::Add, DType::Int64, row, w.cint(o));
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < panels.size(); ++k) {
+      const Panel& pn = panels[k];
+      if (pn.hoist != int(i)) continue;
+      // the copy: for kk in [0, K): panel[kk * columns + o] = buf[index(kk) + o]
+      const UOp& first = p.ops[std::size_t(pn.loads[0])];
+      local[k] = w.add(UOp{
+          UKind::Local, Op::Add, first.dtype, {-1, -1, -1}, {}, int(pn.length * pn.columns), {}});
+      int zero = w.cint(0), len = w.cint(pn.length);
+      kk[k] = w.add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, len, -1}, {}, -1, {}});
+      std::vector<int> clone(n, -1);
+      clone[std::size_t(pn.loop)] = kk[k];
+      for (std::size_t v = std::size_t(pn.loop) + 1; v <= std::size_t(first.src[1]); ++v) {
+        if (std::find(pn.cone.begin(), pn.cone.end(), int(v)) == pn.cone.end()) continue;
+        UOp c = p.ops[v];
+        for (int& s : c.src)
+          if (s >= 0) s = clone[std::size_t(s)] >= 0 ? clone[std::size_t(s)] : map[std::size_t(s)];
+        clone[v] = w.add(c);
+      }
+      int base = clone[std::size_t(first.src[1])];
+      for (std::int64_t o = 0; o < pn.columns; o += first.arg) {
+        int src =
+            w.alu(Op::Add, DType::Int64, base, w.cint(o * std::max<std::int64_t>(pn.stride, 1)));
+        int v = w.add(UOp{UKind::VecLoad,
+                          Op::Add,
+                          first.dtype,
+                          {map[std::size_t(pn.buf)], src, -1},
+                          first.value,
+                          first.arg,
+                          {}});
+        int dst = panel_index(pn, kk[k], o);
+        w.add(UOp{UKind::VecStore, Op::Add, first.dtype, {local[k], dst, v}, {}, first.arg, {}});
+      }
+      w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {kk[k], -1, -1}, {}, -1, {}});
+    }
+    UOp u = p.ops[i];
+    if (int k = panel_of_load[i]; k >= 0 && local[std::size_t(k)] >= 0) {
+      const Panel& pn = panels[std::size_t(k)];
+      std::size_t j = 0;
+      while (pn.loads[j] != int(i)) ++j;
+      int at = panel_index(pn, map[std::size_t(pn.loop)], pn.offsets[j]);
+      u.src = {local[std::size_t(k)], at, -1};
+      u.value = Scalar{}; // the panel's rows are contiguous
+      map[i] = w.add(u);
+      continue;
+    }
+    map[i] = w.add(w.remapped(u));
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+
+namespace tg {
+
+/// The pass (see the top of this file); `max_bytes` bounds the copy. A program without such a
+/// tile comes back as it was.
+constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackBytes) {
+  const std::size_t n = p.ops.size();
+  std::vector<int> bit;
+  std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
+  if (deps.empty()) return p;
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p); // outermost first
+  auto const_range = [&](int r, std::int64_t& len) {                 // 0 .. len, step 1
+    const UOp& u = p.ops[std::size_t(r)];
+    const UOp& lo = p.ops[std::size_t(u.src[0])];
+    const UOp& hi = p.ops[std::size_t(u.src[1])];
+    len = hi.value.i;
+    return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
+  };
+  auto coef = [](const detail::Affine& a, int atom) {
+    for (auto [at, k] : a.terms)
+      if (at == atom) return k;
+    return std::int64_t(0);
+  };
+  auto same_terms = [](const detail::Affine& a, const detail::Affine& b) {
+    return a.terms == b.terms;
+  };
+  // One group per (reduce loop, buffer, index terms): the tile's loads of one k, by offset.
+  struct Group {
+    int loop = -1, tile = -1, hoist = -1, buf = -1;
+    std::int64_t k = 0, tiles = 0;
+    std::vector<int> loads, cone; // cone: the index ops that depend on the loop or the tile
+  };
+  std::vector<Group> groups;
+  std::vector<int> group_of(n, -1);
+  // only a register tile's row values (the scalar side of its vector multiply-adds)
+  std::vector<std::uint8_t> tile_scalar(n, 0);
+  for (const UOp& u : p.ops)
+    if (u.kind == UKind::VecMac) tile_scalar[std::size_t(u.src[1])] = 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::Load || !tile_scalar[i] || u.src[2] >= 0 || stack[i].size() < 2) continue;
+    const int loop = stack[i].back();
+    const detail::Affine& a = aff[std::size_t(u.src[1])];
+    const std::uint64_t idx = deps[std::size_t(u.src[1])];
+    auto moves = [&](int r) { return (idx >> bit[std::size_t(r)] & 1) != 0; };
+    std::int64_t k = 0, tiles = 1, reuse = 0;
+    // strided along the reduction: each k a new cache line
+    if (!const_range(loop, k) || coef(a, loop) < 16) continue;
+    // The copy goes before the outermost enclosing loop from which on no loop but the
+    // reduction and (in panel order) the tile loop right outside it moves the index.
+    const std::vector<int>& enclosing = stack[std::size_t(loop)];
+    std::size_t h = enclosing.size();
+    int tile = -1;
+    if (moves(enclosing[h - 1])) { // the tile loop: the copy holds every tile
+      tile = enclosing[--h];
+      if (!const_range(tile, tiles) || tiles < 2) continue;
+    }
+    while (h > 0 && !moves(enclosing[h - 1])) --h;
+    if (h == enclosing.size() || (tile >= 0 && h + 1 == enclosing.size())) continue;
+    const int hoist = enclosing[h];
+    // reused: by the loop the copy goes before (constant trip count), or by the calls' outer
+    // iterations (column tiles in panel order)
+    if (!const_range(hoist, reuse)) reuse = p.outer.is_const() ? p.outer.constant() : 0;
+    if (reuse < (tile >= 0 ? 8 : 2)) continue;
+    Group* g = nullptr;
+    for (Group& x : groups)
+      if (x.loop == loop && x.buf == u.src[0] &&
+          same_terms(aff[std::size_t(p.ops[std::size_t(x.loads[0])].src[1])], a))
+        g = &x;
+    if (!g) {
+      groups.push_back(Group{loop, tile, hoist, u.src[0], k, tiles, {}, {}});
+      g = &groups.back();
+    }
+    g->loads.push_back(int(i));
+  }
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    Group& g = groups[gi];
+    const DType t = p.ops[std::size_t(g.loads[0])].dtype;
+    bool ok = g.loads.size() <= 16 &&
+              g.tiles * g.k * std::int64_t(g.loads.size()) * itemsize(t) <= max_bytes;
+    for (int l : g.loads) ok = ok && p.ops[std::size_t(l)].dtype == t;
+    // the index ops inside the loops (cloned into the copy's loops) must be arithmetic, and
+    // everything else they read computed before the copy
+    std::vector<int> todo;
+    for (int l : g.loads) todo.push_back(p.ops[std::size_t(l)].src[1]);
+    const std::uint64_t own = std::uint64_t(1) << bit[std::size_t(g.loop)] |
+                              (g.tile >= 0 ? std::uint64_t(1) << bit[std::size_t(g.tile)] : 0);
+    while (ok && !todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (v == g.loop || v == g.tile) continue;
+      if (!(deps[std::size_t(v)] & own)) {
+        ok = v < g.hoist;
+        continue;
+      }
+      const UOp& x = p.ops[std::size_t(v)];
+      ok = x.kind == UKind::Alu;
+      if (std::find(g.cone.begin(), g.cone.end(), v) == g.cone.end()) g.cone.push_back(v);
+      for (int s : x.src)
+        if (s >= 0) todo.push_back(s);
+    }
+    if (!ok) continue;
+    std::sort(g.cone.begin(), g.cone.end());
+    for (int l : g.loads) group_of[std::size_t(l)] = int(gi);
+  }
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  std::vector<int>& map = w.map;
+  std::vector<int> local(groups.size(), -1);
+  // the element of load r at (tile, k): tile by tile, each k's loads next to each other
+  auto local_index = [&](const Group& g, int tile, int k, std::size_t r) {
+    int row =
+        tile < 0 ? k
+                 : w.alu(Op::Add, DType::Int64, w.alu(Op::Mul, DType::Int64, tile, w.cint(g.k)), k);
+    return w.alu(Op::Add, DType::Int64,
+                 w.alu(Op::Mul, DType::Int64, row, w.cint(std::int64_t(g.loads.size()))),
+                 w.cint(std::int64_t(r)));
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+      const Group& g = groups[gi];
+      if (g.hoist != int(i) || group_of[std::size_t(g.loads[0])] != int(gi)) continue;
+      // [for tile:] for k: local[(tile * K + k) * R + r] = buf[index_r(tile, k)]
+      const DType t = p.ops[std::size_t(g.loads[0])].dtype;
+      local[gi] = w.add(UOp{UKind::Local,
+                            Op::Add,
+                            t,
+                            {-1, -1, -1},
+                            {},
+                            int(g.tiles * g.k * std::int64_t(g.loads.size())),
+                            {}});
+      int zero = w.cint(0);
+      int tile =
+          g.tile < 0
+              ? -1
+              : w.add(UOp{
+                    UKind::Range, Op::Add, DType::Int64, {zero, w.cint(g.tiles), -1}, {}, -1, {}});
+      int k = w.add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, w.cint(g.k), -1}, {}, -1, {}});
+      std::vector<int> clone(n, -1);
+      if (tile >= 0) clone[std::size_t(g.tile)] = tile;
+      clone[std::size_t(g.loop)] = k;
+      for (int v : g.cone) {
+        UOp c = p.ops[std::size_t(v)];
+        for (int& s : c.src)
+          if (s >= 0) s = clone[std::size_t(s)] >= 0 ? clone[std::size_t(s)] : map[std::size_t(s)];
+        clone[std::size_t(v)] = w.add(c);
+      }
+      for (std::size_t r = 0; r < g.loads.size(); ++r) {
+        const UOp& l = p.ops[std::size_t(g.loads[r])];
+        int v = w.add(UOp{UKind::Load,
+                          Op::Add,
+                          t,
+                          {map[std::size_t(g.buf)], clone[std::size_t(l.src[1])], -1},
+                          {},
+                          -1,
+                          {}});
+        w.add(
+            UOp{UKind::Store, Op::Add, t, {local[gi], local_index(g, tile, k, r), v}, {}, -1, {}});
+      }
+      w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {k, -1, -1}, {}, -1, {}});
+      if (tile >= 0) w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {tile, -1, -1}, {}, -1, {}});
+    }
+    if (int gi = group_of[i]; gi >= 0 && local[std::size_t(gi)] >= 0) {
+      const Group& g = groups[std::size_t(gi)];
+      std::size_t r = 0;
+      while (g.loads[r] != int(i)) ++r;
+      int at =
+          local_index(g, g.tile < 0 ? -1 : map[std::size_t(g.tile)], map[std::size_t(g.loop)], r);
+      map[i] = w.add(
+          UOp{UKind::Load, Op::Add, p.ops[i].dtype, {local[std::size_t(gi)], at, -1}, {}, -1, {}});
+      continue;
+    }
+    map[i] = w.add(w.remapped(p.ops[i]));
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PACK_ROWS_HPP
+
+// ---- tg/codegen/render_cuda.hpp ----
+#ifndef TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
+#define TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
+// The CUDA dialect of the C-style renderer: one `extern "C" __global__` function per kernel, for
+// programs shaped by gpu_program, compiled by NVRTC without any CUDA header. It spells values as
+// the C dialect does; what differs is the launch (buffers, then item base, outer start/end and
+// the symbolic sizes as kernel arguments), bool as C++ bool, float16 conversions in hardware
+// (cvt.f16.f32; bfloat16 is decompose's), IEEE division intrinsics, and local memory (__shared__)
+// for group reductions.
+
+namespace tg {
+
+struct CudaDialect : CFamily<CudaDialect> {
+  /// Sums of products accumulate by fused multiply-add, as cuBLAS does: NVRTC contracts nothing
+  /// else (--fmad=false), and a product and an add each issued make a matmul two instructions a
+  /// term. Their last bits can differ from INTERP's.
+  static constexpr const char* mul_acc(DType t) {
+    // (16-bit floats compute in float32)
+    return t == DType::Float64 ? "__fma_rn" : is_float(t) ? "__fmaf_rn" : nullptr;
+  }
+  static constexpr const char* type(DType t) {
+    return t == DType::Bool ? "bool" : CFamily::type(t);
+  }
+  static constexpr const char* fma(DType d) {
+    return d == DType::Float64 ? "__fma_rn" : "__fmaf_rn";
+  }
+  /// Float division and reciprocal through the IEEE intrinsics, which are what `/` compiles to
+  /// anyway (div.rn): NVRTC 13 folds `d != d` to false for `d = a / a` with a constant a, so
+  /// isnan(0 / 0) was false on an H200. (exp2 is CUDA's own exp2f: the pass list leaves it.)
+  static constexpr const char* fdiv(DType d) {
+    return d == DType::Float64 ? "__ddiv_rn" : "__fdiv_rn";
+  }
+  static constexpr const char* recip(DType d) {
+    return !is_float(d) ? nullptr : d == DType::Float64 ? "__drcp_rn" : "__frcp_rn";
+  }
+  static constexpr void reinterpret(Text& t, DType, DType to, std::string_view a) {
+    t << "tg_bits<" << type(to) << ">(" << a << ')';
+  }
+
+  static constexpr void prelude(Text& t, const Program& p) {
+    // guarded, as the C prelude: several kernels can share one NVRTC program
+    t << "// tg CUDA kernel (NVRTC, no headers)\n"
+         "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
+         "#define INFINITY __int_as_float(0x7f800000)\n"
+         "#define NAN __int_as_float(0x7fffffff)\n"
+         "typedef unsigned short tg_u16;\n"
+         // NaNs as INTERP's codec (decompose.hpp) keeps them, where cvt makes every NaN 0x7fff
+         // and 0x7fffffff: decoded with sign and payload, encoded as a quiet NaN with its sign
+         "__device__ __forceinline__ float tg_h2f(tg_u16 h) {\n"
+         "  if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) return __uint_as_float(((unsigned)(h & "
+         "0x8000u) << 16) | 0x7f800000u | ((unsigned)(h & 0x3ffu) << 13));\n"
+         "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+         "__device__ __forceinline__ tg_u16 tg_f2h(float f) {\n"
+         "  const unsigned u = __float_as_uint(f);\n"
+         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (tg_u16)(((u >> 16) & 0x8000u) | "
+         "0x7e00u);\n"
+         "  tg_u16 h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+         "template <class T, class F> __device__ __forceinline__ T tg_bits(F f) { union { F f; T "
+         "t; } u; u.f = f; return u.t; }\n"
+         "__device__ __forceinline__ unsigned long long tg_group() {\n"
+         "  return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long "
+         "long)gridDim.y * blockIdx.z); }\n"
+         "#endif\n";
+    bool mma = false;
+    for (const UOp& u : p.ops) mma = mma || u.kind == UKind::Mma;
+    if (mma) t << kMmaHelpers;
+  }
+
+  /// A warp's step over 16 of the reduction: tiles of 16 x 8 outputs by mma.sync m16n8k16 (f32
+  /// accumulators). A and B are in shared memory as rows of 16-bit words, S apart, the reduction
+  /// along each row (A: [rows][k], B: [columns][k]), so a fragment register is one 32-bit load.
+  /// Fragment layouts: the PTX ISA's for mma.m16n8k16 with .f16/.bf16 multiplicands.
+  static constexpr const char* kMmaHelpers =
+      "#ifndef TG_MMA\n#define TG_MMA\n"
+      "template <bool BF> __device__ __forceinline__ void tg_mma16816(float* c, const unsigned* "
+      "a, const unsigned* b) {\n"
+      "  if (BF) asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(c[0]), \"+f\"(c[1]), "
+      "\"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), "
+      "\"r\"(b[0]), \"r\"(b[1]));\n"
+      "  else asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(c[0]), \"+f\"(c[1]), "
+      "\"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), "
+      "\"r\"(b[0]), \"r\"(b[1]));\n}\n"
+      "template <int S, int TM, int TN, bool BF> __device__ __forceinline__ void tg_mma_tile(const "
+      "unsigned short* As, const unsigned short* Bs, long long kk, float* acc, long long wm, long "
+      "long wn) {\n"
+      "  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;\n"
+      "  unsigned a[TM][4], b[TN][2];\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i) {\n"
+      "    const unsigned short* p = As + (wm + i * 16 + g) * S + kk + t * 2;\n"
+      "    a[i][0] = *(const unsigned*)p; a[i][1] = *(const unsigned*)(p + 8 * S);\n"
+      "    a[i][2] = *(const unsigned*)(p + 8); a[i][3] = *(const unsigned*)(p + 8 * S + 8);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int j = 0; j < TN; ++j) {\n"
+      "    const unsigned short* q = Bs + (wn + j * 8 + g) * S + kk + t * 2;\n"
+      "    b[j][0] = *(const unsigned*)q; b[j][1] = *(const unsigned*)(q + 8);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i)\n"
+      "#pragma unroll\n"
+      "    for (int j = 0; j < TN; ++j) tg_mma16816<BF>(acc + (i * TN + j) * 4, a[i], b[j]);\n"
+      "}\n#endif\n";
+  static constexpr bool tensor_cores = true;
+  /// Private arrays and tensor-core steps (UKind::Private, UKind::Mma).
+  static constexpr void warp_op(Text& t, const Program& p, const UOp& u, int i) {
+    if (u.kind == UKind::Private) {
+      t << type(compute_dtype(u.dtype)) << " v" << std::int64_t(i) << '[' << std::int64_t(u.arg)
+        << "] = {};\n";
+      return;
+    }
+    (void)p;
+    t << "tg_mma_tile<" << u.value.i << ", " << std::int64_t(u.arg / 256) << ", "
+      << std::int64_t(u.arg % 256) << ", " << (u.dtype == DType::BFloat16 ? "true" : "false")
+      << ">(v" << std::int64_t(u.src[0]) << ", v" << std::int64_t(u.src[1]) << ", v"
+      << std::int64_t(u.ranges.at(0)) << ", v" << std::int64_t(u.src[2]) << ", v"
+      << std::int64_t(u.ranges.at(1)) << ", v" << std::int64_t(u.ranges.at(2)) << ");\n";
+  }
+  static constexpr void signature(Text& t, const Program& p) {
+    t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
+      << p.name.view() << '(';
+    for (std::size_t k = 0; k < p.params.size(); ++k) {
+      if (k == 0)
+        t << type(p.params[k]) << "* __restrict__ b0";
+      else
+        t << ", const " << type(p.params[k]) << "* __restrict__ b" << k;
+    }
+    t << ", long long tg_base, long long tg_start, long long tg_end";
+    for (std::size_t k = 0; k < p.vars.size(); ++k) t << ", long long tg_var" << k;
+    t << ") {\n";
+  }
+  static constexpr const char* lane_id = "threadIdx.x";
+  static constexpr void launch_arg(Text& t, int k) {
+    const char* names[] = {"tg_base", "tg_start", "tg_end"};
+    if (k < 3)
+      t << names[k];
+    else
+      t << "tg_var" << std::int64_t(k - 3);
+  }
+  static constexpr void comment(Text& t, std::string_view s) { t << " /* " << s << " */"; }
+  static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
+    if (u.kind == UKind::Param)
+      t << (u.arg == 0 ? "" : "const ") << type(u.dtype) << "* __restrict__ v" << std::int64_t(i)
+        << " = b" << std::int64_t(u.arg) << ";\n";
+    else
+      declare_launch(t, u, p, i);
+  }
+  static constexpr void local_array(Text& t, DType d, std::string_view name, int size) {
+    t << "__shared__ __align__(16) " << type(d) << ' ' << name << '[' << std::int64_t(size)
+      << "];\n";
+  }
+  static constexpr void barrier(Text& t) { t << "__syncthreads();\n"; }
+};
+
+/// The CUDA source of a program shaped by gpu_program and decomposed (the pass list's
+/// Target::cuda()).
+constexpr Text render_cuda(const Program& gpu) { return CStyleRenderer::render<CudaDialect>(gpu); }
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_RENDER_CUDA_HPP
+
+// ---- tg/codegen/render_glsl.hpp ----
+#ifndef TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+#define TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+// The GLSL dialect of the C-style renderer: a Vulkan compute shader (#version 450) per kernel,
+// for programs shaped by gpu_program. Buffers are std430 storage buffers (binding = parameter
+// index), the launch values (item base, outer start/end, symbolic sizes) are int64 push
+// constants, and the shader asks for the extensions its dtypes need: 64-bit ints (always: index
+// arithmetic), float64, and 8-/16-bit storage with their arithmetic types. bool is stored as a
+// byte, float16/bfloat16 as 16 bits (decompose converts them); what GLSL lacks or Mesa computes
+// differently from INTERP (float64 exp2/log2/sin/trunc, an exact float fma) comes from the
+// prelude; the rest (division by zero, pow, float exp2) from decompose.
+
+namespace tg {
+
+/// What a GLSL program needs from the device.
+struct GlslNeeds {
+  bool int8 = false, int16 = false, float64 = false;
+};
+constexpr GlslNeeds glsl_needs(const Program& p) {
+  GlslNeeds n;
+  auto see = [&](DType d) {
+    if (itemsize(d) == 1) n.int8 = true;
+    if (itemsize(d) == 2) n.int16 = true;
+    if (d == DType::Float64) n.float64 = true;
+  };
+  for (const UOp& u : p.ops) {
+    if (u.kind == UKind::Param)
+      see(u.dtype);
+    else if (u.dtype != DType::Bool && !is_half(u.dtype))
+      see(u.dtype);
+  }
+  return n;
+}
+
+/// 2^x and log2(x) in float64 (GLSL has neither for doubles), with tg_d(bits) to spell constants.
+inline constexpr std::string_view kGlslExp2Log2d =
+    "double tg_d(int64_t b) { return int64BitsToDouble(b); }\n"
+    "double tg_exp2d(double x) {\n"
+    "  if (isnan(x)) return x;\n"
+    "  if (x >= 1024.0LF) return tg_d(0x7ff0000000000000L);\n"
+    "  if (x < -1080.0LF) return 0.0LF;\n"
+    "  double n = floor(x + 0.5LF), f = (x - n) * tg_d(0x3fe62e42fefa39efL), r = 1.0LF;\n"
+    "  for (int k = 18; k >= 1; --k) r = 1.0LF + r * f / double(k);\n"
+    "  int e = int(n);\n"
+    "  return ldexp(ldexp(r, e / 2), e - e / 2); }\n"
+    "double tg_log2d(double x) {\n"
+    "  if (isnan(x) || x < 0.0LF) return tg_d(0x7ff8000000000000L);\n"
+    "  if (x == 0.0LF) return tg_d(int64_t(0xfff0000000000000UL));\n"
+    "  if (isinf(x)) return x;\n"
+    "  int e; double m = frexp(x, e);\n"
+    "  if (m < tg_d(0x3fe6a09e667f3bcdL)) { m *= 2.0LF; e -= 1; }\n"
+    "  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, r = 0.0LF;\n"
+    "  for (int k = 25; k >= 1; k -= 2) r = r * s2 + 1.0LF / double(k);\n"
+    "  return double(e) + 2.0LF * s * r * tg_d(0x3ff71547652b82feL); }\n";
+/// The GLSL dialect. `Subgroups`: the device has subgroup arithmetic in compute shaders (a
+/// work-group reduction of a 32-bit sum, product or integer maximum is first reduced within each
+/// subgroup); `Exact`: it has float64 and its fma, exp2 and log2 round differently from INTERP's
+/// (lavapipe computes fma() as a multiply and an add): the float exp2 polynomial calls tg_fma, an
+/// exact one in float64 (the product of two floats is exact there, the sum is rounded to odd:
+/// TwoSum tells whether it was exact, and an inexact even result moves one ulp toward the exact
+/// value; rounding that to float is then the fused result), and decompose computes pow's general
+/// case in float64 (Target::glsl).
+template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Subgroups, Exact>> {
+  using Base = CStyle<GlslDialect>;
+  /// Computed floats are `precise`: without it the driver may reassociate and simplify float
+  /// math as if it were exact (lavapipe turns log_softmax of [inf] into 0, not NaN).
+  static constexpr const char* qualifier(DType t) { return is_float(t) ? "precise " : ""; }
+  static constexpr bool own_group_reduce = Subgroups;
+  static constexpr bool mod_by_div = true; // `%` of negative operands is undefined
+  static constexpr const char* fma(DType d) {
+    return Exact && d != DType::Float64 ? "tg_fma" : "fma";
+  }
+  static constexpr const char* type(DType t) {
+    constexpr const char* names[dtype_count] = {
+        "bool", "int8_t",   "int16_t",  "int",      "int64_t", "uint8_t", "uint16_t",
+        "uint", "uint64_t", "uint16_t", "uint16_t", "float",   "double"};
+    return names[int(t)];
+  }
+  static constexpr DType storage(DType t) { return t == DType::Bool ? DType::UInt8 : t; }
+  static constexpr void convert(Text& t, DType to, std::string_view a) {
+    t << type(to) << '(' << a << ')';
+  }
+  static constexpr const char* fsuffix(DType d) { return d == DType::Float64 ? "LF" : ""; }
+  static constexpr const char* int_suffix(DType d) { return d == DType::UInt64 ? "UL" : "L"; }
+  static constexpr const char* boolean(bool b) { return b ? "true" : "false"; }
+  /// Integral values as decimals, others as their bits (exact whatever the compiler's parser).
+  static constexpr void float_constant(Text& t, DType d, double x) {
+    const bool f64 = d == DType::Float64;
+    const double big = f64 ? 9007199254740992.0 : 16777216.0;
+    if (x == x && x >= -big && x <= big && x == double(std::int64_t(x)) &&
+        !(x == 0 && std::bit_cast<std::uint64_t>(x) >> 63))
+      t << std::int64_t(x) << (f64 ? ".0LF" : ".0");
+    else if (f64)
+      t << "int64BitsToDouble(0x" << Text().hex(std::bit_cast<std::uint64_t>(x)).view() << "L)";
+    else
+      t << "uintBitsToFloat(0x" << Text().hex(std::bit_cast<std::uint32_t>(float(x))).view()
+        << "u)";
+  }
+  static constexpr void is_nan(Text& t, std::string_view a) { t << "isnan(" << a << ')'; }
+  static constexpr const char* math(Op op, DType d) {
+    // (pow: decompose writes it as the others, Target::glsl)
+    constexpr const char* f[] = {"sqrt", "exp2", "log2", "sin", "trunc", "pow"};
+    constexpr const char* g[] = {"sqrt", "tg_exp2d", "tg_log2d", "tg_sind", "tg_truncd", "pow"};
+    return (d == DType::Float64 ? g : f)[Base::math_index(op)];
+  }
+  static constexpr void reinterpret(Text& t, DType from, DType to, std::string_view a) {
+    const bool u = from == DType::UInt32 || from == DType::UInt64 || to == DType::UInt32 ||
+                   to == DType::UInt64;
+    if (from == DType::Float32)
+      t << (u ? "floatBitsToUint(" : "floatBitsToInt(");
+    else if (to == DType::Float32)
+      t << (u ? "uintBitsToFloat(" : "intBitsToFloat(");
+    else if (from == DType::Float64)
+      t << (u ? "doubleBitsToUint64(" : "doubleBitsToInt64(");
+    else
+      t << (u ? "uint64BitsToDouble(" : "int64BitsToDouble(");
+    t << a << ')';
+  }
+  static constexpr void cast(Text& t, DType from, DType to, std::string_view a) {
+    if (from == DType::Int32 && itemsize(to) == 8 && is_int(to)) {
+      // sign extension spelled out: Mesa 22 (lavapipe) miscompiles comparisons of int64(int32)
+      // with constants
+      Text x;
+      x << "((int64_t(uint(" << a << ")) ^ 0x80000000L) - 0x80000000L)";
+      if (to == DType::UInt64) return convert(t, to, x.view());
+      return void(t << x.view());
+    }
+    Base::cast(t, from, to, a);
+  }
+  static constexpr void element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << ".d[uint(v" << std::int64_t(idx) << ")]";
+  }
+  static constexpr void shared_element(Text& t, int buf, int idx) {
+    t << 'v' << std::int64_t(buf) << "[uint(v" << std::int64_t(idx) << ")]";
+  }
+
+  static constexpr bool fits_subgroup(const UOp& u) {
+    if (u.dtype == DType::Float32) return u.op == Op::Add || u.op == Op::Mul;
+    if (u.dtype == DType::Int32 || u.dtype == DType::UInt32)
+      return u.op == Op::Add || u.op == Op::Mul || u.op == Op::Max;
+    return false;
+  }
+  static constexpr void prelude(Text& t, const Program& p) {
+    const GlslNeeds n = glsl_needs(p);
+    bool p8 = false, p16 = false, fma32 = false, sub = false;
+    for (const UOp& u : p.ops) {
+      if (u.kind == UKind::Param) {
+        p8 = p8 || itemsize(u.dtype) == 1;
+        p16 = p16 || itemsize(u.dtype) == 2;
+      }
+      fma32 = fma32 || (u.kind == UKind::Alu && u.op == Op::MulAdd && u.dtype != DType::Float64);
+      sub = sub || (Subgroups && u.kind == UKind::GroupReduce && fits_subgroup(u));
+    }
+    t << "#version 450\n";
+    if (sub)
+      t << "#extension GL_KHR_shader_subgroup_basic : require\n"
+           "#extension GL_KHR_shader_subgroup_arithmetic : require\n";
+    t << "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+    if (n.int8) t << "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
+    if (p8) t << "#extension GL_EXT_shader_8bit_storage : require\n";
+    if (n.int16) t << "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n";
+    if (p16) t << "#extension GL_EXT_shader_16bit_storage : require\n";
+    t << "// " << p.name.view()
+      << (p.grouped ? ": one item per work-group" : ": one item per thread") << '\n';
+    t << "layout(local_size_x = " << std::int64_t(p.local) << ") in;\n";
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const UOp& u = p.ops[i];
+      if (u.kind != UKind::Param) continue;
+      t << "layout(std430, set = 0, binding = " << std::int64_t(u.arg) << ") "
+        << (u.arg == 0 ? "writeonly" : "readonly") << " restrict buffer tg_B" << std::int64_t(i)
+        << " { " << type(storage(u.dtype)) << " d[]; } v" << std::int64_t(i) << "; // "
+        << dtype_name(u.dtype) << '\n';
+    }
+    t << "layout(push_constant) uniform tg_Launch { int64_t a[" << std::int64_t(3 + p.vars.size())
+      << "]; } pc; // item base, outer start, outer end, sizes\n";
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == UKind::GroupReduce)
+        t << "shared " << type(compute_dtype(p.ops[i].dtype)) << " tg_lds" << std::int64_t(i) << '['
+          << std::int64_t(p.local) << "];\n";
+      else if (p.ops[i].kind == UKind::Shared)
+        t << "shared " << type(compute_dtype(p.ops[i].dtype)) << " v" << std::int64_t(i) << '['
+          << std::int64_t(p.ops[i].arg) << "];\n";
+    t << "uint64_t tg_group() { return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_NumWorkGroups.x) * "
+         "(uint64_t(gl_WorkGroupID.y) + uint64_t(gl_NumWorkGroups.y) * "
+         "uint64_t(gl_WorkGroupID.z)); }\n";
+    if (n.float64) {
+      t << kGlslExp2Log2d;
+      // Mesa's trunc(double) (lavapipe) returns 2^52 - 0.5 unchanged, and so does a round trip
+      // through int64 there: the fraction bits are cleared by hand.
+      t << "double tg_truncd(double x) {\n"
+           "  int64_t b = doubleBitsToInt64(x);\n"
+           "  int e = int((b >> 52) & 0x7ffL) - 1023;\n"
+           "  if (e >= 52) return x;\n"
+           "  if (e < 0) return int64BitsToDouble(b & (-9223372036854775807L - 1L));\n"
+           "  return int64BitsToDouble(b & ~((1L << (52 - e)) - 1L)); }\n";
+      t << "double tg_sind(double x) {\n"
+           "  if (isnan(x) || isinf(x)) return tg_d(0x7ff8000000000000L);\n"
+           "  double k = floor(x * tg_d(0x3fe45f306dc9c883L) + 0.5LF);\n"
+           "  double r = ((x - k * tg_d(0x3ff921fb54400000L)) - k * tg_d(0x3dd0b4611a600000L)) - k "
+           "* tg_d(0x3ba3198a2e037073L);\n"
+           "  double q = k - 4.0LF * floor(k * 0.25LF), r2 = r * r, s = 1.0LF, c = 1.0LF;\n"
+           "  for (int j = 11; j >= 1; --j) { s = 1.0LF - s * r2 / double((2 * j) * (2 * j + 1)); "
+           "c = 1.0LF - c * r2 / double((2 * j - 1) * (2 * j)); }\n"
+           "  s *= r;\n"
+           "  return q == 0.0LF ? s : q == 1.0LF ? c : q == 2.0LF ? -s : -c; }\n";
+    }
+    // an exact float fma (the exp2 polynomial's, decompose.hpp)
+    if (Exact && fma32)
+      t << "float tg_fma(float a, float b, float c) {\n"
+           "  precise double p = double(a) * double(b), s = p + double(c), z = s - p;\n"
+           "  precise double e = (p - (s - z)) + (double(c) - z);\n"
+           "  uvec2 w = unpackDouble2x32(s);\n"
+           "  if (e != 0.0 && (w.x & 1u) == 0u) {\n"
+           "    if ((e > 0.0) == (s > 0.0)) w.x += 1u;\n"
+           "    else if (w.x == 0u) { w.x = 0xffffffffu; w.y -= 1u; } else w.x -= 1u;\n"
+           "    s = packDouble2x32(w);\n"
+           "  }\n"
+           "  return float(s); }\n";
+  }
+  static constexpr void signature(Text& t, const Program&) { t << "void main() {\n"; }
+  static constexpr const char* lane_id = "gl_LocalInvocationID.x";
+  static constexpr void launch_arg(Text& t, int k) { t << "pc.a[" << std::int64_t(k) << ']'; }
+  static constexpr void comment(Text& t, std::string_view s) { t << " // " << s; }
+  static constexpr void barrier(Text& t) { t << "barrier();\n"; }
+  /// Subgroups: within each subgroup (GL_KHR_shader_subgroup_arithmetic), then across the
+  /// subgroups through local memory. Other reductions (float max, which must propagate NaN;
+  /// 8/16/64-bit and bool) use the shared tree.
+  static constexpr void group_reduce(Text& t, const Program& p, const UOp& u, int i, int depth) {
+    if (!fits_subgroup(u)) return CStyleRenderer::group_reduce<GlslDialect>(t, p, u, i, depth);
+    auto indent = [&](int extra) -> Text& {
+      for (int k = 0; k < depth + extra; ++k) t << "  ";
+      return t;
+    };
+    Text acc, lds, a, b;
+    CStyleRenderer::name(acc, p, u.src[0]);
+    lds << "tg_lds" << std::int64_t(i);
+    a << lds.view() << "[0]";
+    b << lds.view() << "[tg_k]";
+    const char* fn = u.op == Op::Add   ? "subgroupAdd("
+                     : u.op == Op::Mul ? "subgroupMul("
+                                       : "subgroupMax(";
+    indent(0) << "{ // " << lds.view() << ": shared, declared above; one value per subgroup\n";
+    indent(1) << acc.view() << " = " << fn << acc.view() << ");\n";
+    indent(1) << "if (subgroupElect()) " << lds.view() << "[gl_SubgroupID] = " << acc.view()
+              << ";\n";
+    indent(1) << "barrier();\n";
+    indent(1) << "if (gl_LocalInvocationIndex == 0u)\n";
+    indent(2) << "for (uint tg_k = 1u; tg_k < gl_NumSubgroups; ++tg_k) " << a.view() << " = ";
+    Base::binary(t, u.op, u.dtype, a.view(), b.view());
+    t << ";\n";
+    indent(1) << "barrier();\n";
+    indent(1) << acc.view() << " = " << a.view() << ";\n";
+    indent(1) << "barrier();\n";
+    indent(0) << "}\n";
+  }
+};
+
+/// The GLSL compute shader of a program shaped by gpu_program and decomposed (the pass list's
+/// Target::glsl(); `subgroups`: the device has subgroup arithmetic in compute shaders;
+/// `exact_float`: it has float64 and its fma, exp2 and log2 round differently, see GlslDialect).
+constexpr Text render_glsl(const Program& p, bool subgroups = false, bool exact_float = false) {
+  // if, not ?: (GCC 12 destroys a ?: class prvalue twice in constant evaluation)
+  if (exact_float) {
+    if (subgroups) return CStyleRenderer::render<GlslDialect<true, true>>(p);
+    return CStyleRenderer::render<GlslDialect<false, true>>(p);
+  }
+  if (subgroups) return CStyleRenderer::render<GlslDialect<true, false>>(p);
+  return CStyleRenderer::render<GlslDialect<false, false>>(p);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_RENDER_GLSL_HPP
+
+// ---- tg/codegen/reuse_values.hpp ----
+#ifndef TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
+#define TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
+// reuse_values (C programs for the CPU only, before vectorize): a value that a reduction's loop
+// computes for every element of a row and that a later loop over the same row computes again is
+// kept in a local array by the first loop and read back by the second. A softmax computes
+// exp(x - max) for the row sum, then again for each output (one kernel, fuse's row
+// reductions), and each pass of exponentials is a large part of the kernel's time
+// (docs/performance.md).
+// The value read back is the one the first loop computed with the same operations, so results
+// do not change.
+
+namespace tg {
+
+namespace detail {
+/// Whether the value tree at v holds an op worth storing rather than computing again.
+constexpr bool costly(const Program& p, int v, int depth = 0) {
+  const UOp& u = p.ops[std::size_t(v)];
+  if (u.kind != UKind::Alu || depth > 32) return false;
+  if (u.op == Op::Exp2 || u.op == Op::Log2 || u.op == Op::Sin || u.op == Op::Pow ||
+      u.op == Op::Sqrt)
+    return true;
+  for (int s : u.src)
+    if (s >= 0 && costly(p, s, depth + 1)) return true;
+  return false;
+}
+
+/// How value y of a reduction's loop (range r1) relates to value x of a later loop (range r2):
+/// the same operations on loads whose indices differ by shift * r1 + offset - r2, for one
+/// shift and offset over the whole tree. y is then x at r2 = shift * r1 + offset.
+struct Shift {
+  bool set = false;
+  std::int64_t shift = 0, offset = 0;
+};
+constexpr bool same_value(const Program& p, const std::vector<Affine>& aff, int x, int y, int r1,
+                          int r2, Shift& sh) {
+  if (x == y) return true;
+  const UOp& a = p.ops[std::size_t(x)];
+  const UOp& b = p.ops[std::size_t(y)];
+  if (a.kind != b.kind || a.op != b.op || a.dtype != b.dtype || !(a.value == b.value) ||
+      a.arg != b.arg)
+    return false;
+  if (a.kind == UKind::Const) return true;
+  if (a.kind == UKind::Load) {
+    if (a.src[0] != b.src[0] || a.src[2] >= 0 || b.src[2] >= 0) return false;
+    Affine d = affine_add(aff[std::size_t(b.src[1])], aff[std::size_t(a.src[1])], -1);
+    // r1 < r2: the terms are sorted by atom
+    if (d.terms.size() != 2 || d.terms[0].first != r1 || d.terms[0].second < 1 ||
+        d.terms[1].first != r2 || d.terms[1].second != -1)
+      return false;
+    if (sh.set && (sh.shift != d.terms[0].second || sh.offset != d.c)) return false;
+    sh = Shift{true, d.terms[0].second, d.c};
+    return true;
+  }
+  if (a.kind != UKind::Alu) return false;
+  for (std::size_t k = 0; k < 3; ++k) {
+    if ((a.src[k] < 0) != (b.src[k] < 0)) return false;
+    if (a.src[k] >= 0 && !same_value(p, aff, a.src[k], b.src[k], r1, r2, sh)) return false;
+  }
+  return true;
+}
+} // namespace detail
+
+/// The pass (see the top of this file). Programs without such a pair of loops come back as
+/// they were.
+constexpr Program reuse_values(const Program& p, std::int64_t max_bytes = 64 * 1024) {
+  const std::size_t n = p.ops.size();
+  std::vector<int> parent(n, -1), open;    // each op's innermost enclosing range
+  std::vector<std::uint8_t> reduces(n, 0); // per range: an AccAssign directly inside it
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
+    parent[i] = open.empty() ? -1 : open.back();
+    if (p.ops[i].kind == UKind::AccAssign && parent[i] >= 0) reduces[std::size_t(parent[i])] = 1;
+    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
+  }
+  // a loop 0..N (constant N, step 1): N, else 0
+  auto trips = [&](std::size_t r) -> std::int64_t {
+    const UOp& u = p.ops[r];
+    const UOp& lo = p.ops[std::size_t(u.src[0])];
+    const UOp& hi = p.ops[std::size_t(u.src[1])];
+    if (u.src[2] >= 0 || lo.kind != UKind::Const || lo.value.i != 0 || hi.kind != UKind::Const)
+      return 0;
+    return hi.value.i;
+  };
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  // One reuse: value x of loop r2 is kept by the values ys of the reduction loop r1 before it.
+  struct Reuse {
+    int x, r1, r2;
+    std::vector<int> ys;
+    std::vector<std::int64_t> offsets;
+    std::int64_t shift;
+  };
+  std::vector<Reuse> reuses;
+  std::vector<std::uint8_t> covered(n, 0); // inside a value already reused
+  for (std::size_t x = n; x-- > 0;) {
+    const UOp& u = p.ops[x];
+    const int r2 = parent[x];
+    if (covered[x] || r2 < 0 || u.kind != UKind::Alu || !is_float(u.dtype) ||
+        !detail::costly(p, int(x)))
+      continue;
+    const std::int64_t n2 = trips(std::size_t(r2));
+    if (n2 == 0 || n2 * itemsize(u.dtype) > max_bytes) continue;
+    for (std::size_t r1 = 0; r1 < std::size_t(r2); ++r1) {
+      if (p.ops[r1].kind != UKind::Range || !reduces[r1] || parent[r1] != parent[std::size_t(r2)])
+        continue;
+      Reuse ru{int(x), int(r1), r2, {}, {}, 0};
+      for (std::size_t y = r1 + 1; y < std::size_t(r2); ++y) {
+        detail::Shift sh;
+        if (parent[y] != int(r1) || !detail::same_value(p, aff, int(x), int(y), int(r1), r2, sh) ||
+            !sh.set)
+          continue;
+        ru.ys.push_back(int(y));
+        ru.offsets.push_back(sh.offset);
+        ru.shift = sh.shift;
+      }
+      // every element of r2's loop is computed once: offsets 0..shift-1, shift * N1 = N2
+      bool ok =
+          !ru.ys.empty() && ru.shift * trips(r1) == n2 && std::int64_t(ru.ys.size()) == ru.shift;
+      std::vector<std::uint8_t> seen(std::size_t(std::max<std::int64_t>(ru.shift, 0)), 0);
+      for (std::int64_t o : ru.offsets) {
+        ok = ok && o >= 0 && o < ru.shift && !seen[std::size_t(o)];
+        if (ok) seen[std::size_t(o)] = 1;
+      }
+      if (!ok) continue;
+      reuses.push_back(ru);
+      std::vector<int> todo{int(x)};
+      while (!todo.empty()) {
+        int v = todo.back();
+        todo.pop_back();
+        covered[std::size_t(v)] = 1;
+        for (int s : p.ops[std::size_t(v)].src)
+          if (s >= 0 && parent[std::size_t(s)] == r2) todo.push_back(s);
+      }
+      break;
+    }
+  }
+  if (reuses.empty()) return p;
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  std::vector<int> local(reuses.size(), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < reuses.size(); ++k) // the arrays, before the reduction's loop
+      if (reuses[k].r1 == int(i))
+        local[k] = w.add(UOp{UKind::Local,
+                             Op::Add,
+                             p.ops[std::size_t(reuses[k].x)].dtype,
+                             {-1, -1, -1},
+                             {},
+                             int(reuses[k].shift * trips(i)),
+                             {}});
+    const Reuse* read = nullptr;
+    for (const Reuse& ru : reuses)
+      if (ru.x == int(i)) read = &ru;
+    if (read) { // the later loop reads the array
+      std::size_t k = std::size_t(read - reuses.data());
+      w.map[i] = w.add(UOp{UKind::Load,
+                           Op::Add,
+                           p.ops[i].dtype,
+                           {local[k], w.map[std::size_t(read->r2)], -1},
+                           {},
+                           -1,
+                           {}});
+      continue;
+    }
+    w.map[i] = w.add(w.remapped(p.ops[i]));
+    for (std::size_t k = 0; k < reuses.size(); ++k) // the reduction's loop writes it
+      for (std::size_t j = 0; j < reuses[k].ys.size(); ++j) {
+        if (reuses[k].ys[j] != int(i)) continue;
+        int base =
+            w.alu(Op::Mul, DType::Int64, w.map[std::size_t(reuses[k].r1)], w.cint(reuses[k].shift));
+        int at = w.alu(Op::Add, DType::Int64, base, w.cint(reuses[k].offsets[j]));
+        w.add(UOp{UKind::Store, Op::Add, p.ops[i].dtype, {local[k], at, w.map[i]}, {}, -1, {}});
+      }
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_REUSE_VALUES_HPP
+
+// ---- tg/codegen/shared_tiles.hpp ----
+#ifndef TG_SI_TG_CODEGEN_SHARED_TILES_HPP
+#define TG_SI_TG_CODEGEN_SHARED_TILES_HPP
+// shared_tiles: a product kernel (one sum of x * y per output, x shared along some output axes, y
+// along others: a matmul, bmm, linear, a convolution's window product) -> the same kernel as
+// work-group tiles staged through shared memory, shaped for a GPU launch (it replaces
+// gpu_program for the kernels it takes). A work-group of 16 x 16 threads computes a block of
+// bm x bn outputs; each thread a register tile of r x c of them, consecutive (read from shared
+// memory as vectors) or 16 apart (GpuOptions::tile_layout). The reduction runs in steps of bk:
+// the group's threads load the bm x bk slice of x and the bk x bn slice of y into shared memory
+// (each element once, coalesced along whichever axis the operand's memory is contiguous in),
+// wait, and every thread accumulates its tile from shared memory. x and y are the program's own
+// expressions (loads, casts, masks, fused elementwise ops) re-emitted at the staged indices; the
+// epilogue after the sum (bias, activation, cast) and the store are re-emitted per tile output.
+// float16/bfloat16 products on CUDA's tensor cores (GpuOptions::tensor_cores): 8 warps each run
+// mma.sync over a grid of 16 x 8 tiles (UKind::Mma, rendered by render_cuda.hpp). Everything else
+// (programs with several sums, symbolic sizes, integer sums) is left to gpu_program. Measurements:
+// docs/performance.md.
+
+namespace tg {
+
+namespace detail {
+
+/// The block and thread tile of a shared-memory product (16 x 16 threads a work-group).
+struct SharedTileShape {
+  std::int64_t bm = 0, bn = 0, bk = 0; // a block's outputs, and the reduction's step
+  std::int64_t r = 0, c = 0;           // a thread's outputs: rows and columns
+};
+
+class SharedTiler : GpuRewriter {
+public:
+  constexpr SharedTiler(const Program& p, const GpuOptions& o)
+      : GpuRewriter{{p, {}, std::vector<int>(p.ops.size(), -1)}}, o_(o) {}
+
+  /// The tiled program, or one with local == 0 when the kernel is not a product it takes.
+  constexpr Program run() {
+    Program none;
+    if (!analyze()) return none;
+    emit();
+    Program r;
+    r.ops = std::move(out);
+    r.params = in.params;
+    r.vars = in.vars;
+    r.outer = SInt(blocks_);
+    r.work = SInt(blocks_ * kThreads * ((k_ + s_.bk - 1) / s_.bk)); // loop iterations
+    r.name << "rt" << s_.bm << 'x' << s_.bn << 'k' << s_.bk;
+    for (std::size_t k = 0; k < ext_.size(); ++k) // the output loops, as lower names them
+      if (range_ops_[k] < acc_) r.name << '_' << ext_[k];
+    r.local = int(kThreads);
+    r.items_per_outer = kThreads;
+    return r;
+  }
+
+private:
+  static constexpr std::int64_t kThreads = 256, kSide = 16; // 16 x 16 threads
+  static constexpr std::int64_t kPad = 4; // shared rows padded: staged stores spread over banks
+
+  const GpuOptions& o_;
+  std::vector<std::uint64_t> deps_; // per op: the ranges it depends on (bit: the range's ordinal)
+  std::vector<char> uses_acc_;      // per op: depends on the sum
+  std::vector<int> range_ops_;      // ordinal -> op
+  std::vector<std::int64_t> ext_;   // ordinal -> extent
+  std::vector<int> rows_, cols_, batch_, red_; // ordinals, outermost first
+  int acc_ = -1, x_ = -1, y_ = -1, store_ = -1, mul_ = -1;
+  std::int64_t m_ = 1, n_ = 1, k_ = 1, b_ = 1, blocks_ = 0;
+  bool x_k_fast_ = true, y_k_fast_ = false; // which axis consecutive threads stage along
+  bool tc_ = false; // on tensor cores: operands staged as 16-bit words, a row per row of A
+  SharedTileShape s_;
+  // emission
+  std::vector<int> memo_; // old op -> new op in the current scope
+  std::vector<int> env_;  // range ordinal -> its value in the current scope
+  // (map, the rewriter's: old op -> new op for those that depend on no loop and no sum)
+  int new_acc_ = -1; // the sum in the current scope (the epilogue's)
+
+  constexpr const UOp& op(int i) const { return in.ops[std::size_t(i)]; }
+  constexpr int ordinal(int range_op) const {
+    for (std::size_t k = 0; k < range_ops_.size(); ++k)
+      if (range_ops_[k] == range_op) return int(k);
+    return -1;
+  }
+  constexpr std::int64_t extent(const std::vector<int>& ords) const {
+    std::int64_t e = 1;
+    for (int k : ords) e *= ext_[std::size_t(k)];
+    return e;
+  }
+
+  constexpr bool analyze() {
+    if (o_.max_local < kThreads) return false; // (a device with smaller work-groups)
+    const std::size_t n = in.ops.size();
+    deps_.assign(n, 0);
+    uses_acc_.assign(n, 0);
+    int aa = -1;
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = op(int(i));
+      switch (u.kind) {
+      case UKind::Range: {
+        if (range_ops_.size() >= 64 || u.src[2] >= 0) return false;
+        const UOp& s = op(u.src[0]);
+        const UOp& e = op(u.src[1]);
+        std::int64_t x = 0;
+        if (s.kind == UKind::Bound) { // the outer loop: [start, end) of [0, outer)
+          if (!in.outer.is_const()) return false;
+          x = in.outer.constant();
+        } else if (s.kind == UKind::Const && s.value.i == 0 && e.kind == UKind::Const) {
+          x = e.value.i;
+        } else {
+          return false;
+        }
+        if (x < 1) return false;
+        deps_[i] = std::uint64_t(1) << range_ops_.size();
+        range_ops_.push_back(int(i));
+        ext_.push_back(x);
+        break;
+      }
+      case UKind::DefineAcc:
+        if (acc_ >= 0 || u.op != Op::Add || !is_float(u.dtype)) return false;
+        acc_ = int(i);
+        uses_acc_[i] = 1;
+        break;
+      case UKind::AccAssign:
+        if (aa >= 0 || u.src[0] != acc_ || u.op != Op::Add) return false;
+        aa = int(i);
+        break;
+      case UKind::Store:
+        if (store_ >= 0 || aa < 0) return false;
+        store_ = int(i);
+        break;
+      case UKind::Param:
+      case UKind::VarParam:
+      case UKind::Bound:
+      case UKind::Const:
+      case UKind::EndRange:
+      case UKind::Load:
+      case UKind::Alu:
+        break;
+      default:
+        return false;
+      }
+      if (u.kind != UKind::Range && u.kind != UKind::DefineAcc)
+        for (int s : u.src)
+          if (s >= 0) {
+            deps_[i] |= deps_[std::size_t(s)];
+            uses_acc_[i] |= uses_acc_[std::size_t(s)];
+          }
+    }
+    if (acc_ < 0 || aa < 0 || store_ < 0) return false;
+    // the reduction's loops are those opened between the sum and its update
+    std::vector<int> outs;
+    for (std::size_t k = 0; k < range_ops_.size(); ++k) {
+      int r = range_ops_[k];
+      if (r > acc_ && r < aa)
+        red_.push_back(int(k));
+      else if (r < acc_)
+        outs.push_back(int(k));
+      else
+        return false; // a loop after the sum
+    }
+    const UOp& v = op(op(aa).src[1]);
+    if (v.kind != UKind::Alu || v.op != Op::Mul || v.dtype != op(acc_).dtype || red_.empty())
+      return false;
+    mul_ = op(aa).src[1];
+    x_ = v.src[0];
+    y_ = v.src[1];
+    if (uses_acc_[std::size_t(x_)] || uses_acc_[std::size_t(y_)]) return false;
+    std::uint64_t red_bits = 0;
+    for (int k : red_) red_bits |= std::uint64_t(1) << k;
+    const UOp& st = op(store_);
+    if ((deps_[std::size_t(st.src[1])] | deps_[std::size_t(st.src[2])]) & red_bits) return false;
+    if (uses_acc_[std::size_t(st.src[1])]) return false;
+    // rows: output loops x reads and y does not; columns the other way; the rest a batch
+    for (int k : outs) {
+      const std::uint64_t bit = std::uint64_t(1) << k;
+      const bool in_x = deps_[std::size_t(x_)] & bit, in_y = deps_[std::size_t(y_)] & bit;
+      (in_x && !in_y ? rows_ : in_y && !in_x ? cols_ : batch_).push_back(k);
+    }
+    if (rows_.empty() || cols_.empty()) return false;
+    m_ = extent(rows_);
+    n_ = extent(cols_);
+    k_ = extent(red_);
+    b_ = extent(batch_);
+    if (m_ * n_ * b_ < o_.tile_min_outputs || k_ < 8) return false;
+    const DType xd = op(x_).dtype;
+    tc_ = o_.tensor_cores && is_half(xd) && op(y_).dtype == xd && m_ >= 64 && n_ >= 64 &&
+          compute_dtype(op(acc_).dtype) == DType::Float32;
+    choose_shape();
+    x_k_fast_ = stride(x_, red_.back()) == 1 || stride(x_, rows_.back()) != 1;
+    y_k_fast_ = stride(y_, cols_.back()) != 1 && stride(y_, red_.back()) == 1;
+    return true;
+  }
+
+  /// The largest block tile that still leaves the GPU enough work-groups (o_.tile_blocks).
+  constexpr void choose_shape() {
+    if (tc_) { // 8 warps of (bm / 2) x (bn / 4) outputs; a step of 32 (two mma k-steps)
+      for (std::int64_t t : {std::int64_t(128), std::int64_t(64)}) {
+        s_.bm = s_.bn = t;
+        s_.bk = 32;
+        blocks_ = b_ * ((m_ + t - 1) / t) * ((n_ + t - 1) / t);
+        if (blocks_ >= o_.tile_blocks) return;
+      }
+      return;
+    }
+    const bool wide = compute_dtype(op(acc_).dtype) == DType::Float64;
+    for (std::int64_t t : {std::int64_t(8), std::int64_t(4), std::int64_t(2), std::int64_t(1)}) {
+      if (wide && t > 4) continue; // 64 double accumulators spill
+      s_.r = s_.c = t;
+      s_.bm = s_.bn = kSide * t;
+      // each thread stages 4 elements of each operand a step (2 of float64, whose blocks stay
+      // within the 16 KiB of shared memory every Vulkan device has)
+      s_.bk = std::min<std::int64_t>(32, std::max<std::int64_t>(8, (wide ? 512 : 1024) / s_.bm));
+      blocks_ = b_ * ((m_ + s_.bm - 1) / s_.bm) * ((n_ + s_.bn - 1) / s_.bn);
+      if (blocks_ >= o_.tile_blocks) return;
+    }
+  }
+
+  /// How far the first load under `from` moves in memory when range ordinal `k` moves by one (0
+  /// when that is not a constant: then no axis is known to be contiguous).
+  constexpr std::int64_t stride(int from, int k) const {
+    int load = first_load(from);
+    if (load < 0) return 0;
+    std::vector<std::int64_t> at(range_ops_.size(), 0);
+    bool ok = true;
+    std::int64_t a = eval(op(load).src[1], at, ok);
+    at[std::size_t(k)] = 1;
+    std::int64_t b = eval(op(load).src[1], at, ok);
+    return ok ? b - a : 0;
+  }
+  constexpr int first_load(int i) const {
+    const UOp& u = op(i);
+    if (u.kind == UKind::Load) return i;
+    for (int s : u.src)
+      if (s >= 0 && (u.kind == UKind::Alu))
+        if (int l = first_load(s); l >= 0) return l;
+    return -1;
+  }
+  constexpr std::int64_t eval(int i, const std::vector<std::int64_t>& at, bool& ok) const {
+    const UOp& u = op(i);
+    if (u.kind == UKind::Const) return u.value.i;
+    if (u.kind == UKind::Range) return at[std::size_t(ordinal(i))];
+    if (u.kind != UKind::Alu || is_float(u.dtype)) {
+      ok = false;
+      return 0;
+    }
+    std::int64_t s[3] = {0, 0, 0};
+    for (int k = 0; k < 3; ++k)
+      if (u.src[std::size_t(k)] >= 0) s[k] = eval(u.src[std::size_t(k)], at, ok);
+    switch (u.op) {
+    case Op::Add:
+      return s[0] + s[1];
+    case Op::Mul:
+      return s[0] * s[1];
+    case Op::Div:
+      return s[1] ? s[0] / s[1] : 0;
+    case Op::Mod:
+      return s[1] ? s[0] % s[1] : 0;
+    case Op::Max:
+      return s[0] > s[1] ? s[0] : s[1];
+    case Op::Neg:
+      return -s[0];
+    case Op::CmpLt:
+      return s[0] < s[1];
+    case Op::CmpEq:
+      return s[0] == s[1];
+    case Op::CmpNe:
+      return s[0] != s[1];
+    case Op::And:
+      return s[0] & s[1];
+    case Op::Or:
+      return s[0] | s[1];
+    case Op::Where:
+      return s[0] ? s[1] : s[2];
+    case Op::Cast:
+      return s[0];
+    default:
+      ok = false;
+      return 0;
+    }
+  }
+
+  // ---- emission ----
+  constexpr int i64(Op o, int a, int b) { return alu(o, DType::Int64, a, b); }
+  constexpr int add_c(int a, std::int64_t c) { return c ? i64(Op::Add, a, cint(c)) : a; }
+  constexpr int mul_c(int a, std::int64_t c) { return c != 1 ? i64(Op::Mul, a, cint(c)) : a; }
+  constexpr int min_c(int a, std::int64_t hi) { // min(a, hi)
+    int lt = alu(Op::CmpLt, DType::Bool, a, cint(hi + 1));
+    return add(UOp{UKind::Alu, Op::Where, DType::Int64, {lt, a, cint(hi)}, {}, -1, {}});
+  }
+  /// Sets env_ for the loops `ords` (outermost first) from their flat index `flat`.
+  constexpr void split(const std::vector<int>& ords, int flat) {
+    std::int64_t stride = extent(ords);
+    for (int k : ords) {
+      const std::int64_t e = ext_[std::size_t(k)];
+      stride /= e;
+      int v = flat;
+      if (stride > 1) v = i64(Op::Div, v, cint(stride));
+      if (stride * e < extent(ords)) v = i64(Op::Mod, v, cint(e));
+      env_[std::size_t(k)] = v;
+    }
+  }
+  /// Old op `i` re-emitted with the loops at env_ (and the sum at new_acc_), once per scope.
+  constexpr int clone(int i) {
+    if (map[std::size_t(i)] >= 0) return map[std::size_t(i)];
+    if (memo_[std::size_t(i)] >= 0) return memo_[std::size_t(i)];
+    const UOp& u = op(i);
+    int r;
+    if (u.kind == UKind::Range) {
+      r = env_[std::size_t(ordinal(i))];
+      if (r < 0) throw graph_error{"shared_tiles: a loop index without a value"};
+    } else if (i == acc_)
+      r = new_acc_;
+    else {
+      UOp c = u;
+      for (int& s : c.src)
+        if (s >= 0) s = clone(s);
+      r = add(c);
+    }
+    memo_[std::size_t(i)] = r;
+    return r;
+  }
+  constexpr void new_scope() { memo_.assign(in.ops.size(), -1); }
+  constexpr int shared(DType d, std::int64_t size) {
+    return add(UOp{UKind::Shared, Op::Add, d, {-1, -1, -1}, {}, int(size), {}});
+  }
+  constexpr void barrier() {
+    add(UOp{UKind::Barrier, Op::Add, DType::Int64, {-1, -1, -1}, {}, -1, {}});
+  }
+
+  /// Stages the bm x bk (or bk x bn) slice of operand `x` at reduction offset k0 into `sh`.
+  constexpr void stage(int x, int sh, std::int64_t span, std::int64_t stride, bool k_fast,
+                       const std::vector<int>& side, std::int64_t side_size, int side_base, int k0,
+                       int lane) {
+    const std::int64_t per = span * s_.bk / kThreads;
+    for (std::int64_t e = 0; e < per; ++e) {
+      new_scope();
+      int flat = add_c(lane, e * kThreads);
+      int kk = k_fast ? i64(Op::Mod, flat, cint(s_.bk)) : i64(Op::Div, flat, cint(span));
+      int at = k_fast ? i64(Op::Div, flat, cint(s_.bk)) : i64(Op::Mod, flat, cint(span));
+      int pos = i64(Op::Add, side_base, at);
+      if (side_size % span) pos = min_c(pos, side_size - 1); // a partial block reads a real row
+      split(side, pos);
+      int kv = i64(Op::Add, k0, kk);
+      int kc = k_ % s_.bk ? min_c(kv, k_ - 1) : kv;
+      split(red_, kc);
+      // tensor cores read 16-bit words: an operand that is a buffer's element is loaded as its
+      // bits, anything else computed and converted
+      const UOp& xu = op(x);
+      const bool raw = tc_ && xu.kind == UKind::Load && xu.src[2] < 0 &&
+                       op(xu.src[0]).kind == UKind::Param && op(xu.src[0]).dtype == xu.dtype;
+      int v;
+      if (raw) {
+        int idx = clone(xu.src[1]);
+        v = add(UOp{UKind::Load,
+                    Op::Add,
+                    DType::UInt16,
+                    {map[std::size_t(xu.src[0])], idx, -1},
+                    {},
+                    -1,
+                    {}});
+      } else {
+        v = clone(x);
+      }
+      const DType vd = raw ? DType::UInt16 : xu.dtype;
+      if (k_ % s_.bk) { // past the end of the sum: zero, in both operands
+        int in_k = alu(Op::CmpLt, DType::Bool, kv, cint(k_));
+        int zero = add(UOp{UKind::Const, Op::Add, vd, {-1, -1, -1}, {}, -1, {}});
+        v = add(UOp{UKind::Alu, Op::Where, vd, {in_k, v, zero}, {}, -1, {}});
+      }
+      if (tc_ && !raw)
+        v = add(UOp{UKind::Alu, Op::Bitcast, DType::UInt16, {v, -1, -1}, {}, -1, {}});
+      int slot = tc_ ? i64(Op::Add, mul_c(at, stride), kk) : i64(Op::Add, mul_c(kk, stride), at);
+      add(UOp{UKind::Store, Op::Add, tc_ ? DType::UInt16 : op(x).dtype, {sh, slot, v}, {}, -1, {}});
+    }
+  }
+
+  constexpr void emit() {
+    const std::size_t n = in.ops.size();
+    env_.assign(range_ops_.size(), -1);
+    // declarations, then what depends on no loop and no sum (hoisted to the top)
+    for (std::size_t i = 0; i < n; ++i) {
+      const UOp& u = op(int(i));
+      const bool decl = u.kind == UKind::Param || u.kind == UKind::Bound ||
+                        u.kind == UKind::VarParam || u.kind == UKind::Const;
+      const bool free =
+          (u.kind == UKind::Alu || u.kind == UKind::Load) && deps_[i] == 0 && !uses_acc_[i];
+      if (decl || free) map[i] = add(remapped(u));
+    }
+    int start = -1, end = -1;
+    for (std::size_t i = 0; i < n; ++i)
+      if (op(int(i)).kind == UKind::Bound) (op(int(i)).arg == 0 ? start : end) = map[i];
+    if (start < 0) start = cint(0);
+    if (end < 0) end = cint(blocks_);
+    int item = special(GpuIndex::Item), lane = special(GpuIndex::Lane);
+    int blk = i64(Op::Add, start, i64(Op::Div, item, cint(kThreads)));
+    int in_range = add(UOp{UKind::If,
+                           Op::Add,
+                           DType::Bool,
+                           {alu(Op::CmpLt, DType::Bool, blk, end), -1, -1},
+                           {},
+                           -1,
+                           {}});
+    const std::int64_t nbn = (n_ + s_.bn - 1) / s_.bn, nbm = (m_ + s_.bm - 1) / s_.bm;
+    int bj = i64(Op::Mod, blk, cint(nbn));
+    int rest = i64(Op::Div, blk, cint(nbn));
+    int bi = nbm > 1 ? i64(Op::Mod, rest, cint(nbm)) : cint(0);
+    int bb = i64(Op::Div, rest, cint(nbm));
+    int row0 = mul_c(bi, s_.bm), col0 = mul_c(bj, s_.bn);
+    int tx = i64(Op::Mod, lane, cint(kSide)), ty = i64(Op::Div, lane, cint(kSide));
+    // a thread's rows (and columns) 16 apart, or consecutive (GpuOptions::tile_layout)
+    const bool runs = o_.tile_layout == 1 && s_.r > 1;
+    const std::int64_t rstep = runs ? 1 : kSide;
+    int ty0 = runs ? mul_c(ty, s_.r) : ty, tx0 = runs ? mul_c(tx, s_.c) : tx;
+    const DType xd = op(x_).dtype, yd = op(y_).dtype, ad = op(acc_).dtype;
+    if (!batch_.empty()) split(batch_, bb);
+    if (tc_) return emit_tensor_cores(lane, row0, col0, in_range);
+    const std::int64_t sa = s_.bm + kPad, sb = s_.bn + kPad;
+    int as = shared(compute_dtype(xd), s_.bk * sa), bs = shared(compute_dtype(yd), s_.bk * sb);
+    std::vector<int> accs;
+    for (std::int64_t t = 0; t < s_.r * s_.c; ++t) accs.push_back(add(op(acc_)));
+    int k0 =
+        add(UOp{UKind::Range, Op::Add, DType::Int64, {cint(0), cint(k_), cint(s_.bk)}, {}, -1, {}});
+    std::vector<int> keep = env_; // the batch's values, for every scope below
+    stage(x_, as, s_.bm, sa, x_k_fast_, rows_, m_, row0, k0, lane);
+    env_ = keep;
+    stage(y_, bs, s_.bn, sb, y_k_fast_, cols_, n_, col0, k0, lane);
+    env_ = keep;
+    barrier();
+    std::vector<int> a(std::size_t(s_.r)), b(std::size_t(s_.c));
+    for (std::int64_t kk = 0; kk < s_.bk; ++kk) {
+      for (std::int64_t r = 0; r < s_.r; ++r)
+        a[std::size_t(r)] = add(
+            UOp{UKind::Load, Op::Add, xd, {as, add_c(ty0, kk * sa + r * rstep), -1}, {}, -1, {}});
+      for (std::int64_t c = 0; c < s_.c; ++c)
+        b[std::size_t(c)] = add(
+            UOp{UKind::Load, Op::Add, yd, {bs, add_c(tx0, kk * sb + c * rstep), -1}, {}, -1, {}});
+      for (std::int64_t r = 0; r < s_.r; ++r)
+        for (std::int64_t c = 0; c < s_.c; ++c) {
+          int prod = add(UOp{UKind::Alu,
+                             Op::Mul,
+                             op(mul_).dtype,
+                             {a[std::size_t(r)], b[std::size_t(c)], -1},
+                             {},
+                             -1,
+                             {}});
+          add(UOp{UKind::AccAssign,
+                  Op::Add,
+                  ad,
+                  {accs[std::size_t(r * s_.c + c)], prod, -1},
+                  {},
+                  -1,
+                  {}});
+        }
+    }
+    barrier();
+    add(UOp{UKind::EndRange, Op::Add, DType::Int64, {k0, -1, -1}, {}, -1, {}});
+    // the epilogue and the store, once per output of the thread's tile
+    for (std::int64_t r = 0; r < s_.r; ++r)
+      for (std::int64_t c = 0; c < s_.c; ++c) {
+        env_ = keep;
+        int row = i64(Op::Add, row0, add_c(ty0, r * rstep));
+        int col = i64(Op::Add, col0, add_c(tx0, c * rstep));
+        store(row, col, [&] { return accs[std::size_t(r * s_.c + c)]; });
+      }
+    add(UOp{UKind::EndIf, Op::Add, DType::Bool, {in_range, -1, -1}, {}, -1, {}});
+  }
+
+  /// The epilogue and the store of the output at (row, col) of the block's operands, where they
+  /// are in range; `sum()` emits the output's sum.
+  template <class Sum> constexpr void store(int row, int col, Sum&& sum) {
+    const UOp& st = op(store_);
+    new_scope();
+    int ok = -1;
+    if (m_ % s_.bm) ok = alu(Op::CmpLt, DType::Bool, row, cint(m_));
+    if (n_ % s_.bn) {
+      int okc = alu(Op::CmpLt, DType::Bool, col, cint(n_));
+      ok = ok < 0 ? okc : alu(Op::And, DType::Bool, ok, okc);
+    }
+    int guard = ok < 0 ? -1 : add(UOp{UKind::If, Op::Add, DType::Bool, {ok, -1, -1}, {}, -1, {}});
+    split(rows_, row);
+    split(cols_, col);
+    new_acc_ = sum();
+    int idx = clone(st.src[1]), val = clone(st.src[2]);
+    add(UOp{UKind::Store, Op::Add, st.dtype, {map[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
+    if (guard >= 0) add(UOp{UKind::EndIf, Op::Add, DType::Bool, {guard, -1, -1}, {}, -1, {}});
+  }
+
+  /// The block on tensor cores: 8 warps of (bm / 2) x (bn / 4) outputs, each a grid of 16 x 8
+  /// mma tiles whose float32 sums stay in registers (a Private array); the operands staged as
+  /// 16-bit words, each row of A (and column of B) a row of shared memory along the reduction.
+  constexpr void emit_tensor_cores(int lane, int row0, int col0, int in_range) {
+    const std::int64_t S = s_.bk + 8; // (padded: a warp's fragment loads hit 32 banks)
+    const std::int64_t wm_size = s_.bm / 2, wn_size = s_.bn / 4;
+    const std::int64_t tm = wm_size / 16, tn = wn_size / 8;
+    int as = shared(DType::UInt16, s_.bm * S), bs = shared(DType::UInt16, s_.bn * S);
+    int acc =
+        add(UOp{UKind::Private, Op::Add, DType::Float32, {-1, -1, -1}, {}, int(tm * tn * 4), {}});
+    int warp = i64(Op::Div, lane, cint(32));
+    int wm = mul_c(i64(Op::Div, warp, cint(4)), wm_size);
+    int wn = mul_c(i64(Op::Mod, warp, cint(4)), wn_size);
+    int k0 =
+        add(UOp{UKind::Range, Op::Add, DType::Int64, {cint(0), cint(k_), cint(s_.bk)}, {}, -1, {}});
+    std::vector<int> keep = env_;
+    stage(x_, as, s_.bm, S, x_k_fast_, rows_, m_, row0, k0, lane);
+    env_ = keep;
+    stage(y_, bs, s_.bn, S, y_k_fast_, cols_, n_, col0, k0, lane);
+    env_ = keep;
+    barrier();
+    for (std::int64_t kk = 0; kk < s_.bk; kk += 16) {
+      UOp m{UKind::Mma, Op::Add, op(x_).dtype, {as, bs, acc}, Scalar{}, int(tm * 256 + tn), {}};
+      m.value.i = S;
+      m.ranges = {cint(kk), wm, wn};
+      add(m);
+    }
+    barrier();
+    add(UOp{UKind::EndRange, Op::Add, DType::Int64, {k0, -1, -1}, {}, -1, {}});
+    // each thread's sums: tile (i, j), element q at row g (+ 8), column 2 t (+ 1) of the tile
+    int wl = i64(Op::Mod, lane, cint(32));
+    int g = i64(Op::Div, wl, cint(4)), t2 = mul_c(i64(Op::Mod, wl, cint(4)), 2);
+    int r0 = i64(Op::Add, i64(Op::Add, row0, wm), g), c0 = i64(Op::Add, i64(Op::Add, col0, wn), t2);
+    for (std::int64_t i = 0; i < tm; ++i)
+      for (std::int64_t j = 0; j < tn; ++j)
+        for (std::int64_t q = 0; q < 4; ++q) {
+          env_ = keep;
+          int row = add_c(r0, i * 16 + (q >= 2 ? 8 : 0)), col = add_c(c0, j * 8 + (q & 1));
+          const std::int64_t e = (i * tn + j) * 4 + q;
+          store(row, col, [&] {
+            return add(UOp{UKind::Load, Op::Add, op(acc_).dtype, {acc, cint(e), -1}, {}, -1, {}});
+          });
+        }
+    add(UOp{UKind::EndIf, Op::Add, DType::Bool, {in_range, -1, -1}, {}, -1, {}});
+  }
+};
+
+} // namespace detail
+
+/// The product kernel `p` (as lower made it, before gpu_program) as shared-memory work-group
+/// tiles; a program with local == 0 when `p` is not such a product (see the file's comment).
+constexpr Program shared_tiles(const Program& p, const GpuOptions& o) {
+  return detail::SharedTiler(p, o).run();
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_SHARED_TILES_HPP
+
+namespace tg {
+
+/// The source language a target's kernels are rendered in (None: INTERP runs the program itself).
+enum class Dialect : std::uint8_t { None, C, Cuda, Glsl, Wgsl };
+
+/// What the pass list makes kernels for: the fuser's and the lowering's choices, which device
+/// passes run, and the dialect. Devices give theirs (Device::target(), with the environment's
+/// overrides); the constructors below are the defaults, usable at compile time.
+struct Target {
+  FuseOptions fuse;
+  LowerOptions lower;
+  bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
+  bool gpu = false;              // gpu_program shapes programs for a GPU launch
+  bool split_reductions = false; // the front end cuts long reductions into few outputs in two
+                                 // (a GPU's work-groups: detail::gpu_reduce_split)
+  GpuOptions launch;             // (gpu only)
+  DecomposeOptions decompose;    // op semantics the dialect needs spelled out as ops
+  bool narrow32 = false;         // integers computed in 32 bits only (WGSL)
+  Dialect dialect = Dialect::None;
+  bool subgroups = false;   // GLSL: the device has subgroup arithmetic
+  bool exact_float = false; // GLSL: the device computes float ops unfused (docs/gpu.md)
+  bool f16 = false;         // WGSL: float16 buffers are array<f16> (the device has shader-f16)
+
+  /// The CPU device's kernels: rows of a reduction in one kernel, register tiles of
+  /// `tile_lanes` columns, the CPU passes, C.
+  static constexpr Target cpu(int tile_lanes = LowerOptions{}.tile_lanes) {
+    Target t;
+    t.fuse.row_reductions = true;
+    t.lower.tile_lanes = tile_lanes;
+    t.cpu_passes = true;
+    t.decompose = DecomposeOptions::c_style();
+    t.dialect = Dialect::C;
+    return t;
+  }
+  /// The reference interpreter: the CPU's schedule and lowering, run as programs.
+  static constexpr Target interp(int tile_lanes = LowerOptions{}.tile_lanes) {
+    Target t = cpu(tile_lanes);
+    t.cpu_passes = false;
+    t.decompose = {}; // INTERP runs the ops' own semantics: the oracle of the decompositions
+    t.dialect = Dialect::None;
+    return t;
+  }
+  /// A GPU device's kernels: one output (or a register tile) per thread, gpu_program, `dialect`.
+  static constexpr Target gpu_of(Dialect dialect, GpuOptions launch = {}) {
+    Target t;
+    t.lower = t.lower.for_gpu();
+    // WGSL's devices are often software adapters, where a barrier costs more than the L1 reuse
+    // a work-group tile gains: products keep the register tiles there
+    if (dialect == Dialect::Wgsl) launch.shared_tiles = false;
+    if (dialect != Dialect::Cuda) launch.tensor_cores = false; // (mma.sync)
+    if (launch.shared_tiles) t.lower.gpu_tile = 1;             // shared_tiles makes the tiles
+    t.gpu = t.split_reductions = true;
+    t.launch = launch;
+    t.decompose = DecomposeOptions::gpu();
+    t.dialect = dialect;
+    return t;
+  }
+  /// CUDA converts float16 in hardware (cvt), exactly, and keeps its exp2f.
+  static constexpr Target cuda(GpuOptions launch = {}) {
+    Target t = gpu_of(Dialect::Cuda, launch);
+    t.decompose.f16_bits = t.decompose.exp2_poly = false;
+    t.decompose.pow = t.decompose.pow_native = true; // C's special cases and integer exponents
+    return t;
+  }
+  static constexpr Target glsl(GpuOptions launch = {}, bool subgroups = false,
+                               bool exact_float = false) {
+    Target t = gpu_of(Dialect::Glsl, launch);
+    t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.pow_f64 = exact_float;
+    t.subgroups = subgroups;
+    t.exact_float = exact_float;
+    return t;
+  }
+  /// WebGPU: GLSL's decompositions but exp2, and every integer in 32 bits (narrow32). WGSL lets
+  /// a compiler reassociate float arithmetic, which undoes the polynomial's exact rounding steps
+  /// (Dawn on Mesa's GLES folded (x + 1.5 * 2^23) - 1.5 * 2^23 to x: 2^0.5 came out 1), so exp2 is
+  /// WGSL's own.
+  static constexpr Target wgsl(GpuOptions launch = {}, bool f16 = false) {
+    Target t = gpu_of(Dialect::Wgsl, launch);
+    t.f16 = f16;
+    t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.exp2_poly = false;
+    t.decompose.no_int64 = t.narrow32 = true;
+    return t;
+  }
+  /// The schedule the static front end plans at compile time for every device (the fuser's and
+  /// the lowering's defaults); each device runs its own device passes on it.
+  static constexpr Target portable() { return Target{}; }
+  /// The portable schedule and lowering finished by this target's device passes and dialect: what
+  /// tg::Tensor(expr) runs on its device (fixed/bridge.hpp).
+  constexpr Target planned() const {
+    Target t = *this;
+    t.fuse = portable().fuse;
+    t.lower = portable().lower;
+    return t;
+  }
+
+  /// Every optimization off (TG_OPT=0): one output and one accumulator per loop iteration.
+  constexpr Target unoptimized() const {
+    Target t = *this;
+    t.fuse.row_reductions = false;
+    t.fuse.broadcast_operand_min = 0;
+    t.lower = gpu ? LowerOptions::off().for_gpu() : LowerOptions::off();
+    t.launch.shared_tiles = false;
+    t.lower.tile_lanes = lower.tile_lanes;
+    return t;
+  }
+};
+
+/// A pass log that sees nothing (the default; the only one in constant expressions). A log has
+/// start() -> a mark, and done(name, mark, describe): describe() gives the pass's result as text.
+struct NoPassLog {
+  constexpr int start() const { return 0; }
+  template <class F> constexpr void done(const char*, int, F&&) const {}
+};
+
+/// A readable dump of a graph: one line per node (TG_DEBUG=4).
+constexpr Text dump(const Graph& g) {
+  Text t;
+  t << "graph\n";
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Node& n = g.nodes[i];
+    t << "  %" << i << " = " << op_name(n.op) << ' ' << dtype_name(n.dtype) << ' ';
+    detail::write_shape(t, n.shape);
+    for (int k = 0; k < n.nsrc(); ++k) t << " %" << n.src[std::size_t(k)];
+    for (const Movement& m : n.moves) {
+      t << ' ' << move_name(m.op);
+      detail::write_shape(t, m.a);
+    }
+    if (!n.axes.empty()) {
+      t << " axes=";
+      for (int a : n.axes) t << a << ',';
+    }
+    t << '\n';
+  }
+  return t;
+}
+/// The kernels of a schedule: each one's root node, its op and shape, and the nodes it reads.
+constexpr Text dump(const Graph& g, const Schedule& s) {
+  Text t;
+  t << "schedule: " << s.kernels.size() << " kernel(s)\n";
+  for (const Kernel& k : s.kernels) {
+    t << "  kernel %" << k.root << ' ' << op_name(g[k.root].op) << ' ';
+    detail::write_shape(t, g[k.root].shape);
+    t << " <-";
+    for (int in : k.inputs) t << " %" << in;
+    t << '\n';
+  }
+  return t;
+}
+/// Which node results share which temporary buffers.
+constexpr Text dump(const MemoryPlan& plan) {
+  Text t;
+  t << "memory plan: " << plan.slot_bytes.size() << " temporary buffer(s)\n";
+  for (std::size_t i = 0; i < plan.slot.size(); ++i)
+    if (plan.slot[i] >= 0) {
+      t << "  %" << i << " -> temporary " << plan.slot[i] << " (";
+      detail::write_sint(t, plan.slot_bytes[std::size_t(plan.slot[i])]);
+      t << " bytes)\n";
+    }
+  return t;
+}
+
+/// The first graph pass: the graph's nodes grouped into kernels.
+template <class Log = NoPassLog>
+constexpr Schedule schedule_graph(const Graph& g, const Target& t, Log&& log = {}) {
+  auto mark = log.start();
+  Schedule s = fuse(g, t.fuse);
+  log.done("fuse", mark, [&] { return dump(g, s); });
+  return s;
+}
+/// The second: which kernel results share temporary buffers (`keep[n]`: node n's result outlives
+/// the run). The static front end's plans give every result its own buffer and skip it.
+template <class Log = NoPassLog>
+constexpr MemoryPlan plan_buffers(const Graph& g, const Schedule& s, const NodeFlags& keep,
+                                  Log&& log = {}) {
+  auto mark = log.start();
+  MemoryPlan m = plan_memory(g, s, keep);
+  log.done("plan_memory", mark, [&] { return dump(m); });
+  return m;
+}
+
+/// Kernel k of the schedule lowered to a linear program with the target's choices.
+template <class Log = NoPassLog>
+constexpr Program lower_kernel(const Graph& g, const Schedule& s, std::size_t k, const Target& t,
+                               Log&& log = {}) {
+  auto mark = log.start();
+  Program p = lower(g, s, k, t.lower);
+  log.done("lower", mark, [&] { return dump(p); });
+  return p;
+}
+
+/// The target's device passes over a lowered program: what its device runs.
+template <class Log = NoPassLog>
+constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
+  auto step = [&](const char* name, auto pass) {
+    auto mark = log.start();
+    p = pass(p);
+    log.done(name, mark, [&] { return dump(p); });
+  };
+  if (t.cpu_passes) {
+    step("reuse_values", [](const Program& q) { return reuse_values(q); });
+    step("vectorize", [](const Program& q) { return vectorize(q); });
+    step("pack_panels", [](const Program& q) { return pack_panels(q); });
+    step("pack_rows", [](const Program& q) { return pack_rows(q); });
+  }
+  if (t.gpu && t.launch.shared_tiles)
+    step("shared_tiles", [&](const Program& q) {
+      Program r = shared_tiles(q, t.launch);
+      return r.local > 0 ? r : q;
+    });
+  if (t.gpu && p.local == 0)
+    step("gpu_program", [&](const Program& q) { return gpu_program(q, t.launch); });
+  if (t.decompose.any())
+    step("decompose", [&](const Program& q) { return decompose(q, t.decompose); });
+  if (t.narrow32) step("narrow32", [](const Program& q) { return narrow32(q); });
+  return p;
+}
+
+/// A program after its device passes, as source in the target's dialect (empty for None).
+constexpr Text render_kernel(const Program& p, const Target& t) {
+  switch (t.dialect) {
+  case Dialect::C:
+    return render_c(p);
+  case Dialect::Cuda:
+    return render_cuda(p);
+  case Dialect::Glsl:
+    return render_glsl(p, t.subgroups, t.exact_float);
+  case Dialect::Wgsl:
+    return render_wgsl(p, t.f16);
+  case Dialect::None:
+    break;
+  }
+  return Text{};
+}
+
+/// A kernel as the pass list leaves it: the program its device runs, and its source.
+struct KernelCode {
+  Program program;
+  Text source;
+};
+
+/// A lowered program through the rest of the kernel passes: device passes, then render.
+template <class Log = NoPassLog>
+constexpr KernelCode finish_kernel(Program lowered, const Target& t, Log&& log = {}) {
+  KernelCode c;
+  c.program = device_passes(std::move(lowered), t, log);
+  auto mark = log.start();
+  c.source = render_kernel(c.program, t);
+  log.done("render", mark, [&] { return c.source; });
+  return c;
+}
+
+/// Kernel k of the schedule through every kernel pass, in order.
+template <class Log = NoPassLog>
+constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size_t k,
+                                    const Target& t, Log&& log = {}) {
+  return finish_kernel(lower_kernel(g, s, k, t, log), t, log);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PIPELINE_HPP
+
+// ---- tg/runtime/alloc_cache.hpp ----
+#ifndef TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
+#define TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
+// The allocation cache every device puts in front of its own allocator (host memory, cuMemAlloc,
+// Vulkan buffers): freed blocks are kept by rounded size and handed out again, up to a byte cap,
+// so repeated realizes of the same shapes reuse memory instead of allocating (and page-faulting
+// or synchronizing) afresh.
+#include <cstddef>
+#include <functional>
+#include <utility>
+
+namespace tg {
+
+class AllocCache {
+public:
+  /// A new block of `bytes` (already rounded); throws device_error when the device is out of
+  /// memory. Called without the cache's lock held.
+  using Allocate = std::function<void*(std::size_t bytes)>;
+  /// Gives a block back to the device (or queues it to be freed once no command uses it).
+  using Release = std::function<void(void*)>;
+
+  /// Sizes are rounded up to a multiple of `granule` (at least one granule); at most `max_cached`
+  /// bytes of freed blocks are kept.
+  AllocCache(std::size_t granule, Allocate allocate, Release release,
+             std::size_t max_cached = std::size_t(1) << 30)
+      : granule_(granule), max_cached_(max_cached), allocate_(std::move(allocate)),
+        release_(std::move(release)) {}
+  AllocCache(const AllocCache&) = delete;
+  AllocCache& operator=(const AllocCache&) = delete;
+  /// Releases the cached blocks (not the ones still in use: their owners free them first).
+  ~AllocCache() { trim(); }
+
+  std::size_t round(std::size_t bytes) const {
+    return bytes <= granule_ ? granule_ : (bytes + granule_ - 1) / granule_ * granule_;
+  }
+
+  /// A block of at least `bytes`: a cached one of the same rounded size, else a new one. When the
+  /// device is out of memory, the cached blocks are released and the allocation tried once more.
+  void* alloc(std::size_t bytes) {
+    std::size_t n = round(bytes);
+    {
+      std::lock_guard<std::mutex> g(m_);
+      if (auto it = free_.find(n); it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= n;
+        sizes_[p] = n;
+        return p;
+      }
+    }
+    void* p = nullptr;
+    try {
+      p = allocate_(n);
+    } catch (const device_error&) {
+      if (trim() == 0) throw;
+      p = allocate_(n);
+    }
+    std::lock_guard<std::mutex> g(m_);
+    sizes_[p] = n;
+    return p;
+  }
+
+  /// Takes back a block from alloc(): kept for reuse while the cache holds at most max_cached
+  /// bytes, else released. A pointer that alloc() did not return is ignored.
+  void free(void* p) {
+    std::lock_guard<std::mutex> g(m_);
+    auto it = sizes_.find(p);
+    if (it == sizes_.end()) return;
+    std::size_t n = it->second;
+    sizes_.erase(it);
+    if (cached_ + n <= max_cached_) {
+      free_[n].push_back(p);
+      cached_ += n;
+      return;
+    }
+    release_(p);
+  }
+
+  /// Releases every cached block; returns how many bytes they held.
+  std::size_t trim() {
+    std::lock_guard<std::mutex> g(m_);
+    std::size_t bytes = cached_;
+    for (auto& [n, blocks] : free_)
+      for (void* p : blocks) release_(p);
+    free_.clear();
+    cached_ = 0;
+    return bytes;
+  }
+
+  /// Bytes held by freed blocks kept for reuse.
+  std::size_t cached_bytes() const {
+    std::lock_guard<std::mutex> g(m_);
+    return cached_;
+  }
+
+private:
+  std::size_t granule_, max_cached_;
+  Allocate allocate_;
+  Release release_;
+  mutable std::mutex m_;
+  std::map<std::size_t, std::vector<void*>> free_; // rounded size -> freed blocks
+  std::map<void*, std::size_t> sizes_;             // blocks in use -> rounded size
+  std::size_t cached_ = 0;
+};
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
+
+namespace tg {
+
+/// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads), through
+/// the allocation cache (up to 1 GiB of freed blocks), so repeated realizes of the same shapes
+/// touch memory that is already mapped instead of page-faulting fresh allocations.
+class HostDevice : public Device {
+public:
+  void* alloc(std::size_t bytes) override { return cache_.alloc(bytes); }
+  void free(void* p) override { cache_.free(p); }
+  void copy_in(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copy_out(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  bool host_memory() const override { return true; }
+
+private:
+  AllocCache cache_{64,
+                    [](std::size_t n) {
+                      void* p = std::aligned_alloc(64, n);
+                      if (!p)
+                        throw device_error("tg: out of host memory allocating " +
+                                           std::to_string(n) + " bytes");
+                      return p;
+                    },
+                    [](void* p) { std::free(p); }};
+};
+
+namespace detail {
+struct DeviceRegistry {
+  std::mutex m;
+  std::map<std::string, DeviceFactory> factories;
+  std::map<std::string, std::shared_ptr<Device>> open;
+  std::map<std::string, std::pair<DeviceFamilyFactory, std::function<int()>>> families;
+};
+inline DeviceRegistry& registry() {
+  static DeviceRegistry r;
+  return r;
+}
+} // namespace detail
+
+namespace detail {
+/// A registered name that stands in for a device this build cannot offer (it says why).
+class UnavailableDevice : public Device {
+public:
+  UnavailableDevice(std::string name, std::string reason)
+      : name_(std::move(name)), reason_(std::move(reason)) {}
+  std::string name() const override { return name_; }
+  std::string unavailable_reason() const override { return reason_; }
+  void* alloc(std::size_t) override {
+    throw device_error("tg: device " + name_ + " is unavailable: " + reason_);
+  }
+  void free(void*) override {}
+  void copy_in(void*, const void*, std::size_t) override { alloc(0); }
+  void copy_out(void*, const void*, std::size_t) override { alloc(0); }
+  Target target() const override { return Target::portable(); }
+  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
+    alloc(0);
+    return {};
+  }
+
+private:
+  std::string name_, reason_;
+};
+/// Registers a placeholder unless the real device registered itself first.
+inline void register_unavailable(const std::string& name, const std::string& reason) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> g(r.m);
+  if (!r.factories.count(name))
+    r.factories[name] = [name, reason] {
+      return std::make_shared<UnavailableDevice>(name, reason);
+    };
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_HOST_HPP
+
+// ---- tg/runtime/launch.hpp ----
+#ifndef TG_SI_TG_RUNTIME_LAUNCH_HPP
+#define TG_SI_TG_RUNTIME_LAUNCH_HPP
+// What every runtime needs to launch a program: its symbolic sizes evaluated with the values
+// passed at launch, and its target with the environment's overrides (TG_OPT, the GPU launch shape
+// and tiles).
+
+namespace tg {
+
+inline std::int64_t eval_sint(const SInt& s, const std::vector<Var>& vars,
+                              const std::vector<std::int64_t>& values) {
+  std::int64_t r = s.constant();
+  for (const Term& t : s.terms()) {
+    std::int64_t p = t.coef;
+    for (const Var& v : t.vars) {
+      std::int64_t val = v.value;
+      for (std::size_t i = 0; i < vars.size(); ++i)
+        if (vars[i] == v) val = values[i];
+      p *= val;
+    }
+    r += p;
+  }
+  return r;
+}
+
+/// The launch shape a GPU device asks gpu_program for, within its work-group limit:
+/// TG_GPU_LOCAL (threads per work-group, default 256), TG_GPU_GROUP_REDUCE (0 or 1: never or
+/// always a work-group per reduction output) and TG_GPU_PER_THREAD (items a thread runs in
+/// kernels without reductions, default 8).
+inline GpuOptions gpu_options(int max_local) {
+  GpuOptions o;
+  o.max_local = max_local;
+  o.local = int(env::get_int("TG_GPU_LOCAL", o.local));
+  o.grouped = int(env::get_int("TG_GPU_GROUP_REDUCE", o.grouped));
+  o.per_thread = int(env::get_int("TG_GPU_PER_THREAD", o.per_thread));
+  // TG_GPU_SHARED_TILES: 0 turns shared_tiles off, 2 tiles every product with the largest tile
+  const std::int64_t shared = env::get_int("TG_GPU_SHARED_TILES", 1);
+  o.shared_tiles = shared != 0;
+  if (shared == 2) o.tile_min_outputs = o.tile_blocks = 1;
+  o.tile_layout = int(env::get_int("TG_GPU_TILE_LAYOUT", o.tile_layout));
+  // (a device without them turns them off: CudaDevice::target)
+  o.tensor_cores = env::get_int("TG_GPU_TENSOR_CORES", 1) != 0;
+  return o;
+}
+
+/// Whether the fuser's and the lowering's optimizations are on (TG_OPT=0 turns them off).
+inline bool optimizations_on() {
+  static const bool on = env::get_int("TG_OPT", 1) != 0;
+  return on;
+}
+/// The lowering's choices on a CPU, unless TG_OPT=0 (the front end consults them for a few
+/// graph-level decisions).
+inline LowerOptions lower_options() {
+  return optimizations_on() ? LowerOptions{} : LowerOptions::off();
+}
+
+/// A device's target with the environment's overrides: TG_OPT=0 turns every optimization off;
+/// on GPUs, TG_GPU_TILE and TG_GPU_TILE_THREADS set the register tile (LowerOptions::gpu_tile;
+/// tests set TG_GPU_TILE_THREADS=1 to tile their small products).
+inline Target with_env(Target t) {
+  if (!optimizations_on()) t = t.unoptimized();
+  if (t.gpu) {
+    static const int tile = env::get_int("TG_GPU_TILE", 0);
+    static const int threads = env::get_int("TG_GPU_TILE_THREADS", 0);
+    if (tile > 0 && t.lower.gpu_tile > 1) t.lower.gpu_tile = tile;
+    if (threads > 0) t.lower.gpu_tile_threads = threads;
+  }
+  return t;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_LAUNCH_HPP
+
 namespace tg::webgpu {
 
 /// The webgpu.h declarations tg uses, for the ABI of Dawn 29b45b55 (May 2025): handles, the

@@ -29,9 +29,15 @@ set(here ${CMAKE_CURRENT_LIST_DIR})
 
 if(WAY STREQUAL "compiler")
   # The plain compiler line from the README: no CMake, only the generated single header.
+  # Split (implementation.cpp defines TG_IMPLEMENTATION), then header-only (every file).
   set(flags -std=c++20 -Wall -Wextra -Wpedantic -Werror -I ${TG_SOURCE_DIR}/single_include)
-  step(${CXX_COMPILER} ${flags} ${here}/main.cpp -o ${WORK_DIR}/consumer -pthread -ldl)
-  step(${WORK_DIR}/consumer)
+  set(sources ${here}/main.cpp ${here}/second.cpp)
+  step(${CXX_COMPILER} ${flags} ${sources} ${here}/implementation.cpp -o ${WORK_DIR}/consumer_tg
+       -pthread -ldl)
+  step(${WORK_DIR}/consumer_tg)
+  step(${CXX_COMPILER} ${flags} -DTG_HEADER_ONLY ${sources} -o ${WORK_DIR}/consumer_header_only
+       -pthread -ldl)
+  step(${WORK_DIR}/consumer_header_only)
   return()
 endif()
 
@@ -55,7 +61,7 @@ elseif(WAY STREQUAL "add_subdirectory")
   list(APPEND configure -DTG_SOURCE_DIR=${TG_SOURCE_DIR})
 elseif(WAY STREQUAL "fetchcontent")
   # What a release archive of tg holds; FetchContent unpacks it like a download.
-  set(contents CMakeLists.txt cmake include)
+  set(contents CMakeLists.txt cmake include src)
   foreach(extra IN ITEMS single_include LICENSE README.md)
     if(EXISTS ${TG_SOURCE_DIR}/${extra})
       list(APPEND contents ${extra})
@@ -75,4 +81,5 @@ endif()
 
 step(${configure})
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-step(${WORK_DIR}/build/consumer)
+step(${WORK_DIR}/build/consumer_tg)
+step(${WORK_DIR}/build/consumer_header_only)

@@ -1,10 +1,12 @@
 #pragma once
 // Reverse-mode autograd over the lazy graph. Gradient rules exist for the primitive ops only;
 // every composite op (softmax, matmul, conv, losses) is differentiated through its primitives.
-// Gradients are ordinary lazy tensors, so they fuse like any other work.
+// Gradients are ordinary lazy tensors, so they fuse like any other work. Tensor::backward and
+// tg::grad are defined in tg/impl/autograd.hpp.
 #include <unordered_map>
 
-#include "../tensor/print.hpp"
+#include "../runtime/launch.hpp"
+#include "../tensor/tensor.hpp"
 
 namespace tg {
 
@@ -326,75 +328,5 @@ inline std::vector<Tensor> gradients(const std::vector<Tensor>& outputs,
 }
 
 } // namespace detail
-
-inline Tensor& Tensor::requires_grad_(bool on, Loc loc) {
-  if (on && !is_float(dtype()))
-    detail::fail<dtype_error>("requires_grad_",
-                              std::string("only floating point tensors can require grad, got ") +
-                                  dtype_name(dtype()),
-                              loc);
-  if (n_->grad_fn)
-    detail::fail<error>("requires_grad_",
-                        "only leaf tensors can be made to require grad (use detach())", loc);
-  n_->requires_grad = on;
-  return *this;
-}
-
-inline Tensor Tensor::detach() const {
-  if (!requires_grad()) return *this;
-  if (node().op == Op::Buffer) {
-    Tensor r = make(Op::Buffer, dtype(), sym_shape(), {}, device());
-    r.n_->buffer = n_->buffer;
-    return r;
-  }
-  no_grad guard;
-  return make(Op::Contiguous, dtype(), sym_shape(), {n_}, device());
-}
-
-inline void Tensor::backward(const Tensor& gradient, Loc loc) const {
-  if (!requires_grad())
-    detail::fail<error>("backward",
-                        "the tensor does not require grad (no input of it called requires_grad_())",
-                        loc);
-  Tensor seed = gradient;
-  if (!seed.defined()) {
-    if (numel() != 1)
-      detail::fail<shape_error>(
-          "backward",
-          "needs a gradient for a non-scalar tensor of shape " + detail::shape_of(*this), loc);
-    seed = full_on(sym_shape(), 1, dtype(), device());
-  } else if (!(seed.sym_shape() == sym_shape())) {
-    detail::fail<shape_error>("backward",
-                              "gradient of shape " + detail::shape_of(seed) +
-                                  " for a tensor of shape " + detail::shape_of(*this),
-                              loc);
-  }
-  detail::gradients({*this}, {seed.cast(dtype())}, {}, true);
-}
-
-/// torch.autograd.grad: the gradients of `outputs` (scalars, or weighted by `grad_outputs`)
-/// with respect to `inputs`, without touching any .grad().
-inline std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
-                                const std::vector<Tensor>& inputs,
-                                std::vector<Tensor> grad_outputs = {},
-                                std::source_location loc = std::source_location::current()) {
-  if (grad_outputs.empty())
-    for (const Tensor& o : outputs) {
-      if (o.numel() != 1)
-        detail::fail<shape_error>(
-            "grad", "needs grad_outputs for a non-scalar output of shape " + detail::shape_of(o),
-            loc);
-      grad_outputs.push_back(Tensor::full_on(o.sym_shape(), 1, o.dtype(), o.device()));
-    }
-  std::vector<LazyPtr> wanted;
-  for (const Tensor& i : inputs) {
-    if (!i.requires_grad()) detail::fail<error>("grad", "an input does not require grad", loc);
-    wanted.push_back(i.lazy());
-  }
-  std::vector<Tensor> gs = detail::gradients(outputs, grad_outputs, wanted, false);
-  for (std::size_t k = 0; k < gs.size(); ++k)
-    if (!gs[k].defined()) gs[k] = zeros_like(inputs[k]);
-  return gs;
-}
 
 } // namespace tg

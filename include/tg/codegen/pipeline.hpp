@@ -144,34 +144,6 @@ struct NoPassLog {
   template <class F> constexpr void done(const char*, int, F&&) const {}
 };
 
-namespace detail {
-constexpr void write_sint(Text& t, const SInt& d) {
-  if (d.is_const()) {
-    t << d.constant();
-    return;
-  }
-  bool first = true;
-  for (const Term& term : d.terms()) {
-    if (!first) t << '+';
-    first = false;
-    if (term.coef != 1) t << term.coef << '*';
-    for (std::size_t k = 0; k < term.vars.size(); ++k) {
-      if (k) t << '*';
-      t << term.vars[k].name.view();
-    }
-  }
-  if (d.constant()) t << '+' << d.constant();
-}
-constexpr void write_shape(Text& t, const Shape& s) {
-  t << '[';
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i) t << ", ";
-    write_sint(t, s[i]);
-  }
-  t << ']';
-}
-} // namespace detail
-
 /// A readable dump of a graph: one line per node (TG_DEBUG=4).
 constexpr Text dump(const Graph& g) {
   Text t;

@@ -16,7 +16,7 @@
 
 #include "../codegen/pipeline.hpp"
 #include "../runtime/cache.hpp"
-#include "../runtime/device.hpp"
+#include "../runtime/host.hpp"
 
 namespace tg {
 

@@ -9,22 +9,15 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "../runtime/devices.hpp"
+#include "../runtime/host.hpp"
+#include "../runtime/launch.hpp"
 #include "../schedule/memory.hpp"
 #include "beam.hpp"
+#include "trace.hpp"
 
 namespace tg {
 
 struct LazyNode; // (tensor/lazy.hpp)
-
-namespace detail {
-/// A shape as error messages and dumps print it: [2, batch+1].
-inline std::string shape_str(const Shape& s) {
-  Text t;
-  write_shape(t, s);
-  return std::string(t.view());
-}
-} // namespace detail
 
 /// What a realize produces: a buffer for every node the caller asked to keep.
 struct Realized {
@@ -48,30 +41,6 @@ inline Capture*& active_capture() {
   thread_local Capture* c = nullptr;
   return c;
 }
-/// While tg::export_model traces a method: the device of its input placeholders (buffers with no
-/// data) and the method's name. A realize that reads a placeholder is refused: an exported method
-/// is one graph, computed where it runs, with no value read back on the way. tg::assign records
-/// its (target, value) pairs in `assigns` instead of running them: the method's state updates.
-struct ExportTrace {
-  const Device* placeholders = nullptr;
-  std::string method;
-  struct Assign {
-    std::shared_ptr<LazyNode> target, value;
-    int call = 0; // which tg::assign call of the method
-  };
-  std::vector<Assign> assigns;
-  int assign_calls = 0;
-};
-inline ExportTrace*& active_export() {
-  thread_local ExportTrace* t = nullptr;
-  return t;
-}
-/// What a function built, as tg::jit compares calls: each kernel launched (name and source, so
-/// constants count) and the content of each host upload, in order.
-struct Trace {
-  std::vector<std::string> steps;
-  std::vector<std::string> sites; // per node of the graph being realized: where a constant was made
-};
 /// The constants a kernel computes with that the user's code made, one line each ("constant 2
 /// (`*` at main.cpp:12)"): a step of the trace starts with them, so a changed host value is named
 /// with its call site.
@@ -98,10 +67,6 @@ inline std::string constant_sites(const Graph& g, const NodeFlags& materialized,
       if (src >= 0 && !materialized[std::size_t(src)]) stack.push_back(src);
   }
   return out;
-}
-inline Trace*& active_trace() {
-  thread_local Trace* t = nullptr;
-  return t;
 }
 
 /// Whether kernel `k` reads buffer node `b` only at the index it writes (elementwise paths, no

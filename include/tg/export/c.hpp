@@ -10,7 +10,7 @@
 // large kernels as the CPU device does.
 #include <set>
 
-#include "../state/safetensors.hpp"
+#include "../state/safetensors_format.hpp"
 #include "plan.hpp"
 
 namespace tg {

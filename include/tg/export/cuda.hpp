@@ -6,6 +6,7 @@
 // in <prefix>.c, or a CUBIN or PTX file the user built with nvcc), copies the weights to device
 // memory, and runs each method over an arena planned once: inputs copied in, the kernels launched
 // in order on the default stream, outputs copied out.
+#include "../runtime/cuda.hpp"
 #include "c.hpp"
 
 namespace tg {

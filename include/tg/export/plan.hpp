@@ -6,6 +6,8 @@
 // JavaScript host.
 #include <map>
 
+#include "../engine/schedule_info.hpp"
+#include "../runtime/launch.hpp"
 #include "trace.hpp"
 
 namespace tg {

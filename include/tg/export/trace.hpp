@@ -7,6 +7,7 @@
 // the devices run, so an exported kernel is a kernel tg launches.
 #include <map>
 
+#include "../engine/build.hpp"
 #include "spec.hpp"
 
 namespace tg {

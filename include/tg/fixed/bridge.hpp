@@ -24,8 +24,10 @@
 #include <mutex>
 #include <tuple>
 
-#include "../fixed.hpp"
-#include "../tensor/print.hpp"
+#include "../runtime/host.hpp"
+#include "../tg.hpp"
+#include "graph.hpp"
+#include "print.hpp"
 #include "proto.hpp"
 
 namespace tg {

@@ -21,9 +21,8 @@
 // (ModuleList and Sequential do this).
 #include <concepts>
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
-#include <ostream>
-#include <sstream>
 
 #include "../state/state_dict.hpp"
 
@@ -320,7 +319,7 @@ private:
   bool training_ = true;
 };
 
-inline std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.to_string(); }
+TG_API std::ostream& operator<<(std::ostream& os, const Module& m);
 
 namespace detail {
 template <class M> std::shared_ptr<Module> hold(M&& m) {

@@ -18,7 +18,7 @@
 #include <unordered_map>
 
 #include "cache.hpp"
-#include "device.hpp"
+#include "host.hpp"
 #include "launch.hpp"
 #include "thread_pool.hpp"
 

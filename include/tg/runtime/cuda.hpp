@@ -21,7 +21,7 @@
 #include "../codegen/render_cuda.hpp"
 #include "alloc_cache.hpp"
 #include "cache.hpp"
-#include "device.hpp"
+#include "host.hpp"
 #include "launch.hpp"
 #include "thread_pool.hpp"
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "device.hpp"
+#include "host.hpp"
 #include "launch.hpp"
 
 namespace tg {

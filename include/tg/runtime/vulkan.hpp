@@ -45,8 +45,8 @@
 #include "../codegen/render_glsl.hpp"
 #include "alloc_cache.hpp"
 #include "cache.hpp"
-#include "device.hpp"
 #include "glsl_compiler.hpp"
+#include "host.hpp"
 #include "launch.hpp"
 #include "thread_pool.hpp"
 

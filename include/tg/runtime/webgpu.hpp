@@ -33,7 +33,7 @@
 
 #include "../codegen/render_wgsl.hpp"
 #include "cache.hpp"
-#include "device.hpp"
+#include "host.hpp"
 #include "launch.hpp"
 
 namespace tg::webgpu {

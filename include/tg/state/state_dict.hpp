@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "../engine/jit.hpp"
+#include "../tensor/tensor.hpp"
 
 namespace tg {
 

@@ -1,13 +1,13 @@
 #pragma once
-// The tg::Tensor class: its members are defined by core.hpp, ops.hpp, movement.hpp, creation.hpp,
-// print.hpp, autograd/backward.hpp and engine/jit.hpp, which include this; tensor.hpp includes
-// them all.
+// The tg::Tensor class. Its members and the free functions of tensor/ are declared here and in
+// core.hpp, ops.hpp, movement.hpp, math.hpp, indexing.hpp, creation.hpp and print.hpp (tensor.hpp
+// includes them all) and defined in tg/impl/tensor/ (autograd's in tg/impl/autograd.hpp, assign's
+// in tg/impl/jit.hpp); templates are defined where they are declared.
 #include <cmath>
 #include <concepts>
 #include <initializer_list>
+#include <iosfwd>
 #include <optional>
-#include <ostream>
-#include <random>
 #include <span>
 #include <variant>
 
@@ -35,22 +35,7 @@ struct TensorOptions {
 };
 
 /// A symbolic size bound to a value: `tg::sym("batch", 1, 4096, 32)`.
-inline SInt sym(std::string_view name, std::int64_t lo, std::int64_t hi, std::int64_t value) {
-  auto valid = [](std::string_view n) {
-    if (n.empty() || n.size() > 23 || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
-    for (char c : n)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-    return true;
-  };
-  if (!valid(name))
-    throw shape_error("tg.sym: '" + std::string(name) +
-                      "' is not a valid size name (letters, digits, _; at most 23)");
-  if (lo > hi || value < lo || value > hi)
-    throw shape_error("tg.sym: " + std::string(name) + " = " + std::to_string(value) +
-                      " is outside its bounds [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                      "]");
-  return SInt(Var{Name(name), lo, hi, value});
-}
+TG_API SInt sym(std::string_view name, std::int64_t lo, std::int64_t hi, std::int64_t value);
 
 /// One axis of an index: a slice [start:stop:step] (negative values count from the end).
 struct Slice {
@@ -412,34 +397,14 @@ private:
 
 // ---- shapes -----------------------------------------------------------------------------
 namespace detail {
-inline std::string shape_of(const Tensor& t) { return shape_str(t.sym_shape()); }
+TG_API std::string shape_of(const Tensor& t);
 /// The dtype of a binary op's result: PyTorch's promotion, 0-d operands counting for less.
-inline DType promote(const Tensor& a, const Tensor& b) {
-  return tg::promote(a.dtype(), a.ndim() == 0, b.dtype(), b.ndim() == 0);
-}
+TG_API DType promote(const Tensor& a, const Tensor& b);
 /// NumPy broadcasting of two shapes; false when they do not broadcast.
-inline bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
-  std::size_t n = std::max(a.size(), b.size());
-  out.assign(n, SInt(1));
-  for (std::size_t i = 0; i < n; ++i) {
-    SInt x = i < n - a.size() ? SInt(1) : a[i - (n - a.size())];
-    SInt y = i < n - b.size() ? SInt(1) : b[i - (n - b.size())];
-    if ((x == y && x.eval() == y.eval()) || y == 1)
-      out[i] = x; // same name, same bound value
-    else if (x == 1)
-      out[i] = y;
-    else
-      return false;
-  }
-  return true;
-}
-inline std::mt19937_64& rng() {
-  static std::mt19937_64 g(0x5eed);
-  return g;
-}
+TG_API bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 } // namespace detail
 
 /// Seeds tg's random number generator (rand, randn, randint, ... are reproducible).
-inline void manual_seed(std::uint64_t seed) { detail::rng().seed(seed); }
+TG_API void manual_seed(std::uint64_t seed);
 
 } // namespace tg

@@ -10,6 +10,6 @@
 #include "ops.hpp"
 #include "print.hpp"
 
-#include "../autograd/backward.hpp" // requires_grad_, backward, detach
-#include "../engine/jit.hpp"        // assign
-#include "indexing.hpp"             // and math.hpp
+#include "../autograd/grad.hpp"
+#include "../engine/jit.hpp" // assign
+#include "indexing.hpp"      // and math.hpp

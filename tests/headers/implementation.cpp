@@ -1,8 +1,9 @@
-// A program that includes only <tg/tensor/tensor.hpp>, the header of the tg::Tensor class: it must
-// build and link alone (every member the class declares is defined by what the header includes)
-// and run. Built and run by the header_tensor_tensor test (tests/CMakeLists.txt,
-// headers/check.cmake).
-#include <tg/tensor/tensor.hpp>
+// A program of one source file that defines TG_IMPLEMENTATION and includes only <tg/tg.hpp>: it
+// must build and link with nothing but -pthread and -ldl (every function the headers declare is
+// defined by the implementation they include) and run. Built and run by the header_tg test
+// (tests/CMakeLists.txt, headers/check.cmake).
+#define TG_IMPLEMENTATION
+#include <tg/tg.hpp>
 
 #include <cstdio>
 

@@ -1,15 +1,35 @@
 #pragma once
-// The devices tg ships, registered on first use of the registry (tg::device, tg::devices: here,
-// where every runtime is visible; runtime/device.hpp has the registry). CUDA is always registered
+// The device functions runtime/device.hpp declares, and the devices tg ships, registered on first
+// use of the registry (tg::device, tg::devices: here, where every runtime is visible;
+// runtime/host.hpp has the registry). CUDA is always registered
 // (its runtime needs no header and loads the driver on first use). VULKAN needs Vulkan-Hpp, whose
 // header costs seconds per translation unit, so it is opt-in: `#include <tg/vulkan.hpp>` in one
 // source file registers it; until then "VULKAN" is listed as unavailable, saying so. WEBGPU is
 // opt-in the same way (<tg/webgpu.hpp>), so that programs that do not use it do not parse it.
-#include "cpu.hpp"
-#include "cuda.hpp"
-#include "interp.hpp"
+#include "../runtime/cpu.hpp"
+#include "../runtime/cuda.hpp"
+#include "../runtime/interp.hpp"
 
 namespace tg {
+
+TG_API void register_device(const std::string& name, DeviceFactory f) {
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> g(r.m);
+  r.factories[name] = std::move(f);
+}
+
+TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
+                                   std::function<int()> count) {
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> g(r.m);
+  r.factories[name] = [factory] { return factory(0); };
+  r.families[name] = {std::move(factory), std::move(count)};
+}
+
+TG_API std::string default_device() {
+  static const std::string d = detail::canonical_device(env::get("TG_DEVICE", "CPU"));
+  return d;
+}
 
 /// Registers the devices tg ships (tg::device does, once, on first use).
 inline void register_builtin_devices() {
@@ -26,8 +46,7 @@ inline void register_builtin_devices() {
                 "files");
 }
 
-/// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
-inline std::shared_ptr<Device> device(const std::string& requested) {
+TG_API std::shared_ptr<Device> device(const std::string& requested) {
   static std::once_flag builtins;
   std::call_once(builtins, [] { register_builtin_devices(); });
   std::string name = detail::canonical_device(requested);
@@ -54,14 +73,7 @@ inline std::shared_ptr<Device> device(const std::string& requested) {
   return d;
 }
 
-struct DeviceInfo {
-  std::string name;
-  bool available;
-  std::string reason; // why not, when unavailable
-};
-
-/// Every registered device and whether it works here.
-inline std::vector<DeviceInfo> devices() {
+TG_API std::vector<DeviceInfo> devices() {
   device("INTERP"); // registers the built-in devices
   std::vector<std::string> names;
   std::vector<std::pair<std::string, std::function<int()>>> counts;

@@ -1,0 +1,2 @@
+// The definitions of tg/impl/safetensors.hpp, compiled once into the tg::tg library.
+#include <tg/impl/safetensors.hpp>
