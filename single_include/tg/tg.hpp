@@ -1576,7 +1576,7 @@ public:
   std::int64_t size(int dim, Loc loc = Loc::current()) const;
   DType dtype() const { return node().dtype; }
   const std::string& device() const { return node().device; }
-  std::int64_t numel() const { return tg::prod(node().shape).eval(); }
+  std::int64_t numel() const;
   int ndim() const { return int(node().shape.size()); }
   const LazyPtr& lazy() const { return n_; }
   /// True when the value is in memory (a buffer or a view of one).
@@ -2705,17 +2705,10 @@ public:
   using const_iterator = std::vector<value_type>::const_iterator;
 
   StateDict() = default;
-  StateDict(std::initializer_list<value_type> items) {
-    for (const auto& [k, v] : items) insert(k, v);
-  }
+  StateDict(std::initializer_list<value_type> items);
 
   /// Adds `name` (or replaces the tensor already stored under it).
-  void insert(const std::string& name, const Tensor& t) {
-    if (Tensor* p = find(name))
-      *p = t;
-    else
-      items_.emplace_back(name, t);
-  }
+  void insert(const std::string& name, const Tensor& t);
   /// The tensor stored under `name`, inserting an undefined one when absent (as std::map).
   Tensor& operator[](const std::string& name) {
     if (Tensor* p = find(name)) return *p;
@@ -2723,40 +2716,18 @@ public:
     return items_.back().second;
   }
   /// The tensor stored under `name`; throws tg::error naming the key when absent.
-  const Tensor& at(const std::string& name) const {
-    if (const Tensor* p = find(name)) return *p;
-    throw error("tg.StateDict: no tensor named '" + name + "'");
-  }
-  Tensor* find(const std::string& name) {
-    for (auto& [k, v] : items_)
-      if (k == name) return &v;
-    return nullptr;
-  }
-  const Tensor* find(const std::string& name) const {
-    for (const auto& [k, v] : items_)
-      if (k == name) return &v;
-    return nullptr;
-  }
-  bool contains(const std::string& name) const { return find(name) != nullptr; }
-  bool erase(const std::string& name) {
-    for (auto it = items_.begin(); it != items_.end(); ++it)
-      if (it->first == name) {
-        items_.erase(it);
-        return true;
-      }
-    return false;
-  }
-  std::vector<std::string> keys() const {
-    std::vector<std::string> r;
-    for (const auto& kv : items_) r.push_back(kv.first);
-    return r;
-  }
-  std::size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
-  iterator begin() { return items_.begin(); }
-  iterator end() { return items_.end(); }
-  const_iterator begin() const { return items_.begin(); }
-  const_iterator end() const { return items_.end(); }
+  const Tensor& at(const std::string& name) const;
+  Tensor* find(const std::string& name);
+  const Tensor* find(const std::string& name) const;
+  bool contains(const std::string& name) const;
+  bool erase(const std::string& name);
+  std::vector<std::string> keys() const;
+  std::size_t size() const;
+  bool empty() const;
+  iterator begin();
+  iterator end();
+  const_iterator begin() const;
+  const_iterator end() const;
 
 private:
   std::vector<value_type> items_;
@@ -2778,150 +2749,51 @@ public:
 
   /// The computation of a module with one input. Modules with other signatures (attention)
   /// add their own overloads; this one throws for them.
-  virtual Tensor forward(const Tensor& x) {
-    (void)x;
-    throw error("tg.nn." + type_name() +
-                ": this module does not take a single tensor (see its forward overloads)");
-  }
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  virtual Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x);
 
   /// The PyTorch-style name of the module's type, for printing and messages.
-  virtual std::string type_name() const { return "Module"; }
+  virtual std::string type_name() const;
   /// Its constructor arguments, for printing (as torch's extra_repr).
-  virtual std::string extra_repr() const { return ""; }
+  virtual std::string extra_repr() const;
 
   // ---- parameters and buffers ------------------------------------------------------------
-  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", recurse, Kind::Parameter);
-    return out;
-  }
-  std::vector<Tensor> parameters(bool recurse = true) const {
-    return values(named_parameters(recurse));
-  }
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> parameters(bool recurse = true) const;
   /// Buffers (running statistics and the like), persistent or not.
-  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", recurse, Kind::Buffer);
-    return out;
-  }
-  std::vector<Tensor> buffers(bool recurse = true) const { return values(named_buffers(recurse)); }
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
   /// The direct submodules.
-  std::vector<std::pair<std::string, Module*>> named_children() {
-    std::vector<std::pair<std::string, Module*>> out;
-    for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
-    return out;
-  }
-  std::vector<std::pair<std::string, const Module*>> named_children() const {
-    std::vector<std::pair<std::string, const Module*>> out;
-    for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
-    return out;
-  }
+  std::vector<std::pair<std::string, Module*>> named_children();
+  std::vector<std::pair<std::string, const Module*>> named_children() const;
   /// This module ("") and every module below it, depth first, with dotted names.
-  std::vector<std::pair<std::string, Module*>> named_modules() {
-    std::vector<std::pair<std::string, Module*>> out{{"", this}};
-    for (auto& [name, m] : named_children())
-      for (auto& [sub, sm] : m->named_modules())
-        out.emplace_back(sub.empty() ? name : name + "." + sub, sm);
-    return out;
-  }
+  std::vector<std::pair<std::string, Module*>> named_modules();
   /// The module at a dotted path ("layers.0"); "" is this module.
-  Module& get_submodule(const std::string& path) {
-    if (path.empty()) return *this;
-    std::size_t dot = path.find('.');
-    std::string head = path.substr(0, dot);
-    for (const Slot& s : modules_)
-      if (s.name == head)
-        return dot == std::string::npos ? *child(s) : child(s)->get_submodule(path.substr(dot + 1));
-    throw error("tg.nn." + type_name() + ": no submodule '" + head + "'");
-  }
+  Module& get_submodule(const std::string& path);
   /// The parameter member at a dotted path ("layers.0.weight"), by reference: assigning to it
   /// replaces the parameter (as setattr in PyTorch).
-  Tensor& get_parameter(const std::string& path) { return member(path, Kind::Parameter); }
-  Tensor& get_buffer(const std::string& path) { return member(path, Kind::Buffer); }
+  Tensor& get_parameter(const std::string& path);
+  Tensor& get_buffer(const std::string& path);
   /// The number of parameter elements.
-  std::int64_t num_parameters() const {
-    std::int64_t n = 0;
-    for (const Tensor& p : parameters()) n += p.numel();
-    return n;
-  }
+  std::int64_t num_parameters() const;
 
   // ---- state ------------------------------------------------------------------------------
   /// Parameters and persistent buffers by dotted name (the tensors themselves, not copies).
-  StateDict state_dict() const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", true, Kind::State);
-    StateDict sd;
-    for (auto& [k, v] : out) sd.insert(k, v);
-    return sd;
-  }
+  StateDict state_dict() const;
   /// Copies `sd` into the parameters and buffers, in place (one tg::assign; values are cast to
   /// each parameter's dtype and moved to its device). A shape mismatch is always an error;
   /// with `strict`, so are missing and unexpected keys. Every problem is listed in the message.
   LoadResult load_state_dict(const StateDict& sd, bool strict = true,
-                             std::source_location loc = std::source_location::current()) {
-    StateDict own = state_dict();
-    LoadResult r;
-    std::vector<std::string> mismatched;
-    std::vector<std::pair<Tensor, Tensor>> writes;
-    for (const auto& [k, target] : own) {
-      const Tensor* v = sd.find(k);
-      if (!v || !v->defined()) {
-        r.missing_keys.push_back(k);
-        continue;
-      }
-      if (v->shape() != target.shape()) {
-        mismatched.push_back("size mismatch for " + k + ": copying a tensor of shape " +
-                             tg::detail::shape_of(*v) +
-                             " from the state dict, the shape in the current model is " +
-                             tg::detail::shape_of(target));
-        continue;
-      }
-      Tensor value = v->device() == target.device() ? *v : v->to(target.device());
-      writes.emplace_back(target, value.detach().cast(target.dtype()));
-    }
-    for (const auto& [k, v] : sd)
-      if (!own.contains(k)) r.unexpected_keys.push_back(k);
-    bool fail =
-        !mismatched.empty() || (strict && (!r.missing_keys.empty() || !r.unexpected_keys.empty()));
-    if (fail) {
-      std::string msg = "error(s) in loading the state dict of " + type_name() + ":";
-      auto list = [](const std::vector<std::string>& ks) {
-        std::string s;
-        for (std::size_t i = 0; i < ks.size(); ++i) {
-          s += i ? ", \"" : "\"";
-          s += ks[i];
-          s += '"';
-        }
-        return s;
-      };
-      if (strict && !r.missing_keys.empty()) msg += "\n  missing key(s): " + list(r.missing_keys);
-      if (strict && !r.unexpected_keys.empty())
-        msg += "\n  unexpected key(s): " + list(r.unexpected_keys);
-      for (const std::string& m : mismatched) msg += "\n  " + m;
-      tg::detail::fail<error>("load_state_dict", msg, loc);
-    }
-    if (!writes.empty()) {
-      no_grad guard;
-      tg::assign(writes, loc);
-    }
-    return r;
-  }
+                             std::source_location loc = std::source_location::current());
 
   // ---- modes ------------------------------------------------------------------------------
   /// Training mode (the default) for this module and every submodule: dropout drops, batch norm
   /// uses and updates batch statistics.
-  Module& train(bool mode = true) {
-    training_ = mode;
-    for (auto& [name, m] : named_children()) m->train(mode);
-    return *this;
-  }
-  Module& eval() { return train(false); }
-  bool is_training() const { return training_; }
+  Module& train(bool mode = true);
+  Module& eval();
+  bool is_training() const;
   /// Sets every parameter's gradient to undefined (as zero_grad(set_to_none=True)).
-  void zero_grad() {
-    for (Tensor& p : parameters()) p.set_grad(Tensor());
-  }
+  void zero_grad();
   /// Turns gradient tracking of every parameter on or off (freezing).
   Module& requires_grad_(bool on = true) {
     for (Tensor& p : parameters()) p.requires_grad_(on);
@@ -2929,22 +2801,7 @@ public:
   }
 
   /// A tree like torch's repr: "Sequential(\n  (0): Linear(in_features=2, ...)\n)".
-  std::string to_string() const {
-    std::string r = type_name() + "(" + extra_repr();
-    auto kids = named_children();
-    if (!kids.empty()) {
-      r += "\n";
-      for (auto& [name, m] : kids) {
-        std::string sub = m->to_string(), ind;
-        for (char c : sub) {
-          ind.push_back(c);
-          if (c == '\n') ind += "  ";
-        }
-        r += "  (" + name + "): " + ind + "\n";
-      }
-    }
-    return r + ")";
-  }
+  std::string to_string() const;
 
 protected:
   Module() = default;
@@ -2967,12 +2824,7 @@ protected:
   }
   /// Registers the data member `member` as a buffer (state that is not trained: running
   /// statistics). Non-persistent buffers are left out of state_dict().
-  Tensor& register_buffer(const std::string& name, Tensor& member, bool persistent = true) {
-    check_name(name);
-    if (member.defined()) materialize(member);
-    buffers_.push_back(Slot{name, offset_of(&member), nullptr, persistent});
-    return member;
-  }
+  Tensor& register_buffer(const std::string& name, Tensor& member, bool persistent = true);
   /// Registers the data member `member` as a submodule.
   template <std::derived_from<Module> M> M& register_module(const std::string& name, M& member) {
     check_name(name);
@@ -2997,62 +2849,15 @@ private:
     bool persistent;
   };
 
-  std::ptrdiff_t offset_of(const void* member) const {
-    return reinterpret_cast<const char*>(member) - reinterpret_cast<const char*>(this);
-  }
-  Tensor& tensor_at(const Slot& s) const {
-    return *reinterpret_cast<Tensor*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
-                                      s.offset);
-  }
-  Module* child(const Slot& s) const {
-    if (s.owned) return s.owned.get();
-    return reinterpret_cast<Module*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
-                                     s.offset);
-  }
-  void check_name(const std::string& name) const {
-    if (name.empty() || name.find('.') != std::string::npos)
-      throw error("tg.nn." + type_name() + ": '" + name +
-                  "' is not a valid member name (non-empty, no '.')");
-    for (const auto* list : {&params_, &buffers_, &modules_})
-      for (const Slot& s : *list)
-        if (s.name == name)
-          throw error("tg.nn." + type_name() + ": '" + name + "' is registered twice");
-  }
-  static void materialize(Tensor& t) {
-    if (t.lazy()->op == Op::Buffer) return;
-    no_grad guard;
-    t = t.detach().contiguous().realize();
-  }
+  std::ptrdiff_t offset_of(const void* member) const;
+  Tensor& tensor_at(const Slot& s) const;
+  Module* child(const Slot& s) const;
+  void check_name(const std::string& name) const;
+  static void materialize(Tensor& t);
   void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix,
-               bool recurse, Kind kind) const {
-    if (kind != Kind::Buffer)
-      for (const Slot& s : params_) {
-        const Tensor& t = tensor_at(s);
-        if (t.defined()) out.emplace_back(prefix + s.name, t);
-      }
-    if (kind != Kind::Parameter)
-      for (const Slot& s : buffers_) {
-        const Tensor& t = tensor_at(s);
-        if (t.defined() && (kind == Kind::Buffer || s.persistent))
-          out.emplace_back(prefix + s.name, t);
-      }
-    if (recurse)
-      for (const Slot& s : modules_) child(s)->collect(out, prefix + s.name + ".", true, kind);
-  }
-  Tensor& member(const std::string& path, Kind kind) {
-    std::size_t dot = path.rfind('.');
-    Module& owner = dot == std::string::npos ? *this : get_submodule(path.substr(0, dot));
-    std::string name = dot == std::string::npos ? path : path.substr(dot + 1);
-    for (const Slot& s : kind == Kind::Parameter ? owner.params_ : owner.buffers_)
-      if (s.name == name) return owner.tensor_at(s);
-    throw error("tg.nn." + type_name() + ": no " +
-                (kind == Kind::Parameter ? "parameter" : "buffer") + " '" + path + "'");
-  }
-  static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& kv) {
-    std::vector<Tensor> r;
-    for (const auto& [k, v] : kv) r.push_back(v);
-    return r;
-  }
+               bool recurse, Kind kind) const;
+  Tensor& member(const std::string& path, Kind kind);
+  static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& kv);
 
   std::vector<Slot> params_, buffers_, modules_;
   bool training_ = true;
@@ -3089,8 +2894,8 @@ public:
         register_module(std::to_string(items_.size()), detail::hold(std::forward<M>(m))));
     return *this;
   }
-  std::size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
+  std::size_t size() const;
+  bool empty() const;
   Module& operator[](std::size_t i) { return *items_.at(i); }
   const Module& operator[](std::size_t i) const { return *items_.at(i); }
   /// The i-th module as its own type (throws tg::error if it is not an M).
@@ -3103,7 +2908,7 @@ public:
   }
   auto begin() { return items_.begin(); }
   auto end() { return items_.end(); }
-  std::string type_name() const override { return "ModuleList"; }
+  std::string type_name() const override;
 
 protected:
   std::vector<std::shared_ptr<Module>> items_;
@@ -3119,12 +2924,8 @@ public:
   explicit Sequential(Ms&&... ms) {
     (push_back(std::forward<Ms>(ms)), ...);
   }
-  Tensor forward(const Tensor& x) override {
-    Tensor y = x;
-    for (auto& m : items_) y = m->forward(y);
-    return y;
-  }
-  std::string type_name() const override { return "Sequential"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 
 } // namespace tg::nn
@@ -3445,22 +3246,10 @@ public:
   Tensor weight, bias;
 
   Linear(std::int64_t in_features_, std::int64_t out_features_, bool with_bias = true,
-         TensorOptions o = {})
-      : in_features(in_features_), out_features(out_features_) {
-    register_parameter("weight",
-                       weight = init::kaiming_uniform({out_features, in_features}, std::sqrt(5.0),
-                                                      "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      double bound = in_features > 0 ? 1.0 / std::sqrt(double(in_features)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_features}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override { return F::linear(x, weight, bias); }
-  std::string type_name() const override { return "Linear"; }
-  std::string extra_repr() const override {
-    return "in_features=" + std::to_string(in_features) +
-           ", out_features=" + std::to_string(out_features) + ", bias=" + detail::b(bias.defined());
-  }
+         TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// 2-D convolution. weight [out, in / groups, KH, KW] ~ kaiming_uniform(a = sqrt(5)),
@@ -3473,37 +3262,10 @@ public:
 
   Conv2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
          F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair dilation_ = 1, std::int64_t groups_ = 1,
-         bool with_bias = true, TensorOptions o = {})
-      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
-        kernel_size(kernel_size_), stride(stride_), padding(padding_), dilation(dilation_) {
-    if (groups < 1 || in_channels % groups || out_channels % groups)
-      throw shape_error("tg.nn.Conv2d: in_channels (" + std::to_string(in_channels) +
-                        ") and out_channels (" + std::to_string(out_channels) +
-                        ") must be divisible by groups (" + std::to_string(groups) + ")");
-    register_parameter("weight",
-                       weight = init::kaiming_uniform(
-                           {out_channels, in_channels / groups, kernel_size[0], kernel_size[1]},
-                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      std::int64_t fan_in = in_channels / groups * kernel_size[0] * kernel_size[1];
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::conv2d(x, weight, bias, stride, padding, dilation, groups);
-  }
-  std::string type_name() const override { return "Conv2d"; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                    ", kernel_size=" + detail::pair_str(kernel_size) +
-                    ", stride=" + detail::pair_str(stride);
-    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
-    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
-    if (groups != 1) r += ", groups=" + std::to_string(groups);
-    if (!bias.defined()) r += ", bias=False";
-    return r;
-  }
+         bool with_bias = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// 1-D convolution: weight [out, in / groups, K], initialized as Conv2d's.
@@ -3514,36 +3276,10 @@ public:
 
   Conv1d(std::int64_t in_channels_, std::int64_t out_channels_, std::int64_t kernel_size_,
          std::int64_t stride_ = 1, std::int64_t padding_ = 0, std::int64_t dilation_ = 1,
-         std::int64_t groups_ = 1, bool with_bias = true, TensorOptions o = {})
-      : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_),
-        stride(stride_), padding(padding_), dilation(dilation_), groups(groups_) {
-    if (groups < 1 || in_channels % groups || out_channels % groups)
-      throw shape_error("tg.nn.Conv1d: in_channels (" + std::to_string(in_channels) +
-                        ") and out_channels (" + std::to_string(out_channels) +
-                        ") must be divisible by groups (" + std::to_string(groups) + ")");
-    register_parameter(
-        "weight", weight = init::kaiming_uniform({out_channels, in_channels / groups, kernel_size},
-                                                 std::sqrt(5.0), "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      std::int64_t fan_in = in_channels / groups * kernel_size;
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::conv1d(x, weight, bias, stride, padding, dilation, groups);
-  }
-  std::string type_name() const override { return "Conv1d"; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                    ", kernel_size=(" + std::to_string(kernel_size) + ",), stride=(" +
-                    std::to_string(stride) + ",)";
-    if (padding) r += ", padding=(" + std::to_string(padding) + ",)";
-    if (dilation != 1) r += ", dilation=(" + std::to_string(dilation) + ",)";
-    if (groups != 1) r += ", groups=" + std::to_string(groups);
-    if (!bias.defined()) r += ", bias=False";
-    return r;
-  }
+         std::int64_t groups_ = 1, bool with_bias = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Transposed 2-D convolution: weight [in, out / groups, KH, KW] (PyTorch's layout and init).
@@ -3556,41 +3292,10 @@ public:
   ConvTranspose2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
                   F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair output_padding_ = 0,
                   std::int64_t groups_ = 1, bool with_bias = true, F::Pair dilation_ = 1,
-                  TensorOptions o = {})
-      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
-        kernel_size(kernel_size_), stride(stride_), padding(padding_),
-        output_padding(output_padding_), dilation(dilation_) {
-    if (groups < 1 || in_channels % groups || out_channels % groups)
-      throw shape_error("tg.nn.ConvTranspose2d: in_channels (" + std::to_string(in_channels) +
-                        ") and out_channels (" + std::to_string(out_channels) +
-                        ") must be divisible by groups (" + std::to_string(groups) + ")");
-    // PyTorch computes fan_in from dim 1 of this weight: out / groups * KH * KW
-    register_parameter("weight",
-                       weight = init::kaiming_uniform(
-                           {in_channels, out_channels / groups, kernel_size[0], kernel_size[1]},
-                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      std::int64_t fan_in = out_channels / groups * kernel_size[0] * kernel_size[1];
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation);
-  }
-  std::string type_name() const override { return "ConvTranspose2d"; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                    ", kernel_size=" + detail::pair_str(kernel_size) +
-                    ", stride=" + detail::pair_str(stride);
-    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
-    if (output_padding[0] || output_padding[1])
-      r += ", output_padding=" + detail::pair_str(output_padding);
-    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
-    if (groups != 1) r += ", groups=" + std::to_string(groups);
-    if (!bias.defined()) r += ", bias=False";
-    return r;
-  }
+                  TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 class MaxPool2d : public Module {
@@ -3599,18 +3304,10 @@ public:
   bool ceil_mode;
   /// PyTorch's MaxPool2d takes return_indices before ceil_mode; tg has no return_indices.
   MaxPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
-            F::Pair padding_ = 0, F::Pair dilation_ = 1, bool ceil_mode_ = false)
-      : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        dilation(dilation_), ceil_mode(ceil_mode_) {}
-  Tensor forward(const Tensor& x) override {
-    return F::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
-  }
-  std::string type_name() const override { return "MaxPool2d"; }
-  std::string extra_repr() const override {
-    return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
-           ", padding=" + detail::pair_str(padding) + ", dilation=" + detail::pair_str(dilation) +
-           ", ceil_mode=" + (ceil_mode ? "True" : "False");
-  }
+            F::Pair padding_ = 0, F::Pair dilation_ = 1, bool ceil_mode_ = false);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 class AvgPool2d : public Module {
@@ -3620,19 +3317,10 @@ public:
   std::optional<std::int64_t> divisor_override;
   AvgPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
             F::Pair padding_ = 0, bool ceil_mode_ = false, bool count_include_pad_ = true,
-            std::optional<std::int64_t> divisor_override_ = std::nullopt)
-      : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        ceil_mode(ceil_mode_), count_include_pad(count_include_pad_),
-        divisor_override(divisor_override_) {}
-  Tensor forward(const Tensor& x) override {
-    return F::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                         divisor_override);
-  }
-  std::string type_name() const override { return "AvgPool2d"; }
-  std::string extra_repr() const override {
-    return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
-           ", padding=" + detail::pair_str(padding);
-  }
+            std::optional<std::int64_t> divisor_override_ = std::nullopt);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Batch normalization over [N, C, H, W] per channel. In training mode it normalizes with the
@@ -3714,25 +3402,12 @@ public:
   double eps;
   Tensor weight, bias;
   explicit LayerNorm(std::vector<std::int64_t> normalized_shape_, double eps_ = 1e-5,
-                     bool elementwise_affine = true, bool with_bias = true, TensorOptions o = {})
-      : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
-    Shape s(normalized_shape.begin(), normalized_shape.end());
-    if (elementwise_affine) {
-      register_parameter("weight", weight = init::ones(s, o));
-      if (with_bias) register_parameter("bias", bias = init::zeros(s, o));
-    }
-  }
+                     bool elementwise_affine = true, bool with_bias = true, TensorOptions o = {});
   explicit LayerNorm(std::int64_t dim, double eps_ = 1e-5, bool elementwise_affine = true,
-                     bool with_bias = true, TensorOptions o = {})
-      : LayerNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, with_bias, o) {}
-  Tensor forward(const Tensor& x) override {
-    return F::layer_norm(x, normalized_shape, weight, bias, eps);
-  }
-  std::string type_name() const override { return "LayerNorm"; }
-  std::string extra_repr() const override {
-    return detail::dims_str(normalized_shape) + ", eps=" + std::to_string(eps) +
-           ", elementwise_affine=" + detail::b(weight.defined());
-  }
+                     bool with_bias = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Normalization over groups of channels (F::group_norm); weight ones, bias zeros.
@@ -3742,24 +3417,10 @@ public:
   double eps;
   Tensor weight, bias;
   GroupNorm(std::int64_t num_groups_, std::int64_t num_channels_, double eps_ = 1e-5,
-            bool affine = true, TensorOptions o = {})
-      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
-    if (num_groups < 1 || num_channels % num_groups)
-      throw shape_error("tg.nn.GroupNorm: num_channels (" + std::to_string(num_channels) +
-                        ") must be divisible by num_groups (" + std::to_string(num_groups) + ")");
-    if (affine) {
-      register_parameter("weight", weight = init::ones({num_channels}, o));
-      register_parameter("bias", bias = init::zeros({num_channels}, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::group_norm(x, num_groups, weight, bias, eps);
-  }
-  std::string type_name() const override { return "GroupNorm"; }
-  std::string extra_repr() const override {
-    return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
-           ", eps=" + std::to_string(eps) + ", affine=" + detail::b(weight.defined());
-  }
+            bool affine = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// x / sqrt(mean(x^2) + eps) * weight over the last dims (eps: the dtype's epsilon by default).
@@ -3770,21 +3431,12 @@ public:
   Tensor weight;
   explicit RMSNorm(std::vector<std::int64_t> normalized_shape_,
                    std::optional<double> eps_ = std::nullopt, bool elementwise_affine = true,
-                   TensorOptions o = {})
-      : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
-    if (elementwise_affine)
-      register_parameter("weight", weight = init::ones(
-                                       Shape(normalized_shape.begin(), normalized_shape.end()), o));
-  }
+                   TensorOptions o = {});
   explicit RMSNorm(std::int64_t dim, std::optional<double> eps_ = std::nullopt,
-                   bool elementwise_affine = true, TensorOptions o = {})
-      : RMSNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, o) {}
-  Tensor forward(const Tensor& x) override { return F::rms_norm(x, normalized_shape, weight, eps); }
-  std::string type_name() const override { return "RMSNorm"; }
-  std::string extra_repr() const override {
-    return detail::dims_str(normalized_shape) + ", eps=" + (eps ? std::to_string(*eps) : "None") +
-           ", elementwise_affine=" + detail::b(weight.defined());
-  }
+                   bool elementwise_affine = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// A lookup table: weight [num_embeddings, embedding_dim] ~ N(0, 1); the padding_idx row is zero
@@ -3795,27 +3447,10 @@ public:
   std::optional<std::int64_t> padding_idx;
   Tensor weight;
   Embedding(std::int64_t num_embeddings_, std::int64_t embedding_dim_,
-            std::optional<std::int64_t> padding_idx_ = std::nullopt, TensorOptions o = {})
-      : num_embeddings(num_embeddings_), embedding_dim(embedding_dim_), padding_idx(padding_idx_) {
-    if (padding_idx) {
-      if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings)
-        throw index_error("tg.nn.Embedding: padding_idx " + std::to_string(*padding_idx) +
-                          " is out of range");
-      if (*padding_idx < 0) *padding_idx += num_embeddings;
-    }
-    std::vector<double> v = init::detail::draw_normal(num_embeddings * embedding_dim, 0, 1);
-    if (padding_idx)
-      for (std::int64_t j = 0; j < embedding_dim; ++j)
-        v[std::size_t(*padding_idx * embedding_dim + j)] = 0;
-    register_parameter("weight",
-                       weight = init::detail::fresh({num_embeddings, embedding_dim}, o, v));
-  }
-  Tensor forward(const Tensor& idx) override { return F::embedding(idx, weight, padding_idx); }
-  std::string type_name() const override { return "Embedding"; }
-  std::string extra_repr() const override {
-    return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim) +
-           (padding_idx ? ", padding_idx=" + std::to_string(*padding_idx) : "");
-  }
+            std::optional<std::int64_t> padding_idx_ = std::nullopt, TensorOptions o = {});
+  Tensor forward(const Tensor& idx) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Zeroes elements with probability p (on the device, fresh on every call, also under tg::jit)
@@ -3823,12 +3458,10 @@ public:
 class Dropout : public Module {
 public:
   double p;
-  explicit Dropout(double p_ = 0.5) : p(p_) {
-    if (p < 0 || p > 1) throw error("tg.nn.Dropout: p must be in [0, 1], got " + std::to_string(p));
-  }
-  Tensor forward(const Tensor& x) override { return F::dropout(x, p, is_training()); }
-  std::string type_name() const override { return "Dropout"; }
-  std::string extra_repr() const override { return "p=" + std::to_string(p); }
+  explicit Dropout(double p_ = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Multi-head attention (torch.nn.MultiheadAttention, with kdim = vdim = embed_dim): the packed
@@ -3845,146 +3478,78 @@ public:
   Linear out_proj;
 
   MultiheadAttention(std::int64_t embed_dim_, std::int64_t num_heads_, double dropout_ = 0,
-                     bool with_bias = true, bool batch_first_ = false, TensorOptions o = {})
-      : embed_dim(embed_dim_), num_heads(num_heads_), dropout(dropout_), batch_first(batch_first_),
-        out_proj(embed_dim_, embed_dim_, with_bias, o) {
-    if (num_heads < 1 || embed_dim % num_heads)
-      throw shape_error("tg.nn.MultiheadAttention: embed_dim (" + std::to_string(embed_dim) +
-                        ") must be divisible by num_heads (" + std::to_string(num_heads) + ")");
-    register_parameter("in_proj_weight",
-                       in_proj_weight = init::xavier_uniform({3 * embed_dim, embed_dim}, 1.0, o));
-    if (with_bias) {
-      register_parameter("in_proj_bias", in_proj_bias = init::zeros({3 * embed_dim}, o));
-      init::zeros_(out_proj.bias);
-    }
-    register_module("out_proj", out_proj);
-  }
+                     bool with_bias = true, bool batch_first_ = false, TensorOptions o = {});
 
   /// Self-attention: forward(x, x, x).
-  Tensor forward(const Tensor& x) override { return forward(x, x, x); }
+  Tensor forward(const Tensor& x) override;
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value,
                  const Tensor& attn_mask = Tensor(), bool is_causal = false,
-                 const Tensor& key_padding_mask = Tensor()) {
-    if (query.ndim() != 3 || key.ndim() != 3 || value.ndim() != 3)
-      throw shape_error("tg.nn.MultiheadAttention: needs 3-D query, key and value, got " +
-                        tg::detail::shape_of(query) + ", " + tg::detail::shape_of(key) + ", " +
-                        tg::detail::shape_of(value));
-    Tensor q = batch_first ? query : query.transpose(0, 1),
-           k = batch_first ? key : key.transpose(0, 1),
-           v = batch_first ? value : value.transpose(0, 1); // [N, L, E]
-    const std::int64_t N = q.size(0), L = q.size(1), S = k.size(1), E = embed_dim, H = num_heads,
-                       D = E / H;
-    if (q.size(2) != E || k.size(2) != E || v.size(2) != E || k.size(0) != N || v.size(0) != N ||
-        v.size(1) != S)
-      throw shape_error("tg.nn.MultiheadAttention: query " + tg::detail::shape_of(query) +
-                        ", key " + tg::detail::shape_of(key) + " and value " +
-                        tg::detail::shape_of(value) + " do not fit embed_dim " + std::to_string(E));
-    auto w = in_proj_weight.split(E, 0);
-    std::vector<Tensor> bs(3);
-    if (in_proj_bias.defined()) bs = in_proj_bias.split(E, 0);
-    auto heads = [&](const Tensor& x, std::int64_t len, int i) {
-      return F::linear(x, w[std::size_t(i)], bs[std::size_t(i)])
-          .reshape({N, len, H, D})
-          .transpose(1, 2); // [N, H, len, D]
-    };
-    Tensor qh = heads(q, L, 0), kh = heads(k, S, 1), vh = heads(v, S, 2);
-    Tensor mask;
-    if (attn_mask.defined()) {
-      Tensor m = attn_mask;
-      if (m.ndim() == 3) m = m.reshape({N, H, L, S}); // [N * H, L, S]
-      mask = m.dtype() == DType::Bool ? m.logical_not() : m;
-    }
-    if (key_padding_mask.defined()) {
-      Tensor kp = key_padding_mask.reshape({N, 1, 1, S});
-      Tensor add = kp.dtype() == DType::Bool ? kp.logical_not() : kp;
-      if (!mask.defined())
-        mask = add;
-      else if (mask.dtype() == DType::Bool && add.dtype() == DType::Bool)
-        mask = mask.logical_and(add);
-      else {
-        auto to_float = [&](const Tensor& t) {
-          return t.dtype() == DType::Bool
-                     ? where(t, 0.0, Tensor::full_on({}, -INFINITY, qh.dtype(), qh.device()))
-                     : t;
-        };
-        mask = to_float(mask) + to_float(add);
-      }
-    }
-    Tensor out =
-        F::scaled_dot_product_attention(qh, kh, vh, mask, is_training() ? dropout : 0.0, is_causal);
-    out = out.transpose(1, 2).reshape({N, L, E});
-    out = out_proj(out);
-    return batch_first ? out : out.transpose(0, 1);
-  }
-  std::string type_name() const override { return "MultiheadAttention"; }
-  std::string extra_repr() const override {
-    return "embed_dim=" + std::to_string(embed_dim) + ", num_heads=" + std::to_string(num_heads) +
-           ", batch_first=" + detail::b(batch_first);
-  }
+                 const Tensor& key_padding_mask = Tensor());
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 // ---- parameter-free modules (for Sequential) -------------------------------------------------
 class Identity : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x; }
-  std::string type_name() const override { return "Identity"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class ReLU : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x.relu(); }
-  std::string type_name() const override { return "ReLU"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class LeakyReLU : public Module {
 public:
   double negative_slope;
-  explicit LeakyReLU(double negative_slope_ = 0.01) : negative_slope(negative_slope_) {}
-  Tensor forward(const Tensor& x) override { return x.leaky_relu(negative_slope); }
-  std::string type_name() const override { return "LeakyReLU"; }
+  explicit LeakyReLU(double negative_slope_ = 0.01);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class GELU : public Module {
 public:
   std::string approximate;
-  explicit GELU(std::string approximate_ = "none") : approximate(std::move(approximate_)) {}
-  Tensor forward(const Tensor& x) override { return x.gelu(approximate); }
-  std::string type_name() const override { return "GELU"; }
+  explicit GELU(std::string approximate_ = "none");
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class SiLU : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x.silu(); }
-  std::string type_name() const override { return "SiLU"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class Tanh : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x.tanh(); }
-  std::string type_name() const override { return "Tanh"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class Sigmoid : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x.sigmoid(); }
-  std::string type_name() const override { return "Sigmoid"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class Softmax : public Module {
 public:
   int dim;
-  explicit Softmax(int dim_) : dim(dim_) {}
-  Tensor forward(const Tensor& x) override { return x.softmax(dim); }
-  std::string type_name() const override { return "Softmax"; }
+  explicit Softmax(int dim_);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class Flatten : public Module {
 public:
   int start_dim, end_dim;
-  explicit Flatten(int start_dim_ = 1, int end_dim_ = -1)
-      : start_dim(start_dim_), end_dim(end_dim_) {}
-  Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
-  std::string type_name() const override { return "Flatten"; }
+  explicit Flatten(int start_dim_ = 1, int end_dim_ = -1);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 /// Any function of one tensor as a module: Lambda([](const Tensor& x) { return x * 2; }).
 class Lambda : public Module {
 public:
   std::function<Tensor(const Tensor&)> fn;
-  explicit Lambda(std::function<Tensor(const Tensor&)> f) : fn(std::move(f)) {}
-  Tensor forward(const Tensor& x) override { return fn(x); }
-  std::string type_name() const override { return "Lambda"; }
+  explicit Lambda(std::function<Tensor(const Tensor&)> f);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 
 } // namespace tg::nn
@@ -4116,40 +3681,13 @@ public:
   std::array<Tensor, 4 * 2 * kMaxLayers> flat_weights;
 
   /// The parameters of layer l, direction d (0 forward, 1 reverse): w_ih, w_hh, b_ih, b_hh.
-  Tensor& param(std::int64_t l, int d, int k) {
-    return flat_weights[std::size_t(4 * (l * directions() + d) + k)];
-  }
-  int directions() const { return bidirectional ? 2 : 1; }
+  Tensor& param(std::int64_t l, int d, int k);
+  int directions() const;
 
 protected:
   RNNBase(const char* type, int gates, std::int64_t input_size_, std::int64_t hidden_size_,
           std::int64_t num_layers_, bool with_bias_, bool batch_first_, double dropout_,
-          bool bidirectional_, TensorOptions o)
-      : input_size(input_size_), hidden_size(hidden_size_), num_layers(num_layers_),
-        with_bias(with_bias_), batch_first(batch_first_), bidirectional(bidirectional_),
-        dropout(dropout_), type_(type), gates_(gates) {
-    if (num_layers < 1 || num_layers > kMaxLayers || hidden_size < 1 || input_size < 1)
-      throw shape_error(std::string("tg.nn.") + type + ": needs input_size and hidden_size >= 1 " +
-                        "and 1 <= num_layers <= " + std::to_string(kMaxLayers) + ", got " +
-                        std::to_string(input_size) + ", " + std::to_string(hidden_size) + ", " +
-                        std::to_string(num_layers));
-    if (dropout < 0 || dropout > 1)
-      throw error(std::string("tg.nn.") + type + ": dropout must be in [0, 1], got " +
-                  std::to_string(dropout));
-    const double k = 1.0 / std::sqrt(double(hidden_size));
-    const char* names[] = {"weight_ih_l", "weight_hh_l", "bias_ih_l", "bias_hh_l"};
-    for (std::int64_t l = 0; l < num_layers; ++l)
-      for (int d = 0; d < directions(); ++d) {
-        const std::int64_t in = l == 0 ? input_size : hidden_size * directions();
-        const Shape shapes[] = {{gates * hidden_size, in},
-                                {gates * hidden_size, hidden_size},
-                                {gates * hidden_size},
-                                {gates * hidden_size}};
-        for (int p = 0; p < (with_bias ? 4 : 2); ++p)
-          register_parameter(names[p] + std::to_string(l) + (d ? "_reverse" : ""),
-                             param(l, d, p) = init::uniform(shapes[p], -k, k, o));
-      }
-  }
+          bool bidirectional_, TensorOptions o);
 
   /// Runs every layer and direction: the output [T, N, D * H] (or batch first) and the last
   /// hidden (and, for LSTM, cell) states [layers * D, N, H]. `step` advances one time step:
@@ -4210,16 +3748,8 @@ protected:
   }
 
 public:
-  std::string type_name() const override { return type_; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(input_size) + ", " + std::to_string(hidden_size);
-    if (num_layers != 1) r += ", num_layers=" + std::to_string(num_layers);
-    if (!with_bias) r += ", bias=False";
-    if (batch_first) r += ", batch_first=True";
-    if (dropout > 0) r += ", dropout=" + std::to_string(dropout);
-    if (bidirectional) r += ", bidirectional=True";
-    return r;
-  }
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 
 private:
   const char* type_;
@@ -4231,26 +3761,11 @@ class LSTM : public RNNBase {
 public:
   LSTM(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_ = 1,
        bool with_bias_ = true, bool batch_first_ = false, double dropout_ = 0,
-       bool bidirectional_ = false, TensorOptions o = {})
-      : RNNBase("LSTM", 4, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_,
-                dropout_, bidirectional_, o) {}
+       bool bidirectional_ = false, TensorOptions o = {});
   /// The output only (forward(x, h0, c0) also gives the final states).
-  Tensor forward(const Tensor& x) override { return std::get<0>(forward(x, Tensor(), Tensor())); }
+  Tensor forward(const Tensor& x) override;
   /// (output, h_n, c_n); h0 and c0 default to zeros.
-  std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor& h0, const Tensor& c0) {
-    const std::int64_t H = hidden_size;
-    return run(x, h0, c0,
-               [H](const Tensor& gi, const Tensor& h, const Tensor& c, const Tensor& w_hh,
-                   const Tensor& b_hh) {
-                 Tensor g = gi + h.matmul(w_hh.T());
-                 if (b_hh.defined()) g = g + b_hh;
-                 Tensor i = g.slice(-1, 0, H).sigmoid(), f = g.slice(-1, H, 2 * H).sigmoid(),
-                        gg = g.slice(-1, 2 * H, 3 * H).tanh(),
-                        o = g.slice(-1, 3 * H, 4 * H).sigmoid();
-                 Tensor c2 = f * c + i * gg;
-                 return std::pair<Tensor, Tensor>{o * c2.tanh(), c2};
-               });
-  }
+  std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& x, const Tensor& h0, const Tensor& c0);
 };
 
 /// Gated recurrent unit: gates r, z, n; n = tanh(W_in x + b_in + r (W_hn h + b_hn)),
@@ -4259,26 +3774,10 @@ class GRU : public RNNBase {
 public:
   GRU(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_ = 1,
       bool with_bias_ = true, bool batch_first_ = false, double dropout_ = 0,
-      bool bidirectional_ = false, TensorOptions o = {})
-      : RNNBase("GRU", 3, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_,
-                dropout_, bidirectional_, o) {}
-  Tensor forward(const Tensor& x) override { return forward(x, Tensor()).first; }
+      bool bidirectional_ = false, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
   /// (output, h_n); h0 defaults to zeros.
-  std::pair<Tensor, Tensor> forward(const Tensor& x, const Tensor& h0) {
-    const std::int64_t H = hidden_size;
-    auto [out, hn, cn] =
-        run(x, h0, Tensor(),
-            [H](const Tensor& gi, const Tensor& h, const Tensor&, const Tensor& w_hh,
-                const Tensor& b_hh) {
-              Tensor gh = h.matmul(w_hh.T());
-              if (b_hh.defined()) gh = gh + b_hh;
-              Tensor r = (gi.slice(-1, 0, H) + gh.slice(-1, 0, H)).sigmoid();
-              Tensor z = (gi.slice(-1, H, 2 * H) + gh.slice(-1, H, 2 * H)).sigmoid();
-              Tensor n = (gi.slice(-1, 2 * H, 3 * H) + r * gh.slice(-1, 2 * H, 3 * H)).tanh();
-              return std::pair<Tensor, Tensor>{(1.0 - z) * n + z * h, Tensor()};
-            });
-    return {out, hn};
-  }
+  std::pair<Tensor, Tensor> forward(const Tensor& x, const Tensor& h0);
 };
 
 } // namespace tg::nn
@@ -4345,77 +3844,28 @@ public:
   /// the kernels compute them): a lazy gradient would be recomputed from the updated parameters
   /// when read after the step, and it references its own parameter (a cycle of shared pointers
   /// that would outlive the model).
-  void step() {
-    no_grad guard;
-    std::vector<std::pair<Tensor, Tensor>> writes;
-    std::vector<Tensor> grads;
-    std::size_t index = 0;
-    for (std::size_t g = 0; g < groups_.size(); ++g)
-      for (const Tensor& p : groups_[g].params) {
-        Tensor grad = p.grad();
-        if (grad.defined()) {
-          update(g, index, p, grad.detach(), writes);
-          grads.push_back(grad);
-        }
-        ++index;
-      }
-    if (!writes.empty()) tg::assign(writes, grads);
-  }
+  void step();
   /// Sets every gradient to undefined (zero_grad(set_to_none=True), PyTorch's default).
-  void zero_grad() {
-    for (Group& g : groups_)
-      for (Tensor& p : g.params) p.set_grad(Tensor());
-  }
+  void zero_grad();
 
-  std::size_t num_groups() const { return groups_.size(); }
-  const std::vector<Tensor>& params(std::size_t group = 0) const { return group_at(group).params; }
-  double lr(std::size_t group = 0) const { return group_at(group).lr; }
+  std::size_t num_groups() const;
+  const std::vector<Tensor>& params(std::size_t group = 0) const;
+  double lr(std::size_t group = 0) const;
   /// The learning rate the group started with (the base of LR schedulers).
-  double initial_lr(std::size_t group = 0) const { return group_at(group).initial_lr; }
-  double weight_decay(std::size_t group = 0) const { return group_at(group).weight_decay; }
+  double initial_lr(std::size_t group = 0) const;
+  double weight_decay(std::size_t group = 0) const;
   /// The 0-d tensor the update kernels read the learning rate from (float32, or float64 where a
   /// parameter of the group is float64).
-  const Tensor& lr_tensor(std::size_t group = 0) const { return group_at(group).lr_t; }
+  const Tensor& lr_tensor(std::size_t group = 0) const;
   /// Sets the learning rate of every group (writes the lr tensors; no recapture needed).
-  void set_lr(double lr) {
-    for (std::size_t g = 0; g < groups_.size(); ++g) set_lr(g, lr);
-  }
-  void set_lr(std::size_t group, double lr) {
-    detail::check_hyper(lr >= 0, "invalid learning rate " + std::to_string(lr));
-    Group& g = groups_.at(group);
-    g.lr = lr;
-    detail::write_scalar(g.lr_t, lr);
-  }
+  void set_lr(double lr);
+  void set_lr(std::size_t group, double lr);
 
   /// The state tensors by name ("state.<param index>.<name>") and each group's learning rate
   /// ("param_groups.<group>.lr"): save it with safetensors to resume training.
-  StateDict state_dict() const {
-    StateDict sd;
-    for (std::size_t i = 0; i < state_.size(); ++i)
-      for (const auto& [name, t] : state_[i])
-        sd.insert("state." + std::to_string(i) + "." + name, t);
-    for (std::size_t g = 0; g < groups_.size(); ++g)
-      sd.insert("param_groups." + std::to_string(g) + ".lr", groups_[g].lr_t);
-    return sd;
-  }
+  StateDict state_dict() const;
   /// Restores what state_dict() returned (every key must be present with its shape).
-  void load_state_dict(const StateDict& sd) {
-    std::vector<std::pair<Tensor, Tensor>> writes;
-    std::string missing;
-    for (const auto& [k, t] : state_dict()) {
-      const Tensor* v = sd.find(k);
-      if (!v || v->shape() != t.shape()) {
-        missing += (missing.empty() ? "" : ", ") + k;
-        continue;
-      }
-      writes.emplace_back(t, v->to(t.device()).detach());
-    }
-    if (!missing.empty())
-      throw error("tg.optim.load_state_dict: missing or mis-shaped key(s): " + missing);
-    no_grad guard;
-    if (!writes.empty()) tg::assign(writes);
-    for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g].lr = groups_[g].lr_t.item<double>();
-  }
+  void load_state_dict(const StateDict& sd);
 
 protected:
   struct Group {
@@ -4424,50 +3874,8 @@ protected:
     Tensor lr_t;
   };
 
-  Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, const char* name) {
-    detail::check_hyper(lr >= 0,
-                        std::string(name) + ": invalid learning rate " + std::to_string(lr));
-    detail::check_hyper(weight_decay >= 0, std::string(name) + ": invalid weight_decay " +
-                                               std::to_string(weight_decay));
-    if (groups.empty()) throw error(std::string("tg.optim.") + name + ": got no parameter groups");
-    std::vector<const LazyNode*> seen;
-    for (ParamGroup& pg : groups) {
-      Group g;
-      g.lr = g.initial_lr = pg.lr.value_or(lr);
-      g.weight_decay = pg.weight_decay.value_or(weight_decay);
-      detail::check_hyper(g.lr >= 0,
-                          std::string(name) + ": invalid learning rate " + std::to_string(g.lr));
-      detail::check_hyper(g.weight_decay >= 0, std::string(name) + ": invalid weight_decay " +
-                                                   std::to_string(g.weight_decay));
-      for (const Tensor& p : pg.params) {
-        if (!p.defined())
-          throw error(std::string("tg.optim.") + name + ": a parameter is undefined");
-        if (p.lazy()->op != Op::Buffer)
-          throw error(std::string("tg.optim.") + name +
-                      ": parameters must be realized tensors that own their buffer (updated in "
-                      "place); got a lazy "
-                      "tensor of shape " +
-                      tg::detail::shape_of(p) + " (call contiguous().realize() first)");
-        if (!is_float(p.dtype()))
-          throw dtype_error(std::string("tg.optim.") + name +
-                            ": parameters must be floating point, got " + dtype_name(p.dtype()));
-        if (std::find(seen.begin(), seen.end(), p.lazy().get()) != seen.end())
-          throw error(std::string("tg.optim.") + name +
-                      ": a parameter appears twice (in one group or in two groups)");
-        seen.push_back(p.lazy().get());
-        g.params.push_back(p);
-      }
-      std::string dev = g.params.empty() ? default_device() : g.params[0].device();
-      bool wide = false;
-      for (const Tensor& p : g.params) wide = wide || p.dtype() == DType::Float64;
-      g.lr_t = detail::scalar_buffer(g.lr, wide ? DType::Float64 : DType::Float32, dev);
-      groups_.push_back(std::move(g));
-    }
-    state_.resize(seen.size());
-  }
-  static std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-    return {ParamGroup{std::move(params)}};
-  }
+  Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay, const char* name);
+  static std::vector<ParamGroup> one_group(std::vector<Tensor> params);
 
   /// Appends (target, new value) pairs for parameter `p` (flat index `index`) of group `g`.
   virtual void update(std::size_t g, std::size_t index, const Tensor& p, const Tensor& grad,
@@ -4475,35 +3883,16 @@ protected:
 
   /// A state tensor of parameter `index`, created as a realized buffer on first use.
   Tensor& state(std::size_t index, const std::string& name, const Tensor& like, double init = 0,
-                std::optional<DType> dtype = std::nullopt, bool scalar = false) {
-    for (auto& [k, t] : state_[index])
-      if (k == name) return t;
-    DType t = dtype.value_or(like.dtype());
-    Shape s = scalar ? Shape{} : like.sym_shape();
-    Tensor v = Tensor::full_on(s, init, t, like.device()).contiguous().realize();
-    state_[index].emplace_back(name, v);
-    return state_[index].back().second;
-  }
+                std::optional<DType> dtype = std::nullopt, bool scalar = false);
   /// Creates every state tensor up front (before a capture, so none is made while capturing).
-  void init_state(const std::function<void(std::size_t, const Tensor&)>& make) {
-    std::size_t index = 0;
-    for (const Group& g : groups_)
-      for (const Tensor& p : g.params) make(index++, p);
-  }
-  const Group& group_at(std::size_t g) const {
-    if (g >= groups_.size())
-      throw error("tg.optim: group " + std::to_string(g) + " does not exist (" +
-                  std::to_string(groups_.size()) + " groups)");
-    return groups_[g];
-  }
+  void init_state(const std::function<void(std::size_t, const Tensor&)>& make);
+  const Group& group_at(std::size_t g) const;
   /// The dtype of scalar state (a step count; the learning rate): float32 as in PyTorch, float64
   /// beside float64 parameters. Every update casts it to its parameter's dtype, and devices
   /// without 64-bit types (WEBGPU, an exported WebGPU step) can hold it.
-  static DType scalar_dtype(const Tensor& p) {
-    return p.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
-  }
+  static DType scalar_dtype(const Tensor& p);
   /// The group's learning rate as a 0-d tensor of the parameter's dtype.
-  Tensor lr_of(std::size_t g, const Tensor& p) const { return groups_[g].lr_t.cast(p.dtype()); }
+  Tensor lr_of(std::size_t g, const Tensor& p) const;
 
   std::vector<Group> groups_;
   std::vector<std::vector<std::pair<std::string, Tensor>>> state_;
@@ -4529,63 +3918,15 @@ struct AdamOptions {
 /// * weight_decay).
 class Adam : public Optimizer {
 public:
-  Adam(std::vector<Tensor> params, AdamOptions o = {}) : Adam(one_group(std::move(params)), o) {}
-  Adam(std::vector<ParamGroup> groups, AdamOptions o = {})
-      : Adam(std::move(groups), o, false, "Adam") {}
-  const AdamOptions& options() const { return opt_; }
+  Adam(std::vector<Tensor> params, AdamOptions o = {});
+  Adam(std::vector<ParamGroup> groups, AdamOptions o = {});
+  const AdamOptions& options() const;
 
 protected:
-  Adam(std::vector<ParamGroup> groups, AdamOptions o, bool decoupled, const char* name)
-      : Optimizer(std::move(groups), o.lr, o.weight_decay, name), opt_(o), decoupled_(decoupled) {
-    auto [b1, b2] = o.betas;
-    detail::check_hyper(b1 >= 0 && b1 < 1,
-                        std::string(name) + ": invalid beta1 " + std::to_string(b1));
-    detail::check_hyper(b2 >= 0 && b2 < 1,
-                        std::string(name) + ": invalid beta2 " + std::to_string(b2));
-    detail::check_hyper(o.eps >= 0, std::string(name) + ": invalid eps " + std::to_string(o.eps));
-    init_state([&](std::size_t i, const Tensor& p) {
-      state(i, "step", p, 0, scalar_dtype(p), true);
-      state(i, "exp_avg", p);
-      state(i, "exp_avg_sq", p);
-      if (opt_.amsgrad) state(i, "max_exp_avg_sq", p);
-    });
-  }
+  Adam(std::vector<ParamGroup> groups, AdamOptions o, bool decoupled, const char* name);
 
   void update(std::size_t g, std::size_t i, const Tensor& p0, const Tensor& grad0,
-              std::vector<std::pair<Tensor, Tensor>>& writes) override {
-    auto [b1, b2] = opt_.betas;
-    const double wd = groups_[g].weight_decay;
-    const DType t = p0.dtype();
-    Tensor grad = opt_.maximize ? -grad0 : grad0;
-    Tensor lr = groups_[g].lr_t;
-    Tensor p = p0;
-    if (decoupled_ && wd != 0) p = p * (1.0 - lr * wd).cast(t);
-    if (!decoupled_ && wd != 0) grad = grad + p * wd;
-    Tensor& step = state(i, "step", p0, 0, scalar_dtype(p0), true);
-    Tensor& m = state(i, "exp_avg", p0);
-    Tensor& v = state(i, "exp_avg_sq", p0);
-    Tensor step1 = step + 1.0;
-    Tensor m1 = m + (grad - m) * (1.0 - b1);
-    Tensor v1 = v * b2 + grad * grad * (1.0 - b2);
-    // per-step scalars in the step count's dtype, computed once (contiguous: not per element)
-    Tensor b1t = Tensor::full_on({}, b1, step.dtype(), p0.device());
-    Tensor b2t = Tensor::full_on({}, b2, step.dtype(), p0.device());
-    Tensor step_size = (lr / (1.0 - b1t.pow(step1))).cast(t).contiguous();
-    // 1 / sqrt(1 - beta2^step): a multiply per element where PyTorch divides (the update is the
-    // same but for the last bit; a vector division costs as much as the square root)
-    Tensor inv_bc2_sqrt = (1.0 / (1.0 - b2t.pow(step1)).sqrt()).cast(t).contiguous();
-    Tensor second = v1;
-    if (opt_.amsgrad) {
-      Tensor& vmax = state(i, "max_exp_avg_sq", p0);
-      second = vmax.maximum(v1);
-      writes.emplace_back(vmax, second);
-    }
-    Tensor denom = second.sqrt() * inv_bc2_sqrt + opt_.eps;
-    writes.emplace_back(step, step1);
-    writes.emplace_back(m, m1);
-    writes.emplace_back(v, v1);
-    writes.emplace_back(p0, p - step_size * (m1 / denom));
-  }
+              std::vector<std::pair<Tensor, Tensor>>& writes) override;
 
   AdamOptions opt_;
   bool decoupled_;
@@ -4599,16 +3940,13 @@ struct AdamWOptions {
   double weight_decay = 1e-2;
   bool amsgrad = false;
   bool maximize = false;
-  operator AdamOptions() const {
-    return AdamOptions{lr, betas, eps, weight_decay, amsgrad, maximize};
-  }
+  operator AdamOptions() const;
 };
 /// Adam with decoupled weight decay.
 class AdamW : public Adam {
 public:
-  AdamW(std::vector<Tensor> params, AdamWOptions o = {}) : AdamW(one_group(std::move(params)), o) {}
-  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {})
-      : Adam(std::move(groups), o, true, "AdamW") {}
+  AdamW(std::vector<Tensor> params, AdamWOptions o = {});
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {});
 };
 
 } // namespace tg::optim
@@ -4654,54 +3992,27 @@ public:
   /// counter and sets each group's rate to lr_expr of it, with the method's other updates
   /// (declare both as state: spec.state(opt.state_dict(), "optim.") and
   /// spec.state(scheduler.state_dict(), "sched.")).
-  void step() {
-    if (tg::detail::active_export()) return record_step();
-    ++last_epoch_;
-    detail::write_scalar(epoch_, double(last_epoch_));
-    apply();
-  }
-  std::int64_t last_epoch() const { return last_epoch_; }
+  void step();
+  std::int64_t last_epoch() const;
   /// The learning rates the last step set, per group.
-  std::vector<double> get_last_lr() const {
-    std::vector<double> r;
-    for (std::size_t g = 0; g < opt_->num_groups(); ++g) r.push_back(opt_->lr(g));
-    return r;
-  }
+  std::vector<double> get_last_lr() const;
   /// The rate at `epoch` for a group that started at `base`.
   virtual double lr_at(std::int64_t epoch, double base) const = 0;
   /// The same in tensor ops of `epoch` (a float32 0-d tensor): what an exported step computes.
   virtual Tensor lr_expr(const Tensor& epoch, double base) const = 0;
   /// The epoch counter ("last_epoch", a float32 0-d tensor): the state of an exported step.
-  StateDict state_dict() const { return {{"last_epoch", epoch_}}; }
+  StateDict state_dict() const;
   /// Restores what state_dict() returned, and sets the rates of that epoch.
-  void load_state_dict(const StateDict& sd) {
-    last_epoch_ = std::llround(sd.at("last_epoch").item<double>());
-    detail::write_scalar(epoch_, double(last_epoch_));
-    apply();
-  }
+  void load_state_dict(const StateDict& sd);
 
 protected:
-  explicit LRScheduler(Optimizer& opt)
-      : opt_(&opt), epoch_(detail::scalar_buffer(0, DType::Float32, opt.lr_tensor(0).device())) {}
+  explicit LRScheduler(Optimizer& opt);
   /// Called at the end of each derived constructor (epoch 0).
-  void start() { apply(); }
-  void apply() {
-    for (std::size_t g = 0; g < opt_->num_groups(); ++g)
-      opt_->set_lr(g, lr_at(last_epoch_, opt_->initial_lr(g)));
-  }
-  void record_step() {
-    Tensor next = epoch_ + 1.0;
-    std::vector<std::pair<Tensor, Tensor>> writes = {{epoch_, next}};
-    for (std::size_t g = 0; g < opt_->num_groups(); ++g) {
-      const Tensor& lr = opt_->lr_tensor(g);
-      writes.emplace_back(lr, lr_expr(next, opt_->initial_lr(g)).cast(lr.dtype()));
-    }
-    tg::assign(writes);
-  }
+  void start();
+  void apply();
+  void record_step();
   /// v as a 0-d tensor beside `epoch`.
-  static Tensor constant(const Tensor& epoch, double v) {
-    return Tensor::full_on({}, v, epoch.dtype(), epoch.device());
-  }
+  static Tensor constant(const Tensor& epoch, double v);
   Optimizer* opt_;
   std::int64_t last_epoch_ = 0;
   Tensor epoch_;
@@ -4710,17 +4021,9 @@ protected:
 /// base * gamma^(epoch / step_size).
 class StepLR : public LRScheduler {
 public:
-  StepLR(Optimizer& opt, std::int64_t step_size_, double gamma_ = 0.1)
-      : LRScheduler(opt), step_size(step_size_), gamma(gamma_) {
-    if (step_size < 1) throw error("tg.optim.StepLR: step_size must be positive");
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    return base * std::pow(gamma, double(e / step_size));
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override { // (+0.5: exact floors)
-    return constant(e, gamma).pow(((e + 0.5) / double(step_size)).floor()) * base;
-  }
+  StepLR(Optimizer& opt, std::int64_t step_size_, double gamma_ = 0.1);
+  double lr_at(std::int64_t e, double base) const override;
+  Tensor lr_expr(const Tensor& e, double base) const override;
   std::int64_t step_size;
   double gamma;
 };
@@ -4728,20 +4031,9 @@ public:
 /// base * gamma^(number of milestones <= epoch).
 class MultiStepLR : public LRScheduler {
 public:
-  MultiStepLR(Optimizer& opt, std::vector<std::int64_t> milestones_, double gamma_ = 0.1)
-      : LRScheduler(opt), milestones(std::move(milestones_)), gamma(gamma_) {
-    std::sort(milestones.begin(), milestones.end());
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    auto n = std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin();
-    return base * std::pow(gamma, double(n));
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override {
-    Tensor n = constant(e, 0);
-    for (std::int64_t m : milestones) n = n + (e >= double(m)).cast(e.dtype());
-    return constant(e, gamma).pow(n) * base;
-  }
+  MultiStepLR(Optimizer& opt, std::vector<std::int64_t> milestones_, double gamma_ = 0.1);
+  double lr_at(std::int64_t e, double base) const override;
+  Tensor lr_expr(const Tensor& e, double base) const override;
   std::vector<std::int64_t> milestones;
   double gamma;
 };
@@ -4749,19 +4041,9 @@ public:
 /// eta_min + (base - eta_min) * (1 + cos(pi * epoch / T_max)) / 2.
 class CosineAnnealingLR : public LRScheduler {
 public:
-  CosineAnnealingLR(Optimizer& opt, std::int64_t T_max_, double eta_min_ = 0)
-      : LRScheduler(opt), T_max(T_max_), eta_min(eta_min_) {
-    if (T_max < 1) throw error("tg.optim.CosineAnnealingLR: T_max must be positive");
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    return eta_min +
-           (base - eta_min) * (1 + std::cos(3.141592653589793 * double(e) / double(T_max))) / 2;
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override {
-    return ((e * (3.141592653589793 / double(T_max))).cos() + 1.0) * ((base - eta_min) / 2) +
-           eta_min;
-  }
+  CosineAnnealingLR(Optimizer& opt, std::int64_t T_max_, double eta_min_ = 0);
+  double lr_at(std::int64_t e, double base) const override;
+  Tensor lr_expr(const Tensor& e, double base) const override;
   std::int64_t T_max;
   double eta_min;
 };
@@ -4771,22 +4053,9 @@ public:
 class LinearLR : public LRScheduler {
 public:
   LinearLR(Optimizer& opt, double start_factor_ = 1.0 / 3, double end_factor_ = 1.0,
-           std::int64_t total_iters_ = 5)
-      : LRScheduler(opt), start_factor(start_factor_), end_factor(end_factor_),
-        total_iters(total_iters_) {
-    if (start_factor <= 0 || start_factor > 1 || end_factor < 0 || end_factor > 1)
-      throw error("tg.optim.LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]");
-    if (total_iters < 1) throw error("tg.optim.LinearLR: total_iters must be positive");
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    double f = double(std::min(e, total_iters)) / double(total_iters);
-    return base * (start_factor + (end_factor - start_factor) * f);
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override {
-    Tensor f = e.minimum(constant(e, double(total_iters))) / double(total_iters);
-    return (f * (end_factor - start_factor) + start_factor) * base;
-  }
+           std::int64_t total_iters_ = 5);
+  double lr_at(std::int64_t e, double base) const override;
+  Tensor lr_expr(const Tensor& e, double base) const override;
   double start_factor, end_factor;
   std::int64_t total_iters;
 };
@@ -4794,17 +4063,9 @@ public:
 /// base * fn(epoch).
 class LambdaLR : public LRScheduler {
 public:
-  LambdaLR(Optimizer& opt, std::function<double(std::int64_t)> fn_)
-      : LRScheduler(opt), fn(std::move(fn_)) {
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override { return base * fn(e); }
-  Tensor lr_expr(const Tensor&, double) const override {
-    throw export_error("tg.optim.LambdaLR: its rate is a C++ function, which an exported step "
-                       "cannot compute; set the rate between calls (the exported API's "
-                       "set_weight of optim.param_groups.<g>.lr), or use StepLR, MultiStepLR, "
-                       "CosineAnnealingLR, LinearLR or SequentialLR");
-  }
+  LambdaLR(Optimizer& opt, std::function<double(std::int64_t)> fn_);
+  double lr_at(std::int64_t e, double base) const override;
+  Tensor lr_expr(const Tensor&, double) const override;
   std::function<double(std::int64_t)> fn;
 };
 
@@ -4813,24 +4074,9 @@ public:
 class SequentialLR : public LRScheduler {
 public:
   SequentialLR(Optimizer& opt, std::vector<std::shared_ptr<LRScheduler>> schedulers_,
-               std::vector<std::int64_t> milestones_)
-      : LRScheduler(opt), schedulers(std::move(schedulers_)), milestones(std::move(milestones_)) {
-    if (schedulers.empty() || milestones.size() + 1 != schedulers.size())
-      throw error("tg.optim.SequentialLR: needs one milestone fewer than schedulers");
-    start();
-  }
-  double lr_at(std::int64_t e, double base) const override {
-    std::size_t k =
-        std::size_t(std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin());
-    return schedulers[k]->lr_at(k ? e - milestones[k - 1] : e, base);
-  }
-  Tensor lr_expr(const Tensor& e, double base) const override {
-    Tensor r = schedulers[0]->lr_expr(e, base);
-    for (std::size_t k = 1; k < schedulers.size(); ++k)
-      r = where(e >= double(milestones[k - 1]),
-                schedulers[k]->lr_expr(e - double(milestones[k - 1]), base), r);
-    return r;
-  }
+               std::vector<std::int64_t> milestones_);
+  double lr_at(std::int64_t e, double base) const override;
+  Tensor lr_expr(const Tensor& e, double base) const override;
   std::vector<std::shared_ptr<LRScheduler>> schedulers;
   std::vector<std::int64_t> milestones;
 };
@@ -4859,41 +4105,13 @@ struct SGDOptions {
 /// p = p - lr * g.
 class SGD : public Optimizer {
 public:
-  SGD(std::vector<Tensor> params, SGDOptions o) : SGD(one_group(std::move(params)), o) {}
-  SGD(std::vector<ParamGroup> groups, SGDOptions o)
-      : Optimizer(std::move(groups), o.lr, o.weight_decay, "SGD"), opt_(o) {
-    detail::check_hyper(o.momentum >= 0, "SGD: invalid momentum " + std::to_string(o.momentum));
-    detail::check_hyper(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
-                        "SGD: Nesterov momentum requires a momentum and zero dampening");
-    // the momentum buffer starts at zero: buf = momentum * 0 + g is g exactly when there is no
-    // dampening; with dampening a step counter tells the first step apart
-    init_state([&](std::size_t i, const Tensor& p) {
-      if (opt_.momentum == 0) return;
-      state(i, "momentum_buffer", p);
-      if (opt_.dampening != 0) state(i, "step", p, 0, DType::Float32, true);
-    });
-  }
-  const SGDOptions& options() const { return opt_; }
+  SGD(std::vector<Tensor> params, SGDOptions o);
+  SGD(std::vector<ParamGroup> groups, SGDOptions o);
+  const SGDOptions& options() const;
 
 protected:
   void update(std::size_t g, std::size_t i, const Tensor& p, const Tensor& grad0,
-              std::vector<std::pair<Tensor, Tensor>>& writes) override {
-    Tensor grad = opt_.maximize ? -grad0 : grad0;
-    double wd = groups_[g].weight_decay;
-    if (wd != 0) grad = grad + p * wd;
-    if (opt_.momentum != 0) {
-      Tensor& buf = state(i, "momentum_buffer", p);
-      Tensor next = buf * opt_.momentum + grad * (1.0 - opt_.dampening);
-      if (opt_.dampening != 0) {
-        Tensor& step = state(i, "step", p, 0, DType::Float32, true);
-        next = where(step == 0.0f, grad, next);
-        writes.emplace_back(step, step + 1.0f);
-      }
-      writes.emplace_back(buf, next);
-      grad = opt_.nesterov ? grad + next * opt_.momentum : next;
-    }
-    writes.emplace_back(p, p - lr_of(g, p) * grad);
-  }
+              std::vector<std::pair<Tensor, Tensor>>& writes) override;
 
 private:
   SGDOptions opt_;
@@ -15250,6 +14468,427 @@ TG_API Tensor xavier_normal(const Shape& shape, double gain, TensorOptions o) {
 } // namespace tg::nn::init
 #endif // TG_SI_TG_IMPL_NN_INIT_HPP
 
+// ---- tg/impl/nn/layers.hpp ----
+#ifndef TG_SI_TG_IMPL_NN_LAYERS_HPP
+#define TG_SI_TG_IMPL_NN_LAYERS_HPP
+// What nn/layers.hpp declares (TG_API, config.hpp).
+
+namespace tg::nn {
+
+TG_API Linear::Linear(std::int64_t in_features_, std::int64_t out_features_, bool with_bias,
+                      TensorOptions o)
+    : in_features(in_features_), out_features(out_features_) {
+  register_parameter("weight",
+                     weight = init::kaiming_uniform({out_features, in_features}, std::sqrt(5.0),
+                                                    "fan_in", "leaky_relu", o));
+  if (with_bias) {
+    double bound = in_features > 0 ? 1.0 / std::sqrt(double(in_features)) : 0.0;
+    register_parameter("bias", bias = init::uniform({out_features}, -bound, bound, o));
+  }
+}
+
+TG_API Tensor Linear::forward(const Tensor& x) { return F::linear(x, weight, bias); }
+
+TG_API std::string Linear::type_name() const { return "Linear"; }
+
+TG_API std::string Linear::extra_repr() const {
+  return "in_features=" + std::to_string(in_features) +
+         ", out_features=" + std::to_string(out_features) + ", bias=" + detail::b(bias.defined());
+}
+
+TG_API Conv2d::Conv2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
+                      F::Pair stride_, F::Pair padding_, F::Pair dilation_, std::int64_t groups_,
+                      bool with_bias, TensorOptions o)
+    : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
+      kernel_size(kernel_size_), stride(stride_), padding(padding_), dilation(dilation_) {
+  if (groups < 1 || in_channels % groups || out_channels % groups)
+    throw shape_error("tg.nn.Conv2d: in_channels (" + std::to_string(in_channels) +
+                      ") and out_channels (" + std::to_string(out_channels) +
+                      ") must be divisible by groups (" + std::to_string(groups) + ")");
+  register_parameter("weight",
+                     weight = init::kaiming_uniform(
+                         {out_channels, in_channels / groups, kernel_size[0], kernel_size[1]},
+                         std::sqrt(5.0), "fan_in", "leaky_relu", o));
+  if (with_bias) {
+    std::int64_t fan_in = in_channels / groups * kernel_size[0] * kernel_size[1];
+    double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+    register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+  }
+}
+
+TG_API Tensor Conv2d::forward(const Tensor& x) {
+  return F::conv2d(x, weight, bias, stride, padding, dilation, groups);
+}
+
+TG_API std::string Conv2d::type_name() const { return "Conv2d"; }
+
+TG_API std::string Conv2d::extra_repr() const {
+  std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                  ", kernel_size=" + detail::pair_str(kernel_size) +
+                  ", stride=" + detail::pair_str(stride);
+  if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
+  if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
+  if (groups != 1) r += ", groups=" + std::to_string(groups);
+  if (!bias.defined()) r += ", bias=False";
+  return r;
+}
+
+TG_API Conv1d::Conv1d(std::int64_t in_channels_, std::int64_t out_channels_,
+                      std::int64_t kernel_size_, std::int64_t stride_, std::int64_t padding_,
+                      std::int64_t dilation_, std::int64_t groups_, bool with_bias, TensorOptions o)
+    : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_),
+      stride(stride_), padding(padding_), dilation(dilation_), groups(groups_) {
+  if (groups < 1 || in_channels % groups || out_channels % groups)
+    throw shape_error("tg.nn.Conv1d: in_channels (" + std::to_string(in_channels) +
+                      ") and out_channels (" + std::to_string(out_channels) +
+                      ") must be divisible by groups (" + std::to_string(groups) + ")");
+  register_parameter(
+      "weight", weight = init::kaiming_uniform({out_channels, in_channels / groups, kernel_size},
+                                               std::sqrt(5.0), "fan_in", "leaky_relu", o));
+  if (with_bias) {
+    std::int64_t fan_in = in_channels / groups * kernel_size;
+    double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+    register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+  }
+}
+
+TG_API Tensor Conv1d::forward(const Tensor& x) {
+  return F::conv1d(x, weight, bias, stride, padding, dilation, groups);
+}
+
+TG_API std::string Conv1d::type_name() const { return "Conv1d"; }
+
+TG_API std::string Conv1d::extra_repr() const {
+  std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                  ", kernel_size=(" + std::to_string(kernel_size) + ",), stride=(" +
+                  std::to_string(stride) + ",)";
+  if (padding) r += ", padding=(" + std::to_string(padding) + ",)";
+  if (dilation != 1) r += ", dilation=(" + std::to_string(dilation) + ",)";
+  if (groups != 1) r += ", groups=" + std::to_string(groups);
+  if (!bias.defined()) r += ", bias=False";
+  return r;
+}
+
+TG_API ConvTranspose2d::ConvTranspose2d(std::int64_t in_channels_, std::int64_t out_channels_,
+                                        F::Pair kernel_size_, F::Pair stride_, F::Pair padding_,
+                                        F::Pair output_padding_, std::int64_t groups_,
+                                        bool with_bias, F::Pair dilation_, TensorOptions o)
+    : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
+      kernel_size(kernel_size_), stride(stride_), padding(padding_),
+      output_padding(output_padding_), dilation(dilation_) {
+  if (groups < 1 || in_channels % groups || out_channels % groups)
+    throw shape_error("tg.nn.ConvTranspose2d: in_channels (" + std::to_string(in_channels) +
+                      ") and out_channels (" + std::to_string(out_channels) +
+                      ") must be divisible by groups (" + std::to_string(groups) + ")");
+  // PyTorch computes fan_in from dim 1 of this weight: out / groups * KH * KW
+  register_parameter("weight",
+                     weight = init::kaiming_uniform(
+                         {in_channels, out_channels / groups, kernel_size[0], kernel_size[1]},
+                         std::sqrt(5.0), "fan_in", "leaky_relu", o));
+  if (with_bias) {
+    std::int64_t fan_in = out_channels / groups * kernel_size[0] * kernel_size[1];
+    double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
+    register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
+  }
+}
+
+TG_API Tensor ConvTranspose2d::forward(const Tensor& x) {
+  return F::conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation);
+}
+
+TG_API std::string ConvTranspose2d::type_name() const { return "ConvTranspose2d"; }
+
+TG_API std::string ConvTranspose2d::extra_repr() const {
+  std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                  ", kernel_size=" + detail::pair_str(kernel_size) +
+                  ", stride=" + detail::pair_str(stride);
+  if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
+  if (output_padding[0] || output_padding[1])
+    r += ", output_padding=" + detail::pair_str(output_padding);
+  if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
+  if (groups != 1) r += ", groups=" + std::to_string(groups);
+  if (!bias.defined()) r += ", bias=False";
+  return r;
+}
+
+TG_API MaxPool2d::MaxPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_, F::Pair padding_,
+                            F::Pair dilation_, bool ceil_mode_)
+    : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
+      dilation(dilation_), ceil_mode(ceil_mode_) {}
+
+TG_API Tensor MaxPool2d::forward(const Tensor& x) {
+  return F::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+TG_API std::string MaxPool2d::type_name() const { return "MaxPool2d"; }
+
+TG_API std::string MaxPool2d::extra_repr() const {
+  return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
+         ", padding=" + detail::pair_str(padding) + ", dilation=" + detail::pair_str(dilation) +
+         ", ceil_mode=" + (ceil_mode ? "True" : "False");
+}
+
+TG_API AvgPool2d::AvgPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_, F::Pair padding_,
+                            bool ceil_mode_, bool count_include_pad_,
+                            std::optional<std::int64_t> divisor_override_)
+    : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
+      ceil_mode(ceil_mode_), count_include_pad(count_include_pad_),
+      divisor_override(divisor_override_) {}
+
+TG_API Tensor AvgPool2d::forward(const Tensor& x) {
+  return F::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                       divisor_override);
+}
+
+TG_API std::string AvgPool2d::type_name() const { return "AvgPool2d"; }
+
+TG_API std::string AvgPool2d::extra_repr() const {
+  return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
+         ", padding=" + detail::pair_str(padding);
+}
+
+TG_API LayerNorm::LayerNorm(std::vector<std::int64_t> normalized_shape_, double eps_,
+                            bool elementwise_affine, bool with_bias, TensorOptions o)
+    : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
+  Shape s(normalized_shape.begin(), normalized_shape.end());
+  if (elementwise_affine) {
+    register_parameter("weight", weight = init::ones(s, o));
+    if (with_bias) register_parameter("bias", bias = init::zeros(s, o));
+  }
+}
+
+TG_API LayerNorm::LayerNorm(std::int64_t dim, double eps_, bool elementwise_affine, bool with_bias,
+                            TensorOptions o)
+    : LayerNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, with_bias, o) {}
+
+TG_API Tensor LayerNorm::forward(const Tensor& x) {
+  return F::layer_norm(x, normalized_shape, weight, bias, eps);
+}
+
+TG_API std::string LayerNorm::type_name() const { return "LayerNorm"; }
+
+TG_API std::string LayerNorm::extra_repr() const {
+  return detail::dims_str(normalized_shape) + ", eps=" + std::to_string(eps) +
+         ", elementwise_affine=" + detail::b(weight.defined());
+}
+
+TG_API GroupNorm::GroupNorm(std::int64_t num_groups_, std::int64_t num_channels_, double eps_,
+                            bool affine, TensorOptions o)
+    : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+  if (num_groups < 1 || num_channels % num_groups)
+    throw shape_error("tg.nn.GroupNorm: num_channels (" + std::to_string(num_channels) +
+                      ") must be divisible by num_groups (" + std::to_string(num_groups) + ")");
+  if (affine) {
+    register_parameter("weight", weight = init::ones({num_channels}, o));
+    register_parameter("bias", bias = init::zeros({num_channels}, o));
+  }
+}
+
+TG_API Tensor GroupNorm::forward(const Tensor& x) {
+  return F::group_norm(x, num_groups, weight, bias, eps);
+}
+
+TG_API std::string GroupNorm::type_name() const { return "GroupNorm"; }
+
+TG_API std::string GroupNorm::extra_repr() const {
+  return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
+         ", eps=" + std::to_string(eps) + ", affine=" + detail::b(weight.defined());
+}
+
+TG_API RMSNorm::RMSNorm(std::vector<std::int64_t> normalized_shape_, std::optional<double> eps_,
+                        bool elementwise_affine, TensorOptions o)
+    : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
+  if (elementwise_affine)
+    register_parameter(
+        "weight", weight = init::ones(Shape(normalized_shape.begin(), normalized_shape.end()), o));
+}
+
+TG_API RMSNorm::RMSNorm(std::int64_t dim, std::optional<double> eps_, bool elementwise_affine,
+                        TensorOptions o)
+    : RMSNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, o) {}
+
+TG_API Tensor RMSNorm::forward(const Tensor& x) {
+  return F::rms_norm(x, normalized_shape, weight, eps);
+}
+
+TG_API std::string RMSNorm::type_name() const { return "RMSNorm"; }
+
+TG_API std::string RMSNorm::extra_repr() const {
+  return detail::dims_str(normalized_shape) + ", eps=" + (eps ? std::to_string(*eps) : "None") +
+         ", elementwise_affine=" + detail::b(weight.defined());
+}
+
+TG_API Embedding::Embedding(std::int64_t num_embeddings_, std::int64_t embedding_dim_,
+                            std::optional<std::int64_t> padding_idx_, TensorOptions o)
+    : num_embeddings(num_embeddings_), embedding_dim(embedding_dim_), padding_idx(padding_idx_) {
+  if (padding_idx) {
+    if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings)
+      throw index_error("tg.nn.Embedding: padding_idx " + std::to_string(*padding_idx) +
+                        " is out of range");
+    if (*padding_idx < 0) *padding_idx += num_embeddings;
+  }
+  std::vector<double> v = init::detail::draw_normal(num_embeddings * embedding_dim, 0, 1);
+  if (padding_idx)
+    for (std::int64_t j = 0; j < embedding_dim; ++j)
+      v[std::size_t(*padding_idx * embedding_dim + j)] = 0;
+  register_parameter("weight", weight = init::detail::fresh({num_embeddings, embedding_dim}, o, v));
+}
+
+TG_API Tensor Embedding::forward(const Tensor& idx) {
+  return F::embedding(idx, weight, padding_idx);
+}
+
+TG_API std::string Embedding::type_name() const { return "Embedding"; }
+
+TG_API std::string Embedding::extra_repr() const {
+  return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim) +
+         (padding_idx ? ", padding_idx=" + std::to_string(*padding_idx) : "");
+}
+
+TG_API Dropout::Dropout(double p_) : p(p_) {
+  if (p < 0 || p > 1) throw error("tg.nn.Dropout: p must be in [0, 1], got " + std::to_string(p));
+}
+
+TG_API Tensor Dropout::forward(const Tensor& x) { return F::dropout(x, p, is_training()); }
+
+TG_API std::string Dropout::type_name() const { return "Dropout"; }
+
+TG_API std::string Dropout::extra_repr() const { return "p=" + std::to_string(p); }
+
+TG_API MultiheadAttention::MultiheadAttention(std::int64_t embed_dim_, std::int64_t num_heads_,
+                                              double dropout_, bool with_bias, bool batch_first_,
+                                              TensorOptions o)
+    : embed_dim(embed_dim_), num_heads(num_heads_), dropout(dropout_), batch_first(batch_first_),
+      out_proj(embed_dim_, embed_dim_, with_bias, o) {
+  if (num_heads < 1 || embed_dim % num_heads)
+    throw shape_error("tg.nn.MultiheadAttention: embed_dim (" + std::to_string(embed_dim) +
+                      ") must be divisible by num_heads (" + std::to_string(num_heads) + ")");
+  register_parameter("in_proj_weight",
+                     in_proj_weight = init::xavier_uniform({3 * embed_dim, embed_dim}, 1.0, o));
+  if (with_bias) {
+    register_parameter("in_proj_bias", in_proj_bias = init::zeros({3 * embed_dim}, o));
+    init::zeros_(out_proj.bias);
+  }
+  register_module("out_proj", out_proj);
+}
+
+TG_API Tensor MultiheadAttention::forward(const Tensor& x) { return forward(x, x, x); }
+
+TG_API Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key,
+                                          const Tensor& value, const Tensor& attn_mask,
+                                          bool is_causal, const Tensor& key_padding_mask) {
+  if (query.ndim() != 3 || key.ndim() != 3 || value.ndim() != 3)
+    throw shape_error("tg.nn.MultiheadAttention: needs 3-D query, key and value, got " +
+                      tg::detail::shape_of(query) + ", " + tg::detail::shape_of(key) + ", " +
+                      tg::detail::shape_of(value));
+  Tensor q = batch_first ? query : query.transpose(0, 1),
+         k = batch_first ? key : key.transpose(0, 1),
+         v = batch_first ? value : value.transpose(0, 1); // [N, L, E]
+  const std::int64_t N = q.size(0), L = q.size(1), S = k.size(1), E = embed_dim, H = num_heads,
+                     D = E / H;
+  if (q.size(2) != E || k.size(2) != E || v.size(2) != E || k.size(0) != N || v.size(0) != N ||
+      v.size(1) != S)
+    throw shape_error("tg.nn.MultiheadAttention: query " + tg::detail::shape_of(query) + ", key " +
+                      tg::detail::shape_of(key) + " and value " + tg::detail::shape_of(value) +
+                      " do not fit embed_dim " + std::to_string(E));
+  auto w = in_proj_weight.split(E, 0);
+  std::vector<Tensor> bs(3);
+  if (in_proj_bias.defined()) bs = in_proj_bias.split(E, 0);
+  auto heads = [&](const Tensor& x, std::int64_t len, int i) {
+    return F::linear(x, w[std::size_t(i)], bs[std::size_t(i)])
+        .reshape({N, len, H, D})
+        .transpose(1, 2); // [N, H, len, D]
+  };
+  Tensor qh = heads(q, L, 0), kh = heads(k, S, 1), vh = heads(v, S, 2);
+  Tensor mask;
+  if (attn_mask.defined()) {
+    Tensor m = attn_mask;
+    if (m.ndim() == 3) m = m.reshape({N, H, L, S}); // [N * H, L, S]
+    mask = m.dtype() == DType::Bool ? m.logical_not() : m;
+  }
+  if (key_padding_mask.defined()) {
+    Tensor kp = key_padding_mask.reshape({N, 1, 1, S});
+    Tensor add = kp.dtype() == DType::Bool ? kp.logical_not() : kp;
+    if (!mask.defined())
+      mask = add;
+    else if (mask.dtype() == DType::Bool && add.dtype() == DType::Bool)
+      mask = mask.logical_and(add);
+    else {
+      auto to_float = [&](const Tensor& t) {
+        return t.dtype() == DType::Bool
+                   ? where(t, 0.0, Tensor::full_on({}, -INFINITY, qh.dtype(), qh.device()))
+                   : t;
+      };
+      mask = to_float(mask) + to_float(add);
+    }
+  }
+  Tensor out =
+      F::scaled_dot_product_attention(qh, kh, vh, mask, is_training() ? dropout : 0.0, is_causal);
+  out = out.transpose(1, 2).reshape({N, L, E});
+  out = out_proj(out);
+  return batch_first ? out : out.transpose(0, 1);
+}
+
+TG_API std::string MultiheadAttention::type_name() const { return "MultiheadAttention"; }
+
+TG_API std::string MultiheadAttention::extra_repr() const {
+  return "embed_dim=" + std::to_string(embed_dim) + ", num_heads=" + std::to_string(num_heads) +
+         ", batch_first=" + detail::b(batch_first);
+}
+
+TG_API Tensor Identity::forward(const Tensor& x) { return x; }
+
+TG_API std::string Identity::type_name() const { return "Identity"; }
+
+TG_API Tensor ReLU::forward(const Tensor& x) { return x.relu(); }
+
+TG_API std::string ReLU::type_name() const { return "ReLU"; }
+
+TG_API LeakyReLU::LeakyReLU(double negative_slope_) : negative_slope(negative_slope_) {}
+
+TG_API Tensor LeakyReLU::forward(const Tensor& x) { return x.leaky_relu(negative_slope); }
+
+TG_API std::string LeakyReLU::type_name() const { return "LeakyReLU"; }
+
+TG_API GELU::GELU(std::string approximate_) : approximate(std::move(approximate_)) {}
+
+TG_API Tensor GELU::forward(const Tensor& x) { return x.gelu(approximate); }
+
+TG_API std::string GELU::type_name() const { return "GELU"; }
+
+TG_API Tensor SiLU::forward(const Tensor& x) { return x.silu(); }
+
+TG_API std::string SiLU::type_name() const { return "SiLU"; }
+
+TG_API Tensor Tanh::forward(const Tensor& x) { return x.tanh(); }
+
+TG_API std::string Tanh::type_name() const { return "Tanh"; }
+
+TG_API Tensor Sigmoid::forward(const Tensor& x) { return x.sigmoid(); }
+
+TG_API std::string Sigmoid::type_name() const { return "Sigmoid"; }
+
+TG_API Softmax::Softmax(int dim_) : dim(dim_) {}
+
+TG_API Tensor Softmax::forward(const Tensor& x) { return x.softmax(dim); }
+
+TG_API std::string Softmax::type_name() const { return "Softmax"; }
+
+TG_API Flatten::Flatten(int start_dim_, int end_dim_) : start_dim(start_dim_), end_dim(end_dim_) {}
+
+TG_API Tensor Flatten::forward(const Tensor& x) { return x.flatten(start_dim, end_dim); }
+
+TG_API std::string Flatten::type_name() const { return "Flatten"; }
+
+TG_API Lambda::Lambda(std::function<Tensor(const Tensor&)> f) : fn(std::move(f)) {}
+
+TG_API Tensor Lambda::forward(const Tensor& x) { return fn(x); }
+
+TG_API std::string Lambda::type_name() const { return "Lambda"; }
+
+} // namespace tg::nn
+#endif // TG_SI_TG_IMPL_NN_LAYERS_HPP
+
 // ---- tg/impl/nn/loss.hpp ----
 #ifndef TG_SI_TG_IMPL_NN_LOSS_HPP
 #define TG_SI_TG_IMPL_NN_LOSS_HPP
@@ -15402,6 +15041,449 @@ TG_API Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor
 } // namespace tg::nn::functional
 #endif // TG_SI_TG_IMPL_NN_LOSS_HPP
 
+// ---- tg/impl/nn/module.hpp ----
+#ifndef TG_SI_TG_IMPL_NN_MODULE_HPP
+#define TG_SI_TG_IMPL_NN_MODULE_HPP
+// What nn/module.hpp declares (TG_API, config.hpp).
+
+namespace tg::nn {
+
+TG_API Tensor Module::forward(const Tensor& x) {
+  (void)x;
+  throw error("tg.nn." + type_name() +
+              ": this module does not take a single tensor (see its forward overloads)");
+}
+
+TG_API Tensor Module::operator()(const Tensor& x) { return forward(x); }
+
+TG_API std::string Module::type_name() const { return "Module"; }
+
+TG_API std::string Module::extra_repr() const { return ""; }
+
+TG_API std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect(out, "", recurse, Kind::Parameter);
+  return out;
+}
+
+TG_API std::vector<Tensor> Module::parameters(bool recurse) const {
+  return values(named_parameters(recurse));
+}
+
+TG_API std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect(out, "", recurse, Kind::Buffer);
+  return out;
+}
+
+TG_API std::vector<Tensor> Module::buffers(bool recurse) const {
+  return values(named_buffers(recurse));
+}
+
+TG_API std::vector<std::pair<std::string, Module*>> Module::named_children() {
+  std::vector<std::pair<std::string, Module*>> out;
+  for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
+  return out;
+}
+
+TG_API std::vector<std::pair<std::string, const Module*>> Module::named_children() const {
+  std::vector<std::pair<std::string, const Module*>> out;
+  for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
+  return out;
+}
+
+TG_API std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+  std::vector<std::pair<std::string, Module*>> out{{"", this}};
+  for (auto& [name, m] : named_children())
+    for (auto& [sub, sm] : m->named_modules())
+      out.emplace_back(sub.empty() ? name : name + "." + sub, sm);
+  return out;
+}
+
+TG_API Module& Module::get_submodule(const std::string& path) {
+  if (path.empty()) return *this;
+  std::size_t dot = path.find('.');
+  std::string head = path.substr(0, dot);
+  for (const Slot& s : modules_)
+    if (s.name == head)
+      return dot == std::string::npos ? *child(s) : child(s)->get_submodule(path.substr(dot + 1));
+  throw error("tg.nn." + type_name() + ": no submodule '" + head + "'");
+}
+
+TG_API Tensor& Module::get_parameter(const std::string& path) {
+  return member(path, Kind::Parameter);
+}
+
+TG_API Tensor& Module::get_buffer(const std::string& path) { return member(path, Kind::Buffer); }
+
+TG_API std::int64_t Module::num_parameters() const {
+  std::int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+TG_API StateDict Module::state_dict() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect(out, "", true, Kind::State);
+  StateDict sd;
+  for (auto& [k, v] : out) sd.insert(k, v);
+  return sd;
+}
+
+TG_API LoadResult Module::load_state_dict(const StateDict& sd, bool strict,
+                                          std::source_location loc) {
+  StateDict own = state_dict();
+  LoadResult r;
+  std::vector<std::string> mismatched;
+  std::vector<std::pair<Tensor, Tensor>> writes;
+  for (const auto& [k, target] : own) {
+    const Tensor* v = sd.find(k);
+    if (!v || !v->defined()) {
+      r.missing_keys.push_back(k);
+      continue;
+    }
+    if (v->shape() != target.shape()) {
+      mismatched.push_back("size mismatch for " + k + ": copying a tensor of shape " +
+                           tg::detail::shape_of(*v) +
+                           " from the state dict, the shape in the current model is " +
+                           tg::detail::shape_of(target));
+      continue;
+    }
+    Tensor value = v->device() == target.device() ? *v : v->to(target.device());
+    writes.emplace_back(target, value.detach().cast(target.dtype()));
+  }
+  for (const auto& [k, v] : sd)
+    if (!own.contains(k)) r.unexpected_keys.push_back(k);
+  bool fail =
+      !mismatched.empty() || (strict && (!r.missing_keys.empty() || !r.unexpected_keys.empty()));
+  if (fail) {
+    std::string msg = "error(s) in loading the state dict of " + type_name() + ":";
+    auto list = [](const std::vector<std::string>& ks) {
+      std::string s;
+      for (std::size_t i = 0; i < ks.size(); ++i) {
+        s += i ? ", \"" : "\"";
+        s += ks[i];
+        s += '"';
+      }
+      return s;
+    };
+    if (strict && !r.missing_keys.empty()) msg += "\n  missing key(s): " + list(r.missing_keys);
+    if (strict && !r.unexpected_keys.empty())
+      msg += "\n  unexpected key(s): " + list(r.unexpected_keys);
+    for (const std::string& m : mismatched) msg += "\n  " + m;
+    tg::detail::fail<error>("load_state_dict", msg, loc);
+  }
+  if (!writes.empty()) {
+    no_grad guard;
+    tg::assign(writes, loc);
+  }
+  return r;
+}
+
+TG_API Module& Module::train(bool mode) {
+  training_ = mode;
+  for (auto& [name, m] : named_children()) m->train(mode);
+  return *this;
+}
+
+TG_API Module& Module::eval() { return train(false); }
+
+TG_API bool Module::is_training() const { return training_; }
+
+TG_API void Module::zero_grad() {
+  for (Tensor& p : parameters()) p.set_grad(Tensor());
+}
+
+TG_API std::string Module::to_string() const {
+  std::string r = type_name() + "(" + extra_repr();
+  auto kids = named_children();
+  if (!kids.empty()) {
+    r += "\n";
+    for (auto& [name, m] : kids) {
+      std::string sub = m->to_string(), ind;
+      for (char c : sub) {
+        ind.push_back(c);
+        if (c == '\n') ind += "  ";
+      }
+      r += "  (" + name + "): " + ind + "\n";
+    }
+  }
+  return r + ")";
+}
+
+TG_API Tensor& Module::register_buffer(const std::string& name, Tensor& member, bool persistent) {
+  check_name(name);
+  if (member.defined()) materialize(member);
+  buffers_.push_back(Slot{name, offset_of(&member), nullptr, persistent});
+  return member;
+}
+
+TG_API std::ptrdiff_t Module::offset_of(const void* member) const {
+  return reinterpret_cast<const char*>(member) - reinterpret_cast<const char*>(this);
+}
+
+TG_API Tensor& Module::tensor_at(const Slot& s) const {
+  return *reinterpret_cast<Tensor*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
+                                    s.offset);
+}
+
+TG_API Module* Module::child(const Slot& s) const {
+  if (s.owned) return s.owned.get();
+  return reinterpret_cast<Module*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
+                                   s.offset);
+}
+
+TG_API void Module::check_name(const std::string& name) const {
+  if (name.empty() || name.find('.') != std::string::npos)
+    throw error("tg.nn." + type_name() + ": '" + name +
+                "' is not a valid member name (non-empty, no '.')");
+  for (const auto* list : {&params_, &buffers_, &modules_})
+    for (const Slot& s : *list)
+      if (s.name == name)
+        throw error("tg.nn." + type_name() + ": '" + name + "' is registered twice");
+}
+
+TG_API void Module::materialize(Tensor& t) {
+  if (t.lazy()->op == Op::Buffer) return;
+  no_grad guard;
+  t = t.detach().contiguous().realize();
+}
+
+TG_API void Module::collect(std::vector<std::pair<std::string, Tensor>>& out,
+                            const std::string& prefix, bool recurse, Kind kind) const {
+  if (kind != Kind::Buffer)
+    for (const Slot& s : params_) {
+      const Tensor& t = tensor_at(s);
+      if (t.defined()) out.emplace_back(prefix + s.name, t);
+    }
+  if (kind != Kind::Parameter)
+    for (const Slot& s : buffers_) {
+      const Tensor& t = tensor_at(s);
+      if (t.defined() && (kind == Kind::Buffer || s.persistent))
+        out.emplace_back(prefix + s.name, t);
+    }
+  if (recurse)
+    for (const Slot& s : modules_) child(s)->collect(out, prefix + s.name + ".", true, kind);
+}
+
+TG_API Tensor& Module::member(const std::string& path, Kind kind) {
+  std::size_t dot = path.rfind('.');
+  Module& owner = dot == std::string::npos ? *this : get_submodule(path.substr(0, dot));
+  std::string name = dot == std::string::npos ? path : path.substr(dot + 1);
+  for (const Slot& s : kind == Kind::Parameter ? owner.params_ : owner.buffers_)
+    if (s.name == name) return owner.tensor_at(s);
+  throw error("tg.nn." + type_name() + ": no " +
+              (kind == Kind::Parameter ? "parameter" : "buffer") + " '" + path + "'");
+}
+
+TG_API std::vector<Tensor> Module::values(const std::vector<std::pair<std::string, Tensor>>& kv) {
+  std::vector<Tensor> r;
+  for (const auto& [k, v] : kv) r.push_back(v);
+  return r;
+}
+
+TG_API std::size_t ModuleList::size() const { return items_.size(); }
+
+TG_API bool ModuleList::empty() const { return items_.empty(); }
+
+TG_API std::string ModuleList::type_name() const { return "ModuleList"; }
+
+TG_API Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (auto& m : items_) y = m->forward(y);
+  return y;
+}
+
+TG_API std::string Sequential::type_name() const { return "Sequential"; }
+
+} // namespace tg::nn
+#endif // TG_SI_TG_IMPL_NN_MODULE_HPP
+
+// ---- tg/impl/nn/rnn.hpp ----
+#ifndef TG_SI_TG_IMPL_NN_RNN_HPP
+#define TG_SI_TG_IMPL_NN_RNN_HPP
+// What nn/rnn.hpp declares (TG_API, config.hpp).
+
+namespace tg::nn {
+
+TG_API Tensor& RNNBase::param(std::int64_t l, int d, int k) {
+  return flat_weights[std::size_t(4 * (l * directions() + d) + k)];
+}
+
+TG_API int RNNBase::directions() const { return bidirectional ? 2 : 1; }
+
+TG_API RNNBase::RNNBase(const char* type, int gates, std::int64_t input_size_,
+                        std::int64_t hidden_size_, std::int64_t num_layers_, bool with_bias_,
+                        bool batch_first_, double dropout_, bool bidirectional_, TensorOptions o)
+    : input_size(input_size_), hidden_size(hidden_size_), num_layers(num_layers_),
+      with_bias(with_bias_), batch_first(batch_first_), bidirectional(bidirectional_),
+      dropout(dropout_), type_(type), gates_(gates) {
+  if (num_layers < 1 || num_layers > kMaxLayers || hidden_size < 1 || input_size < 1)
+    throw shape_error(std::string("tg.nn.") + type + ": needs input_size and hidden_size >= 1 " +
+                      "and 1 <= num_layers <= " + std::to_string(kMaxLayers) + ", got " +
+                      std::to_string(input_size) + ", " + std::to_string(hidden_size) + ", " +
+                      std::to_string(num_layers));
+  if (dropout < 0 || dropout > 1)
+    throw error(std::string("tg.nn.") + type + ": dropout must be in [0, 1], got " +
+                std::to_string(dropout));
+  const double k = 1.0 / std::sqrt(double(hidden_size));
+  const char* names[] = {"weight_ih_l", "weight_hh_l", "bias_ih_l", "bias_hh_l"};
+  for (std::int64_t l = 0; l < num_layers; ++l)
+    for (int d = 0; d < directions(); ++d) {
+      const std::int64_t in = l == 0 ? input_size : hidden_size * directions();
+      const Shape shapes[] = {{gates * hidden_size, in},
+                              {gates * hidden_size, hidden_size},
+                              {gates * hidden_size},
+                              {gates * hidden_size}};
+      for (int p = 0; p < (with_bias ? 4 : 2); ++p)
+        register_parameter(names[p] + std::to_string(l) + (d ? "_reverse" : ""),
+                           param(l, d, p) = init::uniform(shapes[p], -k, k, o));
+    }
+}
+
+TG_API std::string RNNBase::type_name() const { return type_; }
+
+TG_API std::string RNNBase::extra_repr() const {
+  std::string r = std::to_string(input_size) + ", " + std::to_string(hidden_size);
+  if (num_layers != 1) r += ", num_layers=" + std::to_string(num_layers);
+  if (!with_bias) r += ", bias=False";
+  if (batch_first) r += ", batch_first=True";
+  if (dropout > 0) r += ", dropout=" + std::to_string(dropout);
+  if (bidirectional) r += ", bidirectional=True";
+  return r;
+}
+
+TG_API LSTM::LSTM(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_,
+                  bool with_bias_, bool batch_first_, double dropout_, bool bidirectional_,
+                  TensorOptions o)
+    : RNNBase("LSTM", 4, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_, dropout_,
+              bidirectional_, o) {}
+
+TG_API Tensor LSTM::forward(const Tensor& x) { return std::get<0>(forward(x, Tensor(), Tensor())); }
+
+TG_API std::tuple<Tensor, Tensor, Tensor> LSTM::forward(const Tensor& x, const Tensor& h0,
+                                                        const Tensor& c0) {
+  const std::int64_t H = hidden_size;
+  return run(x, h0, c0,
+             [H](const Tensor& gi, const Tensor& h, const Tensor& c, const Tensor& w_hh,
+                 const Tensor& b_hh) {
+               Tensor g = gi + h.matmul(w_hh.T());
+               if (b_hh.defined()) g = g + b_hh;
+               Tensor i = g.slice(-1, 0, H).sigmoid(), f = g.slice(-1, H, 2 * H).sigmoid(),
+                      gg = g.slice(-1, 2 * H, 3 * H).tanh(),
+                      o = g.slice(-1, 3 * H, 4 * H).sigmoid();
+               Tensor c2 = f * c + i * gg;
+               return std::pair<Tensor, Tensor>{o * c2.tanh(), c2};
+             });
+}
+
+TG_API GRU::GRU(std::int64_t input_size_, std::int64_t hidden_size_, std::int64_t num_layers_,
+                bool with_bias_, bool batch_first_, double dropout_, bool bidirectional_,
+                TensorOptions o)
+    : RNNBase("GRU", 3, input_size_, hidden_size_, num_layers_, with_bias_, batch_first_, dropout_,
+              bidirectional_, o) {}
+
+TG_API Tensor GRU::forward(const Tensor& x) { return forward(x, Tensor()).first; }
+
+TG_API std::pair<Tensor, Tensor> GRU::forward(const Tensor& x, const Tensor& h0) {
+  const std::int64_t H = hidden_size;
+  auto [out, hn, cn] =
+      run(x, h0, Tensor(),
+          [H](const Tensor& gi, const Tensor& h, const Tensor&, const Tensor& w_hh,
+              const Tensor& b_hh) {
+            Tensor gh = h.matmul(w_hh.T());
+            if (b_hh.defined()) gh = gh + b_hh;
+            Tensor r = (gi.slice(-1, 0, H) + gh.slice(-1, 0, H)).sigmoid();
+            Tensor z = (gi.slice(-1, H, 2 * H) + gh.slice(-1, H, 2 * H)).sigmoid();
+            Tensor n = (gi.slice(-1, 2 * H, 3 * H) + r * gh.slice(-1, 2 * H, 3 * H)).tanh();
+            return std::pair<Tensor, Tensor>{(1.0 - z) * n + z * h, Tensor()};
+          });
+  return {out, hn};
+}
+
+} // namespace tg::nn
+#endif // TG_SI_TG_IMPL_NN_RNN_HPP
+
+// ---- tg/impl/optim/adam.hpp ----
+#ifndef TG_SI_TG_IMPL_OPTIM_ADAM_HPP
+#define TG_SI_TG_IMPL_OPTIM_ADAM_HPP
+// What optim/adam.hpp declares (TG_API, config.hpp).
+
+namespace tg::optim {
+
+TG_API Adam::Adam(std::vector<Tensor> params, AdamOptions o)
+    : Adam(one_group(std::move(params)), o) {}
+
+TG_API Adam::Adam(std::vector<ParamGroup> groups, AdamOptions o)
+    : Adam(std::move(groups), o, false, "Adam") {}
+
+TG_API const AdamOptions& Adam::options() const { return opt_; }
+
+TG_API Adam::Adam(std::vector<ParamGroup> groups, AdamOptions o, bool decoupled, const char* name)
+    : Optimizer(std::move(groups), o.lr, o.weight_decay, name), opt_(o), decoupled_(decoupled) {
+  auto [b1, b2] = o.betas;
+  detail::check_hyper(b1 >= 0 && b1 < 1,
+                      std::string(name) + ": invalid beta1 " + std::to_string(b1));
+  detail::check_hyper(b2 >= 0 && b2 < 1,
+                      std::string(name) + ": invalid beta2 " + std::to_string(b2));
+  detail::check_hyper(o.eps >= 0, std::string(name) + ": invalid eps " + std::to_string(o.eps));
+  init_state([&](std::size_t i, const Tensor& p) {
+    state(i, "step", p, 0, scalar_dtype(p), true);
+    state(i, "exp_avg", p);
+    state(i, "exp_avg_sq", p);
+    if (opt_.amsgrad) state(i, "max_exp_avg_sq", p);
+  });
+}
+
+TG_API void Adam::update(std::size_t g, std::size_t i, const Tensor& p0, const Tensor& grad0,
+                         std::vector<std::pair<Tensor, Tensor>>& writes) {
+  auto [b1, b2] = opt_.betas;
+  const double wd = groups_[g].weight_decay;
+  const DType t = p0.dtype();
+  Tensor grad = opt_.maximize ? -grad0 : grad0;
+  Tensor lr = groups_[g].lr_t;
+  Tensor p = p0;
+  if (decoupled_ && wd != 0) p = p * (1.0 - lr * wd).cast(t);
+  if (!decoupled_ && wd != 0) grad = grad + p * wd;
+  Tensor& step = state(i, "step", p0, 0, scalar_dtype(p0), true);
+  Tensor& m = state(i, "exp_avg", p0);
+  Tensor& v = state(i, "exp_avg_sq", p0);
+  Tensor step1 = step + 1.0;
+  Tensor m1 = m + (grad - m) * (1.0 - b1);
+  Tensor v1 = v * b2 + grad * grad * (1.0 - b2);
+  // per-step scalars in the step count's dtype, computed once (contiguous: not per element)
+  Tensor b1t = Tensor::full_on({}, b1, step.dtype(), p0.device());
+  Tensor b2t = Tensor::full_on({}, b2, step.dtype(), p0.device());
+  Tensor step_size = (lr / (1.0 - b1t.pow(step1))).cast(t).contiguous();
+  // 1 / sqrt(1 - beta2^step): a multiply per element where PyTorch divides (the update is the
+  // same but for the last bit; a vector division costs as much as the square root)
+  Tensor inv_bc2_sqrt = (1.0 / (1.0 - b2t.pow(step1)).sqrt()).cast(t).contiguous();
+  Tensor second = v1;
+  if (opt_.amsgrad) {
+    Tensor& vmax = state(i, "max_exp_avg_sq", p0);
+    second = vmax.maximum(v1);
+    writes.emplace_back(vmax, second);
+  }
+  Tensor denom = second.sqrt() * inv_bc2_sqrt + opt_.eps;
+  writes.emplace_back(step, step1);
+  writes.emplace_back(m, m1);
+  writes.emplace_back(v, v1);
+  writes.emplace_back(p0, p - step_size * (m1 / denom));
+}
+
+TG_API AdamWOptions::operator AdamOptions() const {
+  return AdamOptions{lr, betas, eps, weight_decay, amsgrad, maximize};
+}
+
+TG_API AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
+    : AdamW(one_group(std::move(params)), o) {}
+
+TG_API AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions o)
+    : Adam(std::move(groups), o, true, "AdamW") {}
+
+} // namespace tg::optim
+#endif // TG_SI_TG_IMPL_OPTIM_ADAM_HPP
+
 // ---- tg/impl/optim/clip.hpp ----
 #ifndef TG_SI_TG_IMPL_OPTIM_CLIP_HPP
 #define TG_SI_TG_IMPL_OPTIM_CLIP_HPP
@@ -15451,6 +15533,167 @@ TG_API void clip_grad_value_(const std::vector<Tensor>& params, double clip_valu
 } // namespace tg::optim
 #endif // TG_SI_TG_IMPL_OPTIM_CLIP_HPP
 
+// ---- tg/impl/optim/lr_scheduler.hpp ----
+#ifndef TG_SI_TG_IMPL_OPTIM_LR_SCHEDULER_HPP
+#define TG_SI_TG_IMPL_OPTIM_LR_SCHEDULER_HPP
+// What optim/lr_scheduler.hpp declares (TG_API, config.hpp).
+
+namespace tg::optim {
+
+TG_API void LRScheduler::step() {
+  if (tg::detail::active_export()) return record_step();
+  ++last_epoch_;
+  detail::write_scalar(epoch_, double(last_epoch_));
+  apply();
+}
+
+TG_API std::int64_t LRScheduler::last_epoch() const { return last_epoch_; }
+
+TG_API std::vector<double> LRScheduler::get_last_lr() const {
+  std::vector<double> r;
+  for (std::size_t g = 0; g < opt_->num_groups(); ++g) r.push_back(opt_->lr(g));
+  return r;
+}
+
+TG_API StateDict LRScheduler::state_dict() const { return {{"last_epoch", epoch_}}; }
+
+TG_API void LRScheduler::load_state_dict(const StateDict& sd) {
+  last_epoch_ = std::llround(sd.at("last_epoch").item<double>());
+  detail::write_scalar(epoch_, double(last_epoch_));
+  apply();
+}
+
+TG_API LRScheduler::LRScheduler(Optimizer& opt)
+    : opt_(&opt), epoch_(detail::scalar_buffer(0, DType::Float32, opt.lr_tensor(0).device())) {}
+
+TG_API void LRScheduler::start() { apply(); }
+
+TG_API void LRScheduler::apply() {
+  for (std::size_t g = 0; g < opt_->num_groups(); ++g)
+    opt_->set_lr(g, lr_at(last_epoch_, opt_->initial_lr(g)));
+}
+
+TG_API void LRScheduler::record_step() {
+  Tensor next = epoch_ + 1.0;
+  std::vector<std::pair<Tensor, Tensor>> writes = {{epoch_, next}};
+  for (std::size_t g = 0; g < opt_->num_groups(); ++g) {
+    const Tensor& lr = opt_->lr_tensor(g);
+    writes.emplace_back(lr, lr_expr(next, opt_->initial_lr(g)).cast(lr.dtype()));
+  }
+  tg::assign(writes);
+}
+
+TG_API Tensor LRScheduler::constant(const Tensor& epoch, double v) {
+  return Tensor::full_on({}, v, epoch.dtype(), epoch.device());
+}
+
+TG_API StepLR::StepLR(Optimizer& opt, std::int64_t step_size_, double gamma_)
+    : LRScheduler(opt), step_size(step_size_), gamma(gamma_) {
+  if (step_size < 1) throw error("tg.optim.StepLR: step_size must be positive");
+  start();
+}
+
+TG_API double StepLR::lr_at(std::int64_t e, double base) const {
+  return base * std::pow(gamma, double(e / step_size));
+}
+
+TG_API Tensor StepLR::lr_expr(const Tensor& e, double base) const { // (+0.5: exact floors)
+  return constant(e, gamma).pow(((e + 0.5) / double(step_size)).floor()) * base;
+}
+
+TG_API MultiStepLR::MultiStepLR(Optimizer& opt, std::vector<std::int64_t> milestones_,
+                                double gamma_)
+    : LRScheduler(opt), milestones(std::move(milestones_)), gamma(gamma_) {
+  std::sort(milestones.begin(), milestones.end());
+  start();
+}
+
+TG_API double MultiStepLR::lr_at(std::int64_t e, double base) const {
+  auto n = std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin();
+  return base * std::pow(gamma, double(n));
+}
+
+TG_API Tensor MultiStepLR::lr_expr(const Tensor& e, double base) const {
+  Tensor n = constant(e, 0);
+  for (std::int64_t m : milestones) n = n + (e >= double(m)).cast(e.dtype());
+  return constant(e, gamma).pow(n) * base;
+}
+
+TG_API CosineAnnealingLR::CosineAnnealingLR(Optimizer& opt, std::int64_t T_max_, double eta_min_)
+    : LRScheduler(opt), T_max(T_max_), eta_min(eta_min_) {
+  if (T_max < 1) throw error("tg.optim.CosineAnnealingLR: T_max must be positive");
+  start();
+}
+
+TG_API double CosineAnnealingLR::lr_at(std::int64_t e, double base) const {
+  return eta_min +
+         (base - eta_min) * (1 + std::cos(3.141592653589793 * double(e) / double(T_max))) / 2;
+}
+
+TG_API Tensor CosineAnnealingLR::lr_expr(const Tensor& e, double base) const {
+  return ((e * (3.141592653589793 / double(T_max))).cos() + 1.0) * ((base - eta_min) / 2) + eta_min;
+}
+
+TG_API LinearLR::LinearLR(Optimizer& opt, double start_factor_, double end_factor_,
+                          std::int64_t total_iters_)
+    : LRScheduler(opt), start_factor(start_factor_), end_factor(end_factor_),
+      total_iters(total_iters_) {
+  if (start_factor <= 0 || start_factor > 1 || end_factor < 0 || end_factor > 1)
+    throw error("tg.optim.LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]");
+  if (total_iters < 1) throw error("tg.optim.LinearLR: total_iters must be positive");
+  start();
+}
+
+TG_API double LinearLR::lr_at(std::int64_t e, double base) const {
+  double f = double(std::min(e, total_iters)) / double(total_iters);
+  return base * (start_factor + (end_factor - start_factor) * f);
+}
+
+TG_API Tensor LinearLR::lr_expr(const Tensor& e, double base) const {
+  Tensor f = e.minimum(constant(e, double(total_iters))) / double(total_iters);
+  return (f * (end_factor - start_factor) + start_factor) * base;
+}
+
+TG_API LambdaLR::LambdaLR(Optimizer& opt, std::function<double(std::int64_t)> fn_)
+    : LRScheduler(opt), fn(std::move(fn_)) {
+  start();
+}
+
+TG_API double LambdaLR::lr_at(std::int64_t e, double base) const { return base * fn(e); }
+
+TG_API Tensor LambdaLR::lr_expr(const Tensor&, double) const {
+  throw export_error("tg.optim.LambdaLR: its rate is a C++ function, which an exported step "
+                     "cannot compute; set the rate between calls (the exported API's "
+                     "set_weight of optim.param_groups.<g>.lr), or use StepLR, MultiStepLR, "
+                     "CosineAnnealingLR, LinearLR or SequentialLR");
+}
+
+TG_API SequentialLR::SequentialLR(Optimizer& opt,
+                                  std::vector<std::shared_ptr<LRScheduler>> schedulers_,
+                                  std::vector<std::int64_t> milestones_)
+    : LRScheduler(opt), schedulers(std::move(schedulers_)), milestones(std::move(milestones_)) {
+  if (schedulers.empty() || milestones.size() + 1 != schedulers.size())
+    throw error("tg.optim.SequentialLR: needs one milestone fewer than schedulers");
+  start();
+}
+
+TG_API double SequentialLR::lr_at(std::int64_t e, double base) const {
+  std::size_t k =
+      std::size_t(std::upper_bound(milestones.begin(), milestones.end(), e) - milestones.begin());
+  return schedulers[k]->lr_at(k ? e - milestones[k - 1] : e, base);
+}
+
+TG_API Tensor SequentialLR::lr_expr(const Tensor& e, double base) const {
+  Tensor r = schedulers[0]->lr_expr(e, base);
+  for (std::size_t k = 1; k < schedulers.size(); ++k)
+    r = where(e >= double(milestones[k - 1]),
+              schedulers[k]->lr_expr(e - double(milestones[k - 1]), base), r);
+  return r;
+}
+
+} // namespace tg::optim
+#endif // TG_SI_TG_IMPL_OPTIM_LR_SCHEDULER_HPP
+
 // ---- tg/impl/optim/optimizer.hpp ----
 #ifndef TG_SI_TG_IMPL_OPTIM_OPTIMIZER_HPP
 #define TG_SI_TG_IMPL_OPTIM_OPTIMIZER_HPP
@@ -15481,7 +15724,211 @@ TG_API void check_hyper(bool ok, const std::string& msg) {
 }
 
 } // namespace tg::optim::detail
+
+namespace tg::optim {
+
+TG_API void Optimizer::step() {
+  no_grad guard;
+  std::vector<std::pair<Tensor, Tensor>> writes;
+  std::vector<Tensor> grads;
+  std::size_t index = 0;
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    for (const Tensor& p : groups_[g].params) {
+      Tensor grad = p.grad();
+      if (grad.defined()) {
+        update(g, index, p, grad.detach(), writes);
+        grads.push_back(grad);
+      }
+      ++index;
+    }
+  if (!writes.empty()) tg::assign(writes, grads);
+}
+
+TG_API void Optimizer::zero_grad() {
+  for (Group& g : groups_)
+    for (Tensor& p : g.params) p.set_grad(Tensor());
+}
+
+TG_API std::size_t Optimizer::num_groups() const { return groups_.size(); }
+
+TG_API const std::vector<Tensor>& Optimizer::params(std::size_t group) const {
+  return group_at(group).params;
+}
+
+TG_API double Optimizer::lr(std::size_t group) const { return group_at(group).lr; }
+
+TG_API double Optimizer::initial_lr(std::size_t group) const { return group_at(group).initial_lr; }
+
+TG_API double Optimizer::weight_decay(std::size_t group) const {
+  return group_at(group).weight_decay;
+}
+
+TG_API const Tensor& Optimizer::lr_tensor(std::size_t group) const { return group_at(group).lr_t; }
+
+TG_API void Optimizer::set_lr(double lr) {
+  for (std::size_t g = 0; g < groups_.size(); ++g) set_lr(g, lr);
+}
+
+TG_API void Optimizer::set_lr(std::size_t group, double lr) {
+  detail::check_hyper(lr >= 0, "invalid learning rate " + std::to_string(lr));
+  Group& g = groups_.at(group);
+  g.lr = lr;
+  detail::write_scalar(g.lr_t, lr);
+}
+
+TG_API StateDict Optimizer::state_dict() const {
+  StateDict sd;
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    for (const auto& [name, t] : state_[i]) sd.insert("state." + std::to_string(i) + "." + name, t);
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    sd.insert("param_groups." + std::to_string(g) + ".lr", groups_[g].lr_t);
+  return sd;
+}
+
+TG_API void Optimizer::load_state_dict(const StateDict& sd) {
+  std::vector<std::pair<Tensor, Tensor>> writes;
+  std::string missing;
+  for (const auto& [k, t] : state_dict()) {
+    const Tensor* v = sd.find(k);
+    if (!v || v->shape() != t.shape()) {
+      missing += (missing.empty() ? "" : ", ") + k;
+      continue;
+    }
+    writes.emplace_back(t, v->to(t.device()).detach());
+  }
+  if (!missing.empty())
+    throw error("tg.optim.load_state_dict: missing or mis-shaped key(s): " + missing);
+  no_grad guard;
+  if (!writes.empty()) tg::assign(writes);
+  for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g].lr = groups_[g].lr_t.item<double>();
+}
+
+TG_API Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay,
+                            const char* name) {
+  detail::check_hyper(lr >= 0, std::string(name) + ": invalid learning rate " + std::to_string(lr));
+  detail::check_hyper(weight_decay >= 0,
+                      std::string(name) + ": invalid weight_decay " + std::to_string(weight_decay));
+  if (groups.empty()) throw error(std::string("tg.optim.") + name + ": got no parameter groups");
+  std::vector<const LazyNode*> seen;
+  for (ParamGroup& pg : groups) {
+    Group g;
+    g.lr = g.initial_lr = pg.lr.value_or(lr);
+    g.weight_decay = pg.weight_decay.value_or(weight_decay);
+    detail::check_hyper(g.lr >= 0,
+                        std::string(name) + ": invalid learning rate " + std::to_string(g.lr));
+    detail::check_hyper(g.weight_decay >= 0, std::string(name) + ": invalid weight_decay " +
+                                                 std::to_string(g.weight_decay));
+    for (const Tensor& p : pg.params) {
+      if (!p.defined()) throw error(std::string("tg.optim.") + name + ": a parameter is undefined");
+      if (p.lazy()->op != Op::Buffer)
+        throw error(std::string("tg.optim.") + name +
+                    ": parameters must be realized tensors that own their buffer (updated in "
+                    "place); got a lazy "
+                    "tensor of shape " +
+                    tg::detail::shape_of(p) + " (call contiguous().realize() first)");
+      if (!is_float(p.dtype()))
+        throw dtype_error(std::string("tg.optim.") + name +
+                          ": parameters must be floating point, got " + dtype_name(p.dtype()));
+      if (std::find(seen.begin(), seen.end(), p.lazy().get()) != seen.end())
+        throw error(std::string("tg.optim.") + name +
+                    ": a parameter appears twice (in one group or in two groups)");
+      seen.push_back(p.lazy().get());
+      g.params.push_back(p);
+    }
+    std::string dev = g.params.empty() ? default_device() : g.params[0].device();
+    bool wide = false;
+    for (const Tensor& p : g.params) wide = wide || p.dtype() == DType::Float64;
+    g.lr_t = detail::scalar_buffer(g.lr, wide ? DType::Float64 : DType::Float32, dev);
+    groups_.push_back(std::move(g));
+  }
+  state_.resize(seen.size());
+}
+
+TG_API std::vector<ParamGroup> Optimizer::one_group(std::vector<Tensor> params) {
+  return {ParamGroup{std::move(params)}};
+}
+
+TG_API Tensor& Optimizer::state(std::size_t index, const std::string& name, const Tensor& like,
+                                double init, std::optional<DType> dtype, bool scalar) {
+  for (auto& [k, t] : state_[index])
+    if (k == name) return t;
+  DType t = dtype.value_or(like.dtype());
+  Shape s = scalar ? Shape{} : like.sym_shape();
+  Tensor v = Tensor::full_on(s, init, t, like.device()).contiguous().realize();
+  state_[index].emplace_back(name, v);
+  return state_[index].back().second;
+}
+
+TG_API void Optimizer::init_state(const std::function<void(std::size_t, const Tensor&)>& make) {
+  std::size_t index = 0;
+  for (const Group& g : groups_)
+    for (const Tensor& p : g.params) make(index++, p);
+}
+
+TG_API auto Optimizer::group_at(std::size_t g) const -> const Group& {
+  if (g >= groups_.size())
+    throw error("tg.optim: group " + std::to_string(g) + " does not exist (" +
+                std::to_string(groups_.size()) + " groups)");
+  return groups_[g];
+}
+
+TG_API DType Optimizer::scalar_dtype(const Tensor& p) {
+  return p.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+}
+
+TG_API Tensor Optimizer::lr_of(std::size_t g, const Tensor& p) const {
+  return groups_[g].lr_t.cast(p.dtype());
+}
+
+} // namespace tg::optim
 #endif // TG_SI_TG_IMPL_OPTIM_OPTIMIZER_HPP
+
+// ---- tg/impl/optim/sgd.hpp ----
+#ifndef TG_SI_TG_IMPL_OPTIM_SGD_HPP
+#define TG_SI_TG_IMPL_OPTIM_SGD_HPP
+// What optim/sgd.hpp declares (TG_API, config.hpp).
+
+namespace tg::optim {
+
+TG_API SGD::SGD(std::vector<Tensor> params, SGDOptions o) : SGD(one_group(std::move(params)), o) {}
+
+TG_API SGD::SGD(std::vector<ParamGroup> groups, SGDOptions o)
+    : Optimizer(std::move(groups), o.lr, o.weight_decay, "SGD"), opt_(o) {
+  detail::check_hyper(o.momentum >= 0, "SGD: invalid momentum " + std::to_string(o.momentum));
+  detail::check_hyper(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
+                      "SGD: Nesterov momentum requires a momentum and zero dampening");
+  // the momentum buffer starts at zero: buf = momentum * 0 + g is g exactly when there is no
+  // dampening; with dampening a step counter tells the first step apart
+  init_state([&](std::size_t i, const Tensor& p) {
+    if (opt_.momentum == 0) return;
+    state(i, "momentum_buffer", p);
+    if (opt_.dampening != 0) state(i, "step", p, 0, DType::Float32, true);
+  });
+}
+
+TG_API const SGDOptions& SGD::options() const { return opt_; }
+
+TG_API void SGD::update(std::size_t g, std::size_t i, const Tensor& p, const Tensor& grad0,
+                        std::vector<std::pair<Tensor, Tensor>>& writes) {
+  Tensor grad = opt_.maximize ? -grad0 : grad0;
+  double wd = groups_[g].weight_decay;
+  if (wd != 0) grad = grad + p * wd;
+  if (opt_.momentum != 0) {
+    Tensor& buf = state(i, "momentum_buffer", p);
+    Tensor next = buf * opt_.momentum + grad * (1.0 - opt_.dampening);
+    if (opt_.dampening != 0) {
+      Tensor& step = state(i, "step", p, 0, DType::Float32, true);
+      next = where(step == 0.0f, grad, next);
+      writes.emplace_back(step, step + 1.0f);
+    }
+    writes.emplace_back(buf, next);
+    grad = opt_.nesterov ? grad + next * opt_.momentum : next;
+  }
+  writes.emplace_back(p, p - lr_of(g, p) * grad);
+}
+
+} // namespace tg::optim
+#endif // TG_SI_TG_IMPL_OPTIM_SGD_HPP
 
 // ---- tg/impl/realize.hpp ----
 #ifndef TG_SI_TG_IMPL_REALIZE_HPP
@@ -16523,6 +16970,73 @@ TG_API nn::LoadResult load_file(nn::Module& m, const std::string& path, bool str
 } // namespace tg::safetensors
 #endif // TG_SI_TG_IMPL_SAFETENSORS_HPP
 
+// ---- tg/impl/state_dict.hpp ----
+#ifndef TG_SI_TG_IMPL_STATE_DICT_HPP
+#define TG_SI_TG_IMPL_STATE_DICT_HPP
+// What state/state_dict.hpp declares (TG_API, config.hpp).
+
+namespace tg {
+
+TG_API StateDict::StateDict(std::initializer_list<value_type> items) {
+  for (const auto& [k, v] : items) insert(k, v);
+}
+
+TG_API void StateDict::insert(const std::string& name, const Tensor& t) {
+  if (Tensor* p = find(name))
+    *p = t;
+  else
+    items_.emplace_back(name, t);
+}
+
+TG_API const Tensor& StateDict::at(const std::string& name) const {
+  if (const Tensor* p = find(name)) return *p;
+  throw error("tg.StateDict: no tensor named '" + name + "'");
+}
+
+TG_API Tensor* StateDict::find(const std::string& name) {
+  for (auto& [k, v] : items_)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+TG_API const Tensor* StateDict::find(const std::string& name) const {
+  for (const auto& [k, v] : items_)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+TG_API bool StateDict::contains(const std::string& name) const { return find(name) != nullptr; }
+
+TG_API bool StateDict::erase(const std::string& name) {
+  for (auto it = items_.begin(); it != items_.end(); ++it)
+    if (it->first == name) {
+      items_.erase(it);
+      return true;
+    }
+  return false;
+}
+
+TG_API std::vector<std::string> StateDict::keys() const {
+  std::vector<std::string> r;
+  for (const auto& kv : items_) r.push_back(kv.first);
+  return r;
+}
+
+TG_API std::size_t StateDict::size() const { return items_.size(); }
+
+TG_API bool StateDict::empty() const { return items_.empty(); }
+
+TG_API auto StateDict::begin() -> iterator { return items_.begin(); }
+
+TG_API auto StateDict::end() -> iterator { return items_.end(); }
+
+TG_API auto StateDict::begin() const -> const_iterator { return items_.begin(); }
+
+TG_API auto StateDict::end() const -> const_iterator { return items_.end(); }
+
+} // namespace tg
+#endif // TG_SI_TG_IMPL_STATE_DICT_HPP
+
 // ---- tg/impl/tensor/class.hpp ----
 #ifndef TG_SI_TG_IMPL_TENSOR_CLASS_HPP
 #define TG_SI_TG_IMPL_TENSOR_CLASS_HPP
@@ -16598,6 +17112,8 @@ TG_API void manual_seed(std::uint64_t seed) { detail::rng().seed(seed); }
 // What tensor/core.hpp declares (TG_API, config.hpp).
 
 namespace tg {
+
+TG_API std::int64_t Tensor::numel() const { return tg::prod(node().shape).eval(); }
 
 TG_API std::vector<std::int64_t> Tensor::shape() const {
   std::vector<std::int64_t> r;

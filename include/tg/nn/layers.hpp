@@ -26,22 +26,10 @@ public:
   Tensor weight, bias;
 
   Linear(std::int64_t in_features_, std::int64_t out_features_, bool with_bias = true,
-         TensorOptions o = {})
-      : in_features(in_features_), out_features(out_features_) {
-    register_parameter("weight",
-                       weight = init::kaiming_uniform({out_features, in_features}, std::sqrt(5.0),
-                                                      "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      double bound = in_features > 0 ? 1.0 / std::sqrt(double(in_features)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_features}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override { return F::linear(x, weight, bias); }
-  std::string type_name() const override { return "Linear"; }
-  std::string extra_repr() const override {
-    return "in_features=" + std::to_string(in_features) +
-           ", out_features=" + std::to_string(out_features) + ", bias=" + detail::b(bias.defined());
-  }
+         TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// 2-D convolution. weight [out, in / groups, KH, KW] ~ kaiming_uniform(a = sqrt(5)),
@@ -54,37 +42,10 @@ public:
 
   Conv2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
          F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair dilation_ = 1, std::int64_t groups_ = 1,
-         bool with_bias = true, TensorOptions o = {})
-      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
-        kernel_size(kernel_size_), stride(stride_), padding(padding_), dilation(dilation_) {
-    if (groups < 1 || in_channels % groups || out_channels % groups)
-      throw shape_error("tg.nn.Conv2d: in_channels (" + std::to_string(in_channels) +
-                        ") and out_channels (" + std::to_string(out_channels) +
-                        ") must be divisible by groups (" + std::to_string(groups) + ")");
-    register_parameter("weight",
-                       weight = init::kaiming_uniform(
-                           {out_channels, in_channels / groups, kernel_size[0], kernel_size[1]},
-                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      std::int64_t fan_in = in_channels / groups * kernel_size[0] * kernel_size[1];
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::conv2d(x, weight, bias, stride, padding, dilation, groups);
-  }
-  std::string type_name() const override { return "Conv2d"; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                    ", kernel_size=" + detail::pair_str(kernel_size) +
-                    ", stride=" + detail::pair_str(stride);
-    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
-    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
-    if (groups != 1) r += ", groups=" + std::to_string(groups);
-    if (!bias.defined()) r += ", bias=False";
-    return r;
-  }
+         bool with_bias = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// 1-D convolution: weight [out, in / groups, K], initialized as Conv2d's.
@@ -95,36 +56,10 @@ public:
 
   Conv1d(std::int64_t in_channels_, std::int64_t out_channels_, std::int64_t kernel_size_,
          std::int64_t stride_ = 1, std::int64_t padding_ = 0, std::int64_t dilation_ = 1,
-         std::int64_t groups_ = 1, bool with_bias = true, TensorOptions o = {})
-      : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_),
-        stride(stride_), padding(padding_), dilation(dilation_), groups(groups_) {
-    if (groups < 1 || in_channels % groups || out_channels % groups)
-      throw shape_error("tg.nn.Conv1d: in_channels (" + std::to_string(in_channels) +
-                        ") and out_channels (" + std::to_string(out_channels) +
-                        ") must be divisible by groups (" + std::to_string(groups) + ")");
-    register_parameter(
-        "weight", weight = init::kaiming_uniform({out_channels, in_channels / groups, kernel_size},
-                                                 std::sqrt(5.0), "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      std::int64_t fan_in = in_channels / groups * kernel_size;
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::conv1d(x, weight, bias, stride, padding, dilation, groups);
-  }
-  std::string type_name() const override { return "Conv1d"; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                    ", kernel_size=(" + std::to_string(kernel_size) + ",), stride=(" +
-                    std::to_string(stride) + ",)";
-    if (padding) r += ", padding=(" + std::to_string(padding) + ",)";
-    if (dilation != 1) r += ", dilation=(" + std::to_string(dilation) + ",)";
-    if (groups != 1) r += ", groups=" + std::to_string(groups);
-    if (!bias.defined()) r += ", bias=False";
-    return r;
-  }
+         std::int64_t groups_ = 1, bool with_bias = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Transposed 2-D convolution: weight [in, out / groups, KH, KW] (PyTorch's layout and init).
@@ -137,41 +72,10 @@ public:
   ConvTranspose2d(std::int64_t in_channels_, std::int64_t out_channels_, F::Pair kernel_size_,
                   F::Pair stride_ = 1, F::Pair padding_ = 0, F::Pair output_padding_ = 0,
                   std::int64_t groups_ = 1, bool with_bias = true, F::Pair dilation_ = 1,
-                  TensorOptions o = {})
-      : in_channels(in_channels_), out_channels(out_channels_), groups(groups_),
-        kernel_size(kernel_size_), stride(stride_), padding(padding_),
-        output_padding(output_padding_), dilation(dilation_) {
-    if (groups < 1 || in_channels % groups || out_channels % groups)
-      throw shape_error("tg.nn.ConvTranspose2d: in_channels (" + std::to_string(in_channels) +
-                        ") and out_channels (" + std::to_string(out_channels) +
-                        ") must be divisible by groups (" + std::to_string(groups) + ")");
-    // PyTorch computes fan_in from dim 1 of this weight: out / groups * KH * KW
-    register_parameter("weight",
-                       weight = init::kaiming_uniform(
-                           {in_channels, out_channels / groups, kernel_size[0], kernel_size[1]},
-                           std::sqrt(5.0), "fan_in", "leaky_relu", o));
-    if (with_bias) {
-      std::int64_t fan_in = out_channels / groups * kernel_size[0] * kernel_size[1];
-      double bound = fan_in > 0 ? 1.0 / std::sqrt(double(fan_in)) : 0.0;
-      register_parameter("bias", bias = init::uniform({out_channels}, -bound, bound, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation);
-  }
-  std::string type_name() const override { return "ConvTranspose2d"; }
-  std::string extra_repr() const override {
-    std::string r = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                    ", kernel_size=" + detail::pair_str(kernel_size) +
-                    ", stride=" + detail::pair_str(stride);
-    if (padding[0] || padding[1]) r += ", padding=" + detail::pair_str(padding);
-    if (output_padding[0] || output_padding[1])
-      r += ", output_padding=" + detail::pair_str(output_padding);
-    if (dilation[0] != 1 || dilation[1] != 1) r += ", dilation=" + detail::pair_str(dilation);
-    if (groups != 1) r += ", groups=" + std::to_string(groups);
-    if (!bias.defined()) r += ", bias=False";
-    return r;
-  }
+                  TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 class MaxPool2d : public Module {
@@ -180,18 +84,10 @@ public:
   bool ceil_mode;
   /// PyTorch's MaxPool2d takes return_indices before ceil_mode; tg has no return_indices.
   MaxPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
-            F::Pair padding_ = 0, F::Pair dilation_ = 1, bool ceil_mode_ = false)
-      : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        dilation(dilation_), ceil_mode(ceil_mode_) {}
-  Tensor forward(const Tensor& x) override {
-    return F::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
-  }
-  std::string type_name() const override { return "MaxPool2d"; }
-  std::string extra_repr() const override {
-    return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
-           ", padding=" + detail::pair_str(padding) + ", dilation=" + detail::pair_str(dilation) +
-           ", ceil_mode=" + (ceil_mode ? "True" : "False");
-  }
+            F::Pair padding_ = 0, F::Pair dilation_ = 1, bool ceil_mode_ = false);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 class AvgPool2d : public Module {
@@ -201,19 +97,10 @@ public:
   std::optional<std::int64_t> divisor_override;
   AvgPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
             F::Pair padding_ = 0, bool ceil_mode_ = false, bool count_include_pad_ = true,
-            std::optional<std::int64_t> divisor_override_ = std::nullopt)
-      : kernel_size(kernel_size_), stride(stride_.value_or(kernel_size_)), padding(padding_),
-        ceil_mode(ceil_mode_), count_include_pad(count_include_pad_),
-        divisor_override(divisor_override_) {}
-  Tensor forward(const Tensor& x) override {
-    return F::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                         divisor_override);
-  }
-  std::string type_name() const override { return "AvgPool2d"; }
-  std::string extra_repr() const override {
-    return "kernel_size=" + detail::pair_str(kernel_size) + ", stride=" + detail::pair_str(stride) +
-           ", padding=" + detail::pair_str(padding);
-  }
+            std::optional<std::int64_t> divisor_override_ = std::nullopt);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Batch normalization over [N, C, H, W] per channel. In training mode it normalizes with the
@@ -295,25 +182,12 @@ public:
   double eps;
   Tensor weight, bias;
   explicit LayerNorm(std::vector<std::int64_t> normalized_shape_, double eps_ = 1e-5,
-                     bool elementwise_affine = true, bool with_bias = true, TensorOptions o = {})
-      : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
-    Shape s(normalized_shape.begin(), normalized_shape.end());
-    if (elementwise_affine) {
-      register_parameter("weight", weight = init::ones(s, o));
-      if (with_bias) register_parameter("bias", bias = init::zeros(s, o));
-    }
-  }
+                     bool elementwise_affine = true, bool with_bias = true, TensorOptions o = {});
   explicit LayerNorm(std::int64_t dim, double eps_ = 1e-5, bool elementwise_affine = true,
-                     bool with_bias = true, TensorOptions o = {})
-      : LayerNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, with_bias, o) {}
-  Tensor forward(const Tensor& x) override {
-    return F::layer_norm(x, normalized_shape, weight, bias, eps);
-  }
-  std::string type_name() const override { return "LayerNorm"; }
-  std::string extra_repr() const override {
-    return detail::dims_str(normalized_shape) + ", eps=" + std::to_string(eps) +
-           ", elementwise_affine=" + detail::b(weight.defined());
-  }
+                     bool with_bias = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Normalization over groups of channels (F::group_norm); weight ones, bias zeros.
@@ -323,24 +197,10 @@ public:
   double eps;
   Tensor weight, bias;
   GroupNorm(std::int64_t num_groups_, std::int64_t num_channels_, double eps_ = 1e-5,
-            bool affine = true, TensorOptions o = {})
-      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
-    if (num_groups < 1 || num_channels % num_groups)
-      throw shape_error("tg.nn.GroupNorm: num_channels (" + std::to_string(num_channels) +
-                        ") must be divisible by num_groups (" + std::to_string(num_groups) + ")");
-    if (affine) {
-      register_parameter("weight", weight = init::ones({num_channels}, o));
-      register_parameter("bias", bias = init::zeros({num_channels}, o));
-    }
-  }
-  Tensor forward(const Tensor& x) override {
-    return F::group_norm(x, num_groups, weight, bias, eps);
-  }
-  std::string type_name() const override { return "GroupNorm"; }
-  std::string extra_repr() const override {
-    return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
-           ", eps=" + std::to_string(eps) + ", affine=" + detail::b(weight.defined());
-  }
+            bool affine = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// x / sqrt(mean(x^2) + eps) * weight over the last dims (eps: the dtype's epsilon by default).
@@ -351,21 +211,12 @@ public:
   Tensor weight;
   explicit RMSNorm(std::vector<std::int64_t> normalized_shape_,
                    std::optional<double> eps_ = std::nullopt, bool elementwise_affine = true,
-                   TensorOptions o = {})
-      : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
-    if (elementwise_affine)
-      register_parameter("weight", weight = init::ones(
-                                       Shape(normalized_shape.begin(), normalized_shape.end()), o));
-  }
+                   TensorOptions o = {});
   explicit RMSNorm(std::int64_t dim, std::optional<double> eps_ = std::nullopt,
-                   bool elementwise_affine = true, TensorOptions o = {})
-      : RMSNorm(std::vector<std::int64_t>{dim}, eps_, elementwise_affine, o) {}
-  Tensor forward(const Tensor& x) override { return F::rms_norm(x, normalized_shape, weight, eps); }
-  std::string type_name() const override { return "RMSNorm"; }
-  std::string extra_repr() const override {
-    return detail::dims_str(normalized_shape) + ", eps=" + (eps ? std::to_string(*eps) : "None") +
-           ", elementwise_affine=" + detail::b(weight.defined());
-  }
+                   bool elementwise_affine = true, TensorOptions o = {});
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// A lookup table: weight [num_embeddings, embedding_dim] ~ N(0, 1); the padding_idx row is zero
@@ -376,27 +227,10 @@ public:
   std::optional<std::int64_t> padding_idx;
   Tensor weight;
   Embedding(std::int64_t num_embeddings_, std::int64_t embedding_dim_,
-            std::optional<std::int64_t> padding_idx_ = std::nullopt, TensorOptions o = {})
-      : num_embeddings(num_embeddings_), embedding_dim(embedding_dim_), padding_idx(padding_idx_) {
-    if (padding_idx) {
-      if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings)
-        throw index_error("tg.nn.Embedding: padding_idx " + std::to_string(*padding_idx) +
-                          " is out of range");
-      if (*padding_idx < 0) *padding_idx += num_embeddings;
-    }
-    std::vector<double> v = init::detail::draw_normal(num_embeddings * embedding_dim, 0, 1);
-    if (padding_idx)
-      for (std::int64_t j = 0; j < embedding_dim; ++j)
-        v[std::size_t(*padding_idx * embedding_dim + j)] = 0;
-    register_parameter("weight",
-                       weight = init::detail::fresh({num_embeddings, embedding_dim}, o, v));
-  }
-  Tensor forward(const Tensor& idx) override { return F::embedding(idx, weight, padding_idx); }
-  std::string type_name() const override { return "Embedding"; }
-  std::string extra_repr() const override {
-    return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim) +
-           (padding_idx ? ", padding_idx=" + std::to_string(*padding_idx) : "");
-  }
+            std::optional<std::int64_t> padding_idx_ = std::nullopt, TensorOptions o = {});
+  Tensor forward(const Tensor& idx) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Zeroes elements with probability p (on the device, fresh on every call, also under tg::jit)
@@ -404,12 +238,10 @@ public:
 class Dropout : public Module {
 public:
   double p;
-  explicit Dropout(double p_ = 0.5) : p(p_) {
-    if (p < 0 || p > 1) throw error("tg.nn.Dropout: p must be in [0, 1], got " + std::to_string(p));
-  }
-  Tensor forward(const Tensor& x) override { return F::dropout(x, p, is_training()); }
-  std::string type_name() const override { return "Dropout"; }
-  std::string extra_repr() const override { return "p=" + std::to_string(p); }
+  explicit Dropout(double p_ = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 /// Multi-head attention (torch.nn.MultiheadAttention, with kdim = vdim = embed_dim): the packed
@@ -426,146 +258,78 @@ public:
   Linear out_proj;
 
   MultiheadAttention(std::int64_t embed_dim_, std::int64_t num_heads_, double dropout_ = 0,
-                     bool with_bias = true, bool batch_first_ = false, TensorOptions o = {})
-      : embed_dim(embed_dim_), num_heads(num_heads_), dropout(dropout_), batch_first(batch_first_),
-        out_proj(embed_dim_, embed_dim_, with_bias, o) {
-    if (num_heads < 1 || embed_dim % num_heads)
-      throw shape_error("tg.nn.MultiheadAttention: embed_dim (" + std::to_string(embed_dim) +
-                        ") must be divisible by num_heads (" + std::to_string(num_heads) + ")");
-    register_parameter("in_proj_weight",
-                       in_proj_weight = init::xavier_uniform({3 * embed_dim, embed_dim}, 1.0, o));
-    if (with_bias) {
-      register_parameter("in_proj_bias", in_proj_bias = init::zeros({3 * embed_dim}, o));
-      init::zeros_(out_proj.bias);
-    }
-    register_module("out_proj", out_proj);
-  }
+                     bool with_bias = true, bool batch_first_ = false, TensorOptions o = {});
 
   /// Self-attention: forward(x, x, x).
-  Tensor forward(const Tensor& x) override { return forward(x, x, x); }
+  Tensor forward(const Tensor& x) override;
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value,
                  const Tensor& attn_mask = Tensor(), bool is_causal = false,
-                 const Tensor& key_padding_mask = Tensor()) {
-    if (query.ndim() != 3 || key.ndim() != 3 || value.ndim() != 3)
-      throw shape_error("tg.nn.MultiheadAttention: needs 3-D query, key and value, got " +
-                        tg::detail::shape_of(query) + ", " + tg::detail::shape_of(key) + ", " +
-                        tg::detail::shape_of(value));
-    Tensor q = batch_first ? query : query.transpose(0, 1),
-           k = batch_first ? key : key.transpose(0, 1),
-           v = batch_first ? value : value.transpose(0, 1); // [N, L, E]
-    const std::int64_t N = q.size(0), L = q.size(1), S = k.size(1), E = embed_dim, H = num_heads,
-                       D = E / H;
-    if (q.size(2) != E || k.size(2) != E || v.size(2) != E || k.size(0) != N || v.size(0) != N ||
-        v.size(1) != S)
-      throw shape_error("tg.nn.MultiheadAttention: query " + tg::detail::shape_of(query) +
-                        ", key " + tg::detail::shape_of(key) + " and value " +
-                        tg::detail::shape_of(value) + " do not fit embed_dim " + std::to_string(E));
-    auto w = in_proj_weight.split(E, 0);
-    std::vector<Tensor> bs(3);
-    if (in_proj_bias.defined()) bs = in_proj_bias.split(E, 0);
-    auto heads = [&](const Tensor& x, std::int64_t len, int i) {
-      return F::linear(x, w[std::size_t(i)], bs[std::size_t(i)])
-          .reshape({N, len, H, D})
-          .transpose(1, 2); // [N, H, len, D]
-    };
-    Tensor qh = heads(q, L, 0), kh = heads(k, S, 1), vh = heads(v, S, 2);
-    Tensor mask;
-    if (attn_mask.defined()) {
-      Tensor m = attn_mask;
-      if (m.ndim() == 3) m = m.reshape({N, H, L, S}); // [N * H, L, S]
-      mask = m.dtype() == DType::Bool ? m.logical_not() : m;
-    }
-    if (key_padding_mask.defined()) {
-      Tensor kp = key_padding_mask.reshape({N, 1, 1, S});
-      Tensor add = kp.dtype() == DType::Bool ? kp.logical_not() : kp;
-      if (!mask.defined())
-        mask = add;
-      else if (mask.dtype() == DType::Bool && add.dtype() == DType::Bool)
-        mask = mask.logical_and(add);
-      else {
-        auto to_float = [&](const Tensor& t) {
-          return t.dtype() == DType::Bool
-                     ? where(t, 0.0, Tensor::full_on({}, -INFINITY, qh.dtype(), qh.device()))
-                     : t;
-        };
-        mask = to_float(mask) + to_float(add);
-      }
-    }
-    Tensor out =
-        F::scaled_dot_product_attention(qh, kh, vh, mask, is_training() ? dropout : 0.0, is_causal);
-    out = out.transpose(1, 2).reshape({N, L, E});
-    out = out_proj(out);
-    return batch_first ? out : out.transpose(0, 1);
-  }
-  std::string type_name() const override { return "MultiheadAttention"; }
-  std::string extra_repr() const override {
-    return "embed_dim=" + std::to_string(embed_dim) + ", num_heads=" + std::to_string(num_heads) +
-           ", batch_first=" + detail::b(batch_first);
-  }
+                 const Tensor& key_padding_mask = Tensor());
+  std::string type_name() const override;
+  std::string extra_repr() const override;
 };
 
 // ---- parameter-free modules (for Sequential) -------------------------------------------------
 class Identity : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x; }
-  std::string type_name() const override { return "Identity"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class ReLU : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x.relu(); }
-  std::string type_name() const override { return "ReLU"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class LeakyReLU : public Module {
 public:
   double negative_slope;
-  explicit LeakyReLU(double negative_slope_ = 0.01) : negative_slope(negative_slope_) {}
-  Tensor forward(const Tensor& x) override { return x.leaky_relu(negative_slope); }
-  std::string type_name() const override { return "LeakyReLU"; }
+  explicit LeakyReLU(double negative_slope_ = 0.01);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class GELU : public Module {
 public:
   std::string approximate;
-  explicit GELU(std::string approximate_ = "none") : approximate(std::move(approximate_)) {}
-  Tensor forward(const Tensor& x) override { return x.gelu(approximate); }
-  std::string type_name() const override { return "GELU"; }
+  explicit GELU(std::string approximate_ = "none");
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class SiLU : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x.silu(); }
-  std::string type_name() const override { return "SiLU"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class Tanh : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x.tanh(); }
-  std::string type_name() const override { return "Tanh"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class Sigmoid : public Module {
 public:
-  Tensor forward(const Tensor& x) override { return x.sigmoid(); }
-  std::string type_name() const override { return "Sigmoid"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class Softmax : public Module {
 public:
   int dim;
-  explicit Softmax(int dim_) : dim(dim_) {}
-  Tensor forward(const Tensor& x) override { return x.softmax(dim); }
-  std::string type_name() const override { return "Softmax"; }
+  explicit Softmax(int dim_);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 class Flatten : public Module {
 public:
   int start_dim, end_dim;
-  explicit Flatten(int start_dim_ = 1, int end_dim_ = -1)
-      : start_dim(start_dim_), end_dim(end_dim_) {}
-  Tensor forward(const Tensor& x) override { return x.flatten(start_dim, end_dim); }
-  std::string type_name() const override { return "Flatten"; }
+  explicit Flatten(int start_dim_ = 1, int end_dim_ = -1);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 /// Any function of one tensor as a module: Lambda([](const Tensor& x) { return x * 2; }).
 class Lambda : public Module {
 public:
   std::function<Tensor(const Tensor&)> fn;
-  explicit Lambda(std::function<Tensor(const Tensor&)> f) : fn(std::move(f)) {}
-  Tensor forward(const Tensor& x) override { return fn(x); }
-  std::string type_name() const override { return "Lambda"; }
+  explicit Lambda(std::function<Tensor(const Tensor&)> f);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 
 } // namespace tg::nn

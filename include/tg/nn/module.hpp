@@ -39,150 +39,51 @@ public:
 
   /// The computation of a module with one input. Modules with other signatures (attention)
   /// add their own overloads; this one throws for them.
-  virtual Tensor forward(const Tensor& x) {
-    (void)x;
-    throw error("tg.nn." + type_name() +
-                ": this module does not take a single tensor (see its forward overloads)");
-  }
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  virtual Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x);
 
   /// The PyTorch-style name of the module's type, for printing and messages.
-  virtual std::string type_name() const { return "Module"; }
+  virtual std::string type_name() const;
   /// Its constructor arguments, for printing (as torch's extra_repr).
-  virtual std::string extra_repr() const { return ""; }
+  virtual std::string extra_repr() const;
 
   // ---- parameters and buffers ------------------------------------------------------------
-  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", recurse, Kind::Parameter);
-    return out;
-  }
-  std::vector<Tensor> parameters(bool recurse = true) const {
-    return values(named_parameters(recurse));
-  }
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> parameters(bool recurse = true) const;
   /// Buffers (running statistics and the like), persistent or not.
-  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", recurse, Kind::Buffer);
-    return out;
-  }
-  std::vector<Tensor> buffers(bool recurse = true) const { return values(named_buffers(recurse)); }
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
   /// The direct submodules.
-  std::vector<std::pair<std::string, Module*>> named_children() {
-    std::vector<std::pair<std::string, Module*>> out;
-    for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
-    return out;
-  }
-  std::vector<std::pair<std::string, const Module*>> named_children() const {
-    std::vector<std::pair<std::string, const Module*>> out;
-    for (const Slot& s : modules_) out.emplace_back(s.name, child(s));
-    return out;
-  }
+  std::vector<std::pair<std::string, Module*>> named_children();
+  std::vector<std::pair<std::string, const Module*>> named_children() const;
   /// This module ("") and every module below it, depth first, with dotted names.
-  std::vector<std::pair<std::string, Module*>> named_modules() {
-    std::vector<std::pair<std::string, Module*>> out{{"", this}};
-    for (auto& [name, m] : named_children())
-      for (auto& [sub, sm] : m->named_modules())
-        out.emplace_back(sub.empty() ? name : name + "." + sub, sm);
-    return out;
-  }
+  std::vector<std::pair<std::string, Module*>> named_modules();
   /// The module at a dotted path ("layers.0"); "" is this module.
-  Module& get_submodule(const std::string& path) {
-    if (path.empty()) return *this;
-    std::size_t dot = path.find('.');
-    std::string head = path.substr(0, dot);
-    for (const Slot& s : modules_)
-      if (s.name == head)
-        return dot == std::string::npos ? *child(s) : child(s)->get_submodule(path.substr(dot + 1));
-    throw error("tg.nn." + type_name() + ": no submodule '" + head + "'");
-  }
+  Module& get_submodule(const std::string& path);
   /// The parameter member at a dotted path ("layers.0.weight"), by reference: assigning to it
   /// replaces the parameter (as setattr in PyTorch).
-  Tensor& get_parameter(const std::string& path) { return member(path, Kind::Parameter); }
-  Tensor& get_buffer(const std::string& path) { return member(path, Kind::Buffer); }
+  Tensor& get_parameter(const std::string& path);
+  Tensor& get_buffer(const std::string& path);
   /// The number of parameter elements.
-  std::int64_t num_parameters() const {
-    std::int64_t n = 0;
-    for (const Tensor& p : parameters()) n += p.numel();
-    return n;
-  }
+  std::int64_t num_parameters() const;
 
   // ---- state ------------------------------------------------------------------------------
   /// Parameters and persistent buffers by dotted name (the tensors themselves, not copies).
-  StateDict state_dict() const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect(out, "", true, Kind::State);
-    StateDict sd;
-    for (auto& [k, v] : out) sd.insert(k, v);
-    return sd;
-  }
+  StateDict state_dict() const;
   /// Copies `sd` into the parameters and buffers, in place (one tg::assign; values are cast to
   /// each parameter's dtype and moved to its device). A shape mismatch is always an error;
   /// with `strict`, so are missing and unexpected keys. Every problem is listed in the message.
   LoadResult load_state_dict(const StateDict& sd, bool strict = true,
-                             std::source_location loc = std::source_location::current()) {
-    StateDict own = state_dict();
-    LoadResult r;
-    std::vector<std::string> mismatched;
-    std::vector<std::pair<Tensor, Tensor>> writes;
-    for (const auto& [k, target] : own) {
-      const Tensor* v = sd.find(k);
-      if (!v || !v->defined()) {
-        r.missing_keys.push_back(k);
-        continue;
-      }
-      if (v->shape() != target.shape()) {
-        mismatched.push_back("size mismatch for " + k + ": copying a tensor of shape " +
-                             tg::detail::shape_of(*v) +
-                             " from the state dict, the shape in the current model is " +
-                             tg::detail::shape_of(target));
-        continue;
-      }
-      Tensor value = v->device() == target.device() ? *v : v->to(target.device());
-      writes.emplace_back(target, value.detach().cast(target.dtype()));
-    }
-    for (const auto& [k, v] : sd)
-      if (!own.contains(k)) r.unexpected_keys.push_back(k);
-    bool fail =
-        !mismatched.empty() || (strict && (!r.missing_keys.empty() || !r.unexpected_keys.empty()));
-    if (fail) {
-      std::string msg = "error(s) in loading the state dict of " + type_name() + ":";
-      auto list = [](const std::vector<std::string>& ks) {
-        std::string s;
-        for (std::size_t i = 0; i < ks.size(); ++i) {
-          s += i ? ", \"" : "\"";
-          s += ks[i];
-          s += '"';
-        }
-        return s;
-      };
-      if (strict && !r.missing_keys.empty()) msg += "\n  missing key(s): " + list(r.missing_keys);
-      if (strict && !r.unexpected_keys.empty())
-        msg += "\n  unexpected key(s): " + list(r.unexpected_keys);
-      for (const std::string& m : mismatched) msg += "\n  " + m;
-      tg::detail::fail<error>("load_state_dict", msg, loc);
-    }
-    if (!writes.empty()) {
-      no_grad guard;
-      tg::assign(writes, loc);
-    }
-    return r;
-  }
+                             std::source_location loc = std::source_location::current());
 
   // ---- modes ------------------------------------------------------------------------------
   /// Training mode (the default) for this module and every submodule: dropout drops, batch norm
   /// uses and updates batch statistics.
-  Module& train(bool mode = true) {
-    training_ = mode;
-    for (auto& [name, m] : named_children()) m->train(mode);
-    return *this;
-  }
-  Module& eval() { return train(false); }
-  bool is_training() const { return training_; }
+  Module& train(bool mode = true);
+  Module& eval();
+  bool is_training() const;
   /// Sets every parameter's gradient to undefined (as zero_grad(set_to_none=True)).
-  void zero_grad() {
-    for (Tensor& p : parameters()) p.set_grad(Tensor());
-  }
+  void zero_grad();
   /// Turns gradient tracking of every parameter on or off (freezing).
   Module& requires_grad_(bool on = true) {
     for (Tensor& p : parameters()) p.requires_grad_(on);
@@ -190,22 +91,7 @@ public:
   }
 
   /// A tree like torch's repr: "Sequential(\n  (0): Linear(in_features=2, ...)\n)".
-  std::string to_string() const {
-    std::string r = type_name() + "(" + extra_repr();
-    auto kids = named_children();
-    if (!kids.empty()) {
-      r += "\n";
-      for (auto& [name, m] : kids) {
-        std::string sub = m->to_string(), ind;
-        for (char c : sub) {
-          ind.push_back(c);
-          if (c == '\n') ind += "  ";
-        }
-        r += "  (" + name + "): " + ind + "\n";
-      }
-    }
-    return r + ")";
-  }
+  std::string to_string() const;
 
 protected:
   Module() = default;
@@ -228,12 +114,7 @@ protected:
   }
   /// Registers the data member `member` as a buffer (state that is not trained: running
   /// statistics). Non-persistent buffers are left out of state_dict().
-  Tensor& register_buffer(const std::string& name, Tensor& member, bool persistent = true) {
-    check_name(name);
-    if (member.defined()) materialize(member);
-    buffers_.push_back(Slot{name, offset_of(&member), nullptr, persistent});
-    return member;
-  }
+  Tensor& register_buffer(const std::string& name, Tensor& member, bool persistent = true);
   /// Registers the data member `member` as a submodule.
   template <std::derived_from<Module> M> M& register_module(const std::string& name, M& member) {
     check_name(name);
@@ -258,62 +139,15 @@ private:
     bool persistent;
   };
 
-  std::ptrdiff_t offset_of(const void* member) const {
-    return reinterpret_cast<const char*>(member) - reinterpret_cast<const char*>(this);
-  }
-  Tensor& tensor_at(const Slot& s) const {
-    return *reinterpret_cast<Tensor*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
-                                      s.offset);
-  }
-  Module* child(const Slot& s) const {
-    if (s.owned) return s.owned.get();
-    return reinterpret_cast<Module*>(const_cast<char*>(reinterpret_cast<const char*>(this)) +
-                                     s.offset);
-  }
-  void check_name(const std::string& name) const {
-    if (name.empty() || name.find('.') != std::string::npos)
-      throw error("tg.nn." + type_name() + ": '" + name +
-                  "' is not a valid member name (non-empty, no '.')");
-    for (const auto* list : {&params_, &buffers_, &modules_})
-      for (const Slot& s : *list)
-        if (s.name == name)
-          throw error("tg.nn." + type_name() + ": '" + name + "' is registered twice");
-  }
-  static void materialize(Tensor& t) {
-    if (t.lazy()->op == Op::Buffer) return;
-    no_grad guard;
-    t = t.detach().contiguous().realize();
-  }
+  std::ptrdiff_t offset_of(const void* member) const;
+  Tensor& tensor_at(const Slot& s) const;
+  Module* child(const Slot& s) const;
+  void check_name(const std::string& name) const;
+  static void materialize(Tensor& t);
   void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix,
-               bool recurse, Kind kind) const {
-    if (kind != Kind::Buffer)
-      for (const Slot& s : params_) {
-        const Tensor& t = tensor_at(s);
-        if (t.defined()) out.emplace_back(prefix + s.name, t);
-      }
-    if (kind != Kind::Parameter)
-      for (const Slot& s : buffers_) {
-        const Tensor& t = tensor_at(s);
-        if (t.defined() && (kind == Kind::Buffer || s.persistent))
-          out.emplace_back(prefix + s.name, t);
-      }
-    if (recurse)
-      for (const Slot& s : modules_) child(s)->collect(out, prefix + s.name + ".", true, kind);
-  }
-  Tensor& member(const std::string& path, Kind kind) {
-    std::size_t dot = path.rfind('.');
-    Module& owner = dot == std::string::npos ? *this : get_submodule(path.substr(0, dot));
-    std::string name = dot == std::string::npos ? path : path.substr(dot + 1);
-    for (const Slot& s : kind == Kind::Parameter ? owner.params_ : owner.buffers_)
-      if (s.name == name) return owner.tensor_at(s);
-    throw error("tg.nn." + type_name() + ": no " +
-                (kind == Kind::Parameter ? "parameter" : "buffer") + " '" + path + "'");
-  }
-  static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& kv) {
-    std::vector<Tensor> r;
-    for (const auto& [k, v] : kv) r.push_back(v);
-    return r;
-  }
+               bool recurse, Kind kind) const;
+  Tensor& member(const std::string& path, Kind kind);
+  static std::vector<Tensor> values(const std::vector<std::pair<std::string, Tensor>>& kv);
 
   std::vector<Slot> params_, buffers_, modules_;
   bool training_ = true;
@@ -350,8 +184,8 @@ public:
         register_module(std::to_string(items_.size()), detail::hold(std::forward<M>(m))));
     return *this;
   }
-  std::size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
+  std::size_t size() const;
+  bool empty() const;
   Module& operator[](std::size_t i) { return *items_.at(i); }
   const Module& operator[](std::size_t i) const { return *items_.at(i); }
   /// The i-th module as its own type (throws tg::error if it is not an M).
@@ -364,7 +198,7 @@ public:
   }
   auto begin() { return items_.begin(); }
   auto end() { return items_.end(); }
-  std::string type_name() const override { return "ModuleList"; }
+  std::string type_name() const override;
 
 protected:
   std::vector<std::shared_ptr<Module>> items_;
@@ -380,12 +214,8 @@ public:
   explicit Sequential(Ms&&... ms) {
     (push_back(std::forward<Ms>(ms)), ...);
   }
-  Tensor forward(const Tensor& x) override {
-    Tensor y = x;
-    for (auto& m : items_) y = m->forward(y);
-    return y;
-  }
-  std::string type_name() const override { return "Sequential"; }
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override;
 };
 
 } // namespace tg::nn

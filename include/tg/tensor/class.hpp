@@ -118,7 +118,7 @@ public:
   std::int64_t size(int dim, Loc loc = Loc::current()) const;
   DType dtype() const { return node().dtype; }
   const std::string& device() const { return node().device; }
-  std::int64_t numel() const { return tg::prod(node().shape).eval(); }
+  std::int64_t numel() const;
   int ndim() const { return int(node().shape.size()); }
   const LazyPtr& lazy() const { return n_; }
   /// True when the value is in memory (a buffer or a view of one).

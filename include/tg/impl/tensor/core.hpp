@@ -4,6 +4,8 @@
 
 namespace tg {
 
+TG_API std::int64_t Tensor::numel() const { return tg::prod(node().shape).eval(); }
+
 TG_API std::vector<std::int64_t> Tensor::shape() const {
   std::vector<std::int64_t> r;
   for (const SInt& d : node().shape) r.push_back(d.eval());
