@@ -2305,8 +2305,9 @@ inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
 TG_API void require_not_bool(const Tensor& t, const char* op, std::source_location loc);
 } // namespace detail
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
-             std::source_location loc = std::source_location::current());
+/// Elementwise choice: cond ? a : b, broadcast together.
+TG_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
+                    std::source_location loc = std::source_location::current());
 
 // ---- operators -----------------------------------------------------------------------------
 TG_API Tensor operator+(TensorArg a, TensorArg b);
@@ -2367,8 +2368,6 @@ template <Arithmetic S> Tensor& operator-=(Tensor& a, S b) { return a = a - b; }
 template <Arithmetic S> Tensor& operator*=(Tensor& a, S b) { return a = a * b; }
 template <Arithmetic S> Tensor& operator/=(Tensor& a, S b) { return a = a / b; }
 
-/// Elementwise choice: cond ? a : b, broadcast together.
-TG_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc);
 template <Arithmetic S>
 Tensor where(const Tensor& cond, const Tensor& a, S b,
              std::source_location loc = std::source_location::current()) {
@@ -2876,6 +2875,12 @@ template <class M> std::shared_ptr<Module> hold(M&& m) {
     return std::make_shared<D>(std::forward<M>(m));
   }
 }
+/// Whether Ms is exactly one L: a copy or a move of L, not a list that holds it.
+template <class L, class... Ms>
+inline constexpr bool just_l = sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, L> && ...);
+/// Whether Ms make a list of modules for L's constructor.
+template <class L, class... Ms>
+inline constexpr bool modules_of = sizeof...(Ms) > 0 && !just_l<L, Ms...>;
 } // namespace detail
 
 /// Modules in a list, named "0", "1", ... (torch.nn.ModuleList). Takes modules by value (moved
@@ -2883,9 +2888,7 @@ template <class M> std::shared_ptr<Module> hold(M&& m) {
 class ModuleList : public Module {
 public:
   ModuleList() = default;
-  template <class... Ms>
-    requires(sizeof...(Ms) > 0 &&
-             !(sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, ModuleList> && ...)))
+  template <class... Ms, std::enable_if_t<detail::modules_of<ModuleList, Ms...>, int> = 0>
   explicit ModuleList(Ms&&... ms) {
     (push_back(std::forward<Ms>(ms)), ...);
   }
@@ -2918,9 +2921,7 @@ protected:
 class Sequential : public ModuleList {
 public:
   Sequential() = default;
-  template <class... Ms>
-    requires(sizeof...(Ms) > 0 &&
-             !(sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, Sequential> && ...)))
+  template <class... Ms, std::enable_if_t<detail::modules_of<Sequential, Ms...>, int> = 0>
   explicit Sequential(Ms&&... ms) {
     (push_back(std::forward<Ms>(ms)), ...);
   }

@@ -166,6 +166,12 @@ template <class M> std::shared_ptr<Module> hold(M&& m) {
     return std::make_shared<D>(std::forward<M>(m));
   }
 }
+/// Whether Ms is exactly one L: a copy or a move of L, not a list that holds it.
+template <class L, class... Ms>
+inline constexpr bool just_l = sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, L> && ...);
+/// Whether Ms make a list of modules for L's constructor.
+template <class L, class... Ms>
+inline constexpr bool modules_of = sizeof...(Ms) > 0 && !just_l<L, Ms...>;
 } // namespace detail
 
 /// Modules in a list, named "0", "1", ... (torch.nn.ModuleList). Takes modules by value (moved
@@ -173,9 +179,7 @@ template <class M> std::shared_ptr<Module> hold(M&& m) {
 class ModuleList : public Module {
 public:
   ModuleList() = default;
-  template <class... Ms>
-    requires(sizeof...(Ms) > 0 &&
-             !(sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, ModuleList> && ...)))
+  template <class... Ms, std::enable_if_t<detail::modules_of<ModuleList, Ms...>, int> = 0>
   explicit ModuleList(Ms&&... ms) {
     (push_back(std::forward<Ms>(ms)), ...);
   }
@@ -208,9 +212,7 @@ protected:
 class Sequential : public ModuleList {
 public:
   Sequential() = default;
-  template <class... Ms>
-    requires(sizeof...(Ms) > 0 &&
-             !(sizeof...(Ms) == 1 && (std::is_same_v<std::decay_t<Ms>, Sequential> && ...)))
+  template <class... Ms, std::enable_if_t<detail::modules_of<Sequential, Ms...>, int> = 0>
   explicit Sequential(Ms&&... ms) {
     (push_back(std::forward<Ms>(ms)), ...);
   }

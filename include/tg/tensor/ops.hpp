@@ -11,8 +11,9 @@ inline constexpr double kLog2E = 1.4426950408889634, kLn2 = 0.6931471805599453,
 TG_API void require_not_bool(const Tensor& t, const char* op, std::source_location loc);
 } // namespace detail
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
-             std::source_location loc = std::source_location::current());
+/// Elementwise choice: cond ? a : b, broadcast together.
+TG_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
+                    std::source_location loc = std::source_location::current());
 
 // ---- operators -----------------------------------------------------------------------------
 TG_API Tensor operator+(TensorArg a, TensorArg b);
@@ -73,8 +74,6 @@ template <Arithmetic S> Tensor& operator-=(Tensor& a, S b) { return a = a - b; }
 template <Arithmetic S> Tensor& operator*=(Tensor& a, S b) { return a = a * b; }
 template <Arithmetic S> Tensor& operator/=(Tensor& a, S b) { return a = a / b; }
 
-/// Elementwise choice: cond ? a : b, broadcast together.
-TG_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, std::source_location loc);
 template <Arithmetic S>
 Tensor where(const Tensor& cond, const Tensor& a, S b,
              std::source_location loc = std::source_location::current()) {
