@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <random>
 
 namespace nn = tg::nn;
@@ -665,6 +667,14 @@ TEST_CASE("embedding, attention and the parameter-free modules") {
   CHECK(seq(tg::randn({3, 2, 3})).shape() == std::vector<std::int64_t>{3, 2});
   CHECK(seq.size() == 7);
   CHECK(seq.named_parameters()[0].first == "1.weight");
+  // a Lambda owns its function: a copy works after the original and what it captured are gone
+  std::optional<nn::Lambda> scaled;
+  {
+    auto k = std::make_shared<double>(3.0);
+    nn::Lambda original([k](const Tensor& t) { return t * *k; });
+    scaled.emplace(original);
+  }
+  CHECK(scaled->forward(Tensor({1.f, 2.f})).to_vector<float>() == std::vector<float>{3.f, 6.f});
 }
 
 TEST_CASE("training: an MLP's loss falls below a threshold") {

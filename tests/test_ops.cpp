@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 #include <tg/tg.hpp>
 
+#include <tg/tensor/reduce_split.hpp>
+
 #include "devices.hpp" // every available device: CPU, INTERP, VULKAN, CUDA (or NVRTC checks)
 
 #include <algorithm>
@@ -590,6 +592,14 @@ TEST_CASE("creation: from data, initializer lists, pointers and scalars") {
     b.add("half data",
           Tensor::from_data(std::vector<tg::half>{tg::half(1.5f), tg::half(-0.25f)}, {2}, on),
           values({2}, {1.5, -0.25}), tg::float16);
+    b.add("half data as float32",
+          Tensor::from_data(std::vector<tg::half>{tg::half(1.5f), tg::half(-0.25f)}, {2},
+                            TensorOptions(tg::float32, dev)),
+          values({2}, {1.5, -0.25}), tg::float32);
+    b.add("int data as bfloat16", Tensor({3, -7, 300}, TensorOptions(tg::bfloat16, dev)),
+          values({3}, {3, -7, 300}), tg::bfloat16);
+    b.add("float data as uint8", Tensor({2.75f, 0.f, 255.f}, TensorOptions(tg::uint8, dev)),
+          values({3}, {2, 0, 255}), tg::uint8);
 
     Tensor s = Tensor::scalar(4.0, on);
     CHECK(s.ndim() == 0);
@@ -2192,6 +2202,14 @@ TEST_CASE("contiguous, realize, to_vector, item and properties") {
     CHECK(make(values({1, 1}, {2.5}), tg::float32, dev).item<float>() == 2.5f);
     CHECK(x.mean().item<float>() == doctest::Approx(v_sum(r.v) / 24).epsilon(1e-5));
     CHECK(n.cast(tg::float16).to_vector<tg::half>()[1] == tg::half(-2.f));
+    // any arithmetic type: the values cross in the library, converted as static_cast does (half
+    // and bfloat16 through float; types no dtype matches through a 64-bit one)
+    CHECK(n.to_vector<tg::bfloat16_t>()[3] == tg::bfloat16_t(4.f));
+    CHECK(n.cast(tg::float16).to_vector<double>() == std::vector<double>{1, -2, 3, 4});
+    CHECK(n.to_vector<char>() == std::vector<char>{1, -2, 3, 4});
+    CHECK(n.to_vector<long double>() == std::vector<long double>{1, -2, 3, 4});
+    CHECK(n.to_vector<std::uint8_t>()[3] == 4);
+    CHECK(n.to_vector<bool>() == std::vector<bool>{true, true, true, true});
     CHECK_THROWS_AS(n.item<int>(), tg::shape_error);
 
     // realizing several tensors at once; a tensor used after its realize is not recomputed

@@ -50,6 +50,7 @@
 // (tg::device and tg::register_device work on it, tg/impl/devices.hpp), and the placeholder for
 // a device this build cannot offer.
 #include <cstdlib>
+#include <functional>
 
 // ---- tg/codegen/pipeline.hpp ----
 #ifndef TG_SI_TG_CODEGEN_PIPELINE_HPP
@@ -91,6 +92,11 @@
 #define TG_SI_TG_GRAPH_GRAPH_HPP
 // The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
 // Both front ends build it; everything below (fuse, lower, render) reads only this.
+
+// ---- tg/graph/op.hpp ----
+#ifndef TG_SI_TG_GRAPH_OP_HPP
+#define TG_SI_TG_GRAPH_OP_HPP
+// The primitive ops of the Graph and the scalars its constants hold.
 #include <limits>
 
 // ---- tg/graph/dtype.hpp ----
@@ -369,6 +375,115 @@ template <class F> constexpr decltype(auto) visit_dtype(DType t, F&& f) {
 } // namespace tg
 #endif // TG_SI_TG_GRAPH_DTYPE_HPP
 
+namespace tg {
+
+enum class Op : std::uint8_t {
+  // leaves
+  Buffer, // a materialized input: `arg` indexes Graph::buffers
+  Const,  // a scalar (shape [])
+  // unary
+  Neg,
+  Recip,
+  Sqrt,
+  Exp2,
+  Log2,
+  Sin,
+  Trunc,
+  Cast,
+  Bitcast,
+  // binary
+  Add,
+  Mul,
+  Div,
+  Mod,
+  Max,
+  Pow,
+  CmpLt,
+  CmpEq,
+  CmpNe,
+  And,
+  Or,
+  Xor,
+  // ternary
+  Where,
+  // reductions over `axes` (kept as size 1)
+  ReduceSum,
+  ReduceMax,
+  ReduceProd,
+  // structure
+  View,       // movement ops in `moves`, zero-copy
+  Contiguous, // forces a materialized, contiguous copy
+  // kernel programs only (made by codegen/decompose.hpp; never a graph node)
+  MulAdd, // a * b + c, rounded once
+};
+
+constexpr const char* op_name(Op op) {
+  constexpr const char* names[] = {
+      "buffer", "const",      "neg",     "recip", "sqrt",       "exp2",  "log2", "sin",
+      "trunc",  "cast",       "bitcast", "add",   "mul",        "div",   "mod",  "max",
+      "pow",    "cmplt",      "cmpeq",   "cmpne", "and",        "or",    "xor",  "where",
+      "sum",    "max_reduce", "prod",    "view",  "contiguous", "muladd"};
+  return names[static_cast<int>(op)];
+}
+constexpr bool is_unary(Op op) { return op >= Op::Neg && op <= Op::Bitcast; }
+constexpr bool is_binary(Op op) { return op >= Op::Add && op <= Op::Xor; }
+constexpr bool is_elementwise(Op op) { return op >= Op::Neg && op <= Op::Where; }
+constexpr bool is_reduce(Op op) { return op >= Op::ReduceSum && op <= Op::ReduceProd; }
+constexpr bool is_compare(Op op) { return op >= Op::CmpLt && op <= Op::CmpNe; }
+constexpr int arity(Op op) {
+  return op <= Op::Const                       ? 0
+         : is_unary(op)                        ? 1
+         : is_binary(op)                       ? 2
+         : op == Op::Where || op == Op::MulAdd ? 3
+                                               : 1;
+}
+
+/// A scalar of any dtype: integers in `i` (uint64 bit-cast), floats in `f`.
+struct Scalar {
+  double f = 0;
+  std::int64_t i = 0;
+  static constexpr Scalar of(DType t, double v) {
+    Scalar s;
+    if (is_float(t))
+      s.f = v;
+    else if (is_bool(t))
+      s.i = v != 0;
+    else
+      s.i = static_cast<std::int64_t>(v);
+    return s;
+  }
+  static constexpr Scalar of_int(DType t, std::int64_t v) {
+    Scalar s;
+    if (is_float(t))
+      s.f = static_cast<double>(v);
+    else
+      s.i = is_bool(t) ? (v != 0) : v;
+    return s;
+  }
+  constexpr double as_double(DType t) const {
+    return is_float(t) ? f : is_unsigned(t) ? double(std::uint64_t(i)) : double(i);
+  }
+  constexpr bool operator==(const Scalar&) const = default;
+};
+
+/// The value a reduction of dtype t starts from, which combining with changes nothing (op: the
+/// reduction, or the ALU op it folds with): 0 for a sum, 1 for a product, -inf or the lowest
+/// value for a max.
+constexpr Scalar reduce_identity(Op op, DType t) {
+  if (op == Op::ReduceSum || op == Op::Add) return Scalar::of_int(t, 0);
+  if (op == Op::ReduceProd || op == Op::Mul) return Scalar::of_int(t, 1);
+  if (is_float(t)) return Scalar::of(t, -std::numeric_limits<double>::infinity());
+  if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
+  std::int64_t m = t == DType::Int8    ? -128
+                   : t == DType::Int16 ? -32768
+                   : t == DType::Int32 ? -2147483648ll
+                                       : std::numeric_limits<std::int64_t>::min();
+  return Scalar::of_int(t, m);
+}
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_OP_HPP
+
 // ---- tg/graph/view.hpp ----
 #ifndef TG_SI_TG_GRAPH_VIEW_HPP
 #define TG_SI_TG_GRAPH_VIEW_HPP
@@ -458,6 +573,13 @@ template <class E>
 
 } // namespace tg
 #endif // TG_SI_TG_ERRORS_HPP
+
+// ---- tg/graph/movement.hpp ----
+#ifndef TG_SI_TG_GRAPH_MOVEMENT_HPP
+#define TG_SI_TG_GRAPH_MOVEMENT_HPP
+// Movement ops (reshape, permute, expand, pad, shrink, flip, stride) as the run-time front end
+// records them on lazy nodes and the Graph carries them on View nodes; graph/view.hpp turns them
+// into strided views.
 
 // ---- tg/graph/sint.hpp ----
 #ifndef TG_SI_TG_GRAPH_SINT_HPP
@@ -642,8 +764,11 @@ public:
   }
   constexpr void collect_vars(std::vector<Var>& out) const {
     for (const Term& t : terms_)
-      for (const Var& v : t.vars)
-        if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+      for (const Var& v : t.vars) {
+        bool seen = false;
+        for (const Var& o : out) seen = seen || o == v;
+        if (!seen) out.push_back(v);
+      }
   }
 
   friend constexpr SInt operator+(const SInt& a, const SInt& b) {
@@ -666,8 +791,11 @@ public:
     for (const Term& x : a.terms_)
       for (const Term& y : b.terms_) {
         Term t{x.coef * y.coef, x.vars};
-        for (const Var& v : y.vars) t.vars.push_back(v);
-        std::sort(t.vars.begin(), t.vars.end());
+        for (const Var& v : y.vars) { // insertion keeps the names sorted
+          std::size_t at = t.vars.size();
+          while (at > 0 && v < t.vars[at - 1]) --at;
+          t.vars.insert(t.vars.begin() + std::ptrdiff_t(at), v);
+        }
         r.add_term(t);
       }
     return r;
@@ -772,11 +900,6 @@ inline std::string shape_str(const Shape& s) {
 
 namespace tg {
 
-/// Thrown by the graph layer on arguments the front end should have rejected.
-struct graph_error : error {
-  using error::error;
-};
-
 enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride };
 
 constexpr const char* move_name(MoveOp m) {
@@ -789,6 +912,51 @@ constexpr const char* move_name(MoveOp m) {
 struct Movement {
   MoveOp op;
   std::vector<SInt> a, b;
+};
+
+/// The shape after a movement op (the op's arguments are assumed checked).
+constexpr Shape moved_shape(const Shape& s, const Movement& m) {
+  switch (m.op) {
+  case MoveOp::Reshape:
+  case MoveOp::Expand:
+    return m.a;
+  case MoveOp::Permute: {
+    Shape r;
+    for (const SInt& o : m.a) r.push_back(s[std::size_t(o.constant())]);
+    return r;
+  }
+  case MoveOp::Pad: {
+    Shape r = s;
+    for (std::size_t i = 0; i < s.size(); ++i) r[i] = s[i] + m.a[i] + m.b[i];
+    return r;
+  }
+  case MoveOp::Shrink: {
+    Shape r = s;
+    for (std::size_t i = 0; i < s.size(); ++i) r[i] = m.b[i] - m.a[i];
+    return r;
+  }
+  case MoveOp::Flip:
+    return s;
+  case MoveOp::Stride: {
+    Shape r = s;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      std::int64_t k = m.a[i].constant();
+      if (k != 1) r[i] = (s[i].constant() + k - 1) / k;
+    }
+    return r;
+  }
+  }
+  return s;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_MOVEMENT_HPP
+
+namespace tg {
+
+/// Thrown by the graph layer on arguments the front end should have rejected.
+struct graph_error : error {
+  using error::error;
 };
 
 struct View {
@@ -1044,149 +1212,10 @@ struct ShapeTracker {
   }
 };
 
-/// The shape after a movement op (the op's arguments are assumed checked).
-constexpr Shape moved_shape(const Shape& s, const Movement& m) {
-  switch (m.op) {
-  case MoveOp::Reshape:
-  case MoveOp::Expand:
-    return m.a;
-  case MoveOp::Permute: {
-    Shape r;
-    for (const SInt& o : m.a) r.push_back(s[std::size_t(o.constant())]);
-    return r;
-  }
-  case MoveOp::Pad: {
-    Shape r = s;
-    for (std::size_t i = 0; i < s.size(); ++i) r[i] = s[i] + m.a[i] + m.b[i];
-    return r;
-  }
-  case MoveOp::Shrink: {
-    Shape r = s;
-    for (std::size_t i = 0; i < s.size(); ++i) r[i] = m.b[i] - m.a[i];
-    return r;
-  }
-  case MoveOp::Flip:
-    return s;
-  case MoveOp::Stride: {
-    Shape r = s;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      std::int64_t k = m.a[i].constant();
-      if (k != 1) r[i] = (s[i].constant() + k - 1) / k;
-    }
-    return r;
-  }
-  }
-  return s;
-}
-
 } // namespace tg
 #endif // TG_SI_TG_GRAPH_VIEW_HPP
 
 namespace tg {
-
-enum class Op : std::uint8_t {
-  // leaves
-  Buffer, // a materialized input: `arg` indexes Graph::buffers
-  Const,  // a scalar (shape [])
-  // unary
-  Neg,
-  Recip,
-  Sqrt,
-  Exp2,
-  Log2,
-  Sin,
-  Trunc,
-  Cast,
-  Bitcast,
-  // binary
-  Add,
-  Mul,
-  Div,
-  Mod,
-  Max,
-  Pow,
-  CmpLt,
-  CmpEq,
-  CmpNe,
-  And,
-  Or,
-  Xor,
-  // ternary
-  Where,
-  // reductions over `axes` (kept as size 1)
-  ReduceSum,
-  ReduceMax,
-  ReduceProd,
-  // structure
-  View,       // movement ops in `moves`, zero-copy
-  Contiguous, // forces a materialized, contiguous copy
-  // kernel programs only (made by codegen/decompose.hpp; never a graph node)
-  MulAdd, // a * b + c, rounded once
-};
-
-constexpr const char* op_name(Op op) {
-  constexpr const char* names[] = {
-      "buffer", "const",      "neg",     "recip", "sqrt",       "exp2",  "log2", "sin",
-      "trunc",  "cast",       "bitcast", "add",   "mul",        "div",   "mod",  "max",
-      "pow",    "cmplt",      "cmpeq",   "cmpne", "and",        "or",    "xor",  "where",
-      "sum",    "max_reduce", "prod",    "view",  "contiguous", "muladd"};
-  return names[static_cast<int>(op)];
-}
-constexpr bool is_unary(Op op) { return op >= Op::Neg && op <= Op::Bitcast; }
-constexpr bool is_binary(Op op) { return op >= Op::Add && op <= Op::Xor; }
-constexpr bool is_elementwise(Op op) { return op >= Op::Neg && op <= Op::Where; }
-constexpr bool is_reduce(Op op) { return op >= Op::ReduceSum && op <= Op::ReduceProd; }
-constexpr bool is_compare(Op op) { return op >= Op::CmpLt && op <= Op::CmpNe; }
-constexpr int arity(Op op) {
-  return op <= Op::Const                       ? 0
-         : is_unary(op)                        ? 1
-         : is_binary(op)                       ? 2
-         : op == Op::Where || op == Op::MulAdd ? 3
-                                               : 1;
-}
-
-/// A scalar of any dtype: integers in `i` (uint64 bit-cast), floats in `f`.
-struct Scalar {
-  double f = 0;
-  std::int64_t i = 0;
-  static constexpr Scalar of(DType t, double v) {
-    Scalar s;
-    if (is_float(t))
-      s.f = v;
-    else if (is_bool(t))
-      s.i = v != 0;
-    else
-      s.i = static_cast<std::int64_t>(v);
-    return s;
-  }
-  static constexpr Scalar of_int(DType t, std::int64_t v) {
-    Scalar s;
-    if (is_float(t))
-      s.f = static_cast<double>(v);
-    else
-      s.i = is_bool(t) ? (v != 0) : v;
-    return s;
-  }
-  constexpr double as_double(DType t) const {
-    return is_float(t) ? f : is_unsigned(t) ? double(std::uint64_t(i)) : double(i);
-  }
-  constexpr bool operator==(const Scalar&) const = default;
-};
-
-/// The value a reduction of dtype t starts from, which combining with changes nothing (op: the
-/// reduction, or the ALU op it folds with): 0 for a sum, 1 for a product, -inf or the lowest
-/// value for a max.
-constexpr Scalar reduce_identity(Op op, DType t) {
-  if (op == Op::ReduceSum || op == Op::Add) return Scalar::of_int(t, 0);
-  if (op == Op::ReduceProd || op == Op::Mul) return Scalar::of_int(t, 1);
-  if (is_float(t)) return Scalar::of(t, -std::numeric_limits<double>::infinity());
-  if (is_bool(t) || is_unsigned(t)) return Scalar::of_int(t, 0);
-  std::int64_t m = t == DType::Int8    ? -128
-                   : t == DType::Int16 ? -32768
-                   : t == DType::Int32 ? -2147483648ll
-                                       : std::numeric_limits<std::int64_t>::min();
-  return Scalar::of_int(t, m);
-}
 
 struct Node {
   Op op = Op::Const;
@@ -6973,7 +7002,6 @@ constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size
 // so repeated realizes of the same shapes reuse memory instead of allocating (and page-faulting
 // or synchronizing) afresh.
 #include <cstddef>
-#include <functional>
 #include <utility>
 
 namespace tg {
@@ -7087,7 +7115,6 @@ private:
 #ifndef TG_SI_TG_RUNTIME_STATS_HPP
 #define TG_SI_TG_RUNTIME_STATS_HPP
 // Counters that tests and users read to see what the runtime did.
-#include <atomic>
 
 namespace tg {
 
@@ -7102,35 +7129,9 @@ struct Stats {
   std::int64_t beam_cached = 0;   // kernels whose TG_BEAM choice was read from the disk cache
 };
 
-namespace detail {
-struct AtomicStats {
-  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
-      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
-};
-inline AtomicStats& stats_storage() {
-  static AtomicStats s;
-  return s;
-}
-} // namespace detail
-
-/// A snapshot of the counters since the start (or the last reset_stats()).
-inline Stats stats() {
-  auto& s = detail::stats_storage();
-  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
-               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
-               s.beam_searches.load(),    s.beam_cached.load()};
-}
-inline void reset_stats() {
-  auto& s = detail::stats_storage();
-  s.kernels_compiled = 0;
-  s.kernels_launched = 0;
-  s.cache_hits = 0;
-  s.bytes_allocated = 0;
-  s.realizes = 0;
-  s.plans_reused = 0;
-  s.beam_searches = 0;
-  s.beam_cached = 0;
-}
+/// The counters since the start or the last reset_stats() (all threads).
+TG_API Stats stats();
+TG_API void reset_stats();
 
 } // namespace tg
 #endif // TG_SI_TG_RUNTIME_STATS_HPP
@@ -7181,27 +7182,14 @@ struct Buffer {
   DType dtype;
   std::int64_t numel;
   void* ptr = nullptr;
-  Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
-      : device(std::move(d)), dtype(t), numel(n) {
-    std::size_t bytes = nbytes();
-    ptr = device->alloc(bytes ? bytes : 1);
-    detail::stats_storage().bytes_allocated += std::int64_t(bytes);
-  }
+  /// Allocates numel elements of dtype t on d.
+  TG_API Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { device->free(ptr); }
+  TG_API ~Buffer();
   std::size_t nbytes() const { return std::size_t(numel) * std::size_t(itemsize(dtype)); }
 };
 
-using DeviceFactory = std::function<std::shared_ptr<Device>()>;
-/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
-using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
-
-TG_API void register_device(const std::string& name, DeviceFactory f);
-/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
-/// devices(). Opening NAME:k calls factory(k).
-TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
-                                   std::function<int()> count = {});
 /// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
 TG_API std::shared_ptr<Device> device(const std::string& requested);
 
@@ -7263,7 +7251,42 @@ inline int threads() {
 } // namespace tg::env
 #endif // TG_SI_TG_RUNTIME_ENV_HPP
 
+// ---- tg/runtime/stats_storage.hpp ----
+#ifndef TG_SI_TG_RUNTIME_STATS_STORAGE_HPP
+#define TG_SI_TG_RUNTIME_STATS_STORAGE_HPP
+// The counters behind tg::stats(), which the runtimes and the engine bump (atomics: kernels
+// compile on worker threads).
+#include <atomic>
+
 namespace tg {
+
+namespace detail {
+struct AtomicStats {
+  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
+      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
+};
+inline AtomicStats& stats_storage() {
+  static AtomicStats s;
+  return s;
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_STATS_STORAGE_HPP
+
+namespace tg {
+
+/// Makes the device on its first use (tg::device, a tensor placed on it).
+using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
+using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+
+/// Adds a device under that name (case-insensitive), replacing one registered before.
+TG_API void register_device(const std::string& name, DeviceFactory f);
+/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
+/// devices(). Opening NAME:k calls factory(k).
+TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
+                                   std::function<int()> count = {});
 
 /// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads), through
 /// the allocation cache (up to 1 GiB of freed blocks), so repeated realizes of the same shapes

@@ -24,7 +24,6 @@
 // core.hpp, ops.hpp, movement.hpp, math.hpp, indexing.hpp, creation.hpp and print.hpp (tensor.hpp
 // includes them all) and defined in tg/impl/tensor/ (autograd's in tg/impl/autograd.hpp, assign's
 // in tg/impl/jit.hpp); templates are defined where they are declared.
-#include <cmath>
 #include <concepts>
 #include <initializer_list>
 #include <iosfwd>
@@ -88,19 +87,394 @@ inline Trace*& active_trace() {
 } // namespace tg
 #endif // TG_SI_TG_ENGINE_TRACE_HPP
 
-// ---- tg/graph/graph.hpp ----
-#ifndef TG_SI_TG_GRAPH_GRAPH_HPP
-#define TG_SI_TG_GRAPH_GRAPH_HPP
-// The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
-// Both front ends build it; everything below (fuse, lower, render) reads only this.
+// ---- tg/graph/movement.hpp ----
+#ifndef TG_SI_TG_GRAPH_MOVEMENT_HPP
+#define TG_SI_TG_GRAPH_MOVEMENT_HPP
+// Movement ops (reshape, permute, expand, pad, shrink, flip, stride) as the run-time front end
+// records them on lazy nodes and the Graph carries them on View nodes; graph/view.hpp turns them
+// into strided views.
+
+// ---- tg/graph/sint.hpp ----
+#ifndef TG_SI_TG_GRAPH_SINT_HPP
+#define TG_SI_TG_GRAPH_SINT_HPP
+// Symbolic integers: dimensions that are polynomials over named variables with bounds
+// ("batch" in [1, 4096]). A variable may carry a bound value, used when a kernel is launched;
+// the kernel's source only names the variable, so one compiled kernel serves every value.
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+// ---- tg/util/text.hpp ----
+#ifndef TG_SI_TG_UTIL_TEXT_HPP
+#define TG_SI_TG_UTIL_TEXT_HPP
+// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
+#include <bit>
 #include <limits>
+
+namespace tg {
+
+class Text {
+public:
+  constexpr Text& operator<<(std::string_view s) {
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
+  constexpr Text& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  constexpr Text& operator<<(std::int64_t v) {
+    if (v < 0) {
+      buf_.push_back('-');
+      return write_unsigned(0 - static_cast<std::uint64_t>(v));
+    }
+    return write_unsigned(static_cast<std::uint64_t>(v));
+  }
+  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
+  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
+  constexpr Text& write_unsigned(std::uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+      tmp[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  constexpr Text& hex(std::uint64_t v) {
+    constexpr char digits[] = "0123456789abcdef";
+    char tmp[17];
+    int n = 0;
+    do {
+      tmp[n++] = digits[v & 15];
+      v >>= 4;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
+  constexpr Text& literal(double d) {
+    if (d != d) return *this << "NAN";
+    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
+    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
+    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
+      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
+      return *this << std::int64_t(d) << ".0";
+    }
+    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
+    if (bits >> 63) buf_.push_back('-');
+    int exp = int((bits >> 52) & 0x7ff);
+    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
+    *this << (exp ? "0x1." : "0x0.");
+    // 13 hex digits of mantissa, trailing zeros trimmed
+    char tmp[13];
+    for (int k = 12; k >= 0; --k) {
+      tmp[k] = "0123456789abcdef"[mant & 15];
+      mant >>= 4;
+    }
+    int last = 12;
+    while (last > 0 && tmp[last] == '0') --last;
+    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
+    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
+  }
+  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
+  constexpr std::size_t size() const { return buf_.size(); }
+  constexpr const std::vector<char>& chars() const { return buf_; }
+
+private:
+  std::vector<char> buf_;
+};
+
+/// FNV-1a, 64 bit: stable hashes for cache keys.
+constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_TEXT_HPP
+
+namespace tg {
+
+/// A short, fixed-capacity name usable in constant expressions.
+struct Name {
+  std::array<char, 24> chars{};
+  constexpr Name() = default;
+  constexpr Name(std::string_view s) {
+    for (std::size_t i = 0; i < s.size() && i + 1 < chars.size(); ++i) chars[i] = s[i];
+  }
+  constexpr std::string_view view() const {
+    std::size_t n = 0;
+    while (n < chars.size() && chars[n]) ++n;
+    return {chars.data(), n};
+  }
+  constexpr bool operator==(const Name&) const = default;
+  constexpr auto operator<=>(const Name&) const = default;
+};
+
+/// A symbolic size variable: a name, inclusive bounds and (optionally) its current value.
+struct Var {
+  Name name;
+  std::int64_t lo = 0, hi = 0;
+  std::int64_t value = -1; // -1: unbound
+  constexpr bool operator==(const Var& o) const { return name == o.name; }
+  constexpr bool operator<(const Var& o) const { return name < o.name; }
+};
+
+/// coef * vars[0] * vars[1] * ...
+struct Term {
+  std::int64_t coef = 0;
+  std::vector<Var> vars; // sorted by name; repeated for powers
+  constexpr bool same_monomial(const Term& o) const {
+    if (vars.size() != o.vars.size()) return false;
+    for (std::size_t i = 0; i < vars.size(); ++i)
+      if (!(vars[i] == o.vars[i])) return false;
+    return true;
+  }
+  constexpr bool monomial_less(const Term& o) const {
+    if (vars.size() != o.vars.size()) return vars.size() < o.vars.size();
+    for (std::size_t i = 0; i < vars.size(); ++i)
+      if (!(vars[i] == o.vars[i])) return vars[i] < o.vars[i];
+    return false;
+  }
+};
+
+/// A polynomial with integer coefficients over size variables; plain integers are the common case.
+class SInt {
+public:
+  constexpr SInt() = default;
+  template <std::integral I> constexpr SInt(I v) : c_(static_cast<std::int64_t>(v)) {}
+  constexpr explicit SInt(const Var& v) { terms_.push_back(Term{1, {v}}); }
+
+  constexpr bool is_const() const { return terms_.empty(); }
+  /// The constant part; equals the value when is_const().
+  constexpr std::int64_t constant() const { return c_; }
+  constexpr const std::vector<Term>& terms() const { return terms_; }
+
+  /// The value with every variable replaced by its bound value (or by `fallback(var)`).
+  constexpr std::int64_t eval() const {
+    std::int64_t r = c_;
+    for (const Term& t : terms_) {
+      std::int64_t p = t.coef;
+      for (const Var& v : t.vars) p *= v.value;
+      r += p;
+    }
+    return r;
+  }
+  /// Largest possible value given the variables' bounds (all coefficients assumed >= 0).
+  constexpr std::int64_t max_value() const {
+    std::int64_t r = c_;
+    for (const Term& t : terms_) {
+      std::int64_t p = t.coef;
+      for (const Var& v : t.vars) p *= v.hi;
+      r += p;
+    }
+    return r;
+  }
+  constexpr void collect_vars(std::vector<Var>& out) const {
+    for (const Term& t : terms_)
+      for (const Var& v : t.vars) {
+        bool seen = false;
+        for (const Var& o : out) seen = seen || o == v;
+        if (!seen) out.push_back(v);
+      }
+  }
+
+  friend constexpr SInt operator+(const SInt& a, const SInt& b) {
+    SInt r = a;
+    r.c_ += b.c_;
+    for (const Term& t : b.terms_) r.add_term(t);
+    return r;
+  }
+  friend constexpr SInt operator-(const SInt& a) {
+    SInt r = a;
+    r.c_ = -r.c_;
+    for (Term& t : r.terms_) t.coef = -t.coef;
+    return r;
+  }
+  friend constexpr SInt operator-(const SInt& a, const SInt& b) { return a + (-b); }
+  friend constexpr SInt operator*(const SInt& a, const SInt& b) {
+    SInt r(a.c_ * b.c_);
+    for (const Term& t : a.terms_) r.add_term(Term{t.coef * b.c_, t.vars});
+    for (const Term& t : b.terms_) r.add_term(Term{t.coef * a.c_, t.vars});
+    for (const Term& x : a.terms_)
+      for (const Term& y : b.terms_) {
+        Term t{x.coef * y.coef, x.vars};
+        for (const Var& v : y.vars) { // insertion keeps the names sorted
+          std::size_t at = t.vars.size();
+          while (at > 0 && v < t.vars[at - 1]) --at;
+          t.vars.insert(t.vars.begin() + std::ptrdiff_t(at), v);
+        }
+        r.add_term(t);
+      }
+    return r;
+  }
+  /// Exact division by a constant when every coefficient is divisible; otherwise false.
+  constexpr bool divisible_by(std::int64_t d) const {
+    if (d == 0 || c_ % d) return false;
+    for (const Term& t : terms_)
+      if (t.coef % d) return false;
+    return true;
+  }
+  constexpr SInt div_exact(std::int64_t d) const {
+    SInt r = *this;
+    r.c_ /= d;
+    for (Term& t : r.terms_) t.coef /= d;
+    return r;
+  }
+  friend constexpr bool operator==(const SInt& a, const SInt& b) {
+    if (a.c_ != b.c_ || a.terms_.size() != b.terms_.size()) return false;
+    for (std::size_t i = 0; i < a.terms_.size(); ++i)
+      if (a.terms_[i].coef != b.terms_[i].coef || !a.terms_[i].same_monomial(b.terms_[i]))
+        return false;
+    return true;
+  }
+  friend constexpr bool operator==(const SInt& a, std::int64_t b) {
+    return a.is_const() && a.c_ == b;
+  }
+
+private:
+  constexpr void add_term(const Term& t) {
+    if (t.coef == 0) return;
+    for (std::size_t i = 0; i < terms_.size(); ++i) {
+      if (terms_[i].same_monomial(t)) {
+        terms_[i].coef += t.coef;
+        if (terms_[i].coef == 0) terms_.erase(terms_.begin() + std::ptrdiff_t(i));
+        return;
+      }
+      if (t.monomial_less(terms_[i])) {
+        terms_.insert(terms_.begin() + std::ptrdiff_t(i), t);
+        return;
+      }
+    }
+    terms_.push_back(t);
+  }
+  std::int64_t c_ = 0;
+  std::vector<Term> terms_;
+};
+
+using Shape = std::vector<SInt>;
+
+constexpr SInt prod(const Shape& s) {
+  SInt r = 1;
+  for (const SInt& d : s) r = r * d;
+  return r;
+}
+constexpr Shape contiguous_strides(const Shape& shape) {
+  Shape st(shape.size(), SInt(1));
+  SInt acc = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    st[i] = shape[i] == 1 ? SInt(0) : acc;
+    acc = acc * shape[i];
+  }
+  return st;
+}
+
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
+    }
+  }
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+/// A shape as error messages and dumps print it: [2, batch+1].
+inline std::string shape_str(const Shape& s) {
+  Text t;
+  write_shape(t, s);
+  return std::string(t.view());
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_SINT_HPP
+
+namespace tg {
+
+enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride };
+
+constexpr const char* move_name(MoveOp m) {
+  constexpr const char* names[] = {"reshape", "permute", "expand", "pad",
+                                   "shrink",  "flip",    "stride"};
+  return names[static_cast<int>(m)];
+}
+
+/// One movement op and its arguments (per axis; `b` is used by pad (after) and shrink (end)).
+struct Movement {
+  MoveOp op;
+  std::vector<SInt> a, b;
+};
+
+/// The shape after a movement op (the op's arguments are assumed checked).
+constexpr Shape moved_shape(const Shape& s, const Movement& m) {
+  switch (m.op) {
+  case MoveOp::Reshape:
+  case MoveOp::Expand:
+    return m.a;
+  case MoveOp::Permute: {
+    Shape r;
+    for (const SInt& o : m.a) r.push_back(s[std::size_t(o.constant())]);
+    return r;
+  }
+  case MoveOp::Pad: {
+    Shape r = s;
+    for (std::size_t i = 0; i < s.size(); ++i) r[i] = s[i] + m.a[i] + m.b[i];
+    return r;
+  }
+  case MoveOp::Shrink: {
+    Shape r = s;
+    for (std::size_t i = 0; i < s.size(); ++i) r[i] = m.b[i] - m.a[i];
+    return r;
+  }
+  case MoveOp::Flip:
+    return s;
+  case MoveOp::Stride: {
+    Shape r = s;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      std::int64_t k = m.a[i].constant();
+      if (k != 1) r[i] = (s[i].constant() + k - 1) / k;
+    }
+    return r;
+  }
+  }
+  return s;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_MOVEMENT_HPP
+
+// ---- tg/graph/op.hpp ----
+#ifndef TG_SI_TG_GRAPH_OP_HPP
+#define TG_SI_TG_GRAPH_OP_HPP
+// The primitive ops of the Graph and the scalars its constants hold.
 
 // ---- tg/graph/dtype.hpp ----
 #ifndef TG_SI_TG_GRAPH_DTYPE_HPP
 #define TG_SI_TG_GRAPH_DTYPE_HPP
 // Data types, their sizes and names, PyTorch type promotion, and the 16-bit float storage types.
-#include <bit>
-#include <cstdint>
 #include <type_traits>
 
 namespace tg {
@@ -371,716 +745,6 @@ template <class F> constexpr decltype(auto) visit_dtype(DType t, F&& f) {
 } // namespace tg
 #endif // TG_SI_TG_GRAPH_DTYPE_HPP
 
-// ---- tg/graph/view.hpp ----
-#ifndef TG_SI_TG_GRAPH_VIEW_HPP
-#define TG_SI_TG_GRAPH_VIEW_HPP
-// Views make movement ops zero-copy: a View maps an index in its shape to a flat offset
-// (offset + sum(idx * stride)) that is valid inside `mask` (padding reads as zero).
-// A ShapeTracker is a stack of views for reshapes that one view cannot express: the flat
-// offset of views[k+1] is unravelled in the shape of views[k].
-
-// ---- tg/errors.hpp ----
-#ifndef TG_SI_TG_ERRORS_HPP
-#define TG_SI_TG_ERRORS_HPP
-// The errors tg throws. Each names the op and, for user mistakes, the user's call site.
-#include <stdexcept>
-
-// ---- tg/config.hpp ----
-#ifndef TG_SI_TG_CONFIG_HPP
-#define TG_SI_TG_CONFIG_HPP
-// How this translation unit gets tg's run-time machinery (lowering, passes, renderers, device
-// runtimes, realize, jit, autograd's engine, safetensors, printing). docs/cmake.md has the whole
-// story; in short, exactly one of:
-// - nothing defined (the default): the headers declare the machinery and the program links it
-//   once, from the CMake target tg::tg or from one source file that defines TG_IMPLEMENTATION;
-// - TG_IMPLEMENTATION, defined before including <tg/tg.hpp> in one source file: that file
-//   defines the machinery for the whole program (the single-header drop-in);
-// - TG_HEADER_ONLY, defined in every source file (the CMake target tg::header_only): every
-//   file defines it all, inline, as one-file scripts like (and pays for in compile time).
-// A program uses one way throughout.
-#if defined(TG_HEADER_ONLY) || defined(TG_IMPLEMENTATION)
-#define TG_DEFINITIONS 1
-#else
-#define TG_DEFINITIONS 0
-#endif
-
-// Declares and defines the functions the headers declare and tg/impl/ defines: inline in the
-// header-only mode, one external definition otherwise.
-#ifdef TG_HEADER_ONLY
-#define TG_API inline
-#else
-#define TG_API
-#endif
-#endif // TG_SI_TG_CONFIG_HPP
-
-namespace tg {
-
-struct error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-/// Incompatible or invalid shapes, axes, reshapes or slices.
-struct shape_error : error {
-  using error::error;
-};
-/// A dtype an op does not accept, or two dtypes it cannot combine.
-struct dtype_error : error {
-  using error::error;
-};
-/// An index out of range (item(), gather indices checked on the host).
-struct index_error : error {
-  using error::error;
-};
-/// A device that is unavailable, or an operation across devices.
-struct device_error : error {
-  using error::error;
-};
-/// A model or method that cannot be exported as asked (tg::export_model): the method, the input
-/// or op, and the user's call site.
-struct export_error : error {
-  using error::error;
-};
-/// A kernel that did not compile: the compiler's message and the source.
-struct compile_error : error {
-  compile_error(const std::string& message, std::string source_, std::string log_)
-      : error(message), source(std::move(source_)), log(std::move(log_)) {}
-  std::string source, log;
-};
-
-namespace detail {
-/// " (at file:line in function)", as errors end (tg/impl/tensor/class.hpp).
-TG_API std::string where(const std::source_location& loc);
-template <class E>
-[[noreturn]] void fail(const std::string& op, const std::string& msg,
-                       const std::source_location& loc) {
-  throw E("tg." + op + ": " + msg + where(loc));
-}
-} // namespace detail
-
-} // namespace tg
-#endif // TG_SI_TG_ERRORS_HPP
-
-// ---- tg/graph/sint.hpp ----
-#ifndef TG_SI_TG_GRAPH_SINT_HPP
-#define TG_SI_TG_GRAPH_SINT_HPP
-// Symbolic integers: dimensions that are polynomials over named variables with bounds
-// ("batch" in [1, 4096]). A variable may carry a bound value, used when a kernel is launched;
-// the kernel's source only names the variable, so one compiled kernel serves every value.
-#include <algorithm>
-#include <array>
-#include <string_view>
-
-// ---- tg/util/text.hpp ----
-#ifndef TG_SI_TG_UTIL_TEXT_HPP
-#define TG_SI_TG_UTIL_TEXT_HPP
-// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
-
-namespace tg {
-
-class Text {
-public:
-  constexpr Text& operator<<(std::string_view s) {
-    buf_.insert(buf_.end(), s.begin(), s.end());
-    return *this;
-  }
-  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
-  constexpr Text& operator<<(char c) {
-    buf_.push_back(c);
-    return *this;
-  }
-  constexpr Text& operator<<(std::int64_t v) {
-    if (v < 0) {
-      buf_.push_back('-');
-      return write_unsigned(0 - static_cast<std::uint64_t>(v));
-    }
-    return write_unsigned(static_cast<std::uint64_t>(v));
-  }
-  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
-  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
-  constexpr Text& write_unsigned(std::uint64_t v) {
-    char tmp[24];
-    int n = 0;
-    do {
-      tmp[n++] = char('0' + v % 10);
-      v /= 10;
-    } while (v);
-    while (n) buf_.push_back(tmp[--n]);
-    return *this;
-  }
-  constexpr Text& hex(std::uint64_t v) {
-    constexpr char digits[] = "0123456789abcdef";
-    char tmp[17];
-    int n = 0;
-    do {
-      tmp[n++] = digits[v & 15];
-      v >>= 4;
-    } while (v);
-    while (n) buf_.push_back(tmp[--n]);
-    return *this;
-  }
-  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
-  constexpr Text& literal(double d) {
-    if (d != d) return *this << "NAN";
-    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
-    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
-    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
-      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
-      return *this << std::int64_t(d) << ".0";
-    }
-    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
-    if (bits >> 63) buf_.push_back('-');
-    int exp = int((bits >> 52) & 0x7ff);
-    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
-    *this << (exp ? "0x1." : "0x0.");
-    // 13 hex digits of mantissa, trailing zeros trimmed
-    char tmp[13];
-    for (int k = 12; k >= 0; --k) {
-      tmp[k] = "0123456789abcdef"[mant & 15];
-      mant >>= 4;
-    }
-    int last = 12;
-    while (last > 0 && tmp[last] == '0') --last;
-    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
-    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
-  }
-  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
-  constexpr std::size_t size() const { return buf_.size(); }
-  constexpr const std::vector<char>& chars() const { return buf_; }
-
-private:
-  std::vector<char> buf_;
-};
-
-/// FNV-1a, 64 bit: stable hashes for cache keys.
-constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_UTIL_TEXT_HPP
-
-namespace tg {
-
-/// A short, fixed-capacity name usable in constant expressions.
-struct Name {
-  std::array<char, 24> chars{};
-  constexpr Name() = default;
-  constexpr Name(std::string_view s) {
-    for (std::size_t i = 0; i < s.size() && i + 1 < chars.size(); ++i) chars[i] = s[i];
-  }
-  constexpr std::string_view view() const {
-    std::size_t n = 0;
-    while (n < chars.size() && chars[n]) ++n;
-    return {chars.data(), n};
-  }
-  constexpr bool operator==(const Name&) const = default;
-  constexpr auto operator<=>(const Name&) const = default;
-};
-
-/// A symbolic size variable: a name, inclusive bounds and (optionally) its current value.
-struct Var {
-  Name name;
-  std::int64_t lo = 0, hi = 0;
-  std::int64_t value = -1; // -1: unbound
-  constexpr bool operator==(const Var& o) const { return name == o.name; }
-  constexpr bool operator<(const Var& o) const { return name < o.name; }
-};
-
-/// coef * vars[0] * vars[1] * ...
-struct Term {
-  std::int64_t coef = 0;
-  std::vector<Var> vars; // sorted by name; repeated for powers
-  constexpr bool same_monomial(const Term& o) const {
-    if (vars.size() != o.vars.size()) return false;
-    for (std::size_t i = 0; i < vars.size(); ++i)
-      if (!(vars[i] == o.vars[i])) return false;
-    return true;
-  }
-  constexpr bool monomial_less(const Term& o) const {
-    if (vars.size() != o.vars.size()) return vars.size() < o.vars.size();
-    for (std::size_t i = 0; i < vars.size(); ++i)
-      if (!(vars[i] == o.vars[i])) return vars[i] < o.vars[i];
-    return false;
-  }
-};
-
-/// A polynomial with integer coefficients over size variables; plain integers are the common case.
-class SInt {
-public:
-  constexpr SInt() = default;
-  template <std::integral I> constexpr SInt(I v) : c_(static_cast<std::int64_t>(v)) {}
-  constexpr explicit SInt(const Var& v) { terms_.push_back(Term{1, {v}}); }
-
-  constexpr bool is_const() const { return terms_.empty(); }
-  /// The constant part; equals the value when is_const().
-  constexpr std::int64_t constant() const { return c_; }
-  constexpr const std::vector<Term>& terms() const { return terms_; }
-
-  /// The value with every variable replaced by its bound value (or by `fallback(var)`).
-  constexpr std::int64_t eval() const {
-    std::int64_t r = c_;
-    for (const Term& t : terms_) {
-      std::int64_t p = t.coef;
-      for (const Var& v : t.vars) p *= v.value;
-      r += p;
-    }
-    return r;
-  }
-  /// Largest possible value given the variables' bounds (all coefficients assumed >= 0).
-  constexpr std::int64_t max_value() const {
-    std::int64_t r = c_;
-    for (const Term& t : terms_) {
-      std::int64_t p = t.coef;
-      for (const Var& v : t.vars) p *= v.hi;
-      r += p;
-    }
-    return r;
-  }
-  constexpr void collect_vars(std::vector<Var>& out) const {
-    for (const Term& t : terms_)
-      for (const Var& v : t.vars)
-        if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-  }
-
-  friend constexpr SInt operator+(const SInt& a, const SInt& b) {
-    SInt r = a;
-    r.c_ += b.c_;
-    for (const Term& t : b.terms_) r.add_term(t);
-    return r;
-  }
-  friend constexpr SInt operator-(const SInt& a) {
-    SInt r = a;
-    r.c_ = -r.c_;
-    for (Term& t : r.terms_) t.coef = -t.coef;
-    return r;
-  }
-  friend constexpr SInt operator-(const SInt& a, const SInt& b) { return a + (-b); }
-  friend constexpr SInt operator*(const SInt& a, const SInt& b) {
-    SInt r(a.c_ * b.c_);
-    for (const Term& t : a.terms_) r.add_term(Term{t.coef * b.c_, t.vars});
-    for (const Term& t : b.terms_) r.add_term(Term{t.coef * a.c_, t.vars});
-    for (const Term& x : a.terms_)
-      for (const Term& y : b.terms_) {
-        Term t{x.coef * y.coef, x.vars};
-        for (const Var& v : y.vars) t.vars.push_back(v);
-        std::sort(t.vars.begin(), t.vars.end());
-        r.add_term(t);
-      }
-    return r;
-  }
-  /// Exact division by a constant when every coefficient is divisible; otherwise false.
-  constexpr bool divisible_by(std::int64_t d) const {
-    if (d == 0 || c_ % d) return false;
-    for (const Term& t : terms_)
-      if (t.coef % d) return false;
-    return true;
-  }
-  constexpr SInt div_exact(std::int64_t d) const {
-    SInt r = *this;
-    r.c_ /= d;
-    for (Term& t : r.terms_) t.coef /= d;
-    return r;
-  }
-  friend constexpr bool operator==(const SInt& a, const SInt& b) {
-    if (a.c_ != b.c_ || a.terms_.size() != b.terms_.size()) return false;
-    for (std::size_t i = 0; i < a.terms_.size(); ++i)
-      if (a.terms_[i].coef != b.terms_[i].coef || !a.terms_[i].same_monomial(b.terms_[i]))
-        return false;
-    return true;
-  }
-  friend constexpr bool operator==(const SInt& a, std::int64_t b) {
-    return a.is_const() && a.c_ == b;
-  }
-
-private:
-  constexpr void add_term(const Term& t) {
-    if (t.coef == 0) return;
-    for (std::size_t i = 0; i < terms_.size(); ++i) {
-      if (terms_[i].same_monomial(t)) {
-        terms_[i].coef += t.coef;
-        if (terms_[i].coef == 0) terms_.erase(terms_.begin() + std::ptrdiff_t(i));
-        return;
-      }
-      if (t.monomial_less(terms_[i])) {
-        terms_.insert(terms_.begin() + std::ptrdiff_t(i), t);
-        return;
-      }
-    }
-    terms_.push_back(t);
-  }
-  std::int64_t c_ = 0;
-  std::vector<Term> terms_;
-};
-
-using Shape = std::vector<SInt>;
-
-constexpr SInt prod(const Shape& s) {
-  SInt r = 1;
-  for (const SInt& d : s) r = r * d;
-  return r;
-}
-constexpr Shape contiguous_strides(const Shape& shape) {
-  Shape st(shape.size(), SInt(1));
-  SInt acc = 1;
-  for (std::size_t i = shape.size(); i-- > 0;) {
-    st[i] = shape[i] == 1 ? SInt(0) : acc;
-    acc = acc * shape[i];
-  }
-  return st;
-}
-
-namespace detail {
-constexpr void write_sint(Text& t, const SInt& d) {
-  if (d.is_const()) {
-    t << d.constant();
-    return;
-  }
-  bool first = true;
-  for (const Term& term : d.terms()) {
-    if (!first) t << '+';
-    first = false;
-    if (term.coef != 1) t << term.coef << '*';
-    for (std::size_t k = 0; k < term.vars.size(); ++k) {
-      if (k) t << '*';
-      t << term.vars[k].name.view();
-    }
-  }
-  if (d.constant()) t << '+' << d.constant();
-}
-constexpr void write_shape(Text& t, const Shape& s) {
-  t << '[';
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i) t << ", ";
-    write_sint(t, s[i]);
-  }
-  t << ']';
-}
-/// A shape as error messages and dumps print it: [2, batch+1].
-inline std::string shape_str(const Shape& s) {
-  Text t;
-  write_shape(t, s);
-  return std::string(t.view());
-}
-} // namespace detail
-
-} // namespace tg
-#endif // TG_SI_TG_GRAPH_SINT_HPP
-
-namespace tg {
-
-/// Thrown by the graph layer on arguments the front end should have rejected.
-struct graph_error : error {
-  using error::error;
-};
-
-enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride };
-
-constexpr const char* move_name(MoveOp m) {
-  constexpr const char* names[] = {"reshape", "permute", "expand", "pad",
-                                   "shrink",  "flip",    "stride"};
-  return names[static_cast<int>(m)];
-}
-
-/// One movement op and its arguments (per axis; `b` is used by pad (after) and shrink (end)).
-struct Movement {
-  MoveOp op;
-  std::vector<SInt> a, b;
-};
-
-struct View {
-  Shape shape, strides;
-  SInt offset = 0;
-  std::vector<std::pair<SInt, SInt>> mask; // empty: every index valid
-
-  static constexpr View contiguous(const Shape& s) { return View{s, contiguous_strides(s), 0, {}}; }
-  constexpr std::size_t ndim() const { return shape.size(); }
-  constexpr bool has_mask() const { return !mask.empty(); }
-  /// Whether some index of axis d is masked off.
-  constexpr bool masked(std::size_t d) const {
-    return has_mask() && !(mask[d].first == 0 && mask[d].second == shape[d]);
-  }
-  constexpr bool is_contiguous() const {
-    return offset == 0 && mask.empty() && strides == contiguous_strides(shape);
-  }
-
-  constexpr View permute(const std::vector<int>& order) const {
-    View v;
-    for (int o : order) {
-      v.shape.push_back(shape[std::size_t(o)]);
-      v.strides.push_back(strides[std::size_t(o)]);
-      if (has_mask()) v.mask.push_back(mask[std::size_t(o)]);
-    }
-    v.offset = offset;
-    return v;
-  }
-  constexpr View expand(const Shape& to) const {
-    View v = *this;
-    for (std::size_t i = 0; i < to.size(); ++i) {
-      if (shape[i] == to[i]) continue;
-      v.shape[i] = to[i];
-      v.strides[i] = 0;
-      if (has_mask() && mask[i].second == 1 && mask[i].first == 0) v.mask[i] = {0, to[i]};
-    }
-    return v;
-  }
-  constexpr View pad(const std::vector<SInt>& before, const std::vector<SInt>& after) const {
-    View v = *this;
-    bool any = false;
-    for (std::size_t i = 0; i < shape.size(); ++i)
-      any = any || !(before[i] == 0) || !(after[i] == 0);
-    if (!any) return v;
-    if (!has_mask())
-      for (const SInt& s : shape) v.mask.push_back({0, s});
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-      v.offset = v.offset - before[i] * strides[i];
-      v.mask[i] = {v.mask[i].first + before[i], v.mask[i].second + before[i]};
-      v.shape[i] = shape[i] + before[i] + after[i];
-    }
-    return v;
-  }
-  constexpr View shrink(const std::vector<SInt>& lo, const std::vector<SInt>& hi) const {
-    View v = *this;
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-      v.offset = v.offset + lo[i] * strides[i];
-      v.shape[i] = hi[i] - lo[i];
-      if (has_mask()) {
-        SInt a = mask[i].first - lo[i], b = mask[i].second - lo[i];
-        v.mask[i] = {clamp(a, v.shape[i]), clamp(b, v.shape[i])};
-      }
-    }
-    v.drop_full_mask();
-    return v;
-  }
-  constexpr View flip(const std::vector<std::uint8_t>& axes) const { // not vector<bool>: constexpr
-    View v = *this;
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-      if (!axes[i]) continue;
-      v.offset = v.offset + (shape[i] - 1) * strides[i];
-      v.strides[i] = -strides[i];
-      if (has_mask()) v.mask[i] = {shape[i] - mask[i].second, shape[i] - mask[i].first};
-    }
-    return v;
-  }
-  /// Positive steps: every step-th element.
-  constexpr View stride(const std::vector<SInt>& steps) const {
-    View v = *this;
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-      if (steps[i] == 1) continue;
-      std::int64_t s = shape[i].constant(), k = steps[i].constant();
-      v.shape[i] = (s + k - 1) / k;
-      v.strides[i] = strides[i] * SInt(k);
-      if (has_mask())
-        v.mask[i] = {(mask[i].first.constant() + k - 1) / k,
-                     (mask[i].second.constant() + k - 1) / k};
-    }
-    v.drop_full_mask();
-    return v;
-  }
-  /// A reshape expressed in this single view, if one exists.
-  constexpr bool reshape(const Shape& to, View& out) const {
-    if (shape == to) {
-      out = *this;
-      return true;
-    }
-    if (!has_mask() && strides == contiguous_strides(shape)) {
-      out = View{to, contiguous_strides(to), offset, {}};
-      return true;
-    }
-    // Only inserting or removing 1-sized axes keeps a masked view simple.
-    std::vector<std::size_t> old_big, new_big;
-    for (std::size_t i = 0; i < shape.size(); ++i)
-      if (!(shape[i] == 1)) old_big.push_back(i);
-    for (std::size_t i = 0; i < to.size(); ++i)
-      if (!(to[i] == 1)) new_big.push_back(i);
-    bool same_big = old_big.size() == new_big.size();
-    for (std::size_t k = 0; same_big && k < old_big.size(); ++k)
-      same_big = shape[old_big[k]] == to[new_big[k]];
-    if (same_big) {
-      // 1-sized axes must be fully valid to be dropped.
-      for (std::size_t i = 0; i < shape.size(); ++i)
-        if (has_mask() && shape[i] == 1 && !(mask[i].first == 0 && mask[i].second == 1))
-          return false;
-      out = View{to, Shape(to.size(), SInt(0)), offset, {}};
-      if (has_mask()) out.mask.assign(to.size(), {0, 1});
-      for (std::size_t k = 0; k < old_big.size(); ++k) {
-        out.strides[new_big[k]] = strides[old_big[k]];
-        if (has_mask()) out.mask[new_big[k]] = mask[old_big[k]];
-      }
-      return true;
-    }
-    if (has_mask()) return false;
-    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape).
-    for (const SInt& d : shape)
-      if (!d.is_const()) return false;
-    for (const SInt& d : to)
-      if (!d.is_const()) return false;
-    std::vector<std::int64_t> os, ost, ns;
-    for (std::size_t i = 0; i < shape.size(); ++i)
-      if (!(shape[i] == 1)) {
-        os.push_back(shape[i].constant());
-        ost.push_back(strides[i].constant());
-      }
-    for (const SInt& d : to) ns.push_back(d.constant());
-    std::vector<std::int64_t> nst(ns.size(), 0);
-    std::size_t i = 0, j = 0;
-    while (i < os.size() && j < ns.size()) {
-      if (ns[j] == 1) {
-        ++j;
-        continue;
-      }
-      std::int64_t np = ns[j], op = os[i];
-      std::size_t oi = i + 1, nj = j + 1;
-      while (np != op) {
-        if (np < op) {
-          if (nj >= ns.size()) return false;
-          np *= ns[nj++];
-        } else {
-          if (oi >= os.size()) return false;
-          op *= os[oi++];
-        }
-      }
-      for (std::size_t k = i; k + 1 < oi; ++k)
-        if (ost[k] != ost[k + 1] * os[k + 1]) return false;
-      std::int64_t st = ost[oi - 1];
-      for (std::size_t k = nj; k-- > j;) {
-        nst[k] = ns[k] == 1 ? 0 : st;
-        st *= ns[k];
-      }
-      i = oi;
-      j = nj;
-    }
-    out = View{to, {}, offset, {}};
-    for (std::int64_t s : nst) out.strides.push_back(s);
-    return true;
-  }
-
-private:
-  static constexpr SInt clamp(const SInt& x, const SInt& hi) {
-    if (x.is_const() && hi.is_const())
-      return std::max<std::int64_t>(0, std::min(x.constant(), hi.constant()));
-    if (x == 0 || x == hi) return x;
-    throw graph_error("a masked view cannot be shrunk on a symbolic axis");
-  }
-  constexpr void drop_full_mask() {
-    if (!has_mask()) return;
-    for (std::size_t i = 0; i < shape.size(); ++i)
-      if (!(mask[i].first == 0 && mask[i].second == shape[i])) return;
-    mask.clear();
-  }
-};
-
-struct ShapeTracker {
-  std::vector<View> views;
-
-  static constexpr ShapeTracker contiguous(const Shape& s) { return {{View::contiguous(s)}}; }
-  constexpr const Shape& shape() const { return views.back().shape; }
-  constexpr bool is_contiguous() const { return views.size() == 1 && views[0].is_contiguous(); }
-
-  constexpr ShapeTracker apply(const Movement& m) const {
-    ShapeTracker t = *this;
-    View& v = t.views.back();
-    switch (m.op) {
-    case MoveOp::Reshape: {
-      View r;
-      if (v.reshape(m.a, r))
-        v = r;
-      else
-        t.views.push_back(View::contiguous(m.a));
-      break;
-    }
-    case MoveOp::Permute: {
-      std::vector<int> order;
-      for (const SInt& o : m.a) order.push_back(int(o.constant()));
-      v = v.permute(order);
-      break;
-    }
-    case MoveOp::Expand:
-      v = v.expand(m.a);
-      break;
-    case MoveOp::Pad:
-      v = v.pad(m.a, m.b);
-      break;
-    case MoveOp::Shrink:
-      v = v.shrink(m.a, m.b);
-      break;
-    case MoveOp::Flip: {
-      std::vector<std::uint8_t> axes;
-      for (const SInt& o : m.a) axes.push_back(o.constant() != 0);
-      v = v.flip(axes);
-      break;
-    }
-    case MoveOp::Stride:
-      v = v.stride(m.a);
-      break;
-    }
-    t.simplify();
-    return t;
-  }
-  constexpr ShapeTracker apply(const std::vector<Movement>& ms) const {
-    ShapeTracker t = *this;
-    for (const Movement& m : ms) t = t.apply(m);
-    return t;
-  }
-  /// Drops views that map flat offsets to themselves.
-  constexpr void simplify() {
-    for (std::size_t k = views.size(); k-- > 1;) {
-      // a contiguous view below the top is the identity on flat offsets
-      if (k < views.size() - 1 && views[k].is_contiguous())
-        views.erase(views.begin() + std::ptrdiff_t(k));
-    }
-    while (views.size() > 1) {
-      View r;
-      if (views.back().is_contiguous() && views[views.size() - 2].reshape(views.back().shape, r)) {
-        views.pop_back();
-        views.back() = r;
-      } else
-        break;
-    }
-    if (views.size() > 1 && views[0].is_contiguous()) views.erase(views.begin());
-  }
-};
-
-/// The shape after a movement op (the op's arguments are assumed checked).
-constexpr Shape moved_shape(const Shape& s, const Movement& m) {
-  switch (m.op) {
-  case MoveOp::Reshape:
-  case MoveOp::Expand:
-    return m.a;
-  case MoveOp::Permute: {
-    Shape r;
-    for (const SInt& o : m.a) r.push_back(s[std::size_t(o.constant())]);
-    return r;
-  }
-  case MoveOp::Pad: {
-    Shape r = s;
-    for (std::size_t i = 0; i < s.size(); ++i) r[i] = s[i] + m.a[i] + m.b[i];
-    return r;
-  }
-  case MoveOp::Shrink: {
-    Shape r = s;
-    for (std::size_t i = 0; i < s.size(); ++i) r[i] = m.b[i] - m.a[i];
-    return r;
-  }
-  case MoveOp::Flip:
-    return s;
-  case MoveOp::Stride: {
-    Shape r = s;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      std::int64_t k = m.a[i].constant();
-      if (k != 1) r[i] = (s[i].constant() + k - 1) / k;
-    }
-    return r;
-  }
-  }
-  return s;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_GRAPH_VIEW_HPP
-
 namespace tg {
 
 enum class Op : std::uint8_t {
@@ -1187,70 +851,8 @@ constexpr Scalar reduce_identity(Op op, DType t) {
   return Scalar::of_int(t, m);
 }
 
-struct Node {
-  Op op = Op::Const;
-  DType dtype = DType::Float32;
-  std::array<int, 3> src{-1, -1, -1};
-  Shape shape;
-  std::vector<Movement> moves; // View
-  std::vector<int> axes;       // reductions
-  Scalar value;                // Const
-  int arg = -1;                // Buffer: index into Graph::buffers
-
-  constexpr int nsrc() const { return arity(op); }
-};
-
-/// A materialized input buffer: its dtype and number of elements (the data lives in a runtime).
-struct BufferInfo {
-  DType dtype;
-  SInt numel;
-};
-
-struct Graph {
-  std::vector<Node> nodes;
-  std::vector<BufferInfo> buffers;
-  std::vector<int> outputs; // nodes whose values the caller wants materialized
-
-  constexpr int add(Node n) {
-    nodes.push_back(std::move(n));
-    return int(nodes.size()) - 1;
-  }
-  /// A Buffer node for a new input buffer of that dtype and shape.
-  constexpr int add_buffer(DType t, Shape shape) {
-    Node n;
-    n.op = Op::Buffer;
-    n.dtype = t;
-    n.arg = int(buffers.size());
-    buffers.push_back(BufferInfo{t, prod(shape)});
-    n.shape = std::move(shape);
-    return add(std::move(n));
-  }
-  constexpr const Node& operator[](int i) const { return nodes[std::size_t(i)]; }
-  constexpr std::size_t size() const { return nodes.size(); }
-  /// consumers[i]: nodes that use node i as a source (with repetition).
-  constexpr std::vector<std::vector<int>> consumers() const {
-    std::vector<std::vector<int>> c(nodes.size());
-    for (std::size_t i = 0; i < nodes.size(); ++i)
-      for (int k = 0; k < nodes[i].nsrc(); ++k)
-        c[std::size_t(nodes[i].src[std::size_t(k)])].push_back(int(i));
-    return c;
-  }
-  constexpr std::vector<Var> vars() const {
-    std::vector<Var> v;
-    for (const Node& n : nodes)
-      for (const SInt& d : n.shape) d.collect_vars(v);
-    for (const BufferInfo& b : buffers) b.numel.collect_vars(v);
-    std::sort(v.begin(), v.end());
-    return v;
-  }
-};
-
-/// One flag per node. Not std::vector<bool>: libstdc++ 12's vector<bool> cannot be allocated in a
-/// constant expression under Clang.
-using NodeFlags = std::vector<std::uint8_t>;
-
 } // namespace tg
-#endif // TG_SI_TG_GRAPH_GRAPH_HPP
+#endif // TG_SI_TG_GRAPH_OP_HPP
 
 // ---- tg/runtime/device.hpp ----
 #ifndef TG_SI_TG_RUNTIME_DEVICE_HPP
@@ -1260,13 +862,91 @@ using NodeFlags = std::vector<std::uint8_t>;
 // This header declares them; runtime/host.hpp has the registry and tg/impl/devices.hpp the
 // functions.
 #include <cctype>
-#include <functional>
+
+// ---- tg/errors.hpp ----
+#ifndef TG_SI_TG_ERRORS_HPP
+#define TG_SI_TG_ERRORS_HPP
+// The errors tg throws. Each names the op and, for user mistakes, the user's call site.
+#include <stdexcept>
+
+// ---- tg/config.hpp ----
+#ifndef TG_SI_TG_CONFIG_HPP
+#define TG_SI_TG_CONFIG_HPP
+// How this translation unit gets tg's run-time machinery (lowering, passes, renderers, device
+// runtimes, realize, jit, autograd's engine, safetensors, printing). docs/cmake.md has the whole
+// story; in short, exactly one of:
+// - nothing defined (the default): the headers declare the machinery and the program links it
+//   once, from the CMake target tg::tg or from one source file that defines TG_IMPLEMENTATION;
+// - TG_IMPLEMENTATION, defined before including <tg/tg.hpp> in one source file: that file
+//   defines the machinery for the whole program (the single-header drop-in);
+// - TG_HEADER_ONLY, defined in every source file (the CMake target tg::header_only): every
+//   file defines it all, inline, as one-file scripts like (and pays for in compile time).
+// A program uses one way throughout.
+#if defined(TG_HEADER_ONLY) || defined(TG_IMPLEMENTATION)
+#define TG_DEFINITIONS 1
+#else
+#define TG_DEFINITIONS 0
+#endif
+
+// Declares and defines the functions the headers declare and tg/impl/ defines: inline in the
+// header-only mode, one external definition otherwise.
+#ifdef TG_HEADER_ONLY
+#define TG_API inline
+#else
+#define TG_API
+#endif
+#endif // TG_SI_TG_CONFIG_HPP
+
+namespace tg {
+
+struct error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// Incompatible or invalid shapes, axes, reshapes or slices.
+struct shape_error : error {
+  using error::error;
+};
+/// A dtype an op does not accept, or two dtypes it cannot combine.
+struct dtype_error : error {
+  using error::error;
+};
+/// An index out of range (item(), gather indices checked on the host).
+struct index_error : error {
+  using error::error;
+};
+/// A device that is unavailable, or an operation across devices.
+struct device_error : error {
+  using error::error;
+};
+/// A model or method that cannot be exported as asked (tg::export_model): the method, the input
+/// or op, and the user's call site.
+struct export_error : error {
+  using error::error;
+};
+/// A kernel that did not compile: the compiler's message and the source.
+struct compile_error : error {
+  compile_error(const std::string& message, std::string source_, std::string log_)
+      : error(message), source(std::move(source_)), log(std::move(log_)) {}
+  std::string source, log;
+};
+
+namespace detail {
+/// " (at file:line in function)", as errors end (tg/impl/tensor/class.hpp).
+TG_API std::string where(const std::source_location& loc);
+template <class E>
+[[noreturn]] void fail(const std::string& op, const std::string& msg,
+                       const std::source_location& loc) {
+  throw E("tg." + op + ": " + msg + where(loc));
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_ERRORS_HPP
 
 // ---- tg/runtime/stats.hpp ----
 #ifndef TG_SI_TG_RUNTIME_STATS_HPP
 #define TG_SI_TG_RUNTIME_STATS_HPP
 // Counters that tests and users read to see what the runtime did.
-#include <atomic>
 
 namespace tg {
 
@@ -1281,35 +961,9 @@ struct Stats {
   std::int64_t beam_cached = 0;   // kernels whose TG_BEAM choice was read from the disk cache
 };
 
-namespace detail {
-struct AtomicStats {
-  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
-      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
-};
-inline AtomicStats& stats_storage() {
-  static AtomicStats s;
-  return s;
-}
-} // namespace detail
-
-/// A snapshot of the counters since the start (or the last reset_stats()).
-inline Stats stats() {
-  auto& s = detail::stats_storage();
-  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
-               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
-               s.beam_searches.load(),    s.beam_cached.load()};
-}
-inline void reset_stats() {
-  auto& s = detail::stats_storage();
-  s.kernels_compiled = 0;
-  s.kernels_launched = 0;
-  s.cache_hits = 0;
-  s.bytes_allocated = 0;
-  s.realizes = 0;
-  s.plans_reused = 0;
-  s.beam_searches = 0;
-  s.beam_cached = 0;
-}
+/// The counters since the start or the last reset_stats() (all threads).
+TG_API Stats stats();
+TG_API void reset_stats();
 
 } // namespace tg
 #endif // TG_SI_TG_RUNTIME_STATS_HPP
@@ -1360,27 +1014,14 @@ struct Buffer {
   DType dtype;
   std::int64_t numel;
   void* ptr = nullptr;
-  Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
-      : device(std::move(d)), dtype(t), numel(n) {
-    std::size_t bytes = nbytes();
-    ptr = device->alloc(bytes ? bytes : 1);
-    detail::stats_storage().bytes_allocated += std::int64_t(bytes);
-  }
+  /// Allocates numel elements of dtype t on d.
+  TG_API Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { device->free(ptr); }
+  TG_API ~Buffer();
   std::size_t nbytes() const { return std::size_t(numel) * std::size_t(itemsize(dtype)); }
 };
 
-using DeviceFactory = std::function<std::shared_ptr<Device>()>;
-/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
-using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
-
-TG_API void register_device(const std::string& name, DeviceFactory f);
-/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
-/// devices(). Opening NAME:k calls factory(k).
-TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
-                                   std::function<int()> count = {});
 /// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
 TG_API std::shared_ptr<Device> device(const std::string& requested);
 
@@ -1894,6 +1535,7 @@ TG_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
 #define TG_SI_TG_TENSOR_CORE_HPP
 // The mechanics every op is built from: node creation, broadcasting, views, reductions, casts,
 // and moving data in and out.
+#include <cstring>
 
 namespace tg {
 
@@ -1917,99 +1559,40 @@ inline const Tensor& made_at(const Tensor& c, const char* op, const std::source_
 
 namespace detail {
 
-/// How a GPU reduction is split into two (a reduced axis cut into [k, extent / k]: the first
-/// kernel reduces the inner part, the second the k partial results), or k = 0 to keep it whole.
-/// gpu_program gives each output of a reduction with fewer than 16,384 outputs a work-group of
-/// its own: that runs too few groups when the outputs are fewer still (a full sum was two orders
-/// of magnitude slower than PyTorch's, docs/performance.md; on lavapipe it passed llvmpipe's
-/// loop limit), and when the last axis is kept, a group's lanes read one column, each lane a
-/// different row. So: a reduction over the last axis gets about 4,096 groups of at least 1,024
-/// elements each; a reduction over other axes gets at least 262,144 outputs in its first kernel
-/// (one thread each, neighbouring threads reading neighbouring columns), each still reducing at
-/// least 16 elements (the fastest of the shapes measured for a column sum: docs/performance.md).
-/// Where no divisor of a reduced axis comes within 16 times of the k wanted (a prime length),
-/// the axis is padded with the reduction's identity to a multiple of a k that does (`pad`
-/// elements more): lavapipe refused a sum of a prime 16,777,259 floats in one work-group.
-struct ReduceSplit {
-  int axis = -1;
-  std::int64_t k = 0;
-  std::int64_t pad = 0;
-};
-constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
-                                       const std::vector<int>& axes) {
-  if (shape.empty() || axes.empty()) return {};
-  std::int64_t items = 1, len = 1;
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    (std::find(axes.begin(), axes.end(), int(i)) == axes.end() ? items : len) *= shape[i];
-  // over the last axis, or over the last one longer than 1: each output's elements lie together
-  bool last = true;
-  for (std::size_t i = std::size_t(axes.back()) + 1; i < shape.size(); ++i)
-    last = last && shape[i] == 1;
-  const std::int64_t min_part = last ? 1024 : 16;
-  if (items == 0 || len < (last ? 65536 : 256) || items >= (last ? 1024 : 16384)) return {};
-  const std::int64_t want = last ? (4096 + items - 1) / items : (262144 + items - 1) / items;
-  // over the last axis: the largest k up to `want`; else the smallest from `want` up (the
-  // largest below it when there is none). Divisors in pairs, up to the square root.
-  ReduceSplit best;
-  auto consider = [&](int a, std::int64_t k) {
-    if (k < 2 || len / k < min_part) return;
-    if (last ? (k <= want && k > best.k) : (best.k < want ? k > best.k : k >= want && k < best.k))
-      best = {a, k};
-  };
-  int longest = axes[0];
-  for (int a : axes) {
-    const std::int64_t d = shape[std::size_t(a)];
-    if (d > shape[std::size_t(longest)]) longest = a;
-    for (std::int64_t i = 1; i * i <= d; ++i)
-      if (d % i == 0) {
-        consider(a, i);
-        consider(a, d / i);
-      }
-  }
-  if (best.k * 16 >= want) return best;
-  // no divisor near `want`: pad the longest reduced axis to a multiple of one that is
-  const std::int64_t d = shape[std::size_t(longest)];
-  const std::int64_t k = std::min(want, d / min_part);
-  if (k < 2 || k <= best.k) return best;
-  return {longest, k, (k - d % k) % k};
-}
-
 /// Whether reductions on `device` are split for a GPU launch (Target::split_reductions).
 TG_API bool splits_reductions(const std::string& device);
 
-// The non-template parts of Tensor::from_data, to_vector and item (which convert the values).
-/// The element count of a new tensor's shape (refusing a negative size).
-TG_API std::int64_t checked_numel(const Shape& shape, std::source_location loc);
+// The non-template parts of Tensor::from_data, to_vector and item: the values cross as bytes of
+// a dtype and are converted in the library.
 /// The shape of a tensor made from `count` values (1-D by default); they must fill it.
 TG_API void fill_shape(Shape& shape, std::size_t count, std::source_location loc);
 TG_API void check_item(const Tensor& t, std::source_location loc);
-/// A new realized tensor of `shape` on device `dev` ("": the default) holding `host` (its values
-/// in dtype t), made at `loc`.
-TG_API Tensor upload(std::vector<unsigned char> host, DType t, Shape shape, const std::string& dev,
+/// A new realized tensor of `shape` on o.device holding the numel(shape) values at `data` (of
+/// dtype `from`) converted to o.dtype (default: `from`), made at `loc`.
+TG_API Tensor upload(const void* data, DType from, Shape shape, const TensorOptions& o,
                      std::source_location loc);
-/// The values of `t`, realized, in its dtype and row-major order (Tensor::to_vector converts).
-TG_API std::vector<unsigned char> download(const Tensor& t, std::source_location loc);
+/// The values of `t`, realized, in row-major order, converted to dtype `to`.
+TG_API std::vector<unsigned char> download(const Tensor& t, DType to, std::source_location loc);
+
+/// Whether some dtype stores E's values as they are.
+template <class E, class = void> inline constexpr bool has_dtype = false;
+template <class E> inline constexpr bool has_dtype<E, decltype(void(dtype_of_t<E>::value))> = true;
+/// The type an element type's values cross as: itself, or a 64-bit type for the arithmetic types
+/// no dtype matches (char, wchar_t, long double).
+template <class E>
+using transfer_t = std::conditional_t<
+    has_dtype<E>, E,
+    std::conditional_t<std::is_floating_point_v<E>, double,
+                       std::conditional_t<std::is_signed_v<E>, std::int64_t, std::uint64_t>>>;
 
 } // namespace detail
 
 template <Arithmetic E>
 Tensor Tensor::from_data(const E* data, Shape shape, TensorOptions o, Loc loc) {
-  DType t = o.dtype.value_or(dtype_of<E>);
-  std::int64_t n = detail::checked_numel(shape, loc);
-  std::vector<unsigned char> host(std::size_t(n) * std::size_t(itemsize(t)));
-  visit_dtype(t, [&](auto x) {
-    using D = decltype(x);
-    D* out = reinterpret_cast<D*>(host.data());
-    for (std::int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
-        out[i] = D(static_cast<float>(data[i]));
-      else if constexpr (std::is_same_v<E, half> || std::is_same_v<E, bfloat16_t>)
-        out[i] = static_cast<D>(static_cast<float>(data[i]));
-      else
-        out[i] = static_cast<D>(data[i]);
-    }
-  });
-  return detail::upload(std::move(host), t, std::move(shape), o.device, loc);
+  static_assert(detail::has_dtype<E>,
+                "tg::Tensor::from_data: no tg dtype has this element type; use bool, a "
+                "fixed-width integer, float, double, tg::half or tg::bfloat16_t");
+  return detail::upload(data, dtype_of<detail::transfer_t<E>>, std::move(shape), o, loc);
 }
 template <Arithmetic E>
 Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions o, Loc loc) {
@@ -2024,20 +1607,18 @@ Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions 
 }
 
 template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc loc) const {
-  std::vector<unsigned char> host = detail::download(*this, loc);
-  std::int64_t n = numel();
-  std::vector<E> out(static_cast<std::size_t>(n));
-  visit_dtype(dtype(), [&](auto x) {
-    using D = decltype(x);
-    const D* in = reinterpret_cast<const D*>(host.data());
-    for (std::int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
-        out[std::size_t(i)] = static_cast<E>(static_cast<float>(in[i]));
-      else
-        out[std::size_t(i)] = static_cast<E>(in[i]);
-    }
-  });
-  return out;
+  using H = detail::transfer_t<E>;
+  std::vector<unsigned char> host = detail::download(*this, dtype_of<H>, loc);
+  if constexpr (std::is_same_v<E, bool>) { // std::vector<bool> is packed: it has no data()
+    return std::vector<bool>(host.begin(), host.end());
+  } else {
+    std::vector<H> values(host.size() / sizeof(H));
+    std::memcpy(values.data(), host.data(), host.size());
+    if constexpr (std::is_same_v<H, E>)
+      return values;
+    else
+      return std::vector<E>(values.begin(), values.end());
+  }
 }
 
 template <Arithmetic E> E Tensor::item(Loc loc) const {
@@ -2050,6 +1631,73 @@ TG_API void realize(std::vector<Tensor> ts);
 
 } // namespace tg
 #endif // TG_SI_TG_TENSOR_CORE_HPP
+
+// ---- tg/util/function.hpp ----
+#ifndef TG_SI_TG_UTIL_FUNCTION_HPP
+#define TG_SI_TG_UTIL_FUNCTION_HPP
+// Type-erased callables for the light headers, which keep <functional> out: it costs a Clang
+// translation unit about 0.4 s, more than the rest of what tg.hpp adds to <memory> and <string>.
+#include <utility>
+
+namespace tg::detail {
+
+/// Whether an F (not the wrapper itself) can be called with A... for an R.
+template <class F, class Self, class R, class... A>
+inline constexpr bool callable_as = !std::is_same_v<std::remove_cvref_t<F>, Self> &&
+                                    std::is_invocable_r_v<R, std::remove_reference_t<F>&, A...>;
+
+template <class Sig> class FunctionRef;
+/// A callable borrowed for the duration of a call (the caller keeps it alive).
+template <class R, class... A> class FunctionRef<R(A...)> {
+public:
+  template <class F, std::enable_if_t<callable_as<F, FunctionRef, R, A...>, int> = 0>
+  FunctionRef(F&& f) // NOLINT: converts like std::function
+      : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* o, A... a) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<A>(a)...);
+        }) {}
+  R operator()(A... a) const { return call_(obj_, std::forward<A>(a)...); }
+
+private:
+  void* obj_;
+  R (*call_)(void*, A...);
+};
+
+template <class Sig> class Function;
+/// An owned callable, copied with its owner (std::function's semantics, without its header).
+template <class R, class... A> class Function<R(A...)> {
+public:
+  Function() = default;
+  template <class F, std::enable_if_t<callable_as<F, Function, R, A...>, int> = 0>
+  Function(F&& f) // NOLINT: converts like std::function
+      : p_(std::make_unique<Holder<std::decay_t<F>>>(std::forward<F>(f))) {}
+  Function(const Function& o) : p_(o.p_ ? o.p_->clone() : nullptr) {}
+  Function(Function&&) noexcept = default;
+  Function& operator=(Function o) noexcept {
+    p_ = std::move(o.p_);
+    return *this;
+  }
+  explicit operator bool() const { return p_ != nullptr; }
+  /// Calls it (it must be set).
+  R operator()(A... a) const { return p_->call(std::forward<A>(a)...); }
+
+private:
+  struct Base {
+    virtual ~Base() = default;
+    virtual R call(A... a) = 0;
+    virtual std::unique_ptr<Base> clone() const = 0;
+  };
+  template <class F> struct Holder final : Base {
+    F f;
+    template <class G> explicit Holder(G&& g) : f(std::forward<G>(g)) {}
+    R call(A... a) override { return f(std::forward<A>(a)...); }
+    std::unique_ptr<Base> clone() const override { return std::make_unique<Holder>(f); }
+  };
+  std::unique_ptr<Base> p_;
+};
+
+} // namespace tg::detail
+#endif // TG_SI_TG_UTIL_FUNCTION_HPP
 
 namespace tg {
 
@@ -2107,7 +1755,7 @@ public:
   /// and realized in one schedule) where the call is not a replay. The results.
   TG_API std::vector<Tensor>
   call(std::vector<Tensor> inputs,
-       const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& run);
+       detail::FunctionRef<std::vector<Tensor>(const std::vector<Tensor>&)> run);
   TG_API std::size_t captured_launches() const;
 
 private:
@@ -2226,7 +1874,6 @@ template <class F> Jit<F> jit(F f) { return Jit<F>(std::move(f)); }
 #define TG_SI_TG_STATE_STATE_DICT_HPP
 // StateDict: named tensors in insertion order (PyTorch's OrderedDict of a state_dict). Modules
 // produce and consume it (nn/module.hpp); safetensors reads and writes it (state/safetensors.hpp).
-#include <utility>
 
 // ---- tg/tensor/tensor.hpp ----
 #ifndef TG_SI_TG_TENSOR_TENSOR_HPP
@@ -2744,7 +2391,7 @@ struct LoadResult {
 
 class Module {
 public:
-  virtual ~Module() = default;
+  TG_API virtual ~Module();
 
   /// The computation of a module with one input. Modules with other signatures (attention)
   /// add their own overloads; this one throws for them.
@@ -3547,8 +3194,8 @@ public:
 /// Any function of one tensor as a module: Lambda([](const Tensor& x) { return x * 2; }).
 class Lambda : public Module {
 public:
-  std::function<Tensor(const Tensor&)> fn;
-  explicit Lambda(std::function<Tensor(const Tensor&)> f);
+  tg::detail::Function<Tensor(const Tensor&)> fn;
+  explicit Lambda(tg::detail::Function<Tensor(const Tensor&)> f);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override;
 };
@@ -3816,7 +3463,6 @@ public:
 //
 // Hyperparameters other than the learning rate (momentum, betas, weight decay) are constants of
 // the captured kernels: change them only between captures.
-#include <cstring>
 
 namespace tg::optim {
 
@@ -3836,7 +3482,7 @@ TG_API void check_hyper(bool ok, const std::string& msg);
 
 class Optimizer {
 public:
-  virtual ~Optimizer() = default;
+  TG_API virtual ~Optimizer();
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
@@ -3886,7 +3532,7 @@ protected:
   Tensor& state(std::size_t index, const std::string& name, const Tensor& like, double init = 0,
                 std::optional<DType> dtype = std::nullopt, bool scalar = false);
   /// Creates every state tensor up front (before a capture, so none is made while capturing).
-  void init_state(const std::function<void(std::size_t, const Tensor&)>& make);
+  void init_state(tg::detail::FunctionRef<void(std::size_t, const Tensor&)> make);
   const Group& group_at(std::size_t g) const;
   /// The dtype of scalar state (a step count; the learning rate): float32 as in PyTorch, float64
   /// beside float64 parameters. Every update casts it to its parameter's dtype, and devices
@@ -3987,7 +3633,7 @@ namespace tg::optim {
 
 class LRScheduler {
 public:
-  virtual ~LRScheduler() = default;
+  TG_API virtual ~LRScheduler();
   /// Advances one epoch (or iteration) and sets the learning rates. Inside a method that
   /// tg::export_model traces, records that instead: the exported method advances its epoch
   /// counter and sets each group's rate to lr_expr of it, with the method's other updates
@@ -4064,10 +3710,10 @@ public:
 /// base * fn(epoch).
 class LambdaLR : public LRScheduler {
 public:
-  LambdaLR(Optimizer& opt, std::function<double(std::int64_t)> fn_);
+  LambdaLR(Optimizer& opt, tg::detail::Function<double(std::int64_t)> fn_);
   double lr_at(std::int64_t e, double base) const override;
   Tensor lr_expr(const Tensor&, double) const override;
-  std::function<double(std::int64_t)> fn;
+  tg::detail::Function<double(std::int64_t)> fn;
 };
 
 /// Schedulers one after another: schedulers[k] runs from milestones[k - 1] on, counting its
@@ -4264,6 +3910,351 @@ inline constexpr const char* version = "0.1.0";
 // elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
 // broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
 // node.
+
+// ---- tg/graph/graph.hpp ----
+#ifndef TG_SI_TG_GRAPH_GRAPH_HPP
+#define TG_SI_TG_GRAPH_GRAPH_HPP
+// The Graph: a flat, topologically ordered array of nodes over a small set of primitive ops.
+// Both front ends build it; everything below (fuse, lower, render) reads only this.
+#include <algorithm>
+
+// ---- tg/graph/view.hpp ----
+#ifndef TG_SI_TG_GRAPH_VIEW_HPP
+#define TG_SI_TG_GRAPH_VIEW_HPP
+// Views make movement ops zero-copy: a View maps an index in its shape to a flat offset
+// (offset + sum(idx * stride)) that is valid inside `mask` (padding reads as zero).
+// A ShapeTracker is a stack of views for reshapes that one view cannot express: the flat
+// offset of views[k+1] is unravelled in the shape of views[k].
+
+namespace tg {
+
+/// Thrown by the graph layer on arguments the front end should have rejected.
+struct graph_error : error {
+  using error::error;
+};
+
+struct View {
+  Shape shape, strides;
+  SInt offset = 0;
+  std::vector<std::pair<SInt, SInt>> mask; // empty: every index valid
+
+  static constexpr View contiguous(const Shape& s) { return View{s, contiguous_strides(s), 0, {}}; }
+  constexpr std::size_t ndim() const { return shape.size(); }
+  constexpr bool has_mask() const { return !mask.empty(); }
+  /// Whether some index of axis d is masked off.
+  constexpr bool masked(std::size_t d) const {
+    return has_mask() && !(mask[d].first == 0 && mask[d].second == shape[d]);
+  }
+  constexpr bool is_contiguous() const {
+    return offset == 0 && mask.empty() && strides == contiguous_strides(shape);
+  }
+
+  constexpr View permute(const std::vector<int>& order) const {
+    View v;
+    for (int o : order) {
+      v.shape.push_back(shape[std::size_t(o)]);
+      v.strides.push_back(strides[std::size_t(o)]);
+      if (has_mask()) v.mask.push_back(mask[std::size_t(o)]);
+    }
+    v.offset = offset;
+    return v;
+  }
+  constexpr View expand(const Shape& to) const {
+    View v = *this;
+    for (std::size_t i = 0; i < to.size(); ++i) {
+      if (shape[i] == to[i]) continue;
+      v.shape[i] = to[i];
+      v.strides[i] = 0;
+      if (has_mask() && mask[i].second == 1 && mask[i].first == 0) v.mask[i] = {0, to[i]};
+    }
+    return v;
+  }
+  constexpr View pad(const std::vector<SInt>& before, const std::vector<SInt>& after) const {
+    View v = *this;
+    bool any = false;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      any = any || !(before[i] == 0) || !(after[i] == 0);
+    if (!any) return v;
+    if (!has_mask())
+      for (const SInt& s : shape) v.mask.push_back({0, s});
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      v.offset = v.offset - before[i] * strides[i];
+      v.mask[i] = {v.mask[i].first + before[i], v.mask[i].second + before[i]};
+      v.shape[i] = shape[i] + before[i] + after[i];
+    }
+    return v;
+  }
+  constexpr View shrink(const std::vector<SInt>& lo, const std::vector<SInt>& hi) const {
+    View v = *this;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      v.offset = v.offset + lo[i] * strides[i];
+      v.shape[i] = hi[i] - lo[i];
+      if (has_mask()) {
+        SInt a = mask[i].first - lo[i], b = mask[i].second - lo[i];
+        v.mask[i] = {clamp(a, v.shape[i]), clamp(b, v.shape[i])};
+      }
+    }
+    v.drop_full_mask();
+    return v;
+  }
+  constexpr View flip(const std::vector<std::uint8_t>& axes) const { // not vector<bool>: constexpr
+    View v = *this;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (!axes[i]) continue;
+      v.offset = v.offset + (shape[i] - 1) * strides[i];
+      v.strides[i] = -strides[i];
+      if (has_mask()) v.mask[i] = {shape[i] - mask[i].second, shape[i] - mask[i].first};
+    }
+    return v;
+  }
+  /// Positive steps: every step-th element.
+  constexpr View stride(const std::vector<SInt>& steps) const {
+    View v = *this;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (steps[i] == 1) continue;
+      std::int64_t s = shape[i].constant(), k = steps[i].constant();
+      v.shape[i] = (s + k - 1) / k;
+      v.strides[i] = strides[i] * SInt(k);
+      if (has_mask())
+        v.mask[i] = {(mask[i].first.constant() + k - 1) / k,
+                     (mask[i].second.constant() + k - 1) / k};
+    }
+    v.drop_full_mask();
+    return v;
+  }
+  /// A reshape expressed in this single view, if one exists.
+  constexpr bool reshape(const Shape& to, View& out) const {
+    if (shape == to) {
+      out = *this;
+      return true;
+    }
+    if (!has_mask() && strides == contiguous_strides(shape)) {
+      out = View{to, contiguous_strides(to), offset, {}};
+      return true;
+    }
+    // Only inserting or removing 1-sized axes keeps a masked view simple.
+    std::vector<std::size_t> old_big, new_big;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      if (!(shape[i] == 1)) old_big.push_back(i);
+    for (std::size_t i = 0; i < to.size(); ++i)
+      if (!(to[i] == 1)) new_big.push_back(i);
+    bool same_big = old_big.size() == new_big.size();
+    for (std::size_t k = 0; same_big && k < old_big.size(); ++k)
+      same_big = shape[old_big[k]] == to[new_big[k]];
+    if (same_big) {
+      // 1-sized axes must be fully valid to be dropped.
+      for (std::size_t i = 0; i < shape.size(); ++i)
+        if (has_mask() && shape[i] == 1 && !(mask[i].first == 0 && mask[i].second == 1))
+          return false;
+      out = View{to, Shape(to.size(), SInt(0)), offset, {}};
+      if (has_mask()) out.mask.assign(to.size(), {0, 1});
+      for (std::size_t k = 0; k < old_big.size(); ++k) {
+        out.strides[new_big[k]] = strides[old_big[k]];
+        if (has_mask()) out.mask[new_big[k]] = mask[old_big[k]];
+      }
+      return true;
+    }
+    if (has_mask()) return false;
+    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape).
+    for (const SInt& d : shape)
+      if (!d.is_const()) return false;
+    for (const SInt& d : to)
+      if (!d.is_const()) return false;
+    std::vector<std::int64_t> os, ost, ns;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      if (!(shape[i] == 1)) {
+        os.push_back(shape[i].constant());
+        ost.push_back(strides[i].constant());
+      }
+    for (const SInt& d : to) ns.push_back(d.constant());
+    std::vector<std::int64_t> nst(ns.size(), 0);
+    std::size_t i = 0, j = 0;
+    while (i < os.size() && j < ns.size()) {
+      if (ns[j] == 1) {
+        ++j;
+        continue;
+      }
+      std::int64_t np = ns[j], op = os[i];
+      std::size_t oi = i + 1, nj = j + 1;
+      while (np != op) {
+        if (np < op) {
+          if (nj >= ns.size()) return false;
+          np *= ns[nj++];
+        } else {
+          if (oi >= os.size()) return false;
+          op *= os[oi++];
+        }
+      }
+      for (std::size_t k = i; k + 1 < oi; ++k)
+        if (ost[k] != ost[k + 1] * os[k + 1]) return false;
+      std::int64_t st = ost[oi - 1];
+      for (std::size_t k = nj; k-- > j;) {
+        nst[k] = ns[k] == 1 ? 0 : st;
+        st *= ns[k];
+      }
+      i = oi;
+      j = nj;
+    }
+    out = View{to, {}, offset, {}};
+    for (std::int64_t s : nst) out.strides.push_back(s);
+    return true;
+  }
+
+private:
+  static constexpr SInt clamp(const SInt& x, const SInt& hi) {
+    if (x.is_const() && hi.is_const())
+      return std::max<std::int64_t>(0, std::min(x.constant(), hi.constant()));
+    if (x == 0 || x == hi) return x;
+    throw graph_error("a masked view cannot be shrunk on a symbolic axis");
+  }
+  constexpr void drop_full_mask() {
+    if (!has_mask()) return;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      if (!(mask[i].first == 0 && mask[i].second == shape[i])) return;
+    mask.clear();
+  }
+};
+
+struct ShapeTracker {
+  std::vector<View> views;
+
+  static constexpr ShapeTracker contiguous(const Shape& s) { return {{View::contiguous(s)}}; }
+  constexpr const Shape& shape() const { return views.back().shape; }
+  constexpr bool is_contiguous() const { return views.size() == 1 && views[0].is_contiguous(); }
+
+  constexpr ShapeTracker apply(const Movement& m) const {
+    ShapeTracker t = *this;
+    View& v = t.views.back();
+    switch (m.op) {
+    case MoveOp::Reshape: {
+      View r;
+      if (v.reshape(m.a, r))
+        v = r;
+      else
+        t.views.push_back(View::contiguous(m.a));
+      break;
+    }
+    case MoveOp::Permute: {
+      std::vector<int> order;
+      for (const SInt& o : m.a) order.push_back(int(o.constant()));
+      v = v.permute(order);
+      break;
+    }
+    case MoveOp::Expand:
+      v = v.expand(m.a);
+      break;
+    case MoveOp::Pad:
+      v = v.pad(m.a, m.b);
+      break;
+    case MoveOp::Shrink:
+      v = v.shrink(m.a, m.b);
+      break;
+    case MoveOp::Flip: {
+      std::vector<std::uint8_t> axes;
+      for (const SInt& o : m.a) axes.push_back(o.constant() != 0);
+      v = v.flip(axes);
+      break;
+    }
+    case MoveOp::Stride:
+      v = v.stride(m.a);
+      break;
+    }
+    t.simplify();
+    return t;
+  }
+  constexpr ShapeTracker apply(const std::vector<Movement>& ms) const {
+    ShapeTracker t = *this;
+    for (const Movement& m : ms) t = t.apply(m);
+    return t;
+  }
+  /// Drops views that map flat offsets to themselves.
+  constexpr void simplify() {
+    for (std::size_t k = views.size(); k-- > 1;) {
+      // a contiguous view below the top is the identity on flat offsets
+      if (k < views.size() - 1 && views[k].is_contiguous())
+        views.erase(views.begin() + std::ptrdiff_t(k));
+    }
+    while (views.size() > 1) {
+      View r;
+      if (views.back().is_contiguous() && views[views.size() - 2].reshape(views.back().shape, r)) {
+        views.pop_back();
+        views.back() = r;
+      } else
+        break;
+    }
+    if (views.size() > 1 && views[0].is_contiguous()) views.erase(views.begin());
+  }
+};
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_VIEW_HPP
+
+namespace tg {
+
+struct Node {
+  Op op = Op::Const;
+  DType dtype = DType::Float32;
+  std::array<int, 3> src{-1, -1, -1};
+  Shape shape;
+  std::vector<Movement> moves; // View
+  std::vector<int> axes;       // reductions
+  Scalar value;                // Const
+  int arg = -1;                // Buffer: index into Graph::buffers
+
+  constexpr int nsrc() const { return arity(op); }
+};
+
+/// A materialized input buffer: its dtype and number of elements (the data lives in a runtime).
+struct BufferInfo {
+  DType dtype;
+  SInt numel;
+};
+
+struct Graph {
+  std::vector<Node> nodes;
+  std::vector<BufferInfo> buffers;
+  std::vector<int> outputs; // nodes whose values the caller wants materialized
+
+  constexpr int add(Node n) {
+    nodes.push_back(std::move(n));
+    return int(nodes.size()) - 1;
+  }
+  /// A Buffer node for a new input buffer of that dtype and shape.
+  constexpr int add_buffer(DType t, Shape shape) {
+    Node n;
+    n.op = Op::Buffer;
+    n.dtype = t;
+    n.arg = int(buffers.size());
+    buffers.push_back(BufferInfo{t, prod(shape)});
+    n.shape = std::move(shape);
+    return add(std::move(n));
+  }
+  constexpr const Node& operator[](int i) const { return nodes[std::size_t(i)]; }
+  constexpr std::size_t size() const { return nodes.size(); }
+  /// consumers[i]: nodes that use node i as a source (with repetition).
+  constexpr std::vector<std::vector<int>> consumers() const {
+    std::vector<std::vector<int>> c(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      for (int k = 0; k < nodes[i].nsrc(); ++k)
+        c[std::size_t(nodes[i].src[std::size_t(k)])].push_back(int(i));
+    return c;
+  }
+  constexpr std::vector<Var> vars() const {
+    std::vector<Var> v;
+    for (const Node& n : nodes)
+      for (const SInt& d : n.shape) d.collect_vars(v);
+    for (const BufferInfo& b : buffers) b.numel.collect_vars(v);
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+};
+
+/// One flag per node. Not std::vector<bool>: libstdc++ 12's vector<bool> cannot be allocated in a
+/// constant expression under Clang.
+using NodeFlags = std::vector<std::uint8_t>;
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_GRAPH_HPP
 
 namespace tg {
 
@@ -5515,6 +5506,7 @@ constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t
 // movement ops between the loop indices and each node (views are pushed down to the loads);
 // merges loop axes that every access walks contiguously; then places every value in the
 // outermost loop it depends on (linearize).
+#include <algorithm>
 
 // ---- tg/codegen/builder.hpp ----
 #ifndef TG_SI_TG_CODEGEN_BUILDER_HPP
@@ -7037,6 +7029,7 @@ constexpr Program narrow32(const Program& p) {
 // row tile. Copying those columns once per column tile into a local array of K x 16 (each row
 // of the tile 64 bytes after the last) keeps them in cache (a standalone 1024² kernel ran twice
 // as fast: docs/performance.md). The copy reads the same elements, so results do not change.
+#include <algorithm>
 
 // ---- tg/codegen/vectorize.hpp ----
 #ifndef TG_SI_TG_CODEGEN_VECTORIZE_HPP
@@ -10501,6 +10494,7 @@ TG_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10520,6 +10514,7 @@ TG_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -10665,6 +10660,7 @@ inline std::string temp_path(const std::string& stem) {
 // (tg::device and tg::register_device work on it, tg/impl/devices.hpp), and the placeholder for
 // a device this build cannot offer.
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 
 // ---- tg/runtime/alloc_cache.hpp ----
@@ -10675,6 +10671,7 @@ inline std::string temp_path(const std::string& stem) {
 // so repeated realizes of the same shapes reuse memory instead of allocating (and page-faulting
 // or synchronizing) afresh.
 #include <cstddef>
+#include <functional>
 #include <mutex>
 
 namespace tg {
@@ -10774,7 +10771,42 @@ private:
 } // namespace tg
 #endif // TG_SI_TG_RUNTIME_ALLOC_CACHE_HPP
 
+// ---- tg/runtime/stats_storage.hpp ----
+#ifndef TG_SI_TG_RUNTIME_STATS_STORAGE_HPP
+#define TG_SI_TG_RUNTIME_STATS_STORAGE_HPP
+// The counters behind tg::stats(), which the runtimes and the engine bump (atomics: kernels
+// compile on worker threads).
+#include <atomic>
+
 namespace tg {
+
+namespace detail {
+struct AtomicStats {
+  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
+      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
+};
+inline AtomicStats& stats_storage() {
+  static AtomicStats s;
+  return s;
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_RUNTIME_STATS_STORAGE_HPP
+
+namespace tg {
+
+/// Makes the device on its first use (tg::device, a tensor placed on it).
+using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
+using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+
+/// Adds a device under that name (case-insensitive), replacing one registered before.
+TG_API void register_device(const std::string& name, DeviceFactory f);
+/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
+/// devices(). Opening NAME:k calls factory(k).
+TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
+                                   std::function<int()> count = {});
 
 /// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads), through
 /// the allocation cache (up to 1 GiB of freed blocks), so repeated realizes of the same shapes
@@ -10860,9 +10892,12 @@ inline void register_unavailable(const std::string& name, const std::string& rea
 #ifndef TG_SI_TG_RUNTIME_THREAD_POOL_HPP
 #define TG_SI_TG_RUNTIME_THREAD_POOL_HPP
 // A fixed pool that runs one function over chunks of a range and waits for all of them.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -11307,6 +11342,7 @@ private:
 #include <dirent.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <future>
 #include <mutex>
 #include <unordered_map>
@@ -11892,6 +11928,7 @@ using cuda::CudaDevice;
 #define TG_SI_TG_RUNTIME_INTERP_HPP
 // The reference interpreter (device INTERP): executes the linear program op by op with C's
 // semantics, no compiler involved. It is the oracle the compiled backends are tested against.
+#include <cmath>
 
 namespace tg {
 
@@ -12300,6 +12337,32 @@ public:
 
 namespace tg {
 
+TG_API Buffer::Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
+    : device(std::move(d)), dtype(t), numel(n) {
+  std::size_t bytes = nbytes();
+  ptr = device->alloc(bytes ? bytes : 1);
+  detail::stats_storage().bytes_allocated += std::int64_t(bytes);
+}
+TG_API Buffer::~Buffer() { device->free(ptr); }
+
+TG_API Stats stats() {
+  auto& s = detail::stats_storage();
+  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
+               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
+               s.beam_searches.load(),    s.beam_cached.load()};
+}
+TG_API void reset_stats() {
+  auto& s = detail::stats_storage();
+  s.kernels_compiled = 0;
+  s.kernels_launched = 0;
+  s.cache_hits = 0;
+  s.bytes_allocated = 0;
+  s.realizes = 0;
+  s.plans_reused = 0;
+  s.beam_searches = 0;
+  s.beam_cached = 0;
+}
+
 TG_API void register_device(const std::string& name, DeviceFactory f) {
   auto& r = detail::registry();
   std::lock_guard<std::mutex> g(r.m);
@@ -12399,6 +12462,7 @@ TG_API std::vector<DeviceInfo> devices() {
 #ifndef TG_SI_TG_IMPL_JIT_HPP
 #define TG_SI_TG_IMPL_JIT_HPP
 // tg::assign and tg::jit's capture and replay (declared in engine/jit.hpp).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
@@ -12432,6 +12496,7 @@ TG_API std::vector<DeviceInfo> devices() {
 // The variants run on scratch buffers of zeros: tg's kernels index memory only through affine
 // functions of their loop indices (gather is a one-hot select), so no value read can send a load
 // out of bounds, and every variant computes the same function.
+#include <algorithm>
 #include <chrono>
 
 namespace tg {
@@ -13418,7 +13483,7 @@ TG_API std::size_t JitCore::captured_launches() const { return s_->launches_.siz
 
 TG_API std::vector<Tensor>
 JitCore::call(std::vector<Tensor> inputs,
-              const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& run) {
+              detail::FunctionRef<std::vector<Tensor>(const std::vector<Tensor>&)> run) {
   State& s = *s_;
   for (Tensor& t : inputs) { // inputs become plain buffers, outside any capture
     if (t.lazy()->op != Op::Buffer) t = t.contiguous().realize();
@@ -13475,6 +13540,8 @@ JitCore::call(std::vector<Tensor> inputs,
 #ifndef TG_SI_TG_IMPL_NN_FUNCTIONAL_HPP
 #define TG_SI_TG_IMPL_NN_FUNCTIONAL_HPP
 // What nn/functional.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <ostream>
 
@@ -14280,6 +14347,7 @@ TG_API std::ostream& operator<<(std::ostream& os, const Module& m) { return os <
 #ifndef TG_SI_TG_IMPL_NN_INIT_HPP
 #define TG_SI_TG_IMPL_NN_INIT_HPP
 // What nn/init.hpp declares (TG_API, config.hpp).
+#include <cmath>
 
 namespace tg::nn::init {
 
@@ -14473,6 +14541,7 @@ TG_API Tensor xavier_normal(const Shape& shape, double gain, TensorOptions o) {
 #ifndef TG_SI_TG_IMPL_NN_LAYERS_HPP
 #define TG_SI_TG_IMPL_NN_LAYERS_HPP
 // What nn/layers.hpp declares (TG_API, config.hpp).
+#include <cmath>
 
 namespace tg::nn {
 
@@ -14881,7 +14950,7 @@ TG_API Tensor Flatten::forward(const Tensor& x) { return x.flatten(start_dim, en
 
 TG_API std::string Flatten::type_name() const { return "Flatten"; }
 
-TG_API Lambda::Lambda(std::function<Tensor(const Tensor&)> f) : fn(std::move(f)) {}
+TG_API Lambda::Lambda(tg::detail::Function<Tensor(const Tensor&)> f) : fn(std::move(f)) {}
 
 TG_API Tensor Lambda::forward(const Tensor& x) { return fn(x); }
 
@@ -15048,6 +15117,8 @@ TG_API Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor
 // What nn/module.hpp declares (TG_API, config.hpp).
 
 namespace tg::nn {
+
+TG_API Module::~Module() = default;
 
 TG_API Tensor Module::forward(const Tensor& x) {
   (void)x;
@@ -15304,6 +15375,7 @@ TG_API std::string Sequential::type_name() const { return "Sequential"; }
 #ifndef TG_SI_TG_IMPL_NN_RNN_HPP
 #define TG_SI_TG_IMPL_NN_RNN_HPP
 // What nn/rnn.hpp declares (TG_API, config.hpp).
+#include <cmath>
 
 namespace tg::nn {
 
@@ -15489,6 +15561,7 @@ TG_API AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions o)
 #ifndef TG_SI_TG_IMPL_OPTIM_CLIP_HPP
 #define TG_SI_TG_IMPL_OPTIM_CLIP_HPP
 // What optim/clip.hpp declares (TG_API, config.hpp).
+#include <cmath>
 
 namespace tg::optim {
 
@@ -15538,8 +15611,12 @@ TG_API void clip_grad_value_(const std::vector<Tensor>& params, double clip_valu
 #ifndef TG_SI_TG_IMPL_OPTIM_LR_SCHEDULER_HPP
 #define TG_SI_TG_IMPL_OPTIM_LR_SCHEDULER_HPP
 // What optim/lr_scheduler.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+#include <cmath>
 
 namespace tg::optim {
+
+TG_API LRScheduler::~LRScheduler() = default;
 
 TG_API void LRScheduler::step() {
   if (tg::detail::active_export()) return record_step();
@@ -15655,7 +15732,7 @@ TG_API Tensor LinearLR::lr_expr(const Tensor& e, double base) const {
   return (f * (end_factor - start_factor) + start_factor) * base;
 }
 
-TG_API LambdaLR::LambdaLR(Optimizer& opt, std::function<double(std::int64_t)> fn_)
+TG_API LambdaLR::LambdaLR(Optimizer& opt, tg::detail::Function<double(std::int64_t)> fn_)
     : LRScheduler(opt), fn(std::move(fn_)) {
   start();
 }
@@ -15699,6 +15776,7 @@ TG_API Tensor SequentialLR::lr_expr(const Tensor& e, double base) const {
 #ifndef TG_SI_TG_IMPL_OPTIM_OPTIMIZER_HPP
 #define TG_SI_TG_IMPL_OPTIM_OPTIMIZER_HPP
 // What optim/optimizer.hpp declares (TG_API, config.hpp).
+#include <algorithm>
 
 namespace tg::optim::detail {
 
@@ -15727,6 +15805,8 @@ TG_API void check_hyper(bool ok, const std::string& msg) {
 } // namespace tg::optim::detail
 
 namespace tg::optim {
+
+TG_API Optimizer::~Optimizer() = default;
 
 TG_API void Optimizer::step() {
   no_grad guard;
@@ -15860,7 +15940,7 @@ TG_API Tensor& Optimizer::state(std::size_t index, const std::string& name, cons
   return state_[index].back().second;
 }
 
-TG_API void Optimizer::init_state(const std::function<void(std::size_t, const Tensor&)>& make) {
+TG_API void Optimizer::init_state(tg::detail::FunctionRef<void(std::size_t, const Tensor&)> make) {
   std::size_t index = 0;
   for (const Group& g : groups_)
     for (const Tensor& p : g.params) make(index++, p);
@@ -15971,6 +16051,8 @@ TG_API ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& d
 // Printing a tensor as PyTorch does (torch/_tensor_str.py): one function both front ends call
 // (tg::Tensor::to_string and tg::fixed's operator<<) over a flat, row-major copy of the values, so
 // the same values print the same whichever front end holds them.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace tg {
@@ -16191,11 +16273,32 @@ TG_API bool splits_reductions(const std::string& device) {
   return tg::device(device)->target().split_reductions;
 }
 
-TG_API std::int64_t checked_numel(const Shape& shape, std::source_location loc) {
+/// The element count of a new tensor's shape (refusing a negative size).
+inline std::int64_t checked_numel(const Shape& shape, std::source_location loc) {
   for (const SInt& d : shape)
     if (d.eval() < 0)
       fail<shape_error>("tensor", "negative size in shape " + shape_str(shape), loc);
   return tg::prod(shape).eval();
+}
+
+/// n values at `in` (dtype `from`) converted to dtype `to` at `out`, as static_cast does (half
+/// and bfloat16 through float).
+inline void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
+  visit_dtype(from, [&](auto s) {
+    using S = decltype(s);
+    const S* src = static_cast<const S*>(in);
+    visit_dtype(to, [&](auto d) {
+      using D = decltype(d);
+      D* dst = static_cast<D*>(out);
+      constexpr bool via_float = std::is_same_v<S, half> || std::is_same_v<S, bfloat16_t> ||
+                                 std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>;
+      for (std::int64_t i = 0; i < n; ++i)
+        if constexpr (via_float)
+          dst[i] = D(static_cast<float>(src[i]));
+        else
+          dst[i] = static_cast<D>(src[i]);
+    });
+  });
 }
 
 TG_API void fill_shape(Shape& shape, std::size_t count, std::source_location loc) {
@@ -16213,9 +16316,13 @@ TG_API void check_item(const Tensor& t, std::source_location loc) {
                       loc);
 }
 
-TG_API Tensor upload(std::vector<unsigned char> host, DType t, Shape shape,
-                     const std::string& device, std::source_location loc) {
-  const std::string dev = device.empty() ? default_device() : canonical_device(device);
+TG_API Tensor upload(const void* data, DType from, Shape shape, const TensorOptions& o,
+                     std::source_location loc) {
+  const DType t = o.dtype.value_or(from);
+  const std::int64_t n = checked_numel(shape, loc);
+  std::vector<unsigned char> host(std::size_t(n) * std::size_t(itemsize(t)));
+  convert_values(data, from, host.data(), t, n);
+  const std::string dev = o.device.empty() ? default_device() : canonical_device(o.device);
   auto d = tg::device(dev);
   auto buf = std::make_shared<Buffer>(d, t, tg::prod(shape).eval());
   d->copy_in(buf->ptr, host.data(), host.size());
@@ -16232,7 +16339,8 @@ TG_API Tensor upload(std::vector<unsigned char> host, DType t, Shape shape,
   return r;
 }
 
-TG_API std::vector<unsigned char> download(const Tensor& tensor, std::source_location loc) {
+TG_API std::vector<unsigned char> download(const Tensor& tensor, DType to,
+                                           std::source_location loc) {
   Tensor t = tensor;
   std::vector<unsigned char> host;
   try {
@@ -16253,7 +16361,13 @@ TG_API std::vector<unsigned char> download(const Tensor& tensor, std::source_loc
   } catch (const export_error& e) { // a host read inside an exported method: where it is
     throw export_error(std::string(e.what()) + " The read:" + where(loc));
   }
-  return host;
+  // a view at the start of its buffer (a split's first part) reads the buffer's first values
+  const std::int64_t n = tensor.numel();
+  host.resize(std::size_t(n) * std::size_t(itemsize(tensor.dtype())));
+  if (to == tensor.dtype()) return host;
+  std::vector<unsigned char> converted(std::size_t(n) * std::size_t(itemsize(to)));
+  convert_values(host.data(), tensor.dtype(), converted.data(), to, n);
+  return converted;
 }
 
 } // namespace detail
@@ -16323,12 +16437,14 @@ TG_API ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& d
 #ifndef TG_SI_TG_IMPL_SAFETENSORS_HPP
 #define TG_SI_TG_IMPL_SAFETENSORS_HPP
 // Saving and loading safetensors (declared in state/safetensors.hpp).
+#include <algorithm>
 
 // ---- tg/state/safetensors_format.hpp ----
 #ifndef TG_SI_TG_STATE_SAFETENSORS_FORMAT_HPP
 #define TG_SI_TG_STATE_SAFETENSORS_FORMAT_HPP
 // The safetensors format (state/safetensors.hpp): dtype codes, a small strict JSON parser, and
 // the header's validation.
+#include <algorithm>
 #include <fstream>
 #include <unordered_set>
 
@@ -17042,6 +17158,7 @@ TG_API auto StateDict::end() const -> const_iterator { return items_.end(); }
 #ifndef TG_SI_TG_IMPL_TENSOR_CLASS_HPP
 #define TG_SI_TG_IMPL_TENSOR_CLASS_HPP
 // What tensor/class.hpp declares (TG_API, config.hpp).
+#include <algorithm>
 
 namespace tg {
 
@@ -17111,6 +17228,75 @@ TG_API void manual_seed(std::uint64_t seed) { detail::rng().seed(seed); }
 #ifndef TG_SI_TG_IMPL_TENSOR_CORE_HPP
 #define TG_SI_TG_IMPL_TENSOR_CORE_HPP
 // What tensor/core.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+
+// ---- tg/tensor/reduce_split.hpp ----
+#ifndef TG_SI_TG_TENSOR_REDUCE_SPLIT_HPP
+#define TG_SI_TG_TENSOR_REDUCE_SPLIT_HPP
+// How Tensor's reductions are cut in two for a GPU (tg/impl/tensor/core.hpp uses it).
+#include <algorithm>
+
+namespace tg::detail {
+
+/// How a GPU reduction is split into two (a reduced axis cut into [k, extent / k]: the first
+/// kernel reduces the inner part, the second the k partial results), or k = 0 to keep it whole.
+/// gpu_program gives each output of a reduction with fewer than 16,384 outputs a work-group of
+/// its own: that runs too few groups when the outputs are fewer still (a full sum was two orders
+/// of magnitude slower than PyTorch's, docs/performance.md; on lavapipe it passed llvmpipe's
+/// loop limit), and when the last axis is kept, a group's lanes read one column, each lane a
+/// different row. So: a reduction over the last axis gets about 4,096 groups of at least 1,024
+/// elements each; a reduction over other axes gets at least 262,144 outputs in its first kernel
+/// (one thread each, neighbouring threads reading neighbouring columns), each still reducing at
+/// least 16 elements (the fastest of the shapes measured for a column sum: docs/performance.md).
+/// Where no divisor of a reduced axis comes within 16 times of the k wanted (a prime length),
+/// the axis is padded with the reduction's identity to a multiple of a k that does (`pad`
+/// elements more): lavapipe refused a sum of a prime 16,777,259 floats in one work-group.
+struct ReduceSplit {
+  int axis = -1;
+  std::int64_t k = 0;
+  std::int64_t pad = 0;
+};
+constexpr ReduceSplit gpu_reduce_split(const std::vector<std::int64_t>& shape,
+                                       const std::vector<int>& axes) {
+  if (shape.empty() || axes.empty()) return {};
+  std::int64_t items = 1, len = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    (std::find(axes.begin(), axes.end(), int(i)) == axes.end() ? items : len) *= shape[i];
+  // over the last axis, or over the last one longer than 1: each output's elements lie together
+  bool last = true;
+  for (std::size_t i = std::size_t(axes.back()) + 1; i < shape.size(); ++i)
+    last = last && shape[i] == 1;
+  const std::int64_t min_part = last ? 1024 : 16;
+  if (items == 0 || len < (last ? 65536 : 256) || items >= (last ? 1024 : 16384)) return {};
+  const std::int64_t want = last ? (4096 + items - 1) / items : (262144 + items - 1) / items;
+  // over the last axis: the largest k up to `want`; else the smallest from `want` up (the
+  // largest below it when there is none). Divisors in pairs, up to the square root.
+  ReduceSplit best;
+  auto consider = [&](int a, std::int64_t k) {
+    if (k < 2 || len / k < min_part) return;
+    if (last ? (k <= want && k > best.k) : (best.k < want ? k > best.k : k >= want && k < best.k))
+      best = {a, k};
+  };
+  int longest = axes[0];
+  for (int a : axes) {
+    const std::int64_t d = shape[std::size_t(a)];
+    if (d > shape[std::size_t(longest)]) longest = a;
+    for (std::int64_t i = 1; i * i <= d; ++i)
+      if (d % i == 0) {
+        consider(a, i);
+        consider(a, d / i);
+      }
+  }
+  if (best.k * 16 >= want) return best;
+  // no divisor near `want`: pad the longest reduced axis to a multiple of one that is
+  const std::int64_t d = shape[std::size_t(longest)];
+  const std::int64_t k = std::min(want, d / min_part);
+  if (k < 2 || k <= best.k) return best;
+  return {longest, k, (k - d % k) % k};
+}
+
+} // namespace tg::detail
+#endif // TG_SI_TG_TENSOR_REDUCE_SPLIT_HPP
 
 namespace tg {
 
@@ -17327,6 +17513,8 @@ TG_API void realize(std::vector<Tensor> ts) {
 #ifndef TG_SI_TG_IMPL_TENSOR_CREATION_HPP
 #define TG_SI_TG_IMPL_TENSOR_CREATION_HPP
 // What tensor/creation.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+#include <cmath>
 
 namespace tg::detail {
 
@@ -17490,6 +17678,7 @@ TG_API Tensor randn_like(const Tensor& t, TensorOptions o) {
 #ifndef TG_SI_TG_IMPL_TENSOR_INDEXING_HPP
 #define TG_SI_TG_IMPL_TENSOR_INDEXING_HPP
 // What tensor/indexing.hpp declares (TG_API, config.hpp).
+#include <cmath>
 
 namespace tg::detail {
 
@@ -17850,6 +18039,7 @@ TG_API Tensor einsum(std::string_view equation, std::initializer_list<Tensor> op
 #ifndef TG_SI_TG_IMPL_TENSOR_MATH_HPP
 #define TG_SI_TG_IMPL_TENSOR_MATH_HPP
 // What tensor/math.hpp declares (TG_API, config.hpp).
+#include <cmath>
 
 namespace tg::detail {
 
@@ -18285,6 +18475,7 @@ TG_API Tensor vector_norm(const Tensor& x, double ord, std::vector<int> dim, boo
 #ifndef TG_SI_TG_IMPL_TENSOR_MOVEMENT_HPP
 #define TG_SI_TG_IMPL_TENSOR_MOVEMENT_HPP
 // What tensor/movement.hpp declares (TG_API, config.hpp).
+#include <algorithm>
 
 namespace tg {
 
@@ -18878,6 +19069,8 @@ TG_API Tensor minimum(const Tensor& a, const Tensor& b, std::source_location loc
 #ifndef TG_SI_TG_IMPL_TENSOR_OPS_HPP
 #define TG_SI_TG_IMPL_TENSOR_OPS_HPP
 // What tensor/ops.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+#include <cmath>
 
 namespace tg::detail {
 

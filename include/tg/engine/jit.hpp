@@ -3,10 +3,10 @@
 // jit: capture the device work of a function on an early call and replay it afterwards: no graph
 // building, scheduling or compiling on replay (tinygrad's TinyJit, tensorgrad's compiled step).
 // Both are defined in tg/impl/jit.hpp; the template here only calls the function.
-#include <functional>
 #include <tuple>
 
 #include "../tensor/core.hpp"
+#include "../util/function.hpp"
 
 namespace tg {
 
@@ -64,7 +64,7 @@ public:
   /// and realized in one schedule) where the call is not a replay. The results.
   TG_API std::vector<Tensor>
   call(std::vector<Tensor> inputs,
-       const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& run);
+       detail::FunctionRef<std::vector<Tensor>(const std::vector<Tensor>&)> run);
   TG_API std::size_t captured_launches() const;
 
 private:

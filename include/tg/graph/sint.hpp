@@ -2,7 +2,6 @@
 // Symbolic integers: dimensions that are polynomials over named variables with bounds
 // ("batch" in [1, 4096]). A variable may carry a bound value, used when a kernel is launched;
 // the kernel's source only names the variable, so one compiled kernel serves every value.
-#include <algorithm>
 #include <array>
 #include <concepts>
 #include <cstdint>
@@ -91,8 +90,11 @@ public:
   }
   constexpr void collect_vars(std::vector<Var>& out) const {
     for (const Term& t : terms_)
-      for (const Var& v : t.vars)
-        if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+      for (const Var& v : t.vars) {
+        bool seen = false;
+        for (const Var& o : out) seen = seen || o == v;
+        if (!seen) out.push_back(v);
+      }
   }
 
   friend constexpr SInt operator+(const SInt& a, const SInt& b) {
@@ -115,8 +117,11 @@ public:
     for (const Term& x : a.terms_)
       for (const Term& y : b.terms_) {
         Term t{x.coef * y.coef, x.vars};
-        for (const Var& v : y.vars) t.vars.push_back(v);
-        std::sort(t.vars.begin(), t.vars.end());
+        for (const Var& v : y.vars) { // insertion keeps the names sorted
+          std::size_t at = t.vars.size();
+          while (at > 0 && v < t.vars[at - 1]) --at;
+          t.vars.insert(t.vars.begin() + std::ptrdiff_t(at), v);
+        }
         r.add_term(t);
       }
     return r;

@@ -4,27 +4,13 @@
 // A ShapeTracker is a stack of views for reshapes that one view cannot express: the flat
 // offset of views[k+1] is unravelled in the shape of views[k].
 #include "../errors.hpp"
-#include "sint.hpp"
+#include "movement.hpp"
 
 namespace tg {
 
 /// Thrown by the graph layer on arguments the front end should have rejected.
 struct graph_error : error {
   using error::error;
-};
-
-enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride };
-
-constexpr const char* move_name(MoveOp m) {
-  constexpr const char* names[] = {"reshape", "permute", "expand", "pad",
-                                   "shrink",  "flip",    "stride"};
-  return names[static_cast<int>(m)];
-}
-
-/// One movement op and its arguments (per axis; `b` is used by pad (after) and shrink (end)).
-struct Movement {
-  MoveOp op;
-  std::vector<SInt> a, b;
 };
 
 struct View {
@@ -279,40 +265,5 @@ struct ShapeTracker {
     if (views.size() > 1 && views[0].is_contiguous()) views.erase(views.begin());
   }
 };
-
-/// The shape after a movement op (the op's arguments are assumed checked).
-constexpr Shape moved_shape(const Shape& s, const Movement& m) {
-  switch (m.op) {
-  case MoveOp::Reshape:
-  case MoveOp::Expand:
-    return m.a;
-  case MoveOp::Permute: {
-    Shape r;
-    for (const SInt& o : m.a) r.push_back(s[std::size_t(o.constant())]);
-    return r;
-  }
-  case MoveOp::Pad: {
-    Shape r = s;
-    for (std::size_t i = 0; i < s.size(); ++i) r[i] = s[i] + m.a[i] + m.b[i];
-    return r;
-  }
-  case MoveOp::Shrink: {
-    Shape r = s;
-    for (std::size_t i = 0; i < s.size(); ++i) r[i] = m.b[i] - m.a[i];
-    return r;
-  }
-  case MoveOp::Flip:
-    return s;
-  case MoveOp::Stride: {
-    Shape r = s;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      std::int64_t k = m.a[i].constant();
-      if (k != 1) r[i] = (s[i].constant() + k - 1) / k;
-    }
-    return r;
-  }
-  }
-  return s;
-}
 
 } // namespace tg

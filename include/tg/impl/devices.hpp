@@ -12,6 +12,32 @@
 
 namespace tg {
 
+TG_API Buffer::Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
+    : device(std::move(d)), dtype(t), numel(n) {
+  std::size_t bytes = nbytes();
+  ptr = device->alloc(bytes ? bytes : 1);
+  detail::stats_storage().bytes_allocated += std::int64_t(bytes);
+}
+TG_API Buffer::~Buffer() { device->free(ptr); }
+
+TG_API Stats stats() {
+  auto& s = detail::stats_storage();
+  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
+               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
+               s.beam_searches.load(),    s.beam_cached.load()};
+}
+TG_API void reset_stats() {
+  auto& s = detail::stats_storage();
+  s.kernels_compiled = 0;
+  s.kernels_launched = 0;
+  s.cache_hits = 0;
+  s.bytes_allocated = 0;
+  s.realizes = 0;
+  s.plans_reused = 0;
+  s.beam_searches = 0;
+  s.beam_cached = 0;
+}
+
 TG_API void register_device(const std::string& name, DeviceFactory f) {
   auto& r = detail::registry();
   std::lock_guard<std::mutex> g(r.m);

@@ -1,5 +1,6 @@
 #pragma once
 // tg::assign and tg::jit's capture and replay (declared in engine/jit.hpp).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
@@ -249,7 +250,7 @@ TG_API std::size_t JitCore::captured_launches() const { return s_->launches_.siz
 
 TG_API std::vector<Tensor>
 JitCore::call(std::vector<Tensor> inputs,
-              const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& run) {
+              detail::FunctionRef<std::vector<Tensor>(const std::vector<Tensor>&)> run) {
   State& s = *s_;
   for (Tensor& t : inputs) { // inputs become plain buffers, outside any capture
     if (t.lazy()->op != Op::Buffer) t = t.contiguous().realize();

@@ -52,11 +52,32 @@ TG_API bool splits_reductions(const std::string& device) {
   return tg::device(device)->target().split_reductions;
 }
 
-TG_API std::int64_t checked_numel(const Shape& shape, std::source_location loc) {
+/// The element count of a new tensor's shape (refusing a negative size).
+inline std::int64_t checked_numel(const Shape& shape, std::source_location loc) {
   for (const SInt& d : shape)
     if (d.eval() < 0)
       fail<shape_error>("tensor", "negative size in shape " + shape_str(shape), loc);
   return tg::prod(shape).eval();
+}
+
+/// n values at `in` (dtype `from`) converted to dtype `to` at `out`, as static_cast does (half
+/// and bfloat16 through float).
+inline void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
+  visit_dtype(from, [&](auto s) {
+    using S = decltype(s);
+    const S* src = static_cast<const S*>(in);
+    visit_dtype(to, [&](auto d) {
+      using D = decltype(d);
+      D* dst = static_cast<D*>(out);
+      constexpr bool via_float = std::is_same_v<S, half> || std::is_same_v<S, bfloat16_t> ||
+                                 std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>;
+      for (std::int64_t i = 0; i < n; ++i)
+        if constexpr (via_float)
+          dst[i] = D(static_cast<float>(src[i]));
+        else
+          dst[i] = static_cast<D>(src[i]);
+    });
+  });
 }
 
 TG_API void fill_shape(Shape& shape, std::size_t count, std::source_location loc) {
@@ -74,9 +95,13 @@ TG_API void check_item(const Tensor& t, std::source_location loc) {
                       loc);
 }
 
-TG_API Tensor upload(std::vector<unsigned char> host, DType t, Shape shape,
-                     const std::string& device, std::source_location loc) {
-  const std::string dev = device.empty() ? default_device() : canonical_device(device);
+TG_API Tensor upload(const void* data, DType from, Shape shape, const TensorOptions& o,
+                     std::source_location loc) {
+  const DType t = o.dtype.value_or(from);
+  const std::int64_t n = checked_numel(shape, loc);
+  std::vector<unsigned char> host(std::size_t(n) * std::size_t(itemsize(t)));
+  convert_values(data, from, host.data(), t, n);
+  const std::string dev = o.device.empty() ? default_device() : canonical_device(o.device);
   auto d = tg::device(dev);
   auto buf = std::make_shared<Buffer>(d, t, tg::prod(shape).eval());
   d->copy_in(buf->ptr, host.data(), host.size());
@@ -93,7 +118,8 @@ TG_API Tensor upload(std::vector<unsigned char> host, DType t, Shape shape,
   return r;
 }
 
-TG_API std::vector<unsigned char> download(const Tensor& tensor, std::source_location loc) {
+TG_API std::vector<unsigned char> download(const Tensor& tensor, DType to,
+                                           std::source_location loc) {
   Tensor t = tensor;
   std::vector<unsigned char> host;
   try {
@@ -114,7 +140,13 @@ TG_API std::vector<unsigned char> download(const Tensor& tensor, std::source_loc
   } catch (const export_error& e) { // a host read inside an exported method: where it is
     throw export_error(std::string(e.what()) + " The read:" + where(loc));
   }
-  return host;
+  // a view at the start of its buffer (a split's first part) reads the buffer's first values
+  const std::int64_t n = tensor.numel();
+  host.resize(std::size_t(n) * std::size_t(itemsize(tensor.dtype())));
+  if (to == tensor.dtype()) return host;
+  std::vector<unsigned char> converted(std::size_t(n) * std::size_t(itemsize(to)));
+  convert_values(host.data(), tensor.dtype(), converted.data(), to, n);
+  return converted;
 }
 
 } // namespace detail

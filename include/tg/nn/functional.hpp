@@ -8,7 +8,6 @@
 // view. A convolution materializes those columns once (im2col) and multiplies them with the
 // weight as a matmul whose reductions run along contiguous memory, forward and backward.
 #include <array>
-#include <cmath>
 #include <limits>
 #include <optional>
 

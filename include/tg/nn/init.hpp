@@ -3,7 +3,6 @@
 // (tg::manual_seed makes them reproducible) and written into the tensor in place. The same
 // formulas as PyTorch: fan_in/fan_out from the shape (dim 1 and dim 0, times the receptive
 // field), gains from calculate_gain.
-#include <cmath>
 
 #include "module.hpp"
 

@@ -1,5 +1,6 @@
 #pragma once
 // nn layers with PyTorch's parameter names, shapes, defaults and initialization.
+#include "../util/function.hpp"
 #include "functional.hpp"
 
 namespace tg::nn {
@@ -326,8 +327,8 @@ public:
 /// Any function of one tensor as a module: Lambda([](const Tensor& x) { return x * 2; }).
 class Lambda : public Module {
 public:
-  std::function<Tensor(const Tensor&)> fn;
-  explicit Lambda(std::function<Tensor(const Tensor&)> f);
+  tg::detail::Function<Tensor(const Tensor&)> fn;
+  explicit Lambda(tg::detail::Function<Tensor(const Tensor&)> f);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override;
 };

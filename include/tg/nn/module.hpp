@@ -35,7 +35,7 @@ struct LoadResult {
 
 class Module {
 public:
-  virtual ~Module() = default;
+  TG_API virtual ~Module();
 
   /// The computation of a module with one input. Modules with other signatures (attention)
   /// add their own overloads; this one throws for them.

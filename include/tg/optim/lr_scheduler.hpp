@@ -5,16 +5,13 @@
 // As in PyTorch, constructing a scheduler applies its epoch-0 rate. Each also writes f in tensor
 // ops (lr_expr): a training step exported with tg::export_model that calls step() computes its
 // next rate itself.
-#include <algorithm>
-#include <cmath>
-
 #include "optimizer.hpp"
 
 namespace tg::optim {
 
 class LRScheduler {
 public:
-  virtual ~LRScheduler() = default;
+  TG_API virtual ~LRScheduler();
   /// Advances one epoch (or iteration) and sets the learning rates. Inside a method that
   /// tg::export_model traces, records that instead: the exported method advances its epoch
   /// counter and sets each group's rate to lr_expr of it, with the method's other updates
@@ -91,10 +88,10 @@ public:
 /// base * fn(epoch).
 class LambdaLR : public LRScheduler {
 public:
-  LambdaLR(Optimizer& opt, std::function<double(std::int64_t)> fn_);
+  LambdaLR(Optimizer& opt, tg::detail::Function<double(std::int64_t)> fn_);
   double lr_at(std::int64_t e, double base) const override;
   Tensor lr_expr(const Tensor&, double) const override;
-  std::function<double(std::int64_t)> fn;
+  tg::detail::Function<double(std::int64_t)> fn;
 };
 
 /// Schedulers one after another: schedulers[k] runs from milestones[k - 1] on, counting its

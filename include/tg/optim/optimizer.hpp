@@ -17,10 +17,8 @@
 //
 // Hyperparameters other than the learning rate (momentum, betas, weight decay) are constants of
 // the captured kernels: change them only between captures.
-#include <cstring>
-#include <functional>
-
 #include "../state/state_dict.hpp"
+#include "../util/function.hpp"
 
 namespace tg::optim {
 
@@ -40,7 +38,7 @@ TG_API void check_hyper(bool ok, const std::string& msg);
 
 class Optimizer {
 public:
-  virtual ~Optimizer() = default;
+  TG_API virtual ~Optimizer();
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
@@ -90,7 +88,7 @@ protected:
   Tensor& state(std::size_t index, const std::string& name, const Tensor& like, double init = 0,
                 std::optional<DType> dtype = std::nullopt, bool scalar = false);
   /// Creates every state tensor up front (before a capture, so none is made while capturing).
-  void init_state(const std::function<void(std::size_t, const Tensor&)>& make);
+  void init_state(tg::detail::FunctionRef<void(std::size_t, const Tensor&)> make);
   const Group& group_at(std::size_t g) const;
   /// The dtype of scalar state (a step count; the learning rate): float32 as in PyTorch, float64
   /// beside float64 parameters. Every update casts it to its parameter's dtype, and devices

@@ -5,7 +5,6 @@
 // functions.
 #include <cctype>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,27 +59,14 @@ struct Buffer {
   DType dtype;
   std::int64_t numel;
   void* ptr = nullptr;
-  Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
-      : device(std::move(d)), dtype(t), numel(n) {
-    std::size_t bytes = nbytes();
-    ptr = device->alloc(bytes ? bytes : 1);
-    detail::stats_storage().bytes_allocated += std::int64_t(bytes);
-  }
+  /// Allocates numel elements of dtype t on d.
+  TG_API Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { device->free(ptr); }
+  TG_API ~Buffer();
   std::size_t nbytes() const { return std::size_t(numel) * std::size_t(itemsize(dtype)); }
 };
 
-using DeviceFactory = std::function<std::shared_ptr<Device>()>;
-/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
-using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
-
-TG_API void register_device(const std::string& name, DeviceFactory f);
-/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
-/// devices(). Opening NAME:k calls factory(k).
-TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
-                                   std::function<int()> count = {});
 /// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
 TG_API std::shared_ptr<Device> device(const std::string& requested);
 

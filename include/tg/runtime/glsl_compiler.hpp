@@ -20,7 +20,7 @@
 #include "../errors.hpp"
 #include "cache.hpp"
 #include "env.hpp"
-#include "stats.hpp"
+#include "stats_storage.hpp"
 #include "thread_pool.hpp"
 
 namespace tg::vulkan::detail {

@@ -4,6 +4,7 @@
 // a device this build cannot offer.
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -11,8 +12,21 @@
 #include "alloc_cache.hpp"
 #include "device.hpp"
 #include "env.hpp"
+#include "stats_storage.hpp"
 
 namespace tg {
+
+/// Makes the device on its first use (tg::device, a tensor placed on it).
+using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+/// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
+using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+
+/// Adds a device under that name (case-insensitive), replacing one registered before.
+TG_API void register_device(const std::string& name, DeviceFactory f);
+/// Registers NAME (index 0) and NAME:1, NAME:2, ...; `count` (optional) says how many exist, for
+/// devices(). Opening NAME:k calls factory(k).
+TG_API void register_device_family(const std::string& name, DeviceFamilyFactory factory,
+                                   std::function<int()> count = {});
 
 /// Host allocation shared by the CPU and INTERP devices (64-byte aligned for vector loads), through
 /// the allocation cache (up to 1 GiB of freed blocks), so repeated realizes of the same shapes

@@ -1,6 +1,7 @@
 #pragma once
 // The safetensors format (state/safetensors.hpp): dtype codes, a small strict JSON parser, and
 // the header's validation.
+#include <algorithm>
 #include <bit>
 #include <fstream>
 #include <unordered_set>

@@ -3,7 +3,6 @@
 // core.hpp, ops.hpp, movement.hpp, math.hpp, indexing.hpp, creation.hpp and print.hpp (tensor.hpp
 // includes them all) and defined in tg/impl/tensor/ (autograd's in tg/impl/autograd.hpp, assign's
 // in tg/impl/jit.hpp); templates are defined where they are declared.
-#include <cmath>
 #include <concepts>
 #include <initializer_list>
 #include <iosfwd>

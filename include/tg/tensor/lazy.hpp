@@ -5,7 +5,8 @@
 #include <source_location>
 
 #include "../engine/trace.hpp"
-#include "../graph/graph.hpp"
+#include "../graph/movement.hpp"
+#include "../graph/op.hpp"
 #include "../runtime/device.hpp"
 
 namespace tg {

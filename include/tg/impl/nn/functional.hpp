@@ -1,5 +1,7 @@
 #pragma once
 // What nn/functional.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <ostream>

@@ -1,5 +1,7 @@
 #pragma once
 // What nn/init.hpp declares (TG_API, config.hpp).
+#include <cmath>
+
 #include "../../tg.hpp"
 #include "../../util/rng.hpp"
 

@@ -1,5 +1,7 @@
 #pragma once
 // What nn/layers.hpp declares (TG_API, config.hpp).
+#include <cmath>
+
 #include "../../tg.hpp"
 
 namespace tg::nn {
@@ -409,7 +411,7 @@ TG_API Tensor Flatten::forward(const Tensor& x) { return x.flatten(start_dim, en
 
 TG_API std::string Flatten::type_name() const { return "Flatten"; }
 
-TG_API Lambda::Lambda(std::function<Tensor(const Tensor&)> f) : fn(std::move(f)) {}
+TG_API Lambda::Lambda(tg::detail::Function<Tensor(const Tensor&)> f) : fn(std::move(f)) {}
 
 TG_API Tensor Lambda::forward(const Tensor& x) { return fn(x); }
 

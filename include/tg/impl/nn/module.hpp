@@ -4,6 +4,8 @@
 
 namespace tg::nn {
 
+TG_API Module::~Module() = default;
+
 TG_API Tensor Module::forward(const Tensor& x) {
   (void)x;
   throw error("tg.nn." + type_name() +

@@ -1,5 +1,7 @@
 #pragma once
 // What nn/rnn.hpp declares (TG_API, config.hpp).
+#include <cmath>
+
 #include "../../tg.hpp"
 
 namespace tg::nn {

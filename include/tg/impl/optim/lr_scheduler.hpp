@@ -1,8 +1,13 @@
 #pragma once
 // What optim/lr_scheduler.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+#include <cmath>
+
 #include "../../tg.hpp"
 
 namespace tg::optim {
+
+TG_API LRScheduler::~LRScheduler() = default;
 
 TG_API void LRScheduler::step() {
   if (tg::detail::active_export()) return record_step();
@@ -118,7 +123,7 @@ TG_API Tensor LinearLR::lr_expr(const Tensor& e, double base) const {
   return (f * (end_factor - start_factor) + start_factor) * base;
 }
 
-TG_API LambdaLR::LambdaLR(Optimizer& opt, std::function<double(std::int64_t)> fn_)
+TG_API LambdaLR::LambdaLR(Optimizer& opt, tg::detail::Function<double(std::int64_t)> fn_)
     : LRScheduler(opt), fn(std::move(fn_)) {
   start();
 }

@@ -1,5 +1,7 @@
 #pragma once
 // What optim/optimizer.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+
 #include "../../tg.hpp"
 
 namespace tg::optim::detail {
@@ -29,6 +31,8 @@ TG_API void check_hyper(bool ok, const std::string& msg) {
 } // namespace tg::optim::detail
 
 namespace tg::optim {
+
+TG_API Optimizer::~Optimizer() = default;
 
 TG_API void Optimizer::step() {
   no_grad guard;
@@ -162,7 +166,7 @@ TG_API Tensor& Optimizer::state(std::size_t index, const std::string& name, cons
   return state_[index].back().second;
 }
 
-TG_API void Optimizer::init_state(const std::function<void(std::size_t, const Tensor&)>& make) {
+TG_API void Optimizer::init_state(tg::detail::FunctionRef<void(std::size_t, const Tensor&)> make) {
   std::size_t index = 0;
   for (const Group& g : groups_)
     for (const Tensor& p : g.params) make(index++, p);

@@ -1,5 +1,7 @@
 #pragma once
 // What tensor/class.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+
 #include "../../tensor/tensor.hpp"
 #include "../../util/rng.hpp"
 

@@ -1,5 +1,8 @@
 #pragma once
 // What tensor/core.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+
+#include "../../tensor/reduce_split.hpp"
 #include "../../tensor/tensor.hpp"
 
 namespace tg {

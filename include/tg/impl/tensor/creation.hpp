@@ -1,5 +1,8 @@
 #pragma once
 // What tensor/creation.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+#include <cmath>
+
 #include "../../tensor/tensor.hpp"
 #include "../../util/rng.hpp"
 

@@ -1,5 +1,6 @@
 #pragma once
 // What tensor/indexing.hpp declares (TG_API, config.hpp).
+#include <cmath>
 #include <map>
 
 #include "../../tensor/tensor.hpp"

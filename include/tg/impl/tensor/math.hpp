@@ -1,5 +1,7 @@
 #pragma once
 // What tensor/math.hpp declares (TG_API, config.hpp).
+#include <cmath>
+
 #include "../../tensor/tensor.hpp"
 
 namespace tg::detail {

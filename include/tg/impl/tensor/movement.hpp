@@ -1,5 +1,7 @@
 #pragma once
 // What tensor/movement.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+
 #include "../../tensor/tensor.hpp"
 
 namespace tg {

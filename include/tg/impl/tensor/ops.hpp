@@ -1,5 +1,8 @@
 #pragma once
 // What tensor/ops.hpp declares (TG_API, config.hpp).
+#include <algorithm>
+#include <cmath>
+
 #include "../../tensor/tensor.hpp"
 
 namespace tg::detail {
