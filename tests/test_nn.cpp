@@ -340,17 +340,20 @@ TEST_CASE("pooling against loops") {
         if (ceil && (out[a] - 1) * c.s[a] >= in[a] + c.p[a]) --out[a];
       }
       std::vector<double> mx, avg, avg_nopad;
+      std::vector<std::int64_t> argmx; // PyTorch's: the first strict maximum in row-major order
       for (std::int64_t n = 0; n < 2; ++n)
         for (std::int64_t ch = 0; ch < 3; ++ch)
           for (std::int64_t i = 0; i < out[0]; ++i)
             for (std::int64_t j = 0; j < out[1]; ++j) {
               double m = -INFINITY, s = 0;
               int cnt = 0;
+              std::int64_t mi = -1;
               for (std::int64_t a = 0; a < c.k[0]; ++a)
                 for (std::int64_t b = 0; b < c.k[1]; ++b) {
                   std::int64_t h = i * c.s[0] + a * c.d[0] - c.p[0],
                                w = j * c.s[1] + b * c.d[1] - c.p[1];
                   if (h < 0 || h >= 7 || w < 0 || w >= 6) continue;
+                  if (mi < 0 || at(n, ch, h, w) > m) mi = h * 6 + w;
                   m = std::max(m, at(n, ch, h, w));
                   s += at(n, ch, h, w);
                   ++cnt;
@@ -360,12 +363,18 @@ TEST_CASE("pooling against loops") {
               double area = double((std::min(h0 + c.k[0], 7 + c.p[0]) - h0) *
                                    (std::min(w0 + c.k[1], 6 + c.p[1]) - w0));
               mx.push_back(m);
+              argmx.push_back(mi);
               avg.push_back(s / area);
               avg_nopad.push_back(s / cnt);
             }
       Tensor m = F::max_pool2d(x, c.k, c.s, c.p, c.d, ceil);
       CHECK(m.shape() == std::vector<std::int64_t>{2, 3, out[0], out[1]});
       check_close(m.to_vector<double>(), mx);
+      auto [mv, mi] = F::max_pool2d_with_indices(x, c.k, c.s, c.p, c.d, ceil);
+      CHECK(mi.dtype() == tg::int64);
+      CHECK(mi.shape() == m.shape());
+      CHECK(mi.to_vector<std::int64_t>() == argmx);
+      check_close(mv.to_vector<double>(), mx);
       if (c.d == std::array<std::int64_t, 2>{1, 1}) {
         check_close(F::avg_pool2d(x, c.k, c.s, c.p, ceil).to_vector<double>(), avg);
         check_close(F::avg_pool2d(x, c.k, c.s, c.p, ceil, false).to_vector<double>(), avg_nopad);
@@ -373,6 +382,18 @@ TEST_CASE("pooling against loops") {
     }
   nn::MaxPool2d pool(2);
   CHECK(pool(x).shape() == std::vector<std::int64_t>{2, 3, 3, 3});
+  CHECK(pool.forward_with_indices(x).second.shape() == std::vector<std::int64_t>{2, 3, 3, 3});
+  // a window of -inf only names its first element inside the input, as PyTorch does
+  Tensor ninf = tg::full({1, 1, 3, 3}, -INFINITY);
+  CHECK(F::max_pool2d_with_indices(ninf, 3, 2, 1).second.to_vector<std::int64_t>() ==
+        std::vector<std::int64_t>{0, 1, 3, 4});
+  // NaN wins, and the last one is named, as in PyTorch's search
+  Tensor nans = Tensor({1.f, NAN, 2.f, NAN, 5.f, 5.f}).reshape({1, 1, 1, 6});
+  CHECK(F::max_pool2d_with_indices(nans, F::Pair(1, 6)).second.item<std::int64_t>() == 3);
+  CHECK(F::max_pool2d_with_indices(nans, F::Pair(1, 2)).second.to_vector<std::int64_t>() ==
+        std::vector<std::int64_t>{1, 3, 4});
+  CHECK_THROWS_WITH_AS(F::max_pool2d_with_indices(x, 2, 2, 2), doctest::Contains("half the kernel"),
+                       tg::shape_error);
   nn::AvgPool2d apool(3, 2, 1);
   CHECK(apool(x).shape() == std::vector<std::int64_t>{2, 3, 4, 3});
   CHECK_THROWS_WITH_AS(F::max_pool2d(x, 2, 2, 2), doctest::Contains("half the kernel"),

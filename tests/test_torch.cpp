@@ -309,6 +309,11 @@ const std::map<std::string, Fn>& ops() {
     m["max_pool2d_ceil"] = [](const Args& a, const Kw& k) {
       return F::max_pool2d(a[0], k.i("k"), F::Pair(k.i("s")), k.i("p"), 1, k.b("ceil"));
     };
+    m["max_pool2d_indices"] = [](const Args& a, const Kw& k) {
+      return F::max_pool2d_with_indices(a[0], k.i("k"), F::Pair(k.i("s")), k.i("p"), k.i("d"),
+                                        k.b("ceil"))
+          .second;
+    };
     m["avg_pool2d_ceil"] = [](const Args& a, const Kw& k) {
       return F::avg_pool2d(a[0], k.i("k"), F::Pair(k.i("s")), k.i("p"), k.b("ceil"), k.b("inc"));
     };

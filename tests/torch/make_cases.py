@@ -419,6 +419,11 @@ def main():
             x, k, s, p, ceil_mode=ceil, count_include_pad=inc),
              [rand((2, 3, 7, 6), "float32")], {"k": k, "s": s, "p": p, "ceil": ceil, "inc": inc},
              tol=4.0)
+    for k, s, p, d, ceil in [(2, 2, 0, 1, False), (3, 2, 1, 1, False), (3, 1, 1, 2, False),
+                             (3, 2, 1, 1, True)]:
+        case("max_pool2d_indices", lambda x, k, s, p, d, ceil: F.max_pool2d(
+            x, k, s, p, d, ceil_mode=ceil, return_indices=True)[1],
+             [rand((2, 3, 7, 6), "float32")], {"k": k, "s": s, "p": p, "d": d, "ceil": ceil})
     case("avg_pool2d_divisor", lambda x, k, d: F.avg_pool2d(x, k, divisor_override=d),
          [rand((1, 2, 4, 4), "float32")], {"k": 2, "d": 3})
     case("layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b, 1e-5),

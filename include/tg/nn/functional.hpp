@@ -80,6 +80,16 @@ TG_API Tensor max_pool2d(const Tensor& x, Pair kernel_size,
                          std::optional<Pair> stride = std::nullopt, Pair padding = 0,
                          Pair dilation = 1, bool ceil_mode = false, Loc loc = Loc::current());
 
+/// max_pool2d and, for each output, where its maximum is in the input: int64 indices into each
+/// [H, W] plane (h * W + w), as PyTorch's return_indices (F.max_pool2d_with_indices): the first
+/// maximum of a window in row-major order, or its last NaN; a window whose values are all -inf
+/// names its first element inside the input.
+TG_API std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel_size,
+                                                         std::optional<Pair> stride = std::nullopt,
+                                                         Pair padding = 0, Pair dilation = 1,
+                                                         bool ceil_mode = false,
+                                                         Loc loc = Loc::current());
+
 /// Mean over windows. The divisor is the window's size within the padded input (zero padding
 /// counts) unless count_include_pad is false (only input elements count), or divisor_override.
 /// ceil_mode keeps the last, partial windows (their divisor counts what they cover).

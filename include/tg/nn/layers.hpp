@@ -83,10 +83,13 @@ class MaxPool2d : public Module {
 public:
   F::Pair kernel_size, stride, padding, dilation;
   bool ceil_mode;
-  /// PyTorch's MaxPool2d takes return_indices before ceil_mode; tg has no return_indices.
+  /// PyTorch's MaxPool2d takes return_indices before ceil_mode; here forward_with_indices()
+  /// returns the indices.
   MaxPool2d(F::Pair kernel_size_, std::optional<F::Pair> stride_ = std::nullopt,
             F::Pair padding_ = 0, F::Pair dilation_ = 1, bool ceil_mode_ = false);
   Tensor forward(const Tensor& x) override;
+  /// The output and where each maximum is in the input (F::max_pool2d_with_indices).
+  std::pair<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string type_name() const override;
   std::string extra_repr() const override;
 };

@@ -190,18 +190,18 @@ TG_API std::array<std::int64_t, 2> ceil_extra(const Tensor& x, Pair k, Pair s, P
 
 namespace tg::nn::functional {
 
-TG_API Tensor max_pool2d(const Tensor& x, Pair kernel_size, std::optional<Pair> stride,
-                         Pair padding, Pair dilation, bool ceil_mode, Loc loc) {
-  detail::check_4d(x, "max_pool2d", loc);
-  Pair s = stride.value_or(kernel_size);
-  detail::check_pos("max_pool2d", "kernel_size", kernel_size.v, false, loc);
-  detail::check_pos("max_pool2d", "stride", s.v, false, loc);
-  detail::check_pos("max_pool2d", "dilation", dilation.v, false, loc);
-  detail::check_pos("max_pool2d", "padding", padding.v, true, loc);
+namespace detail {
+/// max_pool2d's checks, and its windows [N, C, OH, OW, KH, KW] over the input padded with -inf.
+inline Tensor max_pool_windows(const char* op, const Tensor& x, Pair kernel_size, Pair s,
+                               Pair padding, Pair dilation, bool ceil_mode, Loc loc) {
+  detail::check_4d(x, op, loc);
+  detail::check_pos(op, "kernel_size", kernel_size.v, false, loc);
+  detail::check_pos(op, "stride", s.v, false, loc);
+  detail::check_pos(op, "dilation", dilation.v, false, loc);
+  detail::check_pos(op, "padding", padding.v, true, loc);
   if (padding[0] * 2 > kernel_size[0] || padding[1] * 2 > kernel_size[1])
-    tg::detail::fail<shape_error>("max_pool2d", "padding should be at most half the kernel size",
-                                  loc);
-  detail::check_window_fits("max_pool2d", x, kernel_size, padding, dilation, loc);
+    tg::detail::fail<shape_error>(op, "padding should be at most half the kernel size", loc);
+  detail::check_window_fits(op, x, kernel_size, padding, dilation, loc);
   auto extra = ceil_mode ? detail::ceil_extra(x, kernel_size, s, padding, dilation)
                          : std::array<std::int64_t, 2>{};
   // Materialized, with its gradient, as in conv2d: the gradient routes through a gather by
@@ -212,7 +212,55 @@ TG_API Tensor max_pool2d(const Tensor& x, Pair kernel_size, std::optional<Pair> 
                   ? xc.pad({padding[1], padding[1] + extra[1], padding[0], padding[0] + extra[0]},
                            -INFINITY, loc)
                   : xc;
-  return detail::windows2d(xp, kernel_size.v, s.v, dilation.v).max({4, 5}, false, loc);
+  return detail::windows2d(xp, kernel_size.v, s.v, dilation.v);
+}
+} // namespace detail
+
+TG_API Tensor max_pool2d(const Tensor& x, Pair kernel_size, std::optional<Pair> stride,
+                         Pair padding, Pair dilation, bool ceil_mode, Loc loc) {
+  return detail::max_pool_windows("max_pool2d", x, kernel_size, stride.value_or(kernel_size),
+                                  padding, dilation, ceil_mode, loc)
+      .max({4, 5}, false, loc);
+}
+
+TG_API std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Pair kernel_size,
+                                                         std::optional<Pair> stride, Pair padding,
+                                                         Pair dilation, bool ceil_mode, Loc loc) {
+  const Pair s = stride.value_or(kernel_size);
+  Tensor win = detail::max_pool_windows("max_pool2d_with_indices", x, kernel_size, s, padding,
+                                        dilation, ceil_mode, loc);
+  const std::int64_t H = x.size(2), W = x.size(3), OH = win.size(2), OW = win.size(3),
+                     KH = kernel_size[0], KW = kernel_size[1];
+  // where each window element reads in the input; a padded one names the window's first element
+  // inside the input (where PyTorch's search starts, so an all -inf window agrees)
+  std::vector<std::int64_t> at(std::size_t(OH * OW * KH * KW));
+  std::size_t i = 0;
+  for (std::int64_t oh = 0; oh < OH; ++oh)
+    for (std::int64_t ow = 0; ow < OW; ++ow) {
+      const std::int64_t h0 = oh * s[0] - padding[0], w0 = ow * s[1] - padding[1];
+      std::int64_t fh = h0, fw = w0;
+      while (fh < 0) fh += dilation[0];
+      while (fw < 0) fw += dilation[1];
+      for (std::int64_t kh = 0; kh < KH; ++kh)
+        for (std::int64_t kw = 0; kw < KW; ++kw) {
+          const std::int64_t h = h0 + kh * dilation[0], w = w0 + kw * dilation[1];
+          at[i++] = h >= 0 && h < H && w >= 0 && w < W ? h * W + w : fh * W + fw;
+        }
+    }
+  const Shape& xs = x.sym_shape();
+  const Shape flat{xs[0], xs[1], OH, OW, KH * KW};
+  Tensor values = win.reshape(flat, loc);
+  // PyTorch's search: the first maximum, or the last NaN of a window that has one
+  Tensor first = values.argmax(4, true, loc);
+  if (is_float(x.dtype())) {
+    Tensor nan = values.isnan(loc);
+    Tensor last_nan = Tensor::full_on({}, double(KH * KW - 1), DType::Int64, x.device()) -
+                      nan.flip({4}, loc).argmax(4, true, loc);
+    first = where(nan.any(4, true, loc), last_nan, first, loc);
+  }
+  Tensor where_in =
+      Tensor::from_data(at, {1, 1, OH, OW, KH * KW}, TensorOptions(DType::Int64, x.device()), loc);
+  return {win.max({4, 5}, false, loc), where_in.expand(flat, loc).gather(4, first, loc).squeeze(4)};
 }
 
 TG_API Tensor avg_pool2d(const Tensor& x, Pair kernel_size, std::optional<Pair> stride,

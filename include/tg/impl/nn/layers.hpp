@@ -151,6 +151,10 @@ TG_API Tensor MaxPool2d::forward(const Tensor& x) {
   return F::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
+TG_API std::pair<Tensor, Tensor> MaxPool2d::forward_with_indices(const Tensor& x) {
+  return F::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
 TG_API std::string MaxPool2d::type_name() const { return "MaxPool2d"; }
 
 TG_API std::string MaxPool2d::extra_repr() const {
