@@ -12255,10 +12255,8 @@ template <fx::expr E> Tensor lazy_tensor(const E& expr, const std::string& devic
     if (n.op == Op::Buffer) {
       const void* data = b.leaf_data[std::size_t(n.arg)];
       if (!data) throw error("tg.lazy_tensor: a tg::input placeholder has no data");
-      Tensor t = visit_dtype(n.dtype, [&](auto x) {
-        using T = decltype(x);
-        return Tensor::from_data(static_cast<const T*>(data), n.shape, TensorOptions(n.dtype, dev));
-      });
+      Tensor t = detail::upload(data, n.dtype, n.shape, TensorOptions(n.dtype, dev),
+                                std::source_location::current());
       nodes.push_back(t.lazy());
       continue;
     }
@@ -12529,11 +12527,12 @@ template <class E> Tensor run_type_plan(const E& expr, const std::string& device
     std::shared_ptr<Buffer>& b = scalars[{o.dtype, o.value.f, o.value.i}];
     if (!b) {
       b = std::make_shared<Buffer>(dev, o.dtype, 1);
-      visit_dtype(o.dtype, [&](auto x) {
-        using T = decltype(x);
-        T v = is_float(o.dtype) ? T(o.value.f) : T(o.value.i);
-        dev->copy_in(b->ptr, &v, sizeof(T));
-      });
+      unsigned char v[8];
+      if (is_float(o.dtype))
+        detail::convert_values(&o.value.f, DType::Float64, v, o.dtype, 1);
+      else
+        detail::convert_values(&o.value.i, DType::Int64, v, o.dtype, 1);
+      dev->copy_in(b->ptr, v, std::size_t(itemsize(o.dtype)));
     }
     return b;
   };

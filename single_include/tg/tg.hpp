@@ -1571,6 +1571,9 @@ TG_API void check_item(const Tensor& t, std::source_location loc);
 /// dtype `from`) converted to o.dtype (default: `from`), made at `loc`.
 TG_API Tensor upload(const void* data, DType from, Shape shape, const TensorOptions& o,
                      std::source_location loc);
+/// n values at `in` (dtype `from`) converted to dtype `to` at `out`, as static_cast does (half
+/// and bfloat16 through float).
+TG_API void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n);
 /// The values of `t`, realized, in row-major order, converted to dtype `to`.
 TG_API std::vector<unsigned char> download(const Tensor& t, DType to, std::source_location loc);
 
@@ -15848,15 +15851,9 @@ namespace tg::optim::detail {
 TG_API void write_scalar(const Tensor& t, double v) {
   const LazyPtr& n = t.lazy();
   if (n->op != Op::Buffer) throw error("tg.optim: internal: a scalar state tensor is not a buffer");
-  visit_dtype(t.dtype(), [&](auto x) {
-    using D = decltype(x);
-    D value;
-    if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
-      value = D(float(v));
-    else
-      value = static_cast<D>(v);
-    n->buffer->device->copy_in(n->buffer->ptr, &value, sizeof(D));
-  });
+  unsigned char value[8];
+  tg::detail::convert_values(&v, DType::Float64, value, t.dtype(), 1);
+  n->buffer->device->copy_in(n->buffer->ptr, value, std::size_t(itemsize(t.dtype())));
 }
 
 TG_API Tensor scalar_buffer(double v, DType t, const std::string& device) {
@@ -16346,9 +16343,7 @@ inline std::int64_t checked_numel(const Shape& shape, std::source_location loc) 
   return tg::prod(shape).eval();
 }
 
-/// n values at `in` (dtype `from`) converted to dtype `to` at `out`, as static_cast does (half
-/// and bfloat16 through float).
-inline void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
+TG_API void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
   visit_dtype(from, [&](auto s) {
     using S = decltype(s);
     const S* src = static_cast<const S*>(in);

@@ -60,9 +60,7 @@ inline std::int64_t checked_numel(const Shape& shape, std::source_location loc) 
   return tg::prod(shape).eval();
 }
 
-/// n values at `in` (dtype `from`) converted to dtype `to` at `out`, as static_cast does (half
-/// and bfloat16 through float).
-inline void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
+TG_API void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n) {
   visit_dtype(from, [&](auto s) {
     using S = decltype(s);
     const S* src = static_cast<const S*>(in);

@@ -39,6 +39,9 @@ TG_API void check_item(const Tensor& t, std::source_location loc);
 /// dtype `from`) converted to o.dtype (default: `from`), made at `loc`.
 TG_API Tensor upload(const void* data, DType from, Shape shape, const TensorOptions& o,
                      std::source_location loc);
+/// n values at `in` (dtype `from`) converted to dtype `to` at `out`, as static_cast does (half
+/// and bfloat16 through float).
+TG_API void convert_values(const void* in, DType from, void* out, DType to, std::int64_t n);
 /// The values of `t`, realized, in row-major order, converted to dtype `to`.
 TG_API std::vector<unsigned char> download(const Tensor& t, DType to, std::source_location loc);
 

@@ -9,15 +9,9 @@ namespace tg::optim::detail {
 TG_API void write_scalar(const Tensor& t, double v) {
   const LazyPtr& n = t.lazy();
   if (n->op != Op::Buffer) throw error("tg.optim: internal: a scalar state tensor is not a buffer");
-  visit_dtype(t.dtype(), [&](auto x) {
-    using D = decltype(x);
-    D value;
-    if constexpr (std::is_same_v<D, half> || std::is_same_v<D, bfloat16_t>)
-      value = D(float(v));
-    else
-      value = static_cast<D>(v);
-    n->buffer->device->copy_in(n->buffer->ptr, &value, sizeof(D));
-  });
+  unsigned char value[8];
+  tg::detail::convert_values(&v, DType::Float64, value, t.dtype(), 1);
+  n->buffer->device->copy_in(n->buffer->ptr, value, std::size_t(itemsize(t.dtype())));
 }
 
 TG_API Tensor scalar_buffer(double v, DType t, const std::string& device) {
