@@ -5,12 +5,16 @@
 //   example_fashion_mnist                            MLP 2 epochs (>= 85%), CNN 3 epochs (>= 89%)
 //   example_fashion_mnist --model cnn --epochs 5 --data DIR
 //   TG_QUICK=1 example_fashion_mnist                 CI: a few hundred steps on a subset
+//   mpirun -np 2 example_fashion_mnist --distributed data-parallel on 2 processes
+//   (docs/distributed.md)
 //
 // Options: --data DIR (or TG_FASHION_MNIST), --model mlp|cnn|both, --epochs N, --batch N, --lr X,
-// --out DIR (where the .safetensors go), --quick. Exit status: 0 when every model reaches its
+// --out DIR (where the .safetensors go), --quick, --distributed (one process per rank, started by
+// mpirun or srun: each trains on its share of every batch of --batch samples, and rank 0 alone
+// prints, evaluates and saves). Exit status: 0 when every model reaches its
 // target (in quick mode: its loss falls), 1 otherwise, 77 when the data set is missing.
 // The data is read by examples/fashion_mnist_data.hpp.
-#include <tg/tg.hpp>
+#include <tg/distributed.hpp>
 
 #include "fashion_mnist_data.hpp"
 #include "fashion_mnist_models.hpp"
@@ -25,7 +29,7 @@
 #include <functional>
 #include <iostream>
 #include <numeric>
-#include <random>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +56,7 @@ struct Options {
   std::int64_t batch = 128;
   double lr = 1e-3;
   bool quick = false;
+  bool distributed = false;
 };
 
 Tensor batch_images(const Dataset& d, const std::vector<std::int64_t>& order, std::int64_t first,
@@ -107,6 +112,13 @@ bool run(const std::string& name, nn::Module& model, const Dataset& train, const
   std::int64_t bs = o.quick ? 64 : o.batch;
   std::int64_t steps_per_epoch =
       o.quick ? (name == "mlp" ? 300 : 120) : train.n / bs; // the last partial batch is dropped
+  // data parallel: every rank starts from rank 0's parameters and takes bs / ranks samples of each
+  // batch; backward() averages the gradients over the ranks, so each makes the same step
+  const int ranks = o.distributed ? tg::distributed::world_size() : 1;
+  const bool lead = !o.distributed || tg::distributed::rank() == 0;
+  const std::int64_t local_bs = bs / ranks;
+  std::optional<nn::DistributedDataParallel> ddp;
+  if (o.distributed) ddp.emplace(model);
   std::printf("%s: %s, %lld parameters, %d epoch(s) of %lld steps, batch %lld, Adam lr %g with "
               "cosine decay, device %s\n",
               name.c_str(), model.type_name().c_str(), (long long)model.num_parameters(), epochs,
@@ -125,18 +137,20 @@ bool run(const std::string& name, nn::Module& model, const Dataset& train, const
     return loss;
   });
 
-  std::mt19937_64 rng(42);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(train.n));
-  std::iota(order.begin(), order.end(), 0);
+  // this rank's share of each epoch's shuffled order (all of it on one process)
+  tg::distributed::DistributedSampler sampler(train.n, true, 42, false, ranks,
+                                              o.distributed ? tg::distributed::rank() : 0);
   std::vector<float> losses;
   double acc = 0;
   for (int epoch = 1; epoch <= epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), rng);
+    sampler.set_epoch(epoch);
+    const std::vector<std::int64_t> order = sampler.indices();
     auto t0 = std::chrono::steady_clock::now();
     std::int64_t timed_from = 0; // the first epoch's first two steps compile and capture: not timed
     double loss_sum = 0;
     for (std::int64_t s = 0; s < steps_per_epoch; ++s) {
-      Tensor x = batch_images(train, order, s * bs, bs), y = batch_labels(train, order, s * bs, bs);
+      Tensor x = batch_images(train, order, s * local_bs, local_bs),
+             y = batch_labels(train, order, s * local_bs, local_bs);
       float loss = step(x, y).item<float>();
       schedule.step();
       losses.push_back(loss);
@@ -154,7 +168,7 @@ bool run(const std::string& name, nn::Module& model, const Dataset& train, const
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::int64_t timed = steps_per_epoch - timed_from;
-    acc = accuracy(model, test, o.quick ? 2000 : test.n);
+    if (lead) acc = accuracy(model, test, o.quick ? 2000 : test.n);
     if (tty) std::printf("\n");
     std::printf(
         "  epoch %d/%d: train loss %.4f, %.0f samples/s (%.1f ms/step), test accuracy %.2f%%\n",
@@ -163,6 +177,7 @@ bool run(const std::string& name, nn::Module& model, const Dataset& train, const
     std::fflush(stdout);
   }
 
+  if (!lead) return true; // rank 0 checks, saves and answers for the job
   // save, reload into a fresh model, check the accuracy is the same
   std::string path = o.out + "/fashion_mnist_" + name + ".safetensors";
   tg::safetensors::save_file(model, path,
@@ -222,10 +237,12 @@ int main(int argc, char** argv) {
       o.out = next();
     else if (a == "--quick")
       o.quick = true;
+    else if (a == "--distributed")
+      o.distributed = true;
     else {
       std::fprintf(stderr,
                    "usage: %s [--data DIR] [--model mlp|cnn|both] [--epochs N] [--batch N] [--lr "
-                   "X] [--out DIR] [--quick]\n",
+                   "X] [--out DIR] [--quick] [--distributed]\n",
                    argv[0]);
       return 2;
     }
@@ -244,6 +261,18 @@ int main(int argc, char** argv) {
     return 77;
   }
   try {
+    if (o.distributed) {
+      tg::distributed::init_process_group("mpi");
+      const int ranks = tg::distributed::world_size();
+      if ((o.quick ? 64 : o.batch) % ranks != 0) {
+        std::fprintf(stderr, "--batch must be a multiple of the number of processes (%d)\n", ranks);
+        return 2;
+      }
+      // one voice: the other ranks' reports would repeat rank 0's
+      if (tg::distributed::rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
+      std::printf("data parallel: %d processes (mpi), each taking 1/%d of every batch\n", ranks,
+                  ranks);
+    }
     auto t0 = std::chrono::steady_clock::now();
     Dataset train = load_split(o.data, "train"), test = load_split(o.data, "t10k");
     std::printf("Fashion-MNIST: %lld training and %lld test images from %s (%.1f s)%s\n",

@@ -13,6 +13,7 @@ packages=(
   dataset-fashion-mnist # the data of examples/fashion_mnist.cpp
   python3-torch         # test_torch's reference: PyTorch's results for tg's ops (tests/torch/)
   nlohmann-json3-dev    # tools/compile-time.sh's peer: a TU that parses and dumps JSON
+  openmpi-bin libopenmpi3 # tg::distributed's mpi backend (libmpi.so.40, opened with dlopen) and mpirun
   # The VULKAN device and its tests: Vulkan-Hpp headers and the loader, Mesa's lavapipe (a Vulkan
   # 1.3 driver on the CPU), GLSL -> SPIR-V compilers (glslc brings libshaderc1), SPIR-V tools, and
   # the validation layers the tests run with. None of this is needed for the CPU path. (CUDA needs

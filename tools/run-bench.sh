@@ -10,6 +10,7 @@
 #   TG_BENCH_BUILD=dir TG_BENCH_JOBS=1 tools/run-bench.sh
 #                                                      build dir (default build-bench), compile jobs
 #
+# bench_distributed runs under mpirun on 2 ranks (docs/distributed.md); it takes no arguments.
 # bench_gpu runs only when a Vulkan (lavapipe counts: it is a CPU driver), CUDA or WebGPU device
 # opens. The
 # PyTorch peers (bench_train, bench_ops) need python3-torch, which this script does not install;
@@ -63,6 +64,14 @@ for name in "${names[@]}"; do
       echo "run-bench: skipping bench_gpu, no GPU device: ${probe%%$'\n'*}"
       continue
     fi
+  fi
+  if [[ "$name" == bench_distributed ]]; then
+    # on 2 ranks (one kernel thread each, as root too), then its baseline: the data-parallel MLP
+    # step on one process with both threads
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      mpirun --oversubscribe -np 2 -x TG_THREADS=1 "$build/bench/$name"
+    TG_THREADS=2 "$build/bench/$name" --step
+    continue
   fi
   "$build/bench/$name" "${args[@]}"
 done

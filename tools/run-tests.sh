@@ -12,7 +12,7 @@
 #
 #   deps      tools/install-deps.sh: the Debian packages (compilers, Clang's sanitizer and
 #             libFuzzer runtimes, CMake, doctest, formatters, Vulkan and lavapipe, the
-#             Fashion-MNIST data, clang and wasi-libc for the wasm export) and, from npm, Dawn (the WEBGPU device's library and the WGSL
+#             Fashion-MNIST data, clang and wasi-libc for the wasm export, Open MPI for tg::distributed) and, from npm, Dawn (the WEBGPU device's library and the WGSL
 #             validator of test_wgsl)
 #   checks    drift gates, no build: tools/check-format.sh (clang-format 19 on every C++ file,
 #             cmake-format on every CMake file) and tools/amalgamate.py --check (the committed

@@ -1,9 +1,36 @@
 #pragma once
 // Autograd's entry points (declared in tensor/class.hpp and autograd/grad.hpp) over the engine
 // in autograd/backward.hpp.
+#include <mutex>
+
 #include "../autograd/backward.hpp"
 
 namespace tg {
+
+namespace detail {
+struct BackwardHooks {
+  std::mutex m;
+  std::size_t next = 1;
+  std::vector<std::pair<std::size_t, std::shared_ptr<Function<void()>>>> hooks;
+};
+inline BackwardHooks& backward_hooks() {
+  static BackwardHooks h;
+  return h;
+}
+
+TG_API std::size_t add_backward_hook(Function<void()> hook) {
+  BackwardHooks& h = backward_hooks();
+  std::lock_guard<std::mutex> lock(h.m);
+  h.hooks.push_back({h.next, std::make_shared<Function<void()>>(std::move(hook))});
+  return h.next++;
+}
+
+TG_API void remove_backward_hook(std::size_t id) {
+  BackwardHooks& h = backward_hooks();
+  std::lock_guard<std::mutex> lock(h.m);
+  std::erase_if(h.hooks, [id](const auto& e) { return e.first == id; });
+}
+} // namespace detail
 
 TG_API Tensor& Tensor::requires_grad_(bool on, Loc loc) {
   if (on && !is_float(dtype()))
@@ -48,6 +75,13 @@ TG_API void Tensor::backward(const Tensor& gradient, Loc loc) const {
                               loc);
   }
   detail::gradients({*this}, {seed.cast(dtype())}, {}, true);
+  std::vector<std::shared_ptr<detail::Function<void()>>> hooks;
+  {
+    detail::BackwardHooks& h = detail::backward_hooks();
+    std::lock_guard<std::mutex> lock(h.m);
+    for (const auto& e : h.hooks) hooks.push_back(e.second);
+  }
+  for (const auto& hook : hooks) (*hook)();
 }
 
 TG_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs,

@@ -4,6 +4,7 @@
 // source file per header here, src/).
 #include "autograd.hpp"
 #include "devices.hpp"
+#include "distributed.hpp"
 #include "jit.hpp"
 #include "nn/functional.hpp"
 #include "nn/init.hpp"
