@@ -5,9 +5,11 @@
 // process with the whole batch. Every rank runs every case; each checks its own results.
 #include <doctest/doctest.h>
 #include <tg/distributed.hpp>
+#include <tg/export.hpp>
 #include <tg/vulkan.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -236,6 +238,19 @@ TEST_CASE("distributed: collectives are captured and replayed by tg::jit") {
     }
   }
   CHECK(f.captured_launches() >= 3); // the collectives (and the kernels around them)
+}
+
+TEST_CASE("distributed: a collective in an exported method is refused") {
+  if (!group()) return;
+  tg::nn::Linear lin(3, 2);
+  tg::ExportSpec spec;
+  spec.method("forward", {{"x", tg::float32, {2, 3}}},
+              [&](const std::vector<Tensor>& in) { return dist::all_reduce(lin(in[0])); });
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tg_dist_export_" + std::to_string(dist::rank())))
+          .string();
+  CHECK_THROWS_WITH_AS(tg::export_model(lin, spec, "json", dir),
+                       doctest::Contains("collectives run in the process group"), tg::export_error);
 }
 
 TEST_CASE("distributed: tensors outside host memory are staged (INTERP, VULKAN)") {

@@ -148,6 +148,33 @@ TEST_CASE("matmul is one kernel; softmax is one (three without row reductions)")
   CHECK(tg::schedule({x.log_softmax(-1)}, tg::Target::portable()).kernels() == 3);
 }
 
+TEST_CASE("F::linear's activation or cast runs in the product's kernel under no_grad") {
+  namespace F = tg::nn::functional;
+  auto x = randn({16, 24}), w = randn({8, 24}), b = randn({8});
+  std::vector<tg::Tensor> outs;
+  {
+    tg::no_grad guard;
+    for (const tg::Tensor& y : {F::linear(x, w, b).relu(), F::linear(x, w, b).sigmoid(),
+                                F::linear(x, w).tanh(), F::linear(x, w, b).cast(tg::float16)}) {
+      CHECK(tg::schedule({y}).kernels() == 1);
+      outs.push_back(y);
+    }
+    // gelu reads the product twice: a kernel of its own (an erf per element in the product's
+    // tile is slower than a pass over the output)
+    CHECK(tg::schedule({F::linear(x, w, b).gelu()}).kernels() == 2);
+  }
+  // the same values as the product materialized first
+  auto ref = (x.matmul(w.T()) + b).contiguous().realize();
+  CHECK((outs[0] - ref.relu()).abs().max().item<float>() < 1e-5f);
+  CHECK((outs[3].cast(tg::float32) - ref.cast(tg::float16).cast(tg::float32))
+            .abs()
+            .max()
+            .item<float>() == 0);
+  // training: the output is materialized (its gradient feeds two products), the activation after
+  w.requires_grad_();
+  CHECK(tg::schedule({F::linear(x, w, b).relu()}).kernels() == 2);
+}
+
 TEST_CASE("an elementwise operand that a reduction reads broadcast gets a kernel of its own") {
   auto a = randn({32, 64}), b = randn({64, 48});
   // relu(a) is read once per output column of the product: computed once, by a kernel of its own

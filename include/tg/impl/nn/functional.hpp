@@ -13,7 +13,11 @@ namespace tg::nn::functional {
 
 TG_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Loc loc) {
   Tensor y = x.matmul(weight.T(loc), loc);
-  return (bias.defined() ? TensorArg(y, loc) + bias : y).contiguous(loc);
+  if (bias.defined()) y = TensorArg(y, loc) + bias;
+  // With gradients, the output is materialized so that backward's two products read its gradient
+  // once (autograd mirrors contiguous) instead of each recomputing it; without (inference, under
+  // no_grad), an activation or a cast that follows runs in the product's kernel.
+  return y.requires_grad() ? y.contiguous(loc) : y;
 }
 
 } // namespace tg::nn::functional
