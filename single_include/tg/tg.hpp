@@ -12535,6 +12535,7 @@ TG_API std::vector<DeviceInfo> devices() {
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <random>
 #include <thread>
 
 // ---- tg/distributed/distributed.hpp ----
@@ -12718,11 +12719,9 @@ struct Mpi {
   int (*Comm_set_errhandler)(Handle, Handle) = nullptr;
   int (*Error_string)(int, char*, int*) = nullptr;
   int (*Op_create)(UserFn, int, Handle*) = nullptr;
+  // non-blocking calls for the checks and barrier, which poll against the timeout
   int (*Ibarrier)(Handle, Handle*) = nullptr;
-  int (*Iallreduce)(const void*, void*, int, Handle, Handle, Handle, Handle*) = nullptr;
-  int (*Ibcast)(void*, int, Handle, int, Handle, Handle*) = nullptr;
   int (*Iallgather)(const void*, int, Handle, void*, int, Handle, Handle, Handle*) = nullptr;
-  int (*Ireduce_scatter_block)(const void*, void*, int, Handle, Handle, Handle, Handle*) = nullptr;
   int (*Isend)(const void*, int, Handle, int, int, Handle, Handle*) = nullptr;
   int (*Irecv)(void*, int, Handle, int, int, Handle, Handle*) = nullptr;
   int (*Test)(Handle*, int*, void*) = nullptr;
@@ -12796,10 +12795,7 @@ inline Mpi load_mpi() {
   get(m.Error_string, "MPI_Error_string");
   get(m.Op_create, "MPI_Op_create");
   get(m.Ibarrier, "MPI_Ibarrier");
-  get(m.Iallreduce, "MPI_Iallreduce");
-  get(m.Ibcast, "MPI_Ibcast");
   get(m.Iallgather, "MPI_Iallgather");
-  get(m.Ireduce_scatter_block, "MPI_Ireduce_scatter_block");
   get(m.Isend, "MPI_Isend");
   get(m.Irecv, "MPI_Irecv");
   get(m.Test, "MPI_Test");
@@ -14087,15 +14083,9 @@ TG_API DistributedSampler::DistributedSampler(std::int64_t size, bool shuffle, s
 TG_API std::vector<std::int64_t> DistributedSampler::indices() const {
   std::vector<std::int64_t> all(static_cast<std::size_t>(size_));
   for (std::int64_t i = 0; i < size_; ++i) all[std::size_t(i)] = i;
-  if (shuffle_) { // Fisher-Yates with splitmix64 from seed + epoch: the same on every rank
-    std::uint64_t state = seed_ + std::uint64_t(epoch_);
-    auto next = [&state] {
-      std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      return z ^ (z >> 31);
-    };
-    for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[next() % i]);
+  if (shuffle_) { // Fisher-Yates over mt19937_64 (its outputs are standard): the same on every rank
+    std::mt19937_64 gen(seed_ + std::uint64_t(epoch_));
+    for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[gen() % i]);
   }
   const std::size_t total = std::size_t(total_size());
   for (std::size_t i = 0; all.size() < total && size_ > 0; ++i) all.push_back(all[i]); // pad

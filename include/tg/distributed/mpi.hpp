@@ -38,11 +38,9 @@ struct Mpi {
   int (*Comm_set_errhandler)(Handle, Handle) = nullptr;
   int (*Error_string)(int, char*, int*) = nullptr;
   int (*Op_create)(UserFn, int, Handle*) = nullptr;
+  // non-blocking calls for the checks and barrier, which poll against the timeout
   int (*Ibarrier)(Handle, Handle*) = nullptr;
-  int (*Iallreduce)(const void*, void*, int, Handle, Handle, Handle, Handle*) = nullptr;
-  int (*Ibcast)(void*, int, Handle, int, Handle, Handle*) = nullptr;
   int (*Iallgather)(const void*, int, Handle, void*, int, Handle, Handle, Handle*) = nullptr;
-  int (*Ireduce_scatter_block)(const void*, void*, int, Handle, Handle, Handle, Handle*) = nullptr;
   int (*Isend)(const void*, int, Handle, int, int, Handle, Handle*) = nullptr;
   int (*Irecv)(void*, int, Handle, int, int, Handle, Handle*) = nullptr;
   int (*Test)(Handle*, int*, void*) = nullptr;
@@ -116,10 +114,7 @@ inline Mpi load_mpi() {
   get(m.Error_string, "MPI_Error_string");
   get(m.Op_create, "MPI_Op_create");
   get(m.Ibarrier, "MPI_Ibarrier");
-  get(m.Iallreduce, "MPI_Iallreduce");
-  get(m.Ibcast, "MPI_Ibcast");
   get(m.Iallgather, "MPI_Iallgather");
-  get(m.Ireduce_scatter_block, "MPI_Ireduce_scatter_block");
   get(m.Isend, "MPI_Isend");
   get(m.Irecv, "MPI_Irecv");
   get(m.Test, "MPI_Test");

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "../distributed/distributed.hpp"
@@ -686,15 +687,9 @@ TG_API DistributedSampler::DistributedSampler(std::int64_t size, bool shuffle, s
 TG_API std::vector<std::int64_t> DistributedSampler::indices() const {
   std::vector<std::int64_t> all(static_cast<std::size_t>(size_));
   for (std::int64_t i = 0; i < size_; ++i) all[std::size_t(i)] = i;
-  if (shuffle_) { // Fisher-Yates with splitmix64 from seed + epoch: the same on every rank
-    std::uint64_t state = seed_ + std::uint64_t(epoch_);
-    auto next = [&state] {
-      std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      return z ^ (z >> 31);
-    };
-    for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[next() % i]);
+  if (shuffle_) { // Fisher-Yates over mt19937_64 (its outputs are standard): the same on every rank
+    std::mt19937_64 gen(seed_ + std::uint64_t(epoch_));
+    for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[gen() % i]);
   }
   const std::size_t total = std::size_t(total_size());
   for (std::size_t i = 0; all.size() < total && size_ > 0; ++i) all.push_back(all[i]); // pad
