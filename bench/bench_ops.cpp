@@ -6,6 +6,7 @@
 // workload, outside the timing, tg's result and Eigen's are checked against OpenBLAS's or the
 // loop's, and OpenBLAS's against dot products in double: a benchmark that times a wrong answer is
 // worthless. (PyTorch's results stay in its process and are not checked.)
+#include <tg/runtime/cpu_info.hpp> // (the ISA, for the FMA peak)
 #include <tg/tg.hpp>
 
 #include <Eigen/Core>
@@ -89,6 +90,49 @@ void time_tg(benchmark::State& st, const Make& make, const Vec& want, const std:
 void gflops(benchmark::State& st, double flops) {
   st.counters["GFLOP/s"] =
       benchmark::Counter(double(st.iterations()) * flops / 1e9, benchmark::Counter::kIsRate);
+}
+
+// ------------------------------------------------------------------------ the core's peak ----
+
+// The roofline for the products: fused multiply-adds into 16 independent vector accumulators
+// (more than two FMA units of 4 cycles' latency keep busy), with the widest vectors the CPU
+// device's kernels use (runtime/cpu_info.hpp), on the 2 threads tg gets. GFLOP/s counts 2 a lane.
+typedef float F32x16 __attribute__((vector_size(64)));
+typedef float F32x8 __attribute__((vector_size(32)));
+constexpr int kFmaAccs = 16;
+constexpr std::int64_t kFmaSteps = 1 << 22;
+
+// (named accumulators: at -O1 an array of them stays in memory)
+#define FMA_PEAK_LOOP(V, FMA)                                                                      \
+  V x = {}, y = {};                                                                                \
+  x += 0.999f;                                                                                     \
+  y += 1e-7f;                                                                                      \
+  V a0 = y, a1 = y, a2 = y, a3 = y, a4 = y, a5 = y, a6 = y, a7 = y, a8 = y, a9 = y, a10 = y,       \
+    a11 = y, a12 = y, a13 = y, a14 = y, a15 = y;                                                   \
+  for (std::int64_t s = 0; s < kFmaSteps; ++s) {                                                   \
+    a0 = FMA(x, a0, y), a1 = FMA(x, a1, y), a2 = FMA(x, a2, y), a3 = FMA(x, a3, y);                \
+    a4 = FMA(x, a4, y), a5 = FMA(x, a5, y), a6 = FMA(x, a6, y), a7 = FMA(x, a7, y);                \
+    a8 = FMA(x, a8, y), a9 = FMA(x, a9, y), a10 = FMA(x, a10, y), a11 = FMA(x, a11, y);            \
+    a12 = FMA(x, a12, y), a13 = FMA(x, a13, y), a14 = FMA(x, a14, y), a15 = FMA(x, a15, y);        \
+  }                                                                                                \
+  V sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;     \
+  return sum[0];
+#define FMA_512(a, b, c) __builtin_ia32_vfmaddps512_mask(a, b, c, -1, 4)
+__attribute__((target("avx512f"))) float fma_run_512() { FMA_PEAK_LOOP(F32x16, FMA_512) }
+__attribute__((target("avx2,fma"))) float fma_run_256() {
+  FMA_PEAK_LOOP(F32x8, __builtin_ia32_vfmaddps256)
+}
+
+void fma_peak(benchmark::State& st) {
+  const bool wide = tg::host_cpu().isa == tg::CpuIsa::Avx512;
+  for (auto _ : st) {
+    float out[2];
+    two_threads(
+        2, [&](std::int64_t lo, std::int64_t) { out[lo] = wide ? fma_run_512() : fma_run_256(); });
+    benchmark::DoNotOptimize(out);
+  }
+  gflops(st, 2.0 * 2 * (wide ? 16 : 8) * kFmaAccs * double(kFmaSteps));
+  st.SetLabel(wide ? "512-bit FMAs, 2 threads" : "256-bit FMAs, 2 threads");
 }
 
 // -------------------------------------------------------------------------------- matmul ----
@@ -489,6 +533,10 @@ int main(int argc, char** argv) {
     pairs.emplace_back(subject, name + "/iterations:1/manual_time");
   };
 
+  if (tg::host_cpu().isa >= tg::CpuIsa::Avx2)
+    benchmark::RegisterBenchmark("fma_peak/loop_2threads", fma_peak)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   for (const Matmul& c : kMatmuls) {
     add(c.name, "tg", [&c](benchmark::State& st) { tg_matmul(st, c); });
     add(c.name, "openblas", [&c](benchmark::State& st) { openblas_bench(st, c); });

@@ -92,6 +92,55 @@ TEST_CASE("a compile failure throws tg::compile_error with the compiler's messag
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("child: a product under TG_CPU_ISA") {
+  if (!child()) return;
+  auto a = tg::randn({64, 96}).realize(), b = tg::randn({96, 64}).realize();
+  auto y = a.matmul(b).realize();
+  auto cpu = std::dynamic_pointer_cast<tg::CpuDevice>(tg::device("CPU"));
+  REQUIRE(cpu);
+  std::printf("isa=%s same=%d flags=%s\n", tg::cpu_isa_name(tg::host_cpu().isa),
+              int(y.to_vector<float>() == a.to("INTERP").matmul(b.to("INTERP")).to_vector<float>()),
+              cpu->flags().c_str());
+}
+
+TEST_CASE("child: the CPU device under a TG_CPU_ISA it cannot honour") {
+  if (!child()) return;
+  for (const tg::DeviceInfo& d : tg::devices())
+    if (d.name == "CPU")
+      std::printf("available=%d reason=%s\n", int(d.available), d.reason.c_str());
+}
+
+TEST_CASE("TG_CPU_ISA: kernels chosen and compiled for a narrower ISA, the same bits") {
+  // every ISA up to the host's: its tiles (runtime/cpu_info.hpp), its compiler flags
+  for (tg::CpuIsa isa : {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512}) {
+    if (isa > tg::host_cpu().isa) {
+      MESSAGE("skipped: TG_CPU_ISA=" << tg::cpu_isa_name(isa) << " (this CPU has "
+                                     << tg::cpu_isa_name(tg::host_cpu().isa) << ")");
+      continue;
+    }
+    std::string dir = fresh_dir();
+    std::string out =
+        run_child("child: a product under TG_CPU_ISA",
+                  std::string("TG_CPU_ISA=") + tg::cpu_isa_name(isa) + " TG_CACHE_DIR=" + dir);
+    CHECK(contains(out, std::string("isa=") + tg::cpu_isa_name(isa) + " same=1"));
+    const bool narrowed = isa < tg::host_cpu().isa;
+    CHECK(contains(out, "-march=native") == !narrowed);
+    CHECK(contains(out, "-march=x86-64-v3") == (narrowed && isa == tg::CpuIsa::Avx2));
+    CHECK(contains(out, "-march=x86-64-v2") == (narrowed && isa == tg::CpuIsa::Sse));
+    std::filesystem::remove_all(dir);
+  }
+  std::string bad =
+      run_child("child: the CPU device under a TG_CPU_ISA it cannot honour", "TG_CPU_ISA=avx1024");
+  CHECK(contains(bad, "available=0 reason="));
+  CHECK(contains(bad, "TG_CPU_ISA=avx1024 is not one of avx512, avx2, sse"));
+  if (tg::host_cpu().isa != tg::CpuIsa::Avx512) {
+    std::string more =
+        run_child("child: the CPU device under a TG_CPU_ISA it cannot honour", "TG_CPU_ISA=avx512");
+    CHECK(contains(more, "available=0 reason="));
+    CHECK(contains(more, "TG_CPU_ISA=avx512 asks for more than this CPU has"));
+  }
+}
+
 TEST_CASE("child: debug output") {
   if (!child()) return;
   auto a = tg::arange(0, 64, 1, tg::float32);

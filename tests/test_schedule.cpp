@@ -2,6 +2,7 @@
 // launches).
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <doctest/doctest.h>
 
 #include <tg/runtime/cpu.hpp> // white-box: the pass list, renderers and runtimes
@@ -483,9 +484,10 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
                    : nd.arg == 1 ? (void*)bv.data()
                                  : (void*)cv.data());
     }
-    auto run = [&](const tg::Program& p, std::vector<float>& out) {
+    auto run = [&](const tg::Program& lowered, std::vector<float>& out) {
       std::vector<void*> bufs{out.data()};
       bufs.insert(bufs.end(), in.begin(), in.end());
+      const tg::Program p = tg::contract(lowered); // as INTERP and the CPU device run it
       tg::interpret(p, bufs, {}, 0, tg::eval_sint(p.outer, p.vars, {}));
     };
     // the same tile with its column tiles in the outer loop (as for an operand past the caches)
@@ -537,7 +539,7 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
       const bool copied = transposed && !in_place && c.k * c.m >= 4096;
       REQUIRE(info.kernels() == (copied ? 2 : 1));
       tg::Program p = tg::lower(info.graph, info.schedule, info.kernels() - 1);
-      tg::Program v = tg::vectorize(p), packed = tg::pack_panels(v);
+      tg::Program v = tg::vectorize(tg::contract(p)), packed = tg::pack_panels(v);
       std::string src(tg::render_c(packed).view());
       if (!transposed || in_place || copied) { // (a small transposed operand has no tile)
         CHECK_MESSAGE(contains(p.name.view(), c.panel ? "u4x16p_" : "u4x16_"), p.name.view());
@@ -570,14 +572,28 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
   }
 }
 
-TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same bits as INTERP") {
-  // The CPU device asks for them on AVX-512 (Device::target); this device asks everywhere.
-  struct WideTiles : tg::CpuDevice {
-    tg::Target target() const override { return tg::with_env(tg::Target::cpu(32)); }
+TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the same bits as INTERP") {
+  // One device per ISA the host has: its tiles, vectors and compile flags (TG_CPU_ISA forces one
+  // for the whole process; these are the choices cpu_target makes for each).
+  struct IsaTiles : tg::CpuDevice {
+    tg::CpuIsa isa;
+    explicit IsaTiles(tg::CpuIsa i) : isa(i) {}
+    tg::Target target() const override { return tg::with_env(tg::cpu_target(isa)); }
   };
-  static const bool registered =
-      (tg::register_device("CPU_WIDE_TILES", [] { return std::make_shared<WideTiles>(); }), true);
-  CHECK(registered);
+  static const std::vector<std::string> isa_devices = [] {
+    std::vector<std::string> names;
+    for (tg::CpuIsa isa : {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512}) {
+      if (isa > tg::host_cpu().isa) continue;
+      names.push_back(std::string("CPU_TILES_") + (isa == tg::CpuIsa::Sse    ? "SSE"
+                                                   : isa == tg::CpuIsa::Avx2 ? "AVX2"
+                                                                             : "AVX512"));
+      tg::register_device(names.back(), [isa] { return std::make_shared<IsaTiles>(isa); });
+    }
+    return names;
+  }();
+  if (tg::host_cpu().isa != tg::CpuIsa::Avx512)
+    MESSAGE("skipped: the tiles of ISAs beyond this CPU's (" << tg::cpu_isa_name(tg::host_cpu().isa)
+                                                             << ")");
   struct Case {
     std::int64_t n, k, m;
     tg::DType dtype;
@@ -627,8 +643,24 @@ TEST_CASE("float32 products in tiles of 4 x 32 (32 vector registers): the same b
     tg::Program p = tg::lower(info.graph, info.schedule, 0, wide);
     CHECK_MESSAGE(contains(p.name.view(), c.name), p.name.view());
     auto same = [&]<class T>(T) {
-      CHECK(product("CPU_WIDE_TILES").to_vector<T>() == product("INTERP").to_vector<T>());
-      CHECK(product("CPU").to_vector<T>() == product("INTERP").to_vector<T>());
+      const std::vector<T> interp = product("INTERP").to_vector<T>();
+      for (const std::string& dev : isa_devices) {
+        CAPTURE(dev);
+        CHECK(product(dev).to_vector<T>() == interp);
+      }
+      CHECK(product("CPU").to_vector<T>() == interp);
+      if (c.epilogue != 0) return;
+      // each output is the sum of its products by fused multiply-add, in k's order (contract)
+      const std::vector<T> av = a.to_vector<T>(), bv = b.contiguous().to_vector<T>();
+      bool fused = true;
+      for (std::int64_t i = 0; i < c.n; ++i)
+        for (std::int64_t j = 0; j < c.m; ++j) {
+          T acc = 0;
+          for (std::int64_t k = 0; k < c.k; ++k)
+            acc = std::fma(av[std::size_t(i * c.k + k)], bv[std::size_t(k * c.m + j)], acc);
+          fused = fused && std::memcmp(&acc, &interp[std::size_t(i * c.m + j)], sizeof acc) == 0;
+        }
+      CHECK(fused);
     };
     if (c.dtype == tg::DType::Float64)
       same(0.0);
@@ -706,7 +738,8 @@ TEST_CASE("a transposed left operand: the tile's rows copied once, k by k, the s
     tg::Tensor y = a.matmul(b);
     auto info = tg::schedule({y});
     REQUIRE(info.kernels() == 1);
-    tg::Program packed = tg::pack_panels(tg::vectorize(tg::lower(info.graph, info.schedule, 0)));
+    tg::Program packed =
+        tg::pack_panels(tg::vectorize(tg::contract(tg::lower(info.graph, info.schedule, 0))));
     std::string before(tg::render_c(packed).view()),
         after(tg::render_c(tg::pack_rows(packed)).view());
     auto locals = [](const std::string& src) {

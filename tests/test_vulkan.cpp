@@ -416,7 +416,7 @@ TEST_CASE("GPU shared-memory tiles: which products take them, and their values o
           std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
       Tensor r = V(x).matmul(V(y));
       CHECK(tiled(r) == (m * n >= 4096));
-      same(what, r, x.matmul(y), 1e-5);
+      same(what, r, x.matmul(y), std::max(1e-5, 1e-7 * double(k))); // (k roundings, any order)
     }
   Tensor x = tg::randn({67, 59}, cpu), w = tg::randn({71, 59}, cpu), bias = tg::randn({71}, cpu);
   Tensor wt = tg::randn({59, 71}, cpu);             // (a small transposed operand is copied first)

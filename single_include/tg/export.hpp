@@ -435,7 +435,8 @@ enum class UKind : std::uint8_t {
   Load,      // src0 param, src1 index, src2 gate (or -1); value in compute dtype
   Store,     // src0 param, src1 index, src2 value
   DefineAcc, // value: initial value
-  AccAssign, // src0 acc, src1 value: acc = op(acc, value)
+  AccAssign, // src0 acc, src1 value: acc = op(acc, value); op MulAdd (made by contract):
+             // acc = src1 * src2 + acc, rounded once
   Alu,       // op with 1..3 sources
   Reduce,    // (lowering only) op over src0 within ranges `ranges`
   // GPU programs only (made by gpu_program, codegen/gpu_program.hpp; the CPU path never sees them):
@@ -453,7 +454,7 @@ enum class UKind : std::uint8_t {
   // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
   VecAcc,   // a vector accumulator of arg lanes, each `value`
   VecLoad,  // src0 param, src1 index: arg elements, consecutive or value.i (> 1) apart
-  VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
+  VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = scalar * vector + acc, rounded once
   VecLane,  // src0 VecAcc: its lane arg
   VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
   Local,    // an array of arg elements of dtype, private to the thread (made by pack_panels)
@@ -539,6 +540,32 @@ struct ProgramRewriter {
     return r;
   }
 };
+
+/// Drops pure values nothing uses, renumbering the rest.
+constexpr Program drop_unused(Program p) {
+  std::vector<std::uint8_t> used(p.ops.size(), 0);
+  for (std::size_t i = p.ops.size(); i-- > 0;) {
+    const UOp& u = p.ops[i];
+    bool pure = u.kind == UKind::Const || u.kind == UKind::Alu || u.kind == UKind::Load ||
+                u.kind == UKind::VecLoad || u.kind == UKind::VecLane || u.kind == UKind::Local;
+    if (pure && !used[i]) continue;
+    used[i] = 1;
+    for (int s : u.src)
+      if (s >= 0) used[std::size_t(s)] = 1;
+  }
+  std::vector<int> map(p.ops.size(), -1);
+  std::vector<UOp> ops;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (!used[i]) continue;
+    UOp u = p.ops[i];
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    map[i] = int(ops.size());
+    ops.push_back(u);
+  }
+  p.ops = std::move(ops);
+  return p;
+}
 } // namespace detail
 
 /// A readable dump of a program (TG_DEBUG=4).
@@ -976,11 +1003,13 @@ struct CStyleRenderer {
         name(b, p, u.src[1]);
         t << a.view() << " = ";
         const UOp& x = p.ops[std::size_t(u.src[1])];
-        if (const char* fma = D::mul_acc(u.dtype); fma && u.op == Op::Add && x.kind == UKind::Alu &&
-                                                   x.op == Op::Mul && x.dtype == u.dtype) {
+        const bool mac = u.op == Op::MulAdd; // (contract); else the dialect's own (mul_acc)
+        const char* fma = mac ? D::fma(u.dtype) : D::mul_acc(u.dtype);
+        if (fma && (mac || (u.op == Op::Add && x.kind == UKind::Alu && x.op == Op::Mul &&
+                            x.dtype == u.dtype))) {
           Text l, r;
-          name(l, p, x.src[0]);
-          name(r, p, x.src[1]);
+          name(l, p, mac ? u.src[1] : x.src[0]);
+          name(r, p, mac ? u.src[2] : x.src[1]);
           t << fma << '(' << l.view() << ", " << r.view() << ", " << a.view() << ')';
         } else {
           D::binary(t, u.op, u.dtype, a.view(), b.view());
@@ -1415,7 +1444,12 @@ struct CDialect : CFamily<CDialect> {
   }
   static constexpr const char* fma(DType d) { return d == DType::Float64 ? "fma" : "fmaf"; }
   static constexpr void vector_op(Text& t, const UOp& u, int i) {
-    const char* vt = u.dtype == DType::Float64 ? "tg_f64x4" : "tg_f32x8";
+    // tg_f32x8, tg_f64x4 (AVX), tg_f32x16, tg_f64x8 (AVX-512); masks tg_i32x8, ...
+    const std::int64_t bits = u.dtype == DType::Float64 ? 64 : 32, lanes = u.arg;
+    Text vt_, it_;
+    vt_ << "tg_f" << bits << 'x' << lanes;
+    it_ << "tg_i" << bits << 'x' << lanes;
+    const std::string_view vt = vt_.view(), it = it_.view();
     auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
     if (u.kind == UKind::VecAcc) {
       t << vt << ' ';
@@ -1452,7 +1486,6 @@ struct CDialect : CFamily<CDialect> {
       v(i) << '[' << std::int64_t(u.arg) << "] __attribute__((aligned(64)));\n";
     } else if (u.kind == UKind::VecFold && u.op == Op::Max) {
       // NaN-propagating, as the scalar max: a lane keeps acc where acc > x or acc is NaN
-      const char* it = u.dtype == DType::Float64 ? "tg_i64x4" : "tg_i32x8";
       t << "{ " << it << " m = (" << it << ")(";
       v(u.src[0]) << " > ";
       v(u.src[1]) << ") | (" << it << ")(";
@@ -1465,11 +1498,11 @@ struct CDialect : CFamily<CDialect> {
       v(u.src[0]) << " = ";
       v(u.src[0]) << " + ";
       v(u.src[1]) << ";\n";
-    } else if (u.kind == UKind::VecMac) {
-      v(u.src[0]) << " = ";
-      v(u.src[0]) << " + ";
-      v(u.src[1]) << " * ";
-      v(u.src[2]) << ";\n";
+    } else if (u.kind == UKind::VecMac) { // fused: tg_fma_f32x16(splat(s), b, acc)
+      v(u.src[0]) << " = tg_fma_" << vt.substr(3) << "(((" << vt << "){";
+      for (std::int64_t k = 0; k < lanes; ++k) v(u.src[1]) << (k + 1 < lanes ? ", " : "}), ");
+      v(u.src[2]) << ", ";
+      v(u.src[0]) << ");\n";
     } else {
       t << type(u.dtype) << ' ';
       v(i) << " = ";
@@ -1497,12 +1530,36 @@ struct CDialect : CFamily<CDialect> {
          "typedef int tg_i32x8 __attribute__((vector_size(32)));\n"
          "typedef long long tg_i64x4 __attribute__((vector_size(32)));\n"
          "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
+         "typedef float tg_f32x16 __attribute__((vector_size(64)));\n"
+         "typedef int tg_i32x16 __attribute__((vector_size(64)));\n"
+         "typedef long long tg_i64x8 __attribute__((vector_size(64)));\n"
+         "typedef double tg_f64x8 __attribute__((vector_size(64)));\n"
+         // A vector fused multiply-add (VecMac): the x86 instruction where the compiler may emit
+         // it (GCC and Clang name the builtins alike), else lane by lane.
+         "#define TG_FMA_LANES(T, n, f) static inline tg_##T tg_fma_##T(tg_##T a, tg_##T b, "
+         "tg_##T c) { for (int i = 0; i < n; ++i) c[i] = f(a[i], b[i], c[i]); return c; }\n"
+         "#if (defined(__x86_64__) || defined(__i386__)) && defined(__FMA__)\n"
+         "#define tg_fma_f32x8 __builtin_ia32_vfmaddps256\n"
+         "#define tg_fma_f64x4 __builtin_ia32_vfmaddpd256\n"
+         "#else\n"
+         "TG_FMA_LANES(f32x8, 8, __builtin_fmaf) TG_FMA_LANES(f64x4, 4, __builtin_fma)\n"
+         "#endif\n"
+         "#if (defined(__x86_64__) || defined(__i386__)) && defined(__AVX512F__)\n"
+         "#define tg_fma_f32x16(a, b, c) __builtin_ia32_vfmaddps512_mask(a, b, c, 0xffff, 4)\n"
+         "#define tg_fma_f64x8(a, b, c) __builtin_ia32_vfmaddpd512_mask(a, b, c, 0xff, 4)\n"
+         "#else\n"
+         "TG_FMA_LANES(f32x16, 16, __builtin_fmaf) TG_FMA_LANES(f64x8, 8, __builtin_fma)\n"
+         "#endif\n"
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
          // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel
          // is in cache bound by its loads. (A 32-byte vector fits a register with AVX only: an
          // exported kernel may be built without it.)
-         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__AVX__)\n"
+         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && "
+         "defined(__AVX512F__)\n"
+         "#define TG_IN_REG(v) __asm__(\"\" : \"+v\"(v))\n" // (any of the 32 registers)
+         "#elif defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && "
+         "defined(__AVX__)\n"
          "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
          "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
          "#endif\n";
@@ -2011,6 +2068,7 @@ inline std::string temp_path(const std::string& stem) {
 //   graph passes    fuse                                                 schedule_graph
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
+//                   -> CPU, INTERP: contract
 //                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
 //                   -> GPU: shared_tiles (products) or gpu_program
 //                      -> decompose (-> narrow32: WGSL)                  device_passes
@@ -2358,6 +2416,52 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
 
 } // namespace tg
 #endif // TG_SI_TG_SCHEDULE_MEMORY_HPP
+
+// ---- tg/codegen/contract.hpp ----
+#ifndef TG_SI_TG_CODEGEN_CONTRACT_HPP
+#define TG_SI_TG_CODEGEN_CONTRACT_HPP
+// contract (the CPU device and INTERP, first of their device passes): a float sum of products,
+// acc = acc + a * b, becomes one fused multiply-add, acc = fma(a, b, acc), rounded once, as BLAS
+// libraries and cuBLAS accumulate. A multiply and an add issued apart are two instructions for
+// the same ports on a core whose FMA units also do the adds (Intel's: half a matmul's peak), and
+// the C flags forbid the compiler to contract them itself (-ffp-contract=off keeps every other
+// expression as INTERP computes it). INTERP runs the same rewritten program, so the CPU device's
+// kernels still agree with it bit for bit; a product's last bits differ from a multiply-then-add.
+
+namespace tg {
+
+/// The pass (see the top of this file): AccAssign Add of a float32/float64 Mul of its own dtype
+/// becomes AccAssign MulAdd {acc, a, b}. The partial accumulators of a split reduction (lower.hpp:
+/// summed pairwise after their loop, a layer norm's variance) are left alone: GCC 12 vectorizes
+/// their multiply-adds across the partials, but keeps fmaf calls scalar there (layer norm 4096 x
+/// 1024 took 1.7 ms instead of 1.1).
+constexpr Program contract(const Program& p) {
+  std::vector<std::uint8_t> partial(p.ops.size(), 0); // a DefineAcc added to another
+  for (const UOp& u : p.ops)
+    if (u.kind == UKind::Alu && u.op == Op::Add) {
+      const UOp& a = p.ops[std::size_t(u.src[0])];
+      const UOp& b = p.ops[std::size_t(u.src[1])];
+      if (a.kind == UKind::DefineAcc && b.kind == UKind::DefineAcc)
+        partial[std::size_t(u.src[0])] = partial[std::size_t(u.src[1])] = 1;
+    }
+  Program q = p;
+  bool changed = false;
+  for (UOp& u : q.ops) {
+    if (u.kind != UKind::AccAssign || u.op != Op::Add ||
+        (u.dtype != DType::Float32 && u.dtype != DType::Float64) || partial[std::size_t(u.src[0])])
+      continue;
+    const UOp& m = p.ops[std::size_t(u.src[1])];
+    if (m.kind != UKind::Alu || m.op != Op::Mul || m.dtype != u.dtype) continue;
+    u.op = Op::MulAdd;
+    u.src = {u.src[0], m.src[0], m.src[1]};
+    changed = true;
+  }
+  if (!changed) return q;
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_CONTRACT_HPP
 
 // ---- tg/codegen/decompose.hpp ----
 #ifndef TG_SI_TG_CODEGEN_DECOMPOSE_HPP
@@ -3077,7 +3181,7 @@ struct LowerOptions {
   /// With an upcast last axis, a reduction whose loads include one that every index of the
   /// axis before it reads alike (matmul's right operand) also computes this many consecutive
   /// outputs of that axis: a register tile of upcast_rows x upcast lanes, each load shared by a
-  /// row or a column of it (larger tiles were no longer vectorized by GCC).
+  /// row or a column of it (8 on AVX-512: runtime/cpu_info.hpp).
   int upcast_rows = 4;
   /// A kernel whose one reduction runs along an axis that every load inside it reads
   /// contiguously (a row of a softmax, a layer norm, a sum over the last axis) splits it into up
@@ -3118,8 +3222,7 @@ struct LowerOptions {
   /// Lanes (columns) of a float32 register tile of a product whose epilogue loads nothing per row
   /// (a bias at most), when the output's last axis divides by them and the tile's order stays
   /// the same (more than `upcast` only where the C compiler has 32 vector registers: the CPU
-  /// device on AVX-512, Target::cpu(32)). 4 x 32 is 16 accumulators of 8 floats; 4 x 16 leaves 8,
-  /// FMA latency-bound.
+  /// device on AVX-512, whose tiles runtime/cpu_info.hpp chooses).
   int tile_lanes = 16;
   /// On a GPU (set by for_gpu), a product whose two operands are each shared along one output
   /// axis (a matmul: the left one along the columns, the right one along the rows) computes up
@@ -4352,12 +4455,13 @@ constexpr Program narrow32(const Program& p) {
 #ifndef TG_SI_TG_CODEGEN_VECTORIZE_HPP
 #define TG_SI_TG_CODEGEN_VECTORIZE_HPP
 // vectorize (C programs for the CPU device only): a register tile's lanes as GNU C vectors.
-// A matmul's tile accumulates acc[r][c] += a[r] * b[c] with b[c] consecutive in memory. GCC
-// turned its scalar accumulators into vectors itself, but reloaded b for every row of the tile
-// (far from a core's peak: docs/performance.md). Here every run of W lanes of a row (W = one
-// 256-bit vector) becomes one vector accumulator, updated by one vector load of b and the
-// broadcast of a: the same products and sums, in the same order, for every lane (the C flags
-// forbid contraction), so the kernel still agrees with INTERP bit for bit.
+// A matmul's tile accumulates acc[r][c] = fma(a[r], b[c], acc[r][c]) (contract.hpp) with b[c]
+// consecutive in memory. GCC turned its scalar accumulators into vectors itself, but reloaded b
+// for every row of the tile (far from a core's peak: docs/performance.md). Here every run of W
+// lanes of a row (W = one vector: 256 bits, or 512 where the C compiler has AVX-512) becomes one
+// vector accumulator, updated by one vector load of b and the broadcast of a: the same fused
+// multiply-adds, in the same order, for every lane, so the kernel still agrees with INTERP bit
+// for bit.
 // The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
 // x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
 // a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
@@ -4422,37 +4526,11 @@ constexpr std::vector<Affine> affine_forms(const Program& p) {
   return f;
 }
 
-/// Drops pure values nothing uses, renumbering the rest.
-constexpr Program drop_unused(Program p) {
-  std::vector<std::uint8_t> used(p.ops.size(), 0);
-  for (std::size_t i = p.ops.size(); i-- > 0;) {
-    const UOp& u = p.ops[i];
-    bool pure = u.kind == UKind::Const || u.kind == UKind::Alu || u.kind == UKind::Load ||
-                u.kind == UKind::VecLoad || u.kind == UKind::VecLane || u.kind == UKind::Local;
-    if (pure && !used[i]) continue;
-    used[i] = 1;
-    for (int s : u.src)
-      if (s >= 0) used[std::size_t(s)] = 1;
-  }
-  std::vector<int> map(p.ops.size(), -1);
-  std::vector<UOp> ops;
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    if (!used[i]) continue;
-    UOp u = p.ops[i];
-    for (int& s : u.src)
-      if (s >= 0) s = map[std::size_t(s)];
-    map[i] = int(ops.size());
-    ops.push_back(u);
-  }
-  p.ops = std::move(ops);
-  return p;
-}
-
 } // namespace detail
 
-/// The vectorize pass (see the top of this file). Programs without such a tile come back as they
-/// were.
-constexpr Program vectorize(const Program& p) {
+/// The vectorize pass (see the top of this file), with vectors of `vector_bytes` (32: AVX, 64:
+/// AVX-512). Programs without such a tile come back as they were.
+constexpr Program vectorize(const Program& p, int vector_bytes = 32) {
   const std::size_t n = p.ops.size();
   std::vector<detail::Affine> aff = detail::affine_forms(p);
   std::vector<int> depth_of(n, 0); // loops around each op
@@ -4469,18 +4547,17 @@ constexpr Program vectorize(const Program& p) {
   auto lane_of = [&](std::size_t i, int scalar_side) {
     Lane l;
     const UOp& u = p.ops[i];
-    if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max) ||
+    if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max && u.op != Op::MulAdd) ||
         (u.dtype != DType::Float32 && u.dtype != DType::Float64))
       return l;
     const UOp& acc = p.ops[std::size_t(u.src[0])];
-    const UOp& m = p.ops[std::size_t(u.src[1])];
     // (a reduction of one element has no loop: its lanes are not worth vectors)
     if (acc.kind != UKind::DefineAcc || depth_of[i] <= depth_of[std::size_t(u.src[0])]) return l;
     int s = -1, b = u.src[1];
-    if (m.kind == UKind::Alu && m.op == Op::Mul && u.op == Op::Add && acc.value.f == 0) {
-      s = m.src[std::size_t(scalar_side)];
-      b = m.src[std::size_t(1 - scalar_side)];
-    } else if (scalar_side == 1) {
+    if (u.op == Op::MulAdd && acc.value.f == 0) { // (contract's)
+      s = u.src[std::size_t(1 + scalar_side)];
+      b = u.src[std::size_t(2 - scalar_side)];
+    } else if (u.op == Op::MulAdd || scalar_side == 1) {
       return l;
     }
     const UOp& ld = p.ops[std::size_t(b)];
@@ -4496,7 +4573,7 @@ constexpr Program vectorize(const Program& p) {
   std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
-    const std::size_t w = p.ops[i].dtype == DType::Float64 ? 4 : 8;
+    const std::size_t w = std::size_t(vector_bytes) / (p.ops[i].dtype == DType::Float64 ? 8 : 4);
     if (i + w > n) continue;
     for (int side = 0; side < 2; ++side) {
       std::vector<Lane> g;
@@ -4573,7 +4650,7 @@ constexpr Program vectorize(const Program& p) {
             UOp{UKind::VecFold, u.op, u.dtype, {vacc[std::size_t(g)], ld, -1}, {}, w, {}});
       else
         q.ops.push_back(UOp{UKind::VecMac,
-                            Op::Add,
+                            Op::MulAdd,
                             u.dtype,
                             {vacc[std::size_t(g)], map[std::size_t(f.scalar)], ld},
                             {},
@@ -6197,7 +6274,9 @@ enum class Dialect : std::uint8_t { None, C, Cuda, Glsl, Wgsl };
 struct Target {
   FuseOptions fuse;
   LowerOptions lower;
+  bool contract = false;         // sums of products as fused multiply-adds (CPU, INTERP)
   bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
+  int vector_bytes = 32;         // vectorize's vectors (64: the C compiler has AVX-512)
   bool gpu = false;              // gpu_program shapes programs for a GPU launch
   bool split_reductions = false; // the front end cuts long reductions into few outputs in two
                                  // (a GPU's work-groups: detail::gpu_reduce_split)
@@ -6215,7 +6294,7 @@ struct Target {
     Target t;
     t.fuse.row_reductions = true;
     t.lower.tile_lanes = tile_lanes;
-    t.cpu_passes = true;
+    t.contract = t.cpu_passes = true;
     t.decompose = DecomposeOptions::c_style();
     t.dialect = Dialect::C;
     return t;
@@ -6386,9 +6465,10 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     p = pass(p);
     log.done(name, mark, [&] { return dump(p); });
   };
+  if (t.contract) step("contract", [](const Program& q) { return contract(q); });
   if (t.cpu_passes) {
     step("reuse_values", [](const Program& q) { return reuse_values(q); });
-    step("vectorize", [](const Program& q) { return vectorize(q); });
+    step("vectorize", [&](const Program& q) { return vectorize(q, t.vector_bytes); });
     step("pack_panels", [](const Program& q) { return pack_panels(q); });
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
   }
@@ -7957,8 +8037,9 @@ TG_API ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& d
 // beam: with TG_BEAM=N, a reduction kernel is lowered with up to N different choices of
 // LowerOptions (upcast lanes, register tile rows, split accumulators, loop order); each variant
 // is compiled and timed on the device, and the fastest is kept. The choice is cached on disk next
-// to the compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device),
-// so a later process lowers the kernel the chosen way without timing it again.
+// to the compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device's
+// model, Device::model()), so a later process lowers the kernel the chosen way without timing it
+// again.
 //
 // The variants run on scratch buffers of zeros: tg's kernels index memory only through affine
 // functions of their loop indices (gather is a one-hot select), so no value read can send a load
@@ -7985,6 +8066,12 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
     o.gpu_tile = base.gpu_tile;
     c.push_back(o);
   }
+  for (int rows : {base.upcast_rows / 2, base.upcast_rows * 2}) // taller or shorter tiles
+    if (base.upcast_rows > 1 && rows > 1) {
+      LowerOptions o = base;
+      o.upcast_rows = rows;
+      c.push_back(o);
+    }
   if (base.gpu_tile > 1) // a GPU's tiles (LowerOptions::gpu_tile): none, or smaller ones
     for (int tile : {1, base.gpu_tile / 4, base.gpu_tile / 2}) {
       if (tile < 1 || tile == base.gpu_tile) continue;
@@ -8041,7 +8128,7 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
     return t;
   };
   std::string key = detail::cache_path(
-      "beam-" + detail::cache_key(dump(first).view(), dev.name() + "|" + std::to_string(width)) +
+      "beam-" + detail::cache_key(dump(first).view(), dev.model() + "|" + std::to_string(width)) +
       ".txt");
   if (std::string saved; detail::read_cached(key, saved)) {
     std::size_t i = std::size_t(std::atoi(saved.c_str()));
@@ -9568,6 +9655,10 @@ malformed:
 /// The libm functions a kernel's C calls (none where its math is all decomposed): the exported
 /// file then needs -lm.
 inline void libm_calls(const std::string& src, std::set<std::string>& out) {
+  // a vector fused multiply-add runs lane by lane through libm where the build has no FMA
+  for (auto [vec, f] : {std::pair{"tg_fma_f32x", "fmaf"}, std::pair{"tg_fma_f64x", "fma"}})
+    for (std::size_t at = src.find(vec); at != std::string::npos; at = src.find(vec, at + 1))
+      if (src.find("(((", at) == src.find_first_of("( ", at)) out.insert(f);
   for (const char* f : {"sqrtf", "sqrt", "exp2f", "exp2", "log2f", "log2", "sinf", "sin", "truncf",
                         "trunc", "powf", "pow", "fmaf", "fma"}) {
     const std::string call = std::string(f) + "(";
@@ -10042,7 +10133,8 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   c += "#include \"" + P +
        ".h\"\n#include <stdarg.h>\n#include <stdio.h>\n#include "
        "<stdlib.h>\n#include <string.h>\n";
-  c += "/* Float arithmetic as tg computes it (no contraction into fused multiply-adds),\n"
+  c += "/* Float arithmetic as tg computes it (sums of products by fused multiply-add, fmaf,\n"
+       "   nothing else contracted; -mfma or -march=native makes fmaf one instruction),\n"
        "   integers that wrap, and GCC's vectorizer as the CPU device asks for it (its -O2 cost\n"
        "   model gives up on loops that need a run-time alias check): */\n"
        "#if defined(__clang__)\n#pragma clang fp contract(off)\n"

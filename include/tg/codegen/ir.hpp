@@ -16,7 +16,8 @@ enum class UKind : std::uint8_t {
   Load,      // src0 param, src1 index, src2 gate (or -1); value in compute dtype
   Store,     // src0 param, src1 index, src2 value
   DefineAcc, // value: initial value
-  AccAssign, // src0 acc, src1 value: acc = op(acc, value)
+  AccAssign, // src0 acc, src1 value: acc = op(acc, value); op MulAdd (made by contract):
+             // acc = src1 * src2 + acc, rounded once
   Alu,       // op with 1..3 sources
   Reduce,    // (lowering only) op over src0 within ranges `ranges`
   // GPU programs only (made by gpu_program, codegen/gpu_program.hpp; the CPU path never sees them):
@@ -34,7 +35,7 @@ enum class UKind : std::uint8_t {
   // C programs for the CPU only (made by vectorize, codegen/vectorize.hpp); arg: lanes:
   VecAcc,   // a vector accumulator of arg lanes, each `value`
   VecLoad,  // src0 param, src1 index: arg elements, consecutive or value.i (> 1) apart
-  VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = acc + scalar * vector
+  VecMac,   // src0 VecAcc, src1 scalar, src2 VecLoad: acc = scalar * vector + acc, rounded once
   VecLane,  // src0 VecAcc: its lane arg
   VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
   Local,    // an array of arg elements of dtype, private to the thread (made by pack_panels)
@@ -120,6 +121,32 @@ struct ProgramRewriter {
     return r;
   }
 };
+
+/// Drops pure values nothing uses, renumbering the rest.
+constexpr Program drop_unused(Program p) {
+  std::vector<std::uint8_t> used(p.ops.size(), 0);
+  for (std::size_t i = p.ops.size(); i-- > 0;) {
+    const UOp& u = p.ops[i];
+    bool pure = u.kind == UKind::Const || u.kind == UKind::Alu || u.kind == UKind::Load ||
+                u.kind == UKind::VecLoad || u.kind == UKind::VecLane || u.kind == UKind::Local;
+    if (pure && !used[i]) continue;
+    used[i] = 1;
+    for (int s : u.src)
+      if (s >= 0) used[std::size_t(s)] = 1;
+  }
+  std::vector<int> map(p.ops.size(), -1);
+  std::vector<UOp> ops;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (!used[i]) continue;
+    UOp u = p.ops[i];
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    map[i] = int(ops.size());
+    ops.push_back(u);
+  }
+  p.ops = std::move(ops);
+  return p;
+}
 } // namespace detail
 
 /// A readable dump of a program (TG_DEBUG=4).

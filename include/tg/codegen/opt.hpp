@@ -18,7 +18,7 @@ struct LowerOptions {
   /// With an upcast last axis, a reduction whose loads include one that every index of the
   /// axis before it reads alike (matmul's right operand) also computes this many consecutive
   /// outputs of that axis: a register tile of upcast_rows x upcast lanes, each load shared by a
-  /// row or a column of it (larger tiles were no longer vectorized by GCC).
+  /// row or a column of it (8 on AVX-512: runtime/cpu_info.hpp).
   int upcast_rows = 4;
   /// A kernel whose one reduction runs along an axis that every load inside it reads
   /// contiguously (a row of a softmax, a layer norm, a sum over the last axis) splits it into up
@@ -59,8 +59,7 @@ struct LowerOptions {
   /// Lanes (columns) of a float32 register tile of a product whose epilogue loads nothing per row
   /// (a bias at most), when the output's last axis divides by them and the tile's order stays
   /// the same (more than `upcast` only where the C compiler has 32 vector registers: the CPU
-  /// device on AVX-512, Target::cpu(32)). 4 x 32 is 16 accumulators of 8 floats; 4 x 16 leaves 8,
-  /// FMA latency-bound.
+  /// device on AVX-512, whose tiles runtime/cpu_info.hpp chooses).
   int tile_lanes = 16;
   /// On a GPU (set by for_gpu), a product whose two operands are each shared along one output
   /// axis (a matmul: the left one along the columns, the right one along the rows) computes up

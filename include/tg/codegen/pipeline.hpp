@@ -5,6 +5,7 @@
 //   graph passes    fuse                                                 schedule_graph
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
+//                   -> CPU, INTERP: contract
 //                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
 //                   -> GPU: shared_tiles (products) or gpu_program
 //                      -> decompose (-> narrow32: WGSL)                  device_passes
@@ -15,6 +16,7 @@
 // what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
 // result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
 #include "../schedule/memory.hpp"
+#include "contract.hpp"
 #include "decompose.hpp"
 #include "gpu_program.hpp"
 #include "lower.hpp"
@@ -39,7 +41,9 @@ enum class Dialect : std::uint8_t { None, C, Cuda, Glsl, Wgsl };
 struct Target {
   FuseOptions fuse;
   LowerOptions lower;
+  bool contract = false;         // sums of products as fused multiply-adds (CPU, INTERP)
   bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
+  int vector_bytes = 32;         // vectorize's vectors (64: the C compiler has AVX-512)
   bool gpu = false;              // gpu_program shapes programs for a GPU launch
   bool split_reductions = false; // the front end cuts long reductions into few outputs in two
                                  // (a GPU's work-groups: detail::gpu_reduce_split)
@@ -57,7 +61,7 @@ struct Target {
     Target t;
     t.fuse.row_reductions = true;
     t.lower.tile_lanes = tile_lanes;
-    t.cpu_passes = true;
+    t.contract = t.cpu_passes = true;
     t.decompose = DecomposeOptions::c_style();
     t.dialect = Dialect::C;
     return t;
@@ -228,9 +232,10 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     p = pass(p);
     log.done(name, mark, [&] { return dump(p); });
   };
+  if (t.contract) step("contract", [](const Program& q) { return contract(q); });
   if (t.cpu_passes) {
     step("reuse_values", [](const Program& q) { return reuse_values(q); });
-    step("vectorize", [](const Program& q) { return vectorize(q); });
+    step("vectorize", [&](const Program& q) { return vectorize(q, t.vector_bytes); });
     step("pack_panels", [](const Program& q) { return pack_panels(q); });
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
   }

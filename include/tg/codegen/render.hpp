@@ -106,11 +106,13 @@ struct CStyleRenderer {
         name(b, p, u.src[1]);
         t << a.view() << " = ";
         const UOp& x = p.ops[std::size_t(u.src[1])];
-        if (const char* fma = D::mul_acc(u.dtype); fma && u.op == Op::Add && x.kind == UKind::Alu &&
-                                                   x.op == Op::Mul && x.dtype == u.dtype) {
+        const bool mac = u.op == Op::MulAdd; // (contract); else the dialect's own (mul_acc)
+        const char* fma = mac ? D::fma(u.dtype) : D::mul_acc(u.dtype);
+        if (fma && (mac || (u.op == Op::Add && x.kind == UKind::Alu && x.op == Op::Mul &&
+                            x.dtype == u.dtype))) {
           Text l, r;
-          name(l, p, x.src[0]);
-          name(r, p, x.src[1]);
+          name(l, p, mac ? u.src[1] : x.src[0]);
+          name(r, p, mac ? u.src[2] : x.src[1]);
           t << fma << '(' << l.view() << ", " << r.view() << ", " << a.view() << ')';
         } else {
           D::binary(t, u.op, u.dtype, a.view(), b.view());
@@ -545,7 +547,12 @@ struct CDialect : CFamily<CDialect> {
   }
   static constexpr const char* fma(DType d) { return d == DType::Float64 ? "fma" : "fmaf"; }
   static constexpr void vector_op(Text& t, const UOp& u, int i) {
-    const char* vt = u.dtype == DType::Float64 ? "tg_f64x4" : "tg_f32x8";
+    // tg_f32x8, tg_f64x4 (AVX), tg_f32x16, tg_f64x8 (AVX-512); masks tg_i32x8, ...
+    const std::int64_t bits = u.dtype == DType::Float64 ? 64 : 32, lanes = u.arg;
+    Text vt_, it_;
+    vt_ << "tg_f" << bits << 'x' << lanes;
+    it_ << "tg_i" << bits << 'x' << lanes;
+    const std::string_view vt = vt_.view(), it = it_.view();
     auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
     if (u.kind == UKind::VecAcc) {
       t << vt << ' ';
@@ -582,7 +589,6 @@ struct CDialect : CFamily<CDialect> {
       v(i) << '[' << std::int64_t(u.arg) << "] __attribute__((aligned(64)));\n";
     } else if (u.kind == UKind::VecFold && u.op == Op::Max) {
       // NaN-propagating, as the scalar max: a lane keeps acc where acc > x or acc is NaN
-      const char* it = u.dtype == DType::Float64 ? "tg_i64x4" : "tg_i32x8";
       t << "{ " << it << " m = (" << it << ")(";
       v(u.src[0]) << " > ";
       v(u.src[1]) << ") | (" << it << ")(";
@@ -595,11 +601,11 @@ struct CDialect : CFamily<CDialect> {
       v(u.src[0]) << " = ";
       v(u.src[0]) << " + ";
       v(u.src[1]) << ";\n";
-    } else if (u.kind == UKind::VecMac) {
-      v(u.src[0]) << " = ";
-      v(u.src[0]) << " + ";
-      v(u.src[1]) << " * ";
-      v(u.src[2]) << ";\n";
+    } else if (u.kind == UKind::VecMac) { // fused: tg_fma_f32x16(splat(s), b, acc)
+      v(u.src[0]) << " = tg_fma_" << vt.substr(3) << "(((" << vt << "){";
+      for (std::int64_t k = 0; k < lanes; ++k) v(u.src[1]) << (k + 1 < lanes ? ", " : "}), ");
+      v(u.src[2]) << ", ";
+      v(u.src[0]) << ");\n";
     } else {
       t << type(u.dtype) << ' ';
       v(i) << " = ";
@@ -627,12 +633,36 @@ struct CDialect : CFamily<CDialect> {
          "typedef int tg_i32x8 __attribute__((vector_size(32)));\n"
          "typedef long long tg_i64x4 __attribute__((vector_size(32)));\n"
          "typedef double tg_f64x4 __attribute__((vector_size(32)));\n"
+         "typedef float tg_f32x16 __attribute__((vector_size(64)));\n"
+         "typedef int tg_i32x16 __attribute__((vector_size(64)));\n"
+         "typedef long long tg_i64x8 __attribute__((vector_size(64)));\n"
+         "typedef double tg_f64x8 __attribute__((vector_size(64)));\n"
+         // A vector fused multiply-add (VecMac): the x86 instruction where the compiler may emit
+         // it (GCC and Clang name the builtins alike), else lane by lane.
+         "#define TG_FMA_LANES(T, n, f) static inline tg_##T tg_fma_##T(tg_##T a, tg_##T b, "
+         "tg_##T c) { for (int i = 0; i < n; ++i) c[i] = f(a[i], b[i], c[i]); return c; }\n"
+         "#if (defined(__x86_64__) || defined(__i386__)) && defined(__FMA__)\n"
+         "#define tg_fma_f32x8 __builtin_ia32_vfmaddps256\n"
+         "#define tg_fma_f64x4 __builtin_ia32_vfmaddpd256\n"
+         "#else\n"
+         "TG_FMA_LANES(f32x8, 8, __builtin_fmaf) TG_FMA_LANES(f64x4, 4, __builtin_fma)\n"
+         "#endif\n"
+         "#if (defined(__x86_64__) || defined(__i386__)) && defined(__AVX512F__)\n"
+         "#define tg_fma_f32x16(a, b, c) __builtin_ia32_vfmaddps512_mask(a, b, c, 0xffff, 4)\n"
+         "#define tg_fma_f64x8(a, b, c) __builtin_ia32_vfmaddpd512_mask(a, b, c, 0xff, 4)\n"
+         "#else\n"
+         "TG_FMA_LANES(f32x16, 16, __builtin_fmaf) TG_FMA_LANES(f64x8, 8, __builtin_fma)\n"
+         "#endif\n"
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
          // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel
          // is in cache bound by its loads. (A 32-byte vector fits a register with AVX only: an
          // exported kernel may be built without it.)
-         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__AVX__)\n"
+         "#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && "
+         "defined(__AVX512F__)\n"
+         "#define TG_IN_REG(v) __asm__(\"\" : \"+v\"(v))\n" // (any of the 32 registers)
+         "#elif defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && "
+         "defined(__AVX__)\n"
          "#define TG_IN_REG(v) __asm__(\"\" : \"+x\"(v))\n"
          "#else\n#define TG_IN_REG(v) (void)0\n#endif\n"
          "#endif\n";

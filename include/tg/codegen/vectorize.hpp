@@ -1,11 +1,12 @@
 #pragma once
 // vectorize (C programs for the CPU device only): a register tile's lanes as GNU C vectors.
-// A matmul's tile accumulates acc[r][c] += a[r] * b[c] with b[c] consecutive in memory. GCC
-// turned its scalar accumulators into vectors itself, but reloaded b for every row of the tile
-// (far from a core's peak: docs/performance.md). Here every run of W lanes of a row (W = one
-// 256-bit vector) becomes one vector accumulator, updated by one vector load of b and the
-// broadcast of a: the same products and sums, in the same order, for every lane (the C flags
-// forbid contraction), so the kernel still agrees with INTERP bit for bit.
+// A matmul's tile accumulates acc[r][c] = fma(a[r], b[c], acc[r][c]) (contract.hpp) with b[c]
+// consecutive in memory. GCC turned its scalar accumulators into vectors itself, but reloaded b
+// for every row of the tile (far from a core's peak: docs/performance.md). Here every run of W
+// lanes of a row (W = one vector: 256 bits, or 512 where the C compiler has AVX-512) becomes one
+// vector accumulator, updated by one vector load of b and the broadcast of a: the same fused
+// multiply-adds, in the same order, for every lane, so the kernel still agrees with INTERP bit
+// for bit.
 // The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
 // x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
 // a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
@@ -71,37 +72,11 @@ constexpr std::vector<Affine> affine_forms(const Program& p) {
   return f;
 }
 
-/// Drops pure values nothing uses, renumbering the rest.
-constexpr Program drop_unused(Program p) {
-  std::vector<std::uint8_t> used(p.ops.size(), 0);
-  for (std::size_t i = p.ops.size(); i-- > 0;) {
-    const UOp& u = p.ops[i];
-    bool pure = u.kind == UKind::Const || u.kind == UKind::Alu || u.kind == UKind::Load ||
-                u.kind == UKind::VecLoad || u.kind == UKind::VecLane || u.kind == UKind::Local;
-    if (pure && !used[i]) continue;
-    used[i] = 1;
-    for (int s : u.src)
-      if (s >= 0) used[std::size_t(s)] = 1;
-  }
-  std::vector<int> map(p.ops.size(), -1);
-  std::vector<UOp> ops;
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    if (!used[i]) continue;
-    UOp u = p.ops[i];
-    for (int& s : u.src)
-      if (s >= 0) s = map[std::size_t(s)];
-    map[i] = int(ops.size());
-    ops.push_back(u);
-  }
-  p.ops = std::move(ops);
-  return p;
-}
-
 } // namespace detail
 
-/// The vectorize pass (see the top of this file). Programs without such a tile come back as they
-/// were.
-constexpr Program vectorize(const Program& p) {
+/// The vectorize pass (see the top of this file), with vectors of `vector_bytes` (32: AVX, 64:
+/// AVX-512). Programs without such a tile come back as they were.
+constexpr Program vectorize(const Program& p, int vector_bytes = 32) {
   const std::size_t n = p.ops.size();
   std::vector<detail::Affine> aff = detail::affine_forms(p);
   std::vector<int> depth_of(n, 0); // loops around each op
@@ -118,18 +93,17 @@ constexpr Program vectorize(const Program& p) {
   auto lane_of = [&](std::size_t i, int scalar_side) {
     Lane l;
     const UOp& u = p.ops[i];
-    if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max) ||
+    if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max && u.op != Op::MulAdd) ||
         (u.dtype != DType::Float32 && u.dtype != DType::Float64))
       return l;
     const UOp& acc = p.ops[std::size_t(u.src[0])];
-    const UOp& m = p.ops[std::size_t(u.src[1])];
     // (a reduction of one element has no loop: its lanes are not worth vectors)
     if (acc.kind != UKind::DefineAcc || depth_of[i] <= depth_of[std::size_t(u.src[0])]) return l;
     int s = -1, b = u.src[1];
-    if (m.kind == UKind::Alu && m.op == Op::Mul && u.op == Op::Add && acc.value.f == 0) {
-      s = m.src[std::size_t(scalar_side)];
-      b = m.src[std::size_t(1 - scalar_side)];
-    } else if (scalar_side == 1) {
+    if (u.op == Op::MulAdd && acc.value.f == 0) { // (contract's)
+      s = u.src[std::size_t(1 + scalar_side)];
+      b = u.src[std::size_t(2 - scalar_side)];
+    } else if (u.op == Op::MulAdd || scalar_side == 1) {
       return l;
     }
     const UOp& ld = p.ops[std::size_t(b)];
@@ -145,7 +119,7 @@ constexpr Program vectorize(const Program& p) {
   std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
-    const std::size_t w = p.ops[i].dtype == DType::Float64 ? 4 : 8;
+    const std::size_t w = std::size_t(vector_bytes) / (p.ops[i].dtype == DType::Float64 ? 8 : 4);
     if (i + w > n) continue;
     for (int side = 0; side < 2; ++side) {
       std::vector<Lane> g;
@@ -222,7 +196,7 @@ constexpr Program vectorize(const Program& p) {
             UOp{UKind::VecFold, u.op, u.dtype, {vacc[std::size_t(g)], ld, -1}, {}, w, {}});
       else
         q.ops.push_back(UOp{UKind::VecMac,
-                            Op::Add,
+                            Op::MulAdd,
                             u.dtype,
                             {vacc[std::size_t(g)], map[std::size_t(f.scalar)], ld},
                             {},

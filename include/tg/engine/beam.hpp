@@ -2,8 +2,9 @@
 // beam: with TG_BEAM=N, a reduction kernel is lowered with up to N different choices of
 // LowerOptions (upcast lanes, register tile rows, split accumulators, loop order); each variant
 // is compiled and timed on the device, and the fastest is kept. The choice is cached on disk next
-// to the compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device),
-// so a later process lowers the kernel the chosen way without timing it again.
+// to the compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device's
+// model, Device::model()), so a later process lowers the kernel the chosen way without timing it
+// again.
 //
 // The variants run on scratch buffers of zeros: tg's kernels index memory only through affine
 // functions of their loop indices (gather is a one-hot select), so no value read can send a load
@@ -39,6 +40,12 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
     o.gpu_tile = base.gpu_tile;
     c.push_back(o);
   }
+  for (int rows : {base.upcast_rows / 2, base.upcast_rows * 2}) // taller or shorter tiles
+    if (base.upcast_rows > 1 && rows > 1) {
+      LowerOptions o = base;
+      o.upcast_rows = rows;
+      c.push_back(o);
+    }
   if (base.gpu_tile > 1) // a GPU's tiles (LowerOptions::gpu_tile): none, or smaller ones
     for (int tile : {1, base.gpu_tile / 4, base.gpu_tile / 2}) {
       if (tile < 1 || tile == base.gpu_tile) continue;
@@ -95,7 +102,7 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
     return t;
   };
   std::string key = detail::cache_path(
-      "beam-" + detail::cache_key(dump(first).view(), dev.name() + "|" + std::to_string(width)) +
+      "beam-" + detail::cache_key(dump(first).view(), dev.model() + "|" + std::to_string(width)) +
       ".txt");
   if (std::string saved; detail::read_cached(key, saved)) {
     std::size_t i = std::size_t(std::atoi(saved.c_str()));

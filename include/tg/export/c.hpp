@@ -241,6 +241,10 @@ malformed:
 /// The libm functions a kernel's C calls (none where its math is all decomposed): the exported
 /// file then needs -lm.
 inline void libm_calls(const std::string& src, std::set<std::string>& out) {
+  // a vector fused multiply-add runs lane by lane through libm where the build has no FMA
+  for (auto [vec, f] : {std::pair{"tg_fma_f32x", "fmaf"}, std::pair{"tg_fma_f64x", "fma"}})
+    for (std::size_t at = src.find(vec); at != std::string::npos; at = src.find(vec, at + 1))
+      if (src.find("(((", at) == src.find_first_of("( ", at)) out.insert(f);
   for (const char* f : {"sqrtf", "sqrt", "exp2f", "exp2", "log2f", "log2", "sinf", "sin", "truncf",
                         "trunc", "powf", "pow", "fmaf", "fma"}) {
     const std::string call = std::string(f) + "(";
@@ -715,7 +719,8 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
   c += "#include \"" + P +
        ".h\"\n#include <stdarg.h>\n#include <stdio.h>\n#include "
        "<stdlib.h>\n#include <string.h>\n";
-  c += "/* Float arithmetic as tg computes it (no contraction into fused multiply-adds),\n"
+  c += "/* Float arithmetic as tg computes it (sums of products by fused multiply-add, fmaf,\n"
+       "   nothing else contracted; -mfma or -march=native makes fmaf one instruction),\n"
        "   integers that wrap, and GCC's vectorizer as the CPU device asks for it (its -O2 cost\n"
        "   model gives up on loops that need a run-time alias check): */\n"
        "#if defined(__clang__)\n#pragma clang fp contract(off)\n"

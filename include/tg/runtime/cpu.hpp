@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "cache.hpp"
+#include "cpu_info.hpp"
 #include "host.hpp"
 #include "launch.hpp"
 #include "thread_pool.hpp"
@@ -92,6 +93,10 @@ public:
     std::string resolved =
         compiler_.empty() ? "" : std::filesystem::canonical(compiler_, ec).filename().string();
     if (resolved.find("clang") == std::string::npos) flags_.push_back("-fvect-cost-model=dynamic");
+    if (host_cpu().narrowed) // (TG_CPU_ISA)
+      for (std::string& f : flags_)
+        if (f == "-march=native")
+          f = host_cpu().isa == CpuIsa::Avx2 ? "-march=x86-64-v3" : "-march=x86-64-v2";
     // TG_KERNEL_SANITIZE=1: kernels built with AddressSanitizer and UBSan, any report fatal, so
     // that a generated kernel indexing out of bounds stops the process with a report naming the
     // kernel. The kernels then need the ASan runtime, which must be the process's own: a process
@@ -110,22 +115,17 @@ public:
     }
   }
   std::string name() const override { return "CPU"; }
-  /// Register tiles 32 columns wide where the kernels' compiler (-march=native) has 32 vector
-  /// registers (AVX-512VL).
-  Target target() const override {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    static const bool avx512 = __builtin_cpu_supports("avx512vl");
-    return with_env(avx512 ? Target::cpu(32) : Target::cpu());
-#else
-    return with_env(Target::cpu());
-#endif
+  std::string model() const override {
+    return "CPU " + host_cpu().model + " " + cpu_isa_name(host_cpu().isa);
   }
+  /// The choices for this CPU (runtime/cpu_info.hpp).
+  Target target() const override { return with_env(cpu_target(host_cpu().isa)); }
   std::string unavailable_reason() const override {
     if (compiler_.empty())
       return "no C compiler found (looked for " +
              (env::get("TG_CC").empty() ? std::string("cc, gcc, clang") : env::get("TG_CC")) +
              " on PATH; install gcc or set TG_CC)";
-    return sanitize_problem_;
+    return !host_cpu().problem.empty() ? host_cpu().problem : sanitize_problem_;
   }
 
   std::vector<std::shared_ptr<Runner>>
@@ -192,7 +192,7 @@ public:
 
 private:
   std::string key(const std::string& source) const {
-    std::string meta = compiler_id_ + "|" + flags();
+    std::string meta = compiler_id_ + "|" + flags() + "|" + host_cpu().model; // (-march=native)
     return detail::hex64(fnv1a(source, fnv1a(meta))) +
            detail::hex64(fnv1a(meta + source, 0x84222325cbf29ce4ull));
   }

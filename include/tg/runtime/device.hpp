@@ -42,6 +42,9 @@ public:
     copy_out(host.data(), src, bytes);
     copy_in(dst, host.data(), bytes);
   }
+  /// The hardware its kernels run on, as far as their speed goes (TG_BEAM's choices are cached
+  /// per model); by default its name.
+  virtual std::string model() const { return name(); }
   /// Host-addressable memory (CPU, INTERP): tensors can be read without a copy.
   virtual bool host_memory() const { return false; }
   /// What the pass list makes this device's kernels for (codegen/pipeline.hpp): its fuser and

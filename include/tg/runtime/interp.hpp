@@ -348,6 +348,10 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
     case UKind::AccAssign:
       val[std::size_t(u.src[0])] = detail::visit_compute(u.dtype, [&](auto x) {
         using T = decltype(x);
+        if constexpr (std::is_floating_point_v<T>)
+          if (u.op == Op::MulAdd) // (contract: float sums of products)
+            return detail::put<T>(
+                std::fma(detail::get<T>(s(1)), detail::get<T>(s(2)), detail::get<T>(s(0))));
         return detail::binary<T>(u.op, detail::get<T>(s(0)), detail::get<T>(s(1)));
       });
       break;

@@ -1,0 +1,101 @@
+#pragma once
+// cpu_info: the host CPU as the CPU device's kernels are tuned to it, and the choices made from
+// it (cpu_target). The reasoning, in one place (figures: docs/performance.md, "CPU tiles"):
+//
+// - Kernels are compiled with -march=native, so they may use every instruction the host has.
+// - A product's inner step is a register tile of rows x lanes outputs: `rows` broadcasts of the
+//   left operand, lanes / W vector loads of the right one (W floats a vector), and rows x lanes / W
+//   fused multiply-adds (contract.hpp) into as many vector accumulators. A core with two FMA
+//   units of 4 cycles' latency keeps 8 of them in flight, so a tile needs more than 8
+//   accumulators, plus registers for the loads.
+// - AVX-512 (32 vector registers of 64 bytes): vectors of 16 floats and tiles of 8 x 32 (16
+//   accumulators, 2 loads and 8 broadcasts, which the FMAs read from memory). On an Intel core
+//   with two 512-bit FMA units that is 64 float operations a cycle (Zen 4 runs a 512-bit
+//   operation as two halves: not measured). 4 x 32 (8 accumulators) was latency-bound; 8 x 64
+//   was faster on small products, but its panels outgrew pack_panels' copy (2048²: 3x slower).
+// - AVX2 (16 registers of 32 bytes): 4 x 16 tiles (8 accumulators, 2 loads, 4 broadcasts leave
+//   2 registers), the choice measured on AVX2 machines before fused multiply-adds.
+// - Without AVX: the portable choices (Target::cpu()), which GCC splits into 16-byte vectors.
+//
+// TG_CPU_ISA=avx2 or TG_CPU_ISA=sse makes the device choose, and compile its kernels, for a
+// narrower ISA than the host's (-march=x86-64-v3 or x86-64-v2 instead of -march=native: with
+// -mno-avx512f, GCC 12 tuned for a Sapphire Rapids kept a softmax's exponentials scalar), so an
+// older machine's kernels can be tested on a newer one.
+#include <cstdio>
+#include <string>
+
+#include "../codegen/pipeline.hpp"
+#include "env.hpp"
+
+namespace tg {
+
+/// The vector instructions the CPU device's kernels are chosen for.
+enum class CpuIsa : std::uint8_t { Sse, Avx2, Avx512 };
+
+constexpr const char* cpu_isa_name(CpuIsa isa) {
+  return isa == CpuIsa::Avx512 ? "avx512" : isa == CpuIsa::Avx2 ? "avx2" : "sse";
+}
+
+/// The CPU device's target for a host with `isa` (see the top of this file).
+constexpr Target cpu_target(CpuIsa isa) {
+  if (isa == CpuIsa::Sse) return Target::cpu();
+  Target t = Target::cpu(isa == CpuIsa::Avx512 ? 32 : 16);
+  if (isa == CpuIsa::Avx512) {
+    t.vector_bytes = 64;
+    t.lower.upcast_rows = 8;
+  }
+  return t;
+}
+
+/// The host CPU: its ISA (TG_CPU_ISA may narrow it) and its model name.
+struct CpuInfo {
+  CpuIsa isa = CpuIsa::Sse;
+  bool narrowed = false; // by TG_CPU_ISA, below the host's
+  std::string model;     // "Intel(R) Xeon(R) ..." (kernel and TG_BEAM caches are per model)
+  std::string problem;   // TG_CPU_ISA asked for more than the host has
+};
+
+namespace detail {
+inline CpuInfo detect_cpu() {
+  CpuInfo c;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+  c.isa = avx512 ? CpuIsa::Avx512 : avx2 ? CpuIsa::Avx2 : CpuIsa::Sse;
+#endif
+  if (std::FILE* f = std::fopen("/proc/cpuinfo", "r")) {
+    char line[512];
+    while (c.model.empty() && std::fgets(line, sizeof line, f)) {
+      std::string s(line);
+      if (s.rfind("model name", 0) != 0 && s.rfind("Model", 0) != 0) continue;
+      if (std::size_t colon = s.find(':'); colon != std::string::npos) {
+        c.model = s.substr(s.find_first_not_of(" \t", colon + 1));
+        while (!c.model.empty() && (c.model.back() == '\n' || c.model.back() == ' '))
+          c.model.pop_back();
+      }
+    }
+    std::fclose(f);
+  }
+  if (const std::string want = env::get("TG_CPU_ISA"); !want.empty()) {
+    CpuIsa w = want == "avx512" ? CpuIsa::Avx512 : want == "avx2" ? CpuIsa::Avx2 : CpuIsa::Sse;
+    if (want != "avx512" && want != "avx2" && want != "sse")
+      c.problem = "TG_CPU_ISA=" + want + " is not one of avx512, avx2, sse";
+    else if (w > c.isa)
+      c.problem =
+          "TG_CPU_ISA=" + want + " asks for more than this CPU has (" + cpu_isa_name(c.isa) + ")";
+    else if (w < c.isa)
+      c.isa = w, c.narrowed = true;
+  }
+  return c;
+}
+} // namespace detail
+
+/// The host CPU, detected once.
+inline const CpuInfo& host_cpu() {
+  static const CpuInfo info = detail::detect_cpu();
+  return info;
+}
+
+} // namespace tg
