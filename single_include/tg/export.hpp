@@ -10139,7 +10139,7 @@ inline ExportedC export_c(const ExportedProgram& prog, const ExportCOptions& o,
        "   model gives up on loops that need a run-time alias check): */\n"
        "#if defined(__clang__)\n#pragma clang fp contract(off)\n"
        "#elif defined(__GNUC__)\n#pragma GCC optimize(\"fp-contract=off\", \"wrapv\", "
-       "\"no-math-errno\", \"vect-cost-model=dynamic\")\n"
+       "\"no-math-errno\", \"no-trapping-math\", \"vect-cost-model=dynamic\")\n"
        "/* and libm without errno, which tg's kernels never read (the pragma's no-math-errno does\n"
        "   not reach these builtins, and a loop that may set errno does not vectorize): */\n"
        "#define TG_NO_ERRNO __attribute__((const))\n"
