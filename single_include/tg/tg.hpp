@@ -4884,6 +4884,10 @@ struct DecomposeOptions {
   /// The dialect has no 64-bit integers (WGSL; narrow32 makes index arithmetic 32-bit): float ->
   /// uint32 is computed without going through int64.
   bool no_int64 = false;
+  /// float32 sin of |x| >= 1/2 by an exact reduction (Payne-Hanek): x times 2/pi to 62 bits past
+  /// its quadrant, in 32-bit integer ops, then the dialect's sin of what is left (|r| <= pi/4,
+  /// where GLSL and WGSL define their accuracy). Their sin alone was -1 for sin(3e38) (lavapipe).
+  bool sin_reduce = false;
 
   /// What every C-style dialect needs (C, and the GPU dialects below).
   static constexpr DecomposeOptions c_style() {
@@ -4900,7 +4904,7 @@ struct DecomposeOptions {
   /// Whether the pass has anything to do.
   constexpr bool any() const {
     return safe_int_div || subnormal_log2 || saturating_casts || f16_bits || bf16_bits ||
-           exp2_poly || ieee_div || pow;
+           exp2_poly || ieee_div || pow || sin_reduce;
   }
   constexpr bool any_but_pow() const {
     DecomposeOptions o = *this;
@@ -4914,6 +4918,15 @@ struct DecomposeOptions {
 };
 
 namespace detail {
+/// Word t (0: the highest) of the 96-bit window of 2/pi's bits that starts at bit 8 j - 63 after
+/// the binary point (bits before it are 0): sin_reduce's table.
+constexpr std::int64_t two_over_pi_window(int j, int t) {
+  constexpr std::uint32_t words[] = {0,          0,          0xa2f9836e, 0x4e441529, 0xfc2757d1,
+                                     0xf534ddc0, 0xdb629599, 0x3c439041, 0xfe5163ab};
+  const int bit = 8 * j + 32 * t, w = bit / 32, s = bit % 32;
+  const std::uint32_t hi = words[w], lo = words[w + 1];
+  return std::int64_t(s == 0 ? hi : (hi << s) | (lo >> (32 - s)));
+}
 /// Whether op k is a divisor that needs no guard: a constant other than 0 and -1, or one this pass
 /// made (where(k == 0 [|| k == -1], 1, k)), so that decomposing twice changes nothing.
 constexpr bool plain_divisor(const Program& p, int k) {
@@ -5102,6 +5115,64 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     return alu(Op::Mul, f32, alu(Op::Mul, f32, q, pow2(n1)), pow2(n2));
   };
 
+  // float32 sin (sin_reduce). x = m 2^e with m the 24-bit integer significand; the terms of
+  // m 2^e (2/pi) below 2^2 are m times a 96-bit window W of 2/pi's bits, and x (2/pi) mod 4 =
+  // (m W mod 2^96) 2^-94: its top 2 bits are the quadrant, the 62 below the fraction. Windows
+  // start on byte boundaries (m shifted by the rest: below 2^31), chosen by Where from 17
+  // constants per word; 32 x 32 -> 64-bit products from 16-bit halves (WGSL has no 64-bit
+  // integers, and the IR no shifts but by constants).
+  auto sin_reduced = [&](int x) {
+    const DType i32 = DType::Int32;
+    if (is_half(rw.out[std::size_t(x)].dtype)) x = alu(Op::Cast, f32, x);
+    auto add = [&](int a, int b) { return alu(Op::Add, u32, a, b); };
+    auto mul = [&](int a, int b) { return alu(Op::Mul, u32, a, b); };
+    auto wide_mul = [&](int a, int b) -> std::array<int, 2> { // {high, low} words of a * b
+      const int al = bits_and(a, 0xffff), ah = shr(a, 16), bl = bits_and(b, 0xffff),
+                bh = shr(b, 16);
+      const int ll = mul(al, bl), lh = mul(al, bh), hl = mul(ah, bl);
+      const int mid = add(add(shr(ll, 16), bits_and(lh, 0xffff)), bits_and(hl, 0xffff));
+      return {add(add(add(mul(ah, bh), shr(lh, 16)), shr(hl, 16)), shr(mid, 16)),
+              alu(Op::Or, u32, shl(mid, 16), bits_and(ll, 0xffff))};
+    };
+    const int b = alu(Op::Bitcast, u32, x), e = bits_and(shr(b, 23), 0xff);
+    // k = e - 88 = 8 j + rest: m << rest times the window j (17 of them for |x| >= 1/2)
+    const int k = add(e, constant(u32, std::int64_t(0x100000000) - 88));
+    const int j = shr(k, 3), rest = bits_and(k, 7);
+    // m << rest, 2^rest made from its float's bits
+    const int scale =
+        alu(Op::Cast, u32, alu(Op::Bitcast, f32, shl(add(rest, constant(u32, 127)), 23)));
+    const int m = mul(alu(Op::Or, u32, bits_and(b, 0x7fffff), constant(u32, 0x800000)), scale);
+    int w[3];
+    for (int t = 0; t < 3; ++t) {
+      w[t] = constant(u32, detail::two_over_pi_window(4, t));
+      for (int jj = 5; jj <= 20; ++jj)
+        w[t] =
+            alu(Op::Where, u32, eq(j, jj), constant(u32, detail::two_over_pi_window(jj, t)), w[t]);
+    }
+    const int h2 = wide_mul(m, w[2])[0]; // (its low word is below the 62 bits kept)
+    const auto [h1, l1] = wide_mul(m, w[1]);
+    const int p1 = add(l1, h2);
+    const int p0 = add(add(mul(m, w[0]), h1), alu(Op::Cast, u32, alu(Op::CmpLt, b1, p1, h2)));
+    const int q = shr(add(p0, constant(u32, 0x20000000)), 30); // the nearest quadrant
+    // the fraction from it, signed, in [-1/2, 1/2): the low 30 bits of p0, then p1
+    const int f = alu(Op::Add, f32,
+                      alu(Op::Mul, f32, alu(Op::Cast, f32, alu(Op::Bitcast, i32, shl(p0, 2))),
+                          real(f32, 0x1p-32)),
+                      alu(Op::Mul, f32, alu(Op::Cast, f32, p1), real(f32, 0x1p-64)));
+    const int r = alu(Op::Mul, f32, f, real(f32, 1.5707963267948966));
+    const int s = alu(Op::Sin, f32, r), h = alu(Op::Sin, f32, alu(Op::Mul, f32, r, real(f32, 0.5)));
+    const int c = alu(Op::Add, f32, real(f32, 1.0),
+                      alu(Op::Mul, f32, real(f32, -2.0), alu(Op::Mul, f32, h, h))); // cos r
+    auto set = [&](int v, std::int64_t bit) {
+      return alu(Op::CmpNe, b1, bits_and(v, bit), constant(u32, 0));
+    };
+    int v = alu(Op::Where, f32, set(q, 1), c, s);
+    v = alu(Op::Where, f32, set(q, 2), alu(Op::Neg, f32, v), v);
+    v = alu(Op::Where, f32, set(b, 0x80000000), alu(Op::Neg, f32, v), v);
+    v = alu(Op::Where, f32, below(e, 126), alu(Op::Sin, f32, x), v); // |x| < 1/2: as it was
+    return alu(Op::Where, f32, eq(e, 255), real(f32, std::numeric_limits<double>::quiet_NaN()), v);
+  };
+
   // a / b for floats of compute dtype cf, with b == 0 giving what IEEE division gives
   auto ieee_div = [&](DType cf, int a, int b) {
     const DType bits = cf == DType::Float64 ? DType::UInt64 : u32;
@@ -5225,6 +5296,10 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     }
     if (u.kind == UKind::Alu && u.op == Op::Exp2 && o.exp2_poly && compute_dtype(u.dtype) == f32) {
       rw.map[i] = exp2_poly(r.src[0]);
+      continue;
+    }
+    if (u.kind == UKind::Alu && u.op == Op::Sin && o.sin_reduce && compute_dtype(u.dtype) == f32) {
+      rw.map[i] = typed(u.dtype, sin_reduced(r.src[0]));
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Pow && o.pow && is_float(compute_dtype(u.dtype))) {
@@ -9882,6 +9957,7 @@ struct Target {
                                bool exact_float = false) {
     Target t = gpu_of(Dialect::Glsl, launch);
     t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.sin_reduce = true;
     t.decompose.pow_f64 = exact_float;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
@@ -9895,6 +9971,7 @@ struct Target {
     Target t = gpu_of(Dialect::Wgsl, launch);
     t.f16 = f16;
     t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.sin_reduce = true;
     t.decompose.exp2_poly = false;
     t.decompose.no_int64 = t.narrow32 = true;
     return t;

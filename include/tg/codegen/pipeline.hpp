@@ -100,6 +100,7 @@ struct Target {
                                bool exact_float = false) {
     Target t = gpu_of(Dialect::Glsl, launch);
     t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.sin_reduce = true;
     t.decompose.pow_f64 = exact_float;
     t.subgroups = subgroups;
     t.exact_float = exact_float;
@@ -113,6 +114,7 @@ struct Target {
     Target t = gpu_of(Dialect::Wgsl, launch);
     t.f16 = f16;
     t.decompose.subnormal_log2 = t.decompose.ieee_div = t.decompose.pow = true;
+    t.decompose.sin_reduce = true;
     t.decompose.exp2_poly = false;
     t.decompose.no_int64 = t.narrow32 = true;
     return t;
