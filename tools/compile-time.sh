@@ -13,6 +13,7 @@
 #
 #   tools/compile-time.sh                       against include/
 #   RUNS=1 CXXS="g++-12" OPTS="-O2" tools/compile-time.sh
+#   ROWS="include ops" MACHINERY=0 tools/compile-time.sh   some TUs, without the one-time build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -104,6 +105,7 @@ for cxx in "${compilers[@]}"; do
   for opt in "${opts[@]}"; do
     for row in "include:" "ops:" "train:" "ops:-DTG_HEADER_ONLY" "json:"; do
       tu=${row%%:*} define=${row#*:}
+      [[ " ${ROWS:-$tu} " == *" $tu "* ]] || continue
       [[ $tu == json && ! -f /usr/include/nlohmann/json.hpp ]] && continue
       label="$tu"
       [[ $tu == json ]] && label="nlohmann/json parse + dump"
@@ -113,6 +115,7 @@ for cxx in "${compilers[@]}"; do
       printf '%-11s %-4s %-30s %8s %8s\n' "$cxx" "$opt" "$label" "$cpu" "$mem"
     done
   done
+  [[ ${MACHINERY:-1} == 0 ]] && continue
   # the machinery, once per program: src/*.cpp in parallel (wall), and in one TU (CPU)
   t0=$EPOCHREALTIME
   printf '%s\n' src/*.cpp | grep -v implementation.cpp |
