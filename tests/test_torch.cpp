@@ -557,11 +557,6 @@ const std::map<std::string, Fn>& ops() {
 /// or output dtype, or both ("op kind DEVICE", "op kind DTYPE", "op kind DEVICE DTYPE").
 const std::set<std::string>& documented() {
   static const std::set<std::string> s = {
-      // VULKAN: tg's float64 sin for GLSL (a three-part pi/2 reduction) is wrong for huge
-      // arguments (3e38 in the cases)
-      "sin value VULKAN float64",
-      "cos value VULKAN float64",
-      "tan value VULKAN float64",
       // indices are not read back to the host: out-of-range rows read as zeros
       "embedding accepts",
       // integers divided by zero give 0 on the device (no host check), as / does

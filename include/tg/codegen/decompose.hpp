@@ -50,9 +50,10 @@ struct DecomposeOptions {
   /// The dialect has no 64-bit integers (WGSL; narrow32 makes index arithmetic 32-bit): float ->
   /// uint32 is computed without going through int64.
   bool no_int64 = false;
-  /// float32 sin of |x| >= 1/2 by an exact reduction (Payne-Hanek): x times 2/pi to 62 bits past
-  /// its quadrant, in 32-bit integer ops, then the dialect's sin of what is left (|r| <= pi/4,
-  /// where GLSL and WGSL define their accuracy). Their sin alone was -1 for sin(3e38) (lavapipe).
+  /// Float sin of |x| >= 1/2 by an exact reduction (Payne-Hanek): x times 2/pi to 62 (float32) or
+  /// 126 (float64) bits past its quadrant, in integer ops of the float's width, then the dialect's
+  /// sin of what is left (|r| <= pi/4, where GLSL and WGSL define their accuracy). lavapipe's
+  /// sin(3e38) was -1, and GLSL float64's three-part reduction inf.
   bool sin_reduce = false;
 
   /// What every C-style dialect needs (C, and the GPU dialects below).
@@ -84,14 +85,32 @@ struct DecomposeOptions {
 };
 
 namespace detail {
-/// Word t (0: the highest) of the 96-bit window of 2/pi's bits that starts at bit 8 j - 63 after
-/// the binary point (bits before it are 0): sin_reduce's table.
-constexpr std::int64_t two_over_pi_window(int j, int t) {
-  constexpr std::uint32_t words[] = {0,          0,          0xa2f9836e, 0x4e441529, 0xfc2757d1,
-                                     0xf534ddc0, 0xdb629599, 0x3c439041, 0xfe5163ab};
-  const int bit = 8 * j + 32 * t, w = bit / 32, s = bit % 32;
-  const std::uint32_t hi = words[w], lo = words[w + 1];
-  return std::int64_t(s == 0 ? hi : (hi << s) | (lo >> (32 - s)));
+/// Word i of 64 zero bits followed by 2/pi's bits after the binary point, in words of `bits` (32 or
+/// 64): sin_reduce's table (2/pi's first 1,216 bits).
+constexpr std::uint64_t two_over_pi_word(int i, int bits) {
+  constexpr std::uint64_t words[] = {0,
+                                     0xa2f9836e4e441529,
+                                     0xfc2757d1f534ddc0,
+                                     0xdb6295993c439041,
+                                     0xfe5163abdebbc561,
+                                     0xb7246e3a424dd2e0,
+                                     0x06492eea09d1921c,
+                                     0xfe1deb1cb129a73e,
+                                     0xe88235f52ebb4484,
+                                     0xe99c7026b45f7e41,
+                                     0x3991d639835339f4,
+                                     0x9c845f8bbdf9283b,
+                                     0x1ff897ffde05980f,
+                                     0xef2f118b5a0a6d1f,
+                                     0x6d367ecf27cb09b7,
+                                     0x4f463f669e5fea2d,
+                                     0x7527bac7ebe5f17b,
+                                     0x3d0739f78a5292ea,
+                                     0x6bfb5fb11f8d5d08,
+                                     0x56033046fc7b6bab};
+  if (bits == 64) return words[i];
+  const std::uint64_t v = words[i / 2];
+  return i % 2 ? v & 0xffffffff : v >> 32;
 }
 /// Whether op k is a divisor that needs no guard: a constant other than 0 and -1, or one this pass
 /// made (where(k == 0 [|| k == -1], 1, k)), so that decomposing twice changes nothing.
@@ -281,62 +300,82 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     return alu(Op::Mul, f32, alu(Op::Mul, f32, q, pow2(n1)), pow2(n2));
   };
 
-  // float32 sin (sin_reduce). x = m 2^e with m the 24-bit integer significand; the terms of
-  // m 2^e (2/pi) below 2^2 are m times a 96-bit window W of 2/pi's bits, and x (2/pi) mod 4 =
-  // (m W mod 2^96) 2^-94: its top 2 bits are the quadrant, the 62 below the fraction. Windows
-  // start on byte boundaries (m shifted by the rest: below 2^31), chosen by Where from 17
-  // constants per word; 32 x 32 -> 64-bit products from 16-bit halves (WGSL has no 64-bit
-  // integers, and the IR no shifts but by constants).
-  auto sin_reduced = [&](int x) {
-    const DType i32 = DType::Int32;
-    if (is_half(rw.out[std::size_t(x)].dtype)) x = alu(Op::Cast, f32, x);
-    auto add = [&](int a, int b) { return alu(Op::Add, u32, a, b); };
-    auto mul = [&](int a, int b) { return alu(Op::Mul, u32, a, b); };
+  // sin for floats of compute dtype cf (sin_reduce). x = m 2^e, m the integer significand (24 or 53
+  // bits); the terms of m 2^e (2/pi) below 2^2 are m times a window W of 2/pi's bits (3 words of
+  // w = 32 or 64 bits), and x (2/pi) mod 4 = (m W mod 2^3w) 2^(2 - 3w): its top 2 bits are the
+  // quadrant, the next 2w - 2 the fraction. The window's words are table words chosen by Where
+  // (5 or 17 candidates) and shifted together by s bits (times 2^s, 2^s from its float's bits: the
+  // IR shifts only by constants); w x w -> 2w-bit products from half words (WGSL has no 64-bit
+  // integers).
+  auto sin_reduced = [&](int x, DType cf) {
+    const bool f64 = cf == DType::Float64;
+    const DType ut = f64 ? DType::UInt64 : u32, it = f64 ? DType::Int64 : DType::Int32;
+    const int w = f64 ? 64 : 32, log_w = f64 ? 6 : 5, mant = f64 ? 52 : 23, bias = f64 ? 1023 : 127;
+    auto c = [&](std::uint64_t v) { return constant(ut, std::int64_t(v)); };
+    auto add = [&](int a, int b) { return alu(Op::Add, ut, a, b); };
+    auto mul = [&](int a, int b) { return alu(Op::Mul, ut, a, b); };
+    auto mask = [&](int a, std::uint64_t m) { return alu(Op::And, ut, a, c(m)); };
+    auto down = [&](int a, int k) { return alu(Op::Div, ut, a, c(std::uint64_t(1) << k)); };
+    auto up = [&](int a, int k) { return alu(Op::Mul, ut, a, c(std::uint64_t(1) << k)); };
+    auto pow2 = [&](int k) { // 2^k for k in [0, w)
+      return alu(Op::Cast, ut, alu(Op::Bitcast, cf, up(add(k, c(std::uint64_t(bias))), mant)));
+    };
+    const std::uint64_t low_half = (std::uint64_t(1) << (w / 2)) - 1;
     auto wide_mul = [&](int a, int b) -> std::array<int, 2> { // {high, low} words of a * b
-      const int al = bits_and(a, 0xffff), ah = shr(a, 16), bl = bits_and(b, 0xffff),
-                bh = shr(b, 16);
+      const int al = mask(a, low_half), ah = down(a, w / 2), bl = mask(b, low_half),
+                bh = down(b, w / 2);
       const int ll = mul(al, bl), lh = mul(al, bh), hl = mul(ah, bl);
-      const int mid = add(add(shr(ll, 16), bits_and(lh, 0xffff)), bits_and(hl, 0xffff));
-      return {add(add(add(mul(ah, bh), shr(lh, 16)), shr(hl, 16)), shr(mid, 16)),
-              alu(Op::Or, u32, shl(mid, 16), bits_and(ll, 0xffff))};
+      const int mid = add(add(down(ll, w / 2), mask(lh, low_half)), mask(hl, low_half));
+      return {add(add(add(mul(ah, bh), down(lh, w / 2)), down(hl, w / 2)), down(mid, w / 2)),
+              mul(a, b)};
     };
-    const int b = alu(Op::Bitcast, u32, x), e = bits_and(shr(b, 23), 0xff);
-    // k = e - 88 = 8 j + rest: m << rest times the window j (17 of them for |x| >= 1/2)
-    const int k = add(e, constant(u32, std::int64_t(0x100000000) - 88));
-    const int j = shr(k, 3), rest = bits_and(k, 7);
-    // m << rest, 2^rest made from its float's bits
-    const int scale =
-        alu(Op::Cast, u32, alu(Op::Bitcast, f32, shl(add(rest, constant(u32, 127)), 23)));
-    const int m = mul(alu(Op::Or, u32, bits_and(b, 0x7fffff), constant(u32, 0x800000)), scale);
-    int w[3];
-    for (int t = 0; t < 3; ++t) {
-      w[t] = constant(u32, detail::two_over_pi_window(4, t));
-      for (int jj = 5; jj <= 20; ++jj)
-        w[t] =
-            alu(Op::Where, u32, eq(j, jj), constant(u32, detail::two_over_pi_window(jj, t)), w[t]);
+    const int b = alu(Op::Bitcast, ut, x);
+    const std::uint64_t top_e = f64 ? 0x7ff : 0xff;
+    const int e = mask(down(b, mant), top_e);
+    const int m =
+        alu(Op::Or, ut, mask(b, (std::uint64_t(1) << mant) - 1), c(std::uint64_t(1) << mant));
+    // the window starts at bit k = e - bias - mant + 62 of the table (64 zero bits, then 2/pi's)
+    const int lead = bias + mant - 62;
+    const int k = add(e, c((f64 ? 0 : std::uint64_t(1) << 32) - std::uint64_t(lead)));
+    const int j = down(k, log_w), s = mask(k, std::uint64_t(w - 1));
+    const int j_lo = (bias - 1 - lead) >> log_w, j_hi = (int(top_e) - 1 - lead) >> log_w;
+    std::array<int, 4> t{}; // table words j .. j + 3
+    for (int i = 0; i < 4; ++i) t[std::size_t(i)] = c(detail::two_over_pi_word(j_lo + i, w));
+    for (int jj = j_lo + 1; jj <= j_hi; ++jj) {
+      const int here = alu(Op::CmpEq, b1, j, c(std::uint64_t(jj)));
+      for (int i = 0; i < 4; ++i)
+        t[std::size_t(i)] =
+            alu(Op::Where, ut, here, c(detail::two_over_pi_word(jj + i, w)), t[std::size_t(i)]);
     }
-    const int h2 = wide_mul(m, w[2])[0]; // (its low word is below the 62 bits kept)
-    const auto [h1, l1] = wide_mul(m, w[1]);
-    const int p1 = add(l1, h2);
-    const int p0 = add(add(mul(m, w[0]), h1), alu(Op::Cast, u32, alu(Op::CmpLt, b1, p1, h2)));
-    const int q = shr(add(p0, constant(u32, 0x20000000)), 30); // the nearest quadrant
-    // the fraction from it, signed, in [-1/2, 1/2): the low 30 bits of p0, then p1
-    const int f = alu(Op::Add, f32,
-                      alu(Op::Mul, f32, alu(Op::Cast, f32, alu(Op::Bitcast, i32, shl(p0, 2))),
-                          real(f32, 0x1p-32)),
-                      alu(Op::Mul, f32, alu(Op::Cast, f32, p1), real(f32, 0x1p-64)));
-    const int r = alu(Op::Mul, f32, f, real(f32, 1.5707963267948966));
-    const int s = alu(Op::Sin, f32, r), h = alu(Op::Sin, f32, alu(Op::Mul, f32, r, real(f32, 0.5)));
-    const int c = alu(Op::Add, f32, real(f32, 1.0),
-                      alu(Op::Mul, f32, real(f32, -2.0), alu(Op::Mul, f32, h, h))); // cos r
-    auto set = [&](int v, std::int64_t bit) {
-      return alu(Op::CmpNe, b1, bits_and(v, bit), constant(u32, 0));
+    // word i of the window: t[i] << s | t[i + 1] >> (w - s), the latter as (t >> 1) >> (w - 1 - s)
+    const int by = pow2(s), by_rest = pow2(alu(Op::Xor, ut, s, c(std::uint64_t(w - 1)))); // w-1-s
+    auto window = [&](int i) {
+      return alu(Op::Or, ut, mul(t[std::size_t(i)], by),
+                 alu(Op::Div, ut, down(t[std::size_t(i) + 1], 1), by_rest));
     };
-    int v = alu(Op::Where, f32, set(q, 1), c, s);
-    v = alu(Op::Where, f32, set(q, 2), alu(Op::Neg, f32, v), v);
-    v = alu(Op::Where, f32, set(b, 0x80000000), alu(Op::Neg, f32, v), v);
-    v = alu(Op::Where, f32, below(e, 126), alu(Op::Sin, f32, x), v); // |x| < 1/2: as it was
-    return alu(Op::Where, f32, eq(e, 255), real(f32, std::numeric_limits<double>::quiet_NaN()), v);
+    const int h2 = wide_mul(m, window(2))[0]; // (its low word is below the fraction's bits)
+    const auto [h1, l1] = wide_mul(m, window(1));
+    const int p1 = add(l1, h2);
+    const int p0 = add(add(mul(m, window(0)), h1), alu(Op::Cast, ut, alu(Op::CmpLt, b1, p1, h2)));
+    const int q = down(add(p0, c(std::uint64_t(1) << (w - 3))), w - 2); // the nearest quadrant
+    // the signed fraction in [-1/2, 1/2): p0's low w - 2 bits, then p1's
+    const int f = alu(Op::Add, cf,
+                      alu(Op::Mul, cf, alu(Op::Cast, cf, alu(Op::Bitcast, it, up(p0, 2))),
+                          real(cf, f64 ? 0x1p-64 : 0x1p-32)),
+                      alu(Op::Mul, cf, alu(Op::Cast, cf, p1), real(cf, f64 ? 0x1p-126 : 0x1p-62)));
+    const int r = alu(Op::Mul, cf, f, real(cf, 1.5707963267948966));
+    const int sr = alu(Op::Sin, cf, r), h = alu(Op::Sin, cf, alu(Op::Mul, cf, r, real(cf, 0.5)));
+    const int cr = alu(Op::Add, cf, real(cf, 1.0),
+                       alu(Op::Mul, cf, real(cf, -2.0), alu(Op::Mul, cf, h, h))); // cos r
+    auto set = [&](int v, std::uint64_t bit) { return alu(Op::CmpNe, b1, mask(v, bit), c(0)); };
+    int v = alu(Op::Where, cf, set(q, 1), cr, sr);
+    v = alu(Op::Where, cf, set(q, 2), alu(Op::Neg, cf, v), v);
+    v = alu(Op::Where, cf, set(b, std::uint64_t(1) << (w - 1)), alu(Op::Neg, cf, v), v);
+    // |x| < 1/2: the dialect's sin as it was; inf and NaN: NaN
+    v = alu(Op::Where, cf, alu(Op::CmpLt, b1, e, c(std::uint64_t(bias - 1))), alu(Op::Sin, cf, x),
+            v);
+    return alu(Op::Where, cf, alu(Op::CmpEq, b1, e, c(top_e)),
+               real(cf, std::numeric_limits<double>::quiet_NaN()), v);
   };
 
   // a / b for floats of compute dtype cf, with b == 0 giving what IEEE division gives
@@ -464,8 +503,10 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       rw.map[i] = exp2_poly(r.src[0]);
       continue;
     }
-    if (u.kind == UKind::Alu && u.op == Op::Sin && o.sin_reduce && compute_dtype(u.dtype) == f32) {
-      rw.map[i] = typed(u.dtype, sin_reduced(r.src[0]));
+    if (u.kind == UKind::Alu && u.op == Op::Sin && o.sin_reduce &&
+        is_float(compute_dtype(u.dtype))) {
+      const DType cf = compute_dtype(u.dtype);
+      rw.map[i] = typed(u.dtype, sin_reduced(as_float(cf, r.src[0]), cf));
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Pow && o.pow && is_float(compute_dtype(u.dtype))) {
