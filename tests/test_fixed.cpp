@@ -331,6 +331,40 @@ TEST_CASE("fixed: cumsum equals the run-time Tensor's") {
   SAME((x.a + x.b).cumsum<1>().sum<0>(), (x.A + x.B).cumsum(1).sum(0));
 }
 
+TEST_CASE("fixed: bitwise ops, masked_fill, lerp, tril/triu, amax/amin, cumprod and outer equal "
+          "the run-time Tensor's") {
+  Data x;
+  SAME(x.ia.bitwise_and(x.ib), x.IA.bitwise_and(x.IB));
+  SAME(x.ia | x.ib, x.IA | x.IB);
+  SAME(x.ia ^ 3, x.IA ^ 3);
+  SAME(6 & x.ia, 6 & x.IA);
+  SAME(~x.ia, ~x.IA);
+  SAME(x.ia.cast<std::uint8_t>() & x.ib.cast<std::int16_t>(),
+       x.IA.cast(tg::uint8) & x.IB.cast(tg::int16)); // promoted
+  SAME(x.mask & (x.a > 0.0f), x.MASK & (x.A > 0.0f));
+  SAME(x.mask ^ x.mask.T().T(), x.MASK ^ x.MASK);
+  SAME(~x.mask, ~x.MASK);
+  SAME(x.a.masked_fill(x.mask, -1.5), x.A.masked_fill(x.MASK, -1.5));
+  SAME(x.ia.masked_fill(x.a.sum<0>(tg::keepdim) > 0.0f, 7),
+       x.IA.masked_fill(x.A.sum(0, true) > 0.0f, 7)); // a broadcast mask
+  SAME(x.a.lerp(x.b, 0.25), x.A.lerp(x.B, 0.25));
+  SAME(x.a.lerp(x.b, 0.75), x.A.lerp(x.B, 0.75));
+  SAME(x.a.lerp(x.bias, x.pos * 0.3f), x.A.lerp(x.BIAS, x.POS * 0.3f));
+  SAME(tg::lerp(x.d, x.d * 2.0, 0.5), x.D.lerp(x.D * 2.0, 0.5));
+  SAME(x.a.tril(), x.A.tril());
+  SAME(x.a.triu<1>(), x.A.triu(1));
+  SAME(x.batch.tril<-2>(), x.BATCH.tril(-2));
+  SAME(tg::triu<-1>(x.ia), x.IA.triu(-1));
+  SAME(x.a.amax<1>(), x.A.amax({1}));
+  SAME(x.cube.amin<0, 2>(tg::keepdim), x.CUBE.amin({0, 2}, true));
+  SAME(tg::amax(x.ia), x.IA.amax());
+  SAME(x.pos.cumprod<1>(), x.POS.cumprod(1));
+  SAME(x.ib.cumprod<0>(), x.IB.cumprod(0)); // int64, as on tg::Tensor
+  SAME(tg::cumprod<-1>(x.cube * 0.5f), (x.CUBE * 0.5f).cumprod(-1));
+  SAME(tg::outer(x.v, x.bias), tg::outer(x.V, x.BIAS));
+  SAME(tg::outer(x.v, x.ia.sum<0>()), tg::outer(x.V, x.IA.sum(0))); // float32 x int64
+}
+
 TEST_CASE("fixed: cat and stack equal the run-time Tensor's") {
   Data x;
   SAME(tg::cat<0>(x.a, x.b), tg::cat({x.A, x.B}, 0));

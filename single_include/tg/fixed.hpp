@@ -7834,6 +7834,14 @@ struct ne;
 struct logical_and;
 struct logical_or;
 struct logical_xor;
+struct bitwise_and;
+struct bitwise_or;
+struct bitwise_xor;
+struct bitwise_not;
+struct masked_fill;
+struct lerp;
+struct cumprod;
+struct outer;
 struct maximum;
 struct minimum;
 struct pow;
@@ -8487,6 +8495,16 @@ public:
     else
       return X::error();
   }
+  /// torch.amax / amin: max and min over the axes (one gradient rule apart at run time, the same
+  /// values).
+  template <int... Ax> constexpr auto amax() const { return this->template max<Ax...>(); }
+  template <int... Ax> constexpr auto amax(keepdim_t k) const {
+    return this->template max<Ax...>(k);
+  }
+  template <int... Ax> constexpr auto amin() const { return this->template min<Ax...>(); }
+  template <int... Ax> constexpr auto amin(keepdim_t k) const {
+    return this->template min<Ax...>(k);
+  }
   template <int... Ax> constexpr auto any() const {
     static_assert(axes_in_range<op::any, S_<>, axes<Ax...>>,
                   "tg: any: axis out of range or repeated");
@@ -8598,6 +8616,30 @@ public:
     static_assert(axes_in_range<op::cumsum, S_<>, axes<Axis>>, "tg: cumsum: axis out of range");
     if constexpr (axes_in_range<op::cumsum, S_<>, axes<Axis>>)
       return X::template cumsum<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// Running product along Axis (integers and bool in int64, as on tg::Tensor).
+  template <int Axis> constexpr auto cumprod() const {
+    static_assert(axes_in_range<op::cumprod, S_<>, axes<Axis>>, "tg: cumprod: axis out of range");
+    if constexpr (axes_in_range<op::cumprod, S_<>, axes<Axis>>)
+      return X::template cumprod<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// The lower (upper) triangle of the last two axes: elements with column - row <= K (>= K),
+  /// zeros elsewhere, as torch.tril / triu.
+  template <std::int64_t K = 0> constexpr auto tril() const {
+    static_assert(S_<>::rank >= 2, "tg: tril: needs at least 2 dims");
+    if constexpr (S_<>::rank >= 2)
+      return X::template triangle<true, K>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <std::int64_t K = 0> constexpr auto triu() const {
+    static_assert(S_<>::rank >= 2, "tg: triu: needs at least 2 dims");
+    if constexpr (S_<>::rank >= 2)
+      return X::template triangle<false, K>(X::node(self()));
     else
       return X::error();
   }
@@ -8893,6 +8935,119 @@ public:
                     "tg: logical_xor: shapes cannot be broadcast");
       if constexpr (broadcastable<op::logical_xor, S_<>, fx::shape_of<decltype(b)>>)
         return X::logical_xor(a, b);
+      else
+        return X::error();
+    }
+  }
+
+  // ---- bitwise ops: integers and bool (& | ^ ~ are these too) --------------------------------
+  template <class B> constexpr auto bitwise_and(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_and, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_and: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_and, T_<>> &&
+                        !floating<op::bitwise_and, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_and: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_and, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_and, T_<>> &&
+                    !floating<op::bitwise_and, fx::elem_of<decltype(b)>>)
+        return X::bitwise_and(a, b);
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto bitwise_or(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_or, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_or: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_or, T_<>> &&
+                        !floating<op::bitwise_or, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_or: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_or, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_or, T_<>> &&
+                    !floating<op::bitwise_or, fx::elem_of<decltype(b)>>)
+        return X::bitwise_or(a, b);
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto bitwise_xor(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_xor, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_xor: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_xor, T_<>> &&
+                        !floating<op::bitwise_xor, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_xor: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_xor, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_xor, T_<>> &&
+                    !floating<op::bitwise_xor, fx::elem_of<decltype(b)>>)
+        return X::bitwise_xor(a, b);
+      else
+        return X::error();
+    }
+  }
+  constexpr auto bitwise_not() const {
+    static_assert(!floating<op::bitwise_not, T_<>>,
+                  "tg: bitwise_not: needs an integer or bool tensor");
+    if constexpr (!floating<op::bitwise_not, T_<>>)
+      return X::bitwise_not(X::node(self()));
+    else
+      return X::error();
+  }
+  /// `value` where the bool mask (broadcast to this shape) is true.
+  template <class M> constexpr auto masked_fill(M&& mask, double value) const {
+    auto a = X::node(self());
+    auto m = X::node(std::forward<M>(mask));
+    using MN = decltype(m);
+    if constexpr (MN::is_error)
+      return X::error();
+    else {
+      static_assert(std::is_same_v<fx::elem_of<MN>, bool>,
+                    "tg: masked_fill: the mask must be bool");
+      static_assert(broadcastable<op::masked_fill, S_<>, fx::shape_of<MN>> &&
+                        std::is_same_v<fx::broadcast_shape<S_<>, fx::shape_of<MN>>, S_<>>,
+                    "tg: masked_fill: the mask does not broadcast to the tensor's shape");
+      if constexpr (broadcastable<op::masked_fill, S_<>, fx::shape_of<MN>> &&
+                    std::is_same_v<fx::elem_of<MN>, bool>)
+        return X::masked_fill(a, m, value);
+      else
+        return X::error();
+    }
+  }
+  /// this + weight (end - this), as torch.lerp (weight: an expression or a number).
+  template <class B, class W> constexpr auto lerp(B&& end, W&& weight) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(end), a);
+    auto w = [&] {
+      if constexpr (fx::scalar<std::remove_cvref_t<W>>)
+        return X::template full<shape<>, tg::promote(decltype(a)::dtype, decltype(a)::rank == 0,
+                                                     decltype(b)::dtype, decltype(b)::rank == 0)>(
+            double(weight));
+      else
+        return X::node(std::forward<W>(weight));
+    }();
+    if constexpr (decltype(b)::is_error || decltype(w)::is_error)
+      return X::error();
+    else {
+      using Out = fx::broadcast_shape<S_<>, fx::shape_of<decltype(b)>>;
+      static_assert(broadcastable<op::lerp, S_<>, fx::shape_of<decltype(b)>> &&
+                        broadcastable<op::lerp, Out, fx::shape_of<decltype(w)>>,
+                    "tg: lerp: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::lerp, S_<>, fx::shape_of<decltype(b)>> &&
+                    broadcastable<op::lerp, Out, fx::shape_of<decltype(w)>>)
+        return X::lerp(a, b, w);
       else
         return X::error();
     }
@@ -9220,6 +9375,17 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(argmax)
   TG_FX_ABSORB(argmin)
   TG_FX_ABSORB(cumsum)
+  TG_FX_ABSORB(cumprod)
+  TG_FX_ABSORB(tril)
+  TG_FX_ABSORB(triu)
+  TG_FX_ABSORB(amax)
+  TG_FX_ABSORB(amin)
+  TG_FX_ABSORB(bitwise_and)
+  TG_FX_ABSORB(bitwise_or)
+  TG_FX_ABSORB(bitwise_xor)
+  TG_FX_ABSORB(bitwise_not)
+  TG_FX_ABSORB(masked_fill)
+  TG_FX_ABSORB(lerp)
   TG_FX_ABSORB(gather)
   TG_FX_ABSORB(index_select)
   TG_FX_ABSORB(eval)
@@ -10837,6 +11003,33 @@ template <class> struct ops {
   template <class A, class B> static constexpr auto logical_xor(const A& a, const B& b) {
     return alu<Op::Xor>(cast_to<DType::Bool>(a), cast_to<DType::Bool>(b));
   }
+  // bitwise ops (tensor/math.hpp): integers and bool, promoted; ~ of bool is logical_not
+  template <class A, class B> static constexpr auto bitwise_and(const A& a, const B& b) {
+    return alu<Op::And>(a, b);
+  }
+  template <class A, class B> static constexpr auto bitwise_or(const A& a, const B& b) {
+    return alu<Op::Or>(a, b);
+  }
+  template <class A, class B> static constexpr auto bitwise_xor(const A& a, const B& b) {
+    return alu<Op::Xor>(a, b);
+  }
+  template <class E> static constexpr auto bitwise_not(const E& e) {
+    if constexpr (E::dtype == DType::Bool)
+      return logical_not(e);
+    else
+      return alu<Op::Xor>(e, full<shape<>, E::dtype>(-1));
+  }
+  /// Tensor::masked_fill: the value where the mask is true.
+  template <class E, class M>
+  static constexpr auto masked_fill(const E& e, const M& mask, double value) {
+    return where3(mask, full<shape<>, E::dtype>(value), e);
+  }
+  /// Tensor::lerp: a + w (end - a) below w = 1/2, end - (end - a)(1 - w) from there on.
+  template <class A, class B, class W>
+  static constexpr auto lerp(const A& a, const B& end, const W& w) {
+    auto d = sub(end, a);
+    return where3(lt_s(w, 0.5), add(a, mul(w, d)), sub(end, mul(d, ssub(1.0, w))));
+  }
   template <class A, class B> static constexpr auto pow(const A& a, const B& b) {
     constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     if constexpr (is_float(t))
@@ -11001,9 +11194,9 @@ template <class> struct ops {
     else
       return with_site(r, site(std::source_location::current()));
   }
-  /// Tensor::cumsum: out[i] = sum over j <= i of x[j], as a masked sum over a new axis (one
-  /// kernel, n^2 work along the axis).
-  template <int A, class E> static constexpr auto cumsum(const E& e) {
+  /// Tensor::cumsum and cumprod: out[i] = the reduction over j <= i of x[j], as a masked reduction
+  /// over a new axis (one kernel, n^2 work along the axis); integers and bool in int64.
+  template <int A, Op O, class E> static constexpr auto running(const E& e) {
     auto x = [&] {
       if constexpr (is_float(E::dtype))
         return e;
@@ -11027,9 +11220,38 @@ template <class> struct ops {
           broadcast_shape<typename decltype(j)::shape_type, typename decltype(i)::shape_type>;
       auto upto = alu<Op::Or>(alu<Op::CmpLt>(j, i),
                               alu<Op::CmpEq>(expanded_again<Out>(j), expanded_again<Out>(i)));
-      auto picked = where3(upto, unsqueeze<d>(x), full<shape<>, decltype(x)::dtype>(0));
-      return reduce<Op::ReduceSum, false, d + 1>(picked);
+      constexpr double identity = O == Op::ReduceProd ? 1 : 0;
+      auto picked = where3(upto, unsqueeze<d>(x), full<shape<>, decltype(x)::dtype>(identity));
+      return reduce<O, false, d + 1>(picked);
     }
+  }
+  template <int A, class E> static constexpr auto cumsum(const E& e) {
+    return running<A, Op::ReduceSum>(e);
+  }
+  template <int A, class E> static constexpr auto cumprod(const E& e) {
+    return running<A, Op::ReduceProd>(e);
+  }
+  /// Tensor::tril / triu: where column - row <= K (>= K), x, else 0, over the last two axes.
+  template <bool Lower, std::int64_t K, class E> static constexpr auto triangle(const E& e) {
+    constexpr std::size_t r = E::rank, rows = E::shape_type::dims[r - 2],
+                          cols = E::shape_type::dims[r - 1];
+    auto row = reshape_to<shape_from<one_axis_dims<r, r - 2, rows>>>(
+        index_leaf<index_kind::arange, shape<rows>>{});
+    auto col = reshape_to<shape_from<one_axis_dims<r, r - 1, cols>>>(
+        index_leaf<index_kind::arange, shape<cols>>{});
+    auto off = sub(col, row);
+    auto k = full<shape<>, DType::Int64>(double(K));
+    auto keep = [&] {
+      if constexpr (Lower)
+        return le(off, k);
+      else
+        return ge(off, k);
+    }();
+    return where3(keep, e, full<shape<>, E::dtype>(0));
+  }
+  /// tg::outer: [n] x [m] -> [n, m].
+  template <class A, class B> static constexpr auto outer(const A& a, const B& b) {
+    return mul(unsqueeze<1>(a), unsqueeze<0>(b));
   }
 
   /// tg::cat: every piece cast to the common dtype and padded to the full extent along D, then
@@ -11743,6 +11965,28 @@ template <fx::operand A, fx::operand_with<A> B> constexpr auto operator!=(A&& a,
       return fx::ops<>::error();
   }
 }
+/// a & b, a | b, a ^ b: bitwise on integers, logical on bool (Tensor's operators).
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator&(A&& a, B&& b) {
+  if constexpr (fx::scalar<A>)
+    return fx::ops<>::node(std::forward<B>(b)).bitwise_and(a);
+  else
+    return fx::ops<>::node(std::forward<A>(a)).bitwise_and(std::forward<B>(b));
+}
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator|(A&& a, B&& b) {
+  if constexpr (fx::scalar<A>)
+    return fx::ops<>::node(std::forward<B>(b)).bitwise_or(a);
+  else
+    return fx::ops<>::node(std::forward<A>(a)).bitwise_or(std::forward<B>(b));
+}
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator^(A&& a, B&& b) {
+  if constexpr (fx::scalar<A>)
+    return fx::ops<>::node(std::forward<B>(b)).bitwise_xor(a);
+  else
+    return fx::ops<>::node(std::forward<A>(a)).bitwise_xor(std::forward<B>(b));
+}
+template <fx::expr E> constexpr auto operator~(E&& e) {
+  return fx::ops<>::node(std::forward<E>(e)).bitwise_not();
+}
 template <fx::operand A, fx::operand_with<A> B> constexpr auto operator&&(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
@@ -11867,6 +12111,40 @@ template <int Axis, fx::expr E> constexpr auto argmin(const E& e) {
 }
 template <int Axis, fx::expr E> constexpr auto cumsum(const E& e) {
   return e.template cumsum<Axis>();
+}
+template <int Axis, fx::expr E> constexpr auto cumprod(const E& e) {
+  return e.template cumprod<Axis>();
+}
+template <int... Ax, fx::expr E> constexpr auto amax(const E& e) {
+  return e.template amax<Ax...>();
+}
+template <int... Ax, fx::expr E> constexpr auto amin(const E& e) {
+  return e.template amin<Ax...>();
+}
+template <std::int64_t K = 0, fx::expr E> constexpr auto tril(const E& e) {
+  return e.template tril<K>();
+}
+template <std::int64_t K = 0, fx::expr E> constexpr auto triu(const E& e) {
+  return e.template triu<K>();
+}
+/// The outer product of two 1-D expressions: [n] x [m] -> [n, m].
+template <fx::expr A, fx::expr B> constexpr auto outer(A&& a, B&& b) {
+  auto x = fx::ops<>::node(std::forward<A>(a));
+  auto y = fx::ops<>::node(std::forward<B>(b));
+  using XN = decltype(x);
+  using YN = decltype(y);
+  if constexpr (XN::is_error || YN::is_error)
+    return fx::ops<>::error();
+  else {
+    static_assert(XN::rank == 1 && YN::rank == 1, "tg: outer: needs two 1-D tensors");
+    if constexpr (XN::rank == 1 && YN::rank == 1)
+      return fx::ops<>::outer(x, y);
+    else
+      return fx::ops<>::error();
+  }
+}
+template <fx::expr E, class B> constexpr auto lerp(E&& e, B&& end, auto&& weight) {
+  return e.lerp(std::forward<B>(end), std::forward<decltype(weight)>(weight));
 }
 template <int Axis, fx::expr E, class I>
 constexpr auto gather(const E& e, I&& index,

@@ -358,6 +358,16 @@ public:
     else
       return X::error();
   }
+  /// torch.amax / amin: max and min over the axes (one gradient rule apart at run time, the same
+  /// values).
+  template <int... Ax> constexpr auto amax() const { return this->template max<Ax...>(); }
+  template <int... Ax> constexpr auto amax(keepdim_t k) const {
+    return this->template max<Ax...>(k);
+  }
+  template <int... Ax> constexpr auto amin() const { return this->template min<Ax...>(); }
+  template <int... Ax> constexpr auto amin(keepdim_t k) const {
+    return this->template min<Ax...>(k);
+  }
   template <int... Ax> constexpr auto any() const {
     static_assert(axes_in_range<op::any, S_<>, axes<Ax...>>,
                   "tg: any: axis out of range or repeated");
@@ -469,6 +479,30 @@ public:
     static_assert(axes_in_range<op::cumsum, S_<>, axes<Axis>>, "tg: cumsum: axis out of range");
     if constexpr (axes_in_range<op::cumsum, S_<>, axes<Axis>>)
       return X::template cumsum<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// Running product along Axis (integers and bool in int64, as on tg::Tensor).
+  template <int Axis> constexpr auto cumprod() const {
+    static_assert(axes_in_range<op::cumprod, S_<>, axes<Axis>>, "tg: cumprod: axis out of range");
+    if constexpr (axes_in_range<op::cumprod, S_<>, axes<Axis>>)
+      return X::template cumprod<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// The lower (upper) triangle of the last two axes: elements with column - row <= K (>= K),
+  /// zeros elsewhere, as torch.tril / triu.
+  template <std::int64_t K = 0> constexpr auto tril() const {
+    static_assert(S_<>::rank >= 2, "tg: tril: needs at least 2 dims");
+    if constexpr (S_<>::rank >= 2)
+      return X::template triangle<true, K>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <std::int64_t K = 0> constexpr auto triu() const {
+    static_assert(S_<>::rank >= 2, "tg: triu: needs at least 2 dims");
+    if constexpr (S_<>::rank >= 2)
+      return X::template triangle<false, K>(X::node(self()));
     else
       return X::error();
   }
@@ -764,6 +798,119 @@ public:
                     "tg: logical_xor: shapes cannot be broadcast");
       if constexpr (broadcastable<op::logical_xor, S_<>, fx::shape_of<decltype(b)>>)
         return X::logical_xor(a, b);
+      else
+        return X::error();
+    }
+  }
+
+  // ---- bitwise ops: integers and bool (& | ^ ~ are these too) --------------------------------
+  template <class B> constexpr auto bitwise_and(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_and, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_and: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_and, T_<>> &&
+                        !floating<op::bitwise_and, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_and: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_and, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_and, T_<>> &&
+                    !floating<op::bitwise_and, fx::elem_of<decltype(b)>>)
+        return X::bitwise_and(a, b);
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto bitwise_or(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_or, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_or: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_or, T_<>> &&
+                        !floating<op::bitwise_or, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_or: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_or, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_or, T_<>> &&
+                    !floating<op::bitwise_or, fx::elem_of<decltype(b)>>)
+        return X::bitwise_or(a, b);
+      else
+        return X::error();
+    }
+  }
+  template <class B> constexpr auto bitwise_xor(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_xor, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_xor: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_xor, T_<>> &&
+                        !floating<op::bitwise_xor, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_xor: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_xor, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_xor, T_<>> &&
+                    !floating<op::bitwise_xor, fx::elem_of<decltype(b)>>)
+        return X::bitwise_xor(a, b);
+      else
+        return X::error();
+    }
+  }
+  constexpr auto bitwise_not() const {
+    static_assert(!floating<op::bitwise_not, T_<>>,
+                  "tg: bitwise_not: needs an integer or bool tensor");
+    if constexpr (!floating<op::bitwise_not, T_<>>)
+      return X::bitwise_not(X::node(self()));
+    else
+      return X::error();
+  }
+  /// `value` where the bool mask (broadcast to this shape) is true.
+  template <class M> constexpr auto masked_fill(M&& mask, double value) const {
+    auto a = X::node(self());
+    auto m = X::node(std::forward<M>(mask));
+    using MN = decltype(m);
+    if constexpr (MN::is_error)
+      return X::error();
+    else {
+      static_assert(std::is_same_v<fx::elem_of<MN>, bool>,
+                    "tg: masked_fill: the mask must be bool");
+      static_assert(broadcastable<op::masked_fill, S_<>, fx::shape_of<MN>> &&
+                        std::is_same_v<fx::broadcast_shape<S_<>, fx::shape_of<MN>>, S_<>>,
+                    "tg: masked_fill: the mask does not broadcast to the tensor's shape");
+      if constexpr (broadcastable<op::masked_fill, S_<>, fx::shape_of<MN>> &&
+                    std::is_same_v<fx::elem_of<MN>, bool>)
+        return X::masked_fill(a, m, value);
+      else
+        return X::error();
+    }
+  }
+  /// this + weight (end - this), as torch.lerp (weight: an expression or a number).
+  template <class B, class W> constexpr auto lerp(B&& end, W&& weight) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(end), a);
+    auto w = [&] {
+      if constexpr (fx::scalar<std::remove_cvref_t<W>>)
+        return X::template full<shape<>, tg::promote(decltype(a)::dtype, decltype(a)::rank == 0,
+                                                     decltype(b)::dtype, decltype(b)::rank == 0)>(
+            double(weight));
+      else
+        return X::node(std::forward<W>(weight));
+    }();
+    if constexpr (decltype(b)::is_error || decltype(w)::is_error)
+      return X::error();
+    else {
+      using Out = fx::broadcast_shape<S_<>, fx::shape_of<decltype(b)>>;
+      static_assert(broadcastable<op::lerp, S_<>, fx::shape_of<decltype(b)>> &&
+                        broadcastable<op::lerp, Out, fx::shape_of<decltype(w)>>,
+                    "tg: lerp: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::lerp, S_<>, fx::shape_of<decltype(b)>> &&
+                    broadcastable<op::lerp, Out, fx::shape_of<decltype(w)>>)
+        return X::lerp(a, b, w);
       else
         return X::error();
     }

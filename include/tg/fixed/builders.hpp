@@ -416,6 +416,33 @@ template <class> struct ops {
   template <class A, class B> static constexpr auto logical_xor(const A& a, const B& b) {
     return alu<Op::Xor>(cast_to<DType::Bool>(a), cast_to<DType::Bool>(b));
   }
+  // bitwise ops (tensor/math.hpp): integers and bool, promoted; ~ of bool is logical_not
+  template <class A, class B> static constexpr auto bitwise_and(const A& a, const B& b) {
+    return alu<Op::And>(a, b);
+  }
+  template <class A, class B> static constexpr auto bitwise_or(const A& a, const B& b) {
+    return alu<Op::Or>(a, b);
+  }
+  template <class A, class B> static constexpr auto bitwise_xor(const A& a, const B& b) {
+    return alu<Op::Xor>(a, b);
+  }
+  template <class E> static constexpr auto bitwise_not(const E& e) {
+    if constexpr (E::dtype == DType::Bool)
+      return logical_not(e);
+    else
+      return alu<Op::Xor>(e, full<shape<>, E::dtype>(-1));
+  }
+  /// Tensor::masked_fill: the value where the mask is true.
+  template <class E, class M>
+  static constexpr auto masked_fill(const E& e, const M& mask, double value) {
+    return where3(mask, full<shape<>, E::dtype>(value), e);
+  }
+  /// Tensor::lerp: a + w (end - a) below w = 1/2, end - (end - a)(1 - w) from there on.
+  template <class A, class B, class W>
+  static constexpr auto lerp(const A& a, const B& end, const W& w) {
+    auto d = sub(end, a);
+    return where3(lt_s(w, 0.5), add(a, mul(w, d)), sub(end, mul(d, ssub(1.0, w))));
+  }
   template <class A, class B> static constexpr auto pow(const A& a, const B& b) {
     constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
     if constexpr (is_float(t))
@@ -580,9 +607,9 @@ template <class> struct ops {
     else
       return with_site(r, site(std::source_location::current()));
   }
-  /// Tensor::cumsum: out[i] = sum over j <= i of x[j], as a masked sum over a new axis (one
-  /// kernel, n^2 work along the axis).
-  template <int A, class E> static constexpr auto cumsum(const E& e) {
+  /// Tensor::cumsum and cumprod: out[i] = the reduction over j <= i of x[j], as a masked reduction
+  /// over a new axis (one kernel, n^2 work along the axis); integers and bool in int64.
+  template <int A, Op O, class E> static constexpr auto running(const E& e) {
     auto x = [&] {
       if constexpr (is_float(E::dtype))
         return e;
@@ -606,9 +633,38 @@ template <class> struct ops {
           broadcast_shape<typename decltype(j)::shape_type, typename decltype(i)::shape_type>;
       auto upto = alu<Op::Or>(alu<Op::CmpLt>(j, i),
                               alu<Op::CmpEq>(expanded_again<Out>(j), expanded_again<Out>(i)));
-      auto picked = where3(upto, unsqueeze<d>(x), full<shape<>, decltype(x)::dtype>(0));
-      return reduce<Op::ReduceSum, false, d + 1>(picked);
+      constexpr double identity = O == Op::ReduceProd ? 1 : 0;
+      auto picked = where3(upto, unsqueeze<d>(x), full<shape<>, decltype(x)::dtype>(identity));
+      return reduce<O, false, d + 1>(picked);
     }
+  }
+  template <int A, class E> static constexpr auto cumsum(const E& e) {
+    return running<A, Op::ReduceSum>(e);
+  }
+  template <int A, class E> static constexpr auto cumprod(const E& e) {
+    return running<A, Op::ReduceProd>(e);
+  }
+  /// Tensor::tril / triu: where column - row <= K (>= K), x, else 0, over the last two axes.
+  template <bool Lower, std::int64_t K, class E> static constexpr auto triangle(const E& e) {
+    constexpr std::size_t r = E::rank, rows = E::shape_type::dims[r - 2],
+                          cols = E::shape_type::dims[r - 1];
+    auto row = reshape_to<shape_from<one_axis_dims<r, r - 2, rows>>>(
+        index_leaf<index_kind::arange, shape<rows>>{});
+    auto col = reshape_to<shape_from<one_axis_dims<r, r - 1, cols>>>(
+        index_leaf<index_kind::arange, shape<cols>>{});
+    auto off = sub(col, row);
+    auto k = full<shape<>, DType::Int64>(double(K));
+    auto keep = [&] {
+      if constexpr (Lower)
+        return le(off, k);
+      else
+        return ge(off, k);
+    }();
+    return where3(keep, e, full<shape<>, E::dtype>(0));
+  }
+  /// tg::outer: [n] x [m] -> [n, m].
+  template <class A, class B> static constexpr auto outer(const A& a, const B& b) {
+    return mul(unsqueeze<1>(a), unsqueeze<0>(b));
   }
 
   /// tg::cat: every piece cast to the common dtype and padded to the full extent along D, then

@@ -222,6 +222,28 @@ template <fx::operand A, fx::operand_with<A> B> constexpr auto operator!=(A&& a,
       return fx::ops<>::error();
   }
 }
+/// a & b, a | b, a ^ b: bitwise on integers, logical on bool (Tensor's operators).
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator&(A&& a, B&& b) {
+  if constexpr (fx::scalar<A>)
+    return fx::ops<>::node(std::forward<B>(b)).bitwise_and(a);
+  else
+    return fx::ops<>::node(std::forward<A>(a)).bitwise_and(std::forward<B>(b));
+}
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator|(A&& a, B&& b) {
+  if constexpr (fx::scalar<A>)
+    return fx::ops<>::node(std::forward<B>(b)).bitwise_or(a);
+  else
+    return fx::ops<>::node(std::forward<A>(a)).bitwise_or(std::forward<B>(b));
+}
+template <fx::operand A, fx::operand_with<A> B> constexpr auto operator^(A&& a, B&& b) {
+  if constexpr (fx::scalar<A>)
+    return fx::ops<>::node(std::forward<B>(b)).bitwise_xor(a);
+  else
+    return fx::ops<>::node(std::forward<A>(a)).bitwise_xor(std::forward<B>(b));
+}
+template <fx::expr E> constexpr auto operator~(E&& e) {
+  return fx::ops<>::node(std::forward<E>(e)).bitwise_not();
+}
 template <fx::operand A, fx::operand_with<A> B> constexpr auto operator&&(A&& a, B&& b) {
   auto x = fx::lhs(std::forward<A>(a), b);
   auto y = fx::rhs(a, std::forward<B>(b));
@@ -346,6 +368,40 @@ template <int Axis, fx::expr E> constexpr auto argmin(const E& e) {
 }
 template <int Axis, fx::expr E> constexpr auto cumsum(const E& e) {
   return e.template cumsum<Axis>();
+}
+template <int Axis, fx::expr E> constexpr auto cumprod(const E& e) {
+  return e.template cumprod<Axis>();
+}
+template <int... Ax, fx::expr E> constexpr auto amax(const E& e) {
+  return e.template amax<Ax...>();
+}
+template <int... Ax, fx::expr E> constexpr auto amin(const E& e) {
+  return e.template amin<Ax...>();
+}
+template <std::int64_t K = 0, fx::expr E> constexpr auto tril(const E& e) {
+  return e.template tril<K>();
+}
+template <std::int64_t K = 0, fx::expr E> constexpr auto triu(const E& e) {
+  return e.template triu<K>();
+}
+/// The outer product of two 1-D expressions: [n] x [m] -> [n, m].
+template <fx::expr A, fx::expr B> constexpr auto outer(A&& a, B&& b) {
+  auto x = fx::ops<>::node(std::forward<A>(a));
+  auto y = fx::ops<>::node(std::forward<B>(b));
+  using XN = decltype(x);
+  using YN = decltype(y);
+  if constexpr (XN::is_error || YN::is_error)
+    return fx::ops<>::error();
+  else {
+    static_assert(XN::rank == 1 && YN::rank == 1, "tg: outer: needs two 1-D tensors");
+    if constexpr (XN::rank == 1 && YN::rank == 1)
+      return fx::ops<>::outer(x, y);
+    else
+      return fx::ops<>::error();
+  }
+}
+template <fx::expr E, class B> constexpr auto lerp(E&& e, B&& end, auto&& weight) {
+  return e.lerp(std::forward<B>(end), std::forward<decltype(weight)>(weight));
 }
 template <int Axis, fx::expr E, class I>
 constexpr auto gather(const E& e, I&& index,
