@@ -365,6 +365,39 @@ TEST_CASE("fixed: bitwise ops, masked_fill, lerp, tril/triu, amax/amin, cumprod 
   SAME(tg::outer(x.v, x.ia.sum<0>()), tg::outer(x.V, x.IA.sum(0))); // float32 x int64
 }
 
+TEST_CASE("fixed: log1p, expm1, sinh, cosh, asinh, acosh, atanh and hypot equal the run-time "
+          "Tensor's") {
+  Data x;
+  tg::fixed<float, 8> edge{0.0f, -0.0f, 1e-8f, -1e-8f, -1.0f, -2.0f, INFINITY, NAN};
+  tg::Tensor EDGE = rt(edge);
+  SAME(x.a.log1p(), x.A.log1p());
+  SAME((x.a * 1e-4f).log1p(), (x.A * 1e-4f).log1p());
+  SAME(edge.log1p(), EDGE.log1p());
+  SAME(x.a.expm1(), x.A.expm1());
+  SAME((x.a * 1e-4f).expm1(), (x.A * 1e-4f).expm1());
+  SAME(edge.expm1(), EDGE.expm1());
+  SAME(x.d.log1p(), x.D.log1p());
+  SAME(x.ia.expm1(), x.IA.expm1()); // float32, as on tg::Tensor
+  SAME(x.a.sinh(), x.A.sinh());
+  SAME(x.a.cosh(), x.A.cosh());
+  SAME(x.d.sinh(), x.D.sinh());
+  SAME(edge.cosh(), EDGE.cosh());
+  SAME(x.a.hypot(x.b), x.A.hypot(x.B));
+  SAME(x.a.hypot(x.bias), x.A.hypot(x.BIAS));
+  SAME(x.ia.hypot(x.ib), x.IA.hypot(x.IB));
+  SAME(edge.hypot(edge.flip<0>()), EDGE.hypot(EDGE.flip({0})));
+  SAME((x.a * 1e30f).hypot(x.b * 1e30f), (x.A * 1e30f).hypot(x.B * 1e30f));
+  SAME(x.a.asinh(), x.A.asinh());
+  SAME((x.a * 1e9f).asinh(), (x.A * 1e9f).asinh());
+  SAME(edge.asinh(), EDGE.asinh());
+  SAME(x.pos.acosh(), x.POS.acosh());
+  SAME((x.pos * 1e9f).acosh(), (x.POS * 1e9f).acosh());
+  SAME(edge.acosh(), EDGE.acosh());
+  SAME((x.a * 0.45f).atanh(), (x.A * 0.45f).atanh());
+  SAME(edge.atanh(), EDGE.atanh());
+  SAME(x.d.asinh(), x.D.asinh());
+}
+
 TEST_CASE("fixed: cat and stack equal the run-time Tensor's") {
   Data x;
   SAME(tg::cat<0>(x.a, x.b), tg::cat({x.A, x.B}, 0));

@@ -7842,6 +7842,7 @@ struct masked_fill;
 struct lerp;
 struct cumprod;
 struct outer;
+struct hypot;
 struct maximum;
 struct minimum;
 struct pow;
@@ -8409,6 +8410,28 @@ public:
   }
   constexpr auto softplus(double beta = 1, double threshold = 20) const {
     return X::softplus(X::node(self()), beta, threshold);
+  }
+  constexpr auto log1p() const { return X::log1p(X::node(self())); }
+  constexpr auto expm1() const { return X::expm1(X::node(self())); }
+  constexpr auto sinh() const { return X::sinh(X::node(self())); }
+  constexpr auto cosh() const { return X::cosh(X::node(self())); }
+  constexpr auto asinh() const { return X::asinh(X::node(self())); }
+  constexpr auto acosh() const { return X::acosh(X::node(self())); }
+  constexpr auto atanh() const { return X::atanh(X::node(self())); }
+  /// sqrt(this^2 + o^2) without overflow or underflow in the squares, as torch.hypot.
+  template <class B> constexpr auto hypot(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::hypot, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: hypot: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::hypot, S_<>, fx::shape_of<decltype(b)>>)
+        return X::hypot(a, b);
+      else
+        return X::error();
+    }
   }
   constexpr auto square() const { return X::square(X::node(self())); }
   constexpr auto trunc() const { return X::trunc(X::node(self())); }
@@ -9386,6 +9409,14 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(bitwise_not)
   TG_FX_ABSORB(masked_fill)
   TG_FX_ABSORB(lerp)
+  TG_FX_ABSORB(log1p)
+  TG_FX_ABSORB(expm1)
+  TG_FX_ABSORB(sinh)
+  TG_FX_ABSORB(cosh)
+  TG_FX_ABSORB(asinh)
+  TG_FX_ABSORB(acosh)
+  TG_FX_ABSORB(atanh)
+  TG_FX_ABSORB(hypot)
   TG_FX_ABSORB(gather)
   TG_FX_ABSORB(index_select)
   TG_FX_ABSORB(eval)
@@ -11003,6 +11034,76 @@ template <class> struct ops {
   template <class A, class B> static constexpr auto logical_xor(const A& a, const B& b) {
     return alu<Op::Xor>(cast_to<DType::Bool>(a), cast_to<DType::Bool>(b));
   }
+  // float functions of tensor/math.hpp, as composed there (their values; no gradients here)
+  /// Tensor::log1p: log(u) x / (u - 1) with u = 1 + x (x where u rounds to 1).
+  template <class E> static constexpr auto log1p(const E& e) {
+    auto x = as_float(e);
+    constexpr DType t = decltype(x)::dtype;
+    auto u = sadd(1.0, x);
+    auto one = full<shape<>, t>(1);
+    auto exact = eq(u, one);
+    auto d = where3(exact, one, sub_s(u, 1.0));
+    auto v = where3(isinf(u), u, where3(exact, x, mul(log(u), div(x, d))));
+    return where3(lt_s(x, -1.0), full<shape<>, t>(cmath::nan), v);
+  }
+  /// Tensor::expm1: (u - 1) x / log(u) with u = e^x near x = 0, u - 1 elsewhere.
+  template <class E> static constexpr auto expm1(const E& e) {
+    auto x = as_float(e);
+    constexpr DType t = decltype(x)::dtype;
+    auto u = exp(x);
+    auto one = full<shape<>, t>(1);
+    auto exact = eq(u, one);
+    auto l = where3(exact, one, log(u));
+    auto far = logical_or(lt_s(u, 0.5), gt_s(u, 2.0));
+    auto um1 = sub_s(u, 1.0);
+    return where3(far, um1, where3(exact, x, mul(um1, div(x, l))));
+  }
+  /// Tensor::sinh: (expm1(x) - expm1(-x)) / 2.
+  template <class E> static constexpr auto sinh(const E& e) {
+    auto x = as_float(e);
+    return mul_s(sub(expm1(x), expm1(neg(x))), 0.5);
+  }
+  /// Tensor::cosh: (e + 1 / e) / 2 with e = exp(|x|).
+  template <class E> static constexpr auto cosh(const E& e) {
+    auto x = exp(abs(as_float(e)));
+    return mul_s(add(x, reciprocal(x)), 0.5);
+  }
+  /// Tensor::asinh: sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), log(|x|) + ln 2 past 2^28.
+  template <class E> static constexpr auto asinh(const E& e) {
+    auto x = as_float(e);
+    auto ax = abs(x);
+    auto ax2 = mul(ax, ax);
+    auto small = log1p(add(ax, div(ax2, sadd(1.0, sqrt(sadd(1.0, ax2))))));
+    auto a = where3(gt_s(ax, 268435456.0), add_s(log(ax), kLn2), small);
+    return where3(lt_s(x, 0.0), neg(a), where3(eq_s(x, 0.0), x, a));
+  }
+  /// Tensor::acosh: log1p(t + sqrt(t (t + 2))) with t = x - 1, log(x) + ln 2 past 2^28.
+  template <class E> static constexpr auto acosh(const E& e) {
+    auto x = as_float(e);
+    auto t = sub_s(x, 1.0);
+    auto small = log1p(add(t, sqrt(mul(t, add_s(t, 2.0)))));
+    auto v = where3(gt_s(x, 268435456.0), add_s(log(x), kLn2), small);
+    return where3(lt_s(x, 1.0), full<shape<>, decltype(v)::dtype>(cmath::nan), v);
+  }
+  /// Tensor::atanh: log1p(2x / (1 - x)) / 2.
+  template <class E> static constexpr auto atanh(const E& e) {
+    auto x = as_float(e);
+    auto v = smul(0.5, log1p(div(smul(2.0, x), ssub(1.0, x))));
+    return where3(gt_s(abs(x), 1.0), full<shape<>, decltype(v)::dtype>(cmath::nan), v);
+  }
+  /// Tensor::hypot: m sqrt((a / m)^2 + (b / m)^2) with m = max(|a|, |b|).
+  template <class A, class B> static constexpr auto hypot(const A& a0, const B& b0) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    auto a = as_float(cast_to<t>(a0));
+    auto b = as_float(cast_to<t>(b0));
+    auto m = maximum(abs(a), abs(b));
+    auto zero = eq_s(m, 0.0);
+    auto safe = where3(zero, full<shape<>, decltype(m)::dtype>(1), m);
+    auto ra = div(a, safe), rb = div(b, safe);
+    auto v = where3(zero, m, mul(m, sqrt(add(mul(ra, ra), mul(rb, rb)))));
+    return where3(isinf(m), m, v);
+  }
+
   // bitwise ops (tensor/math.hpp): integers and bool, promoted; ~ of bool is logical_not
   template <class A, class B> static constexpr auto bitwise_and(const A& a, const B& b) {
     return alu<Op::And>(a, b);

@@ -273,6 +273,28 @@ public:
   constexpr auto softplus(double beta = 1, double threshold = 20) const {
     return X::softplus(X::node(self()), beta, threshold);
   }
+  constexpr auto log1p() const { return X::log1p(X::node(self())); }
+  constexpr auto expm1() const { return X::expm1(X::node(self())); }
+  constexpr auto sinh() const { return X::sinh(X::node(self())); }
+  constexpr auto cosh() const { return X::cosh(X::node(self())); }
+  constexpr auto asinh() const { return X::asinh(X::node(self())); }
+  constexpr auto acosh() const { return X::acosh(X::node(self())); }
+  constexpr auto atanh() const { return X::atanh(X::node(self())); }
+  /// sqrt(this^2 + o^2) without overflow or underflow in the squares, as torch.hypot.
+  template <class B> constexpr auto hypot(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::hypot, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: hypot: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::hypot, S_<>, fx::shape_of<decltype(b)>>)
+        return X::hypot(a, b);
+      else
+        return X::error();
+    }
+  }
   constexpr auto square() const { return X::square(X::node(self())); }
   constexpr auto trunc() const { return X::trunc(X::node(self())); }
   constexpr auto floor() const { return X::floor(X::node(self())); }

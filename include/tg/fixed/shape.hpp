@@ -54,6 +54,7 @@ struct masked_fill;
 struct lerp;
 struct cumprod;
 struct outer;
+struct hypot;
 struct maximum;
 struct minimum;
 struct pow;
