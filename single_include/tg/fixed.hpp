@@ -11099,7 +11099,8 @@ template <class> struct ops {
     auto m = maximum(abs(a), abs(b));
     auto zero = eq_s(m, 0.0);
     auto safe = where3(zero, full<shape<>, decltype(m)::dtype>(1), m);
-    auto ra = div(a, safe), rb = div(b, safe);
+    auto ra = div(a, safe);
+    auto rb = div(b, safe);
     auto v = where3(zero, m, mul(m, sqrt(add(mul(ra, ra), mul(rb, rb)))));
     return where3(isinf(m), m, v);
   }
