@@ -437,6 +437,38 @@ void eigen_sum(benchmark::State& st, int axis) {
 
 // -------------------------------------------------------------------------------- conv2d ----
 
+// The 16-bit products (hgemm, bgemm: float16, bfloat16 in, float32 accumulation, rounded once):
+// against tg's float32 product of the same size and PyTorch's (bfloat16 only: PyTorch 1.13's CPU
+// has no float16 product). The reference is tg's float32
+// product of the same (exactly widened) inputs, rounded to the 16-bit type.
+struct HalfMatmul {
+  const char* name;
+  tg::DType dtype;
+  std::int64_t n; // n x n x n
+  double flops() const { return 2.0 * double(n * n * n); }
+};
+const HalfMatmul kHalfMatmuls[] = {{"bgemm_1024", tg::bfloat16, 1024},
+                                   {"bgemm_2048", tg::bfloat16, 2048},
+                                   {"hgemm_2048", tg::float16, 2048}};
+
+void tg_half_matmul(benchmark::State& st, const HalfMatmul& c, bool as_float32) {
+  static std::map<std::string, std::pair<Tensor, Tensor>> inputs;
+  auto [it, fresh] = inputs.try_emplace(c.name);
+  if (fresh)
+    it->second = {tg::randn({c.n, c.n}).cast(c.dtype).realize(),
+                  tg::randn({c.n, c.n}).cast(c.dtype).realize()};
+  Tensor a = it->second.first, b = it->second.second;
+  Tensor af = a.cast(tg::float32).realize(), bf = b.cast(tg::float32).realize();
+  Tensor product = af.matmul(bf).realize();
+  if (as_float32)
+    time_tg(st, [&] { return af.matmul(bf); }, to_vec(product), std::string(c.name) + ": float32");
+  else
+    time_tg(
+        st, [&] { return a.matmul(b); }, to_vec(product.cast(c.dtype)),
+        std::string(c.name) + ": tg against float32");
+  gflops(st, c.flops());
+}
+
 constexpr std::int64_t kN = 32, kC = 16, kH = 28, kW = 28, kO = 32; // 3x3, padding 1
 constexpr double kConvFlops = 2.0 * kN * kO * kH * kW * kC * 9;
 
@@ -542,6 +574,11 @@ int main(int argc, char** argv) {
     add(c.name, "openblas", [&c](benchmark::State& st) { openblas_bench(st, c); });
     if (!c.batch) add(c.name, "eigen", [&c](benchmark::State& st) { eigen_matmul(st, c); });
     add_torch(c.name, c.flops());
+  }
+  for (const HalfMatmul& c : kHalfMatmuls) {
+    add(c.name, "tg", [&c](benchmark::State& st) { tg_half_matmul(st, c, false); });
+    add(c.name, "tg_float32", [&c](benchmark::State& st) { tg_half_matmul(st, c, true); });
+    if (c.dtype == tg::bfloat16) add_torch(c.name, c.flops()); // (1.13 has no float16 addmm)
   }
   add("softmax_4096x4096", "tg", tg_softmax);
   add("softmax_4096x4096", "loop_2threads", loop_softmax_bench);

@@ -128,6 +128,8 @@ workloads = {
     "linear_128x784x256": lambda: linear(128, 784, 256),
     "linear_128x256x256": lambda: linear(128, 256, 256),
     "bmm_16x256x256x256": lambda: bmm(16, 256, 256, 256),
+    "bgemm_1024": lambda: matmul(1024, 1024, 1024, torch.bfloat16),
+    "bgemm_2048": lambda: matmul(2048, 2048, 2048, torch.bfloat16),
     **common,
 }
 

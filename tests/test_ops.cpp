@@ -1940,6 +1940,90 @@ TEST_CASE("matmul and dot: 1-D, 2-D, batched with broadcasting, non-contiguous")
   });
 }
 
+// A 16-bit float's products accumulate in float32 and are rounded once; the CPU runs them as
+// float32 vector kernels (its vector loads widen the elements), which must equal INTERP's
+// programs bit for bit: sizes with and without tails, transposed operands (the copies of
+// pack_panels and pack_rows), batches, an epilogue, row sums and maxima, and special values.
+TEST_CASE("float16 and bfloat16 products and reductions accumulate in float32") {
+  for_each_device([](const std::string& dev) {
+    for (tg::DType t : {tg::float16, tg::bfloat16}) {
+      CAPTURE(tg::dtype_name(t));
+      auto in = [&](const Shape64& s, unsigned seed) { // exact 16-bit values, on INTERP
+        return make(rnd(s, seed, -2, 2), t, "INTERP").realize();
+      };
+      auto ref = [](const Tensor& x) { return Ref{x.shape(), x.to_vector<double>()}; };
+      std::vector<std::pair<std::string, std::function<Tensor(const std::vector<Tensor>&)>>> cases;
+      std::vector<std::vector<Tensor>> args;
+      std::vector<Ref> want;
+      std::vector<Tol> tols;
+      auto product = [&](std::string name, Tensor a, Tensor b, auto f, Ref r,
+                         Tol tol = tol_for(tg::bfloat16)) {
+        cases.push_back({std::move(name), f});
+        args.push_back({a, b});
+        want.push_back(std::move(r));
+        tols.push_back(tol);
+      };
+      auto mm = [](const std::vector<Tensor>& x) { return x[0].matmul(x[1]); };
+      Tensor a = in({37, 70}, 900), b = in({70, 53}, 901);
+      product("tails", a, b, mm, r_matmul(ref(a), ref(b)));
+      Tensor c = in({64, 256}, 902), d = in({256, 96}, 903);
+      product("64 x 256 @ 256 x 96", c, d, mm, r_matmul(ref(c), ref(d)));
+      Tensor at = in({256, 64}, 904), e = in({256, 48}, 905);
+      product(
+          "A^T", at, e, [](const std::vector<Tensor>& x) { return x[0].T().matmul(x[1]); },
+          r_matmul(r_permute(ref(at), {1, 0}), ref(e)));
+      Tensor bt = in({80, 256}, 906);
+      product(
+          "B^T", c, bt, [](const std::vector<Tensor>& x) { return x[0].matmul(x[1].T()); },
+          r_matmul(ref(c), r_permute(ref(bt), {1, 0})));
+      Tensor ba = in({3, 16, 64}, 907), bb = in({3, 64, 32}, 908);
+      product("batched", ba, bb, mm, r_matmul(ref(ba), ref(bb)));
+      Tensor bias = in({96}, 909);
+      product(
+          "linear then relu", c, d,
+          [bias](const std::vector<Tensor>& x) {
+            return (x[0].matmul(x[1]) + bias.to(x[0].device())).relu();
+          },
+          map1(map2(r_matmul(ref(c), ref(d)), ref(bias), std::plus<>()),
+               [](double v) { return std::max(v, 0.0); }),
+          // a GPU splits the reduction and rounds the product to 16 bits before the bias is
+          // added (as PyTorch's two ops do): within a bfloat16 step of the products (< 32)
+          Tol{1e-2, 0.125});
+      Tensor rows = in({8, 4096}, 910);
+      product(
+          "row sums", rows, rows, [](const std::vector<Tensor>& x) { return x[0].sum(1); },
+          r_reduce(ref(rows), {1}, false, v_sum));
+      product(
+          "row maxima", rows, rows, [](const std::vector<Tensor>& x) { return x[0].max(1); },
+          r_reduce(ref(rows), {1}, false, v_max));
+      // rows of inf, NaN, the largest finite values (sums past them overflow to inf) and the
+      // smallest subnormals (results of subnormal size); the reference rounded to t
+      const bool f16 = t == tg::float16;
+      Ref sv = rnd({32, 32}, 911, -2, 2);
+      for (std::size_t k = 0; k < 32; ++k)
+        sv.v[5 * 32 + k] = (f16 ? 0x1p-24 : 0x1p-133) * double(k % 3);
+      sv.v[0] = kInf, sv.v[33] = kNaN, sv.v[66] = f16 ? 65504 : 0x1p127, sv.v[99] = -sv.v[66];
+      Tensor sp = make(sv, t, "INTERP").realize(), sb = in({32, 24}, 912);
+      product("special values", sp, sb, mm, ref(make(r_matmul(ref(sp), ref(sb)), t, "INTERP")));
+
+      Batch batch(dev);
+      std::vector<Tensor> on_interp;
+      for (std::size_t k = 0; k < cases.size(); ++k) {
+        std::vector<Tensor> x;
+        for (const Tensor& v : args[k]) x.push_back(v.to(dev));
+        Tensor got = cases[k].second(x);
+        batch.add(cases[k].first, got, want[k], t, tols[k]);
+        if (dev == "CPU") {
+          Tensor oracle = cases[k].second(args[k]);
+          CHECK_MESSAGE(got.bitcast(tg::int16).to_vector<std::int16_t>() ==
+                            oracle.bitcast(tg::int16).to_vector<std::int16_t>(),
+                        cases[k].first << ": the CPU's kernel differs from INTERP's");
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("softmax, log_softmax, cumsum") {
   for_each_device([](const std::string& dev) {
     Batch b(dev);

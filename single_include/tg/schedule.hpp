@@ -911,8 +911,10 @@ constexpr Text dump(const Program& p) {
 
 namespace tg {
 
-/// The pass (see the top of this file): AccAssign Add of a float32/float64 Mul of its own dtype
-/// becomes AccAssign MulAdd {acc, a, b}. The partial accumulators of a split reduction (lower.hpp:
+/// The pass (see the top of this file): AccAssign Add of a float Mul of its own dtype becomes
+/// AccAssign MulAdd {acc, a, b}. A 16-bit float's registers hold float32s, so its sums of products
+/// are float32 multiply-adds (the product of two 16-bit floats is exact in float32: there they do
+/// not change a bit). The partial accumulators of a split reduction (lower.hpp:
 /// summed pairwise after their loop, a layer norm's variance) are left alone: GCC 12 vectorizes
 /// their multiply-adds across the partials, but keeps fmaf calls scalar there (layer norm 4096 x
 /// 1024 took 1.7 ms instead of 1.1).
@@ -928,8 +930,8 @@ constexpr Program contract(const Program& p) {
   Program q = p;
   bool changed = false;
   for (UOp& u : q.ops) {
-    if (u.kind != UKind::AccAssign || u.op != Op::Add ||
-        (u.dtype != DType::Float32 && u.dtype != DType::Float64) || partial[std::size_t(u.src[0])])
+    if (u.kind != UKind::AccAssign || u.op != Op::Add || !is_float(u.dtype) ||
+        partial[std::size_t(u.src[0])])
       continue;
     const UOp& m = p.ops[std::size_t(u.src[1])];
     if (m.kind != UKind::Alu || m.op != Op::Mul || m.dtype != u.dtype) continue;
@@ -1446,7 +1448,7 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Exp2 && o.exp2_poly && compute_dtype(u.dtype) == f32) {
-      rw.map[i] = exp2_poly(r.src[0]);
+      rw.map[i] = typed(u.dtype, exp2_poly(r.src[0]));
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Sin && o.sin_reduce &&
@@ -3373,6 +3375,9 @@ constexpr Program narrow32(const Program& p) {
 // The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
 // x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
 // a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
+// A 16-bit float's lanes are float32 lanes (its registers hold float32s): the vector loads of a
+// float16 or bfloat16 buffer widen its elements exactly, and its products run at float32's speed
+// instead of converting each element on its own.
 
 namespace tg {
 
@@ -3456,7 +3461,7 @@ constexpr Program vectorize(const Program& p, int vector_bytes = 32) {
     Lane l;
     const UOp& u = p.ops[i];
     if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max && u.op != Op::MulAdd) ||
-        (u.dtype != DType::Float32 && u.dtype != DType::Float64))
+        !is_float(u.dtype))
       return l;
     const UOp& acc = p.ops[std::size_t(u.src[0])];
     // (a reduction of one element has no loop: its lanes are not worth vectors)
@@ -3681,7 +3686,7 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBy
     for (std::int64_t o : pn.offsets)
       if (ok) seen[std::size_t(o / w)] = 1;
     for (std::uint8_t s : seen) ok = ok && s;
-    if (!ok || pn.length * pn.columns * itemsize(first.dtype) > max_bytes) continue;
+    if (!ok || pn.length * pn.columns * itemsize(compute_dtype(first.dtype)) > max_bytes) continue;
     // The copy goes before the outermost enclosing loop from which on no loop changes the
     // index: that loop (row tiles) then reuses the panel. Everything the index needs besides
     // the reduce loop must be computed before it.
@@ -3728,8 +3733,14 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBy
       if (pn.hoist != int(i)) continue;
       // the copy: for kk in [0, K): panel[kk * columns + o] = buf[index(kk) + o]
       const UOp& first = p.ops[std::size_t(pn.loads[0])];
-      local[k] = w.add(UOp{
-          UKind::Local, Op::Add, first.dtype, {-1, -1, -1}, {}, int(pn.length * pn.columns), {}});
+      // (a 16-bit float's panel holds the float32s its loads widen: widened once per panel)
+      local[k] = w.add(UOp{UKind::Local,
+                           Op::Add,
+                           compute_dtype(first.dtype),
+                           {-1, -1, -1},
+                           {},
+                           int(pn.length * pn.columns),
+                           {}});
       int zero = w.cint(0), len = w.cint(pn.length);
       kk[k] = w.add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, len, -1}, {}, -1, {}});
       std::vector<int> clone(n, -1);
@@ -3856,8 +3867,9 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     Group& g = groups[gi];
     const DType t = p.ops[std::size_t(g.loads[0])].dtype;
-    bool ok = g.loads.size() <= 16 &&
-              g.tiles * g.k * std::int64_t(g.loads.size()) * itemsize(t) <= max_bytes;
+    bool ok =
+        g.loads.size() <= 16 &&
+        g.tiles * g.k * std::int64_t(g.loads.size()) * itemsize(compute_dtype(t)) <= max_bytes;
     for (int l : g.loads) ok = ok && p.ops[std::size_t(l)].dtype == t;
     // the index ops inside the loops (cloned into the copy's loops) must be arithmetic, and
     // everything else they read computed before the copy
@@ -3901,10 +3913,11 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
       const Group& g = groups[gi];
       if (g.hoist != int(i) || group_of[std::size_t(g.loads[0])] != int(gi)) continue;
       // [for tile:] for k: local[(tile * K + k) * R + r] = buf[index_r(tile, k)]
+      // (a 16-bit float's copy holds the float32s its values are: converted once)
       const DType t = p.ops[std::size_t(g.loads[0])].dtype;
       local[gi] = w.add(UOp{UKind::Local,
                             Op::Add,
-                            t,
+                            compute_dtype(t),
                             {-1, -1, -1},
                             {},
                             int(g.tiles * g.k * std::int64_t(g.loads.size())),
@@ -4144,7 +4157,7 @@ struct CStyleRenderer {
       case UKind::VecFold:
         indent();
         if constexpr (D::vectors)
-          D::vector_op(t, u, int(i));
+          D::vector_op(t, p, u, int(i));
         else
           throw graph_error(std::string("tg: this renderer has no ") + ukind_name(u.kind));
         break;
@@ -4507,8 +4520,9 @@ struct CDialect : CFamily<CDialect> {
     t << "((union { " << type(from) << " a; " << type(to) << " b; }){" << a << "}).b";
   }
   static constexpr const char* fma(DType d) { return d == DType::Float64 ? "fma" : "fmaf"; }
-  static constexpr void vector_op(Text& t, const UOp& u, int i) {
-    // tg_f32x8, tg_f64x4 (AVX), tg_f32x16, tg_f64x8 (AVX-512); masks tg_i32x8, ...
+  static constexpr void vector_op(Text& t, const Program& p, const UOp& u, int i) {
+    // tg_f32x8, tg_f64x4 (AVX), tg_f32x16, tg_f64x8 (AVX-512); masks tg_i32x8, ...; a 16-bit
+    // float's lanes are float32's
     const std::int64_t bits = u.dtype == DType::Float64 ? 64 : 32, lanes = u.arg;
     Text vt_, it_;
     vt_ << "tg_f" << bits << 'x' << lanes;
@@ -4521,9 +4535,27 @@ struct CDialect : CFamily<CDialect> {
       if (u.value.f != 0) {
         t << "; ";
         v(i) << " += ";
-        constant(t, u.dtype, u.value);
+        constant(t, compute_dtype(u.dtype), u.value);
       }
       t << ";\n";
+    } else if (u.kind == UKind::VecLoad && is_half(p.ops[std::size_t(u.src[0])].dtype)) {
+      // 16-bit floats widened exactly: their bits gathered, then tg_widen_bf16x16(bits), ...
+      t << vt << ' ';
+      v(i) << "; { tg_u16x" << lanes << " h";
+      if (u.value.i > 1) {
+        t << " = {";
+        for (int k = 0; k < u.arg; ++k) {
+          v(u.src[0]) << "[v" << std::int64_t(u.src[1]);
+          if (k > 0) t << " + " << u.value.i * k;
+          t << (k + 1 < u.arg ? "], " : "]");
+        }
+        t << "}; ";
+      } else {
+        t << "; __builtin_memcpy(&h, &";
+        v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], sizeof h); ";
+      }
+      v(i) << " = tg_widen_" << (u.dtype == DType::Float16 ? "f16" : "bf16") << 'x' << lanes
+           << "(h); }\n";
     } else if (u.kind == UKind::VecLoad && u.value.i > 1) { // elements a stride apart
       t << vt << ' ';
       v(i) << " = {";
@@ -4568,7 +4600,7 @@ struct CDialect : CFamily<CDialect> {
       v(u.src[2]) << ", ";
       v(u.src[0]) << ");\n";
     } else {
-      t << type(u.dtype) << ' ';
+      t << type(compute_dtype(u.dtype)) << ' ';
       v(i) << " = ";
       v(u.src[0]) << '[' << std::int64_t(u.arg) << "];\n";
     }
@@ -4614,6 +4646,42 @@ struct CDialect : CFamily<CDialect> {
          "#else\n"
          "TG_FMA_LANES(f32x16, 16, __builtin_fmaf) TG_FMA_LANES(f64x8, 8, __builtin_fma)\n"
          "#endif\n"
+         // The vector loads of 16-bit floats (VecLoad): a bfloat16 is a float32's top half; a
+         // float16 by the x86 conversion where the compiler has it (exact), else by its fields
+         // as decompose's decoding (subnormals m * 2^-24).
+         "#define TG_UNUSED __attribute__((unused))\n"
+         "typedef unsigned short tg_u16x8 __attribute__((vector_size(16)));\n"
+         "typedef unsigned short tg_u16x16 __attribute__((vector_size(32)));\n"
+         "typedef unsigned tg_u32x8 __attribute__((vector_size(32)));\n"
+         "typedef unsigned tg_u32x16 __attribute__((vector_size(64)));\n"
+         "#define TG_WIDEN(n) static inline TG_UNUSED tg_f32x##n tg_widen_bf16x##n(tg_u16x##n h) { "
+         "return "
+         "(tg_f32x##n)(__builtin_convertvector(h, tg_u32x##n) << 16); } static inline TG_UNUSED "
+         "tg_f32x##n "
+         "tg_widen_bits_f16x##n(tg_u16x##n h) { tg_u32x##n w = __builtin_convertvector(h, "
+         "tg_u32x##n), s = (w & 0x8000) << 16, e = w >> 10 & 31, m = w & 0x3ff, f = s | (m << "
+         "13), c = (tg_u32x##n)(e == 31), z = (tg_u32x##n)(e == 0), tiny = "
+         "(tg_u32x##n)(__builtin_convertvector(m, tg_f32x##n) * 0x1p-24f) | s; return "
+         "(tg_f32x##n)((tiny & z) | ((f | (0x7f800000 & c) | ((e + 112) << 23 & ~c)) & ~z)); }\n"
+         "TG_WIDEN(8) TG_WIDEN(16)\n"
+         // (and tg_h2f, tg_f2h: a float16's value where the CPU device's target converts
+         // float16 itself, as x86-64-v3 can: cpu_info.hpp; NaN as decompose's, 0x7e00 signed)
+         "#if (defined(__x86_64__) || defined(__i386__)) && defined(__F16C__)\n"
+         "typedef short tg_i16x8 __attribute__((vector_size(16)));\n"
+         "typedef float tg_f32x4 __attribute__((vector_size(16)));\n"
+         "#define tg_widen_f16x8(h) ((tg_f32x8)__builtin_ia32_vcvtph2ps256((tg_i16x8)(h)))\n"
+         "static inline TG_UNUSED float tg_h2f(unsigned short h) { return "
+         "__builtin_ia32_vcvtph2ps((tg_i16x8){(short)h})[0]; }\n"
+         "static inline TG_UNUSED unsigned short tg_f2h(float f) { unsigned b; "
+         "__builtin_memcpy(&b, &f, 4); "
+         "return f != f ? (b >> 16 & 0x8000) | 0x7e00 : (unsigned "
+         "short)__builtin_ia32_vcvtps2ph((tg_f32x4){f}, 0)[0]; }\n"
+         "#else\n#define tg_widen_f16x8 tg_widen_bits_f16x8\n#endif\n"
+         "#if (defined(__x86_64__) || defined(__i386__)) && defined(__AVX512F__)\n"
+         "typedef short tg_i16x16 __attribute__((vector_size(32)));\n"
+         "#define tg_widen_f16x16(h) __builtin_ia32_vcvtph2ps512_mask((tg_i16x16)(h), "
+         "(tg_f32x16){0}, 0xffff, 4)\n"
+         "#else\n#define tg_widen_f16x16 tg_widen_bits_f16x16\n#endif\n"
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
          // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel

@@ -500,7 +500,7 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Exp2 && o.exp2_poly && compute_dtype(u.dtype) == f32) {
-      rw.map[i] = exp2_poly(r.src[0]);
+      rw.map[i] = typed(u.dtype, exp2_poly(r.src[0]));
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Sin && o.sin_reduce &&

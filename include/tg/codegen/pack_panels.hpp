@@ -103,7 +103,7 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBy
     for (std::int64_t o : pn.offsets)
       if (ok) seen[std::size_t(o / w)] = 1;
     for (std::uint8_t s : seen) ok = ok && s;
-    if (!ok || pn.length * pn.columns * itemsize(first.dtype) > max_bytes) continue;
+    if (!ok || pn.length * pn.columns * itemsize(compute_dtype(first.dtype)) > max_bytes) continue;
     // The copy goes before the outermost enclosing loop from which on no loop changes the
     // index: that loop (row tiles) then reuses the panel. Everything the index needs besides
     // the reduce loop must be computed before it.
@@ -150,8 +150,14 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBy
       if (pn.hoist != int(i)) continue;
       // the copy: for kk in [0, K): panel[kk * columns + o] = buf[index(kk) + o]
       const UOp& first = p.ops[std::size_t(pn.loads[0])];
-      local[k] = w.add(UOp{
-          UKind::Local, Op::Add, first.dtype, {-1, -1, -1}, {}, int(pn.length * pn.columns), {}});
+      // (a 16-bit float's panel holds the float32s its loads widen: widened once per panel)
+      local[k] = w.add(UOp{UKind::Local,
+                           Op::Add,
+                           compute_dtype(first.dtype),
+                           {-1, -1, -1},
+                           {},
+                           int(pn.length * pn.columns),
+                           {}});
       int zero = w.cint(0), len = w.cint(pn.length);
       kk[k] = w.add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, len, -1}, {}, -1, {}});
       std::vector<int> clone(n, -1);

@@ -87,8 +87,9 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
     Group& g = groups[gi];
     const DType t = p.ops[std::size_t(g.loads[0])].dtype;
-    bool ok = g.loads.size() <= 16 &&
-              g.tiles * g.k * std::int64_t(g.loads.size()) * itemsize(t) <= max_bytes;
+    bool ok =
+        g.loads.size() <= 16 &&
+        g.tiles * g.k * std::int64_t(g.loads.size()) * itemsize(compute_dtype(t)) <= max_bytes;
     for (int l : g.loads) ok = ok && p.ops[std::size_t(l)].dtype == t;
     // the index ops inside the loops (cloned into the copy's loops) must be arithmetic, and
     // everything else they read computed before the copy
@@ -132,10 +133,11 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
       const Group& g = groups[gi];
       if (g.hoist != int(i) || group_of[std::size_t(g.loads[0])] != int(gi)) continue;
       // [for tile:] for k: local[(tile * K + k) * R + r] = buf[index_r(tile, k)]
+      // (a 16-bit float's copy holds the float32s its values are: converted once)
       const DType t = p.ops[std::size_t(g.loads[0])].dtype;
       local[gi] = w.add(UOp{UKind::Local,
                             Op::Add,
-                            t,
+                            compute_dtype(t),
                             {-1, -1, -1},
                             {},
                             int(g.tiles * g.k * std::int64_t(g.loads.size())),

@@ -183,7 +183,7 @@ struct CStyleRenderer {
       case UKind::VecFold:
         indent();
         if constexpr (D::vectors)
-          D::vector_op(t, u, int(i));
+          D::vector_op(t, p, u, int(i));
         else
           throw graph_error(std::string("tg: this renderer has no ") + ukind_name(u.kind));
         break;
@@ -546,8 +546,9 @@ struct CDialect : CFamily<CDialect> {
     t << "((union { " << type(from) << " a; " << type(to) << " b; }){" << a << "}).b";
   }
   static constexpr const char* fma(DType d) { return d == DType::Float64 ? "fma" : "fmaf"; }
-  static constexpr void vector_op(Text& t, const UOp& u, int i) {
-    // tg_f32x8, tg_f64x4 (AVX), tg_f32x16, tg_f64x8 (AVX-512); masks tg_i32x8, ...
+  static constexpr void vector_op(Text& t, const Program& p, const UOp& u, int i) {
+    // tg_f32x8, tg_f64x4 (AVX), tg_f32x16, tg_f64x8 (AVX-512); masks tg_i32x8, ...; a 16-bit
+    // float's lanes are float32's
     const std::int64_t bits = u.dtype == DType::Float64 ? 64 : 32, lanes = u.arg;
     Text vt_, it_;
     vt_ << "tg_f" << bits << 'x' << lanes;
@@ -560,9 +561,27 @@ struct CDialect : CFamily<CDialect> {
       if (u.value.f != 0) {
         t << "; ";
         v(i) << " += ";
-        constant(t, u.dtype, u.value);
+        constant(t, compute_dtype(u.dtype), u.value);
       }
       t << ";\n";
+    } else if (u.kind == UKind::VecLoad && is_half(p.ops[std::size_t(u.src[0])].dtype)) {
+      // 16-bit floats widened exactly: their bits gathered, then tg_widen_bf16x16(bits), ...
+      t << vt << ' ';
+      v(i) << "; { tg_u16x" << lanes << " h";
+      if (u.value.i > 1) {
+        t << " = {";
+        for (int k = 0; k < u.arg; ++k) {
+          v(u.src[0]) << "[v" << std::int64_t(u.src[1]);
+          if (k > 0) t << " + " << u.value.i * k;
+          t << (k + 1 < u.arg ? "], " : "]");
+        }
+        t << "}; ";
+      } else {
+        t << "; __builtin_memcpy(&h, &";
+        v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], sizeof h); ";
+      }
+      v(i) << " = tg_widen_" << (u.dtype == DType::Float16 ? "f16" : "bf16") << 'x' << lanes
+           << "(h); }\n";
     } else if (u.kind == UKind::VecLoad && u.value.i > 1) { // elements a stride apart
       t << vt << ' ';
       v(i) << " = {";
@@ -607,7 +626,7 @@ struct CDialect : CFamily<CDialect> {
       v(u.src[2]) << ", ";
       v(u.src[0]) << ");\n";
     } else {
-      t << type(u.dtype) << ' ';
+      t << type(compute_dtype(u.dtype)) << ' ';
       v(i) << " = ";
       v(u.src[0]) << '[' << std::int64_t(u.arg) << "];\n";
     }
@@ -653,6 +672,42 @@ struct CDialect : CFamily<CDialect> {
          "#else\n"
          "TG_FMA_LANES(f32x16, 16, __builtin_fmaf) TG_FMA_LANES(f64x8, 8, __builtin_fma)\n"
          "#endif\n"
+         // The vector loads of 16-bit floats (VecLoad): a bfloat16 is a float32's top half; a
+         // float16 by the x86 conversion where the compiler has it (exact), else by its fields
+         // as decompose's decoding (subnormals m * 2^-24).
+         "#define TG_UNUSED __attribute__((unused))\n"
+         "typedef unsigned short tg_u16x8 __attribute__((vector_size(16)));\n"
+         "typedef unsigned short tg_u16x16 __attribute__((vector_size(32)));\n"
+         "typedef unsigned tg_u32x8 __attribute__((vector_size(32)));\n"
+         "typedef unsigned tg_u32x16 __attribute__((vector_size(64)));\n"
+         "#define TG_WIDEN(n) static inline TG_UNUSED tg_f32x##n tg_widen_bf16x##n(tg_u16x##n h) { "
+         "return "
+         "(tg_f32x##n)(__builtin_convertvector(h, tg_u32x##n) << 16); } static inline TG_UNUSED "
+         "tg_f32x##n "
+         "tg_widen_bits_f16x##n(tg_u16x##n h) { tg_u32x##n w = __builtin_convertvector(h, "
+         "tg_u32x##n), s = (w & 0x8000) << 16, e = w >> 10 & 31, m = w & 0x3ff, f = s | (m << "
+         "13), c = (tg_u32x##n)(e == 31), z = (tg_u32x##n)(e == 0), tiny = "
+         "(tg_u32x##n)(__builtin_convertvector(m, tg_f32x##n) * 0x1p-24f) | s; return "
+         "(tg_f32x##n)((tiny & z) | ((f | (0x7f800000 & c) | ((e + 112) << 23 & ~c)) & ~z)); }\n"
+         "TG_WIDEN(8) TG_WIDEN(16)\n"
+         // (and tg_h2f, tg_f2h: a float16's value where the CPU device's target converts
+         // float16 itself, as x86-64-v3 can: cpu_info.hpp; NaN as decompose's, 0x7e00 signed)
+         "#if (defined(__x86_64__) || defined(__i386__)) && defined(__F16C__)\n"
+         "typedef short tg_i16x8 __attribute__((vector_size(16)));\n"
+         "typedef float tg_f32x4 __attribute__((vector_size(16)));\n"
+         "#define tg_widen_f16x8(h) ((tg_f32x8)__builtin_ia32_vcvtph2ps256((tg_i16x8)(h)))\n"
+         "static inline TG_UNUSED float tg_h2f(unsigned short h) { return "
+         "__builtin_ia32_vcvtph2ps((tg_i16x8){(short)h})[0]; }\n"
+         "static inline TG_UNUSED unsigned short tg_f2h(float f) { unsigned b; "
+         "__builtin_memcpy(&b, &f, 4); "
+         "return f != f ? (b >> 16 & 0x8000) | 0x7e00 : (unsigned "
+         "short)__builtin_ia32_vcvtps2ph((tg_f32x4){f}, 0)[0]; }\n"
+         "#else\n#define tg_widen_f16x8 tg_widen_bits_f16x8\n#endif\n"
+         "#if (defined(__x86_64__) || defined(__i386__)) && defined(__AVX512F__)\n"
+         "typedef short tg_i16x16 __attribute__((vector_size(32)));\n"
+         "#define tg_widen_f16x16(h) __builtin_ia32_vcvtph2ps512_mask((tg_i16x16)(h), "
+         "(tg_f32x16){0}, 0xffff, 4)\n"
+         "#else\n#define tg_widen_f16x16 tg_widen_bits_f16x16\n#endif\n"
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
          // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel

@@ -10,6 +10,9 @@
 // The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
 // x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
 // a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
+// A 16-bit float's lanes are float32 lanes (its registers hold float32s): the vector loads of a
+// float16 or bfloat16 buffer widen its elements exactly, and its products run at float32's speed
+// instead of converting each element on its own.
 #include "ir.hpp"
 
 namespace tg {
@@ -94,7 +97,7 @@ constexpr Program vectorize(const Program& p, int vector_bytes = 32) {
     Lane l;
     const UOp& u = p.ops[i];
     if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max && u.op != Op::MulAdd) ||
-        (u.dtype != DType::Float32 && u.dtype != DType::Float64))
+        !is_float(u.dtype))
       return l;
     const UOp& acc = p.ops[std::size_t(u.src[0])];
     // (a reduction of one element has no loop: its lanes are not worth vectors)

@@ -15,6 +15,9 @@
 //   was faster on small products, but its panels outgrew pack_panels' copy (2048²: 3x slower).
 // - AVX2 (16 registers of 32 bytes): 4 x 16 tiles (8 accumulators, 2 loads, 4 broadcasts leave
 //   2 registers), the choice measured on AVX2 machines before fused multiply-adds.
+// - AVX2 and AVX-512 machines convert float16 by F16C, one instruction where decompose's
+//   conversion from its fields took twenty: a float16 product's left operand is converted for
+//   every step of its tile (render.hpp's prelude).
 // - Without AVX: the portable choices (Target::cpu()), which GCC splits into 16-byte vectors.
 //
 // TG_CPU_ISA=avx2 or TG_CPU_ISA=sse makes the device choose, and compile its kernels, for a
@@ -40,6 +43,7 @@ constexpr const char* cpu_isa_name(CpuIsa isa) {
 constexpr Target cpu_target(CpuIsa isa) {
   if (isa == CpuIsa::Sse) return Target::cpu();
   Target t = Target::cpu(isa == CpuIsa::Avx512 ? 32 : 16);
+  t.decompose.f16_bits = false; // F16C (x86-64-v3 has it) converts float16: tg_h2f, tg_f2h
   if (isa == CpuIsa::Avx512) {
     t.vector_bytes = 64;
     t.lower.upcast_rows = 8;

@@ -183,10 +183,15 @@ TG_API Tensor Tensor::reduce(Op op, std::vector<int> axes, bool keepdim, const c
         bool& flag;
         ~Reset() { flag = false; }
       } reset{splitting = true};
+      // a 16-bit float's partial sums and products stay float32 (as its accumulator is), and
+      // are rounded once, as one reduction rounds them
+      const bool widen = is_half(dtype()) && op != Op::ReduceMax;
+      if (widen) src = src.cast(DType::Float32, loc);
       r = src.reshape(cut)
               .reduce(op, inner, true, name, loc)
               .reduce(op, {sp.axis}, true, name, loc)
               .reshape(s);
+      if (widen) r = r.cast(dtype(), loc);
       split = true;
     }
   }
