@@ -398,6 +398,27 @@ TEST_CASE("fixed: log1p, expm1, sinh, cosh, asinh, acosh, atanh and hypot equal 
   SAME(x.d.asinh(), x.D.asinh());
 }
 
+TEST_CASE("fixed: fmod, remainder and floor_divide equal the run-time Tensor's") {
+  Data x;
+  tg::fixed<float, 8> edge{0.0f, -0.0f, 5.5f, -5.5f, INFINITY, -INFINITY, NAN, 1e30f},
+      by{1.5f, -1.5f, 0.0f, -0.0f, 2.0f, INFINITY, -3.0f, 7.0f};
+  tg::Tensor EDGE = rt(edge), BY = rt(by);
+#define TG_DIVISIONS(OP)                                                                           \
+  SAME(x.a.OP(x.b), x.A.OP(x.B));                                                                  \
+  SAME(x.a.OP(x.bias), x.A.OP(x.BIAS));                                                            \
+  SAME(x.ia.OP(x.ib), x.IA.OP(x.IB));                                                              \
+  SAME((-x.ia).OP(x.ib), (-x.IA).OP(x.IB));                                                        \
+  SAME(x.ia.OP(x.ib * -1), x.IA.OP(x.IB * -1));                                                    \
+  SAME(x.d.OP(x.a), x.D.OP(x.A));                                                                  \
+  SAME(x.ia.OP(x.a), x.IA.OP(x.A));                                                                \
+  SAME(edge.OP(by), EDGE.OP(BY));                                                                  \
+  SAME(by.OP(edge), BY.OP(EDGE))
+  TG_DIVISIONS(fmod);
+  TG_DIVISIONS(remainder);
+  TG_DIVISIONS(floor_divide);
+#undef TG_DIVISIONS
+}
+
 TEST_CASE("fixed: cat and stack equal the run-time Tensor's") {
   Data x;
   SAME(tg::cat<0>(x.a, x.b), tg::cat({x.A, x.B}, 0));

@@ -60,6 +60,10 @@ static_assert(a.cumprod<1>().eval()(1, 1) == 12.0f && a.amax<1>().sum() == 6.0f)
 static_assert(a.lerp(a * 3.0f, 0.5).sum() == 20.0f && a.masked_fill(a > 2.0f, 0).sum() == 3.0f);
 static_assert((a.sinh() - (a.exp() - (-a).exp()) * 0.5f).abs().max() < 1e-4f);
 static_assert(a.hypot(a * 0.75f).eval()(1, 1) == 5.0f && a.log1p().expm1().sum() > 9.99f);
+static_assert(a.fmod(1.5f).sum() == 2.5f && (-a).remainder(1.5f).sum() == 2.0f &&
+              a.floor_divide(1.5f).sum() == 5.0f);
+static_assert(ints.fmod(4).sum() == 1 && ints.remainder(4).sum() == 9 &&
+              ints.floor_divide(4).sum() == -3);
 constexpr float local_sum() {
   constexpr tg::fixed<double, 3> v{1, 2, 3}; // a local constant works too, converted at once
   return float(double(v.square().sum()));

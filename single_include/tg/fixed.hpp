@@ -7911,6 +7911,9 @@ struct lerp;
 struct cumprod;
 struct outer;
 struct hypot;
+struct fmod;
+struct remainder;
+struct floor_divide;
 struct maximum;
 struct minimum;
 struct pow;
@@ -8497,6 +8500,65 @@ public:
                     "tg: hypot: shapes cannot be broadcast");
       if constexpr (broadcastable<op::hypot, S_<>, fx::shape_of<decltype(b)>>)
         return X::hypot(a, b);
+      else
+        return X::error();
+    }
+  }
+  /// fmod(o), as Tensor::fmod: the remainder of a / b rounded toward zero (the sign of a).
+  template <class B> constexpr auto fmod(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::fmod, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: fmod: shapes cannot be broadcast");
+      static_assert(defined_for<op::fmod, T_<>> && defined_for<op::fmod, fx::elem_of<decltype(b)>>,
+                    "tg: fmod: is not defined for bool tensors");
+      if constexpr (broadcastable<op::fmod, S_<>, fx::shape_of<decltype(b)>> &&
+                    defined_for<op::fmod, T_<>> && defined_for<op::fmod, fx::elem_of<decltype(b)>>)
+        return X::fmod(a, b);
+      else
+        return X::error();
+    }
+  }
+  /// remainder(o), as Tensor::remainder: the remainder of floor division (the sign of b, as
+  /// Python's %).
+  template <class B> constexpr auto remainder(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::remainder, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: remainder: shapes cannot be broadcast");
+      static_assert(defined_for<op::remainder, T_<>> &&
+                        defined_for<op::remainder, fx::elem_of<decltype(b)>>,
+                    "tg: remainder: is not defined for bool tensors");
+      if constexpr (broadcastable<op::remainder, S_<>, fx::shape_of<decltype(b)>> &&
+                    defined_for<op::remainder, T_<>> &&
+                    defined_for<op::remainder, fx::elem_of<decltype(b)>>)
+        return X::remainder(a, b);
+      else
+        return X::error();
+    }
+  }
+  /// floor_divide(o), as Tensor::floor_divide: floor(a / b).
+  template <class B> constexpr auto floor_divide(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::floor_divide, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: floor_divide: shapes cannot be broadcast");
+      static_assert(defined_for<op::floor_divide, T_<>> &&
+                        defined_for<op::floor_divide, fx::elem_of<decltype(b)>>,
+                    "tg: floor_divide: is not defined for bool tensors");
+      if constexpr (broadcastable<op::floor_divide, S_<>, fx::shape_of<decltype(b)>> &&
+                    defined_for<op::floor_divide, T_<>> &&
+                    defined_for<op::floor_divide, fx::elem_of<decltype(b)>>)
+        return X::floor_divide(a, b);
       else
         return X::error();
     }
@@ -9485,6 +9547,9 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(acosh)
   TG_FX_ABSORB(atanh)
   TG_FX_ABSORB(hypot)
+  TG_FX_ABSORB(fmod)
+  TG_FX_ABSORB(remainder)
+  TG_FX_ABSORB(floor_divide)
   TG_FX_ABSORB(gather)
   TG_FX_ABSORB(index_select)
   TG_FX_ABSORB(eval)
@@ -11171,6 +11236,55 @@ template <class> struct ops {
     auto rb = div(b, safe);
     auto v = where3(zero, m, mul(m, sqrt(add(mul(ra, ra), mul(rb, rb)))));
     return where3(isinf(m), m, v);
+  }
+
+  // remainders and floor division (tensor/math.hpp), of the promoted operands: integers by C's
+  // % and / (toward zero), floats in float64 as a - b trunc(a / b) (a where b is infinite and a
+  // finite)
+  template <class A, class B> static constexpr auto fmod(const A& a0, const B& b0) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    if constexpr (!is_float(t))
+      return alu<Op::Mod>(cast_to<t>(a0), cast_to<t>(b0));
+    else {
+      auto a = cast_to<DType::Float64>(cast_to<t>(a0));
+      auto b = cast_to<DType::Float64>(cast_to<t>(b0));
+      auto r = sub(a, mul(b, trunc(div(a, b))));
+      auto finite_a = lt(abs(a), full<shape<>, DType::Float64>(cmath::inf));
+      return cast_to<t>(where3(logical_and(isinf(b), finite_a), a, r));
+    }
+  }
+  /// detail::to_divisor_side: r + b where r is not zero and its sign is not b's.
+  template <class R, class B> static constexpr auto to_divisor_side(const R& r, const B& b) {
+    auto zero = full<shape<>, R::dtype>(0);
+    return where3(logical_and(ne(r, zero), logical_xor(lt(r, zero), lt(b, zero))), add(r, b), r);
+  }
+  template <class A, class B> static constexpr auto remainder(const A& a, const B& b0) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    return to_divisor_side(fmod(a, b0), cast_to<t>(b0));
+  }
+  /// Tensor::floor_divide: floats as PyTorch, (a - fmod(a, b)) / b adjusted, so that a == b *
+  /// floor_divide(a, b) + remainder(a, b) where both are finite; integers from / and %.
+  template <class A, class B> static constexpr auto floor_divide(const A& a0, const B& b0) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    auto a = cast_to<t>(a0);
+    auto b = cast_to<t>(b0);
+    auto zero = full<shape<>, t>(0);
+    if constexpr (is_float(t)) {
+      auto mod = fmod(a, b);
+      auto div0 = div(sub(a, mod), b);
+      auto d = where3(logical_and(ne(mod, zero), logical_xor(lt(b, zero), lt(mod, zero))),
+                      sub_s(div0, 1.0), div0);
+      auto fl0 = floor(d);
+      auto fl = where3(gt_s(sub(d, fl0), 0.5), add_s(fl0, 1.0), fl0);
+      auto q = div(a, b);
+      auto signed_zero = where3(lt(q, zero), full<shape<>, t>(-0.0), zero);
+      return where3(eq(b, zero), q, where3(eq(d, zero), signed_zero, fl));
+    } else {
+      auto q = alu<Op::Div>(a, b);
+      auto r = alu<Op::Mod>(a, b);
+      auto down = logical_and(ne(r, zero), logical_xor(lt(r, zero), lt(b, zero)));
+      return where3(down, sub(q, full<shape<>, t>(1)), q);
+    }
   }
 
   // bitwise ops (tensor/math.hpp): integers and bool, promoted; ~ of bool is logical_not

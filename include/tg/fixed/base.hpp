@@ -295,6 +295,65 @@ public:
         return X::error();
     }
   }
+  /// fmod(o), as Tensor::fmod: the remainder of a / b rounded toward zero (the sign of a).
+  template <class B> constexpr auto fmod(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::fmod, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: fmod: shapes cannot be broadcast");
+      static_assert(defined_for<op::fmod, T_<>> && defined_for<op::fmod, fx::elem_of<decltype(b)>>,
+                    "tg: fmod: is not defined for bool tensors");
+      if constexpr (broadcastable<op::fmod, S_<>, fx::shape_of<decltype(b)>> &&
+                    defined_for<op::fmod, T_<>> && defined_for<op::fmod, fx::elem_of<decltype(b)>>)
+        return X::fmod(a, b);
+      else
+        return X::error();
+    }
+  }
+  /// remainder(o), as Tensor::remainder: the remainder of floor division (the sign of b, as
+  /// Python's %).
+  template <class B> constexpr auto remainder(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::remainder, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: remainder: shapes cannot be broadcast");
+      static_assert(defined_for<op::remainder, T_<>> &&
+                        defined_for<op::remainder, fx::elem_of<decltype(b)>>,
+                    "tg: remainder: is not defined for bool tensors");
+      if constexpr (broadcastable<op::remainder, S_<>, fx::shape_of<decltype(b)>> &&
+                    defined_for<op::remainder, T_<>> &&
+                    defined_for<op::remainder, fx::elem_of<decltype(b)>>)
+        return X::remainder(a, b);
+      else
+        return X::error();
+    }
+  }
+  /// floor_divide(o), as Tensor::floor_divide: floor(a / b).
+  template <class B> constexpr auto floor_divide(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::floor_divide, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: floor_divide: shapes cannot be broadcast");
+      static_assert(defined_for<op::floor_divide, T_<>> &&
+                        defined_for<op::floor_divide, fx::elem_of<decltype(b)>>,
+                    "tg: floor_divide: is not defined for bool tensors");
+      if constexpr (broadcastable<op::floor_divide, S_<>, fx::shape_of<decltype(b)>> &&
+                    defined_for<op::floor_divide, T_<>> &&
+                    defined_for<op::floor_divide, fx::elem_of<decltype(b)>>)
+        return X::floor_divide(a, b);
+      else
+        return X::error();
+    }
+  }
   constexpr auto square() const { return X::square(X::node(self())); }
   constexpr auto trunc() const { return X::trunc(X::node(self())); }
   constexpr auto floor() const { return X::floor(X::node(self())); }

@@ -487,6 +487,55 @@ template <class> struct ops {
     return where3(isinf(m), m, v);
   }
 
+  // remainders and floor division (tensor/math.hpp), of the promoted operands: integers by C's
+  // % and / (toward zero), floats in float64 as a - b trunc(a / b) (a where b is infinite and a
+  // finite)
+  template <class A, class B> static constexpr auto fmod(const A& a0, const B& b0) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    if constexpr (!is_float(t))
+      return alu<Op::Mod>(cast_to<t>(a0), cast_to<t>(b0));
+    else {
+      auto a = cast_to<DType::Float64>(cast_to<t>(a0));
+      auto b = cast_to<DType::Float64>(cast_to<t>(b0));
+      auto r = sub(a, mul(b, trunc(div(a, b))));
+      auto finite_a = lt(abs(a), full<shape<>, DType::Float64>(cmath::inf));
+      return cast_to<t>(where3(logical_and(isinf(b), finite_a), a, r));
+    }
+  }
+  /// detail::to_divisor_side: r + b where r is not zero and its sign is not b's.
+  template <class R, class B> static constexpr auto to_divisor_side(const R& r, const B& b) {
+    auto zero = full<shape<>, R::dtype>(0);
+    return where3(logical_and(ne(r, zero), logical_xor(lt(r, zero), lt(b, zero))), add(r, b), r);
+  }
+  template <class A, class B> static constexpr auto remainder(const A& a, const B& b0) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    return to_divisor_side(fmod(a, b0), cast_to<t>(b0));
+  }
+  /// Tensor::floor_divide: floats as PyTorch, (a - fmod(a, b)) / b adjusted, so that a == b *
+  /// floor_divide(a, b) + remainder(a, b) where both are finite; integers from / and %.
+  template <class A, class B> static constexpr auto floor_divide(const A& a0, const B& b0) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    auto a = cast_to<t>(a0);
+    auto b = cast_to<t>(b0);
+    auto zero = full<shape<>, t>(0);
+    if constexpr (is_float(t)) {
+      auto mod = fmod(a, b);
+      auto div0 = div(sub(a, mod), b);
+      auto d = where3(logical_and(ne(mod, zero), logical_xor(lt(b, zero), lt(mod, zero))),
+                      sub_s(div0, 1.0), div0);
+      auto fl0 = floor(d);
+      auto fl = where3(gt_s(sub(d, fl0), 0.5), add_s(fl0, 1.0), fl0);
+      auto q = div(a, b);
+      auto signed_zero = where3(lt(q, zero), full<shape<>, t>(-0.0), zero);
+      return where3(eq(b, zero), q, where3(eq(d, zero), signed_zero, fl));
+    } else {
+      auto q = alu<Op::Div>(a, b);
+      auto r = alu<Op::Mod>(a, b);
+      auto down = logical_and(ne(r, zero), logical_xor(lt(r, zero), lt(b, zero)));
+      return where3(down, sub(q, full<shape<>, t>(1)), q);
+    }
+  }
+
   // bitwise ops (tensor/math.hpp): integers and bool, promoted; ~ of bool is logical_not
   template <class A, class B> static constexpr auto bitwise_and(const A& a, const B& b) {
     return alu<Op::And>(a, b);
