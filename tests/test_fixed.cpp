@@ -419,6 +419,22 @@ TEST_CASE("fixed: fmod, remainder and floor_divide equal the run-time Tensor's")
 #undef TG_DIVISIONS
 }
 
+TEST_CASE("fixed: bitwise_left_shift and bitwise_right_shift equal the run-time Tensor's") {
+  Data x;
+  tg::fixed<std::int64_t, 6> big{1, -1, 3, -7, 1ll << 40, -(1ll << 40)};
+  tg::fixed<std::int64_t, 6> by{0, 1, 2, 3, 20, 62}, left{0, 1, 2, 3, 20, 2};
+  tg::Tensor BIG = rt(big), BY = rt(by), LEFT = rt(left);
+  SAME(x.ia.bitwise_left_shift(x.ib), x.IA.bitwise_left_shift(x.IB));
+  SAME(x.ia.bitwise_right_shift(x.ib), x.IA.bitwise_right_shift(x.IB));
+  SAME(x.ia.bitwise_left_shift(3),
+       x.IA.bitwise_left_shift(tg::Tensor::scalar(3, tg::TensorOptions(tg::int32))));
+  SAME(x.ia.bitwise_right_shift(1),
+       x.IA.bitwise_right_shift(tg::Tensor::scalar(1, tg::TensorOptions(tg::int32))));
+  SAME(big.bitwise_left_shift(left), BIG.bitwise_left_shift(LEFT));
+  SAME(big.bitwise_right_shift(by), BIG.bitwise_right_shift(BY));
+  SAME(x.mask.bitwise_left_shift(x.ib), x.MASK.bitwise_left_shift(x.IB));
+}
+
 TEST_CASE("fixed: cat and stack equal the run-time Tensor's") {
   Data x;
   SAME(tg::cat<0>(x.a, x.b), tg::cat({x.A, x.B}, 0));

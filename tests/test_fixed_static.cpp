@@ -62,6 +62,7 @@ static_assert((a.sinh() - (a.exp() - (-a).exp()) * 0.5f).abs().max() < 1e-4f);
 static_assert(a.hypot(a * 0.75f).eval()(1, 1) == 5.0f && a.log1p().expm1().sum() > 9.99f);
 static_assert(a.fmod(1.5f).sum() == 2.5f && (-a).remainder(1.5f).sum() == 2.0f &&
               a.floor_divide(1.5f).sum() == 5.0f);
+static_assert(ints.bitwise_left_shift(2).sum() == -12 && ints.bitwise_right_shift(1).sum() == -3);
 static_assert(ints.fmod(4).sum() == 1 && ints.remainder(4).sum() == 9 &&
               ints.floor_divide(4).sum() == -3);
 constexpr float local_sum() {

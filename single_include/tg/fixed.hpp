@@ -7914,6 +7914,8 @@ struct hypot;
 struct fmod;
 struct remainder;
 struct floor_divide;
+struct bitwise_left_shift;
+struct bitwise_right_shift;
 struct maximum;
 struct minimum;
 struct pow;
@@ -9113,6 +9115,47 @@ public:
         return X::error();
     }
   }
+  /// bitwise_left_shift(o), as Tensor::bitwise_left_shift: this * 2^o (PyTorch's <<).
+  template <class B> constexpr auto bitwise_left_shift(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_left_shift, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_left_shift: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_left_shift, T_<>> &&
+                        !floating<op::bitwise_left_shift, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_left_shift: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_left_shift, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_left_shift, T_<>> &&
+                    !floating<op::bitwise_left_shift, fx::elem_of<decltype(b)>>)
+        return X::bitwise_left_shift(a, b);
+      else
+        return X::error();
+    }
+  }
+  /// bitwise_right_shift(o), as Tensor::bitwise_right_shift: floor(this / 2^o) (PyTorch's >>,
+  /// arithmetic for signed types).
+  template <class B> constexpr auto bitwise_right_shift(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_right_shift, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_right_shift: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_right_shift, T_<>> &&
+                        !floating<op::bitwise_right_shift, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_right_shift: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_right_shift, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_right_shift, T_<>> &&
+                    !floating<op::bitwise_right_shift, fx::elem_of<decltype(b)>>)
+        return X::bitwise_right_shift(a, b);
+      else
+        return X::error();
+    }
+  }
   template <class B> constexpr auto bitwise_or(B&& o) const {
     auto a = X::node(self());
     auto b = X::operand(std::forward<B>(o), a);
@@ -9550,6 +9593,8 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(fmod)
   TG_FX_ABSORB(remainder)
   TG_FX_ABSORB(floor_divide)
+  TG_FX_ABSORB(bitwise_left_shift)
+  TG_FX_ABSORB(bitwise_right_shift)
   TG_FX_ABSORB(gather)
   TG_FX_ABSORB(index_select)
   TG_FX_ABSORB(eval)
@@ -11296,6 +11341,18 @@ template <class> struct ops {
   }
   template <class A, class B> static constexpr auto bitwise_xor(const A& a, const B& b) {
     return alu<Op::Xor>(a, b);
+  }
+  /// Tensor::bitwise_left_shift: a * 2^b, 2^b through float64 as an integer of the promoted dtype.
+  template <class A, class B> static constexpr auto bitwise_left_shift(const A& a, const B& b) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    auto p = cast_to<t>(cast_to<DType::Int64>(exp2(cast_to<DType::Float64>(cast_to<t>(b)))));
+    return mul(cast_to<t>(a), p);
+  }
+  /// Tensor::bitwise_right_shift: floor(a / 2^b) in int64 (arithmetic for signed types).
+  template <class A, class B> static constexpr auto bitwise_right_shift(const A& a, const B& b) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    auto p = cast_to<DType::Int64>(exp2(cast_to<DType::Float64>(cast_to<t>(b))));
+    return cast_to<t>(floor_divide(cast_to<DType::Int64>(cast_to<t>(a)), p));
   }
   template <class E> static constexpr auto bitwise_not(const E& e) {
     if constexpr (E::dtype == DType::Bool)

@@ -904,6 +904,47 @@ public:
         return X::error();
     }
   }
+  /// bitwise_left_shift(o), as Tensor::bitwise_left_shift: this * 2^o (PyTorch's <<).
+  template <class B> constexpr auto bitwise_left_shift(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_left_shift, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_left_shift: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_left_shift, T_<>> &&
+                        !floating<op::bitwise_left_shift, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_left_shift: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_left_shift, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_left_shift, T_<>> &&
+                    !floating<op::bitwise_left_shift, fx::elem_of<decltype(b)>>)
+        return X::bitwise_left_shift(a, b);
+      else
+        return X::error();
+    }
+  }
+  /// bitwise_right_shift(o), as Tensor::bitwise_right_shift: floor(this / 2^o) (PyTorch's >>,
+  /// arithmetic for signed types).
+  template <class B> constexpr auto bitwise_right_shift(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::bitwise_right_shift, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: bitwise_right_shift: shapes cannot be broadcast");
+      static_assert(!floating<op::bitwise_right_shift, T_<>> &&
+                        !floating<op::bitwise_right_shift, fx::elem_of<decltype(b)>>,
+                    "tg: bitwise_right_shift: needs integer or bool tensors");
+      if constexpr (broadcastable<op::bitwise_right_shift, S_<>, fx::shape_of<decltype(b)>> &&
+                    !floating<op::bitwise_right_shift, T_<>> &&
+                    !floating<op::bitwise_right_shift, fx::elem_of<decltype(b)>>)
+        return X::bitwise_right_shift(a, b);
+      else
+        return X::error();
+    }
+  }
   template <class B> constexpr auto bitwise_or(B&& o) const {
     auto a = X::node(self());
     auto b = X::operand(std::forward<B>(o), a);

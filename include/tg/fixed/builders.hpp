@@ -546,6 +546,18 @@ template <class> struct ops {
   template <class A, class B> static constexpr auto bitwise_xor(const A& a, const B& b) {
     return alu<Op::Xor>(a, b);
   }
+  /// Tensor::bitwise_left_shift: a * 2^b, 2^b through float64 as an integer of the promoted dtype.
+  template <class A, class B> static constexpr auto bitwise_left_shift(const A& a, const B& b) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    auto p = cast_to<t>(cast_to<DType::Int64>(exp2(cast_to<DType::Float64>(cast_to<t>(b)))));
+    return mul(cast_to<t>(a), p);
+  }
+  /// Tensor::bitwise_right_shift: floor(a / 2^b) in int64 (arithmetic for signed types).
+  template <class A, class B> static constexpr auto bitwise_right_shift(const A& a, const B& b) {
+    constexpr DType t = promote(A::dtype, A::rank == 0, B::dtype, B::rank == 0);
+    auto p = cast_to<DType::Int64>(exp2(cast_to<DType::Float64>(cast_to<t>(b))));
+    return cast_to<t>(floor_divide(cast_to<DType::Int64>(cast_to<t>(a)), p));
+  }
   template <class E> static constexpr auto bitwise_not(const E& e) {
     if constexpr (E::dtype == DType::Bool)
       return logical_not(e);

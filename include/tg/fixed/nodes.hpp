@@ -289,6 +289,8 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(fmod)
   TG_FX_ABSORB(remainder)
   TG_FX_ABSORB(floor_divide)
+  TG_FX_ABSORB(bitwise_left_shift)
+  TG_FX_ABSORB(bitwise_right_shift)
   TG_FX_ABSORB(gather)
   TG_FX_ABSORB(index_select)
   TG_FX_ABSORB(eval)

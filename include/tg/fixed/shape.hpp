@@ -58,6 +58,8 @@ struct hypot;
 struct fmod;
 struct remainder;
 struct floor_divide;
+struct bitwise_left_shift;
+struct bitwise_right_shift;
 struct maximum;
 struct minimum;
 struct pow;
