@@ -3549,6 +3549,9 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     return is_half(d) && !o.bits_of(d) && rw.out[std::size_t(v)].dtype != d ? alu(Op::Cast, d, v)
                                                                             : v;
   };
+  // (value, word) of each cast to a 16-bit float: a store of the value stores the word, which
+  // encoding the value again would give bit for bit (a cast kernel had rounded every element twice)
+  std::vector<std::pair<int, int>> rounded;
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
     const UOp& u = p.ops[i];
     UOp r = rw.remapped(u);
@@ -3562,13 +3565,19 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
       continue;
     }
     if (u.kind == UKind::Store && of_param && o.bits_of(d)) {
-      r.src[2] = encode16(d, r.src[2]);
+      const int v = r.src[2];
+      r.src[2] = -1;
+      for (auto [value, word] : rounded)
+        if (value == v && p.ops[std::size_t(u.src[2])].dtype == d) r.src[2] = word;
+      if (r.src[2] < 0) r.src[2] = encode16(d, v);
       rw.map[i] = rw.add(std::move(r));
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Cast && o.bits_of(u.dtype)) { // rounded to 16 bits
       const int f = compute_dtype(d) == f32 ? r.src[0] : alu(Op::Cast, f32, r.src[0]);
-      rw.map[i] = decode16(u.dtype, encode16(u.dtype, f));
+      const int w = encode16(u.dtype, f);
+      rw.map[i] = decode16(u.dtype, w);
+      rounded.push_back({rw.map[i], w});
       continue;
     }
     if (u.kind == UKind::Alu && u.op == Op::Cast && o.saturating_casts &&
