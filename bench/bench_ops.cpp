@@ -460,12 +460,13 @@ void tg_half_matmul(benchmark::State& st, const HalfMatmul& c, bool as_float32) 
   Tensor a = it->second.first, b = it->second.second;
   Tensor af = a.cast(tg::float32).realize(), bf = b.cast(tg::float32).realize();
   Tensor product = af.matmul(bf).realize();
+  auto in_float32 = [&] { return af.matmul(bf); };
+  auto in_16_bits = [&] { return a.matmul(b); };
+  const std::string name(c.name);
   if (as_float32)
-    time_tg(st, [&] { return af.matmul(bf); }, to_vec(product), std::string(c.name) + ": float32");
+    time_tg(st, in_float32, to_vec(product), name + ": float32");
   else
-    time_tg(
-        st, [&] { return a.matmul(b); }, to_vec(product.cast(c.dtype)),
-        std::string(c.name) + ": tg against float32");
+    time_tg(st, in_16_bits, to_vec(product.cast(c.dtype)), name + ": tg against float32");
   gflops(st, c.flops());
 }
 

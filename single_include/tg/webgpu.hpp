@@ -1450,6 +1450,15 @@ struct CDialect : CFamily<CDialect> {
     it_ << "tg_i" << bits << 'x' << lanes;
     const std::string_view vt = vt_.view(), it = it_.view();
     auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
+    auto gather = [&] { // {buf[i], buf[i + s], ...}: a VecLoad's elements a stride s apart
+      t << '{';
+      for (int k = 0; k < u.arg; ++k) {
+        v(u.src[0]) << "[v" << std::int64_t(u.src[1]);
+        if (k > 0) t << " + " << u.value.i * k;
+        t << (k + 1 < u.arg ? "], " : "]");
+      }
+      t << '}';
+    };
     if (u.kind == UKind::VecAcc) {
       t << vt << ' ';
       v(i) << " = {0}";
@@ -1464,13 +1473,9 @@ struct CDialect : CFamily<CDialect> {
       t << vt << ' ';
       v(i) << "; { tg_u16x" << lanes << " h";
       if (u.value.i > 1) {
-        t << " = {";
-        for (int k = 0; k < u.arg; ++k) {
-          v(u.src[0]) << "[v" << std::int64_t(u.src[1]);
-          if (k > 0) t << " + " << u.value.i * k;
-          t << (k + 1 < u.arg ? "], " : "]");
-        }
-        t << "}; ";
+        t << " = ";
+        gather();
+        t << "; ";
       } else {
         t << "; __builtin_memcpy(&h, &";
         v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], sizeof h); ";
@@ -1479,13 +1484,9 @@ struct CDialect : CFamily<CDialect> {
            << "(h); }\n";
     } else if (u.kind == UKind::VecLoad && u.value.i > 1) { // elements a stride apart
       t << vt << ' ';
-      v(i) << " = {";
-      for (int k = 0; k < u.arg; ++k) {
-        v(u.src[0]) << "[v" << std::int64_t(u.src[1]);
-        if (k > 0) t << " + " << u.value.i * k;
-        t << (k + 1 < u.arg ? "], " : "]");
-      }
-      t << "};\n";
+      v(i) << " = ";
+      gather();
+      t << ";\n";
     } else if (u.kind == UKind::VecLoad) { // memcpy: an unaligned load, GCC's vmovups
       t << vt << ' ';
       v(i) << "; __builtin_memcpy(&";
