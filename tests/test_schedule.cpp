@@ -1,9 +1,13 @@
 // Fusion is a feature: these tests count kernels (tg::schedule inspects, tg::stats counts
 // launches).
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 #include <tg/runtime/cpu.hpp> // white-box: the pass list, renderers and runtimes
 #include <tg/runtime/interp.hpp>
@@ -582,16 +586,16 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
   };
   static const std::vector<std::string> isa_devices = [] {
     std::vector<std::string> names;
-    for (tg::CpuIsa isa : {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512}) {
+    for (tg::CpuIsa isa :
+         {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512, tg::CpuIsa::Avx512Bf16}) {
       if (isa > tg::host_cpu().isa) continue;
-      names.push_back(std::string("CPU_TILES_") + (isa == tg::CpuIsa::Sse    ? "SSE"
-                                                   : isa == tg::CpuIsa::Avx2 ? "AVX2"
-                                                                             : "AVX512"));
+      names.push_back(std::string("CPU_TILES_") + tg::cpu_isa_name(isa));
+      for (char& ch : names.back()) ch = char(std::toupper(ch));
       tg::register_device(names.back(), [isa] { return std::make_shared<IsaTiles>(isa); });
     }
     return names;
   }();
-  if (tg::host_cpu().isa != tg::CpuIsa::Avx512)
+  if (tg::host_cpu().isa != tg::CpuIsa::Avx512Bf16)
     MESSAGE("skipped: the tiles of ISAs beyond this CPU's (" << tg::cpu_isa_name(tg::host_cpu().isa)
                                                              << ")");
   struct Case {
@@ -666,6 +670,129 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
       same(0.0);
     else
       same(0.0f);
+  }
+}
+
+TEST_CASE("bfloat16 products two steps at a time (AVX512_BF16's vdpbf16ps, pair_products.hpp)") {
+  // Every shape of product the pass takes, on a device with the AVX512_BF16 target: with and
+  // without pack_panels' panel, an odd K (its last pair holds a zero), a transposed left operand
+  // (its pairs joined from two loads), a transposed right one, an epilogue, a batch. Where the host
+  // has the instruction, the results are those of a plain loop that adds each pair's products as
+  // the instruction does (element k + 1 first, each sum rounded: exact products), bit for bit.
+  struct Pairs : tg::CpuDevice {
+    tg::Target target() const override {
+      return tg::with_env(tg::cpu_target(tg::CpuIsa::Avx512Bf16));
+    }
+  };
+  // The same kernels compiled without the instruction (its emulation in the C prelude) run on
+  // every host: a C compiler that appends -mno-avx512bf16 to the device's flags.
+  static const std::string no_bf16 = [] {
+    const char* cc = std::getenv("TG_CC");
+    std::string path =
+        std::filesystem::temp_directory_path() / ("tg-cc-no-bf16-" + std::to_string(::getpid()));
+    std::ofstream(path) << "#!/bin/sh\nexec " << (cc && *cc ? cc : "cc")
+                        << " \"$@\" -mno-avx512bf16\n";
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return path;
+  }();
+  static const bool registered =
+      (tg::register_device("CPU_BF16_PAIRS", [] { return std::make_shared<Pairs>(); }),
+       tg::register_device("CPU_BF16_PAIRS_C",
+                           [] {
+                             const char* cc = std::getenv("TG_CC");
+                             const std::string was = cc ? cc : "";
+                             ::setenv("TG_CC", no_bf16.c_str(), 1);
+                             auto d = std::make_shared<Pairs>(); // (reads TG_CC)
+                             if (cc)
+                               ::setenv("TG_CC", was.c_str(), 1);
+                             else
+                               ::unsetenv("TG_CC");
+                             return d;
+                           }),
+       true);
+  CHECK(registered);
+  std::vector<std::string> runs{"CPU_BF16_PAIRS_C"};
+  if (tg::host_cpu().isa == tg::CpuIsa::Avx512Bf16)
+    runs.push_back("CPU_BF16_PAIRS");
+  else
+    MESSAGE("skipped: running vdpbf16ps (this CPU has " << tg::cpu_isa_name(tg::host_cpu().isa)
+                                                        << "); its kernels and their emulation "
+                                                           "are still checked");
+  struct Case {
+    std::int64_t batch, n, k, m;
+    int form;         // 0: a @ b; 1: a.T() @ b; 2: a @ b.T(); 3: (a @ b + bias).relu()
+    const char* step; // the kernel's step: "tg_dot2m" (a word read in place) or "tg_dot2_"
+  };
+  for (Case c : {Case{1, 512, 512, 512, 0, "tg_dot2m_bf16x16(v"}, // pack_panels' panel
+                 Case{1, 64, 256, 96, 0, "tg_dot2m_bf16x16(v"},   // rows paired in the loop
+                 Case{1, 64, 255, 96, 0, "tg_dot2m_bf16x16(v"},   // odd K
+                 Case{1, 512, 511, 512, 0, "tg_dot2m_bf16x16(v"}, // odd K and a panel
+                 Case{1, 64, 3, 64, 0, "tg_dot2m_bf16x16(v"},
+                 Case{1, 64, 255, 64, 1, "tg_dot2_bf16x16(v"}, // a's pairs from two loads
+                 Case{1, 64, 256, 80, 2, "tg_dot2m_bf16x16(v"},
+                 Case{1, 64, 256, 96, 3, "tg_dot2m_bf16x16(v"},
+                 Case{3, 16, 64, 32, 0, "tg_dot2m_bf16x16(v"}}) {
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.m);
+    CAPTURE(c.form);
+    const tg::DType bf16 = tg::bfloat16;
+    tg::Shape as = c.form == 1 ? tg::Shape{c.k, c.n} : tg::Shape{c.batch, c.n, c.k};
+    tg::Shape bs = c.form == 2 ? tg::Shape{c.m, c.k} : tg::Shape{c.batch, c.k, c.m};
+    auto a = tg::randn(as).cast(bf16).realize(), b = tg::randn(bs).cast(bf16).realize();
+    auto bias = tg::randn({c.m}).cast(bf16).realize();
+    auto product = [&](const std::string& dev, tg::DType t) {
+      tg::Tensor x = a.to(dev).cast(t), y = b.to(dev).cast(t);
+      switch (c.form) {
+      case 1:
+        return x.T().matmul(y[0]);
+      case 2:
+        return x[0].matmul(y.T());
+      case 3:
+        return (x.matmul(y) + bias.to(dev).cast(t)).relu();
+      default:
+        return x.matmul(y);
+      }
+    };
+    std::string all; // (b.T()'s copy is a kernel of its own)
+    for (const std::string& src : tg::schedule({product("CPU_BF16_PAIRS", bf16)}).sources)
+      all += src;
+    CHECK_MESSAGE(contains(all, c.step), all);
+    // (float32 and float16 products keep their tiles)
+    for (tg::DType t : {tg::float32, tg::float16})
+      for (const std::string& src : tg::schedule({product("CPU_BF16_PAIRS", t)}).sources)
+        CHECK_FALSE(contains(src, "_bf16x16(v"));
+    // the plain loop: [batch, n, k] @ [batch, k, m] of the operands as float32s
+    const std::vector<float>
+        av = (c.form == 1 ? a.T() : a).contiguous().cast(tg::float32).to_vector<float>(),
+        bv = (c.form == 2 ? b.T() : b).contiguous().cast(tg::float32).to_vector<float>(),
+        biv = bias.cast(tg::float32).to_vector<float>();
+    std::vector<float> want;
+    for (std::int64_t q = 0; q < c.batch; ++q)
+      for (std::int64_t i = 0; i < c.n; ++i)
+        for (std::int64_t j = 0; j < c.m; ++j) {
+          auto at = [&](std::int64_t kk) {
+            return std::pair{av[std::size_t((q * c.n + i) * c.k + kk)],
+                             bv[std::size_t((q * c.k + kk) * c.m + j)]};
+          };
+          float acc = 0;
+          for (std::int64_t kk = 0; kk < c.k; kk += 2) {
+            if (kk + 1 < c.k) acc = std::fma(at(kk + 1).first, at(kk + 1).second, acc);
+            acc = std::fma(at(kk).first, at(kk).second, acc);
+          }
+          if (c.form == 3) // the sum and the bias rounded once each, as the kernel computes
+            acc = std::max(acc + biv[std::size_t(j)], 0.0f);
+          want.push_back(acc);
+        }
+    const std::vector<std::int16_t> bits =
+        tg::Tensor::from_data(want, product("INTERP", bf16).sym_shape())
+            .cast(bf16)
+            .bitcast(tg::int16)
+            .to_vector<std::int16_t>();
+    for (const std::string& dev : runs) {
+      CAPTURE(dev);
+      CHECK(product(dev, bf16).bitcast(tg::int16).to_vector<std::int16_t>() == bits);
+    }
   }
 }
 

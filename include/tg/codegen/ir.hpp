@@ -40,6 +40,12 @@ enum class UKind : std::uint8_t {
   VecStore, // src0 Local, src1 index, src2 VecLoad: arg consecutive elements
   Local,    // an array of arg elements of dtype, private to the thread (made by pack_panels)
   VecFold,  // src0 VecAcc, src1 VecLoad: acc = op(acc, vector), lane by lane (op: Add, Max)
+  // (made by pair_products, codegen/pair_products.hpp, on hosts with AVX512_BF16):
+  VecPair,  // src0, src1 (each or -1: zeros): VecLoads of bfloat16s -> 32-bit words, src0's in
+            // the high halves
+  VecDot2,  // src0 VecAcc, src1 a word (two bfloat16s), src2 VecLoad of words: each lane adds the
+            // product of the high halves, then of the low halves (vdpbf16ps)
+  WordLoad, // src0 param of 16-bit elements, src1 index: elements index, index + 1 as one word
 };
 
 /// The largest panel the CPU device's pack_panels copies into a local array
@@ -82,10 +88,10 @@ struct Program {
 
 constexpr const char* ukind_name(UKind k) {
   constexpr const char* names[] = {
-      "param",   "var",         "bound",     "const",    "range",   "endrange", "load",
-      "store",   "acc",         "accassign", "alu",      "reduce",  "special",  "if",
-      "endif",   "groupreduce", "shared",    "barrier",  "private", "mma",      "vecacc",
-      "vecload", "vecmac",      "veclane",   "vecstore", "local",   "vecfold"};
+      "param",    "var",       "bound",   "const",   "range",   "endrange", "load",   "store",
+      "acc",      "accassign", "alu",     "reduce",  "special", "if",       "endif",  "groupreduce",
+      "shared",   "barrier",   "private", "mma",     "vecacc",  "vecload",  "vecmac", "veclane",
+      "vecstore", "local",     "vecfold", "vecpair", "vecdot2", "wordload"};
   return names[static_cast<int>(k)];
 }
 
@@ -128,7 +134,8 @@ constexpr Program drop_unused(Program p) {
   for (std::size_t i = p.ops.size(); i-- > 0;) {
     const UOp& u = p.ops[i];
     bool pure = u.kind == UKind::Const || u.kind == UKind::Alu || u.kind == UKind::Load ||
-                u.kind == UKind::VecLoad || u.kind == UKind::VecLane || u.kind == UKind::Local;
+                u.kind == UKind::VecLoad || u.kind == UKind::VecLane || u.kind == UKind::Local ||
+                u.kind == UKind::VecPair || u.kind == UKind::WordLoad;
     if (pure && !used[i]) continue;
     used[i] = 1;
     for (int s : u.src)

@@ -6,7 +6,8 @@
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU, INTERP: contract
-//                   -> CPU: reuse_values -> vectorize -> pack_panels -> pack_rows
+//                   -> CPU: reuse_values -> vectorize -> pack_panels (-> pair_products:
+//                      AVX512_BF16) -> pack_rows
 //                   -> GPU: shared_tiles (products) or gpu_program
 //                      -> decompose (-> narrow32: WGSL)                  device_passes
 //                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
@@ -22,6 +23,7 @@
 #include "lower.hpp"
 #include "narrow32.hpp"
 #include "pack_rows.hpp"
+#include "pair_products.hpp"
 #include "render.hpp"
 #include "render_cuda.hpp"
 #include "render_glsl.hpp"
@@ -44,6 +46,7 @@ struct Target {
   bool contract = false;         // sums of products as fused multiply-adds (CPU, INTERP)
   bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
   int vector_bytes = 32;         // vectorize's vectors (64: the C compiler has AVX-512)
+  bool bf16_pairs = false;       // pair_products (the host has AVX512_BF16's vdpbf16ps)
   bool gpu = false;              // gpu_program shapes programs for a GPU launch
   bool split_reductions = false; // the front end cuts long reductions into few outputs in two
                                  // (a GPU's work-groups: detail::gpu_reduce_split)
@@ -239,6 +242,7 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     step("reuse_values", [](const Program& q) { return reuse_values(q); });
     step("vectorize", [&](const Program& q) { return vectorize(q, t.vector_bytes); });
     step("pack_panels", [](const Program& q) { return pack_panels(q); });
+    if (t.bf16_pairs) step("pair_products", [](const Program& q) { return pair_products(q); });
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
   }
   if (t.gpu && t.launch.shared_tiles)

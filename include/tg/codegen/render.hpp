@@ -181,6 +181,9 @@ struct CStyleRenderer {
       case UKind::VecStore:
       case UKind::Local:
       case UKind::VecFold:
+      case UKind::VecPair:
+      case UKind::VecDot2:
+      case UKind::WordLoad:
         indent();
         if constexpr (D::vectors)
           D::vector_op(t, p, u, int(i));
@@ -548,10 +551,10 @@ struct CDialect : CFamily<CDialect> {
   static constexpr const char* fma(DType d) { return d == DType::Float64 ? "fma" : "fmaf"; }
   static constexpr void vector_op(Text& t, const Program& p, const UOp& u, int i) {
     // tg_f32x8, tg_f64x4 (AVX), tg_f32x16, tg_f64x8 (AVX-512); masks tg_i32x8, ...; a 16-bit
-    // float's lanes are float32's
+    // float's lanes are float32's; pair_products' words tg_u32x16
     const std::int64_t bits = u.dtype == DType::Float64 ? 64 : 32, lanes = u.arg;
     Text vt_, it_;
-    vt_ << "tg_f" << bits << 'x' << lanes;
+    vt_ << (u.dtype == DType::UInt32 ? "tg_u" : "tg_f") << bits << 'x' << lanes;
     it_ << "tg_i" << bits << 'x' << lanes;
     const std::string_view vt = vt_.view(), it = it_.view();
     auto v = [&](int k) -> Text& { return t << 'v' << std::int64_t(k); };
@@ -621,6 +624,33 @@ struct CDialect : CFamily<CDialect> {
       v(u.src[0]) << " = ";
       v(u.src[0]) << " + ";
       v(u.src[1]) << ";\n";
+    } else if (u.kind == UKind::VecPair) { // a widened bfloat16's bits are its word's top half
+      t << vt << ' ';
+      v(i) << " = (" << vt << "){0}";
+      if (u.src[0] >= 0) {
+        t << " | (" << vt << ")";
+        v(u.src[0]);
+      }
+      if (u.src[1] >= 0) {
+        t << " | ((" << vt << ")";
+        v(u.src[1]) << " >> 16)";
+      }
+      t << ";\n";
+    } else if (u.kind == UKind::WordLoad) {
+      t << "unsigned ";
+      v(i) << "; __builtin_memcpy(&";
+      v(i) << ", &";
+      v(u.src[0]) << "[v" << std::int64_t(u.src[1]) << "], 4);\n";
+    } else if (u.kind == UKind::VecDot2) { // a word in memory: broadcast by the instruction
+      const UOp& a = p.ops[std::size_t(u.src[1])];
+      t << "tg_dot2" << (a.kind == UKind::WordLoad ? "m" : "") << "_bf16x" << lanes << '(';
+      v(u.src[0]) << ", ";
+      if (a.kind == UKind::WordLoad)
+        v(a.src[0]) << " + v" << std::int64_t(a.src[1]);
+      else
+        v(u.src[1]);
+      t << ", ";
+      v(u.src[2]) << ");\n";
     } else if (u.kind == UKind::VecMac) { // fused: tg_fma_f32x16(splat(s), b, acc)
       v(u.src[0]) << " = tg_fma_" << vt.substr(3) << "(((" << vt << "){";
       for (std::int64_t k = 0; k < lanes; ++k) v(u.src[1]) << (k + 1 < lanes ? ", " : "}), ");
@@ -709,6 +739,23 @@ struct CDialect : CFamily<CDialect> {
          "#define tg_widen_f16x16(h) __builtin_ia32_vcvtph2ps512_mask((tg_i16x16)(h), "
          "(tg_f32x16){0}, 0xffff, 4)\n"
          "#else\n#define tg_widen_f16x16 tg_widen_bits_f16x16\n#endif\n"
+         // pair_products' step (VecDot2): AVX512_BF16's instruction (tg_dot2m: its word read
+         // from memory and broadcast by the instruction), or the same two fused multiply-adds a
+         // lane, the high halves first, where the compiler lacks it
+         "#if (defined(__x86_64__) || defined(__i386__)) && defined(__AVX512BF16__)\n"
+         "#define tg_dot2_bf16x16(acc, a, b) __asm__(\"vdpbf16ps %2, %1, %0\" : \"+v\"(acc) : "
+         "\"v\"(b), \"v\"((tg_u32x16){0} + (a)))\n"
+         "#define tg_dot2m_bf16x16(acc, p, b) __asm__(\"vdpbf16ps %2%{1to16%}, %1, %0\" : "
+         "\"+v\"(acc) : \"v\"(b), \"m\"(*(const unsigned*)(p)))\n"
+         "#else\n"
+         "static inline TG_UNUSED tg_f32x16 tg_dot2_f32x16(tg_f32x16 acc, unsigned a, tg_u32x16 b) "
+         "{ tg_u32x16 m = (tg_u32x16){0} + 0xffff0000u, s = (tg_u32x16){0} + a; return "
+         "tg_fma_f32x16((tg_f32x16)(s << 16), (tg_f32x16)(b << 16), "
+         "tg_fma_f32x16((tg_f32x16)(s & m), (tg_f32x16)(b & m), acc)); }\n"
+         "#define tg_dot2_bf16x16(acc, a, b) ((acc) = tg_dot2_f32x16(acc, a, b))\n"
+         "#define tg_dot2m_bf16x16(acc, p, b) { unsigned _w; __builtin_memcpy(&_w, p, 4); "
+         "tg_dot2_bf16x16(acc, _w, b); }\n"
+         "#endif\n"
          "#endif\n"
          // A vector load stays in a register: GCC 12 folded a tile's shared loads into each of
          // the tile's multiplies (8 loads for 8 products, not 2), which made a matmul whose panel

@@ -97,7 +97,7 @@ public:
     std::string resolved =
         compiler_.empty() ? "" : std::filesystem::canonical(compiler_, ec).filename().string();
     if (resolved.find("clang") == std::string::npos) flags_.push_back("-fvect-cost-model=dynamic");
-    if (host_cpu().narrowed) // (TG_CPU_ISA)
+    if (host_cpu().narrowed && host_cpu().isa < CpuIsa::Avx512) // (TG_CPU_ISA)
       for (std::string& f : flags_)
         if (f == "-march=native")
           f = host_cpu().isa == CpuIsa::Avx2 ? "-march=x86-64-v3" : "-march=x86-64-v2";

@@ -18,12 +18,15 @@
 // - AVX2 and AVX-512 machines convert float16 by F16C, one instruction where decompose's
 //   conversion from its fields took twenty: a float16 product's left operand is converted for
 //   every step of its tile (render.hpp's prelude).
+// - AVX512_BF16 (Zen 4, Intel since Cooper Lake): a bfloat16 product's tile takes two steps of its
+//   reduction at once with vdpbf16ps (pair_products.hpp), float32's tile otherwise.
 // - Without AVX: the portable choices (Target::cpu()), which GCC splits into 16-byte vectors.
 //
 // TG_CPU_ISA=avx2 or TG_CPU_ISA=sse makes the device choose, and compile its kernels, for a
 // narrower ISA than the host's (-march=x86-64-v3 or x86-64-v2 instead of -march=native: with
 // -mno-avx512f, GCC 12 tuned for a Sapphire Rapids kept a softmax's exponentials scalar), so an
-// older machine's kernels can be tested on a newer one.
+// older machine's kernels can be tested on a newer one; TG_CPU_ISA=avx512 keeps bfloat16
+// products in float32 tiles on an AVX512_BF16 host.
 #include <cstdio>
 #include <string>
 
@@ -32,22 +35,27 @@
 
 namespace tg {
 
-/// The vector instructions the CPU device's kernels are chosen for.
-enum class CpuIsa : std::uint8_t { Sse, Avx2, Avx512 };
+/// The vector instructions the CPU device's kernels are chosen for (Avx512Bf16: AVX-512 with
+/// AVX512_BF16's bfloat16 products).
+enum class CpuIsa : std::uint8_t { Sse, Avx2, Avx512, Avx512Bf16 };
 
 constexpr const char* cpu_isa_name(CpuIsa isa) {
-  return isa == CpuIsa::Avx512 ? "avx512" : isa == CpuIsa::Avx2 ? "avx2" : "sse";
+  return isa == CpuIsa::Avx512Bf16 ? "avx512bf16"
+         : isa == CpuIsa::Avx512   ? "avx512"
+         : isa == CpuIsa::Avx2     ? "avx2"
+                                   : "sse";
 }
 
 /// The CPU device's target for a host with `isa` (see the top of this file).
 constexpr Target cpu_target(CpuIsa isa) {
   if (isa == CpuIsa::Sse) return Target::cpu();
-  Target t = Target::cpu(isa == CpuIsa::Avx512 ? 32 : 16);
+  Target t = Target::cpu(isa >= CpuIsa::Avx512 ? 32 : 16);
   t.decompose.f16_bits = false; // F16C (x86-64-v3 has it) converts float16: tg_h2f, tg_f2h
-  if (isa == CpuIsa::Avx512) {
+  if (isa >= CpuIsa::Avx512) {
     t.vector_bytes = 64;
     t.lower.upcast_rows = 8;
   }
+  t.bf16_pairs = isa == CpuIsa::Avx512Bf16;
   return t;
 }
 
@@ -67,7 +75,8 @@ inline CpuInfo detect_cpu() {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-  c.isa = avx512 ? CpuIsa::Avx512 : avx2 ? CpuIsa::Avx2 : CpuIsa::Sse;
+  const bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+  c.isa = bf16 ? CpuIsa::Avx512Bf16 : avx512 ? CpuIsa::Avx512 : avx2 ? CpuIsa::Avx2 : CpuIsa::Sse;
 #endif
   if (std::FILE* f = std::fopen("/proc/cpuinfo", "r")) {
     char line[512];
@@ -83,9 +92,10 @@ inline CpuInfo detect_cpu() {
     std::fclose(f);
   }
   if (const std::string want = env::get("TG_CPU_ISA"); !want.empty()) {
-    CpuIsa w = want == "avx512" ? CpuIsa::Avx512 : want == "avx2" ? CpuIsa::Avx2 : CpuIsa::Sse;
-    if (want != "avx512" && want != "avx2" && want != "sse")
-      c.problem = "TG_CPU_ISA=" + want + " is not one of avx512, avx2, sse";
+    CpuIsa w = CpuIsa::Sse;
+    while (w < CpuIsa::Avx512Bf16 && want != cpu_isa_name(w)) w = CpuIsa(int(w) + 1);
+    if (want != cpu_isa_name(w))
+      c.problem = "TG_CPU_ISA=" + want + " is not one of avx512bf16, avx512, avx2, sse";
     else if (w > c.isa)
       c.problem =
           "TG_CPU_ISA=" + want + " asks for more than this CPU has (" + cpu_isa_name(c.isa) + ")";
