@@ -611,6 +611,7 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
                  Case{8, 784, 256, f32, 0, false, "u4x32p_"},  // 8 column tiles
                  Case{12, 64, 96, f32, 0, false, "u4x32_"},
                  Case{8, 256, 48, f32, 0, false, "u4x16_"},    // 48 = 3 x 16
+                 Case{8, 256, 40, f32, 0, false, "u4x8_"},     // 8 lanes: half vectors on AVX-512
                  Case{8, 1100, 128, f32, 0, false, "u4x16p_"}, // 32 lanes: 4 column tiles
                  Case{8, 784, 256, f32, 1, false, "u4x32p_"},  // a bias: one load per column
                  Case{8, 784, 256, f32, 3, false, "u4x16p_"},  // a load per element: 16 lanes
@@ -671,6 +672,16 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
     else
       same(0.0f);
   }
+}
+
+TEST_CASE("a tile of 8 float32 columns is a tile of 32-byte vectors with 64-byte ones") {
+  auto a = randn({64, 256}), b = randn({256, 1000}); // 1000 = 8 x 125
+  const tg::ScheduleInfo info = tg::schedule({a.matmul(b)}, tg::cpu_target(tg::CpuIsa::Avx512));
+  REQUIRE(info.kernels() == 1);
+  const std::string& src = info.sources[0];
+  const std::string body = src.substr(src.find("(void** bufs")); // (after the prelude)
+  CHECK_MESSAGE(contains(body, "tg_fma_f32x8(("), body);
+  CHECK_FALSE(contains(body, "fmaf("));
 }
 
 TEST_CASE("bfloat16 products two steps at a time (AVX512_BF16's vdpbf16ps, pair_products.hpp)") {

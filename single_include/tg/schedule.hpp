@@ -3503,36 +3503,41 @@ constexpr Program vectorize(const Program& p, int vector_bytes = 32) {
   std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
-    const std::size_t w = std::size_t(vector_bytes) / (p.ops[i].dtype == DType::Float64 ? 8 : 4);
-    if (i + w > n) continue;
-    for (int side = 0; side < 2; ++side) {
-      std::vector<Lane> g;
-      std::int64_t stride = 1;
-      for (std::size_t j = 0; j < w; ++j) {
-        Lane l = lane_of(i + j, side);
-        if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
-        if (j > 0) {
-          const Lane& f = g[0];
-          detail::Affine d =
-              detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
-          if (j == 1 && d.terms.empty() && d.c > 1 && l.scalar >= 0) stride = d.c;
-          if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
-              d.c != std::int64_t(j) * stride ||
-              !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
-              p.ops[std::size_t(l.assign)].op != p.ops[i].op)
-            break;
+    // a whole vector's lanes, else (64-byte vectors) half of them: a tile of 8 float32 columns
+    // (a product 1000 wide) in 32-byte vectors, not as scalars
+    const std::size_t full = std::size_t(vector_bytes) / (p.ops[i].dtype == DType::Float64 ? 8 : 4);
+    const std::size_t least = vector_bytes == 64 ? full / 2 : full;
+    bool grouped = false;
+    for (std::size_t w = full; !grouped && w >= least; w /= 2)
+      for (int side = 0; side < 2 && i + w <= n; ++side) {
+        std::vector<Lane> g;
+        std::int64_t stride = 1;
+        for (std::size_t j = 0; j < w; ++j) {
+          Lane l = lane_of(i + j, side);
+          if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
+          if (j > 0) {
+            const Lane& f = g[0];
+            detail::Affine d =
+                detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
+            if (j == 1 && d.terms.empty() && d.c > 1 && l.scalar >= 0) stride = d.c;
+            if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
+                d.c != std::int64_t(j) * stride ||
+                !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
+                p.ops[std::size_t(l.assign)].op != p.ops[i].op)
+              break;
+          }
+          g.push_back(l);
         }
-        g.push_back(l);
+        if (g.size() != w) continue;
+        for (const Lane& l : g) {
+          group_of_assign[std::size_t(l.assign)] = int(groups.size());
+          group_of_acc[std::size_t(l.acc)] = int(groups.size());
+        }
+        groups.push_back(g);
+        strides.push_back(stride);
+        grouped = true;
+        break;
       }
-      if (g.size() != w) continue;
-      for (const Lane& l : g) {
-        group_of_assign[std::size_t(l.assign)] = int(groups.size());
-        group_of_acc[std::size_t(l.acc)] = int(groups.size());
-      }
-      groups.push_back(g);
-      strides.push_back(stride);
-      break;
-    }
   }
   if (groups.empty()) return p;
 
