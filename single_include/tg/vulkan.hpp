@@ -5507,6 +5507,20 @@ constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<in
   }
   return d;
 }
+/// Whether range r runs 0 .. len (constants) by steps of 1, and its len.
+constexpr bool constant_range(const Program& p, std::size_t r, std::int64_t& len) {
+  const UOp& u = p.ops[r];
+  const UOp& lo = p.ops[std::size_t(u.src[0])];
+  const UOp& hi = p.ops[std::size_t(u.src[1])];
+  len = hi.value.i;
+  return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
+}
+/// An affine form's coefficient of `atom` (0 without one).
+constexpr std::int64_t coefficient(const Affine& a, int atom) {
+  for (auto [at, k] : a.terms)
+    if (at == atom) return k;
+  return 0;
+}
 /// The ranges enclosing each op of p, outermost first.
 constexpr std::vector<std::vector<int>> enclosing_ranges(const Program& p) {
   std::vector<std::vector<int>> stack(p.ops.size());
@@ -5693,17 +5707,8 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
   if (deps.empty()) return p;
   std::vector<detail::Affine> aff = detail::affine_forms(p);
   std::vector<std::vector<int>> stack = detail::enclosing_ranges(p); // outermost first
-  auto const_range = [&](int r, std::int64_t& len) {                 // 0 .. len, step 1
-    const UOp& u = p.ops[std::size_t(r)];
-    const UOp& lo = p.ops[std::size_t(u.src[0])];
-    const UOp& hi = p.ops[std::size_t(u.src[1])];
-    len = hi.value.i;
-    return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
-  };
-  auto coef = [](const detail::Affine& a, int atom) {
-    for (auto [at, k] : a.terms)
-      if (at == atom) return k;
-    return std::int64_t(0);
+  auto const_range = [&](int r, std::int64_t& len) {
+    return detail::constant_range(p, std::size_t(r), len);
   };
   auto same_terms = [](const detail::Affine& a, const detail::Affine& b) {
     return a.terms == b.terms;
@@ -5729,7 +5734,7 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
     auto moves = [&](int r) { return (idx >> bit[std::size_t(r)] & 1) != 0; };
     std::int64_t k = 0, tiles = 1, reuse = 0;
     // strided along the reduction: each k a new cache line
-    if (!const_range(loop, k) || coef(a, loop) < 16) continue;
+    if (!const_range(loop, k) || detail::coefficient(a, loop) < 16) continue;
     // The copy goes before the outermost enclosing loop from which on no loop but the
     // reduction and (in panel order) the tile loop right outside it moves the index.
     const std::vector<int>& enclosing = stack[std::size_t(loop)];
@@ -5903,12 +5908,8 @@ constexpr Program pair_products(const Program& p) {
       }
   }
   std::vector<detail::Affine> aff = detail::affine_forms(p);
-  auto const_range = [&](std::size_t r, std::int64_t& len) { // 0 .. len, step 1
-    const UOp& u = p.ops[r];
-    const UOp& lo = p.ops[std::size_t(u.src[0])];
-    const UOp& hi = p.ops[std::size_t(u.src[1])];
-    len = hi.value.i;
-    return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
+  auto const_range = [&](std::size_t r, std::int64_t& len) {
+    return detail::constant_range(p, r, len);
   };
   // a panel index: k * columns + o, o a multiple of the lanes below the columns
   auto panel_offset = [&](int index, int loop, std::int64_t columns) -> std::int64_t {
@@ -5917,11 +5918,6 @@ constexpr Program pair_products(const Program& p) {
         a.c < 0 || a.c >= columns || a.c % kLanes != 0)
       return -1;
     return a.c;
-  };
-  auto step_of = [&](int index, int loop) { // the index's coefficient of the loop's
-    for (auto [atom, k] : aff[std::size_t(index)].terms)
-      if (atom == loop) return k;
-    return std::int64_t(0);
   };
   auto is_bf16_param = [&](int s) {
     return p.ops[std::size_t(s)].kind == UKind::Param &&
@@ -6081,7 +6077,7 @@ constexpr Program pair_products(const Program& p) {
         } else if (u.kind == UKind::Load) { // the row's elements k, k + 1 as one word
           UOp a = remap(u, lo);
           a.dtype = DType::UInt32;
-          if (hi && step_of(u.src[1], l) == 1) {
+          if (hi && detail::coefficient(aff[std::size_t(u.src[1])], l) == 1) {
             a.kind = UKind::WordLoad; // consecutive: one load of both
             now[std::size_t(v)] = w.add(a);
           } else if (hi) {

@@ -31,6 +31,20 @@ constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<in
   }
   return d;
 }
+/// Whether range r runs 0 .. len (constants) by steps of 1, and its len.
+constexpr bool constant_range(const Program& p, std::size_t r, std::int64_t& len) {
+  const UOp& u = p.ops[r];
+  const UOp& lo = p.ops[std::size_t(u.src[0])];
+  const UOp& hi = p.ops[std::size_t(u.src[1])];
+  len = hi.value.i;
+  return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
+}
+/// An affine form's coefficient of `atom` (0 without one).
+constexpr std::int64_t coefficient(const Affine& a, int atom) {
+  for (auto [at, k] : a.terms)
+    if (at == atom) return k;
+  return 0;
+}
 /// The ranges enclosing each op of p, outermost first.
 constexpr std::vector<std::vector<int>> enclosing_ranges(const Program& p) {
   std::vector<std::vector<int>> stack(p.ops.size());

@@ -20,17 +20,8 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
   if (deps.empty()) return p;
   std::vector<detail::Affine> aff = detail::affine_forms(p);
   std::vector<std::vector<int>> stack = detail::enclosing_ranges(p); // outermost first
-  auto const_range = [&](int r, std::int64_t& len) {                 // 0 .. len, step 1
-    const UOp& u = p.ops[std::size_t(r)];
-    const UOp& lo = p.ops[std::size_t(u.src[0])];
-    const UOp& hi = p.ops[std::size_t(u.src[1])];
-    len = hi.value.i;
-    return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
-  };
-  auto coef = [](const detail::Affine& a, int atom) {
-    for (auto [at, k] : a.terms)
-      if (at == atom) return k;
-    return std::int64_t(0);
+  auto const_range = [&](int r, std::int64_t& len) {
+    return detail::constant_range(p, std::size_t(r), len);
   };
   auto same_terms = [](const detail::Affine& a, const detail::Affine& b) {
     return a.terms == b.terms;
@@ -56,7 +47,7 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
     auto moves = [&](int r) { return (idx >> bit[std::size_t(r)] & 1) != 0; };
     std::int64_t k = 0, tiles = 1, reuse = 0;
     // strided along the reduction: each k a new cache line
-    if (!const_range(loop, k) || coef(a, loop) < 16) continue;
+    if (!const_range(loop, k) || detail::coefficient(a, loop) < 16) continue;
     // The copy goes before the outermost enclosing loop from which on no loop but the
     // reduction and (in panel order) the tile loop right outside it moves the index.
     const std::vector<int>& enclosing = stack[std::size_t(loop)];

@@ -34,12 +34,8 @@ constexpr Program pair_products(const Program& p) {
       }
   }
   std::vector<detail::Affine> aff = detail::affine_forms(p);
-  auto const_range = [&](std::size_t r, std::int64_t& len) { // 0 .. len, step 1
-    const UOp& u = p.ops[r];
-    const UOp& lo = p.ops[std::size_t(u.src[0])];
-    const UOp& hi = p.ops[std::size_t(u.src[1])];
-    len = hi.value.i;
-    return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
+  auto const_range = [&](std::size_t r, std::int64_t& len) {
+    return detail::constant_range(p, r, len);
   };
   // a panel index: k * columns + o, o a multiple of the lanes below the columns
   auto panel_offset = [&](int index, int loop, std::int64_t columns) -> std::int64_t {
@@ -48,11 +44,6 @@ constexpr Program pair_products(const Program& p) {
         a.c < 0 || a.c >= columns || a.c % kLanes != 0)
       return -1;
     return a.c;
-  };
-  auto step_of = [&](int index, int loop) { // the index's coefficient of the loop's
-    for (auto [atom, k] : aff[std::size_t(index)].terms)
-      if (atom == loop) return k;
-    return std::int64_t(0);
   };
   auto is_bf16_param = [&](int s) {
     return p.ops[std::size_t(s)].kind == UKind::Param &&
@@ -212,7 +203,7 @@ constexpr Program pair_products(const Program& p) {
         } else if (u.kind == UKind::Load) { // the row's elements k, k + 1 as one word
           UOp a = remap(u, lo);
           a.dtype = DType::UInt32;
-          if (hi && step_of(u.src[1], l) == 1) {
+          if (hi && detail::coefficient(aff[std::size_t(u.src[1])], l) == 1) {
             a.kind = UKind::WordLoad; // consecutive: one load of both
             now[std::size_t(v)] = w.add(a);
           } else if (hi) {
