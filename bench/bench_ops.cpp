@@ -150,13 +150,18 @@ struct Matmul {
 // The MLP's layers (bench_train's 784-256-256-10 at batch 128) are the shapes a training step
 // runs; the squares show how the kernels scale. sgemm_128x784x256 is the first layer with the
 // weight stored [k, n] instead of nn::Linear's [n, k]: the pair shows what that layout costs.
+// sgemm_255, sgemm_1000 and linear_100x784x1000 have sizes that no power-of-two tile divides.
 const Matmul kMatmuls[] = {
+    {"sgemm_255", 0, 255, 255, 255, false},
     {"sgemm_256", 0, 256, 256, 256, false},
+    {"sgemm_1000", 0, 1000, 1000, 1000, false},
     {"sgemm_1024", 0, 1024, 1024, 1024, false},
     {"sgemm_2048", 0, 2048, 2048, 2048, false},
     {"sgemm_128x784x256", 0, 128, 784, 256, false},
     {"linear_128x784x256", 0, 128, 784, 256, true},
     {"linear_128x256x256", 0, 128, 256, 256, true},
+    {"linear_100x784x1000", 0, 100, 784, 1000, true},
+    {"linear_6x784x1000", 0, 6, 784, 1000, true}, // a small batch: fewer rows than a tile
     {"bmm_16x256x256x256", 16, 256, 256, 256, false},
 };
 

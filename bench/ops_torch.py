@@ -121,12 +121,16 @@ common = {
 }
 
 workloads = {
+    "sgemm_255": lambda: matmul(255, 255, 255),
     "sgemm_256": lambda: matmul(256, 256, 256),
+    "sgemm_1000": lambda: matmul(1000, 1000, 1000),
     "sgemm_1024": lambda: matmul(1024, 1024, 1024),
     "sgemm_2048": lambda: matmul(2048, 2048, 2048),
     "sgemm_128x784x256": lambda: matmul(128, 784, 256),
     "linear_128x784x256": lambda: linear(128, 784, 256),
     "linear_128x256x256": lambda: linear(128, 256, 256),
+    "linear_100x784x1000": lambda: linear(100, 784, 1000),
+    "linear_6x784x1000": lambda: linear(6, 784, 1000),
     "bmm_16x256x256x256": lambda: bmm(16, 256, 256, 256),
     "bgemm_1024": lambda: matmul(1024, 1024, 1024, torch.bfloat16),
     "bgemm_2048": lambda: matmul(2048, 2048, 2048, torch.bfloat16),

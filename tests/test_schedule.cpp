@@ -445,6 +445,9 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
   for (auto [n, m] : {std::pair<std::int64_t, std::int64_t>{5, 32},
                       {5, 24},
                       {5, 7},
+                      {7, 255}, // 16 tiles of 16 columns, the last one from column 239
+                      {3, 48},
+                      {9, 17},
                       {8, 32},
                       {6, 16},
                       {12, 8},
@@ -463,12 +466,19 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
       while (w > 1 && d % w) w /= 2;
       return w;
     };
-    std::int64_t lanes = pow2_divisor(m, 16), rows = 1;
-    if (lanes < 4) lanes = m <= 16 ? m : 1; // a short axis whole
-    if (lanes >= 8) rows = pow2_divisor(n, 4);
-    if (rows == 1 && lanes == 16) lanes = pow2_divisor(m, 64); // wide lanes without a tile
-    std::string name = rows > 1    ? "u" + std::to_string(rows) + "x" + std::to_string(lanes) + "_"
-                       : lanes > 1 ? "u" + std::to_string(lanes) + "_"
+    // a tile that does not divide its axis when it computes at most a quarter more outputs, or
+    // when no power of two at least a quarter of it does (LowerOptions::tile_tails)
+    auto tile = [&](std::int64_t d, std::int64_t most) {
+      const std::int64_t w = pow2_divisor(d, most), extra = (d + most - 1) / most * most - d;
+      return w == most || d <= most ? w : 4 * extra <= d || 4 * w <= most ? most : w;
+    };
+    std::int64_t lanes = tile(m, 16), rows = 1;
+    if (lanes < 4) lanes = m <= 16 ? m : 1;        // a short axis whole
+    if (lanes >= 8) rows = n < 4 ? n : tile(n, 4); // (rows shorter than the tile: whole)
+    if (rows == 1 && lanes == 16) lanes = std::max(lanes, pow2_divisor(m, 64)); // wide lanes
+    const std::string tail = m % lanes || n % rows ? "t_" : "_";
+    std::string name = rows > 1    ? "u" + std::to_string(rows) + "x" + std::to_string(lanes) + tail
+                       : lanes > 1 ? "u" + std::to_string(lanes) + tail
                                    : "r_";
     CHECK_MESSAGE(contains(up.name.view(), name), up.name.view());
     auto av = a.to_vector<float>(), bv = b.to_vector<float>(), cv = bias.to_vector<float>();
@@ -497,7 +507,8 @@ TEST_CASE("upcast reductions compute the same values as plain ones") {
     // the same tile with its column tiles in the outer loop (as for an operand past the caches)
     tg::Program panel =
         tg::lower(info.graph, info.schedule, 0, tg::LowerOptions{16, 4, 16, /*panel_bytes=*/64});
-    CHECK(contains(panel.name.view(), "p_") == (rows > 1 && m / lanes >= 8)); // 8 column tiles
+    CHECK(contains(panel.name.view(), "p" + tail) ==
+          (rows > 1 && (m + lanes - 1) / lanes >= 8)); // 8 column tiles
     std::vector<float> out3(out1.size());
     run(plain, out1);
     run(up, out2);
@@ -610,8 +621,13 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
   for (Case c : {Case{8, 1100, 512, f32, 0, false, "u4x32p_"}, // panel order, 16 column tiles
                  Case{8, 784, 256, f32, 0, false, "u4x32p_"},  // 8 column tiles
                  Case{12, 64, 96, f32, 0, false, "u4x32_"},
-                 Case{8, 256, 48, f32, 0, false, "u4x16_"},    // 48 = 3 x 16
-                 Case{8, 256, 40, f32, 0, false, "u4x8_"},     // 8 lanes: half vectors on AVX-512
+                 Case{8, 256, 48, f32, 0, false, "u4x16_"},      // 48 = 3 x 16
+                 Case{8, 256, 24, f32, 0, false, "u4x8_"},       // 8 lanes: half vectors on AVX-512
+                 Case{8, 256, 40, f32, 0, false, "u4x16t_"},     // 3 tiles, the last from column 24
+                 Case{255, 255, 255, f32, 0, false, "u4x16pt_"}, // no tile divides either axis
+                 Case{97, 131, 1009, f32, 1, true, "u4x16pt_"},  // nn::Linear, odd sizes
+                 Case{13, 300, 100, f32, 3, false, "u4x16t_"},
+                 Case{3, 784, 1000, f32, 1, true, "u3x16pt_"}, // a batch shorter than the tile
                  Case{8, 1100, 128, f32, 0, false, "u4x16p_"}, // 32 lanes: 4 column tiles
                  Case{8, 784, 256, f32, 1, false, "u4x32p_"},  // a bias: one load per column
                  Case{8, 784, 256, f32, 3, false, "u4x16p_"},  // a load per element: 16 lanes
@@ -675,13 +691,33 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
 }
 
 TEST_CASE("a tile of 8 float32 columns is a tile of 32-byte vectors with 64-byte ones") {
-  auto a = randn({64, 256}), b = randn({256, 1000}); // 1000 = 8 x 125
+  auto a = randn({64, 256}), b = randn({256, 24}); // 24 = 8 x 3
   const tg::ScheduleInfo info = tg::schedule({a.matmul(b)}, tg::cpu_target(tg::CpuIsa::Avx512));
   REQUIRE(info.kernels() == 1);
   const std::string& src = info.sources[0];
   const std::string body = src.substr(src.find("(void** bufs")); // (after the prelude)
   CHECK_MESSAGE(contains(body, "tg_fma_f32x8(("), body);
   CHECK_FALSE(contains(body, "fmaf("));
+}
+
+TEST_CASE("a product whose sizes no tile divides keeps whole tiles, the last ones shifted back") {
+  // 255 x 255 on AVX-512: 32 tiles of 8 rows and 16 of 16 columns, the last of each starting at
+  // row 247 and column 239 (LowerOptions::tile_tails), all of them vectors
+  auto a = randn({255, 300}), b = randn({300, 255});
+  const tg::ScheduleInfo info = tg::schedule({a.matmul(b)}, tg::cpu_target(tg::CpuIsa::Avx512));
+  REQUIRE(info.kernels() == 1);
+  const std::string& src = info.sources[0];
+  const std::string body = src.substr(src.find("(void** bufs"));
+  CHECK_MESSAGE(contains(src, "ru8x16pt_32_16"), src);
+  CHECK_MESSAGE(contains(body, "tg_fma_f32x16(("), body);
+  CHECK_FALSE(contains(body, "fmaf("));
+  CHECK(a.matmul(b).to_vector<float>() == a.to("INTERP").matmul(b.to("INTERP")).to_vector<float>());
+  // Such a kernel writes the overlapped outputs twice, so it never writes into a buffer it reads:
+  // in place, acc += a @ b would add those outputs' products twice.
+  auto acc = randn({255, 255}).realize();
+  const std::vector<float> want = (acc + a.matmul(b)).to_vector<float>();
+  acc.assign(acc + a.matmul(b));
+  CHECK(acc.to_vector<float>() == want);
 }
 
 TEST_CASE("bfloat16 products two steps at a time (AVX512_BF16's vdpbf16ps, pair_products.hpp)") {
@@ -741,8 +777,13 @@ TEST_CASE("bfloat16 products two steps at a time (AVX512_BF16's vdpbf16ps, pair_
                  Case{1, 64, 3, 64, 0, "tg_dot2m_bf16x16(v"},
                  Case{1, 64, 255, 64, 1, "tg_dot2_bf16x16(v"}, // a's pairs from two loads
                  Case{1, 64, 256, 80, 2, "tg_dot2m_bf16x16(v"},
-                 Case{1, 64, 256, 96, 3, "tg_dot2m_bf16x16(v"},
-                 Case{3, 16, 64, 32, 0, "tg_dot2m_bf16x16(v"}}) {
+                 Case{1, 64, 256, 96, 3, "tg_dot2m_bf16x16(v"}, // an epilogue
+                 Case{3, 16, 64, 32, 0, "tg_dot2m_bf16x16(v"},  // a batch
+                 // sizes no tile divides: the last row and column tiles shifted back
+                 Case{1, 97, 131, 1009, 0, "tg_dot2m_bf16x16(v"},
+                 Case{1, 255, 255, 255, 2, "tg_dot2m_bf16x16(v"},
+                 Case{1, 100, 255, 100, 1, "tg_dot2_bf16x16(v"},
+                 Case{3, 13, 64, 40, 3, "tg_dot2m_bf16x16(v"}}) {
     CAPTURE(c.n);
     CAPTURE(c.k);
     CAPTURE(c.m);

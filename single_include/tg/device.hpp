@@ -818,6 +818,10 @@ struct Program {
   /// Its reduction split into this many partial accumulators (LowerOptions::split_reduce): the C
   /// compiler may vectorize that loop, as each vector lane keeps its own sum in order.
   int reduce_split = 1;
+  /// Its last register tile along an axis overlaps the one before it (LowerOptions::tile_tails):
+  /// it writes some outputs twice, with the same value, so it must not write into a buffer it
+  /// reads.
+  bool overlapping = false;
   // GPU launch shape, set by gpu_program (codegen/gpu_program.hpp); local == 0 on CPU programs.
   int local = 0;                    // threads per work-group (a power of two)
   bool grouped = false;             // a work-group shares one item and splits its reductions
@@ -2066,6 +2070,10 @@ private:
       } else if (op == Op::Mod && b >= 0 && is_const(b) && ival(b) > 0 && la >= 0) {
         l = 0;
         h = ival(b) - 1;
+      } else if (op == Op::Where && b >= 0 && c >= 0 && known(lb) && known(hb) && known(lo_(c)) &&
+                 known(hi_(c))) {
+        l = std::min(lb, lo_(c));
+        h = std::max(hb, hi_(c));
       } else if (is_compare(op) || t == DType::Bool) {
         l = 0;
         h = 1;
@@ -2166,6 +2174,13 @@ struct LowerOptions {
   /// gpu_tile_threads threads (TG_GPU_TILE and TG_GPU_TILE_THREADS override both).
   int gpu_tile = 1;
   std::int64_t gpu_tile_threads = std::int64_t(1) << 18;
+  /// A register tile along an output axis that its size does not divide (a product 1000 or 255
+  /// wide) keeps its size: the axis runs ceil(size / tile) tiles, the last one shifted back to
+  /// end where the axis ends (Halide's ShiftInwards), instead of shrinking to the largest power
+  /// of two dividing the axis (255: one output at a time). The overlapped outputs are computed
+  /// twice, with the same value, so such a kernel never writes its result into a buffer it reads
+  /// (Program::overlapping).
+  bool tile_tails = true;
 
   /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
   /// length by the tile's output columns) runs its column tiles outermost (panel_bytes).
@@ -2177,7 +2192,8 @@ struct LowerOptions {
   /// elements, at most kPackBytes) into a contiguous array, whose rows load as vectors. The
   /// copy reads w's rows contiguously; without it, every lane of the tile read its own row.
   constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
-    return panel_order(k, columns) && columns % upcast == 0 && k * upcast * 8 <= kPackBytes;
+    return panel_order(k, columns) && (columns % upcast == 0 || tile_tails) &&
+           k * upcast * 8 <= kPackBytes;
   }
 
   /// These choices for a device without register tiles (a GPU): one output per thread, and its
@@ -2190,7 +2206,7 @@ struct LowerOptions {
     o.upcast = o.upcast_rows = o.split_reduce = o.unroll_masked = o.unroll_reduce = 1;
     o.transpose_tile = 1;
     o.wide_upcast = o.upcast;
-    o.refine_views = false;
+    o.refine_views = o.tile_tails = false;
     return o;
   }
   /// Every choice off (TG_OPT=0): one output and one accumulator per loop iteration.
@@ -2198,7 +2214,7 @@ struct LowerOptions {
     LowerOptions o;
     o.upcast = o.upcast_rows = o.split_reduce = o.unroll_masked = o.unroll_reduce = 1;
     o.transpose_tile = 1;
-    o.refine_views = false;
+    o.refine_views = o.tile_tails = false;
     return o;
   }
 };
@@ -2245,13 +2261,33 @@ constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
       if (d.constant() % w == 0) return w;
   return 1;
 }
+/// Tiles of `size` along an axis of `extent` elements: how many (the last one shifted back when
+/// size does not divide extent: LowerOptions::tile_tails).
+constexpr std::int64_t tiles_of(std::int64_t extent, std::int64_t size) {
+  return (extent + size - 1) / size;
+}
 } // namespace detail
 
 /// The choices for a kernel with these facts under these options.
 constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   using detail::divisor;
+  // The tile along an axis: `most` where it divides the axis, or where tile_tails lets its last
+  // tile shift back and that computes at most a quarter more outputs than the axis has (or the
+  // largest power of two dividing the axis is under a quarter of `most`); else that power of two.
+  auto tile = [&](const SInt& d, std::int64_t most) {
+    const std::int64_t w = divisor(d, most);
+    if (w == most || !o.tile_tails || !d.is_const() || d.constant() <= most) return w;
+    const std::int64_t extra = detail::tiles_of(d.constant(), most) * most - d.constant();
+    return 4 * extra <= d.constant() || 4 * w <= most ? most : w;
+  };
   Choices c;
   const Shape& m = f.loops;
+  // the rows of a register tile: an axis shorter than the tile (a batch of 5) whole
+  auto tile_rows = [&](const SInt& d) {
+    return o.upcast_rows > 1 && d.is_const() && d.constant() < o.upcast_rows
+               ? std::max<std::int64_t>(d.constant(), 1)
+               : tile(d, o.upcast_rows);
+  };
   const std::size_t n = m.size(), row = n - 2;
   std::size_t aligned = 0;
   for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
@@ -2260,7 +2296,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
   // LowerOptions::packs_strided); that tile, not split accumulators, then.
   c.pack_strided = n >= 2 && one_aligned && m.back().is_const() && f.reduce_length.is_const() &&
-                   divisor(m[row], o.upcast_rows) > 1 && f.shared_row &&
+                   tile_rows(m[row]) > 1 && f.shared_row &&
                    o.packs_strided(f.reduce_length.constant(), m.back().constant()) &&
                    !f.contiguous_last;
   const bool lanes_contiguous = c.pack_strided ? f.packable_last : f.contiguous_last;
@@ -2287,7 +2323,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   std::int64_t lanes = 1, rows = 1;
   if (c.split == 1 && aligned > 0 && m.back().is_const()) {
     const std::int64_t size = m.back().constant();
-    lanes = divisor(m.back(), o.upcast);
+    lanes = tile(m.back(), o.upcast);
     if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
       lanes = size <= o.upcast ? std::max<std::int64_t>(size, 1) : 1;
     else if (lanes > 4 && !lanes_contiguous)
@@ -2300,7 +2336,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
     lanes = rows = o.transpose_tile;
   }
   if (lanes >= 8 && n >= 2 && one_aligned && f.shared_row && lanes_contiguous)
-    rows = divisor(m[row], o.upcast_rows);
+    rows = tile_rows(m[row]);
   if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue && float_reduction) {
     const std::int64_t wide = divisor(m.back(), o.tile_lanes);
     const SInt& k = f.reduce_length;
@@ -2335,7 +2371,8 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   // A register tile whose shared operand (matmul's right one) outgrows the caches runs its column
   // tiles outermost: each column panel of that operand then stays in cache while every row tile
   // passes over it, instead of the whole operand streaming from memory once per row tile.
-  const std::int64_t column_tiles = lanes > 1 ? m.back().constant() / lanes : m.back().constant();
+  const std::int64_t column_tiles =
+      lanes > 1 ? detail::tiles_of(m.back().constant(), lanes) : m.back().constant();
   c.panel = rows > 1 && one_aligned && f.reduce_length.is_const() &&
             o.panel_order(f.reduce_length.constant(), m.back().constant()) && column_tiles >= 8;
   return c;
@@ -2405,8 +2442,11 @@ public:
     panel_ = choice.panel;
     std::size_t row_axis = m.size() - 2;
     Shape loops = m;
-    loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
-    if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
+    if (lanes > 1) loops.back() = SInt(tiles_of(m.back().constant(), lanes));
+    if (rows > 1) loops[row_axis] = SInt(tiles_of(m[row_axis].constant(), rows));
+    // (a tile that does not divide its axis: LowerOptions::tile_tails)
+    const bool overlapping = (lanes > 1 && m.back().constant() % lanes != 0) ||
+                             (rows > 1 && m[row_axis].constant() % rows != 0);
     // The loops in nesting order; the first is the parallel one (the column tiles in panel order).
     std::vector<std::size_t> order;
     if (panel_) order.push_back(loops.size() - 1);
@@ -2432,6 +2472,13 @@ public:
         return b_.alu(Op::Add, DType::Int64, ranges[axis], offset);
       }
       int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
+      const std::int64_t extent = m[axis].constant();
+      if (extent % size != 0) { // the last tile ends where the axis ends
+        int last = b_.cint(loops[axis].constant() - 1);
+        int before_last = b_.alu(Op::CmpLt, DType::Bool, ranges[axis], last);
+        int shifted = b_.cint(extent - size);
+        base = b_.alu(Op::Where, DType::Int64, before_last, base, shifted);
+      }
       int offset = b_.cint(at);
       return b_.alu(Op::Add, DType::Int64, base, offset);
     };
@@ -2456,6 +2503,7 @@ public:
     Program p = linearize(int(loops.size()));
     for (int pn : params_) p.params.push_back(g_[pn].dtype);
     p.outer = loops[order[0]];
+    p.overlapping = overlapping;
     // a hoisted reduction runs once per element of its own result
     SInt work = prod(m), hoisted_work = 0;
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
@@ -2480,6 +2528,7 @@ public:
       p.name << 'u' << rows << 'x' << lanes << (panel_ ? "p" : "") << (strided_tile_ ? "g" : "");
     else if (lanes > 1)
       p.name << 'u' << lanes;
+    if (overlapping) p.name << 't';
     for (const SInt& d : loops) {
       p.name << '_';
       if (d.is_const())

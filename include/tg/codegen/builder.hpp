@@ -1,6 +1,7 @@
 #pragma once
 // A hash-consed builder of UOps that folds constants and simplifies index arithmetic using the
 // value ranges of integers (so a contiguous kernel's index is just its loop variable).
+#include <algorithm>
 #include <limits>
 
 #include "ir.hpp"
@@ -202,6 +203,10 @@ private:
       } else if (op == Op::Mod && b >= 0 && is_const(b) && ival(b) > 0 && la >= 0) {
         l = 0;
         h = ival(b) - 1;
+      } else if (op == Op::Where && b >= 0 && c >= 0 && known(lb) && known(hb) && known(lo_(c)) &&
+                 known(hi_(c))) {
+        l = std::min(lb, lo_(c));
+        h = std::max(hb, hi_(c));
       } else if (is_compare(op) || t == DType::Bool) {
         l = 0;
         h = 1;

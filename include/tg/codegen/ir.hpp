@@ -79,6 +79,10 @@ struct Program {
   /// Its reduction split into this many partial accumulators (LowerOptions::split_reduce): the C
   /// compiler may vectorize that loop, as each vector lane keeps its own sum in order.
   int reduce_split = 1;
+  /// Its last register tile along an axis overlaps the one before it (LowerOptions::tile_tails):
+  /// it writes some outputs twice, with the same value, so it must not write into a buffer it
+  /// reads.
+  bool overlapping = false;
   // GPU launch shape, set by gpu_program (codegen/gpu_program.hpp); local == 0 on CPU programs.
   int local = 0;                    // threads per work-group (a power of two)
   bool grouped = false;             // a work-group shares one item and splits its reductions

@@ -70,8 +70,11 @@ public:
     panel_ = choice.panel;
     std::size_t row_axis = m.size() - 2;
     Shape loops = m;
-    loops.back() = lanes > 1 ? SInt(m.back().constant() / lanes) : m.back();
-    if (rows > 1) loops[row_axis] = SInt(m[row_axis].constant() / rows);
+    if (lanes > 1) loops.back() = SInt(tiles_of(m.back().constant(), lanes));
+    if (rows > 1) loops[row_axis] = SInt(tiles_of(m[row_axis].constant(), rows));
+    // (a tile that does not divide its axis: LowerOptions::tile_tails)
+    const bool overlapping = (lanes > 1 && m.back().constant() % lanes != 0) ||
+                             (rows > 1 && m[row_axis].constant() % rows != 0);
     // The loops in nesting order; the first is the parallel one (the column tiles in panel order).
     std::vector<std::size_t> order;
     if (panel_) order.push_back(loops.size() - 1);
@@ -97,6 +100,13 @@ public:
         return b_.alu(Op::Add, DType::Int64, ranges[axis], offset);
       }
       int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
+      const std::int64_t extent = m[axis].constant();
+      if (extent % size != 0) { // the last tile ends where the axis ends
+        int last = b_.cint(loops[axis].constant() - 1);
+        int before_last = b_.alu(Op::CmpLt, DType::Bool, ranges[axis], last);
+        int shifted = b_.cint(extent - size);
+        base = b_.alu(Op::Where, DType::Int64, before_last, base, shifted);
+      }
       int offset = b_.cint(at);
       return b_.alu(Op::Add, DType::Int64, base, offset);
     };
@@ -121,6 +131,7 @@ public:
     Program p = linearize(int(loops.size()));
     for (int pn : params_) p.params.push_back(g_[pn].dtype);
     p.outer = loops[order[0]];
+    p.overlapping = overlapping;
     // a hoisted reduction runs once per element of its own result
     SInt work = prod(m), hoisted_work = 0;
     for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
@@ -145,6 +156,7 @@ public:
       p.name << 'u' << rows << 'x' << lanes << (panel_ ? "p" : "") << (strided_tile_ ? "g" : "");
     else if (lanes > 1)
       p.name << 'u' << lanes;
+    if (overlapping) p.name << 't';
     for (const SInt& d : loops) {
       p.name << '_';
       if (d.is_const())

@@ -34,6 +34,7 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
     if (base.split_reduce == 1) o.split_reduce = 1;
     if (base.wide_upcast == base.upcast) o.wide_upcast = o.upcast;
     o.refine_views = base.refine_views;
+    o.tile_tails = base.tile_tails;
     o.tile_lanes = base.tile_lanes;
     o.unroll_masked = base.unroll_masked;
     o.unroll_reduce = base.unroll_reduce;
@@ -56,6 +57,11 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
   LowerOptions narrow = base; // no lanes beyond `upcast`
   narrow.wide_upcast = base.upcast;
   c.push_back(narrow);
+  if (base.tile_tails) { // only tiles that divide their axes (LowerOptions::tile_tails)
+    LowerOptions o = base;
+    o.tile_tails = false;
+    c.push_back(o);
+  }
   // column tiles outermost always, or never
   for (std::int64_t panel : {std::int64_t(0), std::numeric_limits<std::int64_t>::max()}) {
     LowerOptions o = base;

@@ -97,7 +97,8 @@ namespace detail {
 struct Plan {
   Schedule schedule;
   MemoryPlan memory;
-  std::vector<std::vector<Var>> vars; // per kernel: the symbolic sizes it takes at launch
+  std::vector<std::vector<Var>> vars;    // per kernel: the symbolic sizes it takes at launch
+  std::vector<std::uint8_t> overlapping; // per kernel: Program::overlapping (never in place)
   std::vector<std::shared_ptr<Runner>> runners;
   std::shared_ptr<Device> device; // kept open while its runners may run (and its address unique)
 };
@@ -182,7 +183,10 @@ inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& ke
   std::vector<const KernelCode*> ptrs;
   for (const KernelCode& c : kernels) ptrs.push_back(&c);
   made->runners = dev->prepare(ptrs);
-  for (const KernelCode& c : kernels) made->vars.push_back(c.program.vars);
+  for (const KernelCode& c : kernels) {
+    made->vars.push_back(c.program.vars);
+    made->overlapping.push_back(c.program.overlapping);
+  }
   if (debug == 3)
     for (auto& r : made->runners)
       if (!r->source.empty()) std::cerr << r->source << "\n";
@@ -365,7 +369,8 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
       if (last_reader[i] > int(k)) return false;
       if (std::find(s.kernels[k].inputs.begin(), s.kernels[k].inputs.end(), int(i)) !=
               s.kernels[k].inputs.end() &&
-          !detail::reads_in_place(g, s.materialized, s.kernels[k].root, int(i)))
+          (cached->overlapping[k] ||
+           !detail::reads_in_place(g, s.materialized, s.kernels[k].root, int(i))))
         return false;
     }
     return true;
