@@ -13722,8 +13722,11 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
     t.lower = options[i];
     return t;
   };
+  // (the number of candidates too: a cached index names a candidate of this list)
   std::string key = detail::cache_path(
-      "beam-" + detail::cache_key(dump(first).view(), dev.model() + "|" + std::to_string(width)) +
+      "beam-" +
+      detail::cache_key(dump(first).view(), dev.model() + "|" + std::to_string(width) + "|" +
+                                                std::to_string(options.size())) +
       ".txt");
   if (std::string saved; detail::read_cached(key, saved)) {
     std::size_t i = std::size_t(std::atoi(saved.c_str()));
