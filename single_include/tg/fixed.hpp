@@ -3145,28 +3145,30 @@ constexpr std::int64_t divisor(const SInt& d, std::int64_t most) {
 constexpr std::int64_t tiles_of(std::int64_t extent, std::int64_t size) {
   return (extent + size - 1) / size;
 }
+/// The tile along an axis of size d: `most` where it divides d, or where tile_tails lets its
+/// last tile shift back and that computes at most a quarter more outputs than d (or the largest
+/// power of two dividing d is under a quarter of `most`); else that power of two.
+constexpr std::int64_t tile_size(const SInt& d, std::int64_t most, const LowerOptions& o) {
+  const std::int64_t w = divisor(d, most);
+  if (w == most || !o.tile_tails || !d.is_const() || d.constant() <= most) return w;
+  const std::int64_t extra = tiles_of(d.constant(), most) * most - d.constant();
+  return 4 * extra <= d.constant() || 4 * w <= most ? most : w;
+}
+/// The rows of a register tile along an axis of size d: an axis shorter than the tile whole.
+constexpr std::int64_t row_tile(const SInt& d, const LowerOptions& o) {
+  return o.upcast_rows > 1 && d.is_const() && d.constant() < o.upcast_rows
+             ? std::max<std::int64_t>(d.constant(), 1)
+             : tile_size(d, o.upcast_rows, o);
+}
 } // namespace detail
 
 /// The choices for a kernel with these facts under these options.
 constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   using detail::divisor;
-  // The tile along an axis: `most` where it divides the axis, or where tile_tails lets its last
-  // tile shift back and that computes at most a quarter more outputs than the axis has (or the
-  // largest power of two dividing the axis is under a quarter of `most`); else that power of two.
-  auto tile = [&](const SInt& d, std::int64_t most) {
-    const std::int64_t w = divisor(d, most);
-    if (w == most || !o.tile_tails || !d.is_const() || d.constant() <= most) return w;
-    const std::int64_t extra = detail::tiles_of(d.constant(), most) * most - d.constant();
-    return 4 * extra <= d.constant() || 4 * w <= most ? most : w;
-  };
+  auto tile = [&](const SInt& d, std::int64_t most) { return detail::tile_size(d, most, o); };
+  auto tile_rows = [&](const SInt& d) { return detail::row_tile(d, o); };
   Choices c;
   const Shape& m = f.loops;
-  // the rows of a register tile: an axis shorter than the tile (a batch of 5) whole
-  auto tile_rows = [&](const SInt& d) {
-    return o.upcast_rows > 1 && d.is_const() && d.constant() < o.upcast_rows
-               ? std::max<std::int64_t>(d.constant(), 1)
-               : tile(d, o.upcast_rows);
-  };
   const std::size_t n = m.size(), row = n - 2;
   std::size_t aligned = 0;
   for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;

@@ -40,7 +40,7 @@ TG_API bool copy_transposed_operand(const Tensor& a, const Tensor& b) {
   const SInt &rows = as[as.size() - 2], &k = bs[bs.size() - 2], &m = bs.back();
   if (!rows.is_const() || !k.is_const() || !m.is_const() || rows.constant() < 8 ||
       k.constant() * m.constant() < 4096 ||
-      ((rows.constant() % 2 == 0 || o.tile_tails) && o.packs_strided(k.constant(), m.constant())))
+      (detail::row_tile(rows, o) > 1 && o.packs_strided(k.constant(), m.constant())))
     return false;
   ShapeTracker st = ShapeTracker::contiguous(n.src[0]->shape).apply(n.moves);
   const View& v = st.views.back();
