@@ -398,6 +398,101 @@ TEST_CASE("fixed: log1p, expm1, sinh, cosh, asinh, acosh, atanh and hypot equal 
   SAME(x.d.asinh(), x.D.asinh());
 }
 
+TEST_CASE("fixed: norm, cummax, cummin, logcumsumexp, sort, argsort and topk equal the run-time "
+          "Tensor's") {
+  Data x;
+  SAME(x.a.norm(), x.A.norm());
+  SAME((x.a.norm<2, 1>()), x.A.norm(2, {1}));
+  SAME((x.a.norm<1, 0>(tg::keepdim)), x.A.norm(1, {0}, true));
+  SAME((x.a.norm<3, 1>()), x.A.norm(3, {1}));
+  SAME((x.a.norm<4>()), x.A.norm(4));
+  SAME((x.a.norm<0, 1>()), x.A.norm(0, {1}));
+  SAME((x.a.norm<tg::norm_inf, 1>()), x.A.norm(INFINITY, {1}));
+  SAME((x.a.norm<-tg::norm_inf>()), x.A.norm(-INFINITY));
+  SAME(x.ia.norm(), x.IA.norm()); // float32, as on tg::Tensor
+  SAME(x.d.norm<2, 0>(), x.D.norm(2, {0}));
+  tg::fixed<float, 2, 6> tie{{1.0f, NAN, 3.0f, 3.0f, -INFINITY, 0.5f},
+                             {-0.0f, 0.0f, 2.0f, NAN, 2.0f, INFINITY}};
+  tg::Tensor TIE = rt(tie);
+  auto check_pair = [](const char* what, const auto& s, const auto& r) {
+    check_same(what, s.first, r.first, 2e-5);
+    check_same(what, s.second, r.second, 0);
+  };
+  check_pair("cummax<1>", x.a.cummax<1>(), x.A.cummax(1));
+  check_pair("cummax<0>", x.cube.cummax<0>(), x.CUBE.cummax(0));
+  check_pair("cummax ties", tie.cummax<1>(), TIE.cummax(1));
+  check_pair("cummax int", x.ia.cummax<-1>(), x.IA.cummax(-1));
+  check_pair("cummin<1>", x.a.cummin<1>(), x.A.cummin(1));
+  check_pair("cummin ties", tie.cummin<1>(), TIE.cummin(1));
+  check_pair("cummin int", x.ia.cummin<0>(), x.IA.cummin(0));
+  SAME(x.a.logcumsumexp<1>(), x.A.logcumsumexp(1));
+  SAME((x.a * 100.0f).logcumsumexp<0>(), (x.A * 100.0f).logcumsumexp(0));
+  SAME(tie.logcumsumexp<1>(), TIE.logcumsumexp(1));
+  SAME(x.ia.logcumsumexp<1>(), x.IA.logcumsumexp(1));
+  check_pair("sort", x.a.sort(), x.A.sort());
+  check_pair("sort<0, true>", (x.a.sort<0, true>()), x.A.sort(0, true));
+  check_pair("sort ties", tie.sort<1>(), TIE.sort(1));
+  check_pair("sort ties descending", (tie.sort<1, true>()), TIE.sort(1, true));
+  check_pair("sort int", x.ia.sort<1>(), x.IA.sort(1));
+  check_pair("sort bool", x.mask.sort<0>(), x.MASK.sort(0));
+  check_same("argsort", x.cube.argsort<1>(), x.CUBE.argsort(1), 0);
+  check_pair("topk", x.a.topk<2>(), x.A.topk(2));
+  check_pair("topk smallest", (x.a.topk<3, 0, false>()), x.A.topk(3, 0, false));
+  check_pair("topk ties", tie.topk<4>(), TIE.topk(4));
+  check_pair("topk int", (x.ia.topk<5, 1>()), x.IA.topk(5, 1));
+  check_pair("topk 0", x.a.topk<0>(), x.A.topk(0));
+  // in an expression, and compile-time evaluation
+  SAME(x.a.sort<1>().first * 2.0f + x.a.cummax<1>().first,
+       x.A.sort(1).first * 2.0f + x.A.cummax(1).first);
+  static constexpr tg::fixed<float, 4> c{3.0f, -1.0f, 2.0f, -1.0f};
+  constexpr auto s = c.sort().second.eval();
+  static_assert(s[0] == 1 && s[1] == 3 && s[2] == 2 && s[3] == 0);
+  constexpr auto m = c.cummin<0>().first.eval();
+  static_assert(m[0] == 3.0f && m[3] == -1.0f);
+}
+
+TEST_CASE("fixed: erf, erfc, atan, atan2, asin and acos (composite ops) equal the run-time "
+          "Tensor's") {
+  Data x;
+  tg::fixed<float, 10> edge{0.0f,  -0.0f, 1e-8f,     -1e-8f,   1.0f,
+                            -1.0f, 30.0f, -INFINITY, INFINITY, NAN};
+  tg::Tensor EDGE = rt(edge);
+  SAME(x.a.erf(), x.A.erf());
+  SAME((x.a * 3.0f).erf(), (x.A * 3.0f).erf());
+  SAME(edge.erf(), EDGE.erf());
+  SAME(x.d.erf(), x.D.erf());
+  SAME((x.d * 4.0).erfc(), (x.D * 4.0).erfc());
+  SAME(x.a.erfc(), x.A.erfc());
+  SAME(edge.erfc(), EDGE.erfc());
+  SAME(x.ia.erf(), x.IA.erf()); // float32, as on tg::Tensor
+  SAME(x.a.atan(), x.A.atan());
+  SAME((x.a * 100.0f).atan(), (x.A * 100.0f).atan());
+  SAME(edge.atan(), EDGE.atan());
+  SAME(x.d.atan(), x.D.atan());
+  SAME(x.a.atan2(x.b), x.A.atan2(x.B));
+  SAME(x.a.atan2(x.bias), x.A.atan2(x.BIAS));
+  SAME(x.ia.atan2(x.ib), x.IA.atan2(x.IB));
+  SAME(edge.atan2(edge.flip<0>()), EDGE.atan2(EDGE.flip({0})));
+  SAME(x.d.atan2(x.d.flip<1>()), x.D.atan2(x.D.flip({1})));
+  SAME((x.a * 0.45f).asin(), (x.A * 0.45f).asin());
+  SAME((x.a * 0.45f).acos(), (x.A * 0.45f).acos());
+  SAME(edge.asin(), EDGE.asin());
+  SAME(edge.acos(), EDGE.acos());
+  SAME((x.d * 0.4).acos(), (x.D * 0.4).acos());
+  // a composite inside an expression, twice over one leaf, and over another composite
+  SAME(x.a.erf() + x.a.erf() * 2.0f, x.A.erf() + x.A.erf() * 2.0f);
+  SAME((x.a.atan() - x.b).erf().sum<1>(), (x.A.atan() - x.B).erf().sum(1));
+  SAME(x.a.sum<0>(tg::keepdim).erfc() * x.a, x.A.sum(0, true).erfc() * x.A);
+  SAME(x.d.gelu(), x.D.gelu()); // float64: erf itself
+  SAME_TOL(1e-12, (x.d * 3.0).gelu(), (x.D * 3.0).gelu());
+  // compile-time evaluation
+  static constexpr tg::fixed<float, 3> c{-1.0f, 0.5f, 2.5f};
+  constexpr tg::fixed<float, 3> ce = c.erf();
+  static_assert(ce[1] > 0.5204f && ce[1] < 0.5205f);
+  constexpr tg::fixed<float, 3> ca = c.atan2(c.flip<0>());
+  static_assert(ca[0] < -0.38f && ca[0] > -0.39f); // atan2(-1, 2.5)
+}
+
 TEST_CASE("fixed: fmod, remainder and floor_divide equal the run-time Tensor's") {
   Data x;
   tg::fixed<float, 8> edge{0.0f, -0.0f, 5.5f, -5.5f, INFINITY, -INFINITY, NAN, 1e30f},
@@ -715,6 +810,24 @@ TEST_CASE("fixed: the Graph of an expression is the run-time front end's, node b
   SAME_GRAPH(x.cube.argmax<2>(tg::keepdim), x.CUBE.argmax(2, true));
   SAME_GRAPH(x.ia.argmin<0>(), x.IA.argmin(0));
   SAME_GRAPH(x.ia.argmax(tg::keepdim), x.IA.argmax(std::nullopt, true));
+  SAME_GRAPH(a.erf(), A.erf());
+  SAME_GRAPH(x.d.erfc(), x.D.erfc());
+  SAME_GRAPH(a.atan() * b, A.atan() * B);
+  SAME_GRAPH(x.d.atan(), x.D.atan());
+  SAME_GRAPH(a.atan2(x.bias), A.atan2(x.BIAS));
+  SAME_GRAPH(x.ia.atan2(a), x.IA.atan2(A));
+  SAME_GRAPH(a.asin(), A.asin());
+  SAME_GRAPH(a.acos() + a.erf(), A.acos() + A.erf());
+  SAME_GRAPH(x.d.gelu(), x.D.gelu());
+  SAME_GRAPH(a.norm(), A.norm());
+  SAME_GRAPH((a.norm<3, 1>()), A.norm(3, {1}));
+  SAME_GRAPH((a.norm<tg::norm_inf, 0>(tg::keepdim)), A.norm(INFINITY, {0}, true));
+  SAME_GRAPH(a.cummax<1>().first, A.cummax(1).first);
+  SAME_GRAPH(x.ia.cummin<0>().second, x.IA.cummin(0).second);
+  SAME_GRAPH(a.logcumsumexp<1>(), A.logcumsumexp(1));
+  SAME_GRAPH(a.sort<1>().first, A.sort(1).first);
+  SAME_GRAPH((a.sort<0, true>().second), A.sort(0, true).second);
+  SAME_GRAPH(a.topk<2>().first + 1.0f, A.topk(2).first + 1.0f);
   SAME_GRAPH(a.cumsum<1>(), A.cumsum(1));
   SAME_GRAPH(x.cube.cumsum<0>() + 1.0f, x.CUBE.cumsum(0) + 1.0f);
   SAME_GRAPH(x.ia.cumsum<-1>(), x.IA.cumsum(-1));

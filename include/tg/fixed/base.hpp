@@ -42,6 +42,12 @@ concept bridged = bridge<R>::enabled;
 /// The builders (defined in ops.hpp); a class template so that the methods below can name them
 /// before they are defined.
 template <class = void> struct ops;
+/// The builders of composite ops (composite.hpp).
+template <class = void> struct composites;
+} // namespace fx
+/// The order of the infinity norm, for norm<P>(): tg::norm_inf (max |x|), -tg::norm_inf (min).
+inline constexpr int norm_inf = std::numeric_limits<int>::max();
+namespace fx {
 
 /// The expression node an operand becomes (a fixed tensor becomes a leaf that refers to it).
 template <class E> using node_t = decltype(ops<E>::node(std::declval<E>()));
@@ -227,6 +233,7 @@ template <class D> struct expression : fx::expr_tag {
 
 private:
   using X = fx::ops<D>;
+  using C = fx::composites<D>;
   // Alias templates, so that nothing about D (incomplete here) is needed before a method is used.
   template <class DD = D> using N_ = fx::node_t<const DD&>;
   template <class DD = D> using S_ = fx::shape_of<fx::node_t<const DD&>>;
@@ -280,6 +287,103 @@ public:
   constexpr auto asinh() const { return X::asinh(X::node(self())); }
   constexpr auto acosh() const { return X::acosh(X::node(self())); }
   constexpr auto atanh() const { return X::atanh(X::node(self())); }
+  constexpr auto erf() const { return C::erf(X::node(self())); }
+  constexpr auto erfc() const { return C::erfc(X::node(self())); }
+  constexpr auto atan() const { return C::atan(X::node(self())); }
+  constexpr auto asin() const { return C::asin(X::node(self())); }
+  constexpr auto acos() const { return C::acos(X::node(self())); }
+  /// The P-norm over Ax (every axis if none), as Tensor::norm(P, {Ax...}): P an integer >= 0,
+  /// or tg::norm_inf / -tg::norm_inf for the largest / smallest |x|.
+  template <int P = 2, int... Ax> constexpr auto norm() const {
+    static_assert(P >= 0 || P == -norm_inf, "tg: norm: the order must be positive, 0 or +-inf");
+    static_assert(axes_in_range<op::norm, S_<>, axes<Ax...>>,
+                  "tg: norm: axis out of range or repeated");
+    if constexpr (axes_in_range<op::norm, S_<>, axes<Ax...>> && (P >= 0 || P == -norm_inf))
+      return C::template norm<P, false, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  template <int P = 2, int... Ax> constexpr auto norm(keepdim_t) const {
+    static_assert(P >= 0 || P == -norm_inf, "tg: norm: the order must be positive, 0 or +-inf");
+    static_assert(axes_in_range<op::norm, S_<>, axes<Ax...>>,
+                  "tg: norm: axis out of range or repeated");
+    if constexpr (axes_in_range<op::norm, S_<>, axes<Ax...>> && (P >= 0 || P == -norm_inf))
+      return C::template norm<P, true, Ax...>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// (running maximum, its int64 index) along Axis, as Tensor::cummax: a std::pair.
+  template <int Axis> constexpr auto cummax() const {
+    static_assert(axes_in_range<op::cummax, S_<>, axes<Axis>>, "tg: cummax: axis out of range");
+    if constexpr (axes_in_range<op::cummax, S_<>, axes<Axis>>)
+      return C::template cumulative<Axis, false>(X::node(self()));
+    else
+      return std::pair(X::error(), X::error());
+  }
+  /// (running minimum, its int64 index) along Axis, as Tensor::cummin: a std::pair.
+  template <int Axis> constexpr auto cummin() const {
+    static_assert(axes_in_range<op::cummin, S_<>, axes<Axis>>, "tg: cummin: axis out of range");
+    static_assert(defined_for<op::cummin, T_<>>, "tg: cummin: not defined for bool");
+    if constexpr (axes_in_range<op::cummin, S_<>, axes<Axis>> && defined_for<op::cummin, T_<>>)
+      return C::template cumulative<Axis, true>(X::node(self()));
+    else
+      return std::pair(X::error(), X::error());
+  }
+  /// log(cumsum(exp(x))) along Axis without overflow, as Tensor::logcumsumexp.
+  template <int Axis> constexpr auto logcumsumexp() const {
+    static_assert(axes_in_range<op::logcumsumexp, S_<>, axes<Axis>>,
+                  "tg: logcumsumexp: axis out of range");
+    if constexpr (axes_in_range<op::logcumsumexp, S_<>, axes<Axis>>)
+      return C::template logcumsumexp<Axis>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// (sorted values, their int64 indices) along Axis, stable, as Tensor::sort: a std::pair.
+  template <int Axis = -1, bool Descending = false> constexpr auto sort() const {
+    static_assert(axes_in_range<op::sort, S_<>, axes<Axis>> || S_<>::rank == 0,
+                  "tg: sort: axis out of range");
+    if constexpr (axes_in_range<op::sort, S_<>, axes<Axis>> || S_<>::rank == 0)
+      return C::template sort<Axis, Descending>(X::node(self()));
+    else
+      return std::pair(X::error(), X::error());
+  }
+  /// The int64 indices that sort along Axis, as Tensor::argsort.
+  template <int Axis = -1, bool Descending = false> constexpr auto argsort() const {
+    return sort<Axis, Descending>().second;
+  }
+  /// The K largest (Largest) or smallest values along Axis and their int64 indices, in order, as
+  /// Tensor::topk: a std::pair.
+  template <std::int64_t K, int Axis = -1, bool Largest = true> constexpr auto topk() const {
+    constexpr bool fits = axes_in_range<op::topk, S_<>, axes<Axis>> || S_<>::rank == 0;
+    static_assert(fits, "tg: topk: axis out of range");
+    if constexpr (fits) {
+      constexpr std::int64_t n =
+          S_<>::rank == 0
+              ? 1
+              : std::int64_t(S_<>::dims[std::size_t(fx::normalize_axis(Axis, S_<>::rank))]);
+      static_assert(K >= 0 && K <= n, "tg: topk: k is out of range for the axis");
+      if constexpr (K >= 0 && K <= n)
+        return C::template topk<K, Axis, Largest>(X::node(self()));
+      else
+        return std::pair(X::error(), X::error());
+    } else
+      return std::pair(X::error(), X::error());
+  }
+  /// The angle of (o, this) in (-pi, pi], as torch.atan2 (this is y).
+  template <class B> constexpr auto atan2(B&& o) const {
+    auto a = X::node(self());
+    auto b = X::operand(std::forward<B>(o), a);
+    if constexpr (decltype(b)::is_error)
+      return X::error();
+    else {
+      static_assert(broadcastable<op::atan2, S_<>, fx::shape_of<decltype(b)>>,
+                    "tg: atan2: shapes cannot be broadcast");
+      if constexpr (broadcastable<op::atan2, S_<>, fx::shape_of<decltype(b)>>)
+        return C::atan2(a, b);
+      else
+        return X::error();
+    }
+  }
   /// sqrt(this^2 + o^2) without overflow or underflow in the squares, as torch.hypot.
   template <class B> constexpr auto hypot(B&& o) const {
     auto a = X::node(self());

@@ -336,17 +336,21 @@ template <class> struct ops {
   }
   template <class E> static constexpr auto gelu(const E& e) {
     auto x = as_float(e);
-    auto z = mul_s(x, 0.7071067811865476);
-    auto az = abs(z);
-    auto t = reciprocal(sadd(1.0, smul(0.3275911, az)));
-    auto poly =
-        mul(t, sadd(0.254829592,
-                    mul(t, sadd(-0.284496736,
-                                mul(t, sadd(1.421413741,
-                                            mul(t, sadd(-1.453152027, mul_s(t, 1.061405429)))))))));
-    auto erf_abs = ssub(1.0, mul(poly, exp(neg(mul(az, az)))));
-    auto erf = where3(lt_s(z, 0.0), neg(erf_abs), erf_abs);
-    return mul(smul(0.5, x), sadd(1.0, erf));
+    if constexpr (decltype(x)::dtype == DType::Float64) // erf itself (composite.hpp)
+      return mul(smul(0.5, x), sadd(1.0, composites<E>::erf(mul_s(x, 0.7071067811865476))));
+    else {
+      auto z = mul_s(x, 0.7071067811865476);
+      auto az = abs(z);
+      auto t = reciprocal(sadd(1.0, smul(0.3275911, az)));
+      auto poly = mul(
+          t, sadd(0.254829592,
+                  mul(t, sadd(-0.284496736,
+                              mul(t, sadd(1.421413741,
+                                          mul(t, sadd(-1.453152027, mul_s(t, 1.061405429)))))))));
+      auto erf_abs = ssub(1.0, mul(poly, exp(neg(mul(az, az)))));
+      auto erf = where3(lt_s(z, 0.0), neg(erf_abs), erf_abs);
+      return mul(smul(0.5, x), sadd(1.0, erf));
+    }
   }
   template <class E> static constexpr auto silu(const E& e) { return mul(as_float(e), sigmoid(e)); }
   template <class E> static constexpr auto softplus(const E& e, double beta, double threshold) {

@@ -51,6 +51,12 @@ struct graph_builder {
   std::vector<std::uint8_t> const_only, shared;       // per node
   std::vector<int> salt;                              // per node
 
+  bool composed = false; // a composite op emitted nodes statement by statement (composite.hpp)
+  /// The statement of a composite being emitted (0 outside), a salt of the nodes it adds: the
+  /// run-time front end makes a node per call, so equal nodes of two statements are two nodes
+  /// (but the copies of one composite, statement for statement, are one).
+  int statement = 0, statements = 0;
+
   constexpr int mark() const { return int(g.nodes.size()); }
 
   /// A Buffer node for a leaf: a fixed tensor (by address) or a tg::input (by id).
@@ -98,6 +104,7 @@ struct graph_builder {
   }
   /// Adds n (its sources were emitted after `mark` or before), or finds the node it duplicates.
   constexpr int add(Node n, int mark, int share = 0, int site = 0) {
+    site += statement;
     bool co = true, sh = share != 0;
     for (int k = 0; k < n.nsrc(); ++k) {
       co = co && const_only[std::size_t(n.src[std::size_t(k)])];
@@ -124,6 +131,67 @@ struct graph_builder {
     salt.push_back(site);
     return g.add(std::move(n));
   }
+  /// Puts the nodes in the run-time front end's order: depth first from `root`, sources in order,
+  /// each after its sources; nodes root does not use are dropped (a composite's statements emit
+  /// in the order they are written). Returns root's new index.
+  constexpr int order_from(int root) {
+    const std::size_t n = g.nodes.size();
+    // a view of a bound view is one View node, as Tensor::move composes views
+    for (Node& node : g.nodes) {
+      if (node.op != Op::View) continue;
+      const Node& s = g.nodes[std::size_t(node.src[0])];
+      if (s.op != Op::View) continue;
+      std::vector<Movement> moves = s.moves;
+      moves.insert(moves.end(), node.moves.begin(), node.moves.end());
+      node.moves = std::move(moves);
+      node.src[0] = s.src[0];
+    }
+    std::vector<int> order, at(n, -1), stack{root};
+    std::vector<int> next(n, 0);
+    std::vector<std::uint8_t> seen(n, 0);
+    seen[std::size_t(root)] = 1;
+    while (!stack.empty()) {
+      const int i = stack.back();
+      const Node& node = g.nodes[std::size_t(i)];
+      int& k = next[std::size_t(i)];
+      if (node.op != Op::Buffer && k < node.nsrc()) {
+        const int s = node.src[std::size_t(k++)];
+        if (!seen[std::size_t(s)]) {
+          seen[std::size_t(s)] = 1;
+          stack.push_back(s);
+        }
+        continue;
+      }
+      stack.pop_back();
+      at[std::size_t(i)] = int(order.size());
+      order.push_back(i);
+    }
+    graph_builder r;
+    r.composed = true;
+    r.g.outputs = g.outputs;
+    for (int i : order) {
+      Node node = g.nodes[std::size_t(i)];
+      if (node.op == Op::Buffer) {
+        const std::size_t l = std::size_t(node.arg);
+        node.arg = int(r.g.buffers.size());
+        r.g.buffers.push_back(g.buffers[l]);
+        r.leaf_ptr.push_back(leaf_ptr[l]);
+        r.leaf_data.push_back(leaf_data[l]);
+        r.leaf_id.push_back(leaf_id[l]);
+        r.leaf_node.push_back(int(r.g.nodes.size()));
+        r.leaf_values.push_back(leaf_values[l]);
+      } else {
+        for (int k = 0; k < node.nsrc(); ++k)
+          node.src[std::size_t(k)] = at[std::size_t(node.src[std::size_t(k)])];
+      }
+      r.const_only.push_back(const_only[std::size_t(i)]);
+      r.shared.push_back(shared[std::size_t(i)]);
+      r.salt.push_back(salt[std::size_t(i)]);
+      r.g.nodes.push_back(std::move(node));
+    }
+    *this = std::move(r);
+    return at[std::size_t(root)];
+  }
 };
 
 } // namespace fx
@@ -137,6 +205,7 @@ template <class E> constexpr graph_builder build_graph(const E& e) {
     root = leaf<E>(e).emit(b);
   else
     root = e.emit(b);
+  if (b.composed) root = b.order_from(root);
   b.g.outputs.push_back(root);
   return b;
 }

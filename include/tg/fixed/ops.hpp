@@ -3,6 +3,7 @@
 // builders.hpp (each op composed from primitive nodes as tg::Tensor composes it), matmul.hpp (the
 // matmul node and in-place evaluation) and operators.hpp (operators and free functions).
 #include "builders.hpp"
+#include "composite.hpp"
 #include "matmul.hpp"
 #include "operators.hpp"
 #include "shape_plans.hpp"
