@@ -451,6 +451,60 @@ TEST_CASE("fixed: norm, cummax, cummin, logcumsumexp, sort, argsort and topk equ
   static_assert(m[0] == 3.0f && m[3] == -1.0f);
 }
 
+TEST_CASE("fixed: scatter, scatter_add, index_add and one_hot equal the run-time Tensor's") {
+  Data x;
+  namespace F = tg::nn::functional;
+  tg::fixed<int, 2, 5> i0{{0, 3, 1, 2, 3}, {2, 0, 3, -1, 1}}; // rows of a [4, 5], twice 3 and 2
+  tg::fixed<std::int64_t, 4, 2> i1{{0, 4}, {1, 1}, {3, 2}, {-1, 0}};
+  tg::fixed<int, 3> sel{2, 0, 2};
+  auto s0 = random_fixed<tg::fixed<float, 3, 5>>(-1, 1);
+  auto s1 = random_fixed<tg::fixed<float, 4, 3>>(-1, 1);
+  SAME(x.a.scatter<0>(i0, x.b), x.A.scatter(0, rt(i0), x.B)); // src larger than the index
+  SAME(x.a.scatter_add<0>(i0, x.b), x.A.scatter_add(0, rt(i0), x.B));
+  SAME(x.a.scatter<-1>(i1, x.b), x.A.scatter(-1, rt(i1), x.B));
+  SAME(x.ia.scatter_add<1>(i1, x.ib), x.IA.scatter_add(1, rt(i1), x.IB));
+  SAME(x.a.scatter<1>(i1, x.ib), x.A.scatter(1, rt(i1), x.IB)); // src cast to the tensor's dtype
+  SAME(x.a.scatter<0>(i0 + 1 - 1, x.b) * 2.0f, x.A.scatter(0, rt(i0) + 1 - 1, x.B) * 2.0f);
+  SAME(x.a.index_add<0>(sel, s0), x.A.index_add(0, rt(sel), rt(s0)));
+  SAME(x.a.index_add<1>(sel, s1), x.A.index_add(1, rt(sel), rt(s1)));
+  SAME(x.ia.index_add<-1>(sel, s1), x.IA.index_add(-1, rt(sel), rt(s1)));
+  tg::fixed<int, 2, 3> cls{{0, 2, 1}, {3, 3, 0}};
+  SAME(tg::one_hot<4>(cls), F::one_hot(rt(cls), 4));
+  SAME(tg::one_hot<6>(x.ib), F::one_hot(x.IB, 6)); // int32 classes 1..4
+  SAME(tg::one_hot<6>(i1 + 1), F::one_hot(rt(i1) + 1, 6));
+  CHECK_THROWS_AS(tg::one_hot<3>(cls), tg::index_error);
+  tg::fixed<int, 2, 5> bad{{0, 1, 2, 3, 4}, {0, 0, 0, 0, 0}};
+  CHECK_THROWS_AS(x.a.scatter<0>(bad, x.b), tg::index_error);
+  tg::fixed<int, 3> bad_sel{0, 5, 1};
+  CHECK_THROWS_AS(x.a.index_add<1>(bad_sel, s1), tg::index_error);
+  static constexpr tg::fixed<int, 3> c{1, 0, 1};
+  constexpr auto h = tg::one_hot<2>(c).eval();
+  static_assert(h(0, 1) == 1 && h(1, 0) == 1 && h(2, 0) == 0);
+}
+
+TEST_CASE("fixed: einsum with the equation as a template argument equals the run-time one") {
+  Data x;
+  auto sq = x.a.slice<1, 0, 4>().eval();
+  tg::Tensor SQ = x.A.slice(1, 0, 4);
+  SAME(tg::einsum<"ij,jk->ik">(x.a, x.m), tg::einsum("ij,jk->ik", {x.A, x.M}));
+  SAME(tg::einsum<"ij->ji">(x.a), tg::einsum("ij->ji", {x.A}));
+  SAME(tg::einsum<"ij">(x.a), tg::einsum("ij", {x.A}));
+  SAME(tg::einsum<"ij,kj">(x.a, x.b), tg::einsum("ij,kj", {x.A, x.B})); // implicit output "ik"
+  SAME(tg::einsum<"ii->i">(sq), tg::einsum("ii->i", {SQ}));
+  SAME(tg::einsum<"ii">(sq), tg::einsum("ii", {SQ})); // the trace
+  SAME(tg::einsum<"bij, jk -> bki">(x.batch, x.m), tg::einsum("bij, jk -> bki", {x.BATCH, x.M}));
+  SAME(tg::einsum<"i,i">(x.v, x.v), tg::einsum("i,i", {x.V, x.V}));
+  SAME(tg::einsum<"ij,ij->">(x.a, x.b), tg::einsum("ij,ij->", {x.A, x.B}));
+  SAME(tg::einsum<"i,j,ij->j">(x.col.reshape<4>(), x.v, x.a),
+       tg::einsum("i,j,ij->j", {x.COL.reshape({4}), x.V, x.A}));
+  SAME(tg::einsum<"ij,j->i">(x.ia, x.ib.sum<0>()), tg::einsum("ij,j->i", {x.IA, x.IB.sum(0)}));
+  SAME(tg::einsum<"ij,kj->ik">(x.a, x.bias.reshape<1, 5>()),
+       tg::einsum("ij,kj->ik", {x.A, x.BIAS.reshape({1, 5})})); // a size-1 letter broadcasts
+  static constexpr tg::fixed<int, 2, 2> c{{1, 2}, {3, 4}};
+  constexpr auto t = tg::einsum<"ii">(c).eval();
+  static_assert(t() == 5);
+}
+
 TEST_CASE("fixed: erf, erfc, atan, atan2, asin and acos (composite ops) equal the run-time "
           "Tensor's") {
   Data x;
@@ -828,6 +882,16 @@ TEST_CASE("fixed: the Graph of an expression is the run-time front end's, node b
   SAME_GRAPH(a.sort<1>().first, A.sort(1).first);
   SAME_GRAPH((a.sort<0, true>().second), A.sort(0, true).second);
   SAME_GRAPH(a.topk<2>().first + 1.0f, A.topk(2).first + 1.0f);
+  tg::fixed<int, 2, 5> i0{{0, 3, 1, 2, 3}, {2, 0, 3, -1, 1}};
+  tg::fixed<std::int64_t, 4, 2> i1{{0, 4}, {1, 1}, {3, 2}, {-1, 0}};
+  tg::fixed<int, 3> sel{2, 0, 2};
+  SAME_GRAPH(a.scatter<0>(i0, b), A.scatter(0, rt(i0), B));
+  SAME_GRAPH(a.scatter_add<1>(i1, b), A.scatter_add(1, rt(i1), B));
+  SAME_GRAPH(a.index_add<1>(sel, b.slice<1, 0, 3>()), A.index_add(1, rt(sel), B.slice(1, 0, 3)));
+  SAME_GRAPH(tg::one_hot<5>(i0 + 1), tg::nn::functional::one_hot(rt(i0) + 1, 5));
+  SAME_GRAPH(tg::einsum<"ij,jk->ik">(a, x.m), tg::einsum("ij,jk->ik", {A, x.M}));
+  SAME_GRAPH(tg::einsum<"bij,jk->bki">(x.batch, x.m), tg::einsum("bij,jk->bki", {x.BATCH, x.M}));
+  SAME_GRAPH(tg::einsum<"ii->i">(a.slice<1, 0, 4>()), tg::einsum("ii->i", {A.slice(1, 0, 4)}));
   SAME_GRAPH(a.cumsum<1>(), A.cumsum(1));
   SAME_GRAPH(x.cube.cumsum<0>() + 1.0f, x.CUBE.cumsum(0) + 1.0f);
   SAME_GRAPH(x.ia.cumsum<-1>(), x.IA.cumsum(-1));

@@ -8298,6 +8298,10 @@ struct cummin;
 struct logcumsumexp;
 struct sort;
 struct topk;
+struct scatter;
+struct scatter_add;
+struct index_add;
+struct one_hot;
 struct fmod;
 struct remainder;
 struct floor_divide;
@@ -8521,6 +8525,42 @@ template <class S, class I, int A> constexpr bool gather_ok(axes<A>) {
     return true;
   }
 }
+/// scatter's operands: an axis in range; index, src and the tensor of one rank; index no larger
+/// than src, nor than the tensor but along the axis.
+template <class S, class I, class Src, int A> constexpr bool scatter_ok(axes<A>) {
+  if constexpr (is_unknown<S> || is_unknown<I> || is_unknown<Src>)
+    return true;
+  else {
+    constexpr int r = int(S::rank);
+    if (r == 0 || A < -r || A >= r || int(I::rank) != r || int(Src::rank) != r) return false;
+    if constexpr (S::rank == I::rank && I::rank == Src::rank) {
+      const int d = A < 0 ? A + r : A;
+      for (int i = 0; i < r; ++i) {
+        const std::size_t k = std::size_t(i);
+        if (I::dims[k] > Src::dims[k] || (i != d && I::dims[k] > S::dims[k])) return false;
+      }
+    }
+    return true;
+  }
+}
+/// index_add's operands: an axis in range, a 1-D index, a source like the tensor but with the
+/// index's length along the axis.
+template <class S, class I, class Src, int A> constexpr bool index_add_ok(axes<A>) {
+  if constexpr (is_unknown<S> || is_unknown<I> || is_unknown<Src>)
+    return true;
+  else {
+    constexpr int r = int(S::rank);
+    if (r == 0 || A < -r || A >= r || I::rank != 1 || int(Src::rank) != r) return false;
+    if constexpr (I::rank == 1 && S::rank == Src::rank) {
+      const int d = A < 0 ? A + r : A;
+      for (int i = 0; i < r; ++i) {
+        const std::size_t k = std::size_t(i);
+        if (i == d ? Src::dims[k] != I::dims[0] : Src::dims[k] != S::dims[k]) return false;
+      }
+    }
+    return true;
+  }
+}
 template <class S, class I, int A> constexpr bool select_ok(axes<A>) {
   if constexpr (is_unknown<S> || is_unknown<I>)
     return true;
@@ -8583,6 +8623,12 @@ inline constexpr bool gatherable = fx::gather_ok<S, I>(Axis{});
 /// tg::index_select's operands: axis A in range, an index of at most one axis.
 template <class Op, class Axis, class S, class I>
 inline constexpr bool selectable = fx::select_ok<S, I>(Axis{});
+/// x.scatter<A>(index, src) and scatter_add: see fx::scatter_ok.
+template <class Op, class Axis, class S, class I, class Src>
+inline constexpr bool scatterable = fx::scatter_ok<S, I, Src>(Axis{});
+/// x.index_add<A>(index, source): see fx::index_add_ok.
+template <class Op, class Axis, class S, class I, class Src>
+inline constexpr bool index_addable = fx::index_add_ok<S, I, Src>(Axis{});
 /// tg::split<Size, Axis>: an axis in range and a positive split size (as Tensor::split's checks).
 template <class Op, class Axis, class S, class Size>
 inline constexpr bool splittable = fx::split_ok<S>(Axis{}, Size{});
@@ -9306,6 +9352,61 @@ public:
     else
       return X::error();
   }
+  /// A copy with src's values written at `index` along Axis (out[index[i][j]][j] = src[i][j] for
+  /// Axis 0), as Tensor::scatter: index, src and the tensor of one rank, the index no larger than
+  /// src, nor than the tensor but along Axis; values written to one place add up (an index
+  /// outside [-n, n) throws tg::index_error: a compile error in a constant expression).
+  template <int Axis, class I, class S>
+  constexpr auto scatter(I&& index, S&& src,
+                         std::source_location loc = std::source_location::current()) const {
+    return scatter_<Axis, false>(std::forward<I>(index), std::forward<S>(src), loc);
+  }
+  /// The tensor plus src's values added at `index` along Axis, as Tensor::scatter_add.
+  template <int Axis, class I, class S>
+  constexpr auto scatter_add(I&& index, S&& src,
+                             std::source_location loc = std::source_location::current()) const {
+    return scatter_<Axis, true>(std::forward<I>(index), std::forward<S>(src), loc);
+  }
+  /// The tensor plus source's slices added at the 1-D `index` along Axis, as Tensor::index_add.
+  template <int Axis, class I, class S>
+  constexpr auto index_add(I&& index, S&& source,
+                           std::source_location loc = std::source_location::current()) const {
+    using IN = fx::node_t<I>;
+    using SN = fx::node_t<S>;
+    static_assert(
+        index_addable<op::index_add, axes<Axis>, S_<>, fx::shape_of<IN>, fx::shape_of<SN>>,
+        "tg: index_add: axis out of range, an index that is not 1-D, or a source "
+        "that is not the tensor's shape with the index's length along the axis");
+    static_assert(integral<op::index_add, fx::elem_or<int, IN>>,
+                  "tg: index_add: the index must have an integer type");
+    if constexpr (index_addable<op::index_add, axes<Axis>, S_<>, fx::shape_of<IN>,
+                                fx::shape_of<SN>> &&
+                  integral<op::index_add, fx::elem_or<int, IN>> && !IN::is_error && !SN::is_error)
+      return C::template index_add<Axis>(X::node(self()), X::node(std::forward<I>(index)),
+                                         X::node(std::forward<S>(source)), loc);
+    else
+      return X::error();
+  }
+
+private:
+  template <int Axis, bool Add, class I, class S>
+  constexpr auto scatter_(I&& index, S&& src, const std::source_location& loc) const {
+    using IN = fx::node_t<I>;
+    using SN = fx::node_t<S>;
+    static_assert(scatterable<op::scatter, axes<Axis>, S_<>, fx::shape_of<IN>, fx::shape_of<SN>>,
+                  "tg: scatter: axis out of range, or index, src and the tensor of different "
+                  "ranks, or an index larger than src (or than the tensor, but along the axis)");
+    static_assert(integral<op::scatter, fx::elem_or<int, IN>>,
+                  "tg: scatter: the index must have an integer type");
+    if constexpr (scatterable<op::scatter, axes<Axis>, S_<>, fx::shape_of<IN>, fx::shape_of<SN>> &&
+                  integral<op::scatter, fx::elem_or<int, IN>> && !IN::is_error && !SN::is_error)
+      return C::template scatter<Axis, Add>(X::node(self()), X::node(std::forward<I>(index)),
+                                            X::node(std::forward<S>(src)), loc);
+    else
+      return X::error();
+  }
+
+public:
   /// The entries at 1-D `index` along Axis (checked as gather's).
   template <int Axis, class I>
   constexpr auto index_select(I&& index,
@@ -10089,6 +10190,14 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(atan2)
   TG_FX_ABSORB(norm)
   TG_FX_ABSORB(logcumsumexp)
+  TG_FX_ABSORB(cummax)
+  TG_FX_ABSORB(cummin)
+  TG_FX_ABSORB(sort)
+  TG_FX_ABSORB(argsort)
+  TG_FX_ABSORB(topk)
+  TG_FX_ABSORB(scatter)
+  TG_FX_ABSORB(scatter_add)
+  TG_FX_ABSORB(index_add)
   TG_FX_ABSORB(fmod)
   TG_FX_ABSORB(remainder)
   TG_FX_ABSORB(floor_divide)
@@ -12869,27 +12978,140 @@ struct acos_fn {
 };
 
 // ---- running reductions and sorting (tensor/indexing.hpp) -------------------------------------
-/// detail::arange_on(N): a Buffer of its own for each statement that makes one, as the run-time
-/// front end uploads one per call (copies of a composite share theirs).
-template <std::size_t N>
-struct fresh_arange : expression<fresh_arange<N>>,
-                      node_info<index_dtype<index_kind::arange, N>, shape<N>> {
-  using base = index_leaf<index_kind::arange, shape<N>>;
+/// 0, 1, ..., N - 1 as T.
+template <DType T, std::size_t N>
+inline constexpr auto arange_data = [] {
+  std::array<storage_t<T>, N == 0 ? 1 : N> r{};
+  for (std::size_t i = 0; i < N; ++i) r[i] = storage_t<T>(i);
+  return r;
+}();
+/// An arange of dtype T as a Buffer. Fresh: one of its own for each statement of a composite that
+/// makes one, as detail::arange_on uploads one per call (copies of a composite share theirs); else
+/// one per dtype and size, as detail::cached_arange keeps one.
+template <DType T, std::size_t N, bool Fresh>
+struct arange_leaf : expression<arange_leaf<T, N, Fresh>>, node_info<T, shape<N>> {
   static constexpr bool is_symbolic = false, has_reduce = false, aligned = false;
-  using evaluator_t = typename base::evaluator_t;
-  constexpr evaluator_t evaluator() const { return base{}.evaluator(); }
+  struct evaluator_t {
+    TG_FX_INLINE constexpr compute_t<T> coeff(std::size_t i) const {
+      return compute_t<T>(arange_data<T, N>[i]);
+    }
+  };
+  constexpr evaluator_t evaluator() const { return {}; }
   template <class B> constexpr int emit(B& b) const {
-    const auto* p = &index_data<index_kind::arange, N>;
+    const auto* p = &arange_data<T, N>;
     int id = -1;
-    if constexpr (requires { b.statement; }) id = -3 - (b.statement >> 21);
-    return b.buffer(p, id, index_dtype<index_kind::arange, N>, sym<shape<N>>(), p->data());
+    if constexpr (Fresh && requires { b.statement; }) id = -3 - (b.statement >> 21);
+    return b.buffer(p, id, T, sym<shape<N>>(), p->data());
   }
   constexpr bool reads(const void*) const { return false; }
 };
-/// detail::arange_along: the arange N as a view of rank R with N at axis At.
+/// detail::arange_along: detail::arange_on(N) as a view of rank R with N at axis At.
 template <std::size_t R, std::size_t At, std::size_t N> constexpr auto arange_along() {
-  return O::reshape_to<shape_from<one_axis_dims<R, At, N>>>(fresh_arange<N>{});
+  return O::reshape_to<shape_from<one_axis_dims<R, At, N>>>(
+      arange_leaf<index_dtype<index_kind::arange, N>, N, true>{});
 }
+/// A permutation of rank R that moves axis D last (detail::axis_last), and its inverse.
+template <std::size_t R, std::size_t D> struct axis_last {
+  static constexpr auto value = [] {
+    std::array<std::array<int, R>, 2> r{};
+    int k = 0;
+    for (int i = 0; i < int(R); ++i)
+      if (i != int(D)) r[0][std::size_t(k++)] = i;
+    r[0][R - 1] = int(D);
+    for (std::size_t i = 0; i < R; ++i) r[1][std::size_t(r[0][i])] = int(i);
+    return r;
+  }();
+  template <class E> static constexpr auto apply(const E& e) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return O::template permute<value[0][I]...>(e);
+    }(std::make_index_sequence<R>{});
+  }
+  template <class E> static constexpr auto invert(const E& e) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return O::template permute<value[1][I]...>(e);
+    }(std::make_index_sequence<R>{});
+  }
+};
+/// detail::checked_index's rest: int64, negative indices counted from the end.
+template <std::size_t N, class Bind, class I>
+constexpr auto wrapped(const Bind& bind, const I& i0) {
+  auto i = bind(O::cast_to<DType::Int64>(i0));
+  return bind(O::where3(O::lt(i, O::scalar_for(i, std::int64_t(0))),
+                        O::add(i, O::scalar_for(i, std::int64_t(N))), i));
+}
+/// detail::place: src summed into N places along a new last axis by index (same rank, the
+/// axis last), and (Any) whether any index hit each place.
+template <std::size_t N, bool Any, class Bind, class I, class S>
+constexpr auto place(const Bind& bind, const I& index, const S& src) {
+  constexpr std::size_t r = I::rank;
+  auto hit = bind(O::eq(O::template unsqueeze<-1>(O::cast_to<DType::Int64>(index)),
+                        arange_along<r + 1, r, N>()));
+  auto sum = bind(O::cast_to<S::dtype>(O::template sum<false, -2>(
+      O::where3(hit, O::template unsqueeze<-1>(src), O::full<shape<>, S::dtype>(0)))));
+  if constexpr (Any)
+    return std::pair(sum, bind(O::template any<false, -2>(hit)));
+  else
+    return sum;
+}
+/// Tensor::pad of the places along dims other than the last up to the tensor's sizes, then the
+/// axis back where it was (detail::scatter_like).
+template <class S, std::size_t D, class Bind, class E>
+constexpr auto placed(const Bind& bind, const E& e) {
+  constexpr std::size_t r = S::rank;
+  using P = axis_last<r, D>;
+  constexpr auto pads = [] {
+    std::array<std::int64_t, 2 * r> p{};
+    for (std::size_t i = 1; i < r; ++i) // dim r - 1 - i, last first
+      p[2 * i + 1] = std::int64_t(S::dims[std::size_t(P::value[0][r - 1 - i])]) -
+                     std::int64_t(E::shape_type::dims[r - 1 - i]);
+    return p;
+  }();
+  return bind(P::invert([&]<std::size_t... K>(std::index_sequence<K...>) {
+    return O::template pad<pads[K]...>(e);
+  }(std::make_index_sequence<2 * r>{})));
+}
+/// Tensor::scatter (Add false) and scatter_add, of a checked index.
+template <int A, bool Add> struct scatter_fn {
+  template <class Bind, class X, class I, class S>
+  constexpr auto operator()(const Bind& bind, const X& x, const I& index, const S& src0) const {
+    constexpr std::size_t d = std::size_t(normalize_axis(A, X::rank)), r = X::rank,
+                          n = X::shape_type::dims[d];
+    auto idx = wrapped<n>(bind, index);
+    auto s = [&] {
+      auto c = bind(O::cast_to<X::dtype>(src0));
+      if constexpr (std::is_same_v<typename S::shape_type, typename I::shape_type>)
+        return c;
+      else // the part of src that index covers
+        return bind(O::template move<
+                    mv::shrink<shape_from<at_axis_dims<r, 0, 0, 0>>, typename I::shape_type>>(c));
+    }();
+    using P = axis_last<r, d>;
+    auto ip = bind(P::apply(idx));
+    auto sp = bind(P::apply(s));
+    if constexpr (Add) {
+      auto sum = place<n, false>(bind, ip, sp);
+      return bind(O::add(x, placed<typename X::shape_type, d>(bind, sum)));
+    } else {
+      auto [sum, any] = place<n, true>(bind, ip, sp);
+      auto v = placed<typename X::shape_type, d>(bind, sum);
+      return bind(O::where3(placed<typename X::shape_type, d>(bind, any), v, x));
+    }
+  }
+};
+/// Tensor::index_add, of a checked 1-D index.
+template <int A> struct index_add_fn {
+  template <class Bind, class X, class I, class S>
+  constexpr auto operator()(const Bind& bind, const X& x, const I& index, const S& source) const {
+    constexpr std::size_t d = std::size_t(normalize_axis(A, X::rank)), r = X::rank,
+                          n = X::shape_type::dims[d], m = I::shape_type::dims[0];
+    auto idx = wrapped<n>(bind, index);
+    using P = axis_last<r, d>;
+    auto lead = bind(O::template reshape_to<shape_from<one_axis_dims<r, r - 1, m>>>(idx));
+    auto sp = bind(P::apply(O::cast_to<X::dtype>(source)));
+    auto sum = place<n, false>(bind, lead, sp);
+    return bind(O::add(x, P::invert(sum)));
+  }
+};
 /// detail::upto_mask: j <= i, i at axis D and j at D + 1 of rank R + 1.
 template <std::size_t R, std::size_t D, std::size_t N, class Bind>
 constexpr auto upto_mask(const Bind& bind) {
@@ -13020,6 +13242,226 @@ template <int A, bool Descending, int Which> struct sort_fn {
   }
 };
 
+// ---- einsum ----------------------------------------------------------------------------------
+/// An einsum equation as a template argument: tg::einsum<"ij,jk->ik">(a, b).
+template <std::size_t N> struct equation {
+  char s[N]{};
+  constexpr equation(const char (&str)[N]) {
+    for (std::size_t i = 0; i < N; ++i) s[i] = str[i];
+  }
+  constexpr std::string_view view() const { return {s, N - 1}; }
+};
+
+inline constexpr std::size_t kEinsumRank = 16, kEinsumOperands = 8;
+/// What tg::einsum does with an equation and its operands' shapes, step by step as the run-time
+/// einsum: per operand, the diagonals its repeated letters take (dims p and q, q then summed
+/// away), then a permutation and a reshape to every letter of the equation (1 where absent); the
+/// product of them all, a sum over the letters not in the output, and the output's permutation.
+struct einsum_plan {
+  enum error_t { ok, operand_count, rank, diagonal_sizes, not_a_letter, sizes, output_letter };
+  error_t error = ok;
+  std::size_t operands = 0, letters = 0, summed = 0, out = 0;
+  std::array<std::size_t, kEinsumOperands> diagonals{}, ranks{};
+  std::array<std::array<std::array<int, 2>, kEinsumRank>, kEinsumOperands> diagonal{};
+  std::array<std::array<int, kEinsumRank>, kEinsumOperands> perm{};
+  std::array<std::array<std::size_t, kEinsumRank>, kEinsumOperands> shape{};
+  std::array<int, kEinsumRank> summed_axes{}, out_perm{};
+};
+/// Letters as std::string would hold them (std::string is not constexpr in libstdc++ 12 for
+/// Clang).
+using letters_t = std::vector<char>;
+constexpr std::size_t find_letter(const letters_t& t, char c) {
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (t[i] == c) return i;
+  return std::string_view::npos;
+}
+constexpr std::size_t letter_index(char c) { return std::size_t(static_cast<unsigned char>(c)); }
+constexpr einsum_plan
+plan_einsum(std::string_view equation, std::size_t n,
+            const std::array<std::size_t, kEinsumOperands>& rank,
+            const std::array<std::array<std::size_t, kEinsumRank>, kEinsumOperands>& dims0) {
+  einsum_plan p;
+  auto dims = dims0;
+  letters_t eq_chars;
+  for (char c : equation)
+    if (c != ' ') eq_chars.push_back(c);
+  const std::string_view eq(eq_chars.data(), eq_chars.size());
+  const std::size_t arrow = eq.find("->");
+  const std::string_view lhs = eq.substr(0, arrow);
+  std::vector<letters_t> terms(1);
+  for (char c : lhs)
+    if (c == ',')
+      terms.emplace_back();
+    else
+      terms.back().push_back(c);
+  auto fail = [&](einsum_plan::error_t e) {
+    p.error = e;
+    return p;
+  };
+  if (terms.size() != n || n > kEinsumOperands) return fail(einsum_plan::operand_count);
+  p.operands = n;
+  letters_t letters;
+  std::array<int, 256> count{}, written{}; // in the operands after diagonals; in the equation
+  for (const letters_t& t : terms)
+    for (char c : t) ++written[letter_index(c)];
+  std::array<std::size_t, 256> size{};
+  std::array<bool, 256> sized{};
+  for (std::size_t k = 0; k < n; ++k) {
+    letters_t& t = terms[k];
+    if (t.size() != rank[k] || t.size() > kEinsumRank) return fail(einsum_plan::rank);
+    std::size_t r = rank[k];
+    for (std::size_t q = 1; q < t.size(); ++q) { // a letter twice takes the diagonal
+      const std::size_t at = find_letter(t, t[q]);
+      if (at == q) continue;
+      if (dims[k][at] != dims[k][q]) return fail(einsum_plan::diagonal_sizes);
+      p.diagonal[k][p.diagonals[k]++] = {int(at), int(q)};
+      for (std::size_t i = q; i + 1 < r; ++i) dims[k][i] = dims[k][i + 1];
+      --r;
+      t.erase(t.begin() + std::ptrdiff_t(q--));
+    }
+    p.ranks[k] = r;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const char c = t[i];
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+        return fail(einsum_plan::not_a_letter);
+      const std::size_t u = letter_index(c);
+      if (!count[u]++) letters.push_back(c);
+      const std::size_t sz = dims[k][i];
+      if (!sized[u] || size[u] == 1) {
+        size[u] = sz;
+        sized[u] = true;
+      } else if (sz != 1 && sz != size[u]) {
+        return fail(einsum_plan::sizes);
+      }
+    }
+  }
+  letters_t out;
+  if (arrow == std::string_view::npos) { // the letters written once, in alphabetical order
+    for (std::size_t c = 0; c < 256; ++c)
+      if (written[c] == 1) out.push_back(char(c));
+  } else {
+    for (char c : eq.substr(arrow + 2)) {
+      if (!count[letter_index(c)]) return fail(einsum_plan::output_letter);
+      out.push_back(c);
+    }
+  }
+  if (letters.size() > kEinsumRank) return fail(einsum_plan::rank);
+  p.letters = letters.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    std::size_t m = 0;
+    for (std::size_t l = 0; l < letters.size(); ++l) {
+      const std::size_t at = find_letter(terms[k], letters[l]);
+      if (at != std::string_view::npos) p.perm[k][m++] = int(at);
+      p.shape[k][l] = at == std::string_view::npos ? 1 : dims[k][at];
+    }
+  }
+  letters_t kept;
+  for (std::size_t l = 0; l < letters.size(); ++l)
+    if (find_letter(out, letters[l]) == std::string_view::npos)
+      p.summed_axes[p.summed++] = int(l);
+    else
+      kept.push_back(letters[l]);
+  p.out = out.size();
+  for (std::size_t i = 0; i < out.size(); ++i) p.out_perm[i] = int(find_letter(kept, out[i]));
+  return p;
+}
+/// The plan for equation Eq over operands of shapes S.
+template <equation Eq, class... S> struct einsum_plan_of {
+  static constexpr einsum_plan value = [] {
+    std::array<std::size_t, kEinsumOperands> rank{};
+    std::array<std::array<std::size_t, kEinsumRank>, kEinsumOperands> dims{};
+    std::size_t k = 0;
+    auto one = [&]<class T>(T*) {
+      if (k >= kEinsumOperands) return;
+      rank[k] = T::rank;
+      for (std::size_t i = 0; i < T::rank && i < kEinsumRank; ++i) dims[k][i] = T::dims[i];
+      ++k;
+    };
+    (one(static_cast<S*>(nullptr)), ...);
+    return plan_einsum(Eq.view(), sizeof...(S), rank, dims);
+  }();
+};
+template <equation Eq, class... S>
+inline constexpr bool einsum_fits = einsum_plan_of<Eq, S...>::value.error == einsum_plan::ok;
+
+template <equation Eq, class... S> struct einsum_fn {
+  using P = einsum_plan_of<Eq, S...>;
+  /// Operand K's diagonal steps from Step on (detail: where(arange_p == arange_q, x, 0) summed
+  /// over q).
+  template <std::size_t K, std::size_t Step, class Bind, class X>
+  static constexpr auto diagonals(const Bind& bind, const X& x) {
+    if constexpr (Step == P::value.diagonals[K])
+      return x;
+    else {
+      constexpr std::size_t p = std::size_t(P::value.diagonal[K][Step][0]),
+                            q = std::size_t(P::value.diagonal[K][Step][1]), r = X::rank,
+                            n = X::shape_type::dims[p];
+      auto on = bind(O::eq(arange_along<r, p, n>(), bind(arange_along<r, q, n>())));
+      auto d = bind(O::cast_to<X::dtype>(
+          O::template sum<false, int(q)>(O::where3(on, x, O::full<shape<>, X::dtype>(0)))));
+      return diagonals<K, Step + 1>(bind, d);
+    }
+  }
+  /// Operand K's shape over every letter.
+  template <std::size_t K> struct term_dims {
+    static constexpr auto value = [] {
+      dims_t<P::value.letters> d{};
+      for (std::size_t l = 0; l < P::value.letters; ++l) d[l] = P::value.shape[K][l];
+      return d;
+    }();
+  };
+  template <std::size_t K, class Bind, class X>
+  static constexpr auto arranged(const Bind& bind, const X& x0) {
+    auto x = diagonals<K, 0>(bind, x0);
+    return bind(O::template reshape_to<shape_from<term_dims<K>>>(
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          return O::template permute<P::value.perm[K][I]...>(x);
+        }(std::make_index_sequence<P::value.ranks[K]>{})));
+  }
+  template <class Bind, class... X>
+  constexpr auto operator()(const Bind& bind, const X&... xs) const {
+    auto prod = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      auto terms = std::tuple(arranged<K>(bind, xs)...);
+      return product(bind, std::get<K>(terms)...);
+    }(std::index_sequence_for<X...>{});
+    auto r = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      if constexpr (sizeof...(I) == 0)
+        return prod;
+      else
+        return bind(O::template sum<false, P::value.summed_axes[I]...>(prod));
+    }(std::make_index_sequence<P::value.summed>{});
+    if constexpr (P::value.out > 1)
+      return bind([&]<std::size_t... I>(std::index_sequence<I...>) {
+        return O::template permute<P::value.out_perm[I]...>(r);
+      }(std::make_index_sequence<P::value.out>{}));
+    else
+      return r;
+  }
+  template <class Bind, class A, class... B>
+  static constexpr auto product(const Bind& bind, const A& a, const B&... b) {
+    if constexpr (sizeof...(B) == 0)
+      return a;
+    else
+      return product_rest(bind, a, b...);
+  }
+  template <class Bind, class A, class B, class... C>
+  static constexpr auto product_rest(const Bind& bind, const A& a, const B& b, const C&... c) {
+    auto ab = bind(O::mul(a, b));
+    if constexpr (sizeof...(C) == 0)
+      return ab;
+    else
+      return product_rest(bind, ab, c...);
+  }
+};
+
+/// one_hot's error (not constexpr: reaching it in a constant expression is the compile error).
+[[noreturn]] inline void one_hot_out_of_range(std::int64_t i, std::int64_t n,
+                                              const std::source_location& loc) {
+  tg::detail::fail<index_error>(
+      "one_hot", "class index " + std::to_string(i) + " is outside [0, " + std::to_string(n) + ")",
+      loc);
+}
+
 /// The builders of composite ops (what expression<D>'s methods call).
 template <class> struct composites {
   template <class E> static constexpr auto erf(const E& e) { return make_composite<erf_fn>(e); }
@@ -13055,6 +13497,47 @@ template <class> struct composites {
       }();
       return O::pow(O::template sum<Keep, Ax...>(powered), O::full<shape<>, t>(1.0 / P));
     }
+  }
+  /// Tensor::scatter (Add false) and scatter_add: the index checked when the op is built.
+  template <int A, bool Add, class E, class I, class S>
+  static constexpr auto scatter(const E& e, const I& index, const S& src,
+                                const std::source_location& loc) {
+    constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank));
+    auto idx = O::template checked_index<typename E::shape_type, d, op::scatter>(
+        index, Add ? "scatter_add" : "scatter", loc);
+    return make_composite<scatter_fn<A, Add>>(e, idx, src);
+  }
+  template <int A, class E, class I, class S>
+  static constexpr auto index_add(const E& e, const I& index, const S& source,
+                                  const std::source_location& loc) {
+    constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank));
+    auto idx = O::template checked_index<typename E::shape_type, d, op::index_add>(
+        index, "index_add", loc);
+    return make_composite<index_add_fn<A>>(e, idx, source);
+  }
+  /// nn::functional::one_hot(idx, N): int64, every index in [0, N) (checked when built).
+  template <std::int64_t N, class I>
+  static constexpr auto one_hot(const I& index, const std::source_location& loc) {
+    auto idx = [&] {
+      if constexpr (I::is_symbolic || is_stored<I>)
+        return index;
+      else
+        return kept<fixed_for<I::dtype, typename I::shape_type>>(O::eval(index));
+    }();
+    if constexpr (!I::is_symbolic) {
+      const auto ev = idx.evaluator();
+      for (std::size_t k = 0; k < I::size; ++k) {
+        const auto i = std::int64_t(ev.coeff(k));
+        if (i < 0 || i >= N) one_hot_out_of_range(i, N, loc);
+      }
+    }
+    constexpr DType t = N > 2147483647 || itemsize(I::dtype) == 8 ? DType::Int64 : DType::Int32;
+    return O::cast_to<DType::Int64>(O::eq(O::template unsqueeze<-1>(O::cast_to<t>(idx)),
+                                          arange_leaf<t, std::size_t(N), false>{}));
+  }
+  /// tg::einsum<Eq>(operands...).
+  template <equation Eq, class... E> static constexpr auto einsum(const E&... es) {
+    return make_composite<einsum_fn<Eq, typename E::shape_type...>>(es...);
   }
   /// Tensor::cummax and cummin: (values, int64 indices).
   template <int A, bool Min, class E> static constexpr auto cumulative(const E& e) {
@@ -13491,6 +13974,30 @@ template <fx::expr A, fx::expr B> constexpr auto outer(A&& a, B&& b) {
     else
       return fx::ops<>::error();
   }
+}
+/// tg::einsum with the equation as a template argument: tg::einsum<"ij,jk->ik">(a, b) (every
+/// operand's shape checked against it at compile time).
+template <fx::equation Eq, class... E> constexpr auto einsum(E&&... operands) {
+  static_assert(sizeof...(E) > 0, "tg: einsum: needs at least one operand");
+  static_assert(fx::einsum_fits<Eq, fx::shape_of<fx::node_t<E>>...>,
+                "tg: einsum: the equation does not fit the operands (see einsum_plan's error)");
+  if constexpr (sizeof...(E) > 0 && fx::einsum_fits<Eq, fx::shape_of<fx::node_t<E>>...>)
+    return fx::composites<>::template einsum<Eq>(fx::ops<>::node(std::forward<E>(operands))...);
+  else
+    return fx::ops<>::error();
+}
+/// nn::functional::one_hot(index, N): int64 [..., N], 1 at each index; every index in [0, N)
+/// (else tg::index_error, a compile error in a constant expression).
+template <std::int64_t N, class I>
+constexpr auto one_hot(I&& index, std::source_location loc = std::source_location::current()) {
+  using IN = fx::node_t<I>;
+  static_assert(N >= 0, "tg: one_hot: the number of classes must not be negative");
+  static_assert(integral<op::one_hot, fx::elem_or<int, IN>>,
+                "tg: one_hot: needs integer class indices");
+  if constexpr (N >= 0 && integral<op::one_hot, fx::elem_or<int, IN>> && !IN::is_error)
+    return fx::composites<>::template one_hot<N>(fx::ops<>::node(std::forward<I>(index)), loc);
+  else
+    return fx::ops<>::error();
 }
 template <fx::expr E, class B> constexpr auto lerp(E&& e, B&& end, auto&& weight) {
   return e.lerp(std::forward<B>(end), std::forward<decltype(weight)>(weight));

@@ -684,7 +684,7 @@ def main():
                        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("i,i->", [(5,), (5,)]),
                        ("ij->ji", [(3, 4)]), ("ij,j->i", [(3, 4), (4,)]),
                        ("i,j->ij", [(3,), (2,)]), ("ij,jk->ik", [(3, 4), (5, 2)]),
-                       ("ii->i", [(3, 3)])]:
+                       ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("iij->j", [(2, 2, 3)])]:
         ins = [rand(s_, "float32") for s_ in shapes]
         case("einsum" + str(len(ins)), lambda *xs, eq: torch.einsum(eq, *xs), ins, {"eq": eq},
              tol=4.0)

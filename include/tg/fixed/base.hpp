@@ -708,6 +708,61 @@ public:
     else
       return X::error();
   }
+  /// A copy with src's values written at `index` along Axis (out[index[i][j]][j] = src[i][j] for
+  /// Axis 0), as Tensor::scatter: index, src and the tensor of one rank, the index no larger than
+  /// src, nor than the tensor but along Axis; values written to one place add up (an index
+  /// outside [-n, n) throws tg::index_error: a compile error in a constant expression).
+  template <int Axis, class I, class S>
+  constexpr auto scatter(I&& index, S&& src,
+                         std::source_location loc = std::source_location::current()) const {
+    return scatter_<Axis, false>(std::forward<I>(index), std::forward<S>(src), loc);
+  }
+  /// The tensor plus src's values added at `index` along Axis, as Tensor::scatter_add.
+  template <int Axis, class I, class S>
+  constexpr auto scatter_add(I&& index, S&& src,
+                             std::source_location loc = std::source_location::current()) const {
+    return scatter_<Axis, true>(std::forward<I>(index), std::forward<S>(src), loc);
+  }
+  /// The tensor plus source's slices added at the 1-D `index` along Axis, as Tensor::index_add.
+  template <int Axis, class I, class S>
+  constexpr auto index_add(I&& index, S&& source,
+                           std::source_location loc = std::source_location::current()) const {
+    using IN = fx::node_t<I>;
+    using SN = fx::node_t<S>;
+    static_assert(
+        index_addable<op::index_add, axes<Axis>, S_<>, fx::shape_of<IN>, fx::shape_of<SN>>,
+        "tg: index_add: axis out of range, an index that is not 1-D, or a source "
+        "that is not the tensor's shape with the index's length along the axis");
+    static_assert(integral<op::index_add, fx::elem_or<int, IN>>,
+                  "tg: index_add: the index must have an integer type");
+    if constexpr (index_addable<op::index_add, axes<Axis>, S_<>, fx::shape_of<IN>,
+                                fx::shape_of<SN>> &&
+                  integral<op::index_add, fx::elem_or<int, IN>> && !IN::is_error && !SN::is_error)
+      return C::template index_add<Axis>(X::node(self()), X::node(std::forward<I>(index)),
+                                         X::node(std::forward<S>(source)), loc);
+    else
+      return X::error();
+  }
+
+private:
+  template <int Axis, bool Add, class I, class S>
+  constexpr auto scatter_(I&& index, S&& src, const std::source_location& loc) const {
+    using IN = fx::node_t<I>;
+    using SN = fx::node_t<S>;
+    static_assert(scatterable<op::scatter, axes<Axis>, S_<>, fx::shape_of<IN>, fx::shape_of<SN>>,
+                  "tg: scatter: axis out of range, or index, src and the tensor of different "
+                  "ranks, or an index larger than src (or than the tensor, but along the axis)");
+    static_assert(integral<op::scatter, fx::elem_or<int, IN>>,
+                  "tg: scatter: the index must have an integer type");
+    if constexpr (scatterable<op::scatter, axes<Axis>, S_<>, fx::shape_of<IN>, fx::shape_of<SN>> &&
+                  integral<op::scatter, fx::elem_or<int, IN>> && !IN::is_error && !SN::is_error)
+      return C::template scatter<Axis, Add>(X::node(self()), X::node(std::forward<I>(index)),
+                                            X::node(std::forward<S>(src)), loc);
+    else
+      return X::error();
+  }
+
+public:
   /// The entries at 1-D `index` along Axis (checked as gather's).
   template <int Axis, class I>
   constexpr auto index_select(I&& index,

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "matmul.hpp"
+#include "composite.hpp"
 
 namespace tg {
 namespace fx {
@@ -399,6 +399,30 @@ template <fx::expr A, fx::expr B> constexpr auto outer(A&& a, B&& b) {
     else
       return fx::ops<>::error();
   }
+}
+/// tg::einsum with the equation as a template argument: tg::einsum<"ij,jk->ik">(a, b) (every
+/// operand's shape checked against it at compile time).
+template <fx::equation Eq, class... E> constexpr auto einsum(E&&... operands) {
+  static_assert(sizeof...(E) > 0, "tg: einsum: needs at least one operand");
+  static_assert(fx::einsum_fits<Eq, fx::shape_of<fx::node_t<E>>...>,
+                "tg: einsum: the equation does not fit the operands (see einsum_plan's error)");
+  if constexpr (sizeof...(E) > 0 && fx::einsum_fits<Eq, fx::shape_of<fx::node_t<E>>...>)
+    return fx::composites<>::template einsum<Eq>(fx::ops<>::node(std::forward<E>(operands))...);
+  else
+    return fx::ops<>::error();
+}
+/// nn::functional::one_hot(index, N): int64 [..., N], 1 at each index; every index in [0, N)
+/// (else tg::index_error, a compile error in a constant expression).
+template <std::int64_t N, class I>
+constexpr auto one_hot(I&& index, std::source_location loc = std::source_location::current()) {
+  using IN = fx::node_t<I>;
+  static_assert(N >= 0, "tg: one_hot: the number of classes must not be negative");
+  static_assert(integral<op::one_hot, fx::elem_or<int, IN>>,
+                "tg: one_hot: needs integer class indices");
+  if constexpr (N >= 0 && integral<op::one_hot, fx::elem_or<int, IN>> && !IN::is_error)
+    return fx::composites<>::template one_hot<N>(fx::ops<>::node(std::forward<I>(index)), loc);
+  else
+    return fx::ops<>::error();
 }
 template <fx::expr E, class B> constexpr auto lerp(E&& e, B&& end, auto&& weight) {
   return e.lerp(std::forward<B>(end), std::forward<decltype(weight)>(weight));

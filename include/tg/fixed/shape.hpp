@@ -62,6 +62,10 @@ struct cummin;
 struct logcumsumexp;
 struct sort;
 struct topk;
+struct scatter;
+struct scatter_add;
+struct index_add;
+struct one_hot;
 struct fmod;
 struct remainder;
 struct floor_divide;
@@ -285,6 +289,42 @@ template <class S, class I, int A> constexpr bool gather_ok(axes<A>) {
     return true;
   }
 }
+/// scatter's operands: an axis in range; index, src and the tensor of one rank; index no larger
+/// than src, nor than the tensor but along the axis.
+template <class S, class I, class Src, int A> constexpr bool scatter_ok(axes<A>) {
+  if constexpr (is_unknown<S> || is_unknown<I> || is_unknown<Src>)
+    return true;
+  else {
+    constexpr int r = int(S::rank);
+    if (r == 0 || A < -r || A >= r || int(I::rank) != r || int(Src::rank) != r) return false;
+    if constexpr (S::rank == I::rank && I::rank == Src::rank) {
+      const int d = A < 0 ? A + r : A;
+      for (int i = 0; i < r; ++i) {
+        const std::size_t k = std::size_t(i);
+        if (I::dims[k] > Src::dims[k] || (i != d && I::dims[k] > S::dims[k])) return false;
+      }
+    }
+    return true;
+  }
+}
+/// index_add's operands: an axis in range, a 1-D index, a source like the tensor but with the
+/// index's length along the axis.
+template <class S, class I, class Src, int A> constexpr bool index_add_ok(axes<A>) {
+  if constexpr (is_unknown<S> || is_unknown<I> || is_unknown<Src>)
+    return true;
+  else {
+    constexpr int r = int(S::rank);
+    if (r == 0 || A < -r || A >= r || I::rank != 1 || int(Src::rank) != r) return false;
+    if constexpr (I::rank == 1 && S::rank == Src::rank) {
+      const int d = A < 0 ? A + r : A;
+      for (int i = 0; i < r; ++i) {
+        const std::size_t k = std::size_t(i);
+        if (i == d ? Src::dims[k] != I::dims[0] : Src::dims[k] != S::dims[k]) return false;
+      }
+    }
+    return true;
+  }
+}
 template <class S, class I, int A> constexpr bool select_ok(axes<A>) {
   if constexpr (is_unknown<S> || is_unknown<I>)
     return true;
@@ -347,6 +387,12 @@ inline constexpr bool gatherable = fx::gather_ok<S, I>(Axis{});
 /// tg::index_select's operands: axis A in range, an index of at most one axis.
 template <class Op, class Axis, class S, class I>
 inline constexpr bool selectable = fx::select_ok<S, I>(Axis{});
+/// x.scatter<A>(index, src) and scatter_add: see fx::scatter_ok.
+template <class Op, class Axis, class S, class I, class Src>
+inline constexpr bool scatterable = fx::scatter_ok<S, I, Src>(Axis{});
+/// x.index_add<A>(index, source): see fx::index_add_ok.
+template <class Op, class Axis, class S, class I, class Src>
+inline constexpr bool index_addable = fx::index_add_ok<S, I, Src>(Axis{});
 /// tg::split<Size, Axis>: an axis in range and a positive split size (as Tensor::split's checks).
 template <class Op, class Axis, class S, class Size>
 inline constexpr bool splittable = fx::split_ok<S>(Axis{}, Size{});

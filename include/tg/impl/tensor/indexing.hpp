@@ -282,8 +282,10 @@ TG_API Tensor einsum(std::string_view equation, const std::vector<Tensor>& opera
   if (terms.size() != operands.size())
     bad(std::to_string(terms.size()) + " operands in the equation, " +
         std::to_string(operands.size()) + " given");
-  std::string letters; // every letter, in order of appearance
-  std::map<char, int> count;
+  std::string letters;                // every letter, in order of appearance
+  std::map<char, int> count, written; // in the operands after diagonals; in the equation
+  for (const std::string& t : terms)
+    for (char c : t) ++written[c];
   std::map<char, SInt> size;
   std::vector<Tensor> xs(operands);
   for (std::size_t k = 0; k < terms.size(); ++k) {
@@ -319,8 +321,8 @@ TG_API Tensor einsum(std::string_view equation, const std::vector<Tensor>& opera
             " and " + detail::shape_str({s}));
     }
   }
-  if (arrow == std::string::npos) { // implicit: the letters used once, in alphabetical order
-    for (auto& [c, n] : count)
+  if (arrow == std::string::npos) { // implicit: the letters written once, in alphabetical order
+    for (auto& [c, n] : written)
       if (n == 1) out += c;
   } else {
     out = eq.substr(arrow + 2);
