@@ -51,8 +51,8 @@ unit() {
   echo 'int main() { return sink > 0; }'
 }
 unit fixed.hpp 50 assign >"$dir/fifty.cpp"
-unit tg.hpp 10 tensor >"$dir/ten_tensor.cpp"
-unit tg.hpp 10 lazy >"$dir/ten_lazy.cpp"
+unit fixed.hpp 10 tensor >"$dir/ten_tensor.cpp"
+unit fixed.hpp 10 lazy >"$dir/ten_lazy.cpp"
 
 measure() {
   if ! /usr/bin/time -f "%U %S" -o "$dir/time" "$cxx" -std=c++20 -O2 -Iinclude -c "$1" -o "$dir/out.o" 2>"$dir/log"; then
@@ -66,5 +66,5 @@ echo "compiler: $($cxx --version | head -1), -O2, user+system CPU time"
 measure "$dir/fixed.cpp" "#include <tg/fixed.hpp>"
 measure "$dir/tg.cpp" "#include <tg/tg.hpp>"
 measure "$dir/fifty.cpp" "50 static expressions (tg/fixed.hpp)"
-measure "$dir/ten_tensor.cpp" "10 of them as tg::Tensor(expr) (tg/tg.hpp)"
+measure "$dir/ten_tensor.cpp" "10 of them as tg::Tensor(expr) (tg/fixed.hpp)"
 measure "$dir/ten_lazy.cpp" "10 of them as tg::lazy_tensor(expr)"
