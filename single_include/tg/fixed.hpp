@@ -13021,24 +13021,15 @@ template <std::size_t R, std::size_t D> struct axis_last {
     for (std::size_t i = 0; i < R; ++i) r[1][std::size_t(r[0][i])] = int(i);
     return r;
   }();
-  template <class E> static constexpr auto apply(const E& e) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return O::template permute<value[0][I]...>(e);
-    }(std::make_index_sequence<R>{});
+  /// The permutation (Inverse false) or its inverse applied to e.
+  template <bool Inverse = false, class E> static constexpr auto apply(const E& e) {
+    auto permute = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return O::template permute<value[Inverse][I]...>(e);
+    };
+    return permute(std::make_index_sequence<R>{});
   }
-  template <class E> static constexpr auto invert(const E& e) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return O::template permute<value[1][I]...>(e);
-    }(std::make_index_sequence<R>{});
-  }
+  template <class E> static constexpr auto invert(const E& e) { return apply<true>(e); }
 };
-/// detail::checked_index's rest: int64, negative indices counted from the end.
-template <std::size_t N, class Bind, class I>
-constexpr auto wrapped(const Bind& bind, const I& i0) {
-  auto i = bind(O::cast_to<DType::Int64>(i0));
-  return bind(O::where3(O::lt(i, O::scalar_for(i, std::int64_t(0))),
-                        O::add(i, O::scalar_for(i, std::int64_t(N))), i));
-}
 /// detail::place: src summed into N places along a new last axis by index (same rank, the
 /// axis last), and (Any) whether any index hit each place.
 template <std::size_t N, bool Any, class Bind, class I, class S>
@@ -13066,9 +13057,10 @@ constexpr auto placed(const Bind& bind, const E& e) {
                      std::int64_t(E::shape_type::dims[r - 1 - i]);
     return p;
   }();
-  return bind(P::invert([&]<std::size_t... K>(std::index_sequence<K...>) {
+  auto pad = [&]<std::size_t... K>(std::index_sequence<K...>) {
     return O::template pad<pads[K]...>(e);
-  }(std::make_index_sequence<2 * r>{})));
+  };
+  return bind(P::invert(pad(std::make_index_sequence<2 * r>{})));
 }
 /// Tensor::scatter (Add false) and scatter_add, of a checked index.
 template <int A, bool Add> struct scatter_fn {
@@ -13076,7 +13068,7 @@ template <int A, bool Add> struct scatter_fn {
   constexpr auto operator()(const Bind& bind, const X& x, const I& index, const S& src0) const {
     constexpr std::size_t d = std::size_t(normalize_axis(A, X::rank)), r = X::rank,
                           n = X::shape_type::dims[d];
-    auto idx = wrapped<n>(bind, index);
+    auto idx = bind(O::template wrapped_index<n>(index));
     auto s = [&] {
       auto c = bind(O::cast_to<X::dtype>(src0));
       if constexpr (std::is_same_v<typename S::shape_type, typename I::shape_type>)
@@ -13104,7 +13096,7 @@ template <int A> struct index_add_fn {
   constexpr auto operator()(const Bind& bind, const X& x, const I& index, const S& source) const {
     constexpr std::size_t d = std::size_t(normalize_axis(A, X::rank)), r = X::rank,
                           n = X::shape_type::dims[d], m = I::shape_type::dims[0];
-    auto idx = wrapped<n>(bind, index);
+    auto idx = bind(O::template wrapped_index<n>(index));
     using P = axis_last<r, d>;
     auto lead = bind(O::template reshape_to<shape_from<one_axis_dims<r, r - 1, m>>>(idx));
     auto sp = bind(P::apply(O::cast_to<X::dtype>(source)));
@@ -13413,27 +13405,31 @@ template <equation Eq, class... S> struct einsum_fn {
   template <std::size_t K, class Bind, class X>
   static constexpr auto arranged(const Bind& bind, const X& x0) {
     auto x = diagonals<K, 0>(bind, x0);
+    auto permute = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return O::template permute<P::value.perm[K][I]...>(x);
+    };
     return bind(O::template reshape_to<shape_from<term_dims<K>>>(
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-          return O::template permute<P::value.perm[K][I]...>(x);
-        }(std::make_index_sequence<P::value.ranks[K]>{})));
+        permute(std::make_index_sequence<P::value.ranks[K]>{})));
   }
   template <class Bind, class... X>
   constexpr auto operator()(const Bind& bind, const X&... xs) const {
-    auto prod = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto multiply = [&]<std::size_t... K>(std::index_sequence<K...>) {
       auto terms = std::tuple(arranged<K>(bind, xs)...);
       return product(bind, std::get<K>(terms)...);
-    }(std::index_sequence_for<X...>{});
-    auto r = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    };
+    auto prod = multiply(std::index_sequence_for<X...>{});
+    auto sum = [&]<std::size_t... I>(std::index_sequence<I...>) {
       if constexpr (sizeof...(I) == 0)
         return prod;
       else
         return bind(O::template sum<false, P::value.summed_axes[I]...>(prod));
-    }(std::make_index_sequence<P::value.summed>{});
+    };
+    auto r = sum(std::make_index_sequence<P::value.summed>{});
+    auto permute = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return bind(O::template permute<P::value.out_perm[I]...>(r));
+    };
     if constexpr (P::value.out > 1)
-      return bind([&]<std::size_t... I>(std::index_sequence<I...>) {
-        return O::template permute<P::value.out_perm[I]...>(r);
-      }(std::make_index_sequence<P::value.out>{}));
+      return permute(std::make_index_sequence<P::value.out>{});
     else
       return r;
   }
