@@ -1,11 +1,12 @@
 // CPU kernels against peers, in the same run (issue #6): sgemm and the MLP's linear layers
 // against OpenBLAS and Eigen, a batched matmul against OpenBLAS, softmax, layer norm and axis
-// sums against hand-written 2-thread loops (the sums against Eigen too), a 3x3 conv2d against a
-// direct-convolution loop, and every workload in PyTorch (bench/ops_torch.py, run as a subprocess
-// when python3-torch is installed). Every peer gets the 2 cores tg's thread pool gets. Once per
-// workload, outside the timing, tg's result and Eigen's are checked against OpenBLAS's or the
-// loop's, and OpenBLAS's against dot products in double: a benchmark that times a wrong answer is
-// worthless. (PyTorch's results stay in its process and are not checked.)
+// sums against hand-written 2-thread loops (the sums against Eigen too), 3x3 conv2d against a
+// direct-convolution loop (and its training step's gradients, checked against loops), and every
+// workload in PyTorch (bench/ops_torch.py, run as a subprocess when python3-torch is installed).
+// Every peer gets the 2 cores tg's thread pool gets. Once per workload, outside the timing, tg's
+// result and Eigen's are checked against OpenBLAS's or the loop's, and OpenBLAS's against dot
+// products in double: a benchmark that times a wrong answer is worthless. (PyTorch's results stay
+// in its process and are not checked.)
 #include <tg/runtime/cpu_info.hpp> // (the ISA, for the FMA peak)
 #include <tg/tg.hpp>
 
@@ -478,29 +479,38 @@ void tg_half_matmul(benchmark::State& st, const HalfMatmul& c, bool as_float32) 
   gflops(st, c.flops());
 }
 
-constexpr std::int64_t kN = 32, kC = 16, kH = 28, kW = 28, kO = 32; // 3x3, padding 1
-constexpr double kConvFlops = 2.0 * kN * kO * kH * kW * kC * 9;
+/// A 3x3 convolution with padding 1 of [n, c, s, s] images into o channels.
+struct Conv {
+  std::int64_t n, c, s, o;
+  std::string shape() const {
+    return std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(s) + "x" +
+           std::to_string(s);
+  }
+  double flops() const { return 2.0 * double(n * o * s * s * c * 9); }
+};
+const Conv kConvs[] = {{32, 16, 28, 32}, {64, 64, 56, 64}}; // the CNN's first; a ResNet stage's
 
 /// The peer: a direct convolution, its inner loop along an output row (which vectorizes);
 /// the batch is split between the two threads.
-void loop_conv2d(const float* x, const float* w, float* y) {
-  two_threads(kN, [&](std::int64_t lo, std::int64_t hi) {
+void loop_conv2d(const Conv& k, const float* x, const float* w, float* y) {
+  const std::int64_t S = k.s;
+  two_threads(k.n, [&](std::int64_t lo, std::int64_t hi) {
     for (std::int64_t n = lo; n < hi; ++n)
-      for (std::int64_t o = 0; o < kO; ++o) {
-        float* yo = y + (n * kO + o) * kH * kW;
-        std::fill(yo, yo + kH * kW, 0.0f);
-        for (std::int64_t c = 0; c < kC; ++c) {
-          const float* xc = x + (n * kC + c) * kH * kW;
+      for (std::int64_t o = 0; o < k.o; ++o) {
+        float* yo = y + (n * k.o + o) * S * S;
+        std::fill(yo, yo + S * S, 0.0f);
+        for (std::int64_t c = 0; c < k.c; ++c) {
+          const float* xc = x + (n * k.c + c) * S * S;
           for (std::int64_t kh = 0; kh < 3; ++kh)
             for (std::int64_t kw = 0; kw < 3; ++kw) {
-              const float wv = w[((o * kC + c) * 3 + kh) * 3 + kw];
+              const float wv = w[((o * k.c + c) * 3 + kh) * 3 + kw];
               const std::int64_t ow0 = std::max<std::int64_t>(0, 1 - kw),
-                                 ow1 = std::min<std::int64_t>(kW, kW + 1 - kw);
-              for (std::int64_t oh = 0; oh < kH; ++oh) {
+                                 ow1 = std::min<std::int64_t>(S, S + 1 - kw);
+              for (std::int64_t oh = 0; oh < S; ++oh) {
                 const std::int64_t ih = oh + kh - 1;
-                if (ih < 0 || ih >= kH) continue;
-                const float* xr = xc + ih * kW + kw - 1;
-                float* yr = yo + oh * kW;
+                if (ih < 0 || ih >= S) continue;
+                const float* xr = xc + ih * S + kw - 1;
+                float* yr = yo + oh * S;
                 for (std::int64_t ow = ow0; ow < ow1; ++ow) yr[ow] += wv * xr[ow];
               }
             }
@@ -509,38 +519,106 @@ void loop_conv2d(const float* x, const float* w, float* y) {
   });
 }
 
-struct ConvData {
-  Tensor x, w;
-  Vec vx, vw, want;
-};
-ConvData& conv_data() {
-  static ConvData d = [] {
-    ConvData r;
-    r.x = tg::randn({kN, kC, kH, kW}).realize();
-    r.w = tg::randn({kO, kC, 3, 3}).realize();
-    r.vx = to_vec(r.x);
-    r.vw = to_vec(r.w);
-    r.want.resize(std::size_t(kN * kO * kH * kW));
-    loop_conv2d(r.vx.data(), r.vw.data(), r.want.data());
-    return r;
-  }();
-  return d;
+/// The reference gradients of sum(conv2d(x, w) * g) by the same loops: dX split by image, dW by
+/// output channel.
+void loop_conv2d_grads(const Conv& k, const float* x, const float* w, const float* g, float* dx,
+                       float* dw) {
+  const std::int64_t S = k.s;
+  auto taps = [&](auto&& body) { // each tap's valid output rows and columns
+    for (std::int64_t kh = 0; kh < 3; ++kh)
+      for (std::int64_t kw = 0; kw < 3; ++kw)
+        body(kh, kw, std::max<std::int64_t>(0, 1 - kh), std::min<std::int64_t>(S, S + 1 - kh),
+             std::max<std::int64_t>(0, 1 - kw), std::min<std::int64_t>(S, S + 1 - kw));
+  };
+  two_threads(k.n, [&](std::int64_t lo, std::int64_t hi) {
+    std::fill(dx + lo * k.c * S * S, dx + hi * k.c * S * S, 0.0f);
+    for (std::int64_t n = lo; n < hi; ++n)
+      for (std::int64_t o = 0; o < k.o; ++o)
+        for (std::int64_t c = 0; c < k.c; ++c)
+          taps([&](auto kh, auto kw, auto oh0, auto oh1, auto ow0, auto ow1) {
+            const float wv = w[((o * k.c + c) * 3 + kh) * 3 + kw];
+            for (std::int64_t oh = oh0; oh < oh1; ++oh) {
+              const float* gr = g + ((n * k.o + o) * S + oh) * S;
+              float* xr = dx + ((n * k.c + c) * S + oh + kh - 1) * S + kw - 1;
+              for (std::int64_t ow = ow0; ow < ow1; ++ow) xr[ow] += wv * gr[ow];
+            }
+          });
+  });
+  two_threads(k.o, [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t o = lo; o < hi; ++o)
+      for (std::int64_t c = 0; c < k.c; ++c)
+        taps([&](auto kh, auto kw, auto oh0, auto oh1, auto ow0, auto ow1) {
+          float acc = 0;
+          for (std::int64_t n = 0; n < k.n; ++n)
+            for (std::int64_t oh = oh0; oh < oh1; ++oh) {
+              const float* gr = g + ((n * k.o + o) * S + oh) * S;
+              const float* xr = x + ((n * k.c + c) * S + oh + kh - 1) * S + kw - 1;
+              for (std::int64_t ow = ow0; ow < ow1; ++ow) acc += gr[ow] * xr[ow];
+            }
+          dw[((o * k.c + c) * 3 + kh) * 3 + kw] = acc;
+        });
+  });
 }
 
-void tg_conv2d(benchmark::State& st) {
-  auto& d = conv_data();
+struct ConvData {
+  Tensor x, w, g;
+  Vec vx, vw, want, want_grads; // (the grads: dX, then dW, flattened)
+};
+ConvData& conv_data(const Conv& k, bool grads) {
+  static std::map<std::string, ConvData> all;
+  auto [it, fresh] = all.try_emplace(k.shape());
+  ConvData& r = it->second;
+  if (fresh) {
+    r.x = tg::randn({k.n, k.c, k.s, k.s}).realize();
+    r.w = tg::randn({k.o, k.c, 3, 3}).realize();
+    r.g = tg::randn({k.n, k.o, k.s, k.s}).realize();
+    r.vx = to_vec(r.x);
+    r.vw = to_vec(r.w);
+    r.want.resize(std::size_t(k.n * k.o * k.s * k.s));
+    loop_conv2d(k, r.vx.data(), r.vw.data(), r.want.data());
+  }
+  if (grads && r.want_grads.empty()) {
+    const Vec vg = to_vec(r.g);
+    Vec dx(r.vx.size()), dw(r.vw.size());
+    loop_conv2d_grads(k, r.vx.data(), r.vw.data(), vg.data(), dx.data(), dw.data());
+    r.want_grads = dx;
+    r.want_grads.insert(r.want_grads.end(), dw.begin(), dw.end());
+  }
+  return r;
+}
+
+void tg_conv2d(benchmark::State& st, const Conv& k) {
+  auto& d = conv_data(k, false);
   auto conv = [&] { return F::conv2d(d.x, d.w, Tensor(), 1, 1); };
   time_tg(st, conv, d.want, "conv2d: tg against the loop");
-  gflops(st, kConvFlops);
+  gflops(st, k.flops());
 }
-void loop_conv2d_bench(benchmark::State& st) {
-  auto& d = conv_data();
+void loop_conv2d_bench(benchmark::State& st, const Conv& k) {
+  auto& d = conv_data(k, false);
   Vec y(d.want.size());
   for (auto _ : st) {
-    loop_conv2d(d.vx.data(), d.vw.data(), y.data());
+    loop_conv2d(k, d.vx.data(), d.vw.data(), y.data());
     benchmark::DoNotOptimize(y.data());
   }
-  gflops(st, kConvFlops);
+  gflops(st, k.flops());
+}
+/// A training step's convolution: the output, and the gradients of x and w for an output
+/// gradient g (PyTorch: the forward, then autograd.grad).
+void tg_conv2d_train(benchmark::State& st, const Conv& k) {
+  auto& d = conv_data(k, true);
+  auto step = [&] {
+    Tensor x = d.x.detach().requires_grad_(), w = d.w.detach().requires_grad_();
+    Tensor y = F::conv2d(x, w, Tensor(), 1, 1);
+    std::vector<Tensor> g = tg::grad({y}, {x, w}, {d.g});
+    tg::realize({y, g[0], g[1]});
+    return g;
+  };
+  std::vector<Tensor> first = step();
+  Vec got = to_vec(first[0]), dw = to_vec(first[1]);
+  got.insert(got.end(), dw.begin(), dw.end());
+  if (!matches(st, got, d.want_grads, "conv2d's gradients: tg against the loops", 1e-3)) return;
+  for (auto _ : st) benchmark::DoNotOptimize(step()[0].lazy().get());
+  gflops(st, 3 * k.flops());
 }
 
 } // namespace
@@ -602,9 +680,17 @@ int main(int argc, char** argv) {
     add(w, "eigen", [axis](benchmark::State& st) { eigen_sum(st, axis); });
     add_torch(w, 0);
   }
-  add("conv2d_3x3_32x16x28x28", "tg", tg_conv2d);
-  add("conv2d_3x3_32x16x28x28", "loop_2threads", loop_conv2d_bench);
-  add_torch("conv2d_3x3_32x16x28x28", kConvFlops);
+  for (const Conv& k : kConvs) {
+    const std::string w = "conv2d_3x3_" + k.shape();
+    add(w, "tg", [&k](benchmark::State& st) { tg_conv2d(st, k); });
+    add(w, "loop_2threads", [&k](benchmark::State& st) { loop_conv2d_bench(st, k); });
+    add_torch(w, k.flops());
+  }
+  for (const Conv& k : kConvs) {
+    const std::string w = "conv2d_train_3x3_" + k.shape();
+    add(w, "tg", [&k](benchmark::State& st) { tg_conv2d_train(st, k); });
+    add_torch(w, 3 * k.flops());
+  }
 
   return tg_bench::run(argc, argv, pairs);
 }

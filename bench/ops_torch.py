@@ -76,6 +76,19 @@ def conv2d(n=32, c=16, s=28, out=32):
     return lambda: F.conv2d(x, w, padding=1)
 
 
+def conv2d_train(n=32, c=16, s=28, out=32):
+    """The output and the gradients of x and w for an output gradient g."""
+    x = randn(n, c, s, s).requires_grad_()
+    w = randn(out, c, 3, 3).requires_grad_()
+    g = randn(n, out, s, s)
+
+    def f():
+        y = F.conv2d(x, w, padding=1)
+        return y, torch.autograd.grad(y, (x, w), g)
+
+    return f
+
+
 N64M = 1 << 26
 
 
@@ -135,6 +148,9 @@ workloads = {
     "bgemm_1024": lambda: matmul(1024, 1024, 1024, torch.bfloat16),
     "bgemm_2048": lambda: matmul(2048, 2048, 2048, torch.bfloat16),
     **common,
+    "conv2d_3x3_64x64x56x56": lambda: conv2d(64, 64, 56, 64),
+    "conv2d_train_3x3_32x16x28x28": conv2d_train,
+    "conv2d_train_3x3_64x64x56x56": lambda: conv2d_train(64, 64, 56, 64),
 }
 
 gpu_workloads = {

@@ -742,6 +742,9 @@ TEST_CASE("fixed: movement ops equal the run-time Tensor's") {
   SAME(a.select<0, 2>(), A.index({2}));
   SAME(c.select<1, -1>(), C.index({tg::Slice{}, -1}));
   SAME(c.flip<0, 2>(), C.flip({0, 2}));
+  SAME(a.unfold<1, 2, 1>(), A.unfold(1, 2, 1));
+  SAME(c.unfold<-1, 3, 2>().sum<-1>(), C.unfold(-1, 3, 2).sum(-1));
+  SAME(a.pad<1, 1>().unfold<1, 3, 2>(), A.pad({1, 1}).unfold(1, 3, 2)); // windows over padding
   SAME(a.repeat<2, 1>(), A.repeat({2, 1}));
   SAME(x.bias.repeat<2, 3>(), x.BIAS.repeat({2, 3}));
   SAME((a.T().reshape<2, 10>() + 1.0f).sum<1>(), (A.T().reshape({2, 10}) + 1.0f).sum(1));
@@ -851,6 +854,7 @@ TEST_CASE("fixed: the Graph of an expression is the run-time front end's, node b
   SAME_GRAPH(a.slice<0, 1, 4, 2>() * 2.0f, A.slice(0, 1, 4, 2) * 2.0f);
   SAME_GRAPH(a.pad<1, 2>(3.0) + 1.0f, A.pad({1, 2}, 3.0) + 1.0f);
   SAME_GRAPH(a.flip<0>() + 1.0f, A.flip({0}) + 1.0f);
+  SAME_GRAPH(a.unfold<1, 2, 2>() * 2.0f, A.unfold(1, 2, 2) * 2.0f);
   SAME_GRAPH(a.repeat<2, 1>() + 1.0f, A.repeat({2, 1}) + 1.0f);
   SAME_GRAPH(a.select<1, 2>() + 1.0f, A.index({tg::Slice{}, 2}) + 1.0f);
   SAME_GRAPH(a.T().reshape<2, 10>() * b.reshape<2, 10>(),

@@ -318,6 +318,57 @@ TEST_CASE("conv2d against loops: stride, padding, dilation, groups") {
                        doctest::Contains("smaller than the kernel"), tg::shape_error);
 }
 
+TEST_CASE("conv2d's gradients against loops: dX and dW as reductions over windows") {
+  // conv2d has a gradient rule of its own (F::detail::ConvGrad): dX a convolution of the spread
+  // and padded output gradient with the flipped filters, dW per image in channels-last order
+  struct Case {
+    std::array<std::int64_t, 4> x, w;
+    std::array<std::int64_t, 2> s, p, d;
+    std::int64_t g;
+  };
+  std::vector<Case> cases{
+      {{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{2, 4, 9, 8}, {6, 2, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2},
+      {{1, 6, 11, 10}, {6, 2, 3, 3}, {3, 2}, {2, 1}, {2, 1}, 3},
+      {{3, 2, 5, 5}, {4, 2, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1},
+      {{2, 4, 8, 8}, {4, 1, 5, 5}, {1, 1}, {4, 3}, {1, 1}, 4},
+  };
+  std::uint32_t seed = 100;
+  for (const Case& c : cases) {
+    CAPTURE(seed);
+    auto xv = rnd(std::size_t(c.x[0] * c.x[1] * c.x[2] * c.x[3]), ++seed);
+    auto wv = rnd(std::size_t(c.w[0] * c.w[1] * c.w[2] * c.w[3]), ++seed);
+    Tensor x = Tensor::from_data(xv, {c.x[0], c.x[1], c.x[2], c.x[3]}).requires_grad_();
+    Tensor w = Tensor::from_data(wv, {c.w[0], c.w[1], c.w[2], c.w[3]}).requires_grad_();
+    Tensor y = F::conv2d(x, w, Tensor(), c.s, c.p, c.d, c.g);
+    auto gv = rnd(std::size_t(y.numel()), ++seed);
+    (y * Tensor::from_data(gv, y.sym_shape())).sum().backward();
+    // d(sum(y * g)) / dx and / dw by the definition: each product x * w feeds one output
+    auto [N, C, H, W] = c.x;
+    auto [O, Cg, KH, KW] = c.w;
+    const std::int64_t OH = y.size(2), OW = y.size(3), Og = O / c.g;
+    std::vector<double> dx(xv.size()), dw(wv.size());
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t o = 0; o < O; ++o)
+        for (std::int64_t i = 0; i < OH; ++i)
+          for (std::int64_t j = 0; j < OW; ++j)
+            for (std::int64_t ci = 0; ci < Cg; ++ci)
+              for (std::int64_t kh = 0; kh < KH; ++kh)
+                for (std::int64_t kw = 0; kw < KW; ++kw) {
+                  const std::int64_t h = i * c.s[0] + kh * c.d[0] - c.p[0],
+                                     ww = j * c.s[1] + kw * c.d[1] - c.p[1];
+                  if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
+                  const auto xi = std::size_t(((n * C + o / Og * Cg + ci) * H + h) * W + ww),
+                             wi = std::size_t(((o * Cg + ci) * KH + kh) * KW + kw);
+                  const double gy = gv[std::size_t(((n * O + o) * OH + i) * OW + j)];
+                  dx[xi] += gy * wv[wi];
+                  dw[wi] += gy * xv[xi];
+                }
+    check_close(x.grad().to_vector<double>(), dx);
+    check_close(w.grad().to_vector<double>(), dw);
+  }
+}
+
 TEST_CASE("pooling against loops") {
   auto xv = rnd(2 * 3 * 7 * 6, 11);
   Tensor x = Tensor::from_data(xv, {2, 3, 7, 6});
@@ -413,6 +464,20 @@ TEST_CASE("gradients of every layer (finite differences, float64)") {
     check_grad("conv2d stride/padding/dilation", strided, {{1, 2, 5, 5}, {2, 2, 2, 3}});
     check_grad("conv2d groups", [](auto& v) { return F::conv2d(v[0], v[1], v[2], 1, 1, 1, 2); },
                {{1, 4, 3, 3}, {4, 2, 2, 2}, {4}});
+    // padding beyond the window's reach (dX crops), a stride that skips rows, both with groups
+    auto far = [](auto& v) { return F::conv2d(v[0], v[1], v[2], {3, 2}, {3, 1}, 1, 2); };
+    check_grad("conv2d padding past the reach", far, {{2, 4, 4, 5}, {2, 2, 2, 3}, {2}});
+  }
+  SUBCASE("unfold: each element's windows summed") {
+    // a window over a padded (masked) axis reads through a view of its own
+    Tensor row = Tensor::from_data(std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {2, 5});
+    CHECK(row.pad({1, 1}).unfold(1, 3, 2).to_vector<double>() ==
+          std::vector<double>{0, 0, 1, 1, 2, 3, 3, 4, 0, 0, 5, 6, 6, 7, 8, 8, 9, 0});
+    auto padded = [](auto& v) { return v[0].pad({2, 1}).unfold(1, 2, 3); };
+    check_grad("unfold of a padded axis", padded, {{2, 6}});
+    check_grad("unfold", [](auto& v) { return v[0].unfold(1, 3, 2); }, {{2, 8, 3}});
+    check_grad("unfold twice", [](auto& v) { return v[0].unfold(0, 2, 1).unfold(1, 2, 3); },
+               {{4, 7}});
   }
   SUBCASE("windows: stacked taps and the repeat trick for large kernels") {
     for (bool large : {false, true}) {

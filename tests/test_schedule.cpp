@@ -102,6 +102,49 @@ TEST_CASE("im2col columns: loops over the window axes, taps unrolled, one load p
   CHECK(col.to("INTERP").to_vector<float>() == expect); // the optimized program, interpreted
 }
 
+TEST_CASE("conv2d: one reduction over a strided window view, forward and backward, no columns") {
+  namespace F = tg::nn::functional;
+  const std::int64_t N = 2, C = 16, H = 10, W = 12, O = 16;
+  auto x = randn({N, C, H, W}).realize(), w = randn({O, C, 3, 3}).realize();
+  auto b = randn({O}).realize();
+  const tg::Target avx512 = tg::cpu_target(tg::CpuIsa::Avx512);
+  auto divides = [](const tg::Program& p) {
+    for (const tg::UOp& u : p.ops)
+      if (u.kind == tg::UKind::Alu && (u.op == tg::Op::Div || u.op == tg::Op::Mod)) return true;
+    return false;
+  };
+  // A realized input without padding: one kernel with the bias and the activation; its register
+  // tile runs along the output channels (8 rows, which share each window load) and the columns.
+  auto unpadded = tg::schedule({F::conv2d(x, w, b).relu()}, avx512);
+  REQUIRE(unpadded.kernels() == 1);
+  CHECK_MESSAGE(contains(unpadded.lowered[0].name.view(), "ru8x10_"),
+                unpadded.lowered[0].name.view());
+  CHECK_FALSE(divides(unpadded.lowered[0]));
+  // With padding, the padded input is materialized first (a copy whose unpadded axes N and C
+  // merge into one loop: no division either).
+  auto padded = tg::schedule({F::conv2d(x, w, b, 1, 1).relu()}, avx512);
+  REQUIRE(padded.kernels() == 2);
+  CHECK_MESSAGE(contains(padded.lowered[0].name.view(), "E_32_12_14"),
+                padded.lowered[0].name.view());
+  // (12 columns: two tiles of 8, the second shifted back)
+  CHECK_MESSAGE(contains(padded.lowered[1].name.view(), "ru8x8t_"), padded.lowered[1].name.view());
+  for (const tg::Program& p : padded.lowered) CHECK_FALSE(divides(p));
+  // Backward (F::detail::ConvGrad): the padded input; dX, a convolution of the padded output
+  // gradient; dW per image from a channels-last copy of the output gradient, summed over the
+  // images, and its view as [O, C, KH, KW] copied out (a step's optimizer reads it in place). No
+  // kernel writes as many elements as the columns [N * H * W, C * 9] hold.
+  auto xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_();
+  auto y = F::conv2d(xr, wr, b, 1, 1);
+  tg::Tensor gy = randn({N, O, H, W});
+  auto bwd = tg::schedule(tg::grad({y}, {xr, wr}, std::vector<tg::Tensor>{gy}), avx512);
+  CHECK(bwd.kernels() == 7);
+  for (std::size_t k = 0; k < bwd.kernels(); ++k) {
+    CAPTURE(bwd.lowered[k].name.view());
+    CHECK(tg::prod(bwd.graph[bwd.schedule.kernels[k].root].shape).constant() < N * H * W * C * 9);
+    CHECK_FALSE(divides(bwd.lowered[k]));
+  }
+}
+
 TEST_CASE("a short reduction (a 2 x 2 pooling window) is unrolled: no accumulator, same bits") {
   auto x = randn({2, 3, 8, 6});
   auto pooled = x.reshape({2, 3, 4, 2, 3, 2}).max({3, 5}); // max_pool2d(x, 2)

@@ -281,6 +281,9 @@ const std::map<std::string, Fn>& ops() {
     m["slice"] = [](const Args& a, const Kw& k) {
       return a[0].slice(int(k.i("dim")), k.i("start"), k.i("stop"), k.i("step"));
     };
+    m["unfold"] = [](const Args& a, const Kw& k) {
+      return a[0].unfold(int(k.i("dim")), k.i("size"), k.i("step"));
+    };
     m["gather"] = [](const Args& a, const Kw& k) { return a[0].gather(int(k.i("dim")), a[1]); };
     m["index_select"] = [](const Args& a, const Kw& k) {
       return a[0].index_select(int(k.i("dim")), a[1]);

@@ -579,9 +579,9 @@ template <class E>
 // ---- tg/graph/movement.hpp ----
 #ifndef TG_SI_TG_GRAPH_MOVEMENT_HPP
 #define TG_SI_TG_GRAPH_MOVEMENT_HPP
-// Movement ops (reshape, permute, expand, pad, shrink, flip, stride) as the run-time front end
-// records them on lazy nodes and the Graph carries them on View nodes; graph/view.hpp turns them
-// into strided views.
+// Movement ops (reshape, permute, expand, pad, shrink, flip, stride, window) as the run-time front
+// end records them on lazy nodes and the Graph carries them on View nodes; graph/view.hpp turns
+// them into strided views.
 
 // ---- tg/graph/sint.hpp ----
 #ifndef TG_SI_TG_GRAPH_SINT_HPP
@@ -902,15 +902,18 @@ inline std::string shape_str(const Shape& s) {
 
 namespace tg {
 
-enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride };
+enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride, Window };
 
 constexpr const char* move_name(MoveOp m) {
   constexpr const char* names[] = {"reshape", "permute", "expand", "pad",
-                                   "shrink",  "flip",    "stride"};
+                                   "shrink",  "flip",    "stride", "window"};
   return names[static_cast<int>(m)];
 }
 
 /// One movement op and its arguments (per axis; `b` is used by pad (after) and shrink (end)).
+/// Window (sliding windows, PyTorch's unfold): `a` holds each axis's window size (0: the axis is
+/// not windowed) and `b` each axis's step and dilation (b[2i], b[2i + 1]); windowed axis i keeps
+/// its place with one entry per window, and an axis of the window's taps is appended for each.
 struct Movement {
   MoveOp op;
   std::vector<SInt> a, b;
@@ -945,6 +948,17 @@ constexpr Shape moved_shape(const Shape& s, const Movement& m) {
       std::int64_t k = m.a[i].constant();
       if (k != 1) r[i] = (s[i].constant() + k - 1) / k;
     }
+    return r;
+  }
+  case MoveOp::Window: {
+    Shape r = s;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (std::int64_t k = m.a[i].constant()) {
+        const std::int64_t step = m.b[2 * i].constant(), d = m.b[2 * i + 1].constant();
+        r[i] = (s[i].constant() - d * (k - 1) - 1) / step + 1;
+      }
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (!(m.a[i] == 0)) r.push_back(m.a[i]);
     return r;
   }
   }
@@ -1050,6 +1064,21 @@ struct View {
     v.drop_full_mask();
     return v;
   }
+  /// Sliding windows (MoveOp::Window) over axes no mask covers: a window's entry steps by
+  /// step * stride along its axis, and its taps by dilation * stride along the appended axis.
+  constexpr View window(const std::vector<SInt>& k, const std::vector<SInt>& sd) const {
+    View v = *this;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (k[i] == 0) continue;
+      const std::int64_t step = sd[2 * i].constant(), d = sd[2 * i + 1].constant();
+      v.shape[i] = (shape[i].constant() - d * (k[i].constant() - 1) - 1) / step + 1;
+      v.strides[i] = strides[i] * SInt(step);
+      v.shape.push_back(k[i]);
+      v.strides.push_back(strides[i] * SInt(d));
+      if (has_mask()) v.mask.push_back({0, k[i]});
+    }
+    return v;
+  }
   /// A reshape expressed in this single view, if one exists.
   constexpr bool reshape(const Shape& to, View& out) const {
     if (shape == to) {
@@ -1082,18 +1111,25 @@ struct View {
       }
       return true;
     }
-    if (has_mask()) return false;
-    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape).
+    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape). A masked axis
+    // must keep its size (its mask moves with it): a padded [N, C, H, W] read as [N * C, H, W].
     for (const SInt& d : shape)
       if (!d.is_const()) return false;
     for (const SInt& d : to)
       if (!d.is_const()) return false;
     std::vector<std::int64_t> os, ost, ns;
+    std::vector<std::size_t> oax; // the old axis of each entry of os
     for (std::size_t i = 0; i < shape.size(); ++i)
       if (!(shape[i] == 1)) {
         os.push_back(shape[i].constant());
         ost.push_back(strides[i].constant());
+        oax.push_back(i);
+      } else if (masked(i)) {
+        return false;
       }
+    std::vector<std::pair<SInt, SInt>> nmask;
+    if (has_mask())
+      for (const SInt& d : to) nmask.push_back({SInt(0), d});
     for (const SInt& d : to) ns.push_back(d.constant());
     std::vector<std::int64_t> nst(ns.size(), 0);
     std::size_t i = 0, j = 0;
@@ -1115,6 +1151,11 @@ struct View {
       }
       for (std::size_t k = i; k + 1 < oi; ++k)
         if (ost[k] != ost[k + 1] * os[k + 1]) return false;
+      for (std::size_t k = i; k < oi; ++k)
+        if (masked(oax[k])) {
+          if (oi != i + 1 || nj != j + 1) return false;
+          nmask[j] = mask[oax[k]];
+        }
       std::int64_t st = ost[oi - 1];
       for (std::size_t k = nj; k-- > j;) {
         nst[k] = ns[k] == 1 ? 0 : st;
@@ -1123,8 +1164,9 @@ struct View {
       i = oi;
       j = nj;
     }
-    out = View{to, {}, offset, {}};
+    out = View{to, {}, offset, std::move(nmask)};
     for (std::int64_t s : nst) out.strides.push_back(s);
+    out.drop_full_mask();
     return true;
   }
 
@@ -1186,6 +1228,20 @@ struct ShapeTracker {
     case MoveOp::Stride:
       v = v.stride(m.a);
       break;
+    case MoveOp::Window: {
+      // a window over a masked axis (padding) needs the mask of a sum of two indices: the windows
+      // then read the view's elements in order, through a view of their own
+      bool masked = false;
+      for (std::size_t i = 0; i < m.a.size(); ++i)
+        masked = masked || (!(m.a[i] == 0) && v.masked(i));
+      if (masked) {
+        View w = View::contiguous(v.shape).window(m.a, m.b);
+        t.views.push_back(std::move(w));
+      } else {
+        v = v.window(m.a, m.b);
+      }
+      break;
+    }
     }
     t.simplify();
     return t;
@@ -3107,10 +3163,13 @@ struct ReductionFacts {
 };
 
 /// What the lowering found out about a kernel that its choices depend on: its merged output
-/// loops, its reductions, and how its loads walk the last output axis ("last") and the one
-/// before it ("row").
+/// loops, its reductions, and how its loads walk the last output axis ("last") and the axis a
+/// register tile's rows would run along ("row": the one before the last, or for a reduction
+/// whose loads that vary along the last axis all vary along that one too, the innermost axis
+/// they are all shared along, such as a convolution's output channels).
 struct KernelFacts {
   Shape loops;
+  std::size_t row = 0;
   std::vector<ReductionFacts> reductions;
   SInt reduce_length;                           // of reductions[0]: the product of its merged loops
   bool shared_last = false, shared_row = false; // a load inside a reduction reads one element
@@ -3128,6 +3187,7 @@ struct Choices {
   std::vector<std::int64_t> splits; // per reduction: partial accumulators (split_reduce)
   std::int64_t split = 1;           // the aligned reduction's
   std::int64_t lanes = 1, rows = 1; // the register tile: rows x lanes outputs
+  std::size_t row = 0;              // the merged output axis of its rows (KernelFacts::row)
   bool strided_tile = false;        // a GPU's tile (gpu_tile)
   bool panel = false;               // column tiles outermost (panel_bytes)
 };
@@ -3169,7 +3229,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   auto tile_rows = [&](const SInt& d) { return detail::row_tile(d, o); };
   Choices c;
   const Shape& m = f.loops;
-  const std::size_t n = m.size(), row = n - 2;
+  const std::size_t n = m.size(), row = f.row;
   std::size_t aligned = 0;
   for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
   const bool one_aligned = f.reductions.size() == 1 && !f.reductions[0].hoisted;
@@ -3205,9 +3265,15 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   if (c.split == 1 && aligned > 0 && m.back().is_const()) {
     const std::int64_t size = m.back().constant();
     lanes = tile(m.back(), o.upcast);
-    if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
+    // a short axis (10 classes; a register tile's 10 columns) whole: independent accumulators,
+    // not one chain, and a tile's rows then follow; where that would leave more than a few lanes
+    // past the widest whole vector (14 columns: 8 and 6), two tiles of 8, the second shifted
+    // back (tile_tails), which vectorize whole
+    const bool rows_follow = one_aligned && f.shared_row && lanes_contiguous;
+    if (lanes < 4 || (lanes < size && size <= o.upcast && rows_follow)) {
       lanes = size <= o.upcast ? std::max<std::int64_t>(size, 1) : 1;
-    else if (lanes > 4 && !lanes_contiguous)
+      if (rows_follow && o.tile_tails && size > 8 && size < 16 && size % 8 >= 4) lanes = 8;
+    } else if (lanes > 4 && !lanes_contiguous)
       lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
   } else if (f.reductions.empty() && masked_small(n - 1, f.masked_last)) {
     lanes = m.back().constant();
@@ -3249,6 +3315,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   }
   c.lanes = lanes;
   c.rows = rows;
+  c.row = row;
   // A register tile whose shared operand (matmul's right one) outgrows the caches runs its column
   // tiles outermost: each column panel of that operand then stays in cache while every row tile
   // passes over it, instead of the whole operand streaming from memory once per row tile.
@@ -3321,7 +3388,7 @@ public:
     const std::int64_t lanes = choice.lanes, rows = choice.rows;
     strided_tile_ = choice.strided_tile;
     panel_ = choice.panel;
-    std::size_t row_axis = m.size() - 2;
+    const std::size_t row_axis = choice.row;
     Shape loops = m;
     if (lanes > 1) loops.back() = SInt(tiles_of(m.back().constant(), lanes));
     if (rows > 1) loops[row_axis] = SInt(tiles_of(m[row_axis].constant(), rows));
@@ -3872,11 +3939,35 @@ private:
     f.masked_last = masked(last);
     f.transposed = transposed(m);
     if (m.size() >= 2) {
-      f.shared_row = shared_along(last - 1);
-      f.masked_row = masked(last - 1);
-      f.row_shared_epilogue = row_shared_epilogue(last - 1);
+      f.row = last - 1;
+      if (!reduce_nodes_.empty() && !lanes_shared_along(f.row, last))
+        for (std::size_t a = f.row; a-- > 0;)
+          if (lanes_shared_along(a, last) && shared_along(a)) {
+            f.row = a;
+            break;
+          }
+      f.shared_row = shared_along(f.row);
+      f.masked_row = masked(f.row);
+      f.row_shared_epilogue = row_shared_epilogue(f.row);
     }
     return f;
+  }
+  /// Whether every load inside a reduction that varies along the last merged output axis reads
+  /// one element along merged output axis `axis`: a register tile's rows along it then share
+  /// each of those loads (matmul's right operand along the rows; a convolution's input along
+  /// its output channels, though not along its output rows).
+  constexpr bool lanes_shared_along(std::size_t axis, std::size_t last) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      const View& v = t.views.back();
+      bool lanes = false, along = false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) {
+        bool fixed = v.strides[d] == 0 && !v.masked(d);
+        if (out_groups_[d] == int(last)) lanes = lanes || !fixed;
+        if (out_groups_[d] == int(axis)) along = along || !fixed;
+      }
+      if (lanes && along) return false;
+    }
+    return true;
   }
   /// Whether some load inside a reduction reads the same element at every index of merged output
   /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
@@ -7503,6 +7594,7 @@ constexpr Text dump(const Graph& g) {
     for (const Movement& m : n.moves) {
       t << ' ' << move_name(m.op);
       detail::write_shape(t, m.a);
+      if (m.op == MoveOp::Window) detail::write_shape(t, m.b); // (steps and dilations)
     }
     if (!n.axes.empty()) {
       t << " axes=";
@@ -8339,6 +8431,7 @@ struct pad;
 struct slice;
 struct select;
 struct flip;
+struct unfold;
 struct repeat;
 struct matmul;
 struct dot;
@@ -8828,6 +8921,19 @@ template <class S, class Axis, class Step> inline constexpr bool slice_fits = fa
 template <class S, int A, std::int64_t St>
 inline constexpr bool slice_fits<S, axes<A>, dims<St>> =
     (fx::is_unknown<S> || (St != 0 && fx::axes_ok(std::array<int, 1>{A}, S::rank)));
+/// Tensor::unfold's windows: an axis in range, 1 <= size <= its length, step >= 1, and room for
+/// the axis of taps.
+template <class S, class Axis, class SizeStep> inline constexpr bool unfold_fits = false;
+template <class S, int A, std::int64_t Size, std::int64_t Step>
+inline constexpr bool unfold_fits<S, axes<A>, dims<Size, Step>> = [] {
+  if constexpr (fx::is_unknown<S>)
+    return true;
+  else {
+    if (!fx::axes_ok(std::array<int, 1>{A}, S::rank) || S::rank == 0) return false;
+    const auto n = std::int64_t(S::dims[std::size_t(fx::normalize_axis(A, S::rank))]);
+    return Size >= 1 && Size <= n && Step >= 1 && S::rank < fixed_max_rank;
+  }
+}();
 /// An integer index inside [-size, size) of its axis.
 template <class S, class Axis, class I> inline constexpr bool index_in_range = false;
 template <class S, int A, std::int64_t I>
@@ -9521,6 +9627,17 @@ public:
     else
       return X::error();
   }
+  /// Tensor::unfold: every Step-th window of Size elements along Axis, as a view whose Axis
+  /// counts the windows and whose new last axis holds each window's elements.
+  template <int Axis, std::int64_t Size, std::int64_t Step> constexpr auto unfold() const {
+    static_assert(unfold_fits<S_<>, axes<Axis>, dims<Size, Step>>,
+                  "tg: unfold: axis out of range, or not 1 <= size <= its length and step >= 1, "
+                  "or the result would pass the maximum rank");
+    if constexpr (unfold_fits<S_<>, axes<Axis>, dims<Size, Step>>)
+      return X::template unfold<Axis, Size, Step>(X::node(self()));
+    else
+      return X::error();
+  }
   /// x[..., i, ...] along Axis: the axis is removed.
   template <int Axis, std::int64_t I> constexpr auto select() const {
     static_assert(index_in_range<S_<>, axes<Axis>, dims<I>>, "tg: select: index out of range");
@@ -10151,6 +10268,7 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(slice)
   TG_FX_ABSORB(select)
   TG_FX_ABSORB(flip)
+  TG_FX_ABSORB(unfold)
   TG_FX_ABSORB(repeat)
   TG_FX_ABSORB(matmul)
   TG_FX_ABSORB(dot)
@@ -10696,6 +10814,33 @@ template <class Steps> struct stride {
   };
   template <class In> using out = shape_from<out_t<In>>;
   static constexpr Movement movement() { return {MoveOp::Stride, sym<Steps>(), {}}; }
+};
+/// Sliding windows (MoveOp::Window): K holds each axis's window size (0: not windowed), SD each
+/// axis's step and dilation.
+template <class K, class SD> struct window {
+  static constexpr bool is_reshape = false;
+  template <class In> struct out_t {
+    static constexpr std::size_t taps = [] {
+      std::size_t n = 0;
+      for (auto k : K::dims) n += k != 0;
+      return n;
+    }();
+    static constexpr auto value = [] {
+      std::array<std::size_t, In::rank + taps> r{};
+      std::size_t t = In::rank;
+      for (std::size_t i = 0; i < In::rank; ++i) {
+        r[i] = In::dims[i];
+        if (const std::size_t k = K::dims[i]) {
+          const std::size_t step = SD::dims[2 * i], d = SD::dims[2 * i + 1];
+          r[i] = (In::dims[i] - d * (k - 1) - 1) / step + 1;
+          r[t++] = k;
+        }
+      }
+      return r;
+    }();
+  };
+  template <class In> using out = shape_from<out_t<In>>;
+  static constexpr Movement movement() { return {MoveOp::Window, sym<K>(), sym<SD>()}; }
 };
 } // namespace mv
 
@@ -11316,6 +11461,25 @@ template <class S, std::int64_t... P> struct pad_plan {
   using After = shape_from<after_h>;
   using Lo = shape_from<lo_h>;
   using Hi = shape_from<hi_h>;
+};
+/// Tensor::unfold's window (MoveOp::Window) over axis D of a rank-R shape: each axis's window
+/// size (0: not windowed), and each axis's step and dilation.
+template <std::size_t R, std::size_t D, std::int64_t Size, std::int64_t Step> struct unfold_plan {
+  struct k_h {
+    static constexpr auto value = [] {
+      dims_t<R> r{};
+      r[D] = std::size_t(Size);
+      return r;
+    }();
+  };
+  struct sd_h {
+    static constexpr auto value = [] {
+      dims_t<2 * R> r{};
+      for (auto& v : r) v = 1;
+      r[2 * D] = std::size_t(Step);
+      return r;
+    }();
+  };
 };
 /// Tensor::slice's plan (Python's semantics, clamped: slice_bounds): shrink, then flip (negative
 /// step), then stride.
@@ -12420,6 +12584,11 @@ template <class> struct ops {
       return move<mv::stride<shape_from<typename P::steps_h>>>(r2);
     else
       return r2;
+  }
+  template <int A, std::int64_t Size, std::int64_t Step, class E>
+  static constexpr auto unfold(const E& e) {
+    using P = unfold_plan<E::rank, std::size_t(normalize_axis(A, E::rank)), Size, Step>;
+    return move<mv::window<shape_from<typename P::k_h>, shape_from<typename P::sd_h>>>(e);
   }
   template <int A, std::int64_t I, class E> static constexpr auto select(const E& e) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank));

@@ -90,9 +90,9 @@ inline Trace*& active_trace() {
 // ---- tg/graph/movement.hpp ----
 #ifndef TG_SI_TG_GRAPH_MOVEMENT_HPP
 #define TG_SI_TG_GRAPH_MOVEMENT_HPP
-// Movement ops (reshape, permute, expand, pad, shrink, flip, stride) as the run-time front end
-// records them on lazy nodes and the Graph carries them on View nodes; graph/view.hpp turns them
-// into strided views.
+// Movement ops (reshape, permute, expand, pad, shrink, flip, stride, window) as the run-time front
+// end records them on lazy nodes and the Graph carries them on View nodes; graph/view.hpp turns
+// them into strided views.
 
 // ---- tg/graph/sint.hpp ----
 #ifndef TG_SI_TG_GRAPH_SINT_HPP
@@ -414,15 +414,18 @@ inline std::string shape_str(const Shape& s) {
 
 namespace tg {
 
-enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride };
+enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride, Window };
 
 constexpr const char* move_name(MoveOp m) {
   constexpr const char* names[] = {"reshape", "permute", "expand", "pad",
-                                   "shrink",  "flip",    "stride"};
+                                   "shrink",  "flip",    "stride", "window"};
   return names[static_cast<int>(m)];
 }
 
 /// One movement op and its arguments (per axis; `b` is used by pad (after) and shrink (end)).
+/// Window (sliding windows, PyTorch's unfold): `a` holds each axis's window size (0: the axis is
+/// not windowed) and `b` each axis's step and dilation (b[2i], b[2i + 1]); windowed axis i keeps
+/// its place with one entry per window, and an axis of the window's taps is appended for each.
 struct Movement {
   MoveOp op;
   std::vector<SInt> a, b;
@@ -457,6 +460,17 @@ constexpr Shape moved_shape(const Shape& s, const Movement& m) {
       std::int64_t k = m.a[i].constant();
       if (k != 1) r[i] = (s[i].constant() + k - 1) / k;
     }
+    return r;
+  }
+  case MoveOp::Window: {
+    Shape r = s;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (std::int64_t k = m.a[i].constant()) {
+        const std::int64_t step = m.b[2 * i].constant(), d = m.b[2 * i + 1].constant();
+        r[i] = (s[i].constant() - d * (k - 1) - 1) / step + 1;
+      }
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (!(m.a[i] == 0)) r.push_back(m.a[i]);
     return r;
   }
   }
@@ -1052,12 +1066,21 @@ inline std::string canonical_device(std::string name) {
 namespace tg {
 
 struct LazyNode;
+class Tensor;
+/// The gradient rule of a composite op whose primitives' rules would make slow kernels (a
+/// convolution's: its windows' gradient would be one scattered sum per tap): the gradients of
+/// the record's parents, given the output's.
+struct CustomGrad {
+  virtual ~CustomGrad() = default;
+  virtual std::vector<Tensor> operator()(const Tensor& grad) const = 0;
+};
 /// How a node that requires grad was made (kept apart from `src`, which realize clears).
 struct GradRecord {
   Op op;
   std::vector<std::shared_ptr<LazyNode>> parents;
   std::vector<Movement> moves;
   std::vector<int> axes;
+  std::shared_ptr<const CustomGrad> custom = nullptr; // set: it gives the parents' gradients
 };
 
 struct LazyNode {
@@ -1417,6 +1440,9 @@ public:
   Tensor slice(int dim, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
                std::int64_t step = 1, Loc loc = Loc::current()) const;
   Tensor index(std::vector<Index> idx, Loc loc = Loc::current()) const;
+  /// PyTorch's Tensor.unfold: the windows of `size` elements every `step` along dim, as a view
+  /// whose dim counts the windows and whose new last axis holds each window's elements.
+  Tensor unfold(int dim, std::int64_t size, std::int64_t step, Loc loc = Loc::current()) const;
   /// x[i]: an integer index that remembers the caller's line (operator[] takes one argument).
   struct At {
     std::int64_t i;
@@ -1474,6 +1500,10 @@ public:
   Tensor alu(Op op, Loc loc) const;
   static Tensor alu(Op op, const Tensor& a, const Tensor& b, const char* name, Loc loc);
   Tensor move(Movement m) const;
+  /// This tensor (computed under no_grad) with a gradient rule of its own: `rule` gives the
+  /// gradients of `parents` from this tensor's (a no-op when none of them requires grad).
+  Tensor with_grad_rule(const std::vector<Tensor>& parents,
+                        std::shared_ptr<const CustomGrad> rule) const;
   /// A View node for `moves` applied in order (`out`: the shape after the last), composed with
   /// the view below as move() does; the moves are moved from.
   Tensor append_moves(Shape out, std::span<Movement> moves) const;
@@ -2701,6 +2731,29 @@ namespace detail {
 /// The (padded) input must hold one dilated window in each spatial axis.
 TG_API void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair padding,
                               Pair dilation, Loc loc);
+
+/// The convolution of a padded, contiguous xp [N, C, H, W] with filters f [groups, O / groups,
+/// C / groups, KH, KW]: one reduction over a strided window view of xp (no columns), shaped
+/// [N, groups, O / groups, OH, OW, 1, 1, 1].
+TG_API Tensor conv_windows(const Tensor& xp, const Tensor& f, Pair stride, Pair dilation, Loc loc);
+
+/// conv2d's gradients, each a reduction over windows as the forward pass: dX a convolution of
+/// the output gradient (spread by the stride, padded) with the flipped filters, dW the windows
+/// times the output gradient in channels-last order, per image, then summed over the images.
+class ConvGrad final : public CustomGrad {
+public:
+  ConvGrad(Tensor xp, Tensor weight, Shape x_shape, Pair stride, Pair padding, Pair dilation,
+           std::int64_t groups, bool x_grad, Loc loc);
+  std::vector<Tensor> operator()(const Tensor& grad) const override;
+
+private:
+  Tensor xp_, weight_; // the padded input the forward pass read, and the filters
+  Shape x_shape_;
+  Pair stride_, padding_, dilation_;
+  std::int64_t groups_;
+  bool x_grad_;
+  Loc loc_;
+};
 } // namespace detail
 
 /// 2-D convolution (cross-correlation, as PyTorch): x [N, C, H, W], weight [O, C / groups, KH, KW].
@@ -4052,6 +4105,21 @@ struct View {
     v.drop_full_mask();
     return v;
   }
+  /// Sliding windows (MoveOp::Window) over axes no mask covers: a window's entry steps by
+  /// step * stride along its axis, and its taps by dilation * stride along the appended axis.
+  constexpr View window(const std::vector<SInt>& k, const std::vector<SInt>& sd) const {
+    View v = *this;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (k[i] == 0) continue;
+      const std::int64_t step = sd[2 * i].constant(), d = sd[2 * i + 1].constant();
+      v.shape[i] = (shape[i].constant() - d * (k[i].constant() - 1) - 1) / step + 1;
+      v.strides[i] = strides[i] * SInt(step);
+      v.shape.push_back(k[i]);
+      v.strides.push_back(strides[i] * SInt(d));
+      if (has_mask()) v.mask.push_back({0, k[i]});
+    }
+    return v;
+  }
   /// A reshape expressed in this single view, if one exists.
   constexpr bool reshape(const Shape& to, View& out) const {
     if (shape == to) {
@@ -4084,18 +4152,25 @@ struct View {
       }
       return true;
     }
-    if (has_mask()) return false;
-    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape).
+    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape). A masked axis
+    // must keep its size (its mask moves with it): a padded [N, C, H, W] read as [N * C, H, W].
     for (const SInt& d : shape)
       if (!d.is_const()) return false;
     for (const SInt& d : to)
       if (!d.is_const()) return false;
     std::vector<std::int64_t> os, ost, ns;
+    std::vector<std::size_t> oax; // the old axis of each entry of os
     for (std::size_t i = 0; i < shape.size(); ++i)
       if (!(shape[i] == 1)) {
         os.push_back(shape[i].constant());
         ost.push_back(strides[i].constant());
+        oax.push_back(i);
+      } else if (masked(i)) {
+        return false;
       }
+    std::vector<std::pair<SInt, SInt>> nmask;
+    if (has_mask())
+      for (const SInt& d : to) nmask.push_back({SInt(0), d});
     for (const SInt& d : to) ns.push_back(d.constant());
     std::vector<std::int64_t> nst(ns.size(), 0);
     std::size_t i = 0, j = 0;
@@ -4117,6 +4192,11 @@ struct View {
       }
       for (std::size_t k = i; k + 1 < oi; ++k)
         if (ost[k] != ost[k + 1] * os[k + 1]) return false;
+      for (std::size_t k = i; k < oi; ++k)
+        if (masked(oax[k])) {
+          if (oi != i + 1 || nj != j + 1) return false;
+          nmask[j] = mask[oax[k]];
+        }
       std::int64_t st = ost[oi - 1];
       for (std::size_t k = nj; k-- > j;) {
         nst[k] = ns[k] == 1 ? 0 : st;
@@ -4125,8 +4205,9 @@ struct View {
       i = oi;
       j = nj;
     }
-    out = View{to, {}, offset, {}};
+    out = View{to, {}, offset, std::move(nmask)};
     for (std::int64_t s : nst) out.strides.push_back(s);
+    out.drop_full_mask();
     return true;
   }
 
@@ -4188,6 +4269,20 @@ struct ShapeTracker {
     case MoveOp::Stride:
       v = v.stride(m.a);
       break;
+    case MoveOp::Window: {
+      // a window over a masked axis (padding) needs the mask of a sum of two indices: the windows
+      // then read the view's elements in order, through a view of their own
+      bool masked = false;
+      for (std::size_t i = 0; i < m.a.size(); ++i)
+        masked = masked || (!(m.a[i] == 0) && v.masked(i));
+      if (masked) {
+        View w = View::contiguous(v.shape).window(m.a, m.b);
+        t.views.push_back(std::move(w));
+      } else {
+        v = v.window(m.a, m.b);
+      }
+      break;
+    }
     }
     t.simplify();
     return t;
@@ -6111,10 +6206,13 @@ struct ReductionFacts {
 };
 
 /// What the lowering found out about a kernel that its choices depend on: its merged output
-/// loops, its reductions, and how its loads walk the last output axis ("last") and the one
-/// before it ("row").
+/// loops, its reductions, and how its loads walk the last output axis ("last") and the axis a
+/// register tile's rows would run along ("row": the one before the last, or for a reduction
+/// whose loads that vary along the last axis all vary along that one too, the innermost axis
+/// they are all shared along, such as a convolution's output channels).
 struct KernelFacts {
   Shape loops;
+  std::size_t row = 0;
   std::vector<ReductionFacts> reductions;
   SInt reduce_length;                           // of reductions[0]: the product of its merged loops
   bool shared_last = false, shared_row = false; // a load inside a reduction reads one element
@@ -6132,6 +6230,7 @@ struct Choices {
   std::vector<std::int64_t> splits; // per reduction: partial accumulators (split_reduce)
   std::int64_t split = 1;           // the aligned reduction's
   std::int64_t lanes = 1, rows = 1; // the register tile: rows x lanes outputs
+  std::size_t row = 0;              // the merged output axis of its rows (KernelFacts::row)
   bool strided_tile = false;        // a GPU's tile (gpu_tile)
   bool panel = false;               // column tiles outermost (panel_bytes)
 };
@@ -6173,7 +6272,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   auto tile_rows = [&](const SInt& d) { return detail::row_tile(d, o); };
   Choices c;
   const Shape& m = f.loops;
-  const std::size_t n = m.size(), row = n - 2;
+  const std::size_t n = m.size(), row = f.row;
   std::size_t aligned = 0;
   for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
   const bool one_aligned = f.reductions.size() == 1 && !f.reductions[0].hoisted;
@@ -6209,9 +6308,15 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   if (c.split == 1 && aligned > 0 && m.back().is_const()) {
     const std::int64_t size = m.back().constant();
     lanes = tile(m.back(), o.upcast);
-    if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
+    // a short axis (10 classes; a register tile's 10 columns) whole: independent accumulators,
+    // not one chain, and a tile's rows then follow; where that would leave more than a few lanes
+    // past the widest whole vector (14 columns: 8 and 6), two tiles of 8, the second shifted
+    // back (tile_tails), which vectorize whole
+    const bool rows_follow = one_aligned && f.shared_row && lanes_contiguous;
+    if (lanes < 4 || (lanes < size && size <= o.upcast && rows_follow)) {
       lanes = size <= o.upcast ? std::max<std::int64_t>(size, 1) : 1;
-    else if (lanes > 4 && !lanes_contiguous)
+      if (rows_follow && o.tile_tails && size > 8 && size < 16 && size % 8 >= 4) lanes = 8;
+    } else if (lanes > 4 && !lanes_contiguous)
       lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
   } else if (f.reductions.empty() && masked_small(n - 1, f.masked_last)) {
     lanes = m.back().constant();
@@ -6253,6 +6358,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   }
   c.lanes = lanes;
   c.rows = rows;
+  c.row = row;
   // A register tile whose shared operand (matmul's right one) outgrows the caches runs its column
   // tiles outermost: each column panel of that operand then stays in cache while every row tile
   // passes over it, instead of the whole operand streaming from memory once per row tile.
@@ -6325,7 +6431,7 @@ public:
     const std::int64_t lanes = choice.lanes, rows = choice.rows;
     strided_tile_ = choice.strided_tile;
     panel_ = choice.panel;
-    std::size_t row_axis = m.size() - 2;
+    const std::size_t row_axis = choice.row;
     Shape loops = m;
     if (lanes > 1) loops.back() = SInt(tiles_of(m.back().constant(), lanes));
     if (rows > 1) loops[row_axis] = SInt(tiles_of(m[row_axis].constant(), rows));
@@ -6876,11 +6982,35 @@ private:
     f.masked_last = masked(last);
     f.transposed = transposed(m);
     if (m.size() >= 2) {
-      f.shared_row = shared_along(last - 1);
-      f.masked_row = masked(last - 1);
-      f.row_shared_epilogue = row_shared_epilogue(last - 1);
+      f.row = last - 1;
+      if (!reduce_nodes_.empty() && !lanes_shared_along(f.row, last))
+        for (std::size_t a = f.row; a-- > 0;)
+          if (lanes_shared_along(a, last) && shared_along(a)) {
+            f.row = a;
+            break;
+          }
+      f.shared_row = shared_along(f.row);
+      f.masked_row = masked(f.row);
+      f.row_shared_epilogue = row_shared_epilogue(f.row);
     }
     return f;
+  }
+  /// Whether every load inside a reduction that varies along the last merged output axis reads
+  /// one element along merged output axis `axis`: a register tile's rows along it then share
+  /// each of those loads (matmul's right operand along the rows; a convolution's input along
+  /// its output channels, though not along its output rows).
+  constexpr bool lanes_shared_along(std::size_t axis, std::size_t last) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      const View& v = t.views.back();
+      bool lanes = false, along = false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) {
+        bool fixed = v.strides[d] == 0 && !v.masked(d);
+        if (out_groups_[d] == int(last)) lanes = lanes || !fixed;
+        if (out_groups_[d] == int(axis)) along = along || !fixed;
+      }
+      if (lanes && along) return false;
+    }
+    return true;
   }
   /// Whether some load inside a reduction reads the same element at every index of merged output
   /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
@@ -10508,6 +10638,7 @@ constexpr Text dump(const Graph& g) {
     for (const Movement& m : n.moves) {
       t << ' ' << move_name(m.op);
       detail::write_shape(t, m.a);
+      if (m.op == MoveOp::Window) detail::write_shape(t, m.b); // (steps and dilations)
     }
     if (!n.axes.empty()) {
       t << " axes=";
@@ -10861,9 +10992,48 @@ inline Tensor sum_expanded(const Tensor& g, const std::vector<int>& axes) {
   return g.reduce(Op::ReduceSum, axes, true, "expand.backward", loc);
 }
 
+inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g);
+
+/// The gradient of sliding windows (MoveOp::Window): each tap's entries are put back where they
+/// were read (a strided, shifted view) and the taps summed, one elementwise expression of
+/// gated loads; windowed axes in turn, from the last tap axis.
+inline Tensor unwindow(const Movement& m, const Shape& in, const Tensor& g) {
+  Tensor r = g;
+  for (std::size_t j = in.size(); j-- > 0;) {
+    const std::int64_t k = m.a[j].constant();
+    if (k == 0) continue;
+    const std::int64_t step = m.b[2 * j].constant(), d = m.b[2 * j + 1].constant();
+    const std::int64_t o = r.size(int(j)), span = (o - 1) * step + 1;
+    const Shape& rs = r.sym_shape();
+    Shape taps(rs.begin(), rs.end() - 1), spanned = taps;
+    spanned[j] = span;
+    Tensor sum;
+    for (std::int64_t t = 0; t < k; ++t) {
+      std::vector<SInt> lo(rs.size(), SInt(0)), hi = rs;
+      lo.back() = t;
+      hi.back() = t + 1;
+      Tensor gt = r.move({MoveOp::Shrink, lo, hi}).reshape(taps);
+      if (step != 1) {
+        std::vector<SInt> steps(taps.size(), SInt(1));
+        steps[j] = step;
+        gt = unmove({MoveOp::Stride, steps, {}}, spanned, gt);
+      }
+      std::vector<SInt> before(taps.size(), SInt(0)), after = before;
+      before[j] = t * d;
+      after[j] = in[j] - SInt(t * d + span);
+      gt = gt.move({MoveOp::Pad, before, after});
+      sum = sum.defined() ? sum + gt : gt;
+    }
+    r = sum;
+  }
+  return r;
+}
+
 /// The gradient of a movement op's input, given the gradient of its output.
 inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
   switch (m.op) {
+  case MoveOp::Window:
+    return unwindow(m, in, g);
   case MoveOp::Reshape:
     return g.reshape(in);
   case MoveOp::Permute: {
@@ -10921,6 +11091,7 @@ inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
 
 /// Gradients of one node's parents (undefined where a parent gets none).
 inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const Tensor& g) {
+  if (r.custom) return (*r.custom)(g);
   auto P = [&](std::size_t i) { return Tensor(r.parents[i]); };
   Tensor out(node);
   const DType t = node->dtype;
@@ -15555,6 +15726,81 @@ TG_API Tensor windows2d(const Tensor& x, std::array<std::int64_t, 2> k,
   return w.permute({0, 1, 4, 2, 5, 3});
 }
 
+TG_API Tensor conv_windows(const Tensor& xp, const Tensor& f, Pair stride, Pair dilation, Loc loc) {
+  const SInt N = xp.sym_shape()[0];
+  const std::int64_t g = f.size(0), Og = f.size(1), Cg = f.size(2), KH = f.size(3), KW = f.size(4);
+  // [N, C, OH, OW, KH, KW]: window (oh, ow) starts at row oh * stride, column ow * stride; tap
+  // (kh, kw) is kh * dilation rows and kw * dilation columns on
+  Tensor win = xp.move({MoveOp::Window,
+                        {0, 0, KH, KW},
+                        {1, 1, 1, 1, stride[0], dilation[0], stride[1], dilation[1]}});
+  const std::int64_t OH = win.size(2), OW = win.size(3);
+  // in NCHW order, so that the CPU's register tiles run along the output channels (which share
+  // every window load) and the output columns (docs/performance.md)
+  Tensor a = win.reshape({N, g, 1, Cg, OH, OW, KH, KW}, loc).permute({0, 1, 2, 4, 5, 3, 6, 7}, loc);
+  Tensor w = f.reshape({1, g, Og, 1, 1, Cg, KH, KW}, loc);
+  return (TensorArg(a, loc) * w).reduce(Op::ReduceSum, {5, 6, 7}, true, "conv2d", loc);
+}
+
+TG_API ConvGrad::ConvGrad(Tensor xp, Tensor weight, Shape x_shape, Pair stride, Pair padding,
+                          Pair dilation, std::int64_t groups, bool x_grad, Loc loc)
+    : xp_(std::move(xp)), weight_(std::move(weight)), x_shape_(std::move(x_shape)), stride_(stride),
+      padding_(padding), dilation_(dilation), groups_(groups), x_grad_(x_grad), loc_(loc) {}
+
+TG_API std::vector<Tensor> ConvGrad::operator()(const Tensor& grad) const {
+  const std::int64_t g = groups_, O = weight_.size(0), Og = O / g, Cg = weight_.size(1),
+                     KH = weight_.size(2), KW = weight_.size(3), OH = grad.size(3),
+                     OW = grad.size(4);
+  const SInt N = grad.sym_shape()[0];
+  const Loc loc = loc_;
+  // (materialized once: dX and dW each copy it, and an unmaterialized gradient, a pooling's and
+  // a batch norm's, would be computed again in each copy)
+  Tensor dy = grad.reshape({N, O, OH, OW}, loc);
+  if (!dy.is_realized()) dy = dy.contiguous(loc);
+  std::vector<Tensor> out(2);
+  // dX: the convolution of the output gradient, spread by the stride (zeros between rows and
+  // columns) and padded by the reach of a flipped window, with the filters flipped and each
+  // group's in and out channels swapped
+  if (x_grad_) {
+    // dX[h] = sum over taps k of D[h + padding - k * dilation] * W[k], where D holds the output
+    // gradient at every stride-th place: the taps flipped, a window over D padded by the
+    // window's reach less the padding (a negative pad crops)
+    Tensor d = dy;
+    if (stride_[0] > 1 || stride_[1] > 1)
+      d = d.reshape({N, O, OH, 1, OW, 1}, loc)
+              .pad({0, stride_[1] - 1, 0, 0, 0, stride_[0] - 1}, 0, loc)
+              .reshape({N, O, OH * stride_[0], OW * stride_[1]}, loc);
+    std::vector<std::int64_t> pads(4);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const std::int64_t reach = dilation_[i] * ((i ? KW : KH) - 1),
+                         size = x_shape_[2 + i].constant(), spread = (i ? OW : OH) * stride_[i];
+      pads[2 - 2 * i] = reach - padding_[i];         // before (Tensor::pad: the last axis first)
+      pads[3 - 2 * i] = size + padding_[i] - spread; // after
+    }
+    d = d.pad(pads, 0, loc).contiguous(loc);
+    Tensor f = weight_.reshape({g, Og, Cg, KH, KW}, loc).flip({3, 4}, loc).transpose(1, 2, loc);
+    out[0] = conv_windows(d, f, Pair(1, 1), dilation_, loc)
+                 .reshape({N, g * Cg, x_shape_[2], x_shape_[3]}, loc);
+  }
+  // dW: per image, the windows times the output gradient in channels-last order (whose output
+  // channels then load as vectors), summed over the images
+  {
+    Tensor dyt = dy.permute({0, 2, 3, 1}, loc).contiguous(loc); // [N, OH, OW, O]
+    Tensor win = xp_.move({MoveOp::Window,
+                           {0, 0, KH, KW},
+                           {1, 1, 1, 1, stride_[0], dilation_[0], stride_[1], dilation_[1]}});
+    // [N, g, Cg, 1, OH, OW, KH, KW] -> [N, g, KH, KW, Cg, 1, OH, OW]
+    Tensor a =
+        win.reshape({N, g, Cg, 1, OH, OW, KH, KW}, loc).permute({0, 1, 6, 7, 2, 3, 4, 5}, loc);
+    // [N, OH, OW, g, Og] -> [N, g, 1, 1, 1, Og, OH, OW]
+    Tensor b = dyt.reshape({N, OH, OW, g, 1, 1, 1, Og}, loc).permute({0, 3, 4, 5, 6, 7, 1, 2}, loc);
+    // [N, g, KH, KW, Cg, Og], summed in that layout (contiguous), then seen as [O, Cg, KH, KW]
+    Tensor dw = (TensorArg(a, loc) * b).sum({6, 7}, false, loc).sum({0}, false, loc);
+    out[1] = dw.permute({0, 4, 3, 1, 2}, loc).reshape({O, Cg, KH, KW}, loc);
+  }
+  return out;
+}
+
 TG_API void check_pos(const char* op, const char* what, std::array<std::int64_t, 2> v,
                       bool allow_zero, Loc loc) {
   for (std::int64_t x : v)
@@ -15621,38 +15867,25 @@ TG_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, 
                                       tg::detail::shape_of(weight) + " (one value per filter: [" +
                                       std::to_string(O) + "])",
                                   loc);
-  // The input is materialized (a no-op for a realized tensor or a reduction's output, such as a
-  // pooling's), and so is its gradient: each element is read by KH x KW windows, forward and
-  // backward, and an unmaterialized producer (a batch norm and a ReLU; or, backward, their
-  // gradients, which also feed the batch norm's reductions) would be recomputed for every read
-  // (figures in docs/performance.md).
-  Tensor xc = x.contiguous(loc);
-  Tensor xp =
-      (padding[0] || padding[1]) ? xc.pad({padding[1], padding[1], padding[0], padding[0]}) : xc;
-  Tensor win = detail::windows2d(xp, {KH, KW}, stride.v, dilation.v); // [N, C, OH, OW, KH, KW]
-  const std::int64_t OH = win.size(2), OW = win.size(3), g = groups, Cg = C / g, Og = O / g,
-                     K = Cg * KH * KW;
-  const SInt R = N * SInt(OH * OW);
-  // The columns [N * OH * OW, Cg * KH * KW] (per group) are materialized once, and the product
-  // is a matmul whose reductions run along contiguous memory, forward and backward (an order of
-  // magnitude faster than one reduction over the window view: docs/performance.md). The product,
-  // with the bias, is materialized in its own layout ([R, O]: channels last) by contiguous(), so
-  // its gradient is materialized there too, once, for the dW, db and dX reductions to read; the
-  // result is a view as [N, O, OH, OW].
-  Tensor col = win.permute({0, 2, 3, 1, 4, 5}, loc).reshape({R, g, K}, loc);
-  if (g == 1) {
-    col = col.reshape({R, K}, loc).contiguous(loc);
-    Tensor out = col.matmul(weight.reshape({O, K}, loc).T(loc), loc);
-    if (bias.defined()) out = TensorArg(out, loc) + bias;
-    return out.contiguous(loc).reshape({N, OH, OW, O}, loc).permute({0, 3, 1, 2}, loc);
+  // The padded input is materialized (a no-op for a realized tensor without padding): each
+  // element is read by KH x KW windows, which are then one strided view of it (an
+  // unmaterialized producer, a batch norm and a ReLU, would be recomputed for every read).
+  const std::int64_t g = groups, Og = O / g, Cg = C / g;
+  Tensor xp = x, out;
+  {
+    no_grad guard; // (the gradients: detail::ConvGrad)
+    if (padding[0] || padding[1])
+      xp = xp.pad({padding[1], padding[1], padding[0], padding[0]}, 0, loc);
+    xp = xp.contiguous(loc);
+    out = detail::conv_windows(xp, weight.reshape({g, Og, Cg, KH, KW}, loc), stride, dilation, loc);
   }
-  col = col.permute({1, 0, 2}, loc).contiguous(loc);                                  // [g, R, K]
-  Tensor out = col.matmul(weight.reshape({g, Og, K}, loc).transpose(1, 2, loc), loc); // [g, R, Og]
-  if (bias.defined()) out = TensorArg(out, loc) + bias.reshape({g, 1, Og}, loc);
-  return out.contiguous(loc)
-      .reshape({g, N, OH, OW, Og}, loc)
-      .permute({1, 0, 4, 2, 3}, loc)
-      .reshape({N, O, OH, OW}, loc);
+  out = out.with_grad_rule(
+      {x, weight}, std::make_shared<detail::ConvGrad>(xp, weight, x.sym_shape(), stride, padding,
+                                                      dilation, groups, x.requires_grad(), loc));
+  const std::int64_t OH = out.size(3), OW = out.size(4);
+  out = out.reshape({N, O, OH, OW}, loc);
+  if (bias.defined()) out = TensorArg(out, loc) + bias.reshape({1, O, 1, 1}, loc);
+  return out;
 }
 
 } // namespace tg::nn::functional
@@ -19316,7 +19549,7 @@ TG_API Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src
   if (grad_enabled() && std::any_of(n->src.begin(), n->src.end(),
                                     [](const LazyPtr& s) { return s->requires_grad; })) {
     n->requires_grad = true;
-    n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}});
+    n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}, nullptr});
   }
   return Tensor(std::move(n));
 }
@@ -19352,6 +19585,19 @@ TG_API Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::
   return c.append_moves(shape, moves);
 }
 
+TG_API Tensor Tensor::with_grad_rule(const std::vector<Tensor>& parents,
+                                     std::shared_ptr<const CustomGrad> rule) const {
+  if (!grad_enabled() || std::none_of(parents.begin(), parents.end(),
+                                      [](const Tensor& p) { return p.requires_grad(); }))
+    return *this;
+  std::vector<LazyPtr> ps;
+  for (const Tensor& p : parents) ps.push_back(p.lazy());
+  n_->requires_grad = true;
+  n_->grad_fn =
+      std::make_shared<GradRecord>(GradRecord{n_->op, std::move(ps), {}, {}, std::move(rule)});
+  return *this;
+}
+
 TG_API Tensor Tensor::move(Movement m) const {
   const LazyNode& n = node();
   Shape out = moved_shape(n.shape, m);
@@ -19361,7 +19607,8 @@ TG_API Tensor Tensor::move(Movement m) const {
 
 TG_API Tensor Tensor::append_moves(Shape out, std::span<Movement> moves) const {
   const LazyNode& n = node();
-  const bool compose = n.op == Op::View; // compose with the view below: one View node per chain
+  // compose with the view below: one View node per chain (not past a custom gradient rule)
+  const bool compose = n.op == Op::View && !(n.grad_fn && n.grad_fn->custom);
   Tensor r = make(Op::View, n.dtype, std::move(out), {compose ? n.src[0] : n_}, n.device);
   std::vector<Movement>& all = r.n_->moves;
   all.reserve((compose ? n.moves.size() : 0) + moves.size()); // one allocation for them all
@@ -20696,6 +20943,28 @@ TG_API Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
   return r;
 }
 
+TG_API Tensor Tensor::unfold(int dim, std::int64_t size, std::int64_t step, Loc loc) const {
+  if (ndim() == 0) detail::fail<shape_error>("unfold", "a 0-d tensor has no axis to unfold", loc);
+  const int d = normalize_axis(dim, "unfold", loc);
+  const SInt& n = sym_shape()[std::size_t(d)];
+  if (!n.is_const())
+    detail::fail<shape_error>("unfold",
+                              "dim " + std::to_string(d) + " of " + detail::shape_of(*this) +
+                                  " is symbolic; windows need its size",
+                              loc);
+  if (size < 1 || step < 1 || size > n.constant())
+    detail::fail<shape_error>("unfold",
+                              "needs 1 <= size <= " + std::to_string(n.constant()) + " (dim " +
+                                  std::to_string(d) + " of " + detail::shape_of(*this) +
+                                  ") and step >= 1, got size " + std::to_string(size) +
+                                  " and step " + std::to_string(step),
+                              loc);
+  std::vector<SInt> k(std::size_t(ndim()), SInt(0)), sd(2 * std::size_t(ndim()), SInt(1));
+  k[std::size_t(d)] = size;
+  sd[2 * std::size_t(d)] = step;
+  return move({MoveOp::Window, std::move(k), std::move(sd)});
+}
+
 TG_API Tensor Tensor::index(std::vector<Index> idx, Loc loc) const {
   if (int(idx.size()) > ndim())
     detail::fail<shape_error>("index",
@@ -21198,8 +21467,12 @@ TG_API Tensor Tensor::relu(Loc loc) const {
   // x > 0, which is also one compare in the backward kernels.
   if (out.lazy()->grad_fn) {
     no_grad guard; // the mask itself is not differentiated
-    *out.lazy()->grad_fn = GradRecord{
-        Op::Where, {(zero < *this).lazy(), lazy(), zero.expand(sym_shape()).lazy()}, {}, {}};
+    *out.lazy()->grad_fn =
+        GradRecord{Op::Where,
+                   {(zero < *this).lazy(), lazy(), zero.expand(sym_shape()).lazy()},
+                   {},
+                   {},
+                   nullptr};
   }
   return out;
 }

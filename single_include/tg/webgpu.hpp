@@ -187,6 +187,21 @@ struct View {
     v.drop_full_mask();
     return v;
   }
+  /// Sliding windows (MoveOp::Window) over axes no mask covers: a window's entry steps by
+  /// step * stride along its axis, and its taps by dilation * stride along the appended axis.
+  constexpr View window(const std::vector<SInt>& k, const std::vector<SInt>& sd) const {
+    View v = *this;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (k[i] == 0) continue;
+      const std::int64_t step = sd[2 * i].constant(), d = sd[2 * i + 1].constant();
+      v.shape[i] = (shape[i].constant() - d * (k[i].constant() - 1) - 1) / step + 1;
+      v.strides[i] = strides[i] * SInt(step);
+      v.shape.push_back(k[i]);
+      v.strides.push_back(strides[i] * SInt(d));
+      if (has_mask()) v.mask.push_back({0, k[i]});
+    }
+    return v;
+  }
   /// A reshape expressed in this single view, if one exists.
   constexpr bool reshape(const Shape& to, View& out) const {
     if (shape == to) {
@@ -219,18 +234,25 @@ struct View {
       }
       return true;
     }
-    if (has_mask()) return false;
-    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape).
+    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape). A masked axis
+    // must keep its size (its mask moves with it): a padded [N, C, H, W] read as [N * C, H, W].
     for (const SInt& d : shape)
       if (!d.is_const()) return false;
     for (const SInt& d : to)
       if (!d.is_const()) return false;
     std::vector<std::int64_t> os, ost, ns;
+    std::vector<std::size_t> oax; // the old axis of each entry of os
     for (std::size_t i = 0; i < shape.size(); ++i)
       if (!(shape[i] == 1)) {
         os.push_back(shape[i].constant());
         ost.push_back(strides[i].constant());
+        oax.push_back(i);
+      } else if (masked(i)) {
+        return false;
       }
+    std::vector<std::pair<SInt, SInt>> nmask;
+    if (has_mask())
+      for (const SInt& d : to) nmask.push_back({SInt(0), d});
     for (const SInt& d : to) ns.push_back(d.constant());
     std::vector<std::int64_t> nst(ns.size(), 0);
     std::size_t i = 0, j = 0;
@@ -252,6 +274,11 @@ struct View {
       }
       for (std::size_t k = i; k + 1 < oi; ++k)
         if (ost[k] != ost[k + 1] * os[k + 1]) return false;
+      for (std::size_t k = i; k < oi; ++k)
+        if (masked(oax[k])) {
+          if (oi != i + 1 || nj != j + 1) return false;
+          nmask[j] = mask[oax[k]];
+        }
       std::int64_t st = ost[oi - 1];
       for (std::size_t k = nj; k-- > j;) {
         nst[k] = ns[k] == 1 ? 0 : st;
@@ -260,8 +287,9 @@ struct View {
       i = oi;
       j = nj;
     }
-    out = View{to, {}, offset, {}};
+    out = View{to, {}, offset, std::move(nmask)};
     for (std::int64_t s : nst) out.strides.push_back(s);
+    out.drop_full_mask();
     return true;
   }
 
@@ -323,6 +351,20 @@ struct ShapeTracker {
     case MoveOp::Stride:
       v = v.stride(m.a);
       break;
+    case MoveOp::Window: {
+      // a window over a masked axis (padding) needs the mask of a sum of two indices: the windows
+      // then read the view's elements in order, through a view of their own
+      bool masked = false;
+      for (std::size_t i = 0; i < m.a.size(); ++i)
+        masked = masked || (!(m.a[i] == 0) && v.masked(i));
+      if (masked) {
+        View w = View::contiguous(v.shape).window(m.a, m.b);
+        t.views.push_back(std::move(w));
+      } else {
+        v = v.window(m.a, m.b);
+      }
+      break;
+    }
     }
     t.simplify();
     return t;
@@ -3469,10 +3511,13 @@ struct ReductionFacts {
 };
 
 /// What the lowering found out about a kernel that its choices depend on: its merged output
-/// loops, its reductions, and how its loads walk the last output axis ("last") and the one
-/// before it ("row").
+/// loops, its reductions, and how its loads walk the last output axis ("last") and the axis a
+/// register tile's rows would run along ("row": the one before the last, or for a reduction
+/// whose loads that vary along the last axis all vary along that one too, the innermost axis
+/// they are all shared along, such as a convolution's output channels).
 struct KernelFacts {
   Shape loops;
+  std::size_t row = 0;
   std::vector<ReductionFacts> reductions;
   SInt reduce_length;                           // of reductions[0]: the product of its merged loops
   bool shared_last = false, shared_row = false; // a load inside a reduction reads one element
@@ -3490,6 +3535,7 @@ struct Choices {
   std::vector<std::int64_t> splits; // per reduction: partial accumulators (split_reduce)
   std::int64_t split = 1;           // the aligned reduction's
   std::int64_t lanes = 1, rows = 1; // the register tile: rows x lanes outputs
+  std::size_t row = 0;              // the merged output axis of its rows (KernelFacts::row)
   bool strided_tile = false;        // a GPU's tile (gpu_tile)
   bool panel = false;               // column tiles outermost (panel_bytes)
 };
@@ -3531,7 +3577,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   auto tile_rows = [&](const SInt& d) { return detail::row_tile(d, o); };
   Choices c;
   const Shape& m = f.loops;
-  const std::size_t n = m.size(), row = n - 2;
+  const std::size_t n = m.size(), row = f.row;
   std::size_t aligned = 0;
   for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
   const bool one_aligned = f.reductions.size() == 1 && !f.reductions[0].hoisted;
@@ -3567,9 +3613,15 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   if (c.split == 1 && aligned > 0 && m.back().is_const()) {
     const std::int64_t size = m.back().constant();
     lanes = tile(m.back(), o.upcast);
-    if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
+    // a short axis (10 classes; a register tile's 10 columns) whole: independent accumulators,
+    // not one chain, and a tile's rows then follow; where that would leave more than a few lanes
+    // past the widest whole vector (14 columns: 8 and 6), two tiles of 8, the second shifted
+    // back (tile_tails), which vectorize whole
+    const bool rows_follow = one_aligned && f.shared_row && lanes_contiguous;
+    if (lanes < 4 || (lanes < size && size <= o.upcast && rows_follow)) {
       lanes = size <= o.upcast ? std::max<std::int64_t>(size, 1) : 1;
-    else if (lanes > 4 && !lanes_contiguous)
+      if (rows_follow && o.tile_tails && size > 8 && size < 16 && size % 8 >= 4) lanes = 8;
+    } else if (lanes > 4 && !lanes_contiguous)
       lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
   } else if (f.reductions.empty() && masked_small(n - 1, f.masked_last)) {
     lanes = m.back().constant();
@@ -3611,6 +3663,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   }
   c.lanes = lanes;
   c.rows = rows;
+  c.row = row;
   // A register tile whose shared operand (matmul's right one) outgrows the caches runs its column
   // tiles outermost: each column panel of that operand then stays in cache while every row tile
   // passes over it, instead of the whole operand streaming from memory once per row tile.
@@ -3683,7 +3736,7 @@ public:
     const std::int64_t lanes = choice.lanes, rows = choice.rows;
     strided_tile_ = choice.strided_tile;
     panel_ = choice.panel;
-    std::size_t row_axis = m.size() - 2;
+    const std::size_t row_axis = choice.row;
     Shape loops = m;
     if (lanes > 1) loops.back() = SInt(tiles_of(m.back().constant(), lanes));
     if (rows > 1) loops[row_axis] = SInt(tiles_of(m[row_axis].constant(), rows));
@@ -4234,11 +4287,35 @@ private:
     f.masked_last = masked(last);
     f.transposed = transposed(m);
     if (m.size() >= 2) {
-      f.shared_row = shared_along(last - 1);
-      f.masked_row = masked(last - 1);
-      f.row_shared_epilogue = row_shared_epilogue(last - 1);
+      f.row = last - 1;
+      if (!reduce_nodes_.empty() && !lanes_shared_along(f.row, last))
+        for (std::size_t a = f.row; a-- > 0;)
+          if (lanes_shared_along(a, last) && shared_along(a)) {
+            f.row = a;
+            break;
+          }
+      f.shared_row = shared_along(f.row);
+      f.masked_row = masked(f.row);
+      f.row_shared_epilogue = row_shared_epilogue(f.row);
     }
     return f;
+  }
+  /// Whether every load inside a reduction that varies along the last merged output axis reads
+  /// one element along merged output axis `axis`: a register tile's rows along it then share
+  /// each of those loads (matmul's right operand along the rows; a convolution's input along
+  /// its output channels, though not along its output rows).
+  constexpr bool lanes_shared_along(std::size_t axis, std::size_t last) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      const View& v = t.views.back();
+      bool lanes = false, along = false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) {
+        bool fixed = v.strides[d] == 0 && !v.masked(d);
+        if (out_groups_[d] == int(last)) lanes = lanes || !fixed;
+        if (out_groups_[d] == int(axis)) along = along || !fixed;
+      }
+      if (lanes && along) return false;
+    }
+    return true;
   }
   /// Whether some load inside a reduction reads the same element at every index of merged output
   /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.
@@ -6843,6 +6920,7 @@ constexpr Text dump(const Graph& g) {
     for (const Movement& m : n.moves) {
       t << ' ' << move_name(m.op);
       detail::write_shape(t, m.a);
+      if (m.op == MoveOp::Window) detail::write_shape(t, m.b); // (steps and dilations)
     }
     if (!n.axes.empty()) {
       t << " axes=";

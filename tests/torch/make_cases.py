@@ -352,6 +352,12 @@ def main():
         case("slice", lambda x, dim, start, stop, step: x[(slice(None),) * dim +
                                                           (slice(start, stop, step),)], [x],
              {"dim": 1, "start": 0, "stop": 2, "step": 0})
+        for dim, size, step in [(2, 2, 1), (1, 3, 1), (2, 1, 3), (-1, 4, 2), (0, 1, 1),
+                                (2, 5, 1), (1, 2, 0)]:
+            case("unfold", lambda x, dim, size, step: x.unfold(dim, size, step), [x],
+                 {"dim": dim, "size": size, "step": step})
+        case("unfold", lambda x, dim, size, step: x.unfold(dim, size, step),
+             [rand((7, 2), dt)], {"dim": 0, "size": 3, "step": 2})
         idx = torch.tensor([[0, 2], [1, 0]])
         case("gather", lambda x, i, dim: x.gather(dim, i), [rand((2, 3), dt), idx], {"dim": 1})
         case("gather", lambda x, i, dim: x.gather(dim, i), [rand((2, 3), dt), idx + 2], {"dim": 1})
@@ -389,13 +395,18 @@ def main():
     case("linear", F.linear, [rand((3, 4), "float32"), rand((5, 3), "float32"),
                               rand((5,), "float32")])
     for stride, padding, dilation, groups in [(1, 0, 1, 1), (2, 1, 1, 1), (1, 1, 2, 1),
-                                              (1, 0, 1, 2)]:
+                                              (1, 0, 1, 2), (2, 2, 2, 2), (3, 0, 1, 1),
+                                              (1, 3, 1, 1), (2, 0, 2, 2)]:
         case("conv2d", lambda x, w, b, stride, padding, dilation, groups: F.conv2d(
             x, w, b, stride, padding, dilation, groups),
              [rand((2, 4, 6, 5), "float32"), rand((6, 4 // groups, 3, 3), "float32"),
               rand((6,), "float32")],
              {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups},
              tol=16.0)
+    case("conv2d", lambda x, w, b, stride, padding, dilation, groups: F.conv2d(
+        x, w, b, stride, padding, dilation, groups),
+         [rand((2, 4, 7, 6), "float32"), rand((6, 2, 2, 3), "float32"), rand((6,), "float32")],
+         {"stride": 2, "padding": 1, "dilation": 1, "groups": 2}, tol=16.0)
     case("conv2d", lambda x, w, b, stride, padding, dilation, groups: F.conv2d(
         x, w, b, stride, padding, dilation, groups),
          [rand((1, 3, 5, 5), "float32"), rand((4, 3, 3, 3), "float32"), rand((3,), "float32")],

@@ -120,9 +120,48 @@ inline Tensor sum_expanded(const Tensor& g, const std::vector<int>& axes) {
   return g.reduce(Op::ReduceSum, axes, true, "expand.backward", loc);
 }
 
+inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g);
+
+/// The gradient of sliding windows (MoveOp::Window): each tap's entries are put back where they
+/// were read (a strided, shifted view) and the taps summed, one elementwise expression of
+/// gated loads; windowed axes in turn, from the last tap axis.
+inline Tensor unwindow(const Movement& m, const Shape& in, const Tensor& g) {
+  Tensor r = g;
+  for (std::size_t j = in.size(); j-- > 0;) {
+    const std::int64_t k = m.a[j].constant();
+    if (k == 0) continue;
+    const std::int64_t step = m.b[2 * j].constant(), d = m.b[2 * j + 1].constant();
+    const std::int64_t o = r.size(int(j)), span = (o - 1) * step + 1;
+    const Shape& rs = r.sym_shape();
+    Shape taps(rs.begin(), rs.end() - 1), spanned = taps;
+    spanned[j] = span;
+    Tensor sum;
+    for (std::int64_t t = 0; t < k; ++t) {
+      std::vector<SInt> lo(rs.size(), SInt(0)), hi = rs;
+      lo.back() = t;
+      hi.back() = t + 1;
+      Tensor gt = r.move({MoveOp::Shrink, lo, hi}).reshape(taps);
+      if (step != 1) {
+        std::vector<SInt> steps(taps.size(), SInt(1));
+        steps[j] = step;
+        gt = unmove({MoveOp::Stride, steps, {}}, spanned, gt);
+      }
+      std::vector<SInt> before(taps.size(), SInt(0)), after = before;
+      before[j] = t * d;
+      after[j] = in[j] - SInt(t * d + span);
+      gt = gt.move({MoveOp::Pad, before, after});
+      sum = sum.defined() ? sum + gt : gt;
+    }
+    r = sum;
+  }
+  return r;
+}
+
 /// The gradient of a movement op's input, given the gradient of its output.
 inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
   switch (m.op) {
+  case MoveOp::Window:
+    return unwindow(m, in, g);
   case MoveOp::Reshape:
     return g.reshape(in);
   case MoveOp::Permute: {
@@ -180,6 +219,7 @@ inline Tensor unmove(const Movement& m, const Shape& in, const Tensor& g) {
 
 /// Gradients of one node's parents (undefined where a parent gets none).
 inline std::vector<Tensor> vjp(const LazyPtr& node, const GradRecord& r, const Tensor& g) {
+  if (r.custom) return (*r.custom)(g);
   auto P = [&](std::size_t i) { return Tensor(r.parents[i]); };
   Tensor out(node);
   const DType t = node->dtype;

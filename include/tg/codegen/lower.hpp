@@ -68,7 +68,7 @@ public:
     const std::int64_t lanes = choice.lanes, rows = choice.rows;
     strided_tile_ = choice.strided_tile;
     panel_ = choice.panel;
-    std::size_t row_axis = m.size() - 2;
+    const std::size_t row_axis = choice.row;
     Shape loops = m;
     if (lanes > 1) loops.back() = SInt(tiles_of(m.back().constant(), lanes));
     if (rows > 1) loops[row_axis] = SInt(tiles_of(m[row_axis].constant(), rows));
@@ -619,11 +619,35 @@ private:
     f.masked_last = masked(last);
     f.transposed = transposed(m);
     if (m.size() >= 2) {
-      f.shared_row = shared_along(last - 1);
-      f.masked_row = masked(last - 1);
-      f.row_shared_epilogue = row_shared_epilogue(last - 1);
+      f.row = last - 1;
+      if (!reduce_nodes_.empty() && !lanes_shared_along(f.row, last))
+        for (std::size_t a = f.row; a-- > 0;)
+          if (lanes_shared_along(a, last) && shared_along(a)) {
+            f.row = a;
+            break;
+          }
+      f.shared_row = shared_along(f.row);
+      f.masked_row = masked(f.row);
+      f.row_shared_epilogue = row_shared_epilogue(f.row);
     }
     return f;
+  }
+  /// Whether every load inside a reduction that varies along the last merged output axis reads
+  /// one element along merged output axis `axis`: a register tile's rows along it then share
+  /// each of those loads (matmul's right operand along the rows; a convolution's input along
+  /// its output channels, though not along its output rows).
+  constexpr bool lanes_shared_along(std::size_t axis, std::size_t last) const {
+    for (const ShapeTracker& t : operand_trackers_) {
+      const View& v = t.views.back();
+      bool lanes = false, along = false;
+      for (std::size_t d = 0; d < out_groups_.size(); ++d) {
+        bool fixed = v.strides[d] == 0 && !v.masked(d);
+        if (out_groups_[d] == int(last)) lanes = lanes || !fixed;
+        if (out_groups_[d] == int(axis)) along = along || !fixed;
+      }
+      if (lanes && along) return false;
+    }
+    return true;
   }
   /// Whether some load inside a reduction reads the same element at every index of merged output
   /// axis `axis` (and depends on some other output axis): upcasting the axis shares that load.

@@ -124,10 +124,13 @@ struct ReductionFacts {
 };
 
 /// What the lowering found out about a kernel that its choices depend on: its merged output
-/// loops, its reductions, and how its loads walk the last output axis ("last") and the one
-/// before it ("row").
+/// loops, its reductions, and how its loads walk the last output axis ("last") and the axis a
+/// register tile's rows would run along ("row": the one before the last, or for a reduction
+/// whose loads that vary along the last axis all vary along that one too, the innermost axis
+/// they are all shared along, such as a convolution's output channels).
 struct KernelFacts {
   Shape loops;
+  std::size_t row = 0;
   std::vector<ReductionFacts> reductions;
   SInt reduce_length;                           // of reductions[0]: the product of its merged loops
   bool shared_last = false, shared_row = false; // a load inside a reduction reads one element
@@ -145,6 +148,7 @@ struct Choices {
   std::vector<std::int64_t> splits; // per reduction: partial accumulators (split_reduce)
   std::int64_t split = 1;           // the aligned reduction's
   std::int64_t lanes = 1, rows = 1; // the register tile: rows x lanes outputs
+  std::size_t row = 0;              // the merged output axis of its rows (KernelFacts::row)
   bool strided_tile = false;        // a GPU's tile (gpu_tile)
   bool panel = false;               // column tiles outermost (panel_bytes)
 };
@@ -186,7 +190,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   auto tile_rows = [&](const SInt& d) { return detail::row_tile(d, o); };
   Choices c;
   const Shape& m = f.loops;
-  const std::size_t n = m.size(), row = n - 2;
+  const std::size_t n = m.size(), row = f.row;
   std::size_t aligned = 0;
   for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
   const bool one_aligned = f.reductions.size() == 1 && !f.reductions[0].hoisted;
@@ -222,9 +226,15 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   if (c.split == 1 && aligned > 0 && m.back().is_const()) {
     const std::int64_t size = m.back().constant();
     lanes = tile(m.back(), o.upcast);
-    if (lanes < 4) // a short axis (10 classes) whole: independent accumulators, not one chain
+    // a short axis (10 classes; a register tile's 10 columns) whole: independent accumulators,
+    // not one chain, and a tile's rows then follow; where that would leave more than a few lanes
+    // past the widest whole vector (14 columns: 8 and 6), two tiles of 8, the second shifted
+    // back (tile_tails), which vectorize whole
+    const bool rows_follow = one_aligned && f.shared_row && lanes_contiguous;
+    if (lanes < 4 || (lanes < size && size <= o.upcast && rows_follow)) {
       lanes = size <= o.upcast ? std::max<std::int64_t>(size, 1) : 1;
-    else if (lanes > 4 && !lanes_contiguous)
+      if (rows_follow && o.tile_tails && size > 8 && size < 16 && size % 8 >= 4) lanes = 8;
+    } else if (lanes > 4 && !lanes_contiguous)
       lanes = 4; // lanes along a strided axis: 16 rows 16 KiB apart thrash one L1 set
   } else if (f.reductions.empty() && masked_small(n - 1, f.masked_last)) {
     lanes = m.back().constant();
@@ -266,6 +276,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   }
   c.lanes = lanes;
   c.rows = rows;
+  c.row = row;
   // A register tile whose shared operand (matmul's right one) outgrows the caches runs its column
   // tiles outermost: each column panel of that operand then stays in cache while every row tile
   // passes over it, instead of the whole operand streaming from memory once per row tile.

@@ -165,6 +165,7 @@ constexpr Text dump(const Graph& g) {
     for (const Movement& m : n.moves) {
       t << ' ' << move_name(m.op);
       detail::write_shape(t, m.a);
+      if (m.op == MoveOp::Window) detail::write_shape(t, m.b); // (steps and dilations)
     }
     if (!n.axes.empty()) {
       t << " axes=";

@@ -184,6 +184,19 @@ template <class S, class Axis, class Step> inline constexpr bool slice_fits = fa
 template <class S, int A, std::int64_t St>
 inline constexpr bool slice_fits<S, axes<A>, dims<St>> =
     (fx::is_unknown<S> || (St != 0 && fx::axes_ok(std::array<int, 1>{A}, S::rank)));
+/// Tensor::unfold's windows: an axis in range, 1 <= size <= its length, step >= 1, and room for
+/// the axis of taps.
+template <class S, class Axis, class SizeStep> inline constexpr bool unfold_fits = false;
+template <class S, int A, std::int64_t Size, std::int64_t Step>
+inline constexpr bool unfold_fits<S, axes<A>, dims<Size, Step>> = [] {
+  if constexpr (fx::is_unknown<S>)
+    return true;
+  else {
+    if (!fx::axes_ok(std::array<int, 1>{A}, S::rank) || S::rank == 0) return false;
+    const auto n = std::int64_t(S::dims[std::size_t(fx::normalize_axis(A, S::rank))]);
+    return Size >= 1 && Size <= n && Step >= 1 && S::rank < fixed_max_rank;
+  }
+}();
 /// An integer index inside [-size, size) of its axis.
 template <class S, class Axis, class I> inline constexpr bool index_in_range = false;
 template <class S, int A, std::int64_t I>
@@ -874,6 +887,17 @@ public:
                   "tg: slice: axis out of range or step 0");
     if constexpr (slice_fits<S_<>, axes<Axis>, dims<Step>>)
       return X::template slice<Axis, Start, Stop, Step>(X::node(self()));
+    else
+      return X::error();
+  }
+  /// Tensor::unfold: every Step-th window of Size elements along Axis, as a view whose Axis
+  /// counts the windows and whose new last axis holds each window's elements.
+  template <int Axis, std::int64_t Size, std::int64_t Step> constexpr auto unfold() const {
+    static_assert(unfold_fits<S_<>, axes<Axis>, dims<Size, Step>>,
+                  "tg: unfold: axis out of range, or not 1 <= size <= its length and step >= 1, "
+                  "or the result would pass the maximum rank");
+    if constexpr (unfold_fits<S_<>, axes<Axis>, dims<Size, Step>>)
+      return X::template unfold<Axis, Size, Step>(X::node(self()));
     else
       return X::error();
   }

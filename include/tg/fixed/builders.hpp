@@ -1017,6 +1017,11 @@ template <class> struct ops {
     else
       return r2;
   }
+  template <int A, std::int64_t Size, std::int64_t Step, class E>
+  static constexpr auto unfold(const E& e) {
+    using P = unfold_plan<E::rank, std::size_t(normalize_axis(A, E::rank)), Size, Step>;
+    return move<mv::window<shape_from<typename P::k_h>, shape_from<typename P::sd_h>>>(e);
+  }
   template <int A, std::int64_t I, class E> static constexpr auto select(const E& e) {
     constexpr std::size_t d = std::size_t(normalize_axis(A, E::rank));
     constexpr std::int64_t n = std::int64_t(E::shape_type::dims[d]), k = I < 0 ? I + n : I;

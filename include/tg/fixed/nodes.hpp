@@ -255,6 +255,7 @@ template <> struct expression<fx::error_expr> : fx::expr_tag {
   TG_FX_ABSORB(slice)
   TG_FX_ABSORB(select)
   TG_FX_ABSORB(flip)
+  TG_FX_ABSORB(unfold)
   TG_FX_ABSORB(repeat)
   TG_FX_ABSORB(matmul)
   TG_FX_ABSORB(dot)
@@ -800,6 +801,33 @@ template <class Steps> struct stride {
   };
   template <class In> using out = shape_from<out_t<In>>;
   static constexpr Movement movement() { return {MoveOp::Stride, sym<Steps>(), {}}; }
+};
+/// Sliding windows (MoveOp::Window): K holds each axis's window size (0: not windowed), SD each
+/// axis's step and dilation.
+template <class K, class SD> struct window {
+  static constexpr bool is_reshape = false;
+  template <class In> struct out_t {
+    static constexpr std::size_t taps = [] {
+      std::size_t n = 0;
+      for (auto k : K::dims) n += k != 0;
+      return n;
+    }();
+    static constexpr auto value = [] {
+      std::array<std::size_t, In::rank + taps> r{};
+      std::size_t t = In::rank;
+      for (std::size_t i = 0; i < In::rank; ++i) {
+        r[i] = In::dims[i];
+        if (const std::size_t k = K::dims[i]) {
+          const std::size_t step = SD::dims[2 * i], d = SD::dims[2 * i + 1];
+          r[i] = (In::dims[i] - d * (k - 1) - 1) / step + 1;
+          r[t++] = k;
+        }
+      }
+      return r;
+    }();
+  };
+  template <class In> using out = shape_from<out_t<In>>;
+  static constexpr Movement movement() { return {MoveOp::Window, sym<K>(), sym<SD>()}; }
 };
 } // namespace mv
 

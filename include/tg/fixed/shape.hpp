@@ -103,6 +103,7 @@ struct pad;
 struct slice;
 struct select;
 struct flip;
+struct unfold;
 struct repeat;
 struct matmul;
 struct dot;

@@ -200,6 +200,25 @@ template <class S, std::int64_t... P> struct pad_plan {
   using Lo = shape_from<lo_h>;
   using Hi = shape_from<hi_h>;
 };
+/// Tensor::unfold's window (MoveOp::Window) over axis D of a rank-R shape: each axis's window
+/// size (0: not windowed), and each axis's step and dilation.
+template <std::size_t R, std::size_t D, std::int64_t Size, std::int64_t Step> struct unfold_plan {
+  struct k_h {
+    static constexpr auto value = [] {
+      dims_t<R> r{};
+      r[D] = std::size_t(Size);
+      return r;
+    }();
+  };
+  struct sd_h {
+    static constexpr auto value = [] {
+      dims_t<2 * R> r{};
+      for (auto& v : r) v = 1;
+      r[2 * D] = std::size_t(Step);
+      return r;
+    }();
+  };
+};
 /// Tensor::slice's plan (Python's semantics, clamped: slice_bounds): shrink, then flip (negative
 /// step), then stride.
 template <class S, std::size_t D, std::int64_t Start, std::int64_t Stop, std::int64_t Step>

@@ -1,20 +1,23 @@
 #pragma once
-// Movement ops (reshape, permute, expand, pad, shrink, flip, stride) as the run-time front end
-// records them on lazy nodes and the Graph carries them on View nodes; graph/view.hpp turns them
-// into strided views.
+// Movement ops (reshape, permute, expand, pad, shrink, flip, stride, window) as the run-time front
+// end records them on lazy nodes and the Graph carries them on View nodes; graph/view.hpp turns
+// them into strided views.
 #include "sint.hpp"
 
 namespace tg {
 
-enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride };
+enum class MoveOp : std::uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Stride, Window };
 
 constexpr const char* move_name(MoveOp m) {
   constexpr const char* names[] = {"reshape", "permute", "expand", "pad",
-                                   "shrink",  "flip",    "stride"};
+                                   "shrink",  "flip",    "stride", "window"};
   return names[static_cast<int>(m)];
 }
 
 /// One movement op and its arguments (per axis; `b` is used by pad (after) and shrink (end)).
+/// Window (sliding windows, PyTorch's unfold): `a` holds each axis's window size (0: the axis is
+/// not windowed) and `b` each axis's step and dilation (b[2i], b[2i + 1]); windowed axis i keeps
+/// its place with one entry per window, and an axis of the window's taps is appended for each.
 struct Movement {
   MoveOp op;
   std::vector<SInt> a, b;
@@ -49,6 +52,17 @@ constexpr Shape moved_shape(const Shape& s, const Movement& m) {
       std::int64_t k = m.a[i].constant();
       if (k != 1) r[i] = (s[i].constant() + k - 1) / k;
     }
+    return r;
+  }
+  case MoveOp::Window: {
+    Shape r = s;
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (std::int64_t k = m.a[i].constant()) {
+        const std::int64_t step = m.b[2 * i].constant(), d = m.b[2 * i + 1].constant();
+        r[i] = (s[i].constant() - d * (k - 1) - 1) / step + 1;
+      }
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (!(m.a[i] == 0)) r.push_back(m.a[i]);
     return r;
   }
   }

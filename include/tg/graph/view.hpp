@@ -102,6 +102,21 @@ struct View {
     v.drop_full_mask();
     return v;
   }
+  /// Sliding windows (MoveOp::Window) over axes no mask covers: a window's entry steps by
+  /// step * stride along its axis, and its taps by dilation * stride along the appended axis.
+  constexpr View window(const std::vector<SInt>& k, const std::vector<SInt>& sd) const {
+    View v = *this;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (k[i] == 0) continue;
+      const std::int64_t step = sd[2 * i].constant(), d = sd[2 * i + 1].constant();
+      v.shape[i] = (shape[i].constant() - d * (k[i].constant() - 1) - 1) / step + 1;
+      v.strides[i] = strides[i] * SInt(step);
+      v.shape.push_back(k[i]);
+      v.strides.push_back(strides[i] * SInt(d));
+      if (has_mask()) v.mask.push_back({0, k[i]});
+    }
+    return v;
+  }
   /// A reshape expressed in this single view, if one exists.
   constexpr bool reshape(const Shape& to, View& out) const {
     if (shape == to) {
@@ -134,18 +149,25 @@ struct View {
       }
       return true;
     }
-    if (has_mask()) return false;
-    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape).
+    // Merge / split groups of axes whose strides chain (numpy's no-copy reshape). A masked axis
+    // must keep its size (its mask moves with it): a padded [N, C, H, W] read as [N * C, H, W].
     for (const SInt& d : shape)
       if (!d.is_const()) return false;
     for (const SInt& d : to)
       if (!d.is_const()) return false;
     std::vector<std::int64_t> os, ost, ns;
+    std::vector<std::size_t> oax; // the old axis of each entry of os
     for (std::size_t i = 0; i < shape.size(); ++i)
       if (!(shape[i] == 1)) {
         os.push_back(shape[i].constant());
         ost.push_back(strides[i].constant());
+        oax.push_back(i);
+      } else if (masked(i)) {
+        return false;
       }
+    std::vector<std::pair<SInt, SInt>> nmask;
+    if (has_mask())
+      for (const SInt& d : to) nmask.push_back({SInt(0), d});
     for (const SInt& d : to) ns.push_back(d.constant());
     std::vector<std::int64_t> nst(ns.size(), 0);
     std::size_t i = 0, j = 0;
@@ -167,6 +189,11 @@ struct View {
       }
       for (std::size_t k = i; k + 1 < oi; ++k)
         if (ost[k] != ost[k + 1] * os[k + 1]) return false;
+      for (std::size_t k = i; k < oi; ++k)
+        if (masked(oax[k])) {
+          if (oi != i + 1 || nj != j + 1) return false;
+          nmask[j] = mask[oax[k]];
+        }
       std::int64_t st = ost[oi - 1];
       for (std::size_t k = nj; k-- > j;) {
         nst[k] = ns[k] == 1 ? 0 : st;
@@ -175,8 +202,9 @@ struct View {
       i = oi;
       j = nj;
     }
-    out = View{to, {}, offset, {}};
+    out = View{to, {}, offset, std::move(nmask)};
     for (std::int64_t s : nst) out.strides.push_back(s);
+    out.drop_full_mask();
     return true;
   }
 
@@ -238,6 +266,20 @@ struct ShapeTracker {
     case MoveOp::Stride:
       v = v.stride(m.a);
       break;
+    case MoveOp::Window: {
+      // a window over a masked axis (padding) needs the mask of a sum of two indices: the windows
+      // then read the view's elements in order, through a view of their own
+      bool masked = false;
+      for (std::size_t i = 0; i < m.a.size(); ++i)
+        masked = masked || (!(m.a[i] == 0) && v.masked(i));
+      if (masked) {
+        View w = View::contiguous(v.shape).window(m.a, m.b);
+        t.views.push_back(std::move(w));
+      } else {
+        v = v.window(m.a, m.b);
+      }
+      break;
+    }
     }
     t.simplify();
     return t;

@@ -61,6 +61,29 @@ namespace detail {
 /// The (padded) input must hold one dilated window in each spatial axis.
 TG_API void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair padding,
                               Pair dilation, Loc loc);
+
+/// The convolution of a padded, contiguous xp [N, C, H, W] with filters f [groups, O / groups,
+/// C / groups, KH, KW]: one reduction over a strided window view of xp (no columns), shaped
+/// [N, groups, O / groups, OH, OW, 1, 1, 1].
+TG_API Tensor conv_windows(const Tensor& xp, const Tensor& f, Pair stride, Pair dilation, Loc loc);
+
+/// conv2d's gradients, each a reduction over windows as the forward pass: dX a convolution of
+/// the output gradient (spread by the stride, padded) with the flipped filters, dW the windows
+/// times the output gradient in channels-last order, per image, then summed over the images.
+class ConvGrad final : public CustomGrad {
+public:
+  ConvGrad(Tensor xp, Tensor weight, Shape x_shape, Pair stride, Pair padding, Pair dilation,
+           std::int64_t groups, bool x_grad, Loc loc);
+  std::vector<Tensor> operator()(const Tensor& grad) const override;
+
+private:
+  Tensor xp_, weight_; // the padded input the forward pass read, and the filters
+  Shape x_shape_;
+  Pair stride_, padding_, dilation_;
+  std::int64_t groups_;
+  bool x_grad_;
+  Loc loc_;
+};
 } // namespace detail
 
 /// 2-D convolution (cross-correlation, as PyTorch): x [N, C, H, W], weight [O, C / groups, KH, KW].

@@ -314,6 +314,9 @@ public:
   Tensor slice(int dim, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
                std::int64_t step = 1, Loc loc = Loc::current()) const;
   Tensor index(std::vector<Index> idx, Loc loc = Loc::current()) const;
+  /// PyTorch's Tensor.unfold: the windows of `size` elements every `step` along dim, as a view
+  /// whose dim counts the windows and whose new last axis holds each window's elements.
+  Tensor unfold(int dim, std::int64_t size, std::int64_t step, Loc loc = Loc::current()) const;
   /// x[i]: an integer index that remembers the caller's line (operator[] takes one argument).
   struct At {
     std::int64_t i;
@@ -371,6 +374,10 @@ public:
   Tensor alu(Op op, Loc loc) const;
   static Tensor alu(Op op, const Tensor& a, const Tensor& b, const char* name, Loc loc);
   Tensor move(Movement m) const;
+  /// This tensor (computed under no_grad) with a gradient rule of its own: `rule` gives the
+  /// gradients of `parents` from this tensor's (a no-op when none of them requires grad).
+  Tensor with_grad_rule(const std::vector<Tensor>& parents,
+                        std::shared_ptr<const CustomGrad> rule) const;
   /// A View node for `moves` applied in order (`out`: the shape after the last), composed with
   /// the view below as move() does; the moves are moved from.
   Tensor append_moves(Shape out, std::span<Movement> moves) const;

@@ -12,12 +12,21 @@
 namespace tg {
 
 struct LazyNode;
+class Tensor;
+/// The gradient rule of a composite op whose primitives' rules would make slow kernels (a
+/// convolution's: its windows' gradient would be one scattered sum per tap): the gradients of
+/// the record's parents, given the output's.
+struct CustomGrad {
+  virtual ~CustomGrad() = default;
+  virtual std::vector<Tensor> operator()(const Tensor& grad) const = 0;
+};
 /// How a node that requires grad was made (kept apart from `src`, which realize clears).
 struct GradRecord {
   Op op;
   std::vector<std::shared_ptr<LazyNode>> parents;
   std::vector<Movement> moves;
   std::vector<int> axes;
+  std::shared_ptr<const CustomGrad> custom = nullptr; // set: it gives the parents' gradients
 };
 
 struct LazyNode {

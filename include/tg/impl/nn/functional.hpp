@@ -75,6 +75,81 @@ TG_API Tensor windows2d(const Tensor& x, std::array<std::int64_t, 2> k,
   return w.permute({0, 1, 4, 2, 5, 3});
 }
 
+TG_API Tensor conv_windows(const Tensor& xp, const Tensor& f, Pair stride, Pair dilation, Loc loc) {
+  const SInt N = xp.sym_shape()[0];
+  const std::int64_t g = f.size(0), Og = f.size(1), Cg = f.size(2), KH = f.size(3), KW = f.size(4);
+  // [N, C, OH, OW, KH, KW]: window (oh, ow) starts at row oh * stride, column ow * stride; tap
+  // (kh, kw) is kh * dilation rows and kw * dilation columns on
+  Tensor win = xp.move({MoveOp::Window,
+                        {0, 0, KH, KW},
+                        {1, 1, 1, 1, stride[0], dilation[0], stride[1], dilation[1]}});
+  const std::int64_t OH = win.size(2), OW = win.size(3);
+  // in NCHW order, so that the CPU's register tiles run along the output channels (which share
+  // every window load) and the output columns (docs/performance.md)
+  Tensor a = win.reshape({N, g, 1, Cg, OH, OW, KH, KW}, loc).permute({0, 1, 2, 4, 5, 3, 6, 7}, loc);
+  Tensor w = f.reshape({1, g, Og, 1, 1, Cg, KH, KW}, loc);
+  return (TensorArg(a, loc) * w).reduce(Op::ReduceSum, {5, 6, 7}, true, "conv2d", loc);
+}
+
+TG_API ConvGrad::ConvGrad(Tensor xp, Tensor weight, Shape x_shape, Pair stride, Pair padding,
+                          Pair dilation, std::int64_t groups, bool x_grad, Loc loc)
+    : xp_(std::move(xp)), weight_(std::move(weight)), x_shape_(std::move(x_shape)), stride_(stride),
+      padding_(padding), dilation_(dilation), groups_(groups), x_grad_(x_grad), loc_(loc) {}
+
+TG_API std::vector<Tensor> ConvGrad::operator()(const Tensor& grad) const {
+  const std::int64_t g = groups_, O = weight_.size(0), Og = O / g, Cg = weight_.size(1),
+                     KH = weight_.size(2), KW = weight_.size(3), OH = grad.size(3),
+                     OW = grad.size(4);
+  const SInt N = grad.sym_shape()[0];
+  const Loc loc = loc_;
+  // (materialized once: dX and dW each copy it, and an unmaterialized gradient, a pooling's and
+  // a batch norm's, would be computed again in each copy)
+  Tensor dy = grad.reshape({N, O, OH, OW}, loc);
+  if (!dy.is_realized()) dy = dy.contiguous(loc);
+  std::vector<Tensor> out(2);
+  // dX: the convolution of the output gradient, spread by the stride (zeros between rows and
+  // columns) and padded by the reach of a flipped window, with the filters flipped and each
+  // group's in and out channels swapped
+  if (x_grad_) {
+    // dX[h] = sum over taps k of D[h + padding - k * dilation] * W[k], where D holds the output
+    // gradient at every stride-th place: the taps flipped, a window over D padded by the
+    // window's reach less the padding (a negative pad crops)
+    Tensor d = dy;
+    if (stride_[0] > 1 || stride_[1] > 1)
+      d = d.reshape({N, O, OH, 1, OW, 1}, loc)
+              .pad({0, stride_[1] - 1, 0, 0, 0, stride_[0] - 1}, 0, loc)
+              .reshape({N, O, OH * stride_[0], OW * stride_[1]}, loc);
+    std::vector<std::int64_t> pads(4);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const std::int64_t reach = dilation_[i] * ((i ? KW : KH) - 1),
+                         size = x_shape_[2 + i].constant(), spread = (i ? OW : OH) * stride_[i];
+      pads[2 - 2 * i] = reach - padding_[i];         // before (Tensor::pad: the last axis first)
+      pads[3 - 2 * i] = size + padding_[i] - spread; // after
+    }
+    d = d.pad(pads, 0, loc).contiguous(loc);
+    Tensor f = weight_.reshape({g, Og, Cg, KH, KW}, loc).flip({3, 4}, loc).transpose(1, 2, loc);
+    out[0] = conv_windows(d, f, Pair(1, 1), dilation_, loc)
+                 .reshape({N, g * Cg, x_shape_[2], x_shape_[3]}, loc);
+  }
+  // dW: per image, the windows times the output gradient in channels-last order (whose output
+  // channels then load as vectors), summed over the images
+  {
+    Tensor dyt = dy.permute({0, 2, 3, 1}, loc).contiguous(loc); // [N, OH, OW, O]
+    Tensor win = xp_.move({MoveOp::Window,
+                           {0, 0, KH, KW},
+                           {1, 1, 1, 1, stride_[0], dilation_[0], stride_[1], dilation_[1]}});
+    // [N, g, Cg, 1, OH, OW, KH, KW] -> [N, g, KH, KW, Cg, 1, OH, OW]
+    Tensor a =
+        win.reshape({N, g, Cg, 1, OH, OW, KH, KW}, loc).permute({0, 1, 6, 7, 2, 3, 4, 5}, loc);
+    // [N, OH, OW, g, Og] -> [N, g, 1, 1, 1, Og, OH, OW]
+    Tensor b = dyt.reshape({N, OH, OW, g, 1, 1, 1, Og}, loc).permute({0, 3, 4, 5, 6, 7, 1, 2}, loc);
+    // [N, g, KH, KW, Cg, Og], summed in that layout (contiguous), then seen as [O, Cg, KH, KW]
+    Tensor dw = (TensorArg(a, loc) * b).sum({6, 7}, false, loc).sum({0}, false, loc);
+    out[1] = dw.permute({0, 4, 3, 1, 2}, loc).reshape({O, Cg, KH, KW}, loc);
+  }
+  return out;
+}
+
 TG_API void check_pos(const char* op, const char* what, std::array<std::int64_t, 2> v,
                       bool allow_zero, Loc loc) {
   for (std::int64_t x : v)
@@ -141,38 +216,25 @@ TG_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, 
                                       tg::detail::shape_of(weight) + " (one value per filter: [" +
                                       std::to_string(O) + "])",
                                   loc);
-  // The input is materialized (a no-op for a realized tensor or a reduction's output, such as a
-  // pooling's), and so is its gradient: each element is read by KH x KW windows, forward and
-  // backward, and an unmaterialized producer (a batch norm and a ReLU; or, backward, their
-  // gradients, which also feed the batch norm's reductions) would be recomputed for every read
-  // (figures in docs/performance.md).
-  Tensor xc = x.contiguous(loc);
-  Tensor xp =
-      (padding[0] || padding[1]) ? xc.pad({padding[1], padding[1], padding[0], padding[0]}) : xc;
-  Tensor win = detail::windows2d(xp, {KH, KW}, stride.v, dilation.v); // [N, C, OH, OW, KH, KW]
-  const std::int64_t OH = win.size(2), OW = win.size(3), g = groups, Cg = C / g, Og = O / g,
-                     K = Cg * KH * KW;
-  const SInt R = N * SInt(OH * OW);
-  // The columns [N * OH * OW, Cg * KH * KW] (per group) are materialized once, and the product
-  // is a matmul whose reductions run along contiguous memory, forward and backward (an order of
-  // magnitude faster than one reduction over the window view: docs/performance.md). The product,
-  // with the bias, is materialized in its own layout ([R, O]: channels last) by contiguous(), so
-  // its gradient is materialized there too, once, for the dW, db and dX reductions to read; the
-  // result is a view as [N, O, OH, OW].
-  Tensor col = win.permute({0, 2, 3, 1, 4, 5}, loc).reshape({R, g, K}, loc);
-  if (g == 1) {
-    col = col.reshape({R, K}, loc).contiguous(loc);
-    Tensor out = col.matmul(weight.reshape({O, K}, loc).T(loc), loc);
-    if (bias.defined()) out = TensorArg(out, loc) + bias;
-    return out.contiguous(loc).reshape({N, OH, OW, O}, loc).permute({0, 3, 1, 2}, loc);
+  // The padded input is materialized (a no-op for a realized tensor without padding): each
+  // element is read by KH x KW windows, which are then one strided view of it (an
+  // unmaterialized producer, a batch norm and a ReLU, would be recomputed for every read).
+  const std::int64_t g = groups, Og = O / g, Cg = C / g;
+  Tensor xp = x, out;
+  {
+    no_grad guard; // (the gradients: detail::ConvGrad)
+    if (padding[0] || padding[1])
+      xp = xp.pad({padding[1], padding[1], padding[0], padding[0]}, 0, loc);
+    xp = xp.contiguous(loc);
+    out = detail::conv_windows(xp, weight.reshape({g, Og, Cg, KH, KW}, loc), stride, dilation, loc);
   }
-  col = col.permute({1, 0, 2}, loc).contiguous(loc);                                  // [g, R, K]
-  Tensor out = col.matmul(weight.reshape({g, Og, K}, loc).transpose(1, 2, loc), loc); // [g, R, Og]
-  if (bias.defined()) out = TensorArg(out, loc) + bias.reshape({g, 1, Og}, loc);
-  return out.contiguous(loc)
-      .reshape({g, N, OH, OW, Og}, loc)
-      .permute({1, 0, 4, 2, 3}, loc)
-      .reshape({N, O, OH, OW}, loc);
+  out = out.with_grad_rule(
+      {x, weight}, std::make_shared<detail::ConvGrad>(xp, weight, x.sym_shape(), stride, padding,
+                                                      dilation, groups, x.requires_grad(), loc));
+  const std::int64_t OH = out.size(3), OW = out.size(4);
+  out = out.reshape({N, O, OH, OW}, loc);
+  if (bias.defined()) out = TensorArg(out, loc) + bias.reshape({1, O, 1, 1}, loc);
+  return out;
 }
 
 } // namespace tg::nn::functional

@@ -43,7 +43,7 @@ TG_API Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src
   if (grad_enabled() && std::any_of(n->src.begin(), n->src.end(),
                                     [](const LazyPtr& s) { return s->requires_grad; })) {
     n->requires_grad = true;
-    n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}});
+    n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}, nullptr});
   }
   return Tensor(std::move(n));
 }
@@ -79,6 +79,19 @@ TG_API Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::
   return c.append_moves(shape, moves);
 }
 
+TG_API Tensor Tensor::with_grad_rule(const std::vector<Tensor>& parents,
+                                     std::shared_ptr<const CustomGrad> rule) const {
+  if (!grad_enabled() || std::none_of(parents.begin(), parents.end(),
+                                      [](const Tensor& p) { return p.requires_grad(); }))
+    return *this;
+  std::vector<LazyPtr> ps;
+  for (const Tensor& p : parents) ps.push_back(p.lazy());
+  n_->requires_grad = true;
+  n_->grad_fn =
+      std::make_shared<GradRecord>(GradRecord{n_->op, std::move(ps), {}, {}, std::move(rule)});
+  return *this;
+}
+
 TG_API Tensor Tensor::move(Movement m) const {
   const LazyNode& n = node();
   Shape out = moved_shape(n.shape, m);
@@ -88,7 +101,8 @@ TG_API Tensor Tensor::move(Movement m) const {
 
 TG_API Tensor Tensor::append_moves(Shape out, std::span<Movement> moves) const {
   const LazyNode& n = node();
-  const bool compose = n.op == Op::View; // compose with the view below: one View node per chain
+  // compose with the view below: one View node per chain (not past a custom gradient rule)
+  const bool compose = n.op == Op::View && !(n.grad_fn && n.grad_fn->custom);
   Tensor r = make(Op::View, n.dtype, std::move(out), {compose ? n.src[0] : n_}, n.device);
   std::vector<Movement>& all = r.n_->moves;
   all.reserve((compose ? n.moves.size() : 0) + moves.size()); // one allocation for them all

@@ -236,6 +236,28 @@ TG_API Tensor Tensor::slice(int dim, std::optional<std::int64_t> start,
   return r;
 }
 
+TG_API Tensor Tensor::unfold(int dim, std::int64_t size, std::int64_t step, Loc loc) const {
+  if (ndim() == 0) detail::fail<shape_error>("unfold", "a 0-d tensor has no axis to unfold", loc);
+  const int d = normalize_axis(dim, "unfold", loc);
+  const SInt& n = sym_shape()[std::size_t(d)];
+  if (!n.is_const())
+    detail::fail<shape_error>("unfold",
+                              "dim " + std::to_string(d) + " of " + detail::shape_of(*this) +
+                                  " is symbolic; windows need its size",
+                              loc);
+  if (size < 1 || step < 1 || size > n.constant())
+    detail::fail<shape_error>("unfold",
+                              "needs 1 <= size <= " + std::to_string(n.constant()) + " (dim " +
+                                  std::to_string(d) + " of " + detail::shape_of(*this) +
+                                  ") and step >= 1, got size " + std::to_string(size) +
+                                  " and step " + std::to_string(step),
+                              loc);
+  std::vector<SInt> k(std::size_t(ndim()), SInt(0)), sd(2 * std::size_t(ndim()), SInt(1));
+  k[std::size_t(d)] = size;
+  sd[2 * std::size_t(d)] = step;
+  return move({MoveOp::Window, std::move(k), std::move(sd)});
+}
+
 TG_API Tensor Tensor::index(std::vector<Index> idx, Loc loc) const {
   if (int(idx.size()) > ndim())
     detail::fail<shape_error>("index",

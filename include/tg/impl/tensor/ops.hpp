@@ -144,8 +144,12 @@ TG_API Tensor Tensor::relu(Loc loc) const {
   // x > 0, which is also one compare in the backward kernels.
   if (out.lazy()->grad_fn) {
     no_grad guard; // the mask itself is not differentiated
-    *out.lazy()->grad_fn = GradRecord{
-        Op::Where, {(zero < *this).lazy(), lazy(), zero.expand(sym_shape()).lazy()}, {}, {}};
+    *out.lazy()->grad_fn =
+        GradRecord{Op::Where,
+                   {(zero < *this).lazy(), lazy(), zero.expand(sym_shape()).lazy()},
+                   {},
+                   {},
+                   nullptr};
   }
   return out;
 }
