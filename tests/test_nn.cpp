@@ -320,7 +320,8 @@ TEST_CASE("conv2d against loops: stride, padding, dilation, groups") {
 
 TEST_CASE("conv2d's gradients against loops: dX and dW as reductions over windows") {
   // conv2d has a gradient rule of its own (F::detail::ConvGrad): dX a convolution of the spread
-  // and padded output gradient with the flipped filters, dW per image in channels-last order
+  // and padded output gradient with the flipped filters, dW over groups of images in channels-last
+  // order
   struct Case {
     std::array<std::int64_t, 4> x, w;
     std::array<std::int64_t, 2> s, p, d;
@@ -332,6 +333,7 @@ TEST_CASE("conv2d's gradients against loops: dX and dW as reductions over window
       {{1, 6, 11, 10}, {6, 2, 3, 3}, {3, 2}, {2, 1}, {2, 1}, 3},
       {{3, 2, 5, 5}, {4, 2, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1},
       {{2, 4, 8, 8}, {4, 1, 5, 5}, {1, 1}, {4, 3}, {1, 1}, 4},
+      {{40, 2, 5, 4}, {3, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1}, // dW's partials: 20 groups of 2
   };
   std::uint32_t seed = 100;
   for (const Case& c : cases) {

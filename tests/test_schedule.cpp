@@ -130,9 +130,9 @@ TEST_CASE("conv2d: one reduction over a strided window view, forward and backwar
   CHECK_MESSAGE(contains(padded.lowered[1].name.view(), "ru8x8t_"), padded.lowered[1].name.view());
   for (const tg::Program& p : padded.lowered) CHECK_FALSE(divides(p));
   // Backward (F::detail::ConvGrad): the padded input; dX, a convolution of the padded output
-  // gradient; dW per image from a channels-last copy of the output gradient, summed over the
-  // images, and its view as [O, C, KH, KW] copied out (a step's optimizer reads it in place). No
-  // kernel writes as many elements as the columns [N * H * W, C * 9] hold.
+  // gradient; dW over groups of images from a channels-last copy of the output gradient, summed
+  // over the images, and its view as [O, C, KH, KW] copied out (a step's optimizer reads it in
+  // place). No kernel writes as many elements as the columns [N * H * W, C * 9] hold.
   auto xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_();
   auto y = F::conv2d(xr, wr, b, 1, 1);
   tg::Tensor gy = randn({N, O, H, W});

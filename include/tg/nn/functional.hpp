@@ -69,7 +69,8 @@ TG_API Tensor conv_windows(const Tensor& xp, const Tensor& f, Pair stride, Pair 
 
 /// conv2d's gradients, each a reduction over windows as the forward pass: dX a convolution of
 /// the output gradient (spread by the stride, padded) with the flipped filters, dW the windows
-/// times the output gradient in channels-last order, per image, then summed over the images.
+/// times the output gradient in channels-last order, in partial sums over groups of images, then
+/// summed over the groups.
 class ConvGrad final : public CustomGrad {
 public:
   ConvGrad(Tensor xp, Tensor weight, Shape x_shape, Pair stride, Pair padding, Pair dilation,

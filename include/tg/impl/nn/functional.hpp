@@ -131,20 +131,34 @@ TG_API std::vector<Tensor> ConvGrad::operator()(const Tensor& grad) const {
     out[0] = conv_windows(d, f, Pair(1, 1), dilation_, loc)
                  .reshape({N, g * Cg, x_shape_[2], x_shape_[3]}, loc);
   }
-  // dW: per image, the windows times the output gradient in channels-last order (whose output
-  // channels then load as vectors), summed over the images
+  // dW: the windows times the output gradient in channels-last order (whose output channels
+  // then load as vectors), as partial sums over P groups of images (the groups are the
+  // kernel's parallel loop; a sum over output channels and taps alone has few outputs), then
+  // summed over the groups. P divides the batch, at most 32 and P x |W| at most 2^24 floats.
   {
+    std::int64_t parts = 1;
+    if (N.is_const())
+      for (std::int64_t p = std::min<std::int64_t>(
+               {N.constant(), 32,
+                std::max<std::int64_t>(1, (std::int64_t(1) << 24) / (O * Cg * KH * KW))});
+           p > 1; --p)
+        if (N.constant() % p == 0) {
+          parts = p;
+          break;
+        }
+    const SInt per = parts == 1 ? N : SInt(N.constant() / parts);
     Tensor dyt = dy.permute({0, 2, 3, 1}, loc).contiguous(loc); // [N, OH, OW, O]
     Tensor win = xp_.move({MoveOp::Window,
                            {0, 0, KH, KW},
                            {1, 1, 1, 1, stride_[0], dilation_[0], stride_[1], dilation_[1]}});
-    // [N, g, Cg, 1, OH, OW, KH, KW] -> [N, g, KH, KW, Cg, 1, OH, OW]
-    Tensor a =
-        win.reshape({N, g, Cg, 1, OH, OW, KH, KW}, loc).permute({0, 1, 6, 7, 2, 3, 4, 5}, loc);
-    // [N, OH, OW, g, Og] -> [N, g, 1, 1, 1, Og, OH, OW]
-    Tensor b = dyt.reshape({N, OH, OW, g, 1, 1, 1, Og}, loc).permute({0, 3, 4, 5, 6, 7, 1, 2}, loc);
-    // [N, g, KH, KW, Cg, Og], summed in that layout (contiguous), then seen as [O, Cg, KH, KW]
-    Tensor dw = (TensorArg(a, loc) * b).sum({6, 7}, false, loc).sum({0}, false, loc);
+    // [P, N / P, g, Cg, 1, OH, OW, KH, KW] -> [P, g, KH, KW, Cg, 1, N / P, OH, OW]
+    Tensor a = win.reshape({parts, per, g, Cg, 1, OH, OW, KH, KW}, loc)
+                   .permute({0, 2, 7, 8, 3, 4, 1, 5, 6}, loc);
+    // [P, N / P, OH, OW, g, Og] -> [P, g, 1, 1, 1, Og, N / P, OH, OW]
+    Tensor b = dyt.reshape({parts, per, OH, OW, g, 1, 1, 1, Og}, loc)
+                   .permute({0, 4, 5, 6, 7, 8, 1, 2, 3}, loc);
+    // [P, g, KH, KW, Cg, Og], summed in that layout (contiguous), then seen as [O, Cg, KH, KW]
+    Tensor dw = (TensorArg(a, loc) * b).sum({6, 7, 8}, false, loc).sum({0}, false, loc);
     out[1] = dw.permute({0, 4, 3, 1, 2}, loc).reshape({O, Cg, KH, KW}, loc);
   }
   return out;
