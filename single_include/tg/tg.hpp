@@ -2732,6 +2732,12 @@ namespace detail {
 TG_API void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair padding,
                               Pair dilation, Loc loc);
 
+/// The windows [N, C, OH, OW, KH, KW] of xp [N, C, H, W] as one strided view (MoveOp::Window):
+/// window (oh, ow) starts at row oh * stride, column ow * stride; tap (kh, kw) lies kh * dilation
+/// rows and kw * dilation columns on.
+TG_API Tensor window_view(const Tensor& xp, std::int64_t KH, std::int64_t KW, Pair stride,
+                          Pair dilation);
+
 /// The convolution of a padded, contiguous xp [N, C, H, W] with filters f [groups, O / groups,
 /// C / groups, KH, KW]: one reduction over a strided window view of xp (no columns), shaped
 /// [N, groups, O / groups, OH, OW, 1, 1, 1].
@@ -15727,14 +15733,17 @@ TG_API Tensor windows2d(const Tensor& x, std::array<std::int64_t, 2> k,
   return w.permute({0, 1, 4, 2, 5, 3});
 }
 
+TG_API Tensor window_view(const Tensor& xp, std::int64_t KH, std::int64_t KW, Pair stride,
+                          Pair dilation) {
+  return xp.move({MoveOp::Window,
+                  {0, 0, KH, KW},
+                  {1, 1, 1, 1, stride[0], dilation[0], stride[1], dilation[1]}});
+}
+
 TG_API Tensor conv_windows(const Tensor& xp, const Tensor& f, Pair stride, Pair dilation, Loc loc) {
   const SInt N = xp.sym_shape()[0];
   const std::int64_t g = f.size(0), Og = f.size(1), Cg = f.size(2), KH = f.size(3), KW = f.size(4);
-  // [N, C, OH, OW, KH, KW]: window (oh, ow) starts at row oh * stride, column ow * stride; tap
-  // (kh, kw) is kh * dilation rows and kw * dilation columns on
-  Tensor win = xp.move({MoveOp::Window,
-                        {0, 0, KH, KW},
-                        {1, 1, 1, 1, stride[0], dilation[0], stride[1], dilation[1]}});
+  Tensor win = window_view(xp, KH, KW, stride, dilation);
   const std::int64_t OH = win.size(2), OW = win.size(3);
   // in NCHW order, so that the CPU's register tiles run along the output channels (which share
   // every window load) and the output columns (docs/performance.md)
@@ -15800,9 +15809,7 @@ TG_API std::vector<Tensor> ConvGrad::operator()(const Tensor& grad) const {
         }
     const SInt per = parts == 1 ? N : SInt(N.constant() / parts);
     Tensor dyt = dy.permute({0, 2, 3, 1}, loc).contiguous(loc); // [N, OH, OW, O]
-    Tensor win = xp_.move({MoveOp::Window,
-                           {0, 0, KH, KW},
-                           {1, 1, 1, 1, stride_[0], dilation_[0], stride_[1], dilation_[1]}});
+    Tensor win = window_view(xp_, KH, KW, stride_, dilation_);
     // [P, N / P, g, Cg, 1, OH, OW, KH, KW] -> [P, g, KH, KW, Cg, 1, N / P, OH, OW]
     Tensor a = win.reshape({parts, per, g, Cg, 1, OH, OW, KH, KW}, loc)
                    .permute({0, 2, 7, 8, 3, 4, 1, 5, 6}, loc);

@@ -62,6 +62,12 @@ namespace detail {
 TG_API void check_window_fits(const char* op, const Tensor& x, Pair kernel, Pair padding,
                               Pair dilation, Loc loc);
 
+/// The windows [N, C, OH, OW, KH, KW] of xp [N, C, H, W] as one strided view (MoveOp::Window):
+/// window (oh, ow) starts at row oh * stride, column ow * stride; tap (kh, kw) lies kh * dilation
+/// rows and kw * dilation columns on.
+TG_API Tensor window_view(const Tensor& xp, std::int64_t KH, std::int64_t KW, Pair stride,
+                          Pair dilation);
+
 /// The convolution of a padded, contiguous xp [N, C, H, W] with filters f [groups, O / groups,
 /// C / groups, KH, KW]: one reduction over a strided window view of xp (no columns), shaped
 /// [N, groups, O / groups, OH, OW, 1, 1, 1].
