@@ -88,6 +88,9 @@ template <class Model> void tg_step(benchmark::State& st, const tg::Shape& shape
     return;
   }
   for (auto _ : st) benchmark::DoNotOptimize(t->step());
+  tg::reset_stats();
+  t->step();
+  st.counters["kernels"] = double(tg::stats().kernels_launched); // launches of one step
   st.SetLabel(bench_device());
 }
 void tg_mlp_step(benchmark::State& st) { tg_step<MLP>(st, {kBatch, 784}); }

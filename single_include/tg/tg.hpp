@@ -3970,7 +3970,7 @@ inline constexpr const char* version = "0.1.0";
 // The pass list: every kernel tg runs, shows or plans is made by the functions of this file, in
 // this order, for a Target (a device's choices and dialect):
 //
-//   graph passes    fuse                                                 schedule_graph
+//   graph passes    fuse -> merge_outputs                                schedule_graph
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU, INTERP: contract
@@ -3998,8 +3998,8 @@ inline constexpr const char* version = "0.1.0";
 // fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
 // reduction is inlined into the one consumer that reads it back at the same index (an
 // elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
-// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
-// node.
+// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel fuse makes
+// materializes one node (merge_outputs.hpp then joins kernels that share their loops).
 
 // ---- tg/graph/graph.hpp ----
 #ifndef TG_SI_TG_GRAPH_GRAPH_HPP
@@ -4413,11 +4413,16 @@ struct FuseOptions {
   /// that reads the most tensors within the limit gets a buffer of its own, until every kernel
   /// fits. 0: no limit.
   int max_inputs = 0;
+  /// Kernels that loop over results of one shape share one kernel that writes each of them
+  /// (merge_outputs.hpp): Adam's moments and parameter, a product's pre-activation and
+  /// activation.
+  bool merge_outputs = true;
 };
 
 struct Kernel {
-  int root = -1;           // the node this kernel materializes
-  std::vector<int> inputs; // materialized nodes it reads (kernel parameters 1..n; 0 is the output)
+  int root = -1;            // the node whose shape the kernel loops over (outputs[0])
+  std::vector<int> outputs; // the nodes it materializes, root first (kernel parameters 0..n-1)
+  std::vector<int> inputs;  // materialized nodes it reads (the parameters after the outputs)
 };
 
 struct Schedule {
@@ -4644,6 +4649,7 @@ constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
     if (!s.materialized[i] || g.nodes[i].op == Op::Buffer) continue;
     Kernel k;
     k.root = int(i);
+    k.outputs = {int(i)};
     NodeFlags seen(g.size(), false);
     detail::collect_inputs(g, s.materialized, int(i), int(i), k.inputs, seen);
     s.kernels.push_back(std::move(k));
@@ -4666,17 +4672,15 @@ struct MemoryPlan {
 constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFlags& keep) {
   MemoryPlan p;
   p.slot.assign(g.size(), -1);
-  std::vector<int> last_use(g.size(), -1), kernel_of(g.size(), -1);
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    kernel_of[std::size_t(s.kernels[k].root)] = int(k);
+  std::vector<int> last_use(g.size(), -1);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k)
     for (int in : s.kernels[k].inputs) last_use[std::size_t(in)] = int(k);
-  }
   std::vector<int> free_slots;
   std::vector<std::vector<int>> release(s.kernels.size());
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    int root = s.kernels[k].root;
-    const Node& n = g[root];
-    if (!keep[std::size_t(root)]) {
+    for (int out : s.kernels[k].outputs) { // (a kernel's outputs take distinct slots)
+      if (keep[std::size_t(out)]) continue;
+      const Node& n = g[out];
       SInt bytes = prod(n.shape) * SInt(itemsize(n.dtype));
       int chosen = -1;
       for (std::size_t f = 0; f < free_slots.size(); ++f) {
@@ -4693,8 +4697,8 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
         chosen = int(p.slot_bytes.size());
         p.slot_bytes.push_back(bytes);
       }
-      p.slot[std::size_t(root)] = chosen;
-      int lu = last_use[std::size_t(root)];
+      p.slot[std::size_t(out)] = chosen;
+      int lu = last_use[std::size_t(out)];
       if (lu >= 0)
         release[std::size_t(lu)].push_back(chosen);
       else
@@ -4709,6 +4713,109 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
 
 } // namespace tg
 #endif // TG_SI_TG_SCHEDULE_MEMORY_HPP
+
+// ---- tg/schedule/merge_outputs.hpp ----
+#ifndef TG_SI_TG_SCHEDULE_MERGE_OUTPUTS_HPP
+#define TG_SI_TG_SCHEDULE_MERGE_OUTPUTS_HPP
+// merge_outputs: [Kernel] -> [Kernel]. A kernel joins an earlier one whose results have its shape
+// when it reads their values only at its own index: the joint kernel loops once and writes every
+// result, and the later one's reads of the earlier's become values in registers. Adam's moments
+// and its parameter update are one kernel per parameter (not three), and a product's
+// pre-activation and its activation one (not two, the second reading the first back).
+//
+// What may join: a kernel without reductions of its own (its value is elementwise ops of what it
+// reads), at the earlier kernel's shape, reading that kernel's results through elementwise ops
+// only (no view: a view would read other threads' elements). A kernel with reductions is joined
+// only by one that reads its results (its epilogue): two unrelated kernels in a product's loops
+// would slow it. The joint kernel runs where either of the two did, whichever keeps every kernel
+// after its inputs: at the later one's place when no kernel in between reads the earlier one's
+// results, else at the earlier one's when the later one's inputs are all made before it.
+
+namespace tg {
+
+namespace detail {
+constexpr bool contains(const std::vector<int>& v, int x) {
+  for (int y : v)
+    if (y == x) return true;
+  return false;
+}
+/// What a kernel computes with: whether it has reductions, and the materialized nodes it reads,
+/// each with whether it reads it only at its own index (through elementwise ops, no view).
+struct KernelReads {
+  bool reduces = false;
+  std::vector<std::pair<int, bool>> reads;
+};
+constexpr KernelReads kernel_reads(const Graph& g, const NodeFlags& mat, const Kernel& k) {
+  KernelReads r;
+  // (node, whether a view or a reduction lies between it and the output); each pair once
+  std::vector<std::pair<int, bool>> stack{{k.root, false}};
+  std::vector<std::uint8_t> seen(2 * g.size(), 0);
+  while (!stack.empty()) {
+    auto [n, moved] = stack.back();
+    stack.pop_back();
+    if (seen[2 * std::size_t(n) + moved]++) continue;
+    const Node& node = g[n];
+    if (n != k.root && mat[std::size_t(n)]) {
+      r.reads.push_back({n, !moved});
+      continue;
+    }
+    r.reduces = r.reduces || is_reduce(node.op);
+    const bool m = moved || node.op == Op::View || is_reduce(node.op);
+    for (int i = 0; i < node.nsrc(); ++i) stack.push_back({node.src[std::size_t(i)], m});
+  }
+  return r;
+}
+} // namespace detail
+
+/// The merge_outputs pass (see the top of this file). `max_params`: the most buffers a kernel may
+/// bind (0: no limit).
+constexpr Schedule merge_outputs(const Graph& g, Schedule s, int max_params = 0) {
+  std::vector<Kernel>& ks = s.kernels;
+  std::vector<bool> reduces; // per kernel
+  for (const Kernel& k : ks) reduces.push_back(detail::kernel_reads(g, s.materialized, k).reduces);
+  for (std::size_t j = 1; j < ks.size(); ++j) {
+    const Kernel& b = ks[j];
+    if (reduces[j]) continue;
+    const detail::KernelReads rb = detail::kernel_reads(g, s.materialized, b);
+    for (std::size_t i = j; i-- > 0;) {
+      const Kernel& a = ks[i];
+      if (!(g[a.root].shape == g[b.root].shape)) continue;
+      bool reads_a = false, aligned = true;
+      for (const auto& [n, at_own_index] : rb.reads)
+        if (detail::contains(a.outputs, n)) {
+          reads_a = true;
+          aligned = aligned && at_own_index;
+        }
+      if (!aligned || (reduces[i] && !reads_a)) continue;
+      Kernel joint = a;
+      for (int o : b.outputs) joint.outputs.push_back(o);
+      for (int in : b.inputs)
+        if (!detail::contains(a.outputs, in) && !detail::contains(joint.inputs, in))
+          joint.inputs.push_back(in);
+      if (max_params > 0 && joint.outputs.size() + joint.inputs.size() > std::size_t(max_params))
+        continue;
+      // where it may run: before every other reader of a's results (at b's place), or after every
+      // input of b (at a's)
+      bool at_b = true, at_a = true;
+      for (std::size_t k = i + 1; k < j; ++k) {
+        for (int in : ks[k].inputs) at_b = at_b && !detail::contains(a.outputs, in);
+        for (int o : ks[k].outputs) at_a = at_a && !detail::contains(b.inputs, o);
+      }
+      if (!at_b && !at_a) continue;
+      const std::size_t keep = at_b ? j : i, drop = at_b ? i : j;
+      ks[keep] = std::move(joint);
+      ks.erase(ks.begin() + std::ptrdiff_t(drop));
+      reduces[keep] = reduces[i];
+      reduces.erase(reduces.begin() + std::ptrdiff_t(drop));
+      --j; // (the next kernel is now at j)
+      break;
+    }
+  }
+  return s;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_SCHEDULE_MERGE_OUTPUTS_HPP
 
 // ---- tg/codegen/contract.hpp ----
 #ifndef TG_SI_TG_CODEGEN_CONTRACT_HPP
@@ -4794,7 +4901,8 @@ struct UOp {
 
 struct Program {
   std::vector<UOp> ops;
-  std::vector<DType> params; // storage dtype of each parameter; 0 is the output
+  std::vector<DType> params; // storage dtype of each parameter: the outputs, then the inputs
+  int outputs = 1;           // how many of the parameters it writes (the first ones)
   std::vector<Var> vars;     // symbolic sizes passed at launch
   SInt outer;                // size of the parallel range (the launcher splits [0, outer))
   SInt work;                 // iterations of the whole loop nest (for threading decisions)
@@ -5791,6 +5899,7 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
   Program r;
   r.ops = std::move(w.out);
   r.params = p.params;
+  r.outputs = p.outputs;
   r.vars = p.vars;
   r.outer = p.outer;
   r.work = p.work;
@@ -6387,7 +6496,9 @@ class Lowerer {
 public:
   constexpr Lowerer(const Graph& g, const Schedule& s, const Kernel& k, LowerOptions o = {})
       : g_(g), mat_(s.materialized), k_(k), opt_(o) {
-    params_.push_back(k.root);
+    params_ = k.outputs; // (a kernel made by hand may name its root only)
+    if (params_.empty()) params_.push_back(k.root);
+    nout_ = params_.size();
     for (int in : k.inputs) params_.push_back(in);
   }
 
@@ -6461,7 +6572,8 @@ public:
     }
     std::vector<Movement> to_loops{Movement{MoveOp::Reshape, m, {}}};
     ShapeTracker out = ShapeTracker::contiguous(root.shape).apply(to_loops);
-    int param0 = param(k_.root);
+    std::vector<int> out_params;
+    for (std::size_t o = 0; o < nout_; ++o) out_params.push_back(param(params_[o]));
     // lane_ = row * lanes + column of the tile
     auto tile_index = [&](std::size_t axis, std::int64_t size, std::int64_t at) {
       // named: argument order would vary by compiler (and between run time and constexpr)
@@ -6481,8 +6593,9 @@ public:
       return b_.alu(Op::Add, DType::Int64, base, offset);
     };
     // Every lane's value first, then the stores: a store between two lanes' loads may alias
-    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all.
-    std::vector<UOp> stores;
+    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all. Each
+    // output's stores together (every output has the root's shape: one index serves them all).
+    std::vector<std::vector<UOp>> stores(nout_);
     for (lane_ = 0; lane_ < rows * lanes; ++lane_) {
       std::vector<int> idx = ranges;
       if (lanes > 1) idx.back() = tile_index(ranges.size() - 1, lanes, lane_ % lanes);
@@ -6490,16 +6603,22 @@ public:
       out_idx_ = idx;
       space_idx_.assign(std::max<std::size_t>(space_idx_.size(), 1), {});
       space_idx_[0] = idx;
-      int v = value(k_.root, to_loops, 0);
-      auto [oi, ovalid] = index(out, idx);
-      (void)ovalid;
-      stores.push_back(UOp{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}});
+      for (std::size_t o = 0; o < nout_; ++o) {
+        const int node = params_[o];
+        int v = value(node, to_loops, 0);
+        auto [oi, ovalid] = index(out, idx);
+        (void)ovalid;
+        stores[o].push_back(
+            UOp{UKind::Store, Op::Add, g_[node].dtype, {out_params[o], oi, v}, {}, -1, {}});
+      }
     }
-    for (const UOp& st : stores) b_.add(st);
+    for (const auto& of_output : stores)
+      for (const UOp& st : of_output) b_.add(st);
     lane_ = 0;
 
     Program p = linearize(int(loops.size()));
     for (int pn : params_) p.params.push_back(g_[pn].dtype);
+    p.outputs = int(nout_);
     p.outer = loops[order[0]];
     p.overlapping = overlapping;
     // a hoisted reduction runs once per element of its own result
@@ -6573,7 +6692,7 @@ private:
     space_trackers_[0].push_back(ShapeTracker::contiguous(space_));
     std::vector<Movement> to_space;
     if (!(space_ == g_[k_.root].shape)) to_space.push_back(Movement{MoveOp::Reshape, space_, {}});
-    value(k_.root, to_space, 0);
+    for (std::size_t o = 0; o < nout_; ++o) value(params_[o], to_space, 0);
   }
   /// The finest shape that refines space_ and the shape every load's top view reshapes (without
   /// masks) into a view below it; space_ when there is none (LowerOptions::refine_views).
@@ -6642,6 +6761,12 @@ private:
     return false;
   }
 
+  /// Whether the kernel computes `node` (an output) rather than loading it.
+  constexpr bool computed_here(int node) const {
+    for (std::size_t o = 0; o < nout_; ++o)
+      if (params_[o] == node) return true;
+    return false;
+  }
   constexpr int param(int node) {
     for (std::size_t i = 0; i < params_.size(); ++i)
       if (params_[i] == node) {
@@ -6719,7 +6844,7 @@ private:
 
   constexpr int compute(int node, const std::vector<Movement>& pending, int space) {
     const Node& n = g_[node];
-    if ((node != k_.root && mat_[std::size_t(node)]) || n.op == Op::Const) {
+    if ((mat_[std::size_t(node)] && !computed_here(node)) || n.op == Op::Const) {
       ShapeTracker t = ShapeTracker::contiguous(n.shape).apply(pending);
       if (collecting_) {
         space_trackers_[std::size_t(space)].push_back(t);
@@ -7273,7 +7398,8 @@ private:
   const NodeFlags& mat_;
   const Kernel& k_;
   UOpBuilder b_;
-  std::vector<int> params_;
+  std::vector<int> params_; // the outputs, then the inputs
+  std::size_t nout_ = 1;
   std::vector<Var> vars_;
   bool collecting_ = false;
   std::vector<Memo> memo_;
@@ -9262,10 +9388,8 @@ struct CudaDialect : CFamily<CudaDialect> {
     t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
       << p.name.view() << '(';
     for (std::size_t k = 0; k < p.params.size(); ++k) {
-      if (k == 0)
-        t << type(p.params[k]) << "* __restrict__ b0";
-      else
-        t << ", const " << type(p.params[k]) << "* __restrict__ b" << k;
+      t << (k == 0 ? "" : ", ") << (int(k) < p.outputs ? "" : "const ") << type(p.params[k])
+        << "* __restrict__ b" << k;
     }
     t << ", long long tg_base, long long tg_start, long long tg_end";
     for (std::size_t k = 0; k < p.vars.size(); ++k) t << ", long long tg_var" << k;
@@ -9282,8 +9406,8 @@ struct CudaDialect : CFamily<CudaDialect> {
   static constexpr void comment(Text& t, std::string_view s) { t << " /* " << s << " */"; }
   static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
     if (u.kind == UKind::Param)
-      t << (u.arg == 0 ? "" : "const ") << type(u.dtype) << "* __restrict__ v" << std::int64_t(i)
-        << " = b" << std::int64_t(u.arg) << ";\n";
+      t << (u.arg < p.outputs ? "" : "const ") << type(u.dtype) << "* __restrict__ v"
+        << std::int64_t(i) << " = b" << std::int64_t(u.arg) << ";\n";
     else
       declare_launch(t, u, p, i);
   }
@@ -9470,9 +9594,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
       const UOp& u = p.ops[i];
       if (u.kind != UKind::Param) continue;
       t << "layout(std430, set = 0, binding = " << std::int64_t(u.arg) << ") "
-        << (u.arg == 0 ? "writeonly" : "readonly") << " restrict buffer tg_B" << std::int64_t(i)
-        << " { " << type(storage(u.dtype)) << " d[]; } v" << std::int64_t(i) << "; // "
-        << dtype_name(u.dtype) << '\n';
+        << (u.arg < p.outputs ? "writeonly" : "readonly") << " restrict buffer tg_B"
+        << std::int64_t(i) << " { " << type(storage(u.dtype)) << " d[]; } v" << std::int64_t(i)
+        << "; // " << dtype_name(u.dtype) << '\n';
     }
     t << "layout(push_constant) uniform tg_Launch { int64_t a[" << std::int64_t(3 + p.vars.size())
       << "]; } pc; // item base, outer start, outer end, sizes\n";
@@ -9735,7 +9859,7 @@ template <bool F16 = false> struct WgslDialect : CStyle<WgslDialect<F16>> {
     t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
     for (std::int64_t k = 0; k < n; ++k) {
       const DType d = p.params[std::size_t(k)];
-      const bool out = k == 0;
+      const bool out = k < p.outputs;
       t << "@group(0) @binding(" << k << ") var<storage, " << (out ? "read_write" : "read") << "> ";
       buffer(t, p, k);
       t << ": array<"
@@ -10012,6 +10136,7 @@ public:
     Program r;
     r.ops = std::move(out);
     r.params = in.params;
+    r.outputs = in.outputs;
     r.vars = in.vars;
     r.outer = SInt(blocks_);
     r.work = SInt(blocks_ * kThreads * ((k_ + s_.bk - 1) / s_.bk)); // loop iterations
@@ -10033,7 +10158,8 @@ private:
   std::vector<int> range_ops_;      // ordinal -> op
   std::vector<std::int64_t> ext_;   // ordinal -> extent
   std::vector<int> rows_, cols_, batch_, red_; // ordinals, outermost first
-  int acc_ = -1, x_ = -1, y_ = -1, store_ = -1, mul_ = -1;
+  int acc_ = -1, x_ = -1, y_ = -1, mul_ = -1;
+  std::vector<int> stores_; // (a kernel with several outputs: one store each, after the sum)
   std::int64_t m_ = 1, n_ = 1, k_ = 1, b_ = 1, blocks_ = 0;
   bool x_k_fast_ = true, y_k_fast_ = false; // which axis consecutive threads stage along
   bool tc_ = false; // on tensor cores: operands staged as 16-bit words, a row per row of A
@@ -10094,8 +10220,8 @@ private:
         aa = int(i);
         break;
       case UKind::Store:
-        if (store_ >= 0 || aa < 0) return false;
-        store_ = int(i);
+        if (aa < 0) return false;
+        stores_.push_back(int(i));
         break;
       case UKind::Param:
       case UKind::VarParam:
@@ -10115,7 +10241,7 @@ private:
             uses_acc_[i] |= uses_acc_[std::size_t(s)];
           }
     }
-    if (acc_ < 0 || aa < 0 || store_ < 0) return false;
+    if (acc_ < 0 || aa < 0 || stores_.empty()) return false;
     // the reduction's loops are those opened between the sum and its update
     std::vector<int> outs;
     for (std::size_t k = 0; k < range_ops_.size(); ++k) {
@@ -10136,9 +10262,11 @@ private:
     if (uses_acc_[std::size_t(x_)] || uses_acc_[std::size_t(y_)]) return false;
     std::uint64_t red_bits = 0;
     for (int k : red_) red_bits |= std::uint64_t(1) << k;
-    const UOp& st = op(store_);
-    if ((deps_[std::size_t(st.src[1])] | deps_[std::size_t(st.src[2])]) & red_bits) return false;
-    if (uses_acc_[std::size_t(st.src[1])]) return false;
+    for (int i : stores_) {
+      const UOp& st = op(i);
+      if ((deps_[std::size_t(st.src[1])] | deps_[std::size_t(st.src[2])]) & red_bits) return false;
+      if (uses_acc_[std::size_t(st.src[1])]) return false;
+    }
     // rows: output loops x reads and y does not; columns the other way; the rest a batch
     for (int k : outs) {
       const std::uint64_t bit = std::uint64_t(1) << k;
@@ -10434,10 +10562,9 @@ private:
     add(UOp{UKind::EndIf, Op::Add, DType::Bool, {in_range, -1, -1}, {}, -1, {}});
   }
 
-  /// The epilogue and the store of the output at (row, col) of the block's operands, where they
+  /// The epilogue and the stores of the outputs at (row, col) of the block's operands, where they
   /// are in range; `sum()` emits the output's sum.
   template <class Sum> constexpr void store(int row, int col, Sum&& sum) {
-    const UOp& st = op(store_);
     new_scope();
     int ok = -1;
     if (m_ % s_.bm) ok = alu(Op::CmpLt, DType::Bool, row, cint(m_));
@@ -10449,8 +10576,12 @@ private:
     split(rows_, row);
     split(cols_, col);
     new_acc_ = sum();
-    int idx = clone(st.src[1]), val = clone(st.src[2]);
-    add(UOp{UKind::Store, Op::Add, st.dtype, {map[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
+    for (int i : stores_) {
+      const UOp& st = op(i);
+      int idx = clone(st.src[1]), val = clone(st.src[2]);
+      add(UOp{
+          UKind::Store, Op::Add, st.dtype, {map[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
+    }
     if (guard >= 0) add(UOp{UKind::EndIf, Op::Add, DType::Bool, {guard, -1, -1}, {}, -1, {}});
   }
 
@@ -10604,7 +10735,12 @@ struct Target {
   }
   /// The schedule the static front end plans at compile time for every device (the fuser's and
   /// the lowering's defaults); each device runs its own device passes on it.
-  static constexpr Target portable() { return Target{}; }
+  /// Its plans keep one output per kernel (their tables: fixed/bridge.hpp).
+  static constexpr Target portable() {
+    Target t;
+    t.fuse.merge_outputs = false;
+    return t;
+  }
   /// The portable schedule and lowering finished by this target's device passes and dialect: what
   /// tg::Tensor(expr) runs on its device (fixed/bridge.hpp).
   constexpr Target planned() const {
@@ -10619,6 +10755,7 @@ struct Target {
     Target t = *this;
     t.fuse.row_reductions = false;
     t.fuse.broadcast_operand_min = 0;
+    t.fuse.merge_outputs = false;
     t.lower = gpu ? LowerOptions::off().for_gpu() : LowerOptions::off();
     t.launch.shared_tiles = false;
     t.lower.tile_lanes = lower.tile_lanes;
@@ -10662,6 +10799,8 @@ constexpr Text dump(const Graph& g, const Schedule& s) {
   for (const Kernel& k : s.kernels) {
     t << "  kernel %" << k.root << ' ' << op_name(g[k.root].op) << ' ';
     detail::write_shape(t, g[k.root].shape);
+    for (std::size_t o = 1; o < k.outputs.size(); ++o)
+      t << " %" << k.outputs[o] << ' ' << op_name(g[k.outputs[o]].op);
     t << " <-";
     for (int in : k.inputs) t << " %" << in;
     t << '\n';
@@ -10687,6 +10826,11 @@ constexpr Schedule schedule_graph(const Graph& g, const Target& t, Log&& log = {
   auto mark = log.start();
   Schedule s = fuse(g, t.fuse);
   log.done("fuse", mark, [&] { return dump(g, s); });
+  if (t.fuse.merge_outputs) {
+    mark = log.start();
+    s = merge_outputs(g, std::move(s), t.fuse.max_inputs > 0 ? t.fuse.max_inputs + 1 : 0);
+    log.done("merge_outputs", mark, [&] { return dump(g, s); });
+  }
   return s;
 }
 /// The second: which kernel results share temporary buffers (`keep[n]`: node n's result outlives
@@ -13929,9 +14073,9 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
   for (const Program& p : lowered) programs.push_back(finish_kernel(p, target));
   for (const KernelCode& c : programs) ptrs.push_back(&c);
   std::vector<std::shared_ptr<Runner>> runners = dev.prepare(ptrs);
-  // scratch buffers of zeros: the output, then the kernel's inputs
+  // scratch buffers of zeros: the outputs, then the kernel's inputs
   const Kernel& kernel = s.kernels[k];
-  std::vector<int> nodes{kernel.root};
+  std::vector<int> nodes = kernel.outputs;
   nodes.insert(nodes.end(), kernel.inputs.begin(), kernel.inputs.end());
   std::vector<std::unique_ptr<Buffer>> scratch;
   std::vector<void*> bufs;
@@ -13990,11 +14134,11 @@ inline Capture*& active_capture() {
 /// The constants a kernel computes with that the user's code made, one line each ("constant 2
 /// (`*` at main.cpp:12)"): a step of the trace starts with them, so a changed host value is named
 /// with its call site.
-inline std::string constant_sites(const Graph& g, const NodeFlags& materialized, int root,
+inline std::string constant_sites(const Graph& g, const NodeFlags& materialized, const Kernel& k,
                                   const std::vector<std::string>& sites) {
   std::string out;
   std::vector<std::uint8_t> seen(g.size(), 0);
-  std::vector<int> stack{root};
+  std::vector<int> stack = k.outputs;
   while (!stack.empty()) {
     int n = stack.back();
     stack.pop_back();
@@ -14016,10 +14160,15 @@ inline std::string constant_sites(const Graph& g, const NodeFlags& materialized,
 }
 
 /// Whether kernel `k` reads buffer node `b` only at the index it writes (elementwise paths, no
-/// views or reductions in between), so it may write its result into b's memory.
-inline bool reads_in_place(const Graph& g, const NodeFlags& mat, int root, int b) {
+/// views or reductions in between), so it may write its results into b's memory.
+inline bool reads_in_place(const Graph& g, const NodeFlags& mat, const Kernel& k, int b) {
+  const int root = k.root;
+  auto output = [&](int n) {
+    return std::find(k.outputs.begin(), k.outputs.end(), n) != k.outputs.end();
+  };
   // (node, whether a view or a reduction lies between it and the output)
-  std::vector<std::pair<int, bool>> stack{{root, false}};
+  std::vector<std::pair<int, bool>> stack;
+  for (int o : k.outputs) stack.push_back({o, false});
   std::vector<std::uint8_t> seen(2 * g.size(), 0);
   while (!stack.empty()) {
     auto [n, moved] = stack.back();
@@ -14028,7 +14177,7 @@ inline bool reads_in_place(const Graph& g, const NodeFlags& mat, int root, int b
       if (moved) return false;
       continue;
     }
-    if ((n != root && mat[std::size_t(n)]) || seen[2 * std::size_t(n) + moved]++) continue;
+    if ((mat[std::size_t(n)] && !output(n)) || seen[2 * std::size_t(n) + moved]++) continue;
     const Node& node = g[n];
     bool m = moved || node.op == Op::View || is_reduce(node.op) || !(node.shape == g[root].shape);
     for (int k = 0; k < node.nsrc(); ++k) stack.push_back({node.src[std::size_t(k)], m});
@@ -14316,7 +14465,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
       if (std::find(s.kernels[k].inputs.begin(), s.kernels[k].inputs.end(), int(i)) !=
               s.kernels[k].inputs.end() &&
           (cached->overlapping[k] ||
-           !detail::reads_in_place(g, s.materialized, s.kernels[k].root, int(i))))
+           !detail::reads_in_place(g, s.materialized, s.kernels[k], int(i))))
         return false;
     }
     return true;
@@ -14329,29 +14478,31 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   };
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
     const Kernel& kern = s.kernels[k];
-    const Node& root = g[kern.root];
-    std::int64_t numel = prod(root.shape).eval();
-    int slot = plan.slot[std::size_t(kern.root)];
-    const std::shared_ptr<Buffer>* target = targets ? &(*targets)[std::size_t(kern.root)] : nullptr;
-    if (target && *target) {
-      if (in_place(k, *target)) {
-        out.buffers[std::size_t(kern.root)] = *target;
+    for (int o : kern.outputs) {
+      const Node& n = g[o];
+      int slot = plan.slot[std::size_t(o)];
+      const std::shared_ptr<Buffer>* target = targets ? &(*targets)[std::size_t(o)] : nullptr;
+      if (target && *target) {
+        if (in_place(k, *target)) {
+          out.buffers[std::size_t(o)] = *target;
+        } else {
+          out.buffers[std::size_t(o)] =
+              std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
+          copies.push_back({*target, out.buffers[std::size_t(o)]});
+        }
+      } else if (slot >= 0) {
+        auto& t = temps[std::size_t(slot)];
+        if (!t)
+          t = std::make_shared<Buffer>(dev, DType::UInt8,
+                                       size_of(plan.slot_bytes[std::size_t(slot)]));
       } else {
-        out.buffers[std::size_t(kern.root)] =
-            std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
-        copies.push_back({*target, out.buffers[std::size_t(kern.root)]});
+        out.buffers[std::size_t(o)] =
+            std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
       }
-    } else if (slot >= 0) {
-      auto& t = temps[std::size_t(slot)];
-      if (!t)
-        t = std::make_shared<Buffer>(dev, DType::UInt8,
-                                     size_of(plan.slot_bytes[std::size_t(slot)]));
-    } else {
-      out.buffers[std::size_t(kern.root)] =
-          std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
     }
-    if (numel == 0) continue;
-    std::vector<void*> ptrs_k{buffer_of(kern.root)->ptr};
+    if (prod(g[kern.root].shape).eval() == 0) continue;
+    std::vector<void*> ptrs_k;
+    for (int o : kern.outputs) ptrs_k.push_back(buffer_of(o)->ptr);
     for (int in : kern.inputs) ptrs_k.push_back(buffer_of(in)->ptr);
     std::vector<std::int64_t> vars;
     std::vector<Var> kernel_vars = cached->vars[k];
@@ -14363,14 +14514,14 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     runners[k]->run(ptrs_k, vars);
     detail::stats_storage().kernels_launched++;
     if (detail::Trace* trace = detail::active_trace())
-      trace->steps.push_back(
-          "kernel " + runners[k]->name + "\n" +
-          (trace->sites.size() == g.size()
-               ? detail::constant_sites(g, s.materialized, kern.root, trace->sites)
-               : std::string()) +
-          runners[k]->source);
+      trace->steps.push_back("kernel " + runners[k]->name + "\n" +
+                             (trace->sites.size() == g.size()
+                                  ? detail::constant_sites(g, s.materialized, kern, trace->sites)
+                                  : std::string()) +
+                             runners[k]->source);
     if (capture) {
-      detail::Launch l{runners[k], {buffer_of(kern.root)}, kernel_vars, 0};
+      detail::Launch l{runners[k], {}, kernel_vars, 0};
+      for (int o : kern.outputs) l.buffers.push_back(buffer_of(o));
       for (int in : kern.inputs) l.buffers.push_back(buffer_of(in));
       capture->launches.push_back(std::move(l));
     }

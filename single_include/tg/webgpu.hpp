@@ -530,7 +530,8 @@ struct UOp {
 
 struct Program {
   std::vector<UOp> ops;
-  std::vector<DType> params; // storage dtype of each parameter; 0 is the output
+  std::vector<DType> params; // storage dtype of each parameter: the outputs, then the inputs
+  int outputs = 1;           // how many of the parameters it writes (the first ones)
   std::vector<Var> vars;     // symbolic sizes passed at launch
   SInt outer;                // size of the parallel range (the launcher splits [0, outer))
   SInt work;                 // iterations of the whole loop nest (for threading decisions)
@@ -895,6 +896,7 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
   Program r;
   r.ops = std::move(w.out);
   r.params = p.params;
+  r.outputs = p.outputs;
   r.vars = p.vars;
   r.outer = p.outer;
   r.work = p.work;
@@ -1901,7 +1903,7 @@ template <bool F16 = false> struct WgslDialect : CStyle<WgslDialect<F16>> {
     t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
     for (std::int64_t k = 0; k < n; ++k) {
       const DType d = p.params[std::size_t(k)];
-      const bool out = k == 0;
+      const bool out = k < p.outputs;
       t << "@group(0) @binding(" << k << ") var<storage, " << (out ? "read_write" : "read") << "> ";
       buffer(t, p, k);
       t << ": array<"
@@ -2157,7 +2159,7 @@ inline std::string temp_path(const std::string& stem) {
 // The pass list: every kernel tg runs, shows or plans is made by the functions of this file, in
 // this order, for a Target (a device's choices and dialect):
 //
-//   graph passes    fuse                                                 schedule_graph
+//   graph passes    fuse -> merge_outputs                                schedule_graph
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU, INTERP: contract
@@ -2185,8 +2187,8 @@ inline std::string temp_path(const std::string& stem) {
 // fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
 // reduction is inlined into the one consumer that reads it back at the same index (an
 // elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
-// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
-// node.
+// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel fuse makes
+// materializes one node (merge_outputs.hpp then joins kernels that share their loops).
 
 namespace tg {
 
@@ -2213,11 +2215,16 @@ struct FuseOptions {
   /// that reads the most tensors within the limit gets a buffer of its own, until every kernel
   /// fits. 0: no limit.
   int max_inputs = 0;
+  /// Kernels that loop over results of one shape share one kernel that writes each of them
+  /// (merge_outputs.hpp): Adam's moments and parameter, a product's pre-activation and
+  /// activation.
+  bool merge_outputs = true;
 };
 
 struct Kernel {
-  int root = -1;           // the node this kernel materializes
-  std::vector<int> inputs; // materialized nodes it reads (kernel parameters 1..n; 0 is the output)
+  int root = -1;            // the node whose shape the kernel loops over (outputs[0])
+  std::vector<int> outputs; // the nodes it materializes, root first (kernel parameters 0..n-1)
+  std::vector<int> inputs;  // materialized nodes it reads (the parameters after the outputs)
 };
 
 struct Schedule {
@@ -2444,6 +2451,7 @@ constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
     if (!s.materialized[i] || g.nodes[i].op == Op::Buffer) continue;
     Kernel k;
     k.root = int(i);
+    k.outputs = {int(i)};
     NodeFlags seen(g.size(), false);
     detail::collect_inputs(g, s.materialized, int(i), int(i), k.inputs, seen);
     s.kernels.push_back(std::move(k));
@@ -2466,17 +2474,15 @@ struct MemoryPlan {
 constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFlags& keep) {
   MemoryPlan p;
   p.slot.assign(g.size(), -1);
-  std::vector<int> last_use(g.size(), -1), kernel_of(g.size(), -1);
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    kernel_of[std::size_t(s.kernels[k].root)] = int(k);
+  std::vector<int> last_use(g.size(), -1);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k)
     for (int in : s.kernels[k].inputs) last_use[std::size_t(in)] = int(k);
-  }
   std::vector<int> free_slots;
   std::vector<std::vector<int>> release(s.kernels.size());
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    int root = s.kernels[k].root;
-    const Node& n = g[root];
-    if (!keep[std::size_t(root)]) {
+    for (int out : s.kernels[k].outputs) { // (a kernel's outputs take distinct slots)
+      if (keep[std::size_t(out)]) continue;
+      const Node& n = g[out];
       SInt bytes = prod(n.shape) * SInt(itemsize(n.dtype));
       int chosen = -1;
       for (std::size_t f = 0; f < free_slots.size(); ++f) {
@@ -2493,8 +2499,8 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
         chosen = int(p.slot_bytes.size());
         p.slot_bytes.push_back(bytes);
       }
-      p.slot[std::size_t(root)] = chosen;
-      int lu = last_use[std::size_t(root)];
+      p.slot[std::size_t(out)] = chosen;
+      int lu = last_use[std::size_t(out)];
       if (lu >= 0)
         release[std::size_t(lu)].push_back(chosen);
       else
@@ -2509,6 +2515,109 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
 
 } // namespace tg
 #endif // TG_SI_TG_SCHEDULE_MEMORY_HPP
+
+// ---- tg/schedule/merge_outputs.hpp ----
+#ifndef TG_SI_TG_SCHEDULE_MERGE_OUTPUTS_HPP
+#define TG_SI_TG_SCHEDULE_MERGE_OUTPUTS_HPP
+// merge_outputs: [Kernel] -> [Kernel]. A kernel joins an earlier one whose results have its shape
+// when it reads their values only at its own index: the joint kernel loops once and writes every
+// result, and the later one's reads of the earlier's become values in registers. Adam's moments
+// and its parameter update are one kernel per parameter (not three), and a product's
+// pre-activation and its activation one (not two, the second reading the first back).
+//
+// What may join: a kernel without reductions of its own (its value is elementwise ops of what it
+// reads), at the earlier kernel's shape, reading that kernel's results through elementwise ops
+// only (no view: a view would read other threads' elements). A kernel with reductions is joined
+// only by one that reads its results (its epilogue): two unrelated kernels in a product's loops
+// would slow it. The joint kernel runs where either of the two did, whichever keeps every kernel
+// after its inputs: at the later one's place when no kernel in between reads the earlier one's
+// results, else at the earlier one's when the later one's inputs are all made before it.
+
+namespace tg {
+
+namespace detail {
+constexpr bool contains(const std::vector<int>& v, int x) {
+  for (int y : v)
+    if (y == x) return true;
+  return false;
+}
+/// What a kernel computes with: whether it has reductions, and the materialized nodes it reads,
+/// each with whether it reads it only at its own index (through elementwise ops, no view).
+struct KernelReads {
+  bool reduces = false;
+  std::vector<std::pair<int, bool>> reads;
+};
+constexpr KernelReads kernel_reads(const Graph& g, const NodeFlags& mat, const Kernel& k) {
+  KernelReads r;
+  // (node, whether a view or a reduction lies between it and the output); each pair once
+  std::vector<std::pair<int, bool>> stack{{k.root, false}};
+  std::vector<std::uint8_t> seen(2 * g.size(), 0);
+  while (!stack.empty()) {
+    auto [n, moved] = stack.back();
+    stack.pop_back();
+    if (seen[2 * std::size_t(n) + moved]++) continue;
+    const Node& node = g[n];
+    if (n != k.root && mat[std::size_t(n)]) {
+      r.reads.push_back({n, !moved});
+      continue;
+    }
+    r.reduces = r.reduces || is_reduce(node.op);
+    const bool m = moved || node.op == Op::View || is_reduce(node.op);
+    for (int i = 0; i < node.nsrc(); ++i) stack.push_back({node.src[std::size_t(i)], m});
+  }
+  return r;
+}
+} // namespace detail
+
+/// The merge_outputs pass (see the top of this file). `max_params`: the most buffers a kernel may
+/// bind (0: no limit).
+constexpr Schedule merge_outputs(const Graph& g, Schedule s, int max_params = 0) {
+  std::vector<Kernel>& ks = s.kernels;
+  std::vector<bool> reduces; // per kernel
+  for (const Kernel& k : ks) reduces.push_back(detail::kernel_reads(g, s.materialized, k).reduces);
+  for (std::size_t j = 1; j < ks.size(); ++j) {
+    const Kernel& b = ks[j];
+    if (reduces[j]) continue;
+    const detail::KernelReads rb = detail::kernel_reads(g, s.materialized, b);
+    for (std::size_t i = j; i-- > 0;) {
+      const Kernel& a = ks[i];
+      if (!(g[a.root].shape == g[b.root].shape)) continue;
+      bool reads_a = false, aligned = true;
+      for (const auto& [n, at_own_index] : rb.reads)
+        if (detail::contains(a.outputs, n)) {
+          reads_a = true;
+          aligned = aligned && at_own_index;
+        }
+      if (!aligned || (reduces[i] && !reads_a)) continue;
+      Kernel joint = a;
+      for (int o : b.outputs) joint.outputs.push_back(o);
+      for (int in : b.inputs)
+        if (!detail::contains(a.outputs, in) && !detail::contains(joint.inputs, in))
+          joint.inputs.push_back(in);
+      if (max_params > 0 && joint.outputs.size() + joint.inputs.size() > std::size_t(max_params))
+        continue;
+      // where it may run: before every other reader of a's results (at b's place), or after every
+      // input of b (at a's)
+      bool at_b = true, at_a = true;
+      for (std::size_t k = i + 1; k < j; ++k) {
+        for (int in : ks[k].inputs) at_b = at_b && !detail::contains(a.outputs, in);
+        for (int o : ks[k].outputs) at_a = at_a && !detail::contains(b.inputs, o);
+      }
+      if (!at_b && !at_a) continue;
+      const std::size_t keep = at_b ? j : i, drop = at_b ? i : j;
+      ks[keep] = std::move(joint);
+      ks.erase(ks.begin() + std::ptrdiff_t(drop));
+      reduces[keep] = reduces[i];
+      reduces.erase(reduces.begin() + std::ptrdiff_t(drop));
+      --j; // (the next kernel is now at j)
+      break;
+    }
+  }
+  return s;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_SCHEDULE_MERGE_OUTPUTS_HPP
 
 // ---- tg/codegen/contract.hpp ----
 #ifndef TG_SI_TG_CODEGEN_CONTRACT_HPP
@@ -3685,7 +3794,9 @@ class Lowerer {
 public:
   constexpr Lowerer(const Graph& g, const Schedule& s, const Kernel& k, LowerOptions o = {})
       : g_(g), mat_(s.materialized), k_(k), opt_(o) {
-    params_.push_back(k.root);
+    params_ = k.outputs; // (a kernel made by hand may name its root only)
+    if (params_.empty()) params_.push_back(k.root);
+    nout_ = params_.size();
     for (int in : k.inputs) params_.push_back(in);
   }
 
@@ -3759,7 +3870,8 @@ public:
     }
     std::vector<Movement> to_loops{Movement{MoveOp::Reshape, m, {}}};
     ShapeTracker out = ShapeTracker::contiguous(root.shape).apply(to_loops);
-    int param0 = param(k_.root);
+    std::vector<int> out_params;
+    for (std::size_t o = 0; o < nout_; ++o) out_params.push_back(param(params_[o]));
     // lane_ = row * lanes + column of the tile
     auto tile_index = [&](std::size_t axis, std::int64_t size, std::int64_t at) {
       // named: argument order would vary by compiler (and between run time and constexpr)
@@ -3779,8 +3891,9 @@ public:
       return b_.alu(Op::Add, DType::Int64, base, offset);
     };
     // Every lane's value first, then the stores: a store between two lanes' loads may alias
-    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all.
-    std::vector<UOp> stores;
+    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all. Each
+    // output's stores together (every output has the root's shape: one index serves them all).
+    std::vector<std::vector<UOp>> stores(nout_);
     for (lane_ = 0; lane_ < rows * lanes; ++lane_) {
       std::vector<int> idx = ranges;
       if (lanes > 1) idx.back() = tile_index(ranges.size() - 1, lanes, lane_ % lanes);
@@ -3788,16 +3901,22 @@ public:
       out_idx_ = idx;
       space_idx_.assign(std::max<std::size_t>(space_idx_.size(), 1), {});
       space_idx_[0] = idx;
-      int v = value(k_.root, to_loops, 0);
-      auto [oi, ovalid] = index(out, idx);
-      (void)ovalid;
-      stores.push_back(UOp{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}});
+      for (std::size_t o = 0; o < nout_; ++o) {
+        const int node = params_[o];
+        int v = value(node, to_loops, 0);
+        auto [oi, ovalid] = index(out, idx);
+        (void)ovalid;
+        stores[o].push_back(
+            UOp{UKind::Store, Op::Add, g_[node].dtype, {out_params[o], oi, v}, {}, -1, {}});
+      }
     }
-    for (const UOp& st : stores) b_.add(st);
+    for (const auto& of_output : stores)
+      for (const UOp& st : of_output) b_.add(st);
     lane_ = 0;
 
     Program p = linearize(int(loops.size()));
     for (int pn : params_) p.params.push_back(g_[pn].dtype);
+    p.outputs = int(nout_);
     p.outer = loops[order[0]];
     p.overlapping = overlapping;
     // a hoisted reduction runs once per element of its own result
@@ -3871,7 +3990,7 @@ private:
     space_trackers_[0].push_back(ShapeTracker::contiguous(space_));
     std::vector<Movement> to_space;
     if (!(space_ == g_[k_.root].shape)) to_space.push_back(Movement{MoveOp::Reshape, space_, {}});
-    value(k_.root, to_space, 0);
+    for (std::size_t o = 0; o < nout_; ++o) value(params_[o], to_space, 0);
   }
   /// The finest shape that refines space_ and the shape every load's top view reshapes (without
   /// masks) into a view below it; space_ when there is none (LowerOptions::refine_views).
@@ -3940,6 +4059,12 @@ private:
     return false;
   }
 
+  /// Whether the kernel computes `node` (an output) rather than loading it.
+  constexpr bool computed_here(int node) const {
+    for (std::size_t o = 0; o < nout_; ++o)
+      if (params_[o] == node) return true;
+    return false;
+  }
   constexpr int param(int node) {
     for (std::size_t i = 0; i < params_.size(); ++i)
       if (params_[i] == node) {
@@ -4017,7 +4142,7 @@ private:
 
   constexpr int compute(int node, const std::vector<Movement>& pending, int space) {
     const Node& n = g_[node];
-    if ((node != k_.root && mat_[std::size_t(node)]) || n.op == Op::Const) {
+    if ((mat_[std::size_t(node)] && !computed_here(node)) || n.op == Op::Const) {
       ShapeTracker t = ShapeTracker::contiguous(n.shape).apply(pending);
       if (collecting_) {
         space_trackers_[std::size_t(space)].push_back(t);
@@ -4571,7 +4696,8 @@ private:
   const NodeFlags& mat_;
   const Kernel& k_;
   UOpBuilder b_;
-  std::vector<int> params_;
+  std::vector<int> params_; // the outputs, then the inputs
+  std::size_t nout_ = 1;
   std::vector<Var> vars_;
   bool collecting_ = false;
   std::vector<Memo> memo_;
@@ -5751,10 +5877,8 @@ struct CudaDialect : CFamily<CudaDialect> {
     t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
       << p.name.view() << '(';
     for (std::size_t k = 0; k < p.params.size(); ++k) {
-      if (k == 0)
-        t << type(p.params[k]) << "* __restrict__ b0";
-      else
-        t << ", const " << type(p.params[k]) << "* __restrict__ b" << k;
+      t << (k == 0 ? "" : ", ") << (int(k) < p.outputs ? "" : "const ") << type(p.params[k])
+        << "* __restrict__ b" << k;
     }
     t << ", long long tg_base, long long tg_start, long long tg_end";
     for (std::size_t k = 0; k < p.vars.size(); ++k) t << ", long long tg_var" << k;
@@ -5771,8 +5895,8 @@ struct CudaDialect : CFamily<CudaDialect> {
   static constexpr void comment(Text& t, std::string_view s) { t << " /* " << s << " */"; }
   static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
     if (u.kind == UKind::Param)
-      t << (u.arg == 0 ? "" : "const ") << type(u.dtype) << "* __restrict__ v" << std::int64_t(i)
-        << " = b" << std::int64_t(u.arg) << ";\n";
+      t << (u.arg < p.outputs ? "" : "const ") << type(u.dtype) << "* __restrict__ v"
+        << std::int64_t(i) << " = b" << std::int64_t(u.arg) << ";\n";
     else
       declare_launch(t, u, p, i);
   }
@@ -5959,9 +6083,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
       const UOp& u = p.ops[i];
       if (u.kind != UKind::Param) continue;
       t << "layout(std430, set = 0, binding = " << std::int64_t(u.arg) << ") "
-        << (u.arg == 0 ? "writeonly" : "readonly") << " restrict buffer tg_B" << std::int64_t(i)
-        << " { " << type(storage(u.dtype)) << " d[]; } v" << std::int64_t(i) << "; // "
-        << dtype_name(u.dtype) << '\n';
+        << (u.arg < p.outputs ? "writeonly" : "readonly") << " restrict buffer tg_B"
+        << std::int64_t(i) << " { " << type(storage(u.dtype)) << " d[]; } v" << std::int64_t(i)
+        << "; // " << dtype_name(u.dtype) << '\n';
     }
     t << "layout(push_constant) uniform tg_Launch { int64_t a[" << std::int64_t(3 + p.vars.size())
       << "]; } pc; // item base, outer start, outer end, sizes\n";
@@ -6287,6 +6411,7 @@ public:
     Program r;
     r.ops = std::move(out);
     r.params = in.params;
+    r.outputs = in.outputs;
     r.vars = in.vars;
     r.outer = SInt(blocks_);
     r.work = SInt(blocks_ * kThreads * ((k_ + s_.bk - 1) / s_.bk)); // loop iterations
@@ -6308,7 +6433,8 @@ private:
   std::vector<int> range_ops_;      // ordinal -> op
   std::vector<std::int64_t> ext_;   // ordinal -> extent
   std::vector<int> rows_, cols_, batch_, red_; // ordinals, outermost first
-  int acc_ = -1, x_ = -1, y_ = -1, store_ = -1, mul_ = -1;
+  int acc_ = -1, x_ = -1, y_ = -1, mul_ = -1;
+  std::vector<int> stores_; // (a kernel with several outputs: one store each, after the sum)
   std::int64_t m_ = 1, n_ = 1, k_ = 1, b_ = 1, blocks_ = 0;
   bool x_k_fast_ = true, y_k_fast_ = false; // which axis consecutive threads stage along
   bool tc_ = false; // on tensor cores: operands staged as 16-bit words, a row per row of A
@@ -6369,8 +6495,8 @@ private:
         aa = int(i);
         break;
       case UKind::Store:
-        if (store_ >= 0 || aa < 0) return false;
-        store_ = int(i);
+        if (aa < 0) return false;
+        stores_.push_back(int(i));
         break;
       case UKind::Param:
       case UKind::VarParam:
@@ -6390,7 +6516,7 @@ private:
             uses_acc_[i] |= uses_acc_[std::size_t(s)];
           }
     }
-    if (acc_ < 0 || aa < 0 || store_ < 0) return false;
+    if (acc_ < 0 || aa < 0 || stores_.empty()) return false;
     // the reduction's loops are those opened between the sum and its update
     std::vector<int> outs;
     for (std::size_t k = 0; k < range_ops_.size(); ++k) {
@@ -6411,9 +6537,11 @@ private:
     if (uses_acc_[std::size_t(x_)] || uses_acc_[std::size_t(y_)]) return false;
     std::uint64_t red_bits = 0;
     for (int k : red_) red_bits |= std::uint64_t(1) << k;
-    const UOp& st = op(store_);
-    if ((deps_[std::size_t(st.src[1])] | deps_[std::size_t(st.src[2])]) & red_bits) return false;
-    if (uses_acc_[std::size_t(st.src[1])]) return false;
+    for (int i : stores_) {
+      const UOp& st = op(i);
+      if ((deps_[std::size_t(st.src[1])] | deps_[std::size_t(st.src[2])]) & red_bits) return false;
+      if (uses_acc_[std::size_t(st.src[1])]) return false;
+    }
     // rows: output loops x reads and y does not; columns the other way; the rest a batch
     for (int k : outs) {
       const std::uint64_t bit = std::uint64_t(1) << k;
@@ -6709,10 +6837,9 @@ private:
     add(UOp{UKind::EndIf, Op::Add, DType::Bool, {in_range, -1, -1}, {}, -1, {}});
   }
 
-  /// The epilogue and the store of the output at (row, col) of the block's operands, where they
+  /// The epilogue and the stores of the outputs at (row, col) of the block's operands, where they
   /// are in range; `sum()` emits the output's sum.
   template <class Sum> constexpr void store(int row, int col, Sum&& sum) {
-    const UOp& st = op(store_);
     new_scope();
     int ok = -1;
     if (m_ % s_.bm) ok = alu(Op::CmpLt, DType::Bool, row, cint(m_));
@@ -6724,8 +6851,12 @@ private:
     split(rows_, row);
     split(cols_, col);
     new_acc_ = sum();
-    int idx = clone(st.src[1]), val = clone(st.src[2]);
-    add(UOp{UKind::Store, Op::Add, st.dtype, {map[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
+    for (int i : stores_) {
+      const UOp& st = op(i);
+      int idx = clone(st.src[1]), val = clone(st.src[2]);
+      add(UOp{
+          UKind::Store, Op::Add, st.dtype, {map[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
+    }
     if (guard >= 0) add(UOp{UKind::EndIf, Op::Add, DType::Bool, {guard, -1, -1}, {}, -1, {}});
   }
 
@@ -6879,7 +7010,12 @@ struct Target {
   }
   /// The schedule the static front end plans at compile time for every device (the fuser's and
   /// the lowering's defaults); each device runs its own device passes on it.
-  static constexpr Target portable() { return Target{}; }
+  /// Its plans keep one output per kernel (their tables: fixed/bridge.hpp).
+  static constexpr Target portable() {
+    Target t;
+    t.fuse.merge_outputs = false;
+    return t;
+  }
   /// The portable schedule and lowering finished by this target's device passes and dialect: what
   /// tg::Tensor(expr) runs on its device (fixed/bridge.hpp).
   constexpr Target planned() const {
@@ -6894,6 +7030,7 @@ struct Target {
     Target t = *this;
     t.fuse.row_reductions = false;
     t.fuse.broadcast_operand_min = 0;
+    t.fuse.merge_outputs = false;
     t.lower = gpu ? LowerOptions::off().for_gpu() : LowerOptions::off();
     t.launch.shared_tiles = false;
     t.lower.tile_lanes = lower.tile_lanes;
@@ -6937,6 +7074,8 @@ constexpr Text dump(const Graph& g, const Schedule& s) {
   for (const Kernel& k : s.kernels) {
     t << "  kernel %" << k.root << ' ' << op_name(g[k.root].op) << ' ';
     detail::write_shape(t, g[k.root].shape);
+    for (std::size_t o = 1; o < k.outputs.size(); ++o)
+      t << " %" << k.outputs[o] << ' ' << op_name(g[k.outputs[o]].op);
     t << " <-";
     for (int in : k.inputs) t << " %" << in;
     t << '\n';
@@ -6962,6 +7101,11 @@ constexpr Schedule schedule_graph(const Graph& g, const Target& t, Log&& log = {
   auto mark = log.start();
   Schedule s = fuse(g, t.fuse);
   log.done("fuse", mark, [&] { return dump(g, s); });
+  if (t.fuse.merge_outputs) {
+    mark = log.start();
+    s = merge_outputs(g, std::move(s), t.fuse.max_inputs > 0 ? t.fuse.max_inputs + 1 : 0);
+    log.done("merge_outputs", mark, [&] { return dump(g, s); });
+  }
   return s;
 }
 /// The second: which kernel results share temporary buffers (`keep[n]`: node n's result outlives
@@ -7905,8 +8049,9 @@ public:
   std::string cannot_run(const Program& p) const {
     if (p.params.size() > limits_.max_storage_buffers_per_shader_stage)
       return "tg: WEBGPU (" + description_ + ") cannot run kernel " + std::string(p.name.view()) +
-             ": it reads " + std::to_string(p.params.size() - 1) +
-             " tensors and writes one, and the device binds at most " +
+             ": it reads " + std::to_string(p.params.size() - std::size_t(p.outputs)) +
+             " tensors and writes " + std::to_string(p.outputs) +
+             ", and the device binds at most " +
              std::to_string(limits_.max_storage_buffers_per_shader_stage) +
              " storage buffers per shader stage (maxStorageBuffersPerShaderStage)";
     return "";

@@ -255,6 +255,7 @@ constexpr Program gpu_program(const Program& p, GpuOptions o = {}) {
   Program r;
   r.ops = std::move(w.out);
   r.params = p.params;
+  r.outputs = p.outputs;
   r.vars = p.vars;
   r.outer = p.outer;
   r.work = p.work;

@@ -71,7 +71,8 @@ struct UOp {
 
 struct Program {
   std::vector<UOp> ops;
-  std::vector<DType> params; // storage dtype of each parameter; 0 is the output
+  std::vector<DType> params; // storage dtype of each parameter: the outputs, then the inputs
+  int outputs = 1;           // how many of the parameters it writes (the first ones)
   std::vector<Var> vars;     // symbolic sizes passed at launch
   SInt outer;                // size of the parallel range (the launcher splits [0, outer))
   SInt work;                 // iterations of the whole loop nest (for threading decisions)

@@ -17,7 +17,9 @@ class Lowerer {
 public:
   constexpr Lowerer(const Graph& g, const Schedule& s, const Kernel& k, LowerOptions o = {})
       : g_(g), mat_(s.materialized), k_(k), opt_(o) {
-    params_.push_back(k.root);
+    params_ = k.outputs; // (a kernel made by hand may name its root only)
+    if (params_.empty()) params_.push_back(k.root);
+    nout_ = params_.size();
     for (int in : k.inputs) params_.push_back(in);
   }
 
@@ -91,7 +93,8 @@ public:
     }
     std::vector<Movement> to_loops{Movement{MoveOp::Reshape, m, {}}};
     ShapeTracker out = ShapeTracker::contiguous(root.shape).apply(to_loops);
-    int param0 = param(k_.root);
+    std::vector<int> out_params;
+    for (std::size_t o = 0; o < nout_; ++o) out_params.push_back(param(params_[o]));
     // lane_ = row * lanes + column of the tile
     auto tile_index = [&](std::size_t axis, std::int64_t size, std::int64_t at) {
       // named: argument order would vary by compiler (and between run time and constexpr)
@@ -111,8 +114,9 @@ public:
       return b_.alu(Op::Add, DType::Int64, base, offset);
     };
     // Every lane's value first, then the stores: a store between two lanes' loads may alias
-    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all.
-    std::vector<UOp> stores;
+    // them for all the C compiler knows, which kept GCC from vectorizing the lanes at all. Each
+    // output's stores together (every output has the root's shape: one index serves them all).
+    std::vector<std::vector<UOp>> stores(nout_);
     for (lane_ = 0; lane_ < rows * lanes; ++lane_) {
       std::vector<int> idx = ranges;
       if (lanes > 1) idx.back() = tile_index(ranges.size() - 1, lanes, lane_ % lanes);
@@ -120,16 +124,22 @@ public:
       out_idx_ = idx;
       space_idx_.assign(std::max<std::size_t>(space_idx_.size(), 1), {});
       space_idx_[0] = idx;
-      int v = value(k_.root, to_loops, 0);
-      auto [oi, ovalid] = index(out, idx);
-      (void)ovalid;
-      stores.push_back(UOp{UKind::Store, Op::Add, root.dtype, {param0, oi, v}, {}, -1, {}});
+      for (std::size_t o = 0; o < nout_; ++o) {
+        const int node = params_[o];
+        int v = value(node, to_loops, 0);
+        auto [oi, ovalid] = index(out, idx);
+        (void)ovalid;
+        stores[o].push_back(
+            UOp{UKind::Store, Op::Add, g_[node].dtype, {out_params[o], oi, v}, {}, -1, {}});
+      }
     }
-    for (const UOp& st : stores) b_.add(st);
+    for (const auto& of_output : stores)
+      for (const UOp& st : of_output) b_.add(st);
     lane_ = 0;
 
     Program p = linearize(int(loops.size()));
     for (int pn : params_) p.params.push_back(g_[pn].dtype);
+    p.outputs = int(nout_);
     p.outer = loops[order[0]];
     p.overlapping = overlapping;
     // a hoisted reduction runs once per element of its own result
@@ -203,7 +213,7 @@ private:
     space_trackers_[0].push_back(ShapeTracker::contiguous(space_));
     std::vector<Movement> to_space;
     if (!(space_ == g_[k_.root].shape)) to_space.push_back(Movement{MoveOp::Reshape, space_, {}});
-    value(k_.root, to_space, 0);
+    for (std::size_t o = 0; o < nout_; ++o) value(params_[o], to_space, 0);
   }
   /// The finest shape that refines space_ and the shape every load's top view reshapes (without
   /// masks) into a view below it; space_ when there is none (LowerOptions::refine_views).
@@ -272,6 +282,12 @@ private:
     return false;
   }
 
+  /// Whether the kernel computes `node` (an output) rather than loading it.
+  constexpr bool computed_here(int node) const {
+    for (std::size_t o = 0; o < nout_; ++o)
+      if (params_[o] == node) return true;
+    return false;
+  }
   constexpr int param(int node) {
     for (std::size_t i = 0; i < params_.size(); ++i)
       if (params_[i] == node) {
@@ -349,7 +365,7 @@ private:
 
   constexpr int compute(int node, const std::vector<Movement>& pending, int space) {
     const Node& n = g_[node];
-    if ((node != k_.root && mat_[std::size_t(node)]) || n.op == Op::Const) {
+    if ((mat_[std::size_t(node)] && !computed_here(node)) || n.op == Op::Const) {
       ShapeTracker t = ShapeTracker::contiguous(n.shape).apply(pending);
       if (collecting_) {
         space_trackers_[std::size_t(space)].push_back(t);
@@ -903,7 +919,8 @@ private:
   const NodeFlags& mat_;
   const Kernel& k_;
   UOpBuilder b_;
-  std::vector<int> params_;
+  std::vector<int> params_; // the outputs, then the inputs
+  std::size_t nout_ = 1;
   std::vector<Var> vars_;
   bool collecting_ = false;
   std::vector<Memo> memo_;

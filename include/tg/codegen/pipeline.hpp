@@ -2,7 +2,7 @@
 // The pass list: every kernel tg runs, shows or plans is made by the functions of this file, in
 // this order, for a Target (a device's choices and dialect):
 //
-//   graph passes    fuse                                                 schedule_graph
+//   graph passes    fuse -> merge_outputs                                schedule_graph
 //                   -> plan_memory                                       plan_buffers
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU, INTERP: contract
@@ -17,6 +17,7 @@
 // what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
 // result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
 #include "../schedule/memory.hpp"
+#include "../schedule/merge_outputs.hpp"
 #include "contract.hpp"
 #include "decompose.hpp"
 #include "gpu_program.hpp"
@@ -124,7 +125,12 @@ struct Target {
   }
   /// The schedule the static front end plans at compile time for every device (the fuser's and
   /// the lowering's defaults); each device runs its own device passes on it.
-  static constexpr Target portable() { return Target{}; }
+  /// Its plans keep one output per kernel (their tables: fixed/bridge.hpp).
+  static constexpr Target portable() {
+    Target t;
+    t.fuse.merge_outputs = false;
+    return t;
+  }
   /// The portable schedule and lowering finished by this target's device passes and dialect: what
   /// tg::Tensor(expr) runs on its device (fixed/bridge.hpp).
   constexpr Target planned() const {
@@ -139,6 +145,7 @@ struct Target {
     Target t = *this;
     t.fuse.row_reductions = false;
     t.fuse.broadcast_operand_min = 0;
+    t.fuse.merge_outputs = false;
     t.lower = gpu ? LowerOptions::off().for_gpu() : LowerOptions::off();
     t.launch.shared_tiles = false;
     t.lower.tile_lanes = lower.tile_lanes;
@@ -182,6 +189,8 @@ constexpr Text dump(const Graph& g, const Schedule& s) {
   for (const Kernel& k : s.kernels) {
     t << "  kernel %" << k.root << ' ' << op_name(g[k.root].op) << ' ';
     detail::write_shape(t, g[k.root].shape);
+    for (std::size_t o = 1; o < k.outputs.size(); ++o)
+      t << " %" << k.outputs[o] << ' ' << op_name(g[k.outputs[o]].op);
     t << " <-";
     for (int in : k.inputs) t << " %" << in;
     t << '\n';
@@ -207,6 +216,11 @@ constexpr Schedule schedule_graph(const Graph& g, const Target& t, Log&& log = {
   auto mark = log.start();
   Schedule s = fuse(g, t.fuse);
   log.done("fuse", mark, [&] { return dump(g, s); });
+  if (t.fuse.merge_outputs) {
+    mark = log.start();
+    s = merge_outputs(g, std::move(s), t.fuse.max_inputs > 0 ? t.fuse.max_inputs + 1 : 0);
+    log.done("merge_outputs", mark, [&] { return dump(g, s); });
+  }
   return s;
 }
 /// The second: which kernel results share temporary buffers (`keep[n]`: node n's result outlives

@@ -122,10 +122,8 @@ struct CudaDialect : CFamily<CudaDialect> {
     t << "extern \"C\" __global__ void __launch_bounds__(" << std::int64_t(p.local) << ") "
       << p.name.view() << '(';
     for (std::size_t k = 0; k < p.params.size(); ++k) {
-      if (k == 0)
-        t << type(p.params[k]) << "* __restrict__ b0";
-      else
-        t << ", const " << type(p.params[k]) << "* __restrict__ b" << k;
+      t << (k == 0 ? "" : ", ") << (int(k) < p.outputs ? "" : "const ") << type(p.params[k])
+        << "* __restrict__ b" << k;
     }
     t << ", long long tg_base, long long tg_start, long long tg_end";
     for (std::size_t k = 0; k < p.vars.size(); ++k) t << ", long long tg_var" << k;
@@ -142,8 +140,8 @@ struct CudaDialect : CFamily<CudaDialect> {
   static constexpr void comment(Text& t, std::string_view s) { t << " /* " << s << " */"; }
   static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
     if (u.kind == UKind::Param)
-      t << (u.arg == 0 ? "" : "const ") << type(u.dtype) << "* __restrict__ v" << std::int64_t(i)
-        << " = b" << std::int64_t(u.arg) << ";\n";
+      t << (u.arg < p.outputs ? "" : "const ") << type(u.dtype) << "* __restrict__ v"
+        << std::int64_t(i) << " = b" << std::int64_t(u.arg) << ";\n";
     else
       declare_launch(t, u, p, i);
   }

@@ -167,9 +167,9 @@ template <bool Subgroups, bool Exact> struct GlslDialect : CStyle<GlslDialect<Su
       const UOp& u = p.ops[i];
       if (u.kind != UKind::Param) continue;
       t << "layout(std430, set = 0, binding = " << std::int64_t(u.arg) << ") "
-        << (u.arg == 0 ? "writeonly" : "readonly") << " restrict buffer tg_B" << std::int64_t(i)
-        << " { " << type(storage(u.dtype)) << " d[]; } v" << std::int64_t(i) << "; // "
-        << dtype_name(u.dtype) << '\n';
+        << (u.arg < p.outputs ? "writeonly" : "readonly") << " restrict buffer tg_B"
+        << std::int64_t(i) << " { " << type(storage(u.dtype)) << " d[]; } v" << std::int64_t(i)
+        << "; // " << dtype_name(u.dtype) << '\n';
     }
     t << "layout(push_constant) uniform tg_Launch { int64_t a[" << std::int64_t(3 + p.vars.size())
       << "]; } pc; // item base, outer start, outer end, sizes\n";

@@ -159,7 +159,7 @@ template <bool F16 = false> struct WgslDialect : CStyle<WgslDialect<F16>> {
     t << "fn tg_f(b: u32) -> f32 { return bitcast<f32>(b); }\n";
     for (std::int64_t k = 0; k < n; ++k) {
       const DType d = p.params[std::size_t(k)];
-      const bool out = k == 0;
+      const bool out = k < p.outputs;
       t << "@group(0) @binding(" << k << ") var<storage, " << (out ? "read_write" : "read") << "> ";
       buffer(t, p, k);
       t << ": array<"

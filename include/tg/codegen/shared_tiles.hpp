@@ -39,6 +39,7 @@ public:
     Program r;
     r.ops = std::move(out);
     r.params = in.params;
+    r.outputs = in.outputs;
     r.vars = in.vars;
     r.outer = SInt(blocks_);
     r.work = SInt(blocks_ * kThreads * ((k_ + s_.bk - 1) / s_.bk)); // loop iterations
@@ -60,7 +61,8 @@ private:
   std::vector<int> range_ops_;      // ordinal -> op
   std::vector<std::int64_t> ext_;   // ordinal -> extent
   std::vector<int> rows_, cols_, batch_, red_; // ordinals, outermost first
-  int acc_ = -1, x_ = -1, y_ = -1, store_ = -1, mul_ = -1;
+  int acc_ = -1, x_ = -1, y_ = -1, mul_ = -1;
+  std::vector<int> stores_; // (a kernel with several outputs: one store each, after the sum)
   std::int64_t m_ = 1, n_ = 1, k_ = 1, b_ = 1, blocks_ = 0;
   bool x_k_fast_ = true, y_k_fast_ = false; // which axis consecutive threads stage along
   bool tc_ = false; // on tensor cores: operands staged as 16-bit words, a row per row of A
@@ -121,8 +123,8 @@ private:
         aa = int(i);
         break;
       case UKind::Store:
-        if (store_ >= 0 || aa < 0) return false;
-        store_ = int(i);
+        if (aa < 0) return false;
+        stores_.push_back(int(i));
         break;
       case UKind::Param:
       case UKind::VarParam:
@@ -142,7 +144,7 @@ private:
             uses_acc_[i] |= uses_acc_[std::size_t(s)];
           }
     }
-    if (acc_ < 0 || aa < 0 || store_ < 0) return false;
+    if (acc_ < 0 || aa < 0 || stores_.empty()) return false;
     // the reduction's loops are those opened between the sum and its update
     std::vector<int> outs;
     for (std::size_t k = 0; k < range_ops_.size(); ++k) {
@@ -163,9 +165,11 @@ private:
     if (uses_acc_[std::size_t(x_)] || uses_acc_[std::size_t(y_)]) return false;
     std::uint64_t red_bits = 0;
     for (int k : red_) red_bits |= std::uint64_t(1) << k;
-    const UOp& st = op(store_);
-    if ((deps_[std::size_t(st.src[1])] | deps_[std::size_t(st.src[2])]) & red_bits) return false;
-    if (uses_acc_[std::size_t(st.src[1])]) return false;
+    for (int i : stores_) {
+      const UOp& st = op(i);
+      if ((deps_[std::size_t(st.src[1])] | deps_[std::size_t(st.src[2])]) & red_bits) return false;
+      if (uses_acc_[std::size_t(st.src[1])]) return false;
+    }
     // rows: output loops x reads and y does not; columns the other way; the rest a batch
     for (int k : outs) {
       const std::uint64_t bit = std::uint64_t(1) << k;
@@ -461,10 +465,9 @@ private:
     add(UOp{UKind::EndIf, Op::Add, DType::Bool, {in_range, -1, -1}, {}, -1, {}});
   }
 
-  /// The epilogue and the store of the output at (row, col) of the block's operands, where they
+  /// The epilogue and the stores of the outputs at (row, col) of the block's operands, where they
   /// are in range; `sum()` emits the output's sum.
   template <class Sum> constexpr void store(int row, int col, Sum&& sum) {
-    const UOp& st = op(store_);
     new_scope();
     int ok = -1;
     if (m_ % s_.bm) ok = alu(Op::CmpLt, DType::Bool, row, cint(m_));
@@ -476,8 +479,12 @@ private:
     split(rows_, row);
     split(cols_, col);
     new_acc_ = sum();
-    int idx = clone(st.src[1]), val = clone(st.src[2]);
-    add(UOp{UKind::Store, Op::Add, st.dtype, {map[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
+    for (int i : stores_) {
+      const UOp& st = op(i);
+      int idx = clone(st.src[1]), val = clone(st.src[2]);
+      add(UOp{
+          UKind::Store, Op::Add, st.dtype, {map[std::size_t(st.src[0])], idx, val}, {}, -1, {}});
+    }
     if (guard >= 0) add(UOp{UKind::EndIf, Op::Add, DType::Bool, {guard, -1, -1}, {}, -1, {}});
   }
 

@@ -134,9 +134,9 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
   for (const Program& p : lowered) programs.push_back(finish_kernel(p, target));
   for (const KernelCode& c : programs) ptrs.push_back(&c);
   std::vector<std::shared_ptr<Runner>> runners = dev.prepare(ptrs);
-  // scratch buffers of zeros: the output, then the kernel's inputs
+  // scratch buffers of zeros: the outputs, then the kernel's inputs
   const Kernel& kernel = s.kernels[k];
-  std::vector<int> nodes{kernel.root};
+  std::vector<int> nodes = kernel.outputs;
   nodes.insert(nodes.end(), kernel.inputs.begin(), kernel.inputs.end());
   std::vector<std::unique_ptr<Buffer>> scratch;
   std::vector<void*> bufs;

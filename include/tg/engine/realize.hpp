@@ -44,11 +44,11 @@ inline Capture*& active_capture() {
 /// The constants a kernel computes with that the user's code made, one line each ("constant 2
 /// (`*` at main.cpp:12)"): a step of the trace starts with them, so a changed host value is named
 /// with its call site.
-inline std::string constant_sites(const Graph& g, const NodeFlags& materialized, int root,
+inline std::string constant_sites(const Graph& g, const NodeFlags& materialized, const Kernel& k,
                                   const std::vector<std::string>& sites) {
   std::string out;
   std::vector<std::uint8_t> seen(g.size(), 0);
-  std::vector<int> stack{root};
+  std::vector<int> stack = k.outputs;
   while (!stack.empty()) {
     int n = stack.back();
     stack.pop_back();
@@ -70,10 +70,15 @@ inline std::string constant_sites(const Graph& g, const NodeFlags& materialized,
 }
 
 /// Whether kernel `k` reads buffer node `b` only at the index it writes (elementwise paths, no
-/// views or reductions in between), so it may write its result into b's memory.
-inline bool reads_in_place(const Graph& g, const NodeFlags& mat, int root, int b) {
+/// views or reductions in between), so it may write its results into b's memory.
+inline bool reads_in_place(const Graph& g, const NodeFlags& mat, const Kernel& k, int b) {
+  const int root = k.root;
+  auto output = [&](int n) {
+    return std::find(k.outputs.begin(), k.outputs.end(), n) != k.outputs.end();
+  };
   // (node, whether a view or a reduction lies between it and the output)
-  std::vector<std::pair<int, bool>> stack{{root, false}};
+  std::vector<std::pair<int, bool>> stack;
+  for (int o : k.outputs) stack.push_back({o, false});
   std::vector<std::uint8_t> seen(2 * g.size(), 0);
   while (!stack.empty()) {
     auto [n, moved] = stack.back();
@@ -82,7 +87,7 @@ inline bool reads_in_place(const Graph& g, const NodeFlags& mat, int root, int b
       if (moved) return false;
       continue;
     }
-    if ((n != root && mat[std::size_t(n)]) || seen[2 * std::size_t(n) + moved]++) continue;
+    if ((mat[std::size_t(n)] && !output(n)) || seen[2 * std::size_t(n) + moved]++) continue;
     const Node& node = g[n];
     bool m = moved || node.op == Op::View || is_reduce(node.op) || !(node.shape == g[root].shape);
     for (int k = 0; k < node.nsrc(); ++k) stack.push_back({node.src[std::size_t(k)], m});
@@ -370,7 +375,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
       if (std::find(s.kernels[k].inputs.begin(), s.kernels[k].inputs.end(), int(i)) !=
               s.kernels[k].inputs.end() &&
           (cached->overlapping[k] ||
-           !detail::reads_in_place(g, s.materialized, s.kernels[k].root, int(i))))
+           !detail::reads_in_place(g, s.materialized, s.kernels[k], int(i))))
         return false;
     }
     return true;
@@ -383,29 +388,31 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   };
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
     const Kernel& kern = s.kernels[k];
-    const Node& root = g[kern.root];
-    std::int64_t numel = prod(root.shape).eval();
-    int slot = plan.slot[std::size_t(kern.root)];
-    const std::shared_ptr<Buffer>* target = targets ? &(*targets)[std::size_t(kern.root)] : nullptr;
-    if (target && *target) {
-      if (in_place(k, *target)) {
-        out.buffers[std::size_t(kern.root)] = *target;
+    for (int o : kern.outputs) {
+      const Node& n = g[o];
+      int slot = plan.slot[std::size_t(o)];
+      const std::shared_ptr<Buffer>* target = targets ? &(*targets)[std::size_t(o)] : nullptr;
+      if (target && *target) {
+        if (in_place(k, *target)) {
+          out.buffers[std::size_t(o)] = *target;
+        } else {
+          out.buffers[std::size_t(o)] =
+              std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
+          copies.push_back({*target, out.buffers[std::size_t(o)]});
+        }
+      } else if (slot >= 0) {
+        auto& t = temps[std::size_t(slot)];
+        if (!t)
+          t = std::make_shared<Buffer>(dev, DType::UInt8,
+                                       size_of(plan.slot_bytes[std::size_t(slot)]));
       } else {
-        out.buffers[std::size_t(kern.root)] =
-            std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
-        copies.push_back({*target, out.buffers[std::size_t(kern.root)]});
+        out.buffers[std::size_t(o)] =
+            std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
       }
-    } else if (slot >= 0) {
-      auto& t = temps[std::size_t(slot)];
-      if (!t)
-        t = std::make_shared<Buffer>(dev, DType::UInt8,
-                                     size_of(plan.slot_bytes[std::size_t(slot)]));
-    } else {
-      out.buffers[std::size_t(kern.root)] =
-          std::make_shared<Buffer>(dev, root.dtype, size_of(prod(root.shape)));
     }
-    if (numel == 0) continue;
-    std::vector<void*> ptrs_k{buffer_of(kern.root)->ptr};
+    if (prod(g[kern.root].shape).eval() == 0) continue;
+    std::vector<void*> ptrs_k;
+    for (int o : kern.outputs) ptrs_k.push_back(buffer_of(o)->ptr);
     for (int in : kern.inputs) ptrs_k.push_back(buffer_of(in)->ptr);
     std::vector<std::int64_t> vars;
     std::vector<Var> kernel_vars = cached->vars[k];
@@ -417,14 +424,14 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     runners[k]->run(ptrs_k, vars);
     detail::stats_storage().kernels_launched++;
     if (detail::Trace* trace = detail::active_trace())
-      trace->steps.push_back(
-          "kernel " + runners[k]->name + "\n" +
-          (trace->sites.size() == g.size()
-               ? detail::constant_sites(g, s.materialized, kern.root, trace->sites)
-               : std::string()) +
-          runners[k]->source);
+      trace->steps.push_back("kernel " + runners[k]->name + "\n" +
+                             (trace->sites.size() == g.size()
+                                  ? detail::constant_sites(g, s.materialized, kern, trace->sites)
+                                  : std::string()) +
+                             runners[k]->source);
     if (capture) {
-      detail::Launch l{runners[k], {buffer_of(kern.root)}, kernel_vars, 0};
+      detail::Launch l{runners[k], {}, kernel_vars, 0};
+      for (int o : kern.outputs) l.buffers.push_back(buffer_of(o));
       for (int in : kern.inputs) l.buffers.push_back(buffer_of(in));
       capture->launches.push_back(std::move(l));
     }

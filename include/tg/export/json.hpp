@@ -126,7 +126,7 @@ inline std::string json_document(const ExportedProgram& prog, const std::string&
         if (i) j += ", ";
         quote(j, dtype_name(p.params[i]));
       }
-      j += "], \"vars\": [";
+      j += "], \"outputs\": " + std::to_string(p.outputs) + ", \"vars\": [";
       for (std::size_t i = 0; i < p.vars.size(); ++i) {
         if (i) j += ", ";
         quote(j, p.vars[i].name.view());

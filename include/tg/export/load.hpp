@@ -324,6 +324,8 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
                     q.name << p.string();
                   else if (f == "params")
                     p.array(5, [&] { q.params.push_back(detail::dtype_named(p.string())); });
+                  else if (f == "outputs")
+                    q.outputs = int(number());
                   else if (f == "vars")
                     strings(vars, 5);
                   else if (f == "outer" || f == "work") {
@@ -350,6 +352,10 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
                                        "' is not a dim of the program");
                   q.vars.push_back(s.terms()[0].vars[0]);
                 }
+                if (q.outputs < 1 || std::size_t(q.outputs) > q.params.size())
+                  throw export_error("tg.load_exported: kernel '" + std::string(q.name.view()) +
+                                     "' writes " + std::to_string(q.outputs) + " of its " +
+                                     std::to_string(q.params.size()) + " buffers");
                 kernels.push_back(std::move(c));
               });
             else if (k == "methods")

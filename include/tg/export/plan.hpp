@@ -154,7 +154,8 @@ inline ExportPlan plan_export(const ExportedProgram& prog, const Target& target)
       detail::write_sint(key, code.program.work);
       auto [it, fresh] = kernel_of.emplace(std::string(key.view()), int(kernel_of.size()));
       if (fresh) plan.kernels.push_back(std::move(code));
-      ExportLaunch l{it->second, {ref(kern.root)}, prod(g[kern.root].shape)};
+      ExportLaunch l{it->second, {}, prod(g[kern.root].shape)};
+      for (int o : kern.outputs) l.buffers.push_back(ref(o));
       for (int in : kern.inputs) l.buffers.push_back(ref(in));
       mp.launches.push_back(std::move(l));
     }

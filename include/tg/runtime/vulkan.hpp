@@ -360,9 +360,9 @@ public:
       return what + "it uses 8-bit data (" + dtypes(true) +
              ") and the device lacks shaderInt8 or storageBuffer8BitAccess";
     if (std::int64_t(gpu.params.size()) > caps_.max_buffers)
-      return what + "it reads " + std::to_string(gpu.params.size() - 1) +
-             " tensors and writes one, and the device binds at most " +
-             std::to_string(caps_.max_buffers) +
+      return what + "it reads " + std::to_string(gpu.params.size() - std::size_t(gpu.outputs)) +
+             " tensors and writes " + std::to_string(gpu.outputs) +
+             ", and the device binds at most " + std::to_string(caps_.max_buffers) +
              " storage buffers per shader stage (maxPerStageDescriptorStorageBuffers)";
     if (std::int64_t(8 * (3 + gpu.vars.size())) > caps_.max_push)
       return what + "its " + std::to_string(gpu.vars.size()) + " symbolic sizes need " +

@@ -587,8 +587,9 @@ public:
   std::string cannot_run(const Program& p) const {
     if (p.params.size() > limits_.max_storage_buffers_per_shader_stage)
       return "tg: WEBGPU (" + description_ + ") cannot run kernel " + std::string(p.name.view()) +
-             ": it reads " + std::to_string(p.params.size() - 1) +
-             " tensors and writes one, and the device binds at most " +
+             ": it reads " + std::to_string(p.params.size() - std::size_t(p.outputs)) +
+             " tensors and writes " + std::to_string(p.outputs) +
+             ", and the device binds at most " +
              std::to_string(limits_.max_storage_buffers_per_shader_stage) +
              " storage buffers per shader stage (maxStorageBuffersPerShaderStage)";
     return "";

@@ -2,8 +2,8 @@
 // fuse: Graph -> [Kernel]. Elementwise work and views are inlined into their consumers; a
 // reduction is inlined into the one consumer that reads it back at the same index (an
 // elementwise epilogue), or (FuseOptions::row_reductions) into every kernel that reads it
-// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel materializes one
-// node.
+// broadcast over its rows; otherwise it ends a kernel of its own. Every kernel fuse makes
+// materializes one node (merge_outputs.hpp then joins kernels that share their loops).
 #include "../graph/graph.hpp"
 
 namespace tg {
@@ -31,11 +31,16 @@ struct FuseOptions {
   /// that reads the most tensors within the limit gets a buffer of its own, until every kernel
   /// fits. 0: no limit.
   int max_inputs = 0;
+  /// Kernels that loop over results of one shape share one kernel that writes each of them
+  /// (merge_outputs.hpp): Adam's moments and parameter, a product's pre-activation and
+  /// activation.
+  bool merge_outputs = true;
 };
 
 struct Kernel {
-  int root = -1;           // the node this kernel materializes
-  std::vector<int> inputs; // materialized nodes it reads (kernel parameters 1..n; 0 is the output)
+  int root = -1;            // the node whose shape the kernel loops over (outputs[0])
+  std::vector<int> outputs; // the nodes it materializes, root first (kernel parameters 0..n-1)
+  std::vector<int> inputs;  // materialized nodes it reads (the parameters after the outputs)
 };
 
 struct Schedule {
@@ -262,6 +267,7 @@ constexpr Schedule fuse(const Graph& g, FuseOptions o = {}) {
     if (!s.materialized[i] || g.nodes[i].op == Op::Buffer) continue;
     Kernel k;
     k.root = int(i);
+    k.outputs = {int(i)};
     NodeFlags seen(g.size(), false);
     detail::collect_inputs(g, s.materialized, int(i), int(i), k.inputs, seen);
     s.kernels.push_back(std::move(k));

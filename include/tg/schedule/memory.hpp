@@ -16,17 +16,15 @@ struct MemoryPlan {
 constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFlags& keep) {
   MemoryPlan p;
   p.slot.assign(g.size(), -1);
-  std::vector<int> last_use(g.size(), -1), kernel_of(g.size(), -1);
-  for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    kernel_of[std::size_t(s.kernels[k].root)] = int(k);
+  std::vector<int> last_use(g.size(), -1);
+  for (std::size_t k = 0; k < s.kernels.size(); ++k)
     for (int in : s.kernels[k].inputs) last_use[std::size_t(in)] = int(k);
-  }
   std::vector<int> free_slots;
   std::vector<std::vector<int>> release(s.kernels.size());
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
-    int root = s.kernels[k].root;
-    const Node& n = g[root];
-    if (!keep[std::size_t(root)]) {
+    for (int out : s.kernels[k].outputs) { // (a kernel's outputs take distinct slots)
+      if (keep[std::size_t(out)]) continue;
+      const Node& n = g[out];
       SInt bytes = prod(n.shape) * SInt(itemsize(n.dtype));
       int chosen = -1;
       for (std::size_t f = 0; f < free_slots.size(); ++f) {
@@ -43,8 +41,8 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
         chosen = int(p.slot_bytes.size());
         p.slot_bytes.push_back(bytes);
       }
-      p.slot[std::size_t(root)] = chosen;
-      int lu = last_use[std::size_t(root)];
+      p.slot[std::size_t(out)] = chosen;
+      int lu = last_use[std::size_t(out)];
       if (lu >= 0)
         release[std::size_t(lu)].push_back(chosen);
       else
