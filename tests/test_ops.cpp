@@ -914,6 +914,69 @@ TEST_CASE("long reductions into few outputs: two kernels on a GPU, the same valu
   });
 }
 
+TEST_CASE("results of one shape: one kernel with several outputs on every device") {
+  // (schedule/merge_outputs.hpp) a product's pre-activation and activation, results of several
+  // dtypes (8- and 16-bit ones are packed words on WEBGPU, stored with atomics), Adam's update
+  for_each_device([](const std::string& dev) {
+    auto launches = [](const std::function<void()>& f) {
+      tg::reset_stats();
+      f();
+      return tg::stats().kernels_launched;
+    };
+    const std::int64_t M = 64, K = 40, N = 96; // 6,144 outputs: shared tiles on a GPU
+    std::vector<double> av(std::size_t(M * K)), wv(std::size_t(K * N)), bv(std::size_t{N});
+    for (std::size_t i = 0; i < av.size(); ++i) av[i] = double((i * 7919) % 211) / 211.0 - 0.5;
+    for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = double((i * 104729) % 97) / 97.0 - 0.5;
+    for (std::size_t i = 0; i < bv.size(); ++i) bv[i] = double(i % 7) / 7.0 - 0.4;
+    auto on_dev = [&](const std::vector<double>& v, tg::Shape s) {
+      return Tensor::from_data(v, std::move(s)).cast(tg::float32).to(dev).realize();
+    };
+    Tensor a = on_dev(av, {M, K}), w = on_dev(wv, {K, N}), bias = on_dev(bv, {N});
+    Tensor z = a.matmul(w) + bias, y = z.relu();
+    CHECK(launches([&] { tg::realize({z, y}); }) == 1);
+    std::vector<float> zg = z.to_vector<float>(), yg = y.to_vector<float>();
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) {
+        double s = double(float(bv[std::size_t(j)]));
+        for (std::int64_t k = 0; k < K; ++k)
+          s +=
+              double(float(av[std::size_t(i * K + k)])) * double(float(wv[std::size_t(k * N + j)]));
+        const std::size_t at = std::size_t(i * N + j);
+        CHECK(zg[at] == doctest::Approx(s).epsilon(1e-5));
+        CHECK(yg[at] == std::max(zg[at], 0.0f));
+      }
+    Tensor twice = a * 2, half = a.cast(tg::float16), pos = a > 0, ints = (a * 100).cast(tg::int8);
+    CHECK(launches([&] { tg::realize({twice, half, pos, ints}); }) == 1);
+    Tensor ac = a.to("CPU");
+    auto same = [](const Tensor& got, const Tensor& want) {
+      return (got.to("CPU").cast(tg::float32) - want.cast(tg::float32)).abs().max().item<float>();
+    };
+    CHECK(same(twice, ac * 2) == 0);
+    CHECK(same(half, ac.cast(tg::float16)) == 0);
+    CHECK(same(pos, ac > 0) == 0);
+    CHECK(same(ints, (ac * 100).cast(tg::int8)) == 0);
+    // Adam: every parameter's step counter and per-step scalars in one kernel, then each
+    // parameter's moments and update in one; the parameters of the same steps on the CPU
+    tg::manual_seed(3);
+    tg::nn::Linear cpu_layer(K, 8), layer(K, 8, true, {tg::float32, dev});
+    for (const auto& [name, p] : cpu_layer.named_parameters())
+      layer.get_parameter(name) = p.to(dev).detach().realize().requires_grad_();
+    tg::optim::Adam cpu_opt(cpu_layer.parameters(), {.lr = 0.01}),
+        opt(layer.parameters(), {.lr = 0.01});
+    for (int step = 0; step < 2; ++step) {
+      cpu_opt.zero_grad();
+      cpu_layer(ac).square().mean().backward();
+      cpu_opt.step();
+      opt.zero_grad();
+      layer(a).square().mean().backward();
+      for (const Tensor& p : layer.parameters()) p.grad().realize();
+      CHECK(launches([&] { opt.step(); }) == 3);
+    }
+    for (const auto& [name, p] : cpu_layer.named_parameters())
+      CHECK(same(layer.get_parameter(name), p) < 1e-6f);
+  });
+}
+
 TEST_CASE("elementwise: unary ops in float32 and float64, contiguous and non-contiguous") {
   for_each_device([](const std::string& dev) {
     Batch b(dev);
