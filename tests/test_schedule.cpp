@@ -219,10 +219,11 @@ TEST_CASE("F::linear's activation or cast runs in the product's kernel under no_
             .abs()
             .max()
             .item<float>() == 0);
-  // training: the output is materialized (its gradient feeds two products) by the product's
-  // kernel, which writes the activation too (merge_outputs)
+  // training: the output is materialized (its gradient feeds two products), the activation after
+  // (on a GPU, FuseOptions::merge_epilogues, by the product's kernel too)
   w.requires_grad_();
-  CHECK(tg::schedule({F::linear(x, w, b).relu()}).kernels() == 1);
+  CHECK(tg::schedule({F::linear(x, w, b).relu()}).kernels() == 2);
+  CHECK(tg::schedule({F::linear(x, w, b).relu()}, tg::Target::glsl()).kernels() == 1);
 }
 
 TEST_CASE("results of one shape share one kernel: a product and its activation, Adam's update") {
@@ -240,16 +241,20 @@ TEST_CASE("results of one shape share one kernel: a product and its activation, 
       CHECK(pv[i] == av[i] * bv[i]);
     }
   }
-  // a product's pre-activation and its activation: the activation is computed from the sum in
+  // a product's pre-activation and its activation (FuseOptions::merge_epilogues: GPUs; here the
+  // CPU's target with it, the same C a CPU would run): the activation is computed from the sum in
   // registers, not read back
   {
     auto z = a.matmul(w) + bias, y = z.relu();
-    auto info = tg::schedule({z, y});
+    tg::Target epilogues = tg::Target::cpu();
+    epilogues.fuse.merge_epilogues = true;
+    auto info = tg::schedule({z, y}, epilogues);
     REQUIRE(info.kernels() == 1);
     // two outputs; three inputs (a, w, bias: not z)
     CHECK(info.lowered[0].outputs == 2);
     CHECK(info.lowered[0].params.size() == 5);
-    CHECK(launches([&] { tg::realize({z, y}); }) == 1);
+    CHECK(tg::schedule({z, y}).kernels() == 2); // (the CPU device's own target)
+    CHECK(launches([&] { tg::realize({z, y}); }) == 2);
     auto zv = z.to_vector<float>(), yv = y.to_vector<float>();
     for (std::size_t i = 0; i < 16; ++i)
       for (std::size_t j = 0; j < 8; ++j) {

@@ -1366,9 +1366,13 @@ struct FuseOptions {
   /// fits. 0: no limit.
   int max_inputs = 0;
   /// Kernels that loop over results of one shape share one kernel that writes each of them
-  /// (merge_outputs.hpp): Adam's moments and parameter, a product's pre-activation and
-  /// activation.
+  /// (merge_outputs.hpp): Adam's moments and parameter update.
   bool merge_outputs = true;
+  /// And a kernel with reductions writes its epilogue's results too (a product's pre-activation
+  /// and activation). Off on the CPU: GCC leaves the epilogue of a register tile with two stores
+  /// per element scalar (a 128x784x256 linear and its relu: 257 us as one kernel, 241 as two;
+  /// a 784x256 weight gradient and Adam's update: 550 us as one, 281 + 66 as two).
+  bool merge_epilogues = false;
 };
 
 struct Kernel {
@@ -1672,16 +1676,17 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
 // merge_outputs: [Kernel] -> [Kernel]. A kernel joins an earlier one whose results have its shape
 // when it reads their values only at its own index: the joint kernel loops once and writes every
 // result, and the later one's reads of the earlier's become values in registers. Adam's moments
-// and its parameter update are one kernel per parameter (not three), and a product's
+// and its parameter update are one kernel per parameter (not three), and on a GPU a product's
 // pre-activation and its activation one (not two, the second reading the first back).
 //
 // What may join: a kernel without reductions of its own (its value is elementwise ops of what it
 // reads), at the earlier kernel's shape, reading that kernel's results through elementwise ops
 // only (no view: a view would read other threads' elements). A kernel with reductions is joined
-// only by one that reads its results (its epilogue): two unrelated kernels in a product's loops
-// would slow it. The joint kernel runs where either of the two did, whichever keeps every kernel
-// after its inputs: at the later one's place when no kernel in between reads the earlier one's
-// results, else at the earlier one's when the later one's inputs are all made before it.
+// only by one that reads its results (its epilogue; FuseOptions::merge_epilogues, GPUs only): two
+// unrelated kernels in a product's loops would slow it. The joint kernel runs where either of
+// the two did, whichever keeps every kernel after its inputs: at the later one's place when no
+// kernel in between reads the earlier one's results, else at the earlier one's when the later
+// one's inputs are all made before it.
 
 namespace tg {
 
@@ -1719,9 +1724,10 @@ constexpr KernelReads kernel_reads(const Graph& g, const NodeFlags& mat, const K
 }
 } // namespace detail
 
-/// The merge_outputs pass (see the top of this file). `max_params`: the most buffers a kernel may
-/// bind (0: no limit).
-constexpr Schedule merge_outputs(const Graph& g, Schedule s, int max_params = 0) {
+/// The merge_outputs pass (see the top of this file), with FuseOptions' merge_epilogues and
+/// max_inputs.
+constexpr Schedule merge_outputs(const Graph& g, Schedule s, const FuseOptions& o = {}) {
+  const std::size_t max_params = o.max_inputs > 0 ? std::size_t(o.max_inputs) + 1 : 0;
   std::vector<Kernel>& ks = s.kernels;
   std::vector<bool> reduces; // per kernel
   for (const Kernel& k : ks) reduces.push_back(detail::kernel_reads(g, s.materialized, k).reduces);
@@ -1738,14 +1744,13 @@ constexpr Schedule merge_outputs(const Graph& g, Schedule s, int max_params = 0)
           reads_a = true;
           aligned = aligned && at_own_index;
         }
-      if (!aligned || (reduces[i] && !reads_a)) continue;
+      if (!aligned || (reduces[i] && (!reads_a || !o.merge_epilogues))) continue;
       Kernel joint = a;
       for (int o : b.outputs) joint.outputs.push_back(o);
       for (int in : b.inputs)
         if (!detail::contains(a.outputs, in) && !detail::contains(joint.inputs, in))
           joint.inputs.push_back(in);
-      if (max_params > 0 && joint.outputs.size() + joint.inputs.size() > std::size_t(max_params))
-        continue;
+      if (max_params > 0 && joint.outputs.size() + joint.inputs.size() > max_params) continue;
       // where it may run: before every other reader of a's results (at b's place), or after every
       // input of b (at a's)
       bool at_b = true, at_a = true;
@@ -3562,7 +3567,7 @@ public:
             UOp{UKind::Store, Op::Add, g_[node].dtype, {out_params[o], oi, v}, {}, -1, {}});
       }
     }
-    for (const auto& of_output : stores)
+    for (const std::vector<UOp>& of_output : stores)
       for (const UOp& st : of_output) b_.add(st);
     lane_ = 0;
 
@@ -7647,6 +7652,7 @@ struct Target {
     if (dialect != Dialect::Cuda) launch.tensor_cores = false; // (mma.sync)
     if (launch.shared_tiles) t.lower.gpu_tile = 1;             // shared_tiles makes the tiles
     t.gpu = t.split_reductions = true;
+    t.fuse.merge_epilogues = true; // (a thread's epilogue: a few registers, not a tile's)
     t.launch = launch;
     t.decompose = DecomposeOptions::gpu();
     t.dialect = dialect;
@@ -7777,7 +7783,7 @@ constexpr Schedule schedule_graph(const Graph& g, const Target& t, Log&& log = {
   log.done("fuse", mark, [&] { return dump(g, s); });
   if (t.fuse.merge_outputs) {
     mark = log.start();
-    s = merge_outputs(g, std::move(s), t.fuse.max_inputs > 0 ? t.fuse.max_inputs + 1 : 0);
+    s = merge_outputs(g, std::move(s), t.fuse);
     log.done("merge_outputs", mark, [&] { return dump(g, s); });
   }
   return s;

@@ -133,7 +133,7 @@ public:
             UOp{UKind::Store, Op::Add, g_[node].dtype, {out_params[o], oi, v}, {}, -1, {}});
       }
     }
-    for (const auto& of_output : stores)
+    for (const std::vector<UOp>& of_output : stores)
       for (const UOp& st : of_output) b_.add(st);
     lane_ = 0;
 

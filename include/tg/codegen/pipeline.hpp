@@ -88,6 +88,7 @@ struct Target {
     if (dialect != Dialect::Cuda) launch.tensor_cores = false; // (mma.sync)
     if (launch.shared_tiles) t.lower.gpu_tile = 1;             // shared_tiles makes the tiles
     t.gpu = t.split_reductions = true;
+    t.fuse.merge_epilogues = true; // (a thread's epilogue: a few registers, not a tile's)
     t.launch = launch;
     t.decompose = DecomposeOptions::gpu();
     t.dialect = dialect;
@@ -218,7 +219,7 @@ constexpr Schedule schedule_graph(const Graph& g, const Target& t, Log&& log = {
   log.done("fuse", mark, [&] { return dump(g, s); });
   if (t.fuse.merge_outputs) {
     mark = log.start();
-    s = merge_outputs(g, std::move(s), t.fuse.max_inputs > 0 ? t.fuse.max_inputs + 1 : 0);
+    s = merge_outputs(g, std::move(s), t.fuse);
     log.done("merge_outputs", mark, [&] { return dump(g, s); });
   }
   return s;

@@ -2,16 +2,17 @@
 // merge_outputs: [Kernel] -> [Kernel]. A kernel joins an earlier one whose results have its shape
 // when it reads their values only at its own index: the joint kernel loops once and writes every
 // result, and the later one's reads of the earlier's become values in registers. Adam's moments
-// and its parameter update are one kernel per parameter (not three), and a product's
+// and its parameter update are one kernel per parameter (not three), and on a GPU a product's
 // pre-activation and its activation one (not two, the second reading the first back).
 //
 // What may join: a kernel without reductions of its own (its value is elementwise ops of what it
 // reads), at the earlier kernel's shape, reading that kernel's results through elementwise ops
 // only (no view: a view would read other threads' elements). A kernel with reductions is joined
-// only by one that reads its results (its epilogue): two unrelated kernels in a product's loops
-// would slow it. The joint kernel runs where either of the two did, whichever keeps every kernel
-// after its inputs: at the later one's place when no kernel in between reads the earlier one's
-// results, else at the earlier one's when the later one's inputs are all made before it.
+// only by one that reads its results (its epilogue; FuseOptions::merge_epilogues, GPUs only): two
+// unrelated kernels in a product's loops would slow it. The joint kernel runs where either of
+// the two did, whichever keeps every kernel after its inputs: at the later one's place when no
+// kernel in between reads the earlier one's results, else at the earlier one's when the later
+// one's inputs are all made before it.
 #include "fuse.hpp"
 
 namespace tg {
@@ -50,9 +51,10 @@ constexpr KernelReads kernel_reads(const Graph& g, const NodeFlags& mat, const K
 }
 } // namespace detail
 
-/// The merge_outputs pass (see the top of this file). `max_params`: the most buffers a kernel may
-/// bind (0: no limit).
-constexpr Schedule merge_outputs(const Graph& g, Schedule s, int max_params = 0) {
+/// The merge_outputs pass (see the top of this file), with FuseOptions' merge_epilogues and
+/// max_inputs.
+constexpr Schedule merge_outputs(const Graph& g, Schedule s, const FuseOptions& o = {}) {
+  const std::size_t max_params = o.max_inputs > 0 ? std::size_t(o.max_inputs) + 1 : 0;
   std::vector<Kernel>& ks = s.kernels;
   std::vector<bool> reduces; // per kernel
   for (const Kernel& k : ks) reduces.push_back(detail::kernel_reads(g, s.materialized, k).reduces);
@@ -69,14 +71,13 @@ constexpr Schedule merge_outputs(const Graph& g, Schedule s, int max_params = 0)
           reads_a = true;
           aligned = aligned && at_own_index;
         }
-      if (!aligned || (reduces[i] && !reads_a)) continue;
+      if (!aligned || (reduces[i] && (!reads_a || !o.merge_epilogues))) continue;
       Kernel joint = a;
       for (int o : b.outputs) joint.outputs.push_back(o);
       for (int in : b.inputs)
         if (!detail::contains(a.outputs, in) && !detail::contains(joint.inputs, in))
           joint.inputs.push_back(in);
-      if (max_params > 0 && joint.outputs.size() + joint.inputs.size() > std::size_t(max_params))
-        continue;
+      if (max_params > 0 && joint.outputs.size() + joint.inputs.size() > max_params) continue;
       // where it may run: before every other reader of a's results (at b's place), or after every
       // input of b (at a's)
       bool at_b = true, at_a = true;
