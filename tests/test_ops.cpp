@@ -936,8 +936,8 @@ TEST_CASE("results of one shape: one kernel with several outputs on every device
     // (TG_OPT=0 merges nothing; FuseOptions::merge_epilogues: GPUs only)
     const tg::Target target = tg::device(dev)->target();
     const bool merges = target.fuse.merge_outputs;
-    CHECK(launches([&] { tg::realize({z, y}); }) ==
-          (merges && target.fuse.merge_epilogues ? 1 : 2));
+    const std::int64_t joint = merges && target.fuse.merge_epilogues ? 1 : 2;
+    CHECK(launches([&] { tg::realize({z, y}); }) == joint);
     std::vector<float> zg = z.to_vector<float>(), yg = y.to_vector<float>();
     for (std::int64_t i = 0; i < M; ++i)
       for (std::int64_t j = 0; j < N; ++j) {
