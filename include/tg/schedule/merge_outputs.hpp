@@ -56,7 +56,8 @@ constexpr KernelReads kernel_reads(const Graph& g, const NodeFlags& mat, const K
 constexpr Schedule merge_outputs(const Graph& g, Schedule s, const FuseOptions& o = {}) {
   const std::size_t max_params = o.max_inputs > 0 ? std::size_t(o.max_inputs) + 1 : 0;
   std::vector<Kernel>& ks = s.kernels;
-  std::vector<bool> reduces; // per kernel
+  // per kernel (not a vector<bool>: Clang cannot grow one in a constant expression)
+  std::vector<std::uint8_t> reduces;
   for (const Kernel& k : ks) reduces.push_back(detail::kernel_reads(g, s.materialized, k).reduces);
   for (std::size_t j = 1; j < ks.size(); ++j) {
     const Kernel& b = ks[j];
