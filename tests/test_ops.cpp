@@ -315,7 +315,7 @@ public:
     } catch (const std::exception& e) { // each result is realized again on its own below
       if (!tg_test::lacks_64bit(dev_))
         FAIL_CHECK("realizing " << items_.size() << " results together on " << dev_
-                                << " threw: " << e.what());
+                                << " threw: " << std::string(e.what()));
     }
     for (const Item& c : items_) check(dev_, c.label, c.t, c.want, c.dtype, c.tol);
     items_.clear();
@@ -979,6 +979,77 @@ TEST_CASE("results of one shape: one kernel with several outputs on every device
     }
     for (const auto& [name, p] : cpu_layer.named_parameters())
       CHECK(same(layer.get_parameter(name), p) < 1e-6f);
+  });
+}
+
+TEST_CASE("a row's reductions: one kernel writes each on every device") {
+  // (schedule/merge_outputs.hpp) on a GPU, reductions over the same rows share a kernel:
+  // siblings share one pass over the row, a reduction that reads another's result broadcast
+  // along its row runs after it in the same kernel; products keep kernels of their own
+  for_each_device([](const std::string& dev) {
+    auto launches = [](const std::function<void()>& f) {
+      tg::reset_stats();
+      f();
+      return tg::stats().kernels_launched;
+    };
+    const tg::Target target = tg::device(dev)->target();
+    const bool merges = target.fuse.merge_outputs && target.fuse.merge_reductions; // (GPUs)
+    // few long rows (a GPU's work-group shares one; on the CPU, vector partial sums where the
+    // row length allows) and many short ones (one thread a row)
+    for (const auto& [R, C] :
+         {std::pair<std::int64_t, std::int64_t>{6, 3000}, {4, 4096}, {500, 37}}) {
+      CAPTURE(R);
+      std::vector<double> xv(std::size_t(R * C));
+      for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = double((i * 7919) % 1013) / 101.3 - 4;
+      Tensor x = Tensor::from_data(xv, {R, C}).cast(tg::float32).to(dev).realize();
+      const std::size_t rows = std::size_t(R);
+      std::vector<double> mx(rows, -kInf), sum(rows, 0), mean(rows), var(rows, 0), esum(rows, 0);
+      for (std::int64_t r = 0; r < R; ++r) {
+        for (std::int64_t c = 0; c < C; ++c) {
+          const double v = double(float(xv[std::size_t(r * C + c)]));
+          mx[std::size_t(r)] = std::max(mx[std::size_t(r)], v);
+          sum[std::size_t(r)] += v;
+        }
+        mean[std::size_t(r)] = sum[std::size_t(r)] / double(C);
+        for (std::int64_t c = 0; c < C; ++c) {
+          const double v = double(float(xv[std::size_t(r * C + c)]));
+          var[std::size_t(r)] +=
+              (v - mean[std::size_t(r)]) * (v - mean[std::size_t(r)]) / double(C);
+          esum[std::size_t(r)] += std::exp(v - mx[std::size_t(r)]);
+        }
+      }
+      Tensor m = x.max(1), s = x.sum(1);
+      CHECK(launches([&] { tg::realize({m, s}); }) == (merges ? 1 : 2));
+      Tensor mu = x.mean(1, true), d = x - mu, v = (d * d).mean(1, true);
+      CHECK(launches([&] { tg::realize({mu, v}); }) == (merges ? 1 : 2));
+      Tensor xm = x.max(1, true), e = (x - xm).exp().sum(1, true);
+      CHECK(launches([&] { tg::realize({xm, e}); }) == (merges ? 1 : 2));
+      // a softmax: its max and sum in one kernel (the CPU's row reductions: all in one)
+      const std::int64_t softmax = target.fuse.row_reductions ? 1 : merges ? 2 : 3;
+      Tensor sm = x.softmax(1);
+      CHECK(launches([&] { sm.realize(); }) == softmax);
+      std::vector<float> mg = m.to_vector<float>(), sg = s.to_vector<float>(),
+                         mug = mu.to_vector<float>(), vg = v.to_vector<float>(),
+                         xmg = xm.to_vector<float>(), eg = e.to_vector<float>(),
+                         smg = sm.to_vector<float>();
+      for (std::int64_t r = 0; r < R; ++r) {
+        const std::size_t at = std::size_t(r);
+        CHECK(mg[at] == float(mx[at]));
+        CHECK(sg[at] == doctest::Approx(sum[at]).epsilon(1e-4).scale(double(C)));
+        CHECK(mug[at] == doctest::Approx(mean[at]).epsilon(1e-4).scale(1));
+        CHECK(vg[at] == doctest::Approx(var[at]).epsilon(1e-4));
+        CHECK(xmg[at] == float(mx[at]));
+        CHECK(eg[at] == doctest::Approx(esum[at]).epsilon(1e-4));
+        const double first = std::exp(double(float(xv[std::size_t(r * C)])) - mx[at]) / esum[at];
+        CHECK(smg[std::size_t(r * C)] == doctest::Approx(first).epsilon(1e-4));
+      }
+    }
+    // two products of one operand: a kernel each (their loops are a register tile's)
+    Tensor a = tg::randn({64, 48}).to(dev), w1 = tg::randn({48, 32}).to(dev),
+           w2 = tg::randn({48, 32}).to(dev);
+    tg::realize({a, w1, w2});
+    Tensor p1 = a.matmul(w1), p2 = a.matmul(w2);
+    CHECK(launches([&] { tg::realize({p1, p2}); }) == 2);
   });
 }
 

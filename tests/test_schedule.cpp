@@ -226,7 +226,8 @@ TEST_CASE("F::linear's activation or cast runs in the product's kernel under no_
   CHECK(tg::schedule({F::linear(x, w, b).relu()}, tg::Target::glsl()).kernels() == 1);
 }
 
-TEST_CASE("results of one shape share one kernel: a product and its activation, Adam's update") {
+TEST_CASE("results of one shape share one kernel: a product and its activation, Adam's update, "
+          "a row's reductions") {
   auto a = randn({16, 24}), b = randn({16, 24}), w = randn({24, 8}), bias = randn({8});
   auto av = a.to_vector<float>(), bv = b.to_vector<float>(), wv = w.to_vector<float>(),
        biasv = bias.to_vector<float>();
@@ -289,6 +290,43 @@ TEST_CASE("results of one shape share one kernel: a product and its activation, 
       CHECK(launches([&] { opt.step(); }) == 3);
     }
   }
+  // a row's reductions (FuseOptions::merge_reductions: GPUs; here the CPU's target with it): the
+  // max and the sum in one loop over the row; a variance after its mean in the kernel that
+  // writes both; products and reductions of unrelated tensors stay apart
+  {
+    auto mx = a.max(1), sm = a.sum(1), mu = a.mean(1, true), var = (a - mu).square().mean(1, true);
+    tg::Target rows = tg::Target::cpu();
+    rows.fuse.merge_reductions = true;
+    auto info = tg::schedule({mx, sm}, rows);
+    REQUIRE(info.kernels() == 1);
+    std::int64_t loops = 0;
+    for (const tg::UOp& u : info.lowered[0].ops) loops += u.kind == tg::UKind::Range;
+    CHECK(loops == 2); // the rows, and one loop along them
+    CHECK(tg::schedule({mu, var}, rows).kernels() == 1);
+    CHECK(tg::schedule({a.matmul(w), b.matmul(w)}, rows).kernels() == 2);
+    CHECK(tg::schedule({a.sum(1), b.sum(1)}, rows).kernels() == 2);
+    CHECK(tg::schedule({mx, sm}).kernels() == 2); // (the CPU device's own target)
+    // one kernel with two reductions over the same loops: one loop (the CPU's too)
+    auto both = tg::schedule({mx + sm});
+    loops = 0;
+    for (const tg::UOp& u : both.lowered[0].ops) loops += u.kind == tg::UKind::Range;
+    CHECK(loops == 2);
+    tg::realize({mx, sm});
+    tg::realize({mu, var});
+    auto mxv = mx.to_vector<float>(), smv = sm.to_vector<float>(), varv = var.to_vector<float>();
+    for (std::size_t i = 0; i < 16; ++i) {
+      double m = -INFINITY, s = 0, v = 0;
+      for (std::size_t k = 0; k < 24; ++k) {
+        m = std::max(m, double(av[i * 24 + k]));
+        s += av[i * 24 + k];
+      }
+      for (std::size_t k = 0; k < 24; ++k)
+        v += (av[i * 24 + k] - s / 24) * (av[i * 24 + k] - s / 24);
+      CHECK(mxv[i] == float(m));
+      CHECK(smv[i] == doctest::Approx(s).epsilon(1e-5).scale(1));
+      CHECK(varv[i] == doctest::Approx(v / 24).epsilon(1e-5));
+    }
+  }
   // TG_OPT=0 (Target::unoptimized) and the static front end's plans keep one result per kernel
   CHECK(tg::schedule({a + b, a * b}, tg::Target::cpu().unoptimized()).kernels() == 2);
 }
@@ -349,7 +387,8 @@ TEST_CASE("row reductions: computed once per row inside the kernel that reads th
       {"double softmax", randn({3, 256}).cast(tg::DType::Float64).realize().softmax(1), 1, 3},
   };
   for (Case& c : cases) {
-    CAPTURE(c.name);
+    const std::string name = c.name;
+    CAPTURE(name);
     CHECK(tg::schedule({c.y}).kernels() == c.fused);
     CHECK(tg::schedule({c.y}, tg::Target::portable()).kernels() == c.plain);
     // the same program on CPU and INTERP: the same bits

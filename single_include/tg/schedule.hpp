@@ -465,13 +465,19 @@ struct FuseOptions {
   /// fits. 0: no limit.
   int max_inputs = 0;
   /// Kernels that loop over results of one shape share one kernel that writes each of them
-  /// (merge_outputs.hpp): Adam's moments and parameter update.
+  /// (merge_outputs.hpp): Adam's moments and parameter update, a row's max and sum.
   bool merge_outputs = true;
   /// And a kernel with reductions writes its epilogue's results too (a product's pre-activation
   /// and activation). Off on the CPU: GCC leaves the epilogue of a register tile with two stores
   /// per element scalar (a 128x784x256 linear and its relu: 257 us as one kernel, 241 as two;
   /// a 784x256 weight gradient and Adam's update: 550 us as one, 281 + 66 as two).
   bool merge_epilogues = false;
+  /// And kernels with reductions join (a row's max and sum, a variance after its mean). Off on
+  /// the CPU: the joint kernel's loops lose the register tiles or vector partial sums that each
+  /// reduction got alone (a batch norm's three gradient sums per channel: 2.1 ms as one kernel,
+  /// 0.77 ms as three), and a variance waits on its mean within a row (4096 rows of 256: 72 us
+  /// as one kernel, 58 as two).
+  bool merge_reductions = false;
 };
 
 struct Kernel {
@@ -775,17 +781,24 @@ constexpr MemoryPlan plan_memory(const Graph& g, const Schedule& s, const NodeFl
 // merge_outputs: [Kernel] -> [Kernel]. A kernel joins an earlier one whose results have its shape
 // when it reads their values only at its own index: the joint kernel loops once and writes every
 // result, and the later one's reads of the earlier's become values in registers. Adam's moments
-// and its parameter update are one kernel per parameter (not three), and on a GPU a product's
-// pre-activation and its activation one (not two, the second reading the first back).
+// and its parameter update are one kernel per parameter (not three); on a GPU a product's
+// pre-activation and its activation are one, and so are a row's max and sum (or mean and
+// variance).
 //
-// What may join: a kernel without reductions of its own (its value is elementwise ops of what it
-// reads), at the earlier kernel's shape, reading that kernel's results through elementwise ops
-// only (no view: a view would read other threads' elements). A kernel with reductions is joined
-// only by one that reads its results (its epilogue; FuseOptions::merge_epilogues, GPUs only): two
-// unrelated kernels in a product's loops would slow it. The joint kernel runs where either of
-// the two did, whichever keeps every kernel after its inputs: at the later one's place when no
-// kernel in between reads the earlier one's results, else at the earlier one's when the later
-// one's inputs are all made before it.
+// What may join, at the earlier kernel's shape:
+// - a kernel without reductions of its own that reads the earlier's results through elementwise
+//   ops only (no view: a view would read other threads' elements). If the earlier kernel has
+//   reductions, the later must read its results (its epilogue; FuseOptions::merge_epilogues,
+//   GPUs only): an unrelated kernel in a product's loops would slow it.
+// - a kernel with reductions (FuseOptions::merge_reductions, GPUs only), when neither it nor the
+//   earlier one is a product (no reduction reads a tensor broadcast other than along its reduced
+//   axes), and it reads the earlier's results (at its own index, or inside a reduction broadcast
+//   along the reduced axes: a variance's mean, the max under a softmax's sum) or a tensor the
+//   earlier one reads. The lowering runs reductions over loops of one size in one loop (a row's
+//   max and sum: one pass), and one that reads another's result after it.
+// The joint kernel runs where either of the two did, whichever keeps every kernel after its
+// inputs: at the later one's place when no kernel in between reads the earlier one's results,
+// else at the earlier one's when the later one's inputs are all made before it.
 
 namespace tg {
 
@@ -795,58 +808,123 @@ constexpr bool contains(const std::vector<int>& v, int x) {
     if (y == x) return true;
   return false;
 }
-/// What a kernel computes with: whether it has reductions, and the materialized nodes it reads,
-/// each with whether it reads it only at its own index (through elementwise ops, no view).
+/// Where a kernel reads a materialized node: at its own index (through elementwise ops and
+/// reshapes), broadcast along the reduced axes of one of its reductions at its own index (a
+/// variance's mean, a softmax's max under its sum), or elsewhere (another thread's element).
+enum class ReadAt : std::uint8_t { Own, Row, Other };
+/// What a kernel computes with: whether it has reductions, whether one of them reads a tensor
+/// broadcast otherwise than along its reduced axes (a product: matmul, convolution), and the
+/// materialized nodes it reads, each with where.
 struct KernelReads {
   bool reduces = false;
-  std::vector<std::pair<int, bool>> reads;
+  bool product = false;
+  std::vector<std::pair<int, ReadAt>> reads;
 };
+/// Whether node x, read inside reduction `red` through movements `moves` (from x's shape to the
+/// reduction's input), is read at the reduction's own index, alike along its reduced axes.
+constexpr bool read_by_row(const Graph& g, int red, int x, const std::vector<Movement>& moves) {
+  const Node& r = g[red];
+  ShapeTracker t = ShapeTracker::contiguous(g[x].shape).apply(moves);
+  const View& v = t.views.back();
+  if (t.views.size() != 1 || v.has_mask() || !(v.offset == 0) || !(v.shape == g[r.src[0]].shape) ||
+      !(prod(g[x].shape) == prod(r.shape)))
+    return false;
+  const Shape own = contiguous_strides(r.shape); // (a reduced axis has size 1 there)
+  for (std::size_t d = 0; d < v.ndim(); ++d) {
+    bool reduced = false;
+    for (int a : r.axes) reduced = reduced || std::size_t(a) == d;
+    if (!(v.shape[d] == 1) && !(v.strides[d] == (reduced ? SInt(0) : own[d]))) return false;
+  }
+  return true;
+}
+constexpr bool has_expand(const std::vector<Movement>& moves) {
+  for (const Movement& m : moves)
+    if (m.op == MoveOp::Expand) return true;
+  return false;
+}
 constexpr KernelReads kernel_reads(const Graph& g, const NodeFlags& mat, const Kernel& k) {
   KernelReads r;
-  // (node, whether a view or a reduction lies between it and the output); each pair once
-  std::vector<std::pair<int, bool>> stack{{k.root, false}};
-  std::vector<std::uint8_t> seen(2 * g.size(), 0);
+  // A path from the root: the reduction it is inside (-1: none yet, -2: one it cannot be read by
+  // rows in: nested, or under a view other than a reshape), whether a view other than a reshape
+  // lies above (outside reductions), and the movements below that reduction. Each path once.
+  struct Path {
+    int node, red;
+    bool moved;
+    std::vector<Movement> moves;
+  };
+  std::vector<Path> stack{{k.root, -1, false, {}}}, seen;
   while (!stack.empty()) {
-    auto [n, moved] = stack.back();
+    Path p = std::move(stack.back());
     stack.pop_back();
-    if (seen[2 * std::size_t(n) + moved]++) continue;
-    const Node& node = g[n];
-    if (n != k.root && mat[std::size_t(n)]) {
-      r.reads.push_back({n, !moved});
+    bool known = false;
+    for (const Path& s : seen)
+      known =
+          known || (s.node == p.node && s.red == p.red && s.moved == p.moved && s.moves == p.moves);
+    if (known) continue;
+    seen.push_back(p);
+    const Node& node = g[p.node];
+    if (p.node != k.root && mat[std::size_t(p.node)]) {
+      ReadAt at = ReadAt::Other;
+      if (p.red == -1 && !p.moved) at = ReadAt::Own;
+      if (p.red >= 0 && read_by_row(g, p.red, p.node, p.moves)) at = ReadAt::Row;
+      r.product = r.product || (p.red != -1 && at != ReadAt::Row && has_expand(p.moves));
+      r.reads.push_back({p.node, at});
       continue;
     }
-    r.reduces = r.reduces || is_reduce(node.op);
-    const bool m = moved || node.op == Op::View || is_reduce(node.op);
-    for (int i = 0; i < node.nsrc(); ++i) stack.push_back({node.src[std::size_t(i)], m});
+    Path next{-1, p.red, p.moved, p.moves};
+    if (is_reduce(node.op)) {
+      r.reduces = true;
+      next.red = p.red == -1 && !p.moved ? p.node : -2;
+      if (p.red == -1) next.moves.clear();
+    } else if (node.op == Op::View) {
+      if (p.red == -1)
+        next.moved = p.moved || !reshape_only(node.moves);
+      else
+        next.moves.insert(next.moves.begin(), node.moves.begin(), node.moves.end());
+    }
+    for (int i = 0; i < node.nsrc(); ++i) {
+      next.node = node.src[std::size_t(i)];
+      stack.push_back(next);
+    }
   }
   return r;
 }
 } // namespace detail
 
-/// The merge_outputs pass (see the top of this file), with FuseOptions' merge_epilogues and
-/// max_inputs.
+/// The merge_outputs pass (see the top of this file), with FuseOptions' merge_epilogues,
+/// merge_reductions and max_inputs.
 constexpr Schedule merge_outputs(const Graph& g, Schedule s, const FuseOptions& o = {}) {
   const std::size_t max_params = o.max_inputs > 0 ? std::size_t(o.max_inputs) + 1 : 0;
   std::vector<Kernel>& ks = s.kernels;
-  // per kernel (not a vector<bool>: Clang cannot grow one in a constant expression)
-  std::vector<std::uint8_t> reduces;
-  for (const Kernel& k : ks) reduces.push_back(detail::kernel_reads(g, s.materialized, k).reduces);
+  // per kernel (bytes, not a vector<bool>: Clang cannot grow one in a constant expression)
+  std::vector<std::uint8_t> reduces, product;
+  for (const Kernel& k : ks) {
+    const detail::KernelReads r = detail::kernel_reads(g, s.materialized, k);
+    reduces.push_back(r.reduces);
+    product.push_back(r.product);
+  }
   for (std::size_t j = 1; j < ks.size(); ++j) {
     const Kernel& b = ks[j];
-    if (reduces[j]) continue;
+    if (reduces[j] && product[j]) continue;
     const detail::KernelReads rb = detail::kernel_reads(g, s.materialized, b);
     for (std::size_t i = j; i-- > 0;) {
       const Kernel& a = ks[i];
       if (!(g[a.root].shape == g[b.root].shape)) continue;
-      bool reads_a = false, aligned = true;
-      for (const auto& [n, at_own_index] : rb.reads)
+      bool reads_a = false, aligned = true, shares = false;
+      for (const auto& [n, at] : rb.reads)
         if (detail::contains(a.outputs, n)) {
           reads_a = true;
-          aligned = aligned && at_own_index;
+          aligned = aligned && at != detail::ReadAt::Other;
         }
-      if (!aligned || (reduces[i] && (!reads_a || !o.merge_epilogues))) continue;
+      for (int in : b.inputs) shares = shares || detail::contains(a.inputs, in);
+      if (!aligned) continue;
+      if (reduces[j]) { // by rows: the later reads the earlier's results, or what it reads
+        if (!o.merge_reductions || (reduces[i] && product[i]) || (!reads_a && !shares)) continue;
+      } else if (reduces[i] && (!reads_a || !o.merge_epilogues)) {
+        continue;
+      }
       Kernel joint = a;
-      for (int o : b.outputs) joint.outputs.push_back(o);
+      for (int out : b.outputs) joint.outputs.push_back(out);
       for (int in : b.inputs)
         if (!detail::contains(a.outputs, in) && !detail::contains(joint.inputs, in))
           joint.inputs.push_back(in);
@@ -856,14 +934,16 @@ constexpr Schedule merge_outputs(const Graph& g, Schedule s, const FuseOptions& 
       bool at_b = true, at_a = true;
       for (std::size_t k = i + 1; k < j; ++k) {
         for (int in : ks[k].inputs) at_b = at_b && !detail::contains(a.outputs, in);
-        for (int o : ks[k].outputs) at_a = at_a && !detail::contains(b.inputs, o);
+        for (int out : ks[k].outputs) at_a = at_a && !detail::contains(b.inputs, out);
       }
       if (!at_b && !at_a) continue;
       const std::size_t keep = at_b ? j : i, drop = at_b ? i : j;
       ks[keep] = std::move(joint);
       ks.erase(ks.begin() + std::ptrdiff_t(drop));
-      reduces[keep] = reduces[i];
-      reduces.erase(reduces.begin() + std::ptrdiff_t(drop));
+      for (std::vector<std::uint8_t>* f : {&reduces, &product}) {
+        (*f)[keep] = (*f)[i] || (*f)[j];
+        f->erase(f->begin() + std::ptrdiff_t(drop));
+      }
       --j; // (the next kernel is now at j)
       break;
     }
@@ -2400,7 +2480,7 @@ struct KernelFacts {
 struct Choices {
   bool pack_strided = false;        // a tile reads its shared operand strided (packs_strided)
   std::vector<std::int64_t> splits; // per reduction: partial accumulators (split_reduce)
-  std::int64_t split = 1;           // the aligned reduction's
+  std::int64_t split = 1;           // the aligned reductions' (they split alike)
   std::int64_t lanes = 1, rows = 1; // the register tile: rows x lanes outputs
   std::size_t row = 0;              // the merged output axis of its rows (KernelFacts::row)
   bool strided_tile = false;        // a GPU's tile (gpu_tile)
@@ -2456,14 +2536,20 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
                    o.packs_strided(f.reduce_length.constant(), m.back().constant()) &&
                    !f.contiguous_last;
   const bool lanes_contiguous = c.pack_strided ? f.packable_last : f.contiguous_last;
+  auto split_of = [&](const ReductionFacts& r) -> std::int64_t {
+    if (o.split_reduce < 4 || c.pack_strided || r.inner < 64 || !r.inner_contiguous) return 1;
+    const std::int64_t w = divisor(r.inner, o.split_reduce);
+    return w < 4 ? 1 : w;
+  };
+  // the reductions at the kernel's index split only alike (a row's max and sum, in one loop)
+  std::int64_t aligned_split = 0;
+  for (const ReductionFacts& r : f.reductions)
+    if (!r.hoisted)
+      aligned_split = aligned_split == 0 || aligned_split == split_of(r) ? split_of(r) : 1;
   for (const ReductionFacts& r : f.reductions) {
-    std::int64_t w = 1;
-    if (o.split_reduce >= 4 && (r.hoisted || aligned == 1) && !c.pack_strided && r.inner >= 64) {
-      w = divisor(r.inner, o.split_reduce);
-      if (w < 4 || !r.inner_contiguous) w = 1;
-    }
+    const std::int64_t w = r.hoisted ? split_of(r) : aligned_split;
     c.splits.push_back(w);
-    if (!r.hoisted) c.split = w; // (1 unless it is the one aligned reduction)
+    if (!r.hoisted) c.split = w;
   }
   auto masked_small = [&](std::size_t axis, bool masked) { // (LowerOptions::unroll_masked)
     return axis < n && m[axis].is_const() && m[axis].constant() >= 2 &&
@@ -2677,14 +2763,18 @@ public:
     p.outputs = int(nout_);
     p.outer = loops[order[0]];
     p.overlapping = overlapping;
-    // a hoisted reduction runs once per element of its own result
-    SInt work = prod(m), hoisted_work = 0;
-    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
+    // each loop nest of the kernel's reductions runs per element, a hoisted reduction once per
+    // element of its own result
+    SInt per_element = 0, hoisted_work = 0;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      bool shared = false;
+      for (std::size_t q = 0; q < r; ++q) shared = shared || same_loops(r, reduce_nodes_[q]);
       if (hoisted_[r])
         hoisted_work = hoisted_work + prod(reduce_in_shape(r));
-      else
-        work = work * prod(reduce_axes_shape(r));
-    p.work = work + hoisted_work;
+      else if (!shared)
+        per_element = per_element + prod(reduce_axes_shape(r));
+    }
+    p.work = prod(m) * (per_element == 0 ? SInt(1) : per_element) + hoisted_work;
     // the launcher evaluates these too: their variables are launch arguments even when the
     // source never reads them
     std::vector<Var> launch_vars;
@@ -2719,12 +2809,6 @@ private:
     int uop;
   };
 
-  static constexpr bool same_moves(const std::vector<Movement>& a, const std::vector<Movement>& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (a[i].op != b[i].op || !(a[i].a == b[i].a) || !(a[i].b == b[i].b)) return false;
-    return true;
-  }
   static constexpr std::vector<Movement> concat(const std::vector<Movement>& a,
                                                 const std::vector<Movement>& b) {
     std::vector<Movement> r = a;
@@ -2886,7 +2970,7 @@ private:
       for (int i : memo_of_[std::size_t(node)]) {
         const Memo& m = memo_[std::size_t(i)];
         if (m.space == space && m.lane == lane_ && m.part == part_ &&
-            m.ctx == space_ctx_[std::size_t(space)] && same_moves(m.pending, pending))
+            m.ctx == space_ctx_[std::size_t(space)] && m.pending == pending)
           return m.uop;
       }
     int r = compute(node, pending, space);
@@ -3047,10 +3131,12 @@ private:
       part_ = outer_part;
       return acc;
     }
-    // every lane of an upcast kernel runs this reduction over the same loops
+    // every lane of an upcast kernel runs this reduction over the same loops, and so does every
+    // other reduction at the kernel's index over loops of the same sizes (a row's max and sum: one
+    // pass over the row)
     std::vector<int> rr;
     for (const auto& [rn, existing] : reduce_ranges_)
-      if (rn == node) rr = existing;
+      if (rn == node || same_loops(r, rn)) rr = existing;
     if (rr.empty()) {
       for (std::size_t i = 0; i < ra.size(); ++i) {
         SInt d = i + 1 == ra.size() && split > 1 ? SInt(ra[i].constant() / split) : ra[i];
@@ -3096,6 +3182,15 @@ private:
       total *= d.constant();
     }
     return total <= opt_.unroll_reduce ? total : 0;
+  }
+  /// Whether reduction r and the reduction at node `other` may share their loops: both at the
+  /// kernel's index (a hoisted one may be read inside the other's loop), over loops of the same
+  /// sizes, split alike.
+  constexpr bool same_loops(std::size_t r, int other) const {
+    std::size_t q = 0;
+    while (q < reduce_nodes_.size() && reduce_nodes_[q] != other) ++q;
+    return q < reduce_nodes_.size() && !hoisted_[r] && !hoisted_[q] && splits_[r] == splits_[q] &&
+           reduce_loops(r) == reduce_loops(q);
   }
   constexpr int find_reduce(int node, std::int64_t lane) const {
     for (std::size_t i = 0; i < b_.ops.size(); ++i)
@@ -3360,12 +3455,13 @@ private:
     };
     // Reductions over the same loops (the lanes of an upcast kernel) share one loop nest, each
     // with its own accumulator.
-    auto emit_reduce = [&](std::size_t i) {
+    auto emit_reduce = [&](auto& self, std::size_t i) -> void {
       std::vector<std::size_t> group;
       for (std::size_t j = i; j < n; ++j)
         if (!done[j] && dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges)
           group.push_back(j);
-      // first what the bodies need from outside the loops (later lanes' index math)
+      // first what the bodies need from outside the loops (later lanes' index math, and the
+      // reductions another reduction of the group reads, each with its own loops)
       std::vector<std::uint8_t> need(n, 0);
       std::vector<std::size_t> stack;
       for (std::size_t g : group) stack.push_back(std::size_t(dag[g].src[0]));
@@ -3374,11 +3470,17 @@ private:
         stack.pop_back();
         if (done[v] || need[v] || dag[v].kind == UKind::Range) continue;
         need[v] = 1;
+        if (dag[v].kind == UKind::Reduce) continue;
         for (int src : dag[v].src)
           if (src >= 0) stack.push_back(std::size_t(src));
       }
-      for (std::size_t v = 0; v < n; ++v)
-        if (need[v] && !(deps[v] & reduce_bits[i])) emit(v);
+      for (std::size_t v = 0; v < n; ++v) {
+        if (!need[v] || done[v] || (deps[v] & reduce_bits[i])) continue;
+        if (dag[v].kind == UKind::Reduce)
+          self(self, v);
+        else
+          emit(v);
+      }
       std::vector<int> accs;
       for (std::size_t g : group) {
         UOp acc{UKind::DefineAcc,
@@ -3439,7 +3541,7 @@ private:
             highest(deps[i]) != level)
           continue;
         if (dag[i].kind == UKind::Reduce)
-          emit_reduce(i);
+          emit_reduce(emit_reduce, i);
         else
           emit(i);
       }
@@ -6754,7 +6856,8 @@ struct Target {
     if (dialect != Dialect::Cuda) launch.tensor_cores = false; // (mma.sync)
     if (launch.shared_tiles) t.lower.gpu_tile = 1;             // shared_tiles makes the tiles
     t.gpu = t.split_reductions = true;
-    t.fuse.merge_epilogues = true; // (a thread's epilogue: a few registers, not a tile's)
+    t.fuse.merge_epilogues = true;  // (a thread's epilogue: a few registers, not a tile's)
+    t.fuse.merge_reductions = true; // (a work-group's loops: no register tile to lose)
     t.launch = launch;
     t.decompose = DecomposeOptions::gpu();
     t.dialect = dialect;

@@ -142,14 +142,18 @@ public:
     p.outputs = int(nout_);
     p.outer = loops[order[0]];
     p.overlapping = overlapping;
-    // a hoisted reduction runs once per element of its own result
-    SInt work = prod(m), hoisted_work = 0;
-    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r)
+    // each loop nest of the kernel's reductions runs per element, a hoisted reduction once per
+    // element of its own result
+    SInt per_element = 0, hoisted_work = 0;
+    for (std::size_t r = 0; r < reduce_nodes_.size(); ++r) {
+      bool shared = false;
+      for (std::size_t q = 0; q < r; ++q) shared = shared || same_loops(r, reduce_nodes_[q]);
       if (hoisted_[r])
         hoisted_work = hoisted_work + prod(reduce_in_shape(r));
-      else
-        work = work * prod(reduce_axes_shape(r));
-    p.work = work + hoisted_work;
+      else if (!shared)
+        per_element = per_element + prod(reduce_axes_shape(r));
+    }
+    p.work = prod(m) * (per_element == 0 ? SInt(1) : per_element) + hoisted_work;
     // the launcher evaluates these too: their variables are launch arguments even when the
     // source never reads them
     std::vector<Var> launch_vars;
@@ -184,12 +188,6 @@ private:
     int uop;
   };
 
-  static constexpr bool same_moves(const std::vector<Movement>& a, const std::vector<Movement>& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (a[i].op != b[i].op || !(a[i].a == b[i].a) || !(a[i].b == b[i].b)) return false;
-    return true;
-  }
   static constexpr std::vector<Movement> concat(const std::vector<Movement>& a,
                                                 const std::vector<Movement>& b) {
     std::vector<Movement> r = a;
@@ -351,7 +349,7 @@ private:
       for (int i : memo_of_[std::size_t(node)]) {
         const Memo& m = memo_[std::size_t(i)];
         if (m.space == space && m.lane == lane_ && m.part == part_ &&
-            m.ctx == space_ctx_[std::size_t(space)] && same_moves(m.pending, pending))
+            m.ctx == space_ctx_[std::size_t(space)] && m.pending == pending)
           return m.uop;
       }
     int r = compute(node, pending, space);
@@ -512,10 +510,12 @@ private:
       part_ = outer_part;
       return acc;
     }
-    // every lane of an upcast kernel runs this reduction over the same loops
+    // every lane of an upcast kernel runs this reduction over the same loops, and so does every
+    // other reduction at the kernel's index over loops of the same sizes (a row's max and sum: one
+    // pass over the row)
     std::vector<int> rr;
     for (const auto& [rn, existing] : reduce_ranges_)
-      if (rn == node) rr = existing;
+      if (rn == node || same_loops(r, rn)) rr = existing;
     if (rr.empty()) {
       for (std::size_t i = 0; i < ra.size(); ++i) {
         SInt d = i + 1 == ra.size() && split > 1 ? SInt(ra[i].constant() / split) : ra[i];
@@ -561,6 +561,15 @@ private:
       total *= d.constant();
     }
     return total <= opt_.unroll_reduce ? total : 0;
+  }
+  /// Whether reduction r and the reduction at node `other` may share their loops: both at the
+  /// kernel's index (a hoisted one may be read inside the other's loop), over loops of the same
+  /// sizes, split alike.
+  constexpr bool same_loops(std::size_t r, int other) const {
+    std::size_t q = 0;
+    while (q < reduce_nodes_.size() && reduce_nodes_[q] != other) ++q;
+    return q < reduce_nodes_.size() && !hoisted_[r] && !hoisted_[q] && splits_[r] == splits_[q] &&
+           reduce_loops(r) == reduce_loops(q);
   }
   constexpr int find_reduce(int node, std::int64_t lane) const {
     for (std::size_t i = 0; i < b_.ops.size(); ++i)
@@ -825,12 +834,13 @@ private:
     };
     // Reductions over the same loops (the lanes of an upcast kernel) share one loop nest, each
     // with its own accumulator.
-    auto emit_reduce = [&](std::size_t i) {
+    auto emit_reduce = [&](auto& self, std::size_t i) -> void {
       std::vector<std::size_t> group;
       for (std::size_t j = i; j < n; ++j)
         if (!done[j] && dag[j].kind == UKind::Reduce && dag[j].ranges == dag[i].ranges)
           group.push_back(j);
-      // first what the bodies need from outside the loops (later lanes' index math)
+      // first what the bodies need from outside the loops (later lanes' index math, and the
+      // reductions another reduction of the group reads, each with its own loops)
       std::vector<std::uint8_t> need(n, 0);
       std::vector<std::size_t> stack;
       for (std::size_t g : group) stack.push_back(std::size_t(dag[g].src[0]));
@@ -839,11 +849,17 @@ private:
         stack.pop_back();
         if (done[v] || need[v] || dag[v].kind == UKind::Range) continue;
         need[v] = 1;
+        if (dag[v].kind == UKind::Reduce) continue;
         for (int src : dag[v].src)
           if (src >= 0) stack.push_back(std::size_t(src));
       }
-      for (std::size_t v = 0; v < n; ++v)
-        if (need[v] && !(deps[v] & reduce_bits[i])) emit(v);
+      for (std::size_t v = 0; v < n; ++v) {
+        if (!need[v] || done[v] || (deps[v] & reduce_bits[i])) continue;
+        if (dag[v].kind == UKind::Reduce)
+          self(self, v);
+        else
+          emit(v);
+      }
       std::vector<int> accs;
       for (std::size_t g : group) {
         UOp acc{UKind::DefineAcc,
@@ -904,7 +920,7 @@ private:
             highest(deps[i]) != level)
           continue;
         if (dag[i].kind == UKind::Reduce)
-          emit_reduce(i);
+          emit_reduce(emit_reduce, i);
         else
           emit(i);
       }

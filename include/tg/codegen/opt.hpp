@@ -146,7 +146,7 @@ struct KernelFacts {
 struct Choices {
   bool pack_strided = false;        // a tile reads its shared operand strided (packs_strided)
   std::vector<std::int64_t> splits; // per reduction: partial accumulators (split_reduce)
-  std::int64_t split = 1;           // the aligned reduction's
+  std::int64_t split = 1;           // the aligned reductions' (they split alike)
   std::int64_t lanes = 1, rows = 1; // the register tile: rows x lanes outputs
   std::size_t row = 0;              // the merged output axis of its rows (KernelFacts::row)
   bool strided_tile = false;        // a GPU's tile (gpu_tile)
@@ -202,14 +202,20 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
                    o.packs_strided(f.reduce_length.constant(), m.back().constant()) &&
                    !f.contiguous_last;
   const bool lanes_contiguous = c.pack_strided ? f.packable_last : f.contiguous_last;
+  auto split_of = [&](const ReductionFacts& r) -> std::int64_t {
+    if (o.split_reduce < 4 || c.pack_strided || r.inner < 64 || !r.inner_contiguous) return 1;
+    const std::int64_t w = divisor(r.inner, o.split_reduce);
+    return w < 4 ? 1 : w;
+  };
+  // the reductions at the kernel's index split only alike (a row's max and sum, in one loop)
+  std::int64_t aligned_split = 0;
+  for (const ReductionFacts& r : f.reductions)
+    if (!r.hoisted)
+      aligned_split = aligned_split == 0 || aligned_split == split_of(r) ? split_of(r) : 1;
   for (const ReductionFacts& r : f.reductions) {
-    std::int64_t w = 1;
-    if (o.split_reduce >= 4 && (r.hoisted || aligned == 1) && !c.pack_strided && r.inner >= 64) {
-      w = divisor(r.inner, o.split_reduce);
-      if (w < 4 || !r.inner_contiguous) w = 1;
-    }
+    const std::int64_t w = r.hoisted ? split_of(r) : aligned_split;
     c.splits.push_back(w);
-    if (!r.hoisted) c.split = w; // (1 unless it is the one aligned reduction)
+    if (!r.hoisted) c.split = w;
   }
   auto masked_small = [&](std::size_t axis, bool masked) { // (LowerOptions::unroll_masked)
     return axis < n && m[axis].is_const() && m[axis].constant() >= 2 &&

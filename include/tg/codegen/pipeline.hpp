@@ -88,7 +88,8 @@ struct Target {
     if (dialect != Dialect::Cuda) launch.tensor_cores = false; // (mma.sync)
     if (launch.shared_tiles) t.lower.gpu_tile = 1;             // shared_tiles makes the tiles
     t.gpu = t.split_reductions = true;
-    t.fuse.merge_epilogues = true; // (a thread's epilogue: a few registers, not a tile's)
+    t.fuse.merge_epilogues = true;  // (a thread's epilogue: a few registers, not a tile's)
+    t.fuse.merge_reductions = true; // (a work-group's loops: no register tile to lose)
     t.launch = launch;
     t.decompose = DecomposeOptions::gpu();
     t.dialect = dialect;

@@ -21,16 +21,10 @@ namespace tg {
 
 namespace fx {
 
-constexpr bool same_moves(const std::vector<Movement>& a, const std::vector<Movement>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].op != b[i].op || !(a[i].a == b[i].a) || !(a[i].b == b[i].b)) return false;
-  return true;
-}
 /// Two nodes that compute the same value from the same sources.
 constexpr bool same_node(const Node& a, const Node& b) {
   return a.op == b.op && a.dtype == b.dtype && a.src == b.src && a.shape == b.shape &&
-         same_moves(a.moves, b.moves) && a.axes == b.axes && a.value == b.value && a.arg == b.arg;
+         a.moves == b.moves && a.axes == b.axes && a.value == b.value && a.arg == b.arg;
 }
 
 /// Builds a Graph as expression nodes emit themselves (sources first, depth first, as the run-time
@@ -89,8 +83,8 @@ struct graph_builder {
   /// The id of kept indices' buffers (tg::input ids are not negative, fixed tensors' are -1).
   static constexpr int kKept = -2;
   static constexpr bool same_fields(const Node& a, const Node& b) {
-    return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape &&
-           same_moves(a.moves, b.moves) && a.axes == b.axes && a.value == b.value && a.arg == b.arg;
+    return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape && a.moves == b.moves &&
+           a.axes == b.axes && a.value == b.value && a.arg == b.arg;
   }
   /// Nodes a and b compute one value: the same node, or constants only and structurally equal.
   constexpr bool same_value(int a, int b) const {

@@ -21,6 +21,7 @@ constexpr const char* move_name(MoveOp m) {
 struct Movement {
   MoveOp op;
   std::vector<SInt> a, b;
+  constexpr bool operator==(const Movement&) const = default;
 };
 
 /// The shape after a movement op (the op's arguments are assumed checked).
