@@ -64,6 +64,11 @@ constexpr bool reshape_only(const std::vector<Movement>& moves) {
     if (m.op != MoveOp::Reshape) return false;
   return true;
 }
+constexpr bool has_expand(const std::vector<Movement>& moves) {
+  for (const Movement& m : moves)
+    if (m.op == MoveOp::Expand) return true;
+  return false;
+}
 constexpr void collect_inputs(const Graph& g, const NodeFlags& mat, int node, int root,
                               std::vector<int>& inputs, NodeFlags& seen) {
   if (seen[std::size_t(node)]) return;
@@ -138,9 +143,8 @@ constexpr bool read_broadcast_by_reduction(const Graph& g, const NodeFlags& mat,
     const Node& n = g[c];
     std::vector<Movement> m = moves;
     if (n.op == Op::View) m.insert(m.end(), n.moves.begin(), n.moves.end());
-    bool expands = false; // no expand, no broadcast (and no view to build: constexpr budget)
-    for (const Movement& mv : m) expands = expands || mv.op == MoveOp::Expand;
-    if (is_reduce(n.op) && expands) {
+    // no expand, no broadcast (and no view to build: constexpr budget)
+    if (is_reduce(n.op) && has_expand(m)) {
       // The last view maps the reduction's index space onto the views before it: a zero stride
       // there reads every earlier view, and so `e`, alike along that axis.
       ShapeTracker t = ShapeTracker::contiguous(g[e].shape).apply(m);

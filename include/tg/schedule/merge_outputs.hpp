@@ -59,11 +59,6 @@ constexpr bool read_by_row(const Graph& g, int red, int x, const std::vector<Mov
   }
   return true;
 }
-constexpr bool has_expand(const std::vector<Movement>& moves) {
-  for (const Movement& m : moves)
-    if (m.op == MoveOp::Expand) return true;
-  return false;
-}
 constexpr KernelReads kernel_reads(const Graph& g, const NodeFlags& mat, const Kernel& k) {
   KernelReads r;
   // A path from the root: the reduction it is inside (-1: none yet, -2: one it cannot be read by
