@@ -858,16 +858,16 @@ constexpr KernelReads kernel_reads(const Graph& g, const NodeFlags& mat, const K
     bool moved;
     std::vector<Movement> moves;
   };
-  std::vector<Path> stack{{k.root, -1, false, {}}}, seen;
+  std::vector<Path> stack{{k.root, -1, false, {}}};
+  std::vector<std::vector<Path>> seen(g.size()); // per node, the paths that reached it
   while (!stack.empty()) {
     Path p = std::move(stack.back());
     stack.pop_back();
     bool known = false;
-    for (const Path& s : seen)
-      known =
-          known || (s.node == p.node && s.red == p.red && s.moved == p.moved && s.moves == p.moves);
+    for (const Path& s : seen[std::size_t(p.node)])
+      known = known || (s.red == p.red && s.moved == p.moved && s.moves == p.moves);
     if (known) continue;
-    seen.push_back(p);
+    seen[std::size_t(p.node)].push_back(p);
     const Node& node = g[p.node];
     if (p.node != k.root && mat[std::size_t(p.node)]) {
       ReadAt at = ReadAt::Other;
@@ -902,17 +902,14 @@ constexpr KernelReads kernel_reads(const Graph& g, const NodeFlags& mat, const K
 constexpr Schedule merge_outputs(const Graph& g, Schedule s, const FuseOptions& o = {}) {
   const std::size_t max_params = o.max_inputs > 0 ? std::size_t(o.max_inputs) + 1 : 0;
   std::vector<Kernel>& ks = s.kernels;
-  // per kernel (bytes, not a vector<bool>: Clang cannot grow one in a constant expression)
-  std::vector<std::uint8_t> reduces, product;
-  for (const Kernel& k : ks) {
-    const detail::KernelReads r = detail::kernel_reads(g, s.materialized, k);
-    reduces.push_back(r.reduces);
-    product.push_back(r.product);
-  }
+  // per kernel; a joint kernel keeps only its flags right (its reads are never asked again: the
+  // kernel at j is always one fuse made)
+  std::vector<detail::KernelReads> reads;
+  for (const Kernel& k : ks) reads.push_back(detail::kernel_reads(g, s.materialized, k));
   for (std::size_t j = 1; j < ks.size(); ++j) {
     const Kernel& b = ks[j];
-    if (reduces[j] && product[j]) continue;
-    const detail::KernelReads rb = detail::kernel_reads(g, s.materialized, b);
+    const detail::KernelReads& rb = reads[j];
+    if (rb.reduces && rb.product) continue;
     for (std::size_t i = j; i-- > 0;) {
       const Kernel& a = ks[i];
       if (!(g[a.root].shape == g[b.root].shape)) continue;
@@ -924,9 +921,10 @@ constexpr Schedule merge_outputs(const Graph& g, Schedule s, const FuseOptions& 
         }
       for (int in : b.inputs) shares = shares || detail::contains(a.inputs, in);
       if (!aligned) continue;
-      if (reduces[j]) { // by rows: the later reads the earlier's results, or what it reads
-        if (!o.merge_reductions || (reduces[i] && product[i]) || (!reads_a && !shares)) continue;
-      } else if (reduces[i] && (!reads_a || !o.merge_epilogues)) {
+      const detail::KernelReads& ra = reads[i];
+      if (rb.reduces) { // by rows: the later reads the earlier's results, or what it reads
+        if (!o.merge_reductions || (ra.reduces && ra.product) || (!reads_a && !shares)) continue;
+      } else if (ra.reduces && (!reads_a || !o.merge_epilogues)) {
         continue;
       }
       Kernel joint = a;
@@ -946,10 +944,9 @@ constexpr Schedule merge_outputs(const Graph& g, Schedule s, const FuseOptions& 
       const std::size_t keep = at_b ? j : i, drop = at_b ? i : j;
       ks[keep] = std::move(joint);
       ks.erase(ks.begin() + std::ptrdiff_t(drop));
-      for (std::vector<std::uint8_t>* f : {&reduces, &product}) {
-        (*f)[keep] = (*f)[i] || (*f)[j];
-        f->erase(f->begin() + std::ptrdiff_t(drop));
-      }
+      reads[keep].reduces = ra.reduces || rb.reduces;
+      reads[keep].product = ra.product || rb.product;
+      reads.erase(reads.begin() + std::ptrdiff_t(drop));
       --j; // (the next kernel is now at j)
       break;
     }
