@@ -112,8 +112,8 @@ TEST_CASE("child: the CPU device under a TG_CPU_ISA it cannot honour") {
 
 TEST_CASE("TG_CPU_ISA: kernels chosen and compiled for a narrower ISA, the same bits") {
   // every ISA up to the host's: its tiles (runtime/cpu_info.hpp), its compiler flags
-  for (tg::CpuIsa isa :
-       {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512, tg::CpuIsa::Avx512Bf16}) {
+  for (tg::CpuIsa isa : {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512,
+                         tg::CpuIsa::Avx512Bf16, tg::CpuIsa::Amx}) {
     if (isa > tg::host_cpu().isa) {
       MESSAGE("skipped: TG_CPU_ISA=" << tg::cpu_isa_name(isa) << " (this CPU has "
                                      << tg::cpu_isa_name(tg::host_cpu().isa) << ")");
@@ -133,12 +133,12 @@ TEST_CASE("TG_CPU_ISA: kernels chosen and compiled for a narrower ISA, the same 
   std::string bad =
       run_child("child: the CPU device under a TG_CPU_ISA it cannot honour", "TG_CPU_ISA=avx1024");
   CHECK(contains(bad, "available=0 reason="));
-  CHECK(contains(bad, "TG_CPU_ISA=avx1024 is not one of avx512bf16, avx512, avx2, sse"));
-  if (tg::host_cpu().isa != tg::CpuIsa::Avx512Bf16) {
-    std::string more = run_child("child: the CPU device under a TG_CPU_ISA it cannot honour",
-                                 "TG_CPU_ISA=avx512bf16");
+  CHECK(contains(bad, "TG_CPU_ISA=avx1024 is not one of amx, avx512bf16, avx512, avx2, sse"));
+  if (tg::host_cpu().isa != tg::CpuIsa::Amx) {
+    std::string more =
+        run_child("child: the CPU device under a TG_CPU_ISA it cannot honour", "TG_CPU_ISA=amx");
     CHECK(contains(more, "available=0 reason="));
-    CHECK(contains(more, "TG_CPU_ISA=avx512bf16 asks for more than this CPU has"));
+    CHECK(contains(more, "TG_CPU_ISA=amx asks for more than this CPU has"));
   }
 }
 

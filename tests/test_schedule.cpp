@@ -749,8 +749,8 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
   };
   static const std::vector<std::string> isa_devices = [] {
     std::vector<std::string> names;
-    for (tg::CpuIsa isa :
-         {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512, tg::CpuIsa::Avx512Bf16}) {
+    for (tg::CpuIsa isa : {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512,
+                           tg::CpuIsa::Avx512Bf16, tg::CpuIsa::Amx}) {
       if (isa > tg::host_cpu().isa) continue;
       names.push_back(std::string("CPU_TILES_") + tg::cpu_isa_name(isa));
       for (char& ch : names.back()) ch = char(std::toupper(ch));
@@ -758,7 +758,7 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
     }
     return names;
   }();
-  if (tg::host_cpu().isa != tg::CpuIsa::Avx512Bf16)
+  if (tg::host_cpu().isa != tg::CpuIsa::Amx)
     MESSAGE("skipped: the tiles of ISAs beyond this CPU's (" << tg::cpu_isa_name(tg::host_cpu().isa)
                                                              << ")");
   struct Case {
@@ -911,7 +911,7 @@ TEST_CASE("bfloat16 products two steps at a time (AVX512_BF16's vdpbf16ps, pair_
        true);
   CHECK(registered);
   std::vector<std::string> runs{"CPU_BF16_PAIRS_C"};
-  if (tg::host_cpu().isa == tg::CpuIsa::Avx512Bf16)
+  if (tg::host_cpu().isa >= tg::CpuIsa::Avx512Bf16)
     runs.push_back("CPU_BF16_PAIRS");
   else
     MESSAGE("skipped: running vdpbf16ps (this CPU has " << tg::cpu_isa_name(tg::host_cpu().isa)
@@ -997,6 +997,120 @@ TEST_CASE("bfloat16 products two steps at a time (AVX512_BF16's vdpbf16ps, pair_
       CAPTURE(dev);
       CHECK(product(dev, bf16).bitcast(tg::int16).to_vector<std::int16_t>() == bits);
     }
+  }
+}
+
+TEST_CASE("bfloat16 products on AMX's tiles, 32 steps at a time (amx_products.hpp)") {
+  // Every shape of product the pass takes on a device with the AMX target: K a multiple of 32
+  // (the loop gone), K with steps left for the loop after the tiles and an odd K, sizes no tile
+  // divides, a transposed right operand, an epilogue, a batch; and one it leaves to vdpbf16ps
+  // (K under 32). Compiled without AMX (the C prelude's fused multiply-adds, on every host) the
+  // results are those of a plain loop that sums each pair as vdpbf16ps does, bit for bit; with
+  // AMX (this host's), AMX rounds its sums in its own way: within a bfloat16 step of that loop.
+  struct Amx : tg::CpuDevice {
+    tg::Target target() const override { return tg::with_env(tg::cpu_target(tg::CpuIsa::Amx)); }
+  };
+  static const std::string no_amx = [] {
+    const char* cc = std::getenv("TG_CC");
+    std::string path =
+        std::filesystem::temp_directory_path() / ("tg-cc-no-amx-" + std::to_string(::getpid()));
+    std::ofstream(path) << "#!/bin/sh\nexec " << (cc && *cc ? cc : "cc")
+                        << " \"$@\" -mno-amx-tile -mno-amx-bf16 -mno-avx512bf16\n";
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return path;
+  }();
+  static const bool registered =
+      (tg::register_device("CPU_AMX", [] { return std::make_shared<Amx>(); }),
+       tg::register_device("CPU_AMX_C",
+                           [] {
+                             const char* cc = std::getenv("TG_CC");
+                             const std::string was = cc ? cc : "";
+                             ::setenv("TG_CC", no_amx.c_str(), 1);
+                             auto d = std::make_shared<Amx>(); // (reads TG_CC)
+                             if (cc)
+                               ::setenv("TG_CC", was.c_str(), 1);
+                             else
+                               ::unsetenv("TG_CC");
+                             return d;
+                           }),
+       true);
+  CHECK(registered);
+  const bool amx = tg::host_cpu().isa == tg::CpuIsa::Amx;
+  if (!amx)
+    MESSAGE("skipped: running AMX (this CPU has " << tg::cpu_isa_name(tg::host_cpu().isa)
+                                                  << "); its kernels and their emulation are "
+                                                     "still checked");
+  struct Case {
+    std::int64_t batch, n, k, m;
+    int form;   // 0: a @ b; 2: a @ b.T(); 3: (a @ b + bias).relu()
+    bool tiles; // the kernel runs AMX's tiles
+  };
+  for (Case c : {Case{1, 512, 512, 512, 0, true},   // 16 steps of 32, no loop left
+                 Case{1, 512, 511, 512, 0, true},   // 15 steps, 15 pairs, the odd k
+                 Case{1, 97, 131, 1009, 0, true},   // tails: tiles shifted back
+                 Case{1, 255, 255, 255, 2, true},   // b.T() copied into the panel
+                 Case{1, 64, 256, 512, 3, true},    // an epilogue
+                 Case{3, 40, 96, 512, 0, true},     // a batch
+                 Case{1, 64, 30, 512, 0, false}}) { // K under 32: vdpbf16ps only
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.m);
+    CAPTURE(c.form);
+    const tg::DType bf16 = tg::bfloat16;
+    tg::Shape as{c.batch, c.n, c.k},
+        bs = c.form == 2 ? tg::Shape{c.m, c.k} : tg::Shape{c.batch, c.k, c.m};
+    auto a = tg::randn(as).cast(bf16).realize(), b = tg::randn(bs).cast(bf16).realize();
+    auto bias = tg::randn({c.m}).cast(bf16).realize();
+    auto product = [&](const std::string& dev) {
+      tg::Tensor x = a.to(dev), y = b.to(dev);
+      if (c.form == 2) return x.matmul(y.T());
+      if (c.form == 3) return (x.matmul(y) + bias.to(dev)).relu();
+      return x.matmul(y);
+    };
+    std::string all;
+    for (const std::string& src : tg::schedule({product("CPU_AMX")}).sources) all += src;
+    CHECK_MESSAGE(contains(all, "tg_amx_bf16(") == c.tiles, all);
+    const std::vector<float>
+        av = a.cast(tg::float32).to_vector<float>(),
+        bv = (c.form == 2 ? b.T() : b).contiguous().cast(tg::float32).to_vector<float>(),
+        biv = bias.cast(tg::float32).to_vector<float>();
+    std::vector<float> want, sizes;
+    for (std::int64_t q = 0; q < c.batch; ++q)
+      for (std::int64_t i = 0; i < c.n; ++i)
+        for (std::int64_t j = 0; j < c.m; ++j) {
+          auto at = [&](std::int64_t kk) {
+            return std::pair{av[std::size_t((q * c.n + i) * c.k + kk)],
+                             bv[std::size_t(((c.form == 2 ? 0 : q) * c.k + kk) * c.m + j)]};
+          };
+          float acc = 0, size = 0; // size: the sum of the products' magnitudes
+          for (std::int64_t kk = 0; kk < c.k; kk += 2) {
+            if (kk + 1 < c.k) acc = std::fma(at(kk + 1).first, at(kk + 1).second, acc);
+            acc = std::fma(at(kk).first, at(kk).second, acc);
+            size += std::fabs(at(kk).first * at(kk).second) +
+                    (kk + 1 < c.k ? std::fabs(at(kk + 1).first * at(kk + 1).second) : 0.0f);
+          }
+          if (c.form == 3) acc = std::max(acc + biv[std::size_t(j)], 0.0f);
+          want.push_back(acc);
+          sizes.push_back(size);
+        }
+    const tg::Tensor want_bf16 =
+        tg::Tensor::from_data(want, product("INTERP").sym_shape()).cast(bf16).realize();
+    const std::vector<std::int16_t> bits = want_bf16.bitcast(tg::int16).to_vector<std::int16_t>();
+    CHECK(product("CPU_AMX_C").bitcast(tg::int16).to_vector<std::int16_t>() == bits);
+    if (!amx) continue;
+    const tg::Tensor got = product("CPU_AMX");
+    const auto g = got.cast(tg::float32).to_vector<float>(),
+               w = want_bf16.cast(tg::float32).to_vector<float>();
+    const auto got_bits = got.bitcast(tg::int16).to_vector<std::int16_t>();
+    // a bfloat16 step of the result, and a few float32 steps of the products' magnitudes (where
+    // the sum cancels, those decide its last bfloat16 bit)
+    std::size_t off = 0, same = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      same += got_bits[i] == bits[i];
+      off += !(std::fabs(g[i] - w[i]) <= std::fabs(w[i]) * 0x1p-7f + sizes[i] * 0x1p-20f);
+    }
+    CHECK_MESSAGE(off == 0, off << " elements further from the plain loop's");
+    CHECK(same * 10 >= g.size() * 9); // (most round alike)
   }
 }
 

@@ -63,7 +63,7 @@
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU, INTERP: contract
 //                   -> CPU: reuse_values -> vectorize -> pack_panels (-> pair_products:
-//                      AVX512_BF16) -> pack_rows
+//                      AVX512_BF16 -> amx_products: AMX) -> pack_rows
 //                   -> GPU: shared_tiles (products) or gpu_program
 //                      -> decompose (-> narrow32: WGSL)                  device_passes
 //                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
@@ -1852,16 +1852,73 @@ constexpr Schedule merge_outputs(const Graph& g, Schedule s, const FuseOptions& 
 } // namespace tg
 #endif // TG_SI_TG_SCHEDULE_MERGE_OUTPUTS_HPP
 
-// ---- tg/codegen/contract.hpp ----
-#ifndef TG_SI_TG_CODEGEN_CONTRACT_HPP
-#define TG_SI_TG_CODEGEN_CONTRACT_HPP
-// contract (the CPU device and INTERP, first of their device passes): a float sum of products,
-// acc = acc + a * b, becomes one fused multiply-add, acc = fma(a, b, acc), rounded once, as BLAS
-// libraries and cuBLAS accumulate. A multiply and an add issued apart are two instructions for
-// the same ports on a core whose FMA units also do the adds (Intel's: half a matmul's peak), and
-// the C flags forbid the compiler to contract them itself (-ffp-contract=off keeps every other
-// expression as INTERP computes it). INTERP runs the same rewritten program, so the CPU device's
-// kernels still agree with it bit for bit; a product's last bits differ from a multiply-then-add.
+// ---- tg/codegen/amx_products.hpp ----
+#ifndef TG_SI_TG_CODEGEN_AMX_PRODUCTS_HPP
+#define TG_SI_TG_CODEGEN_AMX_PRODUCTS_HPP
+// amx_products (C programs for the CPU only, after pair_products, where the host has AMX): a
+// bfloat16 product's tile runs its reduction on AMX's tile registers, 32 k a step. pair_products
+// leaves the tile's loop reading the left operand's rows as words (two bfloat16s, k and k + 1)
+// and the right operand's panel as rows of words (rows k and k + 1 of a column interleaved):
+// that panel is the layout AMX's tdpbf16ps reads its right operand in, and the left operand's
+// rows are read where they lie, 32 elements of each of up to 16 rows a step. One tdpbf16ps
+// multiplies a 16 x 32 block by a 32 x 16 one into 16 x 16 float32 sums: 16 times the work of a
+// vdpbf16ps, one every 16 cycles (docs/performance.md: bgemm_2048 ran 5x faster).
+//
+// The rewrite: the loop's first 32 * (K / 32) steps become one TileDot (the tile's sums, added to
+// its accumulators), and the loop runs on from there for the rest; the tile's epilogue is
+// unchanged. AMX sums each pair as vdpbf16ps does but rounds its sums in its own way: a sum may
+// differ from pair_products' in its last float32 bits (and so from INTERP's by a bfloat16 step,
+// as vdpbf16ps' may). The C prelude runs the same steps with fused multiply-adds where the
+// compiler lacks AMX.
+
+// ---- tg/codegen/pair_products.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PAIR_PRODUCTS_HPP
+#define TG_SI_TG_CODEGEN_PAIR_PRODUCTS_HPP
+// pair_products (C programs for the CPU only, after pack_panels, where the host has AVX512_BF16):
+// a bfloat16 product's tile takes its reduction two steps at a time. Its float32 tile (vectorize)
+// spends a fused multiply-add on each element of the left operand; AVX512_BF16's vdpbf16ps
+// multiplies two pairs of bfloat16s a lane and adds both products to the lane's float32 sum, so
+// one instruction does two steps. It reads each operand as 32-bit words of two bfloat16s,
+// elements k and k + 1: a row of the left operand as it lies in memory (a word broadcast from
+// there by the instruction; a strided row joins two loads), the right operand's panel
+// (pack_panels' copy) laid out again with rows k and k + 1 of its columns interleaved, or without
+// a panel its two rows' vector loads joined in the loop. An odd K's last step pairs its element
+// with a zero.
+//
+// The instruction adds the product of the words' high halves first, then the low halves' (each
+// sum rounded, the products of bfloat16s being exact in float32; measured against two fused
+// multiply-adds on Zen 4: equal bit for bit), so a pair is summed k + 1 first, and it flushes
+// subnormal inputs and sums to zero: a sum may differ from INTERP's in its last bits, as oneDNN's
+// do (docs/pipeline.md). The C prelude emulates the instruction where the compiler lacks it.
+
+// ---- tg/codegen/pack_panels.hpp ----
+#ifndef TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+#define TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+// pack_panels (C programs for the CPU only, after vectorize): a tile's shared operand copied
+// into a contiguous panel. In a matmul whose column tiles run outermost, every row tile reads
+// the same columns of the right operand: 16 floats from each of K rows, rows 4 KiB apart (1024
+// columns), so the K rows fall into a few sets of the L1 cache and are fetched again for every
+// row tile. Copying those columns once per column tile into a local array of K x 16 (each row
+// of the tile 64 bytes after the last) keeps them in cache (a standalone 1024² kernel ran twice
+// as fast: docs/performance.md). The copy reads the same elements, so results do not change.
+
+// ---- tg/codegen/vectorize.hpp ----
+#ifndef TG_SI_TG_CODEGEN_VECTORIZE_HPP
+#define TG_SI_TG_CODEGEN_VECTORIZE_HPP
+// vectorize (C programs for the CPU device only): a register tile's lanes as GNU C vectors.
+// A matmul's tile accumulates acc[r][c] = fma(a[r], b[c], acc[r][c]) (contract.hpp) with b[c]
+// consecutive in memory. GCC turned its scalar accumulators into vectors itself, but reloaded b
+// for every row of the tile (far from a core's peak: docs/performance.md). Here every run of W
+// lanes of a row (W = one vector: 256 bits, or 512 where the C compiler has AVX-512) becomes one
+// vector accumulator, updated by one vector load of b and the broadcast of a: the same fused
+// multiply-adds, in the same order, for every lane, so the kernel still agrees with INTERP bit
+// for bit.
+// The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
+// x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
+// a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
+// A 16-bit float's lanes are float32 lanes (its registers hold float32s): the vector loads of a
+// float16 or bfloat16 buffer widen its elements exactly, and its products run at float32's speed
+// instead of converting each element on its own.
 
 // ---- tg/codegen/ir.hpp ----
 #ifndef TG_SI_TG_CODEGEN_IR_HPP
@@ -1911,6 +1968,11 @@ enum class UKind : std::uint8_t {
   VecDot2,  // src0 VecAcc, src1 a word (two bfloat16s), src2 VecLoad of words: each lane adds the
             // product of the high halves, then of the low halves (vdpbf16ps)
   WordLoad, // src0 param of 16-bit elements, src1 index: elements index, index + 1 as one word
+  // (made by amx_products, codegen/amx_products.hpp, on hosts with AMX):
+  TileDot, // AMX tiles: src0 the left operand's param (bfloat16), src1 the index of its tile's
+           // first element, src2 pair_products' panel (words); value.i: the left operand's row
+           // stride (elements), value.f: the panel's columns (words); arg: steps of 32 k; ranges:
+           // the tile's VecAccs, row by row (16 columns each): each adds its outputs' sums
 };
 
 /// The largest panel the CPU device's pack_panels copies into a local array
@@ -1961,7 +2023,7 @@ constexpr const char* ukind_name(UKind k) {
       "param",    "var",       "bound",   "const",   "range",   "endrange", "load",   "store",
       "acc",      "accassign", "alu",     "reduce",  "special", "if",       "endif",  "groupreduce",
       "shared",   "barrier",   "private", "mma",     "vecacc",  "vecload",  "vecmac", "veclane",
-      "vecstore", "local",     "vecfold", "vecpair", "vecdot2", "wordload"};
+      "vecstore", "local",     "vecfold", "vecpair", "vecdot2", "wordload", "tiledot"};
   return names[static_cast<int>(k)];
 }
 
@@ -2010,6 +2072,7 @@ constexpr Program drop_unused(Program p) {
     used[i] = 1;
     for (int s : u.src)
       if (s >= 0) used[std::size_t(s)] = 1;
+    for (int s : u.ranges) used[std::size_t(s)] = 1;
   }
   std::vector<int> map(p.ops.size(), -1);
   std::vector<UOp> ops;
@@ -2018,6 +2081,7 @@ constexpr Program drop_unused(Program p) {
     UOp u = p.ops[i];
     for (int& s : u.src)
       if (s >= 0) s = map[std::size_t(s)];
+    for (int& s : u.ranges) s = map[std::size_t(s)];
     map[i] = int(ops.size());
     ops.push_back(u);
   }
@@ -2047,6 +2111,9 @@ constexpr Text dump(const Program& p) {
     }
     if (u.arg >= 0) t << " arg=" << u.arg;
     if (u.kind == UKind::VecLoad && u.value.i > 1) t << " stride=" << u.value.i;
+    if (u.kind == UKind::TileDot)
+      t << " stride=" << u.value.i << " columns=" << std::int64_t(u.value.f);
+    for (std::size_t k = 0; k < u.ranges.size(); ++k) t << (k ? " %" : " ranges %") << u.ranges[k];
     t << '\n';
   }
   return t;
@@ -2054,6 +2121,834 @@ constexpr Text dump(const Program& p) {
 
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_IR_HPP
+
+namespace tg {
+
+namespace detail {
+
+/// An integer value as a sum of coefficient * atom plus a constant; atoms are op indices
+/// (ranges, parameters, and whatever is not a sum or a product by a constant).
+struct Affine {
+  std::vector<std::pair<int, std::int64_t>> terms; // sorted by atom
+  std::int64_t c = 0;
+};
+
+constexpr Affine affine_add(const Affine& a, const Affine& b, std::int64_t scale_b) {
+  Affine r;
+  r.c = a.c + scale_b * b.c;
+  std::size_t i = 0, j = 0;
+  while (i < a.terms.size() || j < b.terms.size()) {
+    if (j == b.terms.size() || (i < a.terms.size() && a.terms[i].first < b.terms[j].first)) {
+      r.terms.push_back(a.terms[i++]);
+    } else if (i == a.terms.size() || b.terms[j].first < a.terms[i].first) {
+      r.terms.push_back({b.terms[j].first, scale_b * b.terms[j].second});
+      ++j;
+    } else {
+      std::int64_t k = a.terms[i].second + scale_b * b.terms[j].second;
+      if (k != 0) r.terms.push_back({a.terms[i].first, k});
+      ++i;
+      ++j;
+    }
+  }
+  return r;
+}
+
+/// The affine form of every integer op of p (others: empty).
+constexpr std::vector<Affine> affine_forms(const Program& p) {
+  std::vector<Affine> f(p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (!is_int(u.dtype)) continue;
+    if (u.kind == UKind::Const) {
+      f[i].c = u.value.i;
+      continue;
+    }
+    if (u.kind == UKind::Alu && (u.op == Op::Add || u.op == Op::Mul)) {
+      const Affine& a = f[std::size_t(u.src[0])];
+      const Affine& b = f[std::size_t(u.src[1])];
+      if (u.op != Op::Mul) {
+        f[i] = affine_add(a, b, 1);
+        continue;
+      }
+      if (a.terms.empty() || b.terms.empty()) {
+        const Affine& x = a.terms.empty() ? b : a;
+        std::int64_t k = a.terms.empty() ? a.c : b.c;
+        f[i] = affine_add(Affine{}, x, k);
+        continue;
+      }
+    }
+    f[i].terms.push_back({int(i), 1});
+  }
+  return f;
+}
+
+} // namespace detail
+
+/// The vectorize pass (see the top of this file), with vectors of `vector_bytes` (32: AVX, 64:
+/// AVX-512). Programs without such a tile come back as they were.
+constexpr Program vectorize(const Program& p, int vector_bytes = 32) {
+  const std::size_t n = p.ops.size();
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<int> depth_of(n, 0); // loops around each op
+  for (std::size_t i = 0, d = 0; i < n; ++i) {
+    if (p.ops[i].kind == UKind::EndRange) --d;
+    depth_of[i] = int(d);
+    if (p.ops[i].kind == UKind::Range) ++d;
+  }
+  // A lane: acc += s * b[i] (a product), or acc = op(acc, b[i]) (a fold: scalar -1), with b a
+  // plain load of the accumulator's own dtype.
+  struct Lane {
+    int assign = -1, acc = -1, scalar = -1, buf = -1, index = -1;
+  };
+  auto lane_of = [&](std::size_t i, int scalar_side) {
+    Lane l;
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max && u.op != Op::MulAdd) ||
+        !is_float(u.dtype))
+      return l;
+    const UOp& acc = p.ops[std::size_t(u.src[0])];
+    // (a reduction of one element has no loop: its lanes are not worth vectors)
+    if (acc.kind != UKind::DefineAcc || depth_of[i] <= depth_of[std::size_t(u.src[0])]) return l;
+    int s = -1, b = u.src[1];
+    if (u.op == Op::MulAdd && acc.value.f == 0) { // (contract's)
+      s = u.src[std::size_t(1 + scalar_side)];
+      b = u.src[std::size_t(2 - scalar_side)];
+    } else if (u.op == Op::MulAdd || scalar_side == 1) {
+      return l;
+    }
+    const UOp& ld = p.ops[std::size_t(b)];
+    if (ld.kind != UKind::Load || ld.src[2] >= 0 || p.ops[std::size_t(ld.src[0])].dtype != u.dtype)
+      return l;
+    return Lane{int(i), u.src[0], s, ld.src[0], ld.src[1]};
+  };
+  // Groups of W consecutive lanes with one scalar and elements of one buffer at a constant
+  // distance: consecutive, or (a transposed operand, which pack_panels copies into a
+  // contiguous panel) `stride` apart.
+  std::vector<std::vector<Lane>> groups;
+  std::vector<std::int64_t> strides; // per group
+  std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
+    // a whole vector's lanes, else (64-byte vectors) half of them: a tile of 8 float32 columns
+    // (a product 1000 wide) in 32-byte vectors, not as scalars
+    const std::size_t full = std::size_t(vector_bytes) / (p.ops[i].dtype == DType::Float64 ? 8 : 4);
+    const std::size_t least = vector_bytes == 64 ? full / 2 : full;
+    bool grouped = false;
+    for (std::size_t w = full; !grouped && w >= least; w /= 2)
+      for (int side = 0; side < 2 && i + w <= n; ++side) {
+        std::vector<Lane> g;
+        std::int64_t stride = 1;
+        for (std::size_t j = 0; j < w; ++j) {
+          Lane l = lane_of(i + j, side);
+          if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
+          if (j > 0) {
+            const Lane& f = g[0];
+            detail::Affine d =
+                detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
+            if (j == 1 && d.terms.empty() && d.c > 1 && l.scalar >= 0) stride = d.c;
+            if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
+                d.c != std::int64_t(j) * stride ||
+                !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
+                p.ops[std::size_t(l.assign)].op != p.ops[i].op)
+              break;
+          }
+          g.push_back(l);
+        }
+        if (g.size() != w) continue;
+        for (const Lane& l : g) {
+          group_of_assign[std::size_t(l.assign)] = int(groups.size());
+          group_of_acc[std::size_t(l.acc)] = int(groups.size());
+        }
+        groups.push_back(g);
+        strides.push_back(stride);
+        grouped = true;
+        break;
+      }
+  }
+  if (groups.empty()) return p;
+
+  Program q = p;
+  q.ops.clear();
+  std::vector<std::pair<std::pair<int, int>, int>> loaded; // (buffer, index) -> its VecLoad
+  std::vector<int> map(n, -1), vacc(groups.size(), -1), open_at(groups.size(), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    UOp u = p.ops[i];
+    for (int& s : u.src)
+      if (s >= 0) s = map[std::size_t(s)];
+    if (int g = group_of_acc[i]; g >= 0) { // one vector accumulator per group
+      if (vacc[std::size_t(g)] < 0) {
+        UOp v{UKind::VecAcc,
+              u.op,
+              u.dtype,
+              {-1, -1, -1},
+              u.value,
+              int(groups[std::size_t(g)].size()),
+              {}};
+        q.ops.push_back(v);
+        vacc[std::size_t(g)] = int(q.ops.size()) - 1;
+        open_at[std::size_t(g)] = depth_of[i];
+      }
+      continue;
+    }
+    if (int g = group_of_assign[i]; g >= 0) { // the first lane updates the whole vector
+      const std::vector<Lane>& gr = groups[std::size_t(g)];
+      if (gr[0].assign != int(i)) continue;
+      const Lane& f = gr[0];
+      int w = int(gr.size()), ld = -1;
+      std::pair<int, int> at{map[std::size_t(f.buf)], map[std::size_t(f.index)]};
+      Scalar stride;
+      stride.i = strides[std::size_t(g)] > 1 ? strides[std::size_t(g)] : 0;
+      for (const auto& [key, id] : loaded)
+        if (key == at && q.ops[std::size_t(id)].value.i == stride.i) ld = id;
+      if (ld < 0) {
+        q.ops.push_back(
+            UOp{UKind::VecLoad, Op::Add, u.dtype, {at.first, at.second, -1}, stride, w, {}});
+        ld = int(q.ops.size()) - 1;
+        loaded.push_back({at, ld});
+      }
+      if (f.scalar < 0)
+        q.ops.push_back(
+            UOp{UKind::VecFold, u.op, u.dtype, {vacc[std::size_t(g)], ld, -1}, {}, w, {}});
+      else
+        q.ops.push_back(UOp{UKind::VecMac,
+                            Op::MulAdd,
+                            u.dtype,
+                            {vacc[std::size_t(g)], map[std::size_t(f.scalar)], ld},
+                            {},
+                            w,
+                            {}});
+      continue;
+    }
+    q.ops.push_back(u);
+    map[i] = int(q.ops.size()) - 1;
+    if (u.kind != UKind::EndRange) continue;
+    loaded.clear();
+    // after the loop nest that defined them: the lanes as scalars, for the rest of the program
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (vacc[g] < 0 || open_at[g] != depth_of[i]) continue;
+      for (std::size_t k = 0; k < groups[g].size(); ++k) {
+        UOp lane{UKind::VecLane, Op::Add, q.ops[std::size_t(vacc[g])].dtype, {vacc[g], -1, -1}, {},
+                 int(k),         {}};
+        q.ops.push_back(lane);
+        map[std::size_t(groups[g][k].acc)] = int(q.ops.size()) - 1;
+      }
+      open_at[g] = -1;
+    }
+  }
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_VECTORIZE_HPP
+
+namespace tg {
+
+namespace detail {
+/// The ranges each op depends on (bit r: the r-th Range of the program; at most 64 ranges).
+constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<int>& range_bit) {
+  std::vector<std::uint64_t> d(p.ops.size(), 0);
+  range_bit.assign(p.ops.size(), -1);
+  int bits = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind == UKind::Range) {
+      if (bits == 64) return {};
+      range_bit[i] = bits;
+      d[i] = std::uint64_t(1) << bits++;
+    }
+    if (u.kind == UKind::EndRange) continue;
+    for (int s : u.src)
+      if (s >= 0) d[i] |= d[std::size_t(s)];
+  }
+  return d;
+}
+/// Whether range r runs 0 .. len (constants) by steps of 1, and its len.
+constexpr bool constant_range(const Program& p, std::size_t r, std::int64_t& len) {
+  const UOp& u = p.ops[r];
+  const UOp& lo = p.ops[std::size_t(u.src[0])];
+  const UOp& hi = p.ops[std::size_t(u.src[1])];
+  len = hi.value.i;
+  return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
+}
+/// An affine form's coefficient of `atom` (0 without one).
+constexpr std::int64_t coefficient(const Affine& a, int atom) {
+  for (auto [at, k] : a.terms)
+    if (at == atom) return k;
+  return 0;
+}
+/// The ranges enclosing each op of p, outermost first.
+constexpr std::vector<std::vector<int>> enclosing_ranges(const Program& p) {
+  std::vector<std::vector<int>> stack(p.ops.size());
+  std::vector<int> open;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
+    stack[i] = open;
+    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
+  }
+  return stack;
+}
+} // namespace detail
+
+/// The pass (see the top of this file). Programs without such a tile come back as they were.
+constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBytes) {
+  const std::size_t n = p.ops.size();
+  std::vector<int> bit;
+  std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
+  if (deps.empty()) return p;
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p);
+  // One panel per (reduce loop, buffer): its vector loads, their offsets from the first.
+  struct Panel {
+    int loop = -1, buf = -1, hoist = -1; // hoist: the range the copy goes before
+    std::int64_t stride = 0;             // of its loads' elements (0: consecutive)
+    std::vector<int> loads, cone;        // cone: the index's ops that depend on the loop
+    std::vector<std::int64_t> offsets;   // in panel columns
+    std::int64_t columns = 0, length = 0;
+  };
+  std::vector<Panel> panels;
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::VecLoad || stack[i].empty()) continue;
+    int loop = stack[i].back(), buf = u.src[0];
+    Panel* pn = nullptr;
+    for (Panel& x : panels)
+      if (x.loop == loop && x.buf == buf && x.stride == u.value.i) pn = &x;
+    if (!pn) {
+      panels.push_back(Panel{loop, buf, -1, u.value.i, {}, {}, {}, 0, 0});
+      pn = &panels.back();
+    }
+    detail::Affine d = detail::affine_add(
+        aff[std::size_t(u.src[1])],
+        aff[std::size_t(p.ops[std::size_t(pn->loads.empty() ? int(i) : pn->loads[0])].src[1])], -1);
+    // a strided load's elements are `stride` apart: its column is its offset over the stride
+    const std::int64_t s = std::max<std::int64_t>(pn->stride, 1);
+    pn->loads.push_back(int(i));
+    pn->offsets.push_back(d.terms.empty() && d.c % s == 0 ? d.c / s : -1);
+  }
+  std::vector<int> panel_of_load(n, -1);
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    Panel& pn = panels[k];
+    const UOp& loop = p.ops[std::size_t(pn.loop)];
+    const UOp& first = p.ops[std::size_t(pn.loads[0])];
+    const std::int64_t w = first.arg;
+    // a loop 0..K with constant K, read at offsets 0, w, 2w, ... (in any order)
+    const UOp& lo = p.ops[std::size_t(loop.src[0])];
+    const UOp& hi = p.ops[std::size_t(loop.src[1])];
+    if (lo.kind != UKind::Const || lo.value.i != 0 || hi.kind != UKind::Const || loop.src[2] >= 0)
+      continue;
+    pn.length = hi.value.i;
+    std::int64_t most = 0;
+    bool ok = true;
+    for (std::int64_t o : pn.offsets) {
+      ok = ok && o >= 0 && o % w == 0;
+      most = std::max(most, o);
+    }
+    pn.columns = most + w;
+    std::vector<std::uint8_t> seen(std::size_t(pn.columns / w), 0);
+    for (std::int64_t o : pn.offsets)
+      if (ok) seen[std::size_t(o / w)] = 1;
+    for (std::uint8_t s : seen) ok = ok && s;
+    if (!ok || pn.length * pn.columns * itemsize(compute_dtype(first.dtype)) > max_bytes) continue;
+    // The copy goes before the outermost enclosing loop from which on no loop changes the
+    // index: that loop (row tiles) then reuses the panel. Everything the index needs besides
+    // the reduce loop must be computed before it.
+    const std::vector<int>& enclosing = stack[std::size_t(pn.loop)];
+    std::uint64_t idx = deps[std::size_t(first.src[1])];
+    std::size_t h = enclosing.size();
+    while (h > 0 && !(idx >> bit[std::size_t(enclosing[h - 1])] & 1)) --h;
+    if (h == enclosing.size()) continue;
+    const int hoist = enclosing[h];
+    const UOp& hend = p.ops[std::size_t(p.ops[std::size_t(hoist)].src[1])];
+    if (hend.kind != UKind::Const || hend.value.i < 2) continue; // nothing to reuse
+    // the index's ops inside the loop (cloned into the copy's loop) must all be arithmetic
+    std::vector<int> todo{first.src[1]};
+    while (ok && !todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (v == pn.loop) continue;
+      if (!(deps[std::size_t(v)] >> bit[std::size_t(pn.loop)] & 1)) {
+        ok = v < hoist;
+        continue;
+      }
+      const UOp& x = p.ops[std::size_t(v)];
+      ok = x.kind == UKind::Alu;
+      pn.cone.push_back(v);
+      for (int s : x.src)
+        if (s >= 0) todo.push_back(s);
+    }
+    if (!ok) continue;
+    pn.hoist = hoist;
+    for (int l : pn.loads) panel_of_load[std::size_t(l)] = int(k);
+  }
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  std::vector<int>& map = w.map;
+  std::vector<int> local(panels.size(), -1), kk(panels.size(), -1);
+  // the index of panel element (loop index at, offset o)
+  auto panel_index = [&](const Panel& pn, int at, std::int64_t o) {
+    int row = w.alu(Op::Mul, DType::Int64, at, w.cint(pn.columns));
+    return w.alu(Op::Add, DType::Int64, row, w.cint(o));
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < panels.size(); ++k) {
+      const Panel& pn = panels[k];
+      if (pn.hoist != int(i)) continue;
+      // the copy: for kk in [0, K): panel[kk * columns + o] = buf[index(kk) + o]
+      const UOp& first = p.ops[std::size_t(pn.loads[0])];
+      // (a 16-bit float's panel holds the float32s its loads widen: widened once per panel)
+      local[k] = w.add(UOp{UKind::Local,
+                           Op::Add,
+                           compute_dtype(first.dtype),
+                           {-1, -1, -1},
+                           {},
+                           int(pn.length * pn.columns),
+                           {}});
+      int zero = w.cint(0), len = w.cint(pn.length);
+      kk[k] = w.add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, len, -1}, {}, -1, {}});
+      std::vector<int> clone(n, -1);
+      clone[std::size_t(pn.loop)] = kk[k];
+      for (std::size_t v = std::size_t(pn.loop) + 1; v <= std::size_t(first.src[1]); ++v) {
+        if (std::find(pn.cone.begin(), pn.cone.end(), int(v)) == pn.cone.end()) continue;
+        UOp c = p.ops[v];
+        for (int& s : c.src)
+          if (s >= 0) s = clone[std::size_t(s)] >= 0 ? clone[std::size_t(s)] : map[std::size_t(s)];
+        clone[v] = w.add(c);
+      }
+      int base = clone[std::size_t(first.src[1])];
+      for (std::int64_t o = 0; o < pn.columns; o += first.arg) {
+        int src =
+            w.alu(Op::Add, DType::Int64, base, w.cint(o * std::max<std::int64_t>(pn.stride, 1)));
+        int v = w.add(UOp{UKind::VecLoad,
+                          Op::Add,
+                          first.dtype,
+                          {map[std::size_t(pn.buf)], src, -1},
+                          first.value,
+                          first.arg,
+                          {}});
+        int dst = panel_index(pn, kk[k], o);
+        w.add(UOp{UKind::VecStore, Op::Add, first.dtype, {local[k], dst, v}, {}, first.arg, {}});
+      }
+      w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {kk[k], -1, -1}, {}, -1, {}});
+    }
+    UOp u = p.ops[i];
+    if (int k = panel_of_load[i]; k >= 0 && local[std::size_t(k)] >= 0) {
+      const Panel& pn = panels[std::size_t(k)];
+      std::size_t j = 0;
+      while (pn.loads[j] != int(i)) ++j;
+      int at = panel_index(pn, map[std::size_t(pn.loop)], pn.offsets[j]);
+      u.src = {local[std::size_t(k)], at, -1};
+      u.value = Scalar{}; // the panel's rows are contiguous
+      map[i] = w.add(u);
+      continue;
+    }
+    map[i] = w.add(w.remapped(u));
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PACK_PANELS_HPP
+
+namespace tg {
+
+/// The pass (see the top of this file). Programs without such a tile come back as they were.
+constexpr Program pair_products(const Program& p) {
+  const std::size_t n = p.ops.size();
+  constexpr int kLanes = 16; // a 512-bit vector of float32 sums: vdpbf16ps on zmm registers
+  std::vector<int> end_of(n, -1), uses(n, 0), mac_uses(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind == UKind::EndRange) end_of[std::size_t(u.src[0])] = int(i);
+    for (int k = 0; k < 3; ++k)
+      if (int s = u.src[std::size_t(k)]; s >= 0) {
+        ++uses[std::size_t(s)];
+        if (u.kind == UKind::VecMac && k == 1) ++mac_uses[std::size_t(s)];
+      }
+  }
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  auto const_range = [&](std::size_t r, std::int64_t& len) {
+    return detail::constant_range(p, r, len);
+  };
+  // a panel index: k * columns + o, o a multiple of the lanes below the columns
+  auto panel_offset = [&](int index, int loop, std::int64_t columns) -> std::int64_t {
+    const detail::Affine& a = aff[std::size_t(index)];
+    if (a.terms.size() != 1 || a.terms[0].first != loop || a.terms[0].second != columns ||
+        a.c < 0 || a.c >= columns || a.c % kLanes != 0)
+      return -1;
+    return a.c;
+  };
+  auto is_bf16_param = [&](int s) {
+    return p.ops[std::size_t(s)].kind == UKind::Param &&
+           p.ops[std::size_t(s)].dtype == DType::BFloat16;
+  };
+  // nothing after `last` reads an op inside (first, last)
+  auto sealed = [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = last + 1; i < n; ++i)
+      for (int s : p.ops[i].src)
+        if (s > int(first) && s < int(last)) return false;
+    return true;
+  };
+
+  // A product loop: its body only index arithmetic, loads of the left operand (bfloat16 elements
+  // that only multiply), vector loads of the right one (or of one panel of it) and the tile's
+  // multiply-adds; the panel's copy loop: index arithmetic, vector loads of the right operand
+  // and the stores into the panel.
+  struct Pair {
+    int loop = -1, copy = -1, local = -1;
+    std::int64_t k = 0, columns = 0;
+  };
+  std::vector<Pair> found;
+  std::vector<int> role(n, -1); // the Pair whose loop, copy loop or panel op i is
+  for (std::size_t l = 0; l < n; ++l) {
+    std::int64_t k = 0;
+    if (p.ops[l].kind != UKind::Range || !const_range(l, k) || k < 2) continue;
+    const std::size_t e = std::size_t(end_of[l]);
+    int local = -1, macs = 0;
+    std::int64_t columns = 0;
+    bool ok = true;
+    for (std::size_t v = l + 1; ok && v < e; ++v) {
+      const UOp& u = p.ops[v];
+      const auto inside = [&](int s) { return s > int(l) && s < int(e); };
+      if (u.kind == UKind::Const || (u.kind == UKind::Alu && !is_float(u.dtype))) continue;
+      if (u.kind == UKind::Load)
+        ok = u.dtype == DType::BFloat16 && u.src[2] < 0 && is_bf16_param(u.src[0]) &&
+             uses[v] == mac_uses[v];
+      else if (u.kind == UKind::VecLoad && is_bf16_param(u.src[0]))
+        ok = u.dtype == DType::BFloat16 && u.arg == kLanes; // (rows k, k + 1 paired here)
+      else if (u.kind == UKind::VecLoad) {
+        const UOp& src = p.ops[std::size_t(u.src[0])];
+        ok = src.kind == UKind::Local && u.dtype == DType::BFloat16 && u.value.i == 0 &&
+             u.arg == kLanes && (local < 0 || local == u.src[0]) && src.arg % k == 0;
+        local = u.src[0];
+        columns = ok ? src.arg / k : 0;
+        ok = ok && panel_offset(u.src[1], int(l), columns) >= 0;
+      } else if (u.kind == UKind::VecMac) {
+        ok = u.dtype == DType::BFloat16 && u.arg == kLanes && inside(u.src[1]) &&
+             inside(u.src[2]) && p.ops[std::size_t(u.src[1])].kind == UKind::Load &&
+             p.ops[std::size_t(u.src[2])].kind == UKind::VecLoad &&
+             p.ops[std::size_t(u.src[0])].kind == UKind::VecAcc && u.src[0] < int(l);
+        ++macs;
+      } else
+        ok = false;
+    }
+    if (!ok || macs == 0 || !sealed(l, e) || (local >= 0 && role[std::size_t(local)] >= 0))
+      continue;
+    if (local < 0) { // no panel: the loop pairs the right operand's rows itself
+      role[l] = int(found.size());
+      found.push_back(Pair{int(l), -1, -1, k, 0});
+      continue;
+    }
+    // the copy: one loop 0 .. K holding every store into the panel; the body reads the panel only
+    int copy = -1;
+    for (std::size_t v = 0; ok && v < n; ++v) {
+      const UOp& u = p.ops[v];
+      if (u.kind == UKind::VecLoad && u.src[0] == local) ok = v > l && v < e;
+      if (u.kind != UKind::VecStore || u.src[0] != local) continue;
+      int c = int(v);
+      while (c >= 0 &&
+             (p.ops[std::size_t(c)].kind != UKind::Range || end_of[std::size_t(c)] < int(v)))
+        --c;
+      ok = c >= 0 && (copy < 0 || copy == c);
+      copy = c;
+    }
+    std::int64_t kc = 0;
+    if (!ok || copy < 0 || copy > int(l) || !const_range(std::size_t(copy), kc) || kc != k)
+      continue;
+    const std::size_t ce = std::size_t(end_of[std::size_t(copy)]);
+    for (std::size_t v = std::size_t(copy) + 1; ok && v < ce; ++v) {
+      const UOp& u = p.ops[v];
+      if (u.kind == UKind::Const || (u.kind == UKind::Alu && !is_float(u.dtype))) continue;
+      if (u.kind == UKind::VecLoad)
+        ok = u.dtype == DType::BFloat16 && u.arg == kLanes && is_bf16_param(u.src[0]);
+      else if (u.kind == UKind::VecStore)
+        ok = u.src[0] == local && u.arg == kLanes && u.src[2] > copy &&
+             p.ops[std::size_t(u.src[2])].kind == UKind::VecLoad &&
+             panel_offset(u.src[1], copy, columns) >= 0;
+      else
+        ok = false;
+    }
+    if (!ok || !sealed(std::size_t(copy), ce)) continue;
+    role[l] = role[std::size_t(copy)] = role[std::size_t(local)] = int(found.size());
+    found.push_back(Pair{int(l), copy, local, k, columns});
+  }
+  if (found.empty()) return p;
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  // the map for a loop's body with its index replaced by `with` (its arithmetic cloned)
+  auto body_map = [&](int loop, int with) {
+    std::vector<int> m = w.map;
+    m[std::size_t(loop)] = with;
+    for (int v = loop + 1; v < end_of[std::size_t(loop)]; ++v) {
+      const UOp& u = p.ops[std::size_t(v)];
+      if (u.kind != UKind::Const && u.kind != UKind::Alu) continue;
+      UOp c = u;
+      for (int& s : c.src)
+        if (s >= 0) s = m[std::size_t(s)];
+      m[std::size_t(v)] = w.add(c);
+    }
+    return m;
+  };
+  auto vec = [&](UKind kind, DType t, int a, int b, int c) {
+    return w.add(UOp{kind, Op::Add, t, {a, b, c}, {}, kLanes, {}});
+  };
+  auto remap = [](UOp u, const std::vector<int>& m) {
+    for (int& s : u.src)
+      if (s >= 0) s = m[std::size_t(s)];
+    return u;
+  };
+  auto range = [&](std::int64_t len, int arg) {
+    return w.add(
+        UOp{UKind::Range, Op::Add, DType::Int64, {w.cint(0), w.cint(len), -1}, {}, arg, {}});
+  };
+  auto end_range = [&](int r) {
+    w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {r, -1, -1}, {}, -1, {}});
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const int f = role[i];
+    if (f < 0) {
+      w.map[i] = w.add(w.remapped(p.ops[i]));
+      continue;
+    }
+    const Pair& pr = found[std::size_t(f)];
+    const std::int64_t half = pr.k / 2;
+    if (int(i) == pr.local) { // (role: the panel, its copy loop or the product loop)
+      UOp u = p.ops[i];
+      u.dtype = DType::UInt32;
+      u.arg = int((pr.k + 1) / 2 * pr.columns);
+      w.map[i] = w.add(u);
+      continue;
+    }
+    const int l = int(i), end = end_of[i];
+    // each store (or multiply-add) of the loop, for element k = `lo` (and k + 1 = `hi`, or none)
+    // into word row `at`
+    auto steps = [&](const std::vector<int>& lo, const std::vector<int>* hi,
+                     const std::vector<int>& at) {
+      std::vector<int> now(n, -1);
+      for (int v = l + 1; v < end; ++v) {
+        const UOp& u = p.ops[std::size_t(v)];
+        if (u.kind == UKind::VecStore) { // the copy: word (j, c) = rows 2j, 2j + 1 of column c
+          const UOp& ld = p.ops[std::size_t(u.src[2])];
+          const int words = vec(UKind::VecPair, DType::UInt32, hi ? w.add(remap(ld, *hi)) : -1,
+                                w.add(remap(ld, lo)), -1);
+          vec(UKind::VecStore, DType::UInt32, w.map[std::size_t(pr.local)],
+              at[std::size_t(u.src[1])], words);
+        } else if (u.kind == UKind::Load) { // the row's elements k, k + 1 as one word
+          UOp a = remap(u, lo);
+          a.dtype = DType::UInt32;
+          if (hi && detail::coefficient(aff[std::size_t(u.src[1])], l) == 1) {
+            a.kind = UKind::WordLoad; // consecutive: one load of both
+            now[std::size_t(v)] = w.add(a);
+          } else if (hi) {
+            UOp b = remap(u, *hi);
+            b.dtype = DType::UInt32;
+            const int shift = w.add(UOp{UKind::Const,
+                                        Op::Add,
+                                        DType::UInt32,
+                                        {-1, -1, -1},
+                                        Scalar::of_int(DType::UInt32, 65536),
+                                        -1,
+                                        {}});
+            now[std::size_t(v)] = w.alu(Op::Or, DType::UInt32,
+                                        w.alu(Op::Mul, DType::UInt32, w.add(b), shift), w.add(a));
+          } else {
+            now[std::size_t(v)] = w.add(a); // (an odd K's last element: a zero above it)
+          }
+        } else if (u.kind == UKind::VecLoad && u.src[0] != pr.local) { // rows k, k + 1 here
+          now[std::size_t(v)] = vec(UKind::VecPair, DType::UInt32, hi ? w.add(remap(u, *hi)) : -1,
+                                    w.add(remap(u, lo)), -1);
+        } else if (u.kind == UKind::VecLoad) {
+          now[std::size_t(v)] = vec(UKind::VecLoad, DType::UInt32, w.map[std::size_t(pr.local)],
+                                    at[std::size_t(u.src[1])], -1);
+        } else if (u.kind == UKind::VecMac) {
+          vec(UKind::VecDot2, DType::BFloat16, w.map[std::size_t(u.src[0])],
+              now[std::size_t(u.src[1])], now[std::size_t(u.src[2])]);
+        }
+      }
+    };
+    const int j = range(half, p.ops[i].arg);
+    const int even = w.alu(Op::Mul, DType::Int64, j, w.cint(2));
+    const std::vector<int> hi = body_map(l, w.alu(Op::Add, DType::Int64, even, w.cint(1)));
+    steps(body_map(l, even), &hi, body_map(l, j));
+    end_range(j);
+    if (pr.k % 2) steps(body_map(l, w.cint(pr.k - 1)), nullptr, body_map(l, w.cint(half)));
+    i = std::size_t(end); // (the loop's ops are all rewritten above)
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_PAIR_PRODUCTS_HPP
+
+namespace tg {
+
+/// The pass (see the top of this file). Programs without such a tile come back as they were.
+constexpr Program amx_products(const Program& p) {
+  const std::size_t n = p.ops.size();
+  constexpr std::int64_t kStep = 16; // words of a left operand's row a tdpbf16ps reads (32 k)
+  constexpr std::int64_t kLanes = 16;
+  std::vector<int> end_of(n, -1);
+  for (std::size_t i = 0; i < n; ++i)
+    if (p.ops[i].kind == UKind::EndRange) end_of[std::size_t(p.ops[i].src[0])] = int(i);
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  // nothing after `last` reads an op inside (first, last)
+  auto sealed = [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = last + 1; i < n; ++i)
+      for (int s : p.ops[i].src)
+        if (s > int(first) && s < int(last)) return false;
+    return true;
+  };
+  struct Tile {
+    int loop = -1, param = -1, local = -1, first = -1; // first: row 0's word load
+    std::int64_t steps = 0, stride = 0, columns = 0;
+    std::vector<int> accs; // row by row
+  };
+  std::vector<Tile> found;
+  std::vector<int> tile_of(n, -1);
+  for (std::size_t l = 0; l < n; ++l) {
+    std::int64_t half = 0;
+    if (p.ops[l].kind != UKind::Range || !detail::constant_range(p, l, half) || half < kStep)
+      continue;
+    const std::size_t e = std::size_t(end_of[l]);
+    std::vector<int> rows, cols, dots;
+    bool ok = true;
+    for (std::size_t v = l + 1; ok && v < e; ++v) {
+      const UOp& u = p.ops[v];
+      if (u.kind == UKind::Const || (u.kind == UKind::Alu && !is_float(u.dtype))) continue;
+      if (u.kind == UKind::WordLoad)
+        rows.push_back(int(v));
+      else if (u.kind == UKind::VecLoad) {
+        ok = u.dtype == DType::UInt32 && u.arg == kLanes && u.value.i == 0 &&
+             p.ops[std::size_t(u.src[0])].kind == UKind::Local;
+        cols.push_back(int(v));
+      } else if (u.kind == UKind::VecDot2) {
+        ok = p.ops[std::size_t(u.src[1])].kind == UKind::WordLoad &&
+             p.ops[std::size_t(u.src[2])].kind == UKind::VecLoad && u.src[0] < int(l) &&
+             u.src[1] > int(l) && u.src[2] > int(l);
+        dots.push_back(int(v));
+      } else {
+        ok = false;
+      }
+    }
+    const std::size_t nr = rows.size(), nc = cols.size();
+    if (!ok || nr == 0 || nr > 16 || nc == 0 || nc > 3 || dots.size() != nr * nc || !sealed(l, e))
+      continue;
+    Tile t{int(l),
+           p.ops[std::size_t(rows[0])].src[0],
+           p.ops[std::size_t(cols[0])].src[0],
+           -1,
+           half / kStep,
+           0,
+           std::int64_t(nc) * kLanes,
+           std::vector<int>(nr * nc, -1)};
+    // rows: one left operand, 2 elements a step, each row `stride` after the one before
+    std::vector<std::int64_t> row_at(nr), col_at(nc);
+    std::int64_t lowest = 0;
+    for (std::size_t r = 0; ok && r < nr; ++r) {
+      const UOp& u = p.ops[std::size_t(rows[r])];
+      const detail::Affine d = detail::affine_add(
+          aff[std::size_t(u.src[1])], aff[std::size_t(p.ops[std::size_t(rows[0])].src[1])], -1);
+      ok = u.src[0] == t.param && p.ops[std::size_t(t.param)].dtype == DType::BFloat16 &&
+           detail::coefficient(aff[std::size_t(u.src[1])], int(l)) == 2 && d.terms.empty();
+      row_at[r] = d.c;
+      lowest = std::min(lowest, d.c);
+    }
+    for (std::size_t r = 0; ok && r < nr; ++r) {
+      row_at[r] -= lowest;
+      if (row_at[r] > 0 && (t.stride == 0 || row_at[r] < t.stride)) t.stride = row_at[r];
+    }
+    // columns: the panel's words k * columns + 16 c, c = 0 .. nc - 1
+    for (std::size_t c = 0; ok && c < nc; ++c) {
+      const UOp& u = p.ops[std::size_t(cols[c])];
+      const detail::Affine& a = aff[std::size_t(u.src[1])];
+      ok = u.src[0] == t.local && a.terms.size() == 1 && a.terms[0].first == int(l) &&
+           a.terms[0].second == t.columns && a.c % kLanes == 0 && a.c >= 0 && a.c < t.columns;
+      col_at[c] = a.c / kLanes;
+    }
+    for (int d : dots) {
+      const UOp& u = p.ops[std::size_t(d)];
+      std::size_t r = 0, c = 0;
+      while (rows[r] != u.src[1]) ++r;
+      while (cols[c] != u.src[2]) ++c;
+      if (!ok || (nr > 1 && (t.stride == 0 || row_at[r] % t.stride != 0))) {
+        ok = false;
+        break;
+      }
+      const std::size_t at =
+          std::size_t(nr > 1 ? row_at[r] / t.stride : 0) * nc + std::size_t(col_at[c]);
+      ok = at < t.accs.size() && t.accs[at] < 0 &&
+           std::count(t.accs.begin(), t.accs.end(), u.src[0]) == 0;
+      if (ok) t.accs[at] = u.src[0];
+      if (ok && row_at[r] == 0) t.first = int(rows[r]);
+    }
+    if (!ok || t.first < 0 || std::count(t.accs.begin(), t.accs.end(), -1) > 0) continue;
+    tile_of[l] = int(found.size());
+    found.push_back(std::move(t));
+  }
+  if (found.empty()) return p;
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  for (std::size_t i = 0; i < n; ++i) {
+    const int f = tile_of[i];
+    if (f < 0) {
+      w.map[i] = w.add(w.remapped(p.ops[i]));
+      continue;
+    }
+    const Tile& t = found[std::size_t(f)];
+    // row 0's first word: its index with the loop at 0 (the index arithmetic cloned)
+    std::vector<int> at0 = w.map;
+    at0[i] = w.cint(0);
+    for (int v = int(i) + 1; v <= p.ops[std::size_t(t.first)].src[1]; ++v) {
+      const UOp& u = p.ops[std::size_t(v)];
+      if (u.kind != UKind::Const && u.kind != UKind::Alu) continue;
+      UOp c = u;
+      for (int& s : c.src)
+        if (s >= 0) s = at0[std::size_t(s)];
+      at0[std::size_t(v)] = w.add(c);
+    }
+    UOp dot{UKind::TileDot,
+            Op::Add,
+            DType::BFloat16,
+            {w.map[std::size_t(t.param)], at0[std::size_t(p.ops[std::size_t(t.first)].src[1])],
+             w.map[std::size_t(t.local)]},
+            {},
+            int(t.steps),
+            {}};
+    dot.value.i = t.stride;
+    dot.value.f = double(t.columns);
+    for (int a : t.accs) dot.ranges.push_back(w.map[std::size_t(a)]);
+    w.add(dot);
+    std::int64_t half = 0;
+    detail::constant_range(p, i, half);
+    if (t.steps * kStep == half) { // nothing left for the loop
+      i = std::size_t(end_of[i]);
+      continue;
+    }
+    UOp rest = w.remapped(p.ops[i]); // the loop from the first step the tiles left
+    rest.src[0] = w.cint(t.steps * kStep);
+    w.map[i] = w.add(rest);
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_AMX_PRODUCTS_HPP
+
+// ---- tg/codegen/contract.hpp ----
+#ifndef TG_SI_TG_CODEGEN_CONTRACT_HPP
+#define TG_SI_TG_CODEGEN_CONTRACT_HPP
+// contract (the CPU device and INTERP, first of their device passes): a float sum of products,
+// acc = acc + a * b, becomes one fused multiply-add, acc = fma(a, b, acc), rounded once, as BLAS
+// libraries and cuBLAS accumulate. A multiply and an add issued apart are two instructions for
+// the same ports on a core whose FMA units also do the adds (Intel's: half a matmul's peak), and
+// the C flags forbid the compiler to contract them itself (-ffp-contract=off keeps every other
+// expression as INTERP computes it). INTERP runs the same rewritten program, so the CPU device's
+// kernels still agree with it bit for bit; a product's last bits differ from a multiply-then-add.
 
 namespace tg {
 
@@ -2288,14 +3183,20 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     // a value of 16-bit float type is a float32 in a register: typed so, its bits are float32's
     if (is_half(rw.out[std::size_t(f)].dtype)) f = alu(Op::Cast, f32, f);
     const int x = alu(Op::Bitcast, u32, f);
-    const int nan = alu(Op::And, b1, eq(bits_and(x, 0x7f800000), 0x7f800000),
-                        alu(Op::CmpNe, b1, bits_and(x, 0x7fffff), constant(u32, 0)));
     if (half == DType::BFloat16) {
+      // NaN (a magnitude above infinity's) quieted, else rounded; chosen by arithmetic, not a
+      // select: GCC 12 branched on each element's select, which kept a product's epilogue of
+      // 512 roundings from being vectorized (docs/performance.md)
       const int quiet = alu(Op::Or, u32, shr(x, 16), constant(u32, 0x40));
       const int odd = bits_and(shr(x, 16), 1);
-      const int up = alu(Op::Add, u32, alu(Op::Add, u32, x, constant(u32, 0x7fff)), odd);
-      return alu(Op::Where, u32, nan, quiet, shr(up, 16));
+      const int up = shr(alu(Op::Add, u32, alu(Op::Add, u32, x, constant(u32, 0x7fff)), odd), 16);
+      const int is_nan = alu(
+          Op::Cast, u32, alu(Op::CmpLt, b1, constant(u32, 0x7f800000), bits_and(x, 0x7fffffff)));
+      const int mask = alu(Op::Mul, u32, is_nan, constant(u32, 0xffffffff)); // all ones: NaN
+      return alu(Op::Xor, u32, up, alu(Op::And, u32, mask, alu(Op::Xor, u32, quiet, up)));
     }
+    const int nan = alu(Op::And, b1, eq(bits_and(x, 0x7f800000), 0x7f800000),
+                        alu(Op::CmpNe, b1, bits_and(x, 0x7fffff), constant(u32, 0)));
     const int s = bits_and(shr(x, 16), 0x8000), e = bits_and(shr(x, 23), 0xff);
     // normal results: exponent and the top 10 mantissa bits, rounded by the 13 below (a carry
     // moves into the exponent, up to infinity)
@@ -3308,6 +4209,10 @@ struct LowerOptions {
   /// twice, with the same value, so such a kernel never writes its result into a buffer it reads
   /// (Program::overlapping).
   bool tile_tails = true;
+  /// Where not 0 (the CPU device on a host with AMX: runtime/cpu_info.hpp), a bfloat16 product's
+  /// register tile is this many rows by twice as many columns: AMX's tiles of 16 rows by 16
+  /// columns, two of them sharing each block of the left operand (codegen/amx_products.hpp).
+  int bf16_tile = 0;
 
   /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
   /// length by the tile's output columns) runs its column tiles outermost (panel_bytes).
@@ -3415,8 +4320,16 @@ constexpr std::int64_t row_tile(const SInt& d, const LowerOptions& o) {
 } // namespace detail
 
 /// The choices for a kernel with these facts under these options.
-constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
+constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
   using detail::divisor;
+  // a bfloat16 product's tile on AMX (LowerOptions::bf16_tile)
+  const bool amx_tile = given.bf16_tile > 0 && f.reductions.size() == 1 &&
+                        !f.reductions[0].hoisted && f.reductions[0].dtype == DType::BFloat16;
+  LowerOptions o = given;
+  if (amx_tile) {
+    o.upcast_rows = given.bf16_tile;
+    o.tile_lanes = 2 * given.bf16_tile;
+  }
   auto tile = [&](const SInt& d, std::int64_t most) { return detail::tile_size(d, most, o); };
   auto tile_rows = [&](const SInt& d) { return detail::row_tile(d, o); };
   Choices c;
@@ -3482,7 +4395,8 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   }
   if (lanes >= 8 && n >= 2 && one_aligned && f.shared_row && lanes_contiguous)
     rows = tile_rows(m[row]);
-  if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue && float_reduction) {
+  if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue &&
+      (float_reduction || amx_tile)) {
     const std::int64_t wide = divisor(m.back(), o.tile_lanes);
     const SInt& k = f.reduce_length;
     if (wide > lanes && (!k.is_const() || !o.panel_order(k.constant(), m.back().constant()) ||
@@ -4625,464 +5539,6 @@ constexpr Program narrow32(const Program& p) {
 // next to each other), turns those reads into one contiguous stream per tile (figures in
 // docs/performance.md). The copy holds the same values, so results do not change.
 
-// ---- tg/codegen/pack_panels.hpp ----
-#ifndef TG_SI_TG_CODEGEN_PACK_PANELS_HPP
-#define TG_SI_TG_CODEGEN_PACK_PANELS_HPP
-// pack_panels (C programs for the CPU only, after vectorize): a tile's shared operand copied
-// into a contiguous panel. In a matmul whose column tiles run outermost, every row tile reads
-// the same columns of the right operand: 16 floats from each of K rows, rows 4 KiB apart (1024
-// columns), so the K rows fall into a few sets of the L1 cache and are fetched again for every
-// row tile. Copying those columns once per column tile into a local array of K x 16 (each row
-// of the tile 64 bytes after the last) keeps them in cache (a standalone 1024² kernel ran twice
-// as fast: docs/performance.md). The copy reads the same elements, so results do not change.
-
-// ---- tg/codegen/vectorize.hpp ----
-#ifndef TG_SI_TG_CODEGEN_VECTORIZE_HPP
-#define TG_SI_TG_CODEGEN_VECTORIZE_HPP
-// vectorize (C programs for the CPU device only): a register tile's lanes as GNU C vectors.
-// A matmul's tile accumulates acc[r][c] = fma(a[r], b[c], acc[r][c]) (contract.hpp) with b[c]
-// consecutive in memory. GCC turned its scalar accumulators into vectors itself, but reloaded b
-// for every row of the tile (far from a core's peak: docs/performance.md). Here every run of W
-// lanes of a row (W = one vector: 256 bits, or 512 where the C compiler has AVX-512) becomes one
-// vector accumulator, updated by one vector load of b and the broadcast of a: the same fused
-// multiply-adds, in the same order, for every lane, so the kernel still agrees with INTERP bit
-// for bit.
-// The partial accumulators of a split reduction (lower.hpp) of loads, acc[j] = op(acc[j],
-// x[i + j]), become vector accumulators the same way: GCC vectorized such sums itself, but not
-// a maximum (IEEE: NaN propagates), which ran as scalar compares and branches.
-// A 16-bit float's lanes are float32 lanes (its registers hold float32s): the vector loads of a
-// float16 or bfloat16 buffer widen its elements exactly, and its products run at float32's speed
-// instead of converting each element on its own.
-
-namespace tg {
-
-namespace detail {
-
-/// An integer value as a sum of coefficient * atom plus a constant; atoms are op indices
-/// (ranges, parameters, and whatever is not a sum or a product by a constant).
-struct Affine {
-  std::vector<std::pair<int, std::int64_t>> terms; // sorted by atom
-  std::int64_t c = 0;
-};
-
-constexpr Affine affine_add(const Affine& a, const Affine& b, std::int64_t scale_b) {
-  Affine r;
-  r.c = a.c + scale_b * b.c;
-  std::size_t i = 0, j = 0;
-  while (i < a.terms.size() || j < b.terms.size()) {
-    if (j == b.terms.size() || (i < a.terms.size() && a.terms[i].first < b.terms[j].first)) {
-      r.terms.push_back(a.terms[i++]);
-    } else if (i == a.terms.size() || b.terms[j].first < a.terms[i].first) {
-      r.terms.push_back({b.terms[j].first, scale_b * b.terms[j].second});
-      ++j;
-    } else {
-      std::int64_t k = a.terms[i].second + scale_b * b.terms[j].second;
-      if (k != 0) r.terms.push_back({a.terms[i].first, k});
-      ++i;
-      ++j;
-    }
-  }
-  return r;
-}
-
-/// The affine form of every integer op of p (others: empty).
-constexpr std::vector<Affine> affine_forms(const Program& p) {
-  std::vector<Affine> f(p.ops.size());
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    const UOp& u = p.ops[i];
-    if (!is_int(u.dtype)) continue;
-    if (u.kind == UKind::Const) {
-      f[i].c = u.value.i;
-      continue;
-    }
-    if (u.kind == UKind::Alu && (u.op == Op::Add || u.op == Op::Mul)) {
-      const Affine& a = f[std::size_t(u.src[0])];
-      const Affine& b = f[std::size_t(u.src[1])];
-      if (u.op != Op::Mul) {
-        f[i] = affine_add(a, b, 1);
-        continue;
-      }
-      if (a.terms.empty() || b.terms.empty()) {
-        const Affine& x = a.terms.empty() ? b : a;
-        std::int64_t k = a.terms.empty() ? a.c : b.c;
-        f[i] = affine_add(Affine{}, x, k);
-        continue;
-      }
-    }
-    f[i].terms.push_back({int(i), 1});
-  }
-  return f;
-}
-
-} // namespace detail
-
-/// The vectorize pass (see the top of this file), with vectors of `vector_bytes` (32: AVX, 64:
-/// AVX-512). Programs without such a tile come back as they were.
-constexpr Program vectorize(const Program& p, int vector_bytes = 32) {
-  const std::size_t n = p.ops.size();
-  std::vector<detail::Affine> aff = detail::affine_forms(p);
-  std::vector<int> depth_of(n, 0); // loops around each op
-  for (std::size_t i = 0, d = 0; i < n; ++i) {
-    if (p.ops[i].kind == UKind::EndRange) --d;
-    depth_of[i] = int(d);
-    if (p.ops[i].kind == UKind::Range) ++d;
-  }
-  // A lane: acc += s * b[i] (a product), or acc = op(acc, b[i]) (a fold: scalar -1), with b a
-  // plain load of the accumulator's own dtype.
-  struct Lane {
-    int assign = -1, acc = -1, scalar = -1, buf = -1, index = -1;
-  };
-  auto lane_of = [&](std::size_t i, int scalar_side) {
-    Lane l;
-    const UOp& u = p.ops[i];
-    if (u.kind != UKind::AccAssign || (u.op != Op::Add && u.op != Op::Max && u.op != Op::MulAdd) ||
-        !is_float(u.dtype))
-      return l;
-    const UOp& acc = p.ops[std::size_t(u.src[0])];
-    // (a reduction of one element has no loop: its lanes are not worth vectors)
-    if (acc.kind != UKind::DefineAcc || depth_of[i] <= depth_of[std::size_t(u.src[0])]) return l;
-    int s = -1, b = u.src[1];
-    if (u.op == Op::MulAdd && acc.value.f == 0) { // (contract's)
-      s = u.src[std::size_t(1 + scalar_side)];
-      b = u.src[std::size_t(2 - scalar_side)];
-    } else if (u.op == Op::MulAdd || scalar_side == 1) {
-      return l;
-    }
-    const UOp& ld = p.ops[std::size_t(b)];
-    if (ld.kind != UKind::Load || ld.src[2] >= 0 || p.ops[std::size_t(ld.src[0])].dtype != u.dtype)
-      return l;
-    return Lane{int(i), u.src[0], s, ld.src[0], ld.src[1]};
-  };
-  // Groups of W consecutive lanes with one scalar and elements of one buffer at a constant
-  // distance: consecutive, or (a transposed operand, which pack_panels copies into a
-  // contiguous panel) `stride` apart.
-  std::vector<std::vector<Lane>> groups;
-  std::vector<std::int64_t> strides; // per group
-  std::vector<int> group_of_assign(n, -1), group_of_acc(n, -1);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (group_of_assign[i] >= 0 || p.ops[i].kind != UKind::AccAssign) continue;
-    // a whole vector's lanes, else (64-byte vectors) half of them: a tile of 8 float32 columns
-    // (a product 1000 wide) in 32-byte vectors, not as scalars
-    const std::size_t full = std::size_t(vector_bytes) / (p.ops[i].dtype == DType::Float64 ? 8 : 4);
-    const std::size_t least = vector_bytes == 64 ? full / 2 : full;
-    bool grouped = false;
-    for (std::size_t w = full; !grouped && w >= least; w /= 2)
-      for (int side = 0; side < 2 && i + w <= n; ++side) {
-        std::vector<Lane> g;
-        std::int64_t stride = 1;
-        for (std::size_t j = 0; j < w; ++j) {
-          Lane l = lane_of(i + j, side);
-          if (l.assign < 0 || group_of_acc[std::size_t(l.acc)] >= 0) break;
-          if (j > 0) {
-            const Lane& f = g[0];
-            detail::Affine d =
-                detail::affine_add(aff[std::size_t(l.index)], aff[std::size_t(f.index)], -1);
-            if (j == 1 && d.terms.empty() && d.c > 1 && l.scalar >= 0) stride = d.c;
-            if (l.scalar != f.scalar || l.buf != f.buf || !d.terms.empty() ||
-                d.c != std::int64_t(j) * stride ||
-                !(p.ops[std::size_t(l.acc)] == p.ops[std::size_t(f.acc)]) ||
-                p.ops[std::size_t(l.assign)].op != p.ops[i].op)
-              break;
-          }
-          g.push_back(l);
-        }
-        if (g.size() != w) continue;
-        for (const Lane& l : g) {
-          group_of_assign[std::size_t(l.assign)] = int(groups.size());
-          group_of_acc[std::size_t(l.acc)] = int(groups.size());
-        }
-        groups.push_back(g);
-        strides.push_back(stride);
-        grouped = true;
-        break;
-      }
-  }
-  if (groups.empty()) return p;
-
-  Program q = p;
-  q.ops.clear();
-  std::vector<std::pair<std::pair<int, int>, int>> loaded; // (buffer, index) -> its VecLoad
-  std::vector<int> map(n, -1), vacc(groups.size(), -1), open_at(groups.size(), -1);
-  for (std::size_t i = 0; i < n; ++i) {
-    UOp u = p.ops[i];
-    for (int& s : u.src)
-      if (s >= 0) s = map[std::size_t(s)];
-    if (int g = group_of_acc[i]; g >= 0) { // one vector accumulator per group
-      if (vacc[std::size_t(g)] < 0) {
-        UOp v{UKind::VecAcc,
-              u.op,
-              u.dtype,
-              {-1, -1, -1},
-              u.value,
-              int(groups[std::size_t(g)].size()),
-              {}};
-        q.ops.push_back(v);
-        vacc[std::size_t(g)] = int(q.ops.size()) - 1;
-        open_at[std::size_t(g)] = depth_of[i];
-      }
-      continue;
-    }
-    if (int g = group_of_assign[i]; g >= 0) { // the first lane updates the whole vector
-      const std::vector<Lane>& gr = groups[std::size_t(g)];
-      if (gr[0].assign != int(i)) continue;
-      const Lane& f = gr[0];
-      int w = int(gr.size()), ld = -1;
-      std::pair<int, int> at{map[std::size_t(f.buf)], map[std::size_t(f.index)]};
-      Scalar stride;
-      stride.i = strides[std::size_t(g)] > 1 ? strides[std::size_t(g)] : 0;
-      for (const auto& [key, id] : loaded)
-        if (key == at && q.ops[std::size_t(id)].value.i == stride.i) ld = id;
-      if (ld < 0) {
-        q.ops.push_back(
-            UOp{UKind::VecLoad, Op::Add, u.dtype, {at.first, at.second, -1}, stride, w, {}});
-        ld = int(q.ops.size()) - 1;
-        loaded.push_back({at, ld});
-      }
-      if (f.scalar < 0)
-        q.ops.push_back(
-            UOp{UKind::VecFold, u.op, u.dtype, {vacc[std::size_t(g)], ld, -1}, {}, w, {}});
-      else
-        q.ops.push_back(UOp{UKind::VecMac,
-                            Op::MulAdd,
-                            u.dtype,
-                            {vacc[std::size_t(g)], map[std::size_t(f.scalar)], ld},
-                            {},
-                            w,
-                            {}});
-      continue;
-    }
-    q.ops.push_back(u);
-    map[i] = int(q.ops.size()) - 1;
-    if (u.kind != UKind::EndRange) continue;
-    loaded.clear();
-    // after the loop nest that defined them: the lanes as scalars, for the rest of the program
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      if (vacc[g] < 0 || open_at[g] != depth_of[i]) continue;
-      for (std::size_t k = 0; k < groups[g].size(); ++k) {
-        UOp lane{UKind::VecLane, Op::Add, q.ops[std::size_t(vacc[g])].dtype, {vacc[g], -1, -1}, {},
-                 int(k),         {}};
-        q.ops.push_back(lane);
-        map[std::size_t(groups[g][k].acc)] = int(q.ops.size()) - 1;
-      }
-      open_at[g] = -1;
-    }
-  }
-  return detail::drop_unused(std::move(q));
-}
-
-} // namespace tg
-#endif // TG_SI_TG_CODEGEN_VECTORIZE_HPP
-
-namespace tg {
-
-namespace detail {
-/// The ranges each op depends on (bit r: the r-th Range of the program; at most 64 ranges).
-constexpr std::vector<std::uint64_t> range_deps(const Program& p, std::vector<int>& range_bit) {
-  std::vector<std::uint64_t> d(p.ops.size(), 0);
-  range_bit.assign(p.ops.size(), -1);
-  int bits = 0;
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    const UOp& u = p.ops[i];
-    if (u.kind == UKind::Range) {
-      if (bits == 64) return {};
-      range_bit[i] = bits;
-      d[i] = std::uint64_t(1) << bits++;
-    }
-    if (u.kind == UKind::EndRange) continue;
-    for (int s : u.src)
-      if (s >= 0) d[i] |= d[std::size_t(s)];
-  }
-  return d;
-}
-/// Whether range r runs 0 .. len (constants) by steps of 1, and its len.
-constexpr bool constant_range(const Program& p, std::size_t r, std::int64_t& len) {
-  const UOp& u = p.ops[r];
-  const UOp& lo = p.ops[std::size_t(u.src[0])];
-  const UOp& hi = p.ops[std::size_t(u.src[1])];
-  len = hi.value.i;
-  return lo.kind == UKind::Const && lo.value.i == 0 && hi.kind == UKind::Const && u.src[2] < 0;
-}
-/// An affine form's coefficient of `atom` (0 without one).
-constexpr std::int64_t coefficient(const Affine& a, int atom) {
-  for (auto [at, k] : a.terms)
-    if (at == atom) return k;
-  return 0;
-}
-/// The ranges enclosing each op of p, outermost first.
-constexpr std::vector<std::vector<int>> enclosing_ranges(const Program& p) {
-  std::vector<std::vector<int>> stack(p.ops.size());
-  std::vector<int> open;
-  for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    if (p.ops[i].kind == UKind::EndRange) open.pop_back();
-    stack[i] = open;
-    if (p.ops[i].kind == UKind::Range) open.push_back(int(i));
-  }
-  return stack;
-}
-} // namespace detail
-
-/// The pass (see the top of this file). Programs without such a tile come back as they were.
-constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBytes) {
-  const std::size_t n = p.ops.size();
-  std::vector<int> bit;
-  std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
-  if (deps.empty()) return p;
-  std::vector<detail::Affine> aff = detail::affine_forms(p);
-  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p);
-  // One panel per (reduce loop, buffer): its vector loads, their offsets from the first.
-  struct Panel {
-    int loop = -1, buf = -1, hoist = -1; // hoist: the range the copy goes before
-    std::int64_t stride = 0;             // of its loads' elements (0: consecutive)
-    std::vector<int> loads, cone;        // cone: the index's ops that depend on the loop
-    std::vector<std::int64_t> offsets;   // in panel columns
-    std::int64_t columns = 0, length = 0;
-  };
-  std::vector<Panel> panels;
-  for (std::size_t i = 0; i < n; ++i) {
-    const UOp& u = p.ops[i];
-    if (u.kind != UKind::VecLoad || stack[i].empty()) continue;
-    int loop = stack[i].back(), buf = u.src[0];
-    Panel* pn = nullptr;
-    for (Panel& x : panels)
-      if (x.loop == loop && x.buf == buf && x.stride == u.value.i) pn = &x;
-    if (!pn) {
-      panels.push_back(Panel{loop, buf, -1, u.value.i, {}, {}, {}, 0, 0});
-      pn = &panels.back();
-    }
-    detail::Affine d = detail::affine_add(
-        aff[std::size_t(u.src[1])],
-        aff[std::size_t(p.ops[std::size_t(pn->loads.empty() ? int(i) : pn->loads[0])].src[1])], -1);
-    // a strided load's elements are `stride` apart: its column is its offset over the stride
-    const std::int64_t s = std::max<std::int64_t>(pn->stride, 1);
-    pn->loads.push_back(int(i));
-    pn->offsets.push_back(d.terms.empty() && d.c % s == 0 ? d.c / s : -1);
-  }
-  std::vector<int> panel_of_load(n, -1);
-  for (std::size_t k = 0; k < panels.size(); ++k) {
-    Panel& pn = panels[k];
-    const UOp& loop = p.ops[std::size_t(pn.loop)];
-    const UOp& first = p.ops[std::size_t(pn.loads[0])];
-    const std::int64_t w = first.arg;
-    // a loop 0..K with constant K, read at offsets 0, w, 2w, ... (in any order)
-    const UOp& lo = p.ops[std::size_t(loop.src[0])];
-    const UOp& hi = p.ops[std::size_t(loop.src[1])];
-    if (lo.kind != UKind::Const || lo.value.i != 0 || hi.kind != UKind::Const || loop.src[2] >= 0)
-      continue;
-    pn.length = hi.value.i;
-    std::int64_t most = 0;
-    bool ok = true;
-    for (std::int64_t o : pn.offsets) {
-      ok = ok && o >= 0 && o % w == 0;
-      most = std::max(most, o);
-    }
-    pn.columns = most + w;
-    std::vector<std::uint8_t> seen(std::size_t(pn.columns / w), 0);
-    for (std::int64_t o : pn.offsets)
-      if (ok) seen[std::size_t(o / w)] = 1;
-    for (std::uint8_t s : seen) ok = ok && s;
-    if (!ok || pn.length * pn.columns * itemsize(compute_dtype(first.dtype)) > max_bytes) continue;
-    // The copy goes before the outermost enclosing loop from which on no loop changes the
-    // index: that loop (row tiles) then reuses the panel. Everything the index needs besides
-    // the reduce loop must be computed before it.
-    const std::vector<int>& enclosing = stack[std::size_t(pn.loop)];
-    std::uint64_t idx = deps[std::size_t(first.src[1])];
-    std::size_t h = enclosing.size();
-    while (h > 0 && !(idx >> bit[std::size_t(enclosing[h - 1])] & 1)) --h;
-    if (h == enclosing.size()) continue;
-    const int hoist = enclosing[h];
-    const UOp& hend = p.ops[std::size_t(p.ops[std::size_t(hoist)].src[1])];
-    if (hend.kind != UKind::Const || hend.value.i < 2) continue; // nothing to reuse
-    // the index's ops inside the loop (cloned into the copy's loop) must all be arithmetic
-    std::vector<int> todo{first.src[1]};
-    while (ok && !todo.empty()) {
-      int v = todo.back();
-      todo.pop_back();
-      if (v == pn.loop) continue;
-      if (!(deps[std::size_t(v)] >> bit[std::size_t(pn.loop)] & 1)) {
-        ok = v < hoist;
-        continue;
-      }
-      const UOp& x = p.ops[std::size_t(v)];
-      ok = x.kind == UKind::Alu;
-      pn.cone.push_back(v);
-      for (int s : x.src)
-        if (s >= 0) todo.push_back(s);
-    }
-    if (!ok) continue;
-    pn.hoist = hoist;
-    for (int l : pn.loads) panel_of_load[std::size_t(l)] = int(k);
-  }
-
-  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
-  std::vector<int>& map = w.map;
-  std::vector<int> local(panels.size(), -1), kk(panels.size(), -1);
-  // the index of panel element (loop index at, offset o)
-  auto panel_index = [&](const Panel& pn, int at, std::int64_t o) {
-    int row = w.alu(Op::Mul, DType::Int64, at, w.cint(pn.columns));
-    return w.alu(Op::Add, DType::Int64, row, w.cint(o));
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t k = 0; k < panels.size(); ++k) {
-      const Panel& pn = panels[k];
-      if (pn.hoist != int(i)) continue;
-      // the copy: for kk in [0, K): panel[kk * columns + o] = buf[index(kk) + o]
-      const UOp& first = p.ops[std::size_t(pn.loads[0])];
-      // (a 16-bit float's panel holds the float32s its loads widen: widened once per panel)
-      local[k] = w.add(UOp{UKind::Local,
-                           Op::Add,
-                           compute_dtype(first.dtype),
-                           {-1, -1, -1},
-                           {},
-                           int(pn.length * pn.columns),
-                           {}});
-      int zero = w.cint(0), len = w.cint(pn.length);
-      kk[k] = w.add(UOp{UKind::Range, Op::Add, DType::Int64, {zero, len, -1}, {}, -1, {}});
-      std::vector<int> clone(n, -1);
-      clone[std::size_t(pn.loop)] = kk[k];
-      for (std::size_t v = std::size_t(pn.loop) + 1; v <= std::size_t(first.src[1]); ++v) {
-        if (std::find(pn.cone.begin(), pn.cone.end(), int(v)) == pn.cone.end()) continue;
-        UOp c = p.ops[v];
-        for (int& s : c.src)
-          if (s >= 0) s = clone[std::size_t(s)] >= 0 ? clone[std::size_t(s)] : map[std::size_t(s)];
-        clone[v] = w.add(c);
-      }
-      int base = clone[std::size_t(first.src[1])];
-      for (std::int64_t o = 0; o < pn.columns; o += first.arg) {
-        int src =
-            w.alu(Op::Add, DType::Int64, base, w.cint(o * std::max<std::int64_t>(pn.stride, 1)));
-        int v = w.add(UOp{UKind::VecLoad,
-                          Op::Add,
-                          first.dtype,
-                          {map[std::size_t(pn.buf)], src, -1},
-                          first.value,
-                          first.arg,
-                          {}});
-        int dst = panel_index(pn, kk[k], o);
-        w.add(UOp{UKind::VecStore, Op::Add, first.dtype, {local[k], dst, v}, {}, first.arg, {}});
-      }
-      w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {kk[k], -1, -1}, {}, -1, {}});
-    }
-    UOp u = p.ops[i];
-    if (int k = panel_of_load[i]; k >= 0 && local[std::size_t(k)] >= 0) {
-      const Panel& pn = panels[std::size_t(k)];
-      std::size_t j = 0;
-      while (pn.loads[j] != int(i)) ++j;
-      int at = panel_index(pn, map[std::size_t(pn.loop)], pn.offsets[j]);
-      u.src = {local[std::size_t(k)], at, -1};
-      u.value = Scalar{}; // the panel's rows are contiguous
-      map[i] = w.add(u);
-      continue;
-    }
-    map[i] = w.add(w.remapped(u));
-  }
-  Program q = p;
-  q.ops = std::move(w.out);
-  return detail::drop_unused(std::move(q));
-}
-
-} // namespace tg
-#endif // TG_SI_TG_CODEGEN_PACK_PANELS_HPP
-
 namespace tg {
 
 /// The pass (see the top of this file); `max_bytes` bounds the copy. A program without such a
@@ -5257,258 +5713,6 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
 
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_PACK_ROWS_HPP
-
-// ---- tg/codegen/pair_products.hpp ----
-#ifndef TG_SI_TG_CODEGEN_PAIR_PRODUCTS_HPP
-#define TG_SI_TG_CODEGEN_PAIR_PRODUCTS_HPP
-// pair_products (C programs for the CPU only, after pack_panels, where the host has AVX512_BF16):
-// a bfloat16 product's tile takes its reduction two steps at a time. Its float32 tile (vectorize)
-// spends a fused multiply-add on each element of the left operand; AVX512_BF16's vdpbf16ps
-// multiplies two pairs of bfloat16s a lane and adds both products to the lane's float32 sum, so
-// one instruction does two steps. It reads each operand as 32-bit words of two bfloat16s,
-// elements k and k + 1: a row of the left operand as it lies in memory (a word broadcast from
-// there by the instruction; a strided row joins two loads), the right operand's panel
-// (pack_panels' copy) laid out again with rows k and k + 1 of its columns interleaved, or without
-// a panel its two rows' vector loads joined in the loop. An odd K's last step pairs its element
-// with a zero.
-//
-// The instruction adds the product of the words' high halves first, then the low halves' (each
-// sum rounded, the products of bfloat16s being exact in float32; measured against two fused
-// multiply-adds on Zen 4: equal bit for bit), so a pair is summed k + 1 first, and it flushes
-// subnormal inputs and sums to zero: a sum may differ from INTERP's in its last bits, as oneDNN's
-// do (docs/pipeline.md). The C prelude emulates the instruction where the compiler lacks it.
-
-namespace tg {
-
-/// The pass (see the top of this file). Programs without such a tile come back as they were.
-constexpr Program pair_products(const Program& p) {
-  const std::size_t n = p.ops.size();
-  constexpr int kLanes = 16; // a 512-bit vector of float32 sums: vdpbf16ps on zmm registers
-  std::vector<int> end_of(n, -1), uses(n, 0), mac_uses(n, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    const UOp& u = p.ops[i];
-    if (u.kind == UKind::EndRange) end_of[std::size_t(u.src[0])] = int(i);
-    for (int k = 0; k < 3; ++k)
-      if (int s = u.src[std::size_t(k)]; s >= 0) {
-        ++uses[std::size_t(s)];
-        if (u.kind == UKind::VecMac && k == 1) ++mac_uses[std::size_t(s)];
-      }
-  }
-  std::vector<detail::Affine> aff = detail::affine_forms(p);
-  auto const_range = [&](std::size_t r, std::int64_t& len) {
-    return detail::constant_range(p, r, len);
-  };
-  // a panel index: k * columns + o, o a multiple of the lanes below the columns
-  auto panel_offset = [&](int index, int loop, std::int64_t columns) -> std::int64_t {
-    const detail::Affine& a = aff[std::size_t(index)];
-    if (a.terms.size() != 1 || a.terms[0].first != loop || a.terms[0].second != columns ||
-        a.c < 0 || a.c >= columns || a.c % kLanes != 0)
-      return -1;
-    return a.c;
-  };
-  auto is_bf16_param = [&](int s) {
-    return p.ops[std::size_t(s)].kind == UKind::Param &&
-           p.ops[std::size_t(s)].dtype == DType::BFloat16;
-  };
-  // nothing after `last` reads an op inside (first, last)
-  auto sealed = [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = last + 1; i < n; ++i)
-      for (int s : p.ops[i].src)
-        if (s > int(first) && s < int(last)) return false;
-    return true;
-  };
-
-  // A product loop: its body only index arithmetic, loads of the left operand (bfloat16 elements
-  // that only multiply), vector loads of the right one (or of one panel of it) and the tile's
-  // multiply-adds; the panel's copy loop: index arithmetic, vector loads of the right operand
-  // and the stores into the panel.
-  struct Pair {
-    int loop = -1, copy = -1, local = -1;
-    std::int64_t k = 0, columns = 0;
-  };
-  std::vector<Pair> found;
-  std::vector<int> role(n, -1); // the Pair whose loop, copy loop or panel op i is
-  for (std::size_t l = 0; l < n; ++l) {
-    std::int64_t k = 0;
-    if (p.ops[l].kind != UKind::Range || !const_range(l, k) || k < 2) continue;
-    const std::size_t e = std::size_t(end_of[l]);
-    int local = -1, macs = 0;
-    std::int64_t columns = 0;
-    bool ok = true;
-    for (std::size_t v = l + 1; ok && v < e; ++v) {
-      const UOp& u = p.ops[v];
-      const auto inside = [&](int s) { return s > int(l) && s < int(e); };
-      if (u.kind == UKind::Const || (u.kind == UKind::Alu && !is_float(u.dtype))) continue;
-      if (u.kind == UKind::Load)
-        ok = u.dtype == DType::BFloat16 && u.src[2] < 0 && is_bf16_param(u.src[0]) &&
-             uses[v] == mac_uses[v];
-      else if (u.kind == UKind::VecLoad && is_bf16_param(u.src[0]))
-        ok = u.dtype == DType::BFloat16 && u.arg == kLanes; // (rows k, k + 1 paired here)
-      else if (u.kind == UKind::VecLoad) {
-        const UOp& src = p.ops[std::size_t(u.src[0])];
-        ok = src.kind == UKind::Local && u.dtype == DType::BFloat16 && u.value.i == 0 &&
-             u.arg == kLanes && (local < 0 || local == u.src[0]) && src.arg % k == 0;
-        local = u.src[0];
-        columns = ok ? src.arg / k : 0;
-        ok = ok && panel_offset(u.src[1], int(l), columns) >= 0;
-      } else if (u.kind == UKind::VecMac) {
-        ok = u.dtype == DType::BFloat16 && u.arg == kLanes && inside(u.src[1]) &&
-             inside(u.src[2]) && p.ops[std::size_t(u.src[1])].kind == UKind::Load &&
-             p.ops[std::size_t(u.src[2])].kind == UKind::VecLoad &&
-             p.ops[std::size_t(u.src[0])].kind == UKind::VecAcc && u.src[0] < int(l);
-        ++macs;
-      } else
-        ok = false;
-    }
-    if (!ok || macs == 0 || !sealed(l, e) || (local >= 0 && role[std::size_t(local)] >= 0))
-      continue;
-    if (local < 0) { // no panel: the loop pairs the right operand's rows itself
-      role[l] = int(found.size());
-      found.push_back(Pair{int(l), -1, -1, k, 0});
-      continue;
-    }
-    // the copy: one loop 0 .. K holding every store into the panel; the body reads the panel only
-    int copy = -1;
-    for (std::size_t v = 0; ok && v < n; ++v) {
-      const UOp& u = p.ops[v];
-      if (u.kind == UKind::VecLoad && u.src[0] == local) ok = v > l && v < e;
-      if (u.kind != UKind::VecStore || u.src[0] != local) continue;
-      int c = int(v);
-      while (c >= 0 &&
-             (p.ops[std::size_t(c)].kind != UKind::Range || end_of[std::size_t(c)] < int(v)))
-        --c;
-      ok = c >= 0 && (copy < 0 || copy == c);
-      copy = c;
-    }
-    std::int64_t kc = 0;
-    if (!ok || copy < 0 || copy > int(l) || !const_range(std::size_t(copy), kc) || kc != k)
-      continue;
-    const std::size_t ce = std::size_t(end_of[std::size_t(copy)]);
-    for (std::size_t v = std::size_t(copy) + 1; ok && v < ce; ++v) {
-      const UOp& u = p.ops[v];
-      if (u.kind == UKind::Const || (u.kind == UKind::Alu && !is_float(u.dtype))) continue;
-      if (u.kind == UKind::VecLoad)
-        ok = u.dtype == DType::BFloat16 && u.arg == kLanes && is_bf16_param(u.src[0]);
-      else if (u.kind == UKind::VecStore)
-        ok = u.src[0] == local && u.arg == kLanes && u.src[2] > copy &&
-             p.ops[std::size_t(u.src[2])].kind == UKind::VecLoad &&
-             panel_offset(u.src[1], copy, columns) >= 0;
-      else
-        ok = false;
-    }
-    if (!ok || !sealed(std::size_t(copy), ce)) continue;
-    role[l] = role[std::size_t(copy)] = role[std::size_t(local)] = int(found.size());
-    found.push_back(Pair{int(l), copy, local, k, columns});
-  }
-  if (found.empty()) return p;
-
-  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
-  // the map for a loop's body with its index replaced by `with` (its arithmetic cloned)
-  auto body_map = [&](int loop, int with) {
-    std::vector<int> m = w.map;
-    m[std::size_t(loop)] = with;
-    for (int v = loop + 1; v < end_of[std::size_t(loop)]; ++v) {
-      const UOp& u = p.ops[std::size_t(v)];
-      if (u.kind != UKind::Const && u.kind != UKind::Alu) continue;
-      UOp c = u;
-      for (int& s : c.src)
-        if (s >= 0) s = m[std::size_t(s)];
-      m[std::size_t(v)] = w.add(c);
-    }
-    return m;
-  };
-  auto vec = [&](UKind kind, DType t, int a, int b, int c) {
-    return w.add(UOp{kind, Op::Add, t, {a, b, c}, {}, kLanes, {}});
-  };
-  auto remap = [](UOp u, const std::vector<int>& m) {
-    for (int& s : u.src)
-      if (s >= 0) s = m[std::size_t(s)];
-    return u;
-  };
-  auto range = [&](std::int64_t len, int arg) {
-    return w.add(
-        UOp{UKind::Range, Op::Add, DType::Int64, {w.cint(0), w.cint(len), -1}, {}, arg, {}});
-  };
-  auto end_range = [&](int r) {
-    w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {r, -1, -1}, {}, -1, {}});
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    const int f = role[i];
-    if (f < 0) {
-      w.map[i] = w.add(w.remapped(p.ops[i]));
-      continue;
-    }
-    const Pair& pr = found[std::size_t(f)];
-    const std::int64_t half = pr.k / 2;
-    if (int(i) == pr.local) { // (role: the panel, its copy loop or the product loop)
-      UOp u = p.ops[i];
-      u.dtype = DType::UInt32;
-      u.arg = int((pr.k + 1) / 2 * pr.columns);
-      w.map[i] = w.add(u);
-      continue;
-    }
-    const int l = int(i), end = end_of[i];
-    // each store (or multiply-add) of the loop, for element k = `lo` (and k + 1 = `hi`, or none)
-    // into word row `at`
-    auto steps = [&](const std::vector<int>& lo, const std::vector<int>* hi,
-                     const std::vector<int>& at) {
-      std::vector<int> now(n, -1);
-      for (int v = l + 1; v < end; ++v) {
-        const UOp& u = p.ops[std::size_t(v)];
-        if (u.kind == UKind::VecStore) { // the copy: word (j, c) = rows 2j, 2j + 1 of column c
-          const UOp& ld = p.ops[std::size_t(u.src[2])];
-          const int words = vec(UKind::VecPair, DType::UInt32, hi ? w.add(remap(ld, *hi)) : -1,
-                                w.add(remap(ld, lo)), -1);
-          vec(UKind::VecStore, DType::UInt32, w.map[std::size_t(pr.local)],
-              at[std::size_t(u.src[1])], words);
-        } else if (u.kind == UKind::Load) { // the row's elements k, k + 1 as one word
-          UOp a = remap(u, lo);
-          a.dtype = DType::UInt32;
-          if (hi && detail::coefficient(aff[std::size_t(u.src[1])], l) == 1) {
-            a.kind = UKind::WordLoad; // consecutive: one load of both
-            now[std::size_t(v)] = w.add(a);
-          } else if (hi) {
-            UOp b = remap(u, *hi);
-            b.dtype = DType::UInt32;
-            const int shift = w.add(UOp{UKind::Const,
-                                        Op::Add,
-                                        DType::UInt32,
-                                        {-1, -1, -1},
-                                        Scalar::of_int(DType::UInt32, 65536),
-                                        -1,
-                                        {}});
-            now[std::size_t(v)] = w.alu(Op::Or, DType::UInt32,
-                                        w.alu(Op::Mul, DType::UInt32, w.add(b), shift), w.add(a));
-          } else {
-            now[std::size_t(v)] = w.add(a); // (an odd K's last element: a zero above it)
-          }
-        } else if (u.kind == UKind::VecLoad && u.src[0] != pr.local) { // rows k, k + 1 here
-          now[std::size_t(v)] = vec(UKind::VecPair, DType::UInt32, hi ? w.add(remap(u, *hi)) : -1,
-                                    w.add(remap(u, lo)), -1);
-        } else if (u.kind == UKind::VecLoad) {
-          now[std::size_t(v)] = vec(UKind::VecLoad, DType::UInt32, w.map[std::size_t(pr.local)],
-                                    at[std::size_t(u.src[1])], -1);
-        } else if (u.kind == UKind::VecMac) {
-          vec(UKind::VecDot2, DType::BFloat16, w.map[std::size_t(u.src[0])],
-              now[std::size_t(u.src[1])], now[std::size_t(u.src[2])]);
-        }
-      }
-    };
-    const int j = range(half, p.ops[i].arg);
-    const int even = w.alu(Op::Mul, DType::Int64, j, w.cint(2));
-    const std::vector<int> hi = body_map(l, w.alu(Op::Add, DType::Int64, even, w.cint(1)));
-    steps(body_map(l, even), &hi, body_map(l, j));
-    end_range(j);
-    if (pr.k % 2) steps(body_map(l, w.cint(pr.k - 1)), nullptr, body_map(l, w.cint(half)));
-    i = std::size_t(end); // (the loop's ops are all rewritten above)
-  }
-  Program q = p;
-  q.ops = std::move(w.out);
-  return detail::drop_unused(std::move(q));
-}
-
-} // namespace tg
-#endif // TG_SI_TG_CODEGEN_PAIR_PRODUCTS_HPP
 
 // ---- tg/codegen/render.hpp ----
 #ifndef TG_SI_TG_CODEGEN_RENDER_HPP
@@ -5695,6 +5899,7 @@ struct CStyleRenderer {
       case UKind::VecPair:
       case UKind::VecDot2:
       case UKind::WordLoad:
+      case UKind::TileDot:
         indent();
         if constexpr (D::vectors)
           D::vector_op(t, p, u, int(i));
@@ -5703,6 +5908,7 @@ struct CStyleRenderer {
         break;
       }
     }
+    if constexpr (D::vectors) D::finish(t, p);
     t << "}\n";
     return t;
   }
@@ -6162,6 +6368,19 @@ struct CDialect : CFamily<CDialect> {
         v(u.src[1]);
       t << ", ";
       v(u.src[2]) << ");\n";
+    } else if (u.kind == UKind::TileDot) { // AMX's sums, then added to the tile's accumulators
+      const std::int64_t columns = std::int64_t(u.value.f), tiles = columns / 16;
+      const std::int64_t rows = std::int64_t(u.ranges.size()) / tiles;
+      t << "{ float s[" << rows * columns << "] __attribute__((aligned(64))); tg_amx_bf16(&tg_amx, "
+        << rows << ", " << tiles << ", ";
+      v(u.src[0]) << " + v" << std::int64_t(u.src[1]) << ", "
+                  << std::max<std::int64_t>(u.value.i, 1) << ", ";
+      v(u.src[2]) << ", " << columns << ", " << std::int64_t(u.arg) << ", s);";
+      for (std::size_t k = 0; k < u.ranges.size(); ++k) {
+        t << " { tg_f32x16 x; __builtin_memcpy(&x, s + " << std::int64_t(k) * 16 << ", 64); ";
+        v(u.ranges[k]) << " += x; }";
+      }
+      t << " }\n";
     } else if (u.kind == UKind::VecMac) { // fused: tg_fma_f32x16(splat(s), b, acc)
       v(u.src[0]) << " = tg_fma_" << vt.substr(3) << "(((" << vt << "){";
       for (std::int64_t k = 0; k < lanes; ++k) v(u.src[1]) << (k + 1 < lanes ? ", " : "}), ");
@@ -6176,7 +6395,72 @@ struct CDialect : CFamily<CDialect> {
   // The guard lets the CPU device compile several kernels as one file (one compiler run). The
   // libm functions are declared rather than taken from <math.h>, whose parsing was a large part of
   // a small kernel's compile time (docs/performance.md).
-  static constexpr void prelude(Text& t, const Program&) {
+  static constexpr void prelude(Text& t, const Program& p) {
+    common_prelude(t);
+    if (has_tiles(p)) amx_prelude(t);
+  }
+  // amx_products' step (TileDot): rows x 16 * tiles sums over 32 * steps k of a bfloat16 row
+  // block `a` (rows `stride` elements apart) by a panel of words `b` (`columns` a row), into
+  // `out`. AMX's tiles: the sums in tmm0-2, a's block in tmm3, b's in tmm4-6, configured when
+  // the kernel's last step had another shape (`*shape`, a local of the kernel, which releases
+  // the tiles as it returns: TG_AMX_END; configuring for every step cost 15% at K = 1024).
+  // Without AMX the same steps as fused multiply-adds, each pair's high halves first.
+  static constexpr void amx_prelude(Text& t) {
+    t << "#ifndef TG_AMX_PRELUDE\n#define TG_AMX_PRELUDE\n"
+         "#if defined(__AMX_TILE__) && defined(__AMX_BF16__)\n"
+         "typedef struct { unsigned char palette, start, reserved[14]; unsigned short colsb[16]; "
+         "unsigned char rows[16]; } tg_amx_config;\n"
+         "#define TG_AMX_LOAD(tmm, p, s) __asm__ volatile(\"tileloadd (%0,%1,1), %%tmm\" #tmm "
+         ":: \"r\"(p), \"r\"((long long)(s)) : \"memory\")\n"
+         "#define TG_AMX_DOT(c, b) __asm__ volatile(\"tdpbf16ps %%tmm\" #b \", %%tmm3, %%tmm\" #c "
+         "::)\n"
+         "#define TG_AMX_STORE(tmm, p, s) __asm__ volatile(\"tilestored %%tmm\" #tmm \", "
+         "(%0,%1,1)\" "
+         ":: \"r\"(p), \"r\"((long long)(s)) : \"memory\")\n"
+         "#define TG_AMX_END(shape) if (shape) __asm__ volatile(\"tilerelease\" ::)\n"
+         "static inline TG_UNUSED void tg_amx_bf16(int* shape, int rows, int tiles, "
+         "const unsigned short* a, long long stride, const unsigned* b, long long columns, "
+         "long long steps, float* out) {\n"
+         "  if (*shape != rows * 4 + tiles) {\n"
+         "    tg_amx_config c;\n    __builtin_memset(&c, 0, sizeof c);\n    c.palette = 1;\n"
+         "    for (int k = 0; k < tiles; ++k) { c.rows[k] = rows; c.rows[4 + k] = 16; "
+         "c.colsb[k] = c.colsb[4 + k] = 64; }\n"
+         "    c.rows[3] = rows; c.colsb[3] = 64;\n"
+         "    __asm__ volatile(\"ldtilecfg %0\" :: \"m\"(c));\n"
+         "    *shape = rows * 4 + tiles;\n  }\n"
+         "  __asm__ volatile(\"tilezero %%tmm0\" ::);\n"
+         "  if (tiles > 1) __asm__ volatile(\"tilezero %%tmm1\" ::);\n"
+         "  if (tiles > 2) __asm__ volatile(\"tilezero %%tmm2\" ::);\n"
+         "  for (long long s = 0; s < steps; ++s) {\n"
+         "    const unsigned* p = b + 16 * s * columns;\n"
+         "    TG_AMX_LOAD(3, a + 32 * s, 2 * stride);\n"
+         "    TG_AMX_LOAD(4, p, 4 * columns);\n    TG_AMX_DOT(0, 4);\n"
+         "    if (tiles > 1) { TG_AMX_LOAD(5, p + 16, 4 * columns); TG_AMX_DOT(1, 5); }\n"
+         "    if (tiles > 2) { TG_AMX_LOAD(6, p + 32, 4 * columns); TG_AMX_DOT(2, 6); }\n"
+         "  }\n"
+         "  TG_AMX_STORE(0, out, 64 * tiles);\n"
+         "  if (tiles > 1) TG_AMX_STORE(1, out + 16, 64 * tiles);\n"
+         "  if (tiles > 2) TG_AMX_STORE(2, out + 32, 64 * tiles);\n}\n"
+         "#else\n"
+         "static inline TG_UNUSED float tg_bf2f(unsigned short h) { unsigned w = (unsigned)h << "
+         "16; "
+         "float f; __builtin_memcpy(&f, &w, 4); return f; }\n"
+         "#define TG_AMX_END(shape) (void)(shape)\n"
+         "static inline TG_UNUSED void tg_amx_bf16(int* shape, int rows, int tiles, "
+         "const unsigned short* a, long long stride, const unsigned* b, long long columns, "
+         "long long steps, float* out) {\n"
+         "  (void)shape;\n"
+         "  for (int r = 0; r < rows; ++r)\n    for (int c = 0; c < 16 * tiles; ++c) {\n"
+         "      float acc = 0;\n"
+         "      for (long long k = 0; k < 16 * steps; ++k) {\n"
+         "        const unsigned short* x = a + r * stride + 2 * k;\n"
+         "        const unsigned w = b[k * columns + c];\n"
+         "        acc = fmaf(tg_bf2f(x[1]), tg_bf2f((unsigned short)(w >> 16)), acc);\n"
+         "        acc = fmaf(tg_bf2f(x[0]), tg_bf2f((unsigned short)w), acc);\n"
+         "      }\n      out[r * 16 * tiles + c] = acc;\n    }\n}\n"
+         "#endif\n#endif\n";
+  }
+  static constexpr void common_prelude(Text& t) {
     t << "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
          "float log2f(float); double log2(double); float sinf(float); double sin(double);\n"
@@ -6299,6 +6583,15 @@ struct CDialect : CFamily<CDialect> {
     if (gated) t << "TG_GATED_KERNEL ";
     t << "void " << p.name.view()
       << "(void** bufs, const long long* vars, long long start, long long end) {\n";
+    if (has_tiles(p)) t << "  int tg_amx = 0; /* the AMX tiles' shape (tg_amx_bf16) */\n";
+  }
+  static constexpr bool has_tiles(const Program& p) {
+    for (const UOp& u : p.ops)
+      if (u.kind == UKind::TileDot) return true;
+    return false;
+  }
+  static constexpr void finish(Text& t, const Program& p) {
+    if (has_tiles(p)) t << "  TG_AMX_END(tg_amx);\n";
   }
   static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
     if (u.kind == UKind::Param)
@@ -7712,6 +8005,7 @@ struct Target {
   bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
   int vector_bytes = 32;         // vectorize's vectors (64: the C compiler has AVX-512)
   bool bf16_pairs = false;       // pair_products (the host has AVX512_BF16's vdpbf16ps)
+  bool amx = false;              // amx_products (the host has AMX's bfloat16 tiles)
   bool gpu = false;              // gpu_program shapes programs for a GPU launch
   bool split_reductions = false; // the front end cuts long reductions into few outputs in two
                                  // (a GPU's work-groups: detail::gpu_reduce_split)
@@ -7924,6 +8218,7 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     step("vectorize", [&](const Program& q) { return vectorize(q, t.vector_bytes); });
     step("pack_panels", [](const Program& q) { return pack_panels(q); });
     if (t.bf16_pairs) step("pair_products", [](const Program& q) { return pair_products(q); });
+    if (t.amx) step("amx_products", [](const Program& q) { return amx_products(q); });
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
   }
   if (t.gpu && t.launch.shared_tiles)

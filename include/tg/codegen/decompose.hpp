@@ -195,14 +195,20 @@ constexpr Program decompose(const Program& p, const DecomposeOptions& o) {
     // a value of 16-bit float type is a float32 in a register: typed so, its bits are float32's
     if (is_half(rw.out[std::size_t(f)].dtype)) f = alu(Op::Cast, f32, f);
     const int x = alu(Op::Bitcast, u32, f);
-    const int nan = alu(Op::And, b1, eq(bits_and(x, 0x7f800000), 0x7f800000),
-                        alu(Op::CmpNe, b1, bits_and(x, 0x7fffff), constant(u32, 0)));
     if (half == DType::BFloat16) {
+      // NaN (a magnitude above infinity's) quieted, else rounded; chosen by arithmetic, not a
+      // select: GCC 12 branched on each element's select, which kept a product's epilogue of
+      // 512 roundings from being vectorized (docs/performance.md)
       const int quiet = alu(Op::Or, u32, shr(x, 16), constant(u32, 0x40));
       const int odd = bits_and(shr(x, 16), 1);
-      const int up = alu(Op::Add, u32, alu(Op::Add, u32, x, constant(u32, 0x7fff)), odd);
-      return alu(Op::Where, u32, nan, quiet, shr(up, 16));
+      const int up = shr(alu(Op::Add, u32, alu(Op::Add, u32, x, constant(u32, 0x7fff)), odd), 16);
+      const int is_nan = alu(
+          Op::Cast, u32, alu(Op::CmpLt, b1, constant(u32, 0x7f800000), bits_and(x, 0x7fffffff)));
+      const int mask = alu(Op::Mul, u32, is_nan, constant(u32, 0xffffffff)); // all ones: NaN
+      return alu(Op::Xor, u32, up, alu(Op::And, u32, mask, alu(Op::Xor, u32, quiet, up)));
     }
+    const int nan = alu(Op::And, b1, eq(bits_and(x, 0x7f800000), 0x7f800000),
+                        alu(Op::CmpNe, b1, bits_and(x, 0x7fffff), constant(u32, 0)));
     const int s = bits_and(shr(x, 16), 0x8000), e = bits_and(shr(x, 23), 0xff);
     // normal results: exponent and the top 10 mantissa bits, rounded by the 13 below (a carry
     // moves into the exponent, up to infinity)

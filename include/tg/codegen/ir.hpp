@@ -46,6 +46,11 @@ enum class UKind : std::uint8_t {
   VecDot2,  // src0 VecAcc, src1 a word (two bfloat16s), src2 VecLoad of words: each lane adds the
             // product of the high halves, then of the low halves (vdpbf16ps)
   WordLoad, // src0 param of 16-bit elements, src1 index: elements index, index + 1 as one word
+  // (made by amx_products, codegen/amx_products.hpp, on hosts with AMX):
+  TileDot, // AMX tiles: src0 the left operand's param (bfloat16), src1 the index of its tile's
+           // first element, src2 pair_products' panel (words); value.i: the left operand's row
+           // stride (elements), value.f: the panel's columns (words); arg: steps of 32 k; ranges:
+           // the tile's VecAccs, row by row (16 columns each): each adds its outputs' sums
 };
 
 /// The largest panel the CPU device's pack_panels copies into a local array
@@ -96,7 +101,7 @@ constexpr const char* ukind_name(UKind k) {
       "param",    "var",       "bound",   "const",   "range",   "endrange", "load",   "store",
       "acc",      "accassign", "alu",     "reduce",  "special", "if",       "endif",  "groupreduce",
       "shared",   "barrier",   "private", "mma",     "vecacc",  "vecload",  "vecmac", "veclane",
-      "vecstore", "local",     "vecfold", "vecpair", "vecdot2", "wordload"};
+      "vecstore", "local",     "vecfold", "vecpair", "vecdot2", "wordload", "tiledot"};
   return names[static_cast<int>(k)];
 }
 
@@ -145,6 +150,7 @@ constexpr Program drop_unused(Program p) {
     used[i] = 1;
     for (int s : u.src)
       if (s >= 0) used[std::size_t(s)] = 1;
+    for (int s : u.ranges) used[std::size_t(s)] = 1;
   }
   std::vector<int> map(p.ops.size(), -1);
   std::vector<UOp> ops;
@@ -153,6 +159,7 @@ constexpr Program drop_unused(Program p) {
     UOp u = p.ops[i];
     for (int& s : u.src)
       if (s >= 0) s = map[std::size_t(s)];
+    for (int& s : u.ranges) s = map[std::size_t(s)];
     map[i] = int(ops.size());
     ops.push_back(u);
   }
@@ -182,6 +189,9 @@ constexpr Text dump(const Program& p) {
     }
     if (u.arg >= 0) t << " arg=" << u.arg;
     if (u.kind == UKind::VecLoad && u.value.i > 1) t << " stride=" << u.value.i;
+    if (u.kind == UKind::TileDot)
+      t << " stride=" << u.value.i << " columns=" << std::int64_t(u.value.f);
+    for (std::size_t k = 0; k < u.ranges.size(); ++k) t << (k ? " %" : " ranges %") << u.ranges[k];
     t << '\n';
   }
   return t;

@@ -77,6 +77,10 @@ struct LowerOptions {
   /// twice, with the same value, so such a kernel never writes its result into a buffer it reads
   /// (Program::overlapping).
   bool tile_tails = true;
+  /// Where not 0 (the CPU device on a host with AMX: runtime/cpu_info.hpp), a bfloat16 product's
+  /// register tile is this many rows by twice as many columns: AMX's tiles of 16 rows by 16
+  /// columns, two of them sharing each block of the left operand (codegen/amx_products.hpp).
+  int bf16_tile = 0;
 
   /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
   /// length by the tile's output columns) runs its column tiles outermost (panel_bytes).
@@ -184,8 +188,16 @@ constexpr std::int64_t row_tile(const SInt& d, const LowerOptions& o) {
 } // namespace detail
 
 /// The choices for a kernel with these facts under these options.
-constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
+constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
   using detail::divisor;
+  // a bfloat16 product's tile on AMX (LowerOptions::bf16_tile)
+  const bool amx_tile = given.bf16_tile > 0 && f.reductions.size() == 1 &&
+                        !f.reductions[0].hoisted && f.reductions[0].dtype == DType::BFloat16;
+  LowerOptions o = given;
+  if (amx_tile) {
+    o.upcast_rows = given.bf16_tile;
+    o.tile_lanes = 2 * given.bf16_tile;
+  }
   auto tile = [&](const SInt& d, std::int64_t most) { return detail::tile_size(d, most, o); };
   auto tile_rows = [&](const SInt& d) { return detail::row_tile(d, o); };
   Choices c;
@@ -251,7 +263,8 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& o) {
   }
   if (lanes >= 8 && n >= 2 && one_aligned && f.shared_row && lanes_contiguous)
     rows = tile_rows(m[row]);
-  if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue && float_reduction) {
+  if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue &&
+      (float_reduction || amx_tile)) {
     const std::int64_t wide = divisor(m.back(), o.tile_lanes);
     const SInt& k = f.reduce_length;
     if (wide > lanes && (!k.is_const() || !o.panel_order(k.constant(), m.back().constant()) ||

@@ -7,7 +7,7 @@
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU, INTERP: contract
 //                   -> CPU: reuse_values -> vectorize -> pack_panels (-> pair_products:
-//                      AVX512_BF16) -> pack_rows
+//                      AVX512_BF16 -> amx_products: AMX) -> pack_rows
 //                   -> GPU: shared_tiles (products) or gpu_program
 //                      -> decompose (-> narrow32: WGSL)                  device_passes
 //                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
@@ -18,6 +18,7 @@
 // result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
 #include "../schedule/memory.hpp"
 #include "../schedule/merge_outputs.hpp"
+#include "amx_products.hpp"
 #include "contract.hpp"
 #include "decompose.hpp"
 #include "gpu_program.hpp"
@@ -48,6 +49,7 @@ struct Target {
   bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
   int vector_bytes = 32;         // vectorize's vectors (64: the C compiler has AVX-512)
   bool bf16_pairs = false;       // pair_products (the host has AVX512_BF16's vdpbf16ps)
+  bool amx = false;              // amx_products (the host has AMX's bfloat16 tiles)
   bool gpu = false;              // gpu_program shapes programs for a GPU launch
   bool split_reductions = false; // the front end cuts long reductions into few outputs in two
                                  // (a GPU's work-groups: detail::gpu_reduce_split)
@@ -260,6 +262,7 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     step("vectorize", [&](const Program& q) { return vectorize(q, t.vector_bytes); });
     step("pack_panels", [](const Program& q) { return pack_panels(q); });
     if (t.bf16_pairs) step("pair_products", [](const Program& q) { return pair_products(q); });
+    if (t.amx) step("amx_products", [](const Program& q) { return amx_products(q); });
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
   }
   if (t.gpu && t.launch.shared_tiles)

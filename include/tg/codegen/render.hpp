@@ -184,6 +184,7 @@ struct CStyleRenderer {
       case UKind::VecPair:
       case UKind::VecDot2:
       case UKind::WordLoad:
+      case UKind::TileDot:
         indent();
         if constexpr (D::vectors)
           D::vector_op(t, p, u, int(i));
@@ -192,6 +193,7 @@ struct CStyleRenderer {
         break;
       }
     }
+    if constexpr (D::vectors) D::finish(t, p);
     t << "}\n";
     return t;
   }
@@ -651,6 +653,19 @@ struct CDialect : CFamily<CDialect> {
         v(u.src[1]);
       t << ", ";
       v(u.src[2]) << ");\n";
+    } else if (u.kind == UKind::TileDot) { // AMX's sums, then added to the tile's accumulators
+      const std::int64_t columns = std::int64_t(u.value.f), tiles = columns / 16;
+      const std::int64_t rows = std::int64_t(u.ranges.size()) / tiles;
+      t << "{ float s[" << rows * columns << "] __attribute__((aligned(64))); tg_amx_bf16(&tg_amx, "
+        << rows << ", " << tiles << ", ";
+      v(u.src[0]) << " + v" << std::int64_t(u.src[1]) << ", "
+                  << std::max<std::int64_t>(u.value.i, 1) << ", ";
+      v(u.src[2]) << ", " << columns << ", " << std::int64_t(u.arg) << ", s);";
+      for (std::size_t k = 0; k < u.ranges.size(); ++k) {
+        t << " { tg_f32x16 x; __builtin_memcpy(&x, s + " << std::int64_t(k) * 16 << ", 64); ";
+        v(u.ranges[k]) << " += x; }";
+      }
+      t << " }\n";
     } else if (u.kind == UKind::VecMac) { // fused: tg_fma_f32x16(splat(s), b, acc)
       v(u.src[0]) << " = tg_fma_" << vt.substr(3) << "(((" << vt << "){";
       for (std::int64_t k = 0; k < lanes; ++k) v(u.src[1]) << (k + 1 < lanes ? ", " : "}), ");
@@ -665,7 +680,72 @@ struct CDialect : CFamily<CDialect> {
   // The guard lets the CPU device compile several kernels as one file (one compiler run). The
   // libm functions are declared rather than taken from <math.h>, whose parsing was a large part of
   // a small kernel's compile time (docs/performance.md).
-  static constexpr void prelude(Text& t, const Program&) {
+  static constexpr void prelude(Text& t, const Program& p) {
+    common_prelude(t);
+    if (has_tiles(p)) amx_prelude(t);
+  }
+  // amx_products' step (TileDot): rows x 16 * tiles sums over 32 * steps k of a bfloat16 row
+  // block `a` (rows `stride` elements apart) by a panel of words `b` (`columns` a row), into
+  // `out`. AMX's tiles: the sums in tmm0-2, a's block in tmm3, b's in tmm4-6, configured when
+  // the kernel's last step had another shape (`*shape`, a local of the kernel, which releases
+  // the tiles as it returns: TG_AMX_END; configuring for every step cost 15% at K = 1024).
+  // Without AMX the same steps as fused multiply-adds, each pair's high halves first.
+  static constexpr void amx_prelude(Text& t) {
+    t << "#ifndef TG_AMX_PRELUDE\n#define TG_AMX_PRELUDE\n"
+         "#if defined(__AMX_TILE__) && defined(__AMX_BF16__)\n"
+         "typedef struct { unsigned char palette, start, reserved[14]; unsigned short colsb[16]; "
+         "unsigned char rows[16]; } tg_amx_config;\n"
+         "#define TG_AMX_LOAD(tmm, p, s) __asm__ volatile(\"tileloadd (%0,%1,1), %%tmm\" #tmm "
+         ":: \"r\"(p), \"r\"((long long)(s)) : \"memory\")\n"
+         "#define TG_AMX_DOT(c, b) __asm__ volatile(\"tdpbf16ps %%tmm\" #b \", %%tmm3, %%tmm\" #c "
+         "::)\n"
+         "#define TG_AMX_STORE(tmm, p, s) __asm__ volatile(\"tilestored %%tmm\" #tmm \", "
+         "(%0,%1,1)\" "
+         ":: \"r\"(p), \"r\"((long long)(s)) : \"memory\")\n"
+         "#define TG_AMX_END(shape) if (shape) __asm__ volatile(\"tilerelease\" ::)\n"
+         "static inline TG_UNUSED void tg_amx_bf16(int* shape, int rows, int tiles, "
+         "const unsigned short* a, long long stride, const unsigned* b, long long columns, "
+         "long long steps, float* out) {\n"
+         "  if (*shape != rows * 4 + tiles) {\n"
+         "    tg_amx_config c;\n    __builtin_memset(&c, 0, sizeof c);\n    c.palette = 1;\n"
+         "    for (int k = 0; k < tiles; ++k) { c.rows[k] = rows; c.rows[4 + k] = 16; "
+         "c.colsb[k] = c.colsb[4 + k] = 64; }\n"
+         "    c.rows[3] = rows; c.colsb[3] = 64;\n"
+         "    __asm__ volatile(\"ldtilecfg %0\" :: \"m\"(c));\n"
+         "    *shape = rows * 4 + tiles;\n  }\n"
+         "  __asm__ volatile(\"tilezero %%tmm0\" ::);\n"
+         "  if (tiles > 1) __asm__ volatile(\"tilezero %%tmm1\" ::);\n"
+         "  if (tiles > 2) __asm__ volatile(\"tilezero %%tmm2\" ::);\n"
+         "  for (long long s = 0; s < steps; ++s) {\n"
+         "    const unsigned* p = b + 16 * s * columns;\n"
+         "    TG_AMX_LOAD(3, a + 32 * s, 2 * stride);\n"
+         "    TG_AMX_LOAD(4, p, 4 * columns);\n    TG_AMX_DOT(0, 4);\n"
+         "    if (tiles > 1) { TG_AMX_LOAD(5, p + 16, 4 * columns); TG_AMX_DOT(1, 5); }\n"
+         "    if (tiles > 2) { TG_AMX_LOAD(6, p + 32, 4 * columns); TG_AMX_DOT(2, 6); }\n"
+         "  }\n"
+         "  TG_AMX_STORE(0, out, 64 * tiles);\n"
+         "  if (tiles > 1) TG_AMX_STORE(1, out + 16, 64 * tiles);\n"
+         "  if (tiles > 2) TG_AMX_STORE(2, out + 32, 64 * tiles);\n}\n"
+         "#else\n"
+         "static inline TG_UNUSED float tg_bf2f(unsigned short h) { unsigned w = (unsigned)h << "
+         "16; "
+         "float f; __builtin_memcpy(&f, &w, 4); return f; }\n"
+         "#define TG_AMX_END(shape) (void)(shape)\n"
+         "static inline TG_UNUSED void tg_amx_bf16(int* shape, int rows, int tiles, "
+         "const unsigned short* a, long long stride, const unsigned* b, long long columns, "
+         "long long steps, float* out) {\n"
+         "  (void)shape;\n"
+         "  for (int r = 0; r < rows; ++r)\n    for (int c = 0; c < 16 * tiles; ++c) {\n"
+         "      float acc = 0;\n"
+         "      for (long long k = 0; k < 16 * steps; ++k) {\n"
+         "        const unsigned short* x = a + r * stride + 2 * k;\n"
+         "        const unsigned w = b[k * columns + c];\n"
+         "        acc = fmaf(tg_bf2f(x[1]), tg_bf2f((unsigned short)(w >> 16)), acc);\n"
+         "        acc = fmaf(tg_bf2f(x[0]), tg_bf2f((unsigned short)w), acc);\n"
+         "      }\n      out[r * 16 * tiles + c] = acc;\n    }\n}\n"
+         "#endif\n#endif\n";
+  }
+  static constexpr void common_prelude(Text& t) {
     t << "#ifndef TG_PRELUDE\n#define TG_PRELUDE\n"
          "float sqrtf(float); double sqrt(double); float exp2f(float); double exp2(double);\n"
          "float log2f(float); double log2(double); float sinf(float); double sin(double);\n"
@@ -788,6 +868,15 @@ struct CDialect : CFamily<CDialect> {
     if (gated) t << "TG_GATED_KERNEL ";
     t << "void " << p.name.view()
       << "(void** bufs, const long long* vars, long long start, long long end) {\n";
+    if (has_tiles(p)) t << "  int tg_amx = 0; /* the AMX tiles' shape (tg_amx_bf16) */\n";
+  }
+  static constexpr bool has_tiles(const Program& p) {
+    for (const UOp& u : p.ops)
+      if (u.kind == UKind::TileDot) return true;
+    return false;
+  }
+  static constexpr void finish(Text& t, const Program& p) {
+    if (has_tiles(p)) t << "  TG_AMX_END(tg_amx);\n";
   }
   static constexpr void declare_param(Text& t, const UOp& u, const Program& p, int i) {
     if (u.kind == UKind::Param)

@@ -36,6 +36,7 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
     o.refine_views = base.refine_views;
     o.tile_tails = base.tile_tails;
     o.tile_lanes = base.tile_lanes;
+    o.bf16_tile = base.bf16_tile;
     o.unroll_masked = base.unroll_masked;
     o.unroll_reduce = base.unroll_reduce;
     o.gpu_tile = base.gpu_tile;

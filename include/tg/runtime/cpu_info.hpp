@@ -20,15 +20,27 @@
 //   every step of its tile (render.hpp's prelude).
 // - AVX512_BF16 (Zen 4, Intel since Cooper Lake): a bfloat16 product's tile takes two steps of its
 //   reduction at once with vdpbf16ps (pair_products.hpp), float32's tile otherwise.
+// - AMX (Intel since Sapphire Rapids): a bfloat16 product's tile is 16 x 32, AMX's tiles of 16
+//   rows by 16 columns, and takes 32 steps at once with tdpbf16ps (amx_products.hpp): 16 x 32 ran
+//   1.7x faster than 8 x 16 and as fast as 32 x 32 (docs/performance.md). Linux lends a process
+//   the tile registers only when it asks (arch_prctl), which detect_cpu does; AMX is used only
+//   where that succeeds.
 // - Without AVX: the portable choices (Target::cpu()), which GCC splits into 16-byte vectors.
 //
 // TG_CPU_ISA=avx2 or TG_CPU_ISA=sse makes the device choose, and compile its kernels, for a
 // narrower ISA than the host's (-march=x86-64-v3 or x86-64-v2 instead of -march=native: with
 // -mno-avx512f, GCC 12 tuned for a Sapphire Rapids kept a softmax's exponentials scalar), so an
 // older machine's kernels can be tested on a newer one; TG_CPU_ISA=avx512 keeps bfloat16
-// products in float32 tiles on an AVX512_BF16 host.
+// products in float32 tiles on an AVX512_BF16 host, TG_CPU_ISA=avx512bf16 off AMX's tiles.
 #include <cstdio>
 #include <string>
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <cpuid.h>
+#endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "../codegen/pipeline.hpp"
 #include "env.hpp"
@@ -36,14 +48,15 @@
 namespace tg {
 
 /// The vector instructions the CPU device's kernels are chosen for (Avx512Bf16: AVX-512 with
-/// AVX512_BF16's bfloat16 products).
-enum class CpuIsa : std::uint8_t { Sse, Avx2, Avx512, Avx512Bf16 };
+/// AVX512_BF16's bfloat16 products; Amx: that and AMX's bfloat16 tiles).
+enum class CpuIsa : std::uint8_t { Sse, Avx2, Avx512, Avx512Bf16, Amx };
 
 constexpr const char* cpu_isa_name(CpuIsa isa) {
-  return isa == CpuIsa::Avx512Bf16 ? "avx512bf16"
-         : isa == CpuIsa::Avx512   ? "avx512"
-         : isa == CpuIsa::Avx2     ? "avx2"
-                                   : "sse";
+  return isa == CpuIsa::Amx          ? "amx"
+         : isa == CpuIsa::Avx512Bf16 ? "avx512bf16"
+         : isa == CpuIsa::Avx512     ? "avx512"
+         : isa == CpuIsa::Avx2       ? "avx2"
+                                     : "sse";
 }
 
 /// The CPU device's target for a host with `isa` (see the top of this file).
@@ -55,7 +68,9 @@ constexpr Target cpu_target(CpuIsa isa) {
     t.vector_bytes = 64;
     t.lower.upcast_rows = 8;
   }
-  t.bf16_pairs = isa == CpuIsa::Avx512Bf16;
+  t.bf16_pairs = isa >= CpuIsa::Avx512Bf16;
+  t.amx = isa == CpuIsa::Amx;
+  if (t.amx) t.lower.bf16_tile = 16;
   return t;
 }
 
@@ -77,6 +92,14 @@ inline CpuInfo detect_cpu() {
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
   const bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
   c.isa = bf16 ? CpuIsa::Avx512Bf16 : avx512 ? CpuIsa::Avx512 : avx2 ? CpuIsa::Avx2 : CpuIsa::Sse;
+#if defined(__x86_64__) && defined(__linux__)
+  // AMX-TILE and AMX-BF16 (CPUID leaf 7, EDX bits 24 and 22), and the tile registers' state
+  // lent to this process (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (bf16 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx >> 24 & 1) &&
+      (edx >> 22 & 1) && ::syscall(SYS_arch_prctl, 0x1023, 18) == 0)
+    c.isa = CpuIsa::Amx;
+#endif
 #endif
   if (std::FILE* f = std::fopen("/proc/cpuinfo", "r")) {
     char line[512];
@@ -93,9 +116,9 @@ inline CpuInfo detect_cpu() {
   }
   if (const std::string want = env::get("TG_CPU_ISA"); !want.empty()) {
     CpuIsa w = CpuIsa::Sse;
-    while (w < CpuIsa::Avx512Bf16 && want != cpu_isa_name(w)) w = CpuIsa(int(w) + 1);
+    while (w < CpuIsa::Amx && want != cpu_isa_name(w)) w = CpuIsa(int(w) + 1);
     if (want != cpu_isa_name(w))
-      c.problem = "TG_CPU_ISA=" + want + " is not one of avx512bf16, avx512, avx2, sse";
+      c.problem = "TG_CPU_ISA=" + want + " is not one of amx, avx512bf16, avx512, avx2, sse";
     else if (w > c.isa)
       c.problem =
           "TG_CPU_ISA=" + want + " asks for more than this CPU has (" + cpu_isa_name(c.isa) + ")";

@@ -331,6 +331,7 @@ inline void interpret(const Program& p, const std::vector<void*>& buffers,
     case UKind::VecPair:
     case UKind::VecDot2:
     case UKind::WordLoad:
+    case UKind::TileDot:
       throw device_error(std::string("tg: INTERP cannot run the device-only op ") +
                          ukind_name(u.kind));
     // A 16-bit float buffer read or written as an integer (decompose's f16_bits/bf16_bits: the
