@@ -777,9 +777,9 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
                  Case{8, 256, 24, f32, 0, false, "u4x8_"},       // 8 lanes: half vectors on AVX-512
                  Case{8, 256, 40, f32, 0, false, "u4x16t_"},     // 3 tiles, the last from column 24
                  Case{255, 255, 255, f32, 0, false, "u4x16pt_"}, // no tile divides either axis
-                 Case{97, 131, 1009, f32, 1, true, "u4x16pt_"},  // nn::Linear, odd sizes
+                 Case{97, 131, 1009, f32, 1, true, "u4x32pt_"},  // nn::Linear, odd sizes
                  Case{13, 300, 100, f32, 3, false, "u4x16t_"},
-                 Case{3, 784, 1000, f32, 1, true, "u3x16pt_"}, // a batch shorter than the tile
+                 Case{3, 784, 1000, f32, 1, true, "u3x32pt_"}, // a batch shorter than the tile
                  Case{8, 1100, 128, f32, 0, false, "u4x16p_"}, // 32 lanes: 4 column tiles
                  Case{8, 784, 256, f32, 1, false, "u4x32p_"},  // a bias: one load per column
                  Case{8, 784, 256, f32, 3, false, "u4x16p_"},  // a load per element: 16 lanes
