@@ -1051,6 +1051,8 @@ TEST_CASE("bfloat16 products on AMX's tiles, 32 steps at a time (amx_products.hp
                  Case{1, 255, 255, 255, 2, true},   // b.T() copied into the panel
                  Case{1, 64, 256, 512, 3, true},    // an epilogue
                  Case{3, 40, 96, 512, 0, true},     // a batch
+                 Case{1, 24, 256, 512, 0, true},    // tiles of 8 rows (24 = 3 x 8)
+                 Case{1, 5, 256, 512, 0, false},    // one row tile: no panel to reuse
                  Case{1, 64, 30, 512, 0, false}}) { // K under 32: vdpbf16ps only
     CAPTURE(c.n);
     CAPTURE(c.k);

@@ -12798,7 +12798,9 @@ public:
 
 private:
   std::string key(const std::string& source) const {
-    std::string meta = compiler_id_ + "|" + flags() + "|" + host_cpu().model; // (-march=native)
+    // (-march=native: the model, and the ISA found, as VMs of different CPUs share model names)
+    std::string meta =
+        compiler_id_ + "|" + flags() + "|" + host_cpu().model + "|" + cpu_isa_name(host_cpu().isa);
     return detail::hex64(fnv1a(source, fnv1a(meta))) +
            detail::hex64(fnv1a(meta + source, 0x84222325cbf29ce4ull));
   }
@@ -14433,6 +14435,11 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
       o.gpu_tile = tile;
       c.push_back(o);
     }
+  if (base.bf16_tile > 0) { // a bfloat16 tile of float32's rows, not AMX's 16 x 32
+    LowerOptions o = base;
+    o.bf16_tile = 0;
+    c.push_back(o);
+  }
   LowerOptions narrow = base; // no lanes beyond `upcast`
   narrow.wide_upcast = base.upcast;
   c.push_back(narrow);

@@ -201,7 +201,9 @@ public:
 
 private:
   std::string key(const std::string& source) const {
-    std::string meta = compiler_id_ + "|" + flags() + "|" + host_cpu().model; // (-march=native)
+    // (-march=native: the model, and the ISA found, as VMs of different CPUs share model names)
+    std::string meta =
+        compiler_id_ + "|" + flags() + "|" + host_cpu().model + "|" + cpu_isa_name(host_cpu().isa);
     return detail::hex64(fnv1a(source, fnv1a(meta))) +
            detail::hex64(fnv1a(meta + source, 0x84222325cbf29ce4ull));
   }
