@@ -1658,6 +1658,31 @@ constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBy
 
 namespace tg {
 
+namespace detail {
+/// Whether nothing after op `last` reads an op inside (first, last).
+constexpr bool sealed(const Program& p, std::size_t first, std::size_t last) {
+  for (std::size_t i = last + 1; i < p.ops.size(); ++i)
+    for (int s : p.ops[i].src)
+      if (s > int(first) && s < int(last)) return false;
+  return true;
+}
+/// The rewriter's map for the body of the loop `loop` (ending at `end`) with its index replaced
+/// by `with`: the body's arithmetic cloned into the output.
+constexpr std::vector<int> body_at(ProgramRewriter& w, int loop, int end, int with) {
+  std::vector<int> m = w.map;
+  m[std::size_t(loop)] = with;
+  for (int v = loop + 1; v < end; ++v) {
+    const UOp& u = w.in.ops[std::size_t(v)];
+    if (u.kind != UKind::Const && u.kind != UKind::Alu) continue;
+    UOp c = u;
+    for (int& s : c.src)
+      if (s >= 0) s = m[std::size_t(s)];
+    m[std::size_t(v)] = w.add(c);
+  }
+  return m;
+}
+} // namespace detail
+
 /// The pass (see the top of this file). Programs without such a tile come back as they were.
 constexpr Program pair_products(const Program& p) {
   const std::size_t n = p.ops.size();
@@ -1687,13 +1712,6 @@ constexpr Program pair_products(const Program& p) {
   auto is_bf16_param = [&](int s) {
     return p.ops[std::size_t(s)].kind == UKind::Param &&
            p.ops[std::size_t(s)].dtype == DType::BFloat16;
-  };
-  // nothing after `last` reads an op inside (first, last)
-  auto sealed = [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = last + 1; i < n; ++i)
-      for (int s : p.ops[i].src)
-        if (s > int(first) && s < int(last)) return false;
-    return true;
   };
 
   // A product loop: its body only index arithmetic, loads of the left operand (bfloat16 elements
@@ -1738,7 +1756,8 @@ constexpr Program pair_products(const Program& p) {
       } else
         ok = false;
     }
-    if (!ok || macs == 0 || !sealed(l, e) || (local >= 0 && role[std::size_t(local)] >= 0))
+    if (!ok || macs == 0 || !detail::sealed(p, l, e) ||
+        (local >= 0 && role[std::size_t(local)] >= 0))
       continue;
     if (local < 0) { // no panel: the loop pairs the right operand's rows itself
       role[l] = int(found.size());
@@ -1774,26 +1793,15 @@ constexpr Program pair_products(const Program& p) {
       else
         ok = false;
     }
-    if (!ok || !sealed(std::size_t(copy), ce)) continue;
+    if (!ok || !detail::sealed(p, std::size_t(copy), ce)) continue;
     role[l] = role[std::size_t(copy)] = role[std::size_t(local)] = int(found.size());
     found.push_back(Pair{int(l), copy, local, k, columns});
   }
   if (found.empty()) return p;
 
   detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
-  // the map for a loop's body with its index replaced by `with` (its arithmetic cloned)
   auto body_map = [&](int loop, int with) {
-    std::vector<int> m = w.map;
-    m[std::size_t(loop)] = with;
-    for (int v = loop + 1; v < end_of[std::size_t(loop)]; ++v) {
-      const UOp& u = p.ops[std::size_t(v)];
-      if (u.kind != UKind::Const && u.kind != UKind::Alu) continue;
-      UOp c = u;
-      for (int& s : c.src)
-        if (s >= 0) s = m[std::size_t(s)];
-      m[std::size_t(v)] = w.add(c);
-    }
-    return m;
+    return detail::body_at(w, loop, end_of[std::size_t(loop)], with);
   };
   auto vec = [&](UKind kind, DType t, int a, int b, int c) {
     return w.add(UOp{kind, Op::Add, t, {a, b, c}, {}, kLanes, {}});
@@ -1899,13 +1907,6 @@ constexpr Program amx_products(const Program& p) {
   for (std::size_t i = 0; i < n; ++i)
     if (p.ops[i].kind == UKind::EndRange) end_of[std::size_t(p.ops[i].src[0])] = int(i);
   std::vector<detail::Affine> aff = detail::affine_forms(p);
-  // nothing after `last` reads an op inside (first, last)
-  auto sealed = [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = last + 1; i < n; ++i)
-      for (int s : p.ops[i].src)
-        if (s > int(first) && s < int(last)) return false;
-    return true;
-  };
   struct Tile {
     int loop = -1, param = -1, local = -1, first = -1; // first: row 0's word load
     std::int64_t steps = 0, stride = 0, columns = 0;
@@ -1939,7 +1940,8 @@ constexpr Program amx_products(const Program& p) {
       }
     }
     const std::size_t nr = rows.size(), nc = cols.size();
-    if (!ok || nr == 0 || nr > 16 || nc == 0 || nc > 3 || dots.size() != nr * nc || !sealed(l, e))
+    if (!ok || nr == 0 || nr > 16 || nc == 0 || nc > 3 || dots.size() != nr * nc ||
+        !detail::sealed(p, l, e))
       continue;
     Tile t{int(l),
            p.ops[std::size_t(rows[0])].src[0],
@@ -2003,17 +2005,8 @@ constexpr Program amx_products(const Program& p) {
       continue;
     }
     const Tile& t = found[std::size_t(f)];
-    // row 0's first word: its index with the loop at 0 (the index arithmetic cloned)
-    std::vector<int> at0 = w.map;
-    at0[i] = w.cint(0);
-    for (int v = int(i) + 1; v <= p.ops[std::size_t(t.first)].src[1]; ++v) {
-      const UOp& u = p.ops[std::size_t(v)];
-      if (u.kind != UKind::Const && u.kind != UKind::Alu) continue;
-      UOp c = u;
-      for (int& s : c.src)
-        if (s >= 0) s = at0[std::size_t(s)];
-      at0[std::size_t(v)] = w.add(c);
-    }
+    // row 0's first word: its index with the loop at 0 (the unused clones are dropped below)
+    const std::vector<int> at0 = detail::body_at(w, int(i), end_of[i], w.cint(0));
     UOp dot{UKind::TileDot,
             Op::Add,
             DType::BFloat16,

@@ -27,13 +27,6 @@ constexpr Program amx_products(const Program& p) {
   for (std::size_t i = 0; i < n; ++i)
     if (p.ops[i].kind == UKind::EndRange) end_of[std::size_t(p.ops[i].src[0])] = int(i);
   std::vector<detail::Affine> aff = detail::affine_forms(p);
-  // nothing after `last` reads an op inside (first, last)
-  auto sealed = [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = last + 1; i < n; ++i)
-      for (int s : p.ops[i].src)
-        if (s > int(first) && s < int(last)) return false;
-    return true;
-  };
   struct Tile {
     int loop = -1, param = -1, local = -1, first = -1; // first: row 0's word load
     std::int64_t steps = 0, stride = 0, columns = 0;
@@ -67,7 +60,8 @@ constexpr Program amx_products(const Program& p) {
       }
     }
     const std::size_t nr = rows.size(), nc = cols.size();
-    if (!ok || nr == 0 || nr > 16 || nc == 0 || nc > 3 || dots.size() != nr * nc || !sealed(l, e))
+    if (!ok || nr == 0 || nr > 16 || nc == 0 || nc > 3 || dots.size() != nr * nc ||
+        !detail::sealed(p, l, e))
       continue;
     Tile t{int(l),
            p.ops[std::size_t(rows[0])].src[0],
@@ -131,17 +125,8 @@ constexpr Program amx_products(const Program& p) {
       continue;
     }
     const Tile& t = found[std::size_t(f)];
-    // row 0's first word: its index with the loop at 0 (the index arithmetic cloned)
-    std::vector<int> at0 = w.map;
-    at0[i] = w.cint(0);
-    for (int v = int(i) + 1; v <= p.ops[std::size_t(t.first)].src[1]; ++v) {
-      const UOp& u = p.ops[std::size_t(v)];
-      if (u.kind != UKind::Const && u.kind != UKind::Alu) continue;
-      UOp c = u;
-      for (int& s : c.src)
-        if (s >= 0) s = at0[std::size_t(s)];
-      at0[std::size_t(v)] = w.add(c);
-    }
+    // row 0's first word: its index with the loop at 0 (the unused clones are dropped below)
+    const std::vector<int> at0 = detail::body_at(w, int(i), end_of[i], w.cint(0));
     UOp dot{UKind::TileDot,
             Op::Add,
             DType::BFloat16,

@@ -19,6 +19,31 @@
 
 namespace tg {
 
+namespace detail {
+/// Whether nothing after op `last` reads an op inside (first, last).
+constexpr bool sealed(const Program& p, std::size_t first, std::size_t last) {
+  for (std::size_t i = last + 1; i < p.ops.size(); ++i)
+    for (int s : p.ops[i].src)
+      if (s > int(first) && s < int(last)) return false;
+  return true;
+}
+/// The rewriter's map for the body of the loop `loop` (ending at `end`) with its index replaced
+/// by `with`: the body's arithmetic cloned into the output.
+constexpr std::vector<int> body_at(ProgramRewriter& w, int loop, int end, int with) {
+  std::vector<int> m = w.map;
+  m[std::size_t(loop)] = with;
+  for (int v = loop + 1; v < end; ++v) {
+    const UOp& u = w.in.ops[std::size_t(v)];
+    if (u.kind != UKind::Const && u.kind != UKind::Alu) continue;
+    UOp c = u;
+    for (int& s : c.src)
+      if (s >= 0) s = m[std::size_t(s)];
+    m[std::size_t(v)] = w.add(c);
+  }
+  return m;
+}
+} // namespace detail
+
 /// The pass (see the top of this file). Programs without such a tile come back as they were.
 constexpr Program pair_products(const Program& p) {
   const std::size_t n = p.ops.size();
@@ -48,13 +73,6 @@ constexpr Program pair_products(const Program& p) {
   auto is_bf16_param = [&](int s) {
     return p.ops[std::size_t(s)].kind == UKind::Param &&
            p.ops[std::size_t(s)].dtype == DType::BFloat16;
-  };
-  // nothing after `last` reads an op inside (first, last)
-  auto sealed = [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = last + 1; i < n; ++i)
-      for (int s : p.ops[i].src)
-        if (s > int(first) && s < int(last)) return false;
-    return true;
   };
 
   // A product loop: its body only index arithmetic, loads of the left operand (bfloat16 elements
@@ -99,7 +117,8 @@ constexpr Program pair_products(const Program& p) {
       } else
         ok = false;
     }
-    if (!ok || macs == 0 || !sealed(l, e) || (local >= 0 && role[std::size_t(local)] >= 0))
+    if (!ok || macs == 0 || !detail::sealed(p, l, e) ||
+        (local >= 0 && role[std::size_t(local)] >= 0))
       continue;
     if (local < 0) { // no panel: the loop pairs the right operand's rows itself
       role[l] = int(found.size());
@@ -135,26 +154,15 @@ constexpr Program pair_products(const Program& p) {
       else
         ok = false;
     }
-    if (!ok || !sealed(std::size_t(copy), ce)) continue;
+    if (!ok || !detail::sealed(p, std::size_t(copy), ce)) continue;
     role[l] = role[std::size_t(copy)] = role[std::size_t(local)] = int(found.size());
     found.push_back(Pair{int(l), copy, local, k, columns});
   }
   if (found.empty()) return p;
 
   detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
-  // the map for a loop's body with its index replaced by `with` (its arithmetic cloned)
   auto body_map = [&](int loop, int with) {
-    std::vector<int> m = w.map;
-    m[std::size_t(loop)] = with;
-    for (int v = loop + 1; v < end_of[std::size_t(loop)]; ++v) {
-      const UOp& u = p.ops[std::size_t(v)];
-      if (u.kind != UKind::Const && u.kind != UKind::Alu) continue;
-      UOp c = u;
-      for (int& s : c.src)
-        if (s >= 0) s = m[std::size_t(s)];
-      m[std::size_t(v)] = w.add(c);
-    }
-    return m;
+    return detail::body_at(w, loop, end_of[std::size_t(loop)], with);
   };
   auto vec = [&](UKind kind, DType t, int a, int b, int c) {
     return w.add(UOp{kind, Op::Add, t, {a, b, c}, {}, kLanes, {}});
