@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <unistd.h>
 
 #include <tg/runtime/cpu.hpp> // white-box: the pass list, renderers and runtimes
@@ -23,6 +24,38 @@ std::int64_t launches(const std::function<void()>& f) {
 }
 bool contains(std::string_view hay, std::string_view needle) {
   return hay.find(needle) != std::string_view::npos;
+}
+/// A pass log that keeps each pass's result as text (tg::device_passes).
+struct DumpLog {
+  std::map<std::string, std::string>* dumps;
+  int start() const { return 0; }
+  template <class F> void done(const char* pass, int, F&& describe) const {
+    (*dumps)[pass] = std::string(describe().view());
+  }
+};
+/// The CPU devices that make cpu_target's choices for each ISA this host has (TG_CPU_ISA forces
+/// one for the whole process), registered as CPU_TILES_<ISA>, the narrowest first.
+const std::vector<std::string>& isa_devices() {
+  struct IsaTiles : tg::CpuDevice {
+    tg::CpuIsa isa;
+    explicit IsaTiles(tg::CpuIsa i) : isa(i) {}
+    tg::Target target() const override { return tg::with_env(tg::cpu_target(isa)); }
+  };
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (tg::CpuIsa isa : {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512,
+                           tg::CpuIsa::Avx512Bf16, tg::CpuIsa::Amx}) {
+      if (isa > tg::host_cpu().isa) continue;
+      v.push_back(std::string("CPU_TILES_") + tg::cpu_isa_name(isa));
+      for (char& ch : v.back()) ch = char(std::toupper(ch));
+      tg::register_device(v.back(), [isa] { return std::make_shared<IsaTiles>(isa); });
+    }
+    if (tg::host_cpu().isa != tg::CpuIsa::Amx)
+      MESSAGE("skipped: the tiles of ISAs beyond this CPU's ("
+              << tg::cpu_isa_name(tg::host_cpu().isa) << ")");
+    return v;
+  }();
+  return names;
 }
 } // namespace
 
@@ -740,27 +773,7 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
 }
 
 TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the same bits as INTERP") {
-  // One device per ISA the host has: its tiles, vectors and compile flags (TG_CPU_ISA forces one
-  // for the whole process; these are the choices cpu_target makes for each).
-  struct IsaTiles : tg::CpuDevice {
-    tg::CpuIsa isa;
-    explicit IsaTiles(tg::CpuIsa i) : isa(i) {}
-    tg::Target target() const override { return tg::with_env(tg::cpu_target(isa)); }
-  };
-  static const std::vector<std::string> isa_devices = [] {
-    std::vector<std::string> names;
-    for (tg::CpuIsa isa : {tg::CpuIsa::Sse, tg::CpuIsa::Avx2, tg::CpuIsa::Avx512,
-                           tg::CpuIsa::Avx512Bf16, tg::CpuIsa::Amx}) {
-      if (isa > tg::host_cpu().isa) continue;
-      names.push_back(std::string("CPU_TILES_") + tg::cpu_isa_name(isa));
-      for (char& ch : names.back()) ch = char(std::toupper(ch));
-      tg::register_device(names.back(), [isa] { return std::make_shared<IsaTiles>(isa); });
-    }
-    return names;
-  }();
-  if (tg::host_cpu().isa != tg::CpuIsa::Amx)
-    MESSAGE("skipped: the tiles of ISAs beyond this CPU's (" << tg::cpu_isa_name(tg::host_cpu().isa)
-                                                             << ")");
+  // (one device per ISA the host has: its tiles, vectors and compile flags)
   struct Case {
     std::int64_t n, k, m;
     tg::DType dtype;
@@ -817,7 +830,7 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
     CHECK_MESSAGE(contains(p.name.view(), c.name), p.name.view());
     auto same = [&]<class T>(T) {
       const std::vector<T> interp = product("INTERP").to_vector<T>();
-      for (const std::string& dev : isa_devices) {
+      for (const std::string& dev : isa_devices()) {
         CAPTURE(dev);
         CHECK(product(dev).to_vector<T>() == interp);
       }
@@ -1216,6 +1229,59 @@ TEST_CASE("a transposed left operand: the tile's rows copied once, k by k, the s
   auto a = tg::randn({3, 64, 48}).realize().transpose(1, 2), b = tg::randn({3, 64, 128}).realize();
   tg::Tensor y = a.matmul(b);
   CHECK(y.to_vector<float>() == y.to("INTERP").to_vector<float>());
+}
+
+TEST_CASE("a 16-bit product's rows widened to float32 once per tile (widen_rows), the same bits") {
+  // A float16 product (and a bfloat16 one without vdpbf16ps) on each ISA's device: the tile's rows
+  // of the left operand are converted before its reduction loop, a vector at a time (the last
+  // step shifted back where the vectors do not divide K), and the loop multiplies float32s; a
+  // reduction shorter than a vector converts element by element, and a transposed left operand
+  // goes through pack_rows' copy. Results equal INTERP's bit for bit.
+  struct Case {
+    std::int64_t batch, n, k, m;
+    bool transposed, widened;
+  };
+  for (Case c : {Case{1, 64, 256, 96, false, true},
+                 Case{1, 37, 70, 53, false, true},    // K = 4 x 16 + 6, tails of rows and columns
+                 Case{1, 16, 1000, 512, false, true}, // pack_panels' panel
+                 Case{2, 24, 40, 48, false, true},    // a batch
+                 Case{1, 64, 6, 64, false, false},    // K shorter than a vector
+                 Case{1, 64, 128, 784, true, false}}) {
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.m);
+    CAPTURE(c.transposed);
+    for (tg::DType t : {tg::float16, tg::bfloat16}) {
+      CAPTURE(tg::dtype_name(t));
+      // (a transposed operand is a view on its device: a copy to another device is contiguous)
+      auto a = c.transposed ? tg::randn({c.k, c.n}).cast(t).realize()
+                            : tg::randn({c.batch, c.n, c.k}).cast(t).realize();
+      auto b = tg::randn({c.batch, c.k, c.m}).cast(t).realize();
+      auto y = [&](const std::string& dev) {
+        return (c.transposed ? a.to(dev).T() : a.to(dev)).matmul(b.to(dev));
+      };
+      auto product = [&](const std::string& dev) {
+        return y(dev).bitcast(tg::int16).to_vector<std::int16_t>();
+      };
+      const std::vector<std::int16_t> interp = product("INTERP");
+      for (const std::string& dev : isa_devices()) {
+        CAPTURE(dev);
+        const tg::Target target = tg::device(dev)->target();
+        if (t == tg::bfloat16 && target.bf16_pairs) continue; // (pair_products' test)
+        // the program after widen_rows differs from the one before where the pass took it
+        auto info = tg::schedule({y(dev)});
+        bool widened = false;
+        for (std::size_t k = 0; k < info.schedule.kernels.size(); ++k) {
+          std::map<std::string, std::string> dumps;
+          tg::device_passes(tg::lower_kernel(info.graph, info.schedule, k, target), target,
+                            DumpLog{&dumps});
+          widened = widened || dumps.at("widen_rows") != dumps.at("pack_rows");
+        }
+        CHECK(widened == c.widened);
+        CHECK(product(dev) == interp);
+      }
+    }
+  }
 }
 
 TEST_CASE("a transposing copy runs in 8 x 8 tiles, with the values of the plain loop") {

@@ -3976,7 +3976,7 @@ inline constexpr const char* version = "0.1.0";
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU, INTERP: contract
 //                   -> CPU: reuse_values -> vectorize -> pack_panels (-> pair_products:
-//                      AVX512_BF16 -> amx_products: AMX) -> pack_rows
+//                      AVX512_BF16 -> amx_products: AMX) -> pack_rows -> widen_rows
 //                   -> GPU: shared_tiles (products) or gpu_program
 //                      -> decompose (-> narrow32: WGSL)                  device_passes
 //                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
@@ -7257,6 +7257,10 @@ struct LowerOptions {
   /// register tile is this many rows by twice as many columns: AMX's tiles of 16 rows by 16
   /// columns, two of them sharing each block of the left operand (codegen/amx_products.hpp).
   int bf16_tile = 0;
+  /// A bfloat16 product's tile takes two steps of its reduction at once (the CPU device on a host
+  /// with AVX512_BF16: codegen/pair_products.hpp). It then keeps `upcast` lanes: 8 x 32, as
+  /// float32 and float16 use, was slower at 256² and 512² on Zen 4 and no faster at 2048².
+  bool bf16_pairs = false;
 
   /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
   /// length by the tile's output columns) runs its column tiles outermost (panel_bytes).
@@ -7383,6 +7387,9 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
   for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
   const bool one_aligned = f.reductions.size() == 1 && !f.reductions[0].hoisted;
   const bool float_reduction = !f.reductions.empty() && f.reductions[0].dtype == DType::Float32;
+  // a 16-bit product whose tile multiplies float32s (widen_rows), as float32's does
+  const bool widened = !f.reductions.empty() && is_half(f.reductions[0].dtype) &&
+                       !(f.reductions[0].dtype == DType::BFloat16 && o.bf16_pairs);
   // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
   // LowerOptions::packs_strided); that tile, not split accumulators, then.
   c.pack_strided = n >= 2 && one_aligned && m.back().is_const() && f.reduce_length.is_const() &&
@@ -7440,7 +7447,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
   if (lanes >= 8 && n >= 2 && one_aligned && f.shared_row && lanes_contiguous)
     rows = tile_rows(m[row]);
   if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue &&
-      (float_reduction || amx_tile)) {
+      (float_reduction || amx_tile || widened)) {
     // (an axis the wide tile does not divide: its last tile shifted back, where that computes at
     // most a quarter more outputs; 1000 columns in 8 x 16 tiles ran 1.3x slower than in 8 x 32)
     std::int64_t wide = divisor(m.back(), o.tile_lanes);
@@ -11042,6 +11049,143 @@ constexpr Program shared_tiles(const Program& p, const GpuOptions& o) {
 } // namespace tg
 #endif // TG_SI_TG_CODEGEN_SHARED_TILES_HPP
 
+// ---- tg/codegen/widen_rows.hpp ----
+#ifndef TG_SI_TG_CODEGEN_WIDEN_ROWS_HPP
+#define TG_SI_TG_CODEGEN_WIDEN_ROWS_HPP
+// widen_rows (C programs for the CPU only, after pack_rows): a register tile's 16-bit float row
+// operand widened once per tile. A float16 product's tile converts each element of its left
+// operand on its own before broadcasting it: a load, a conversion and a broadcast for every row
+// and step of k, where float32's multiply-add broadcasts its element from memory itself. Copying
+// the tile's rows into a float32 local array before its reduction loop, a vector of 16 elements
+// (one conversion instruction) at a time, leaves the loop float32's (a float16 1024² product ran
+// at 0.4 of float32's speed: docs/performance.md). The copy holds the same values, so results do
+// not change.
+
+namespace tg {
+
+/// The pass (see the top of this file); `max_bytes` bounds a tile's copy. A program without such
+/// a tile comes back as it was.
+constexpr Program widen_rows(const Program& p, std::int64_t max_bytes = kPackBytes) {
+  const std::size_t n = p.ops.size();
+  std::vector<int> bit;
+  std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
+  if (deps.empty()) return p;
+  std::vector<detail::Affine> aff = detail::affine_forms(p);
+  std::vector<std::vector<int>> stack = detail::enclosing_ranges(p); // outermost first
+  std::vector<int> lanes(n, 0), end_of(n, -1); // a tile's row value: its vectors' lanes
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind == UKind::VecMac) lanes[std::size_t(u.src[1])] = p.ops[std::size_t(u.src[2])].arg;
+    if (u.kind == UKind::EndRange) end_of[std::size_t(u.src[0])] = int(i);
+  }
+  // One group per reduction loop: its tile's rows (16-bit loads contiguous along the loop).
+  struct Rows {
+    int loop = -1, lanes = 0;
+    std::int64_t k = 0;
+    std::vector<int> loads;
+  };
+  std::vector<Rows> groups;
+  std::vector<int> group_of(n, -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const UOp& u = p.ops[i];
+    if (u.kind != UKind::Load || lanes[i] == 0 || !is_half(u.dtype) || u.src[2] >= 0 ||
+        stack[i].empty() || p.ops[std::size_t(u.src[0])].kind != UKind::Param)
+      continue;
+    const int loop = stack[i].back();
+    std::int64_t k = 0;
+    if (!detail::constant_range(p, std::size_t(loop), k) || k < lanes[i] ||
+        detail::coefficient(aff[std::size_t(u.src[1])], loop) != 1)
+      continue;
+    // the index's other terms are computed before the loop
+    const std::uint64_t own = std::uint64_t(1) << bit[std::size_t(loop)];
+    bool ok = true;
+    std::vector<int> todo{u.src[1]};
+    while (ok && !todo.empty()) {
+      const int v = todo.back();
+      todo.pop_back();
+      if (v == loop) continue;
+      if (!(deps[std::size_t(v)] & own)) {
+        ok = v < loop;
+        continue;
+      }
+      ok = p.ops[std::size_t(v)].kind == UKind::Alu;
+      for (int s : p.ops[std::size_t(v)].src)
+        if (s >= 0) todo.push_back(s);
+    }
+    if (!ok) continue;
+    std::size_t g = 0;
+    while (g < groups.size() && groups[g].loop != loop) ++g;
+    if (g == groups.size()) groups.push_back(Rows{loop, lanes[i], k, {}});
+    if (groups[g].lanes != lanes[i]) continue;
+    groups[g].loads.push_back(int(i));
+    group_of[i] = int(g);
+  }
+  std::vector<std::uint8_t> take(groups.size(), 0);
+  bool any = false;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    take[g] = !groups[g].loads.empty() &&
+              groups[g].k * std::int64_t(groups[g].loads.size()) * 4 <= max_bytes;
+    any = any || take[g];
+  }
+  if (!any) return p;
+
+  detail::ProgramRewriter w{p, {}, std::vector<int>(n, -1)};
+  std::vector<int> local(groups.size(), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const Rows& r = groups[g];
+      if (r.loop != int(i) || !take[g]) continue;
+      // local[row * K + k .. + lanes] = widen(buf[index_row(k) .. + lanes]) for k in steps of
+      // lanes, the last step shifted back to end at K (its overlap written twice, alike)
+      local[g] = w.add(UOp{UKind::Local,
+                           Op::Add,
+                           DType::Float32,
+                           {-1, -1, -1},
+                           {},
+                           int(r.k * std::int64_t(r.loads.size())),
+                           {}});
+      auto copy_at = [&](int k0) {
+        std::vector<int> m = detail::body_at(w, r.loop, end_of[std::size_t(r.loop)], k0);
+        for (std::size_t row = 0; row < r.loads.size(); ++row) {
+          const UOp& l = p.ops[std::size_t(r.loads[row])];
+          int v = w.add(UOp{UKind::VecLoad,
+                            Op::Add,
+                            l.dtype,
+                            {w.map[std::size_t(l.src[0])], m[std::size_t(l.src[1])], -1},
+                            {},
+                            r.lanes,
+                            {}});
+          int at = w.alu(Op::Add, DType::Int64, w.cint(std::int64_t(row) * r.k), k0);
+          w.add(UOp{UKind::VecStore, Op::Add, l.dtype, {local[g], at, v}, {}, r.lanes, {}});
+        }
+      };
+      const std::int64_t steps = r.k / r.lanes;
+      int s = w.add(
+          UOp{UKind::Range, Op::Add, DType::Int64, {w.cint(0), w.cint(steps), -1}, {}, -1, {}});
+      copy_at(w.alu(Op::Mul, DType::Int64, s, w.cint(r.lanes)));
+      w.add(UOp{UKind::EndRange, Op::Add, DType::Int64, {s, -1, -1}, {}, -1, {}});
+      if (r.k % r.lanes != 0) copy_at(w.cint(r.k - r.lanes));
+    }
+    if (int g = group_of[i]; g >= 0 && take[std::size_t(g)]) {
+      const Rows& r = groups[std::size_t(g)];
+      std::size_t row = 0;
+      while (r.loads[row] != int(i)) ++row;
+      int at =
+          w.alu(Op::Add, DType::Int64, w.cint(std::int64_t(row) * r.k), w.map[std::size_t(r.loop)]);
+      w.map[i] = w.add(
+          UOp{UKind::Load, Op::Add, p.ops[i].dtype, {local[std::size_t(g)], at, -1}, {}, -1, {}});
+      continue;
+    }
+    w.map[i] = w.add(w.remapped(p.ops[i]));
+  }
+  Program q = p;
+  q.ops = std::move(w.out);
+  return detail::drop_unused(std::move(q));
+}
+
+} // namespace tg
+#endif // TG_SI_TG_CODEGEN_WIDEN_ROWS_HPP
+
 namespace tg {
 
 /// The source language a target's kernels are rendered in (None: INTERP runs the program itself).
@@ -11054,7 +11198,7 @@ struct Target {
   FuseOptions fuse;
   LowerOptions lower;
   bool contract = false;         // sums of products as fused multiply-adds (CPU, INTERP)
-  bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
+  bool cpu_passes = false;       // reuse_values to widen_rows (C on a CPU)
   int vector_bytes = 32;         // vectorize's vectors (64: the C compiler has AVX-512)
   bool bf16_pairs = false;       // pair_products (the host has AVX512_BF16's vdpbf16ps)
   bool amx = false;              // amx_products (the host has AMX's bfloat16 tiles)
@@ -11272,6 +11416,7 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     if (t.bf16_pairs) step("pair_products", [](const Program& q) { return pair_products(q); });
     if (t.amx) step("amx_products", [](const Program& q) { return amx_products(q); });
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
+    step("widen_rows", [](const Program& q) { return widen_rows(q); });
   }
   if (t.gpu && t.launch.shared_tiles)
     step("shared_tiles", [&](const Program& q) {
@@ -12105,8 +12250,9 @@ inline std::string temp_path(const std::string& stem) {
 // - AVX2 (16 registers of 32 bytes): 4 x 16 tiles (8 accumulators, 2 loads, 4 broadcasts leave
 //   2 registers), the choice measured on AVX2 machines before fused multiply-adds.
 // - AVX2 and AVX-512 machines convert float16 by F16C, one instruction where decompose's
-//   conversion from its fields took twenty: a float16 product's left operand is converted for
-//   every step of its tile (render.hpp's prelude).
+//   conversion from its fields took twenty (render.hpp's prelude). A 16-bit product's tile
+//   widens its rows of the left operand into float32s before its loop (widen_rows.hpp), 16 a
+//   conversion, and is then float32's tile.
 // - AVX512_BF16 (Zen 4, Intel since Cooper Lake): a bfloat16 product's tile takes two steps of its
 //   reduction at once with vdpbf16ps (pair_products.hpp), float32's tile otherwise.
 // - AMX (Intel since Sapphire Rapids): a bfloat16 product's tile is 16 x 32, AMX's tiles of 16
@@ -12153,7 +12299,7 @@ constexpr Target cpu_target(CpuIsa isa) {
     t.vector_bytes = 64;
     t.lower.upcast_rows = 8;
   }
-  t.bf16_pairs = isa >= CpuIsa::Avx512Bf16;
+  t.bf16_pairs = t.lower.bf16_pairs = isa >= CpuIsa::Avx512Bf16;
   t.amx = isa == CpuIsa::Amx;
   if (t.amx) t.lower.bf16_tile = 16;
   return t;

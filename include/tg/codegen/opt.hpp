@@ -81,6 +81,10 @@ struct LowerOptions {
   /// register tile is this many rows by twice as many columns: AMX's tiles of 16 rows by 16
   /// columns, two of them sharing each block of the left operand (codegen/amx_products.hpp).
   int bf16_tile = 0;
+  /// A bfloat16 product's tile takes two steps of its reduction at once (the CPU device on a host
+  /// with AVX512_BF16: codegen/pair_products.hpp). It then keeps `upcast` lanes: 8 x 32, as
+  /// float32 and float16 use, was slower at 256² and 512² on Zen 4 and no faster at 2048².
+  bool bf16_pairs = false;
 
   /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
   /// length by the tile's output columns) runs its column tiles outermost (panel_bytes).
@@ -207,6 +211,9 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
   for (const ReductionFacts& r : f.reductions) aligned += !r.hoisted;
   const bool one_aligned = f.reductions.size() == 1 && !f.reductions[0].hoisted;
   const bool float_reduction = !f.reductions.empty() && f.reductions[0].dtype == DType::Float32;
+  // a 16-bit product whose tile multiplies float32s (widen_rows), as float32's does
+  const bool widened = !f.reductions.empty() && is_half(f.reductions[0].dtype) &&
+                       !(f.reductions[0].dtype == DType::BFloat16 && o.bf16_pairs);
   // A transposed operand shared by a tile's rows (x @ w.t()) goes through a packed panel (see
   // LowerOptions::packs_strided); that tile, not split accumulators, then.
   c.pack_strided = n >= 2 && one_aligned && m.back().is_const() && f.reduce_length.is_const() &&
@@ -264,7 +271,7 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
   if (lanes >= 8 && n >= 2 && one_aligned && f.shared_row && lanes_contiguous)
     rows = tile_rows(m[row]);
   if (rows > 1 && one_aligned && o.tile_lanes > lanes && f.row_shared_epilogue &&
-      (float_reduction || amx_tile)) {
+      (float_reduction || amx_tile || widened)) {
     // (an axis the wide tile does not divide: its last tile shifted back, where that computes at
     // most a quarter more outputs; 1000 columns in 8 x 16 tiles ran 1.3x slower than in 8 x 32)
     std::int64_t wide = divisor(m.back(), o.tile_lanes);

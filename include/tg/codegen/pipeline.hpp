@@ -7,7 +7,7 @@
 //   kernel passes   lower                                                lower_kernel
 //                   -> CPU, INTERP: contract
 //                   -> CPU: reuse_values -> vectorize -> pack_panels (-> pair_products:
-//                      AVX512_BF16 -> amx_products: AMX) -> pack_rows
+//                      AVX512_BF16 -> amx_products: AMX) -> pack_rows -> widen_rows
 //                   -> GPU: shared_tiles (products) or gpu_program
 //                      -> decompose (-> narrow32: WGSL)                  device_passes
 //                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
@@ -33,6 +33,7 @@
 #include "reuse_values.hpp"
 #include "shared_tiles.hpp"
 #include "vectorize.hpp"
+#include "widen_rows.hpp"
 
 namespace tg {
 
@@ -46,7 +47,7 @@ struct Target {
   FuseOptions fuse;
   LowerOptions lower;
   bool contract = false;         // sums of products as fused multiply-adds (CPU, INTERP)
-  bool cpu_passes = false;       // reuse_values, vectorize, pack_panels, pack_rows (C on a CPU)
+  bool cpu_passes = false;       // reuse_values to widen_rows (C on a CPU)
   int vector_bytes = 32;         // vectorize's vectors (64: the C compiler has AVX-512)
   bool bf16_pairs = false;       // pair_products (the host has AVX512_BF16's vdpbf16ps)
   bool amx = false;              // amx_products (the host has AMX's bfloat16 tiles)
@@ -264,6 +265,7 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     if (t.bf16_pairs) step("pair_products", [](const Program& q) { return pair_products(q); });
     if (t.amx) step("amx_products", [](const Program& q) { return amx_products(q); });
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
+    step("widen_rows", [](const Program& q) { return widen_rows(q); });
   }
   if (t.gpu && t.launch.shared_tiles)
     step("shared_tiles", [&](const Program& q) {

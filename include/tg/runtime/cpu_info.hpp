@@ -16,8 +16,9 @@
 // - AVX2 (16 registers of 32 bytes): 4 x 16 tiles (8 accumulators, 2 loads, 4 broadcasts leave
 //   2 registers), the choice measured on AVX2 machines before fused multiply-adds.
 // - AVX2 and AVX-512 machines convert float16 by F16C, one instruction where decompose's
-//   conversion from its fields took twenty: a float16 product's left operand is converted for
-//   every step of its tile (render.hpp's prelude).
+//   conversion from its fields took twenty (render.hpp's prelude). A 16-bit product's tile
+//   widens its rows of the left operand into float32s before its loop (widen_rows.hpp), 16 a
+//   conversion, and is then float32's tile.
 // - AVX512_BF16 (Zen 4, Intel since Cooper Lake): a bfloat16 product's tile takes two steps of its
 //   reduction at once with vdpbf16ps (pair_products.hpp), float32's tile otherwise.
 // - AMX (Intel since Sapphire Rapids): a bfloat16 product's tile is 16 x 32, AMX's tiles of 16
@@ -68,7 +69,7 @@ constexpr Target cpu_target(CpuIsa isa) {
     t.vector_bytes = 64;
     t.lower.upcast_rows = 8;
   }
-  t.bf16_pairs = isa >= CpuIsa::Avx512Bf16;
+  t.bf16_pairs = t.lower.bf16_pairs = isa >= CpuIsa::Avx512Bf16;
   t.amx = isa == CpuIsa::Amx;
   if (t.amx) t.lower.bf16_tile = 16;
   return t;
