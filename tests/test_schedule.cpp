@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <unistd.h>
 
 #include <tg/runtime/cpu.hpp> // white-box: the pass list, renderers and runtimes
@@ -876,6 +877,12 @@ TEST_CASE("a product whose sizes no tile divides keeps whole tiles, the last one
   CHECK_MESSAGE(contains(src, "ru8x16pt_32_16"), src);
   CHECK_MESSAGE(contains(body, "tg_fma_f32x16(("), body);
   CHECK_FALSE(contains(body, "fmaf("));
+  // each tile's first row and column: min(tile * size, extent - size), written as a minimum that
+  // the C compiler recognizes (it kept the tile's stores scalar where it did not)
+  const std::regex min(R"(\(\(v(\d+) < v(\d+)\) \? v\1 : v\2\))");
+  CHECK_MESSAGE(std::distance(std::sregex_iterator(body.begin(), body.end(), min),
+                              std::sregex_iterator()) == 2,
+                body);
   CHECK(a.matmul(b).to_vector<float>() == a.to("INTERP").matmul(b.to("INTERP")).to_vector<float>());
   // Such a kernel writes the overlapped outputs twice, so it never writes into a buffer it reads:
   // in place, acc += a @ b would add those outputs' products twice.

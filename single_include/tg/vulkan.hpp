@@ -1101,7 +1101,11 @@ struct CStyleRenderer {
         for (int k = 0; k < 3; ++k)
           if (u.src[std::size_t(k)] >= 0) name(s[k], p, u.src[std::size_t(k)]);
         DType in = u.src[0] >= 0 ? p.ops[std::size_t(u.src[0])].dtype : u.dtype;
-        if (u.op == Op::Where)
+        if (u.op == Op::Where && is_min(p, u)) { // a < b ? a : b, the comparison written in
+          Text lt; // (GCC 12 reads it as a minimum only so: a shifted-back tile's stores)
+          D::binary(lt, Op::CmpLt, u.dtype, s[1].view(), s[2].view());
+          D::select(t, lt.view(), s[1].view(), s[2].view());
+        } else if (u.op == Op::Where)
           D::select(t, s[0].view(), s[1].view(), s[2].view());
         else if (u.op == Op::Cast)
           D::cast(t, in, u.dtype, s[0].view());
@@ -1170,6 +1174,12 @@ struct CStyleRenderer {
     if constexpr (D::vectors) D::finish(t, p);
     t << "}\n";
     return t;
+  }
+  /// Whether `u` (a Where) is an integer min(a, b): a < b ? a : b.
+  static constexpr bool is_min(const Program& p, const UOp& u) {
+    const UOp& c = p.ops[std::size_t(u.src[0])];
+    return is_int(u.dtype) && c.kind == UKind::Alu && c.op == Op::CmpLt && c.src[0] == u.src[1] &&
+           c.src[1] == u.src[2];
   }
   static constexpr Text& name(Text& t, const Program& p, int k) {
     return t << (p.ops[std::size_t(k)].kind == UKind::DefineAcc ? "acc" : "v") << std::int64_t(k);
@@ -5605,9 +5615,11 @@ public:
       int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
       const std::int64_t extent = m[axis].constant();
       if (extent % size != 0) { // the last tile ends where the axis ends
-        int last = b_.cint(loops[axis].constant() - 1);
-        int before_last = b_.alu(Op::CmpLt, DType::Bool, ranges[axis], last);
+        // min(base, extent - size), in the form GCC 12 reads as a minimum: where the choice
+        // compared the loop index, it kept the tile's stores scalar (sgemm 1000², conv2d's 28
+        // columns)
         int shifted = b_.cint(extent - size);
+        int before_last = b_.alu(Op::CmpLt, DType::Bool, base, shifted);
         base = b_.alu(Op::Where, DType::Int64, before_last, base, shifted);
       }
       int offset = b_.cint(at);
