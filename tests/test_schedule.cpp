@@ -1291,6 +1291,41 @@ TEST_CASE("a 16-bit product's rows widened to float32 once per tile (widen_rows)
   }
 }
 
+TEST_CASE("a loop that compares its index with constants runs in parts, its gates folded") {
+  // partition_loops: a padded copy's rows and columns each run [0, 1), [1, 29), [29, 30); the inner
+  // part of a row is a plain copy and the borders store zeros, with no gated load left. cat of 5
+  // tensors runs 5 loops; of 9 (9 parts, more than the pass cuts a loop into) it keeps its gates.
+  auto gated = [](const std::string& src) { // a load under a condition: (g ? v[i] : 0.0f)
+    return std::regex_search(src, std::regex(R"(\? v\d+\[v\d+\] :)"));
+  };
+  auto loops = [](const std::string& src) { // (in the kernel, not the prelude)
+    std::size_t k = 0;
+    for (std::size_t at = src.find("(void** bufs");
+         (at = src.find("for (", at)) != std::string::npos; ++at)
+      ++k;
+    return k;
+  };
+  auto x = randn({2, 3, 28, 28});
+  tg::Tensor padded = x.pad({1, 1, 1, 1}).contiguous();
+  std::vector<tg::Tensor> five, nine;
+  for (int i = 0; i < 9; ++i) (i < 5 ? five : nine).push_back(randn({4, 3}));
+  for (int i = 0; i < 5; ++i) nine.push_back(five[std::size_t(i)]);
+  struct Case {
+    tg::Tensor y;
+    bool gates;
+    std::size_t loops; // the outer loop and the parts
+  };
+  for (const Case& c : {Case{padded, false, 1 + 3 + 1 + 3 + 1}, Case{tg::cat(five, 1), false, 6},
+                        Case{tg::cat(nine, 1), true, 2}}) {
+    auto info = tg::schedule({c.y});
+    REQUIRE(info.kernels() == 1);
+    const std::string& src = info.sources[0];
+    CHECK_MESSAGE(gated(src) == c.gates, src);
+    CHECK_MESSAGE(loops(src) == c.loops, src);
+    CHECK(c.y.to_vector<float>() == c.y.to("INTERP").to_vector<float>());
+  }
+}
+
 TEST_CASE("a transposing copy runs in 8 x 8 tiles, with the values of the plain loop") {
   for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{784, 256}, {24, 40}, {12, 20}}) {
     CAPTURE(r);
