@@ -1326,6 +1326,35 @@ TEST_CASE("a loop that compares its index with constants runs in parts, its gate
   }
 }
 
+TEST_CASE(
+    "a register tile's loop of at most 4 steps is written out (unroll_loops), the same bits") {
+  // A 3x3 convolution's tile steps through each row of its window in a loop of 3: written out,
+  // its index a constant in each copy, as is a product's over K = 3. A 5x5 one's loop of 5 and a
+  // product's loop over K = 100 stay.
+  namespace F = tg::nn::functional;
+  auto x = randn({2, 16, 12, 12}), w3 = randn({16, 16, 3, 3}), w5 = randn({16, 16, 5, 5});
+  auto a = randn({64, 3}), b = randn({3, 64}), c = randn({64, 100}), d = randn({100, 64});
+  struct Case {
+    tg::Tensor y;
+    bool unrolled;
+  };
+  for (const Case& k :
+       {Case{F::conv2d(x, w3, {}, 1, 1), true}, Case{F::conv2d(x, w5, {}, 1, 2), false},
+        Case{a.matmul(b), true}, Case{c.matmul(d), false}}) {
+    const tg::Target target = tg::device("CPU")->target();
+    auto info = tg::schedule({k.y});
+    bool unrolled = false;
+    for (std::size_t i = 0; i < info.schedule.kernels.size(); ++i) {
+      std::map<std::string, std::string> dumps;
+      tg::device_passes(tg::lower_kernel(info.graph, info.schedule, i, target), target,
+                        DumpLog{&dumps});
+      unrolled = unrolled || dumps.at("unroll_loops") != dumps.at("partition_loops");
+    }
+    CHECK(unrolled == k.unrolled);
+    CHECK(k.y.to_vector<float>() == k.y.to("INTERP").to_vector<float>());
+  }
+}
+
 TEST_CASE("a transposing copy runs in 8 x 8 tiles, with the values of the plain loop") {
   for (auto [r, c] : {std::pair<std::int64_t, std::int64_t>{784, 256}, {24, 40}, {12, 20}}) {
     CAPTURE(r);

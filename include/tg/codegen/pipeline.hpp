@@ -8,7 +8,7 @@
 //                   -> CPU, INTERP: contract
 //                   -> CPU: reuse_values -> vectorize -> pack_panels (-> pair_products:
 //                      AVX512_BF16 -> amx_products: AMX) -> pack_rows -> widen_rows
-//                      -> partition_loops
+//                      -> partition_loops -> unroll_loops
 //                   -> GPU: shared_tiles (products) or gpu_program
 //                      -> decompose (-> narrow32: WGSL)                  device_passes
 //                   -> render (C, CUDA, GLSL or WGSL; INTERP runs the program)  render_kernel
@@ -34,6 +34,7 @@
 #include "render_wgsl.hpp"
 #include "reuse_values.hpp"
 #include "shared_tiles.hpp"
+#include "unroll_loops.hpp"
 #include "vectorize.hpp"
 #include "widen_rows.hpp"
 
@@ -49,7 +50,7 @@ struct Target {
   FuseOptions fuse;
   LowerOptions lower;
   bool contract = false;         // sums of products as fused multiply-adds (CPU, INTERP)
-  bool cpu_passes = false;       // reuse_values to partition_loops (C on a CPU)
+  bool cpu_passes = false;       // reuse_values to unroll_loops (C on a CPU)
   int vector_bytes = 32;         // vectorize's vectors (64: the C compiler has AVX-512)
   bool bf16_pairs = false;       // pair_products (the host has AVX512_BF16's vdpbf16ps)
   bool amx = false;              // amx_products (the host has AMX's bfloat16 tiles)
@@ -269,6 +270,7 @@ constexpr Program device_passes(Program p, const Target& t, Log&& log = {}) {
     step("pack_rows", [](const Program& q) { return pack_rows(q); });
     step("widen_rows", [](const Program& q) { return widen_rows(q); });
     step("partition_loops", [](const Program& q) { return partition_loops(q); });
+    step("unroll_loops", [](const Program& q) { return unroll_loops(q); });
   }
   if (t.gpu && t.launch.shared_tiles)
     step("shared_tiles", [&](const Program& q) {
