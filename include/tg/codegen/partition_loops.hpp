@@ -1,19 +1,19 @@
 #pragma once
-// partition_loops (C programs for the CPU only, last of its passes): an innermost loop whose
-// body compares its index with constants (a padded view's bounds: `0 < x && x < 29`) runs as
-// one loop per stretch of the index where every such comparison keeps its value, each with
-// those comparisons folded (Halide's loop partitioning). A padded copy's row of 30 was a loop of
-// gated loads that the C compiler may not if-convert (a gated load may point outside its
-// buffer), so it ran scalar with branches; partitioned, its 28 inner elements are a plain copy
-// that vectorizes, and its borders are stores of zeros. The same iterations run in the same
-// order, so results do not change.
+// partition_loops (C programs for the CPU only, after widen_rows): a loop whose body compares its
+// index with constants (a padded view's bounds: `0 < x && x < 29`) runs as one loop per stretch
+// of the index where every such comparison keeps its value, each with those comparisons folded
+// (Halide's loop partitioning); the loops inside each part are cut in turn. A padded copy's row
+// of 30 was a loop of gated loads that the C compiler may not if-convert (a gated load may point
+// outside its buffer), so it ran scalar with branches; partitioned, its 28 inner elements are a
+// plain copy that vectorizes, and its borders are stores of zeros. The same iterations run in the
+// same order, so results do not change.
 #include "pair_products.hpp"
 
 namespace tg {
 
 namespace detail {
-/// Ops of `p` with a constant value after `partition_loops` fixed comparisons: folds And/Or of
-/// booleans, Where and a Load's gate where their conditions are constant.
+/// Adds ops to a rewriter, folding where a condition is a constant (partition_loops fixed the
+/// comparisons): And and Or of booleans, Where, and a Load's gate.
 struct Folder {
   ProgramRewriter& w;
   constexpr bool is_const(int v) const { return w.out[std::size_t(v)].kind == UKind::Const; }
@@ -46,9 +46,7 @@ struct Folder {
     return w.add(u);
   }
 };
-} // namespace detail
 
-namespace detail {
 /// If u compares loop r's index i (as i + k) with a constant c: the first index from which its
 /// value changes (c - k for i + k < c, c - k + 1 for c < i + k), and the value it has below.
 constexpr bool compares_index(const Program& p, const std::vector<Affine>& aff, const UOp& u, int r,
