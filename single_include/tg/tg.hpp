@@ -8603,6 +8603,31 @@ constexpr Program narrow32(const Program& p) {
 
 namespace tg {
 
+namespace detail {
+/// Whether a copy before op `before` can compute the indices `roots` itself: the ops among them
+/// that move with the loops `own` (range_deps' bits) are arithmetic, collected in `cone` (to
+/// clone), and everything else they read is computed before `before`.
+constexpr bool clonable_index(const Program& p, const std::vector<std::uint64_t>& deps,
+                              std::uint64_t own, std::vector<int> roots, int before,
+                              std::vector<int>& cone) {
+  while (!roots.empty()) {
+    const int v = roots.back();
+    roots.pop_back();
+    const UOp& x = p.ops[std::size_t(v)];
+    if (!(deps[std::size_t(v)] & own)) {
+      if (v >= before) return false;
+      continue;
+    }
+    if (x.kind == UKind::Range) continue; // one of the loops
+    if (x.kind != UKind::Alu) return false;
+    if (std::find(cone.begin(), cone.end(), v) == cone.end()) cone.push_back(v);
+    for (int s : x.src)
+      if (s >= 0) roots.push_back(s);
+  }
+  return true;
+}
+} // namespace detail
+
 /// The pass (see the top of this file); `max_bytes` bounds the copy. A program without such a
 /// tile comes back as it was.
 constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackBytes) {
@@ -8674,27 +8699,11 @@ constexpr Program pack_rows(const Program& p, std::int64_t max_bytes = kPackByte
         g.loads.size() <= 16 &&
         g.tiles * g.k * std::int64_t(g.loads.size()) * itemsize(compute_dtype(t)) <= max_bytes;
     for (int l : g.loads) ok = ok && p.ops[std::size_t(l)].dtype == t;
-    // the index ops inside the loops (cloned into the copy's loops) must be arithmetic, and
-    // everything else they read computed before the copy
-    std::vector<int> todo;
-    for (int l : g.loads) todo.push_back(p.ops[std::size_t(l)].src[1]);
+    std::vector<int> roots;
+    for (int l : g.loads) roots.push_back(p.ops[std::size_t(l)].src[1]);
     const std::uint64_t own = std::uint64_t(1) << bit[std::size_t(g.loop)] |
                               (g.tile >= 0 ? std::uint64_t(1) << bit[std::size_t(g.tile)] : 0);
-    while (ok && !todo.empty()) {
-      int v = todo.back();
-      todo.pop_back();
-      if (v == g.loop || v == g.tile) continue;
-      if (!(deps[std::size_t(v)] & own)) {
-        ok = v < g.hoist;
-        continue;
-      }
-      const UOp& x = p.ops[std::size_t(v)];
-      ok = x.kind == UKind::Alu;
-      if (std::find(g.cone.begin(), g.cone.end(), v) == g.cone.end()) g.cone.push_back(v);
-      for (int s : x.src)
-        if (s >= 0) todo.push_back(s);
-    }
-    if (!ok) continue;
+    if (!ok || !detail::clonable_index(p, deps, own, std::move(roots), g.hoist, g.cone)) continue;
     std::sort(g.cone.begin(), g.cone.end());
     for (int l : g.loads) group_of[std::size_t(l)] = int(gi);
   }
@@ -11326,22 +11335,10 @@ constexpr Program widen_rows(const Program& p, std::int64_t max_bytes = kPackByt
         detail::coefficient(aff[std::size_t(u.src[1])], loop) != 1)
       continue;
     // the index's other terms are computed before the loop
-    const std::uint64_t own = std::uint64_t(1) << bit[std::size_t(loop)];
-    bool ok = true;
-    std::vector<int> todo{u.src[1]};
-    while (ok && !todo.empty()) {
-      const int v = todo.back();
-      todo.pop_back();
-      if (v == loop) continue;
-      if (!(deps[std::size_t(v)] & own)) {
-        ok = v < loop;
-        continue;
-      }
-      ok = p.ops[std::size_t(v)].kind == UKind::Alu;
-      for (int s : p.ops[std::size_t(v)].src)
-        if (s >= 0) todo.push_back(s);
-    }
-    if (!ok) continue;
+    std::vector<int> cone;
+    if (!detail::clonable_index(p, deps, std::uint64_t(1) << bit[std::size_t(loop)], {u.src[1]},
+                                loop, cone))
+      continue;
     std::size_t g = 0;
     while (g < groups.size() && groups[g].loop != loop) ++g;
     if (g == groups.size()) groups.push_back(Rows{loop, lanes[i], k, {}});

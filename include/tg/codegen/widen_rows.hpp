@@ -7,6 +7,7 @@
 // (one conversion instruction) at a time, leaves the loop float32's (a float16 1024² product ran
 // at 0.4 of float32's speed: docs/performance.md). The copy holds the same values, so results do
 // not change.
+#include "pack_rows.hpp"
 #include "pair_products.hpp"
 
 namespace tg {
@@ -45,22 +46,10 @@ constexpr Program widen_rows(const Program& p, std::int64_t max_bytes = kPackByt
         detail::coefficient(aff[std::size_t(u.src[1])], loop) != 1)
       continue;
     // the index's other terms are computed before the loop
-    const std::uint64_t own = std::uint64_t(1) << bit[std::size_t(loop)];
-    bool ok = true;
-    std::vector<int> todo{u.src[1]};
-    while (ok && !todo.empty()) {
-      const int v = todo.back();
-      todo.pop_back();
-      if (v == loop) continue;
-      if (!(deps[std::size_t(v)] & own)) {
-        ok = v < loop;
-        continue;
-      }
-      ok = p.ops[std::size_t(v)].kind == UKind::Alu;
-      for (int s : p.ops[std::size_t(v)].src)
-        if (s >= 0) todo.push_back(s);
-    }
-    if (!ok) continue;
+    std::vector<int> cone;
+    if (!detail::clonable_index(p, deps, std::uint64_t(1) << bit[std::size_t(loop)], {u.src[1]},
+                                loop, cone))
+      continue;
     std::size_t g = 0;
     while (g < groups.size() && groups[g].loop != loop) ++g;
     if (g == groups.size()) groups.push_back(Rows{loop, lanes[i], k, {}});
