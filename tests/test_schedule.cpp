@@ -163,6 +163,13 @@ TEST_CASE("conv2d: one reduction over a strided window view, forward and backwar
   // (12 columns: two tiles of 8, the second shifted back)
   CHECK_MESSAGE(contains(padded.lowered[1].name.view(), "ru8x8t_"), padded.lowered[1].name.view());
   for (const tg::Program& p : padded.lowered) CHECK_FALSE(divides(p));
+  // (28 columns: one tile of two vectors, the second from column 12; the same bits as INTERP)
+  auto x28 = randn({N, C, 5, 28}).realize();
+  auto wide = tg::schedule({F::conv2d(x28, w, {}, 1, 1)}, avx512);
+  CHECK_MESSAGE(contains(wide.lowered.back().name.view(), "ru8x32t_"),
+                wide.lowered.back().name.view());
+  CHECK(F::conv2d(x28, w, {}, 1, 1).to_vector<float>() ==
+        F::conv2d(x28.to("INTERP"), w.to("INTERP"), {}, 1, 1).to_vector<float>());
   // Backward (F::detail::ConvGrad): the padded input; dX, a convolution of the padded output
   // gradient; dW over groups of images from a channels-last copy of the output gradient, summed
   // over the images, and its view as [O, C, KH, KW] copied out (a step's optimizer reads it in
@@ -720,6 +727,7 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
   for (Case c :
        {Case{8, 1100, 512, tg::DType::Float32, true}, Case{32, 20, 64, tg::DType::Float32, false},
         Case{8, 600, 1024, tg::DType::Float64, true}, Case{12, 2100, 256, tg::DType::Float32, true},
+        Case{12, 3200, 256, tg::DType::Float32, true},   // a transposed operand's panel too large
         Case{8, 784, 256, tg::DType::Float32, true},     // the MLP's first layer: 784 KiB
         Case{8, 256, 256, tg::DType::Float32, true},     // 256 KiB
         Case{8, 128, 256, tg::DType::Float32, false}}) { // 128 KiB
@@ -735,8 +743,9 @@ TEST_CASE("register tiles as C vectors, with packed panels: the same bits on CPU
       tg::Tensor y = (a.matmul(b) + bias).relu();
       auto info = tg::schedule({y});
       // a transposed operand is copied first (a kernel of its own) unless the tile packs its
-      // panels itself, reading it in place: large operands (panel order), panels up to 256 KiB
-      const bool in_place = transposed && c.panel && c.k * 16 * 8 <= 256 * 1024;
+      // panels itself, reading it in place: large operands (panel order), panels of up to two
+      // vectors' columns within tg::kPanelBytes
+      const bool in_place = transposed && c.panel && c.k * 32 * 4 <= tg::kPanelBytes;
       const bool copied = transposed && !in_place && c.k * c.m >= 4096;
       REQUIRE(info.kernels() == (copied ? 2 : 1));
       tg::Program p = tg::lower(info.graph, info.schedule, info.kernels() - 1);
@@ -853,6 +862,44 @@ TEST_CASE("products in each ISA's register tiles (runtime/cpu_info.hpp): the sam
       same(0.0);
     else
       same(0.0f);
+  }
+}
+
+TEST_CASE("AVX-512's tiles of three vectors where 48 columns fit the output, else two") {
+  // (runtime/cpu_info.hpp, LowerOptions::tile_lanes): 8 x 48 where the last tile, shifted back,
+  // computes at most a sixteenth more columns; the panel of 2048 x 48 float32s still packed. An
+  // output of two or three vectors' columns is one tile, its last vector shifted back.
+  struct Case {
+    std::int64_t n, k, m;
+    const char* name;
+    bool packed;
+  };
+  const tg::Target avx512 = tg::cpu_target(tg::CpuIsa::Avx512);
+  for (Case c : {Case{16, 1100, 1000, "u8x48pt_", true}, // 21 tiles: 1008 columns computed
+                 Case{16, 1100, 768, "u8x48p_", true},   // 16 tiles
+                 Case{16, 2048, 1000, "u8x48pt_", true}, // a panel of tg::kPanelBytes
+                 Case{16, 512, 96, "u8x48_", false},     // row order
+                 Case{16, 784, 256, "u8x32p_", true},    // 48s would compute 288 columns
+                 Case{16, 300, 56, "u8x32t_", false},    // 48s would compute 96
+                 Case{16, 144, 28, "u8x32t_", false},    // one tile: columns 0-15 and 12-27
+                 Case{16, 144, 20, "u8x32t_", false},    // 0-15 and 4-19
+                 Case{16, 144, 40, "u8x48t_", false},    // 0-15, 16-31 and 24-39
+                 Case{16, 144, 64, "u8x32_", false}}) {  // two tiles of 32
+    CAPTURE(c.k);
+    CAPTURE(c.m);
+    auto a = tg::randn({c.n, c.k}).realize(), b = tg::randn({c.k, c.m}).realize();
+    auto info = tg::schedule({a.matmul(b)});
+    REQUIRE(info.kernels() == 1);
+    std::map<std::string, std::string> dumps;
+    const tg::Program p = tg::lower_kernel(info.graph, info.schedule, 0, avx512);
+    CHECK_MESSAGE(contains(p.name.view(), c.name), p.name.view());
+    tg::device_passes(p, avx512, DumpLog{&dumps});
+    CHECK((dumps.at("pack_panels") != dumps.at("vectorize")) == c.packed);
+    const std::vector<float> interp = a.to("INTERP").matmul(b.to("INTERP")).to_vector<float>();
+    for (const std::string& dev : isa_devices()) {
+      CAPTURE(dev);
+      CHECK(a.to(dev).matmul(b.to(dev)).to_vector<float>() == interp);
+    }
   }
 }
 

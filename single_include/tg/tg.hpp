@@ -5025,9 +5025,13 @@ enum class UKind : std::uint8_t {
            // the tile's VecAccs, row by row (16 columns each): each adds its outputs' sums
 };
 
-/// The largest panel the CPU device's pack_panels copies into a local array
-/// (codegen/pack_panels.hpp); the lowering counts on it (LowerOptions::packs_strided).
+/// The largest copy of a tile's rows the CPU device's pack_rows and widen_rows make into a local
+/// array (codegen/pack_rows.hpp, codegen/widen_rows.hpp).
 inline constexpr std::int64_t kPackBytes = 256 * 1024;
+/// The largest panel the CPU device's pack_panels copies into a local array
+/// (codegen/pack_panels.hpp): 2048 rows of a tile of 48 float32 columns (AVX-512's 8 x 48). The
+/// lowering counts on it (LowerOptions::packs_strided).
+inline constexpr std::int64_t kPanelBytes = 384 * 1024;
 
 /// What a Special UOp reads (GPU programs).
 enum class GpuIndex : int {
@@ -5440,7 +5444,7 @@ constexpr std::vector<std::vector<int>> enclosing_ranges(const Program& p) {
 } // namespace detail
 
 /// The pass (see the top of this file). Programs without such a tile come back as they were.
-constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBytes) {
+constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPanelBytes) {
   const std::size_t n = p.ops.size();
   std::vector<int> bit;
   std::vector<std::uint64_t> deps = detail::range_deps(p, bit);
@@ -7234,9 +7238,10 @@ struct LowerOptions {
   /// element from each of its rows (rows a power of two apart fall in a few L1 sets).
   int transpose_tile = 8;
   /// Lanes (columns) of a float32 register tile of a product whose epilogue loads nothing per row
-  /// (a bias at most), when the output's last axis divides by them and the tile's order stays
-  /// the same (more than `upcast` only where the C compiler has 32 vector registers: the CPU
-  /// device on AVX-512, whose tiles runtime/cpu_info.hpp chooses).
+  /// (a bias at most), when the output's last axis divides by them (or its last tile, shifted
+  /// back, adds little: a quarter, a sixteenth with three vectors or more; else two vectors) and
+  /// the tile's order stays the same (more than `upcast` only where the C compiler has 32 vector
+  /// registers: the CPU device on AVX-512, whose tiles runtime/cpu_info.hpp chooses).
   int tile_lanes = 16;
   /// On a GPU (set by for_gpu), a product whose two operands are each shared along one output
   /// axis (a matmul: the left one along the columns, the right one along the rows) computes up
@@ -7260,7 +7265,7 @@ struct LowerOptions {
   int bf16_tile = 0;
   /// A bfloat16 product's tile takes two steps of its reduction at once (the CPU device on a host
   /// with AVX512_BF16: codegen/pair_products.hpp). It then keeps `upcast` lanes: 8 x 32, as
-  /// float32 and float16 use, was slower at 256² and 512² on Zen 4 and no faster at 2048².
+  /// float32 and float16 used, was slower at 256² and 512² on Zen 4 and no faster at 2048².
   bool bf16_pairs = false;
 
   /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
@@ -7269,12 +7274,12 @@ struct LowerOptions {
     return upcast_rows > 1 && upcast > 1 && k * columns * 4 > panel_bytes && columns / upcast >= 8;
   }
   /// Whether such a tile may read that operand with a stride along its columns (x @ w.t(), w
-  /// not copied): in panel order pack_panels copies each column panel of it (k x upcast
-  /// elements, at most kPackBytes) into a contiguous array, whose rows load as vectors. The
+  /// not copied): in panel order pack_panels copies each column panel of it (k x the tile's
+  /// columns, at most kPanelBytes) into a contiguous array, whose rows load as vectors. The
   /// copy reads w's rows contiguously; without it, every lane of the tile read its own row.
   constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
     return panel_order(k, columns) && (columns % upcast == 0 || tile_tails) &&
-           k * upcast * 8 <= kPackBytes;
+           k * std::max(tile_lanes, 2 * upcast) * 4 <= kPanelBytes;
   }
 
   /// These choices for a device without register tiles (a GPU): one output per thread, and its
@@ -7451,17 +7456,34 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
       (float_reduction || amx_tile || widened)) {
     // (an axis the wide tile does not divide: its last tile shifted back, where that computes at
     // most a quarter more outputs; 1000 columns in 8 x 16 tiles ran 1.3x slower than in 8 x 32)
-    std::int64_t wide = divisor(m.back(), o.tile_lanes);
-    if (o.tile_tails && wide < o.tile_lanes && m.back().is_const() &&
-        m.back().constant() > o.tile_lanes) {
-      const std::int64_t size = m.back().constant();
-      if (4 * (detail::tiles_of(size, o.tile_lanes) * o.tile_lanes - size) <= size)
-        wide = o.tile_lanes;
-    }
+    auto wide_of = [&](std::int64_t most) {
+      std::int64_t w = divisor(m.back(), most);
+      if (o.tile_tails && w < most && m.back().is_const() && m.back().constant() > most) {
+        const std::int64_t size = m.back().constant();
+        if (4 * (detail::tiles_of(size, most) * most - size) <= size) w = most;
+      }
+      return w;
+    };
+    std::int64_t wide = wide_of(o.tile_lanes);
+    // a tile of three vectors (LowerOptions::tile_lanes) only where its last one's overlap adds
+    // at most a sixteenth: it is 5-8% faster than two, and 256 columns in tiles of 48 (288
+    // computed) ran 1.2x slower than in tiles of 32
+    if (o.tile_lanes > 2 * o.upcast &&
+        !(wide == o.tile_lanes &&
+          16 * detail::tiles_of(m.back().constant(), wide) * wide <= 17 * m.back().constant()))
+      wide = wide_of(2 * o.upcast);
     const SInt& k = f.reduce_length;
     if (wide > lanes && (!k.is_const() || !o.panel_order(k.constant(), m.back().constant()) ||
                          m.back().constant() / wide >= 8))
       lanes = wide;
+    // an axis that two or three tiles of `upcast` cover, the last shifted back (28 columns: 0-15
+    // and 12-27), as one tile of those vectors: each broadcast of the other operand then feeds
+    // all of them (lower.hpp's tile_index; a 3x3 conv2d over 28 columns ran 1.1x faster)
+    const std::int64_t size = m.back().is_const() ? m.back().constant() : 0;
+    const std::int64_t whole = detail::tiles_of(size, o.upcast) * o.upcast;
+    if (lanes == o.upcast && !amx_tile && o.tile_tails && size > o.upcast && whole > size &&
+        whole <= o.tile_lanes)
+      lanes = whole;
   }
   // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
   // then reads longer runs of each row it visits; with 32 vector registers (tile_lanes), float32
@@ -7594,8 +7616,12 @@ public:
         int offset = b_.cint(at * (m[axis].constant() / size));
         return b_.alu(Op::Add, DType::Int64, ranges[axis], offset);
       }
-      int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
       const std::int64_t extent = m[axis].constant();
+      if (size > extent) { // one tile of vectors of `upcast`, the last ones shifted back to end
+        const std::int64_t v = opt_.upcast; // where the axis ends (choose)
+        return b_.cint(std::min(at / v * v, extent - v) + at % v);
+      }
+      int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
       if (extent % size != 0) { // the last tile ends where the axis ends
         // min(base, extent - size), in the form GCC 12 reads as a minimum: where the choice
         // compared the loop index, it kept the tile's stores scalar (sgemm 1000², conv2d's 28
@@ -12470,11 +12496,14 @@ inline std::string temp_path(const std::string& stem) {
 //   fused multiply-adds (contract.hpp) into as many vector accumulators. A core with two FMA
 //   units of 4 cycles' latency keeps 8 of them in flight, so a tile needs more than 8
 //   accumulators, plus registers for the loads.
-// - AVX-512 (32 vector registers of 64 bytes): vectors of 16 floats and tiles of 8 x 32 (16
-//   accumulators, 2 loads and 8 broadcasts, which the FMAs read from memory). On an Intel core
-//   with two 512-bit FMA units that is 64 float operations a cycle (Zen 4 runs a 512-bit
-//   operation as two halves: not measured). 4 x 32 (8 accumulators) was latency-bound; 8 x 64
-//   was faster on small products, but its panels outgrew pack_panels' copy (2048²: 3x slower).
+// - AVX-512 (32 vector registers of 64 bytes): vectors of 16 floats and tiles of 8 x 48 (24
+//   accumulators, 3 loads and 8 broadcasts, which the FMAs read from memory), 8 x 32 where
+//   tiles of 48 would compute many columns past the output's (256 columns: opt.hpp). On an Intel
+//   core with two 512-bit FMA units that is 64 float operations a cycle (Zen 4 runs a 512-bit
+//   operation as two halves: not measured). 8 x 48 ran 5-8% faster than 8 x 32 on an Intel Xeon
+//   (11 loads, the panel's and the broadcasts, per 24 FMAs against 10 per 16; on Zen 4 not
+//   measured); 4 x 32 (8 accumulators) was latency-bound; 8 x 64 was faster on small products,
+//   but its panels outgrew pack_panels' copy (2048²: 3x slower).
 // - AVX2 (16 registers of 32 bytes): 4 x 16 tiles (8 accumulators, 2 loads, 4 broadcasts leave
 //   2 registers), the choice measured on AVX2 machines before fused multiply-adds.
 // - AVX2 and AVX-512 machines convert float16 by F16C, one instruction where decompose's
@@ -12521,7 +12550,7 @@ constexpr const char* cpu_isa_name(CpuIsa isa) {
 /// The CPU device's target for a host with `isa` (see the top of this file).
 constexpr Target cpu_target(CpuIsa isa) {
   if (isa == CpuIsa::Sse) return Target::cpu();
-  Target t = Target::cpu(isa >= CpuIsa::Avx512 ? 32 : 16);
+  Target t = Target::cpu(isa >= CpuIsa::Avx512 ? 48 : 16);
   t.decompose.f16_bits = false; // F16C (x86-64-v3 has it) converts float16: tg_h2f, tg_f2h
   if (isa >= CpuIsa::Avx512) {
     t.vector_bytes = 64;

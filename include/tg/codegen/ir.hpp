@@ -53,9 +53,13 @@ enum class UKind : std::uint8_t {
            // the tile's VecAccs, row by row (16 columns each): each adds its outputs' sums
 };
 
-/// The largest panel the CPU device's pack_panels copies into a local array
-/// (codegen/pack_panels.hpp); the lowering counts on it (LowerOptions::packs_strided).
+/// The largest copy of a tile's rows the CPU device's pack_rows and widen_rows make into a local
+/// array (codegen/pack_rows.hpp, codegen/widen_rows.hpp).
 inline constexpr std::int64_t kPackBytes = 256 * 1024;
+/// The largest panel the CPU device's pack_panels copies into a local array
+/// (codegen/pack_panels.hpp): 2048 rows of a tile of 48 float32 columns (AVX-512's 8 x 48). The
+/// lowering counts on it (LowerOptions::packs_strided).
+inline constexpr std::int64_t kPanelBytes = 384 * 1024;
 
 /// What a Special UOp reads (GPU programs).
 enum class GpuIndex : int {

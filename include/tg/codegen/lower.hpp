@@ -102,8 +102,12 @@ public:
         int offset = b_.cint(at * (m[axis].constant() / size));
         return b_.alu(Op::Add, DType::Int64, ranges[axis], offset);
       }
-      int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
       const std::int64_t extent = m[axis].constant();
+      if (size > extent) { // one tile of vectors of `upcast`, the last ones shifted back to end
+        const std::int64_t v = opt_.upcast; // where the axis ends (choose)
+        return b_.cint(std::min(at / v * v, extent - v) + at % v);
+      }
+      int base = b_.alu(Op::Mul, DType::Int64, ranges[axis], b_.cint(size));
       if (extent % size != 0) { // the last tile ends where the axis ends
         // min(base, extent - size), in the form GCC 12 reads as a minimum: where the choice
         // compared the loop index, it kept the tile's stores scalar (sgemm 1000², conv2d's 28

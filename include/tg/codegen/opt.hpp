@@ -57,9 +57,10 @@ struct LowerOptions {
   /// element from each of its rows (rows a power of two apart fall in a few L1 sets).
   int transpose_tile = 8;
   /// Lanes (columns) of a float32 register tile of a product whose epilogue loads nothing per row
-  /// (a bias at most), when the output's last axis divides by them and the tile's order stays
-  /// the same (more than `upcast` only where the C compiler has 32 vector registers: the CPU
-  /// device on AVX-512, whose tiles runtime/cpu_info.hpp chooses).
+  /// (a bias at most), when the output's last axis divides by them (or its last tile, shifted
+  /// back, adds little: a quarter, a sixteenth with three vectors or more; else two vectors) and
+  /// the tile's order stays the same (more than `upcast` only where the C compiler has 32 vector
+  /// registers: the CPU device on AVX-512, whose tiles runtime/cpu_info.hpp chooses).
   int tile_lanes = 16;
   /// On a GPU (set by for_gpu), a product whose two operands are each shared along one output
   /// axis (a matmul: the left one along the columns, the right one along the rows) computes up
@@ -83,7 +84,7 @@ struct LowerOptions {
   int bf16_tile = 0;
   /// A bfloat16 product's tile takes two steps of its reduction at once (the CPU device on a host
   /// with AVX512_BF16: codegen/pair_products.hpp). It then keeps `upcast` lanes: 8 x 32, as
-  /// float32 and float16 use, was slower at 256² and 512² on Zen 4 and no faster at 2048².
+  /// float32 and float16 used, was slower at 256² and 512² on Zen 4 and no faster at 2048².
   bool bf16_pairs = false;
 
   /// Whether a register tile over a shared operand of `k` x `columns` elements (its reduce
@@ -92,12 +93,12 @@ struct LowerOptions {
     return upcast_rows > 1 && upcast > 1 && k * columns * 4 > panel_bytes && columns / upcast >= 8;
   }
   /// Whether such a tile may read that operand with a stride along its columns (x @ w.t(), w
-  /// not copied): in panel order pack_panels copies each column panel of it (k x upcast
-  /// elements, at most kPackBytes) into a contiguous array, whose rows load as vectors. The
+  /// not copied): in panel order pack_panels copies each column panel of it (k x the tile's
+  /// columns, at most kPanelBytes) into a contiguous array, whose rows load as vectors. The
   /// copy reads w's rows contiguously; without it, every lane of the tile read its own row.
   constexpr bool packs_strided(std::int64_t k, std::int64_t columns) const {
     return panel_order(k, columns) && (columns % upcast == 0 || tile_tails) &&
-           k * upcast * 8 <= kPackBytes;
+           k * std::max(tile_lanes, 2 * upcast) * 4 <= kPanelBytes;
   }
 
   /// These choices for a device without register tiles (a GPU): one output per thread, and its
@@ -274,17 +275,34 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
       (float_reduction || amx_tile || widened)) {
     // (an axis the wide tile does not divide: its last tile shifted back, where that computes at
     // most a quarter more outputs; 1000 columns in 8 x 16 tiles ran 1.3x slower than in 8 x 32)
-    std::int64_t wide = divisor(m.back(), o.tile_lanes);
-    if (o.tile_tails && wide < o.tile_lanes && m.back().is_const() &&
-        m.back().constant() > o.tile_lanes) {
-      const std::int64_t size = m.back().constant();
-      if (4 * (detail::tiles_of(size, o.tile_lanes) * o.tile_lanes - size) <= size)
-        wide = o.tile_lanes;
-    }
+    auto wide_of = [&](std::int64_t most) {
+      std::int64_t w = divisor(m.back(), most);
+      if (o.tile_tails && w < most && m.back().is_const() && m.back().constant() > most) {
+        const std::int64_t size = m.back().constant();
+        if (4 * (detail::tiles_of(size, most) * most - size) <= size) w = most;
+      }
+      return w;
+    };
+    std::int64_t wide = wide_of(o.tile_lanes);
+    // a tile of three vectors (LowerOptions::tile_lanes) only where its last one's overlap adds
+    // at most a sixteenth: it is 5-8% faster than two, and 256 columns in tiles of 48 (288
+    // computed) ran 1.2x slower than in tiles of 32
+    if (o.tile_lanes > 2 * o.upcast &&
+        !(wide == o.tile_lanes &&
+          16 * detail::tiles_of(m.back().constant(), wide) * wide <= 17 * m.back().constant()))
+      wide = wide_of(2 * o.upcast);
     const SInt& k = f.reduce_length;
     if (wide > lanes && (!k.is_const() || !o.panel_order(k.constant(), m.back().constant()) ||
                          m.back().constant() / wide >= 8))
       lanes = wide;
+    // an axis that two or three tiles of `upcast` cover, the last shifted back (28 columns: 0-15
+    // and 12-27), as one tile of those vectors: each broadcast of the other operand then feeds
+    // all of them (lower.hpp's tile_index; a 3x3 conv2d over 28 columns ran 1.1x faster)
+    const std::int64_t size = m.back().is_const() ? m.back().constant() : 0;
+    const std::int64_t whole = detail::tiles_of(size, o.upcast) * o.upcast;
+    if (lanes == o.upcast && !amx_tile && o.tile_tails && size > o.upcast && whole > size &&
+        whole <= o.tile_lanes)
+      lanes = whole;
   }
   // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
   // then reads longer runs of each row it visits; with 32 vector registers (tile_lanes), float32

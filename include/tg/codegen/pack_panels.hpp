@@ -59,7 +59,7 @@ constexpr std::vector<std::vector<int>> enclosing_ranges(const Program& p) {
 } // namespace detail
 
 /// The pass (see the top of this file). Programs without such a tile come back as they were.
-constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPackBytes) {
+constexpr Program pack_panels(const Program& p, std::int64_t max_bytes = kPanelBytes) {
   const std::size_t n = p.ops.size();
   std::vector<int> bit;
   std::vector<std::uint64_t> deps = detail::range_deps(p, bit);

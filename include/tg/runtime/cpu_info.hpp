@@ -8,11 +8,14 @@
 //   fused multiply-adds (contract.hpp) into as many vector accumulators. A core with two FMA
 //   units of 4 cycles' latency keeps 8 of them in flight, so a tile needs more than 8
 //   accumulators, plus registers for the loads.
-// - AVX-512 (32 vector registers of 64 bytes): vectors of 16 floats and tiles of 8 x 32 (16
-//   accumulators, 2 loads and 8 broadcasts, which the FMAs read from memory). On an Intel core
-//   with two 512-bit FMA units that is 64 float operations a cycle (Zen 4 runs a 512-bit
-//   operation as two halves: not measured). 4 x 32 (8 accumulators) was latency-bound; 8 x 64
-//   was faster on small products, but its panels outgrew pack_panels' copy (2048²: 3x slower).
+// - AVX-512 (32 vector registers of 64 bytes): vectors of 16 floats and tiles of 8 x 48 (24
+//   accumulators, 3 loads and 8 broadcasts, which the FMAs read from memory), 8 x 32 where
+//   tiles of 48 would compute many columns past the output's (256 columns: opt.hpp). On an Intel
+//   core with two 512-bit FMA units that is 64 float operations a cycle (Zen 4 runs a 512-bit
+//   operation as two halves: not measured). 8 x 48 ran 5-8% faster than 8 x 32 on an Intel Xeon
+//   (11 loads, the panel's and the broadcasts, per 24 FMAs against 10 per 16; on Zen 4 not
+//   measured); 4 x 32 (8 accumulators) was latency-bound; 8 x 64 was faster on small products,
+//   but its panels outgrew pack_panels' copy (2048²: 3x slower).
 // - AVX2 (16 registers of 32 bytes): 4 x 16 tiles (8 accumulators, 2 loads, 4 broadcasts leave
 //   2 registers), the choice measured on AVX2 machines before fused multiply-adds.
 // - AVX2 and AVX-512 machines convert float16 by F16C, one instruction where decompose's
@@ -63,7 +66,7 @@ constexpr const char* cpu_isa_name(CpuIsa isa) {
 /// The CPU device's target for a host with `isa` (see the top of this file).
 constexpr Target cpu_target(CpuIsa isa) {
   if (isa == CpuIsa::Sse) return Target::cpu();
-  Target t = Target::cpu(isa >= CpuIsa::Avx512 ? 32 : 16);
+  Target t = Target::cpu(isa >= CpuIsa::Avx512 ? 48 : 16);
   t.decompose.f16_bits = false; // F16C (x86-64-v3 has it) converts float16: tg_h2f, tg_f2h
   if (isa >= CpuIsa::Avx512) {
     t.vector_bytes = 64;
