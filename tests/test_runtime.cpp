@@ -2,11 +2,13 @@
 // device listing and counters. Child processes are this test binary run again with a filter.
 #include <doctest/doctest.h>
 
+#include <tg/engine/beam.hpp> // white-box: TG_BEAM's variants
 #include <tg/fixed.hpp>
 #include <tg/runtime/cpu.hpp> // white-box: the thread pool, the CPU runtime
 #include <tg/schedule.hpp>
 #include <tg/tg.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -303,6 +305,21 @@ TEST_CASE("TG_BEAM times variants of each reduction kernel and caches the choice
     CHECK(s[i] == f[i]);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "TG_BEAM's variants: around the machine's tile, two vectors' columns where it chose three") {
+  const tg::LowerOptions avx512 = tg::cpu_target(tg::CpuIsa::Avx512).lower;
+  REQUIRE(avx512.tile_lanes == 48);
+  auto has = [](const std::vector<tg::LowerOptions>& c, auto pred) {
+    return std::any_of(c.begin(), c.end(), pred);
+  };
+  const std::vector<tg::LowerOptions> c = tg::detail::beam_candidates(avx512);
+  CHECK(c.front().tile_lanes == 48); // the heuristics' own choice first
+  CHECK(has(c, [](const tg::LowerOptions& o) { return o.tile_lanes == 32; }));
+  CHECK(has(c, [](const tg::LowerOptions& o) { return o.upcast_rows == 16; }));
+  CHECK(!has(tg::detail::beam_candidates(tg::cpu_target(tg::CpuIsa::Avx2).lower),
+             [](const tg::LowerOptions& o) { return o.tile_lanes != 16; }));
 }
 
 TEST_CASE("child: realizes from several threads") {

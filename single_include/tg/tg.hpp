@@ -14831,6 +14831,11 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
       o.gpu_tile = tile;
       c.push_back(o);
     }
+  if (base.tile_lanes > 2 * base.upcast) { // tiles of two vectors, not three (AVX-512's 8 x 48)
+    LowerOptions o = base;
+    o.tile_lanes = 2 * base.upcast;
+    c.push_back(o);
+  }
   if (base.bf16_tile > 0) { // a bfloat16 tile of float32's rows, not AMX's 16 x 32
     LowerOptions o = base;
     o.bf16_tile = 0;
