@@ -165,11 +165,11 @@ TEST_CASE("conv2d: one reduction over a strided window view, forward and backwar
   for (const tg::Program& p : padded.lowered) CHECK_FALSE(divides(p));
   // (28 columns: one tile of two vectors, the second from column 12; the same bits as INTERP)
   auto x28 = randn({N, C, 5, 28}).realize();
-  auto wide = tg::schedule({F::conv2d(x28, w, {}, 1, 1)}, avx512);
+  auto wide = tg::schedule({F::conv2d(x28, w, b, 1, 1)}, avx512);
   CHECK_MESSAGE(contains(wide.lowered.back().name.view(), "ru8x32t_"),
                 wide.lowered.back().name.view());
-  CHECK(F::conv2d(x28, w, {}, 1, 1).to_vector<float>() ==
-        F::conv2d(x28.to("INTERP"), w.to("INTERP"), {}, 1, 1).to_vector<float>());
+  CHECK(F::conv2d(x28, w, b, 1, 1).to_vector<float>() ==
+        F::conv2d(x28.to("INTERP"), w.to("INTERP"), b.to("INTERP"), 1, 1).to_vector<float>());
   // Backward (F::detail::ConvGrad): the padded input; dX, a convolution of the padded output
   // gradient; dW over groups of images from a channels-last copy of the output gradient, summed
   // over the images, and its view as [O, C, KH, KW] copied out (a step's optimizer reads it in

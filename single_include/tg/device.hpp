@@ -3383,8 +3383,9 @@ struct KernelFacts {
   bool contiguous_last = false; // every load inside a reduction reads "last" contiguously
   bool packable_last = false;   // ... or with a constant stride that pack_panels can copy
   bool masked_last = false, masked_row = false; // a view masks part of the axis
-  bool transposed = false;          // a load reads "last" with a stride and "row" contiguously
-  bool row_shared_epilogue = false; // every load outside the reductions is one for all rows
+  bool transposed = false;           // a load reads "last" with a stride and "row" contiguously
+  bool row_shared_epilogue = false;  // every load outside the reductions is one for all rows
+  bool lane_shared_epilogue = false; // ... one for all of "last" (a convolution's bias)
 };
 
 /// The choices for a kernel.
@@ -3531,15 +3532,17 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
     if (wide > lanes && (!k.is_const() || !o.panel_order(k.constant(), m.back().constant()) ||
                          m.back().constant() / wide >= 8))
       lanes = wide;
-    // an axis that two or three tiles of `upcast` cover, the last shifted back (28 columns: 0-15
-    // and 12-27), as one tile of those vectors: each broadcast of the other operand then feeds
-    // all of them (lower.hpp's tile_index; a 3x3 conv2d over 28 columns ran 1.1x faster)
-    const std::int64_t size = m.back().is_const() ? m.back().constant() : 0;
-    const std::int64_t whole = detail::tiles_of(size, o.upcast) * o.upcast;
-    if (lanes == o.upcast && !amx_tile && o.tile_tails && size > o.upcast && whole > size &&
-        whole <= o.tile_lanes)
-      lanes = whole;
   }
+  // an axis that two or three tiles of `upcast` cover, the last shifted back (28 columns: 0-15
+  // and 12-27), as one tile of those vectors: each broadcast of the other operand then feeds all
+  // of them (lower.hpp's tile_index; a 3x3 conv2d over 28 columns ran 1.1x faster); its
+  // epilogue may load one element per row (a convolution's bias)
+  const std::int64_t size = m.back().is_const() ? m.back().constant() : 0;
+  const std::int64_t whole = detail::tiles_of(size, o.upcast) * o.upcast;
+  if (rows > 1 && one_aligned && lanes == o.upcast && (float_reduction || widened) &&
+      (f.row_shared_epilogue || f.lane_shared_epilogue) && o.tile_tails && size > o.upcast &&
+      whole > size && whole <= o.tile_lanes)
+    lanes = whole;
   // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
   // then reads longer runs of each row it visits; with 32 vector registers (tile_lanes), float32
   // lanes widen 4x more while at least 8 column blocks are left to share among threads
@@ -4217,6 +4220,7 @@ private:
     f.contiguous_last = lanes_contiguous(last, false);
     f.packable_last = lanes_contiguous(last, true);
     f.masked_last = masked(last);
+    f.lane_shared_epilogue = shared_epilogue(last);
     f.transposed = transposed(m);
     if (m.size() >= 2) {
       f.row = last - 1;
@@ -4228,7 +4232,7 @@ private:
           }
       f.shared_row = shared_along(f.row);
       f.masked_row = masked(f.row);
-      f.row_shared_epilogue = row_shared_epilogue(f.row);
+      f.row_shared_epilogue = shared_epilogue(f.row);
     }
     return f;
   }
@@ -4267,14 +4271,14 @@ private:
     return false;
   }
   /// Whether every load of the kernel's epilogue (outside its reductions) reads one element for
-  /// all rows of a tile, merged output axis `row_axis`: a bias, not a relu mask. A 4 x 32 tile
+  /// all of merged output axis `axis` (a tile's rows: a bias, not a relu mask). A 4 x 32 tile
   /// whose epilogue loads a mask per element spills its 16 accumulators around the epilogue's
   /// scalar loads, compares and multiplies, and is slower than 4 x 16.
-  constexpr bool row_shared_epilogue(std::size_t row_axis) const {
+  constexpr bool shared_epilogue(std::size_t axis) const {
     for (std::size_t i = 1; i < space_trackers_[0].size(); ++i) { // [0]: the output's own
       const View& v = space_trackers_[0][i].views.back();
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
-        if (out_groups_[d] == int(row_axis) && !(v.strides[d] == 0 && !v.masked(d))) return false;
+        if (out_groups_[d] == int(axis) && !(v.strides[d] == 0 && !v.masked(d))) return false;
     }
     return true;
   }
@@ -5788,7 +5792,8 @@ struct CDialect : CFamily<CDialect> {
          "#ifdef __GNUC__\n#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
          "#else\n#include <math.h>\n#endif\n"
          "#if defined(__GNUC__) && !defined(__clang__)\n"
-         "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
+         "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\", "
+         "\"vect-cost-model=unlimited\")))\n"
          "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
          "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
          "#ifdef __GNUC__\n"
@@ -5886,7 +5891,10 @@ struct CDialect : CFamily<CDialect> {
   // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
   // lanes can), and GCC's loop vectorizer with the dynamic cost model spent seconds on one such
   // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
-  // except where the reduction was split into partial accumulators that vector lanes keep.
+  // except where the reduction was split into partial accumulators that vector lanes keep. Their
+  // SLP runs without a cost model: with it, GCC 12 left a tile's epilogue that adds one value per
+  // row (a convolution's bias) as scalar adds and stores (conv2d [32,16,28,28] with a bias, the
+  // kernel alone: 1.70-1.84 -> 1.36-1.40 ms; docs/performance.md).
   // GCC 12 miscompiles some loops with gated loads (a padded view) after if-converting and
   // vectorizing them: a [2, 3, 4] tensor padded to [2, 5, 5] over loops of 2 x 5 x 5 read its
   // rows 2 and 3 with an all-false mask (zeros). If-conversion is off in such kernels.

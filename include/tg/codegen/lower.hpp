@@ -648,6 +648,7 @@ private:
     f.contiguous_last = lanes_contiguous(last, false);
     f.packable_last = lanes_contiguous(last, true);
     f.masked_last = masked(last);
+    f.lane_shared_epilogue = shared_epilogue(last);
     f.transposed = transposed(m);
     if (m.size() >= 2) {
       f.row = last - 1;
@@ -659,7 +660,7 @@ private:
           }
       f.shared_row = shared_along(f.row);
       f.masked_row = masked(f.row);
-      f.row_shared_epilogue = row_shared_epilogue(f.row);
+      f.row_shared_epilogue = shared_epilogue(f.row);
     }
     return f;
   }
@@ -698,14 +699,14 @@ private:
     return false;
   }
   /// Whether every load of the kernel's epilogue (outside its reductions) reads one element for
-  /// all rows of a tile, merged output axis `row_axis`: a bias, not a relu mask. A 4 x 32 tile
+  /// all of merged output axis `axis` (a tile's rows: a bias, not a relu mask). A 4 x 32 tile
   /// whose epilogue loads a mask per element spills its 16 accumulators around the epilogue's
   /// scalar loads, compares and multiplies, and is slower than 4 x 16.
-  constexpr bool row_shared_epilogue(std::size_t row_axis) const {
+  constexpr bool shared_epilogue(std::size_t axis) const {
     for (std::size_t i = 1; i < space_trackers_[0].size(); ++i) { // [0]: the output's own
       const View& v = space_trackers_[0][i].views.back();
       for (std::size_t d = 0; d < out_groups_.size(); ++d)
-        if (out_groups_[d] == int(row_axis) && !(v.strides[d] == 0 && !v.masked(d))) return false;
+        if (out_groups_[d] == int(axis) && !(v.strides[d] == 0 && !v.masked(d))) return false;
     }
     return true;
   }

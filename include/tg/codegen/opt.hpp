@@ -147,8 +147,9 @@ struct KernelFacts {
   bool contiguous_last = false; // every load inside a reduction reads "last" contiguously
   bool packable_last = false;   // ... or with a constant stride that pack_panels can copy
   bool masked_last = false, masked_row = false; // a view masks part of the axis
-  bool transposed = false;          // a load reads "last" with a stride and "row" contiguously
-  bool row_shared_epilogue = false; // every load outside the reductions is one for all rows
+  bool transposed = false;           // a load reads "last" with a stride and "row" contiguously
+  bool row_shared_epilogue = false;  // every load outside the reductions is one for all rows
+  bool lane_shared_epilogue = false; // ... one for all of "last" (a convolution's bias)
 };
 
 /// The choices for a kernel.
@@ -295,15 +296,17 @@ constexpr Choices choose(const KernelFacts& f, const LowerOptions& given) {
     if (wide > lanes && (!k.is_const() || !o.panel_order(k.constant(), m.back().constant()) ||
                          m.back().constant() / wide >= 8))
       lanes = wide;
-    // an axis that two or three tiles of `upcast` cover, the last shifted back (28 columns: 0-15
-    // and 12-27), as one tile of those vectors: each broadcast of the other operand then feeds
-    // all of them (lower.hpp's tile_index; a 3x3 conv2d over 28 columns ran 1.1x faster)
-    const std::int64_t size = m.back().is_const() ? m.back().constant() : 0;
-    const std::int64_t whole = detail::tiles_of(size, o.upcast) * o.upcast;
-    if (lanes == o.upcast && !amx_tile && o.tile_tails && size > o.upcast && whole > size &&
-        whole <= o.tile_lanes)
-      lanes = whole;
   }
+  // an axis that two or three tiles of `upcast` cover, the last shifted back (28 columns: 0-15
+  // and 12-27), as one tile of those vectors: each broadcast of the other operand then feeds all
+  // of them (lower.hpp's tile_index; a 3x3 conv2d over 28 columns ran 1.1x faster); its
+  // epilogue may load one element per row (a convolution's bias)
+  const std::int64_t size = m.back().is_const() ? m.back().constant() : 0;
+  const std::int64_t whole = detail::tiles_of(size, o.upcast) * o.upcast;
+  if (rows > 1 && one_aligned && lanes == o.upcast && (float_reduction || widened) &&
+      (f.row_shared_epilogue || f.lane_shared_epilogue) && o.tile_tails && size > o.upcast &&
+      whole > size && whole <= o.tile_lanes)
+    lanes = whole;
   // without a tile, contiguous lanes widen: a reduction along a strided axis (a sum over axis 0)
   // then reads longer runs of each row it visits; with 32 vector registers (tile_lanes), float32
   // lanes widen 4x more while at least 8 column blocks are left to share among threads

@@ -765,7 +765,8 @@ struct CDialect : CFamily<CDialect> {
          "#ifdef __GNUC__\n#define NAN __builtin_nanf(\"\")\n#define INFINITY __builtin_inff()\n"
          "#else\n#include <math.h>\n#endif\n"
          "#if defined(__GNUC__) && !defined(__clang__)\n"
-         "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\")))\n"
+         "#define TG_REDUCE_KERNEL __attribute__((optimize(\"no-tree-loop-vectorize\", "
+         "\"vect-cost-model=unlimited\")))\n"
          "#define TG_GATED_KERNEL __attribute__((optimize(\"no-tree-loop-if-convert\")))\n"
          "#else\n#define TG_REDUCE_KERNEL\n#define TG_GATED_KERNEL\n#endif\n"
          "#ifdef __GNUC__\n"
@@ -863,7 +864,10 @@ struct CDialect : CFamily<CDialect> {
   // A reduce loop over floats cannot be vectorized under exact IEEE math (only SLP across upcast
   // lanes can), and GCC's loop vectorizer with the dynamic cost model spent seconds on one such
   // kernel (cfg cleanup after versioning a 16-lane reduce): it is turned off for these kernels,
-  // except where the reduction was split into partial accumulators that vector lanes keep.
+  // except where the reduction was split into partial accumulators that vector lanes keep. Their
+  // SLP runs without a cost model: with it, GCC 12 left a tile's epilogue that adds one value per
+  // row (a convolution's bias) as scalar adds and stores (conv2d [32,16,28,28] with a bias, the
+  // kernel alone: 1.70-1.84 -> 1.36-1.40 ms; docs/performance.md).
   // GCC 12 miscompiles some loops with gated loads (a padded view) after if-converting and
   // vectorizing them: a [2, 3, 4] tensor padded to [2, 5, 5] over loops of 2 x 5 x 5 read its
   // rows 2 and 3 with an all-false mask (zeros). If-conversion is off in such kernels.
