@@ -38,7 +38,7 @@ using Vec = std::vector<float>;
 /// Waits until the device has run what was queued (VULKAN batches launches, CUDA runs them on
 /// a stream).
 void sync(const std::string& dev) {
-  std::shared_ptr<tg::Device> d = tg::device(dev);
+  tg::Rc<tg::Device> d = tg::device(dev);
   if (auto* v = dynamic_cast<tg::VulkanDevice*>(d.get())) v->flush();
   if (auto* c = dynamic_cast<tg::CudaDevice*>(d.get())) c->synchronize();
   if (auto* w = dynamic_cast<tg::webgpu::WebGpuDevice*>(d.get())) w->synchronize();
@@ -245,7 +245,7 @@ std::vector<std::string> gpu_devices() {
   }
   for (const std::string& name : wanted) {
     try {
-      std::shared_ptr<tg::Device> d = tg::device(name);
+      tg::Rc<tg::Device> d = tg::device(name);
       std::string what = name;
       if (auto* v = dynamic_cast<tg::VulkanDevice*>(d.get())) what = v->description();
       if (auto* c = dynamic_cast<tg::CudaDevice*>(d.get())) what = c->description();

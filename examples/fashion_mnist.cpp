@@ -28,6 +28,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>

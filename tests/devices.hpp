@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,7 +60,7 @@ public:
     t.dialect = tg::Dialect::None;
     return t;
   }
-  std::vector<std::shared_ptr<tg::Runner>>
+  std::vector<tg::Rc<tg::Runner>>
   prepare(const std::vector<const tg::KernelCode*>& kernels) override {
     std::vector<Kernel> todo; // every kernel in both launch shapes of a reduction, not yet checked
     for (const tg::KernelCode* c : kernels)
@@ -90,7 +91,7 @@ public:
       check(batch);
       return 0;
     });
-    std::vector<std::shared_ptr<tg::Runner>> out;
+    std::vector<tg::Rc<tg::Runner>> out;
     for (const tg::KernelCode* c : kernels) {
       auto r = std::make_shared<tg::InterpRunner>(c->program);
       r->name = std::string(c->program.name.view());

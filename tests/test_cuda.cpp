@@ -115,7 +115,7 @@ const std::vector<tg::DType> kDtypes = {
 TEST_CASE("CUDA: available, or a clear reason why not (never skipped silently)") {
   std::string why;
   if (cuda_available(&why)) {
-    auto dev = std::dynamic_pointer_cast<tg::CudaDevice>(tg::device("CUDA"));
+    auto dev = tg::dynamic_pointer_cast<tg::CudaDevice>(tg::device("CUDA"));
     REQUIRE(dev);
     MESSAGE("CUDA: " << dev->description());
     return;

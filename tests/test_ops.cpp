@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <tg/tg.hpp>
 
+#include <tg/graph/sint_text.hpp>
 #include <tg/tensor/reduce_split.hpp>
 
 #include "devices.hpp" // every available device: CPU, INTERP, VULKAN, CUDA (or NVRTC checks)

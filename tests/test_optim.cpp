@@ -6,6 +6,7 @@
 #include <tg/tg.hpp>
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 namespace nn = tg::nn;

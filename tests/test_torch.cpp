@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include "devices.hpp"
+#include <tg/graph/sint_text.hpp>
 #include <tg/tg.hpp>
 
 #include <algorithm>

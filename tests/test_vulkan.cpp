@@ -24,10 +24,10 @@ using tg::Tensor;
 using tg::TensorOptions;
 
 /// The VULKAN device, or null (with the reason printed) when there is none here.
-std::shared_ptr<tg::VulkanDevice> vulkan() {
+tg::Rc<tg::VulkanDevice> vulkan() {
   tg_test::test_devices(); // validation on before the device opens
   try {
-    return std::dynamic_pointer_cast<tg::VulkanDevice>(tg::device("VULKAN"));
+    return tg::dynamic_pointer_cast<tg::VulkanDevice>(tg::device("VULKAN"));
   } catch (const std::exception& e) {
     MESSAGE("VULKAN is unavailable, skipping: " << e.what());
     return nullptr;
@@ -42,9 +42,9 @@ std::vector<float> iota(std::int64_t n, float scale = 1.0f) {
 
 /// Restores what a test changed on the device.
 struct CapsGuard {
-  std::shared_ptr<tg::VulkanDevice> dev;
+  tg::Rc<tg::VulkanDevice> dev;
   tg::vulkan::Caps saved;
-  explicit CapsGuard(std::shared_ptr<tg::VulkanDevice> d) : dev(std::move(d)), saved(dev->caps()) {}
+  explicit CapsGuard(tg::Rc<tg::VulkanDevice> d) : dev(std::move(d)), saved(dev->caps()) {}
   ~CapsGuard() { dev->caps() = saved; }
 };
 struct EnvGuard {

@@ -56,9 +56,9 @@ public:
     t.dialect = tg::Dialect::None;
     return t;
   }
-  std::vector<std::shared_ptr<tg::Runner>>
+  std::vector<tg::Rc<tg::Runner>>
   prepare(const std::vector<const tg::KernelCode*>& kernels) override {
-    std::vector<std::shared_ptr<tg::Runner>> out;
+    std::vector<tg::Rc<tg::Runner>> out;
     for (const tg::KernelCode* c : kernels) {
       tg::Target run = tg::Target::wgsl(); // its rewrites, on the program INTERP runs
       run.gpu = false;
@@ -96,7 +96,7 @@ std::vector<std::string> wgsl_devices() {
     std::vector<std::string> l{"WGSL"};
     std::string why = tg::device("WEBGPU")->unavailable_reason();
     if (why.empty()) {
-      auto d = std::dynamic_pointer_cast<tg::webgpu::WebGpuDevice>(tg::device("WEBGPU"));
+      auto d = tg::dynamic_pointer_cast<tg::webgpu::WebGpuDevice>(tg::device("WEBGPU"));
       std::printf("tg tests: WEBGPU: %s\n", d->description().c_str());
       l.push_back("WEBGPU");
     } else {
@@ -316,7 +316,7 @@ TEST_CASE("WGSL: float16 and bfloat16 bit for bit") {
 
 TEST_CASE("WEBGPU: float16 tensors are array<f16> where the adapter has shader-f16, else packed") {
   if (wgsl_devices().size() < 2) return; // (the reason is printed)
-  auto dev = std::dynamic_pointer_cast<tg::webgpu::WebGpuDevice>(tg::device("WEBGPU"));
+  auto dev = tg::dynamic_pointer_cast<tg::webgpu::WebGpuDevice>(tg::device("WEBGPU"));
   const char* ci = std::getenv("CI");
   if (ci && std::string(ci) == "true" && dev->backend() == "vulkan")
     CHECK_MESSAGE(dev->native_f16(), "lavapipe 25 has shader-f16: " << dev->description());
@@ -326,7 +326,7 @@ TEST_CASE("WEBGPU: float16 tensors are array<f16> where the adapter has shader-f
   Tensor hi = fi.cast(tg::float16).realize(), h = hi.to("WEBGPU"), f = fi.to("WEBGPU");
   const bool native = dev->native_f16();
   struct Restore {
-    std::shared_ptr<tg::webgpu::WebGpuDevice> d;
+    tg::Rc<tg::webgpu::WebGpuDevice> d;
     bool f16;
     ~Restore() { d->native_f16() = f16; }
   } restore{dev, native};
@@ -385,10 +385,10 @@ TEST_CASE("WGSL: 64-bit tensors and 64-bit integer arithmetic are refused, namin
 TEST_CASE("WEBGPU: the grid spills past the work-groups a dimension holds; limits refuse kernels "
           "and bound the work-group") {
   if (wgsl_devices().size() < 2) return; // (the reason is printed)
-  auto dev = std::dynamic_pointer_cast<tg::webgpu::WebGpuDevice>(tg::device("WEBGPU"));
+  auto dev = tg::dynamic_pointer_cast<tg::webgpu::WebGpuDevice>(tg::device("WEBGPU"));
   const tg::webgpu::api::Limits saved = dev->limits();
   struct Restore {
-    std::shared_ptr<tg::webgpu::WebGpuDevice> d;
+    tg::Rc<tg::webgpu::WebGpuDevice> d;
     tg::webgpu::api::Limits l;
     ~Restore() { d->limits() = l; }
   } restore{dev, saved};

@@ -6,23 +6,23 @@
 // Vulkan-Hpp headers (Debian: libvulkan-dev) it compiles anyway, and VULKAN reports why it is
 // unavailable.
 #include "tg.hpp"
+#include "util/rc.hpp"
 
 #if __has_include(<vulkan/vulkan.hpp>)
 #include "runtime/vulkan.hpp"
 
 namespace tg::detail {
-inline const bool vulkan_registered =
-    (register_device_family(
-         "VULKAN", [](int i) { return std::make_shared<VulkanDevice>(i); },
-         [] { return vulkan::device_count(); }),
-     true);
+inline const bool vulkan_registered = (register_device_family(
+                                           "VULKAN", [](int i) { return make_rc<VulkanDevice>(i); },
+                                           [] { return vulkan::device_count(); }),
+                                       true);
 } // namespace tg::detail
 #else
 namespace tg::detail {
 inline const bool vulkan_registered =
     (register_device("VULKAN",
                      [] {
-                       return std::make_shared<UnavailableDevice>(
+                       return make_rc<UnavailableDevice>(
                            "VULKAN", "this program was compiled without the Vulkan-Hpp headers "
                                      "(<vulkan/vulkan.hpp>; Debian: "
                                      "libvulkan-dev)");

@@ -149,7 +149,7 @@ public:
 private:
   Module& module_;
   double bucket_bytes_;
-  std::vector<std::weak_ptr<LazyNode>> averaged_; // the gradients the last average set
+  std::vector<WeakRc<LazyNode>> averaged_; // the gradients the last average set
   std::size_t hook_ = 0, buckets_ = 0;
   bool sync_ = true;
 };

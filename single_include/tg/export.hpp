@@ -62,6 +62,150 @@
 // (cvt.f16.f32; bfloat16 is decompose's), IEEE division intrinsics, and local memory (__shared__)
 // for group reductions.
 
+// ---- tg/graph/sint_text.hpp ----
+#ifndef TG_SI_TG_GRAPH_SINT_TEXT_HPP
+#define TG_SI_TG_GRAPH_SINT_TEXT_HPP
+// Symbolic integers and shapes as text (error messages, dumps, rendered sources). Apart from
+// sint.hpp so that the headers users include do not instantiate the text builder.
+#include <string>
+
+// ---- tg/util/text.hpp ----
+#ifndef TG_SI_TG_UTIL_TEXT_HPP
+#define TG_SI_TG_UTIL_TEXT_HPP
+// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
+#include <bit>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+namespace tg {
+
+class Text {
+public:
+  constexpr Text& operator<<(std::string_view s) {
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
+  constexpr Text& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  constexpr Text& operator<<(std::int64_t v) {
+    if (v < 0) {
+      buf_.push_back('-');
+      return write_unsigned(0 - static_cast<std::uint64_t>(v));
+    }
+    return write_unsigned(static_cast<std::uint64_t>(v));
+  }
+  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
+  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
+  constexpr Text& write_unsigned(std::uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+      tmp[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  constexpr Text& hex(std::uint64_t v) {
+    constexpr char digits[] = "0123456789abcdef";
+    char tmp[17];
+    int n = 0;
+    do {
+      tmp[n++] = digits[v & 15];
+      v >>= 4;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
+  constexpr Text& literal(double d) {
+    if (d != d) return *this << "NAN";
+    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
+    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
+    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
+      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
+      return *this << std::int64_t(d) << ".0";
+    }
+    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
+    if (bits >> 63) buf_.push_back('-');
+    int exp = int((bits >> 52) & 0x7ff);
+    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
+    *this << (exp ? "0x1." : "0x0.");
+    // 13 hex digits of mantissa, trailing zeros trimmed
+    char tmp[13];
+    for (int k = 12; k >= 0; --k) {
+      tmp[k] = "0123456789abcdef"[mant & 15];
+      mant >>= 4;
+    }
+    int last = 12;
+    while (last > 0 && tmp[last] == '0') --last;
+    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
+    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
+  }
+  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
+  constexpr std::size_t size() const { return buf_.size(); }
+  constexpr const std::vector<char>& chars() const { return buf_; }
+
+private:
+  std::vector<char> buf_;
+};
+
+/// FNV-1a, 64 bit: stable hashes for cache keys.
+constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_TEXT_HPP
+
+namespace tg {
+
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
+    }
+  }
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+/// A shape as error messages and dumps print it: [2, batch+1].
+inline std::string shape_str(const Shape& s) {
+  Text t;
+  write_shape(t, s);
+  return std::string(t.view());
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_SINT_TEXT_HPP
+
 // ---- tg/codegen/gpu_program.hpp ----
 #ifndef TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
 #define TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
@@ -979,7 +1123,6 @@ constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t
 // (codegen/decompose.hpp): a program reaches a renderer with every float -> integer conversion in
 // range, 16-bit floats as words of bits (except where the dialect converts them itself: CUDA's
 // float16), float exp2 as a polynomial and division made safe where the dialect's own is not.
-#include <limits>
 
 namespace tg {
 
@@ -2037,7 +2180,6 @@ constexpr Text render_cuda(const Program& gpu) { return CStyleRenderer::render<C
 #include <cstddef>
 #include <functional>
 #include <utility>
-#include <vector>
 
 namespace tg {
 
@@ -2153,8 +2295,6 @@ private:
 #include <cstdio>
 #include <cstring>
 #include <sstream>
-#include <string>
-#include <string_view>
 
 // ---- tg/runtime/env.hpp ----
 #ifndef TG_SI_TG_RUNTIME_ENV_HPP
@@ -8151,9 +8291,9 @@ inline AtomicStats& stats_storage() {
 namespace tg {
 
 /// Makes the device on its first use (tg::device, a tensor placed on it).
-using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+using DeviceFactory = std::function<Rc<Device>()>;
 /// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
-using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+using DeviceFamilyFactory = std::function<Rc<Device>(int index)>;
 
 /// Adds a device under that name (case-insensitive), replacing one registered before.
 TG_API void register_device(const std::string& name, DeviceFactory f);
@@ -8196,7 +8336,7 @@ namespace detail {
 struct DeviceRegistry {
   std::mutex m;
   std::map<std::string, DeviceFactory> factories;
-  std::map<std::string, std::shared_ptr<Device>> open;
+  std::map<std::string, Rc<Device>> open;
   std::map<std::string, std::pair<DeviceFamilyFactory, std::function<int()>>> families;
 };
 inline DeviceRegistry& registry() {
@@ -8220,7 +8360,7 @@ public:
   void copy_in(void*, const void*, std::size_t) override { alloc(0); }
   void copy_out(void*, const void*, std::size_t) override { alloc(0); }
   Target target() const override { return Target::portable(); }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>&) override {
     alloc(0);
     return {};
   }
@@ -8233,9 +8373,7 @@ inline void register_unavailable(const std::string& name, const std::string& rea
   auto& r = registry();
   std::lock_guard<std::mutex> g(r.m);
   if (!r.factories.count(name))
-    r.factories[name] = [name, reason] {
-      return std::make_shared<UnavailableDevice>(name, reason);
-    };
+    r.factories[name] = [name, reason] { return make_rc<UnavailableDevice>(name, reason); };
 }
 } // namespace detail
 
@@ -8321,7 +8459,6 @@ inline Target with_env(Target t) {
 // A fixed pool that runs one function over chunks of a range and waits for all of them.
 #include <chrono>
 #include <condition_variable>
-#include <cstdint>
 #include <exception>
 
 namespace tg {
@@ -8925,8 +9062,7 @@ public:
     return with_env(Target::cuda(o));
   }
 
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
     std::vector<const Program*> gpu; // (the kernels' own)
     std::vector<std::string> sources;
     for (const KernelCode* k : kernels) {
@@ -8936,7 +9072,7 @@ public:
     std::vector<Compiled> bins = parallel_map(gpu.size(), [&](std::size_t i) {
       return nvrtc_compile(sources[i], std::string(gpu[i]->name.view()), arch_);
     });
-    std::vector<std::shared_ptr<Runner>> out;
+    std::vector<Rc<Runner>> out;
     std::lock_guard<std::mutex> g(m_);
     current();
     Driver& d = Driver::get();
@@ -8950,7 +9086,7 @@ public:
       CUfunction fn = nullptr;
       d.check(d.cuModuleGetFunction(&fn, mod, std::string(gpu[i]->name.view()).c_str()),
               "cuModuleGetFunction");
-      auto runner = std::make_shared<CudaRunner>(this, mod, fn, *gpu[i]);
+      auto runner = make_rc<CudaRunner>(this, mod, fn, *gpu[i]);
       runner->name = std::string(gpu[i]->name.view());
       runner->source = sources[i];
       out.push_back(runner);
@@ -9061,7 +9197,6 @@ using cuda::CudaDevice;
 #define TG_SI_TG_STATE_SAFETENSORS_FORMAT_HPP
 // The safetensors format (state/safetensors.hpp): dtype codes, a small strict JSON parser, and
 // the header's validation.
-#include <bit>
 #include <unordered_set>
 
 namespace tg::safetensors {
@@ -9528,7 +9663,7 @@ inline Tensor from_bytes(const unsigned char* p, const TensorInfo& info,
   std::int64_t n = 1;
   for (std::int64_t d : info.shape) n *= d;
   auto d = tg::device(dev);
-  auto buf = std::make_shared<Buffer>(d, info.dtype, n);
+  auto buf = make_rc<Buffer>(d, info.dtype, n);
   std::size_t bytes = std::size_t(info.end - info.begin);
   if (info.dtype == DType::Bool) { // any nonzero byte is true
     std::vector<unsigned char> clean(p, p + bytes);
@@ -9626,7 +9761,6 @@ TG_API ScheduleInfo schedule(const std::vector<Tensor>& ts, const std::string& d
 // the device's compiler, then the launches. TG_DEBUG=2 prints the schedule, 3 the sources too, 4
 // the graph and the IR after each pass.
 #include <iostream>
-#include <memory>
 
 // ---- tg/engine/beam.hpp ----
 #ifndef TG_SI_TG_ENGINE_BEAM_HPP
@@ -9767,14 +9901,14 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
   std::vector<const KernelCode*> ptrs;
   for (const Program& p : lowered) programs.push_back(finish_kernel(p, target));
   for (const KernelCode& c : programs) ptrs.push_back(&c);
-  std::vector<std::shared_ptr<Runner>> runners = dev.prepare(ptrs);
+  std::vector<Rc<Runner>> runners = dev.prepare(ptrs);
   // scratch buffers of zeros: the outputs, then the kernel's inputs
   const Kernel& kernel = s.kernels[k];
   std::vector<int> nodes = kernel.outputs;
   nodes.insert(nodes.end(), kernel.inputs.begin(), kernel.inputs.end());
   std::vector<std::unique_ptr<Buffer>> scratch;
   std::vector<void*> bufs;
-  std::shared_ptr<Device> unowned(&dev, [](Device*) {});
+  Rc<Device> unowned{Rc<Device>(), &dev}; // not owned: the caller holds it
   for (int n : nodes) {
     std::int64_t numel = prod(g[n].shape).constant();
     if (numel == 0) return compile_kernel(g, s, k, target, log);
@@ -9806,14 +9940,14 @@ struct LazyNode; // (tensor/lazy.hpp)
 
 /// What a realize produces: a buffer for every node the caller asked to keep.
 struct Realized {
-  std::vector<std::shared_ptr<Buffer>> buffers; // per node (null where not kept)
+  std::vector<Rc<Buffer>> buffers; // per node (null where not kept)
 };
 
 namespace detail {
 /// One step of device work, as the JIT records it: a kernel launch, or a buffer copy.
 struct Launch {
-  std::shared_ptr<Runner> runner; // null: copy buffers[1] into buffers[0]
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  Rc<Runner> runner; // null: copy buffers[1] into buffers[0]
+  std::vector<Rc<Buffer>> buffers;
   std::vector<Var> vars; // the program's symbolic sizes, with their values at capture
   std::size_t copy_bytes = 0;
 };
@@ -9889,8 +10023,8 @@ struct Plan {
   MemoryPlan memory;
   std::vector<std::vector<Var>> vars;    // per kernel: the symbolic sizes it takes at launch
   std::vector<std::uint8_t> overlapping; // per kernel: Program::overlapping (never in place)
-  std::vector<std::shared_ptr<Runner>> runners;
-  std::shared_ptr<Device> device; // kept open while its runners may run (and its address unique)
+  std::vector<Rc<Runner>> runners;
+  Rc<Device> device; // kept open while its runners may run (and its address unique)
 };
 } // namespace detail
 
@@ -9949,9 +10083,9 @@ std::vector<KernelCode> compile_kernels(const Graph& g, const Schedule& s, const
   return kernels;
 }
 
-inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& keep,
-                                             const std::shared_ptr<Device>& dev, int debug) {
-  auto made = std::make_shared<Plan>();
+inline Rc<const Plan> make_plan(const Graph& g, const NodeFlags& keep, const Rc<Device>& dev,
+                                int debug) {
+  auto made = make_rc<Plan>();
   made->device = dev;
   const Target target = dev->target();
   auto plan = [&](auto& log) {
@@ -10087,10 +10221,10 @@ struct PlanKeyHash {
 /// one: realizing the same computation again (an eager training loop, a model called once per
 /// token) then skips fuse, lower, render and the kernel cache. TG_DEBUG >= 2 plans every realize
 /// afresh, so that each prints its schedule and programs.
-inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& keep,
-                                            const std::shared_ptr<Device>& dev, int debug) {
+inline Rc<const Plan> plan_for(const Graph& g, const NodeFlags& keep, const Rc<Device>& dev,
+                               int debug) {
   static std::mutex m;
-  static std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> plans;
+  static std::unordered_map<PlanKey, Rc<const Plan>, PlanKeyHash> plans;
   if (debug >= 2) return make_plan(g, keep, dev, debug);
   thread_local PlanKey key; // reused: a lookup that finds its plan allocates nothing
   plan_key(g, keep, *dev, key);
@@ -10112,9 +10246,9 @@ inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& kee
 
 /// Runs `g` on `dev`. `inputs[i]` backs graph buffer i; `keep[n]` marks results to return;
 /// `targets[n]`, when given and set, is the existing buffer node n's result must end up in.
-inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                              const NodeFlags& keep, const std::shared_ptr<Device>& dev,
-                              const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
+inline Realized realize_graph(const Graph& g, const std::vector<Rc<Buffer>>& inputs,
+                              const NodeFlags& keep, const Rc<Device>& dev,
+                              const std::vector<Rc<Buffer>>* targets = nullptr) {
   if (const detail::ExportTrace* e = detail::active_export())
     for (const auto& b : inputs)
       if (b && b->device.get() == e->placeholders) {
@@ -10141,7 +10275,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
 
   Realized out;
   out.buffers.assign(g.size(), nullptr);
-  std::vector<std::shared_ptr<Buffer>> temps(plan.slot_bytes.size());
+  std::vector<Rc<Buffer>> temps(plan.slot_bytes.size());
   // sizes: the bound values, or under capture the largest values the bounds allow
   auto size_of = [&](const SInt& s) {
     return capture ? s.max_value() : eval_sint(s, bound, values);
@@ -10150,9 +10284,8 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   std::vector<int> last_reader(g.size(), -1);
   for (std::size_t k = 0; k < s.kernels.size(); ++k)
     for (int in : s.kernels[k].inputs) last_reader[std::size_t(in)] = int(k);
-  std::vector<std::pair<std::shared_ptr<Buffer>, std::shared_ptr<Buffer>>>
-      copies; // (target, fresh)
-  auto in_place = [&](std::size_t k, const std::shared_ptr<Buffer>& target) {
+  std::vector<std::pair<Rc<Buffer>, Rc<Buffer>>> copies; // (target, fresh)
+  auto in_place = [&](std::size_t k, const Rc<Buffer>& target) {
     for (std::size_t i = 0; i < g.size(); ++i) {
       const Node& n = g.nodes[i];
       if (n.op != Op::Buffer || inputs[std::size_t(n.arg)] != target) continue;
@@ -10165,7 +10298,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     }
     return true;
   };
-  auto buffer_of = [&](int node) -> std::shared_ptr<Buffer> {
+  auto buffer_of = [&](int node) -> Rc<Buffer> {
     const Node& n = g[node];
     if (n.op == Op::Buffer) return inputs[std::size_t(n.arg)];
     if (plan.slot[std::size_t(node)] >= 0) return temps[std::size_t(plan.slot[std::size_t(node)])];
@@ -10176,23 +10309,19 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     for (int o : kern.outputs) {
       const Node& n = g[o];
       int slot = plan.slot[std::size_t(o)];
-      const std::shared_ptr<Buffer>* target = targets ? &(*targets)[std::size_t(o)] : nullptr;
+      const Rc<Buffer>* target = targets ? &(*targets)[std::size_t(o)] : nullptr;
       if (target && *target) {
         if (in_place(k, *target)) {
           out.buffers[std::size_t(o)] = *target;
         } else {
-          out.buffers[std::size_t(o)] =
-              std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
+          out.buffers[std::size_t(o)] = make_rc<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
           copies.push_back({*target, out.buffers[std::size_t(o)]});
         }
       } else if (slot >= 0) {
         auto& t = temps[std::size_t(slot)];
-        if (!t)
-          t = std::make_shared<Buffer>(dev, DType::UInt8,
-                                       size_of(plan.slot_bytes[std::size_t(slot)]));
+        if (!t) t = make_rc<Buffer>(dev, DType::UInt8, size_of(plan.slot_bytes[std::size_t(slot)]));
       } else {
-        out.buffers[std::size_t(o)] =
-            std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
+        out.buffers[std::size_t(o)] = make_rc<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
       }
     }
     if (prod(g[kern.root].shape).eval() == 0) continue;
@@ -10246,9 +10375,9 @@ namespace tg::detail {
 /// The Graph for a set of lazy targets, with what realizing it needs.
 struct GraphBuild {
   Graph graph;
-  std::vector<LazyPtr> order;                  // graph node i <- order[i]
-  std::vector<std::shared_ptr<Buffer>> inputs; // graph buffer i
-  NodeFlags keep;                              // results that outlive the realize
+  std::vector<LazyPtr> order;     // graph node i <- order[i]
+  std::vector<Rc<Buffer>> inputs; // graph buffer i
+  NodeFlags keep;                 // results that outlive the realize
   std::string device;
 };
 
@@ -10300,7 +10429,7 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
   if (todo.empty()) return b;
   b.device = todo[0]->device;
 
-  // Topological order, iteratively (graphs can be deep). The stack points at the shared_ptrs in
+  // Topological order, iteratively (graphs can be deep). The stack points at the Rcs in
   // `todo` and in the nodes' `src`, which stay put while the graph is built.
   NodeIndex index;
   std::vector<std::pair<const LazyPtr*, std::size_t>> stack;
@@ -10640,13 +10769,13 @@ public:
                        "to_vector() of an input): an exported method is one graph with no host "
                        "read in the middle");
   }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>&) override {
     throw export_error("tg.export: a placeholder input cannot run kernels");
   }
 };
 
-inline const std::shared_ptr<ExportPlaceholders>& export_placeholders() {
-  static const auto d = std::make_shared<ExportPlaceholders>();
+inline const Rc<ExportPlaceholders>& export_placeholders() {
+  static const auto d = make_rc<ExportPlaceholders>();
   return d;
 }
 
@@ -10687,7 +10816,7 @@ inline ExportedMethod trace_method(const ExportSpec& spec, const ExportMethod& m
       shape.push_back(sym(dim.name, dim.lo, dim.hi, std::max(dim.lo, dim.hi - below)));
     }
     Tensor t = Tensor::make(Op::Buffer, in.dtype, shape, {}, device);
-    t.lazy()->buffer = std::make_shared<Buffer>(placeholders, in.dtype, 1);
+    t.lazy()->buffer = make_rc<Buffer>(placeholders, in.dtype, 1);
     arg_buffers.push_back(t.lazy()->buffer.get());
     args.push_back(t);
     out.input_shapes.push_back(shape);
@@ -12609,7 +12738,7 @@ public:
         throw export_error(where + d.name + " = " + std::to_string(it->second) + " is outside [" +
                            std::to_string(d.lo) + ", " + std::to_string(d.hi) + "]");
     }
-    const std::shared_ptr<Device> dev = tg::device(device_);
+    const Rc<Device> dev = tg::device(device_);
     std::vector<Tensor> in, out;
     for (const Tensor& x : inputs) in.push_back(detail::as_buffer(x.to(device_)));
     for (const IO& io : m.outputs) {
@@ -12617,9 +12746,9 @@ public:
       for (const std::string& s : io.shape) shape.push_back(detail::eval_export_size(s, dims));
       out.push_back(detail::as_buffer(Tensor::full_on(shape, 0, io.dtype, device_)));
     }
-    std::vector<std::shared_ptr<Buffer>> temps;
+    std::vector<Rc<Buffer>> temps;
     for (const std::string& bytes : m.temporaries)
-      temps.push_back(std::make_shared<Buffer>(
+      temps.push_back(make_rc<Buffer>(
           dev, DType::UInt8, std::max<std::int64_t>(detail::eval_export_size(bytes, dims), 1)));
     for (std::size_t li = 0; li < m.launches.size(); ++li) {
       const ExportLaunch& l = m.launches[li];
@@ -12661,7 +12790,7 @@ private:
   std::vector<ExportDim> dims_;
   std::vector<Tensor> weights_;
   std::vector<KernelCode> kernels_;
-  std::vector<std::shared_ptr<Runner>> runners_;
+  std::vector<Rc<Runner>> runners_;
   std::vector<Method> methods_;
 };
 
@@ -12678,7 +12807,7 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
 
   ExportedModel model;
   model.device_ = device.empty() ? default_device() : device;
-  const std::shared_ptr<Device> dev = tg::device(model.device_);
+  const Rc<Device> dev = tg::device(model.device_);
   const Dialect want = dev->target().dialect;
   const char* dialect = want == Dialect::C      ? "c"
                         : want == Dialect::Wgsl ? "wgsl"

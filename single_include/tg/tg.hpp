@@ -29,7 +29,261 @@
 #include <iosfwd>
 #include <optional>
 #include <span>
-#include <variant>
+
+// ---- tg/util/rc.hpp ----
+#ifndef TG_SI_TG_UTIL_RC_HPP
+#define TG_SI_TG_UTIL_RC_HPP
+// tg::Rc: the reference-counted pointer that tensors, buffers and devices are held by (what
+// libtorch's c10::intrusive_ptr is to its tensors). It has std::shared_ptr's semantics for what
+// tg uses — shared ownership with an atomic count, conversion to a base or const, weak references,
+// make_rc as make_shared — and exists because <memory> costs every translation unit that includes
+// tg.hpp about 0.2 s with Clang (libstdc++ 12 includes <ostream> there in C++20).
+//
+// An Rc adopts a std::shared_ptr (or any pointer-like with get() and element_type) implicitly, so
+// code that makes devices or schedulers with std::make_shared passes them on unchanged.
+#include <cstddef>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#endif
+
+namespace tg {
+
+namespace detail {
+
+/// True while the process has one thread (glibc's flag, which libstdc++'s shared_ptr reads too):
+/// the counts need no atomic instruction then, which makes building a small graph 3% faster.
+inline bool rc_single_threaded() noexcept {
+#if __has_include(<sys/single_threaded.h>)
+  return __libc_single_threaded;
+#else
+  return false;
+#endif
+}
+
+/// The counts shared by an object's Rcs and WeakRcs, in one word: the strong count in the low
+/// half, and in the high half the weak references plus one for all the strong ones together. The
+/// object is destroyed when the strong count reaches zero, the block when the high half does.
+/// One word lets the last owner with no weak reference free both after a load (as libstdc++).
+struct RcBlock {
+  using Word = unsigned long long;
+  static constexpr Word kStrong = 1, kWeak = Word(1) << 32, kStrongMask = kWeak - 1;
+  Word counts = kStrong + kWeak;
+  virtual ~RcBlock() = default;
+  /// Destroys the object (the strong count reached zero).
+  virtual void dispose() noexcept = 0;
+
+  /// counts += d; the old value.
+  Word fetch_add(Word d) noexcept {
+    if (rc_single_threaded()) return std::exchange(counts, counts + d);
+    return __atomic_fetch_add(&counts, d, __ATOMIC_ACQ_REL);
+  }
+  void retain() noexcept {
+    if (rc_single_threaded())
+      counts += kStrong;
+    else
+      __atomic_fetch_add(&counts, kStrong, __ATOMIC_RELAXED);
+  }
+  void release() noexcept {
+    // alone: no other owner can copy it and no weak reference can lock it
+    if (__atomic_load_n(&counts, __ATOMIC_ACQUIRE) == kStrong + kWeak)
+      destroy();
+    else if ((fetch_add(Word(0) - kStrong) & kStrongMask) == 1)
+      last_release();
+  }
+  // out of line, so that release() is small enough to inline everywhere
+  [[gnu::noinline]] void destroy() noexcept {
+    dispose();
+    delete this;
+  }
+  [[gnu::noinline]] void last_release() noexcept {
+    dispose();
+    weak_release();
+  }
+  void weak_retain() noexcept { fetch_add(kWeak); }
+  void weak_release() noexcept {
+    if (fetch_add(Word(0) - kWeak) == kWeak) delete this;
+  }
+  /// A strong reference from a weak one, unless the object is gone.
+  bool try_retain() noexcept {
+    Word c = __atomic_load_n(&counts, __ATOMIC_RELAXED);
+    while ((c & kStrongMask) != 0) {
+      if (rc_single_threaded()) {
+        counts = c + kStrong;
+        return true;
+      }
+      if (__atomic_compare_exchange_n(&counts, &c, c + kStrong, true, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_RELAXED))
+        return true;
+    }
+    return false;
+  }
+  long count() const noexcept {
+    return long(__atomic_load_n(&counts, __ATOMIC_RELAXED) & kStrongMask);
+  }
+};
+
+/// The object in the block (make_rc: one allocation).
+template <class T> struct RcInline final : RcBlock {
+  alignas(T) unsigned char storage[sizeof(T)];
+  T* get() noexcept { return std::launder(reinterpret_cast<T*>(storage)); }
+  void dispose() noexcept override { get()->~T(); }
+};
+/// An object allocated with new.
+template <class T> struct RcOwned final : RcBlock {
+  T* p;
+  explicit RcOwned(T* q) : p(q) {}
+  void dispose() noexcept override { delete p; }
+};
+/// Another owner (a std::shared_ptr), kept until the last Rc goes.
+template <class P> struct RcAdopted final : RcBlock {
+  P p;
+  explicit RcAdopted(P q) : p(std::move(q)) {}
+  void dispose() noexcept override { p = P(); }
+};
+
+template <class P, class T>
+concept adoptable_pointer = requires(const P& p) {
+  typename P::element_type;
+  { p.get() } -> std::convertible_to<T*>;
+} && !requires { typename P::rc_tag; };
+
+} // namespace detail
+
+template <class T> class WeakRc;
+
+template <class T> class Rc {
+public:
+  using element_type = T;
+  using rc_tag = void;
+
+  constexpr Rc() noexcept = default;
+  constexpr Rc(std::nullptr_t) noexcept {} // NOLINT: converts like std::shared_ptr
+  /// Owns `p`, allocated with new.
+  template <class U, std::enable_if_t<std::is_convertible_v<U*, T*>, int> = 0>
+  explicit Rc(U* p) : p_(p) {
+    try {
+      if (p) b_ = new detail::RcOwned<U>(p);
+    } catch (...) {
+      delete p;
+      throw;
+    }
+  }
+  /// Shares what another owner (a std::shared_ptr) owns, which it keeps until the last Rc goes.
+  template <class P>
+    requires detail::adoptable_pointer<std::remove_cvref_t<P>, T>
+  Rc(P&& other) // NOLINT: converts like std::shared_ptr from std::unique_ptr
+      : p_(other.get()) {
+    if (p_) b_ = new detail::RcAdopted<std::remove_cvref_t<P>>(std::forward<P>(other));
+  }
+  Rc(const Rc& o) noexcept : p_(o.p_), b_(o.b_) {
+    if (b_) b_->retain();
+  }
+  Rc(Rc&& o) noexcept : p_(std::exchange(o.p_, nullptr)), b_(std::exchange(o.b_, nullptr)) {}
+  template <class U, std::enable_if_t<std::is_convertible_v<U*, T*>, int> = 0>
+  Rc(const Rc<U>& o) noexcept : p_(o.p_), b_(o.b_) { // NOLINT: converts to a base
+    if (b_) b_->retain();
+  }
+  template <class U, std::enable_if_t<std::is_convertible_v<U*, T*>, int> = 0>
+  Rc(Rc<U>&& o) noexcept // NOLINT: converts to a base
+      : p_(std::exchange(o.p_, nullptr)), b_(std::exchange(o.b_, nullptr)) {}
+  /// Shares `o`'s object but points at `p` (std::shared_ptr's aliasing constructor).
+  template <class U> Rc(const Rc<U>& o, T* p) noexcept : p_(p), b_(o.b_) {
+    if (b_) b_->retain();
+  }
+  ~Rc() {
+    if (b_) b_->release();
+  }
+  Rc& operator=(Rc o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(b_, o.b_);
+    return *this;
+  }
+  void reset() noexcept { Rc().swap(*this); }
+  void swap(Rc& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(b_, o.b_);
+  }
+
+  T* get() const noexcept { return p_; }
+  T& operator*() const noexcept { return *p_; }
+  T* operator->() const noexcept { return p_; }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+  /// How many Rcs share the object (0 when empty).
+  long use_count() const noexcept { return b_ ? b_->count() : 0; }
+
+  template <class U> bool operator==(const Rc<U>& o) const noexcept { return p_ == o.get(); }
+  bool operator==(std::nullptr_t) const noexcept { return p_ == nullptr; }
+
+private:
+  template <class U> friend class Rc;
+  template <class U> friend class WeakRc;
+  template <class U, class... A> friend Rc<U> make_rc(A&&... args);
+  Rc(T* p, detail::RcBlock* b) noexcept : p_(p), b_(b) {}
+
+  T* p_ = nullptr;
+  detail::RcBlock* b_ = nullptr;
+};
+
+/// A new T shared by Rcs, allocated with its counts (std::make_shared).
+template <class T, class... A> Rc<T> make_rc(A&&... args) {
+  auto* b = new detail::RcInline<T>;
+  try {
+    ::new (static_cast<void*>(b->storage)) T(std::forward<A>(args)...);
+  } catch (...) {
+    delete b;
+    throw;
+  }
+  return Rc<T>(b->get(), b);
+}
+
+/// std::dynamic_pointer_cast for Rc.
+template <class T, class U> Rc<T> dynamic_pointer_cast(const Rc<U>& r) noexcept {
+  if (T* p = dynamic_cast<T*>(r.get())) return Rc<T>(r, p);
+  return nullptr;
+}
+/// std::static_pointer_cast for Rc.
+template <class T, class U> Rc<T> static_pointer_cast(const Rc<U>& r) noexcept {
+  return Rc<T>(r, static_cast<T*>(r.get()));
+}
+
+/// A reference that does not keep the object alive (std::weak_ptr).
+template <class T> class WeakRc {
+public:
+  constexpr WeakRc() noexcept = default;
+  WeakRc(const Rc<T>& r) noexcept : p_(r.p_), b_(r.b_) { // NOLINT: converts like std::weak_ptr
+    if (b_) b_->weak_retain();
+  }
+  WeakRc(const WeakRc& o) noexcept : p_(o.p_), b_(o.b_) {
+    if (b_) b_->weak_retain();
+  }
+  WeakRc(WeakRc&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), b_(std::exchange(o.b_, nullptr)) {}
+  ~WeakRc() {
+    if (b_) b_->weak_release();
+  }
+  WeakRc& operator=(WeakRc o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(b_, o.b_);
+    return *this;
+  }
+  /// The object, or an empty Rc once it is gone.
+  Rc<T> lock() const noexcept {
+    if (b_ && b_->try_retain()) return Rc<T>(p_, b_);
+    return nullptr;
+  }
+  bool expired() const noexcept { return !b_ || b_->count() == 0; }
+
+private:
+  T* p_ = nullptr;
+  detail::RcBlock* b_ = nullptr;
+};
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_RC_HPP
 
 // ---- tg/tensor/lazy.hpp ----
 #ifndef TG_SI_TG_TENSOR_LAZY_HPP
@@ -44,7 +298,6 @@
 #define TG_SI_TG_ENGINE_TRACE_HPP
 // What the run-time front end reads of the engine's state while tg::jit records a call or
 // tg::export_model traces a method (realize.hpp, jit.hpp and export/ set it).
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,7 +315,7 @@ struct ExportTrace {
   const Device* placeholders = nullptr;
   std::string method;
   struct Assign {
-    std::shared_ptr<LazyNode> target, value;
+    Rc<LazyNode> target, value;
     int call = 0; // which tg::assign call of the method
   };
   std::vector<Assign> assigns;
@@ -103,101 +356,6 @@ inline Trace*& active_trace() {
 #include <array>
 #include <cstdint>
 #include <string_view>
-
-// ---- tg/util/text.hpp ----
-#ifndef TG_SI_TG_UTIL_TEXT_HPP
-#define TG_SI_TG_UTIL_TEXT_HPP
-// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
-#include <bit>
-#include <limits>
-
-namespace tg {
-
-class Text {
-public:
-  constexpr Text& operator<<(std::string_view s) {
-    buf_.insert(buf_.end(), s.begin(), s.end());
-    return *this;
-  }
-  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
-  constexpr Text& operator<<(char c) {
-    buf_.push_back(c);
-    return *this;
-  }
-  constexpr Text& operator<<(std::int64_t v) {
-    if (v < 0) {
-      buf_.push_back('-');
-      return write_unsigned(0 - static_cast<std::uint64_t>(v));
-    }
-    return write_unsigned(static_cast<std::uint64_t>(v));
-  }
-  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
-  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
-  constexpr Text& write_unsigned(std::uint64_t v) {
-    char tmp[24];
-    int n = 0;
-    do {
-      tmp[n++] = char('0' + v % 10);
-      v /= 10;
-    } while (v);
-    while (n) buf_.push_back(tmp[--n]);
-    return *this;
-  }
-  constexpr Text& hex(std::uint64_t v) {
-    constexpr char digits[] = "0123456789abcdef";
-    char tmp[17];
-    int n = 0;
-    do {
-      tmp[n++] = digits[v & 15];
-      v >>= 4;
-    } while (v);
-    while (n) buf_.push_back(tmp[--n]);
-    return *this;
-  }
-  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
-  constexpr Text& literal(double d) {
-    if (d != d) return *this << "NAN";
-    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
-    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
-    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
-      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
-      return *this << std::int64_t(d) << ".0";
-    }
-    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
-    if (bits >> 63) buf_.push_back('-');
-    int exp = int((bits >> 52) & 0x7ff);
-    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
-    *this << (exp ? "0x1." : "0x0.");
-    // 13 hex digits of mantissa, trailing zeros trimmed
-    char tmp[13];
-    for (int k = 12; k >= 0; --k) {
-      tmp[k] = "0123456789abcdef"[mant & 15];
-      mant >>= 4;
-    }
-    int last = 12;
-    while (last > 0 && tmp[last] == '0') --last;
-    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
-    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
-  }
-  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
-  constexpr std::size_t size() const { return buf_.size(); }
-  constexpr const std::vector<char>& chars() const { return buf_; }
-
-private:
-  std::vector<char> buf_;
-};
-
-/// FNV-1a, 64 bit: stable hashes for cache keys.
-constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-} // namespace tg
-#endif // TG_SI_TG_UTIL_TEXT_HPP
 
 namespace tg {
 
@@ -375,40 +533,6 @@ constexpr Shape contiguous_strides(const Shape& shape) {
   return st;
 }
 
-namespace detail {
-constexpr void write_sint(Text& t, const SInt& d) {
-  if (d.is_const()) {
-    t << d.constant();
-    return;
-  }
-  bool first = true;
-  for (const Term& term : d.terms()) {
-    if (!first) t << '+';
-    first = false;
-    if (term.coef != 1) t << term.coef << '*';
-    for (std::size_t k = 0; k < term.vars.size(); ++k) {
-      if (k) t << '*';
-      t << term.vars[k].name.view();
-    }
-  }
-  if (d.constant()) t << '+' << d.constant();
-}
-constexpr void write_shape(Text& t, const Shape& s) {
-  t << '[';
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i) t << ", ";
-    write_sint(t, s[i]);
-  }
-  t << ']';
-}
-/// A shape as error messages and dumps print it: [2, batch+1].
-inline std::string shape_str(const Shape& s) {
-  Text t;
-  write_shape(t, s);
-  return std::string(t.view());
-}
-} // namespace detail
-
 } // namespace tg
 #endif // TG_SI_TG_GRAPH_SINT_HPP
 
@@ -485,12 +609,13 @@ constexpr Shape moved_shape(const Shape& s, const Movement& m) {
 #ifndef TG_SI_TG_GRAPH_OP_HPP
 #define TG_SI_TG_GRAPH_OP_HPP
 // The primitive ops of the Graph and the scalars its constants hold.
+#include <limits>
 
 // ---- tg/graph/dtype.hpp ----
 #ifndef TG_SI_TG_GRAPH_DTYPE_HPP
 #define TG_SI_TG_GRAPH_DTYPE_HPP
 // Data types, their sizes and names, PyTorch type promotion, and the 16-bit float storage types.
-#include <type_traits>
+#include <bit>
 
 namespace tg {
 
@@ -1022,18 +1147,17 @@ public:
   virtual Target target() const = 0;
   /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
   /// runner each.
-  virtual std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) = 0;
+  virtual std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) = 0;
 };
 
 /// Device memory owned by a tensor.
 struct Buffer {
-  std::shared_ptr<Device> device;
+  Rc<Device> device;
   DType dtype;
   std::int64_t numel;
   void* ptr = nullptr;
   /// Allocates numel elements of dtype t on d.
-  TG_API Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n);
+  TG_API Buffer(Rc<Device> d, DType t, std::int64_t n);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   TG_API ~Buffer();
@@ -1041,7 +1165,7 @@ struct Buffer {
 };
 
 /// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
-TG_API std::shared_ptr<Device> device(const std::string& requested);
+TG_API Rc<Device> device(const std::string& requested);
 
 struct DeviceInfo {
   std::string name;
@@ -1078,10 +1202,10 @@ struct CustomGrad {
 /// How a node that requires grad was made (kept apart from `src`, which realize clears).
 struct GradRecord {
   Op op;
-  std::vector<std::shared_ptr<LazyNode>> parents;
+  std::vector<Rc<LazyNode>> parents;
   std::vector<Movement> moves;
   std::vector<int> axes;
-  std::shared_ptr<const CustomGrad> custom = nullptr; // set: it gives the parents' gradients
+  Rc<const CustomGrad> custom = nullptr; // set: it gives the parents' gradients
 };
 
 struct LazyNode {
@@ -1089,15 +1213,15 @@ struct LazyNode {
   DType dtype = DType::Float32;
   Shape shape;
   std::string device;
-  std::vector<std::shared_ptr<LazyNode>> src;
+  std::vector<Rc<LazyNode>> src;
   std::vector<Movement> moves;
   std::vector<int> axes;
   Scalar value;
-  std::shared_ptr<Buffer> buffer; // set when op == Buffer
+  Rc<Buffer> buffer; // set when op == Buffer
   // autograd
   bool requires_grad = false;
-  std::shared_ptr<GradRecord> grad_fn; // null for leaves
-  std::shared_ptr<LazyNode> grad;      // accumulated by backward() on leaves
+  Rc<GradRecord> grad_fn; // null for leaves
+  Rc<LazyNode> grad;      // accumulated by backward() on leaves
   // a constant made from a C++ number in the user's code: the op and the call site, which
   // tg::jit names when a replay would repeat a value that changed
   const char* made_by = nullptr;
@@ -1119,7 +1243,7 @@ struct no_grad {
   no_grad& operator=(const no_grad&) = delete;
 };
 inline bool grad_enabled() { return detail::no_grad_depth() == 0; }
-using LazyPtr = std::shared_ptr<LazyNode>;
+using LazyPtr = Rc<LazyNode>;
 
 namespace detail {
 
@@ -1168,11 +1292,14 @@ struct Slice {
   std::optional<std::int64_t> start, stop;
   std::int64_t step = 1;
 };
-/// An integer (removes the axis) or a Slice.
+/// An integer (removes the axis) or a Slice. (Not a std::variant: <variant> would cost every
+/// file that includes tg.hpp its parse.)
 struct Index {
-  std::variant<std::int64_t, Slice> v;
-  template <std::integral I> Index(I i) : v(std::int64_t(i)) {}
-  Index(Slice s) : v(s) {}
+  std::int64_t i = 0; // when !is_slice
+  Slice slice;        // when is_slice
+  bool is_slice = false;
+  template <std::integral I> Index(I i_) : i(std::int64_t(i_)) {}
+  Index(Slice s) : slice(s), is_slice(true) {}
 };
 
 class Tensor;
@@ -1503,8 +1630,7 @@ public:
   Tensor move(Movement m) const;
   /// This tensor (computed under no_grad) with a gradient rule of its own: `rule` gives the
   /// gradients of `parents` from this tensor's (a no-op when none of them requires grad).
-  Tensor with_grad_rule(const std::vector<Tensor>& parents,
-                        std::shared_ptr<const CustomGrad> rule) const;
+  Tensor with_grad_rule(const std::vector<Tensor>& parents, Rc<const CustomGrad> rule) const;
   /// A View node for `moves` applied in order (`out`: the shape after the last), composed with
   /// the view below as move() does; the moves are moved from.
   Tensor append_moves(Shape out, std::span<Movement> moves) const;
@@ -1547,8 +1673,7 @@ TG_API void manual_seed(std::uint64_t seed);
 #ifndef TG_SI_TG_UTIL_FUNCTION_HPP
 #define TG_SI_TG_UTIL_FUNCTION_HPP
 // Type-erased callables for the light headers, which keep <functional> out: it costs a Clang
-// translation unit about 0.4 s, more than the rest of what tg.hpp adds to <memory> and <string>.
-#include <utility>
+// translation unit about 0.4 s, as much as all the standard headers tg.hpp needs.
 
 namespace tg::detail {
 
@@ -1563,7 +1688,7 @@ template <class R, class... A> class FunctionRef<R(A...)> {
 public:
   template <class F, std::enable_if_t<callable_as<F, FunctionRef, R, A...>, int> = 0>
   FunctionRef(F&& f) // NOLINT: converts like std::function
-      : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+      : obj_(const_cast<void*>(static_cast<const void*>(__builtin_addressof(f)))),
         call_([](void* o, A... a) -> R {
           return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<A>(a)...);
         }) {}
@@ -1581,30 +1706,33 @@ public:
   Function() = default;
   template <class F, std::enable_if_t<callable_as<F, Function, R, A...>, int> = 0>
   Function(F&& f) // NOLINT: converts like std::function
-      : p_(std::make_unique<Holder<std::decay_t<F>>>(std::forward<F>(f))) {}
+      : p_(new Holder<std::decay_t<F>>(std::forward<F>(f))) {}
   Function(const Function& o) : p_(o.p_ ? o.p_->clone() : nullptr) {}
-  Function(Function&&) noexcept = default;
+  Function(Function&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   Function& operator=(Function o) noexcept {
-    p_ = std::move(o.p_);
+    std::swap(p_, o.p_);
     return *this;
   }
+  ~Function() { delete p_; }
   explicit operator bool() const { return p_ != nullptr; }
   /// Calls it (it must be set).
   R operator()(A... a) const { return p_->call(std::forward<A>(a)...); }
 
 private:
+  // An owning raw pointer: std::unique_ptr's header costs a Clang translation unit about 0.2 s
+  // (libstdc++ 12 includes <ostream> there).
   struct Base {
     virtual ~Base() = default;
     virtual R call(A... a) = 0;
-    virtual std::unique_ptr<Base> clone() const = 0;
+    virtual Base* clone() const = 0;
   };
   template <class F> struct Holder final : Base {
     F f;
     template <class G> explicit Holder(G&& g) : f(std::forward<G>(g)) {}
     R call(A... a) override { return f(std::forward<A>(a)...); }
-    std::unique_ptr<Base> clone() const override { return std::make_unique<Holder>(f); }
+    Base* clone() const override { return new Holder(f); }
   };
-  std::unique_ptr<Base> p_;
+  Base* p_ = nullptr;
 };
 
 } // namespace tg::detail
@@ -1710,9 +1838,8 @@ template <Arithmetic E>
 Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions o, Loc loc) {
   detail::fill_shape(shape, data.size(), loc);
   if constexpr (std::is_same_v<E, bool>) { // std::vector<bool> is packed: it has no data()
-    std::unique_ptr<bool[]> flat(new bool[data.size()]);
-    std::copy(data.begin(), data.end(), flat.get());
-    return from_data(static_cast<const bool*>(flat.get()), std::move(shape), o, loc);
+    std::vector<unsigned char> flat(data.begin(), data.end());
+    return detail::upload(flat.data(), dtype_of<bool>, std::move(shape), o, loc);
   } else {
     return from_data(data.data(), std::move(shape), o, loc);
   }
@@ -1722,7 +1849,7 @@ template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc loc) const {
   using H = detail::transfer_t<E>;
   std::vector<unsigned char> host = detail::download(*this, dtype_of<H>, loc);
   if constexpr (std::is_same_v<E, bool>) { // std::vector<bool> is packed: it has no data()
-    return std::vector<bool>(host.begin(), host.end());
+    return std::vector<E>(host.begin(), host.end());
   } else {
     std::vector<H> values(host.size() / sizeof(H));
     std::memcpy(values.data(), host.data(), host.size());
@@ -1805,7 +1932,7 @@ public:
 
 private:
   struct State;
-  std::shared_ptr<State> s_;
+  Rc<State> s_;
 };
 } // namespace detail
 
@@ -1911,8 +2038,8 @@ template <class F> Jit<F> jit(F f) { return Jit<F>(std::move(f)); }
 // Registrations record where a member lies inside its module (an offset from the module), so
 // modules can be copied and moved: a copy shares its parameters' storage (tensors are handles),
 // like assigning a torch module to a second name. Members registered by reference must be data
-// members of the module itself; modules held on the heap are registered as std::shared_ptr
-// (ModuleList and Sequential do this).
+// members of the module itself; modules held on the heap are registered by a shared pointer
+// (std::shared_ptr or tg::Rc; ModuleList and Sequential do this).
 
 // ---- tg/state/state_dict.hpp ----
 #ifndef TG_SI_TG_STATE_STATE_DICT_HPP
@@ -2401,11 +2528,7 @@ public:
   /// Adds `name` (or replaces the tensor already stored under it).
   void insert(const std::string& name, const Tensor& t);
   /// The tensor stored under `name`, inserting an undefined one when absent (as std::map).
-  Tensor& operator[](const std::string& name) {
-    if (Tensor* p = find(name)) return *p;
-    items_.emplace_back(name, Tensor());
-    return items_.back().second;
-  }
+  Tensor& operator[](const std::string& name);
   /// The tensor stored under `name`; throws tg::error naming the key when absent.
   const Tensor& at(const std::string& name) const;
   Tensor* find(const std::string& name);
@@ -2504,30 +2627,21 @@ protected:
   /// Registers the data member `member` as a parameter called `name`: it becomes a realized
   /// buffer that requires grad (unless `requires_grad` is false). An undefined tensor (an absent
   /// bias) is registered but skipped by parameters() and state_dict().
-  Tensor& register_parameter(const std::string& name, Tensor& member, bool requires_grad = true) {
-    check_name(name);
-    if (member.defined()) {
-      materialize(member);
-      if (requires_grad) member.requires_grad_();
-    }
-    params_.push_back(Slot{name, offset_of(&member), nullptr, true});
-    return member;
-  }
+  Tensor& register_parameter(const std::string& name, Tensor& member, bool requires_grad = true);
   /// Registers the data member `member` as a buffer (state that is not trained: running
   /// statistics). Non-persistent buffers are left out of state_dict().
   Tensor& register_buffer(const std::string& name, Tensor& member, bool persistent = true);
   /// Registers the data member `member` as a submodule.
   template <std::derived_from<Module> M> M& register_module(const std::string& name, M& member) {
-    check_name(name);
-    modules_.push_back(Slot{name, offset_of(static_cast<Module*>(&member)), nullptr, true});
+    add_module(name, &member, nullptr);
     return member;
   }
-  /// Registers a module held by shared pointer (owned jointly with the caller).
-  template <std::derived_from<Module> M>
-  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
-    check_name(name);
-    if (!m) throw error("tg.nn.register_module: '" + name + "' is a null module");
-    modules_.push_back(Slot{name, 0, m, true});
+  /// Registers a module held by a shared pointer, std::shared_ptr<M> or tg::Rc<M> (owned jointly
+  /// with the caller); returns it.
+  template <class P>
+    requires std::derived_from<typename P::element_type, Module>
+  P register_module(const std::string& name, P m) {
+    add_module(name, nullptr, Rc<Module>(m));
     return m;
   }
 
@@ -2536,7 +2650,7 @@ private:
   struct Slot {
     std::string name;
     std::ptrdiff_t offset; // from this module's address (members)
-    std::shared_ptr<Module> owned;
+    Rc<Module> owned;
     bool persistent;
   };
 
@@ -2544,6 +2658,8 @@ private:
   Tensor& tensor_at(const Slot& s) const;
   Module* child(const Slot& s) const;
   void check_name(const std::string& name) const;
+  /// Registers a data member (`member`) or a module held by `owned`.
+  void add_module(const std::string& name, Module* member, Rc<Module> owned);
   static void materialize(Tensor& t);
   void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix,
                bool recurse, Kind kind) const;
@@ -2557,14 +2673,14 @@ private:
 TG_API std::ostream& operator<<(std::ostream& os, const Module& m);
 
 namespace detail {
-template <class M> std::shared_ptr<Module> hold(M&& m) {
+template <class M> Rc<Module> hold(M&& m) {
   using D = std::decay_t<M>;
   if constexpr (requires { typename D::element_type; }) {
     static_assert(std::derived_from<typename D::element_type, Module>, "tg.nn: not a module");
-    return std::static_pointer_cast<Module>(m);
+    return Rc<Module>(std::forward<M>(m));
   } else {
     static_assert(std::derived_from<D, Module>, "tg.nn: not a module");
-    return std::make_shared<D>(std::forward<M>(m));
+    return make_rc<D>(std::forward<M>(m));
   }
 }
 /// Whether Ms is exactly one L: a copy or a move of L, not a list that holds it.
@@ -2576,7 +2692,7 @@ inline constexpr bool modules_of = sizeof...(Ms) > 0 && !just_l<L, Ms...>;
 } // namespace detail
 
 /// Modules in a list, named "0", "1", ... (torch.nn.ModuleList). Takes modules by value (moved
-/// onto the heap) or by std::shared_ptr.
+/// onto the heap) or by shared pointer (std::shared_ptr or tg::Rc).
 class ModuleList : public Module {
 public:
   ModuleList() = default;
@@ -2606,7 +2722,7 @@ public:
   std::string type_name() const override;
 
 protected:
-  std::vector<std::shared_ptr<Module>> items_;
+  std::vector<Rc<Module>> items_;
 };
 
 /// Modules applied in order (torch.nn.Sequential): Sequential(Linear(2, 4), ReLU(), Linear(4, 1)).
@@ -3425,63 +3541,13 @@ protected:
           std::int64_t num_layers_, bool with_bias_, bool batch_first_, double dropout_,
           bool bidirectional_, TensorOptions o);
 
+  /// One time step: (input projection of step t, h, c, w_hh, b_hh) -> (h, c).
+  using Step = tg::detail::FunctionRef<std::pair<Tensor, Tensor>(
+      const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&)>;
   /// Runs every layer and direction: the output [T, N, D * H] (or batch first) and the last
-  /// hidden (and, for LSTM, cell) states [layers * D, N, H]. `step` advances one time step:
-  /// (input projection of step t, h, c, w_hh, b_hh) -> (h, c).
-  template <class Step>
+  /// hidden (and, for LSTM, cell) states [layers * D, N, H].
   std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0,
-                                         Step step) {
-    const bool batched = input.ndim() == 3;
-    if (input.ndim() != 2 && input.ndim() != 3)
-      throw shape_error(std::string("tg.nn.") + type_ + ": needs an input of shape [T, N, " +
-                        std::to_string(input_size) + "] (or batch first, or unbatched [T, " +
-                        std::to_string(input_size) + "]), got " + tg::detail::shape_of(input));
-    Tensor x = batched ? (batch_first ? input.transpose(0, 1) : input) : input.unsqueeze(1);
-    if (x.size(2) != input_size)
-      throw shape_error(std::string("tg.nn.") + type_ + ": input " + tg::detail::shape_of(input) +
-                        " has " + std::to_string(x.size(2)) + " features, the layer takes " +
-                        std::to_string(input_size));
-    const std::int64_t T = x.size(0), N = x.size(1), H = hidden_size, S = num_layers * directions();
-    auto state = [&](const Tensor& s0, const char* what) {
-      if (!s0.defined())
-        return tg::zeros({S, N, H}, TensorOptions(x.as_float().dtype(), x.device()));
-      Tensor s = batched ? s0 : s0.unsqueeze(1);
-      if (s.shape() != std::vector<std::int64_t>{S, N, H})
-        throw shape_error(std::string("tg.nn.") + type_ + ": " + what + " must be [" +
-                          std::to_string(S) + ", " + std::to_string(N) + ", " + std::to_string(H) +
-                          "], got " + tg::detail::shape_of(s0));
-      return s;
-    };
-    Tensor hs0 = state(h0, "h0"), cs0 = gates_ == 4 ? state(c0, "c0") : Tensor();
-    std::vector<Tensor> h_n, c_n;
-    for (std::int64_t l = 0; l < num_layers; ++l) {
-      std::vector<Tensor> outs;
-      for (int d = 0; d < directions(); ++d) {
-        const std::int64_t s = l * directions() + d;
-        Tensor gi = x.matmul(param(l, d, 0).T()); // every step's input projection
-        if (with_bias) gi = gi + param(l, d, 2);
-        Tensor h = hs0[s], c = cs0.defined() ? cs0[s] : Tensor();
-        std::vector<Tensor> ys(static_cast<std::size_t>(T));
-        for (std::int64_t k = 0; k < T; ++k) {
-          const std::int64_t t = d ? T - 1 - k : k;
-          std::tie(h, c) = step(gi[t], h, c, param(l, d, 1), with_bias ? param(l, d, 3) : Tensor());
-          ys[std::size_t(t)] = h;
-        }
-        h_n.push_back(h);
-        if (c.defined()) c_n.push_back(c);
-        outs.push_back(T > 0 ? stack(ys, 0) : tg::zeros({0, N, H}));
-      }
-      x = outs.size() == 1 ? outs[0] : cat(outs, -1);
-      if (dropout > 0 && is_training() && l + 1 < num_layers) x = F::dropout(x, dropout, true);
-    }
-    Tensor out = batched ? (batch_first ? x.transpose(0, 1) : x) : x.squeeze(1);
-    Tensor hn = stack(h_n, 0), cn = c_n.empty() ? Tensor() : stack(c_n, 0);
-    if (!batched) {
-      hn = hn.squeeze(1);
-      if (cn.defined()) cn = cn.squeeze(1);
-    }
-    return {out, hn, cn};
-  }
+                                         Step step);
 
 public:
   std::string type_name() const override;
@@ -3808,11 +3874,18 @@ public:
 /// epochs from there (warm-up then cosine: SequentialLR(opt, {warmup, cosine}, {100})).
 class SequentialLR : public LRScheduler {
 public:
-  SequentialLR(Optimizer& opt, std::vector<std::shared_ptr<LRScheduler>> schedulers_,
+  SequentialLR(Optimizer& opt, std::vector<Rc<LRScheduler>> schedulers_,
                std::vector<std::int64_t> milestones_);
+  /// From a vector of std::shared_ptrs (of LRScheduler or a scheduler type).
+  template <class P>
+    requires tg::detail::adoptable_pointer<P, LRScheduler>
+  SequentialLR(Optimizer& opt, const std::vector<P>& schedulers_,
+               std::vector<std::int64_t> milestones_)
+      : SequentialLR(opt, std::vector<Rc<LRScheduler>>(schedulers_.begin(), schedulers_.end()),
+                     std::move(milestones_)) {}
   double lr_at(std::int64_t e, double base) const override;
   Tensor lr_expr(const Tensor& e, double base) const override;
-  std::vector<std::shared_ptr<LRScheduler>> schedulers;
+  std::vector<Rc<LRScheduler>> schedulers;
   std::vector<std::int64_t> milestones;
 };
 
@@ -3986,6 +4059,144 @@ inline constexpr const char* version = "0.1.0";
 // front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
 // what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
 // result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
+
+// ---- tg/graph/sint_text.hpp ----
+#ifndef TG_SI_TG_GRAPH_SINT_TEXT_HPP
+#define TG_SI_TG_GRAPH_SINT_TEXT_HPP
+// Symbolic integers and shapes as text (error messages, dumps, rendered sources). Apart from
+// sint.hpp so that the headers users include do not instantiate the text builder.
+
+// ---- tg/util/text.hpp ----
+#ifndef TG_SI_TG_UTIL_TEXT_HPP
+#define TG_SI_TG_UTIL_TEXT_HPP
+// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
+
+namespace tg {
+
+class Text {
+public:
+  constexpr Text& operator<<(std::string_view s) {
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
+  constexpr Text& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  constexpr Text& operator<<(std::int64_t v) {
+    if (v < 0) {
+      buf_.push_back('-');
+      return write_unsigned(0 - static_cast<std::uint64_t>(v));
+    }
+    return write_unsigned(static_cast<std::uint64_t>(v));
+  }
+  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
+  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
+  constexpr Text& write_unsigned(std::uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+      tmp[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  constexpr Text& hex(std::uint64_t v) {
+    constexpr char digits[] = "0123456789abcdef";
+    char tmp[17];
+    int n = 0;
+    do {
+      tmp[n++] = digits[v & 15];
+      v >>= 4;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
+  constexpr Text& literal(double d) {
+    if (d != d) return *this << "NAN";
+    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
+    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
+    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
+      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
+      return *this << std::int64_t(d) << ".0";
+    }
+    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
+    if (bits >> 63) buf_.push_back('-');
+    int exp = int((bits >> 52) & 0x7ff);
+    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
+    *this << (exp ? "0x1." : "0x0.");
+    // 13 hex digits of mantissa, trailing zeros trimmed
+    char tmp[13];
+    for (int k = 12; k >= 0; --k) {
+      tmp[k] = "0123456789abcdef"[mant & 15];
+      mant >>= 4;
+    }
+    int last = 12;
+    while (last > 0 && tmp[last] == '0') --last;
+    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
+    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
+  }
+  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
+  constexpr std::size_t size() const { return buf_.size(); }
+  constexpr const std::vector<char>& chars() const { return buf_; }
+
+private:
+  std::vector<char> buf_;
+};
+
+/// FNV-1a, 64 bit: stable hashes for cache keys.
+constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_TEXT_HPP
+
+namespace tg {
+
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
+    }
+  }
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+/// A shape as error messages and dumps print it: [2, batch+1].
+inline std::string shape_str(const Shape& s) {
+  Text t;
+  write_shape(t, s);
+  return std::string(t.view());
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_SINT_TEXT_HPP
 
 // ---- tg/schedule/memory.hpp ----
 #ifndef TG_SI_TG_SCHEDULE_MEMORY_HPP
@@ -12211,7 +12422,7 @@ namespace detail {
 struct BackwardHooks {
   std::mutex m;
   std::size_t next = 1;
-  std::vector<std::pair<std::size_t, std::shared_ptr<Function<void()>>>> hooks;
+  std::vector<std::pair<std::size_t, Rc<Function<void()>>>> hooks;
 };
 inline BackwardHooks& backward_hooks() {
   static BackwardHooks h;
@@ -12221,7 +12432,7 @@ inline BackwardHooks& backward_hooks() {
 TG_API std::size_t add_backward_hook(Function<void()> hook) {
   BackwardHooks& h = backward_hooks();
   std::lock_guard<std::mutex> lock(h.m);
-  h.hooks.push_back({h.next, std::make_shared<Function<void()>>(std::move(hook))});
+  h.hooks.push_back({h.next, make_rc<Function<void()>>(std::move(hook))});
   return h.next++;
 }
 
@@ -12275,7 +12486,7 @@ TG_API void Tensor::backward(const Tensor& gradient, Loc loc) const {
                               loc);
   }
   detail::gradients({*this}, {seed.cast(dtype())}, {}, true);
-  std::vector<std::shared_ptr<detail::Function<void()>>> hooks;
+  std::vector<Rc<detail::Function<void()>>> hooks;
   {
     detail::BackwardHooks& h = detail::backward_hooks();
     std::lock_guard<std::mutex> lock(h.m);
@@ -12651,7 +12862,6 @@ inline const CpuInfo& host_cpu() {
 // Vulkan buffers): freed blocks are kept by rounded size and handed out again, up to a byte cap,
 // so repeated realizes of the same shapes reuse memory instead of allocating (and page-faulting
 // or synchronizing) afresh.
-#include <cstddef>
 #include <functional>
 #include <mutex>
 
@@ -12778,9 +12988,9 @@ inline AtomicStats& stats_storage() {
 namespace tg {
 
 /// Makes the device on its first use (tg::device, a tensor placed on it).
-using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+using DeviceFactory = std::function<Rc<Device>()>;
 /// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
-using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+using DeviceFamilyFactory = std::function<Rc<Device>(int index)>;
 
 /// Adds a device under that name (case-insensitive), replacing one registered before.
 TG_API void register_device(const std::string& name, DeviceFactory f);
@@ -12823,7 +13033,7 @@ namespace detail {
 struct DeviceRegistry {
   std::mutex m;
   std::map<std::string, DeviceFactory> factories;
-  std::map<std::string, std::shared_ptr<Device>> open;
+  std::map<std::string, Rc<Device>> open;
   std::map<std::string, std::pair<DeviceFamilyFactory, std::function<int()>>> families;
 };
 inline DeviceRegistry& registry() {
@@ -12847,7 +13057,7 @@ public:
   void copy_in(void*, const void*, std::size_t) override { alloc(0); }
   void copy_out(void*, const void*, std::size_t) override { alloc(0); }
   Target target() const override { return Target::portable(); }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>&) override {
     alloc(0);
     return {};
   }
@@ -12860,9 +13070,7 @@ inline void register_unavailable(const std::string& name, const std::string& rea
   auto& r = registry();
   std::lock_guard<std::mutex> g(r.m);
   if (!r.factories.count(name))
-    r.factories[name] = [name, reason] {
-      return std::make_shared<UnavailableDevice>(name, reason);
-    };
+    r.factories[name] = [name, reason] { return make_rc<UnavailableDevice>(name, reason); };
 }
 } // namespace detail
 
@@ -13043,7 +13251,7 @@ struct SharedObject {
 
 class CpuRunner : public Runner {
 public:
-  CpuRunner(std::shared_ptr<detail::SharedObject> so, const Program& p)
+  CpuRunner(Rc<detail::SharedObject> so, const Program& p)
       : so_(std::move(so)), outer_(p.outer), work_(p.work), vars_(p.vars) {}
   void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) override {
     std::int64_t outer = eval_sint(outer_, vars_, vars), work = eval_sint(work_, vars_, vars);
@@ -13060,7 +13268,7 @@ public:
   }
 
 private:
-  std::shared_ptr<detail::SharedObject> so_;
+  Rc<detail::SharedObject> so_;
   SInt outer_, work_;
   std::vector<Var> vars_;
 };
@@ -13138,12 +13346,11 @@ public:
     return !host_cpu().problem.empty() ? host_cpu().problem : sanitize_problem_;
   }
 
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
     const std::size_t n = kernels.size();
     std::vector<const Program*> programs(n);
     std::vector<std::string> sources(n), keys(n);
-    std::vector<std::shared_ptr<detail::SharedObject>> so(n);
+    std::vector<Rc<detail::SharedObject>> so(n);
     std::vector<std::size_t> missing; // the first program of each distinct kernel not loaded yet
     {
       std::lock_guard<std::mutex> g(m_);
@@ -13181,11 +13388,11 @@ public:
       for (std::size_t b = 0; b < files; ++b)
         for (std::size_t k = 0; k < batch[b].size(); ++k) so[batch[b][k]] = built[b][k];
     }
-    std::vector<std::shared_ptr<Runner>> out(n);
+    std::vector<Rc<Runner>> out(n);
     std::lock_guard<std::mutex> g(m_);
     for (std::size_t i : missing) loaded_[keys[i]] = so[i];
     for (std::size_t i = 0; i < n; ++i) {
-      auto r = std::make_shared<CpuRunner>(loaded_[keys[i]], *programs[i]);
+      auto r = make_rc<CpuRunner>(loaded_[keys[i]], *programs[i]);
       r->name = std::string(programs[i]->name.view());
       r->source = sources[i];
       out[i] = r;
@@ -13219,7 +13426,7 @@ private:
                : std::filesystem::temp_directory_path().string() + "/tg-nocache";
   }
 
-  std::shared_ptr<detail::SharedObject> load_cached(const std::string& key) const {
+  Rc<detail::SharedObject> load_cached(const std::string& key) const {
     if (!detail::disk_cache_enabled()) return nullptr;
     std::string path = dir() + "/" + key + ".so";
     if (!std::filesystem::exists(path)) return nullptr;
@@ -13231,9 +13438,10 @@ private:
   /// Compiles the kernels programs[i], i in `which`, as one C file into one shared object, then
   /// files it in the cache once per kernel (hard links). When that file fails to compile, each
   /// kernel is compiled alone, so that the error names the kernel (and its source) at fault.
-  std::vector<std::shared_ptr<detail::SharedObject>>
-  compile(const std::vector<std::size_t>& which, const std::vector<const Program*>& programs,
-          const std::vector<std::string>& sources, const std::vector<std::string>& keys) {
+  std::vector<Rc<detail::SharedObject>> compile(const std::vector<std::size_t>& which,
+                                                const std::vector<const Program*>& programs,
+                                                const std::vector<std::string>& sources,
+                                                const std::vector<std::string>& keys) {
     namespace fs = std::filesystem;
     const std::string d = dir();
     std::error_code ec;
@@ -13261,7 +13469,7 @@ private:
     if (rc != 0) {
       fs::remove(tmp + ".so", ec);
       if (which.size() > 1) {
-        std::vector<std::shared_ptr<detail::SharedObject>> out;
+        std::vector<Rc<detail::SharedObject>> out;
         for (std::size_t i : which) out.push_back(compile({i}, programs, sources, keys)[0]);
         return out; // (only if the file failed for a reason no single kernel has)
       }
@@ -13272,7 +13480,7 @@ private:
     }
     detail::stats_storage().kernels_compiled += std::int64_t(which.size());
     const bool disk = detail::disk_cache_enabled();
-    std::vector<std::shared_ptr<detail::SharedObject>> out;
+    std::vector<Rc<detail::SharedObject>> out;
     for (std::size_t i : which) {
       // Filed under each kernel's key: a link, atomic, so concurrent processes never see half a
       // file (a copy where links are refused). Without the disk cache, the temporary file is
@@ -13298,11 +13506,10 @@ private:
     return out;
   }
 
-  static std::shared_ptr<detail::SharedObject> open(const std::string& path,
-                                                    const std::string& fn_name) {
+  static Rc<detail::SharedObject> open(const std::string& path, const std::string& fn_name) {
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) return nullptr;
-    auto so = std::make_shared<detail::SharedObject>();
+    auto so = make_rc<detail::SharedObject>();
     so->handle = h;
     so->fn = reinterpret_cast<detail::SharedObject::Fn>(dlsym(h, fn_name.c_str()));
     if (!so->fn) return nullptr;
@@ -13312,7 +13519,7 @@ private:
   std::string compiler_, compiler_id_, sanitize_problem_;
   std::vector<std::string> flags_;
   std::mutex m_;
-  std::unordered_map<std::string, std::shared_ptr<detail::SharedObject>> loaded_;
+  std::unordered_map<std::string, Rc<detail::SharedObject>> loaded_;
 };
 
 } // namespace tg
@@ -13797,8 +14004,7 @@ public:
     return with_env(Target::cuda(o));
   }
 
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
     std::vector<const Program*> gpu; // (the kernels' own)
     std::vector<std::string> sources;
     for (const KernelCode* k : kernels) {
@@ -13808,7 +14014,7 @@ public:
     std::vector<Compiled> bins = parallel_map(gpu.size(), [&](std::size_t i) {
       return nvrtc_compile(sources[i], std::string(gpu[i]->name.view()), arch_);
     });
-    std::vector<std::shared_ptr<Runner>> out;
+    std::vector<Rc<Runner>> out;
     std::lock_guard<std::mutex> g(m_);
     current();
     Driver& d = Driver::get();
@@ -13822,7 +14028,7 @@ public:
       CUfunction fn = nullptr;
       d.check(d.cuModuleGetFunction(&fn, mod, std::string(gpu[i]->name.view()).c_str()),
               "cuModuleGetFunction");
-      auto runner = std::make_shared<CudaRunner>(this, mod, fn, *gpu[i]);
+      auto runner = make_rc<CudaRunner>(this, mod, fn, *gpu[i]);
       runner->name = std::string(gpu[i]->name.view());
       runner->source = sources[i];
       out.push_back(runner);
@@ -14319,11 +14525,10 @@ public:
   std::string name() const override { return "INTERP"; }
   /// The CPU's schedule and lowering (it checks the CPU's programs), run as programs.
   Target target() const override { return with_env(Target::interp()); }
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
-    std::vector<std::shared_ptr<Runner>> out;
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
+    std::vector<Rc<Runner>> out;
     for (const KernelCode* k : kernels) {
-      auto r = std::make_shared<InterpRunner>(k->program);
+      auto r = make_rc<InterpRunner>(k->program);
       r->name = std::string(k->program.name.view());
       out.push_back(r);
     }
@@ -14336,7 +14541,7 @@ public:
 
 namespace tg {
 
-TG_API Buffer::Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
+TG_API Buffer::Buffer(Rc<Device> d, DType t, std::int64_t n)
     : device(std::move(d)), dtype(t), numel(n) {
   std::size_t bytes = nbytes();
   ptr = device->alloc(bytes ? bytes : 1);
@@ -14383,11 +14588,10 @@ TG_API std::string default_device() {
 
 /// Registers the devices tg ships (tg::device does, once, on first use).
 inline void register_builtin_devices() {
-  register_device("CPU", [] { return std::make_shared<CpuDevice>(); });
-  register_device("INTERP", [] { return std::make_shared<InterpDevice>(); });
+  register_device("CPU", [] { return make_rc<CpuDevice>(); });
+  register_device("INTERP", [] { return make_rc<InterpDevice>(); });
   register_device_family(
-      "CUDA", [](int i) { return std::make_shared<CudaDevice>(i); },
-      [] { return cuda::device_count(); });
+      "CUDA", [](int i) { return make_rc<CudaDevice>(i); }, [] { return cuda::device_count(); });
   detail::register_unavailable(
       "VULKAN", "not compiled into this program: #include <tg/vulkan.hpp> in one of its source "
                 "files (it needs the Vulkan-Hpp headers, e.g. Debian's libvulkan-dev)");
@@ -14396,7 +14600,7 @@ inline void register_builtin_devices() {
                 "files");
 }
 
-TG_API std::shared_ptr<Device> device(const std::string& requested) {
+TG_API Rc<Device> device(const std::string& requested) {
   static std::once_flag builtins;
   std::call_once(builtins, [] { register_builtin_devices(); });
   std::string name = detail::canonical_device(requested);
@@ -14404,7 +14608,7 @@ TG_API std::shared_ptr<Device> device(const std::string& requested) {
   std::lock_guard<std::mutex> g(r.m);
   if (auto it = r.open.find(name); it != r.open.end()) return it->second;
   auto f = r.factories.find(name);
-  std::shared_ptr<Device> d;
+  Rc<Device> d;
   if (f != r.factories.end())
     d = f->second();
   else if (auto colon = name.rfind(':');
@@ -14616,7 +14820,7 @@ public:
 private:
   Module& module_;
   double bucket_bytes_;
-  std::vector<std::weak_ptr<LazyNode>> averaged_; // the gradients the last average set
+  std::vector<WeakRc<LazyNode>> averaged_; // the gradients the last average set
   std::size_t hook_ = 0, buckets_ = 0;
   bool sync_ = true;
 };
@@ -14928,14 +15132,14 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
   std::vector<const KernelCode*> ptrs;
   for (const Program& p : lowered) programs.push_back(finish_kernel(p, target));
   for (const KernelCode& c : programs) ptrs.push_back(&c);
-  std::vector<std::shared_ptr<Runner>> runners = dev.prepare(ptrs);
+  std::vector<Rc<Runner>> runners = dev.prepare(ptrs);
   // scratch buffers of zeros: the outputs, then the kernel's inputs
   const Kernel& kernel = s.kernels[k];
   std::vector<int> nodes = kernel.outputs;
   nodes.insert(nodes.end(), kernel.inputs.begin(), kernel.inputs.end());
   std::vector<std::unique_ptr<Buffer>> scratch;
   std::vector<void*> bufs;
-  std::shared_ptr<Device> unowned(&dev, [](Device*) {});
+  Rc<Device> unowned{Rc<Device>(), &dev}; // not owned: the caller holds it
   for (int n : nodes) {
     std::int64_t numel = prod(g[n].shape).constant();
     if (numel == 0) return compile_kernel(g, s, k, target, log);
@@ -14967,14 +15171,14 @@ struct LazyNode; // (tensor/lazy.hpp)
 
 /// What a realize produces: a buffer for every node the caller asked to keep.
 struct Realized {
-  std::vector<std::shared_ptr<Buffer>> buffers; // per node (null where not kept)
+  std::vector<Rc<Buffer>> buffers; // per node (null where not kept)
 };
 
 namespace detail {
 /// One step of device work, as the JIT records it: a kernel launch, or a buffer copy.
 struct Launch {
-  std::shared_ptr<Runner> runner; // null: copy buffers[1] into buffers[0]
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  Rc<Runner> runner; // null: copy buffers[1] into buffers[0]
+  std::vector<Rc<Buffer>> buffers;
   std::vector<Var> vars; // the program's symbolic sizes, with their values at capture
   std::size_t copy_bytes = 0;
 };
@@ -15050,8 +15254,8 @@ struct Plan {
   MemoryPlan memory;
   std::vector<std::vector<Var>> vars;    // per kernel: the symbolic sizes it takes at launch
   std::vector<std::uint8_t> overlapping; // per kernel: Program::overlapping (never in place)
-  std::vector<std::shared_ptr<Runner>> runners;
-  std::shared_ptr<Device> device; // kept open while its runners may run (and its address unique)
+  std::vector<Rc<Runner>> runners;
+  Rc<Device> device; // kept open while its runners may run (and its address unique)
 };
 } // namespace detail
 
@@ -15110,9 +15314,9 @@ std::vector<KernelCode> compile_kernels(const Graph& g, const Schedule& s, const
   return kernels;
 }
 
-inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& keep,
-                                             const std::shared_ptr<Device>& dev, int debug) {
-  auto made = std::make_shared<Plan>();
+inline Rc<const Plan> make_plan(const Graph& g, const NodeFlags& keep, const Rc<Device>& dev,
+                                int debug) {
+  auto made = make_rc<Plan>();
   made->device = dev;
   const Target target = dev->target();
   auto plan = [&](auto& log) {
@@ -15248,10 +15452,10 @@ struct PlanKeyHash {
 /// one: realizing the same computation again (an eager training loop, a model called once per
 /// token) then skips fuse, lower, render and the kernel cache. TG_DEBUG >= 2 plans every realize
 /// afresh, so that each prints its schedule and programs.
-inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& keep,
-                                            const std::shared_ptr<Device>& dev, int debug) {
+inline Rc<const Plan> plan_for(const Graph& g, const NodeFlags& keep, const Rc<Device>& dev,
+                               int debug) {
   static std::mutex m;
-  static std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> plans;
+  static std::unordered_map<PlanKey, Rc<const Plan>, PlanKeyHash> plans;
   if (debug >= 2) return make_plan(g, keep, dev, debug);
   thread_local PlanKey key; // reused: a lookup that finds its plan allocates nothing
   plan_key(g, keep, *dev, key);
@@ -15273,9 +15477,9 @@ inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& kee
 
 /// Runs `g` on `dev`. `inputs[i]` backs graph buffer i; `keep[n]` marks results to return;
 /// `targets[n]`, when given and set, is the existing buffer node n's result must end up in.
-inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                              const NodeFlags& keep, const std::shared_ptr<Device>& dev,
-                              const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
+inline Realized realize_graph(const Graph& g, const std::vector<Rc<Buffer>>& inputs,
+                              const NodeFlags& keep, const Rc<Device>& dev,
+                              const std::vector<Rc<Buffer>>* targets = nullptr) {
   if (const detail::ExportTrace* e = detail::active_export())
     for (const auto& b : inputs)
       if (b && b->device.get() == e->placeholders) {
@@ -15302,7 +15506,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
 
   Realized out;
   out.buffers.assign(g.size(), nullptr);
-  std::vector<std::shared_ptr<Buffer>> temps(plan.slot_bytes.size());
+  std::vector<Rc<Buffer>> temps(plan.slot_bytes.size());
   // sizes: the bound values, or under capture the largest values the bounds allow
   auto size_of = [&](const SInt& s) {
     return capture ? s.max_value() : eval_sint(s, bound, values);
@@ -15311,9 +15515,8 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   std::vector<int> last_reader(g.size(), -1);
   for (std::size_t k = 0; k < s.kernels.size(); ++k)
     for (int in : s.kernels[k].inputs) last_reader[std::size_t(in)] = int(k);
-  std::vector<std::pair<std::shared_ptr<Buffer>, std::shared_ptr<Buffer>>>
-      copies; // (target, fresh)
-  auto in_place = [&](std::size_t k, const std::shared_ptr<Buffer>& target) {
+  std::vector<std::pair<Rc<Buffer>, Rc<Buffer>>> copies; // (target, fresh)
+  auto in_place = [&](std::size_t k, const Rc<Buffer>& target) {
     for (std::size_t i = 0; i < g.size(); ++i) {
       const Node& n = g.nodes[i];
       if (n.op != Op::Buffer || inputs[std::size_t(n.arg)] != target) continue;
@@ -15326,7 +15529,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     }
     return true;
   };
-  auto buffer_of = [&](int node) -> std::shared_ptr<Buffer> {
+  auto buffer_of = [&](int node) -> Rc<Buffer> {
     const Node& n = g[node];
     if (n.op == Op::Buffer) return inputs[std::size_t(n.arg)];
     if (plan.slot[std::size_t(node)] >= 0) return temps[std::size_t(plan.slot[std::size_t(node)])];
@@ -15337,23 +15540,19 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     for (int o : kern.outputs) {
       const Node& n = g[o];
       int slot = plan.slot[std::size_t(o)];
-      const std::shared_ptr<Buffer>* target = targets ? &(*targets)[std::size_t(o)] : nullptr;
+      const Rc<Buffer>* target = targets ? &(*targets)[std::size_t(o)] : nullptr;
       if (target && *target) {
         if (in_place(k, *target)) {
           out.buffers[std::size_t(o)] = *target;
         } else {
-          out.buffers[std::size_t(o)] =
-              std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
+          out.buffers[std::size_t(o)] = make_rc<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
           copies.push_back({*target, out.buffers[std::size_t(o)]});
         }
       } else if (slot >= 0) {
         auto& t = temps[std::size_t(slot)];
-        if (!t)
-          t = std::make_shared<Buffer>(dev, DType::UInt8,
-                                       size_of(plan.slot_bytes[std::size_t(slot)]));
+        if (!t) t = make_rc<Buffer>(dev, DType::UInt8, size_of(plan.slot_bytes[std::size_t(slot)]));
       } else {
-        out.buffers[std::size_t(o)] =
-            std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
+        out.buffers[std::size_t(o)] = make_rc<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
       }
     }
     if (prod(g[kern.root].shape).eval() == 0) continue;
@@ -15693,7 +15892,7 @@ inline Handle mpi_op(const Group& g, ReduceOp op, DType t) {
 /// One collective as device work: what tg::jit records and replays.
 class CollectiveRunner : public Runner {
 public:
-  CollectiveRunner(Call c, SInt count, std::vector<Var> vars, std::shared_ptr<Device> dev)
+  CollectiveRunner(Call c, SInt count, std::vector<Var> vars, Rc<Device> dev)
       : call_(std::move(c)), count_(std::move(count)), vars_(std::move(vars)),
         dev_(std::move(dev)) {
     name = kind_name(call_.kind);
@@ -15774,7 +15973,7 @@ private:
   Call call_;
   SInt count_;
   std::vector<Var> vars_;
-  std::shared_ptr<Device> dev_;
+  Rc<Device> dev_;
 };
 
 /// t as a realized buffer of its own layout.
@@ -15808,12 +16007,12 @@ inline Tensor run_collective(Call c, const Tensor& input, const Shape& out_shape
   std::vector<std::int64_t> values;
   for (const Var& v : vars) values.push_back(v.value);
   auto dev = tg::device(in.device());
-  auto runner = std::make_shared<CollectiveRunner>(c, count, vars, dev);
-  std::shared_ptr<Buffer> out;
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  auto runner = make_rc<CollectiveRunner>(c, count, vars, dev);
+  Rc<Buffer> out;
+  std::vector<Rc<Buffer>> buffers;
   if (c.kind != Kind::Send) {
     const SInt n = prod(out_shape);
-    out = std::make_shared<Buffer>(dev, in.dtype(), capture ? n.max_value() : n.eval());
+    out = make_rc<Buffer>(dev, in.dtype(), capture ? n.max_value() : n.eval());
     buffers.push_back(out);
   }
   if (c.kind != Kind::Recv) buffers.push_back(in.lazy()->buffer);
@@ -16182,9 +16381,9 @@ namespace tg::detail {
 /// The Graph for a set of lazy targets, with what realizing it needs.
 struct GraphBuild {
   Graph graph;
-  std::vector<LazyPtr> order;                  // graph node i <- order[i]
-  std::vector<std::shared_ptr<Buffer>> inputs; // graph buffer i
-  NodeFlags keep;                              // results that outlive the realize
+  std::vector<LazyPtr> order;     // graph node i <- order[i]
+  std::vector<Rc<Buffer>> inputs; // graph buffer i
+  NodeFlags keep;                 // results that outlive the realize
   std::string device;
 };
 
@@ -16236,7 +16435,7 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
   if (todo.empty()) return b;
   b.device = todo[0]->device;
 
-  // Topological order, iteratively (graphs can be deep). The stack points at the shared_ptrs in
+  // Topological order, iteratively (graphs can be deep). The stack points at the Rcs in
   // `todo` and in the nodes' `src`, which stay put while the graph is built.
   NodeIndex index;
   std::vector<std::pair<const LazyPtr*, std::size_t>> stack;
@@ -16363,7 +16562,7 @@ namespace tg {
 TG_API void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
                    const std::vector<Tensor>& realize_too, std::source_location loc) {
   std::vector<LazyPtr> nodes;
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<Rc<Buffer>> buffers;
   for (const auto& [target, value0] : pairs) {
     const LazyPtr& t = target.lazy();
     if (!t || t->op != Op::Buffer)
@@ -16401,7 +16600,7 @@ TG_API void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
     }
   detail::GraphBuild b = detail::build_graph(nodes);
   if (b.order.empty()) return;
-  std::vector<std::shared_ptr<Buffer>> targets(b.order.size());
+  std::vector<Rc<Buffer>> targets(b.order.size());
   for (std::size_t i = 0; i < nodes.size(); ++i)
     for (std::size_t j = 0; j < b.order.size(); ++j)
       if (b.order[j] == nodes[i]) targets[j] = buffers[i];
@@ -16587,14 +16786,14 @@ struct JitCore::State {
   std::vector<detail::Launch> launches_;
   std::vector<std::vector<void*>> ptrs_;
   std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> slots_;
-  std::vector<std::shared_ptr<Buffer>> input_buffers_;
+  std::vector<Rc<Buffer>> input_buffers_;
   std::vector<Shape> input_shapes_;
   std::vector<DType> input_dtypes_;
   std::vector<std::string> input_devices_;
   std::vector<LazyPtr> outputs_;
 };
 
-TG_API JitCore::JitCore() : s_(std::make_shared<State>()) {}
+TG_API JitCore::JitCore() : s_(make_rc<State>()) {}
 
 TG_API std::size_t JitCore::captured_launches() const { return s_->launches_.size(); }
 
@@ -16908,9 +17107,9 @@ TG_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, 
     xp = xp.contiguous(loc);
     out = detail::conv_windows(xp, weight.reshape({g, Og, Cg, KH, KW}, loc), stride, dilation, loc);
   }
-  out = out.with_grad_rule(
-      {x, weight}, std::make_shared<detail::ConvGrad>(xp, weight, x.sym_shape(), stride, padding,
-                                                      dilation, groups, x.requires_grad(), loc));
+  out = out.with_grad_rule({x, weight},
+                           make_rc<detail::ConvGrad>(xp, weight, x.sym_shape(), stride, padding,
+                                                     dilation, groups, x.requires_grad(), loc));
   const std::int64_t OH = out.size(3), OW = out.size(4);
   out = out.reshape({N, O, OH, OW}, loc);
   if (bias.defined()) out = TensorArg(out, loc) + bias.reshape({1, O, 1, 1}, loc);
@@ -18533,6 +18732,27 @@ TG_API std::string Module::to_string() const {
   return r + ")";
 }
 
+TG_API Tensor& Module::register_parameter(const std::string& name, Tensor& member,
+                                          bool requires_grad) {
+  check_name(name);
+  if (member.defined()) {
+    materialize(member);
+    if (requires_grad) member.requires_grad_();
+  }
+  params_.push_back(Slot{name, offset_of(&member), nullptr, true});
+  return member;
+}
+
+TG_API void Module::add_module(const std::string& name, Module* member, Rc<Module> owned) {
+  check_name(name);
+  if (member) {
+    modules_.push_back(Slot{name, offset_of(member), nullptr, true});
+    return;
+  }
+  if (!owned) throw error("tg.nn.register_module: '" + name + "' is a null module");
+  modules_.push_back(Slot{name, 0, std::move(owned), true});
+}
+
 TG_API Tensor& Module::register_buffer(const std::string& name, Tensor& member, bool persistent) {
   check_name(name);
   if (member.defined()) materialize(member);
@@ -18662,6 +18882,59 @@ TG_API RNNBase::RNNBase(const char* type, int gates, std::int64_t input_size_,
         register_parameter(names[p] + std::to_string(l) + (d ? "_reverse" : ""),
                            param(l, d, p) = init::uniform(shapes[p], -k, k, o));
     }
+}
+
+TG_API std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tensor& h0,
+                                                       const Tensor& c0, Step step) {
+  const bool batched = input.ndim() == 3;
+  if (input.ndim() != 2 && input.ndim() != 3)
+    throw shape_error(std::string("tg.nn.") + type_ + ": needs an input of shape [T, N, " +
+                      std::to_string(input_size) + "] (or batch first, or unbatched [T, " +
+                      std::to_string(input_size) + "]), got " + tg::detail::shape_of(input));
+  Tensor x = batched ? (batch_first ? input.transpose(0, 1) : input) : input.unsqueeze(1);
+  if (x.size(2) != input_size)
+    throw shape_error(std::string("tg.nn.") + type_ + ": input " + tg::detail::shape_of(input) +
+                      " has " + std::to_string(x.size(2)) + " features, the layer takes " +
+                      std::to_string(input_size));
+  const std::int64_t T = x.size(0), N = x.size(1), H = hidden_size, S = num_layers * directions();
+  auto state = [&](const Tensor& s0, const char* what) {
+    if (!s0.defined()) return tg::zeros({S, N, H}, TensorOptions(x.as_float().dtype(), x.device()));
+    Tensor s = batched ? s0 : s0.unsqueeze(1);
+    if (s.shape() != std::vector<std::int64_t>{S, N, H})
+      throw shape_error(std::string("tg.nn.") + type_ + ": " + what + " must be [" +
+                        std::to_string(S) + ", " + std::to_string(N) + ", " + std::to_string(H) +
+                        "], got " + tg::detail::shape_of(s0));
+    return s;
+  };
+  Tensor hs0 = state(h0, "h0"), cs0 = gates_ == 4 ? state(c0, "c0") : Tensor();
+  std::vector<Tensor> h_n, c_n;
+  for (std::int64_t l = 0; l < num_layers; ++l) {
+    std::vector<Tensor> outs;
+    for (int d = 0; d < directions(); ++d) {
+      const std::int64_t s = l * directions() + d;
+      Tensor gi = x.matmul(param(l, d, 0).T()); // every step's input projection
+      if (with_bias) gi = gi + param(l, d, 2);
+      Tensor h = hs0[s], c = cs0.defined() ? cs0[s] : Tensor();
+      std::vector<Tensor> ys(static_cast<std::size_t>(T));
+      for (std::int64_t k = 0; k < T; ++k) {
+        const std::int64_t t = d ? T - 1 - k : k;
+        std::tie(h, c) = step(gi[t], h, c, param(l, d, 1), with_bias ? param(l, d, 3) : Tensor());
+        ys[std::size_t(t)] = h;
+      }
+      h_n.push_back(h);
+      if (c.defined()) c_n.push_back(c);
+      outs.push_back(T > 0 ? stack(ys, 0) : tg::zeros({0, N, H}));
+    }
+    x = outs.size() == 1 ? outs[0] : cat(outs, -1);
+    if (dropout > 0 && is_training() && l + 1 < num_layers) x = F::dropout(x, dropout, true);
+  }
+  Tensor out = batched ? (batch_first ? x.transpose(0, 1) : x) : x.squeeze(1);
+  Tensor hn = stack(h_n, 0), cn = c_n.empty() ? Tensor() : stack(c_n, 0);
+  if (!batched) {
+    hn = hn.squeeze(1);
+    if (cn.defined()) cn = cn.squeeze(1);
+  }
+  return {out, hn, cn};
 }
 
 TG_API std::string RNNBase::type_name() const { return type_; }
@@ -18996,8 +19269,7 @@ TG_API Tensor LambdaLR::lr_expr(const Tensor&, double) const {
                      "CosineAnnealingLR, LinearLR or SequentialLR");
 }
 
-TG_API SequentialLR::SequentialLR(Optimizer& opt,
-                                  std::vector<std::shared_ptr<LRScheduler>> schedulers_,
+TG_API SequentialLR::SequentialLR(Optimizer& opt, std::vector<Rc<LRScheduler>> schedulers_,
                                   std::vector<std::int64_t> milestones_)
     : LRScheduler(opt), schedulers(std::move(schedulers_)), milestones(std::move(milestones_)) {
   if (schedulers.empty() || milestones.size() + 1 != schedulers.size())
@@ -19566,7 +19838,7 @@ TG_API Tensor upload(const void* data, DType from, Shape shape, const TensorOpti
   convert_values(data, from, host.data(), t, n);
   const std::string dev = o.device.empty() ? default_device() : canonical_device(o.device);
   auto d = tg::device(dev);
-  auto buf = std::make_shared<Buffer>(d, t, tg::prod(shape).eval());
+  auto buf = make_rc<Buffer>(d, t, tg::prod(shape).eval());
   d->copy_in(buf->ptr, host.data(), host.size());
   if (Trace* trace = active_trace()) // tg::jit: a host value frozen at capture
     trace->steps.push_back(
@@ -19617,7 +19889,7 @@ TG_API std::vector<unsigned char> download(const Tensor& tensor, DType to,
 TG_API Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
   std::string target = detail::canonical_device(dev_name);
   if (target == device()) return *this;
-  std::shared_ptr<Device> dst;
+  Rc<Device> dst;
   try {
     dst = tg::device(target);
   } catch (const device_error& e) {
@@ -19627,7 +19899,7 @@ TG_API Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
   Tensor src = contiguous();
   detail::realize_nodes({src.lazy()}); // (a host copy: refused while exporting, as to_vector)
   const Buffer& b = *src.node().buffer;
-  auto buf = std::make_shared<Buffer>(dst, b.dtype, b.numel);
+  auto buf = make_rc<Buffer>(dst, b.dtype, b.numel);
   std::vector<unsigned char> host(b.nbytes());
   b.device->copy_out(host.data(), b.ptr, host.size());
   dst->copy_in(buf->ptr, host.data(), host.size());
@@ -20154,7 +20426,7 @@ inline Tensor from_bytes(const unsigned char* p, const TensorInfo& info,
   std::int64_t n = 1;
   for (std::int64_t d : info.shape) n *= d;
   auto d = tg::device(dev);
-  auto buf = std::make_shared<Buffer>(d, info.dtype, n);
+  auto buf = make_rc<Buffer>(d, info.dtype, n);
   std::size_t bytes = std::size_t(info.end - info.begin);
   if (info.dtype == DType::Bool) { // any nonzero byte is true
     std::vector<unsigned char> clean(p, p + bytes);
@@ -20345,6 +20617,12 @@ TG_API void StateDict::insert(const std::string& name, const Tensor& t) {
     *p = t;
   else
     items_.emplace_back(name, t);
+}
+
+TG_API Tensor& StateDict::operator[](const std::string& name) {
+  if (Tensor* p = find(name)) return *p;
+  items_.emplace_back(name, Tensor());
+  return items_.back().second;
 }
 
 TG_API const Tensor& StateDict::at(const std::string& name) const {
@@ -20569,7 +20847,7 @@ TG_API int Tensor::normalize_axis(int axis, const char* op, Loc loc, int extra) 
 
 TG_API Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
                            const std::string& device) {
-  auto n = std::make_shared<LazyNode>();
+  auto n = make_rc<LazyNode>();
   n->op = op;
   n->dtype = t;
   n->shape = std::move(shape);
@@ -20578,7 +20856,7 @@ TG_API Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src
   if (grad_enabled() && std::any_of(n->src.begin(), n->src.end(),
                                     [](const LazyPtr& s) { return s->requires_grad; })) {
     n->requires_grad = true;
-    n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}, nullptr});
+    n->grad_fn = make_rc<GradRecord>(GradRecord{op, n->src, {}, {}, nullptr});
   }
   return Tensor(std::move(n));
 }
@@ -20615,15 +20893,14 @@ TG_API Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::
 }
 
 TG_API Tensor Tensor::with_grad_rule(const std::vector<Tensor>& parents,
-                                     std::shared_ptr<const CustomGrad> rule) const {
+                                     Rc<const CustomGrad> rule) const {
   if (!grad_enabled() || std::none_of(parents.begin(), parents.end(),
                                       [](const Tensor& p) { return p.requires_grad(); }))
     return *this;
   std::vector<LazyPtr> ps;
   for (const Tensor& p : parents) ps.push_back(p.lazy());
   n_->requires_grad = true;
-  n_->grad_fn =
-      std::make_shared<GradRecord>(GradRecord{n_->op, std::move(ps), {}, {}, std::move(rule)});
+  n_->grad_fn = make_rc<GradRecord>(GradRecord{n_->op, std::move(ps), {}, {}, std::move(rule)});
   return *this;
 }
 
@@ -22003,10 +22280,11 @@ TG_API Tensor Tensor::index(std::vector<Index> idx, Loc loc) const {
   Tensor r = *this;
   std::vector<int> drop;
   for (std::size_t i = 0; i < idx.size(); ++i) {
-    if (auto* s = std::get_if<Slice>(&idx[i].v)) {
-      r = r.slice(int(i), s->start, s->stop, s->step, loc);
+    if (idx[i].is_slice) {
+      const Slice& s = idx[i].slice;
+      r = r.slice(int(i), s.start, s.stop, s.step, loc);
     } else {
-      std::int64_t k = std::get<std::int64_t>(idx[i].v), n = r.size(int(i), loc);
+      std::int64_t k = idx[i].i, n = r.size(int(i), loc);
       if (k < -n || k >= n)
         detail::fail<index_error>("index",
                                   "index " + std::to_string(k) + " is out of range for dim " +

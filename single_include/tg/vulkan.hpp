@@ -73,6 +73,150 @@
 // differently from INTERP (float64 exp2/log2/sin/trunc, an exact float fma) comes from the
 // prelude; the rest (division by zero, pow, float exp2) from decompose.
 
+// ---- tg/graph/sint_text.hpp ----
+#ifndef TG_SI_TG_GRAPH_SINT_TEXT_HPP
+#define TG_SI_TG_GRAPH_SINT_TEXT_HPP
+// Symbolic integers and shapes as text (error messages, dumps, rendered sources). Apart from
+// sint.hpp so that the headers users include do not instantiate the text builder.
+#include <string>
+
+// ---- tg/util/text.hpp ----
+#ifndef TG_SI_TG_UTIL_TEXT_HPP
+#define TG_SI_TG_UTIL_TEXT_HPP
+// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
+#include <bit>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+namespace tg {
+
+class Text {
+public:
+  constexpr Text& operator<<(std::string_view s) {
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
+  constexpr Text& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  constexpr Text& operator<<(std::int64_t v) {
+    if (v < 0) {
+      buf_.push_back('-');
+      return write_unsigned(0 - static_cast<std::uint64_t>(v));
+    }
+    return write_unsigned(static_cast<std::uint64_t>(v));
+  }
+  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
+  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
+  constexpr Text& write_unsigned(std::uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+      tmp[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  constexpr Text& hex(std::uint64_t v) {
+    constexpr char digits[] = "0123456789abcdef";
+    char tmp[17];
+    int n = 0;
+    do {
+      tmp[n++] = digits[v & 15];
+      v >>= 4;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
+  constexpr Text& literal(double d) {
+    if (d != d) return *this << "NAN";
+    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
+    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
+    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
+      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
+      return *this << std::int64_t(d) << ".0";
+    }
+    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
+    if (bits >> 63) buf_.push_back('-');
+    int exp = int((bits >> 52) & 0x7ff);
+    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
+    *this << (exp ? "0x1." : "0x0.");
+    // 13 hex digits of mantissa, trailing zeros trimmed
+    char tmp[13];
+    for (int k = 12; k >= 0; --k) {
+      tmp[k] = "0123456789abcdef"[mant & 15];
+      mant >>= 4;
+    }
+    int last = 12;
+    while (last > 0 && tmp[last] == '0') --last;
+    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
+    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
+  }
+  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
+  constexpr std::size_t size() const { return buf_.size(); }
+  constexpr const std::vector<char>& chars() const { return buf_; }
+
+private:
+  std::vector<char> buf_;
+};
+
+/// FNV-1a, 64 bit: stable hashes for cache keys.
+constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_TEXT_HPP
+
+namespace tg {
+
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
+    }
+  }
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+/// A shape as error messages and dumps print it: [2, batch+1].
+inline std::string shape_str(const Shape& s) {
+  Text t;
+  write_shape(t, s);
+  return std::string(t.view());
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_SINT_TEXT_HPP
+
 // ---- tg/codegen/gpu_program.hpp ----
 #ifndef TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
 #define TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
@@ -8580,9 +8724,9 @@ constexpr KernelCode compile_kernel(const Graph& g, const Schedule& s, std::size
 namespace tg {
 
 /// Makes the device on its first use (tg::device, a tensor placed on it).
-using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+using DeviceFactory = std::function<Rc<Device>()>;
 /// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
-using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+using DeviceFamilyFactory = std::function<Rc<Device>(int index)>;
 
 /// Adds a device under that name (case-insensitive), replacing one registered before.
 TG_API void register_device(const std::string& name, DeviceFactory f);
@@ -8625,7 +8769,7 @@ namespace detail {
 struct DeviceRegistry {
   std::mutex m;
   std::map<std::string, DeviceFactory> factories;
-  std::map<std::string, std::shared_ptr<Device>> open;
+  std::map<std::string, Rc<Device>> open;
   std::map<std::string, std::pair<DeviceFamilyFactory, std::function<int()>>> families;
 };
 inline DeviceRegistry& registry() {
@@ -8649,7 +8793,7 @@ public:
   void copy_in(void*, const void*, std::size_t) override { alloc(0); }
   void copy_out(void*, const void*, std::size_t) override { alloc(0); }
   Target target() const override { return Target::portable(); }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>&) override {
     alloc(0);
     return {};
   }
@@ -8662,9 +8806,7 @@ inline void register_unavailable(const std::string& name, const std::string& rea
   auto& r = registry();
   std::lock_guard<std::mutex> g(r.m);
   if (!r.factories.count(name))
-    r.factories[name] = [name, reason] {
-      return std::make_shared<UnavailableDevice>(name, reason);
-    };
+    r.factories[name] = [name, reason] { return make_rc<UnavailableDevice>(name, reason); };
 }
 } // namespace detail
 
@@ -8793,11 +8935,11 @@ struct Instance {
   std::vector<vk::PhysicalDevice> physical;
   std::string error;
 
-  static std::shared_ptr<Instance> get() {
+  static Rc<Instance> get() {
     static std::mutex m;
-    static std::shared_ptr<Instance> inst;
+    static Rc<Instance> inst;
     std::lock_guard<std::mutex> g(m);
-    if (!inst) inst = std::make_shared<Instance>();
+    if (!inst) inst = make_rc<Instance>();
     return inst;
   }
   Instance() {
@@ -8913,14 +9055,14 @@ struct Pipeline {
 
 class VulkanRunner : public Runner {
 public:
-  VulkanRunner(VulkanDevice* dev, std::shared_ptr<Pipeline> pipe, Program p)
+  VulkanRunner(VulkanDevice* dev, Rc<Pipeline> pipe, Program p)
       : dev_(dev), pipe_(std::move(pipe)), p_(std::move(p)) {}
   void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) override;
   const Program& program() const { return p_; }
 
 private:
   VulkanDevice* dev_;
-  std::shared_ptr<Pipeline> pipe_;
+  Rc<Pipeline> pipe_;
   Program p_;
 };
 
@@ -9065,8 +9207,7 @@ public:
     return "";
   }
 
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
     std::vector<const Program*> gpu; // (the kernels' own)
     std::vector<std::string> sources;
     for (const KernelCode* k : kernels) {
@@ -9074,7 +9215,7 @@ public:
       if (std::string why = cannot_run(*gpu.back()); !why.empty()) throw dtype_error(why);
       sources.push_back(std::string(k->source.view()));
     }
-    std::vector<std::shared_ptr<Pipeline>> pipes(gpu.size());
+    std::vector<Rc<Pipeline>> pipes(gpu.size());
     std::vector<std::size_t> todo; // one per distinct new source
     {
       std::lock_guard<std::mutex> g(m_);
@@ -9098,7 +9239,7 @@ public:
     // need no external synchronization, and the pipeline cache is internally synchronized.
     // Pipelines that were created are kept even when another one failed.
     struct Built {
-      std::shared_ptr<Pipeline> pipe;
+      Rc<Pipeline> pipe;
       std::exception_ptr error;
     };
     std::vector<Built> built = parallel_map(todo.size(), [&](std::size_t j) -> Built {
@@ -9116,9 +9257,9 @@ public:
       if (b.error) std::rethrow_exception(b.error);
     for (std::size_t i = 0; i < gpu.size(); ++i) pipes[i] = pipelines_.at(sources[i]);
     check_messages("creating pipelines");
-    std::vector<std::shared_ptr<Runner>> out;
+    std::vector<Rc<Runner>> out;
     for (std::size_t i = 0; i < gpu.size(); ++i) {
-      auto r = std::make_shared<VulkanRunner>(this, pipes[i], *gpu[i]);
+      auto r = make_rc<VulkanRunner>(this, pipes[i], *gpu[i]);
       r->name = std::string(gpu[i]->name.view());
       r->source = sources[i];
       out.push_back(r);
@@ -9411,8 +9552,8 @@ private:
     throw device_error("tg: VULKAN validation reported " + std::to_string(fresh) +
                        " message(s) while " + during + ":" + text);
   }
-  std::shared_ptr<Pipeline> make_pipeline(const Program& p, const std::string& spirv) {
-    auto pipe = std::make_shared<Pipeline>();
+  Rc<Pipeline> make_pipeline(const Program& p, const std::string& spirv) {
+    auto pipe = make_rc<Pipeline>();
     pipe->bindings = std::uint32_t(p.params.size());
     pipe->push_bytes = std::uint32_t(8 * (3 + p.vars.size()));
     std::vector<std::uint32_t> words(spirv.size() / 4);
@@ -9451,7 +9592,7 @@ private:
 
   friend class VulkanRunner;
   int index_;
-  std::shared_ptr<detail::Instance> inst_;
+  Rc<detail::Instance> inst_;
   vk::DispatchLoaderDynamic d_;
   std::string reason_, device_name_, description_, pipeline_cache_file_;
   Caps caps_;
@@ -9472,8 +9613,7 @@ private:
   AllocCache cache_{16, [this](std::size_t n) { return create_buffer(n, host_visible_); },
                     [this](void* b) { pending_free_.push_back(static_cast<VkBuf*>(b)); }};
   VkBuf* staging_ = nullptr;
-  std::unordered_map<std::string, std::shared_ptr<Pipeline>>
-      pipelines_; // by GLSL source, for the device's life
+  std::unordered_map<std::string, Rc<Pipeline>> pipelines_; // by GLSL source, for the device's life
 };
 
 inline void VulkanRunner::run(const std::vector<void*>& buffers,
@@ -9489,18 +9629,17 @@ using vulkan::VulkanDevice;
 #endif // TG_SI_TG_RUNTIME_VULKAN_HPP
 
 namespace tg::detail {
-inline const bool vulkan_registered =
-    (register_device_family(
-         "VULKAN", [](int i) { return std::make_shared<VulkanDevice>(i); },
-         [] { return vulkan::device_count(); }),
-     true);
+inline const bool vulkan_registered = (register_device_family(
+                                           "VULKAN", [](int i) { return make_rc<VulkanDevice>(i); },
+                                           [] { return vulkan::device_count(); }),
+                                       true);
 } // namespace tg::detail
 #else
 namespace tg::detail {
 inline const bool vulkan_registered =
     (register_device("VULKAN",
                      [] {
-                       return std::make_shared<UnavailableDevice>(
+                       return make_rc<UnavailableDevice>(
                            "VULKAN", "this program was compiled without the Vulkan-Hpp headers "
                                      "(<vulkan/vulkan.hpp>; Debian: "
                                      "libvulkan-dev)");

@@ -60,6 +60,150 @@
 // buffers. Float constants that are not finite cannot be constant expressions in WGSL: they come
 // from a function call.
 
+// ---- tg/graph/sint_text.hpp ----
+#ifndef TG_SI_TG_GRAPH_SINT_TEXT_HPP
+#define TG_SI_TG_GRAPH_SINT_TEXT_HPP
+// Symbolic integers and shapes as text (error messages, dumps, rendered sources). Apart from
+// sint.hpp so that the headers users include do not instantiate the text builder.
+#include <string>
+
+// ---- tg/util/text.hpp ----
+#ifndef TG_SI_TG_UTIL_TEXT_HPP
+#define TG_SI_TG_UTIL_TEXT_HPP
+// A text builder usable in constant expressions (libstdc++ 12's std::string is not, under Clang).
+#include <bit>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+namespace tg {
+
+class Text {
+public:
+  constexpr Text& operator<<(std::string_view s) {
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  constexpr Text& operator<<(const char* s) { return *this << std::string_view(s); }
+  constexpr Text& operator<<(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  constexpr Text& operator<<(std::int64_t v) {
+    if (v < 0) {
+      buf_.push_back('-');
+      return write_unsigned(0 - static_cast<std::uint64_t>(v));
+    }
+    return write_unsigned(static_cast<std::uint64_t>(v));
+  }
+  constexpr Text& operator<<(int v) { return *this << static_cast<std::int64_t>(v); }
+  constexpr Text& operator<<(std::size_t v) { return write_unsigned(v); }
+  constexpr Text& write_unsigned(std::uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+      tmp[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  constexpr Text& hex(std::uint64_t v) {
+    constexpr char digits[] = "0123456789abcdef";
+    char tmp[17];
+    int n = 0;
+    do {
+      tmp[n++] = digits[v & 15];
+      v >>= 4;
+    } while (v);
+    while (n) buf_.push_back(tmp[--n]);
+    return *this;
+  }
+  /// A double as a C literal that reads back exactly: "3.0", "0.5", or a hex float.
+  constexpr Text& literal(double d) {
+    if (d != d) return *this << "NAN";
+    if (d == std::numeric_limits<double>::infinity()) return *this << "INFINITY";
+    if (d == -std::numeric_limits<double>::infinity()) return *this << "(-INFINITY)";
+    if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == double(std::int64_t(d))) {
+      if (d == 0 && std::bit_cast<std::uint64_t>(d) >> 63) return *this << "-0.0";
+      return *this << std::int64_t(d) << ".0";
+    }
+    std::uint64_t bits = std::bit_cast<std::uint64_t>(d);
+    if (bits >> 63) buf_.push_back('-');
+    int exp = int((bits >> 52) & 0x7ff);
+    std::uint64_t mant = bits & ((std::uint64_t(1) << 52) - 1);
+    *this << (exp ? "0x1." : "0x0.");
+    // 13 hex digits of mantissa, trailing zeros trimmed
+    char tmp[13];
+    for (int k = 12; k >= 0; --k) {
+      tmp[k] = "0123456789abcdef"[mant & 15];
+      mant >>= 4;
+    }
+    int last = 12;
+    while (last > 0 && tmp[last] == '0') --last;
+    for (int k = 0; k <= last; ++k) buf_.push_back(tmp[k]);
+    return *this << 'p' << std::int64_t(exp ? exp - 1023 : -1022);
+  }
+  constexpr std::string_view view() const { return {buf_.data(), buf_.size()}; }
+  constexpr std::size_t size() const { return buf_.size(); }
+  constexpr const std::vector<char>& chars() const { return buf_; }
+
+private:
+  std::vector<char> buf_;
+};
+
+/// FNV-1a, 64 bit: stable hashes for cache keys.
+constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+} // namespace tg
+#endif // TG_SI_TG_UTIL_TEXT_HPP
+
+namespace tg {
+
+namespace detail {
+constexpr void write_sint(Text& t, const SInt& d) {
+  if (d.is_const()) {
+    t << d.constant();
+    return;
+  }
+  bool first = true;
+  for (const Term& term : d.terms()) {
+    if (!first) t << '+';
+    first = false;
+    if (term.coef != 1) t << term.coef << '*';
+    for (std::size_t k = 0; k < term.vars.size(); ++k) {
+      if (k) t << '*';
+      t << term.vars[k].name.view();
+    }
+  }
+  if (d.constant()) t << '+' << d.constant();
+}
+constexpr void write_shape(Text& t, const Shape& s) {
+  t << '[';
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) t << ", ";
+    write_sint(t, s[i]);
+  }
+  t << ']';
+}
+/// A shape as error messages and dumps print it: [2, batch+1].
+inline std::string shape_str(const Shape& s) {
+  Text t;
+  write_shape(t, s);
+  return std::string(t.view());
+}
+} // namespace detail
+
+} // namespace tg
+#endif // TG_SI_TG_GRAPH_SINT_TEXT_HPP
+
 // ---- tg/codegen/gpu_program.hpp ----
 #ifndef TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
 #define TG_SI_TG_CODEGEN_GPU_PROGRAM_HPP
@@ -977,7 +1121,6 @@ constexpr std::vector<GpuDispatch> gpu_dispatches(const Program& p, std::int64_t
 // (codegen/decompose.hpp): a program reaches a renderer with every float -> integer conversion in
 // range, 16-bit floats as words of bits (except where the dialect converts them itself: CUDA's
 // float16), float exp2 as a polynomial and division made safe where the dialect's own is not.
-#include <limits>
 
 namespace tg {
 
@@ -2091,9 +2234,6 @@ constexpr Text render_wgsl(const Program& p, bool f16 = false) {
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <string>
-#include <string_view>
-#include <vector>
 
 // ---- tg/runtime/env.hpp ----
 #ifndef TG_SI_TG_RUNTIME_ENV_HPP
@@ -8143,9 +8283,9 @@ inline AtomicStats& stats_storage() {
 namespace tg {
 
 /// Makes the device on its first use (tg::device, a tensor placed on it).
-using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+using DeviceFactory = std::function<Rc<Device>()>;
 /// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
-using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+using DeviceFamilyFactory = std::function<Rc<Device>(int index)>;
 
 /// Adds a device under that name (case-insensitive), replacing one registered before.
 TG_API void register_device(const std::string& name, DeviceFactory f);
@@ -8188,7 +8328,7 @@ namespace detail {
 struct DeviceRegistry {
   std::mutex m;
   std::map<std::string, DeviceFactory> factories;
-  std::map<std::string, std::shared_ptr<Device>> open;
+  std::map<std::string, Rc<Device>> open;
   std::map<std::string, std::pair<DeviceFamilyFactory, std::function<int()>>> families;
 };
 inline DeviceRegistry& registry() {
@@ -8212,7 +8352,7 @@ public:
   void copy_in(void*, const void*, std::size_t) override { alloc(0); }
   void copy_out(void*, const void*, std::size_t) override { alloc(0); }
   Target target() const override { return Target::portable(); }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>&) override {
     alloc(0);
     return {};
   }
@@ -8225,9 +8365,7 @@ inline void register_unavailable(const std::string& name, const std::string& rea
   auto& r = registry();
   std::lock_guard<std::mutex> g(r.m);
   if (!r.factories.count(name))
-    r.factories[name] = [name, reason] {
-      return std::make_shared<UnavailableDevice>(name, reason);
-    };
+    r.factories[name] = [name, reason] { return make_rc<UnavailableDevice>(name, reason); };
 }
 } // namespace detail
 
@@ -8866,15 +9004,14 @@ public:
     return "";
   }
 
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
     require();
-    std::vector<std::shared_ptr<Runner>> out;
+    std::vector<Rc<Runner>> out;
     for (const KernelCode* k : kernels) {
       if (std::string why = cannot_run(k->program); !why.empty()) throw device_error(why);
       std::string src(k->source.view());
       api::Handle pipe = pipeline(src, k->program);
-      auto r = std::make_shared<WebGpuRunner>(this, pipe, k->program);
+      auto r = make_rc<WebGpuRunner>(this, pipe, k->program);
       r->name = std::string(k->program.name.view());
       r->source = src;
       out.push_back(r);
@@ -9069,7 +9206,7 @@ inline void WebGpuRunner::run(const std::vector<void*>& buffers,
 
 namespace tg::detail {
 inline const bool webgpu_registered =
-    (register_device("WEBGPU", [] { return std::make_shared<webgpu::WebGpuDevice>(); }), true);
+    (register_device("WEBGPU", [] { return make_rc<webgpu::WebGpuDevice>(); }), true);
 } // namespace tg::detail
 #endif // TG_SI_TG_WEBGPU_HPP
 // clang-format on

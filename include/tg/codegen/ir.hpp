@@ -2,6 +2,7 @@
 // The linear kernel program: what `lower` produces and every renderer (and the reference
 // interpreter) consumes. Values are referred to by their index in `ops`.
 #include "../graph/graph.hpp"
+#include "../graph/sint_text.hpp"
 #include "../util/text.hpp"
 
 namespace tg {

@@ -17,6 +17,7 @@
 // front end's plans (at compile time) and TG_BEAM all call these; so what tg::schedule shows is
 // what a device runs. Every function runs in constant expressions; a PassLog sees each pass's
 // result (TG_DEBUG=4 prints the IR after each pass with its time, engine/realize.hpp).
+#include "../graph/sint_text.hpp"
 #include "../schedule/memory.hpp"
 #include "../schedule/merge_outputs.hpp"
 #include "amx_products.hpp"

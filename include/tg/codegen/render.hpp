@@ -13,6 +13,7 @@
 // float16), float exp2 as a polynomial and division made safe where the dialect's own is not.
 #include <limits>
 
+#include "../graph/sint_text.hpp"
 #include "ir.hpp"
 
 namespace tg {

@@ -5,6 +5,7 @@
 // the symbolic sizes as kernel arguments), bool as C++ bool, float16 conversions in hardware
 // (cvt.f16.f32; bfloat16 is decompose's), IEEE division intrinsics, and local memory (__shared__)
 // for group reductions.
+#include "../graph/sint_text.hpp"
 #include "gpu_program.hpp"
 #include "render.hpp"
 

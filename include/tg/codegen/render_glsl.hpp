@@ -7,6 +7,7 @@
 // byte, float16/bfloat16 as 16 bits (decompose converts them); what GLSL lacks or Mesa computes
 // differently from INTERP (float64 exp2/log2/sin/trunc, an exact float fma) comes from the
 // prelude; the rest (division by zero, pow, float exp2) from decompose.
+#include "../graph/sint_text.hpp"
 #include "gpu_program.hpp"
 #include "render.hpp"
 

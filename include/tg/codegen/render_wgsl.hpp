@@ -10,6 +10,7 @@
 // base, outer start/end, symbolic sizes) are int32 in a uniform buffer bound after the storage
 // buffers. Float constants that are not finite cannot be constant expressions in WGSL: they come
 // from a function call.
+#include "../graph/sint_text.hpp"
 #include "gpu_program.hpp"
 #include "render.hpp"
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../nn/module.hpp"
+#include "../util/rc.hpp"
 
 namespace tg::distributed {
 
@@ -137,7 +138,7 @@ public:
 private:
   Module& module_;
   double bucket_bytes_;
-  std::vector<std::weak_ptr<LazyNode>> averaged_; // the gradients the last average set
+  std::vector<WeakRc<LazyNode>> averaged_; // the gradients the last average set
   std::size_t hook_ = 0, buckets_ = 0;
   bool sync_ = true;
 };

@@ -18,6 +18,7 @@
 #include "../codegen/pipeline.hpp"
 #include "../runtime/cache.hpp"
 #include "../runtime/host.hpp"
+#include "../util/rc.hpp"
 
 namespace tg {
 
@@ -144,14 +145,14 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
   std::vector<const KernelCode*> ptrs;
   for (const Program& p : lowered) programs.push_back(finish_kernel(p, target));
   for (const KernelCode& c : programs) ptrs.push_back(&c);
-  std::vector<std::shared_ptr<Runner>> runners = dev.prepare(ptrs);
+  std::vector<Rc<Runner>> runners = dev.prepare(ptrs);
   // scratch buffers of zeros: the outputs, then the kernel's inputs
   const Kernel& kernel = s.kernels[k];
   std::vector<int> nodes = kernel.outputs;
   nodes.insert(nodes.end(), kernel.inputs.begin(), kernel.inputs.end());
   std::vector<std::unique_ptr<Buffer>> scratch;
   std::vector<void*> bufs;
-  std::shared_ptr<Device> unowned(&dev, [](Device*) {});
+  Rc<Device> unowned{Rc<Device>(), &dev}; // not owned: the caller holds it
   for (int n : nodes) {
     std::int64_t numel = prod(g[n].shape).constant();
     if (numel == 0) return compile_kernel(g, s, k, target, log);

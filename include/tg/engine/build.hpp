@@ -2,6 +2,7 @@
 // From the run-time front end's lazy nodes to a Graph, and back: build_graph collects what a
 // realize needs, adopt makes the realized nodes buffers.
 #include "../tensor/lazy.hpp"
+#include "../util/rc.hpp"
 #include "realize.hpp"
 
 namespace tg::detail {
@@ -9,9 +10,9 @@ namespace tg::detail {
 /// The Graph for a set of lazy targets, with what realizing it needs.
 struct GraphBuild {
   Graph graph;
-  std::vector<LazyPtr> order;                  // graph node i <- order[i]
-  std::vector<std::shared_ptr<Buffer>> inputs; // graph buffer i
-  NodeFlags keep;                              // results that outlive the realize
+  std::vector<LazyPtr> order;     // graph node i <- order[i]
+  std::vector<Rc<Buffer>> inputs; // graph buffer i
+  NodeFlags keep;                 // results that outlive the realize
   std::string device;
 };
 
@@ -63,7 +64,7 @@ inline GraphBuild build_graph(const std::vector<LazyPtr>& targets) {
   if (todo.empty()) return b;
   b.device = todo[0]->device;
 
-  // Topological order, iteratively (graphs can be deep). The stack points at the shared_ptrs in
+  // Topological order, iteratively (graphs can be deep). The stack points at the Rcs in
   // `todo` and in the nodes' `src`, which stay put while the graph is built.
   NodeIndex index;
   std::vector<std::pair<const LazyPtr*, std::size_t>> stack;

@@ -7,6 +7,7 @@
 
 #include "../tensor/core.hpp"
 #include "../util/function.hpp"
+#include "../util/rc.hpp"
 
 namespace tg {
 
@@ -69,7 +70,7 @@ public:
 
 private:
   struct State;
-  std::shared_ptr<State> s_;
+  Rc<State> s_;
 };
 } // namespace detail
 

@@ -5,13 +5,13 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <memory>
 #include <mutex>
 #include <unordered_map>
 
 #include "../runtime/host.hpp"
 #include "../runtime/launch.hpp"
 #include "../schedule/memory.hpp"
+#include "../util/rc.hpp"
 #include "beam.hpp"
 #include "trace.hpp"
 
@@ -21,14 +21,14 @@ struct LazyNode; // (tensor/lazy.hpp)
 
 /// What a realize produces: a buffer for every node the caller asked to keep.
 struct Realized {
-  std::vector<std::shared_ptr<Buffer>> buffers; // per node (null where not kept)
+  std::vector<Rc<Buffer>> buffers; // per node (null where not kept)
 };
 
 namespace detail {
 /// One step of device work, as the JIT records it: a kernel launch, or a buffer copy.
 struct Launch {
-  std::shared_ptr<Runner> runner; // null: copy buffers[1] into buffers[0]
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  Rc<Runner> runner; // null: copy buffers[1] into buffers[0]
+  std::vector<Rc<Buffer>> buffers;
   std::vector<Var> vars; // the program's symbolic sizes, with their values at capture
   std::size_t copy_bytes = 0;
 };
@@ -104,8 +104,8 @@ struct Plan {
   MemoryPlan memory;
   std::vector<std::vector<Var>> vars;    // per kernel: the symbolic sizes it takes at launch
   std::vector<std::uint8_t> overlapping; // per kernel: Program::overlapping (never in place)
-  std::vector<std::shared_ptr<Runner>> runners;
-  std::shared_ptr<Device> device; // kept open while its runners may run (and its address unique)
+  std::vector<Rc<Runner>> runners;
+  Rc<Device> device; // kept open while its runners may run (and its address unique)
 };
 } // namespace detail
 
@@ -164,9 +164,9 @@ std::vector<KernelCode> compile_kernels(const Graph& g, const Schedule& s, const
   return kernels;
 }
 
-inline std::shared_ptr<const Plan> make_plan(const Graph& g, const NodeFlags& keep,
-                                             const std::shared_ptr<Device>& dev, int debug) {
-  auto made = std::make_shared<Plan>();
+inline Rc<const Plan> make_plan(const Graph& g, const NodeFlags& keep, const Rc<Device>& dev,
+                                int debug) {
+  auto made = make_rc<Plan>();
   made->device = dev;
   const Target target = dev->target();
   auto plan = [&](auto& log) {
@@ -302,10 +302,10 @@ struct PlanKeyHash {
 /// one: realizing the same computation again (an eager training loop, a model called once per
 /// token) then skips fuse, lower, render and the kernel cache. TG_DEBUG >= 2 plans every realize
 /// afresh, so that each prints its schedule and programs.
-inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& keep,
-                                            const std::shared_ptr<Device>& dev, int debug) {
+inline Rc<const Plan> plan_for(const Graph& g, const NodeFlags& keep, const Rc<Device>& dev,
+                               int debug) {
   static std::mutex m;
-  static std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash> plans;
+  static std::unordered_map<PlanKey, Rc<const Plan>, PlanKeyHash> plans;
   if (debug >= 2) return make_plan(g, keep, dev, debug);
   thread_local PlanKey key; // reused: a lookup that finds its plan allocates nothing
   plan_key(g, keep, *dev, key);
@@ -327,9 +327,9 @@ inline std::shared_ptr<const Plan> plan_for(const Graph& g, const NodeFlags& kee
 
 /// Runs `g` on `dev`. `inputs[i]` backs graph buffer i; `keep[n]` marks results to return;
 /// `targets[n]`, when given and set, is the existing buffer node n's result must end up in.
-inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                              const NodeFlags& keep, const std::shared_ptr<Device>& dev,
-                              const std::vector<std::shared_ptr<Buffer>>* targets = nullptr) {
+inline Realized realize_graph(const Graph& g, const std::vector<Rc<Buffer>>& inputs,
+                              const NodeFlags& keep, const Rc<Device>& dev,
+                              const std::vector<Rc<Buffer>>* targets = nullptr) {
   if (const detail::ExportTrace* e = detail::active_export())
     for (const auto& b : inputs)
       if (b && b->device.get() == e->placeholders) {
@@ -356,7 +356,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
 
   Realized out;
   out.buffers.assign(g.size(), nullptr);
-  std::vector<std::shared_ptr<Buffer>> temps(plan.slot_bytes.size());
+  std::vector<Rc<Buffer>> temps(plan.slot_bytes.size());
   // sizes: the bound values, or under capture the largest values the bounds allow
   auto size_of = [&](const SInt& s) {
     return capture ? s.max_value() : eval_sint(s, bound, values);
@@ -365,9 +365,8 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
   std::vector<int> last_reader(g.size(), -1);
   for (std::size_t k = 0; k < s.kernels.size(); ++k)
     for (int in : s.kernels[k].inputs) last_reader[std::size_t(in)] = int(k);
-  std::vector<std::pair<std::shared_ptr<Buffer>, std::shared_ptr<Buffer>>>
-      copies; // (target, fresh)
-  auto in_place = [&](std::size_t k, const std::shared_ptr<Buffer>& target) {
+  std::vector<std::pair<Rc<Buffer>, Rc<Buffer>>> copies; // (target, fresh)
+  auto in_place = [&](std::size_t k, const Rc<Buffer>& target) {
     for (std::size_t i = 0; i < g.size(); ++i) {
       const Node& n = g.nodes[i];
       if (n.op != Op::Buffer || inputs[std::size_t(n.arg)] != target) continue;
@@ -380,7 +379,7 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     }
     return true;
   };
-  auto buffer_of = [&](int node) -> std::shared_ptr<Buffer> {
+  auto buffer_of = [&](int node) -> Rc<Buffer> {
     const Node& n = g[node];
     if (n.op == Op::Buffer) return inputs[std::size_t(n.arg)];
     if (plan.slot[std::size_t(node)] >= 0) return temps[std::size_t(plan.slot[std::size_t(node)])];
@@ -391,23 +390,19 @@ inline Realized realize_graph(const Graph& g, const std::vector<std::shared_ptr<
     for (int o : kern.outputs) {
       const Node& n = g[o];
       int slot = plan.slot[std::size_t(o)];
-      const std::shared_ptr<Buffer>* target = targets ? &(*targets)[std::size_t(o)] : nullptr;
+      const Rc<Buffer>* target = targets ? &(*targets)[std::size_t(o)] : nullptr;
       if (target && *target) {
         if (in_place(k, *target)) {
           out.buffers[std::size_t(o)] = *target;
         } else {
-          out.buffers[std::size_t(o)] =
-              std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
+          out.buffers[std::size_t(o)] = make_rc<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
           copies.push_back({*target, out.buffers[std::size_t(o)]});
         }
       } else if (slot >= 0) {
         auto& t = temps[std::size_t(slot)];
-        if (!t)
-          t = std::make_shared<Buffer>(dev, DType::UInt8,
-                                       size_of(plan.slot_bytes[std::size_t(slot)]));
+        if (!t) t = make_rc<Buffer>(dev, DType::UInt8, size_of(plan.slot_bytes[std::size_t(slot)]));
       } else {
-        out.buffers[std::size_t(o)] =
-            std::make_shared<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
+        out.buffers[std::size_t(o)] = make_rc<Buffer>(dev, n.dtype, size_of(prod(n.shape)));
       }
     }
     if (prod(g[kern.root].shape).eval() == 0) continue;

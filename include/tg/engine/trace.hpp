@@ -1,9 +1,10 @@
 #pragma once
 // What the run-time front end reads of the engine's state while tg::jit records a call or
 // tg::export_model traces a method (realize.hpp, jit.hpp and export/ set it).
-#include <memory>
 #include <string>
 #include <vector>
+
+#include "../util/rc.hpp"
 
 namespace tg {
 
@@ -19,7 +20,7 @@ struct ExportTrace {
   const Device* placeholders = nullptr;
   std::string method;
   struct Assign {
-    std::shared_ptr<LazyNode> target, value;
+    Rc<LazyNode> target, value;
     int call = 0; // which tg::assign call of the method
   };
   std::vector<Assign> assigns;

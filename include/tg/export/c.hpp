@@ -10,6 +10,7 @@
 // large kernels as the CPU device does.
 #include <set>
 
+#include "../graph/sint_text.hpp"
 #include "../state/safetensors_format.hpp"
 #include "plan.hpp"
 

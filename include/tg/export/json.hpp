@@ -5,6 +5,7 @@
 // dialect, the compiled program: the kernels (source, parameter dtypes, launch sizes) and each
 // method's temporaries and launches. A size is an integer or an expression of the dims: terms
 // joined by '+', each an integer and dim names joined by '*' ("10*batch", "batch*batch+-1").
+#include "../graph/sint_text.hpp"
 #include "../state/safetensors_format.hpp"
 #include "plan.hpp"
 

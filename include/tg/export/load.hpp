@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../graph/sint_text.hpp"
+#include "../util/rc.hpp"
 #include "json.hpp"
 
 namespace tg {
@@ -150,7 +152,7 @@ public:
         throw export_error(where + d.name + " = " + std::to_string(it->second) + " is outside [" +
                            std::to_string(d.lo) + ", " + std::to_string(d.hi) + "]");
     }
-    const std::shared_ptr<Device> dev = tg::device(device_);
+    const Rc<Device> dev = tg::device(device_);
     std::vector<Tensor> in, out;
     for (const Tensor& x : inputs) in.push_back(detail::as_buffer(x.to(device_)));
     for (const IO& io : m.outputs) {
@@ -158,9 +160,9 @@ public:
       for (const std::string& s : io.shape) shape.push_back(detail::eval_export_size(s, dims));
       out.push_back(detail::as_buffer(Tensor::full_on(shape, 0, io.dtype, device_)));
     }
-    std::vector<std::shared_ptr<Buffer>> temps;
+    std::vector<Rc<Buffer>> temps;
     for (const std::string& bytes : m.temporaries)
-      temps.push_back(std::make_shared<Buffer>(
+      temps.push_back(make_rc<Buffer>(
           dev, DType::UInt8, std::max<std::int64_t>(detail::eval_export_size(bytes, dims), 1)));
     for (std::size_t li = 0; li < m.launches.size(); ++li) {
       const ExportLaunch& l = m.launches[li];
@@ -202,7 +204,7 @@ private:
   std::vector<ExportDim> dims_;
   std::vector<Tensor> weights_;
   std::vector<KernelCode> kernels_;
-  std::vector<std::shared_ptr<Runner>> runners_;
+  std::vector<Rc<Runner>> runners_;
   std::vector<Method> methods_;
 };
 
@@ -219,7 +221,7 @@ inline ExportedModel load_exported(const std::string& json_path, const std::stri
 
   ExportedModel model;
   model.device_ = device.empty() ? default_device() : device;
-  const std::shared_ptr<Device> dev = tg::device(model.device_);
+  const Rc<Device> dev = tg::device(model.device_);
   const Dialect want = dev->target().dialect;
   const char* dialect = want == Dialect::C      ? "c"
                         : want == Dialect::Wgsl ? "wgsl"

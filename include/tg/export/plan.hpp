@@ -7,6 +7,7 @@
 #include <map>
 
 #include "../engine/schedule_info.hpp"
+#include "../graph/sint_text.hpp"
 #include "../runtime/launch.hpp"
 #include "trace.hpp"
 

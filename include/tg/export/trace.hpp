@@ -8,6 +8,8 @@
 #include <map>
 
 #include "../engine/build.hpp"
+#include "../graph/sint_text.hpp"
+#include "../util/rc.hpp"
 #include "spec.hpp"
 
 namespace tg {
@@ -59,13 +61,13 @@ public:
                        "to_vector() of an input): an exported method is one graph with no host "
                        "read in the middle");
   }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>&) override {
     throw export_error("tg.export: a placeholder input cannot run kernels");
   }
 };
 
-inline const std::shared_ptr<ExportPlaceholders>& export_placeholders() {
-  static const auto d = std::make_shared<ExportPlaceholders>();
+inline const Rc<ExportPlaceholders>& export_placeholders() {
+  static const auto d = make_rc<ExportPlaceholders>();
   return d;
 }
 
@@ -106,7 +108,7 @@ inline ExportedMethod trace_method(const ExportSpec& spec, const ExportMethod& m
       shape.push_back(sym(dim.name, dim.lo, dim.hi, std::max(dim.lo, dim.hi - below)));
     }
     Tensor t = Tensor::make(Op::Buffer, in.dtype, shape, {}, device);
-    t.lazy()->buffer = std::make_shared<Buffer>(placeholders, in.dtype, 1);
+    t.lazy()->buffer = make_rc<Buffer>(placeholders, in.dtype, 1);
     arg_buffers.push_back(t.lazy()->buffer.get());
     args.push_back(t);
     out.input_shapes.push_back(shape);

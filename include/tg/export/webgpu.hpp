@@ -4,6 +4,7 @@
 // create(device, weights) checks the device's limits and features, loads the weights into GPU
 // buffers and builds the pipelines; each method then takes typed arrays, passes its dims in
 // uniforms, launches the kernels as tg's WEBGPU device does, and resolves to typed arrays.
+#include "../graph/sint_text.hpp"
 #include "wasm.hpp"
 
 namespace tg {

@@ -24,8 +24,10 @@
 #include <mutex>
 #include <tuple>
 
+#include "../graph/sint_text.hpp"
 #include "../runtime/host.hpp"
 #include "../tg.hpp"
+#include "../util/rc.hpp"
 #include "graph.hpp"
 #include "print.hpp"
 #include "proto.hpp"
@@ -184,10 +186,9 @@ template <class P> std::vector<Program> programs_of(const P& plan) {
 
 /// Plan's programs compiled for device `name`, once per process.
 template <const auto& Plan>
-const std::vector<std::shared_ptr<Runner>>& runners_for(const std::string& name,
-                                                        const std::shared_ptr<Device>& dev) {
+const std::vector<Rc<Runner>>& runners_for(const std::string& name, const Rc<Device>& dev) {
   static std::mutex m;
-  static std::map<std::string, std::vector<std::shared_ptr<Runner>>> cache;
+  static std::map<std::string, std::vector<Rc<Runner>>> cache;
   std::lock_guard<std::mutex> g(m);
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
@@ -203,14 +204,14 @@ const std::vector<std::shared_ptr<Runner>>& runners_for(const std::string& name,
 /// `node`, whose leaf has that id. The result (dtype, shape) is a realized tensor there.
 template <const auto& Plan, class Leaf>
 Tensor launch(const std::string& name, DType dtype, Shape shape, Leaf&& leaf) {
-  std::shared_ptr<Device> dev = tg::device(name);
-  const std::vector<std::shared_ptr<Runner>>& runners = runners_for<Plan>(name, dev);
-  std::vector<std::shared_ptr<Buffer>> bufs(Plan.node_dtype.size());
+  Rc<Device> dev = tg::device(name);
+  const std::vector<Rc<Runner>>& runners = runners_for<Plan>(name, dev);
+  std::vector<Rc<Buffer>> bufs(Plan.node_dtype.size());
   for (std::size_t i = 0; i + 1 < Plan.node_dtype.size(); ++i)
     if (Plan.leaf_id[i] >= 0) bufs[i] = leaf(Plan.leaf_id[i], i, dev);
   for (std::size_t k = 0; k + 1 < Plan.root.size(); ++k) {
     auto root = std::size_t(Plan.root[k]);
-    bufs[root] = std::make_shared<Buffer>(dev, Plan.node_dtype[root], Plan.node_numel[root]);
+    bufs[root] = make_rc<Buffer>(dev, Plan.node_dtype[root], Plan.node_numel[root]);
     std::vector<void*> ptrs{bufs[root]->ptr};
     for (std::size_t i = Plan.input_begin[k]; i < Plan.input_begin[k + 1]; ++i)
       ptrs.push_back(bufs[std::size_t(Plan.inputs[i])]->ptr);
@@ -301,21 +302,21 @@ template <class E> Tensor run_type_plan(const E& expr, const std::string& device
     return lazy_tensor(expr, name).realize();
   }
   // one upload per leaf tensor and per scalar value
-  std::map<std::pair<const void*, std::size_t>, std::shared_ptr<Buffer>> leaves;
-  std::map<std::tuple<DType, double, std::int64_t>, std::shared_ptr<Buffer>> scalars;
-  auto leaf = [&](int id, std::size_t, const std::shared_ptr<Device>& dev) {
+  std::map<std::pair<const void*, std::size_t>, Rc<Buffer>> leaves;
+  std::map<std::tuple<DType, double, std::int64_t>, Rc<Buffer>> scalars;
+  auto leaf = [&](int id, std::size_t, const Rc<Device>& dev) {
     const collect_builder::occurrence& o = c.seen[std::size_t(id)];
     if (o.data) {
-      std::shared_ptr<Buffer>& b = leaves[{o.data, o.bytes}];
+      Rc<Buffer>& b = leaves[{o.data, o.bytes}];
       if (!b) {
-        b = std::make_shared<Buffer>(dev, o.dtype, std::int64_t(o.bytes) / itemsize(o.dtype));
+        b = make_rc<Buffer>(dev, o.dtype, std::int64_t(o.bytes) / itemsize(o.dtype));
         dev->copy_in(b->ptr, o.data, o.bytes);
       }
       return b;
     }
-    std::shared_ptr<Buffer>& b = scalars[{o.dtype, o.value.f, o.value.i}];
+    Rc<Buffer>& b = scalars[{o.dtype, o.value.f, o.value.i}];
     if (!b) {
-      b = std::make_shared<Buffer>(dev, o.dtype, 1);
+      b = make_rc<Buffer>(dev, o.dtype, 1);
       unsigned char v[8];
       if (is_float(o.dtype))
         detail::convert_values(&o.value.f, DType::Float64, v, o.dtype, 1);
@@ -363,10 +364,10 @@ template <class F> struct precompiled {
     std::string name = detail::canonical_device(device.empty() ? default_device() : device);
     std::vector<const void*> data{static_cast<const void*>(in.data())...};
     std::vector<std::int64_t> bytes{std::int64_t(In::size * sizeof(typename In::value_type))...};
-    auto leaf = [&](int id, std::size_t node, const std::shared_ptr<Device>& dev) {
+    auto leaf = [&](int id, std::size_t node, const Rc<Device>& dev) {
       if (std::size_t(id) >= data.size())
         throw error("tg.precompiled.run: no argument for tg::input " + std::to_string(id));
-      auto b = std::make_shared<Buffer>(dev, plan.node_dtype[node], plan.node_numel[node]);
+      auto b = make_rc<Buffer>(dev, plan.node_dtype[node], plan.node_numel[node]);
       if (std::int64_t(b->nbytes()) != bytes[std::size_t(id)])
         throw shape_error("tg.precompiled.run: argument " + std::to_string(id) +
                           " has the wrong size");

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "../codegen/pipeline.hpp"
+#include "../graph/sint_text.hpp"
 #include "ops.hpp"
 
 namespace tg {

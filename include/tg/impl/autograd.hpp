@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "../autograd/backward.hpp"
+#include "../util/rc.hpp"
 
 namespace tg {
 
@@ -11,7 +12,7 @@ namespace detail {
 struct BackwardHooks {
   std::mutex m;
   std::size_t next = 1;
-  std::vector<std::pair<std::size_t, std::shared_ptr<Function<void()>>>> hooks;
+  std::vector<std::pair<std::size_t, Rc<Function<void()>>>> hooks;
 };
 inline BackwardHooks& backward_hooks() {
   static BackwardHooks h;
@@ -21,7 +22,7 @@ inline BackwardHooks& backward_hooks() {
 TG_API std::size_t add_backward_hook(Function<void()> hook) {
   BackwardHooks& h = backward_hooks();
   std::lock_guard<std::mutex> lock(h.m);
-  h.hooks.push_back({h.next, std::make_shared<Function<void()>>(std::move(hook))});
+  h.hooks.push_back({h.next, make_rc<Function<void()>>(std::move(hook))});
   return h.next++;
 }
 
@@ -75,7 +76,7 @@ TG_API void Tensor::backward(const Tensor& gradient, Loc loc) const {
                               loc);
   }
   detail::gradients({*this}, {seed.cast(dtype())}, {}, true);
-  std::vector<std::shared_ptr<detail::Function<void()>>> hooks;
+  std::vector<Rc<detail::Function<void()>>> hooks;
   {
     detail::BackwardHooks& h = detail::backward_hooks();
     std::lock_guard<std::mutex> lock(h.m);

@@ -9,10 +9,11 @@
 #include "../runtime/cpu.hpp"
 #include "../runtime/cuda.hpp"
 #include "../runtime/interp.hpp"
+#include "../util/rc.hpp"
 
 namespace tg {
 
-TG_API Buffer::Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n)
+TG_API Buffer::Buffer(Rc<Device> d, DType t, std::int64_t n)
     : device(std::move(d)), dtype(t), numel(n) {
   std::size_t bytes = nbytes();
   ptr = device->alloc(bytes ? bytes : 1);
@@ -59,11 +60,10 @@ TG_API std::string default_device() {
 
 /// Registers the devices tg ships (tg::device does, once, on first use).
 inline void register_builtin_devices() {
-  register_device("CPU", [] { return std::make_shared<CpuDevice>(); });
-  register_device("INTERP", [] { return std::make_shared<InterpDevice>(); });
+  register_device("CPU", [] { return make_rc<CpuDevice>(); });
+  register_device("INTERP", [] { return make_rc<InterpDevice>(); });
   register_device_family(
-      "CUDA", [](int i) { return std::make_shared<CudaDevice>(i); },
-      [] { return cuda::device_count(); });
+      "CUDA", [](int i) { return make_rc<CudaDevice>(i); }, [] { return cuda::device_count(); });
   detail::register_unavailable(
       "VULKAN", "not compiled into this program: #include <tg/vulkan.hpp> in one of its source "
                 "files (it needs the Vulkan-Hpp headers, e.g. Debian's libvulkan-dev)");
@@ -72,7 +72,7 @@ inline void register_builtin_devices() {
                 "files");
 }
 
-TG_API std::shared_ptr<Device> device(const std::string& requested) {
+TG_API Rc<Device> device(const std::string& requested) {
   static std::once_flag builtins;
   std::call_once(builtins, [] { register_builtin_devices(); });
   std::string name = detail::canonical_device(requested);
@@ -80,7 +80,7 @@ TG_API std::shared_ptr<Device> device(const std::string& requested) {
   std::lock_guard<std::mutex> g(r.m);
   if (auto it = r.open.find(name); it != r.open.end()) return it->second;
   auto f = r.factories.find(name);
-  std::shared_ptr<Device> d;
+  Rc<Device> d;
   if (f != r.factories.end())
     d = f->second();
   else if (auto colon = name.rfind(':');

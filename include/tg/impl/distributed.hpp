@@ -24,6 +24,7 @@
 #include "../distributed/distributed.hpp"
 #include "../distributed/mpi.hpp"
 #include "../engine/realize.hpp"
+#include "../util/rc.hpp"
 
 namespace tg::distributed {
 namespace detail {
@@ -316,7 +317,7 @@ inline Handle mpi_op(const Group& g, ReduceOp op, DType t) {
 /// One collective as device work: what tg::jit records and replays.
 class CollectiveRunner : public Runner {
 public:
-  CollectiveRunner(Call c, SInt count, std::vector<Var> vars, std::shared_ptr<Device> dev)
+  CollectiveRunner(Call c, SInt count, std::vector<Var> vars, Rc<Device> dev)
       : call_(std::move(c)), count_(std::move(count)), vars_(std::move(vars)),
         dev_(std::move(dev)) {
     name = kind_name(call_.kind);
@@ -397,7 +398,7 @@ private:
   Call call_;
   SInt count_;
   std::vector<Var> vars_;
-  std::shared_ptr<Device> dev_;
+  Rc<Device> dev_;
 };
 
 /// t as a realized buffer of its own layout.
@@ -431,12 +432,12 @@ inline Tensor run_collective(Call c, const Tensor& input, const Shape& out_shape
   std::vector<std::int64_t> values;
   for (const Var& v : vars) values.push_back(v.value);
   auto dev = tg::device(in.device());
-  auto runner = std::make_shared<CollectiveRunner>(c, count, vars, dev);
-  std::shared_ptr<Buffer> out;
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  auto runner = make_rc<CollectiveRunner>(c, count, vars, dev);
+  Rc<Buffer> out;
+  std::vector<Rc<Buffer>> buffers;
   if (c.kind != Kind::Send) {
     const SInt n = prod(out_shape);
-    out = std::make_shared<Buffer>(dev, in.dtype(), capture ? n.max_value() : n.eval());
+    out = make_rc<Buffer>(dev, in.dtype(), capture ? n.max_value() : n.eval());
     buffers.push_back(out);
   }
   if (c.kind != Kind::Recv) buffers.push_back(in.lazy()->buffer);

@@ -7,13 +7,15 @@
 
 #include "../engine/build.hpp"
 #include "../engine/jit.hpp"
+#include "../graph/sint_text.hpp"
+#include "../util/rc.hpp"
 
 namespace tg {
 
 TG_API void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
                    const std::vector<Tensor>& realize_too, std::source_location loc) {
   std::vector<LazyPtr> nodes;
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<Rc<Buffer>> buffers;
   for (const auto& [target, value0] : pairs) {
     const LazyPtr& t = target.lazy();
     if (!t || t->op != Op::Buffer)
@@ -51,7 +53,7 @@ TG_API void assign(const std::vector<std::pair<Tensor, Tensor>>& pairs,
     }
   detail::GraphBuild b = detail::build_graph(nodes);
   if (b.order.empty()) return;
-  std::vector<std::shared_ptr<Buffer>> targets(b.order.size());
+  std::vector<Rc<Buffer>> targets(b.order.size());
   for (std::size_t i = 0; i < nodes.size(); ++i)
     for (std::size_t j = 0; j < b.order.size(); ++j)
       if (b.order[j] == nodes[i]) targets[j] = buffers[i];
@@ -237,14 +239,14 @@ struct JitCore::State {
   std::vector<detail::Launch> launches_;
   std::vector<std::vector<void*>> ptrs_;
   std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> slots_;
-  std::vector<std::shared_ptr<Buffer>> input_buffers_;
+  std::vector<Rc<Buffer>> input_buffers_;
   std::vector<Shape> input_shapes_;
   std::vector<DType> input_dtypes_;
   std::vector<std::string> input_devices_;
   std::vector<LazyPtr> outputs_;
 };
 
-TG_API JitCore::JitCore() : s_(std::make_shared<State>()) {}
+TG_API JitCore::JitCore() : s_(make_rc<State>()) {}
 
 TG_API std::size_t JitCore::captured_launches() const { return s_->launches_.size(); }
 

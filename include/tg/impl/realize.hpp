@@ -3,9 +3,11 @@
 // tensor/lazy.hpp, tensor/class.hpp, tensor/core.hpp and engine/schedule_info.hpp).
 #include "../engine/build.hpp"
 #include "../engine/schedule_info.hpp"
+#include "../graph/sint_text.hpp"
 #include "../runtime/launch.hpp"
 #include "../tensor/tensor.hpp"
 #include "../util/print.hpp"
+#include "../util/rc.hpp"
 
 namespace tg {
 
@@ -101,7 +103,7 @@ TG_API Tensor upload(const void* data, DType from, Shape shape, const TensorOpti
   convert_values(data, from, host.data(), t, n);
   const std::string dev = o.device.empty() ? default_device() : canonical_device(o.device);
   auto d = tg::device(dev);
-  auto buf = std::make_shared<Buffer>(d, t, tg::prod(shape).eval());
+  auto buf = make_rc<Buffer>(d, t, tg::prod(shape).eval());
   d->copy_in(buf->ptr, host.data(), host.size());
   if (Trace* trace = active_trace()) // tg::jit: a host value frozen at capture
     trace->steps.push_back(
@@ -152,7 +154,7 @@ TG_API std::vector<unsigned char> download(const Tensor& tensor, DType to,
 TG_API Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
   std::string target = detail::canonical_device(dev_name);
   if (target == device()) return *this;
-  std::shared_ptr<Device> dst;
+  Rc<Device> dst;
   try {
     dst = tg::device(target);
   } catch (const device_error& e) {
@@ -162,7 +164,7 @@ TG_API Tensor Tensor::to(const std::string& dev_name, Loc loc) const {
   Tensor src = contiguous();
   detail::realize_nodes({src.lazy()}); // (a host copy: refused while exporting, as to_vector)
   const Buffer& b = *src.node().buffer;
-  auto buf = std::make_shared<Buffer>(dst, b.dtype, b.numel);
+  auto buf = make_rc<Buffer>(dst, b.dtype, b.numel);
   std::vector<unsigned char> host(b.nbytes());
   b.device->copy_out(host.data(), b.ptr, host.size());
   dst->copy_in(buf->ptr, host.data(), host.size());

@@ -15,6 +15,12 @@ TG_API void StateDict::insert(const std::string& name, const Tensor& t) {
     items_.emplace_back(name, t);
 }
 
+TG_API Tensor& StateDict::operator[](const std::string& name) {
+  if (Tensor* p = find(name)) return *p;
+  items_.emplace_back(name, Tensor());
+  return items_.back().second;
+}
+
 TG_API const Tensor& StateDict::at(const std::string& name) const {
   if (const Tensor* p = find(name)) return *p;
   throw error("tg.StateDict: no tensor named '" + name + "'");

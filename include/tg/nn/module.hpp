@@ -17,14 +17,14 @@
 // Registrations record where a member lies inside its module (an offset from the module), so
 // modules can be copied and moved: a copy shares its parameters' storage (tensors are handles),
 // like assigning a torch module to a second name. Members registered by reference must be data
-// members of the module itself; modules held on the heap are registered as std::shared_ptr
-// (ModuleList and Sequential do this).
+// members of the module itself; modules held on the heap are registered by a shared pointer
+// (std::shared_ptr or tg::Rc; ModuleList and Sequential do this).
 #include <concepts>
 #include <cstdint>
 #include <iosfwd>
-#include <memory>
 
 #include "../state/state_dict.hpp"
+#include "../util/rc.hpp"
 
 namespace tg::nn {
 
@@ -103,30 +103,21 @@ protected:
   /// Registers the data member `member` as a parameter called `name`: it becomes a realized
   /// buffer that requires grad (unless `requires_grad` is false). An undefined tensor (an absent
   /// bias) is registered but skipped by parameters() and state_dict().
-  Tensor& register_parameter(const std::string& name, Tensor& member, bool requires_grad = true) {
-    check_name(name);
-    if (member.defined()) {
-      materialize(member);
-      if (requires_grad) member.requires_grad_();
-    }
-    params_.push_back(Slot{name, offset_of(&member), nullptr, true});
-    return member;
-  }
+  Tensor& register_parameter(const std::string& name, Tensor& member, bool requires_grad = true);
   /// Registers the data member `member` as a buffer (state that is not trained: running
   /// statistics). Non-persistent buffers are left out of state_dict().
   Tensor& register_buffer(const std::string& name, Tensor& member, bool persistent = true);
   /// Registers the data member `member` as a submodule.
   template <std::derived_from<Module> M> M& register_module(const std::string& name, M& member) {
-    check_name(name);
-    modules_.push_back(Slot{name, offset_of(static_cast<Module*>(&member)), nullptr, true});
+    add_module(name, &member, nullptr);
     return member;
   }
-  /// Registers a module held by shared pointer (owned jointly with the caller).
-  template <std::derived_from<Module> M>
-  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
-    check_name(name);
-    if (!m) throw error("tg.nn.register_module: '" + name + "' is a null module");
-    modules_.push_back(Slot{name, 0, m, true});
+  /// Registers a module held by a shared pointer, std::shared_ptr<M> or tg::Rc<M> (owned jointly
+  /// with the caller); returns it.
+  template <class P>
+    requires std::derived_from<typename P::element_type, Module>
+  P register_module(const std::string& name, P m) {
+    add_module(name, nullptr, Rc<Module>(m));
     return m;
   }
 
@@ -135,7 +126,7 @@ private:
   struct Slot {
     std::string name;
     std::ptrdiff_t offset; // from this module's address (members)
-    std::shared_ptr<Module> owned;
+    Rc<Module> owned;
     bool persistent;
   };
 
@@ -143,6 +134,8 @@ private:
   Tensor& tensor_at(const Slot& s) const;
   Module* child(const Slot& s) const;
   void check_name(const std::string& name) const;
+  /// Registers a data member (`member`) or a module held by `owned`.
+  void add_module(const std::string& name, Module* member, Rc<Module> owned);
   static void materialize(Tensor& t);
   void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix,
                bool recurse, Kind kind) const;
@@ -156,14 +149,14 @@ private:
 TG_API std::ostream& operator<<(std::ostream& os, const Module& m);
 
 namespace detail {
-template <class M> std::shared_ptr<Module> hold(M&& m) {
+template <class M> Rc<Module> hold(M&& m) {
   using D = std::decay_t<M>;
   if constexpr (requires { typename D::element_type; }) {
     static_assert(std::derived_from<typename D::element_type, Module>, "tg.nn: not a module");
-    return std::static_pointer_cast<Module>(m);
+    return Rc<Module>(std::forward<M>(m));
   } else {
     static_assert(std::derived_from<D, Module>, "tg.nn: not a module");
-    return std::make_shared<D>(std::forward<M>(m));
+    return make_rc<D>(std::forward<M>(m));
   }
 }
 /// Whether Ms is exactly one L: a copy or a move of L, not a list that holds it.
@@ -175,7 +168,7 @@ inline constexpr bool modules_of = sizeof...(Ms) > 0 && !just_l<L, Ms...>;
 } // namespace detail
 
 /// Modules in a list, named "0", "1", ... (torch.nn.ModuleList). Takes modules by value (moved
-/// onto the heap) or by std::shared_ptr.
+/// onto the heap) or by shared pointer (std::shared_ptr or tg::Rc).
 class ModuleList : public Module {
 public:
   ModuleList() = default;
@@ -205,7 +198,7 @@ public:
   std::string type_name() const override;
 
 protected:
-  std::vector<std::shared_ptr<Module>> items_;
+  std::vector<Rc<Module>> items_;
 };
 
 /// Modules applied in order (torch.nn.Sequential): Sequential(Linear(2, 4), ReLU(), Linear(4, 1)).

@@ -5,6 +5,7 @@
 // As in PyTorch, constructing a scheduler applies its epoch-0 rate. Each also writes f in tensor
 // ops (lr_expr): a training step exported with tg::export_model that calls step() computes its
 // next rate itself.
+#include "../util/rc.hpp"
 #include "optimizer.hpp"
 
 namespace tg::optim {
@@ -98,11 +99,18 @@ public:
 /// epochs from there (warm-up then cosine: SequentialLR(opt, {warmup, cosine}, {100})).
 class SequentialLR : public LRScheduler {
 public:
-  SequentialLR(Optimizer& opt, std::vector<std::shared_ptr<LRScheduler>> schedulers_,
+  SequentialLR(Optimizer& opt, std::vector<Rc<LRScheduler>> schedulers_,
                std::vector<std::int64_t> milestones_);
+  /// From a vector of std::shared_ptrs (of LRScheduler or a scheduler type).
+  template <class P>
+    requires tg::detail::adoptable_pointer<P, LRScheduler>
+  SequentialLR(Optimizer& opt, const std::vector<P>& schedulers_,
+               std::vector<std::int64_t> milestones_)
+      : SequentialLR(opt, std::vector<Rc<LRScheduler>>(schedulers_.begin(), schedulers_.end()),
+                     std::move(milestones_)) {}
   double lr_at(std::int64_t e, double base) const override;
   Tensor lr_expr(const Tensor& e, double base) const override;
-  std::vector<std::shared_ptr<LRScheduler>> schedulers;
+  std::vector<Rc<LRScheduler>> schedulers;
   std::vector<std::int64_t> milestones;
 };
 

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "../util/rc.hpp"
 #include "cache.hpp"
 #include "cpu_info.hpp"
 #include "host.hpp"
@@ -42,7 +43,7 @@ struct SharedObject {
 
 class CpuRunner : public Runner {
 public:
-  CpuRunner(std::shared_ptr<detail::SharedObject> so, const Program& p)
+  CpuRunner(Rc<detail::SharedObject> so, const Program& p)
       : so_(std::move(so)), outer_(p.outer), work_(p.work), vars_(p.vars) {}
   void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) override {
     std::int64_t outer = eval_sint(outer_, vars_, vars), work = eval_sint(work_, vars_, vars);
@@ -59,7 +60,7 @@ public:
   }
 
 private:
-  std::shared_ptr<detail::SharedObject> so_;
+  Rc<detail::SharedObject> so_;
   SInt outer_, work_;
   std::vector<Var> vars_;
 };
@@ -137,12 +138,11 @@ public:
     return !host_cpu().problem.empty() ? host_cpu().problem : sanitize_problem_;
   }
 
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
     const std::size_t n = kernels.size();
     std::vector<const Program*> programs(n);
     std::vector<std::string> sources(n), keys(n);
-    std::vector<std::shared_ptr<detail::SharedObject>> so(n);
+    std::vector<Rc<detail::SharedObject>> so(n);
     std::vector<std::size_t> missing; // the first program of each distinct kernel not loaded yet
     {
       std::lock_guard<std::mutex> g(m_);
@@ -180,11 +180,11 @@ public:
       for (std::size_t b = 0; b < files; ++b)
         for (std::size_t k = 0; k < batch[b].size(); ++k) so[batch[b][k]] = built[b][k];
     }
-    std::vector<std::shared_ptr<Runner>> out(n);
+    std::vector<Rc<Runner>> out(n);
     std::lock_guard<std::mutex> g(m_);
     for (std::size_t i : missing) loaded_[keys[i]] = so[i];
     for (std::size_t i = 0; i < n; ++i) {
-      auto r = std::make_shared<CpuRunner>(loaded_[keys[i]], *programs[i]);
+      auto r = make_rc<CpuRunner>(loaded_[keys[i]], *programs[i]);
       r->name = std::string(programs[i]->name.view());
       r->source = sources[i];
       out[i] = r;
@@ -218,7 +218,7 @@ private:
                : std::filesystem::temp_directory_path().string() + "/tg-nocache";
   }
 
-  std::shared_ptr<detail::SharedObject> load_cached(const std::string& key) const {
+  Rc<detail::SharedObject> load_cached(const std::string& key) const {
     if (!detail::disk_cache_enabled()) return nullptr;
     std::string path = dir() + "/" + key + ".so";
     if (!std::filesystem::exists(path)) return nullptr;
@@ -230,9 +230,10 @@ private:
   /// Compiles the kernels programs[i], i in `which`, as one C file into one shared object, then
   /// files it in the cache once per kernel (hard links). When that file fails to compile, each
   /// kernel is compiled alone, so that the error names the kernel (and its source) at fault.
-  std::vector<std::shared_ptr<detail::SharedObject>>
-  compile(const std::vector<std::size_t>& which, const std::vector<const Program*>& programs,
-          const std::vector<std::string>& sources, const std::vector<std::string>& keys) {
+  std::vector<Rc<detail::SharedObject>> compile(const std::vector<std::size_t>& which,
+                                                const std::vector<const Program*>& programs,
+                                                const std::vector<std::string>& sources,
+                                                const std::vector<std::string>& keys) {
     namespace fs = std::filesystem;
     const std::string d = dir();
     std::error_code ec;
@@ -260,7 +261,7 @@ private:
     if (rc != 0) {
       fs::remove(tmp + ".so", ec);
       if (which.size() > 1) {
-        std::vector<std::shared_ptr<detail::SharedObject>> out;
+        std::vector<Rc<detail::SharedObject>> out;
         for (std::size_t i : which) out.push_back(compile({i}, programs, sources, keys)[0]);
         return out; // (only if the file failed for a reason no single kernel has)
       }
@@ -271,7 +272,7 @@ private:
     }
     detail::stats_storage().kernels_compiled += std::int64_t(which.size());
     const bool disk = detail::disk_cache_enabled();
-    std::vector<std::shared_ptr<detail::SharedObject>> out;
+    std::vector<Rc<detail::SharedObject>> out;
     for (std::size_t i : which) {
       // Filed under each kernel's key: a link, atomic, so concurrent processes never see half a
       // file (a copy where links are refused). Without the disk cache, the temporary file is
@@ -297,11 +298,10 @@ private:
     return out;
   }
 
-  static std::shared_ptr<detail::SharedObject> open(const std::string& path,
-                                                    const std::string& fn_name) {
+  static Rc<detail::SharedObject> open(const std::string& path, const std::string& fn_name) {
     void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) return nullptr;
-    auto so = std::make_shared<detail::SharedObject>();
+    auto so = make_rc<detail::SharedObject>();
     so->handle = h;
     so->fn = reinterpret_cast<detail::SharedObject::Fn>(dlsym(h, fn_name.c_str()));
     if (!so->fn) return nullptr;
@@ -311,7 +311,7 @@ private:
   std::string compiler_, compiler_id_, sanitize_problem_;
   std::vector<std::string> flags_;
   std::mutex m_;
-  std::unordered_map<std::string, std::shared_ptr<detail::SharedObject>> loaded_;
+  std::unordered_map<std::string, Rc<detail::SharedObject>> loaded_;
 };
 
 } // namespace tg

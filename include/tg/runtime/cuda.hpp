@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "../codegen/render_cuda.hpp"
+#include "../util/rc.hpp"
 #include "alloc_cache.hpp"
 #include "cache.hpp"
 #include "host.hpp"
@@ -484,8 +485,7 @@ public:
     return with_env(Target::cuda(o));
   }
 
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
     std::vector<const Program*> gpu; // (the kernels' own)
     std::vector<std::string> sources;
     for (const KernelCode* k : kernels) {
@@ -495,7 +495,7 @@ public:
     std::vector<Compiled> bins = parallel_map(gpu.size(), [&](std::size_t i) {
       return nvrtc_compile(sources[i], std::string(gpu[i]->name.view()), arch_);
     });
-    std::vector<std::shared_ptr<Runner>> out;
+    std::vector<Rc<Runner>> out;
     std::lock_guard<std::mutex> g(m_);
     current();
     Driver& d = Driver::get();
@@ -509,7 +509,7 @@ public:
       CUfunction fn = nullptr;
       d.check(d.cuModuleGetFunction(&fn, mod, std::string(gpu[i]->name.view()).c_str()),
               "cuModuleGetFunction");
-      auto runner = std::make_shared<CudaRunner>(this, mod, fn, *gpu[i]);
+      auto runner = make_rc<CudaRunner>(this, mod, fn, *gpu[i]);
       runner->name = std::string(gpu[i]->name.view());
       runner->source = sources[i];
       out.push_back(runner);

@@ -5,12 +5,12 @@
 // functions.
 #include <cctype>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "../errors.hpp"
 #include "../graph/dtype.hpp"
+#include "../util/rc.hpp"
 #include "stats.hpp"
 
 namespace tg {
@@ -52,18 +52,17 @@ public:
   virtual Target target() const = 0;
   /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
   /// runner each.
-  virtual std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) = 0;
+  virtual std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) = 0;
 };
 
 /// Device memory owned by a tensor.
 struct Buffer {
-  std::shared_ptr<Device> device;
+  Rc<Device> device;
   DType dtype;
   std::int64_t numel;
   void* ptr = nullptr;
   /// Allocates numel elements of dtype t on d.
-  TG_API Buffer(std::shared_ptr<Device> d, DType t, std::int64_t n);
+  TG_API Buffer(Rc<Device> d, DType t, std::int64_t n);
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   TG_API ~Buffer();
@@ -71,7 +70,7 @@ struct Buffer {
 };
 
 /// The device of that name ("CPU", "INTERP", "cpu"), opened on first use.
-TG_API std::shared_ptr<Device> device(const std::string& requested);
+TG_API Rc<Device> device(const std::string& requested);
 
 struct DeviceInfo {
   std::string name;

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "../codegen/pipeline.hpp"
+#include "../util/rc.hpp"
 #include "alloc_cache.hpp"
 #include "device.hpp"
 #include "env.hpp"
@@ -17,9 +18,9 @@
 namespace tg {
 
 /// Makes the device on its first use (tg::device, a tensor placed on it).
-using DeviceFactory = std::function<std::shared_ptr<Device>()>;
+using DeviceFactory = std::function<Rc<Device>()>;
 /// Devices with several instances ("VULKAN", "VULKAN:1", ...): the factory gets the index.
-using DeviceFamilyFactory = std::function<std::shared_ptr<Device>(int index)>;
+using DeviceFamilyFactory = std::function<Rc<Device>(int index)>;
 
 /// Adds a device under that name (case-insensitive), replacing one registered before.
 TG_API void register_device(const std::string& name, DeviceFactory f);
@@ -62,7 +63,7 @@ namespace detail {
 struct DeviceRegistry {
   std::mutex m;
   std::map<std::string, DeviceFactory> factories;
-  std::map<std::string, std::shared_ptr<Device>> open;
+  std::map<std::string, Rc<Device>> open;
   std::map<std::string, std::pair<DeviceFamilyFactory, std::function<int()>>> families;
 };
 inline DeviceRegistry& registry() {
@@ -86,7 +87,7 @@ public:
   void copy_in(void*, const void*, std::size_t) override { alloc(0); }
   void copy_out(void*, const void*, std::size_t) override { alloc(0); }
   Target target() const override { return Target::portable(); }
-  std::vector<std::shared_ptr<Runner>> prepare(const std::vector<const KernelCode*>&) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>&) override {
     alloc(0);
     return {};
   }
@@ -99,9 +100,7 @@ inline void register_unavailable(const std::string& name, const std::string& rea
   auto& r = registry();
   std::lock_guard<std::mutex> g(r.m);
   if (!r.factories.count(name))
-    r.factories[name] = [name, reason] {
-      return std::make_shared<UnavailableDevice>(name, reason);
-    };
+    r.factories[name] = [name, reason] { return make_rc<UnavailableDevice>(name, reason); };
 }
 } // namespace detail
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "../util/rc.hpp"
 #include "host.hpp"
 #include "launch.hpp"
 
@@ -408,11 +409,10 @@ public:
   std::string name() const override { return "INTERP"; }
   /// The CPU's schedule and lowering (it checks the CPU's programs), run as programs.
   Target target() const override { return with_env(Target::interp()); }
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
-    std::vector<std::shared_ptr<Runner>> out;
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
+    std::vector<Rc<Runner>> out;
     for (const KernelCode* k : kernels) {
-      auto r = std::make_shared<InterpRunner>(k->program);
+      auto r = make_rc<InterpRunner>(k->program);
       r->name = std::string(k->program.name.view());
       out.push_back(r);
     }

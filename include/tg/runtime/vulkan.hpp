@@ -43,6 +43,7 @@
 #include <vulkan/vulkan.hpp>
 
 #include "../codegen/render_glsl.hpp"
+#include "../util/rc.hpp"
 #include "alloc_cache.hpp"
 #include "cache.hpp"
 #include "glsl_compiler.hpp"
@@ -99,11 +100,11 @@ struct Instance {
   std::vector<vk::PhysicalDevice> physical;
   std::string error;
 
-  static std::shared_ptr<Instance> get() {
+  static Rc<Instance> get() {
     static std::mutex m;
-    static std::shared_ptr<Instance> inst;
+    static Rc<Instance> inst;
     std::lock_guard<std::mutex> g(m);
-    if (!inst) inst = std::make_shared<Instance>();
+    if (!inst) inst = make_rc<Instance>();
     return inst;
   }
   Instance() {
@@ -219,14 +220,14 @@ struct Pipeline {
 
 class VulkanRunner : public Runner {
 public:
-  VulkanRunner(VulkanDevice* dev, std::shared_ptr<Pipeline> pipe, Program p)
+  VulkanRunner(VulkanDevice* dev, Rc<Pipeline> pipe, Program p)
       : dev_(dev), pipe_(std::move(pipe)), p_(std::move(p)) {}
   void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) override;
   const Program& program() const { return p_; }
 
 private:
   VulkanDevice* dev_;
-  std::shared_ptr<Pipeline> pipe_;
+  Rc<Pipeline> pipe_;
   Program p_;
 };
 
@@ -371,8 +372,7 @@ public:
     return "";
   }
 
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
     std::vector<const Program*> gpu; // (the kernels' own)
     std::vector<std::string> sources;
     for (const KernelCode* k : kernels) {
@@ -380,7 +380,7 @@ public:
       if (std::string why = cannot_run(*gpu.back()); !why.empty()) throw dtype_error(why);
       sources.push_back(std::string(k->source.view()));
     }
-    std::vector<std::shared_ptr<Pipeline>> pipes(gpu.size());
+    std::vector<Rc<Pipeline>> pipes(gpu.size());
     std::vector<std::size_t> todo; // one per distinct new source
     {
       std::lock_guard<std::mutex> g(m_);
@@ -404,7 +404,7 @@ public:
     // need no external synchronization, and the pipeline cache is internally synchronized.
     // Pipelines that were created are kept even when another one failed.
     struct Built {
-      std::shared_ptr<Pipeline> pipe;
+      Rc<Pipeline> pipe;
       std::exception_ptr error;
     };
     std::vector<Built> built = parallel_map(todo.size(), [&](std::size_t j) -> Built {
@@ -422,9 +422,9 @@ public:
       if (b.error) std::rethrow_exception(b.error);
     for (std::size_t i = 0; i < gpu.size(); ++i) pipes[i] = pipelines_.at(sources[i]);
     check_messages("creating pipelines");
-    std::vector<std::shared_ptr<Runner>> out;
+    std::vector<Rc<Runner>> out;
     for (std::size_t i = 0; i < gpu.size(); ++i) {
-      auto r = std::make_shared<VulkanRunner>(this, pipes[i], *gpu[i]);
+      auto r = make_rc<VulkanRunner>(this, pipes[i], *gpu[i]);
       r->name = std::string(gpu[i]->name.view());
       r->source = sources[i];
       out.push_back(r);
@@ -717,8 +717,8 @@ private:
     throw device_error("tg: VULKAN validation reported " + std::to_string(fresh) +
                        " message(s) while " + during + ":" + text);
   }
-  std::shared_ptr<Pipeline> make_pipeline(const Program& p, const std::string& spirv) {
-    auto pipe = std::make_shared<Pipeline>();
+  Rc<Pipeline> make_pipeline(const Program& p, const std::string& spirv) {
+    auto pipe = make_rc<Pipeline>();
     pipe->bindings = std::uint32_t(p.params.size());
     pipe->push_bytes = std::uint32_t(8 * (3 + p.vars.size()));
     std::vector<std::uint32_t> words(spirv.size() / 4);
@@ -757,7 +757,7 @@ private:
 
   friend class VulkanRunner;
   int index_;
-  std::shared_ptr<detail::Instance> inst_;
+  Rc<detail::Instance> inst_;
   vk::DispatchLoaderDynamic d_;
   std::string reason_, device_name_, description_, pipeline_cache_file_;
   Caps caps_;
@@ -778,8 +778,7 @@ private:
   AllocCache cache_{16, [this](std::size_t n) { return create_buffer(n, host_visible_); },
                     [this](void* b) { pending_free_.push_back(static_cast<VkBuf*>(b)); }};
   VkBuf* staging_ = nullptr;
-  std::unordered_map<std::string, std::shared_ptr<Pipeline>>
-      pipelines_; // by GLSL source, for the device's life
+  std::unordered_map<std::string, Rc<Pipeline>> pipelines_; // by GLSL source, for the device's life
 };
 
 inline void VulkanRunner::run(const std::vector<void*>& buffers,

@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "../codegen/render_wgsl.hpp"
+#include "../util/rc.hpp"
 #include "cache.hpp"
 #include "host.hpp"
 #include "launch.hpp"
@@ -595,15 +596,14 @@ public:
     return "";
   }
 
-  std::vector<std::shared_ptr<Runner>>
-  prepare(const std::vector<const KernelCode*>& kernels) override {
+  std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) override {
     require();
-    std::vector<std::shared_ptr<Runner>> out;
+    std::vector<Rc<Runner>> out;
     for (const KernelCode* k : kernels) {
       if (std::string why = cannot_run(k->program); !why.empty()) throw device_error(why);
       std::string src(k->source.view());
       api::Handle pipe = pipeline(src, k->program);
-      auto r = std::make_shared<WebGpuRunner>(this, pipe, k->program);
+      auto r = make_rc<WebGpuRunner>(this, pipe, k->program);
       r->name = std::string(k->program.name.view());
       r->source = src;
       out.push_back(r);

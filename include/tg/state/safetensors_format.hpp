@@ -6,6 +6,8 @@
 #include <fstream>
 #include <unordered_set>
 
+#include "../graph/sint_text.hpp"
+#include "../util/rc.hpp"
 #include "safetensors.hpp"
 
 namespace tg::safetensors {
@@ -472,7 +474,7 @@ inline Tensor from_bytes(const unsigned char* p, const TensorInfo& info,
   std::int64_t n = 1;
   for (std::int64_t d : info.shape) n *= d;
   auto d = tg::device(dev);
-  auto buf = std::make_shared<Buffer>(d, info.dtype, n);
+  auto buf = make_rc<Buffer>(d, info.dtype, n);
   std::size_t bytes = std::size_t(info.end - info.begin);
   if (info.dtype == DType::Bool) { // any nonzero byte is true
     std::vector<unsigned char> clean(p, p + bytes);

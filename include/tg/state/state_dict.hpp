@@ -21,11 +21,7 @@ public:
   /// Adds `name` (or replaces the tensor already stored under it).
   void insert(const std::string& name, const Tensor& t);
   /// The tensor stored under `name`, inserting an undefined one when absent (as std::map).
-  Tensor& operator[](const std::string& name) {
-    if (Tensor* p = find(name)) return *p;
-    items_.emplace_back(name, Tensor());
-    return items_.back().second;
-  }
+  Tensor& operator[](const std::string& name);
   /// The tensor stored under `name`; throws tg::error naming the key when absent.
   const Tensor& at(const std::string& name) const;
   Tensor* find(const std::string& name);

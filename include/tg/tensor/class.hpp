@@ -8,8 +8,8 @@
 #include <iosfwd>
 #include <optional>
 #include <span>
-#include <variant>
 
+#include "../util/rc.hpp"
 #include "lazy.hpp"
 
 namespace tg {
@@ -41,11 +41,14 @@ struct Slice {
   std::optional<std::int64_t> start, stop;
   std::int64_t step = 1;
 };
-/// An integer (removes the axis) or a Slice.
+/// An integer (removes the axis) or a Slice. (Not a std::variant: <variant> would cost every
+/// file that includes tg.hpp its parse.)
 struct Index {
-  std::variant<std::int64_t, Slice> v;
-  template <std::integral I> Index(I i) : v(std::int64_t(i)) {}
-  Index(Slice s) : v(s) {}
+  std::int64_t i = 0; // when !is_slice
+  Slice slice;        // when is_slice
+  bool is_slice = false;
+  template <std::integral I> Index(I i_) : i(std::int64_t(i_)) {}
+  Index(Slice s) : slice(s), is_slice(true) {}
 };
 
 class Tensor;
@@ -376,8 +379,7 @@ public:
   Tensor move(Movement m) const;
   /// This tensor (computed under no_grad) with a gradient rule of its own: `rule` gives the
   /// gradients of `parents` from this tensor's (a no-op when none of them requires grad).
-  Tensor with_grad_rule(const std::vector<Tensor>& parents,
-                        std::shared_ptr<const CustomGrad> rule) const;
+  Tensor with_grad_rule(const std::vector<Tensor>& parents, Rc<const CustomGrad> rule) const;
   /// A View node for `moves` applied in order (`out`: the shape after the last), composed with
   /// the view below as move() does; the moves are moved from.
   Tensor append_moves(Shape out, std::span<Movement> moves) const;

@@ -69,9 +69,8 @@ template <Arithmetic E>
 Tensor Tensor::from_data(const std::vector<E>& data, Shape shape, TensorOptions o, Loc loc) {
   detail::fill_shape(shape, data.size(), loc);
   if constexpr (std::is_same_v<E, bool>) { // std::vector<bool> is packed: it has no data()
-    std::unique_ptr<bool[]> flat(new bool[data.size()]);
-    std::copy(data.begin(), data.end(), flat.get());
-    return from_data(static_cast<const bool*>(flat.get()), std::move(shape), o, loc);
+    std::vector<unsigned char> flat(data.begin(), data.end());
+    return detail::upload(flat.data(), dtype_of<bool>, std::move(shape), o, loc);
   } else {
     return from_data(data.data(), std::move(shape), o, loc);
   }
@@ -81,7 +80,7 @@ template <Arithmetic E> std::vector<E> Tensor::to_vector(Loc loc) const {
   using H = detail::transfer_t<E>;
   std::vector<unsigned char> host = detail::download(*this, dtype_of<H>, loc);
   if constexpr (std::is_same_v<E, bool>) { // std::vector<bool> is packed: it has no data()
-    return std::vector<bool>(host.begin(), host.end());
+    return std::vector<E>(host.begin(), host.end());
   } else {
     std::vector<H> values(host.size() / sizeof(H));
     std::memcpy(values.data(), host.data(), host.size());

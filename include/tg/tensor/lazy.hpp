@@ -8,6 +8,7 @@
 #include "../graph/movement.hpp"
 #include "../graph/op.hpp"
 #include "../runtime/device.hpp"
+#include "../util/rc.hpp"
 
 namespace tg {
 
@@ -23,10 +24,10 @@ struct CustomGrad {
 /// How a node that requires grad was made (kept apart from `src`, which realize clears).
 struct GradRecord {
   Op op;
-  std::vector<std::shared_ptr<LazyNode>> parents;
+  std::vector<Rc<LazyNode>> parents;
   std::vector<Movement> moves;
   std::vector<int> axes;
-  std::shared_ptr<const CustomGrad> custom = nullptr; // set: it gives the parents' gradients
+  Rc<const CustomGrad> custom = nullptr; // set: it gives the parents' gradients
 };
 
 struct LazyNode {
@@ -34,15 +35,15 @@ struct LazyNode {
   DType dtype = DType::Float32;
   Shape shape;
   std::string device;
-  std::vector<std::shared_ptr<LazyNode>> src;
+  std::vector<Rc<LazyNode>> src;
   std::vector<Movement> moves;
   std::vector<int> axes;
   Scalar value;
-  std::shared_ptr<Buffer> buffer; // set when op == Buffer
+  Rc<Buffer> buffer; // set when op == Buffer
   // autograd
   bool requires_grad = false;
-  std::shared_ptr<GradRecord> grad_fn; // null for leaves
-  std::shared_ptr<LazyNode> grad;      // accumulated by backward() on leaves
+  Rc<GradRecord> grad_fn; // null for leaves
+  Rc<LazyNode> grad;      // accumulated by backward() on leaves
   // a constant made from a C++ number in the user's code: the op and the call site, which
   // tg::jit names when a replay would repeat a value that changed
   const char* made_by = nullptr;
@@ -64,7 +65,7 @@ struct no_grad {
   no_grad& operator=(const no_grad&) = delete;
 };
 inline bool grad_enabled() { return detail::no_grad_depth() == 0; }
-using LazyPtr = std::shared_ptr<LazyNode>;
+using LazyPtr = Rc<LazyNode>;
 
 namespace detail {
 

@@ -6,7 +6,9 @@
 #include <mutex>
 #include <ostream>
 
+#include "../../graph/sint_text.hpp"
 #include "../../tg.hpp"
+#include "../../util/rc.hpp"
 #include "../../util/rng.hpp"
 
 namespace tg::nn::functional {
@@ -243,9 +245,9 @@ TG_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, 
     xp = xp.contiguous(loc);
     out = detail::conv_windows(xp, weight.reshape({g, Og, Cg, KH, KW}, loc), stride, dilation, loc);
   }
-  out = out.with_grad_rule(
-      {x, weight}, std::make_shared<detail::ConvGrad>(xp, weight, x.sym_shape(), stride, padding,
-                                                      dilation, groups, x.requires_grad(), loc));
+  out = out.with_grad_rule({x, weight},
+                           make_rc<detail::ConvGrad>(xp, weight, x.sym_shape(), stride, padding,
+                                                     dilation, groups, x.requires_grad(), loc));
   const std::int64_t OH = out.size(3), OW = out.size(4);
   out = out.reshape({N, O, OH, OW}, loc);
   if (bias.defined()) out = TensorArg(out, loc) + bias.reshape({1, O, 1, 1}, loc);

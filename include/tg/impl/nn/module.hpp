@@ -169,6 +169,27 @@ TG_API std::string Module::to_string() const {
   return r + ")";
 }
 
+TG_API Tensor& Module::register_parameter(const std::string& name, Tensor& member,
+                                          bool requires_grad) {
+  check_name(name);
+  if (member.defined()) {
+    materialize(member);
+    if (requires_grad) member.requires_grad_();
+  }
+  params_.push_back(Slot{name, offset_of(&member), nullptr, true});
+  return member;
+}
+
+TG_API void Module::add_module(const std::string& name, Module* member, Rc<Module> owned) {
+  check_name(name);
+  if (member) {
+    modules_.push_back(Slot{name, offset_of(member), nullptr, true});
+    return;
+  }
+  if (!owned) throw error("tg.nn.register_module: '" + name + "' is a null module");
+  modules_.push_back(Slot{name, 0, std::move(owned), true});
+}
+
 TG_API Tensor& Module::register_buffer(const std::string& name, Tensor& member, bool persistent) {
   check_name(name);
   if (member.defined()) materialize(member);

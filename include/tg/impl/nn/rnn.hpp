@@ -41,6 +41,59 @@ TG_API RNNBase::RNNBase(const char* type, int gates, std::int64_t input_size_,
     }
 }
 
+TG_API std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tensor& h0,
+                                                       const Tensor& c0, Step step) {
+  const bool batched = input.ndim() == 3;
+  if (input.ndim() != 2 && input.ndim() != 3)
+    throw shape_error(std::string("tg.nn.") + type_ + ": needs an input of shape [T, N, " +
+                      std::to_string(input_size) + "] (or batch first, or unbatched [T, " +
+                      std::to_string(input_size) + "]), got " + tg::detail::shape_of(input));
+  Tensor x = batched ? (batch_first ? input.transpose(0, 1) : input) : input.unsqueeze(1);
+  if (x.size(2) != input_size)
+    throw shape_error(std::string("tg.nn.") + type_ + ": input " + tg::detail::shape_of(input) +
+                      " has " + std::to_string(x.size(2)) + " features, the layer takes " +
+                      std::to_string(input_size));
+  const std::int64_t T = x.size(0), N = x.size(1), H = hidden_size, S = num_layers * directions();
+  auto state = [&](const Tensor& s0, const char* what) {
+    if (!s0.defined()) return tg::zeros({S, N, H}, TensorOptions(x.as_float().dtype(), x.device()));
+    Tensor s = batched ? s0 : s0.unsqueeze(1);
+    if (s.shape() != std::vector<std::int64_t>{S, N, H})
+      throw shape_error(std::string("tg.nn.") + type_ + ": " + what + " must be [" +
+                        std::to_string(S) + ", " + std::to_string(N) + ", " + std::to_string(H) +
+                        "], got " + tg::detail::shape_of(s0));
+    return s;
+  };
+  Tensor hs0 = state(h0, "h0"), cs0 = gates_ == 4 ? state(c0, "c0") : Tensor();
+  std::vector<Tensor> h_n, c_n;
+  for (std::int64_t l = 0; l < num_layers; ++l) {
+    std::vector<Tensor> outs;
+    for (int d = 0; d < directions(); ++d) {
+      const std::int64_t s = l * directions() + d;
+      Tensor gi = x.matmul(param(l, d, 0).T()); // every step's input projection
+      if (with_bias) gi = gi + param(l, d, 2);
+      Tensor h = hs0[s], c = cs0.defined() ? cs0[s] : Tensor();
+      std::vector<Tensor> ys(static_cast<std::size_t>(T));
+      for (std::int64_t k = 0; k < T; ++k) {
+        const std::int64_t t = d ? T - 1 - k : k;
+        std::tie(h, c) = step(gi[t], h, c, param(l, d, 1), with_bias ? param(l, d, 3) : Tensor());
+        ys[std::size_t(t)] = h;
+      }
+      h_n.push_back(h);
+      if (c.defined()) c_n.push_back(c);
+      outs.push_back(T > 0 ? stack(ys, 0) : tg::zeros({0, N, H}));
+    }
+    x = outs.size() == 1 ? outs[0] : cat(outs, -1);
+    if (dropout > 0 && is_training() && l + 1 < num_layers) x = F::dropout(x, dropout, true);
+  }
+  Tensor out = batched ? (batch_first ? x.transpose(0, 1) : x) : x.squeeze(1);
+  Tensor hn = stack(h_n, 0), cn = c_n.empty() ? Tensor() : stack(c_n, 0);
+  if (!batched) {
+    hn = hn.squeeze(1);
+    if (cn.defined()) cn = cn.squeeze(1);
+  }
+  return {out, hn, cn};
+}
+
 TG_API std::string RNNBase::type_name() const { return type_; }
 
 TG_API std::string RNNBase::extra_repr() const {

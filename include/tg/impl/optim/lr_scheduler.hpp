@@ -137,8 +137,7 @@ TG_API Tensor LambdaLR::lr_expr(const Tensor&, double) const {
                      "CosineAnnealingLR, LinearLR or SequentialLR");
 }
 
-TG_API SequentialLR::SequentialLR(Optimizer& opt,
-                                  std::vector<std::shared_ptr<LRScheduler>> schedulers_,
+TG_API SequentialLR::SequentialLR(Optimizer& opt, std::vector<Rc<LRScheduler>> schedulers_,
                                   std::vector<std::int64_t> milestones_)
     : LRScheduler(opt), schedulers(std::move(schedulers_)), milestones(std::move(milestones_)) {
   if (schedulers.empty() || milestones.size() + 1 != schedulers.size())

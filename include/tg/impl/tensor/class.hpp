@@ -2,6 +2,7 @@
 // What tensor/class.hpp declares (TG_API, config.hpp).
 #include <algorithm>
 
+#include "../../graph/sint_text.hpp"
 #include "../../tensor/tensor.hpp"
 #include "../../util/rng.hpp"
 

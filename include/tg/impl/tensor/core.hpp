@@ -4,6 +4,7 @@
 
 #include "../../tensor/reduce_split.hpp"
 #include "../../tensor/tensor.hpp"
+#include "../../util/rc.hpp"
 
 namespace tg {
 
@@ -34,7 +35,7 @@ TG_API int Tensor::normalize_axis(int axis, const char* op, Loc loc, int extra) 
 
 TG_API Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src,
                            const std::string& device) {
-  auto n = std::make_shared<LazyNode>();
+  auto n = make_rc<LazyNode>();
   n->op = op;
   n->dtype = t;
   n->shape = std::move(shape);
@@ -43,7 +44,7 @@ TG_API Tensor Tensor::make(Op op, DType t, Shape shape, std::vector<LazyPtr> src
   if (grad_enabled() && std::any_of(n->src.begin(), n->src.end(),
                                     [](const LazyPtr& s) { return s->requires_grad; })) {
     n->requires_grad = true;
-    n->grad_fn = std::make_shared<GradRecord>(GradRecord{op, n->src, {}, {}, nullptr});
+    n->grad_fn = make_rc<GradRecord>(GradRecord{op, n->src, {}, {}, nullptr});
   }
   return Tensor(std::move(n));
 }
@@ -80,15 +81,14 @@ TG_API Tensor Tensor::full_on(const Shape& shape, Scalar v, DType t, const std::
 }
 
 TG_API Tensor Tensor::with_grad_rule(const std::vector<Tensor>& parents,
-                                     std::shared_ptr<const CustomGrad> rule) const {
+                                     Rc<const CustomGrad> rule) const {
   if (!grad_enabled() || std::none_of(parents.begin(), parents.end(),
                                       [](const Tensor& p) { return p.requires_grad(); }))
     return *this;
   std::vector<LazyPtr> ps;
   for (const Tensor& p : parents) ps.push_back(p.lazy());
   n_->requires_grad = true;
-  n_->grad_fn =
-      std::make_shared<GradRecord>(GradRecord{n_->op, std::move(ps), {}, {}, std::move(rule)});
+  n_->grad_fn = make_rc<GradRecord>(GradRecord{n_->op, std::move(ps), {}, {}, std::move(rule)});
   return *this;
 }
 

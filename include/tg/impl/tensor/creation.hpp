@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "../../graph/sint_text.hpp"
 #include "../../tensor/tensor.hpp"
 #include "../../util/rng.hpp"
 

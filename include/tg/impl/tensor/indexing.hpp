@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "../../graph/sint_text.hpp"
 #include "../../tensor/tensor.hpp"
 
 namespace tg::detail {

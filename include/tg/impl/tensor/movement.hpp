@@ -2,6 +2,7 @@
 // What tensor/movement.hpp declares (TG_API, config.hpp).
 #include <algorithm>
 
+#include "../../graph/sint_text.hpp"
 #include "../../tensor/tensor.hpp"
 
 namespace tg {
@@ -267,10 +268,11 @@ TG_API Tensor Tensor::index(std::vector<Index> idx, Loc loc) const {
   Tensor r = *this;
   std::vector<int> drop;
   for (std::size_t i = 0; i < idx.size(); ++i) {
-    if (auto* s = std::get_if<Slice>(&idx[i].v)) {
-      r = r.slice(int(i), s->start, s->stop, s->step, loc);
+    if (idx[i].is_slice) {
+      const Slice& s = idx[i].slice;
+      r = r.slice(int(i), s.start, s.stop, s.step, loc);
     } else {
-      std::int64_t k = std::get<std::int64_t>(idx[i].v), n = r.size(int(i), loc);
+      std::int64_t k = idx[i].i, n = r.size(int(i), loc);
       if (k < -n || k >= n)
         detail::fail<index_error>("index",
                                   "index " + std::to_string(k) + " is out of range for dim " +
