@@ -35,7 +35,7 @@
 #define TG_SI_TG_UTIL_RC_HPP
 // tg::Rc: the reference-counted pointer that tensors, buffers and devices are held by (what
 // libtorch's c10::intrusive_ptr is to its tensors). It has std::shared_ptr's semantics for what
-// tg uses — shared ownership with an atomic count, conversion to a base or const, weak references,
+// tg uses — shared ownership, thread-safe counts, conversion to a base or const, weak references,
 // make_rc as make_shared — and exists because <memory> costs every translation unit that includes
 // tg.hpp about 0.2 s with Clang (libstdc++ 12 includes <ostream> there in C++20).
 //
@@ -55,7 +55,8 @@ namespace tg {
 namespace detail {
 
 /// True while the process has one thread (glibc's flag, which libstdc++'s shared_ptr reads too):
-/// the counts need no atomic instruction then, which makes building a small graph 3% faster.
+/// the counts need no atomic instruction then, which a small graph's building feels
+/// (docs/performance.md).
 inline bool rc_single_threaded() noexcept {
 #if __has_include(<sys/single_threaded.h>)
   return __libc_single_threaded;
