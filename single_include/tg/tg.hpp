@@ -146,20 +146,23 @@ template <class P> struct RcAdopted final : RcBlock {
   void dispose() noexcept override { p = P(); }
 };
 
-template <class P, class T>
-concept adoptable_pointer = requires(const P& p) {
-  typename P::element_type;
-  { p.get() } -> std::convertible_to<T*>;
-} && !requires { typename P::rc_tag; };
-
 } // namespace detail
 
+template <class T> class Rc;
 template <class T> class WeakRc;
+
+namespace detail {
+template <class P> inline constexpr bool is_rc = false;
+template <class U> inline constexpr bool is_rc<Rc<U>> = true;
+/// Another owner's pointer to a T (a std::shared_ptr<U>), which an Rc<T> can share.
+template <class P, class T>
+concept adoptable_pointer =
+    !is_rc<P> && std::is_convertible_v<decltype(std::declval<const P&>().get()), T*>;
+} // namespace detail
 
 template <class T> class Rc {
 public:
   using element_type = T;
-  using rc_tag = void;
 
   constexpr Rc() noexcept = default;
   constexpr Rc(std::nullptr_t) noexcept {} // NOLINT: converts like std::shared_ptr
@@ -174,8 +177,8 @@ public:
     }
   }
   /// Shares what another owner (a std::shared_ptr) owns, which it keeps until the last Rc goes.
-  template <class P>
-    requires detail::adoptable_pointer<std::remove_cvref_t<P>, T>
+  template <class P,
+            std::enable_if_t<detail::adoptable_pointer<std::remove_cvref_t<P>, T>, int> = 0>
   Rc(P&& other) // NOLINT: converts like std::shared_ptr from std::unique_ptr
       : p_(other.get()) {
     if (p_) b_ = new detail::RcAdopted<std::remove_cvref_t<P>>(std::forward<P>(other));
@@ -2639,8 +2642,7 @@ protected:
   }
   /// Registers a module held by a shared pointer, std::shared_ptr<M> or tg::Rc<M> (owned jointly
   /// with the caller); returns it.
-  template <class P>
-    requires std::derived_from<typename P::element_type, Module>
+  template <class P, std::enable_if_t<std::derived_from<typename P::element_type, Module>, int> = 0>
   P register_module(const std::string& name, P m) {
     add_module(name, nullptr, Rc<Module>(m));
     return m;
@@ -3878,8 +3880,7 @@ public:
   SequentialLR(Optimizer& opt, std::vector<Rc<LRScheduler>> schedulers_,
                std::vector<std::int64_t> milestones_);
   /// From a vector of std::shared_ptrs (of LRScheduler or a scheduler type).
-  template <class P>
-    requires tg::detail::adoptable_pointer<P, LRScheduler>
+  template <class P, std::enable_if_t<tg::detail::adoptable_pointer<P, LRScheduler>, int> = 0>
   SequentialLR(Optimizer& opt, const std::vector<P>& schedulers_,
                std::vector<std::int64_t> milestones_)
       : SequentialLR(opt, std::vector<Rc<LRScheduler>>(schedulers_.begin(), schedulers_.end()),

@@ -114,8 +114,7 @@ protected:
   }
   /// Registers a module held by a shared pointer, std::shared_ptr<M> or tg::Rc<M> (owned jointly
   /// with the caller); returns it.
-  template <class P>
-    requires std::derived_from<typename P::element_type, Module>
+  template <class P, std::enable_if_t<std::derived_from<typename P::element_type, Module>, int> = 0>
   P register_module(const std::string& name, P m) {
     add_module(name, nullptr, Rc<Module>(m));
     return m;

@@ -102,8 +102,7 @@ public:
   SequentialLR(Optimizer& opt, std::vector<Rc<LRScheduler>> schedulers_,
                std::vector<std::int64_t> milestones_);
   /// From a vector of std::shared_ptrs (of LRScheduler or a scheduler type).
-  template <class P>
-    requires tg::detail::adoptable_pointer<P, LRScheduler>
+  template <class P, std::enable_if_t<tg::detail::adoptable_pointer<P, LRScheduler>, int> = 0>
   SequentialLR(Optimizer& opt, const std::vector<P>& schedulers_,
                std::vector<std::int64_t> milestones_)
       : SequentialLR(opt, std::vector<Rc<LRScheduler>>(schedulers_.begin(), schedulers_.end()),
