@@ -7,8 +7,8 @@
 #                                     linked in) into DIR, with the shared libraries they need
 #   tools/gpu-checks.sh DIR [STEPS]   there: runs them on CUDA, each with its own time limit; logs
 #                                     go to $OUT (default /tmp/tg-gpu-out). STEPS (default all):
-#                                     probe bench variants cuda ops train items beam example
-#                                     fuzz
+#                                     probe bench variants cuda ops train jit items beam
+#                                     example fuzz
 #
 # Nothing here needs CUDA headers: the driver and NVRTC are opened at run time (TG_NVRTC is set to
 # the first libnvrtc found when none is on the library path).
@@ -23,10 +23,11 @@ if [[ "${1:-}" == --build ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_TESTS=ON \
     -DTG_BUILD_BENCH=ON -DTG_BUILD_EXAMPLES=ON -DTG_WERROR=OFF \
     -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc"
-  cmake --build "$build" -j "$(nproc)" --target test_cuda test_ops test_fuzz \
+  cmake --build "$build" -j "$(nproc)" --target test_cuda test_ops test_fuzz test_jit \
     example_char_transformer bench_gpu bench_train
   mkdir -p "$dir"
-  for f in tests/test_cuda tests/test_ops tests/test_fuzz examples/example_char_transformer \
+  for f in tests/test_cuda tests/test_ops tests/test_fuzz tests/test_jit \
+    examples/example_char_transformer \
     bench/bench_gpu bench/bench_train; do
     strip -o "$dir/$(basename $f)" "$build/$f"
   done
@@ -43,7 +44,7 @@ fi
 
 dir=$(cd "${1:?usage: tools/gpu-checks.sh DIR [STEPS]}" && pwd)
 shift
-steps=" ${*:-probe bench variants cuda ops train items beam example fuzz} "
+steps=" ${*:-probe bench variants cuda ops train jit items beam example fuzz} "
 out=${OUT:-/tmp/tg-gpu-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -115,8 +116,16 @@ items() {
 }
 step items 60 bash -c "$(declare -f items); items $dir"
 # The MLP training step of bench_train (784-256-256-10, batch 128, Adam) on CUDA against PyTorch's
-# on the same GPU.
-step train 90 env TG_BENCH_DEVICE=CUDA "$dir/bench_train" --benchmark_filter='(tg|torch)_mlp_step'
+# on the same GPU: replayed as a CUDA graph, then launch by launch (TG_JIT_GRAPH=0).
+train() {
+  TG_BENCH_DEVICE=CUDA "$1/bench_train" --benchmark_filter='(tg|torch)_mlp_step'
+  echo "TG_JIT_GRAPH=0"
+  TG_JIT_GRAPH=0 TG_BENCH_DEVICE=CUDA "$1/bench_train" --benchmark_filter='tg_mlp_step' 2>&1 |
+    grep real_time
+}
+step train 120 bash -c "$(declare -f train); train $dir"
+# tg::jit's tests with CUDA the default device: replays as CUDA graphs equal the eager steps
+step jit 60 env TG_DEVICE=CUDA "$dir/test_jit"
 # TG_BEAM=8 on the products: the fastest of up to 8 lowerings of each kernel, timed on the GPU,
 # and which one won (its index in engine/beam.hpp's candidates; 0: the default's).
 beam() {

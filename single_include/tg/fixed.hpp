@@ -9069,6 +9069,75 @@ private:
 // functions.
 #include <cctype>
 
+// ---- tg/util/function.hpp ----
+#ifndef TG_SI_TG_UTIL_FUNCTION_HPP
+#define TG_SI_TG_UTIL_FUNCTION_HPP
+// Type-erased callables for the light headers, which keep <functional> out: it costs a Clang
+// translation unit about 0.4 s, as much as all the standard headers tg.hpp needs.
+
+namespace tg::detail {
+
+/// Whether an F (not the wrapper itself) can be called with A... for an R.
+template <class F, class Self, class R, class... A>
+inline constexpr bool callable_as = !std::is_same_v<std::remove_cvref_t<F>, Self> &&
+                                    std::is_invocable_r_v<R, std::remove_reference_t<F>&, A...>;
+
+template <class Sig> class FunctionRef;
+/// A callable borrowed for the duration of a call (the caller keeps it alive).
+template <class R, class... A> class FunctionRef<R(A...)> {
+public:
+  template <class F, std::enable_if_t<callable_as<F, FunctionRef, R, A...>, int> = 0>
+  FunctionRef(F&& f) // NOLINT: converts like std::function
+      : obj_(const_cast<void*>(static_cast<const void*>(__builtin_addressof(f)))),
+        call_([](void* o, A... a) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<A>(a)...);
+        }) {}
+  R operator()(A... a) const { return call_(obj_, std::forward<A>(a)...); }
+
+private:
+  void* obj_;
+  R (*call_)(void*, A...);
+};
+
+template <class Sig> class Function;
+/// An owned callable, copied with its owner (std::function's semantics, without its header).
+template <class R, class... A> class Function<R(A...)> {
+public:
+  Function() = default;
+  template <class F, std::enable_if_t<callable_as<F, Function, R, A...>, int> = 0>
+  Function(F&& f) // NOLINT: converts like std::function
+      : p_(new Holder<std::decay_t<F>>(std::forward<F>(f))) {}
+  Function(const Function& o) : p_(o.p_ ? o.p_->clone() : nullptr) {}
+  Function(Function&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Function& operator=(Function o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~Function() { delete p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  /// Calls it (it must be set).
+  R operator()(A... a) const { return p_->call(std::forward<A>(a)...); }
+
+private:
+  // An owning raw pointer: std::unique_ptr's header costs a Clang translation unit about 0.2 s
+  // (libstdc++ 12 includes <ostream> there).
+  struct Base {
+    virtual ~Base() = default;
+    virtual R call(A... a) = 0;
+    virtual Base* clone() const = 0;
+  };
+  template <class F> struct Holder final : Base {
+    F f;
+    template <class G> explicit Holder(G&& g) : f(std::forward<G>(g)) {}
+    R call(A... a) override { return f(std::forward<A>(a)...); }
+    Base* clone() const override { return new Holder(f); }
+  };
+  Base* p_ = nullptr;
+};
+
+} // namespace tg::detail
+#endif // TG_SI_TG_UTIL_FUNCTION_HPP
+
 // ---- tg/runtime/stats.hpp ----
 #ifndef TG_SI_TG_RUNTIME_STATS_HPP
 #define TG_SI_TG_RUNTIME_STATS_HPP
@@ -9078,9 +9147,10 @@ namespace tg {
 
 struct Stats {
   std::int64_t kernels_compiled = 0; // kernels the compiler built (several may share one run)
-  std::int64_t kernels_launched = 0;
-  std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
-  std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)
+  std::int64_t kernels_launched = 0; // (those of a graph too)
+  std::int64_t graphs_launched = 0;  // tg::jit replays' launch graphs (CUDA graphs)
+  std::int64_t cache_hits = 0;       // kernels found compiled, in memory or on disk
+  std::int64_t bytes_allocated = 0;  // device memory allocated (cumulative)
   std::int64_t realizes = 0;
   std::int64_t plans_reused = 0;  // realizes that found their kernels planned by an earlier one
   std::int64_t beam_searches = 0; // kernels whose lowering TG_BEAM chose by timing variants
@@ -9105,6 +9175,20 @@ public:
   virtual ~Runner() = default;
   virtual void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) = 0;
   std::string name, source;
+  /// Whether its launches can be recorded into its device's LaunchGraph (a kernel of the device's
+  /// own; not a collective that waits on the host).
+  bool recordable = false;
+};
+
+/// Device work recorded once and launched as one unit (a CUDA graph): how tg::jit replays a
+/// captured step on a device that has them.
+class LaunchGraph {
+public:
+  virtual ~LaunchGraph() = default;
+  virtual void launch() = 0;
+  /// Records `steps` again in place of what this graph holds (the same kernels over other buffers
+  /// or sizes); false when the device cannot update it, and a new graph must be recorded.
+  virtual bool update(detail::FunctionRef<void()> steps) = 0;
 };
 
 class Device {
@@ -9134,6 +9218,13 @@ public:
   /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
   /// runner each.
   virtual std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) = 0;
+  /// Records the launches and copies that `steps` makes on this device, without running them, as
+  /// a graph to launch later as one unit; nullptr where the device has no such graphs (the
+  /// steps are then run one by one).
+  virtual Rc<LaunchGraph> record(detail::FunctionRef<void()> steps) {
+    (void)steps;
+    return nullptr;
+  }
 };
 
 /// Device memory owned by a tensor.
@@ -9222,8 +9313,9 @@ namespace tg {
 
 namespace detail {
 struct AtomicStats {
-  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
-      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
+  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, graphs_launched{0},
+      cache_hits{0}, bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0},
+      beam_cached{0};
 };
 inline AtomicStats& stats_storage() {
   static AtomicStats s;

@@ -1087,6 +1087,75 @@ template <class E>
 } // namespace tg
 #endif // TG_SI_TG_ERRORS_HPP
 
+// ---- tg/util/function.hpp ----
+#ifndef TG_SI_TG_UTIL_FUNCTION_HPP
+#define TG_SI_TG_UTIL_FUNCTION_HPP
+// Type-erased callables for the light headers, which keep <functional> out: it costs a Clang
+// translation unit about 0.4 s, as much as all the standard headers tg.hpp needs.
+
+namespace tg::detail {
+
+/// Whether an F (not the wrapper itself) can be called with A... for an R.
+template <class F, class Self, class R, class... A>
+inline constexpr bool callable_as = !std::is_same_v<std::remove_cvref_t<F>, Self> &&
+                                    std::is_invocable_r_v<R, std::remove_reference_t<F>&, A...>;
+
+template <class Sig> class FunctionRef;
+/// A callable borrowed for the duration of a call (the caller keeps it alive).
+template <class R, class... A> class FunctionRef<R(A...)> {
+public:
+  template <class F, std::enable_if_t<callable_as<F, FunctionRef, R, A...>, int> = 0>
+  FunctionRef(F&& f) // NOLINT: converts like std::function
+      : obj_(const_cast<void*>(static_cast<const void*>(__builtin_addressof(f)))),
+        call_([](void* o, A... a) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<A>(a)...);
+        }) {}
+  R operator()(A... a) const { return call_(obj_, std::forward<A>(a)...); }
+
+private:
+  void* obj_;
+  R (*call_)(void*, A...);
+};
+
+template <class Sig> class Function;
+/// An owned callable, copied with its owner (std::function's semantics, without its header).
+template <class R, class... A> class Function<R(A...)> {
+public:
+  Function() = default;
+  template <class F, std::enable_if_t<callable_as<F, Function, R, A...>, int> = 0>
+  Function(F&& f) // NOLINT: converts like std::function
+      : p_(new Holder<std::decay_t<F>>(std::forward<F>(f))) {}
+  Function(const Function& o) : p_(o.p_ ? o.p_->clone() : nullptr) {}
+  Function(Function&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Function& operator=(Function o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~Function() { delete p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  /// Calls it (it must be set).
+  R operator()(A... a) const { return p_->call(std::forward<A>(a)...); }
+
+private:
+  // An owning raw pointer: std::unique_ptr's header costs a Clang translation unit about 0.2 s
+  // (libstdc++ 12 includes <ostream> there).
+  struct Base {
+    virtual ~Base() = default;
+    virtual R call(A... a) = 0;
+    virtual Base* clone() const = 0;
+  };
+  template <class F> struct Holder final : Base {
+    F f;
+    template <class G> explicit Holder(G&& g) : f(std::forward<G>(g)) {}
+    R call(A... a) override { return f(std::forward<A>(a)...); }
+    Base* clone() const override { return new Holder(f); }
+  };
+  Base* p_ = nullptr;
+};
+
+} // namespace tg::detail
+#endif // TG_SI_TG_UTIL_FUNCTION_HPP
+
 // ---- tg/runtime/stats.hpp ----
 #ifndef TG_SI_TG_RUNTIME_STATS_HPP
 #define TG_SI_TG_RUNTIME_STATS_HPP
@@ -1096,9 +1165,10 @@ namespace tg {
 
 struct Stats {
   std::int64_t kernels_compiled = 0; // kernels the compiler built (several may share one run)
-  std::int64_t kernels_launched = 0;
-  std::int64_t cache_hits = 0;      // kernels found compiled, in memory or on disk
-  std::int64_t bytes_allocated = 0; // device memory allocated (cumulative)
+  std::int64_t kernels_launched = 0; // (those of a graph too)
+  std::int64_t graphs_launched = 0;  // tg::jit replays' launch graphs (CUDA graphs)
+  std::int64_t cache_hits = 0;       // kernels found compiled, in memory or on disk
+  std::int64_t bytes_allocated = 0;  // device memory allocated (cumulative)
   std::int64_t realizes = 0;
   std::int64_t plans_reused = 0;  // realizes that found their kernels planned by an earlier one
   std::int64_t beam_searches = 0; // kernels whose lowering TG_BEAM chose by timing variants
@@ -1123,6 +1193,20 @@ public:
   virtual ~Runner() = default;
   virtual void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) = 0;
   std::string name, source;
+  /// Whether its launches can be recorded into its device's LaunchGraph (a kernel of the device's
+  /// own; not a collective that waits on the host).
+  bool recordable = false;
+};
+
+/// Device work recorded once and launched as one unit (a CUDA graph): how tg::jit replays a
+/// captured step on a device that has them.
+class LaunchGraph {
+public:
+  virtual ~LaunchGraph() = default;
+  virtual void launch() = 0;
+  /// Records `steps` again in place of what this graph holds (the same kernels over other buffers
+  /// or sizes); false when the device cannot update it, and a new graph must be recorded.
+  virtual bool update(detail::FunctionRef<void()> steps) = 0;
 };
 
 class Device {
@@ -1152,6 +1236,13 @@ public:
   /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
   /// runner each.
   virtual std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) = 0;
+  /// Records the launches and copies that `steps` makes on this device, without running them, as
+  /// a graph to launch later as one unit; nullptr where the device has no such graphs (the
+  /// steps are then run one by one).
+  virtual Rc<LaunchGraph> record(detail::FunctionRef<void()> steps) {
+    (void)steps;
+    return nullptr;
+  }
 };
 
 /// Device memory owned by a tensor.
@@ -1672,75 +1763,6 @@ TG_API void manual_seed(std::uint64_t seed);
 
 } // namespace tg
 #endif // TG_SI_TG_TENSOR_CLASS_HPP
-
-// ---- tg/util/function.hpp ----
-#ifndef TG_SI_TG_UTIL_FUNCTION_HPP
-#define TG_SI_TG_UTIL_FUNCTION_HPP
-// Type-erased callables for the light headers, which keep <functional> out: it costs a Clang
-// translation unit about 0.4 s, as much as all the standard headers tg.hpp needs.
-
-namespace tg::detail {
-
-/// Whether an F (not the wrapper itself) can be called with A... for an R.
-template <class F, class Self, class R, class... A>
-inline constexpr bool callable_as = !std::is_same_v<std::remove_cvref_t<F>, Self> &&
-                                    std::is_invocable_r_v<R, std::remove_reference_t<F>&, A...>;
-
-template <class Sig> class FunctionRef;
-/// A callable borrowed for the duration of a call (the caller keeps it alive).
-template <class R, class... A> class FunctionRef<R(A...)> {
-public:
-  template <class F, std::enable_if_t<callable_as<F, FunctionRef, R, A...>, int> = 0>
-  FunctionRef(F&& f) // NOLINT: converts like std::function
-      : obj_(const_cast<void*>(static_cast<const void*>(__builtin_addressof(f)))),
-        call_([](void* o, A... a) -> R {
-          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<A>(a)...);
-        }) {}
-  R operator()(A... a) const { return call_(obj_, std::forward<A>(a)...); }
-
-private:
-  void* obj_;
-  R (*call_)(void*, A...);
-};
-
-template <class Sig> class Function;
-/// An owned callable, copied with its owner (std::function's semantics, without its header).
-template <class R, class... A> class Function<R(A...)> {
-public:
-  Function() = default;
-  template <class F, std::enable_if_t<callable_as<F, Function, R, A...>, int> = 0>
-  Function(F&& f) // NOLINT: converts like std::function
-      : p_(new Holder<std::decay_t<F>>(std::forward<F>(f))) {}
-  Function(const Function& o) : p_(o.p_ ? o.p_->clone() : nullptr) {}
-  Function(Function&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  Function& operator=(Function o) noexcept {
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  ~Function() { delete p_; }
-  explicit operator bool() const { return p_ != nullptr; }
-  /// Calls it (it must be set).
-  R operator()(A... a) const { return p_->call(std::forward<A>(a)...); }
-
-private:
-  // An owning raw pointer: std::unique_ptr's header costs a Clang translation unit about 0.2 s
-  // (libstdc++ 12 includes <ostream> there).
-  struct Base {
-    virtual ~Base() = default;
-    virtual R call(A... a) = 0;
-    virtual Base* clone() const = 0;
-  };
-  template <class F> struct Holder final : Base {
-    F f;
-    template <class G> explicit Holder(G&& g) : f(std::forward<G>(g)) {}
-    R call(A... a) override { return f(std::forward<A>(a)...); }
-    Base* clone() const override { return new Holder(f); }
-  };
-  Base* p_ = nullptr;
-};
-
-} // namespace tg::detail
-#endif // TG_SI_TG_UTIL_FUNCTION_HPP
 
 namespace tg {
 
@@ -12975,8 +12997,9 @@ namespace tg {
 
 namespace detail {
 struct AtomicStats {
-  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, cache_hits{0},
-      bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0}, beam_cached{0};
+  std::atomic<std::int64_t> kernels_compiled{0}, kernels_launched{0}, graphs_launched{0},
+      cache_hits{0}, bytes_allocated{0}, realizes{0}, plans_reused{0}, beam_searches{0},
+      beam_cached{0};
 };
 inline AtomicStats& stats_storage() {
   static AtomicStats s;
@@ -13558,6 +13581,14 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUdeviceptr = unsigned long long;
+using CUgraph = struct CUgraph_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+/// What cuGraphExecUpdate_v2 reports beside its result (the driver's layout).
+struct CUgraphExecUpdateResultInfo {
+  int result;
+  CUgraphNode error_node, error_from_node;
+};
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
@@ -13656,7 +13687,21 @@ struct Driver {
   TG_CUDA_FN(cuEventRecord, CUevent, CUstream)
   TG_CUDA_FN(cuEventSynchronize, CUevent)
   TG_CUDA_FN(cuEventElapsedTime, float*, CUevent, CUevent)
+  TG_CUDA_FN(cuMemcpyDtoDAsync, CUdeviceptr, CUdeviceptr, std::size_t, CUstream)
+  // CUDA graphs (tg::jit's replays): optional, a driver without them replays launch by launch
+  TG_CUDA_FN(cuStreamBeginCapture, CUstream, int)
+  TG_CUDA_FN(cuStreamEndCapture, CUstream, CUgraph*)
+  TG_CUDA_FN(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)
+  TG_CUDA_FN(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)
+  TG_CUDA_FN(cuGraphLaunch, CUgraphExec, CUstream)
+  TG_CUDA_FN(cuGraphExecDestroy, CUgraphExec)
+  TG_CUDA_FN(cuGraphDestroy, CUgraph)
 #undef TG_CUDA_FN
+  /// Whether the driver records CUDA graphs (CUDA 11.4 and later; updates in place from 12.0).
+  bool graphs() const {
+    return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
+           cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
+  }
 
   static Driver& get() {
     static Driver d(env::get("TG_LIBCUDA"));
@@ -13725,6 +13770,18 @@ struct Driver {
       load(cuEventElapsedTime, "cuEventElapsedTime");
     }
     if (!error.empty()) return;
+    load(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    if (!error.empty()) return;
+    auto optional = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(detail::sym(lib, name));
+    };
+    optional(cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+    optional(cuStreamEndCapture, "cuStreamEndCapture");
+    optional(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    optional(cuGraphExecUpdate, "cuGraphExecUpdate_v2");
+    optional(cuGraphLaunch, "cuGraphLaunch");
+    optional(cuGraphExecDestroy, "cuGraphExecDestroy");
+    optional(cuGraphDestroy, "cuGraphDestroy");
     CUresult r = cuInit(0);
     if (r == CUDA_ERROR_STUB_LIBRARY)
       error = "cuInit returned CUDA_ERROR_STUB_LIBRARY (34): " + path +
@@ -13993,6 +14050,14 @@ public:
             "cuMemcpyDtoHAsync");
     synchronize();
   }
+  /// In the stream's order: no wait, and recorded into a graph like a kernel.
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    Driver& d = Driver::get();
+    current();
+    d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
+            "cuMemcpyDtoDAsync");
+  }
   /// Waits for everything queued on the device's stream (an event recorded after it).
   void synchronize() {
     Driver& d = Driver::get();
@@ -14033,9 +14098,31 @@ public:
       auto runner = make_rc<CudaRunner>(this, mod, fn, *gpu[i]);
       runner->name = std::string(gpu[i]->name.view());
       runner->source = sources[i];
+      runner->recordable = true;
       out.push_back(runner);
     }
     return out;
+  }
+
+  /// A CUDA graph of what `steps` queues on the device's stream (stream capture); nullptr where
+  /// the driver has no graphs.
+  Rc<LaunchGraph> record(tg::detail::FunctionRef<void()> steps) override;
+  /// The graph of what `steps` queues on the stream, captured without running it.
+  CUgraph capture(tg::detail::FunctionRef<void()> steps) {
+    Driver& d = Driver::get();
+    current();
+    // THREAD_LOCAL: other threads' calls are not captured (nor refused while this one captures)
+    d.check(d.cuStreamBeginCapture(stream_, 1), "cuStreamBeginCapture");
+    CUgraph graph = nullptr;
+    try {
+      steps();
+    } catch (...) {
+      d.cuStreamEndCapture(stream_, &graph); // the stream leaves capture mode either way
+      if (graph) d.cuGraphDestroy(graph);
+      throw;
+    }
+    d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+    return graph;
   }
 
   // for CudaRunner
@@ -14072,6 +14159,45 @@ private:
                       Driver::get().cuMemFree(reinterpret_cast<CUdeviceptr>(p));
                     }};
 };
+
+/// A captured replay: one cuGraphLaunch runs every kernel and copy of it.
+class CudaGraph : public LaunchGraph {
+public:
+  CudaGraph(CudaDevice* dev, CUgraphExec exec) : dev_(dev), exec_(exec) {}
+  ~CudaGraph() override {
+    dev_->current();
+    Driver::get().cuGraphExecDestroy(exec_);
+  }
+  void launch() override {
+    Driver& d = Driver::get();
+    dev_->current();
+    d.check(d.cuGraphLaunch(exec_, dev_->stream()), "cuGraphLaunch");
+  }
+  bool update(tg::detail::FunctionRef<void()> steps) override {
+    Driver& d = Driver::get();
+    if (!d.cuGraphExecUpdate) return false;
+    CUgraph graph = dev_->capture(steps);
+    CUgraphExecUpdateResultInfo info{};
+    CUresult r = d.cuGraphExecUpdate(exec_, graph, &info);
+    d.cuGraphDestroy(graph);
+    return r == CUDA_SUCCESS;
+  }
+
+private:
+  CudaDevice* dev_;
+  CUgraphExec exec_;
+};
+
+inline Rc<LaunchGraph> CudaDevice::record(tg::detail::FunctionRef<void()> steps) {
+  Driver& d = Driver::get();
+  if (!d.graphs()) return nullptr;
+  CUgraph graph = capture(steps);
+  CUgraphExec exec = nullptr;
+  CUresult r = d.cuGraphInstantiateWithFlags(&exec, graph, 0);
+  d.cuGraphDestroy(graph);
+  d.check(r, "cuGraphInstantiateWithFlags");
+  return make_rc<CudaGraph>(this, exec);
+}
 
 inline CudaRunner::~CudaRunner() {
   if (module_) {
@@ -14553,14 +14679,23 @@ TG_API Buffer::~Buffer() { device->free(ptr); }
 
 TG_API Stats stats() {
   auto& s = detail::stats_storage();
-  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
-               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
-               s.beam_searches.load(),    s.beam_cached.load()};
+  Stats out;
+  out.kernels_compiled = s.kernels_compiled;
+  out.kernels_launched = s.kernels_launched;
+  out.graphs_launched = s.graphs_launched;
+  out.cache_hits = s.cache_hits;
+  out.bytes_allocated = s.bytes_allocated;
+  out.realizes = s.realizes;
+  out.plans_reused = s.plans_reused;
+  out.beam_searches = s.beam_searches;
+  out.beam_cached = s.beam_cached;
+  return out;
 }
 TG_API void reset_stats() {
   auto& s = detail::stats_storage();
   s.kernels_compiled = 0;
   s.kernels_launched = 0;
+  s.graphs_launched = 0;
   s.cache_hits = 0;
   s.bytes_allocated = 0;
   s.realizes = 0;
@@ -16647,6 +16782,7 @@ struct JitCore::State {
       input_devices_.clear();
       slots_.clear();
       ptrs_.clear();
+      segments_.clear();
       throw;
     }
   }
@@ -16722,6 +16858,90 @@ struct JitCore::State {
     ptrs_.resize(launches_.size());
     for (std::size_t l = 0; l < launches_.size(); ++l)
       for (auto& b : launches_[l].buffers) ptrs_[l].push_back(b->ptr);
+    // stretches of launches one device may record as a graph (TG_DEBUG's per-launch times need
+    // them launched one by one)
+    const bool graphs = env::get_int("TG_JIT_GRAPH", 1) != 0 && env::debug() < 1;
+    for (std::size_t l = 0; l < launches_.size(); ++l) {
+      const detail::Launch& launch = launches_[l];
+      Rc<Device> dev;
+      if (graphs && (!launch.runner || launch.runner->recordable)) dev = launch.buffers[0]->device;
+      if (segments_.empty() || segments_.back().device != dev)
+        segments_.push_back({l, l, dev, 0, {}});
+      segments_.back().end = l + 1;
+      if (launch.runner) ++segments_.back().kernels;
+    }
+  }
+
+  /// Launches [begin, end) one by one; `recording`: into a LaunchGraph, so they are not counted.
+  void run_launches(std::size_t begin, std::size_t end, const std::vector<Var>& bound,
+                    bool recording) {
+    static const int debug = env::debug();
+    for (std::size_t l = begin; l < end; ++l) {
+      const detail::Launch& launch = launches_[l];
+      if (!launch.runner) {
+        launch.buffers[0]->device->copy(ptrs_[l][0], ptrs_[l][1], launch.copy_bytes);
+        continue;
+      }
+      std::vector<std::int64_t> vars;
+      for (const Var& v : launch.vars) {
+        std::int64_t value = v.value;
+        for (const Var& b : bound)
+          if (b == v) value = b.value;
+        vars.push_back(value);
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      launch.runner->run(ptrs_[l], vars);
+      if (recording) continue;
+      detail::stats_storage().kernels_launched++;
+      if (debug >= 1) // as realize prints them, numbered by the launch's place in the replay
+        std::fprintf(
+            stderr, "*** %-6s %3zu %-28s %10.1f us (replay)\n",
+            launch.buffers[0]->device->name().c_str(), l, launch.runner->name.c_str(),
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
+    }
+  }
+
+  /// A stretch of the replay that one device records as a LaunchGraph, with the graphs recorded
+  /// for the input buffers and sizes met so far (the most recently used last).
+  struct Segment {
+    std::size_t begin, end;
+    Rc<Device> device; // null: launched one by one
+    std::size_t kernels = 0;
+    std::vector<std::pair<std::vector<std::int64_t>, Rc<LaunchGraph>>> graphs;
+  };
+  /// Graphs kept per stretch: inputs made fresh each call mostly come back in the buffers the
+  /// allocator hands out again (two alternate), so a few graphs cover them without re-recording.
+  static constexpr std::size_t kGraphsPerSegment = 4;
+
+  /// Launches a stretch as its graph for these inputs, recording (or updating) one first when
+  /// the inputs' buffers or sizes are new; launch by launch where the device has no graphs.
+  void run_segment(Segment& seg, const std::vector<std::int64_t>& key,
+                   const std::vector<Var>& bound) {
+    auto steps = [&] { run_launches(seg.begin, seg.end, bound, true); };
+    auto it = std::find_if(seg.graphs.begin(), seg.graphs.end(),
+                           [&](const auto& g) { return g.first == key; });
+    Rc<LaunchGraph> graph;
+    if (it != seg.graphs.end()) {
+      graph = it->second;
+      seg.graphs.erase(it);
+    } else {
+      if (seg.graphs.size() >= kGraphsPerSegment) { // the least recently used, updated in place
+        Rc<LaunchGraph> oldest = seg.graphs.front().second;
+        seg.graphs.erase(seg.graphs.begin());
+        if (oldest->update(steps)) graph = oldest;
+      }
+      if (!graph) graph = seg.device->record(steps);
+      if (!graph) { // the device has no graphs
+        seg.device = nullptr;
+        run_launches(seg.begin, seg.end, bound, false);
+        return;
+      }
+    }
+    seg.graphs.push_back({key, graph});
+    graph->launch();
+    detail::stats_storage().kernels_launched += std::int64_t(seg.kernels);
+    detail::stats_storage().graphs_launched++;
   }
 
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs) {
@@ -16730,29 +16950,15 @@ struct JitCore::State {
     std::vector<Var> bound;
     for (const Tensor& t : inputs)
       for (const SInt& d : t.sym_shape()) d.collect_vars(bound);
-    auto value_of = [&](const Var& v) {
-      for (const Var& b : bound)
-        if (b == v) return b.value;
-      return v.value;
-    };
-    static const int debug = env::debug();
-    for (std::size_t l = 0; l < launches_.size(); ++l) {
-      const detail::Launch& launch = launches_[l];
-      if (!launch.runner) {
-        launch.buffers[0]->device->copy(ptrs_[l][0], ptrs_[l][1], launch.copy_bytes);
-        continue;
-      }
-      std::vector<std::int64_t> vars;
-      for (const Var& v : launch.vars) vars.push_back(value_of(v));
-      auto t0 = std::chrono::steady_clock::now();
-      launch.runner->run(ptrs_[l], vars);
-      detail::stats_storage().kernels_launched++;
-      if (debug >= 1) // as realize prints them, numbered by the launch's place in the replay
-        std::fprintf(
-            stderr, "*** %-6s %3zu %-28s %10.1f us (replay)\n",
-            launch.buffers[0]->device->name().c_str(), l, launch.runner->name.c_str(),
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                .count());
+    std::vector<std::int64_t> key; // what a recorded graph depends on: input buffers, sizes
+    for (const Tensor& t : inputs)
+      key.push_back(std::int64_t(reinterpret_cast<std::uintptr_t>(t.lazy()->buffer->ptr)));
+    for (const Var& v : bound) key.push_back(v.value);
+    for (Segment& seg : segments_) {
+      if (seg.device)
+        run_segment(seg, key, bound);
+      else
+        run_launches(seg.begin, seg.end, bound, false);
     }
     std::vector<Tensor> outs;
     for (const LazyPtr& o : outputs_) {
@@ -16788,6 +16994,7 @@ struct JitCore::State {
   std::vector<detail::Launch> launches_;
   std::vector<std::vector<void*>> ptrs_;
   std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> slots_;
+  std::vector<Segment> segments_;
   std::vector<Rc<Buffer>> input_buffers_;
   std::vector<Shape> input_shapes_;
   std::vector<DType> input_dtypes_;

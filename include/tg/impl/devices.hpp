@@ -23,14 +23,23 @@ TG_API Buffer::~Buffer() { device->free(ptr); }
 
 TG_API Stats stats() {
   auto& s = detail::stats_storage();
-  return Stats{s.kernels_compiled.load(), s.kernels_launched.load(), s.cache_hits.load(),
-               s.bytes_allocated.load(),  s.realizes.load(),         s.plans_reused.load(),
-               s.beam_searches.load(),    s.beam_cached.load()};
+  Stats out;
+  out.kernels_compiled = s.kernels_compiled;
+  out.kernels_launched = s.kernels_launched;
+  out.graphs_launched = s.graphs_launched;
+  out.cache_hits = s.cache_hits;
+  out.bytes_allocated = s.bytes_allocated;
+  out.realizes = s.realizes;
+  out.plans_reused = s.plans_reused;
+  out.beam_searches = s.beam_searches;
+  out.beam_cached = s.beam_cached;
+  return out;
 }
 TG_API void reset_stats() {
   auto& s = detail::stats_storage();
   s.kernels_compiled = 0;
   s.kernels_launched = 0;
+  s.graphs_launched = 0;
   s.cache_hits = 0;
   s.bytes_allocated = 0;
   s.realizes = 0;

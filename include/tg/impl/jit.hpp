@@ -98,6 +98,7 @@ struct JitCore::State {
       input_devices_.clear();
       slots_.clear();
       ptrs_.clear();
+      segments_.clear();
       throw;
     }
   }
@@ -173,6 +174,90 @@ struct JitCore::State {
     ptrs_.resize(launches_.size());
     for (std::size_t l = 0; l < launches_.size(); ++l)
       for (auto& b : launches_[l].buffers) ptrs_[l].push_back(b->ptr);
+    // stretches of launches one device may record as a graph (TG_DEBUG's per-launch times need
+    // them launched one by one)
+    const bool graphs = env::get_int("TG_JIT_GRAPH", 1) != 0 && env::debug() < 1;
+    for (std::size_t l = 0; l < launches_.size(); ++l) {
+      const detail::Launch& launch = launches_[l];
+      Rc<Device> dev;
+      if (graphs && (!launch.runner || launch.runner->recordable)) dev = launch.buffers[0]->device;
+      if (segments_.empty() || segments_.back().device != dev)
+        segments_.push_back({l, l, dev, 0, {}});
+      segments_.back().end = l + 1;
+      if (launch.runner) ++segments_.back().kernels;
+    }
+  }
+
+  /// Launches [begin, end) one by one; `recording`: into a LaunchGraph, so they are not counted.
+  void run_launches(std::size_t begin, std::size_t end, const std::vector<Var>& bound,
+                    bool recording) {
+    static const int debug = env::debug();
+    for (std::size_t l = begin; l < end; ++l) {
+      const detail::Launch& launch = launches_[l];
+      if (!launch.runner) {
+        launch.buffers[0]->device->copy(ptrs_[l][0], ptrs_[l][1], launch.copy_bytes);
+        continue;
+      }
+      std::vector<std::int64_t> vars;
+      for (const Var& v : launch.vars) {
+        std::int64_t value = v.value;
+        for (const Var& b : bound)
+          if (b == v) value = b.value;
+        vars.push_back(value);
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      launch.runner->run(ptrs_[l], vars);
+      if (recording) continue;
+      detail::stats_storage().kernels_launched++;
+      if (debug >= 1) // as realize prints them, numbered by the launch's place in the replay
+        std::fprintf(
+            stderr, "*** %-6s %3zu %-28s %10.1f us (replay)\n",
+            launch.buffers[0]->device->name().c_str(), l, launch.runner->name.c_str(),
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
+    }
+  }
+
+  /// A stretch of the replay that one device records as a LaunchGraph, with the graphs recorded
+  /// for the input buffers and sizes met so far (the most recently used last).
+  struct Segment {
+    std::size_t begin, end;
+    Rc<Device> device; // null: launched one by one
+    std::size_t kernels = 0;
+    std::vector<std::pair<std::vector<std::int64_t>, Rc<LaunchGraph>>> graphs;
+  };
+  /// Graphs kept per stretch: inputs made fresh each call mostly come back in the buffers the
+  /// allocator hands out again (two alternate), so a few graphs cover them without re-recording.
+  static constexpr std::size_t kGraphsPerSegment = 4;
+
+  /// Launches a stretch as its graph for these inputs, recording (or updating) one first when
+  /// the inputs' buffers or sizes are new; launch by launch where the device has no graphs.
+  void run_segment(Segment& seg, const std::vector<std::int64_t>& key,
+                   const std::vector<Var>& bound) {
+    auto steps = [&] { run_launches(seg.begin, seg.end, bound, true); };
+    auto it = std::find_if(seg.graphs.begin(), seg.graphs.end(),
+                           [&](const auto& g) { return g.first == key; });
+    Rc<LaunchGraph> graph;
+    if (it != seg.graphs.end()) {
+      graph = it->second;
+      seg.graphs.erase(it);
+    } else {
+      if (seg.graphs.size() >= kGraphsPerSegment) { // the least recently used, updated in place
+        Rc<LaunchGraph> oldest = seg.graphs.front().second;
+        seg.graphs.erase(seg.graphs.begin());
+        if (oldest->update(steps)) graph = oldest;
+      }
+      if (!graph) graph = seg.device->record(steps);
+      if (!graph) { // the device has no graphs
+        seg.device = nullptr;
+        run_launches(seg.begin, seg.end, bound, false);
+        return;
+      }
+    }
+    seg.graphs.push_back({key, graph});
+    graph->launch();
+    detail::stats_storage().kernels_launched += std::int64_t(seg.kernels);
+    detail::stats_storage().graphs_launched++;
   }
 
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs) {
@@ -181,29 +266,15 @@ struct JitCore::State {
     std::vector<Var> bound;
     for (const Tensor& t : inputs)
       for (const SInt& d : t.sym_shape()) d.collect_vars(bound);
-    auto value_of = [&](const Var& v) {
-      for (const Var& b : bound)
-        if (b == v) return b.value;
-      return v.value;
-    };
-    static const int debug = env::debug();
-    for (std::size_t l = 0; l < launches_.size(); ++l) {
-      const detail::Launch& launch = launches_[l];
-      if (!launch.runner) {
-        launch.buffers[0]->device->copy(ptrs_[l][0], ptrs_[l][1], launch.copy_bytes);
-        continue;
-      }
-      std::vector<std::int64_t> vars;
-      for (const Var& v : launch.vars) vars.push_back(value_of(v));
-      auto t0 = std::chrono::steady_clock::now();
-      launch.runner->run(ptrs_[l], vars);
-      detail::stats_storage().kernels_launched++;
-      if (debug >= 1) // as realize prints them, numbered by the launch's place in the replay
-        std::fprintf(
-            stderr, "*** %-6s %3zu %-28s %10.1f us (replay)\n",
-            launch.buffers[0]->device->name().c_str(), l, launch.runner->name.c_str(),
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                .count());
+    std::vector<std::int64_t> key; // what a recorded graph depends on: input buffers, sizes
+    for (const Tensor& t : inputs)
+      key.push_back(std::int64_t(reinterpret_cast<std::uintptr_t>(t.lazy()->buffer->ptr)));
+    for (const Var& v : bound) key.push_back(v.value);
+    for (Segment& seg : segments_) {
+      if (seg.device)
+        run_segment(seg, key, bound);
+      else
+        run_launches(seg.begin, seg.end, bound, false);
     }
     std::vector<Tensor> outs;
     for (const LazyPtr& o : outputs_) {
@@ -239,6 +310,7 @@ struct JitCore::State {
   std::vector<detail::Launch> launches_;
   std::vector<std::vector<void*>> ptrs_;
   std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> slots_;
+  std::vector<Segment> segments_;
   std::vector<Rc<Buffer>> input_buffers_;
   std::vector<Shape> input_shapes_;
   std::vector<DType> input_dtypes_;

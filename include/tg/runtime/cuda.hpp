@@ -37,6 +37,14 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUdeviceptr = unsigned long long;
+using CUgraph = struct CUgraph_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+/// What cuGraphExecUpdate_v2 reports beside its result (the driver's layout).
+struct CUgraphExecUpdateResultInfo {
+  int result;
+  CUgraphNode error_node, error_from_node;
+};
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
@@ -135,7 +143,21 @@ struct Driver {
   TG_CUDA_FN(cuEventRecord, CUevent, CUstream)
   TG_CUDA_FN(cuEventSynchronize, CUevent)
   TG_CUDA_FN(cuEventElapsedTime, float*, CUevent, CUevent)
+  TG_CUDA_FN(cuMemcpyDtoDAsync, CUdeviceptr, CUdeviceptr, std::size_t, CUstream)
+  // CUDA graphs (tg::jit's replays): optional, a driver without them replays launch by launch
+  TG_CUDA_FN(cuStreamBeginCapture, CUstream, int)
+  TG_CUDA_FN(cuStreamEndCapture, CUstream, CUgraph*)
+  TG_CUDA_FN(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long)
+  TG_CUDA_FN(cuGraphExecUpdate, CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)
+  TG_CUDA_FN(cuGraphLaunch, CUgraphExec, CUstream)
+  TG_CUDA_FN(cuGraphExecDestroy, CUgraphExec)
+  TG_CUDA_FN(cuGraphDestroy, CUgraph)
 #undef TG_CUDA_FN
+  /// Whether the driver records CUDA graphs (CUDA 11.4 and later; updates in place from 12.0).
+  bool graphs() const {
+    return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
+           cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
+  }
 
   static Driver& get() {
     static Driver d(env::get("TG_LIBCUDA"));
@@ -204,6 +226,18 @@ struct Driver {
       load(cuEventElapsedTime, "cuEventElapsedTime");
     }
     if (!error.empty()) return;
+    load(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    if (!error.empty()) return;
+    auto optional = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(detail::sym(lib, name));
+    };
+    optional(cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+    optional(cuStreamEndCapture, "cuStreamEndCapture");
+    optional(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    optional(cuGraphExecUpdate, "cuGraphExecUpdate_v2");
+    optional(cuGraphLaunch, "cuGraphLaunch");
+    optional(cuGraphExecDestroy, "cuGraphExecDestroy");
+    optional(cuGraphDestroy, "cuGraphDestroy");
     CUresult r = cuInit(0);
     if (r == CUDA_ERROR_STUB_LIBRARY)
       error = "cuInit returned CUDA_ERROR_STUB_LIBRARY (34): " + path +
@@ -472,6 +506,14 @@ public:
             "cuMemcpyDtoHAsync");
     synchronize();
   }
+  /// In the stream's order: no wait, and recorded into a graph like a kernel.
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    Driver& d = Driver::get();
+    current();
+    d.check(d.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                reinterpret_cast<CUdeviceptr>(src), bytes, stream_),
+            "cuMemcpyDtoDAsync");
+  }
   /// Waits for everything queued on the device's stream (an event recorded after it).
   void synchronize() {
     Driver& d = Driver::get();
@@ -512,9 +554,31 @@ public:
       auto runner = make_rc<CudaRunner>(this, mod, fn, *gpu[i]);
       runner->name = std::string(gpu[i]->name.view());
       runner->source = sources[i];
+      runner->recordable = true;
       out.push_back(runner);
     }
     return out;
+  }
+
+  /// A CUDA graph of what `steps` queues on the device's stream (stream capture); nullptr where
+  /// the driver has no graphs.
+  Rc<LaunchGraph> record(tg::detail::FunctionRef<void()> steps) override;
+  /// The graph of what `steps` queues on the stream, captured without running it.
+  CUgraph capture(tg::detail::FunctionRef<void()> steps) {
+    Driver& d = Driver::get();
+    current();
+    // THREAD_LOCAL: other threads' calls are not captured (nor refused while this one captures)
+    d.check(d.cuStreamBeginCapture(stream_, 1), "cuStreamBeginCapture");
+    CUgraph graph = nullptr;
+    try {
+      steps();
+    } catch (...) {
+      d.cuStreamEndCapture(stream_, &graph); // the stream leaves capture mode either way
+      if (graph) d.cuGraphDestroy(graph);
+      throw;
+    }
+    d.check(d.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+    return graph;
   }
 
   // for CudaRunner
@@ -551,6 +615,45 @@ private:
                       Driver::get().cuMemFree(reinterpret_cast<CUdeviceptr>(p));
                     }};
 };
+
+/// A captured replay: one cuGraphLaunch runs every kernel and copy of it.
+class CudaGraph : public LaunchGraph {
+public:
+  CudaGraph(CudaDevice* dev, CUgraphExec exec) : dev_(dev), exec_(exec) {}
+  ~CudaGraph() override {
+    dev_->current();
+    Driver::get().cuGraphExecDestroy(exec_);
+  }
+  void launch() override {
+    Driver& d = Driver::get();
+    dev_->current();
+    d.check(d.cuGraphLaunch(exec_, dev_->stream()), "cuGraphLaunch");
+  }
+  bool update(tg::detail::FunctionRef<void()> steps) override {
+    Driver& d = Driver::get();
+    if (!d.cuGraphExecUpdate) return false;
+    CUgraph graph = dev_->capture(steps);
+    CUgraphExecUpdateResultInfo info{};
+    CUresult r = d.cuGraphExecUpdate(exec_, graph, &info);
+    d.cuGraphDestroy(graph);
+    return r == CUDA_SUCCESS;
+  }
+
+private:
+  CudaDevice* dev_;
+  CUgraphExec exec_;
+};
+
+inline Rc<LaunchGraph> CudaDevice::record(tg::detail::FunctionRef<void()> steps) {
+  Driver& d = Driver::get();
+  if (!d.graphs()) return nullptr;
+  CUgraph graph = capture(steps);
+  CUgraphExec exec = nullptr;
+  CUresult r = d.cuGraphInstantiateWithFlags(&exec, graph, 0);
+  d.cuGraphDestroy(graph);
+  d.check(r, "cuGraphInstantiateWithFlags");
+  return make_rc<CudaGraph>(this, exec);
+}
 
 inline CudaRunner::~CudaRunner() {
   if (module_) {

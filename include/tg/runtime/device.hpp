@@ -10,6 +10,7 @@
 
 #include "../errors.hpp"
 #include "../graph/dtype.hpp"
+#include "../util/function.hpp"
 #include "../util/rc.hpp"
 #include "stats.hpp"
 
@@ -24,6 +25,20 @@ public:
   virtual ~Runner() = default;
   virtual void run(const std::vector<void*>& buffers, const std::vector<std::int64_t>& vars) = 0;
   std::string name, source;
+  /// Whether its launches can be recorded into its device's LaunchGraph (a kernel of the device's
+  /// own; not a collective that waits on the host).
+  bool recordable = false;
+};
+
+/// Device work recorded once and launched as one unit (a CUDA graph): how tg::jit replays a
+/// captured step on a device that has them.
+class LaunchGraph {
+public:
+  virtual ~LaunchGraph() = default;
+  virtual void launch() = 0;
+  /// Records `steps` again in place of what this graph holds (the same kernels over other buffers
+  /// or sizes); false when the device cannot update it, and a new graph must be recorded.
+  virtual bool update(detail::FunctionRef<void()> steps) = 0;
 };
 
 class Device {
@@ -53,6 +68,13 @@ public:
   /// Compiles kernels made by the pass list for target() (independent ones in parallel); one
   /// runner each.
   virtual std::vector<Rc<Runner>> prepare(const std::vector<const KernelCode*>& kernels) = 0;
+  /// Records the launches and copies that `steps` makes on this device, without running them, as
+  /// a graph to launch later as one unit; nullptr where the device has no such graphs (the
+  /// steps are then run one by one).
+  virtual Rc<LaunchGraph> record(detail::FunctionRef<void()> steps) {
+    (void)steps;
+    return nullptr;
+  }
 };
 
 /// Device memory owned by a tensor.
