@@ -367,6 +367,73 @@ TEST_CASE("CUDA: float16 and bfloat16 products on tensor cores (mma.sync), for s
             .find("tg_mma_tile") == std::string::npos);
 }
 
+TEST_CASE("CUDA: float32 products on tensor cores with TF32 where the precision allows it") {
+  auto& nv = tg::cuda::Nvrtc::get();
+  if (!nv.error.empty()) {
+    MESSAGE("NVRTC is unavailable, skipping: " << nv.error);
+    return;
+  }
+  const bool have_ptxas = !tg::cuda::find_tool("ptxas").empty();
+  TensorOptions cpu(tg::float32, "CPU");
+  tg::GpuOptions tf32;
+  tf32.tensor_cores = tf32.tf32 = true; // as a device of compute capability 8.0 sets them at "high"
+  Tensor a = tg::rand({1000, 300}, cpu), b = tg::rand({300, 70}, cpu), bias = tg::rand({70}, cpu);
+  for (Tensor x : {a, b, bias}) x.realize();
+  for (const Tensor& r : {a.matmul(b), (a.matmul(b) + bias).relu(), b.T().matmul(a.T())}) {
+    tg::ScheduleInfo info = tg::schedule({r}, tg::Target::cuda(tf32));
+    REQUIRE(info.programs.size() == 1);
+    const std::string name(info.programs[0].name.view());
+    CHECK(name.rfind("rt64x64k32_", 0) == 0);
+    CHECK(info.sources[0].find("tg_mma_tile_tf32<36, 2, 2>") != std::string::npos);
+    const std::string ptx = tg::cuda::nvrtc_compile(info.sources[0], name, "compute_80").binary;
+    CHECK(ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
+    CHECK(ptx.find("cvt.rna.tf32.f32") != std::string::npos);
+    if (have_ptxas)
+      for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx, arch, name) == "");
+  }
+  // float64 products never; float32 ones without TF32 keep float32 tiles
+  CHECK(std::string(
+            tg::schedule({a.cast(tg::float64).matmul(b.cast(tg::float64))}, tg::Target::cuda(tf32))
+                .sources.back())
+            .find("tg_mma_tile") == std::string::npos);
+  tg::GpuOptions tc;
+  tc.tensor_cores = true;
+  CHECK(std::string(tg::schedule({a.matmul(b)}, tg::Target::cuda(tc)).sources.at(0))
+            .find("tg_mma_tile") == std::string::npos);
+  // on a GPU: TF32's rounding shows, within its precision (2^-11 relative a term)
+  if (!cuda_available()) return;
+  auto dev = tg::dynamic_pointer_cast<tg::CudaDevice>(tg::device("CUDA"));
+  tg::set_float32_matmul_precision("high");
+  Tensor x = tg::randn({512, 512}, cpu).realize(), y = tg::randn({512, 512}, cpu).realize();
+  std::vector<float> got = x.to("CUDA").matmul(y.to("CUDA")).to_vector<float>();
+  tg::set_float32_matmul_precision("highest");
+  std::vector<float> exact = x.matmul(y).to_vector<float>();
+  std::vector<float> fp32 = x.to("CUDA").matmul(y.to("CUDA")).to_vector<float>();
+  double worst = 0, worst_fp32 = 0;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    worst = std::max(worst, double(std::abs(got[i] - exact[i])));
+    worst_fp32 = std::max(worst_fp32, double(std::abs(fp32[i] - exact[i])));
+  }
+  MESSAGE("512² on " << dev->description() << ": largest difference from the CPU " << worst
+                     << " with TF32, " << worst_fp32 << " without");
+  CHECK(worst < 0.2);        // sqrt(512) terms of |2^-11 * x * y|: about 0.05
+  CHECK(worst > worst_fp32); // the rounding took place
+}
+
+TEST_CASE("float32 matmul precision: PyTorch's names, and a clear error") {
+  CHECK(tg::get_float32_matmul_precision() == "highest");
+  CHECK_FALSE(tg::backends::cuda::matmul::allow_tf32());
+  tg::backends::cuda::matmul::allow_tf32(true);
+  CHECK(tg::get_float32_matmul_precision() == "high");
+  tg::set_float32_matmul_precision("medium");
+  CHECK(tg::backends::cuda::matmul::allow_tf32());
+  CHECK_THROWS_WITH_AS(tg::set_float32_matmul_precision("low"),
+                       doctest::Contains("\"highest\", \"high\" or \"medium\", got \"low\""),
+                       tg::error);
+  tg::set_float32_matmul_precision("highest");
+  CHECK_FALSE(tg::backends::cuda::matmul::allow_tf32());
+}
+
 TEST_CASE("CUDA: a kernel that does not compile reports NVRTC's log and the source") {
   if (!tg::cuda::Nvrtc::get().error.empty()) return;
   try {

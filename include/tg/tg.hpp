@@ -8,6 +8,7 @@
 #include "engine/jit.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
+#include "runtime/precision.hpp"
 #include "state/safetensors.hpp"
 #include "tensor/tensor.hpp"
 

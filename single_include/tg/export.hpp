@@ -828,6 +828,9 @@ struct GpuOptions {
   /// float16 and bfloat16 products on tensor cores (mma.sync, float32 sums): CUDA devices of
   /// compute capability 8.0 and later set it.
   bool tensor_cores = false;
+  /// float32 products on tensor cores too, their operands rounded to TF32 (10 bits of mantissa):
+  /// where tg::set_float32_matmul_precision allows it (PyTorch's allow_tf32; off by default).
+  bool tf32 = false;
 };
 
 namespace detail {
@@ -2080,7 +2083,8 @@ struct CudaDialect : CFamily<CudaDialect> {
   /// A warp's step over 16 of the reduction: tiles of 16 x 8 outputs by mma.sync m16n8k16 (f32
   /// accumulators). A and B are in shared memory as rows of 16-bit words, S apart, the reduction
   /// along each row (A: [rows][k], B: [columns][k]), so a fragment register is one 32-bit load.
-  /// Fragment layouts: the PTX ISA's for mma.m16n8k16 with .f16/.bf16 multiplicands.
+  /// Fragment layouts: the PTX ISA's for mma.m16n8k16 with .f16/.bf16 multiplicands (and for
+  /// m16n8k8 with .tf32 ones, whose A and B are rows of floats).
   static constexpr const char* kMmaHelpers =
       "#ifndef TG_MMA\n#define TG_MMA\n"
       "template <bool BF> __device__ __forceinline__ void tg_mma16816(float* c, const unsigned* "
@@ -2113,6 +2117,36 @@ struct CudaDialect : CFamily<CudaDialect> {
       "  for (int i = 0; i < TM; ++i)\n"
       "#pragma unroll\n"
       "    for (int j = 0; j < TN; ++j) tg_mma16816<BF>(acc + (i * TN + j) * 4, a[i], b[j]);\n"
+      "}\n"
+      // TF32: float32 operands rounded to nearest (ties away, as cuBLAS rounds them), m16n8k8;
+      // a fragment register is one float of a row of A (column of B), 4 columns apart
+      "__device__ __forceinline__ unsigned tg_tf32(float f) {\n"
+      "  unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
+      "template <int S, int TM, int TN> __device__ __forceinline__ void tg_mma_tile_tf32(const "
+      "float* As, const float* Bs, long long kk, float* acc, long long wm, long long wn) {\n"
+      "  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;\n"
+      "  unsigned a[TM][4], b[TN][2];\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i) {\n"
+      "    const float* p = As + (wm + i * 16 + g) * S + kk + t;\n"
+      "    a[i][0] = tg_tf32(p[0]); a[i][1] = tg_tf32(p[8 * S]);\n"
+      "    a[i][2] = tg_tf32(p[4]); a[i][3] = tg_tf32(p[8 * S + 4]);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int j = 0; j < TN; ++j) {\n"
+      "    const float* q = Bs + (wn + j * 8 + g) * S + kk + t;\n"
+      "    b[j][0] = tg_tf32(q[0]); b[j][1] = tg_tf32(q[4]);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i)\n"
+      "#pragma unroll\n"
+      "    for (int j = 0; j < TN; ++j) {\n"
+      "      float* c = acc + (i * TN + j) * 4;\n"
+      "      asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+      "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), "
+      "\"+f\"(c[3]) : \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), "
+      "\"r\"(b[j][0]), \"r\"(b[j][1]));\n"
+      "    }\n"
       "}\n#endif\n";
   static constexpr bool tensor_cores = true;
   /// Private arrays and tensor-core steps (UKind::Private, UKind::Mma).
@@ -2123,9 +2157,14 @@ struct CudaDialect : CFamily<CudaDialect> {
       return;
     }
     (void)p;
-    t << "tg_mma_tile<" << u.value.i << ", " << std::int64_t(u.arg / 256) << ", "
-      << std::int64_t(u.arg % 256) << ", " << (u.dtype == DType::BFloat16 ? "true" : "false")
-      << ">(v" << std::int64_t(u.src[0]) << ", v" << std::int64_t(u.src[1]) << ", v"
+    t << "tg_mma_tile";
+    if (u.dtype == DType::Float32)
+      t << "_tf32<" << u.value.i << ", " << std::int64_t(u.arg / 256) << ", "
+        << std::int64_t(u.arg % 256);
+    else
+      t << '<' << u.value.i << ", " << std::int64_t(u.arg / 256) << ", "
+        << std::int64_t(u.arg % 256) << ", " << (u.dtype == DType::BFloat16 ? "true" : "false");
+    t << ">(v" << std::int64_t(u.src[0]) << ", v" << std::int64_t(u.src[1]) << ", v"
       << std::int64_t(u.ranges.at(0)) << ", v" << std::int64_t(u.src[2]) << ", v"
       << std::int64_t(u.ranges.at(1)) << ", v" << std::int64_t(u.ranges.at(2)) << ");\n";
   }
@@ -7255,7 +7294,8 @@ constexpr Program reuse_values(const Program& p, std::int64_t max_bytes = 64 * 1
 // expressions (loads, casts, masks, fused elementwise ops) re-emitted at the staged indices; the
 // epilogue after the sum (bias, activation, cast) and the store are re-emitted per tile output.
 // float16/bfloat16 products on CUDA's tensor cores (GpuOptions::tensor_cores): 8 warps each run
-// mma.sync over a grid of 16 x 8 tiles (UKind::Mma, rendered by render_cuda.hpp). Everything else
+// mma.sync over a grid of 16 x 8 tiles (UKind::Mma, rendered by render_cuda.hpp); float32 ones
+// too where TF32 is allowed (GpuOptions::tf32), their operands rounded to TF32. Everything else
 // (programs with several sums, symbolic sizes, integer sums) is left to gpu_program. Measurements:
 // docs/performance.md.
 
@@ -7308,7 +7348,8 @@ private:
   std::vector<int> stores_; // (a kernel with several outputs: one store each, after the sum)
   std::int64_t m_ = 1, n_ = 1, k_ = 1, b_ = 1, blocks_ = 0;
   bool x_k_fast_ = true, y_k_fast_ = false; // which axis consecutive threads stage along
-  bool tc_ = false; // on tensor cores: operands staged as 16-bit words, a row per row of A
+  bool tc_ = false;   // on tensor cores: operands staged a row per row of A (column of B)...
+  bool half_ = false; // ... as 16-bit words (float16, bfloat16), else as float32s (TF32)
   SharedTileShape s_;
   // emission
   std::vector<int> memo_; // old op -> new op in the current scope
@@ -7426,8 +7467,10 @@ private:
     b_ = extent(batch_);
     if (m_ * n_ * b_ < o_.tile_min_outputs || k_ < 8) return false;
     const DType xd = op(x_).dtype;
-    tc_ = o_.tensor_cores && is_half(xd) && op(y_).dtype == xd && m_ >= 64 && n_ >= 64 &&
+    tc_ = o_.tensor_cores && (is_half(xd) || (o_.tf32 && xd == DType::Float32)) &&
+          op(y_).dtype == xd && m_ >= 64 && n_ >= 64 &&
           compute_dtype(op(acc_).dtype) == DType::Float32;
+    half_ = tc_ && is_half(xd);
     choose_shape();
     x_k_fast_ = stride(x_, red_.back()) == 1 || stride(x_, rows_.back()) != 1;
     y_k_fast_ = stride(y_, cols_.back()) != 1 && stride(y_, red_.back()) == 1;
@@ -7436,7 +7479,7 @@ private:
 
   /// The largest block tile that still leaves the GPU enough work-groups (o_.tile_blocks).
   constexpr void choose_shape() {
-    if (tc_) { // 8 warps of (bm / 2) x (bn / 4) outputs; a step of 32 (two mma k-steps)
+    if (tc_) { // 8 warps of (bm / 2) x (bn / 4) outputs; a step of 32 (2 or 4 mma k-steps)
       for (std::int64_t t : {std::int64_t(128), std::int64_t(64)}) {
         s_.bm = s_.bn = t;
         s_.bk = 32;
@@ -7589,7 +7632,7 @@ private:
       // tensor cores read 16-bit words: an operand that is a buffer's element is loaded as its
       // bits, anything else computed and converted
       const UOp& xu = op(x);
-      const bool raw = tc_ && xu.kind == UKind::Load && xu.src[2] < 0 &&
+      const bool raw = half_ && xu.kind == UKind::Load && xu.src[2] < 0 &&
                        op(xu.src[0]).kind == UKind::Param && op(xu.src[0]).dtype == xu.dtype;
       int v;
       if (raw) {
@@ -7610,10 +7653,11 @@ private:
         int zero = add(UOp{UKind::Const, Op::Add, vd, {-1, -1, -1}, {}, -1, {}});
         v = add(UOp{UKind::Alu, Op::Where, vd, {in_k, v, zero}, {}, -1, {}});
       }
-      if (tc_ && !raw)
+      if (half_ && !raw)
         v = add(UOp{UKind::Alu, Op::Bitcast, DType::UInt16, {v, -1, -1}, {}, -1, {}});
       int slot = tc_ ? i64(Op::Add, mul_c(at, stride), kk) : i64(Op::Add, mul_c(kk, stride), at);
-      add(UOp{UKind::Store, Op::Add, tc_ ? DType::UInt16 : op(x).dtype, {sh, slot, v}, {}, -1, {}});
+      add(UOp{
+          UKind::Store, Op::Add, half_ ? DType::UInt16 : op(x).dtype, {sh, slot, v}, {}, -1, {}});
     }
   }
 
@@ -7733,12 +7777,15 @@ private:
 
   /// The block on tensor cores: 8 warps of (bm / 2) x (bn / 4) outputs, each a grid of 16 x 8
   /// mma tiles whose float32 sums stay in registers (a Private array); the operands staged as
-  /// 16-bit words, each row of A (and column of B) a row of shared memory along the reduction.
+  /// 16-bit words (float32s for TF32), each row of A (and column of B) a row of shared memory
+  /// along the reduction.
   constexpr void emit_tensor_cores(int lane, int row0, int col0, int in_range) {
-    const std::int64_t S = s_.bk + 8; // (padded: a warp's fragment loads hit 32 banks)
+    // (rows padded by 4 words: a warp's fragment loads hit 32 banks)
+    const std::int64_t S = s_.bk + (half_ ? 8 : 4);
+    const DType word = half_ ? DType::UInt16 : DType::Float32;
     const std::int64_t wm_size = s_.bm / 2, wn_size = s_.bn / 4;
     const std::int64_t tm = wm_size / 16, tn = wn_size / 8;
-    int as = shared(DType::UInt16, s_.bm * S), bs = shared(DType::UInt16, s_.bn * S);
+    int as = shared(word, s_.bm * S), bs = shared(word, s_.bn * S);
     int acc =
         add(UOp{UKind::Private, Op::Add, DType::Float32, {-1, -1, -1}, {}, int(tm * tn * 4), {}});
     int warp = i64(Op::Div, lane, cint(32));
@@ -7752,7 +7799,7 @@ private:
     stage(y_, bs, s_.bn, S, y_k_fast_, cols_, n_, col0, k0, lane);
     env_ = keep;
     barrier();
-    for (std::int64_t kk = 0; kk < s_.bk; kk += 16) {
+    for (std::int64_t kk = 0; kk < s_.bk; kk += half_ ? 16 : 8) { // m16n8k16, TF32's m16n8k8
       UOp m{UKind::Mma, Op::Add, op(x_).dtype, {as, bs, acc}, Scalar{}, int(tm * 256 + tn), {}};
       m.value.i = S;
       m.ranges = {cint(kk), wm, wn};
@@ -9102,6 +9149,7 @@ public:
   Target target() const override {
     GpuOptions o = gpu_options(max_threads_);
     o.tensor_cores = o.tensor_cores && cc_ >= 80; // mma.sync m16n8k16 (sm_80)
+    o.tf32 = o.tensor_cores && tg::detail::matmul_precision() > 0;
     return with_env(Target::cuda(o));
   }
 
@@ -10272,6 +10320,7 @@ inline void plan_key(const Graph& g, const NodeFlags& keep, const Device& device
   // the device object itself: runners belong to the device that prepared them (two devices of
   // one kind, each opened under its own name, share no plans)
   w.put(std::int64_t(reinterpret_cast<std::uintptr_t>(&device)));
+  w.put(detail::matmul_precision()); // (the target's choices depend on it)
   for (std::size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes[i];
     w.put(std::int64_t(n.op) << 8 | std::int64_t(n.dtype));

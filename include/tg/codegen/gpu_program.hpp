@@ -27,6 +27,9 @@ struct GpuOptions {
   /// float16 and bfloat16 products on tensor cores (mma.sync, float32 sums): CUDA devices of
   /// compute capability 8.0 and later set it.
   bool tensor_cores = false;
+  /// float32 products on tensor cores too, their operands rounded to TF32 (10 bits of mantissa):
+  /// where tg::set_float32_matmul_precision allows it (PyTorch's allow_tf32; off by default).
+  bool tf32 = false;
 };
 
 namespace detail {

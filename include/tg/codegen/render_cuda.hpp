@@ -70,7 +70,8 @@ struct CudaDialect : CFamily<CudaDialect> {
   /// A warp's step over 16 of the reduction: tiles of 16 x 8 outputs by mma.sync m16n8k16 (f32
   /// accumulators). A and B are in shared memory as rows of 16-bit words, S apart, the reduction
   /// along each row (A: [rows][k], B: [columns][k]), so a fragment register is one 32-bit load.
-  /// Fragment layouts: the PTX ISA's for mma.m16n8k16 with .f16/.bf16 multiplicands.
+  /// Fragment layouts: the PTX ISA's for mma.m16n8k16 with .f16/.bf16 multiplicands (and for
+  /// m16n8k8 with .tf32 ones, whose A and B are rows of floats).
   static constexpr const char* kMmaHelpers =
       "#ifndef TG_MMA\n#define TG_MMA\n"
       "template <bool BF> __device__ __forceinline__ void tg_mma16816(float* c, const unsigned* "
@@ -103,6 +104,36 @@ struct CudaDialect : CFamily<CudaDialect> {
       "  for (int i = 0; i < TM; ++i)\n"
       "#pragma unroll\n"
       "    for (int j = 0; j < TN; ++j) tg_mma16816<BF>(acc + (i * TN + j) * 4, a[i], b[j]);\n"
+      "}\n"
+      // TF32: float32 operands rounded to nearest (ties away, as cuBLAS rounds them), m16n8k8;
+      // a fragment register is one float of a row of A (column of B), 4 columns apart
+      "__device__ __forceinline__ unsigned tg_tf32(float f) {\n"
+      "  unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
+      "template <int S, int TM, int TN> __device__ __forceinline__ void tg_mma_tile_tf32(const "
+      "float* As, const float* Bs, long long kk, float* acc, long long wm, long long wn) {\n"
+      "  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;\n"
+      "  unsigned a[TM][4], b[TN][2];\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i) {\n"
+      "    const float* p = As + (wm + i * 16 + g) * S + kk + t;\n"
+      "    a[i][0] = tg_tf32(p[0]); a[i][1] = tg_tf32(p[8 * S]);\n"
+      "    a[i][2] = tg_tf32(p[4]); a[i][3] = tg_tf32(p[8 * S + 4]);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int j = 0; j < TN; ++j) {\n"
+      "    const float* q = Bs + (wn + j * 8 + g) * S + kk + t;\n"
+      "    b[j][0] = tg_tf32(q[0]); b[j][1] = tg_tf32(q[4]);\n"
+      "  }\n"
+      "#pragma unroll\n"
+      "  for (int i = 0; i < TM; ++i)\n"
+      "#pragma unroll\n"
+      "    for (int j = 0; j < TN; ++j) {\n"
+      "      float* c = acc + (i * TN + j) * 4;\n"
+      "      asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+      "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), "
+      "\"+f\"(c[3]) : \"r\"(a[i][0]), \"r\"(a[i][1]), \"r\"(a[i][2]), \"r\"(a[i][3]), "
+      "\"r\"(b[j][0]), \"r\"(b[j][1]));\n"
+      "    }\n"
       "}\n#endif\n";
   static constexpr bool tensor_cores = true;
   /// Private arrays and tensor-core steps (UKind::Private, UKind::Mma).
@@ -113,9 +144,14 @@ struct CudaDialect : CFamily<CudaDialect> {
       return;
     }
     (void)p;
-    t << "tg_mma_tile<" << u.value.i << ", " << std::int64_t(u.arg / 256) << ", "
-      << std::int64_t(u.arg % 256) << ", " << (u.dtype == DType::BFloat16 ? "true" : "false")
-      << ">(v" << std::int64_t(u.src[0]) << ", v" << std::int64_t(u.src[1]) << ", v"
+    t << "tg_mma_tile";
+    if (u.dtype == DType::Float32)
+      t << "_tf32<" << u.value.i << ", " << std::int64_t(u.arg / 256) << ", "
+        << std::int64_t(u.arg % 256);
+    else
+      t << '<' << u.value.i << ", " << std::int64_t(u.arg / 256) << ", "
+        << std::int64_t(u.arg % 256) << ", " << (u.dtype == DType::BFloat16 ? "true" : "false");
+    t << ">(v" << std::int64_t(u.src[0]) << ", v" << std::int64_t(u.src[1]) << ", v"
       << std::int64_t(u.ranges.at(0)) << ", v" << std::int64_t(u.src[2]) << ", v"
       << std::int64_t(u.ranges.at(1)) << ", v" << std::int64_t(u.ranges.at(2)) << ");\n";
   }

@@ -11,7 +11,8 @@
 // expressions (loads, casts, masks, fused elementwise ops) re-emitted at the staged indices; the
 // epilogue after the sum (bias, activation, cast) and the store are re-emitted per tile output.
 // float16/bfloat16 products on CUDA's tensor cores (GpuOptions::tensor_cores): 8 warps each run
-// mma.sync over a grid of 16 x 8 tiles (UKind::Mma, rendered by render_cuda.hpp). Everything else
+// mma.sync over a grid of 16 x 8 tiles (UKind::Mma, rendered by render_cuda.hpp); float32 ones
+// too where TF32 is allowed (GpuOptions::tf32), their operands rounded to TF32. Everything else
 // (programs with several sums, symbolic sizes, integer sums) is left to gpu_program. Measurements:
 // docs/performance.md.
 #include "gpu_program.hpp"
@@ -65,7 +66,8 @@ private:
   std::vector<int> stores_; // (a kernel with several outputs: one store each, after the sum)
   std::int64_t m_ = 1, n_ = 1, k_ = 1, b_ = 1, blocks_ = 0;
   bool x_k_fast_ = true, y_k_fast_ = false; // which axis consecutive threads stage along
-  bool tc_ = false; // on tensor cores: operands staged as 16-bit words, a row per row of A
+  bool tc_ = false;   // on tensor cores: operands staged a row per row of A (column of B)...
+  bool half_ = false; // ... as 16-bit words (float16, bfloat16), else as float32s (TF32)
   SharedTileShape s_;
   // emission
   std::vector<int> memo_; // old op -> new op in the current scope
@@ -183,8 +185,10 @@ private:
     b_ = extent(batch_);
     if (m_ * n_ * b_ < o_.tile_min_outputs || k_ < 8) return false;
     const DType xd = op(x_).dtype;
-    tc_ = o_.tensor_cores && is_half(xd) && op(y_).dtype == xd && m_ >= 64 && n_ >= 64 &&
+    tc_ = o_.tensor_cores && (is_half(xd) || (o_.tf32 && xd == DType::Float32)) &&
+          op(y_).dtype == xd && m_ >= 64 && n_ >= 64 &&
           compute_dtype(op(acc_).dtype) == DType::Float32;
+    half_ = tc_ && is_half(xd);
     choose_shape();
     x_k_fast_ = stride(x_, red_.back()) == 1 || stride(x_, rows_.back()) != 1;
     y_k_fast_ = stride(y_, cols_.back()) != 1 && stride(y_, red_.back()) == 1;
@@ -193,7 +197,7 @@ private:
 
   /// The largest block tile that still leaves the GPU enough work-groups (o_.tile_blocks).
   constexpr void choose_shape() {
-    if (tc_) { // 8 warps of (bm / 2) x (bn / 4) outputs; a step of 32 (two mma k-steps)
+    if (tc_) { // 8 warps of (bm / 2) x (bn / 4) outputs; a step of 32 (2 or 4 mma k-steps)
       for (std::int64_t t : {std::int64_t(128), std::int64_t(64)}) {
         s_.bm = s_.bn = t;
         s_.bk = 32;
@@ -346,7 +350,7 @@ private:
       // tensor cores read 16-bit words: an operand that is a buffer's element is loaded as its
       // bits, anything else computed and converted
       const UOp& xu = op(x);
-      const bool raw = tc_ && xu.kind == UKind::Load && xu.src[2] < 0 &&
+      const bool raw = half_ && xu.kind == UKind::Load && xu.src[2] < 0 &&
                        op(xu.src[0]).kind == UKind::Param && op(xu.src[0]).dtype == xu.dtype;
       int v;
       if (raw) {
@@ -367,10 +371,11 @@ private:
         int zero = add(UOp{UKind::Const, Op::Add, vd, {-1, -1, -1}, {}, -1, {}});
         v = add(UOp{UKind::Alu, Op::Where, vd, {in_k, v, zero}, {}, -1, {}});
       }
-      if (tc_ && !raw)
+      if (half_ && !raw)
         v = add(UOp{UKind::Alu, Op::Bitcast, DType::UInt16, {v, -1, -1}, {}, -1, {}});
       int slot = tc_ ? i64(Op::Add, mul_c(at, stride), kk) : i64(Op::Add, mul_c(kk, stride), at);
-      add(UOp{UKind::Store, Op::Add, tc_ ? DType::UInt16 : op(x).dtype, {sh, slot, v}, {}, -1, {}});
+      add(UOp{
+          UKind::Store, Op::Add, half_ ? DType::UInt16 : op(x).dtype, {sh, slot, v}, {}, -1, {}});
     }
   }
 
@@ -490,12 +495,15 @@ private:
 
   /// The block on tensor cores: 8 warps of (bm / 2) x (bn / 4) outputs, each a grid of 16 x 8
   /// mma tiles whose float32 sums stay in registers (a Private array); the operands staged as
-  /// 16-bit words, each row of A (and column of B) a row of shared memory along the reduction.
+  /// 16-bit words (float32s for TF32), each row of A (and column of B) a row of shared memory
+  /// along the reduction.
   constexpr void emit_tensor_cores(int lane, int row0, int col0, int in_range) {
-    const std::int64_t S = s_.bk + 8; // (padded: a warp's fragment loads hit 32 banks)
+    // (rows padded by 4 words: a warp's fragment loads hit 32 banks)
+    const std::int64_t S = s_.bk + (half_ ? 8 : 4);
+    const DType word = half_ ? DType::UInt16 : DType::Float32;
     const std::int64_t wm_size = s_.bm / 2, wn_size = s_.bn / 4;
     const std::int64_t tm = wm_size / 16, tn = wn_size / 8;
-    int as = shared(DType::UInt16, s_.bm * S), bs = shared(DType::UInt16, s_.bn * S);
+    int as = shared(word, s_.bm * S), bs = shared(word, s_.bn * S);
     int acc =
         add(UOp{UKind::Private, Op::Add, DType::Float32, {-1, -1, -1}, {}, int(tm * tn * 4), {}});
     int warp = i64(Op::Div, lane, cint(32));
@@ -509,7 +517,7 @@ private:
     stage(y_, bs, s_.bn, S, y_k_fast_, cols_, n_, col0, k0, lane);
     env_ = keep;
     barrier();
-    for (std::int64_t kk = 0; kk < s_.bk; kk += 16) {
+    for (std::int64_t kk = 0; kk < s_.bk; kk += half_ ? 16 : 8) { // m16n8k16, TF32's m16n8k8
       UOp m{UKind::Mma, Op::Add, op(x_).dtype, {as, bs, acc}, Scalar{}, int(tm * 256 + tn), {}};
       m.value.i = S;
       m.ranges = {cint(kk), wm, wn};

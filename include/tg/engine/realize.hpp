@@ -10,6 +10,7 @@
 
 #include "../runtime/host.hpp"
 #include "../runtime/launch.hpp"
+#include "../runtime/precision.hpp"
 #include "../schedule/memory.hpp"
 #include "../util/rc.hpp"
 #include "beam.hpp"
@@ -249,6 +250,7 @@ inline void plan_key(const Graph& g, const NodeFlags& keep, const Device& device
   // the device object itself: runners belong to the device that prepared them (two devices of
   // one kind, each opened under its own name, share no plans)
   w.put(std::int64_t(reinterpret_cast<std::uintptr_t>(&device)));
+  w.put(detail::matmul_precision()); // (the target's choices depend on it)
   for (std::size_t i = 0; i < g.size(); ++i) {
     const Node& n = g.nodes[i];
     w.put(std::int64_t(n.op) << 8 | std::int64_t(n.dtype));

@@ -24,6 +24,7 @@
 #include "cache.hpp"
 #include "host.hpp"
 #include "launch.hpp"
+#include "precision.hpp"
 #include "thread_pool.hpp"
 
 namespace tg::cuda {
@@ -524,6 +525,7 @@ public:
   Target target() const override {
     GpuOptions o = gpu_options(max_threads_);
     o.tensor_cores = o.tensor_cores && cc_ >= 80; // mma.sync m16n8k16 (sm_80)
+    o.tf32 = o.tensor_cores && tg::detail::matmul_precision() > 0;
     return with_env(Target::cuda(o));
   }
 
