@@ -18,31 +18,12 @@
 #include <stdexcept>
 #include <thread>
 
-namespace {
-/// Runs one test case of this binary in a new process with extra environment; returns its output.
-std::string run_child(const std::string& test_case, const std::string& env) {
-  std::string cmd = "env TG_TEST_CHILD=1 " + env + " /proc/" + std::to_string(getpid()) +
-                    "/exe --no-version -tc=\"" + test_case + "\" 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int rc = pclose(p);
-  INFO(out);
-  CHECK(rc == 0);
-  return out;
-}
-bool child() { return std::getenv("TG_TEST_CHILD") != nullptr; }
-std::string fresh_dir() {
-  std::string d = std::filesystem::temp_directory_path().string() + "/tg-test-XXXXXX";
-  REQUIRE(mkdtemp(d.data()) != nullptr);
-  return d;
-}
-bool contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
-} // namespace
+#include "child_process.hpp"
+
+using tg_test::child;
+using tg_test::contains;
+using tg_test::fresh_dir;
+using tg_test::run_child;
 
 namespace {
 struct Counted {

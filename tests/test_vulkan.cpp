@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include <tg/engine/beam.hpp> // white-box: TG_BEAM's variants
 #include <tg/fixed.hpp>
 
+#include "child_process.hpp"
 #include "devices.hpp"
 
 namespace {
@@ -612,6 +614,87 @@ TEST_CASE("VULKAN: the SPIR-V disk cache and every GLSL compiler") {
     ++compilers;
   }
   CHECK(compilers >= 1);
+}
+
+TEST_CASE("TG_BEAM's variants on a GPU: each block size, tensor cores off, the other layout, "
+          "register tiles") {
+  TensorOptions cpu(tg::float32, "CPU");
+  Tensor a = tg::rand({300, 200}, cpu), b = tg::rand({200, 500}, cpu);
+  a.realize();
+  b.realize();
+  auto kernels = [&](const tg::Target& base, const Tensor& r) {
+    std::vector<std::string> names;
+    for (const tg::Target& t : tg::detail::beam_targets(base)) {
+      tg::ScheduleInfo info = tg::schedule({r}, t);
+      names.push_back(std::string(info.programs.back().name.view()));
+      names.back() +=
+          std::string(info.sources.back()).find("tg_mma_tile") != std::string::npos ? " mma" : "";
+    }
+    return names;
+  };
+  auto has = [](const std::vector<std::string>& names, const std::string& prefix) {
+    for (const std::string& n : names)
+      if (n.rfind(prefix, 0) == 0) return true;
+    return false;
+  };
+  // 300 x 500 outputs: 16 x 16 blocks by default (256 work-groups or more), the rest as variants
+  const std::vector<std::string> glsl = kernels(tg::Target::glsl(), a.matmul(b));
+  CHECK(glsl.front().rfind("rt16x16k32_", 0) == 0);
+  for (const char* block : {"rt128x128k8_", "rt64x64k16_", "rt32x32k32_"}) CHECK(has(glsl, block));
+  CHECK(has(glsl, "ru")); // register tiles without shared memory
+  // float16 on tensor cores: the variants without them
+  tg::GpuOptions tc;
+  tc.tensor_cores = true;
+  const std::vector<std::string> cuda =
+      kernels(tg::Target::cuda(tc), a.cast(tg::float16).matmul(b.cast(tg::float16)));
+  CHECK(cuda.front().find(" mma") != std::string::npos);
+  bool plain = false;
+  for (const std::string& n : cuda)
+    plain = plain || (n.rfind("rt", 0) == 0 && n.find(" mma") == n.npos);
+  CHECK(plain);
+}
+
+TEST_CASE("child: beam on VULKAN") {
+  if (!tg_test::child()) return;
+  tg::manual_seed(5);
+  TensorOptions cpu(tg::float32, "CPU");
+  Tensor a = tg::rand({300, 200}, cpu), b = tg::rand({200, 500}, cpu), bias = tg::rand({500}, cpu);
+  // a plain loop (the CPU device would run a search of its own)
+  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>(),
+                           c = bias.to_vector<float>();
+  std::vector<float> want(300 * 500);
+  for (std::size_t i = 0; i < 300; ++i)
+    for (std::size_t j = 0; j < 500; ++j) {
+      float s = 0;
+      for (std::size_t k = 0; k < 200; ++k) s += x[i * 200 + k] * y[k * 500 + j];
+      want[i * 500 + j] = std::max(s + c[j], 0.0f);
+    }
+  std::vector<float> got =
+      (a.to("VULKAN").matmul(b.to("VULKAN")) + bias.to("VULKAN")).relu().to_vector<float>();
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, double(std::abs(got[i] - want[i])));
+  std::printf("worst=%g searched=%lld cached=%lld\n", worst,
+              static_cast<long long>(tg::stats().beam_searches),
+              static_cast<long long>(tg::stats().beam_cached));
+}
+
+TEST_CASE("TG_BEAM on VULKAN times the GPU variants of a product and caches the choice") {
+  if (!vulkan()) return;
+  const std::string dir = tg_test::fresh_dir();
+  for (const char* run : {"first", "second"}) {
+    CAPTURE(run);
+    std::string out = tg_test::run_child("child: beam on VULKAN", "TG_BEAM=8 TG_CACHE_DIR=" + dir);
+    REQUIRE(tg_test::contains(out, "worst="));
+    double worst = 1;
+    long long searched = -1, cached = -1;
+    std::sscanf(out.c_str() + out.find("worst="), "worst=%lf searched=%lld cached=%lld", &worst,
+                &searched, &cached);
+    CHECK(worst < 1e-3); // whichever variant won computes the same product
+    CHECK(searched == (std::string(run) == "first" ? 1 : 0));
+    CHECK(cached == (std::string(run) == "first" ? 0 : 1));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("VULKAN: validation layer reported nothing") {

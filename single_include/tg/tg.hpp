@@ -6932,6 +6932,9 @@ struct GpuOptions {
   bool shared_tiles = true;
   std::int64_t tile_min_outputs = 4096;
   std::int64_t tile_blocks = 256;
+  /// A block side of 16, 32, 64 or 128 forced (TG_BEAM's variants): that block, or the largest
+  /// under it the dtype allows; tensor cores need 64 or more. 0: chosen by tile_blocks.
+  std::int64_t tile_block = 0;
   /// A thread's tile: rows and columns 16 apart (0: a warp's shared-memory reads are broadcasts
   /// or consecutive words) or consecutive (1: the compiler may read them as vectors)
   int tile_layout = 1;
@@ -11224,6 +11227,7 @@ private:
     const DType xd = op(x_).dtype;
     tc_ = o_.tensor_cores && (is_half(xd) || (o_.tf32 && xd == DType::Float32)) &&
           op(y_).dtype == xd && m_ >= 64 && n_ >= 64 &&
+          (o_.tile_block == 0 || o_.tile_block >= 64) &&
           compute_dtype(op(acc_).dtype) == DType::Float32;
     half_ = tc_ && is_half(xd);
     choose_shape();
@@ -11232,27 +11236,31 @@ private:
     return true;
   }
 
-  /// The largest block tile that still leaves the GPU enough work-groups (o_.tile_blocks).
+  /// The largest block tile that still leaves the GPU enough work-groups (o_.tile_blocks), or
+  /// the one o_.tile_block forces.
   constexpr void choose_shape() {
+    const bool forced = o_.tile_block > 0;
     if (tc_) { // 8 warps of (bm / 2) x (bn / 4) outputs; a step of 32 (2 or 4 mma k-steps)
       for (std::int64_t t : {std::int64_t(128), std::int64_t(64)}) {
+        if (forced && t > o_.tile_block) continue;
         s_.bm = s_.bn = t;
         s_.bk = 32;
         blocks_ = b_ * ((m_ + t - 1) / t) * ((n_ + t - 1) / t);
-        if (blocks_ >= o_.tile_blocks) return;
+        if (forced || blocks_ >= o_.tile_blocks) return;
       }
       return;
     }
     const bool wide = compute_dtype(op(acc_).dtype) == DType::Float64;
     for (std::int64_t t : {std::int64_t(8), std::int64_t(4), std::int64_t(2), std::int64_t(1)}) {
       if (wide && t > 4) continue; // 64 double accumulators spill
+      if (forced && kSide * t > o_.tile_block) continue;
       s_.r = s_.c = t;
       s_.bm = s_.bn = kSide * t;
       // each thread stages 4 elements of each operand a step (2 of float64, whose blocks stay
       // within the 16 KiB of shared memory every Vulkan device has)
       s_.bk = std::min<std::int64_t>(32, std::max<std::int64_t>(8, (wide ? 512 : 1024) / s_.bm));
       blocks_ = b_ * ((m_ + s_.bm - 1) / s_.bm) * ((n_ + s_.bn - 1) / s_.bn);
-      if (blocks_ >= o_.tile_blocks) return;
+      if (forced || blocks_ >= o_.tile_blocks) return;
     }
   }
 
@@ -14123,6 +14131,8 @@ public:
     return gpu_name_ + ", sm_" + std::to_string(cc_) + ", kernels as " + arch_;
   }
   const std::string& arch() const { return arch_; }
+  /// The GPU's name and architecture: TG_BEAM's choices are cached per GPU.
+  std::string model() const override { return "CUDA " + gpu_name_ + ", sm_" + std::to_string(cc_); }
 
   void* alloc(std::size_t bytes) override {
     std::lock_guard<std::mutex> g(m_);
@@ -15228,9 +15238,11 @@ inline constexpr int kThreadSerialized = 2;
 // ---- tg/engine/beam.hpp ----
 #ifndef TG_SI_TG_ENGINE_BEAM_HPP
 #define TG_SI_TG_ENGINE_BEAM_HPP
-// beam: with TG_BEAM=N, a reduction kernel is lowered with up to N different choices of
-// LowerOptions (upcast lanes, register tile rows, split accumulators, loop order); each variant
-// is compiled and timed on the device, and the fastest is kept. The choice is cached on disk next
+// beam: with TG_BEAM=N, a reduction kernel is made with up to N different choices of the
+// target's options (beam_targets: on a GPU that tiles products in shared memory, the block size,
+// tensor cores, the thread layout, shared tiles at all; then LowerOptions: upcast lanes, register
+// tile rows, split accumulators, loop order); each variant is compiled and timed on the device,
+// and the fastest is kept. The choice is cached on disk next
 // to the compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device's
 // model, Device::model()), so a later process lowers the kernel the chosen way without timing it
 // again.
@@ -15304,6 +15316,31 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
   return c;
 }
 
+/// The targets TG_BEAM tries, in order (the first is the device's own choice): on a GPU that
+/// tiles products in shared memory, each block size, tensor cores off, the other layout of a
+/// thread's outputs, and register tiles without shared memory; then the lowering's variants.
+inline std::vector<Target> beam_targets(const Target& base) {
+  std::vector<Target> c{base};
+  auto with = [&](auto change) {
+    Target t = base;
+    change(t);
+    c.push_back(t);
+  };
+  if (base.gpu && base.launch.shared_tiles) {
+    for (std::int64_t block : {128, 64, 32, 16})
+      with([&](Target& t) { t.launch.tile_block = block; });
+    if (base.launch.tensor_cores) with([](Target& t) { t.launch.tensor_cores = false; });
+    with([](Target& t) { t.launch.tile_layout = 1 - t.launch.tile_layout; });
+    with([](Target& t) { // (gpu_of's register tiles, which shared tiles turn off)
+      t.launch.shared_tiles = false;
+      t.lower.gpu_tile = LowerOptions{}.for_gpu().gpu_tile;
+    });
+  }
+  std::vector<LowerOptions> lower = beam_candidates(base.lower);
+  for (std::size_t i = 1; i < lower.size(); ++i) with([&](Target& t) { t.lower = lower[i]; });
+  return c;
+}
+
 /// Seconds one launch of `r` takes on scratch buffers (best of a few runs).
 inline double time_runner(Device& dev, Runner& r, const std::vector<void*>& bufs,
                           std::size_t out_bytes) {
@@ -15334,12 +15371,8 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
   bool reduces = false;
   for (const UOp& u : first.ops) reduces = reduces || u.kind == UKind::DefineAcc;
   if (width <= 1 || !reduces || !first.vars.empty()) return compile_kernel(g, s, k, target, log);
-  std::vector<LowerOptions> options = detail::beam_candidates(target.lower);
-  auto variant = [&](std::size_t i) {
-    Target t = target;
-    t.lower = options[i];
-    return t;
-  };
+  const std::vector<Target> options = detail::beam_targets(target);
+  auto variant = [&](std::size_t i) { return options[i]; };
   // (the number of candidates too: a cached index names a candidate of this list)
   std::string key = detail::cache_path(
       "beam-" +
@@ -15351,20 +15384,19 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
     detail::stats_storage().beam_cached++;
     return compile_kernel(g, s, k, i < options.size() ? variant(i) : target, log);
   }
-  // distinct programs only, up to `width` of them
-  std::vector<Program> lowered{first};
+  // distinct kernels only (a GPU's launch options change the kernel, not the lowered program),
+  // up to `width` of them
+  std::vector<KernelCode> programs{finish_kernel(first, target)};
   std::vector<std::size_t> which{0};
-  for (std::size_t i = 1; i < options.size() && int(lowered.size()) < width; ++i) {
-    Program p = lower_kernel(g, s, k, variant(i));
+  for (std::size_t i = 1; i < options.size() && int(programs.size()) < width; ++i) {
+    KernelCode code = finish_kernel(lower_kernel(g, s, k, variant(i)), variant(i));
     bool seen = false;
-    for (const Program& q : lowered) seen = seen || dump(q).view() == dump(p).view();
+    for (const KernelCode& q : programs) seen = seen || q.source.view() == code.source.view();
     if (seen) continue;
-    lowered.push_back(std::move(p));
+    programs.push_back(std::move(code));
     which.push_back(i);
   }
-  std::vector<KernelCode> programs;
   std::vector<const KernelCode*> ptrs;
-  for (const Program& p : lowered) programs.push_back(finish_kernel(p, target));
   for (const KernelCode& c : programs) ptrs.push_back(&c);
   std::vector<Rc<Runner>> runners = dev.prepare(ptrs);
   // scratch buffers of zeros: the outputs, then the kernel's inputs

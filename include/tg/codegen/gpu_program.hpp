@@ -21,6 +21,9 @@ struct GpuOptions {
   bool shared_tiles = true;
   std::int64_t tile_min_outputs = 4096;
   std::int64_t tile_blocks = 256;
+  /// A block side of 16, 32, 64 or 128 forced (TG_BEAM's variants): that block, or the largest
+  /// under it the dtype allows; tensor cores need 64 or more. 0: chosen by tile_blocks.
+  std::int64_t tile_block = 0;
   /// A thread's tile: rows and columns 16 apart (0: a warp's shared-memory reads are broadcasts
   /// or consecutive words) or consecutive (1: the compiler may read them as vectors)
   int tile_layout = 1;

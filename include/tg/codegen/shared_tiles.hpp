@@ -187,6 +187,7 @@ private:
     const DType xd = op(x_).dtype;
     tc_ = o_.tensor_cores && (is_half(xd) || (o_.tf32 && xd == DType::Float32)) &&
           op(y_).dtype == xd && m_ >= 64 && n_ >= 64 &&
+          (o_.tile_block == 0 || o_.tile_block >= 64) &&
           compute_dtype(op(acc_).dtype) == DType::Float32;
     half_ = tc_ && is_half(xd);
     choose_shape();
@@ -195,27 +196,31 @@ private:
     return true;
   }
 
-  /// The largest block tile that still leaves the GPU enough work-groups (o_.tile_blocks).
+  /// The largest block tile that still leaves the GPU enough work-groups (o_.tile_blocks), or
+  /// the one o_.tile_block forces.
   constexpr void choose_shape() {
+    const bool forced = o_.tile_block > 0;
     if (tc_) { // 8 warps of (bm / 2) x (bn / 4) outputs; a step of 32 (2 or 4 mma k-steps)
       for (std::int64_t t : {std::int64_t(128), std::int64_t(64)}) {
+        if (forced && t > o_.tile_block) continue;
         s_.bm = s_.bn = t;
         s_.bk = 32;
         blocks_ = b_ * ((m_ + t - 1) / t) * ((n_ + t - 1) / t);
-        if (blocks_ >= o_.tile_blocks) return;
+        if (forced || blocks_ >= o_.tile_blocks) return;
       }
       return;
     }
     const bool wide = compute_dtype(op(acc_).dtype) == DType::Float64;
     for (std::int64_t t : {std::int64_t(8), std::int64_t(4), std::int64_t(2), std::int64_t(1)}) {
       if (wide && t > 4) continue; // 64 double accumulators spill
+      if (forced && kSide * t > o_.tile_block) continue;
       s_.r = s_.c = t;
       s_.bm = s_.bn = kSide * t;
       // each thread stages 4 elements of each operand a step (2 of float64, whose blocks stay
       // within the 16 KiB of shared memory every Vulkan device has)
       s_.bk = std::min<std::int64_t>(32, std::max<std::int64_t>(8, (wide ? 512 : 1024) / s_.bm));
       blocks_ = b_ * ((m_ + s_.bm - 1) / s_.bm) * ((n_ + s_.bn - 1) / s_.bn);
-      if (blocks_ >= o_.tile_blocks) return;
+      if (forced || blocks_ >= o_.tile_blocks) return;
     }
   }
 

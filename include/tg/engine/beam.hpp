@@ -1,7 +1,9 @@
 #pragma once
-// beam: with TG_BEAM=N, a reduction kernel is lowered with up to N different choices of
-// LowerOptions (upcast lanes, register tile rows, split accumulators, loop order); each variant
-// is compiled and timed on the device, and the fastest is kept. The choice is cached on disk next
+// beam: with TG_BEAM=N, a reduction kernel is made with up to N different choices of the
+// target's options (beam_targets: on a GPU that tiles products in shared memory, the block size,
+// tensor cores, the thread layout, shared tiles at all; then LowerOptions: upcast lanes, register
+// tile rows, split accumulators, loop order); each variant is compiled and timed on the device,
+// and the fastest is kept. The choice is cached on disk next
 // to the compiled kernels (beam-<key>.txt, keyed by the kernel's default program and the device's
 // model, Device::model()), so a later process lowers the kernel the chosen way without timing it
 // again.
@@ -83,6 +85,31 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
   return c;
 }
 
+/// The targets TG_BEAM tries, in order (the first is the device's own choice): on a GPU that
+/// tiles products in shared memory, each block size, tensor cores off, the other layout of a
+/// thread's outputs, and register tiles without shared memory; then the lowering's variants.
+inline std::vector<Target> beam_targets(const Target& base) {
+  std::vector<Target> c{base};
+  auto with = [&](auto change) {
+    Target t = base;
+    change(t);
+    c.push_back(t);
+  };
+  if (base.gpu && base.launch.shared_tiles) {
+    for (std::int64_t block : {128, 64, 32, 16})
+      with([&](Target& t) { t.launch.tile_block = block; });
+    if (base.launch.tensor_cores) with([](Target& t) { t.launch.tensor_cores = false; });
+    with([](Target& t) { t.launch.tile_layout = 1 - t.launch.tile_layout; });
+    with([](Target& t) { // (gpu_of's register tiles, which shared tiles turn off)
+      t.launch.shared_tiles = false;
+      t.lower.gpu_tile = LowerOptions{}.for_gpu().gpu_tile;
+    });
+  }
+  std::vector<LowerOptions> lower = beam_candidates(base.lower);
+  for (std::size_t i = 1; i < lower.size(); ++i) with([&](Target& t) { t.lower = lower[i]; });
+  return c;
+}
+
 /// Seconds one launch of `r` takes on scratch buffers (best of a few runs).
 inline double time_runner(Device& dev, Runner& r, const std::vector<void*>& bufs,
                           std::size_t out_bytes) {
@@ -113,12 +140,8 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
   bool reduces = false;
   for (const UOp& u : first.ops) reduces = reduces || u.kind == UKind::DefineAcc;
   if (width <= 1 || !reduces || !first.vars.empty()) return compile_kernel(g, s, k, target, log);
-  std::vector<LowerOptions> options = detail::beam_candidates(target.lower);
-  auto variant = [&](std::size_t i) {
-    Target t = target;
-    t.lower = options[i];
-    return t;
-  };
+  const std::vector<Target> options = detail::beam_targets(target);
+  auto variant = [&](std::size_t i) { return options[i]; };
   // (the number of candidates too: a cached index names a candidate of this list)
   std::string key = detail::cache_path(
       "beam-" +
@@ -130,20 +153,19 @@ KernelCode beam_compile(const Graph& g, const Schedule& s, std::size_t k, const 
     detail::stats_storage().beam_cached++;
     return compile_kernel(g, s, k, i < options.size() ? variant(i) : target, log);
   }
-  // distinct programs only, up to `width` of them
-  std::vector<Program> lowered{first};
+  // distinct kernels only (a GPU's launch options change the kernel, not the lowered program),
+  // up to `width` of them
+  std::vector<KernelCode> programs{finish_kernel(first, target)};
   std::vector<std::size_t> which{0};
-  for (std::size_t i = 1; i < options.size() && int(lowered.size()) < width; ++i) {
-    Program p = lower_kernel(g, s, k, variant(i));
+  for (std::size_t i = 1; i < options.size() && int(programs.size()) < width; ++i) {
+    KernelCode code = finish_kernel(lower_kernel(g, s, k, variant(i)), variant(i));
     bool seen = false;
-    for (const Program& q : lowered) seen = seen || dump(q).view() == dump(p).view();
+    for (const KernelCode& q : programs) seen = seen || q.source.view() == code.source.view();
     if (seen) continue;
-    lowered.push_back(std::move(p));
+    programs.push_back(std::move(code));
     which.push_back(i);
   }
-  std::vector<KernelCode> programs;
   std::vector<const KernelCode*> ptrs;
-  for (const Program& p : lowered) programs.push_back(finish_kernel(p, target));
   for (const KernelCode& c : programs) ptrs.push_back(&c);
   std::vector<Rc<Runner>> runners = dev.prepare(ptrs);
   // scratch buffers of zeros: the outputs, then the kernel's inputs

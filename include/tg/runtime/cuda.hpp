@@ -484,6 +484,8 @@ public:
     return gpu_name_ + ", sm_" + std::to_string(cc_) + ", kernels as " + arch_;
   }
   const std::string& arch() const { return arch_; }
+  /// The GPU's name and architecture: TG_BEAM's choices are cached per GPU.
+  std::string model() const override { return "CUDA " + gpu_name_ + ", sm_" + std::to_string(cc_); }
 
   void* alloc(std::size_t bytes) override {
     std::lock_guard<std::mutex> g(m_);

@@ -281,6 +281,8 @@ public:
   std::string unavailable_reason() const override { return reason_; }
   /// "llvmpipe (LLVM 15.0.6, 256 bits), CPU, Vulkan 1.3, SPIR-V by shaderc"
   std::string description() const { return description_; }
+  /// The GPU's name ("llvmpipe (LLVM 15.0.6, 256 bits)"): TG_BEAM's choices are cached per GPU.
+  std::string model() const override { return "VULKAN " + device_name_; }
   Caps& caps() { return caps_; }
   bool host_visible() const { return host_visible_; }
 
