@@ -295,20 +295,23 @@ TEST_CASE("CUDA: products run as shared-memory tiles; their PTX passes ptxas for
   cases.push_back({"x.T @ y", b.T().matmul(a.T())});
   cases.push_back({"bmm", a.reshape({10, 100, 300}).matmul(b.reshape({10, 300, 100}))});
   cases.push_back({"conv2d", tg::nn::F::conv2d(img, k, Tensor(), 1, 1)});
-  for (tg::GpuOptions o : {tg::GpuOptions{}, [] {
-                             tg::GpuOptions x;
-                             x.tile_layout = 0;
-                             return x;
-                           }()}) {
+  tg::GpuOptions strided, staged;
+  strided.tile_layout = 0;
+  staged.stages = 2; // as a CUDA device's 48 KiB allow them
+  staged.shared_bytes = 48 * 1024;
+  for (tg::GpuOptions o : {tg::GpuOptions{}, strided, staged}) {
     for (const Case& c : cases) {
       CAPTURE(c.what);
       CAPTURE(o.tile_layout);
+      CAPTURE(o.stages);
       tg::ScheduleInfo info = tg::schedule({c.r}, tg::Target::cuda(o));
       int tiled = 0;
       for (std::size_t i = 0; i < info.programs.size(); ++i) {
         const std::string name(info.programs[i].name.view());
         if (name.rfind("rt", 0) != 0) continue;
         ++tiled;
+        // two stages wherever the reduction takes more than one step (all of these)
+        CHECK((name.find("s2_") != std::string::npos) == (o.stages == 2));
         const std::string ptx = tg::cuda::nvrtc_compile(info.sources[i], name, "compute_80").binary;
         CHECK(ptx.find("ld.shared") != std::string::npos);
         CHECK(ptx.find("st.shared") != std::string::npos);

@@ -616,6 +616,29 @@ TEST_CASE("VULKAN: the SPIR-V disk cache and every GLSL compiler") {
   CHECK(compilers >= 1);
 }
 
+TEST_CASE("GPU shared-memory tiles in two stages where both buffers fit the device's shared "
+          "memory") {
+  TensorOptions cpu(tg::float32, "CPU");
+  Tensor a = tg::rand({300, 200}, cpu), b = tg::rand({200, 500}, cpu);
+  a.realize();
+  b.realize();
+  auto name = [&](const Tensor& r, std::int64_t block, std::int64_t shared) {
+    tg::GpuOptions o;
+    o.stages = 2;
+    o.tile_block = block;
+    o.shared_bytes = shared;
+    return std::string(tg::schedule({r}, tg::Target::glsl(o)).programs.back().name.view());
+  };
+  // two buffers of a 16 x 16 block's slices (10 KiB) fit Vulkan's guaranteed 16 KiB, a 128 x 128
+  // block's (17 KiB) only a larger memory
+  CHECK(name(a.matmul(b), 16, 16384) == "rt16x16k32s2_300_500");
+  CHECK(name(a.matmul(b), 128, 16384) == "rt128x128k8_300_500");
+  CHECK(name(a.matmul(b), 128, 49152) == "rt128x128k8s2_300_500");
+  // a reduction of one step has nothing to overlap
+  Tensor short_a = tg::rand({300, 16}, cpu), short_b = tg::rand({16, 500}, cpu);
+  CHECK(name(short_a.matmul(short_b), 16, 16384) == "rt16x16k32_300_500");
+}
+
 TEST_CASE("TG_BEAM's variants on a GPU: each block size, tensor cores off, the other layout, "
           "register tiles") {
   TensorOptions cpu(tg::float32, "CPU");

@@ -83,11 +83,12 @@ probe() {
 # The most telling first: a lent machine's time may run out before the end.
 step probe 30 bash -c "$(declare -f probe); probe"
 step bench 150 env TG_BENCH_DEVICES=CUDA "$dir/bench_gpu" --benchmark_min_time=0.1
-# The products without tensor cores, with a thread's outputs 16 apart (TG_GPU_TILE_LAYOUT=0), and
-# as register tiles without shared memory (TG_GPU_SHARED_TILES=0); then the machine code of
+# The products without tensor cores, with a thread's outputs 16 apart (TG_GPU_TILE_LAYOUT=0), as
+# register tiles without shared memory (TG_GPU_SHARED_TILES=0), and in two stages
+# (TG_GPU_STAGES=2); then the machine code of
 # sgemm 4096²'s kernel: how many instructions of each kind.
 variants() {
-  for v in TG_GPU_TENSOR_CORES=0 TG_GPU_TILE_LAYOUT=0 TG_GPU_SHARED_TILES=0; do
+  for v in TG_GPU_TENSOR_CORES=0 TG_GPU_TILE_LAYOUT=0 TG_GPU_SHARED_TILES=0 TG_GPU_STAGES=2; do
     echo "$v"
     env "$v" TG_BENCH_DEVICES=CUDA "$1/bench_gpu" \
       --benchmark_filter='^(sgemm|hgemm|bgemm|linear|bmm|conv2d)[^/]*/CUDA' \

@@ -837,6 +837,13 @@ struct GpuOptions {
   /// A block side of 16, 32, 64 or 128 forced (TG_BEAM's variants): that block, or the largest
   /// under it the dtype allows; tensor cores need 64 or more. 0: chosen by tile_blocks.
   std::int64_t tile_block = 0;
+  /// 2: a product's shared-memory slices in two buffers, the next step's loaded from global
+  /// memory while the group computes on the current one (one barrier a step instead of two), where
+  /// both fit in shared_bytes; tiles without tensor cores only. 1: one buffer.
+  int stages = 1;
+  /// The shared memory a work-group may use: 16 KiB, what every Vulkan device has; CUDA's
+  /// devices set 48 KiB (a kernel's static shared memory).
+  std::int64_t shared_bytes = 16384;
   /// A thread's tile: rows and columns 16 apart (0: a warp's shared-memory reads are broadcasts
   /// or consecutive words) or consecutive (1: the compiler may read them as vectors)
   int tile_layout = 1;
@@ -7785,7 +7792,7 @@ public:
     r.vars = in.vars;
     r.outer = SInt(blocks_);
     r.work = SInt(blocks_ * kThreads * ((k_ + s_.bk - 1) / s_.bk)); // loop iterations
-    r.name << "rt" << s_.bm << 'x' << s_.bn << 'k' << s_.bk;
+    r.name << "rt" << s_.bm << 'x' << s_.bn << 'k' << s_.bk << (two_ ? "s2" : "");
     for (std::size_t k = 0; k < ext_.size(); ++k) // the output loops, as lower names them
       if (range_ops_[k] < acc_) r.name << '_' << ext_[k];
     r.local = int(kThreads);
@@ -7809,6 +7816,7 @@ private:
   bool x_k_fast_ = true, y_k_fast_ = false; // which axis consecutive threads stage along
   bool tc_ = false;   // on tensor cores: operands staged a row per row of A (column of B)...
   bool half_ = false; // ... as 16-bit words (float16, bfloat16), else as float32s (TF32)
+  bool two_ = false;  // two stages (GpuOptions::stages)
   SharedTileShape s_;
   // emission
   std::vector<int> memo_; // old op -> new op in the current scope
@@ -8077,10 +8085,14 @@ private:
     add(UOp{UKind::Barrier, Op::Add, DType::Int64, {-1, -1, -1}, {}, -1, {}});
   }
 
-  /// Stages the bm x bk (or bk x bn) slice of operand `x` at reduction offset k0 into `sh`.
+  /// Stages the bm x bk (or bk x bn) slice of operand `x` at reduction offset k0 into `sh`, at
+  /// `offset` in it when given (>= 0). With `later`, the loads are made here and their stores
+  /// are left there (slot, value) to be emitted after the step's arithmetic, and reduction
+  /// indices past the end are clamped (the last step's prefetch is never read).
   constexpr void stage(int x, int sh, std::int64_t span, std::int64_t stride, bool k_fast,
                        const std::vector<int>& side, std::int64_t side_size, int side_base, int k0,
-                       int lane) {
+                       int lane, int offset = -1,
+                       std::vector<std::pair<int, int>>* later = nullptr) {
     const std::int64_t per = span * s_.bk / kThreads;
     for (std::int64_t e = 0; e < per; ++e) {
       new_scope();
@@ -8091,7 +8103,7 @@ private:
       if (side_size % span) pos = min_c(pos, side_size - 1); // a partial block reads a real row
       split(side, pos);
       int kv = i64(Op::Add, k0, kk);
-      int kc = k_ % s_.bk ? min_c(kv, k_ - 1) : kv;
+      int kc = k_ % s_.bk || later ? min_c(kv, k_ - 1) : kv;
       split(red_, kc);
       // tensor cores read 16-bit words: an operand that is a buffer's element is loaded as its
       // bits, anything else computed and converted
@@ -8120,8 +8132,12 @@ private:
       if (half_ && !raw)
         v = add(UOp{UKind::Alu, Op::Bitcast, DType::UInt16, {v, -1, -1}, {}, -1, {}});
       int slot = tc_ ? i64(Op::Add, mul_c(at, stride), kk) : i64(Op::Add, mul_c(kk, stride), at);
-      add(UOp{
-          UKind::Store, Op::Add, half_ ? DType::UInt16 : op(x).dtype, {sh, slot, v}, {}, -1, {}});
+      if (offset >= 0) slot = i64(Op::Add, slot, offset);
+      if (later)
+        later->push_back({slot, v});
+      else
+        add(UOp{
+            UKind::Store, Op::Add, half_ ? DType::UInt16 : op(x).dtype, {sh, slot, v}, {}, -1, {}});
     }
   }
 
@@ -8166,25 +8182,54 @@ private:
     if (!batch_.empty()) split(batch_, bb);
     if (tc_) return emit_tensor_cores(lane, row0, col0, in_range);
     const std::int64_t sa = s_.bm + kPad, sb = s_.bn + kPad;
-    int as = shared(compute_dtype(xd), s_.bk * sa), bs = shared(compute_dtype(yd), s_.bk * sb);
+    const std::int64_t size_a = s_.bk * sa, size_b = s_.bk * sb;
+    // two stages where both buffers fit in the device's shared memory
+    two_ = o_.stages >= 2 && k_ > s_.bk &&
+           2 * (size_a * itemsize(compute_dtype(xd)) + size_b * itemsize(compute_dtype(yd))) <=
+               o_.shared_bytes;
+    const std::int64_t copies = two_ ? 2 : 1;
+    int as = shared(compute_dtype(xd), copies * size_a);
+    int bs = shared(compute_dtype(yd), copies * size_b);
     std::vector<int> accs;
     for (std::int64_t t = 0; t < s_.r * s_.c; ++t) accs.push_back(add(op(acc_)));
+    std::vector<int> keep = env_; // the batch's values, for every scope below
+    if (two_) {                   // the first step's slices, into the first buffers
+      stage(x_, as, s_.bm, sa, x_k_fast_, rows_, m_, row0, cint(0), lane);
+      env_ = keep;
+      stage(y_, bs, s_.bn, sb, y_k_fast_, cols_, n_, col0, cint(0), lane);
+      env_ = keep;
+      barrier();
+    }
     int k0 =
         add(UOp{UKind::Range, Op::Add, DType::Int64, {cint(0), cint(k_), cint(s_.bk)}, {}, -1, {}});
-    std::vector<int> keep = env_; // the batch's values, for every scope below
-    stage(x_, as, s_.bm, sa, x_k_fast_, rows_, m_, row0, k0, lane);
-    env_ = keep;
-    stage(y_, bs, s_.bn, sb, y_k_fast_, cols_, n_, col0, k0, lane);
-    env_ = keep;
-    barrier();
+    int at_a = -1, at_b = -1; // where this step's slices are (two stages)
+    std::vector<std::pair<int, int>> next_a, next_b;
+    if (two_) { // the next step's loads first, their stores into the other buffers after
+      int step = i64(Op::Div, k0, cint(s_.bk));
+      int parity = i64(Op::Mod, step, cint(2)), other = i64(Op::Mod, add_c(step, 1), cint(2));
+      at_a = mul_c(parity, size_a);
+      at_b = mul_c(parity, size_b);
+      int k1 = add_c(k0, s_.bk);
+      stage(x_, as, s_.bm, sa, x_k_fast_, rows_, m_, row0, k1, lane, mul_c(other, size_a), &next_a);
+      env_ = keep;
+      stage(y_, bs, s_.bn, sb, y_k_fast_, cols_, n_, col0, k1, lane, mul_c(other, size_b), &next_b);
+      env_ = keep;
+    } else {
+      stage(x_, as, s_.bm, sa, x_k_fast_, rows_, m_, row0, k0, lane);
+      env_ = keep;
+      stage(y_, bs, s_.bn, sb, y_k_fast_, cols_, n_, col0, k0, lane);
+      env_ = keep;
+      barrier();
+    }
+    int ty_at = two_ ? i64(Op::Add, ty0, at_a) : ty0, tx_at = two_ ? i64(Op::Add, tx0, at_b) : tx0;
     std::vector<int> a(std::size_t(s_.r)), b(std::size_t(s_.c));
     for (std::int64_t kk = 0; kk < s_.bk; ++kk) {
       for (std::int64_t r = 0; r < s_.r; ++r)
         a[std::size_t(r)] = add(
-            UOp{UKind::Load, Op::Add, xd, {as, add_c(ty0, kk * sa + r * rstep), -1}, {}, -1, {}});
+            UOp{UKind::Load, Op::Add, xd, {as, add_c(ty_at, kk * sa + r * rstep), -1}, {}, -1, {}});
       for (std::int64_t c = 0; c < s_.c; ++c)
         b[std::size_t(c)] = add(
-            UOp{UKind::Load, Op::Add, yd, {bs, add_c(tx0, kk * sb + c * rstep), -1}, {}, -1, {}});
+            UOp{UKind::Load, Op::Add, yd, {bs, add_c(tx_at, kk * sb + c * rstep), -1}, {}, -1, {}});
       for (std::int64_t r = 0; r < s_.r; ++r)
         for (std::int64_t c = 0; c < s_.c; ++c) {
           int prod = add(UOp{UKind::Alu,
@@ -8203,6 +8248,8 @@ private:
                   {}});
         }
     }
+    for (auto [slot, v] : next_a) add(UOp{UKind::Store, Op::Add, xd, {as, slot, v}, {}, -1, {}});
+    for (auto [slot, v] : next_b) add(UOp{UKind::Store, Op::Add, yd, {bs, slot, v}, {}, -1, {}});
     barrier();
     add(UOp{UKind::EndRange, Op::Add, DType::Int64, {k0, -1, -1}, {}, -1, {}});
     // the epilogue and the store, once per output of the thread's tile
@@ -8909,6 +8956,7 @@ inline GpuOptions gpu_options(int max_local) {
   o.shared_tiles = shared != 0;
   if (shared == 2) o.tile_min_outputs = o.tile_blocks = 1;
   o.tile_layout = int(env::get_int("TG_GPU_TILE_LAYOUT", o.tile_layout));
+  o.stages = int(env::get_int("TG_GPU_STAGES", o.stages));
   // (a device without them turns them off: CudaDevice::target)
   o.tensor_cores = env::get_int("TG_GPU_TENSOR_CORES", 1) != 0;
   return o;
@@ -9088,6 +9136,7 @@ struct Caps {
   bool exact_float = false; // llvmpipe with float64: its fma, exp2 and log2 round differently
                             // from the CPU's (GlslExactFloat)
   std::int64_t max_storage_range = 0, max_buffers = 0, max_push = 0, max_local = 1;
+  std::int64_t max_shared = 16384; // a work-group's shared memory (maxComputeSharedMemorySize)
   std::array<std::int64_t, 3> max_groups{65535, 65535, 65535};
 };
 
@@ -9226,9 +9275,9 @@ public:
   }
 
   Target target() const override {
-    Target t =
-        with_env(Target::glsl(gpu_options(int(std::min<std::int64_t>(caps_.max_local, 1024))),
-                              caps_.subgroups, caps_.exact_float));
+    GpuOptions o = gpu_options(int(std::min<std::int64_t>(caps_.max_local, 1024)));
+    o.shared_bytes = std::max<std::int64_t>(caps_.max_shared, 16384);
+    Target t = with_env(Target::glsl(o, caps_.subgroups, caps_.exact_float));
     t.fuse.max_inputs = int(std::min<std::int64_t>(caps_.max_buffers - 1, 1 << 20));
     return t;
   }
@@ -9442,6 +9491,7 @@ private:
     caps_.max_push = lim.maxPushConstantsSize;
     caps_.max_local =
         std::min<std::int64_t>(lim.maxComputeWorkGroupSize[0], lim.maxComputeWorkGroupInvocations);
+    caps_.max_shared = lim.maxComputeSharedMemorySize;
     for (int k = 0; k < 3; ++k)
       caps_.max_groups[std::size_t(k)] = lim.maxComputeWorkGroupCount[std::size_t(k)];
     if (auto o = detail::env_int("TG_VULKAN_MAX_GROUPS", 0);

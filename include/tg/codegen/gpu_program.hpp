@@ -24,6 +24,13 @@ struct GpuOptions {
   /// A block side of 16, 32, 64 or 128 forced (TG_BEAM's variants): that block, or the largest
   /// under it the dtype allows; tensor cores need 64 or more. 0: chosen by tile_blocks.
   std::int64_t tile_block = 0;
+  /// 2: a product's shared-memory slices in two buffers, the next step's loaded from global
+  /// memory while the group computes on the current one (one barrier a step instead of two), where
+  /// both fit in shared_bytes; tiles without tensor cores only. 1: one buffer.
+  int stages = 1;
+  /// The shared memory a work-group may use: 16 KiB, what every Vulkan device has; CUDA's
+  /// devices set 48 KiB (a kernel's static shared memory).
+  std::int64_t shared_bytes = 16384;
   /// A thread's tile: rows and columns 16 apart (0: a warp's shared-memory reads are broadcasts
   /// or consecutive words) or consecutive (1: the compiler may read them as vectors)
   int tile_layout = 1;

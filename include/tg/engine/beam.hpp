@@ -87,7 +87,8 @@ inline std::vector<LowerOptions> beam_candidates(LowerOptions base) {
 
 /// The targets TG_BEAM tries, in order (the first is the device's own choice): on a GPU that
 /// tiles products in shared memory, each block size, tensor cores off, the other layout of a
-/// thread's outputs, and register tiles without shared memory; then the lowering's variants.
+/// thread's outputs, one or two stages, and register tiles without shared memory; then the
+/// lowering's variants.
 inline std::vector<Target> beam_targets(const Target& base) {
   std::vector<Target> c{base};
   auto with = [&](auto change) {
@@ -100,6 +101,7 @@ inline std::vector<Target> beam_targets(const Target& base) {
       with([&](Target& t) { t.launch.tile_block = block; });
     if (base.launch.tensor_cores) with([](Target& t) { t.launch.tensor_cores = false; });
     with([](Target& t) { t.launch.tile_layout = 1 - t.launch.tile_layout; });
+    with([](Target& t) { t.launch.stages = t.launch.stages == 1 ? 2 : 1; });
     with([](Target& t) { // (gpu_of's register tiles, which shared tiles turn off)
       t.launch.shared_tiles = false;
       t.lower.gpu_tile = LowerOptions{}.for_gpu().gpu_tile;

@@ -528,6 +528,7 @@ public:
     GpuOptions o = gpu_options(max_threads_);
     o.tensor_cores = o.tensor_cores && cc_ >= 80; // mma.sync m16n8k16 (sm_80)
     o.tf32 = o.tensor_cores && tg::detail::matmul_precision() > 0;
+    o.shared_bytes = 48 * 1024;
     return with_env(Target::cuda(o));
   }
 

@@ -38,6 +38,7 @@ inline GpuOptions gpu_options(int max_local) {
   o.shared_tiles = shared != 0;
   if (shared == 2) o.tile_min_outputs = o.tile_blocks = 1;
   o.tile_layout = int(env::get_int("TG_GPU_TILE_LAYOUT", o.tile_layout));
+  o.stages = int(env::get_int("TG_GPU_STAGES", o.stages));
   // (a device without them turns them off: CudaDevice::target)
   o.tensor_cores = env::get_int("TG_GPU_TENSOR_CORES", 1) != 0;
   return o;

@@ -197,6 +197,7 @@ struct Caps {
   bool exact_float = false; // llvmpipe with float64: its fma, exp2 and log2 round differently
                             // from the CPU's (GlslExactFloat)
   std::int64_t max_storage_range = 0, max_buffers = 0, max_push = 0, max_local = 1;
+  std::int64_t max_shared = 16384; // a work-group's shared memory (maxComputeSharedMemorySize)
   std::array<std::int64_t, 3> max_groups{65535, 65535, 65535};
 };
 
@@ -335,9 +336,9 @@ public:
   }
 
   Target target() const override {
-    Target t =
-        with_env(Target::glsl(gpu_options(int(std::min<std::int64_t>(caps_.max_local, 1024))),
-                              caps_.subgroups, caps_.exact_float));
+    GpuOptions o = gpu_options(int(std::min<std::int64_t>(caps_.max_local, 1024)));
+    o.shared_bytes = std::max<std::int64_t>(caps_.max_shared, 16384);
+    Target t = with_env(Target::glsl(o, caps_.subgroups, caps_.exact_float));
     t.fuse.max_inputs = int(std::min<std::int64_t>(caps_.max_buffers - 1, 1 << 20));
     return t;
   }
@@ -551,6 +552,7 @@ private:
     caps_.max_push = lim.maxPushConstantsSize;
     caps_.max_local =
         std::min<std::int64_t>(lim.maxComputeWorkGroupSize[0], lim.maxComputeWorkGroupInvocations);
+    caps_.max_shared = lim.maxComputeSharedMemorySize;
     for (int k = 0; k < 3; ++k)
       caps_.max_groups[std::size_t(k)] = lim.maxComputeWorkGroupCount[std::size_t(k)];
     if (auto o = detail::env_int("TG_VULKAN_MAX_GROUPS", 0);
