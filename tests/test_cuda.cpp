@@ -355,6 +355,18 @@ TEST_CASE("CUDA: float16 and bfloat16 products on tensor cores (mma.sync), for s
       CHECK(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32" + kind + ".f32") != std::string::npos);
       if (have_ptxas)
         for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx, arch, name) == "");
+      // in two stages (48 KiB hold two of a 128 x 128 block's 16-bit slices)
+      tg::GpuOptions staged = tc;
+      staged.stages = 2;
+      staged.shared_bytes = 48 * 1024;
+      tg::ScheduleInfo two = tg::schedule({r}, tg::Target::cuda(staged));
+      const std::string name2(two.programs[k].name.view());
+      CHECK(name2.rfind("rt64x64k32s2_", 0) == 0);
+      const std::string ptx2 = tg::cuda::nvrtc_compile(two.sources[k], name2, "compute_80").binary;
+      CHECK(ptx2.find("mma.sync.aligned.m16n8k16.row.col.f32" + kind + ".f32") !=
+            std::string::npos);
+      if (have_ptxas)
+        for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx2, arch, name2) == "");
       // without tensor cores (an older GPU): the float32 shared-memory tiles
       const std::string plain(tg::schedule({r}, tg::Target::cuda()).sources.at(k));
       CHECK(plain.find("tg_mma_tile") == std::string::npos);
@@ -393,6 +405,17 @@ TEST_CASE("CUDA: float32 products on tensor cores with TF32 where the precision 
     CHECK(ptx.find("cvt.rna.tf32.f32") != std::string::npos);
     if (have_ptxas)
       for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx, arch, name) == "");
+    // two stages of a 64 x 64 block's float32 slices fit 48 KiB (a 128 x 128 block's do not)
+    tg::GpuOptions staged = tf32;
+    staged.stages = 2;
+    staged.shared_bytes = 48 * 1024;
+    tg::ScheduleInfo two = tg::schedule({r}, tg::Target::cuda(staged));
+    const std::string name2(two.programs[0].name.view());
+    CHECK(name2.rfind("rt64x64k32s2_", 0) == 0);
+    const std::string ptx2 = tg::cuda::nvrtc_compile(two.sources[0], name2, "compute_80").binary;
+    CHECK(ptx2.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
+    if (have_ptxas)
+      for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx2, arch, name2) == "");
   }
   // float64 products never; float32 ones without TF32 keep float32 tiles
   CHECK(std::string(

@@ -6937,7 +6937,7 @@ struct GpuOptions {
   std::int64_t tile_block = 0;
   /// 2: a product's shared-memory slices in two buffers, the next step's loaded from global
   /// memory while the group computes on the current one (one barrier a step instead of two), where
-  /// both fit in shared_bytes; tiles without tensor cores only. 1: one buffer.
+  /// both fit in shared_bytes. 1: one buffer.
   int stages = 1;
   /// The shared memory a work-group may use: 16 KiB, what every Vulkan device has; CUDA's
   /// devices set 48 KiB (a kernel's static shared memory).
@@ -11440,6 +11440,84 @@ private:
     }
   }
 
+  /// A product's shared-memory slices and the reduction loop over them: the buffers, and with
+  /// two stages the stores of the next step's slices left for the end of the step.
+  struct Pipeline {
+    int as = -1, bs = -1;                // the shared arrays
+    std::int64_t sa = 0, sb = 0;         // a slice's row stride in each (the staging stride)
+    std::int64_t size_a = 0, size_b = 0; // one slice's elements
+    int k0 = -1, at_a = -1, at_b = -1;   // the loop; where this step's slices start (two stages)
+    std::vector<std::pair<int, int>> next_a, next_b; // (slot, value): the next step's, to store
+  };
+  /// The buffers of a slice of each operand: one each, or two each (two_: GpuOptions::stages)
+  /// where the reduction takes more than one step and both fit the device's shared memory.
+  constexpr Pipeline shared_buffers(DType da, DType db, std::int64_t sa, std::int64_t sb,
+                                    std::int64_t size_a, std::int64_t size_b) {
+    two_ = o_.stages >= 2 && k_ > s_.bk &&
+           2 * (size_a * itemsize(da) + size_b * itemsize(db)) <= o_.shared_bytes;
+    const std::int64_t copies = two_ ? 2 : 1;
+    Pipeline pl;
+    pl.as = shared(da, copies * size_a);
+    pl.bs = shared(db, copies * size_b);
+    pl.sa = sa;
+    pl.sb = sb;
+    pl.size_a = size_a;
+    pl.size_b = size_b;
+    return pl;
+  }
+  /// Opens the reduction loop with this step's slices in shared memory. One stage: staged at the
+  /// top of the step, then a barrier. Two: the first step's staged before the loop; each step
+  /// loads the next step's at its top (stored by pipeline_tail) and computes on buffer
+  /// (step % 2).
+  constexpr void pipeline_head(Pipeline& pl, int row0, int col0, int lane) {
+    const std::vector<int> keep = env_;
+    auto both = [&](int k, int off_a, int off_b, std::vector<std::pair<int, int>>* la,
+                    std::vector<std::pair<int, int>>* lb) {
+      stage(x_, pl.as, s_.bm, pl.sa, x_k_fast_, rows_, m_, row0, k, lane, off_a, la);
+      env_ = keep;
+      stage(y_, pl.bs, s_.bn, pl.sb, y_k_fast_, cols_, n_, col0, k, lane, off_b, lb);
+      env_ = keep;
+    };
+    if (two_) {
+      both(cint(0), -1, -1, nullptr, nullptr);
+      barrier();
+    }
+    pl.k0 =
+        add(UOp{UKind::Range, Op::Add, DType::Int64, {cint(0), cint(k_), cint(s_.bk)}, {}, -1, {}});
+    if (!two_) {
+      both(pl.k0, -1, -1, nullptr, nullptr);
+      barrier();
+      return;
+    }
+    int step = i64(Op::Div, pl.k0, cint(s_.bk));
+    int parity = i64(Op::Mod, step, cint(2)), other = i64(Op::Mod, add_c(step, 1), cint(2));
+    pl.at_a = mul_c(parity, pl.size_a);
+    pl.at_b = mul_c(parity, pl.size_b);
+    both(add_c(pl.k0, s_.bk), mul_c(other, pl.size_a), mul_c(other, pl.size_b), &pl.next_a,
+         &pl.next_b);
+  }
+  /// Closes the step: the next step's slices stored (two stages), a barrier, the loop's end.
+  constexpr void pipeline_tail(const Pipeline& pl) {
+    for (auto [slot, v] : pl.next_a)
+      add(UOp{UKind::Store,
+              Op::Add,
+              half_ ? DType::UInt16 : op(x_).dtype,
+              {pl.as, slot, v},
+              {},
+              -1,
+              {}});
+    for (auto [slot, v] : pl.next_b)
+      add(UOp{UKind::Store,
+              Op::Add,
+              half_ ? DType::UInt16 : op(y_).dtype,
+              {pl.bs, slot, v},
+              {},
+              -1,
+              {}});
+    barrier();
+    add(UOp{UKind::EndRange, Op::Add, DType::Int64, {pl.k0, -1, -1}, {}, -1, {}});
+  }
+
   constexpr void emit() {
     const std::size_t n = in.ops.size();
     env_.assign(range_ops_.size(), -1);
@@ -11481,45 +11559,14 @@ private:
     if (!batch_.empty()) split(batch_, bb);
     if (tc_) return emit_tensor_cores(lane, row0, col0, in_range);
     const std::int64_t sa = s_.bm + kPad, sb = s_.bn + kPad;
-    const std::int64_t size_a = s_.bk * sa, size_b = s_.bk * sb;
-    // two stages where both buffers fit in the device's shared memory
-    two_ = o_.stages >= 2 && k_ > s_.bk &&
-           2 * (size_a * itemsize(compute_dtype(xd)) + size_b * itemsize(compute_dtype(yd))) <=
-               o_.shared_bytes;
-    const std::int64_t copies = two_ ? 2 : 1;
-    int as = shared(compute_dtype(xd), copies * size_a);
-    int bs = shared(compute_dtype(yd), copies * size_b);
+    Pipeline pl =
+        shared_buffers(compute_dtype(xd), compute_dtype(yd), sa, sb, s_.bk * sa, s_.bk * sb);
+    const int as = pl.as, bs = pl.bs;
     std::vector<int> accs;
     for (std::int64_t t = 0; t < s_.r * s_.c; ++t) accs.push_back(add(op(acc_)));
     std::vector<int> keep = env_; // the batch's values, for every scope below
-    if (two_) {                   // the first step's slices, into the first buffers
-      stage(x_, as, s_.bm, sa, x_k_fast_, rows_, m_, row0, cint(0), lane);
-      env_ = keep;
-      stage(y_, bs, s_.bn, sb, y_k_fast_, cols_, n_, col0, cint(0), lane);
-      env_ = keep;
-      barrier();
-    }
-    int k0 =
-        add(UOp{UKind::Range, Op::Add, DType::Int64, {cint(0), cint(k_), cint(s_.bk)}, {}, -1, {}});
-    int at_a = -1, at_b = -1; // where this step's slices are (two stages)
-    std::vector<std::pair<int, int>> next_a, next_b;
-    if (two_) { // the next step's loads first, their stores into the other buffers after
-      int step = i64(Op::Div, k0, cint(s_.bk));
-      int parity = i64(Op::Mod, step, cint(2)), other = i64(Op::Mod, add_c(step, 1), cint(2));
-      at_a = mul_c(parity, size_a);
-      at_b = mul_c(parity, size_b);
-      int k1 = add_c(k0, s_.bk);
-      stage(x_, as, s_.bm, sa, x_k_fast_, rows_, m_, row0, k1, lane, mul_c(other, size_a), &next_a);
-      env_ = keep;
-      stage(y_, bs, s_.bn, sb, y_k_fast_, cols_, n_, col0, k1, lane, mul_c(other, size_b), &next_b);
-      env_ = keep;
-    } else {
-      stage(x_, as, s_.bm, sa, x_k_fast_, rows_, m_, row0, k0, lane);
-      env_ = keep;
-      stage(y_, bs, s_.bn, sb, y_k_fast_, cols_, n_, col0, k0, lane);
-      env_ = keep;
-      barrier();
-    }
+    pipeline_head(pl, row0, col0, lane);
+    const int at_a = pl.at_a, at_b = pl.at_b;
     int ty_at = two_ ? i64(Op::Add, ty0, at_a) : ty0, tx_at = two_ ? i64(Op::Add, tx0, at_b) : tx0;
     std::vector<int> a(std::size_t(s_.r)), b(std::size_t(s_.c));
     for (std::int64_t kk = 0; kk < s_.bk; ++kk) {
@@ -11547,10 +11594,7 @@ private:
                   {}});
         }
     }
-    for (auto [slot, v] : next_a) add(UOp{UKind::Store, Op::Add, xd, {as, slot, v}, {}, -1, {}});
-    for (auto [slot, v] : next_b) add(UOp{UKind::Store, Op::Add, yd, {bs, slot, v}, {}, -1, {}});
-    barrier();
-    add(UOp{UKind::EndRange, Op::Add, DType::Int64, {k0, -1, -1}, {}, -1, {}});
+    pipeline_tail(pl);
     // the epilogue and the store, once per output of the thread's tile
     for (std::int64_t r = 0; r < s_.r; ++r)
       for (std::int64_t c = 0; c < s_.c; ++c) {
@@ -11595,28 +11639,23 @@ private:
     const DType word = half_ ? DType::UInt16 : DType::Float32;
     const std::int64_t wm_size = s_.bm / 2, wn_size = s_.bn / 4;
     const std::int64_t tm = wm_size / 16, tn = wn_size / 8;
-    int as = shared(word, s_.bm * S), bs = shared(word, s_.bn * S);
+    // (square blocks: A's and B's slices are the same size, one offset serves both)
+    Pipeline pl = shared_buffers(word, word, S, S, s_.bm * S, s_.bn * S);
     int acc =
         add(UOp{UKind::Private, Op::Add, DType::Float32, {-1, -1, -1}, {}, int(tm * tn * 4), {}});
     int warp = i64(Op::Div, lane, cint(32));
     int wm = mul_c(i64(Op::Div, warp, cint(4)), wm_size);
     int wn = mul_c(i64(Op::Mod, warp, cint(4)), wn_size);
-    int k0 =
-        add(UOp{UKind::Range, Op::Add, DType::Int64, {cint(0), cint(k_), cint(s_.bk)}, {}, -1, {}});
     std::vector<int> keep = env_;
-    stage(x_, as, s_.bm, S, x_k_fast_, rows_, m_, row0, k0, lane);
-    env_ = keep;
-    stage(y_, bs, s_.bn, S, y_k_fast_, cols_, n_, col0, k0, lane);
-    env_ = keep;
-    barrier();
+    pipeline_head(pl, row0, col0, lane);
     for (std::int64_t kk = 0; kk < s_.bk; kk += half_ ? 16 : 8) { // m16n8k16, TF32's m16n8k8
-      UOp m{UKind::Mma, Op::Add, op(x_).dtype, {as, bs, acc}, Scalar{}, int(tm * 256 + tn), {}};
+      UOp m{UKind::Mma,         Op::Add, op(x_).dtype, {pl.as, pl.bs, acc}, Scalar{},
+            int(tm * 256 + tn), {}};
       m.value.i = S;
-      m.ranges = {cint(kk), wm, wn};
+      m.ranges = {two_ ? add_c(pl.at_a, kk) : cint(kk), wm, wn};
       add(m);
     }
-    barrier();
-    add(UOp{UKind::EndRange, Op::Add, DType::Int64, {k0, -1, -1}, {}, -1, {}});
+    pipeline_tail(pl);
     // each thread's sums: tile (i, j), element q at row g (+ 8), column 2 t (+ 1) of the tile
     int wl = i64(Op::Mod, lane, cint(32));
     int g = i64(Op::Div, wl, cint(4)), t2 = mul_c(i64(Op::Mod, wl, cint(4)), 2);

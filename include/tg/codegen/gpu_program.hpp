@@ -26,7 +26,7 @@ struct GpuOptions {
   std::int64_t tile_block = 0;
   /// 2: a product's shared-memory slices in two buffers, the next step's loaded from global
   /// memory while the group computes on the current one (one barrier a step instead of two), where
-  /// both fit in shared_bytes; tiles without tensor cores only. 1: one buffer.
+  /// both fit in shared_bytes. 1: one buffer.
   int stages = 1;
   /// The shared memory a work-group may use: 16 KiB, what every Vulkan device has; CUDA's
   /// devices set 48 KiB (a kernel's static shared memory).
