@@ -44,6 +44,23 @@ std::string ptxas(const std::string& ptx, const std::string& arch, const std::st
   return rc == 0 ? "" : "exit " + std::to_string(rc) + ": " + log;
 }
 
+/// Kernel k of r's schedule for `o`, compiled by NVRTC to PTX for compute_80: its name starts
+/// with `prefix`, the PTX has `instruction`, and ptxas (where it is here) accepts it for sm_80 and
+/// sm_90. Returns the kernel's source and its PTX.
+std::pair<std::string, std::string> check_product(const Tensor& r, const tg::GpuOptions& o,
+                                                  std::size_t k, const std::string& prefix,
+                                                  const std::string& instruction) {
+  tg::ScheduleInfo info = tg::schedule({r}, tg::Target::cuda(o));
+  REQUIRE(k < info.programs.size());
+  const std::string name(info.programs[k].name.view());
+  CHECK(name.rfind(prefix, 0) == 0);
+  std::string ptx = tg::cuda::nvrtc_compile(info.sources[k], name, "compute_80").binary;
+  CHECK(ptx.find(instruction) != std::string::npos);
+  if (!tg::cuda::find_tool("ptxas").empty())
+    for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx, arch, name) == "");
+  return {std::string(info.sources[k]), ptx};
+}
+
 /// A broad set of ops over one input of dtype t (each result is scheduled on its own).
 std::vector<std::pair<std::string, Tensor>> op_list(tg::DType t, const std::string& dev = "CPU") {
   TensorOptions o(t, dev);
@@ -334,7 +351,6 @@ TEST_CASE("CUDA: float16 and bfloat16 products on tensor cores (mma.sync), for s
     MESSAGE("NVRTC is unavailable, skipping: " << nv.error);
     return;
   }
-  const bool have_ptxas = !tg::cuda::find_tool("ptxas").empty();
   TensorOptions cpu(tg::float32, "CPU");
   tg::GpuOptions tc;
   tc.tensor_cores = true; // as a device of compute capability 8.0 or later sets it
@@ -348,25 +364,14 @@ TEST_CASE("CUDA: float16 and bfloat16 products on tensor cores (mma.sync), for s
       tg::ScheduleInfo info = tg::schedule({r}, tg::Target::cuda(tc));
       std::size_t k = 0; // the product's kernel (a float16 epilogue may take one of its own)
       while (k + 1 < info.programs.size() && info.programs[k].name.view().substr(0, 2) != "rt") ++k;
-      const std::string name(info.programs[k].name.view());
-      CHECK(name.rfind("rt64x64k32_", 0) == 0);
-      const std::string ptx = tg::cuda::nvrtc_compile(info.sources[k], name, "compute_80").binary;
-      const std::string kind = t == tg::float16 ? ".f16.f16" : ".bf16.bf16";
-      CHECK(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32" + kind + ".f32") != std::string::npos);
-      if (have_ptxas)
-        for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx, arch, name) == "");
+      const std::string mma = std::string("mma.sync.aligned.m16n8k16.row.col.f32") +
+                              (t == tg::float16 ? ".f16.f16" : ".bf16.bf16") + ".f32";
+      check_product(r, tc, k, "rt64x64k32_", mma);
       // in two stages (48 KiB hold two of a 128 x 128 block's 16-bit slices)
       tg::GpuOptions staged = tc;
       staged.stages = 2;
       staged.shared_bytes = 48 * 1024;
-      tg::ScheduleInfo two = tg::schedule({r}, tg::Target::cuda(staged));
-      const std::string name2(two.programs[k].name.view());
-      CHECK(name2.rfind("rt64x64k32s2_", 0) == 0);
-      const std::string ptx2 = tg::cuda::nvrtc_compile(two.sources[k], name2, "compute_80").binary;
-      CHECK(ptx2.find("mma.sync.aligned.m16n8k16.row.col.f32" + kind + ".f32") !=
-            std::string::npos);
-      if (have_ptxas)
-        for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx2, arch, name2) == "");
+      check_product(r, staged, k, "rt64x64k32s2_", mma);
       // without tensor cores (an older GPU): the float32 shared-memory tiles
       const std::string plain(tg::schedule({r}, tg::Target::cuda()).sources.at(k));
       CHECK(plain.find("tg_mma_tile") == std::string::npos);
@@ -388,34 +393,22 @@ TEST_CASE("CUDA: float32 products on tensor cores with TF32 where the precision 
     MESSAGE("NVRTC is unavailable, skipping: " << nv.error);
     return;
   }
-  const bool have_ptxas = !tg::cuda::find_tool("ptxas").empty();
   TensorOptions cpu(tg::float32, "CPU");
   tg::GpuOptions tf32;
   tf32.tensor_cores = tf32.tf32 = true; // as a device of compute capability 8.0 sets them at "high"
   Tensor a = tg::rand({1000, 300}, cpu), b = tg::rand({300, 70}, cpu), bias = tg::rand({70}, cpu);
   for (Tensor x : {a, b, bias}) x.realize();
   for (const Tensor& r : {a.matmul(b), (a.matmul(b) + bias).relu(), b.T().matmul(a.T())}) {
-    tg::ScheduleInfo info = tg::schedule({r}, tg::Target::cuda(tf32));
-    REQUIRE(info.programs.size() == 1);
-    const std::string name(info.programs[0].name.view());
-    CHECK(name.rfind("rt64x64k32_", 0) == 0);
-    CHECK(info.sources[0].find("tg_mma_tile_tf32<36, 2, 2>") != std::string::npos);
-    const std::string ptx = tg::cuda::nvrtc_compile(info.sources[0], name, "compute_80").binary;
-    CHECK(ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
+    REQUIRE(tg::schedule({r}, tg::Target::cuda(tf32)).programs.size() == 1);
+    const std::string mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+    auto [source, ptx] = check_product(r, tf32, 0, "rt64x64k32_", mma);
+    CHECK(source.find("tg_mma_tile_tf32<36, 2, 2>") != std::string::npos);
     CHECK(ptx.find("cvt.rna.tf32.f32") != std::string::npos);
-    if (have_ptxas)
-      for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx, arch, name) == "");
     // two stages of a 64 x 64 block's float32 slices fit 48 KiB (a 128 x 128 block's do not)
     tg::GpuOptions staged = tf32;
     staged.stages = 2;
     staged.shared_bytes = 48 * 1024;
-    tg::ScheduleInfo two = tg::schedule({r}, tg::Target::cuda(staged));
-    const std::string name2(two.programs[0].name.view());
-    CHECK(name2.rfind("rt64x64k32s2_", 0) == 0);
-    const std::string ptx2 = tg::cuda::nvrtc_compile(two.sources[0], name2, "compute_80").binary;
-    CHECK(ptx2.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
-    if (have_ptxas)
-      for (const char* arch : {"sm_80", "sm_90"}) CHECK(ptxas(ptx2, arch, name2) == "");
+    check_product(r, staged, 0, "rt64x64k32s2_", mma);
   }
   // float64 products never; float32 ones without TF32 keep float32 tiles
   CHECK(std::string(

@@ -267,14 +267,17 @@ struct JitCore::State {
     for (const Tensor& t : inputs)
       for (const SInt& d : t.sym_shape()) d.collect_vars(bound);
     std::vector<std::int64_t> key; // what a recorded graph depends on: input buffers, sizes
-    for (const Tensor& t : inputs)
-      key.push_back(std::int64_t(reinterpret_cast<std::uintptr_t>(t.lazy()->buffer->ptr)));
-    for (const Var& v : bound) key.push_back(v.value);
     for (Segment& seg : segments_) {
-      if (seg.device)
-        run_segment(seg, key, bound);
-      else
+      if (!seg.device) {
         run_launches(seg.begin, seg.end, bound, false);
+        continue;
+      }
+      if (key.empty()) { // (only where a device records graphs)
+        for (const Tensor& t : inputs)
+          key.push_back(std::int64_t(reinterpret_cast<std::uintptr_t>(t.lazy()->buffer->ptr)));
+        for (const Var& v : bound) key.push_back(v.value);
+      }
+      run_segment(seg, key, bound);
     }
     std::vector<Tensor> outs;
     for (const LazyPtr& o : outputs_) {
